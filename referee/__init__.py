@@ -1,0 +1,1 @@
+"""All Fours (Trinidad rules) referee: pure rules engine, dealing, gRPC server and tools."""

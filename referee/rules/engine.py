@@ -1,0 +1,633 @@
+"""The pure All Fours engine: game state, legal actions, applying an action, observation.
+
+Everything here follows RULES.md section by section; each function names the section it implements.
+The module has no I/O, clock, logging or randomness: the deck order of every deal is an *input*
+(:func:`deal`), so any game replays exactly from its decks and actions.
+
+Life of a game::
+
+    state = new_game(RuleSet(), dealer=0)          # phase DEAL: waiting for a deck order
+    state = deal(state, deck)                      # 6 cards each, the kick; phase BEG (or OVER)
+    while state.phase is not Phase.OVER:
+        if state.phase is Phase.DEAL:               # next deal, or a redeal after the pack ran dry
+            state = deal(state, next_deck)
+        else:
+            state = apply(state, choose(legal_actions(state)))
+
+``apply`` validates first and raises :class:`RuleError` without changing anything; states are
+frozen values, so an old state stays valid after ``apply``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from enum import Enum
+
+from referee.rules.actions import (
+    BEG,
+    GIVE_ONE,
+    PASS,
+    RUN_PACK,
+    STAND,
+    Action,
+    Beg,
+    Call,
+    GiveOne,
+    Pass,
+    Play,
+    RunPack,
+    Stand,
+)
+from referee.rules.cards import Card, Rank, Suit, format_cards
+from referee.rules.errors import Reason, RuleError
+from referee.rules.ruleset import RuleSet
+from referee.rules.seats import next_seat, opponents_in_order, side_of
+
+#: Points a kicked card scores for the dealer's side (RULES.md, The deal 2).
+KICK_POINTS: dict[Rank, int] = {Rank.ACE: 1, Rank.SIX: 2, Rank.JACK: 3}
+#: Cards dealt to each player at the start of a deal, and on each run of the pack.
+HAND_SIZE = 6
+RUN_SIZE = 3
+
+
+class Phase(Enum):
+    """What the game waits for. The value is the replay/wire name."""
+
+    DEAL = "deal"  #: a deck order (chance): :func:`deal`
+    BEG = "beg"  #: the player to the dealer's right stands or begs
+    DEALER = "dealer"  #: the dealer gives one or runs the pack
+    PLAY = "play"  #: the seat to act plays a card
+    CALL = "call"  #: an opponent calls an exposed card or passes
+    OVER = "over"  #: a side reached the target
+
+
+@dataclass(frozen=True, slots=True)
+class PointEvent:
+    """Points scored: ``value`` points to ``side`` in deal number ``deal`` (1-based), for ``kind``.
+
+    ``kind`` is one of ``kick one high low jack hang_jack game`` (RULES.md, The deal and Scoring).
+    """
+
+    deal: int
+    side: int
+    kind: str
+    value: int
+
+
+@dataclass(frozen=True, slots=True)
+class Trick:
+    """A trick: ``leader`` seat, ``cards`` in play order, and the ``winner`` seat once complete."""
+
+    leader: int
+    cards: tuple[Card, ...]
+    winner: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DealRecord:
+    """What happened in one deal (one deck): dealer, trump, kicks, hands as dealt, tricks.
+
+    ``trump`` is the suit of the last kick once the trump is settled or while it stands; ``None``
+    for a deal whose pack ran dry (RULES.md, The deal 4). ``hands[s]`` are all cards dealt to seat
+    ``s`` in the order dealt (including cards from running the pack). Hidden from observations.
+    """
+
+    dealer: int
+    trump: Suit | None
+    kicks: tuple[Card, ...]
+    hands: tuple[tuple[Card, ...], ...]
+    tricks: tuple[Trick, ...] = ()
+    begged: bool = False
+    ran_dry: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """The complete, frozen state of one game. Use the module functions, not the fields' internals.
+
+    Public fields a driver may read: ``rules``, ``phase``, ``to_act`` (seat to decide, ``None`` in
+    DEAL and OVER), ``dealer``, ``scores`` (points per side), ``winner`` (side or ``None``),
+    ``points`` (every :class:`PointEvent` in order), ``deals`` (one :class:`DealRecord` per deck,
+    the current one last). ``deck`` and ``hands`` hold hidden cards: never send them to a seat;
+    use :func:`observe`.
+    """
+
+    rules: RuleSet
+    phase: Phase
+    dealer: int
+    scores: tuple[int, int]
+    winner: int | None = None
+    to_act: int | None = None
+    deck: tuple[Card, ...] = ()
+    pos: int = 0
+    hands: tuple[tuple[Card, ...], ...] = ()
+    trump: Suit | None = None
+    trick_leader: int = 0
+    trick: tuple[Card, ...] = ()
+    exposed: tuple[tuple[Card, ...], ...] = ()
+    called: Card | None = None
+    call_for: int | None = None
+    call_passed: tuple[int, ...] = ()
+    call_settled: bool = False
+    game_points: tuple[int, int] = (0, 0)
+    jack_winner: int | None = None
+    points: tuple[PointEvent, ...] = ()
+    deals: tuple[DealRecord, ...] = ()
+
+    @property
+    def players(self) -> int:
+        """Number of players (2 or 4)."""
+        return self.rules.players
+
+    @property
+    def deal_number(self) -> int:
+        """1-based number of the current deal (0 before the first deck is dealt)."""
+        return len(self.deals)
+
+    @property
+    def current_deal(self) -> DealRecord | None:
+        """The record of the current (last) deal, or ``None`` before the first."""
+        return self.deals[-1] if self.deals else None
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What one seat may see (RULES.md: hidden hands). Safe to send to that seat.
+
+    - ``seat``: whose view; ``rules``; ``phase``; ``to_act`` (seat or ``None``); ``dealer``;
+      ``deal_number`` (1-based); ``scores`` per side (points); ``winner`` (side or ``None``).
+    - ``trump``: suit or ``None``; ``kicks``: kicked cards of this deal in order; ``begged``.
+    - ``hand``: this seat's cards now; ``hand_sizes``: cards held per seat.
+    - ``exposed``: ``(seat, card)`` pairs face up on the table (RULES.md, the call);
+      ``called``: the card the seat to act must play, if an opponent called one;
+      ``call_for``: in the CALL phase, the seat whose exposed card may be called.
+    - ``trick_leader`` and ``trick``: the trick in progress; ``tricks``: this deal's completed tricks.
+    - ``points``: every point scored in the game so far, in order.
+    - ``legal``: this seat's legal actions if it is to act, else empty.
+    """
+
+    seat: int
+    rules: RuleSet
+    phase: Phase
+    to_act: int | None
+    dealer: int
+    deal_number: int
+    scores: tuple[int, int]
+    winner: int | None
+    trump: Suit | None
+    kicks: tuple[Card, ...]
+    begged: bool
+    hand: tuple[Card, ...]
+    hand_sizes: tuple[int, ...]
+    exposed: tuple[tuple[int, Card], ...]
+    called: Card | None
+    call_for: int | None
+    trick_leader: int
+    trick: tuple[Card, ...]
+    tricks: tuple[Trick, ...]
+    points: tuple[PointEvent, ...]
+    legal: tuple[Action, ...]
+
+
+# --------------------------------------------------------------------------- starting a game
+
+
+def new_game(rules: RuleSet, dealer: int, scores: tuple[int, int] = (0, 0)) -> State:
+    """A game waiting for its first deck (phase DEAL).
+
+    :param rules: the rule options; :param dealer: the first dealer's seat (see :func:`cut_for_dealer`);
+    :param scores: starting points per side (for replays that start mid-game).
+    :raises ValueError: for a seat that does not exist or negative scores.
+    """
+    if not 0 <= dealer < rules.players:
+        raise ValueError(f"dealer seat {dealer} does not exist at a table of {rules.players}")
+    if len(scores) != 2 or any(not isinstance(x, int) or x < 0 for x in scores):
+        raise ValueError(f"scores must be two non-negative whole numbers, not {scores!r}")
+    s = (scores[0], scores[1])
+    winner = next((side for side in (0, 1) if s[side] >= rules.target), None)
+    return State(rules=rules, phase=Phase.OVER if winner is not None else Phase.DEAL, dealer=dealer,
+                 scores=s, winner=winner)
+
+
+def cut_for_dealer(deck: Sequence[Card], players: int) -> int:
+    """The first dealer by the cut (RULES.md, Table: highest card deals, ace high, ties cut again).
+
+    Seats ``0..players-1`` take cards from the top of ``deck`` in seat order; the tied highest seats
+    take the next cards, again in seat order, until one is highest.
+
+    :returns: the dealer's seat.
+    :raises ValueError: if the deck runs out before the tie is broken.
+    """
+    contenders = list(range(players))
+    i = 0
+    while True:
+        if i + len(contenders) > len(deck):
+            raise ValueError("the cut ran out of cards before the tie was broken")
+        drawn = {s: deck[i + k] for k, s in enumerate(contenders)}
+        i += len(contenders)
+        best = max(c.rank for c in drawn.values())
+        contenders = [s for s in contenders if drawn[s].rank == best]
+        if len(contenders) == 1:
+            return contenders[0]
+
+
+def deal(state: State, deck: Sequence[Card]) -> State:
+    """Deal a new deck (RULES.md, The deal 1-2): 6 cards each from the dealer's right, then the kick.
+
+    :param deck: 52 distinct cards, top first (see ``referee.dealing`` for the shuffle).
+    :returns: the state in phase BEG, or OVER if the kick won the game.
+    :raises RuleError: ``wrong_phase`` unless the state is waiting for a deck (phase DEAL).
+    :raises ValueError: if ``deck`` is not 52 distinct cards.
+    """
+    if state.phase is not Phase.DEAL:
+        raise RuleError(Reason.WRONG_PHASE, f"cannot deal a deck in phase {state.phase.value}")
+    deck_t = tuple(deck)
+    if len(deck_t) != 52 or len(set(deck_t)) != 52:
+        raise ValueError(f"a deck must be 52 distinct cards, got {len(deck_t)} ({len(set(deck_t))} distinct)")
+    n = state.players
+    hands, pos = _deal_round(tuple(() for _ in range(n)), deck_t, 0, state.dealer, n, HAND_SIZE,
+                             state.rules.deal_in)
+    kick = deck_t[pos]
+    record = DealRecord(dealer=state.dealer, trump=kick.suit, kicks=(kick,), hands=hands)
+    s = replace(state, deck=deck_t, pos=pos + 1, hands=hands, trump=kick.suit, trick=(),
+                trick_leader=next_seat(state.dealer, n), exposed=tuple(() for _ in range(n)),
+                called=None, call_for=None, call_passed=(), call_settled=False, game_points=(0, 0),
+                jack_winner=None, deals=(*state.deals, record), phase=Phase.BEG,
+                to_act=next_seat(state.dealer, n))
+    s = _score_kick(s, kick)
+    return s
+
+
+def _deal_round(hands: tuple[tuple[Card, ...], ...], deck: tuple[Card, ...], pos: int, dealer: int,
+                n: int, each: int, deal_in: str) -> tuple[tuple[tuple[Card, ...], ...], int]:
+    """Give ``each`` cards to every seat from the dealer's right, in ones or packets of three."""
+    new = [list(h) for h in hands]
+    order = [(dealer + 1 + k) % n for k in range(n)]
+    packet = 3 if deal_in == "threes" else 1
+    for _ in range(each // packet):
+        for seat in order:
+            new[seat].extend(deck[pos:pos + packet])
+            pos += packet
+    return tuple(tuple(h) for h in new), pos
+
+
+def _add_points(s: State, side: int, kind: str, value: int) -> State:
+    """Score ``value`` to ``side``; the game ends at once when the side reaches the target."""
+    scores = (s.scores[0] + value, s.scores[1]) if side == 0 else (s.scores[0], s.scores[1] + value)
+    ev = PointEvent(deal=s.deal_number, side=side, kind=kind, value=value)
+    s = replace(s, scores=scores, points=(*s.points, ev))
+    if scores[side] >= s.rules.target:
+        s = replace(s, phase=Phase.OVER, winner=side, to_act=None, call_for=None, called=None)
+    return s
+
+
+def _score_kick(s: State, kick: Card) -> State:
+    """A kicked Ace, Six or Jack scores 1, 2 or 3 for the dealer's side (RULES.md, The deal 2)."""
+    value = KICK_POINTS.get(kick.rank)
+    if value:
+        s = _add_points(s, side_of(s.dealer), "kick", value)
+    return s
+
+
+def _with_current_deal(s: State, **changes: object) -> State:
+    return replace(s, deals=(*s.deals[:-1], replace(s.deals[-1], **changes)))
+
+
+# --------------------------------------------------------------------------- legality
+
+
+def legal_cards(hand: Sequence[Card], trick: Sequence[Card], trump: Suit | None, rules: RuleSet) -> tuple[Card, ...]:
+    """The cards of ``hand`` that may be played to ``trick`` (RULES.md, Play), in hand order.
+
+    Leading: any card. Trump led: a trump if able. Another suit led: follow suit or trump; a player
+    void in the led suit who holds a trump must trump (unless ``void_may_discard``); only a player
+    with neither may play any card. With ``undertrump_ban`` a player who cannot follow may not play
+    a trump lower than the highest trump in the trick unless holding only trumps, and must
+    overtrump if able (else any non-trump).
+    """
+    if not trick:
+        return tuple(hand)
+    led = trick[0].suit
+    if led is trump:
+        trumps = tuple(c for c in hand if c.suit is trump)
+        return trumps or tuple(hand)
+    follow = [c for c in hand if c.suit is led]
+    trumps = [c for c in hand if c.suit is trump]
+    if follow:
+        return tuple(c for c in hand if c.suit is led or c.suit is trump)
+    if not trumps:
+        return tuple(hand)
+    # Void in the led suit, holding a trump.
+    if rules.undertrump_ban and len(trumps) < len(hand):
+        in_trick = [c.rank for c in trick if c.suit is trump]
+        if in_trick:
+            top = max(in_trick)
+            over = {c for c in trumps if c.rank > top}
+            if rules.void_may_discard or not over:
+                return tuple(c for c in hand if c.suit is not trump or c in over)
+            return tuple(c for c in hand if c in over)
+    if rules.void_may_discard:
+        return tuple(hand)
+    return tuple(trumps)
+
+
+def _why_illegal(s: State, seat: int, card: Card, legal: Sequence[Card]) -> Reason:
+    """The reason code for a card in hand that is not in ``legal``."""
+    led = s.trick[0].suit
+    if led is s.trump:
+        return Reason.MUST_PLAY_TRUMP
+    hand = s.hands[seat]
+    if (card.suit is s.trump and s.rules.undertrump_ban and not any(c.suit is led for c in hand)):
+        return Reason.UNDERTRUMP
+    return Reason.MUST_FOLLOW_SUIT_OR_TRUMP
+
+
+def trick_winner(leader: int, cards: Sequence[Card], trump: Suit | None, players: int) -> int:
+    """The seat that wins a complete trick (RULES.md, Play): highest trump, else highest of the led suit.
+
+    :param leader: seat that led; ``cards`` in play order from the leader.
+    """
+    best = 0
+    for i in range(1, len(cards)):
+        c, b = cards[i], cards[best]
+        if c.suit is b.suit:
+            if c.rank > b.rank:
+                best = i
+        elif c.suit is trump:
+            best = i
+    return (leader + best) % players
+
+
+def _callable(s: State, seat: int) -> tuple[Card, ...]:
+    """Exposed cards of ``seat`` that would be legal now (RULES.md, the call)."""
+    exposed = s.exposed[seat]
+    if not exposed:
+        return ()
+    legal = legal_cards(s.hands[seat], s.trick, s.trump, s.rules)
+    return tuple(c for c in exposed if c in legal)
+
+
+def legal_actions(state: State) -> tuple[Action, ...]:
+    """The legal actions of the seat to act (``state.to_act``); empty in phases DEAL and OVER.
+
+    BEG: stand, beg. DEALER: give one, run the pack. PLAY: the legal cards (only the called card
+    if one was called). CALL: ``call X`` for each callable exposed card, and pass.
+    """
+    s = state
+    ph = s.phase
+    if ph is Phase.PLAY:
+        assert s.to_act is not None
+        if s.called is not None:
+            return (Play(s.called),)
+        return tuple(Play(c) for c in legal_cards(s.hands[s.to_act], s.trick, s.trump, s.rules))
+    if ph is Phase.BEG:
+        return (BEG, STAND)
+    if ph is Phase.DEALER:
+        return (GIVE_ONE, RUN_PACK)
+    if ph is Phase.CALL:
+        assert s.call_for is not None
+        return (*(Call(c) for c in _callable(s, s.call_for)), PASS)
+    return ()
+
+
+# --------------------------------------------------------------------------- applying actions
+
+
+def apply(state: State, action: Action, seat: int | None = None) -> State:
+    """Apply ``action`` by ``seat`` (default: the seat to act) and return the new state.
+
+    A card play by a seat whose turn it is not exposes that card instead (RULES.md, the call).
+    Validates first: on error nothing changes.
+
+    :raises RuleError: with reason ``game_over``, ``wrong_phase``, ``not_your_turn``,
+        ``card_not_in_hand``, ``must_follow_suit_or_trump``, ``must_play_trump``, ``undertrump``,
+        ``must_play_called_card`` or ``bad_action``.
+    """
+    s = state
+    if s.phase is Phase.OVER:
+        raise RuleError(Reason.GAME_OVER, f"the game is over (side {s.winner} won {s.scores[0]}-{s.scores[1]}); "
+                                          f"{action} was not applied")
+    if seat is None:
+        if s.to_act is None:
+            raise RuleError(Reason.WRONG_PHASE, f"no seat is to act in phase {s.phase.value}: {action} "
+                                                f"needs a seat")
+        seat = s.to_act
+    if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < s.players:
+        raise RuleError(Reason.BAD_ACTION, f"seat {seat!r} does not exist at a table of {s.players}")
+    if s.phase is Phase.DEAL:
+        raise RuleError(Reason.WRONG_PHASE, f"seat {seat} sent {action} but the deal has not been dealt yet")
+
+    if isinstance(action, Play) and seat != s.to_act:
+        return _expose(s, seat, action.card)
+    if seat != s.to_act:
+        raise RuleError(Reason.NOT_YOUR_TURN, f"seat {seat} sent {action} but seat {s.to_act} is to act "
+                                              f"(phase {s.phase.value})")
+    ph = s.phase
+    if ph is Phase.BEG:
+        if isinstance(action, Stand):
+            return _begin_play(_with_current_deal(s, trump=s.trump))
+        if isinstance(action, Beg):
+            return replace(_with_current_deal(s, begged=True), phase=Phase.DEALER, to_act=s.dealer)
+    elif ph is Phase.DEALER:
+        if isinstance(action, GiveOne):
+            s = _add_points(s, side_of(next_seat(s.dealer, s.players)), "one", 1)
+            return s if s.phase is Phase.OVER else _begin_play(s)
+        if isinstance(action, RunPack):
+            return _run_pack(s)
+    elif ph is Phase.PLAY:
+        if isinstance(action, Play):
+            return _play(s, seat, action.card)
+    elif ph is Phase.CALL:
+        if isinstance(action, Call):
+            return _call(s, seat, action.card)
+        if isinstance(action, Pass):
+            return _pass(s, seat)
+    if not isinstance(action, Stand | Beg | GiveOne | RunPack | Play | Call | Pass):
+        raise RuleError(Reason.BAD_ACTION, f"not an action: {action!r}")
+    legal = " ".join(str(a) for a in legal_actions(s))
+    raise RuleError(Reason.WRONG_PHASE, f"seat {seat} sent {action} in phase {s.phase.value}; legal: {legal}")
+
+
+def _expose(s: State, seat: int, card: Card) -> State:
+    """A card play out of turn: the card stays face up in front of its holder (RULES.md, the call)."""
+    if card not in s.hands[seat]:
+        raise RuleError(Reason.CARD_NOT_IN_HAND,
+                        f"seat {seat} played {card} out of turn but does not hold it "
+                        f"(seat {seat} holds {format_cards(s.hands[seat])})")
+    if card in s.exposed[seat]:
+        return s
+    exposed = tuple((*e, card) if i == seat else e for i, e in enumerate(s.exposed))
+    return replace(s, exposed=exposed)
+
+
+def _begin_play(s: State) -> State:
+    """Play begins: the player to the dealer's right leads (RULES.md, Play)."""
+    return _begin_turn(replace(s, trick=(), trick_leader=next_seat(s.dealer, s.players)),
+                       next_seat(s.dealer, s.players))
+
+
+def _begin_turn(s: State, seat: int) -> State:
+    """``seat`` is next to play: ask the opponents about a callable exposed card first."""
+    s = replace(s, to_act=seat, called=None, call_for=None, call_passed=(), call_settled=False,
+                phase=Phase.PLAY)
+    if s.exposed[seat] and _callable(s, seat):
+        return replace(s, phase=Phase.CALL, call_for=seat, to_act=opponents_in_order(seat, s.players)[0])
+    return s
+
+
+def _call(s: State, seat: int, card: Card) -> State:
+    assert s.call_for is not None
+    if card not in _callable(s, s.call_for):
+        raise RuleError(Reason.BAD_ACTION,
+                        f"seat {seat} called {card}, which is not an exposed card of seat {s.call_for} "
+                        f"that could be played now (callable: {format_cards(_callable(s, s.call_for))})")
+    return replace(s, phase=Phase.PLAY, to_act=s.call_for, called=card, call_for=None, call_passed=(),
+                   call_settled=True)
+
+
+def _pass(s: State, seat: int) -> State:
+    assert s.call_for is not None
+    passed = (*s.call_passed, seat)
+    remaining = [o for o in opponents_in_order(s.call_for, s.players) if o not in passed]
+    if remaining:
+        return replace(s, to_act=remaining[0], call_passed=passed)
+    return replace(s, phase=Phase.PLAY, to_act=s.call_for, called=None, call_for=None, call_passed=(),
+                   call_settled=True)
+
+
+def _run_pack(s: State) -> State:
+    """Run the pack (RULES.md, The deal 4): 3 more each and a new kick until a new suit turns up."""
+    n = s.players
+    begged = s.trump
+    while True:
+        if len(s.deck) - s.pos < RUN_SIZE * n + 1:
+            # The pack ran dry: the same dealer deals again from step 1; points stay scored.
+            return replace(_with_current_deal(s, trump=None, ran_dry=True), phase=Phase.DEAL, to_act=None,
+                           trump=None)
+        hands, pos = _deal_round(s.hands, s.deck, s.pos, s.dealer, n, RUN_SIZE, s.rules.deal_in)
+        kick = s.deck[pos]
+        dealt, _ = _deal_round(s.deals[-1].hands, s.deck, s.pos, s.dealer, n, RUN_SIZE, s.rules.deal_in)
+        s = replace(s, hands=hands, pos=pos + 1, trump=kick.suit)
+        s = _with_current_deal(s, hands=dealt, kicks=(*s.deals[-1].kicks, kick), trump=kick.suit)
+        s = _score_kick(s, kick)
+        if s.phase is Phase.OVER:
+            return s
+        if kick.suit is not begged:
+            return _begin_play(s)
+
+
+def _play(s: State, seat: int, card: Card) -> State:
+    """Play a card to the trick (RULES.md, Play); complete the trick and count the deal at its end."""
+    hand = s.hands[seat]
+    if card not in hand:
+        raise RuleError(Reason.CARD_NOT_IN_HAND,
+                        f"seat {seat} cannot play {card}: not in hand (seat {seat} holds {format_cards(hand)})")
+    if s.called is not None and card != s.called:
+        raise RuleError(Reason.MUST_PLAY_CALLED_CARD,
+                        f"seat {seat} cannot play {card}: the opponents called the exposed {s.called}")
+    legal = legal_cards(hand, s.trick, s.trump, s.rules)
+    if card not in legal:
+        reason = _why_illegal(s, seat, card, legal)
+        led = f"{s.trick[0]} was led" if s.trick else "leading"
+        raise RuleError(reason, f"seat {seat} cannot play {card}: {led}, trumps {s.trump}, trick "
+                                f"{format_cards(s.trick)}; seat {seat} holds {format_cards(hand)}; "
+                                f"legal: {format_cards(legal)}")
+    n = s.players
+    hands = tuple(tuple(c for c in h if c != card) if i == seat else h for i, h in enumerate(s.hands))
+    exposed = s.exposed
+    if card in exposed[seat]:
+        exposed = tuple(tuple(c for c in e if c != card) if i == seat else e for i, e in enumerate(exposed))
+    trick = (*s.trick, card)
+    s = replace(s, hands=hands, exposed=exposed, trick=trick, called=None)
+    if len(trick) < n:
+        return _begin_turn(s, next_seat(seat, n))
+    # The trick is complete.
+    winner = trick_winner(s.trick_leader, trick, s.trump, n)
+    side = side_of(winner)
+    pts = sum(c.rank.game_points for c in trick)
+    gp = (s.game_points[0] + pts, s.game_points[1]) if side == 0 else (s.game_points[0], s.game_points[1] + pts)
+    jack_winner = s.jack_winner
+    if any(c.rank is Rank.JACK and c.suit is s.trump for c in trick):
+        jack_winner = winner
+    done = Trick(leader=s.trick_leader, cards=trick, winner=winner)
+    s = _with_current_deal(s, tricks=(*s.deals[-1].tricks, done))
+    s = replace(s, trick=(), trick_leader=winner, game_points=gp, jack_winner=jack_winner)
+    if any(hands):
+        return _begin_turn(s, winner)
+    return _count(s)
+
+
+def _count(s: State) -> State:
+    """Score the deal (RULES.md, Scoring): High, Low, Jack, Game, stopping at the target."""
+    record = s.deals[-1]
+    trump = s.trump
+    held = [(c, seat) for seat, h in enumerate(record.hands) for c in h if c.suit is trump]
+    s = replace(s, to_act=None)
+    if held:
+        high = max(held, key=lambda cs: cs[0].rank)
+        low = min(held, key=lambda cs: cs[0].rank)
+        s = _add_points(s, side_of(high[1]), "high", 1)
+        if s.phase is Phase.OVER:
+            return s
+        s = _add_points(s, side_of(low[1]), "low", 1)
+        if s.phase is Phase.OVER:
+            return s
+        jack = next((cs for cs in held if cs[0].rank is Rank.JACK), None)
+        if jack is not None and s.jack_winner is not None:
+            taker = side_of(s.jack_winner)
+            if s.rules.hang_jack and taker != side_of(jack[1]):
+                s = _add_points(s, taker, "hang_jack", 3)
+            else:
+                s = _add_points(s, taker, "jack", 1)
+            if s.phase is Phase.OVER:
+                return s
+    g0, g1 = s.game_points
+    if g0 != g1:
+        s = _add_points(s, 0 if g0 > g1 else 1, "game", 1)
+        if s.phase is Phase.OVER:
+            return s
+    # The deal passes to the right (RULES.md, Match).
+    return replace(s, phase=Phase.DEAL, dealer=next_seat(s.dealer, s.players), to_act=None, trick=())
+
+
+# --------------------------------------------------------------------------- observation
+
+
+def observe(state: State, seat: int) -> Observation:
+    """What ``seat`` may see: its own hand, public cards, exposed cards, scores and tricks.
+
+    Never includes another seat's unplayed cards (its partner's included) or the undealt deck.
+
+    :raises ValueError: for a seat that does not exist.
+    """
+    s = state
+    if not 0 <= seat < s.players:
+        raise ValueError(f"seat {seat} does not exist at a table of {s.players}")
+    record = s.current_deal
+    in_deal = s.phase is not Phase.DEAL and record is not None and not record.ran_dry
+    hands = s.hands if s.hands else tuple(() for _ in range(s.players))
+    exposed = s.exposed if s.exposed else tuple(() for _ in range(s.players))
+    return Observation(
+        seat=seat,
+        rules=s.rules,
+        phase=s.phase,
+        to_act=s.to_act,
+        dealer=s.dealer,
+        deal_number=s.deal_number,
+        scores=s.scores,
+        winner=s.winner,
+        trump=s.trump if in_deal else None,
+        kicks=record.kicks if record is not None and in_deal else (),
+        begged=record.begged if record is not None and in_deal else False,
+        hand=hands[seat] if in_deal else (),
+        hand_sizes=tuple(len(h) for h in hands) if in_deal else tuple(0 for _ in range(s.players)),
+        exposed=tuple((i, c) for i, e in enumerate(exposed) for c in e) if in_deal else (),
+        called=s.called,
+        call_for=s.call_for,
+        trick_leader=s.trick_leader,
+        trick=s.trick if in_deal else (),
+        tricks=record.tricks if record is not None and in_deal else (),
+        points=s.points,
+        legal=legal_actions(s) if s.to_act == seat else (),
+    )

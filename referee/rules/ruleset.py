@@ -1,0 +1,64 @@
+"""The rule options of one game (RULES.md; every option and its default is named there)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+#: Bumped whenever the engine's behaviour changes; recorded in every match record.
+ENGINE_VERSION = "1.0.0"
+
+DEAL_IN_CHOICES = ("ones", "threes")
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    """The named rule options of a game (RULES.md). All fields have the rulebook's defaults.
+
+    - ``players``: 2 (head to head) or 4 (two partnerships). RULES.md, Table.
+    - ``deal_in``: ``"threes"`` (default) or ``"ones"``: how cards are dealt. RULES.md, The deal 1.
+    - ``target``: points that win the game (default 14). RULES.md, The deal 5.
+    - ``hang_jack``: the side opposed to the jack's holder that wins it scores 3 (default on).
+      RULES.md, Scoring 3.
+    - ``undertrump_ban``: a player who cannot follow may not undertrump (default off). RULES.md, Play.
+    - ``void_may_discard``: a player void in the led suit may discard instead of trumping (default
+      off). RULES.md, Play.
+
+    :raises ValueError: from the constructor when a value is out of range.
+    """
+
+    players: int = 4
+    deal_in: str = "threes"
+    target: int = 14
+    hang_jack: bool = True
+    undertrump_ban: bool = False
+    void_may_discard: bool = False
+
+    def __post_init__(self) -> None:
+        if self.players not in (2, 4) or isinstance(self.players, bool):
+            raise ValueError(f"players must be 2 or 4, not {self.players!r}")
+        if self.deal_in not in DEAL_IN_CHOICES:
+            raise ValueError(f"deal_in must be 'ones' or 'threes', not {self.deal_in!r}")
+        if not isinstance(self.target, int) or isinstance(self.target, bool) or self.target < 1:
+            raise ValueError(f"target must be a positive whole number of points, not {self.target!r}")
+        for name in ("hang_jack", "undertrump_ban", "void_may_discard"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, not {getattr(self, name)!r}")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> RuleSet:
+        """Build from a mapping of option names; omitted options take their defaults.
+
+        :raises ValueError: on an unknown option name or a bad value.
+        """
+        data = dict(data or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown rule option(s) {unknown}; known: {sorted(known)}")
+        return cls(**data)
+
+    def to_dict(self) -> dict[str, Any]:
+        """All options as a JSON-ready mapping (used in records and replays)."""
+        return asdict(self)
