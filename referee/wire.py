@@ -1,0 +1,362 @@
+"""The one proto <-> domain conversion module of protocol ``allfours.v1``.
+
+Shared by the referee server and the Python SDK, so it holds no server code: only pure functions
+between the engine's values (``referee.rules``) and the generated messages (``allfours.v1``).
+
+Wire conventions (docs/protocol.md): cards are strings in card notation (``"TH"``); a suit is its
+letter; seats, sides and "none" are ``-1``; times are milliseconds.
+
+Every ``*_from_pb`` function raises :class:`WireError` (a ``ValueError``) naming the bad field and
+value when a message from the network is malformed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+
+from allfours.v1 import referee_pb2 as pb
+from referee.rules import (
+    BEG,
+    GIVE_ONE,
+    PASS,
+    RUN_PACK,
+    STAND,
+    Action,
+    Beg,
+    Call,
+    Card,
+    GiveOne,
+    Observation,
+    Pass,
+    Phase,
+    Play,
+    PointEvent,
+    Reason,
+    RuleSet,
+    RunPack,
+    Stand,
+    Suit,
+    Trick,
+)
+
+#: The value a Hello must carry in ``protocol_version``.
+PROTOCOL_VERSION = "allfours.v1"
+
+
+class WireError(ValueError):
+    """A malformed protocol message: the message names the field and the offending value."""
+
+
+# --------------------------------------------------------------------------- small values
+
+
+def _none(x: int | None) -> int:
+    return -1 if x is None else x
+
+
+def _opt(x: int) -> int | None:
+    return None if x < 0 else x
+
+
+def card_to_pb(card: Card) -> str:
+    """A card in card notation (``"TH"``)."""
+    return str(card)
+
+
+def card_from_pb(text: str, field: str = "card") -> Card:
+    """Parse a card string from the wire.
+
+    :raises WireError: naming ``field`` and the text if it is not a card.
+    """
+    try:
+        return Card.parse(text)
+    except (ValueError, AttributeError):
+        raise WireError(f"{field}: not a card: {text!r} (expected rank+suit such as 'TH')") from None
+
+
+def cards_from_pb(texts: Iterable[str], field: str = "cards") -> tuple[Card, ...]:
+    """Parse a list of card strings. :raises WireError: on the first bad one."""
+    return tuple(card_from_pb(t, field) for t in texts)
+
+
+_KIND_OF: dict[type, int] = {
+    Stand: pb.ACTION_KIND_STAND,
+    Beg: pb.ACTION_KIND_BEG,
+    GiveOne: pb.ACTION_KIND_GIVE_ONE,
+    RunPack: pb.ACTION_KIND_RUN_PACK,
+    Play: pb.ACTION_KIND_PLAY,
+    Call: pb.ACTION_KIND_CALL,
+    Pass: pb.ACTION_KIND_PASS,
+}
+_SIMPLE_OF: dict[int, Action] = {
+    pb.ACTION_KIND_STAND: STAND,
+    pb.ACTION_KIND_BEG: BEG,
+    pb.ACTION_KIND_GIVE_ONE: GIVE_ONE,
+    pb.ACTION_KIND_RUN_PACK: RUN_PACK,
+    pb.ACTION_KIND_PASS: PASS,
+}
+
+
+def action_to_pb(action: Action) -> pb.Action:
+    """An engine action as an ``allfours.v1.Action`` (kind + card for play and call).
+
+    :raises WireError: if ``action`` is not an engine action.
+    """
+    kind = _KIND_OF.get(type(action))
+    if kind is None:
+        raise WireError(f"not an action: {action!r}")
+    card = str(action.card) if isinstance(action, Play | Call) else ""
+    return pb.Action(kind=kind, card=card)
+
+
+def action_from_pb(msg: pb.Action) -> Action:
+    """An ``allfours.v1.Action`` as an engine action.
+
+    :raises WireError: for ACTION_KIND_UNSPECIFIED or an unknown kind, a play or call whose card is
+        missing or not a card, or a card on an action that takes none.
+    """
+    kind = msg.kind
+    if kind in _SIMPLE_OF:
+        if msg.card:
+            raise WireError(f"action {pb.ActionKind.Name(kind)} takes no card, got card {msg.card!r}")
+        return _SIMPLE_OF[kind]
+    if kind in (pb.ACTION_KIND_PLAY, pb.ACTION_KIND_CALL):
+        if not msg.card:
+            raise WireError(f"action {pb.ActionKind.Name(kind)} needs a card")
+        card = card_from_pb(msg.card, "action.card")
+        return Play(card) if kind == pb.ACTION_KIND_PLAY else Call(card)
+    raise WireError(f"action.kind: not an action kind: {kind} (ACTION_KIND_UNSPECIFIED or unknown)")
+
+
+def actions_to_pb(actions: Iterable[Action]) -> list[pb.Action]:
+    """A list of engine actions as messages (same order)."""
+    return [action_to_pb(a) for a in actions]
+
+
+_PHASE_TO: dict[Phase, int] = {
+    Phase.DEAL: pb.PHASE_DEAL,
+    Phase.BEG: pb.PHASE_BEG,
+    Phase.DEALER: pb.PHASE_DEALER,
+    Phase.PLAY: pb.PHASE_PLAY,
+    Phase.CALL: pb.PHASE_CALL,
+    Phase.OVER: pb.PHASE_OVER,
+}
+_PHASE_FROM = {v: k for k, v in _PHASE_TO.items()}
+
+
+def phase_to_pb(phase: Phase) -> int:
+    """The ``allfours.v1.Phase`` value of an engine phase."""
+    return _PHASE_TO[phase]
+
+
+def phase_from_pb(value: int) -> Phase:
+    """The engine phase of an ``allfours.v1.Phase`` value. :raises WireError: for UNSPECIFIED/unknown."""
+    try:
+        return _PHASE_FROM[value]
+    except KeyError:
+        raise WireError(f"phase: not a phase: {value}") from None
+
+
+_REASON_TO: dict[Reason, int] = {r: pb.Reason.Value("REASON_" + r.name) for r in Reason}
+_REASON_FROM = {v: k for k, v in _REASON_TO.items()}
+
+
+def reason_to_pb(reason: Reason) -> int:
+    """The ``allfours.v1.Reason`` value mirroring an engine :class:`Reason` (same name)."""
+    return _REASON_TO[reason]
+
+
+def reason_from_pb(value: int) -> Reason | None:
+    """The engine reason of a wire reason, or ``None`` for the protocol-level codes and UNSPECIFIED."""
+    return _REASON_FROM.get(value)
+
+
+# --------------------------------------------------------------------------- rules and time
+
+
+_DEAL_IN_TO = {"ones": pb.DEAL_IN_ONES, "threes": pb.DEAL_IN_THREES}
+
+
+def rules_to_pb(rules: RuleSet) -> pb.RuleSet:
+    """A rule set with every field set."""
+    return pb.RuleSet(players=rules.players, deal_in=_DEAL_IN_TO[rules.deal_in], target=rules.target,
+                      hang_jack=rules.hang_jack, undertrump_ban=rules.undertrump_ban,
+                      void_may_discard=rules.void_may_discard)
+
+
+def rules_from_pb(msg: pb.RuleSet) -> RuleSet:
+    """A rule set; unset fields take the rulebook defaults (RULES.md).
+
+    :raises WireError: for an unknown deal_in value or an option out of range.
+    """
+    opts: dict[str, object] = {}
+    for name in ("players", "target", "hang_jack", "undertrump_ban", "void_may_discard"):
+        if msg.HasField(name):
+            opts[name] = getattr(msg, name)
+    if msg.deal_in == pb.DEAL_IN_ONES:
+        opts["deal_in"] = "ones"
+    elif msg.deal_in == pb.DEAL_IN_THREES:
+        opts["deal_in"] = "threes"
+    elif msg.deal_in != pb.DEAL_IN_UNSPECIFIED:
+        raise WireError(f"rules.deal_in: unknown value {msg.deal_in}")
+    try:
+        return RuleSet.from_dict(opts)
+    except ValueError as e:
+        raise WireError(f"rules: {e}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class TimeControl:
+    """A match's time control (all durations in ms; docs/protocol.md, Time).
+
+    - ``decision_ms``: hard limit of one decision; past it the default action (first legal) is
+      played and a strike counted.
+    - ``bank_ms``: total thinking time of a seat for the whole match; every decision's time is
+      deducted; an empty bank forfeits the match (``timeout``).
+    - ``max_strikes``: timeouts that forfeit the match (``timeout``).
+    - ``grace_ms``: time a disconnected seat has to reconnect (else ``disconnect``).
+    - ``join_ms``: time after creation every seat has to join (else ``no_show``).
+    - ``max_protocol_errors``: malformed messages that forfeit (``protocol_error``).
+    - ``max_illegal``: rejected illegal actions that forfeit (``illegal``).
+
+    :raises ValueError: from the constructor when a value is not positive.
+    """
+
+    decision_ms: int = 2000
+    bank_ms: int = 300_000
+    max_strikes: int = 3
+    grace_ms: int = 5000
+    join_ms: int = 30_000
+    max_protocol_errors: int = 3
+    max_illegal: int = 20
+
+    def __post_init__(self) -> None:
+        for name, value in asdict(self).items():
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"time_control.{name} must be a positive whole number, not {value!r}")
+
+    def to_dict(self) -> dict[str, int]:
+        """All fields as a JSON-ready mapping."""
+        return asdict(self)
+
+
+_TC_FIELDS = ("decision_ms", "bank_ms", "max_strikes", "grace_ms", "join_ms", "max_protocol_errors",
+              "max_illegal")
+
+
+def time_control_to_pb(tc: TimeControl) -> pb.TimeControl:
+    """A time control with every field set."""
+    return pb.TimeControl(**tc.to_dict())
+
+
+def time_control_from_pb(msg: pb.TimeControl) -> TimeControl:
+    """A time control; unset (or 0) fields take the defaults of :class:`TimeControl`.
+
+    :raises WireError: never for a well-typed message (all set values are positive); kept for symmetry.
+    """
+    opts = {name: getattr(msg, name) for name in _TC_FIELDS if msg.HasField(name) and getattr(msg, name)}
+    try:
+        return TimeControl(**opts)
+    except ValueError as e:
+        raise WireError(str(e)) from None
+
+
+# --------------------------------------------------------------------------- observation
+
+
+def point_to_pb(p: PointEvent) -> pb.PointEvent:
+    """A scored point event."""
+    return pb.PointEvent(deal=p.deal, side=p.side, kind=p.kind, value=p.value)
+
+
+def point_from_pb(msg: pb.PointEvent) -> PointEvent:
+    """A scored point event from the wire."""
+    return PointEvent(deal=msg.deal, side=msg.side, kind=msg.kind, value=msg.value)
+
+
+def trick_to_pb(t: Trick) -> pb.Trick:
+    """A trick (winner -1 while in progress)."""
+    return pb.Trick(leader=t.leader, cards=[str(c) for c in t.cards], winner=_none(t.winner))
+
+
+def trick_from_pb(msg: pb.Trick) -> Trick:
+    """A trick from the wire. :raises WireError: on a bad card."""
+    return Trick(leader=msg.leader, cards=cards_from_pb(msg.cards, "trick.cards"), winner=_opt(msg.winner))
+
+
+def observation_to_pb(obs: Observation) -> pb.Observation:
+    """A seat's observation as a message (every field of :class:`referee.rules.Observation`)."""
+    return pb.Observation(
+        seat=obs.seat,
+        rules=rules_to_pb(obs.rules),
+        phase=phase_to_pb(obs.phase),
+        to_act=_none(obs.to_act),
+        dealer=obs.dealer,
+        deal_number=obs.deal_number,
+        scores=list(obs.scores),
+        winner=_none(obs.winner),
+        trump=str(obs.trump) if obs.trump is not None else "",
+        kicks=[str(c) for c in obs.kicks],
+        begged=obs.begged,
+        hand=[str(c) for c in obs.hand],
+        hand_sizes=list(obs.hand_sizes),
+        exposed=[pb.ExposedCard(seat=s, card=str(c)) for s, c in obs.exposed],
+        called=str(obs.called) if obs.called is not None else "",
+        call_for=_none(obs.call_for),
+        trick_leader=obs.trick_leader,
+        trick=[str(c) for c in obs.trick],
+        tricks=[trick_to_pb(t) for t in obs.tricks],
+        points=[point_to_pb(p) for p in obs.points],
+        legal_actions=actions_to_pb(obs.legal),
+    )
+
+
+def observation_from_pb(msg: pb.Observation) -> Observation:
+    """An observation message as :class:`referee.rules.Observation` (for bots and the SDK).
+
+    :raises WireError: on a bad card, suit, phase, rule set or action.
+    """
+    if len(msg.scores) != 2:
+        raise WireError(f"observation.scores: expected 2 entries (one per side), got {list(msg.scores)}")
+    trump: Suit | None = None
+    if msg.trump:
+        try:
+            trump = Suit.parse(msg.trump)
+        except ValueError:
+            raise WireError(f"observation.trump: not a suit: {msg.trump!r}") from None
+    return Observation(
+        seat=msg.seat,
+        rules=rules_from_pb(msg.rules),
+        phase=phase_from_pb(msg.phase),
+        to_act=_opt(msg.to_act),
+        dealer=msg.dealer,
+        deal_number=msg.deal_number,
+        scores=(msg.scores[0], msg.scores[1]),
+        winner=_opt(msg.winner),
+        trump=trump,
+        kicks=cards_from_pb(msg.kicks, "observation.kicks"),
+        begged=msg.begged,
+        hand=cards_from_pb(msg.hand, "observation.hand"),
+        hand_sizes=tuple(msg.hand_sizes),
+        exposed=tuple((e.seat, card_from_pb(e.card, "observation.exposed")) for e in msg.exposed),
+        called=card_from_pb(msg.called, "observation.called") if msg.called else None,
+        call_for=_opt(msg.call_for),
+        trick_leader=msg.trick_leader,
+        trick=cards_from_pb(msg.trick, "observation.trick"),
+        tricks=tuple(trick_from_pb(t) for t in msg.tricks),
+        points=tuple(point_from_pb(p) for p in msg.points),
+        legal=tuple(action_from_pb(a) for a in msg.legal_actions),
+    )
+
+
+def event(kind: int, game: int, deal: int, *, seat: int | None = None, card: Card | None = None,
+          side: int | None = None, value: int = 0, points_kind: str = "",
+          scores: Sequence[int] = (), winner: int | None = None, dealer: int | None = None,
+          cards: Sequence[Card] = (), ran_dry: bool = False, forfeited: bool = False,
+          target_seat: int | None = None) -> pb.Event:
+    """Build a public :class:`allfours.v1.Event` with ``-1`` for every seat/side not given."""
+    return pb.Event(kind=kind, game=game, deal=deal, seat=_none(seat), card=str(card) if card else "",
+                    side=_none(side), value=value, points_kind=points_kind, scores=list(scores),
+                    winner=_none(winner), dealer=_none(dealer), cards=[str(c) for c in cards],
+                    ran_dry=ran_dry, forfeited=forfeited, target_seat=_none(target_seat))

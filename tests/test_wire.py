@@ -1,0 +1,122 @@
+"""Round trips between the engine's values and protocol v1 messages (referee.wire)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from allfours.v1 import referee_pb2 as pb
+from referee import wire
+from referee.dealing import deck_for
+from referee.rules import (
+    BEG,
+    CANONICAL_DECK,
+    GIVE_ONE,
+    PASS,
+    RUN_PACK,
+    STAND,
+    Call,
+    Card,
+    Phase,
+    Play,
+    Reason,
+    RuleSet,
+    apply,
+    deal,
+    legal_actions,
+    new_game,
+    observe,
+)
+
+SEED = bytes(range(32))
+
+
+@pytest.mark.parametrize("card", CANONICAL_DECK)
+def test_card_round_trip(card: Card) -> None:
+    assert wire.card_from_pb(wire.card_to_pb(card)) == card
+
+
+@pytest.mark.parametrize("text", ["", "1H", "TX", "10", "AHH"])
+def test_bad_card_text_is_a_wire_error_naming_it(text: str) -> None:
+    with pytest.raises(wire.WireError, match="not a card"):
+        wire.card_from_pb(text)
+
+
+@pytest.mark.parametrize(
+    "action", [STAND, BEG, GIVE_ONE, RUN_PACK, PASS, Play(Card.parse("TH")), Call(Card.parse("2C"))]
+)
+def test_action_round_trip(action: object) -> None:
+    msg = wire.action_to_pb(action)  # type: ignore[arg-type]
+    assert wire.action_from_pb(pb.Action.FromString(msg.SerializeToString())) == action
+
+
+@pytest.mark.parametrize(
+    ("msg", "match"),
+    [
+        (pb.Action(), "ACTION_KIND_UNSPECIFIED"),
+        (pb.Action(kind=pb.ACTION_KIND_PLAY), "needs a card"),
+        (pb.Action(kind=pb.ACTION_KIND_PLAY, card="ZZ"), "not a card"),
+        (pb.Action(kind=pb.ACTION_KIND_STAND, card="TH"), "takes no card"),
+        (pb.Action(kind=99), "not an action kind"),
+    ],
+)
+def test_malformed_actions_are_rejected(msg: pb.Action, match: str) -> None:
+    with pytest.raises(wire.WireError, match=match):
+        wire.action_from_pb(msg)
+
+
+def test_every_engine_reason_has_a_wire_code_and_back() -> None:
+    for r in Reason:
+        assert wire.reason_from_pb(wire.reason_to_pb(r)) is r
+    assert wire.reason_from_pb(pb.REASON_PROTOCOL_ERROR) is None
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [RuleSet(), RuleSet(players=2, deal_in="ones", target=7, hang_jack=False, undertrump_ban=True,
+                        void_may_discard=True)],
+)
+def test_rules_round_trip(rules: RuleSet) -> None:
+    assert wire.rules_from_pb(wire.rules_to_pb(rules)) == rules
+
+
+def test_unset_rules_take_rulebook_defaults() -> None:
+    assert wire.rules_from_pb(pb.RuleSet()) == RuleSet()
+    assert wire.rules_from_pb(pb.RuleSet(players=2)) == RuleSet(players=2)
+
+
+def test_bad_rules_are_a_wire_error() -> None:
+    with pytest.raises(wire.WireError, match="players must be 2 or 4"):
+        wire.rules_from_pb(pb.RuleSet(players=3))
+
+
+def test_time_control_defaults_and_round_trip() -> None:
+    assert wire.time_control_from_pb(pb.TimeControl()) == wire.TimeControl()
+    tc = wire.TimeControl(decision_ms=200, bank_ms=9000, max_strikes=2, grace_ms=500, join_ms=800,
+                          max_protocol_errors=4, max_illegal=5)
+    assert wire.time_control_from_pb(wire.time_control_to_pb(tc)) == tc
+
+
+@pytest.mark.parametrize("players", [2, 4])
+def test_observation_round_trip_through_random_games(players: int) -> None:
+    """Every observation of every seat, at every step of random games, survives the wire."""
+    rng = random.Random(players)
+    checked = 0
+    for game in range(1, 4):
+        state = new_game(RuleSet(players=players), dealer=game % players)
+        while state.phase is not Phase.OVER:
+            if state.phase is Phase.DEAL:
+                state = deal(state, deck_for(SEED, game, state.deal_number + 1))
+                continue
+            for seat in range(players):
+                obs = observe(state, seat)
+                msg = pb.Observation.FromString(wire.observation_to_pb(obs).SerializeToString())
+                assert wire.observation_from_pb(msg) == obs
+                checked += 1
+            # Now and then a seat not to act plays a card out of turn (exposure).
+            other = (state.to_act + 1) % players  # type: ignore[operator]
+            if rng.random() < 0.02 and state.hands[other]:
+                state = apply(state, Play(state.hands[other][0]), other)
+            state = apply(state, rng.choice(legal_actions(state)))
+    assert checked > 100
