@@ -58,7 +58,7 @@ class Termination(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TERMINATION_PROTOCOL_ERROR: _ClassVar[Termination]
     TERMINATION_NO_SHOW: _ClassVar[Termination]
     TERMINATION_ABORTED: _ClassVar[Termination]
-    TERMINATION_OPPONENT_FORFEIT: _ClassVar[Termination]
+    TERMINATION_OTHER_SEAT_FORFEITED: _ClassVar[Termination]
 
 class MatchStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -127,7 +127,7 @@ TERMINATION_DISCONNECT: Termination
 TERMINATION_PROTOCOL_ERROR: Termination
 TERMINATION_NO_SHOW: Termination
 TERMINATION_ABORTED: Termination
-TERMINATION_OPPONENT_FORFEIT: Termination
+TERMINATION_OTHER_SEAT_FORFEITED: Termination
 MATCH_STATUS_UNSPECIFIED: MatchStatus
 MATCH_STATUS_WAITING: MatchStatus
 MATCH_STATUS_RUNNING: MatchStatus
