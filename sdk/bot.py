@@ -1,0 +1,313 @@
+"""The bot interface: a class with one required method, ``act(ctx) -> action``.
+
+A bot sees exactly what its seat may see (``referee.rules.Observation``) and the legal actions the
+referee sends; it never re-checks legality (ARCHITECTURE.md). The same bot runs unchanged in local
+mode (:mod:`sdk.local`, in-process through the engine) and against a referee over gRPC
+(:mod:`sdk.run`).
+
+Minimal bot::
+
+    from sdk import Bot, Context
+
+    class Lowest(Bot):
+        def act(self, ctx: Context):
+            return ctx.legal[0]          # an Action, or its notation: "TH", "beg", "call 5C"
+
+Optional hooks (all default to doing nothing): :meth:`Bot.on_welcome`, :meth:`Bot.on_event`,
+:meth:`Bot.on_deal_end`, :meth:`Bot.on_game_end`, :meth:`Bot.on_match_end`. A bot need not subclass
+:class:`Bot`: any object with an ``act`` method works, and hooks it lacks are skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from referee.rules import (
+    Action,
+    Card,
+    Observation,
+    Phase,
+    Play,
+    PointEvent,
+    RuleSet,
+    Suit,
+    Trick,
+    parse_action,
+)
+
+#: What ``act`` may return: one of ``ctx.legal``, its notation string, or a :class:`Card` (= play it).
+Choice = Action | str | Card
+
+
+@dataclass(frozen=True, slots=True)
+class MatchInfo:
+    """Who and where the bot is, given once per match to :meth:`Bot.on_welcome`.
+
+    - ``match_id``: the referee's match id (``"local-…"`` in local mode).
+    - ``seat``: this bot's seat, ``0..players-1`` in play order; ``side`` is ``seat % 2``.
+    - ``rules``: the rule options of every game in the match (``rules.players`` is 2 or 4).
+    - ``games``: number of games in the match (0 if the referee did not say).
+    - ``commitment``: SHA-256 hex of the match seed, published before play ("" if unknown).
+    """
+
+    match_id: str
+    seat: int
+    rules: RuleSet
+    games: int = 0
+    commitment: str = ""
+
+    @property
+    def side(self) -> int:
+        """This bot's side (team), 0 or 1."""
+        return self.seat % 2
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Something that happened at the table, given to :meth:`Bot.on_event` (informative only).
+
+    ``kind`` is one of:
+
+    - ``"deal"``: a deck was dealt (``deal`` is the 1-based deal number, ``card`` the kick);
+    - ``"action"``: ``seat`` took ``action`` (a stand, beg, give, run, card play, call or pass);
+    - ``"trick"``: a trick is complete (``trick`` holds its leader, cards and winner);
+    - ``"points"``: points were scored (``points``: side, kind, value);
+    - ``"exposed"``: ``seat`` exposed ``card`` by playing it out of turn (RULES.md, the call).
+
+    Everything an event says is also in the next :class:`Context`'s observation; bots that keep no
+    memory of their own can ignore events.
+    """
+
+    kind: str
+    game: int
+    deal: int = 0
+    seat: int | None = None
+    action: Action | None = None
+    card: Card | None = None
+    trick: Trick | None = None
+    points: PointEvent | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DealEnd:
+    """The end of one deal (one deck), given to :meth:`Bot.on_deal_end`.
+
+    - ``game`` and ``deal``: 1-based numbers; ``scores``: points per side after the deal.
+    - ``points``: the points scored during this deal, in order.
+    - ``tricks``: the deal's completed tricks (empty if the pack ran dry or the game ended on a kick).
+    - ``ran_dry``: the pack ran dry and the same dealer deals again (RULES.md, The deal 4).
+    """
+
+    game: int
+    deal: int
+    scores: tuple[int, int]
+    points: tuple[PointEvent, ...] = ()
+    tricks: tuple[Trick, ...] = ()
+    ran_dry: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GameEnd:
+    """The end of one game, given to :meth:`Bot.on_game_end`.
+
+    ``game``: 1-based number; ``scores``: final points per side; ``winner``: the side that reached
+    the target (``None`` if the game was stopped); ``reason``: why it ended, e.g. ``"target"``, or a
+    forfeit reason from the referee.
+    """
+
+    game: int
+    scores: tuple[int, int]
+    winner: int | None
+    reason: str = "target"
+
+
+@dataclass(frozen=True, slots=True)
+class MatchEnd:
+    """The end of the match, given to :meth:`Bot.on_match_end` and returned by the runners.
+
+    ``games``: each game's end in order; ``wins``: games won per side; ``winner``: the side with more
+    games won (``None`` on a tie); ``reason``: ``"complete"`` or the referee's reason for stopping.
+    """
+
+    games: tuple[GameEnd, ...]
+    wins: tuple[int, int]
+    winner: int | None
+    reason: str = "complete"
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """Everything a bot may use to decide one action. Frozen; built fresh for every decision.
+
+    - ``observation``: what this seat may see (``referee.rules.Observation``: hand, trump, trick,
+      tricks of this deal, scores, exposed cards, points so far …).
+    - ``legal``: the legal actions; ``act`` returns one of them (or its notation string).
+    - ``time_left_ms``: milliseconds left for this decision (per-move limit plus bank);
+      ``bank_ms``: the seat's remaining overtime bank in milliseconds. Local mode does not enforce
+      them.
+    - ``seat``: this bot's seat (``0..players-1``); ``side``: its team (``seat % 2``).
+    - ``rules``: the rule options; ``match_id``; ``game``: 1-based game number in the match;
+      ``decision``: the referee's sequence number of this request.
+    - ``rng``: a ``random.Random`` seeded from (match id, seat, decision), so a bot that draws only
+      from it plays reproducibly (:func:`decision_rng`).
+    """
+
+    observation: Observation
+    legal: tuple[Action, ...]
+    time_left_ms: int
+    bank_ms: int
+    seat: int
+    side: int
+    rules: RuleSet
+    rng: random.Random
+    match_id: str = ""
+    game: int = 1
+    decision: int = 0
+
+    @property
+    def phase(self) -> Phase:
+        """What is being decided: BEG (stand or beg), DEALER (give or run), PLAY, CALL."""
+        return self.observation.phase
+
+    @property
+    def hand(self) -> tuple[Card, ...]:
+        """This seat's cards now."""
+        return self.observation.hand
+
+    @property
+    def trump(self) -> Suit | None:
+        """The trump suit (the kick's suit)."""
+        return self.observation.trump
+
+    @property
+    def trick(self) -> tuple[Card, ...]:
+        """Cards played to the trick in progress, in play order from ``observation.trick_leader``."""
+        return self.observation.trick
+
+    @property
+    def legal_cards(self) -> tuple[Card, ...]:
+        """The cards among ``legal`` (empty outside the PLAY phase)."""
+        return tuple(a.card for a in self.legal if isinstance(a, Play))
+
+
+def decision_rng(match_id: str, seat: int, decision: int) -> random.Random:
+    """A ``random.Random`` seeded from SHA-256 of ``"<match_id>/<seat>/<decision>"``.
+
+    Deterministic across runs and processes (unlike ``hash()``), and independent per decision, so a
+    reconnect or a re-asked decision draws the same numbers.
+    """
+    digest = hashlib.sha256(f"{match_id}/{seat}/{decision}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:16], "big"))
+
+
+class IllegalChoice(ValueError):
+    """A bot returned something that is not one of its legal actions.
+
+    ``choice`` is what it returned; ``legal`` the legal actions; the message names both in notation.
+    """
+
+    def __init__(self, choice: object, legal: tuple[Action, ...], why: str = "") -> None:
+        self.choice = choice
+        self.legal = legal
+        legal_text = " ".join(str(a) for a in legal)
+        super().__init__(f"bot chose {choice!r}{': ' + why if why else ''}; legal: {legal_text}")
+
+
+def resolve_choice(choice: object, legal: tuple[Action, ...]) -> Action:
+    """The legal action a bot's ``choice`` names: an action, its notation (``"TH"``, ``"beg"``,
+    ``"call 5C"``) or a :class:`Card` (= play it).
+
+    :raises IllegalChoice: if the choice cannot be read or is not among ``legal``.
+    """
+    action: object = choice
+    if isinstance(choice, str):
+        try:
+            action = parse_action(choice)
+        except ValueError as e:
+            raise IllegalChoice(choice, legal, str(e)) from None
+    elif isinstance(choice, Card):
+        action = Play(choice)
+    if action not in legal:
+        raise IllegalChoice(choice, legal, "not a legal action now")
+    return action  # type: ignore[return-value]
+
+
+@runtime_checkable
+class BotLike(Protocol):
+    """Anything with ``act(ctx) -> action`` can play; :class:`Bot` adds the optional hooks."""
+
+    def act(self, ctx: Context) -> Choice:
+        """Return one of ``ctx.legal`` (or its notation string)."""
+        ...
+
+
+class Bot:
+    """Base class for bots: override :meth:`act`; override any hook you need.
+
+    ``name`` and ``version`` are sent to the referee in Hello (default: the class name, ``"0"``).
+    """
+
+    name: str = ""
+    version: str = "0"
+
+    def act(self, ctx: Context) -> Choice:
+        """Choose an action for this decision: one of ``ctx.legal``, or its notation string.
+
+        :raises NotImplementedError: unless a subclass overrides it.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement act(ctx)")
+
+    def on_welcome(self, info: MatchInfo) -> None:
+        """Called once when the match starts (seat, rules, match id)."""
+
+    def on_event(self, event: Event) -> None:
+        """Called for each table event (a deal, an action, a completed trick, points)."""
+
+    def on_deal_end(self, deal: DealEnd) -> None:
+        """Called after each deal is counted (or ran dry, or ended the game)."""
+
+    def on_game_end(self, game: GameEnd) -> None:
+        """Called after each game of the match."""
+
+    def on_match_end(self, result: MatchEnd) -> None:
+        """Called once when the match is over."""
+
+
+def bot_name(bot: object) -> str:
+    """A bot's display name: its ``name`` attribute if set, else its class name."""
+    return str(getattr(bot, "name", "") or type(bot).__name__)
+
+
+def call_hook(bot: object, hook: str, arg: Any) -> None:
+    """Call ``bot.<hook>(arg)`` if the bot has that hook (duck-typed bots may lack it)."""
+    fn = getattr(bot, hook, None)
+    if callable(fn):
+        fn(arg)
+
+
+def load_bot(spec: str) -> object:
+    """Import ``"package.module:ClassName"`` and return a new instance (constructed with no arguments).
+
+    :raises ValueError: if ``spec`` is not ``module:Class``, the module or class cannot be found, or
+        the object has no ``act`` method.
+    """
+    import importlib
+
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"a bot is named module:Class, e.g. sample_bots.random_bot:RandomBot, not {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ValueError(f"cannot import bot module {module_name!r} ({spec!r}): {e}") from e
+    try:
+        factory = getattr(module, attr)
+    except AttributeError:
+        raise ValueError(f"module {module_name!r} has no {attr!r} ({spec!r})") from None
+    bot = factory()
+    if not callable(getattr(bot, "act", None)):
+        raise ValueError(f"{spec!r} made a {type(bot).__name__}, which has no act(ctx) method")
+    return bot

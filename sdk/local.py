@@ -1,0 +1,254 @@
+"""Local mode: play bots against each other in-process through the engine, no referee, no network.
+
+For fast iteration while writing a bot. The decks come from the match seed exactly as the referee
+derives them (``referee.dealing``: ``deck_for(seed, game, deal)``; the first dealer of each game by
+``cut_for_dealer(cut_deck(seed, game))``), so a local match with a seed deals the same cards as a
+refereed one with that seed. Bots see only ``observe(state, seat)`` and ``legal_actions(state)``.
+
+Python::
+
+    from sdk.local import play_local
+    from sample_bots.heuristic import HeuristicBot
+    from sample_bots.random_bot import RandomBot
+    result = play_local([HeuristicBot(), RandomBot(), HeuristicBot(), RandomBot()], seed="1", games=10)
+    print(result.match.wins)
+
+Command line (one ``module:Class`` per seat, repeated round the table if fewer are given)::
+
+    python -m sdk.local sample_bots.heuristic:HeuristicBot sample_bots.random_bot:RandomBot \\
+        --players 4 --games 10 --seed 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from referee.dealing import check_seed, cut_deck, deck_for, fresh_seed
+from referee.rules import (
+    Phase,
+    RuleSet,
+    State,
+    apply,
+    cut_for_dealer,
+    deal,
+    legal_actions,
+    new_game,
+    observe,
+)
+from sdk.bot import (
+    Context,
+    DealEnd,
+    Event,
+    GameEnd,
+    MatchEnd,
+    MatchInfo,
+    bot_name,
+    call_hook,
+    decision_rng,
+    load_bot,
+    resolve_choice,
+)
+
+#: Nominal per-decision time reported to bots in local mode (milliseconds; not enforced).
+LOCAL_TIME_MS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class LocalResult:
+    """The outcome of :func:`play_local`.
+
+    - ``seed``: the match seed (64 hex digits) — rerun with it to replay every deal.
+    - ``rules``: the rule options; ``bots``: each seat's bot name, seat order.
+    - ``match``: the :class:`~sdk.bot.MatchEnd` (per-game scores and winners, games won per side).
+    - ``decisions``: number of decisions the bots made in all.
+    """
+
+    seed: str
+    rules: RuleSet
+    bots: tuple[str, ...]
+    match: MatchEnd
+    decisions: int
+
+    def summary(self) -> str:
+        """A few human-readable lines: the seats, each game's score, games won per side."""
+        lines = [f"seed {self.seed}", f"rules {json.dumps(self.rules.to_dict(), sort_keys=True)}"]
+        for seat, name in enumerate(self.bots):
+            lines.append(f"seat {seat} (side {seat % 2}): {name}")
+        for g in self.match.games:
+            lines.append(f"game {g.game}: {g.scores[0]}-{g.scores[1]}, side {g.winner} wins")
+        w = self.match.wins
+        who = "a tie" if self.match.winner is None else f"side {self.match.winner} wins the match"
+        lines.append(f"games won: side 0 {w[0]}, side 1 {w[1]}: {who}")
+        return "\n".join(lines)
+
+
+def seed_bytes(seed: bytes | str | int | None) -> bytes:
+    """A 32-byte match seed from ``seed``.
+
+    ``None``: a fresh random seed; 32 ``bytes``: itself; a ``str`` of 64 hex digits: those bytes;
+    any other ``str`` or an ``int``: SHA-256 of its text (so ``"1"`` and ``1`` are handy short seeds).
+    """
+    if seed is None:
+        return fresh_seed()
+    if isinstance(seed, bytes | bytearray):
+        return check_seed(bytes(seed))
+    text = str(seed).strip()
+    if len(text) == 64:
+        try:
+            return bytes.fromhex(text)
+        except ValueError:
+            pass
+    return hashlib.sha256(text.encode()).digest()
+
+
+def play_local(
+    bots: Sequence[object],
+    rules: RuleSet | None = None,
+    seed: bytes | str | int | None = None,
+    games: int = 1,
+) -> LocalResult:
+    """Play a match of ``games`` games between ``bots`` (one per seat, seat order) in-process.
+
+    :param bots: ``rules.players`` bot objects (each with ``act(ctx)``); seat ``s`` is ``bots[s]``,
+        side ``s % 2``. The same object may not sit in two seats (bots may keep per-seat memory).
+    :param rules: rule options; default ``RuleSet(players=len(bots))``.
+    :param seed: the match seed (see :func:`seed_bytes`); the result records it.
+    :param games: number of games (each to the target), 1 or more.
+    :returns: a :class:`LocalResult`.
+    :raises ValueError: on a wrong number of bots, a repeated bot object or ``games < 1``.
+    :raises sdk.bot.IllegalChoice: if a bot returns an action that is not legal (a bug to fix).
+    """
+    rules = rules if rules is not None else RuleSet(players=len(bots))
+    if len(bots) != rules.players:
+        raise ValueError(f"{rules.players} players need {rules.players} bots, got {len(bots)}")
+    if len({id(b) for b in bots}) != len(bots):
+        raise ValueError("give each seat its own bot object (bots may remember things per seat)")
+    if games < 1:
+        raise ValueError(f"games must be at least 1, not {games}")
+    key = seed_bytes(seed)
+    match_id = "local-" + key.hex()[:16]
+    for seat, bot in enumerate(bots):
+        call_hook(bot, "on_welcome", MatchInfo(match_id=match_id, seat=seat, rules=rules, games=games))
+    decisions = 0
+    ends: list[GameEnd] = []
+    for game in range(1, games + 1):
+        end, n = _play_game(bots, rules, key, match_id, game, decisions)
+        decisions += n
+        ends.append(end)
+        for bot in bots:
+            call_hook(bot, "on_game_end", end)
+    wins = (sum(1 for g in ends if g.winner == 0), sum(1 for g in ends if g.winner == 1))
+    winner = None if wins[0] == wins[1] else (0 if wins[0] > wins[1] else 1)
+    match = MatchEnd(games=tuple(ends), wins=wins, winner=winner)
+    for bot in bots:
+        call_hook(bot, "on_match_end", match)
+    return LocalResult(seed=key.hex(), rules=rules, bots=tuple(bot_name(b) for b in bots), match=match,
+                       decisions=decisions)
+
+
+def _play_game(bots: Sequence[object], rules: RuleSet, key: bytes, match_id: str, game: int,
+               first_decision: int) -> tuple[GameEnd, int]:
+    """Play one game; returns its end and the number of decisions taken."""
+    state = new_game(rules, cut_for_dealer(cut_deck(key, game), rules.players))
+    decision = first_decision
+    while state.phase is not Phase.OVER:
+        prev = state
+        if state.phase is Phase.DEAL:
+            state = deal(state, deck_for(key, game, state.deal_number + 1))
+            _notify(bots, game, prev, state, None, None)
+            continue
+        seat = state.to_act
+        assert seat is not None
+        legal = legal_actions(state)
+        decision += 1
+        ctx = Context(observation=observe(state, seat), legal=legal, time_left_ms=LOCAL_TIME_MS, bank_ms=0,
+                      seat=seat, side=seat % 2, rules=rules, rng=decision_rng(match_id, seat, decision),
+                      match_id=match_id, game=game, decision=decision)
+        action = resolve_choice(bots[seat].act(ctx), legal)  # type: ignore[attr-defined]
+        state = apply(state, action, seat)
+        _notify(bots, game, prev, state, seat, action)
+    assert state.winner is not None
+    return GameEnd(game=game, scores=state.scores, winner=state.winner), decision - first_decision
+
+
+def _notify(bots: Sequence[object], game: int, prev: State, state: State, seat: int | None,
+            action: object) -> None:
+    """Tell every bot what changed from ``prev`` to ``state`` (events, then a deal end if any)."""
+    events: list[Event] = []
+    record = state.current_deal
+    assert record is not None
+    n = state.deal_number
+    if seat is None:
+        events.append(Event("deal", game=game, deal=n, card=record.kicks[0]))
+    else:
+        events.append(Event("action", game=game, deal=n, seat=seat, action=action))  # type: ignore[arg-type]
+        before = prev.current_deal
+        assert before is not None
+        events.extend(Event("kick", game=game, deal=n, card=k) for k in record.kicks[len(before.kicks):])
+        events.extend(Event("trick", game=game, deal=n, trick=t) for t in record.tricks[len(before.tricks):])
+    events.extend(Event("points", game=game, deal=n, points=p) for p in state.points[len(prev.points):])
+    ended = state.phase in (Phase.DEAL, Phase.OVER)
+    deal_end = DealEnd(game=game, deal=n, scores=state.scores,
+                       points=tuple(p for p in state.points if p.deal == n), tricks=record.tricks,
+                       ran_dry=record.ran_dry) if ended else None
+    for bot in bots:
+        for ev in events:
+            call_hook(bot, "on_event", ev)
+        if deal_end is not None:
+            call_hook(bot, "on_deal_end", deal_end)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``python -m sdk.local`` command: play a local match and print the result.
+
+    :returns: the process exit status (0; 2 on a usage error).
+    """
+    p = argparse.ArgumentParser(prog="python -m sdk.local", description=__doc__.split("\n\n")[0])
+    p.add_argument("bots", nargs="+", metavar="module:Class",
+                   help="one bot per seat in seat order; fewer are repeated round the table")
+    p.add_argument("--players", type=int, choices=(2, 4), default=None,
+                   help="players at the table (default 4)")
+    p.add_argument("--games", type=int, default=1, help="games in the match (default 1)")
+    p.add_argument("--seed", default=None, help="match seed: 64 hex digits, or any text (hashed)")
+    p.add_argument("--rules", default=None, help='rule options as JSON, e.g. \'{"target": 7}\'')
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = p.parse_args(argv)
+    players = args.players or 4
+    if len(args.bots) > players:
+        p.error(f"{len(args.bots)} bots named for {players} seats")
+    try:
+        options = json.loads(args.rules) if args.rules else {}
+        rules = RuleSet.from_dict({**options, "players": players})
+        bots = [load_bot(args.bots[s % len(args.bots)]) for s in range(players)]
+    except ValueError as e:
+        p.error(str(e))
+    result = play_local(bots, rules=rules, seed=args.seed, games=args.games)
+    if args.json:
+        print(json.dumps(result_to_dict(result), indent=2))
+    else:
+        print(result.summary())
+    return 0
+
+
+def result_to_dict(result: LocalResult) -> dict[str, object]:
+    """A JSON-ready mapping of a :class:`LocalResult`."""
+    m = result.match
+    return {
+        "seed": result.seed,
+        "rules": result.rules.to_dict(),
+        "bots": list(result.bots),
+        "games": [{"game": g.game, "scores": list(g.scores), "winner": g.winner, "reason": g.reason}
+                  for g in m.games],
+        "wins": list(m.wins),
+        "winner": m.winner,
+        "decisions": result.decisions,
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""The SDK's bot interface and local mode (sdk/bot.py, sdk/local.py)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from referee.dealing import cut_deck, deck_for
+from referee.rules import (
+    BEG,
+    STAND,
+    Card,
+    Observation,
+    Phase,
+    Play,
+    RuleSet,
+    cut_for_dealer,
+    parse_action,
+)
+from sample_bots.random_bot import RandomBot
+from sdk import Bot, Context, IllegalChoice, decision_rng, load_bot, resolve_choice
+from sdk.bot import DealEnd, Event, GameEnd, MatchEnd, MatchInfo
+from sdk.local import main, play_local, seed_bytes
+
+
+def test_resolve_choice_accepts_actions_notation_and_cards() -> None:
+    legal = (Play(Card.parse("TH")), Play(Card.parse("2C")))
+    assert resolve_choice(legal[0], legal) == legal[0]
+    assert resolve_choice("th", legal) == legal[0]
+    assert resolve_choice(Card.parse("2C"), legal) == legal[1]
+    assert resolve_choice("beg", (BEG, STAND)) is BEG
+
+
+@pytest.mark.parametrize("choice", ["AS", "stand", "nonsense", 7, None])
+def test_resolve_choice_rejects_what_is_not_legal_and_names_the_legal_actions(choice: object) -> None:
+    legal = (Play(Card.parse("TH")), Play(Card.parse("2C")))
+    with pytest.raises(IllegalChoice) as err:
+        resolve_choice(choice, legal)
+    assert "legal: TH 2C" in str(err.value)
+    assert err.value.choice == choice
+
+
+def test_decision_rng_is_reproducible_and_differs_per_seat_and_decision() -> None:
+    draws = [decision_rng("m1", 2, 7).random() for _ in range(2)]
+    assert draws[0] == draws[1]
+    others = {decision_rng("m1", 3, 7).random(), decision_rng("m1", 2, 8).random(),
+              decision_rng("m2", 2, 7).random()}
+    assert draws[0] not in others and len(others) == 3
+
+
+def test_seed_bytes_forms() -> None:
+    hexseed = "ab" * 32
+    assert seed_bytes(hexseed) == bytes.fromhex(hexseed)
+    assert seed_bytes(b"\x01" * 32) == b"\x01" * 32
+    assert seed_bytes("1") == seed_bytes(1) != seed_bytes("2")
+    assert len(seed_bytes(None)) == 32
+    with pytest.raises(ValueError, match="32 bytes"):
+        seed_bytes(b"short")
+
+
+class Recorder(Bot):
+    """Plays the first legal action and records every context and hook call."""
+
+    def __init__(self) -> None:
+        self.contexts: list[Context] = []
+        self.calls: list[tuple[str, object]] = []
+
+    def act(self, ctx: Context) -> str:
+        self.contexts.append(ctx)
+        return str(ctx.legal[0])  # notation strings are accepted too
+
+    def on_welcome(self, info: MatchInfo) -> None:
+        self.calls.append(("welcome", info))
+
+    def on_event(self, event: Event) -> None:
+        self.calls.append(("event", event))
+
+    def on_deal_end(self, deal: DealEnd) -> None:
+        self.calls.append(("deal_end", deal))
+
+    def on_game_end(self, game: GameEnd) -> None:
+        self.calls.append(("game_end", game))
+
+    def on_match_end(self, result: MatchEnd) -> None:
+        self.calls.append(("match_end", result))
+
+
+def test_local_match_deals_from_the_seed_like_the_referee() -> None:
+    bots = [Recorder() for _ in range(4)]
+    key = seed_bytes("deals")
+    play_local(bots, seed=key.hex(), games=1)
+    dealer = cut_for_dealer(cut_deck(key, 1), 4)
+    first = (dealer + 1) % 4
+    ctx = bots[first].contexts[0]
+    deck = deck_for(key, 1, 1)
+    # Dealt in threes from the dealer's right (RULES.md, The deal 1): this seat's first six cards.
+    assert ctx.observation.dealer == dealer
+    assert ctx.hand == (*deck[0:3], *deck[12:15])
+    assert ctx.observation.kicks[0] == deck[24]
+    assert ctx.phase is Phase.BEG
+
+
+def test_bots_see_only_their_own_seat() -> None:
+    bots = [Recorder() for _ in range(4)]
+    play_local(bots, seed="views", games=1)
+    for seat, bot in enumerate(bots):
+        assert bot.contexts
+        for ctx in bot.contexts:
+            assert isinstance(ctx.observation, Observation)
+            assert ctx.seat == ctx.observation.seat == ctx.observation.to_act == seat
+            assert ctx.side == seat % 2
+            assert ctx.legal == ctx.observation.legal and ctx.legal
+            assert len(ctx.hand) == ctx.observation.hand_sizes[seat]
+            assert not hasattr(ctx, "state")
+
+
+def test_hooks_are_called_in_order_with_consistent_facts() -> None:
+    bots = [Recorder(), Recorder()]
+    result = play_local(bots, rules=RuleSet(players=2), seed="hooks", games=2)
+    for seat, bot in enumerate(bots):
+        kinds = [k for k, _ in bot.calls]
+        assert kinds[0] == "welcome" and kinds[-1] == "match_end"
+        assert kinds.count("game_end") == 2
+        welcome = bot.calls[0][1]
+        assert isinstance(welcome, MatchInfo) and welcome.seat == seat and welcome.games == 2
+        events = [e for k, e in bot.calls if k == "event"]
+        assert {"deal", "action", "trick", "points"} <= {e.kind for e in events}  # type: ignore[attr-defined]
+        deal_ends = [d for k, d in bot.calls if k == "deal_end"]
+        games = [g for k, g in bot.calls if k == "game_end"]
+        # The points reported at each deal's end add up to each game's final scores.
+        for g in games:
+            assert isinstance(g, GameEnd)
+            pts = [p for d in deal_ends if d.game == g.game for p in d.points]  # type: ignore[attr-defined]
+            totals = (sum(p.value for p in pts if p.side == 0), sum(p.value for p in pts if p.side == 1))
+            assert totals == g.scores
+    assert bots[0].calls[-1][1] == result.match
+
+
+def test_local_play_is_reproducible_from_the_seed() -> None:
+    def run(seed: str) -> tuple[object, ...]:
+        r = play_local([RandomBot() for _ in range(4)], seed=seed, games=3)
+        return (r.seed, r.match, r.decisions)
+
+    assert run("same") == run("same")
+
+
+def test_a_duck_typed_bot_without_hooks_plays() -> None:
+    class Bare:
+        def act(self, ctx: Context) -> object:
+            return ctx.legal[-1]
+
+    result = play_local([Bare(), Bare()], seed="bare", games=1)
+    assert result.bots == ("Bare", "Bare")
+    assert result.match.games[0].winner in (0, 1)
+    assert max(result.match.games[0].scores) >= 14
+
+
+def test_an_illegal_choice_stops_local_play_with_a_clear_error() -> None:
+    class Cheat(Bot):
+        def act(self, ctx: Context) -> object:
+            return "AS" if Play(Card.parse("AS")) not in ctx.legal else "2C"
+
+    with pytest.raises(IllegalChoice, match="not a legal action"):
+        play_local([Cheat(), Cheat()], seed="cheat")
+
+
+def test_play_local_rejects_bad_tables() -> None:
+    with pytest.raises(ValueError, match="4 players need 4 bots"):
+        play_local([RandomBot(), RandomBot()], rules=RuleSet(players=4))
+    bot = RandomBot()
+    with pytest.raises(ValueError, match="its own bot object"):
+        play_local([bot, bot])
+    with pytest.raises(ValueError, match="at least 1"):
+        play_local([RandomBot(), RandomBot()], games=0)
+
+
+def test_load_bot() -> None:
+    assert isinstance(load_bot("sample_bots.random_bot:RandomBot"), RandomBot)
+    for bad in ("sample_bots.random_bot", "no.such.module:X", "sample_bots.random_bot:Nope", "random:Random"):
+        with pytest.raises(ValueError):
+            load_bot(bad)
+
+
+def test_cli_prints_the_match(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sample_bots.heuristic:HeuristicBot", "sample_bots.random_bot:RandomBot",
+                 "--games", "2", "--seed", "cli"]) == 0
+    out = capsys.readouterr().out
+    assert "seat 0 (side 0): heuristic" in out and "seat 3 (side 1): random" in out
+    assert out.count("\ngame ") == 2 and "games won:" in out
+    assert main(["sample_bots.random_bot:RandomBot", "--players", "2", "--seed", "cli", "--json",
+                 "--rules", '{"target": 7}']) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["rules"]["players"] == 2 and data["rules"]["target"] == 7
+    assert max(data["games"][0]["scores"]) >= 7 and data["seed"] == seed_bytes("cli").hex()
+
+
+def test_context_helpers() -> None:
+    obs_bot = Recorder()
+    play_local([obs_bot, RandomBot()], seed="ctx")
+    plays = [c for c in obs_bot.contexts if c.phase is Phase.PLAY]
+    assert plays
+    for ctx in plays:
+        assert set(ctx.legal_cards) <= set(ctx.hand)
+        assert ctx.trump is not None
+    assert isinstance(plays[0].rng, random.Random)
+    assert parse_action(str(plays[0].legal[0])) == plays[0].legal[0]
