@@ -159,7 +159,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("usage: python -m referee.replay FILE  (- for stdin)", file=sys.stderr)
         return 2
     try:
-        text = sys.stdin.read() if args[0] == "-" else open(args[0], encoding="utf-8").read()
+        if args[0] == "-":
+            text = sys.stdin.read()
+        else:
+            with open(args[0], encoding="utf-8") as f:
+                text = f.read()
     except OSError as e:
         print(f"replay: cannot read {args[0]}: {e.strerror}", file=sys.stderr)
         return 2

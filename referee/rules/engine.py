@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
+from typing import Any
 
 from referee.rules.actions import (
     BEG,
@@ -290,7 +291,7 @@ def _score_kick(s: State, kick: Card) -> State:
     return s
 
 
-def _with_current_deal(s: State, **changes: object) -> State:
+def _with_current_deal(s: State, **changes: Any) -> State:
     return replace(s, deals=(*s.deals[:-1], replace(s.deals[-1], **changes)))
 
 
@@ -309,11 +310,10 @@ def legal_cards(hand: Sequence[Card], trick: Sequence[Card], trump: Suit | None,
     if not trick:
         return tuple(hand)
     led = trick[0].suit
-    if led is trump:
-        trumps = tuple(c for c in hand if c.suit is trump)
-        return trumps or tuple(hand)
-    follow = [c for c in hand if c.suit is led]
     trumps = [c for c in hand if c.suit is trump]
+    if led is trump:
+        return tuple(trumps) or tuple(hand)
+    follow = [c for c in hand if c.suit is led]
     if follow:
         return tuple(c for c in hand if c.suit is led or c.suit is trump)
     if not trumps:
