@@ -1,0 +1,276 @@
+"""The tournament config: one TOML file (docs/tournament-config.md has every key).
+
+Parsing is strict: unknown keys, wrong types and out-of-range values raise :class:`ConfigError`
+with the file, the key (dotted, e.g. ``bots[2].command``) and the offending value. Rule options are
+validated by building :class:`referee.rules.RuleSet` (the rules live in one place).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from referee.dealing import parse_seed
+from referee.rules import RuleSet
+
+#: Environment variable holding a seat's ticket, set for every bot process.
+ENV_TICKET = "ALLFOURS_TICKET"
+#: Environment variable holding the referee's ``host:port``, set for every bot process.
+ENV_REFEREE = "ALLFOURS_REFEREE"
+
+
+class ConfigError(ValueError):
+    """A bad tournament config. ``str(e)`` is ``"<file>: <key>: <problem> (got <value>)"``."""
+
+    def __init__(self, path: str, key: str, problem: str, value: Any = None, *, show_value: bool = True):
+        self.path, self.key, self.problem, self.value = path, key, problem, value
+        suffix = f" (got {value!r})" if show_value else ""
+        super().__init__(f"{path}: {key}: {problem}{suffix}")
+
+
+@dataclass(frozen=True, slots=True)
+class TimeControl:
+    """Per-decision limits, all in milliseconds, passed to the referee's CreateMatch.
+
+    ``decision_ms``: the time a bot has for each decision before its bank is drawn on;
+    ``bank_ms``: the overtime bank per seat per match; ``max_strikes``: timeouts tolerated before the
+    seat forfeits; ``grace_ms``: network allowance added to every deadline.
+    """
+
+    decision_ms: int = 1000
+    bank_ms: int = 10000
+    max_strikes: int = 3
+    grace_ms: int = 200
+
+
+@dataclass(frozen=True, slots=True)
+class BotSpec:
+    """One bot: ``name`` (unique, used in ratings), ``version``, and how to start one seat's process.
+
+    ``command`` is an argv list (no shell); ``cwd`` is resolved against the config file's folder;
+    ``env`` is added to the arena's environment (the arena also sets ``ALLFOURS_TICKET`` and
+    ``ALLFOURS_REFEREE``).
+    """
+
+    name: str
+    version: str
+    command: tuple[str, ...]
+    cwd: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TournamentConfig:
+    """A parsed, validated tournament.
+
+    ``players`` is 2 or 4; ``games_per_pairing`` is even (duplicate pairs); ``master_seed`` is 32
+    bytes or ``None`` (then the arena draws one and keeps it in the output's store); ``output`` is an
+    absolute folder; ``source`` is the config file's path.
+    """
+
+    name: str
+    players: int
+    games_per_pairing: int
+    master_seed: bytes | None
+    concurrency: int
+    output: Path
+    rules: RuleSet
+    time_control: TimeControl
+    bots: tuple[BotSpec, ...]
+    source: str = "<config>"
+
+    def fingerprint(self) -> str:
+        """SHA-256 (hex) of everything that decides which games are played and how.
+
+        Excludes ``concurrency``, ``output``, ``source`` and the bots' ``command``/``cwd``/``env`` (how
+        a bot is started may change between runs of one tournament; what it *is* — name and version —
+        may not). Includes the master seed only when the config gives one.
+        """
+        data = {
+            "name": self.name,
+            "players": self.players,
+            "games_per_pairing": self.games_per_pairing,
+            "master_seed": self.master_seed.hex() if self.master_seed else None,
+            "rules": self.rules.to_dict(),
+            "time_control": asdict(self.time_control),
+            "bots": [[b.name, b.version] for b in self.bots],
+        }
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+_TOURNAMENT_KEYS = {
+    "name",
+    "players",
+    "games_per_pairing",
+    "master_seed",
+    "concurrency",
+    "output",
+    "rules",
+    "time_control",
+}
+_TC_KEYS = {f for f in TimeControl.__dataclass_fields__}
+_BOT_KEYS = {"name", "version", "command", "cwd", "env", "image"}
+
+
+def _int(path: str, key: str, value: Any, lo: int, hi: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(path, key, "must be a whole number", value)
+    if value < lo or (hi is not None and value > hi):
+        rng = f">= {lo}" if hi is None else f"between {lo} and {hi}"
+        raise ConfigError(path, key, f"must be {rng}", value)
+    return value
+
+
+def _str(path: str, key: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(path, key, "must be a non-empty string", value)
+    return value
+
+
+def _unknown(path: str, where: str, data: Mapping[str, Any], known: set[str]) -> None:
+    extra = sorted(set(data) - known)
+    if extra:
+        key = f"{where}.{extra[0]}" if where else extra[0]
+        raise ConfigError(path, key, f"unknown key; known keys here: {sorted(known)}", data[extra[0]])
+
+
+def parse_config(
+    data: Mapping[str, Any], path: str = "<config>", base: Path | None = None
+) -> TournamentConfig:
+    """Validate a decoded TOML document into a :class:`TournamentConfig`.
+
+    :param base: folder that relative ``output`` and ``cwd`` paths are resolved against (default: cwd).
+    :raises ConfigError: naming the file, key and value of the first problem found.
+    """
+    base = (base or Path.cwd()).resolve()
+    _unknown(path, "", data, {"tournament", "bots"})
+    t = data.get("tournament")
+    if not isinstance(t, dict):
+        raise ConfigError(path, "tournament", "missing [tournament] table", t, show_value=t is not None)
+    _unknown(path, "tournament", t, _TOURNAMENT_KEYS)
+    name = _str(path, "tournament.name", t.get("name"))
+    if any(ch in name for ch in "/\\\x00"):
+        raise ConfigError(path, "tournament.name", "may not contain slashes", name)
+    players = t.get("players", 4)
+    if players not in (2, 4) or isinstance(players, bool):
+        raise ConfigError(path, "tournament.players", "must be 2 or 4", players)
+    gpp = _int(path, "tournament.games_per_pairing", t.get("games_per_pairing", 2), 2)
+    if gpp % 2:
+        raise ConfigError(
+            path,
+            "tournament.games_per_pairing",
+            "must be even: games are played in duplicate pairs (same deal, sides swapped)",
+            gpp,
+        )
+    seed: bytes | None = None
+    if t.get("master_seed") is not None:
+        raw = t["master_seed"]
+        if not isinstance(raw, str):
+            raise ConfigError(path, "tournament.master_seed", "must be a string of 64 hex digits", raw)
+        try:
+            seed = parse_seed(raw)
+        except ValueError:
+            raise ConfigError(
+                path, "tournament.master_seed", "must be 64 hex digits (32 bytes)", raw
+            ) from None
+    concurrency = _int(path, "tournament.concurrency", t.get("concurrency", 1), 1, 256)
+    out_raw = _str(path, "tournament.output", t.get("output", f"arena-out/{name}"))
+    output = (base / out_raw).resolve()
+
+    rules_raw = t.get("rules", {})
+    if not isinstance(rules_raw, dict):
+        raise ConfigError(path, "tournament.rules", "must be a table of rule options", rules_raw)
+    if "players" in rules_raw and rules_raw["players"] != players:
+        raise ConfigError(
+            path,
+            "tournament.rules.players",
+            f"disagrees with tournament.players = {players}",
+            rules_raw["players"],
+        )
+    try:
+        rules = RuleSet.from_dict({**rules_raw, "players": players})
+    except (TypeError, ValueError) as e:
+        raise ConfigError(path, "tournament.rules", str(e), rules_raw) from None
+
+    tc_raw = t.get("time_control", {})
+    if not isinstance(tc_raw, dict):
+        raise ConfigError(path, "tournament.time_control", "must be a table", tc_raw)
+    _unknown(path, "tournament.time_control", tc_raw, _TC_KEYS)
+    defaults = TimeControl()
+    tc = TimeControl(
+        **{
+            k: _int(
+                path,
+                f"tournament.time_control.{k}",
+                tc_raw.get(k, getattr(defaults, k)),
+                1 if k == "decision_ms" else 0,
+            )
+            for k in sorted(_TC_KEYS)
+        }
+    )
+
+    bots_raw = data.get("bots")
+    if not isinstance(bots_raw, list) or len(bots_raw) < 2:
+        raise ConfigError(
+            path,
+            "bots",
+            "need at least two [[bots]] entries",
+            None if bots_raw is None else len(bots_raw) if isinstance(bots_raw, list) else bots_raw,
+        )
+    bots: list[BotSpec] = []
+    seen: set[str] = set()
+    for k, b in enumerate(bots_raw):
+        where = f"bots[{k}]"
+        if not isinstance(b, dict):
+            raise ConfigError(path, where, "must be a table", b)
+        _unknown(path, where, b, _BOT_KEYS)
+        bname = _str(path, f"{where}.name", b.get("name"))
+        if bname in seen:
+            raise ConfigError(path, f"{where}.name", "duplicate bot name", bname)
+        seen.add(bname)
+        if "image" in b:
+            raise ConfigError(
+                path,
+                f"{where}.image",
+                "container images are not supported yet; give a `command` instead",
+                b["image"],
+            )
+        version = b.get("version", "0")
+        if not isinstance(version, str | int | float) or isinstance(version, bool):
+            raise ConfigError(path, f"{where}.version", "must be a string", version)
+        cmd = b.get("command")
+        if not isinstance(cmd, list) or not cmd or not all(isinstance(x, str) and x for x in cmd):
+            raise ConfigError(
+                path, f"{where}.command", "must be a non-empty list of strings (argv, no shell)", cmd
+            )
+        cwd = b.get("cwd")
+        if cwd is not None:
+            cwd = str((base / _str(path, f"{where}.cwd", cwd)).resolve())
+        env = b.get("env", {})
+        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+            raise ConfigError(path, f"{where}.env", "must be a table of string values", env)
+        bots.append(BotSpec(bname, str(version), tuple(cmd), cwd, dict(env)))
+
+    return TournamentConfig(name, players, gpp, seed, concurrency, output, rules, tc, tuple(bots), path)
+
+
+def load_config(path: str | Path) -> TournamentConfig:
+    """Read and validate a TOML tournament config; relative paths resolve against its folder.
+
+    :raises ConfigError: on a missing file, invalid TOML (with its line) or any bad key.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(str(p), "-", f"cannot read the file: {e.strerror}", show_value=False) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(str(p), "-", f"not valid TOML: {e}", show_value=False) from None
+    return parse_config(data, str(p), p.parent)

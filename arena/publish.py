@@ -1,0 +1,331 @@
+"""Publishing a tournament: files in the output folder, a terminal table and a live progress bar.
+
+Files written by :func:`write_outputs` (all UTF-8):
+
+- ``games.jsonl`` — one line a stored game: the :mod:`arena.ratings` input (``a``, ``b``,
+  ``score``, ``pair``) plus ``game_id``, ``match_id``, ``scores``, ``winner``, ``reasons``,
+  ``record``, ``seed``, ``first_dealer``, ``duration_s``;
+- ``ratings.json`` — the :func:`arena.ratings.rate` result plus ``tournament`` (name, bots and
+  versions, config fingerprint, master seed commitment, and the revealed ``master_seed`` once every
+  game is played — ``null`` before);
+- ``ratings.csv`` — rank, bot, version, elo, ci_low, ci_high, games, score, los_next;
+- ``leaderboard.html`` — self-contained (inline CSS and SVG, no scripts or external assets): the
+  table with intervals, a chart of ratings with error bars, the pairwise score matrix, and every
+  game with its termination reasons and a link to its record file.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from arena.store import GameResult
+
+
+def games_rows(results: Sequence[GameResult]) -> list[dict[str, Any]]:
+    """The games.jsonl rows of ``results`` (see :meth:`arena.store.GameResult.rating_row`)."""
+    return [r.rating_row() for r in results]
+
+
+def write_outputs(
+    output: Path,
+    results: Sequence[GameResult],
+    ratings: Mapping[str, Any],
+    tournament: Mapping[str, Any],
+) -> dict[str, Path]:
+    """Write games.jsonl, ratings.json, ratings.csv and leaderboard.html into ``output``.
+
+    :param ratings: the :func:`arena.ratings.rate` result.
+    :param tournament: JSON-ready facts about the tournament (name, bots {name: version}, commitment,
+        master_seed or None, fingerprint, scheduled/played counts).
+    :returns: ``{"games", "ratings_json", "ratings_csv", "leaderboard"}`` -> path written.
+    :raises OSError: if the folder cannot be written.
+    """
+    output.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "games": output / "games.jsonl",
+        "ratings_json": output / "ratings.json",
+        "ratings_csv": output / "ratings.csv",
+        "leaderboard": output / "leaderboard.html",
+    }
+    rows = games_rows(results)
+    _atomic_write(paths["games"], "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    _atomic_write(
+        paths["ratings_json"], json.dumps({**ratings, "tournament": dict(tournament)}, indent=2) + "\n"
+    )
+    _atomic_write(paths["ratings_csv"], _csv(ratings, tournament))
+    _atomic_write(paths["leaderboard"], leaderboard_html(ratings, tournament, rows))
+    return paths
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def _los_next(ratings: Mapping[str, Any]) -> dict[str, float]:
+    return {e["better"]: e["los"] for e in ratings.get("los", [])}
+
+
+def _csv(ratings: Mapping[str, Any], tournament: Mapping[str, Any]) -> str:
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["rank", "bot", "version", "elo", "ci_low", "ci_high", "games", "score", "los_next"])
+    versions = tournament.get("bots", {})
+    los = _los_next(ratings)
+    for k, (name, r) in enumerate(ratings["ratings"].items(), start=1):
+        w.writerow(
+            [
+                k,
+                name,
+                versions.get(name, ""),
+                r["elo"],
+                r["ci"][0],
+                r["ci"][1],
+                r["games"],
+                r["score"],
+                los.get(name, ""),
+            ]
+        )
+    return buf.getvalue()
+
+
+# ------------------------------------------------------------------------------------------ html
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:70rem;
+color:#222;padding:0 1rem}
+h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem}
+table{border-collapse:collapse;margin:.5rem 0}th,td{padding:.25rem .6rem;border-bottom:1px solid #ddd;
+text-align:right}th{background:#f3f3f3}td.l,th.l{text-align:left}
+.meta{color:#555;font-size:.9rem}.mono{font-family:ui-monospace,monospace;font-size:.85rem;word-break:break-all}
+.win{background:#e7f5e7}.loss{background:#fbeaea}svg text{font-size:12px}
+"""
+
+
+def _chart(ratings: Mapping[str, Any]) -> str:
+    items = list(ratings["ratings"].items())
+    if not items:
+        return "<p>No ratings.</p>"
+    lo = min(r["ci"][0] for _, r in items)
+    hi = max(r["ci"][1] for _, r in items)
+    if hi - lo < 1:
+        lo, hi = lo - 50, hi + 50
+    pad = (hi - lo) * 0.05
+    lo, hi = lo - pad, hi + pad
+    left, width, row = 160, 560, 28
+    height = row * len(items) + 40
+
+    def x(v: float) -> float:
+        return left + (v - lo) / (hi - lo) * width
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 40}" height="{height}" '
+        f'role="img" aria-label="Ratings with 95% intervals">'
+    ]
+    for t in range(5):
+        v = lo + (hi - lo) * t / 4
+        parts.append(f'<line x1="{x(v):.1f}" y1="10" x2="{x(v):.1f}" y2="{height - 25}" stroke="#eee"/>')
+        parts.append(f'<text x="{x(v):.1f}" y="{height - 8}" text-anchor="middle" fill="#666">{v:.0f}</text>')
+    for k, (name, r) in enumerate(items):
+        y = 25 + k * row
+        parts.append(f'<text x="{left - 10}" y="{y + 4}" text-anchor="end">{html.escape(name)}</text>')
+        parts.append(
+            f'<line x1="{x(r["ci"][0]):.1f}" y1="{y}" x2="{x(r["ci"][1]):.1f}" y2="{y}" '
+            'stroke="#4a6fa5" stroke-width="2"/>'
+        )
+        for end in r["ci"]:
+            parts.append(
+                f'<line x1="{x(end):.1f}" y1="{y - 6}" x2="{x(end):.1f}" y2="{y + 6}" stroke="#4a6fa5" '
+                'stroke-width="2"/>'
+            )
+        parts.append(
+            f'<circle cx="{x(r["elo"]):.1f}" cy="{y}" r="5" fill="#c0392b">'
+            f"<title>{html.escape(name)}: {r['elo']:.1f} [{r['ci'][0]:.1f}, {r['ci'][1]:.1f}]</title>"
+            "</circle>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def leaderboard_html(
+    ratings: Mapping[str, Any], tournament: Mapping[str, Any], games: Sequence[Mapping[str, Any]]
+) -> str:
+    """A self-contained HTML leaderboard (see the module docstring). Every name is HTML-escaped."""
+    e = html.escape
+    names = list(ratings["ratings"])
+    versions = tournament.get("bots", {})
+    los = _los_next(ratings)
+    out = [
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+        f"<title>{e(str(tournament.get('name', 'tournament')))} — leaderboard</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>{e(str(tournament.get('name', 'tournament')))} — leaderboard</h1>",
+    ]
+    seed = tournament.get("master_seed")
+    out.append(
+        f'<p class="meta">{tournament.get("played", len(games))} of '
+        f'{tournament.get("scheduled", len(games))} games'
+        f" · {e(str(tournament.get('players', '')))} players · Bradley–Terry maximum-likelihood Elo"
+        f" (pool mean 1500 unless anchored) · 95% intervals: {e(_ci_method(ratings))}"
+        f" · LOS: {e(ratings.get('los_method', ''))}"
+        + (
+            " · <b>prior used</b> (some bot won or lost every game, or groups never met)"
+            if ratings.get("prior")
+            else ""
+        )
+        + "</p>"
+    )
+    out.append(
+        f'<p class="meta mono">master seed commitment (SHA-256): {e(str(tournament.get("commitment", "")))}'
+        f"<br>master seed: {e(seed) if seed else '(revealed when every game is played)'}</p>"
+    )
+
+    out.append(
+        "<h2>Ratings</h2><table><tr><th>#</th><th class=l>bot</th><th class=l>version</th><th>Elo</th>"
+        "<th>95% interval</th><th>games</th><th>score</th><th>LOS vs next</th></tr>"
+    )
+    for k, name in enumerate(names, start=1):
+        r = ratings["ratings"][name]
+        lv = los.get(name)
+        out.append(
+            f"<tr><td>{k}</td><td class=l>{e(name)}</td><td class=l>{e(str(versions.get(name, '')))}</td>"
+            f"<td>{r['elo']:.1f}</td><td>[{r['ci'][0]:.1f}, {r['ci'][1]:.1f}]</td><td>{r['games']}</td>"
+            f"<td>{r['score']:g}</td><td>{'' if lv is None else f'{lv:.1%}'}</td></tr>"
+        )
+    out.append("</table>")
+    out.append("<h2>Ratings with 95% intervals</h2>")
+    out.append(_chart(ratings))
+
+    out.append(
+        "<h2>Pairwise scores</h2><p class=meta>Row bot's score against the column bot "
+        "(wins + half the draws) / games.</p><table><tr><th></th>"
+    )
+    out.extend(f"<th>{e(n)}</th>" for n in names)
+    out.append("</tr>")
+    matrix = ratings.get("matrix", {})
+    for a in names:
+        out.append(f"<tr><th class=l>{e(a)}</th>")
+        for b in names:
+            cell = matrix.get(a, {}).get(b)
+            if a == b or cell is None:
+                out.append("<td>—</td>")
+            else:
+                cls = "win" if cell["pct"] > 0.5 else "loss" if cell["pct"] < 0.5 else ""
+                out.append(f'<td class="{cls}">{cell["score"]:g}/{cell["games"]} ({cell["pct"]:.0%})</td>')
+        out.append("</tr>")
+    out.append("</table>")
+
+    out.append(
+        "<h2>Games</h2><table><tr><th class=l>game</th><th class=l>side 0</th><th class=l>side 1</th>"
+        "<th>score</th><th>dealer</th><th class=l>termination</th><th class=l>record</th></tr>"
+    )
+    for g in games:
+        rec = g.get("record")
+        link = f'<a href="{e(str(rec), quote=True)}">record</a>' if rec else ""
+        out.append(
+            f"<tr><td class=l>{e(str(g['game_id']))}</td><td class=l>{e(g['a'])}</td>"
+            f"<td class=l>{e(g['b'])}</td><td>{g['scores'][0]}–{g['scores'][1]}</td>"
+            f"<td>{g.get('first_dealer', '')}</td><td class=l>{e('; '.join(g.get('reasons', [])))}</td>"
+            f"<td class=l>{link}</td></tr>"
+        )
+    out.append("</table></body></html>\n")
+    return "\n".join(out)
+
+
+def _ci_method(ratings: Mapping[str, Any]) -> str:
+    n = ratings.get("bootstrap", 0)
+    return f"bootstrap over duplicate pairs ({n} resamples)" if n else "normal approximation"
+
+
+# -------------------------------------------------------------------------------------- terminal
+
+
+def ratings_table(ratings: Mapping[str, Any], tournament: Mapping[str, Any] | None = None) -> Table:
+    """A rich table of the ranking: rank, bot, version, Elo, 95% interval, games, score, LOS vs next."""
+    versions = (tournament or {}).get("bots", {})
+    los = _los_next(ratings)
+    table = Table(title=str((tournament or {}).get("name", "ratings")))
+    for col, just in (
+        ("#", "right"),
+        ("bot", "left"),
+        ("version", "left"),
+        ("Elo", "right"),
+        ("95% interval", "right"),
+        ("games", "right"),
+        ("score", "right"),
+        ("LOS next", "right"),
+    ):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    for k, (name, r) in enumerate(ratings["ratings"].items(), start=1):
+        lv = los.get(name)
+        table.add_row(
+            str(k),
+            name,
+            str(versions.get(name, "")),
+            f"{r['elo']:.1f}",
+            f"[{r['ci'][0]:.1f}, {r['ci'][1]:.1f}]",
+            str(r["games"]),
+            f"{r['score']:g}",
+            "" if lv is None else f"{lv:.1%}",
+        )
+    return table
+
+
+@contextmanager
+def progress_bar(
+    total: int, done: int = 0, console: Console | None = None, enabled: bool = True
+) -> Iterator[Any]:
+    """A live progress bar (games done / total, rate, elapsed, ETA); yields ``advance(n=1)``.
+
+    ``done`` games (from an earlier run) start the bar. With ``enabled=False`` nothing is drawn.
+    """
+    if not enabled:
+        yield lambda n=1: None
+        return
+    prog = Progress(
+        TextColumn("[bold]games"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TaskProgressColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
+    import time
+
+    start = time.monotonic()
+    base = done
+    with prog:
+        task = prog.add_task("games", total=total, completed=done, rate="")
+
+        def advance(n: int = 1) -> None:
+            nonlocal done
+            done += n
+            elapsed = max(time.monotonic() - start, 1e-9)
+            prog.update(task, advance=n, rate=f"{(done - base) / elapsed:.2f} games/s")
+
+        yield advance

@@ -1,0 +1,182 @@
+"""Playing a tournament: open (or resume) it, play the pending games, store each result once.
+
+The loop is independent of how a game is played: a :class:`GameRunner` turns one
+:class:`~arena.schedule.ScheduledGame` into a :class:`~arena.store.GameResult`. The real one,
+:class:`arena.match_runner.GrpcGameRunner`, drives the referee's Admin service and launches the bot
+processes; :class:`SimulatedRunner` (no referee, no bots) is for tests, resume drills and dry runs.
+
+Results are written by the main thread as games finish, so a kill at any moment loses at most the
+games in flight (they are replayed from their scheduled seeds on the next run) and never doubles one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from arena.config import TournamentConfig
+from arena.schedule import ScheduledGame, make_schedule
+from arena.store import GameResult, Store
+from referee.dealing import commitment, fresh_seed
+
+DB_NAME = "arena.sqlite"
+COMMITMENT_FILE = "commitment.json"
+
+
+class GameRunner(Protocol):
+    """Plays one scheduled game to its end and returns the result.
+
+    Implementations must be safe to call from several threads at once and must turn bot failures
+    into results (a side that fails loses, with a reason); they raise only when the game could not
+    be played at all (e.g. the referee is unreachable).
+    """
+
+    def play(self, game: ScheduledGame) -> GameResult:
+        """Play ``game``; see the class docstring."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Tournament:
+    """An opened tournament: its config, store, master seed (32 bytes), commitment and full schedule."""
+
+    config: TournamentConfig
+    store: Store
+    master_seed: bytes
+    commitment: str
+    schedule: list[ScheduledGame]
+
+
+def open_tournament(config: TournamentConfig, output: Path | None = None) -> Tournament:
+    """Open or resume the tournament in ``output`` (default ``config.output``).
+
+    The master seed is the config's, else the one stored by an earlier run, else a fresh one from
+    ``secrets``. Before any game is played its commitment is written to ``<output>/commitment.json``.
+
+    :raises arena.store.StoreMismatch: if ``output`` holds a different tournament.
+    """
+    out = Path(output or config.output)
+    out.mkdir(parents=True, exist_ok=True)
+    store = Store(out / DB_NAME)
+    try:
+        candidate = config.master_seed or fresh_seed()
+        seed = bytes.fromhex(store.claim(config.fingerprint(), candidate.hex(), commitment(candidate)))
+    except BaseException:
+        store.close()
+        raise
+    commit = commitment(seed)
+    (out / COMMITMENT_FILE).write_text(
+        json.dumps(
+            {
+                "tournament": config.name,
+                "master_seed_sha256": commit,
+                "config_fingerprint": config.fingerprint(),
+                "note": "SHA-256 of the 32-byte master seed; the seed is revealed in ratings.json "
+                "after the last game",
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    schedule = make_schedule(
+        config.name, [b.name for b in config.bots], config.games_per_pairing, config.players, seed
+    )
+    return Tournament(config, store, seed, commit, schedule)
+
+
+def run_games(
+    games: Sequence[ScheduledGame],
+    runner: GameRunner,
+    store: Store,
+    concurrency: int = 1,
+    on_result: Callable[[GameResult, bool], None] | None = None,
+    stop: threading.Event | None = None,
+) -> int:
+    """Play ``games`` with up to ``concurrency`` at once, storing each result as it arrives.
+
+    :param on_result: called in this thread after each store attempt with ``(result, written)``.
+    :param stop: when set, no new game starts; games in flight finish and are stored.
+    :returns: the number of results newly written.
+    :raises Exception: the first exception a runner raised (after the games in flight finish and are
+        stored); games not yet started stay pending for the next run.
+    """
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be >= 1, not {concurrency}")
+    written = 0
+    todo = list(games)
+    error: BaseException | None = None
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="arena-game") as pool:
+        running: set[Future[GameResult]] = set()
+        try:
+            while todo or running:
+                while todo and len(running) < concurrency and error is None and not (stop and stop.is_set()):
+                    running.add(pool.submit(runner.play, todo.pop(0)))
+                if not running:
+                    break
+                done, running = wait(running, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    exc = fut.exception()
+                    if exc is not None:
+                        error = error or exc
+                        continue
+                    result = fut.result()
+                    ok = store.record(result)
+                    written += int(ok)
+                    if on_result is not None:
+                        on_result(result, ok)
+        except BaseException:
+            todo.clear()
+            if stop is not None:
+                stop.set()
+            raise
+    if error is not None:
+        raise error
+    return written
+
+
+class SimulatedRunner:
+    """A stand-in game runner: no referee, no bots; the outcome is a pure function of the game.
+
+    Side 0 wins with probability ``1 / (1 + 10 ** ((r1 - r0) / 400))`` where ``r`` comes from
+    ``strengths`` (Elo points by bot name, default 0), decided by ``HMAC-SHA256(seed, game_id)`` — so
+    a replay gives the same results. Each game sleeps ``delay_s`` seconds (to let a kill land mid-
+    tournament in tests). The winner scores 14, the loser 0..13.
+    """
+
+    def __init__(self, strengths: Mapping[str, float] | None = None, delay_s: float = 0.0, target: int = 14):
+        self.strengths = dict(strengths or {})
+        self.delay_s = delay_s
+        self.target = target
+
+    def play(self, game: ScheduledGame) -> GameResult:
+        """Simulate ``game`` (see the class docstring)."""
+        start = time.perf_counter()
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        digest = hmac.new(game.seed, game.game_id.encode(), hashlib.sha256).digest()
+        u = int.from_bytes(digest[:8], "big") / 2**64
+        r0, r1 = (self.strengths.get(name, 0.0) for name in game.sides)
+        winner = 0 if u < 1.0 / (1.0 + 10 ** ((r1 - r0) / 400.0)) else 1
+        loser_score = digest[8] % self.target
+        scores = (self.target, loser_score) if winner == 0 else (loser_score, self.target)
+        return GameResult(
+            game_id=game.game_id,
+            match_id=f"sim-{digest[9:17].hex()}",
+            pair_id=game.pair_id,
+            sides=game.sides,
+            scores=scores,
+            winner=winner,
+            reasons=(f"side {winner} reached {self.target} (simulated)",),
+            record_path=None,
+            seed_hex=game.seed.hex(),
+            first_dealer=game.first_dealer,
+            duration_s=time.perf_counter() - start,
+        )

@@ -1,0 +1,118 @@
+"""The round-robin schedule as pure data, all of it derived from one tournament master seed.
+
+For bots ``b_0 .. b_{m-1}`` (config order) the schedule has one **pairing** per unordered pair
+``(i, j)``, ``i < j``, numbered ``p = 0, 1, ...`` in lexicographic order. Each pairing plays
+``games_per_pairing`` games as **duplicate pairs** ``k = 0 .. games_per_pairing/2 - 1``:
+
+- both games of pair ``k`` use the same match seed and the same first dealer; in game ``2k`` bot
+  ``i`` holds side 0 and bot ``j`` side 1; in game ``2k + 1`` the sides are swapped, so each bot
+  gets the other's cards;
+- the first dealer rotates across pairs: pair ``k`` uses seat ``k % players``;
+- the match seed of pair ``k`` of pairing ``p`` is
+  ``HMAC-SHA256(master_seed, b"allfours/arena/v1/pair" + p.to_bytes(4, "big") + k.to_bytes(4, "big"))``
+  (32 bytes), so one master seed re-derives every deal of the tournament.
+
+Seats: side ``s`` holds seats ``s`` and ``s + 2`` at a 4-player table (partners sit opposite; the
+bot fills both, one process per seat) and seat ``s`` at a 2-player table.
+
+The master seed is committed before play (:func:`commitment`, SHA-256 hex) and revealed after.
+Ids are stable strings so that a rerun resumes by id: game ``"<name>-p<i>-<j>-g<k>"``, duplicate pair
+``"<name>-p<i>-<j>-d<k>"`` (``i``, ``j`` the bots' config indices).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from referee.dealing import check_seed, commitment
+
+__all__ = ["ScheduledGame", "commitment", "make_schedule", "pair_seed", "verify_reveal"]
+
+PAIR_LABEL = b"allfours/arena/v1/pair"
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledGame:
+    """One game to play.
+
+    ``sides`` are the bot names on side 0 and side 1; ``seats`` the bot name in each seat (length
+    ``players``); ``seed`` the 32-byte match seed; ``first_dealer`` a seat index; ``pairing`` the
+    pairing number, ``pair`` the duplicate pair number within it, ``swapped`` True for the second
+    game of a pair.
+    """
+
+    game_id: str
+    pair_id: str
+    pairing: int
+    pair: int
+    sides: tuple[str, str]
+    seats: tuple[str, ...]
+    seed: bytes
+    first_dealer: int
+    swapped: bool
+
+
+def pair_seed(master_seed: bytes, pairing: int, pair: int) -> bytes:
+    """The 32-byte match seed of duplicate pair ``pair`` of pairing ``pairing`` (both 0-based).
+
+    :raises ValueError: if ``master_seed`` is not 32 bytes or an index is negative.
+    """
+    if pairing < 0 or pair < 0:
+        raise ValueError(f"pairing and pair numbers start at 0, got {pairing}, {pair}")
+    label = PAIR_LABEL + pairing.to_bytes(4, "big") + pair.to_bytes(4, "big")
+    return hmac.new(check_seed(master_seed), label, hashlib.sha256).digest()
+
+
+def seats_for(sides: tuple[str, str], players: int) -> tuple[str, ...]:
+    """Bot name per seat: side ``s`` sits at seats ``s`` (and ``s + 2`` with 4 players)."""
+    return tuple(sides[seat % 2] for seat in range(players))
+
+
+def make_schedule(
+    name: str, bots: Sequence[str], games_per_pairing: int, players: int, master_seed: bytes
+) -> list[ScheduledGame]:
+    """Every game of the round robin, in play order (pairing, then pair, then the two games).
+
+    :param bots: bot names in config order (indices in ids refer to this order).
+    :raises ValueError: on fewer than 2 or duplicate bots, an odd or non-positive
+        ``games_per_pairing``, ``players`` not 2 or 4, or a seed that is not 32 bytes.
+    """
+    if len(bots) < 2 or len(set(bots)) != len(bots):
+        raise ValueError(f"need at least two distinct bots, got {list(bots)}")
+    if games_per_pairing < 2 or games_per_pairing % 2:
+        raise ValueError(f"games_per_pairing must be even and >= 2, not {games_per_pairing}")
+    if players not in (2, 4):
+        raise ValueError(f"players must be 2 or 4, not {players}")
+    check_seed(master_seed)
+    games: list[ScheduledGame] = []
+    pairing = 0
+    for i in range(len(bots)):
+        for j in range(i + 1, len(bots)):
+            for k in range(games_per_pairing // 2):
+                seed = pair_seed(master_seed, pairing, k)
+                for swapped in (False, True):
+                    sides = (bots[j], bots[i]) if swapped else (bots[i], bots[j])
+                    g = 2 * k + int(swapped)
+                    games.append(
+                        ScheduledGame(
+                            game_id=f"{name}-p{i}-{j}-g{g}",
+                            pair_id=f"{name}-p{i}-{j}-d{k}",
+                            pairing=pairing,
+                            pair=k,
+                            sides=sides,
+                            seats=seats_for(sides, players),
+                            seed=seed,
+                            first_dealer=k % players,
+                            swapped=swapped,
+                        )
+                    )
+            pairing += 1
+    return games
+
+
+def verify_reveal(master_seed: bytes, committed: str) -> bool:
+    """True if the revealed ``master_seed`` matches the ``committed`` SHA-256 hex published before play."""
+    return hmac.compare_digest(commitment(master_seed), committed.strip().lower())

@@ -1,0 +1,240 @@
+"""Ratings against known answers computed by hand (arena/ratings.py).
+
+Known answers: in the logistic 400-scale model an expected score p between two bots means a rating
+difference of 400*log10(p/(1-p)); 75% -> 400*log10(3) = 190.85, 90% -> 400*log10(9) = 381.70.
+Three bots with A-B 75%, B-C 75%, A-C 90% fit that model exactly, so the MLE reproduces it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from arena.ratings import Game, GamesFileError, parse_anchor, rate, read_games
+
+D75 = 400 * math.log10(3)  # 190.848...
+
+
+def series(a: str, b: str, points: float, n: int, pair_prefix: str | None = None) -> list[Game]:
+    """n games of a v b in which a scores `points` in total (whole wins, then at most one draw)."""
+    wins, rest = int(points), points - int(points)
+    out = []
+    for k in range(n):
+        s = 1.0 if k < wins else (0.5 if k == wins and rest else 0.0)
+        out.append(Game(a, b, s, None if pair_prefix is None else f"{pair_prefix}{k // 2}"))
+    return out
+
+
+THREE = series("A", "B", 22.5, 30) + series("B", "C", 22.5, 30) + series("A", "C", 27, 30)
+
+
+def elos(result: dict) -> dict[str, float]:
+    return {k: v["elo"] for k, v in result["ratings"].items()}
+
+
+@pytest.mark.parametrize("bootstrap", [0, 50])
+def test_three_bots_known_answer(bootstrap: int) -> None:
+    r = elos(rate(THREE, bootstrap=bootstrap))
+    assert r["A"] == pytest.approx(1500 + D75, abs=0.01)
+    assert r["B"] == pytest.approx(1500, abs=0.01)
+    assert r["C"] == pytest.approx(1500 - D75, abs=0.01)
+    assert round(D75, 2) == 190.85
+
+
+def test_two_bots_75_percent() -> None:
+    result = rate(series("X", "Y", 15, 20), bootstrap=0)
+    r = elos(result)
+    assert r["X"] == pytest.approx(1595.42, abs=0.01)
+    assert r["Y"] == pytest.approx(1404.58, abs=0.01)
+    assert result["prior"] is False
+    assert result["ratings"]["X"]["games"] == 20 and result["ratings"]["X"]["score"] == 15
+
+
+def test_anchor_shifts_everything() -> None:
+    r = elos(rate(THREE, anchor=("C", 1000.0), bootstrap=0))
+    assert r["C"] == pytest.approx(1000, abs=0.01)
+    assert r["B"] == pytest.approx(1000 + D75, abs=0.01)
+    assert r["A"] == pytest.approx(1000 + 2 * D75, abs=0.01)
+
+
+def test_anchor_must_name_a_bot() -> None:
+    with pytest.raises(ValueError, match="nobody"):
+        rate(THREE, anchor=("nobody", 1.0), bootstrap=0)
+
+
+def test_equal_results_give_equal_ratings() -> None:
+    games = series("A", "B", 5, 10) + series("B", "C", 5, 10) + series("C", "A", 5, 10)
+    assert elos(rate(games, bootstrap=0)) == {"A": 1500.0, "B": 1500.0, "C": 1500.0}
+
+
+def test_draws_count_half() -> None:
+    # 10 draws and 5 wins of 20: same as 10 wins of 20
+    games = [Game("A", "B", 0.5)] * 10 + [Game("A", "B", 1.0)] * 5 + [Game("A", "B", 0.0)] * 5
+    assert elos(rate(games, bootstrap=0)) == {"A": 1500.0, "B": 1500.0}
+
+
+def test_a_perfect_score_uses_the_documented_prior() -> None:
+    """A beats B in all n games: the MLE is infinite, so each bot gets one virtual draw against a
+    reference at strength 0. By symmetry theta_A = -theta_B = t, and dL/dt_A = 0 reads
+    n * (1 - sig(2t)) + (0.5 - sig(t)) = 0, solved here by bisection."""
+    n = 5
+
+    def sig(x: float) -> float:
+        return 1 / (1 + math.exp(-x))
+
+    lo, hi = 0.0, 20.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if n * (1 - sig(2 * mid)) + (0.5 - sig(mid)) > 0 else (lo, mid)
+    expected = lo * 400 / math.log(10)
+    result = rate([Game("A", "B", 1.0)] * n, bootstrap=0)
+    assert result["prior"] is True
+    assert result["ratings"]["A"]["elo"] == pytest.approx(1500 + expected, abs=0.01)
+    assert result["ratings"]["B"]["elo"] == pytest.approx(1500 - expected, abs=0.01)
+
+
+def test_no_prior_when_the_mle_exists() -> None:
+    assert rate(THREE, bootstrap=0)["prior"] is False
+
+
+def test_disconnected_components_are_reported() -> None:
+    games = series("A", "B", 15, 20) + series("C", "D", 10, 20)
+    result = rate(games, bootstrap=0)
+    assert result["components"] == [["A", "B"], ["C", "D"]]
+    assert result["prior"] is True
+    r = elos(result)
+    assert r["A"] > r["B"] and r["C"] == pytest.approx(r["D"], abs=0.01)
+    assert all(math.isfinite(v) for v in r.values())
+
+
+def test_single_bot_and_no_games() -> None:
+    result = rate([], names=["solo"], bootstrap=10)
+    assert result["ratings"] == {"solo": {"elo": 1500.0, "ci": [1500.0, 1500.0], "games": 0, "score": 0.0}}
+    assert rate([], bootstrap=10)["ratings"] == {}
+
+
+def test_matrix() -> None:
+    m = rate(THREE, bootstrap=0)["matrix"]
+    assert m["A"]["C"] == {"games": 30, "score": 27.0, "pct": 0.9}
+    assert m["C"]["A"] == {"games": 30, "score": 3.0, "pct": 0.1}
+    assert m["B"]["A"]["score"] == 7.5
+    assert "C" not in m["C"]
+
+
+def test_bootstrap_resamples_duplicate_pairs_together() -> None:
+    """Each duplicate pair splits 1-1 (the side with the good cards wins both times): resampling
+    pairs always gives 50%, so the interval has no width; resampling single games does."""
+    games = []
+    for k in range(20):
+        games += [Game("A", "B", 1.0, f"d{k}"), Game("B", "A", 1.0, f"d{k}")]
+    paired = rate(games, bootstrap=200, seed=1)["ratings"]["A"]["ci"]
+    assert paired == [1500.0, 1500.0]
+    unpaired = rate([Game(g.a, g.b, g.score) for g in games], bootstrap=200, seed=1)["ratings"]["A"]["ci"]
+    assert unpaired[0] < 1480 and unpaired[1] > 1520
+
+
+def test_bootstrap_is_deterministic_and_covers_the_estimate() -> None:
+    one = rate(THREE, bootstrap=100, seed=7)
+    assert one == rate(THREE, bootstrap=100, seed=7)
+    assert one != rate(THREE, bootstrap=100, seed=8)
+    for v in one["ratings"].values():
+        assert v["ci"][0] < v["elo"] < v["ci"][1]
+
+
+def test_normal_interval_known_answer() -> None:
+    """Two bots, 75% of 48: Fisher information of theta_diff is n p (1-p) = 9, so the sd of the
+    difference is 1/3 nat; each rating (half the difference from the mean) has sd 1/6 nat."""
+    r = rate(series("X", "Y", 36, 48), bootstrap=0)["ratings"]["X"]
+    half = 1.96 * (1 / 6) * 400 / math.log(10)
+    assert r["ci"][0] == pytest.approx(r["elo"] - half, abs=0.01)
+    assert r["ci"][1] == pytest.approx(r["elo"] + half, abs=0.01)
+
+
+def test_los_between_neighbours() -> None:
+    result = rate(THREE, bootstrap=0)
+    assert result["los_method"] == "normal"
+    assert [(e["better"], e["worse"]) for e in result["los"]] == [("A", "B"), ("B", "C")]
+    # normal approximation, two bots at 75% of 48: diff/sd = ln 3 / (1/3)
+    two = rate(series("X", "Y", 36, 48), bootstrap=0)["los"][0]["los"]
+    assert two == pytest.approx(0.5 * (1 + math.erf(3 * math.log(3) / math.sqrt(2))), abs=1e-4)
+    even = rate(series("X", "Y", 10, 20) + series("Y", "Z", 19, 20), bootstrap=300, seed=3)
+    assert even["los_method"] == "bootstrap"
+    by_pair = {(e["better"], e["worse"]): e["los"] for e in even["los"]}
+    assert by_pair.get(("X", "Y"), by_pair.get(("Y", "X"))) == pytest.approx(0.5, abs=0.15)
+    assert by_pair[("Y", "Z")] > 0.99
+
+
+game_strategy = st.builds(
+    Game,
+    st.sampled_from(["p", "q", "r"]),
+    st.sampled_from(["s", "t"]),
+    st.sampled_from([0.0, 0.5, 1.0]),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(game_strategy, min_size=1, max_size=25), st.randoms(use_true_random=False))
+def test_ratings_do_not_depend_on_game_order(games: list[Game], rnd) -> None:
+    shuffled = games[:]
+    rnd.shuffle(shuffled)
+    a, b = elos(rate(games, bootstrap=0)), elos(rate(shuffled, bootstrap=0))
+    assert a.keys() == b.keys()
+    for k in a:
+        assert a[k] == pytest.approx(b[k], abs=0.02)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(game_strategy, min_size=1, max_size=25), st.lists(st.booleans(), min_size=25, max_size=25))
+def test_swapping_sides_and_score_changes_nothing(games: list[Game], flips: list[bool]) -> None:
+    swapped = [Game(g.b, g.a, 1.0 - g.score) if f else g for g, f in zip(games, flips, strict=False)]
+    a, b = elos(rate(games, bootstrap=0)), elos(rate(swapped, bootstrap=0))
+    for k in a:
+        assert a[k] == pytest.approx(b[k], abs=0.02)
+
+
+def test_read_games_names_the_bad_line() -> None:
+    lines = ['{"a": "x", "b": "y", "score": 1}', "", '{"a": "x", "b": "y", "score": 2}']
+    with pytest.raises(GamesFileError, match=r"f\.jsonl:3: 'score' must be 1, 0.5 or 0"):
+        read_games(lines, "f.jsonl")
+    with pytest.raises(GamesFileError, match=r"f\.jsonl:1: not valid JSON"):
+        read_games(["{nope"], "f.jsonl")
+    with pytest.raises(GamesFileError, match=r":1: 'b' must be a non-empty string"):
+        read_games(['{"a": "x", "score": 1}'], "f.jsonl")
+    with pytest.raises(ValueError, match="NAME=RATING"):
+        parse_anchor("1500")
+
+
+def test_cli(tmp_path) -> None:
+    f = tmp_path / "games.jsonl"
+    f.write_text("".join(json.dumps({"a": g.a, "b": g.b, "score": g.score}) + "\n" for g in THREE))
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "arena.ratings",
+            str(f),
+            "--anchor",
+            "B=2000",
+            "--bootstrap",
+            "20",
+            "--seed",
+            "5",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    data = json.loads(out.stdout)
+    assert data["ratings"]["A"]["elo"] == pytest.approx(2000 + D75, abs=0.01)
+    assert data["ratings"]["B"]["ci"] == [2000.0, 2000.0]
+    assert data["ratings"]["C"]["games"] == 60
+    f.write_text('{"a": "x", "b": "y", "score": 1}\n{"a": "x", "b": "x", "score": 1}\n')
+    bad = subprocess.run([sys.executable, "-m", "arena.ratings", str(f)], capture_output=True, text=True)
+    assert bad.returncode == 2
+    assert f"{f}:2:" in bad.stderr and "two different bots" in bad.stderr

@@ -1,0 +1,183 @@
+"""Results store and resume (arena/store.py, arena/runner.py): written once; a kill loses nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from arena.config import load_config
+from arena.runner import DB_NAME, SimulatedRunner, open_tournament, run_games
+from arena.schedule import make_schedule
+from arena.store import Store, StoreMismatch
+
+SEED = "5e" * 32
+CONFIG = """
+[tournament]
+name = "resume"
+players = 4
+games_per_pairing = 6
+concurrency = 2
+%s
+output = "out"
+
+[[bots]]
+name = "a"
+command = ["true"]
+[[bots]]
+name = "b"
+command = ["true"]
+[[bots]]
+name = "c"
+command = ["true"]
+[[bots]]
+name = "d"
+command = ["true"]
+"""
+
+
+def config_file(tmp_path: Path, seed: bool = True) -> Path:
+    p = tmp_path / "resume.toml"
+    p.write_text(CONFIG % (f'master_seed = "{SEED}"' if seed else ""))
+    return p
+
+
+def test_a_game_is_written_once(tmp_path: Path) -> None:
+    schedule = make_schedule("t", ["a", "b"], 2, 2, bytes(32))
+    result = SimulatedRunner().play(schedule[0])
+    with Store(tmp_path / "s.sqlite") as store:
+        assert store.record(result) is True
+        assert store.record(result) is False
+        replay = SimulatedRunner(strengths={"a": 400}).play(schedule[0])  # same game, other outcome
+        assert store.record(replay) is False
+        assert store.count() == 1
+        assert store.results() == [result]
+        assert store.pending(schedule) == schedule[1:]
+    db = sqlite3.connect(tmp_path / "s.sqlite")
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_store_refuses_another_tournament(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.sqlite") as store:
+        assert store.claim("f1", "aa" * 32, "c") == "aa" * 32
+        assert store.claim("f1", "bb" * 32, "c") == "aa" * 32  # the stored seed wins on resume
+        with pytest.raises(StoreMismatch, match="another tournament"):
+            store.claim("f2", "aa" * 32, "c")
+
+
+def test_seedless_config_resumes_with_the_stored_seed(tmp_path: Path) -> None:
+    cfg = load_config(config_file(tmp_path, seed=False))
+    t1 = open_tournament(cfg)
+    run_games(t1.schedule[:5], SimulatedRunner(), t1.store)
+    t1.store.close()
+    t2 = open_tournament(cfg)
+    assert t2.master_seed == t1.master_seed and t2.schedule == t1.schedule
+    assert len(t2.store.pending(t2.schedule)) == len(t2.schedule) - 5
+    commit = json.loads((cfg.output / "commitment.json").read_text())
+    assert commit["master_seed_sha256"] == t1.commitment
+    assert t1.master_seed.hex() not in (cfg.output / "commitment.json").read_text()
+    t2.store.close()
+
+
+def test_runner_errors_leave_the_rest_pending(tmp_path: Path) -> None:
+    cfg = load_config(config_file(tmp_path))
+    t = open_tournament(cfg)
+
+    class Flaky(SimulatedRunner):
+        def play(self, game):  # type: ignore[no-untyped-def]
+            if game.game_id.endswith("g3"):
+                raise ConnectionError("referee went away")
+            return super().play(game)
+
+    with pytest.raises(ConnectionError):
+        run_games(t.schedule, Flaky(), t.store, concurrency=2)
+    assert 0 < t.store.count() < len(t.schedule)
+    pending_ids = {g.game_id for g in t.store.pending(t.schedule)}
+    assert {g.game_id for g in t.schedule if g.game_id.endswith("g3")} <= pending_ids
+    assert not any(i.endswith("g3") for i in t.store.stored_ids())
+    t.store.close()
+
+
+def _count(db: Path) -> int:
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return int(con.execute("SELECT COUNT(*) FROM games").fetchone()[0])
+        finally:
+            con.close()
+    except sqlite3.OperationalError:
+        return 0
+
+
+def _arena(config: Path, out: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "arena.cli",
+        "run",
+        str(config),
+        "--output",
+        str(out),
+        "--simulate",
+        "0.03",
+        "--no-progress",
+        "--bootstrap",
+        "0",
+    ]
+
+
+def _strip(row: dict) -> dict:
+    return {k: v for k, v in row.items() if k not in ("match_id", "duration_s")}
+
+
+@pytest.mark.slow
+def test_kill_at_random_points_then_resume(tmp_path: Path) -> None:
+    """SIGKILL the real `arena run` command (simulated games) at random moments mid-tournament, rerun
+    the same command until it finishes, and compare with an uninterrupted run: same games, each once."""
+    cfg = config_file(tmp_path)
+    total = 36
+    rng = random.Random(20240)
+    killed = tmp_path / "killed"
+    db = killed / DB_NAME
+    counts_at_kill = []
+    for _ in range(5):
+        before = _count(db)
+        if before >= total - 2:
+            break
+        target = rng.randint(before + 1, min(before + 12, total - 1))
+        proc = subprocess.Popen(
+            _arena(cfg, killed),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        deadline = time.monotonic() + 60
+        while _count(db) < target and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(rng.uniform(0, 0.03))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        counts_at_kill.append(_count(db))
+    assert any(0 < c < total for c in counts_at_kill), counts_at_kill
+    done = subprocess.run(_arena(cfg, killed), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr + done.stdout
+    clean = subprocess.run(_arena(cfg, tmp_path / "clean"), capture_output=True, text=True, timeout=120)
+    assert clean.returncode == 0, clean.stderr
+
+    rows = [json.loads(x) for x in (killed / "games.jsonl").read_text().splitlines()]
+    ids = [r["game_id"] for r in rows]
+    assert len(ids) == total and len(set(ids)) == total  # none lost, none twice
+    reference = [json.loads(x) for x in (tmp_path / "clean" / "games.jsonl").read_text().splitlines()]
+    assert [_strip(r) for r in rows] == [_strip(r) for r in reference]
+    ratings = json.loads((killed / "ratings.json").read_text())
+    assert ratings["tournament"]["master_seed"] == SEED
+    assert sum(v["games"] for v in ratings["ratings"].values()) == 2 * total
+    assert ratings == json.loads((tmp_path / "clean" / "ratings.json").read_text())
