@@ -85,16 +85,25 @@ _RANK_BY_LETTER = {v: k for k, v in _RANK_LETTERS.items()}
 _GAME_POINTS = {Rank.ACE: 4, Rank.KING: 3, Rank.QUEEN: 2, Rank.JACK: 1, Rank.TEN: 10}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Card:
     """One playing card. ``str(card)`` is its notation (``"TH"``); ``Card.parse("TH")`` reads it.
 
-    There are exactly 52 instances (``Card.parse`` and ``Card.of`` return the shared one), so cards
-    compare and hash cheaply.
+    There are exactly 52 instances (``Card.parse`` and ``Card.of`` return the shared one; copying
+    and unpickling return it too), so equality is identity and cards compare and hash cheaply.
     """
 
     rank: Rank
     suit: Suit
+
+    def __copy__(self) -> Card:
+        return self
+
+    def __deepcopy__(self, memo: object) -> Card:
+        return self
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (Card.parse, (str(self),))
 
     def __str__(self) -> str:
         return _RANK_LETTERS[self.rank] + self.suit.value
@@ -128,7 +137,7 @@ _CARD_BY_TEXT: dict[str, Card] = {}
 for _s in Suit:
     for _r in Rank:
         _c = Card(_r, _s)
-        _CARD_BY_TEXT[str(_c)] = _c
+        _CARD_BY_TEXT[_RANK_LETTERS[_r] + _s.value] = _c
 
 #: The 52 cards in canonical order: clubs, diamonds, hearts, spades; each 2 up to A.
 #: This is the starting order of the documented shuffle (``referee.dealing``).

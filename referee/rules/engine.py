@@ -191,6 +191,17 @@ class Observation:
     legal: tuple[Action, ...]
 
 
+_STATE_FIELDS = tuple(State.__dataclass_fields__)
+
+
+def _evolve(s: State, **changes: Any) -> State:
+    """``dataclasses.replace`` for State without its per-call field introspection (hot path)."""
+    for name in _STATE_FIELDS:
+        if name not in changes:
+            changes[name] = getattr(s, name)
+    return State(**changes)
+
+
 # --------------------------------------------------------------------------- starting a game
 
 
@@ -469,10 +480,10 @@ def _begin_play(s: State) -> State:
 
 def _begin_turn(s: State, seat: int) -> State:
     """``seat`` is next to play: ask the opponents about a callable exposed card first."""
-    s = replace(s, to_act=seat, called=None, call_for=None, call_passed=(), call_settled=False,
+    s = _evolve(s, to_act=seat, called=None, call_for=None, call_passed=(), call_settled=False,
                 phase=Phase.PLAY)
     if s.exposed[seat] and _callable(s, seat):
-        return replace(s, phase=Phase.CALL, call_for=seat, to_act=opponents_in_order(seat, s.players)[0])
+        return _evolve(s, phase=Phase.CALL, call_for=seat, to_act=opponents_in_order(seat, s.players)[0])
     return s
 
 
@@ -523,7 +534,7 @@ def _play(s: State, seat: int, card: Card) -> State:
     if card not in hand:
         raise RuleError(Reason.CARD_NOT_IN_HAND,
                         f"seat {seat} cannot play {card}: not in hand (seat {seat} holds {format_cards(hand)})")
-    if s.called is not None and card != s.called:
+    if s.called is not None and card is not s.called:
         raise RuleError(Reason.MUST_PLAY_CALLED_CARD,
                         f"seat {seat} cannot play {card}: the opponents called the exposed {s.called}")
     legal = legal_cards(hand, s.trick, s.trump, s.rules)
@@ -534,14 +545,19 @@ def _play(s: State, seat: int, card: Card) -> State:
                                 f"{format_cards(s.trick)}; seat {seat} holds {format_cards(hand)}; "
                                 f"legal: {format_cards(legal)}")
     n = s.players
-    hands = tuple(tuple(c for c in h if c != card) if i == seat else h for i, h in enumerate(s.hands))
+    hands = tuple(tuple(c for c in h if c is not card) if i == seat else h for i, h in enumerate(s.hands))
     exposed = s.exposed
     if card in exposed[seat]:
-        exposed = tuple(tuple(c for c in e if c != card) if i == seat else e for i, e in enumerate(exposed))
+        exposed = tuple(tuple(c for c in e if c is not card) if i == seat else e for i, e in enumerate(exposed))
     trick = (*s.trick, card)
-    s = replace(s, hands=hands, exposed=exposed, trick=trick, called=None)
     if len(trick) < n:
-        return _begin_turn(s, next_seat(seat, n))
+        nxt = next_seat(seat, n)
+        s = _evolve(s, hands=hands, exposed=exposed, trick=trick, called=None, to_act=nxt, call_for=None,
+                    call_passed=(), call_settled=False, phase=Phase.PLAY)
+        if s.exposed[nxt] and _callable(s, nxt):
+            return _evolve(s, phase=Phase.CALL, call_for=nxt, to_act=opponents_in_order(nxt, n)[0])
+        return s
+    s = _evolve(s, hands=hands, exposed=exposed, trick=trick, called=None)
     # The trick is complete.
     winner = trick_winner(s.trick_leader, trick, s.trump, n)
     side = side_of(winner)
@@ -551,8 +567,9 @@ def _play(s: State, seat: int, card: Card) -> State:
     if any(c.rank is Rank.JACK and c.suit is s.trump for c in trick):
         jack_winner = winner
     done = Trick(leader=s.trick_leader, cards=trick, winner=winner)
-    s = _with_current_deal(s, tricks=(*s.deals[-1].tricks, done))
-    s = replace(s, trick=(), trick_leader=winner, game_points=gp, jack_winner=jack_winner)
+    record = replace(s.deals[-1], tricks=(*s.deals[-1].tricks, done))
+    s = _evolve(s, trick=(), trick_leader=winner, game_points=gp, jack_winner=jack_winner,
+                deals=(*s.deals[:-1], record))
     if any(hands):
         return _begin_turn(s, winner)
     return _count(s)
