@@ -1,0 +1,643 @@
+"""A running match: seats, sessions, deadlines, time banks, strikes, exposures, events and the record.
+
+A thin layer over the pure engine (``referee.rules``): for each game ``new_game``; whenever the
+phase is DEAL, ``deal`` the next deck from the seed (``referee.dealing.deck_for``); otherwise send
+a DecisionRequest (``observe`` + ``legal_actions``) to the seat to act and wait for its Decision.
+
+All match state is owned by one asyncio task (:meth:`Match.run`). Stream handlers never touch it
+directly: they call :meth:`Match.attach`, :meth:`Match.detach` and :meth:`Match.submit`, which only
+queue outgoing messages or post items to the match's inbox. Rulings (docs/protocol.md):
+
+- Sequence numbers: each DecisionRequest gets a new ``seq`` (1, 2, … across the match). A Decision
+  echoing the pending ``seq`` answers it; an already answered or older ``seq`` is ignored (duplicates
+  are harmless); a ``seq`` never sent to that seat is a protocol error.
+- ``seq`` 0 is unsolicited: from the seat to act it answers the pending request; from another seat a
+  card play exposes the card (``apply(state, Play(card), seat)``, RULES.md, the call).
+- An illegal action gets ActionRejected with the engine's reason; the seat may retry before the
+  deadline. ``max_illegal`` rejections forfeit (``illegal``).
+- Timeout: the first legal action is played for the seat and a strike counted; ``max_strikes``
+  strikes or an empty time bank forfeit (``timeout``).
+- ``max_protocol_errors`` malformed messages forfeit (``protocol_error``); a seat not joined
+  within ``join_ms`` forfeits (``no_show``); a disconnected seat not back within ``grace_ms``
+  forfeits (``disconnect``). A forfeiting side loses the match; every connected seat gets MatchEnd.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from allfours.v1 import referee_pb2 as pb
+from referee import wire
+from referee.dealing import commitment, cut_deck, deck_for
+from referee.record import RECORD_VERSION, RecordWriter
+from referee.rules import (
+    ENGINE_VERSION,
+    Action,
+    Call,
+    Pass,
+    Phase,
+    Play,
+    RuleError,
+    RuleSet,
+    State,
+    apply,
+    cut_for_dealer,
+    deal,
+    legal_actions,
+    new_game,
+    next_seat,
+    observe,
+    partner_of,
+    side_of,
+)
+from referee.rules.actions import Beg, GiveOne, RunPack, Stand
+
+log = structlog.get_logger("referee.match")
+
+#: Sentinel put on a connection's queue to close the stream after the queued messages.
+CLOSE = None
+
+
+class SeatUnavailable(Exception):
+    """A Hello that cannot take its seat now (the stream gets PERMISSION_DENIED with this text)."""
+
+
+class Forfeit(Exception):
+    """Raised inside the match task when ``seat`` forfeits the match for ``termination``."""
+
+    def __init__(self, seat: int, termination: int, detail: str) -> None:
+        super().__init__(detail)
+        self.seat = seat
+        self.termination = termination
+        self.detail = detail
+
+
+class Aborted(Exception):
+    """Raised inside the match task when the referee stops the match (no winner)."""
+
+
+@dataclass(eq=False)
+class Connection:
+    """One live stream of a seat: the handler writes what is put on ``out`` (``CLOSE`` ends it)."""
+
+    out: asyncio.Queue[pb.PlayResponse | None] = field(default_factory=asyncio.Queue)
+    peer: str = ""
+
+
+@dataclass(eq=False)
+class SeatRuntime:
+    """The referee's bookkeeping of one seat (times in ms)."""
+
+    seat: int
+    name: str
+    ticket: str
+    bank_ms: float
+    conn: Connection | None = None
+    joined: bool = False
+    bot_name: str = ""
+    bot_version: str = ""
+    strikes: int = 0
+    illegal: int = 0
+    protocol_errors: int = 0
+    last_issued_seq: int = 0
+    termination: int = pb.TERMINATION_UNSPECIFIED
+    detail: str = ""
+    grace: asyncio.TimerHandle | None = None
+
+
+@dataclass
+class Pending:
+    """The decision the match waits for: request ``seq`` to ``seat``; times from ``time.monotonic``."""
+
+    seq: int
+    seat: int
+    legal: tuple[Action, ...]
+    sent_at: float
+    deadline: float
+    request: pb.DecisionRequest
+
+
+def _ms(seconds: float) -> int:
+    return max(0, round(seconds * 1000))
+
+
+class Match:
+    """One match between the seats of ``seat_names`` (docs/protocol.md).
+
+    :param match_id: the id; :param rules: the rule options; :param seat_names: one per seat;
+    :param games: number of games (>= 1); :param seed: 32 bytes; :param first_dealer: seat or
+    ``None`` for the cut; :param time_control: limits in ms; :param tickets: one secret per seat;
+    :param record_path: where to write the JSON-lines record as it grows, or ``None``.
+    :raises ValueError: when the seat names do not match ``rules.players``, ``games < 1`` or a bad
+        first dealer.
+    """
+
+    def __init__(self, match_id: str, rules: RuleSet, seat_names: list[str], games: int, seed: bytes,
+                 first_dealer: int | None, time_control: wire.TimeControl, tickets: list[str],
+                 record_path: Path | None = None, on_end: Callable[[Match], None] | None = None) -> None:
+        if len(seat_names) != rules.players:
+            raise ValueError(f"{len(seat_names)} seat names given for a {rules.players}-player game")
+        if games < 1:
+            raise ValueError(f"a match has at least 1 game, not {games}")
+        if first_dealer is not None and not 0 <= first_dealer < rules.players:
+            raise ValueError(f"first_dealer {first_dealer} does not exist at a table of {rules.players}")
+        self.id = match_id
+        self.rules = rules
+        self.seat_names = list(seat_names)
+        self.games = games
+        self.seed = seed
+        self.commitment = commitment(seed)
+        self.first_dealer = first_dealer
+        self.tc = time_control
+        self.seats = [SeatRuntime(i, n, t, float(time_control.bank_ms))
+                      for i, (n, t) in enumerate(zip(seat_names, tickets, strict=True))]
+        self.status = pb.MATCH_STATUS_WAITING
+        self.result: pb.MatchResult | None = None
+        self.events: list[pb.Event] = []
+        self.watchers: set[asyncio.Queue[pb.WatchMatchResponse | None]] = set()
+        self.record = RecordWriter(record_path)
+        self.inbox: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
+        self.pending: Pending | None = None
+        self.created = time.monotonic()
+        self.done = asyncio.Event()
+        self._seq = 0
+        self._game = 0
+        self._deal_no = 0
+        self._state: State = new_game(rules, 0)
+        self._game_results: list[pb.GameResult] = []
+        self._on_end = on_end
+        self._task: asyncio.Task[None] | None = None
+        self.log = log.bind(match_id=match_id)
+        self.record.write(
+            "header", record_version=RECORD_VERSION, protocol=wire.PROTOCOL_VERSION,
+            engine_version=ENGINE_VERSION, shuffle="allfours/v1", match_id=match_id,
+            rules=rules.to_dict(), seat_names=self.seat_names, games=games,
+            seed_commitment=self.commitment, time_control=time_control.to_dict(),
+            first_dealer=first_dealer)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Start the match task (joins are accepted before and after)."""
+        self._task = asyncio.get_running_loop().create_task(self.run(), name=f"match-{self.id}")
+
+    @property
+    def finished(self) -> bool:
+        """True once the result is known."""
+        return self.result is not None
+
+    def abort(self, detail: str) -> None:
+        """Ask the match task to stop without a winner (server shutdown)."""
+        self.inbox.put_nowait(("abort", detail))
+
+    async def wait(self) -> pb.MatchResult:
+        """Wait for the end of the match and return its result."""
+        await self.done.wait()
+        assert self.result is not None
+        return self.result
+
+    # ------------------------------------------------------------------ stream handler API
+
+    def attach(self, seat: int, conn: Connection, hello: pb.Hello) -> None:
+        """A Hello with this seat's ticket: take the seat (join or resume) and send Welcome.
+
+        :raises SeatUnavailable: if the match is over, the seat forfeited, or its ticket is in use
+            by a live stream.
+        """
+        s = self.seats[seat]
+        if self.finished:
+            raise SeatUnavailable(f"match {self.id} is over")
+        if s.termination != pb.TERMINATION_UNSPECIFIED:
+            raise SeatUnavailable(f"seat {seat} of match {self.id} has forfeited")
+        if s.conn is not None:
+            raise SeatUnavailable(f"the ticket of seat {seat} is in use by a live stream")
+        resumed = s.joined
+        s.conn, s.joined = conn, True
+        s.bot_name, s.bot_version = hello.bot_name, hello.bot_version
+        if s.grace is not None:
+            s.grace.cancel()
+            s.grace = None
+        partner = partner_of(seat, self.rules.players)
+        conn.out.put_nowait(pb.PlayResponse(welcome=pb.Welcome(
+            match_id=self.id, seat=seat, side=side_of(seat), partner_seat=-1 if partner is None else partner,
+            players=self.rules.players, rules=wire.rules_to_pb(self.rules),
+            time_control=wire.time_control_to_pb(self.tc), seat_names=self.seat_names, games=self.games,
+            resumed=resumed, seed_commitment=self.commitment)))
+        self.log.info("seat_joined", seat=seat, resumed=resumed, bot=hello.bot_name, peer=conn.peer)
+        if resumed:
+            self._event(pb.EVENT_KIND_SEAT_CONNECTED, seat=seat)
+        p = self.pending
+        if p is not None and p.seat == seat:
+            self._send_request(p)
+        self.inbox.put_nowait(("joined", seat))
+
+    def detach(self, seat: int, conn: Connection) -> None:
+        """The stream ``conn`` of ``seat`` ended. While the match runs, the grace period starts."""
+        s = self.seats[seat]
+        if s.conn is not conn:
+            return
+        s.conn = None
+        if self.finished:
+            return
+        self.log.info("seat_disconnected", seat=seat, grace_ms=self.tc.grace_ms)
+        self._event(pb.EVENT_KIND_SEAT_DISCONNECTED, seat=seat)
+
+        def expire() -> None:
+            s.grace = None
+            if s.conn is None and not self.finished:
+                self.inbox.put_nowait(("forfeit", seat, pb.TERMINATION_DISCONNECT,
+                                       f"seat {seat} disconnected and did not come back within "
+                                       f"{self.tc.grace_ms} ms"))
+
+        s.grace = asyncio.get_running_loop().call_later(self.tc.grace_ms / 1000, expire)
+
+    def submit(self, seat: int, msg: pb.PlayRequest, received: float) -> None:
+        """A message from ``seat``'s stream after its Hello (``received`` = ``time.monotonic()``)."""
+        which = msg.WhichOneof("msg")
+        if which == "decision":
+            self.inbox.put_nowait(("decision", seat, msg.decision, received))
+        elif which == "ping":
+            conn = self.seats[seat].conn
+            if conn is not None:
+                conn.out.put_nowait(pb.PlayResponse(pong=pb.Pong(nonce=msg.ping.nonce)))
+        else:
+            what = "a second Hello" if which == "hello" else "an empty message"
+            self.inbox.put_nowait(("protocol", seat, 0, f"seat {seat} sent {what} on its stream"))
+
+    def watch(self) -> asyncio.Queue[pb.WatchMatchResponse | None]:
+        """A queue of every public event so far and to come, then the result, then ``None``."""
+        q: asyncio.Queue[pb.WatchMatchResponse | None] = asyncio.Queue()
+        for ev in self.events:
+            q.put_nowait(pb.WatchMatchResponse(event=ev))
+        if self.result is not None:
+            q.put_nowait(pb.WatchMatchResponse(result=self.result))
+            q.put_nowait(None)
+        else:
+            self.watchers.add(q)
+        return q
+
+    # ------------------------------------------------------------------ sending
+
+    def _send(self, seat: int, msg: pb.PlayResponse) -> None:
+        conn = self.seats[seat].conn
+        if conn is not None:
+            conn.out.put_nowait(msg)
+
+    def _event(self, kind: int, **kw: Any) -> None:
+        deal_no = kw.pop("deal", self._deal_no)
+        ev = wire.event(kind, self._game, deal_no, **kw)
+        self.events.append(ev)
+        msg = pb.PlayResponse(event=ev)
+        for s in self.seats:
+            if s.conn is not None:
+                s.conn.out.put_nowait(msg)
+        if self.watchers:
+            w = pb.WatchMatchResponse(event=ev)
+            for q in self.watchers:
+                q.put_nowait(w)
+
+    def _send_request(self, p: Pending) -> None:
+        left = max(0.0, p.deadline - time.monotonic())
+        req = pb.DecisionRequest()
+        req.CopyFrom(p.request)
+        req.time_left_ms = _ms(left)
+        req.time_bank_ms = _ms(self.seats[p.seat].bank_ms / 1000)
+        self._send(p.seat, pb.PlayResponse(decision_request=req))
+
+    # ------------------------------------------------------------------ the match task
+
+    async def run(self) -> None:
+        """Play the whole match; always ends with a result, MatchEnd to every seat and the seed line."""
+        forfeit: Forfeit | None = None
+        aborted: str | None = None
+        try:
+            await self._wait_for_seats()
+            self.status = pb.MATCH_STATUS_RUNNING
+            dealer = self.first_dealer
+            for game in range(1, self.games + 1):
+                if game == 1:
+                    how = "given"
+                    if dealer is None:
+                        dealer, how = cut_for_dealer(cut_deck(self.seed, 1), self.rules.players), "cut"
+                else:
+                    how = "continued"
+                assert dealer is not None
+                dealer = await self._play_game(game, dealer, how)
+        except Forfeit as f:
+            forfeit = f
+        except Aborted as a:
+            aborted = str(a)
+        except Exception as e:  # a bug: never leave bots hanging
+            self.log.exception("match_crashed")
+            aborted = f"referee error: {e!r}"
+        self._finish(forfeit, aborted)
+
+    async def _wait_for_seats(self) -> None:
+        deadline = self.created + self.tc.join_ms / 1000
+        while not all(s.joined for s in self.seats):
+            try:
+                item = await asyncio.wait_for(self.inbox.get(), deadline - time.monotonic())
+            except TimeoutError:
+                missing = [s.seat for s in self.seats if not s.joined]
+                raise Forfeit(missing[0], pb.TERMINATION_NO_SHOW,
+                              f"seat(s) {missing} did not join within {self.tc.join_ms} ms") from None
+            kind = item[0]
+            if kind in ("forfeit", "abort", "protocol"):
+                self._handle_control(item)
+            elif kind == "decision":
+                # Nothing has been asked yet: any Decision is early; a seq != 0 was never sent.
+                seat, d = item[1], item[2]
+                if d.seq != 0:
+                    self._protocol_error(seat, d.seq, f"seat {seat} sent seq {d.seq} before any request")
+
+    def _handle_control(self, item: tuple[Any, ...]) -> None:
+        kind = item[0]
+        if kind == "forfeit":
+            raise Forfeit(item[1], item[2], item[3])
+        if kind == "abort":
+            raise Aborted(item[1])
+        if kind == "protocol":
+            self._protocol_error(item[1], item[2], item[3])
+
+    def _protocol_error(self, seat: int, seq: int, detail: str, action: pb.Action | None = None) -> None:
+        s = self.seats[seat]
+        s.protocol_errors += 1
+        self.log.warning("protocol_error", seat=seat, seq=seq, detail=detail, count=s.protocol_errors)
+        self.record.write("rejected", game=self._game, deal=self._deal_no, seat=seat, seq=seq,
+                          action=None, reason="protocol_error", message=detail, ms=0)
+        self._send(seat, pb.PlayResponse(action_rejected=pb.ActionRejected(
+            seq=seq, reason=pb.REASON_PROTOCOL_ERROR, message=detail, action=action)))
+        if s.protocol_errors >= self.tc.max_protocol_errors:
+            raise Forfeit(seat, pb.TERMINATION_PROTOCOL_ERROR,
+                          f"{s.protocol_errors} malformed messages (last: {detail})")
+
+    async def _play_game(self, game: int, dealer: int, how: str) -> int:
+        """Play game ``game`` from ``dealer``; return the dealer of the next game (RULES.md, Match)."""
+        self._game, self._deal_no = game, 0
+        self.record.write("game", game=game, dealer=dealer, how=how)
+        self._event(pb.EVENT_KIND_GAME_STARTED, dealer=dealer)
+        state = new_game(self.rules, dealer)
+        self._state = state
+        while state.phase is not Phase.OVER:
+            if state.phase is Phase.DEAL:
+                n = state.deal_number + 1
+                deck = deck_for(self.seed, game, n)
+                self.record.write("deal", game=game, deal=n, dealer=state.dealer, deck=[str(c) for c in deck])
+                new = deal(state, deck)
+                self._deal_no = n
+                self._emit_diff(state, new, None, None)
+                state = new
+            else:
+                state = await self._decide(state, game)
+            self._state = state
+        self._end_game(state, forfeited=False)
+        return next_seat(state.dealer, self.rules.players)
+
+    def _end_game(self, state: State, forfeited: bool, winner: int | None = None) -> None:
+        w = state.winner if winner is None else winner
+        gr = pb.GameResult(game=self._game, scores=list(state.scores), winner=-1 if w is None else w,
+                           points=[wire.point_to_pb(p) for p in state.points], forfeited=forfeited,
+                           deals=state.deal_number)
+        self._game_results.append(gr)
+        self.record.write("game_end", game=self._game, scores=list(state.scores), winner=w,
+                          points=[{"deal": p.deal, "side": p.side, "kind": p.kind, "value": p.value}
+                                  for p in state.points], forfeited=forfeited, deals=state.deal_number)
+        self._event(pb.EVENT_KIND_GAME_ENDED, scores=list(state.scores), winner=w, forfeited=forfeited)
+
+    def _issue(self, state: State, game: int, deadline: float | None = None) -> Pending:
+        seat = state.to_act
+        assert seat is not None
+        s = self.seats[seat]
+        self._seq += 1
+        s.last_issued_seq = self._seq
+        now = time.monotonic()
+        if deadline is None:
+            deadline = now + min(self.tc.decision_ms, s.bank_ms) / 1000
+        obs = observe(state, seat)
+        legal = obs.legal
+        req = pb.DecisionRequest(seq=self._seq, game=game, observation=wire.observation_to_pb(obs),
+                                 legal_actions=wire.actions_to_pb(legal))
+        p = Pending(seq=self._seq, seat=seat, legal=legal, sent_at=now, deadline=deadline, request=req)
+        self.pending = p
+        self._send_request(p)
+        return p
+
+    async def _decide(self, state: State, game: int) -> State:
+        """Ask the seat to act, handle everything that arrives meanwhile, return the new state."""
+        p = self._issue(state, game)
+        while True:
+            remaining = p.deadline - time.monotonic()
+            if remaining <= 0:
+                return self._timeout(state, p)
+            try:
+                item = await asyncio.wait_for(self.inbox.get(), remaining)
+            except TimeoutError:
+                return self._timeout(state, p)
+            if item[0] != "decision":
+                self._handle_control(item)
+                continue
+            _, seat, d, received = item
+            s = self.seats[seat]
+            answering = seat == p.seat and d.seq in (p.seq, 0)
+            if not answering and d.seq != 0:
+                if d.seq > s.last_issued_seq:
+                    self._protocol_error(seat, d.seq, f"seat {seat} sent seq {d.seq}, which was never sent "
+                                                      f"to it (its latest request is {s.last_issued_seq})",
+                                         d.action)
+                else:
+                    self.log.debug("stale_decision_ignored", seat=seat, seq=d.seq, pending=p.seq)
+                continue
+            try:
+                action = wire.action_from_pb(d.action)
+            except wire.WireError as e:
+                self._protocol_error(seat, d.seq, f"seat {seat}: {e}", d.action)
+                continue
+            elapsed = received - p.sent_at
+            try:
+                new = apply(state, action, seat)
+            except RuleError as e:
+                self._reject(seat, d.seq, action, e, elapsed if answering else 0.0)
+                continue
+            out_of_turn = not answering
+            if answering:
+                s.bank_ms -= elapsed * 1000
+            self.record.write("action", game=game, deal=state.deal_number, seat=seat, seq=d.seq,
+                              action=str(action), ms=_ms(elapsed) if answering else 0, by="bot",
+                              out_of_turn=out_of_turn)
+            self.log.debug("action", seat=seat, seq=d.seq, action=str(action), ms=_ms(elapsed))
+            self._emit_diff(state, new, action, seat)
+            if answering:
+                self.pending = None
+                if s.bank_ms <= 0:
+                    raise Forfeit(seat, pb.TERMINATION_TIMEOUT, f"seat {seat} used up its time bank")
+                return new
+            # An exposure: the seat to act may now have other choices (a new callable card).
+            state = new
+            self._state = state
+            if legal_actions(state) != p.legal:
+                p = self._issue(state, game, deadline=p.deadline)
+
+    def _reject(self, seat: int, seq: int, action: Action, e: RuleError, elapsed: float) -> None:
+        s = self.seats[seat]
+        s.illegal += 1
+        self.log.info("action_rejected", seat=seat, seq=seq, action=str(action), reason=e.reason.value)
+        self.record.write("rejected", game=self._game, deal=self._deal_no, seat=seat, seq=seq,
+                          action=str(action), reason=e.reason.value, message=e.message, ms=_ms(elapsed))
+        self._send(seat, pb.PlayResponse(action_rejected=pb.ActionRejected(
+            seq=seq, reason=wire.reason_to_pb(e.reason), message=e.message, action=wire.action_to_pb(action))))
+        if s.illegal >= self.tc.max_illegal:
+            raise Forfeit(seat, pb.TERMINATION_ILLEGAL, f"{s.illegal} illegal actions (last: {e})")
+
+    def _timeout(self, state: State, p: Pending) -> State:
+        s = self.seats[p.seat]
+        elapsed = time.monotonic() - p.sent_at
+        s.bank_ms -= elapsed * 1000
+        s.strikes += 1
+        self.pending = None
+        self.log.info("timeout", seat=p.seat, seq=p.seq, strikes=s.strikes, bank_left_ms=_ms(s.bank_ms / 1000))
+        self._event(pb.EVENT_KIND_TIMEOUT, seat=p.seat, value=s.strikes)
+        if s.bank_ms <= 0:
+            raise Forfeit(p.seat, pb.TERMINATION_TIMEOUT, f"seat {p.seat} used up its time bank "
+                                                          f"({self.tc.bank_ms} ms)")
+        if s.strikes >= self.tc.max_strikes:
+            raise Forfeit(p.seat, pb.TERMINATION_TIMEOUT, f"seat {p.seat} timed out {s.strikes} times")
+        action = p.legal[0]
+        new = apply(state, action, p.seat)
+        self.record.write("action", game=self._game, deal=state.deal_number, seat=p.seat, seq=p.seq,
+                          action=str(action), ms=_ms(elapsed), by="timeout", out_of_turn=False)
+        self._emit_diff(state, new, action, p.seat)
+        return new
+
+    # ------------------------------------------------------------------ events from state changes
+
+    def _emit_diff(self, before: State, after: State, action: Action | None, seat: int | None) -> None:
+        """Public events for the step ``before`` -> ``after`` (by ``action`` of ``seat``, or a deal)."""
+        ev = self._event
+        if action is not None:
+            if isinstance(action, Play):
+                kind = pb.EVENT_KIND_CARD_PLAYED if seat == before.to_act else pb.EVENT_KIND_CARD_EXPOSED
+                if kind == pb.EVENT_KIND_CARD_EXPOSED and after is before:
+                    return  # already exposed: nothing changed
+                ev(kind, seat=seat, card=action.card)
+            elif isinstance(action, Call):
+                ev(pb.EVENT_KIND_CALLED, seat=seat, card=action.card, target_seat=before.call_for)
+            else:
+                kinds = {Stand: pb.EVENT_KIND_STOOD, Beg: pb.EVENT_KIND_BEGGED, GiveOne: pb.EVENT_KIND_GAVE_ONE,
+                         RunPack: pb.EVENT_KIND_RAN_PACK, Pass: pb.EVENT_KIND_PASSED}
+                ev(kinds[type(action)], seat=seat)
+        new_deal = after.deal_number != before.deal_number
+        if new_deal:
+            ev(pb.EVENT_KIND_DEAL_STARTED, dealer=after.dealer)
+        rec_after = after.current_deal
+        rec_before = None if new_deal else before.current_deal
+        points = list(after.points[len(before.points):])
+        scores = list(before.scores)
+
+        def score(p: Any) -> None:
+            scores[p.side] += p.value
+            ev(pb.EVENT_KIND_POINTS_SCORED, side=p.side, value=p.value, points_kind=p.kind, scores=scores)
+
+        if rec_after is not None:
+            for card in rec_after.kicks[len(rec_before.kicks) if rec_before else 0:]:
+                ev(pb.EVENT_KIND_KICK, card=card, dealer=rec_after.dealer)
+                if points and points[0].kind == "kick":
+                    score(points.pop(0))
+            for t in rec_after.tricks[len(rec_before.tricks) if rec_before else 0:]:
+                ev(pb.EVENT_KIND_TRICK_WON, seat=t.winner, cards=t.cards)
+        for p in points:
+            score(p)
+        ended = (after.phase is Phase.DEAL and not new_deal) or (
+            after.phase is Phase.OVER and before.phase is not Phase.OVER)
+        if ended and rec_after is not None:
+            ev(pb.EVENT_KIND_DEAL_ENDED, scores=list(after.scores), ran_dry=bool(rec_after and rec_after.ran_dry))
+
+    # ------------------------------------------------------------------ the end
+
+    def _finish(self, forfeit: Forfeit | None, aborted: str | None) -> None:
+        self.pending = None
+        forfeited_side = -1
+        if forfeit is not None:
+            loser = side_of(forfeit.seat)
+            forfeited_side = loser
+            s = self.seats[forfeit.seat]
+            s.termination, s.detail = forfeit.termination, forfeit.detail
+            if forfeit.termination == pb.TERMINATION_NO_SHOW:
+                for o in self.seats:
+                    if not o.joined:
+                        o.termination, o.detail = pb.TERMINATION_NO_SHOW, forfeit.detail
+                if len({side_of(o.seat) for o in self.seats if not o.joined}) > 1:
+                    forfeited_side = -2  # both sides missing: nobody wins
+            for o in self.seats:
+                if o.termination == pb.TERMINATION_UNSPECIFIED:
+                    o.termination, o.detail = pb.TERMINATION_OTHER_SEAT_FORFEITED, forfeit.detail
+            self.status = pb.MATCH_STATUS_FORFEITED
+            if self._game and (not self._game_results or self._game_results[-1].game != self._game):
+                self._end_game(self._state, forfeited=True,
+                               winner=None if forfeited_side == -2 else 1 - loser)
+            self.log.info("forfeit", seat=forfeit.seat, termination=pb.Termination.Name(forfeit.termination),
+                          detail=forfeit.detail)
+        elif aborted is not None:
+            self.status = pb.MATCH_STATUS_ABORTED
+            for o in self.seats:
+                o.termination, o.detail = pb.TERMINATION_ABORTED, aborted
+            if self._game and (not self._game_results or self._game_results[-1].game != self._game):
+                gr = pb.GameResult(game=self._game, scores=list(self._state.scores), winner=-1,
+                                   points=[wire.point_to_pb(p) for p in self._state.points],
+                                   deals=self._state.deal_number)
+                self._game_results.append(gr)
+        else:
+            self.status = pb.MATCH_STATUS_COMPLETED
+            for o in self.seats:
+                o.termination = pb.TERMINATION_NORMAL
+        games_won = [0, 0]
+        for g in self._game_results:
+            if g.winner in (0, 1):
+                games_won[g.winner] += 1
+        if self.status == pb.MATCH_STATUS_FORFEITED:
+            winner = -1 if forfeited_side == -2 else 1 - forfeited_side
+        elif self.status == pb.MATCH_STATUS_ABORTED or games_won[0] == games_won[1]:
+            winner = -1
+        else:
+            winner = 0 if games_won[0] > games_won[1] else 1
+        result = pb.MatchResult(
+            match_id=self.id, status=self.status, games=self._game_results, games_won=games_won,
+            winner=winner, forfeited_side=-1 if forfeited_side < 0 else forfeited_side,
+            seats=[pb.SeatResult(seat=o.seat, name=o.name, termination=o.termination, detail=o.detail,
+                                 strikes=o.strikes, illegal=o.illegal, protocol_errors=o.protocol_errors,
+                                 bank_left_ms=_ms(max(0.0, o.bank_ms) / 1000)) for o in self.seats])
+        self.result = result
+        self.record.write(
+            "result", status=pb.MatchStatus.Name(self.status).removeprefix("MATCH_STATUS_").lower(),
+            winner=None if winner < 0 else winner, forfeited_side=None if forfeited_side < 0 else forfeited_side,
+            games_won=games_won,
+            seats=[{"seat": o.seat, "name": o.name, "bot_name": o.bot_name, "bot_version": o.bot_version,
+                    "termination": pb.Termination.Name(o.termination).removeprefix("TERMINATION_").lower(),
+                    "detail": o.detail, "strikes": o.strikes, "illegal": o.illegal,
+                    "protocol_errors": o.protocol_errors, "bank_left_ms": _ms(max(0.0, o.bank_ms) / 1000)}
+                   for o in self.seats])
+        self.record.write("seed", seed=self.seed.hex())
+        self.record.close()
+        end = pb.PlayResponse(match_end=pb.MatchEnd(result=result))
+        for o in self.seats:
+            if o.grace is not None:
+                o.grace.cancel()
+            if o.conn is not None:
+                o.conn.out.put_nowait(end)
+                o.conn.out.put_nowait(CLOSE)
+        for q in self.watchers:
+            q.put_nowait(pb.WatchMatchResponse(result=result))
+            q.put_nowait(None)
+        self.watchers.clear()
+        self.log.info("match_end", status=pb.MatchStatus.Name(self.status), winner=winner, games_won=games_won)
+        self.done.set()
+        if self._on_end is not None:
+            with contextlib.suppress(Exception):
+                self._on_end(self)

@@ -1,0 +1,76 @@
+"""The match record: JSON lines, one object per line, each with a ``"type"`` (docs/record.md).
+
+Line types, in the order they are written::
+
+    header     protocol, engine_version, shuffle, match_id, rules, seat_names, games,
+               seed_commitment, time_control, first_dealer (seat or null = by the cut)
+    game       game (1-based), dealer (its first dealer), how ("cut", "given" or "continued")
+    deal       game, deal (1-based), dealer, deck (52 card strings, top first)
+    action     game, deal, seat, seq, action (notation: stand beg give run pass, "call TH" or a card),
+               ms (time taken), by ("bot" or "timeout"), out_of_turn (a play that exposed the card)
+    rejected   game, deal, seat, seq, action, reason (engine code or "protocol_error"), message, ms
+    game_end   game, scores [side 0, side 1], winner (side), points [{deal, side, kind, value}],
+               forfeited, deals
+    result     status, winner, forfeited_side, games_won, seats [{seat, name, termination, detail,
+               strikes, illegal, protocol_errors, bank_left_ms}]
+    seed       seed (64 hex digits: the revealed match seed)
+
+``python -m referee.verify RECORD`` replays a record (:mod:`referee.verify`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+#: Bumped when the record format changes; written in the header as ``record_version``.
+RECORD_VERSION = 1
+
+
+class RecordError(ValueError):
+    """A record that cannot be read: names the line number and the problem."""
+
+
+class RecordWriter:
+    """Collects a match's record lines in memory (and optionally appends them to a file).
+
+    :param path: a file to write the lines to as they come (created or truncated), or ``None``.
+    """
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.lines: list[str] = []
+        self._file = path.open("w", encoding="utf-8") if path is not None else None
+
+    def write(self, type_: str, **fields: Any) -> None:
+        """Append one line ``{"type": type_, **fields}`` (compact JSON, keys in the given order)."""
+        line = json.dumps({"type": type_, **fields}, separators=(",", ":"))
+        self.lines.append(line)
+        if self._file is not None:
+            self._file.write(line + "\n")
+            self._file.flush()
+
+    def close(self) -> None:
+        """Close the file, if any. Lines stay available in :attr:`lines`."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def read_record(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Parse record lines into ``(line number, object)``; blank lines are skipped.
+
+    :raises RecordError: naming the line for text that is not a JSON object with a ``type``.
+    """
+    for n, raw in enumerate(lines, start=1):
+        text = raw.strip()
+        if not text:
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise RecordError(f"line {n}: not JSON: {e}") from None
+        if not isinstance(obj, dict) or "type" not in obj:
+            raise RecordError(f"line {n}: expected a JSON object with a \"type\", got {text[:80]!r}")
+        yield n, obj

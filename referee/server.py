@@ -1,0 +1,397 @@
+"""The gRPC referee server (grpc.aio): RefereeService (seats), AdminService (arena), health, reflection.
+
+Embedding it in-process (the arena's "embedded referee")::
+
+    from referee.server import start_server
+
+    async with start_server(port=0, admin_token="s3cret") as server:
+        print(server.port)            # the bound port (127.0.0.1 by default)
+        ...                           # Admin.CreateMatch etc. over a channel to server.address
+
+or without ``async with``: ``server = RefereeServer(port=0, admin_token=...)``;
+``port = await server.start()``; … ``await server.stop(grace_s=5)``. From synchronous code,
+:class:`ThreadedReferee` runs the same server on its own event loop thread::
+
+    with ThreadedReferee(admin_token="s3cret") as ref:
+        channel = grpc.insecure_channel(ref.address)
+
+Server settings (chosen for small messages and many short-lived bot streams):
+
+- ``grpc.keepalive_time_ms`` 20000 and ``grpc.keepalive_timeout_ms`` / ``grpc.http2.ping_timeout_ms``
+  10000: a silent dead peer is detected within about 30 s (a crashed process is seen at once).
+- ``grpc.http2.min_recv_ping_interval_without_data_ms`` 5000 and ``grpc.keepalive_permit_without_calls``:
+  clients may ping every 5 s or more; ``grpc.http2.max_ping_strikes`` 2.
+- ``grpc.max_receive_message_length`` 64 KiB (a Decision is under 100 bytes);
+  ``grpc.max_send_message_length`` 16 MiB (GetRecord of a long match).
+- ``maximum_concurrent_rpcs`` 2048 (four streams per match plus watchers), ``grpc.max_concurrent_streams``
+  64 per connection.
+
+Graceful shutdown (:meth:`RefereeServer.stop`): health turns NOT_SERVING, new matches are refused
+(UNAVAILABLE), running matches get ``grace_s`` to finish, then are aborted (every seat gets MatchEnd
+with ``TERMINATION_ABORTED``), then the server stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import secrets
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import structlog
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from allfours.v1 import referee_pb2 as pb
+from allfours.v1 import referee_pb2_grpc as pb_grpc
+from referee import wire
+from referee.dealing import check_seed, fresh_seed
+from referee.match import CLOSE, Connection, Match, SeatUnavailable
+
+log = structlog.get_logger("referee.server")
+
+#: Environment variable holding the admin token for ``referee serve``.
+ADMIN_TOKEN_ENV = "ALLFOURS_ADMIN_TOKEN"
+#: Seconds a new stream has to send its Hello.
+HELLO_TIMEOUT_S = 10.0
+#: Seconds a stream may stay blocked writing to a peer that does not read before it is dropped.
+WRITE_TIMEOUT_S = 10.0
+
+SERVER_OPTIONS: list[tuple[str, Any]] = [
+    ("grpc.keepalive_time_ms", 20_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.http2.ping_timeout_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.min_recv_ping_interval_without_data_ms", 5_000),
+    ("grpc.http2.max_ping_strikes", 2),
+    ("grpc.max_receive_message_length", 64 * 1024),
+    ("grpc.max_send_message_length", 16 * 1024 * 1024),
+    ("grpc.max_concurrent_streams", 64),
+    ("grpc.so_reuseport", 0),
+]
+MAXIMUM_CONCURRENT_RPCS = 2048
+
+SERVICE_NAMES = (
+    pb.DESCRIPTOR.services_by_name["RefereeService"].full_name,
+    pb.DESCRIPTOR.services_by_name["AdminService"].full_name,
+)
+
+
+class Registry:
+    """Matches by id and tickets by value (each ticket -> one seat of one match)."""
+
+    def __init__(self) -> None:
+        self.matches: dict[str, Match] = {}
+        self.tickets: dict[str, tuple[Match, int]] = {}
+
+
+class RefereeServicer(pb_grpc.RefereeServiceServicer):
+    """The seat stream: Hello -> Welcome, then decisions until MatchEnd (docs/protocol.md)."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+
+    async def Play(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> None:
+        """One seat's stream. Status codes: see the proto (UNAUTHENTICATED, PERMISSION_DENIED, …)."""
+        try:
+            first = await asyncio.wait_for(context.read(), HELLO_TIMEOUT_S)
+        except TimeoutError:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                f"no Hello within {HELLO_TIMEOUT_S:.0f} s of opening the stream")
+        if first is grpc.aio.EOF:
+            return
+        if first.WhichOneof("msg") != "hello":
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                f"the first message must be a Hello, got {first.WhichOneof('msg')}")
+        hello = first.hello
+        if hello.protocol_version != wire.PROTOCOL_VERSION:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                f"protocol_version {hello.protocol_version!r} is not supported "
+                                f"(expected {wire.PROTOCOL_VERSION!r})")
+        if not hello.ticket:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "Hello.ticket is empty")
+        entry = self.registry.tickets.get(hello.ticket)
+        if entry is None:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "unknown ticket")
+        assert entry is not None
+        match, seat = entry
+        conn = Connection(peer=context.peer())
+        try:
+            match.attach(seat, conn, hello)
+        except SeatUnavailable as e:
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, str(e))
+        slog = log.bind(match_id=match.id, seat=seat)
+        reader = asyncio.get_running_loop().create_task(self._read(context, match, seat, conn, slog))
+        try:
+            while True:
+                msg = await conn.out.get()
+                if msg is CLOSE:
+                    break
+                await asyncio.wait_for(context.write(msg), WRITE_TIMEOUT_S)
+        except (TimeoutError, grpc.aio.AioRpcError, RuntimeError) as e:
+            slog.info("stream_write_ended", error=repr(e))
+        finally:
+            reader.cancel()
+            match.detach(seat, conn)
+
+    @staticmethod
+    async def _read(context: grpc.aio.ServicerContext, match: Match, seat: int, conn: Connection,
+                    slog: Any) -> None:
+        """Feed the match from the stream; at end of stream (or a dead peer) close the writer."""
+        try:
+            while True:
+                msg = await context.read()
+                if msg is grpc.aio.EOF:
+                    break
+                match.submit(seat, msg, time.monotonic())
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # a dead peer or a reset stream
+            slog.info("stream_read_ended", error=repr(e))
+        match.detach(seat, conn)
+        conn.out.put_nowait(CLOSE)
+
+
+def _check_admin(context: grpc.aio.ServicerContext, token: str) -> bool:
+    for key, value in context.invocation_metadata() or ():
+        if key == "authorization" and isinstance(value, str) and value.startswith("Bearer "):
+            return hmac.compare_digest(value[7:].encode(), token.encode())
+    return False
+
+
+class AdminServicer(pb_grpc.AdminServiceServicer):
+    """The arena's control service; every call needs ``authorization: Bearer <admin token>``."""
+
+    def __init__(self, registry: Registry, admin_token: str, record_dir: Path | None,
+                 accepting: threading.Event) -> None:
+        self.registry = registry
+        self.token = admin_token
+        self.record_dir = record_dir
+        self.accepting = accepting
+
+    async def _auth(self, context: grpc.aio.ServicerContext) -> None:
+        if not _check_admin(context, self.token):
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED,
+                                "admin calls need metadata 'authorization: Bearer <admin token>'")
+
+    async def _match(self, match_id: str, context: grpc.aio.ServicerContext) -> Match:
+        m = self.registry.matches.get(match_id)
+        if m is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"no match {match_id!r}")
+        assert m is not None
+        return m
+
+    async def CreateMatch(self, request: pb.CreateMatchRequest,
+                          context: grpc.aio.ServicerContext) -> pb.CreateMatchResponse:
+        """Create a match and start it (it waits ``join_ms`` for its seats)."""
+        await self._auth(context)
+        if not self.accepting.is_set():
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "the referee is shutting down")
+        try:
+            rules = wire.rules_from_pb(request.rules)
+            tc = wire.time_control_from_pb(request.time_control)
+            seed = check_seed(request.seed) if request.seed else fresh_seed()
+            first_dealer = request.first_dealer if request.HasField("first_dealer") else None
+            names = list(request.seat_names)
+            if any(not n.strip() for n in names):
+                raise ValueError("seat_names must not be empty strings")
+            match_id = uuid.uuid4().hex[:16]
+            tickets = [secrets.token_urlsafe(24) for _ in names]
+            path = self.record_dir / f"{match_id}.jsonl" if self.record_dir is not None else None
+            match = Match(match_id, rules, names, request.games or 1, seed, first_dealer, tc, tickets,
+                          record_path=path)
+        except ValueError as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        self.registry.matches[match_id] = match
+        for seat, t in enumerate(tickets):
+            self.registry.tickets[t] = (match, seat)
+        match.start()
+        log.info("match_created", match_id=match_id, seats=names, games=match.games,
+                 seed_commitment=match.commitment)
+        return pb.CreateMatchResponse(match_id=match_id, seed_commitment=match.commitment, tickets=tickets)
+
+    async def WatchMatch(self, request: pb.WatchMatchRequest,
+                         context: grpc.aio.ServicerContext) -> AsyncIterator[pb.WatchMatchResponse]:
+        """Every public event from the start, then the result."""
+        await self._auth(context)
+        match = await self._match(request.match_id, context)
+        q = match.watch()
+        try:
+            while True:
+                item = await q.get()
+                if item is None:
+                    return
+                yield item
+        finally:
+            match.watchers.discard(q)
+
+    async def GetRecord(self, request: pb.GetRecordRequest,
+                        context: grpc.aio.ServicerContext) -> pb.GetRecordResponse:
+        """The record lines so far; ``complete`` once the seed line is written."""
+        await self._auth(context)
+        match = await self._match(request.match_id, context)
+        return pb.GetRecordResponse(lines=match.record.lines, complete=match.finished)
+
+    async def ListMatches(self, request: pb.ListMatchesRequest,
+                          context: grpc.aio.ServicerContext) -> pb.ListMatchesResponse:
+        """All matches, oldest first."""
+        await self._auth(context)
+        return pb.ListMatchesResponse(matches=[
+            pb.MatchSummary(match_id=m.id, status=m.status, seat_names=m.seat_names,
+                            seed_commitment=m.commitment) for m in self.registry.matches.values()])
+
+
+class RefereeServer:
+    """The referee as an object: ``port = await start()``, ``await stop()``; or ``async with``.
+
+    :param host: interface to bind (default ``127.0.0.1``; ``0.0.0.0`` for all).
+    :param port: TCP port, 0 for any free one (read :attr:`port` after start).
+    :param admin_token: the AdminService token; ``None`` = a random one (read :attr:`admin_token`).
+    :param record_dir: write each match's record to ``<record_dir>/<match_id>.jsonl``, or ``None``.
+    :param tls: ``(certificate chain PEM bytes, private key PEM bytes)`` for TLS, or ``None``.
+    :raises RuntimeError: from :meth:`start` if the port cannot be bound.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, admin_token: str | None = None,
+                 record_dir: Path | str | None = None, tls: tuple[bytes, bytes] | None = None) -> None:
+        self.host = host
+        self.port = port
+        self.admin_token = admin_token or secrets.token_urlsafe(24)
+        self.record_dir = Path(record_dir) if record_dir is not None else None
+        self.tls = tls
+        self.registry = Registry()
+        self._server: grpc.aio.Server | None = None
+        self._health = health.aio.HealthServicer() if hasattr(health, "aio") else health.HealthServicer()
+        self._accepting = threading.Event()
+
+    @property
+    def address(self) -> str:
+        """``host:port`` to connect to."""
+        return f"{self.host}:{self.port}"
+
+    async def start(self) -> int:
+        """Bind, start serving and return the port."""
+        if self.record_dir is not None:
+            self.record_dir.mkdir(parents=True, exist_ok=True)
+        server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS)
+        pb_grpc.add_RefereeServiceServicer_to_server(RefereeServicer(self.registry), server)
+        pb_grpc.add_AdminServiceServicer_to_server(
+            AdminServicer(self.registry, self.admin_token, self.record_dir, self._accepting), server)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        reflection.enable_server_reflection(
+            (*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+             reflection.SERVICE_NAME), server)
+        addr = f"{self.host}:{self.port}"
+        if self.tls is not None:
+            creds = grpc.ssl_server_credentials([(self.tls[1], self.tls[0])])
+            bound = server.add_secure_port(addr, creds)
+        else:
+            bound = server.add_insecure_port(addr)
+        if not bound:
+            raise RuntimeError(f"could not bind {addr}")
+        self.port = bound
+        await server.start()
+        self._server = server
+        self._accepting.set()
+        for name in ("", *SERVICE_NAMES):
+            await _maybe_await(self._health.set(name, health_pb2.HealthCheckResponse.SERVING))
+        log.info("referee_started", address=self.address, tls=self.tls is not None)
+        return bound
+
+    async def stop(self, grace_s: float = 5.0) -> None:
+        """Graceful shutdown: NOT_SERVING, refuse new matches, let running matches finish for
+        ``grace_s`` seconds, abort the rest (TERMINATION_ABORTED), then stop the server."""
+        if self._server is None:
+            return
+        self._accepting.clear()
+        for name in ("", *SERVICE_NAMES):
+            await _maybe_await(self._health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING))
+        live = [m for m in self.registry.matches.values() if not m.finished]
+        if live:
+            _, pending = await asyncio.wait([asyncio.ensure_future(m.wait()) for m in live], timeout=grace_s)
+            for m in live:
+                if not m.finished:
+                    m.abort("the referee is shutting down")
+            for p in pending:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(p, 5)
+        await self._server.stop(1.0)
+        self._server = None
+        log.info("referee_stopped")
+
+    async def wait_for_termination(self) -> None:
+        """Block until the server stops."""
+        if self._server is not None:
+            await self._server.wait_for_termination()
+
+    async def __aenter__(self) -> RefereeServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
+async def _maybe_await(x: Any) -> None:
+    if asyncio.iscoroutine(x):
+        await x
+
+
+def start_server(host: str = "127.0.0.1", port: int = 0, admin_token: str | None = None,
+                 record_dir: Path | str | None = None, tls: tuple[bytes, bytes] | None = None) -> RefereeServer:
+    """A :class:`RefereeServer` to use as ``async with start_server(port=0, admin_token=t) as s:``."""
+    return RefereeServer(host=host, port=port, admin_token=admin_token, record_dir=record_dir, tls=tls)
+
+
+class ThreadedReferee:
+    """The referee on its own event-loop thread, for synchronous callers (``with`` or start/stop).
+
+    ``start()`` returns the port; ``stop()`` shuts down gracefully. Same parameters as
+    :class:`RefereeServer`, plus ``grace_s`` for stop.
+    """
+
+    def __init__(self, grace_s: float = 5.0, **kwargs: Any) -> None:
+        self.server = RefereeServer(**kwargs)
+        self.grace_s = grace_s
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="referee", daemon=True)
+
+    @property
+    def port(self) -> int:
+        """The bound port."""
+        return self.server.port
+
+    @property
+    def address(self) -> str:
+        """``host:port``."""
+        return self.server.address
+
+    @property
+    def admin_token(self) -> str:
+        """The admin token."""
+        return self.server.admin_token
+
+    def start(self) -> int:
+        """Start the loop thread and the server; return the port."""
+        self._thread.start()
+        return asyncio.run_coroutine_threadsafe(self.server.start(), self._loop).result(30)
+
+    def stop(self) -> None:
+        """Stop the server gracefully and the loop thread."""
+        asyncio.run_coroutine_threadsafe(self.server.stop(self.grace_s), self._loop).result(self.grace_s + 30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    def __enter__(self) -> ThreadedReferee:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

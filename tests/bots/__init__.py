@@ -1,0 +1,1 @@
+"""Minimal protocol test bots (plain grpc clients on the generated stubs)."""
