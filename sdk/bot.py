@@ -26,7 +26,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from referee.rules import (
+    BEG,
+    GIVE_ONE,
+    PASS,
+    RUN_PACK,
+    STAND,
     Action,
+    Call,
     Card,
     Observation,
     Phase,
@@ -51,6 +57,9 @@ class MatchInfo:
     - ``rules``: the rule options of every game in the match (``rules.players`` is 2 or 4).
     - ``games``: number of games in the match (0 if the referee did not say).
     - ``commitment``: SHA-256 hex of the match seed, published before play ("" if unknown).
+    - ``seat_names``: the names given to the seats at match creation, seat order.
+    - ``decision_ms``: the per-decision limit, ``bank_ms``: the seat's time bank for the whole match,
+      both in milliseconds (0 in local mode: not enforced).
     """
 
     match_id: str
@@ -58,6 +67,9 @@ class MatchInfo:
     rules: RuleSet
     games: int = 0
     commitment: str = ""
+    seat_names: tuple[str, ...] = ()
+    decision_ms: int = 0
+    bank_ms: int = 0
 
     @property
     def side(self) -> int:
@@ -65,17 +77,29 @@ class MatchInfo:
         return self.seat % 2
 
 
+#: Event kinds (``allfours.v1.EventKind`` names, lower case, without the prefix).
+EVENT_KINDS = (
+    "game_started", "deal_started", "kick", "stood", "begged", "gave_one", "ran_pack", "card_played",
+    "card_exposed", "called", "passed", "trick_won", "points_scored", "deal_ended", "game_ended",
+    "timeout", "seat_disconnected", "seat_connected",
+)
+
+_ACTION_OF_KIND: dict[str, Action] = {"stood": STAND, "begged": BEG, "gave_one": GIVE_ONE, "ran_pack": RUN_PACK,
+                                      "passed": PASS}
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
-    """Something that happened at the table, given to :meth:`Bot.on_event` (informative only).
+    """A public table event, given to :meth:`Bot.on_event`: the protocol's ``allfours.v1.Event`` with
+    engine types (cards as :class:`Card`, "none" as ``None``). Local mode sends the same events.
 
-    ``kind`` is one of:
-
-    - ``"deal"``: a deck was dealt (``deal`` is the 1-based deal number, ``card`` the kick);
-    - ``"action"``: ``seat`` took ``action`` (a stand, beg, give, run, card play, call or pass);
-    - ``"trick"``: a trick is complete (``trick`` holds its leader, cards and winner);
-    - ``"points"``: points were scored (``points``: side, kind, value);
-    - ``"exposed"``: ``seat`` exposed ``card`` by playing it out of turn (RULES.md, the call).
+    - ``kind``: one of :data:`EVENT_KINDS`, e.g. ``"card_played"`` (``seat`` played ``card``),
+      ``"trick_won"`` (``seat`` won ``cards``), ``"points_scored"`` (``side`` scored ``value`` for
+      ``points_kind``; ``scores`` are the new totals), ``"kick"`` (``card`` turned up),
+      ``"deal_ended"`` (``ran_dry``), ``"game_ended"`` (``winner`` side, ``forfeited``),
+      ``"called"`` (``seat`` called ``card`` of ``target_seat``), ``"timeout"`` (``value`` strikes).
+    - ``game`` and ``deal``: 1-based numbers (``deal`` is 0 before the game's first deal).
+    - ``dealer``: for ``game_started``, ``deal_started`` and ``kick``.
 
     Everything an event says is also in the next :class:`Context`'s observation; bots that keep no
     memory of their own can ignore events.
@@ -85,10 +109,26 @@ class Event:
     game: int
     deal: int = 0
     seat: int | None = None
-    action: Action | None = None
     card: Card | None = None
-    trick: Trick | None = None
-    points: PointEvent | None = None
+    side: int | None = None
+    value: int = 0
+    points_kind: str = ""
+    scores: tuple[int, ...] = ()
+    winner: int | None = None
+    dealer: int | None = None
+    cards: tuple[Card, ...] = ()
+    ran_dry: bool = False
+    forfeited: bool = False
+    target_seat: int | None = None
+
+    @property
+    def action(self) -> Action | None:
+        """The action this event reports (a stand, beg, give, run, card play, call or pass), if any."""
+        if self.kind in ("card_played", "card_exposed") and self.card is not None:
+            return Play(self.card)
+        if self.kind == "called" and self.card is not None:
+            return Call(self.card)
+        return _ACTION_OF_KIND.get(self.kind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,28 +154,34 @@ class GameEnd:
     """The end of one game, given to :meth:`Bot.on_game_end`.
 
     ``game``: 1-based number; ``scores``: final points per side; ``winner``: the side that reached
-    the target (``None`` if the game was stopped); ``reason``: why it ended, e.g. ``"target"``, or a
-    forfeit reason from the referee.
+    the target or was awarded the game (``None`` if the game was aborted); ``forfeited``: the game
+    ended because a seat forfeited.
     """
 
     game: int
     scores: tuple[int, int]
     winner: int | None
-    reason: str = "target"
+    forfeited: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class MatchEnd:
     """The end of the match, given to :meth:`Bot.on_match_end` and returned by the runners.
 
-    ``games``: each game's end in order; ``wins``: games won per side; ``winner``: the side with more
-    games won (``None`` on a tie); ``reason``: ``"complete"`` or the referee's reason for stopping.
+    - ``games``: each game's end in order; ``wins``: games won per side; ``winner``: the side that
+      won the match (more games won, or the side that did not forfeit), ``None`` on a tie or abort.
+    - ``status``: ``"completed"``, ``"forfeited"`` or ``"aborted"``.
+    - ``termination``: how this seat's part ended (``"normal"``, ``"timeout"``, ``"illegal"``,
+      ``"disconnect"``, ``"protocol_error"``, ``"no_show"``, ``"aborted"``,
+      ``"other_seat_forfeited"``); ``detail``: the referee's explanation ("" when normal).
     """
 
     games: tuple[GameEnd, ...]
     wins: tuple[int, int]
     winner: int | None
-    reason: str = "complete"
+    status: str = "completed"
+    termination: str = "normal"
+    detail: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +199,8 @@ class Context:
       ``decision``: the referee's sequence number of this request.
     - ``rng``: a ``random.Random`` seeded from (match id, seat, decision), so a bot that draws only
       from it plays reproducibly (:func:`decision_rng`).
+    - ``rejected``: on a second ask after the referee refused this seat's answer, the refusal
+      (``"<reason>: <message>"``); otherwise ``""``.
     """
 
     observation: Observation
@@ -166,6 +214,7 @@ class Context:
     match_id: str = ""
     game: int = 1
     decision: int = 0
+    rejected: str = ""
 
     @property
     def phase(self) -> Phase:
@@ -264,7 +313,7 @@ class Bot:
         """Called once when the match starts (seat, rules, match id)."""
 
     def on_event(self, event: Event) -> None:
-        """Called for each table event (a deal, an action, a completed trick, points)."""
+        """Called for each public table event (:class:`Event`), in order."""
 
     def on_deal_end(self, deal: DealEnd) -> None:
         """Called after each deal is counted (or ran dry, or ended the game)."""
@@ -274,6 +323,47 @@ class Bot:
 
     def on_match_end(self, result: MatchEnd) -> None:
         """Called once when the match is over."""
+
+
+class HookDispatcher:
+    """Turns the event stream of one seat into hook calls; shared by local and remote play.
+
+    Feed every :class:`Event` to :meth:`event`: the bot's ``on_event`` gets it, and ``on_deal_end``
+    / ``on_game_end`` are called on ``deal_ended`` / ``game_ended`` with the deal's points and tricks
+    collected from the events. Hooks a bot lacks are skipped. ``games`` collects each :class:`GameEnd`.
+    """
+
+    def __init__(self, bot: object, players: int) -> None:
+        self.bot = bot
+        self.players = players
+        self.games: list[GameEnd] = []
+        self._points: list[PointEvent] = []
+        self._tricks: list[Trick] = []
+        self._leader = 0
+
+    def event(self, ev: Event) -> None:
+        """Deliver ``ev`` and any deal or game end it completes."""
+        call_hook(self.bot, "on_event", ev)
+        if ev.kind == "deal_started":
+            self._points, self._tricks = [], []
+            self._leader = ((ev.dealer or 0) + 1) % self.players
+        elif ev.kind == "points_scored" and ev.side is not None:
+            self._points.append(PointEvent(deal=ev.deal, side=ev.side, kind=ev.points_kind, value=ev.value))
+        elif ev.kind == "trick_won" and ev.seat is not None:
+            self._tricks.append(Trick(leader=self._leader, cards=ev.cards, winner=ev.seat))
+            self._leader = ev.seat
+        elif ev.kind == "deal_ended":
+            call_hook(self.bot, "on_deal_end", DealEnd(
+                game=ev.game, deal=ev.deal, scores=_two(ev.scores), points=tuple(self._points),
+                tricks=tuple(self._tricks), ran_dry=ev.ran_dry))
+        elif ev.kind == "game_ended":
+            end = GameEnd(game=ev.game, scores=_two(ev.scores), winner=ev.winner, forfeited=ev.forfeited)
+            self.games.append(end)
+            call_hook(self.bot, "on_game_end", end)
+
+
+def _two(scores: tuple[int, ...]) -> tuple[int, int]:
+    return (scores[0], scores[1]) if len(scores) >= 2 else (0, 0)
 
 
 def bot_name(bot: object) -> str:

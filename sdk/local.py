@@ -1,9 +1,10 @@
 """Local mode: play bots against each other in-process through the engine, no referee, no network.
 
 For fast iteration while writing a bot. The decks come from the match seed exactly as the referee
-derives them (``referee.dealing``: ``deck_for(seed, game, deal)``; the first dealer of each game by
-``cut_for_dealer(cut_deck(seed, game))``), so a local match with a seed deals the same cards as a
-refereed one with that seed. Bots see only ``observe(state, seat)`` and ``legal_actions(state)``.
+derives them (``referee.dealing``: ``deck_for(seed, game, deal)``; the first dealer of the match by
+``cut_for_dealer(cut_deck(seed, 1))``), so a local match with a seed deals the same cards as a
+refereed one with that seed, and bots get the same events. Bots see only ``observe(state, seat)``
+and ``legal_actions(state)``.
 
 Python::
 
@@ -28,23 +29,32 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from referee.dealing import check_seed, cut_deck, deck_for, fresh_seed
+from referee.dealing import check_seed, commitment, cut_deck, deck_for, fresh_seed
 from referee.rules import (
+    Action,
+    Beg,
+    Call,
+    GiveOne,
+    Pass,
     Phase,
+    Play,
+    PointEvent,
     RuleSet,
+    RunPack,
+    Stand,
     State,
     apply,
     cut_for_dealer,
     deal,
     legal_actions,
     new_game,
+    next_seat,
     observe,
 )
 from sdk.bot import (
     Context,
-    DealEnd,
     Event,
-    GameEnd,
+    HookDispatcher,
     MatchEnd,
     MatchInfo,
     bot_name,
@@ -114,6 +124,10 @@ def play_local(
 ) -> LocalResult:
     """Play a match of ``games`` games between ``bots`` (one per seat, seat order) in-process.
 
+    Like the referee: game 1's first dealer is chosen by the cut, each later game starts with the
+    deal passing to the right of the previous game's last dealer (RULES.md, Match); deal ``d`` of
+    game ``g`` uses ``deck_for(seed, g, d)``. Bots get the same events and hooks as over gRPC.
+
     :param bots: ``rules.players`` bot objects (each with ``act(ctx)``); seat ``s`` is ``bots[s]``,
         side ``s % 2``. The same object may not sit in two seats (bots may keep per-seat memory).
     :param rules: rule options; default ``RuleSet(players=len(bots))``.
@@ -131,76 +145,113 @@ def play_local(
     if games < 1:
         raise ValueError(f"games must be at least 1, not {games}")
     key = seed_bytes(seed)
-    match_id = "local-" + key.hex()[:16]
+    table = _Table(bots, rules, "local-" + key.hex()[:16])
     for seat, bot in enumerate(bots):
-        call_hook(bot, "on_welcome", MatchInfo(match_id=match_id, seat=seat, rules=rules, games=games))
-    decisions = 0
-    ends: list[GameEnd] = []
+        call_hook(bot, "on_welcome", MatchInfo(match_id=table.match_id, seat=seat, rules=rules, games=games,
+                                               commitment=commitment(key),
+                                               seat_names=tuple(bot_name(b) for b in bots)))
+    dealer = cut_for_dealer(cut_deck(key, 1), rules.players)
     for game in range(1, games + 1):
-        end, n = _play_game(bots, rules, key, match_id, game, decisions)
-        decisions += n
-        ends.append(end)
-        for bot in bots:
-            call_hook(bot, "on_game_end", end)
+        dealer = next_seat(table.play_game(key, game, dealer), rules.players)
+    ends = tuple(table.hooks[0].games)
     wins = (sum(1 for g in ends if g.winner == 0), sum(1 for g in ends if g.winner == 1))
     winner = None if wins[0] == wins[1] else (0 if wins[0] > wins[1] else 1)
-    match = MatchEnd(games=tuple(ends), wins=wins, winner=winner)
+    match = MatchEnd(games=ends, wins=wins, winner=winner)
     for bot in bots:
         call_hook(bot, "on_match_end", match)
     return LocalResult(seed=key.hex(), rules=rules, bots=tuple(bot_name(b) for b in bots), match=match,
-                       decisions=decisions)
+                       decisions=table.decision)
 
 
-def _play_game(bots: Sequence[object], rules: RuleSet, key: bytes, match_id: str, game: int,
-               first_decision: int) -> tuple[GameEnd, int]:
-    """Play one game; returns its end and the number of decisions taken."""
-    state = new_game(rules, cut_for_dealer(cut_deck(key, game), rules.players))
-    decision = first_decision
-    while state.phase is not Phase.OVER:
-        prev = state
-        if state.phase is Phase.DEAL:
-            state = deal(state, deck_for(key, game, state.deal_number + 1))
-            _notify(bots, game, prev, state, None, None)
-            continue
-        seat = state.to_act
-        assert seat is not None
-        legal = legal_actions(state)
-        decision += 1
-        ctx = Context(observation=observe(state, seat), legal=legal, time_left_ms=LOCAL_TIME_MS, bank_ms=0,
-                      seat=seat, side=seat % 2, rules=rules, rng=decision_rng(match_id, seat, decision),
-                      match_id=match_id, game=game, decision=decision)
-        action = resolve_choice(bots[seat].act(ctx), legal)  # type: ignore[attr-defined]
-        state = apply(state, action, seat)
-        _notify(bots, game, prev, state, seat, action)
-    assert state.winner is not None
-    return GameEnd(game=game, scores=state.scores, winner=state.winner), decision - first_decision
+class _Table:
+    """One local match in progress: the bots, their hook dispatchers and the decision counter."""
 
+    def __init__(self, bots: Sequence[object], rules: RuleSet, match_id: str) -> None:
+        self.bots = bots
+        self.rules = rules
+        self.match_id = match_id
+        self.hooks = [HookDispatcher(b, rules.players) for b in bots]
+        self.decision = 0
 
-def _notify(bots: Sequence[object], game: int, prev: State, state: State, seat: int | None,
-            action: object) -> None:
-    """Tell every bot what changed from ``prev`` to ``state`` (events, then a deal end if any)."""
-    events: list[Event] = []
-    record = state.current_deal
-    assert record is not None
-    n = state.deal_number
-    if seat is None:
-        events.append(Event("deal", game=game, deal=n, card=record.kicks[0]))
-    else:
-        events.append(Event("action", game=game, deal=n, seat=seat, action=action))  # type: ignore[arg-type]
-        before = prev.current_deal
-        assert before is not None
-        events.extend(Event("kick", game=game, deal=n, card=k) for k in record.kicks[len(before.kicks):])
-        events.extend(Event("trick", game=game, deal=n, trick=t) for t in record.tricks[len(before.tricks):])
-    events.extend(Event("points", game=game, deal=n, points=p) for p in state.points[len(prev.points):])
-    ended = state.phase in (Phase.DEAL, Phase.OVER)
-    deal_end = DealEnd(game=game, deal=n, scores=state.scores,
-                       points=tuple(p for p in state.points if p.deal == n), tricks=record.tricks,
-                       ran_dry=record.ran_dry) if ended else None
-    for bot in bots:
+    def emit(self, events: Sequence[Event]) -> None:
         for ev in events:
-            call_hook(bot, "on_event", ev)
-        if deal_end is not None:
-            call_hook(bot, "on_deal_end", deal_end)
+            for h in self.hooks:
+                h.event(ev)
+
+    def play_game(self, key: bytes, game: int, dealer: int) -> int:
+        """Play game ``game`` from ``dealer``; returns the dealer of its last deal."""
+        rules = self.rules
+        state = new_game(rules, dealer)
+        self.emit([Event("game_started", game=game, deal=0, dealer=dealer)])
+        while state.phase is not Phase.OVER:
+            prev = state
+            if state.phase is Phase.DEAL:
+                state = deal(state, deck_for(key, game, state.deal_number + 1))
+                self.emit(step_events(game, prev, state, None, None))
+                continue
+            seat = state.to_act
+            assert seat is not None
+            legal = legal_actions(state)
+            self.decision += 1
+            ctx = Context(observation=observe(state, seat), legal=legal, time_left_ms=LOCAL_TIME_MS, bank_ms=0,
+                          seat=seat, side=seat % 2, rules=rules,
+                          rng=decision_rng(self.match_id, seat, self.decision), match_id=self.match_id,
+                          game=game, decision=self.decision)
+            action = resolve_choice(self.bots[seat].act(ctx), legal)  # type: ignore[attr-defined]
+            state = apply(state, action, seat)
+            self.emit(step_events(game, prev, state, action, seat))
+        self.emit([Event("game_ended", game=game, deal=state.deal_number, scores=state.scores,
+                         winner=state.winner)])
+        return state.dealer
+
+
+_ACTION_EVENT = {Stand: "stood", Beg: "begged", GiveOne: "gave_one", RunPack: "ran_pack", Pass: "passed"}
+
+
+def step_events(game: int, before: State, after: State, action: Action | None, seat: int | None) -> list[Event]:
+    """The public events of one step ``before`` -> ``after`` (``action`` by ``seat``, or a deal when
+    ``action`` is ``None``), in the order the referee sends them (docs/protocol.md): the action; a new
+    deal; each new kick followed by its points; each completed trick; the other points, with running
+    totals; the end of the deal.
+    """
+    n = after.deal_number
+    out: list[Event] = []
+    if action is not None:
+        if isinstance(action, Play):
+            kind = "card_played" if seat == before.to_act else "card_exposed"
+            out.append(Event(kind, game=game, deal=n, seat=seat, card=action.card))
+        elif isinstance(action, Call):
+            out.append(Event("called", game=game, deal=n, seat=seat, card=action.card,
+                             target_seat=before.call_for))
+        else:
+            out.append(Event(_ACTION_EVENT[type(action)], game=game, deal=n, seat=seat))
+    new_deal = after.deal_number != before.deal_number
+    if new_deal:
+        out.append(Event("deal_started", game=game, deal=n, dealer=after.dealer))
+    rec = after.current_deal
+    old = None if new_deal else before.current_deal
+    points = list(after.points[len(before.points):])
+    scores = list(before.scores)
+
+    def score(p: PointEvent) -> None:
+        scores[p.side] += p.value
+        out.append(Event("points_scored", game=game, deal=n, side=p.side, value=p.value, points_kind=p.kind,
+                         scores=tuple(scores)))
+
+    if rec is not None:
+        for card in rec.kicks[len(old.kicks) if old else 0:]:
+            out.append(Event("kick", game=game, deal=n, card=card, dealer=rec.dealer))
+            if points and points[0].kind == "kick":
+                score(points.pop(0))
+        for t in rec.tricks[len(old.tricks) if old else 0:]:
+            out.append(Event("trick_won", game=game, deal=n, seat=t.winner, cards=t.cards))
+    for p in points:
+        score(p)
+    ended = (after.phase is Phase.DEAL and not new_deal) or (
+        after.phase is Phase.OVER and before.phase is not Phase.OVER)
+    if ended and rec is not None:
+        out.append(Event("deal_ended", game=game, deal=n, scores=after.scores, ran_dry=rec.ran_dry))
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -242,7 +293,7 @@ def result_to_dict(result: LocalResult) -> dict[str, object]:
         "seed": result.seed,
         "rules": result.rules.to_dict(),
         "bots": list(result.bots),
-        "games": [{"game": g.game, "scores": list(g.scores), "winner": g.winner, "reason": g.reason}
+        "games": [{"game": g.game, "scores": list(g.scores), "winner": g.winner, "forfeited": g.forfeited}
                   for g in m.games],
         "wins": list(m.wins),
         "winner": m.winner,

@@ -21,7 +21,7 @@ from referee.rules import (
 )
 from sample_bots.random_bot import RandomBot
 from sdk import Bot, Context, IllegalChoice, decision_rng, load_bot, resolve_choice
-from sdk.bot import DealEnd, Event, GameEnd, MatchEnd, MatchInfo
+from sdk.bot import EVENT_KINDS, DealEnd, Event, GameEnd, MatchEnd, MatchInfo
 from sdk.local import main, play_local, seed_bytes
 
 
@@ -87,6 +87,20 @@ class Recorder(Bot):
         self.calls.append(("match_end", result))
 
 
+def test_events_report_every_action_and_running_scores() -> None:
+    bot = Recorder()
+    play_local([bot, RandomBot()], seed="events", games=1)
+    events = [e for k, e in bot.calls if k == "event"]
+    actions = [e.action for e in events if e.action is not None]  # type: ignore[attr-defined]
+    mine = [c.decision for c in bot.contexts]
+    assert len(actions) >= 2 * len(mine) - 2  # both seats act about equally often
+    scored = [e for e in events if e.kind == "points_scored"]  # type: ignore[attr-defined]
+    totals = [0, 0]
+    for e in scored:
+        totals[e.side] += e.value  # type: ignore[attr-defined]
+        assert e.scores == tuple(totals)  # type: ignore[attr-defined]
+
+
 def test_local_match_deals_from_the_seed_like_the_referee() -> None:
     bots = [Recorder() for _ in range(4)]
     key = seed_bytes("deals")
@@ -126,7 +140,9 @@ def test_hooks_are_called_in_order_with_consistent_facts() -> None:
         welcome = bot.calls[0][1]
         assert isinstance(welcome, MatchInfo) and welcome.seat == seat and welcome.games == 2
         events = [e for k, e in bot.calls if k == "event"]
-        assert {"deal", "action", "trick", "points"} <= {e.kind for e in events}  # type: ignore[attr-defined]
+        kinds_seen = {e.kind for e in events}  # type: ignore[attr-defined]
+        assert {"game_started", "deal_started", "kick", "card_played", "trick_won", "points_scored",
+                "deal_ended", "game_ended"} <= kinds_seen <= set(EVENT_KINDS)
         deal_ends = [d for k, d in bot.calls if k == "deal_end"]
         games = [g for k, g in bot.calls if k == "game_end"]
         # The points reported at each deal's end add up to each game's final scores.

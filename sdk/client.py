@@ -1,0 +1,289 @@
+"""Run a bot against a referee over gRPC (protocol ``allfours.v1``, proto/allfours/v1/referee.proto).
+
+One seat, one bidirectional ``RefereeService.Play`` stream: send Hello with the ticket; on Welcome
+call ``on_welcome``; on each DecisionRequest build a :class:`~sdk.bot.Context`, call ``act`` and
+send the Decision echoing ``seq``; pass Events to the hooks; on MatchEnd call ``on_match_end`` and
+return. Messages convert to and from the engine's values with the shared module ``referee.wire``.
+
+Robustness:
+
+- A bot whose ``act`` raises or returns something illegal does not lose its seat: the error is
+  logged and the first legal action (the referee's default) is sent instead.
+- ActionRejected: the reason is logged and the bot is asked once more (``ctx.rejected`` says why);
+  if it repeats itself, the first legal action is sent.
+- A transport error (or a stream that ends without MatchEnd) reconnects with the same ticket until
+  the match's grace period (``grace_ms`` from Welcome) runs out; before the first Welcome, connecting
+  is retried for ``connect_timeout_s`` (the referee may still be starting).
+
+It uses gRPC's synchronous streaming API: the request side is a generator fed by a queue, and the
+main thread reads responses, so no pending read is ever cancelled (cancelling one kills the stream).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import time
+from collections.abc import Iterator
+
+import grpc
+
+from allfours.v1 import referee_pb2 as pb
+from allfours.v1 import referee_pb2_grpc as pb_grpc
+from referee import wire
+from referee.rules import Action
+from sdk.bot import (
+    Context,
+    Event,
+    GameEnd,
+    HookDispatcher,
+    IllegalChoice,
+    MatchEnd,
+    MatchInfo,
+    bot_name,
+    call_hook,
+    decision_rng,
+    resolve_choice,
+)
+
+log = logging.getLogger("sdk.client")
+
+#: Status codes after which reconnecting cannot help.
+FATAL_CODES = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.INVALID_ARGUMENT,
+               grpc.StatusCode.UNIMPLEMENTED)
+#: Keepalive settings compatible with the referee's (it allows a ping every 5 s or more).
+CHANNEL_OPTIONS = [("grpc.keepalive_time_ms", 20_000), ("grpc.keepalive_timeout_ms", 10_000)]
+
+
+class ClientError(RuntimeError):
+    """The bot could not play its match: bad ticket, refused seat, or the referee unreachable."""
+
+
+def _opt(x: int) -> int | None:
+    return None if x < 0 else x
+
+
+def _name(enum: object, value: int, prefix: str) -> str:
+    return str(enum.Name(value)).removeprefix(prefix).lower()  # type: ignore[attr-defined]
+
+
+def event_from_pb(msg: pb.Event) -> Event:
+    """An ``allfours.v1.Event`` as an SDK :class:`~sdk.bot.Event` (cards parsed, ``-1`` as ``None``).
+
+    :raises referee.wire.WireError: on a bad card.
+    """
+    return Event(
+        kind=_name(pb.EventKind, msg.kind, "EVENT_KIND_"),
+        game=msg.game,
+        deal=msg.deal,
+        seat=_opt(msg.seat),
+        card=wire.card_from_pb(msg.card, "event.card") if msg.card else None,
+        side=_opt(msg.side),
+        value=msg.value,
+        points_kind=msg.points_kind,
+        scores=tuple(msg.scores),
+        winner=_opt(msg.winner),
+        dealer=_opt(msg.dealer),
+        cards=wire.cards_from_pb(msg.cards, "event.cards"),
+        ran_dry=msg.ran_dry,
+        forfeited=msg.forfeited,
+        target_seat=_opt(msg.target_seat),
+    )
+
+
+def match_end_from_pb(result: pb.MatchResult, seat: int) -> MatchEnd:
+    """An ``allfours.v1.MatchResult`` as the SDK's :class:`~sdk.bot.MatchEnd`, seen from ``seat``."""
+    games = tuple(GameEnd(game=g.game, scores=(g.scores[0], g.scores[1]) if len(g.scores) == 2 else (0, 0),
+                          winner=_opt(g.winner), forfeited=g.forfeited) for g in result.games)
+    mine = next((s for s in result.seats if s.seat == seat), None)
+    wins = (result.games_won[0], result.games_won[1]) if len(result.games_won) == 2 else (0, 0)
+    return MatchEnd(
+        games=games, wins=wins, winner=_opt(result.winner),
+        status=_name(pb.MatchStatus, result.status, "MATCH_STATUS_"),
+        termination=_name(pb.Termination, mine.termination, "TERMINATION_") if mine else "unspecified",
+        detail=mine.detail if mine else "",
+    )
+
+
+class BotClient:
+    """Plays one seat of one match for ``bot`` (an object with ``act(ctx)``).
+
+    :param bot: the bot; :param referee: ``host:port`` of the referee; :param ticket: the join ticket;
+    :param name: / :param version: sent in Hello (default: the bot's ``name``/``version`` or class name);
+    :param connect_timeout_s: how long to keep retrying before the first Welcome (seconds).
+    """
+
+    def __init__(self, bot: object, referee: str, ticket: str, name: str | None = None,
+                 version: str | None = None, connect_timeout_s: float = 15.0) -> None:
+        self.bot = bot
+        self.referee = referee
+        self.ticket = ticket
+        self.name = name or bot_name(bot)
+        self.version = version or str(getattr(bot, "version", "") or "0")
+        self.connect_timeout_s = connect_timeout_s
+        self.info: MatchInfo | None = None
+        self.grace_ms = 5000
+        self.reconnects = 0
+        self._hooks: HookDispatcher | None = None
+        self._out: queue.Queue[pb.PlayRequest | None] = queue.Queue()
+        self._request: pb.DecisionRequest | None = None
+        self._asked_again: set[int] = set()
+        self._connected_once = False
+
+    # ------------------------------------------------------------------------------ the loop
+
+    def run(self) -> MatchEnd:
+        """Play until MatchEnd and return it (reconnecting on transport errors).
+
+        :raises ClientError: for a refused ticket or seat, or when the referee cannot be reached
+            within the connect timeout (before Welcome) or the grace period (after).
+        """
+        channel = grpc.insecure_channel(self.referee, options=CHANNEL_OPTIONS)
+        stub = pb_grpc.RefereeServiceStub(channel)
+        window_end = time.monotonic() + self.connect_timeout_s
+        backoff = 0.05
+        try:
+            while True:
+                try:
+                    result = self._session(stub)
+                    if result is not None:
+                        return result
+                    why = "the stream ended without MatchEnd"
+                except grpc.RpcError as e:
+                    code = e.code()  # type: ignore[attr-defined]
+                    why = f"{code.name}: {e.details()}"  # type: ignore[attr-defined]
+                    if code in FATAL_CODES or (code == grpc.StatusCode.PERMISSION_DENIED and self.info is None):
+                        raise ClientError(f"the referee at {self.referee} refused the seat: {why}") from None
+                now = time.monotonic()
+                if self.info is not None and self._connected_once:
+                    # Lost a live stream: the referee holds the seat for grace_ms from now.
+                    window_end = now + self.grace_ms / 1000 * 0.9
+                    self._connected_once = False
+                if now >= window_end:
+                    raise ClientError(f"cannot reach the referee at {self.referee}: {why}")
+                log.warning("connection lost (%s); reconnecting with the same ticket", why)
+                self.reconnects += 1
+                time.sleep(min(backoff, max(0.0, window_end - now)))
+                backoff = min(backoff * 2, 1.0)
+        finally:
+            channel.close()
+
+    def _requests(self, out: queue.Queue[pb.PlayRequest | None]) -> Iterator[pb.PlayRequest]:
+        yield pb.PlayRequest(hello=pb.Hello(ticket=self.ticket, protocol_version=wire.PROTOCOL_VERSION,
+                                            bot_name=self.name, bot_version=self.version))
+        while True:
+            msg = out.get()
+            if msg is None:
+                return
+            yield msg
+
+    def _session(self, stub: pb_grpc.RefereeServiceStub) -> MatchEnd | None:
+        """One stream: returns the MatchEnd, or ``None`` if the stream ended early."""
+        out: queue.Queue[pb.PlayRequest | None] = queue.Queue()
+        self._out = out
+        call = stub.Play(self._requests(out))
+        try:
+            for resp in call:
+                which = resp.WhichOneof("msg")
+                if which == "welcome":
+                    self._on_welcome(resp.welcome)
+                elif which == "decision_request":
+                    self._on_request(resp.decision_request)
+                elif which == "action_rejected":
+                    self._on_rejected(resp.action_rejected)
+                elif which == "event":
+                    if self._hooks is not None:
+                        self._hooks.event(event_from_pb(resp.event))
+                elif which == "match_end":
+                    assert self.info is not None
+                    end = match_end_from_pb(resp.match_end.result, self.info.seat)
+                    log.info("match over: %s, games won %s, winner side %s, this seat: %s %s", end.status,
+                             end.wins, end.winner, end.termination, end.detail)
+                    call_hook(self.bot, "on_match_end", end)
+                    return end
+            return None
+        finally:
+            out.put(None)
+            call.cancel()
+
+    # ------------------------------------------------------------------------------ messages
+
+    def _on_welcome(self, w: pb.Welcome) -> None:
+        tc = wire.time_control_from_pb(w.time_control)
+        self.grace_ms = tc.grace_ms
+        self._connected_once = True
+        if self.info is not None:
+            log.info("rejoined match %s as seat %d (resumed=%s)", w.match_id, w.seat, w.resumed)
+            return
+        self.info = MatchInfo(match_id=w.match_id, seat=w.seat, rules=wire.rules_from_pb(w.rules), games=w.games,
+                              commitment=w.seed_commitment, seat_names=tuple(w.seat_names),
+                              decision_ms=tc.decision_ms, bank_ms=tc.bank_ms)
+        self._hooks = HookDispatcher(self.bot, self.info.rules.players)
+        log.info("joined match %s as seat %d (side %d) of %d", w.match_id, w.seat, w.side, w.players)
+        call_hook(self.bot, "on_welcome", self.info)
+
+    def _context(self, req: pb.DecisionRequest, rejected: str = "") -> Context:
+        assert self.info is not None
+        obs = wire.observation_from_pb(req.observation)
+        legal = tuple(wire.action_from_pb(a) for a in req.legal_actions)
+        seat = self.info.seat
+        return Context(observation=obs, legal=legal, time_left_ms=req.time_left_ms, bank_ms=req.time_bank_ms,
+                       seat=seat, side=seat % 2, rules=obs.rules, rng=decision_rng(self.info.match_id, seat, req.seq),
+                       match_id=self.info.match_id, game=req.game, decision=req.seq, rejected=rejected)
+
+    def _ask(self, ctx: Context) -> Action:
+        """The bot's legal choice, or the first legal action if it fails or chooses badly."""
+        try:
+            return resolve_choice(self.bot.act(ctx), ctx.legal)  # type: ignore[attr-defined]
+        except IllegalChoice as e:
+            log.warning("seq %d: %s; sending the first legal action %s instead", ctx.decision, e, ctx.legal[0])
+        except Exception:
+            log.exception("seq %d: the bot's act() raised; sending the first legal action %s", ctx.decision,
+                          ctx.legal[0])
+        return ctx.legal[0]
+
+    def _send(self, seq: int, action: Action) -> None:
+        self._out.put(pb.PlayRequest(decision=pb.Decision(seq=seq, action=wire.action_to_pb(action))))
+
+    def _on_request(self, req: pb.DecisionRequest) -> None:
+        self._request = req
+        ctx = self._context(req)
+        if not ctx.legal:
+            log.warning("seq %d: a request with no legal actions; nothing to answer", req.seq)
+            return
+        self._send(req.seq, self._ask(ctx))
+
+    def _on_rejected(self, r: pb.ActionRejected) -> None:
+        reason = _name(pb.Reason, r.reason, "REASON_")
+        log.warning("seq %d: the referee rejected %s: %s: %s", r.seq, _action_text(r.action), reason, r.message)
+        req = self._request
+        if req is None or r.seq not in (req.seq, 0) or req.seq in self._asked_again:
+            return
+        self._asked_again.add(req.seq)
+        ctx = self._context(req, rejected=f"{reason}: {r.message}")
+        action = self._ask(ctx)
+        if r.HasField("action") and wire.action_to_pb(action) == r.action:
+            others = [a for a in ctx.legal if wire.action_to_pb(a) != r.action]
+            if not others:
+                return
+            action = others[0]
+        self._send(req.seq, action)
+
+
+def _action_text(a: pb.Action) -> str:
+    try:
+        return str(wire.action_from_pb(a))
+    except wire.WireError:
+        return repr(a)
+
+
+def run_bot(bot: object, referee: str, ticket: str, name: str | None = None, version: str | None = None,
+            connect_timeout_s: float = 15.0) -> MatchEnd:
+    """Play one match for ``bot`` at ``referee`` (``host:port``) with ``ticket``; return its end.
+
+    :raises ClientError: see :meth:`BotClient.run`.
+    """
+    return BotClient(bot, referee, ticket, name=name, version=version, connect_timeout_s=connect_timeout_s).run()
+
+
+__all__ = ["BotClient", "ClientError", "event_from_pb", "match_end_from_pb", "run_bot"]

@@ -1,0 +1,263 @@
+"""The SDK and sample bots against a real referee: real processes over real sockets.
+
+A ``referee serve --port 0`` subprocess; matches created through AdminService; bots launched as
+``python -m sdk.run …`` and ``node sample_bots/js/bot.js`` subprocesses; the result read by
+WatchMatch. Also: a bot in-process through :class:`sdk.client.BotClient` receives exactly the
+events and hooks that local mode gives it for the same seed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from allfours.v1 import referee_pb2 as pb
+from allfours.v1 import referee_pb2_grpc as pb_grpc
+from referee.rules import Phase
+from sample_bots.heuristic import HeuristicBot
+from sdk import Bot, Context
+from sdk.bot import DealEnd, Event, GameEnd, MatchEnd, MatchInfo
+from sdk.client import BotClient, ClientError
+from sdk.local import play_local
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKEN = "sdk-test-token"
+MD = (("authorization", f"Bearer {TOKEN}"),)
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "ALLFOURS_ADMIN_TOKEN": TOKEN}
+NODE = shutil.which("node")
+JS_BOT = ROOT / "sample_bots" / "js" / "bot.js"
+
+
+class Referee:
+    """A referee process and an admin stub."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "referee.cli", "serve", "--port", "0",
+                                      "--log-level", "warning"], cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line.startswith("PORT "), f"referee did not start: {line!r}"
+        self.address = f"127.0.0.1:{int(line.split()[1])}"
+        self.channel = grpc.insecure_channel(self.address)
+        self.admin = pb_grpc.AdminServiceStub(self.channel)
+
+    def create(self, players: int, games: int = 1, seed: bytes = b"") -> pb.CreateMatchResponse:
+        tc = pb.TimeControl(decision_ms=3000, grace_ms=3000, join_ms=30_000, bank_ms=120_000)
+        return self.admin.CreateMatch(pb.CreateMatchRequest(
+            rules=pb.RuleSet(players=players), seat_names=[f"s{i}" for i in range(players)], games=games,
+            seed=seed, time_control=tc), metadata=MD, timeout=10)
+
+    def result(self, match_id: str, timeout: float = 90) -> pb.MatchResult:
+        for m in self.admin.WatchMatch(pb.WatchMatchRequest(match_id=match_id), metadata=MD, timeout=timeout):
+            if m.HasField("result"):
+                return m.result
+        raise AssertionError("WatchMatch ended without a result")
+
+    def close(self) -> None:
+        self.channel.close()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+@pytest.fixture(scope="module")
+def referee() -> Iterator[Referee]:
+    ref = Referee()
+    try:
+        yield ref
+    finally:
+        ref.close()
+
+
+def python_bot(spec: str, referee: Referee, ticket: str, *extra: str) -> subprocess.Popen[str]:
+    """``python -m sdk.run spec`` with the ticket and referee address in the environment."""
+    env = {**ENV, "ALLFOURS_TICKET": ticket, "ALLFOURS_REFEREE": referee.address}
+    return subprocess.Popen([sys.executable, "-m", "sdk.run", spec, "--log-level", "warning", *extra], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def node_bot(referee: Referee, ticket: str) -> subprocess.Popen[str]:
+    """``node sample_bots/js/bot.js`` with the ticket and referee address in the environment."""
+    assert NODE is not None
+    env = {**ENV, "ALLFOURS_TICKET": ticket, "ALLFOURS_REFEREE": referee.address}
+    return subprocess.Popen([NODE, str(JS_BOT)], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def finish(procs: list[subprocess.Popen[str]]) -> list[tuple[int, str, str]]:
+    """Wait for every bot process; return (exit status, stdout, stderr) of each."""
+    out = []
+    for p in procs:
+        try:
+            o, e = p.communicate(timeout=90)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            o, e = p.communicate()
+        out.append((p.returncode, o, e))
+    return out
+
+
+def assert_completed(result: pb.MatchResult, games: int) -> None:
+    assert result.status == pb.MATCH_STATUS_COMPLETED, result
+    assert len(result.games) == games
+    for g in result.games:
+        assert g.winner in (0, 1) and max(g.scores) >= 14 and not g.forfeited
+    assert all(s.termination == pb.TERMINATION_NORMAL for s in result.seats), result.seats
+    assert sum(result.games_won) == games
+
+
+def test_python_bots_play_a_four_player_match_through_sdk_run(referee: Referee) -> None:
+    m = referee.create(players=4, games=2)
+    specs = ["sample_bots.heuristic:HeuristicBot", "sample_bots.random_bot:RandomBot"] * 2
+    procs = [python_bot(spec, referee, t) for spec, t in zip(specs, m.tickets, strict=True)]
+    result = referee.result(m.match_id)
+    outs = finish(procs)
+    assert_completed(result, games=2)
+    for code, stdout, stderr in outs:
+        assert code == 0, stderr
+        assert "match completed" in stdout
+    assert all(s.illegal == 0 and s.protocol_errors == 0 and s.strikes == 0 for s in result.seats)
+
+
+def test_sdk_run_takes_flags_instead_of_the_environment(referee: Referee) -> None:
+    m = referee.create(players=2)
+    env = {**ENV}
+    env.pop("ALLFOURS_TICKET", None)
+    env.pop("ALLFOURS_REFEREE", None)
+    procs = [subprocess.Popen([sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--referee",
+                               referee.address, f"--ticket={t}", "--name", f"flagbot{i}", "--version", "9"],
+                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i, t in enumerate(m.tickets)]
+    result = referee.result(m.match_id)
+    assert [code for code, _, _ in finish(procs)] == [0, 0]
+    assert_completed(result, games=1)
+    records = referee.admin.GetRecord(pb.GetRecordRequest(match_id=m.match_id), metadata=MD, timeout=10)
+    assert "flagbot0" in "\n".join(records.lines)  # the --name flag reached the referee's record
+
+
+def test_sdk_run_exits_1_on_an_unknown_ticket_and_2_without_one(referee: Referee) -> None:
+    bad = python_bot("sample_bots.random_bot:RandomBot", referee, "no-such-ticket")
+    code, _, stderr = finish([bad])[0]
+    assert code == 1 and "UNAUTHENTICATED" in stderr
+    env = {k: v for k, v in ENV.items() if k not in ("ALLFOURS_TICKET", "ALLFOURS_REFEREE")}
+    usage = subprocess.run([sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--referee",
+                            referee.address], cwd=ROOT, env=env, capture_output=True, text=True, timeout=30)
+    assert usage.returncode == 2 and "ALLFOURS_TICKET" in usage.stderr
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_node_bot_plays_complete_matches_with_python_bots(referee: Referee) -> None:
+    if not (ROOT / "sample_bots" / "js" / "node_modules" / "@grpc" / "grpc-js").is_dir():
+        npm = shutil.which("npm")
+        assert npm is not None, "npm is needed to install the Node.js bot's dependencies"
+        subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=ROOT / "sample_bots" / "js", check=True,
+                       capture_output=True, timeout=300)
+    m = referee.create(players=4, games=1)
+    procs = [node_bot(referee, m.tickets[0]), python_bot("sample_bots.random_bot:RandomBot", referee, m.tickets[1]),
+             node_bot(referee, m.tickets[2]), python_bot("sample_bots.heuristic:HeuristicBot", referee, m.tickets[3])]
+    result = referee.result(m.match_id)
+    outs = finish(procs)
+    assert_completed(result, games=1)
+    assert [code for code, _, _ in outs] == [0, 0, 0, 0], [e for _, _, e in outs]
+    assert result.seats[0].illegal == 0 and result.seats[2].illegal == 0
+    # Two Node bots head to head, two games.
+    m2 = referee.create(players=2, games=2)
+    outs = finish([node_bot(referee, t) for t in m2.tickets])
+    assert_completed(referee.result(m2.match_id), games=2)
+    assert [code for code, _, _ in outs] == [0, 0], [e for _, _, e in outs]
+
+
+# ----------------------------------------------------------------- in-process client, same as local mode
+
+
+class Journal(HeuristicBot):
+    """The heuristic bot, writing down every decision, event and hook call."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, object]] = []
+
+    def act(self, ctx: Context) -> object:
+        choice = super().act(ctx)
+        self.log.append(("act", (ctx.observation, ctx.legal, choice, ctx.game)))
+        return choice
+
+    def on_welcome(self, info: MatchInfo) -> None:
+        self.log.append(("welcome", (info.seat, info.rules, info.games, info.commitment)))
+
+    def on_event(self, event: Event) -> None:
+        self.log.append(("event", event))
+
+    def on_deal_end(self, deal: DealEnd) -> None:
+        self.log.append(("deal_end", deal))
+
+    def on_game_end(self, game: GameEnd) -> None:
+        self.log.append(("game_end", game))
+
+    def on_match_end(self, result: MatchEnd) -> None:
+        self.log.append(("match_end", (result.games, result.wins, result.winner)))
+
+
+def test_remote_play_gives_a_bot_exactly_what_local_mode_gives_it(referee: Referee) -> None:
+    seed = bytes(range(32))
+    m = referee.create(players=2, games=2, seed=seed)
+    remote = [Journal(), Journal()]
+    errors: list[BaseException] = []
+
+    def play(seat: int) -> None:
+        try:
+            BotClient(remote[seat], referee.address, m.tickets[seat]).run()
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=play, args=(s,)) for s in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(90)
+    assert not errors
+    local = [Journal(), Journal()]
+    play_local(local, seed=seed, games=2)
+    for r, lo in zip(remote, local, strict=True):
+        # Same decisions from the same observations, same events, same hooks (welcome aside: match ids).
+        assert [x for x in r.log if x[0] != "welcome"] == [x for x in lo.log if x[0] != "welcome"]
+        assert r.log[0][1][:2] == lo.log[0][1][:2]  # type: ignore[index]
+
+
+class Stubborn(Bot):
+    """Answers "beg" when it must play a card and nonsense otherwise: the SDK falls back to legal actions."""
+
+    def act(self, ctx: Context) -> object:
+        return "beg" if ctx.phase is Phase.PLAY else "not an action"
+
+
+def test_a_bot_that_chooses_illegally_still_completes_its_match(referee: Referee) -> None:
+    m = referee.create(players=2)
+    ends: list[MatchEnd] = []
+    t = threading.Thread(target=lambda: ends.append(BotClient(Stubborn(), referee.address, m.tickets[0]).run()))
+    t.start()
+    other = python_bot("sample_bots.random_bot:RandomBot", referee, m.tickets[1])
+    result = referee.result(m.match_id)
+    t.join(30)
+    assert finish([other])[0][0] == 0
+    assert_completed(result, games=1)
+    assert result.seats[0].illegal == 0  # the SDK never sent the illegal choices
+    assert ends and ends[0].status == "completed" and ends[0].termination == "normal"
+
+
+def test_bot_client_reports_an_unreachable_referee() -> None:
+    with pytest.raises(ClientError, match="cannot reach"):
+        BotClient(HeuristicBot(), "127.0.0.1:9", "t", connect_timeout_s=0.5).run()
