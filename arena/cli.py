@@ -32,12 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("config", help="tournament config (TOML)")
     run.add_argument("--referee", metavar="HOST:PORT", help="use this referee instead of an embedded one")
     run.add_argument("--admin-token", metavar="T", help="admin token of --referee")
-    run.add_argument(
-        "--output", metavar="DIR", help="output folder (default: the config's tournament.output)"
-    )
-    run.add_argument(
-        "--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples for intervals"
-    )
+    run.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
+    run.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples for intervals")
+    run.add_argument("--verbose", action="store_true", help="show the embedded referee's log")
     run.add_argument("--no-progress", action="store_true", help="no live progress bar")
     run.add_argument(
         "--simulate",
@@ -65,9 +62,7 @@ def tournament_facts(t: Tournament, complete: bool) -> dict[str, Any]:
     }
 
 
-def publish_tournament(
-    t: Tournament, output: Path, bootstrap: int, console: Console | None
-) -> dict[str, Any]:
+def publish_tournament(t: Tournament, output: Path, bootstrap: int, console: Console | None) -> dict[str, Any]:
     """Rate every stored game and write the output files; print the table to ``console`` if given.
 
     :returns: the ratings result (see :func:`arena.ratings.rate`).
@@ -93,6 +88,14 @@ def make_runner(config: TournamentConfig, args: argparse.Namespace, output: Path
     if args.simulate is not None:
         return SimulatedRunner(delay_s=args.simulate, target=config.rules.target), lambda: None
     from arena.match_runner import GrpcGameRunner, connect_referee
+
+    if args.referee is None and not args.verbose:
+        import logging
+
+        import structlog
+
+        # the embedded referee logs every match event; keep the terminal for the progress bar
+        structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
 
     conn = connect_referee(args.referee, args.admin_token)
     return GrpcGameRunner(config, conn, output), conn.close
@@ -130,23 +133,18 @@ def run_command(args: argparse.Namespace, console: Console) -> int:
 
                     def on_result(result: GameResult, written: bool) -> None:
                         advance(1)
-                        failed = [
-                            r for r in result.reasons if "fail" in r or "timed out" in r or "crash" in r
-                        ]
+                        failed = [r for r in result.reasons if "fail" in r or "timed out" in r or "crash" in r]
                         if failed and args.no_progress:
                             console.print(f"{result.game_id}: {'; '.join(result.reasons)}", highlight=False)
 
                     run_games(pending, runner, t.store, config.concurrency, on_result, stop)
             except KeyboardInterrupt:
                 stop.set()
-                console.print(
-                    "[yellow]interrupted[/yellow]: stored games are kept; run the same command to resume"
-                )
+                console.print("[yellow]interrupted[/yellow]: stored games are kept; run the same command to resume")
                 return 130
             except Exception as e:
                 console.print(
-                    f"[red]error:[/red] {type(e).__name__}: {e}\n"
-                    "stored games are kept; run the same command to resume"
+                    f"[red]error:[/red] {type(e).__name__}: {e}\nstored games are kept; run the same command to resume"
                 )
                 return 1
             finally:

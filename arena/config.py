@@ -11,12 +11,13 @@ import hashlib
 import json
 import tomllib
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from referee.dealing import parse_seed
 from referee.rules import RuleSet
+from referee.wire import TimeControl
 
 #: Environment variable holding a seat's ticket, set for every bot process.
 ENV_TICKET = "ALLFOURS_TICKET"
@@ -31,21 +32,6 @@ class ConfigError(ValueError):
         self.path, self.key, self.problem, self.value = path, key, problem, value
         suffix = f" (got {value!r})" if show_value else ""
         super().__init__(f"{path}: {key}: {problem}{suffix}")
-
-
-@dataclass(frozen=True, slots=True)
-class TimeControl:
-    """Per-decision limits, all in milliseconds, passed to the referee's CreateMatch.
-
-    ``decision_ms``: the time a bot has for each decision before its bank is drawn on;
-    ``bank_ms``: the overtime bank per seat per match; ``max_strikes``: timeouts tolerated before the
-    seat forfeits; ``grace_ms``: network allowance added to every deadline.
-    """
-
-    decision_ms: int = 1000
-    bank_ms: int = 10000
-    max_strikes: int = 3
-    grace_ms: int = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +56,14 @@ class TournamentConfig:
 
     ``players`` is 2 or 4; ``games_per_pairing`` is even (duplicate pairs); ``master_seed`` is 32
     bytes or ``None`` (then the arena draws one and keeps it in the output's store); ``output`` is an
-    absolute folder; ``source`` is the config file's path.
+    absolute folder; ``time_control`` holds only the options the config sets (the referee's defaults,
+    :class:`referee.wire.TimeControl`, apply to the others); ``source`` is the config file's path.
     """
+
+    @property
+    def full_time_control(self) -> TimeControl:
+        """The complete time control: the config's options over the referee's defaults."""
+        return TimeControl(**self.time_control)
 
     name: str
     players: int
@@ -80,7 +72,7 @@ class TournamentConfig:
     concurrency: int
     output: Path
     rules: RuleSet
-    time_control: TimeControl
+    time_control: Mapping[str, int]
     bots: tuple[BotSpec, ...]
     source: str = "<config>"
 
@@ -97,7 +89,7 @@ class TournamentConfig:
             "games_per_pairing": self.games_per_pairing,
             "master_seed": self.master_seed.hex() if self.master_seed else None,
             "rules": self.rules.to_dict(),
-            "time_control": asdict(self.time_control),
+            "time_control": dict(sorted(self.time_control.items())),
             "bots": [[b.name, b.version] for b in self.bots],
         }
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
@@ -113,7 +105,7 @@ _TOURNAMENT_KEYS = {
     "rules",
     "time_control",
 }
-_TC_KEYS = {f for f in TimeControl.__dataclass_fields__}
+_TC_KEYS = {f.name for f in fields(TimeControl)}
 _BOT_KEYS = {"name", "version", "command", "cwd", "env", "image"}
 
 
@@ -139,9 +131,7 @@ def _unknown(path: str, where: str, data: Mapping[str, Any], known: set[str]) ->
         raise ConfigError(path, key, f"unknown key; known keys here: {sorted(known)}", data[extra[0]])
 
 
-def parse_config(
-    data: Mapping[str, Any], path: str = "<config>", base: Path | None = None
-) -> TournamentConfig:
+def parse_config(data: Mapping[str, Any], path: str = "<config>", base: Path | None = None) -> TournamentConfig:
     """Validate a decoded TOML document into a :class:`TournamentConfig`.
 
     :param base: folder that relative ``output`` and ``cwd`` paths are resolved against (default: cwd).
@@ -175,9 +165,7 @@ def parse_config(
         try:
             seed = parse_seed(raw)
         except ValueError:
-            raise ConfigError(
-                path, "tournament.master_seed", "must be 64 hex digits (32 bytes)", raw
-            ) from None
+            raise ConfigError(path, "tournament.master_seed", "must be 64 hex digits (32 bytes)", raw) from None
     concurrency = _int(path, "tournament.concurrency", t.get("concurrency", 1), 1, 256)
     out_raw = _str(path, "tournament.output", t.get("output", f"arena-out/{name}"))
     output = (base / out_raw).resolve()
@@ -201,18 +189,8 @@ def parse_config(
     if not isinstance(tc_raw, dict):
         raise ConfigError(path, "tournament.time_control", "must be a table", tc_raw)
     _unknown(path, "tournament.time_control", tc_raw, _TC_KEYS)
-    defaults = TimeControl()
-    tc = TimeControl(
-        **{
-            k: _int(
-                path,
-                f"tournament.time_control.{k}",
-                tc_raw.get(k, getattr(defaults, k)),
-                1 if k == "decision_ms" else 0,
-            )
-            for k in sorted(_TC_KEYS)
-        }
-    )
+    tc = {k: _int(path, f"tournament.time_control.{k}", v, 1) for k, v in sorted(tc_raw.items())}
+    TimeControl(**tc)  # the referee's own validation (all values positive)
 
     bots_raw = data.get("bots")
     if not isinstance(bots_raw, list) or len(bots_raw) < 2:
@@ -245,9 +223,7 @@ def parse_config(
             raise ConfigError(path, f"{where}.version", "must be a string", version)
         cmd = b.get("command")
         if not isinstance(cmd, list) or not cmd or not all(isinstance(x, str) and x for x in cmd):
-            raise ConfigError(
-                path, f"{where}.command", "must be a non-empty list of strings (argv, no shell)", cmd
-            )
+            raise ConfigError(path, f"{where}.command", "must be a non-empty list of strings (argv, no shell)", cmd)
         cwd = b.get("cwd")
         if cwd is not None:
             cwd = str((base / _str(path, f"{where}.cwd", cwd)).resolve())

@@ -51,8 +51,9 @@ def test_good_config(tmp_path: Path) -> None:
     assert c.master_seed == bytes.fromhex("ab" * 32)
     assert c.output == tmp_path / "results"
     assert c.rules.players == 2 and c.rules.target == 7 and c.rules.hang_jack is False
-    assert c.time_control.decision_ms == 250 and c.time_control.bank_ms == 2000
-    assert c.time_control.max_strikes == 3  # default
+    assert c.time_control == {"decision_ms": 250, "bank_ms": 2000}  # only what the config sets
+    full = c.full_time_control
+    assert (full.decision_ms, full.bank_ms, full.max_strikes, full.join_ms) == (250, 2000, 3, 30000)
     assert [b.name for b in c.bots] == ["random", "node"]
     assert c.bots[1].command == ("node", "bot.js") and c.bots[1].cwd == str(tmp_path / "bots/js")
     assert c.bots[1].env == {"LEVEL": "3"}
@@ -60,9 +61,7 @@ def test_good_config(tmp_path: Path) -> None:
 
 def test_fingerprint_ignores_how_bots_start_but_not_what_they_are(tmp_path: Path) -> None:
     base = load_config(write(tmp_path, GOOD)).fingerprint()
-    assert (
-        load_config(write(tmp_path, GOOD.replace("concurrency = 3", "concurrency = 1"))).fingerprint() == base
-    )
+    assert load_config(write(tmp_path, GOOD.replace("concurrency = 3", "concurrency = 1"))).fingerprint() == base
     assert load_config(write(tmp_path, GOOD.replace('"bot.js"', '"bot2.js"'))).fingerprint() == base
     assert load_config(write(tmp_path, GOOD.replace('version = "2"', 'version = "3"'))).fingerprint() != base
     assert load_config(write(tmp_path, GOOD.replace("target = 7", "target = 8"))).fingerprint() != base
@@ -85,9 +84,7 @@ def test_fingerprint_ignores_how_bots_start_but_not_what_they_are(tmp_path: Path
         ("[tournament.rules]", "colour = 1\n[tournament.rules]", "tournament.colour", "unknown key"),
     ],
 )
-def test_bad_configs_name_file_key_and_value(
-    tmp_path: Path, old: str, new: str, key: str, value: str
-) -> None:
+def test_bad_configs_name_file_key_and_value(tmp_path: Path, old: str, new: str, key: str, value: str) -> None:
     assert old in GOOD
     path = write(tmp_path, GOOD.replace(old, new))
     with pytest.raises(ConfigError) as info:
