@@ -128,9 +128,7 @@ def read_games(lines: Iterable[str], source: str = "<input>") -> list[Game]:
         try:
             games.append(parse_game(json.loads(line)))
         except json.JSONDecodeError as e:
-            raise GamesFileError(
-                f"{source}:{number}: not valid JSON ({e.msg}): {line.strip()[:80]!r}"
-            ) from None
+            raise GamesFileError(f"{source}:{number}: not valid JSON ({e.msg}): {line.strip()[:80]!r}") from None
         except ValueError as e:
             raise GamesFileError(f"{source}:{number}: {e}") from None
     return games
@@ -395,9 +393,7 @@ def rate(
             column = sorted(s[k] for s in samples)
             ci.append((_percentile(column, 0.025), _percentile(column, 0.975)))
         for hi, lo in itertools.pairwise(ranking):
-            los.append(
-                sum(1.0 if s[hi] > s[lo] else 0.5 if s[hi] == s[lo] else 0.0 for s in samples) / bootstrap
-            )
+            los.append(sum(1.0 if s[hi] > s[lo] else 0.5 if s[hi] == s[lo] else 0.0 for s in samples) / bootstrap)
     else:
         cov = fit.covariance or [[0.0] * n for _ in range(n)]
 
@@ -421,10 +417,14 @@ def rate(
             los.append(_phi(diff / sd) if sd > 0 else (1.0 if diff > 0 else 0.5))
 
     matrix: dict[str, dict[str, dict[str, float]]] = {a: {} for a in bots}
-    for (i, j), g in sorted(counts.played.items()):
+    for (i, j), played_ij in sorted(counts.played.items()):
         s = counts.scored[(i, j)]
-        matrix[bots[i]][bots[j]] = {"games": int(g), "score": s, "pct": round(s / g, 4)}
-        matrix[bots[j]][bots[i]] = {"games": int(g), "score": g - s, "pct": round((g - s) / g, 4)}
+        matrix[bots[i]][bots[j]] = {"games": int(played_ij), "score": s, "pct": round(s / played_ij, 4)}
+        matrix[bots[j]][bots[i]] = {
+            "games": int(played_ij),
+            "score": played_ij - s,
+            "pct": round((played_ij - s) / played_ij, 4),
+        }
 
     return {
         "ratings": {
@@ -472,9 +472,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m arena.ratings", description=__doc__.split("\n")[0])
     parser.add_argument("games", help='JSON lines: {"a", "b", "score" (a\'s: 1, 0.5, 0), "pair"?}')
     parser.add_argument("--anchor", help="NAME=RATING: pin one bot (default: pool mean 1500)")
-    parser.add_argument(
-        "--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="resamples (0: normal approx.)"
-    )
+    parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="resamples (0: normal approx.)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     args = parser.parse_args(argv)
     try:
