@@ -8,6 +8,7 @@ events and hooks that local mode gives it for the same seed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -261,3 +262,83 @@ def test_a_bot_that_chooses_illegally_still_completes_its_match(referee: Referee
 def test_bot_client_reports_an_unreachable_referee() -> None:
     with pytest.raises(ClientError, match="cannot reach"):
         BotClient(HeuristicBot(), "127.0.0.1:9", "t", connect_timeout_s=0.5).run()
+
+
+class Proxy:
+    """A TCP proxy to the referee whose connections can be cut, to force a transport error."""
+
+    def __init__(self, target: str) -> None:
+        import socket
+
+        self.target = target
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self.server.getsockname()[1]}"
+        self.socks: list[socket.socket] = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            host, port = self.target.rsplit(":", 1)
+            upstream = socket.create_connection((host, int(port)))
+            with self.lock:
+                self.socks += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: object, dst: object) -> None:
+        try:
+            while data := src.recv(65536):  # type: ignore[attr-defined]
+                dst.sendall(data)  # type: ignore[attr-defined]
+        except OSError:
+            pass
+        for s in (src, dst):
+            with contextlib.suppress(OSError):
+                s.close()  # type: ignore[attr-defined]
+
+    def cut(self) -> None:
+        """Reset every connection made so far."""
+        import socket
+
+        with self.lock:
+            for s in self.socks:
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+            self.socks.clear()
+
+    def close(self) -> None:
+        self.server.close()
+        self.cut()
+
+
+def test_the_client_reconnects_with_its_ticket_after_a_transport_error(referee: Referee) -> None:
+    proxy = Proxy(referee.address)
+
+    class CutOnce(HeuristicBot):
+        cut = False
+
+        def on_event(self, event: Event) -> None:
+            if event.kind == "trick_won" and not self.cut:
+                self.cut = True
+                proxy.cut()
+
+    m = referee.create(players=2)
+    client = BotClient(CutOnce(), proxy.address, m.tickets[0])
+    ends: list[MatchEnd] = []
+    t = threading.Thread(target=lambda: ends.append(client.run()))
+    t.start()
+    other = python_bot("sample_bots.random_bot:RandomBot", referee, m.tickets[1])
+    result = referee.result(m.match_id)
+    t.join(30)
+    proxy.close()
+    assert finish([other])[0][0] == 0
+    assert client.reconnects >= 1
+    assert_completed(result, games=1)
+    assert ends and ends[0].termination == "normal"
