@@ -6,7 +6,8 @@ Kinds: ``random`` (a random legal action), ``first`` (the first legal action), `
 ``--delay-ms`` before answering), ``frozen`` (stops reading after Welcome), ``crash`` (exits with
 status 3 at its ``--after``-th decision), ``garbage`` (answers with malformed actions),
 ``illegal`` (first tries an illegal card, then a legal one), ``illegal_forever`` (only illegal
-cards), ``outofturn`` (after its ``--after``-th decision also plays a card with seq 0, out of turn),
+cards), ``outofturn`` (once, from its ``--after``-th decision on, when it leads a trick it also plays
+ another card with seq 0: out of turn),
 ``resume`` (drops the connection at its ``--after``-th decision and reconnects after
 ``--delay-ms``), ``duplicate`` (sends each answer twice and a stale one).
 
@@ -106,13 +107,14 @@ def play(args: argparse.Namespace, log: list[str], resumed_once: list[bool]) -> 
                 q.put(pb.PlayRequest(decision=pb.Decision(seq=req.seq, action=choice)))
                 if req.seq > 1:
                     q.put(pb.PlayRequest(decision=pb.Decision(seq=req.seq - 1, action=choice)))
-            if kind == "outofturn" and decisions == args.after and choice.kind == pb.ACTION_KIND_PLAY:
+            if (kind == "outofturn" and decisions >= args.after and not resumed_once[0]
+                    and choice.kind == pb.ACTION_KIND_PLAY and not req.observation.trick):
+                # Leading: the other seats play next, so this seq-0 play is surely out of turn.
                 others = [c for c in req.observation.hand if c != choice.card]
                 if others:
+                    resumed_once[0] = True
                     q.put(pb.PlayRequest(decision=pb.Decision(
                         seq=0, action=pb.Action(kind=pb.ACTION_KIND_PLAY, card=others[0]))))
-            elif kind == "outofturn" and decisions == args.after:
-                args.after += 1  # try again at the next card play
     except grpc.RpcError as e:
         print(f"STATUS {e.code().name} {e.details()}", flush=True)
         return 2

@@ -1,0 +1,298 @@
+"""End to end: a real ``referee serve`` process, real bot processes, real sockets on 127.0.0.1.
+
+Full matches verify with ``python -m referee.verify``; every fault gives its documented termination
+while the other seats see a clean MatchEnd; no seat is ever sent a card it may not see.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from allfours.v1 import referee_pb2 as pb
+from allfours.v1 import referee_pb2_grpc as pb_grpc
+from tests.server_helpers import (
+    MD,
+    ROOT,
+    RefereeProc,
+    check_no_leak,
+    finish,
+    launch_bots,
+    messages,
+    start_referee,
+)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def referee(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RefereeProc]:
+    yield from start_referee(tmp_path_factory.mktemp("records"))
+
+
+def verify(tmp_path: Path, lines: list[str]) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / "record.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return subprocess.run([sys.executable, "-m", "referee.verify", str(path)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+
+
+def terminations(result: pb.MatchResult) -> list[str]:
+    return [pb.Termination.Name(s.termination) for s in result.seats]
+
+
+@pytest.mark.parametrize(("players", "games"), [(4, 2), (2, 2)])
+def test_full_match_to_the_end_verifies_and_leaks_nothing(referee: RefereeProc, tmp_path: Path, players: int,
+                                                          games: int) -> None:
+    created = referee.create(players=players, games=games)
+    procs = launch_bots(referee.address, created.tickets, ["random"] * players, tmp_path)
+    result, events = referee.result(created.match_id)
+    assert finish(procs) == [0] * players
+    assert result.status == pb.MATCH_STATUS_COMPLETED
+    assert terminations(result) == ["TERMINATION_NORMAL"] * players
+    assert len(result.games) == games and sum(result.games_won) == games
+    for g in result.games:
+        assert max(g.scores) >= 14 and g.scores[g.winner] == max(g.scores)
+    lines = referee.record(created.match_id)
+    out = verify(tmp_path, lines)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(f"OK match {created.match_id}: {games} game(s)")
+    assert check_no_leak(tmp_path, players, lines) > 500
+    # Every seat saw the same public events as the watcher, in the same order.
+    kinds = [pb.EventKind.Name(e.kind) for e in events]
+    assert kinds.count("EVENT_KIND_GAME_ENDED") == games
+    for seat in range(players):
+        got = [m["event"]["kind"] for m in messages(tmp_path, seat) if "event" in m]
+        assert got == kinds
+        ends = [m for m in messages(tmp_path, seat) if "matchEnd" in m]
+        assert len(ends) == 1 and ends[0]["matchEnd"]["result"]["status"] == "MATCH_STATUS_COMPLETED"
+
+
+def test_a_tampered_record_fails_verification(referee: RefereeProc, tmp_path: Path) -> None:
+    created = referee.create(players=2, games=1)
+    procs = launch_bots(referee.address, created.tickets, ["first", "first"], tmp_path)
+    referee.result(created.match_id)
+    finish(procs)
+    lines = referee.record(created.match_id)
+    import json
+
+    objs = [json.loads(x) for x in lines]
+    end = next(o for o in objs if o["type"] == "game_end")
+    end["scores"][0] += 1
+    out = verify(tmp_path, [json.dumps(o) for o in objs])
+    assert out.returncode == 1
+    assert "game 1: recorded scores" in out.stderr
+    # A deck that does not come from the seed is caught too.
+    objs = [json.loads(x) for x in lines]
+    deal_line = next(o for o in objs if o["type"] == "deal")
+    deal_line["deck"][0], deal_line["deck"][1] = deal_line["deck"][1], deal_line["deck"][0]
+    out = verify(tmp_path, [json.dumps(o) for o in objs])
+    assert out.returncode == 1 and "differs from deck_for(seed) at position 0" in out.stderr
+
+
+def _fault(referee: RefereeProc, tmp_path: Path, kinds: list[str], extra: list[list[str]] | None = None,
+           finish_timeout: float = 15, **tc: int) -> tuple[pb.MatchResult, list[pb.Event], list[int | None]]:
+    created = referee.create(players=len(kinds), games=1, **tc)
+    procs = launch_bots(referee.address, created.tickets, kinds, tmp_path, extra)
+    result, events = referee.result(created.match_id)
+    codes = finish(procs, timeout=finish_timeout)
+    out = verify(tmp_path, referee.record(created.match_id))
+    assert out.returncode == 0, out.stderr
+    return result, events, codes
+
+
+def _assert_forfeit(result: pb.MatchResult, seat: int, termination: str, players: int = 4) -> None:
+    assert result.status == pb.MATCH_STATUS_FORFEITED
+    assert result.forfeited_side == seat % 2
+    assert result.winner == 1 - seat % 2
+    expected = ["TERMINATION_OTHER_SEAT_FORFEITED"] * players
+    expected[seat] = termination
+    assert terminations(result) == expected
+    if termination == "TERMINATION_NO_SHOW":
+        assert not result.games  # no game began
+    else:
+        assert result.games[-1].forfeited and result.games[-1].winner == 1 - seat % 2
+
+
+def test_slow_bot_gets_strikes_then_forfeits_on_timeout(referee: RefereeProc, tmp_path: Path) -> None:
+    result, events, codes = _fault(referee, tmp_path, ["random", "slow", "random", "random"],
+                                   [[], ["--delay-ms", "450"], [], []], decision_ms=200, max_strikes=3)
+    _assert_forfeit(result, 1, "TERMINATION_TIMEOUT")
+    assert result.seats[1].strikes == 3
+    assert [e.value for e in events if e.kind == pb.EVENT_KIND_TIMEOUT] == [1, 2, 3]
+    assert codes[0] == codes[2] == codes[3] == 0
+
+
+def test_frozen_bot_that_stops_reading_forfeits_on_timeout(referee: RefereeProc, tmp_path: Path) -> None:
+    result, _, codes = _fault(referee, tmp_path, ["frozen", "random"], finish_timeout=3, decision_ms=200,
+                              max_strikes=2)
+    _assert_forfeit(result, 0, "TERMINATION_TIMEOUT", players=2)
+    assert codes[1] == 0 and codes[0] is None  # the frozen one had to be killed
+
+
+def test_crashing_bot_forfeits_on_disconnect_after_grace(referee: RefereeProc, tmp_path: Path) -> None:
+    result, events, codes = _fault(referee, tmp_path, ["random", "random", "crash", "random"],
+                                   [[], [], ["--after", "2"], []])
+    _assert_forfeit(result, 2, "TERMINATION_DISCONNECT")
+    assert any(e.kind == pb.EVENT_KIND_SEAT_DISCONNECTED and e.seat == 2 for e in events)
+    assert codes == [0, 0, 3, 0]
+
+
+def test_garbage_bot_forfeits_on_protocol_error(referee: RefereeProc, tmp_path: Path) -> None:
+    result, _, codes = _fault(referee, tmp_path, ["random", "garbage"], max_protocol_errors=3)
+    _assert_forfeit(result, 1, "TERMINATION_PROTOCOL_ERROR", players=2)
+    assert result.seats[1].protocol_errors == 3
+    rejections = [m["actionRejected"] for m in messages(tmp_path, 1) if "actionRejected" in m]
+    assert len(rejections) == 3 and all(r["reason"] == "REASON_PROTOCOL_ERROR" for r in rejections)
+    assert codes == [0, 0]
+
+
+def test_illegal_action_is_rejected_with_the_engine_reason_and_may_be_retried(referee: RefereeProc,
+                                                                              tmp_path: Path) -> None:
+    result, _, codes = _fault(referee, tmp_path, ["illegal", "random"], max_illegal=1000)
+    assert result.status == pb.MATCH_STATUS_COMPLETED
+    assert codes == [0, 0]
+    rejections = [m["actionRejected"] for m in messages(tmp_path, 0) if "actionRejected" in m]
+    assert rejections and result.seats[0].illegal == len(rejections)
+    assert {r["reason"] for r in rejections} <= {"REASON_MUST_FOLLOW_SUIT_OR_TRUMP", "REASON_MUST_PLAY_TRUMP",
+                                                  "REASON_CARD_NOT_IN_HAND"}
+    assert all(r["message"] and r["seq"] for r in rejections)
+
+
+def test_repeated_illegal_actions_forfeit(referee: RefereeProc, tmp_path: Path) -> None:
+    result, _, codes = _fault(referee, tmp_path, ["random", "illegal_forever"], max_illegal=3)
+    _assert_forfeit(result, 1, "TERMINATION_ILLEGAL", players=2)
+    assert result.seats[1].illegal == 3 and codes == [0, 0]
+
+
+def test_card_played_out_of_turn_is_exposed(referee: RefereeProc, tmp_path: Path) -> None:
+    result, events, codes = _fault(referee, tmp_path, ["outofturn", "random", "random", "random"],
+                                   [["--after", "1"], [], [], []])
+    assert codes == [0, 0, 0, 0]
+    exposed = [e for e in events if e.kind == pb.EVENT_KIND_CARD_EXPOSED]
+    assert exposed and exposed[0].seat == 0
+    assert result.status == pb.MATCH_STATUS_COMPLETED
+
+
+def test_disconnect_and_resume_within_grace_continues_the_match(referee: RefereeProc, tmp_path: Path) -> None:
+    result, events, codes = _fault(referee, tmp_path, ["random", "resume", "random", "random"],
+                                   [[], ["--after", "2", "--delay-ms", "100"], [], []],
+                                   decision_ms=2000, grace_ms=3000)
+    assert result.status == pb.MATCH_STATUS_COMPLETED, result
+    assert codes == [0, 0, 0, 0]
+    welcomes = [m["welcome"] for m in messages(tmp_path, 1) if "welcome" in m]
+    assert len(welcomes) == 2 and welcomes[1].get("resumed") is True
+    kinds = [(pb.EventKind.Name(e.kind), e.seat) for e in events]
+    assert ("EVENT_KIND_SEAT_DISCONNECTED", 1) in kinds and ("EVENT_KIND_SEAT_CONNECTED", 1) in kinds
+    # The pending decision was re-sent after the resume with the same seq.
+    msgs = messages(tmp_path, 1)
+    second = next(i for i, m in enumerate(msgs) if "welcome" in m and m["welcome"].get("resumed"))
+    before = [m["decisionRequest"]["seq"] for m in msgs[:second] if "decisionRequest" in m]
+    after = next(m["decisionRequest"] for m in msgs[second:] if "decisionRequest" in m)
+    assert after["seq"] == before[-1]
+    assert int(after["timeLeftMs"]) < 2000
+
+
+def test_duplicate_and_stale_answers_are_harmless(referee: RefereeProc, tmp_path: Path) -> None:
+    result, _, codes = _fault(referee, tmp_path, ["duplicate", "duplicate"])
+    assert result.status == pb.MATCH_STATUS_COMPLETED and codes == [0, 0]
+    assert all(s.illegal == 0 and s.protocol_errors == 0 for s in result.seats)
+
+
+def test_seat_that_never_joins_forfeits_as_no_show(referee: RefereeProc, tmp_path: Path) -> None:
+    created = referee.create(players=4, games=1, join_ms=1500)
+    procs = launch_bots(referee.address, created.tickets[:3], ["random"] * 3, tmp_path)
+    result, _ = referee.result(created.match_id)
+    assert finish(procs) == [0, 0, 0]
+    _assert_forfeit(result, 3, "TERMINATION_NO_SHOW")
+
+
+def test_tickets_and_admin_token_are_checked(referee: RefereeProc, tmp_path: Path) -> None:
+    created = referee.create(players=2, games=1, join_ms=3000)
+    stub = pb_grpc.RefereeServiceStub(referee.channel)
+
+    def hello(ticket: str, version: str = "allfours.v1") -> grpc.StatusCode | pb.PlayResponse:
+        call = stub.Play(iter([pb.PlayRequest(hello=pb.Hello(ticket=ticket, protocol_version=version))]),
+                         timeout=5)
+        try:
+            return next(iter(call))
+        except grpc.RpcError as e:
+            return e.code()
+
+    assert hello("") == grpc.StatusCode.UNAUTHENTICATED
+    assert hello("not-a-ticket") == grpc.StatusCode.UNAUTHENTICATED
+    assert hello(created.tickets[0], "allfours.v0") == grpc.StatusCode.INVALID_ARGUMENT
+    # Holding seat 0 open, the same ticket is refused while in use.
+    q: list[pb.PlayRequest] = [pb.PlayRequest(hello=pb.Hello(ticket=created.tickets[0],
+                                                             protocol_version="allfours.v1"))]
+    import queue
+    import threading
+
+    qq: queue.Queue[pb.PlayRequest | None] = queue.Queue()
+    qq.put(q[0])
+    live = stub.Play(iter(qq.get, None), timeout=10)
+    first = next(live)
+    assert first.welcome.seat == 0 and first.welcome.partner_seat == -1 and first.welcome.players == 2
+    assert hello(created.tickets[0]) == grpc.StatusCode.PERMISSION_DENIED
+    qq.put(None)
+    live.cancel()
+    threading.Event().wait(0.2)
+    admin = pb_grpc.AdminServiceStub(referee.channel)
+    for md in [(), (("authorization", "Bearer wrong"),)]:
+        with pytest.raises(grpc.RpcError) as e:
+            admin.ListMatches(pb.ListMatchesRequest(), metadata=md, timeout=5)
+        assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    with pytest.raises(grpc.RpcError) as e:
+        admin.CreateMatch(pb.CreateMatchRequest(seat_names=["a", "b", "c"]), metadata=MD, timeout=5)
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "3 seat names" in (e.value.details() or "")
+    with pytest.raises(grpc.RpcError) as e:
+        admin.CreateMatch(pb.CreateMatchRequest(seat_names=["a", "b"], rules=pb.RuleSet(players=2), seed=b"x"),
+                          metadata=MD, timeout=5)
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "32 bytes" in (e.value.details() or "")
+    with pytest.raises(grpc.RpcError) as e:
+        admin.GetRecord(pb.GetRecordRequest(match_id="nope"), metadata=MD, timeout=5)
+    assert e.value.code() == grpc.StatusCode.NOT_FOUND
+    # Once the match is over, its tickets are refused.
+    result, _ = referee.result(created.match_id)
+    assert result.status == pb.MATCH_STATUS_FORFEITED
+    assert hello(created.tickets[1]) == grpc.StatusCode.PERMISSION_DENIED
+    assert created.match_id in [m.match_id for m in admin.ListMatches(pb.ListMatchesRequest(), metadata=MD).matches]
+
+
+def test_health_and_reflection(referee: RefereeProc) -> None:
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    health = health_pb2_grpc.HealthStub(referee.channel)
+    for service in ("", "allfours.v1.RefereeService", "allfours.v1.AdminService"):
+        resp = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+        assert resp.status == health_pb2.HealthCheckResponse.SERVING
+    refl = reflection_pb2_grpc.ServerReflectionStub(referee.channel)
+    resp = next(iter(refl.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]),
+                                               timeout=5)))
+    names = {s.name for s in resp.list_services_response.service}
+    assert {"allfours.v1.RefereeService", "allfours.v1.AdminService", "grpc.health.v1.Health"} <= names
+
+
+def test_fixed_seed_and_first_dealer_are_honoured(referee: RefereeProc, tmp_path: Path) -> None:
+    from referee.dealing import commitment, deck_for
+
+    seed = bytes(range(32))
+    created = referee.create(players=2, games=2, seed=seed, first_dealer=1)
+    assert created.seed_commitment == commitment(seed)
+    procs = launch_bots(referee.address, created.tickets, ["first", "first"], tmp_path)
+    referee.result(created.match_id)
+    finish(procs)
+    import json
+
+    lines = [json.loads(x) for x in referee.record(created.match_id)]
+    games = [x for x in lines if x["type"] == "game"]
+    assert games[0]["dealer"] == 1 and games[0]["how"] == "given"
+    deals = [x for x in lines if x["type"] == "deal"]
+    assert deals[0]["deck"] == [str(c) for c in deck_for(seed, 1, 1)]
+    assert lines[-1] == {"type": "seed", "seed": seed.hex()}
