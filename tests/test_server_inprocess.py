@@ -1,0 +1,75 @@
+"""The embedded (in-process) referee API: start_server / ThreadedReferee, and graceful shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+
+from allfours.v1 import referee_pb2 as pb
+from allfours.v1 import referee_pb2_grpc as pb_grpc
+from referee.server import ThreadedReferee, start_server
+
+TOKEN = "t0k"
+MD = (("authorization", f"Bearer {TOKEN}"),)
+
+
+async def _seat(address: str, ticket: str, answer: bool) -> pb.MatchResult:
+    """A bot on a real channel: answers with the first legal action (or never, if not ``answer``)."""
+    async with grpc.aio.insecure_channel(address) as ch:
+        call = pb_grpc.RefereeServiceStub(ch).Play()
+        await call.write(pb.PlayRequest(hello=pb.Hello(ticket=ticket, protocol_version="allfours.v1")))
+        async for resp in call:
+            if resp.HasField("decision_request") and answer:
+                req = resp.decision_request
+                await call.write(pb.PlayRequest(decision=pb.Decision(seq=req.seq, action=req.legal_actions[0])))
+            if resp.HasField("match_end"):
+                await call.done_writing()
+                return resp.match_end.result
+    raise AssertionError("stream ended without MatchEnd")
+
+
+def test_in_process_server_plays_a_match() -> None:
+    async def main() -> None:
+        async with start_server(port=0, admin_token=TOKEN) as server:
+            assert server.port > 0
+            async with grpc.aio.insecure_channel(server.address) as ch:
+                admin = pb_grpc.AdminServiceStub(ch)
+                created = await admin.CreateMatch(pb.CreateMatchRequest(
+                    rules=pb.RuleSet(players=2), seat_names=["a", "b"], games=1), metadata=MD)
+                results = await asyncio.gather(*(_seat(server.address, t, True) for t in created.tickets))
+        assert all(r.status == pb.MATCH_STATUS_COMPLETED for r in results)
+        assert results[0] == results[1]
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_shutdown_aborts_live_matches_with_a_clean_match_end() -> None:
+    async def main() -> None:
+        server = start_server(port=0, admin_token=TOKEN)
+        await server.start()
+        async with grpc.aio.insecure_channel(server.address) as ch:
+            admin = pb_grpc.AdminServiceStub(ch)
+            created = await admin.CreateMatch(pb.CreateMatchRequest(
+                rules=pb.RuleSet(players=2), seat_names=["a", "b"], games=1,
+                time_control=pb.TimeControl(decision_ms=60_000)), metadata=MD)
+            seats = [asyncio.create_task(_seat(server.address, t, False)) for t in created.tickets]
+            await asyncio.sleep(0.3)
+            await server.stop(grace_s=0.2)
+            results = await asyncio.wait_for(asyncio.gather(*seats), 10)
+        for r in results:
+            assert r.status == pb.MATCH_STATUS_ABORTED and r.winner == -1
+            assert [s.termination for s in r.seats] == [pb.TERMINATION_ABORTED] * 2
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_threaded_referee_for_synchronous_callers() -> None:
+    with ThreadedReferee(admin_token=TOKEN, grace_s=0.2) as ref, grpc.insecure_channel(ref.address) as ch:
+        admin = pb_grpc.AdminServiceStub(ch)
+        created = admin.CreateMatch(pb.CreateMatchRequest(seat_names=list("abcd")), metadata=MD, timeout=5)
+        assert len(created.tickets) == 4 and len(created.seed_commitment) == 64
+        with pytest.raises(grpc.RpcError) as e:
+            admin.CreateMatch(pb.CreateMatchRequest(seat_names=list("abcd")), timeout=5)
+        assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED
