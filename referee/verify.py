@@ -144,9 +144,8 @@ def verify_lines(lines: Iterable[str]) -> str:
             if o.get("winner") in (0, 1):
                 games_won[o["winner"]] += 1
             next_dealer = next_seat(state.dealer, players)
-        elif t == "result":
-            if o.get("games_won") != games_won:
-                raise fail(n, f"games_won {o.get('games_won')} but the games say {games_won}")
+        elif t == "result" and o.get("games_won") != games_won:
+            raise fail(n, f"games_won {o.get('games_won')} but the games say {games_won}")
     return (f"OK match {header.get('match_id')}: {game} game(s), {n_deals} deal(s), {n_actions} action(s), "
             f"{n_rejected} rejected; games won {games_won[0]}-{games_won[1]}; seed matches commitment")
 
