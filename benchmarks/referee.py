@@ -1,0 +1,141 @@
+"""Referee overhead benchmark: ``python benchmarks/referee.py [--seconds 5] [--matches 8]``.
+
+In one run, over real 127.0.0.1 sockets with grpc.aio:
+
+1. a bare bidirectional ping-pong (the same RefereeService.Play stream type, a trivial servicer that
+   answers each Ping with a Pong): round trips/s and per round trip latency;
+2. the referee playing 2-player matches with instant in-process bots (first legal action): decisions/s,
+   the per-decision latency (from a bot sending a Decision to the next DecisionRequest arriving at
+   any seat of the match: one referee round trip, comparable to one ping-pong), games/s.
+
+Prints both and the ratio of the referee's per-decision latency to the bare round trip (p50 and p99).
+Target: ratio <= 1.5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import grpc
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from allfours.v1 import referee_pb2 as pb
+from allfours.v1 import referee_pb2_grpc as pb_grpc
+from referee.cli import configure_logging
+from referee.server import SERVER_OPTIONS, start_server
+
+TOKEN = "bench"
+MD = (("authorization", f"Bearer {TOKEN}"),)
+
+
+class Echo(pb_grpc.RefereeServiceServicer):
+    """A bare servicer: answers each Ping with a Pong through a reader task and a queue (like the referee)."""
+
+    async def Play(self, request_iterator, context):  # type: ignore[no-untyped-def]
+        out: asyncio.Queue[pb.PlayResponse | None] = asyncio.Queue()
+
+        async def read() -> None:
+            while True:
+                msg = await context.read()
+                if msg is grpc.aio.EOF:
+                    break
+                out.put_nowait(pb.PlayResponse(pong=pb.Pong(nonce=msg.ping.nonce)))
+            out.put_nowait(None)
+
+        task = asyncio.get_running_loop().create_task(read())
+        while (m := await out.get()) is not None:
+            await context.write(m)
+        await task
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+async def bare(seconds: float) -> list[float]:
+    server = grpc.aio.server(options=SERVER_OPTIONS)
+    pb_grpc.add_RefereeServiceServicer_to_server(Echo(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    lat: list[float] = []
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
+        call = pb_grpc.RefereeServiceStub(ch).Play()
+        end = time.perf_counter() + seconds
+        n = 0
+        while time.perf_counter() < end:
+            t0 = time.perf_counter()
+            await call.write(pb.PlayRequest(ping=pb.Ping(nonce=n)))
+            await call.read()
+            lat.append(time.perf_counter() - t0)
+            n += 1
+        await call.done_writing()
+    await server.stop(0)
+    return lat
+
+
+async def seat(address: str, ticket: str, lat: list[float], clock: dict[str, float]) -> None:
+    """An instant bot. ``clock["sent"]`` is shared by the seats of a match: the time the last Decision
+    was sent; the next DecisionRequest (to any seat) closes one referee round trip."""
+    async with grpc.aio.insecure_channel(address) as ch:
+        call = pb_grpc.RefereeServiceStub(ch).Play()
+        await call.write(pb.PlayRequest(hello=pb.Hello(ticket=ticket, protocol_version="allfours.v1")))
+        async for resp in call:
+            if resp.HasField("decision_request"):
+                now = time.perf_counter()
+                if clock.get("sent"):
+                    lat.append(now - clock["sent"])
+                req = resp.decision_request
+                clock["sent"] = time.perf_counter()
+                await call.write(pb.PlayRequest(decision=pb.Decision(seq=req.seq, action=req.legal_actions[0])))
+            elif resp.HasField("match_end"):
+                await call.done_writing()
+                return
+
+
+async def referee(matches: int, games: int) -> tuple[list[float], int, int, float]:
+    async with start_server(port=0, admin_token=TOKEN) as server, \
+            grpc.aio.insecure_channel(server.address) as ch:
+        admin = pb_grpc.AdminServiceStub(ch)
+        lat: list[float] = []
+        t0 = time.perf_counter()
+        decisions = games_played = 0
+        for _ in range(matches):
+            created = await admin.CreateMatch(pb.CreateMatchRequest(
+                rules=pb.RuleSet(players=2), seat_names=["a", "b"], games=games), metadata=MD)
+            clock: dict[str, float] = {}
+            await asyncio.gather(*(seat(server.address, t, lat, clock) for t in created.tickets))
+            rec = await admin.GetRecord(pb.GetRecordRequest(match_id=created.match_id), metadata=MD)
+            decisions += sum(1 for line in rec.lines if line.startswith('{"type":"action"'))
+            games_played += sum(1 for line in rec.lines if line.startswith('{"type":"game_end"'))
+        elapsed = time.perf_counter() - t0
+    return lat, decisions, games_played, elapsed
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seconds", type=float, default=3.0, help="duration of the bare ping-pong")
+    p.add_argument("--matches", type=int, default=6)
+    p.add_argument("--games", type=int, default=3, help="games per match")
+    a = p.parse_args()
+    configure_logging("warning")
+    b = asyncio.run(bare(a.seconds))
+    lat, decisions, games, elapsed = asyncio.run(referee(a.matches, a.games))
+    bp50, bp99 = pct(b, 0.5) * 1e3, pct(b, 0.99) * 1e3
+    rp50, rp99 = pct(lat, 0.5) * 1e3, pct(lat, 0.99) * 1e3
+    print(f"bare ping-pong:   {len(b) / a.seconds:9.0f} round trips/s   p50 {bp50:.3f} ms  p99 {bp99:.3f} ms")
+    print(f"referee:          {decisions / elapsed:9.0f} decisions/s    {games / elapsed:.2f} games/s "
+          f"({games} games, {decisions} decisions, {elapsed:.1f} s)")
+    print(f"per decision:     p50 {rp50:.3f} ms  p99 {rp99:.3f} ms  (mean {statistics.mean(lat) * 1e3:.3f} ms, "
+          f"{len(lat)} samples)")
+    print(f"ratio vs bare:    p50 {rp50 / bp50:.2f}  p99 {rp99 / bp99:.2f}  (target <= 1.5)")
+
+
+if __name__ == "__main__":
+    main()
