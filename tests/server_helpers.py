@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "test-admin-token"
 MD = (("authorization", f"Bearer {TOKEN}"),)
 #: Short time control for tests (ms).
-FAST = {"decision_ms": 300, "grace_ms": 500, "join_ms": 8000, "bank_ms": 60_000}
+FAST = {"decision_ms": 1500, "grace_ms": 500, "join_ms": 30_000, "bank_ms": 120_000}
 
 
 @dataclass
