@@ -1,25 +1,32 @@
-"""Referee overhead benchmark: ``python benchmarks/referee.py [--seconds 5] [--matches 8]``.
+"""Referee overhead benchmark: ``python benchmarks/referee.py [--seconds 3] [--matches 20] [--same-process]``.
 
-In one run, over real 127.0.0.1 sockets with grpc.aio:
+In one run, over real 127.0.0.1 sockets with grpc.aio, two servers measured the same way:
 
-1. a bare bidirectional ping-pong (the same RefereeService.Play stream type, a trivial servicer that
-   answers each Ping with a Pong): round trips/s and per round trip latency;
-2. the referee playing 2-player matches with instant in-process bots (first legal action): decisions/s,
-   the per-decision latency (from a bot sending a Decision to the next DecisionRequest arriving at
-   any seat of the match: one referee round trip, comparable to one ping-pong), games/s.
+1. **bare**: a trivial servicer of the same ``RefereeService.Play`` stream type that answers each
+   Ping with a Pong (reader task + queue, like the referee): round trips/s and latency per round trip;
+2. **referee**: the real referee playing 2-player matches with instant bots (first legal action):
+   decisions/s, games/s, and the per-decision latency — from a bot sending a Decision to the next
+   DecisionRequest arriving at any seat of the match: one referee round trip, comparable to one
+   ping-pong.
 
-Prints both and the ratio of the referee's per-decision latency to the bare round trip (p50 and p99).
-Target: ratio <= 1.5.
+By default each server runs in its own process and the clients in this one, as in real use (bots
+are always separate processes); ``--same-process`` runs server and clients on one event loop, which
+charges every extra asyncio hop twice. Prints the ratio of the referee's per-decision latency to
+the bare round trip (p50 and p99). Target (issue #3): ratio <= 1.5.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing as mp
 import statistics
 import sys
 import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import grpc
 
@@ -54,18 +61,57 @@ class Echo(pb_grpc.RefereeServiceServicer):
         await task
 
 
-def pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))]
-
-
-async def bare(seconds: float) -> list[float]:
+@asynccontextmanager
+async def echo_server() -> AsyncIterator[str]:
+    """The bare servicer on 127.0.0.1:0; yields its address."""
     server = grpc.aio.server(options=SERVER_OPTIONS)
     pb_grpc.add_RefereeServiceServicer_to_server(Echo(), server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        await server.stop(0)
+
+
+@asynccontextmanager
+async def referee_server() -> AsyncIterator[str]:
+    """The real referee on 127.0.0.1:0; yields its address."""
+    async with start_server(port=0, admin_token=TOKEN) as server:
+        yield server.address
+
+
+def _serve(kind: str, conn: Any) -> None:
+    """Child process: run one server until told to stop; send its address through ``conn``."""
+    configure_logging("warning")
+
+    async def main() -> None:
+        cm = echo_server() if kind == "bare" else referee_server()
+        async with cm as address:
+            conn.send(address)
+            await asyncio.get_running_loop().run_in_executor(None, conn.recv)
+
+    asyncio.run(main())
+
+
+@asynccontextmanager
+async def server_in_child(kind: str) -> AsyncIterator[str]:
+    """Run the ``kind`` server ("bare" or "referee") in a separate process; yield its address."""
+    parent, child = mp.Pipe()
+    proc = mp.get_context("spawn").Process(target=_serve, args=(kind, child), daemon=True)
+    proc.start()
+    try:
+        address = await asyncio.get_running_loop().run_in_executor(None, parent.recv)
+        yield address
+    finally:
+        parent.send("stop")
+        proc.join(10)
+
+
+async def bare(address: str, seconds: float) -> list[float]:
+    """Ping-pong for ``seconds``; the latency of each round trip (s)."""
     lat: list[float] = []
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
+    async with grpc.aio.insecure_channel(address) as ch:
         call = pb_grpc.RefereeServiceStub(ch).Play()
         end = time.perf_counter() + seconds
         n = 0
@@ -76,7 +122,6 @@ async def bare(seconds: float) -> list[float]:
             lat.append(time.perf_counter() - t0)
             n += 1
         await call.done_writing()
-    await server.stop(0)
     return lat
 
 
@@ -99,9 +144,9 @@ async def seat(address: str, ticket: str, lat: list[float], clock: dict[str, flo
                 return
 
 
-async def referee(matches: int, games: int) -> tuple[list[float], int, int, float]:
-    async with start_server(port=0, admin_token=TOKEN) as server, \
-            grpc.aio.insecure_channel(server.address) as ch:
+async def referee(address: str, matches: int, games: int) -> tuple[list[float], int, int, float]:
+    """Play ``matches`` 2-player matches of ``games`` games; (latencies s, decisions, games, elapsed s)."""
+    async with grpc.aio.insecure_channel(address) as ch:
         admin = pb_grpc.AdminServiceStub(ch)
         lat: list[float] = []
         t0 = time.perf_counter()
@@ -110,7 +155,7 @@ async def referee(matches: int, games: int) -> tuple[list[float], int, int, floa
             created = await admin.CreateMatch(pb.CreateMatchRequest(
                 rules=pb.RuleSet(players=2), seat_names=["a", "b"], games=games), metadata=MD)
             clock: dict[str, float] = {}
-            await asyncio.gather(*(seat(server.address, t, lat, clock) for t in created.tickets))
+            await asyncio.gather(*(seat(address, t, lat, clock) for t in created.tickets))
             rec = await admin.GetRecord(pb.GetRecordRequest(match_id=created.match_id), metadata=MD)
             decisions += sum(1 for line in rec.lines if line.startswith('{"type":"action"'))
             games_played += sum(1 for line in rec.lines if line.startswith('{"type":"game_end"'))
@@ -118,20 +163,42 @@ async def referee(matches: int, games: int) -> tuple[list[float], int, int, floa
     return lat, decisions, games_played, elapsed
 
 
+def pct(xs: list[float], q: float) -> float:
+    """The ``q`` quantile of ``xs`` (nearest rank)."""
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+async def measure(same_process: bool, seconds: float, matches: int, games: int) -> dict[str, Any]:
+    """Both measurements, with the servers in this process or in child processes."""
+    host: Callable[[str], Any] = (lambda kind: echo_server() if kind == "bare" else referee_server()) \
+        if same_process else server_in_child
+    async with host("bare") as address:
+        b = await bare(address, seconds)
+    async with host("referee") as address:
+        lat, decisions, games_played, elapsed = await referee(address, matches, games)
+    return {"bare": b, "lat": lat, "decisions": decisions, "games": games_played, "elapsed": elapsed}
+
+
 def main() -> None:
+    """Run the benchmark and print its figures."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=3.0, help="duration of the bare ping-pong")
-    p.add_argument("--matches", type=int, default=6)
+    p.add_argument("--matches", type=int, default=20)
     p.add_argument("--games", type=int, default=3, help="games per match")
+    p.add_argument("--same-process", action="store_true", help="servers and clients on one event loop")
     a = p.parse_args()
     configure_logging("warning")
-    b = asyncio.run(bare(a.seconds))
-    lat, decisions, games, elapsed = asyncio.run(referee(a.matches, a.games))
+    r = asyncio.run(measure(a.same_process, a.seconds, a.matches, a.games))
+    b, lat = r["bare"], r["lat"]
     bp50, bp99 = pct(b, 0.5) * 1e3, pct(b, 0.99) * 1e3
     rp50, rp99 = pct(lat, 0.5) * 1e3, pct(lat, 0.99) * 1e3
+    where = "one process" if a.same_process else "servers in their own process, clients in this one"
+    print(f"setup:            {where}")
     print(f"bare ping-pong:   {len(b) / a.seconds:9.0f} round trips/s   p50 {bp50:.3f} ms  p99 {bp99:.3f} ms")
-    print(f"referee:          {decisions / elapsed:9.0f} decisions/s    {games / elapsed:.2f} games/s "
-          f"({games} games, {decisions} decisions, {elapsed:.1f} s)")
+    print(f"referee:          {r['decisions'] / r['elapsed']:9.0f} decisions/s    "
+          f"{r['games'] / r['elapsed']:.2f} games/s ({r['games']} games, {r['decisions']} decisions, "
+          f"{r['elapsed']:.1f} s)")
     print(f"per decision:     p50 {rp50:.3f} ms  p99 {rp99:.3f} ms  (mean {statistics.mean(lat) * 1e3:.3f} ms, "
           f"{len(lat)} samples)")
     print(f"ratio vs bare:    p50 {rp50 / bp50:.2f}  p99 {rp99 / bp99:.2f}  (target <= 1.5)")

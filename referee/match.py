@@ -4,9 +4,15 @@ A thin layer over the pure engine (``referee.rules``): for each game ``new_game`
 phase is DEAL, ``deal`` the next deck from the seed (``referee.dealing.deck_for``); otherwise send
 a DecisionRequest (``observe`` + ``legal_actions``) to the seat to act and wait for its Decision.
 
-All match state is owned by one asyncio task (:meth:`Match.run`). Stream handlers never touch it
-directly: they call :meth:`Match.attach`, :meth:`Match.detach` and :meth:`Match.submit`, which only
-queue outgoing messages or post items to the match's inbox. Rulings (docs/protocol.md):
+Concurrency: everything runs on one asyncio event loop, so match state is only ever changed by
+one piece of code at a time. Until every seat has joined, stream handlers post items to the match's
+inbox and the match task (:meth:`Match.run`) takes them. From then on each item — a Decision, a
+disconnect that outlived its grace, an abort — is handled at once in the turn of the loop that
+received it (:meth:`Match._post` → :meth:`Match._guard`), and the next DecisionRequest is queued
+before that turn ends; deadlines are loop timers. No hop through a task per decision: that keeps the
+referee's round trip close to a bare gRPC ping-pong (benchmarks/referee.py). Handlers never write to
+streams: outgoing messages go to each connection's queue, drained by its writer. Rulings
+(docs/protocol.md):
 
 - Sequence numbers: each DecisionRequest gets a new ``seq`` (1, 2, … across the match). A Decision
   echoing the pending ``seq`` answers it; an already answered or older ``seq`` is ignored (duplicates
@@ -111,6 +117,9 @@ class SeatRuntime:
     termination: int = pb.TERMINATION_UNSPECIFIED
     detail: str = ""
     grace: asyncio.TimerHandle | None = None
+    #: Public events not yet delivered to this seat (sent inside its next DecisionRequest, or as an
+    #: EventBatch at the end of a game, on a reconnect and before MatchEnd).
+    outbox: list[pb.Event] = field(default_factory=list)
 
 
 @dataclass
@@ -175,6 +184,10 @@ class Match:
         self._game_results: list[pb.GameResult] = []
         self._on_end = on_end
         self._task: asyncio.Task[None] | None = None
+        #: True once every seat joined: from then on items are handled at once, in the caller's turn
+        #: of the event loop (no hop through the match task: that is the per-decision hot path).
+        self._running = False
+        self._timer: asyncio.TimerHandle | None = None
         self.log = log.bind(match_id=match_id)
         self.record.write(
             "header", record_version=RECORD_VERSION, protocol=wire.PROTOCOL_VERSION,
@@ -196,7 +209,7 @@ class Match:
 
     def abort(self, detail: str) -> None:
         """Ask the match task to stop without a winner (server shutdown)."""
-        self.inbox.put_nowait(("abort", detail))
+        self._post(("abort", detail))
 
     async def wait(self) -> pb.MatchResult:
         """Wait for the end of the match and return its result."""
@@ -237,7 +250,9 @@ class Match:
         p = self.pending
         if p is not None and p.seat == seat:
             self._send_request(p)
-        self.inbox.put_nowait(("joined", seat))
+        else:
+            self._flush_events(seat)
+        self._post(("joined", seat))
 
     def detach(self, seat: int, conn: Connection) -> None:
         """The stream ``conn`` of ``seat`` ended. While the match runs, the grace period starts."""
@@ -253,7 +268,7 @@ class Match:
         def expire() -> None:
             s.grace = None
             if s.conn is None and not self.finished:
-                self.inbox.put_nowait(("forfeit", seat, pb.TERMINATION_DISCONNECT,
+                self._post(("forfeit", seat, pb.TERMINATION_DISCONNECT,
                                        f"seat {seat} disconnected and did not come back within "
                                        f"{self.tc.grace_ms} ms"))
 
@@ -263,14 +278,14 @@ class Match:
         """A message from ``seat``'s stream after its Hello (``received`` = ``time.monotonic()``)."""
         which = msg.WhichOneof("msg")
         if which == "decision":
-            self.inbox.put_nowait(("decision", seat, msg.decision, received))
+            self._post(("decision", seat, msg.decision, received))
         elif which == "ping":
             conn = self.seats[seat].conn
             if conn is not None:
                 conn.out.put_nowait(pb.PlayResponse(pong=pb.Pong(nonce=msg.ping.nonce)))
         else:
             what = "a second Hello" if which == "hello" else "an empty message"
-            self.inbox.put_nowait(("protocol", seat, 0, f"seat {seat} sent {what} on its stream"))
+            self._post(("protocol", seat, 0, f"seat {seat} sent {what} on its stream"))
 
     def watch(self) -> asyncio.Queue[pb.WatchMatchResponse | None]:
         """A queue of every public event so far and to come, then the result, then ``None``."""
@@ -295,10 +310,8 @@ class Match:
         deal_no = kw.pop("deal", self._deal_no)
         ev = wire.event(kind, self._game, deal_no, **kw)
         self.events.append(ev)
-        msg = pb.PlayResponse(event=ev)
         for s in self.seats:
-            if s.conn is not None:
-                s.conn.out.put_nowait(msg)
+            s.outbox.append(ev)
         if self.watchers:
             w = pb.WatchMatchResponse(event=ev)
             for q in self.watchers:
@@ -309,36 +322,74 @@ class Match:
         req = pb.DecisionRequest()
         req.CopyFrom(p.request)
         req.time_left_ms = _ms(left)
-        req.time_bank_ms = _ms(self.seats[p.seat].bank_ms / 1000)
+        s = self.seats[p.seat]
+        req.time_bank_ms = _ms(s.bank_ms / 1000)
+        if s.conn is not None:
+            req.events.extend(s.outbox)
+            s.outbox.clear()
         self._send(p.seat, pb.PlayResponse(decision_request=req))
+
+    def _flush_events(self, *seats: int) -> None:
+        """Send the undelivered public events of ``seats`` (default: all) as one EventBatch each."""
+        for i in seats or range(len(self.seats)):
+            s = self.seats[i]
+            if s.conn is not None and s.outbox:
+                s.conn.out.put_nowait(pb.PlayResponse(events=pb.EventBatch(events=s.outbox)))
+                s.outbox = []
 
     # ------------------------------------------------------------------ the match task
 
     async def run(self) -> None:
-        """Play the whole match; always ends with a result, MatchEnd to every seat and the seed line."""
-        forfeit: Forfeit | None = None
-        aborted: str | None = None
+        """Play the whole match; always ends with a result, MatchEnd to every seat and the seed line.
+
+        The task waits for every seat to join; from then on the match is driven by what arrives
+        (:meth:`_post`) and by its deadline timer, each handled synchronously where it happens
+        (:meth:`_guard`), and the task only waits for the end.
+        """
         try:
             await self._wait_for_seats()
-            self.status = pb.MATCH_STATUS_RUNNING
-            dealer = self.first_dealer
-            for game in range(1, self.games + 1):
-                if game == 1:
-                    how = "given"
-                    if dealer is None:
-                        dealer, how = cut_for_dealer(cut_deck(self.seed, 1), self.rules.players), "cut"
-                else:
-                    how = "continued"
-                assert dealer is not None
-                dealer = await self._play_game(game, dealer, how)
         except Forfeit as f:
-            forfeit = f
+            self._finish(f, None)
+            return
         except Aborted as a:
-            aborted = str(a)
+            self._finish(None, str(a))
+            return
+        self.status = pb.MATCH_STATUS_RUNNING
+        self._running = True
+        self._guard(self._start_game, 1, None)
+        while not self.inbox.empty() and not self.finished:  # arrived between the last join and now
+            self._guard(self._dispatch, self.inbox.get_nowait())
+        await self.done.wait()
+
+    def _post(self, item: tuple[Any, ...]) -> None:
+        """Hand an item (decision, control) to the match: queued until all seats joined, then handled now."""
+        if self.finished:
+            return
+        if self._running:
+            self._guard(self._dispatch, item)
+        else:
+            self.inbox.put_nowait(item)
+
+    def _guard(self, fn: Callable[..., None], *args: Any) -> None:
+        """Run one step of the match; a forfeit, an abort or a referee bug ends the match cleanly."""
+        if self.finished:
+            return
+        try:
+            fn(*args)
+        except Forfeit as f:
+            self._finish(f, None)
+        except Aborted as a:
+            self._finish(None, str(a))
         except Exception as e:  # a bug: never leave bots hanging
             self.log.exception("match_crashed")
-            aborted = f"referee error: {e!r}"
-        self._finish(forfeit, aborted)
+            self._finish(None, f"referee error: {e!r}")
+
+    def _dispatch(self, item: tuple[Any, ...]) -> None:
+        kind = item[0]
+        if kind == "decision":
+            self._on_decision(item[1], item[2], item[3])
+        elif kind != "joined":
+            self._handle_control(item)
 
     async def _wait_for_seats(self) -> None:
         deadline = self.created + self.tc.join_ms / 1000
@@ -379,27 +430,60 @@ class Match:
             raise Forfeit(seat, pb.TERMINATION_PROTOCOL_ERROR,
                           f"{s.protocol_errors} malformed messages (last: {detail})")
 
-    async def _play_game(self, game: int, dealer: int, how: str) -> int:
-        """Play game ``game`` from ``dealer``; return the dealer of the next game (RULES.md, Match)."""
+    def _start_game(self, game: int, dealer: int | None) -> None:
+        """Start game ``game`` (1-based) with ``dealer``, or for game 1 with ``None``: the given first
+        dealer or the cut (RULES.md, Table), then advance to the first decision."""
+        how = "continued"
+        if dealer is None:
+            how, dealer = "given", self.first_dealer
+            if dealer is None:
+                dealer, how = cut_for_dealer(cut_deck(self.seed, 1), self.rules.players), "cut"
         self._game, self._deal_no = game, 0
         self.record.write("game", game=game, dealer=dealer, how=how)
         self._event(pb.EVENT_KIND_GAME_STARTED, dealer=dealer)
-        state = new_game(self.rules, dealer)
-        self._state = state
-        while state.phase is not Phase.OVER:
+        self._state = new_game(self.rules, dealer)
+        self._advance()
+
+    def _advance(self) -> None:
+        """Move the game on until a seat must decide: deal the next decks (RULES.md, The deal), end a
+        game and start the next (the deal passes to the right, RULES.md, Match), or end the match."""
+        state = self._state
+        while True:
+            if state.phase is Phase.OVER:
+                self._end_game(state, forfeited=False)
+                if self._game >= self.games:
+                    self._finish(None, None)
+                    return
+                self._start_game(self._game + 1, next_seat(state.dealer, self.rules.players))
+                return
             if state.phase is Phase.DEAL:
                 n = state.deal_number + 1
-                deck = deck_for(self.seed, game, n)
-                self.record.write("deal", game=game, deal=n, dealer=state.dealer, deck=[str(c) for c in deck])
+                deck = deck_for(self.seed, self._game, n)
+                self.record.write("deal", game=self._game, deal=n, dealer=state.dealer, deck=[str(c) for c in deck])
                 new = deal(state, deck)
                 self._deal_no = n
                 self._emit_diff(state, new, None, None)
-                state = new
-            else:
-                state = await self._decide(state, game)
-            self._state = state
-        self._end_game(state, forfeited=False)
-        return next_seat(state.dealer, self.rules.players)
+                state = self._state = new
+                continue
+            p = self._issue(state, self._game)
+            self._arm_timer(p)
+            return
+
+    def _arm_timer(self, p: Pending) -> None:
+        """(Re)start the deadline timer for the pending decision ``p``."""
+        if self._timer is not None:
+            self._timer.cancel()
+        delay = max(0.0, p.deadline - time.monotonic())
+        self._timer = asyncio.get_running_loop().call_later(delay, self._guard, self._on_deadline, p.deadline)
+
+    def _on_deadline(self, deadline: float) -> None:
+        """The deadline timer fired: if that decision is still pending, play the default (a strike)."""
+        self._timer = None
+        p = self.pending
+        if p is None or p.deadline != deadline:
+            return
+        self._state = self._timeout(self._state, p)
+        self._advance()
 
     def _end_game(self, state: State, forfeited: bool, winner: int | None = None) -> None:
         w = state.winner if winner is None else winner
@@ -411,6 +495,7 @@ class Match:
                           points=[{"deal": p.deal, "side": p.side, "kind": p.kind, "value": p.value}
                                   for p in state.points], forfeited=forfeited, deals=state.deal_number)
         self._event(pb.EVENT_KIND_GAME_ENDED, scores=list(state.scores), winner=w, forfeited=forfeited)
+        self._flush_events()
 
     def _issue(self, state: State, game: int, deadline: float | None = None) -> Pending:
         seat = state.to_act
@@ -423,67 +508,67 @@ class Match:
             deadline = now + min(self.tc.decision_ms, s.bank_ms) / 1000
         obs = observe(state, seat)
         legal = obs.legal
-        req = pb.DecisionRequest(seq=self._seq, game=game, observation=wire.observation_to_pb(obs),
-                                 legal_actions=wire.actions_to_pb(legal))
+        ob = wire.observation_to_pb(obs)
+        req = pb.DecisionRequest(seq=self._seq, game=game, observation=ob, legal_actions=ob.legal_actions)
         p = Pending(seq=self._seq, seat=seat, legal=legal, sent_at=now, deadline=deadline, request=req)
         self.pending = p
         self._send_request(p)
         return p
 
-    async def _decide(self, state: State, game: int) -> State:
-        """Ask the seat to act, handle everything that arrives meanwhile, return the new state."""
-        p = self._issue(state, game)
-        while True:
-            remaining = p.deadline - time.monotonic()
-            if remaining <= 0:
-                return self._timeout(state, p)
-            try:
-                item = await asyncio.wait_for(self.inbox.get(), remaining)
-            except TimeoutError:
-                return self._timeout(state, p)
-            if item[0] != "decision":
-                self._handle_control(item)
-                continue
-            _, seat, d, received = item
-            s = self.seats[seat]
-            answering = seat == p.seat and d.seq in (p.seq, 0)
-            if not answering and d.seq != 0:
-                if d.seq > s.last_issued_seq:
-                    self._protocol_error(seat, d.seq, f"seat {seat} sent seq {d.seq}, which was never sent "
-                                                      f"to it (its latest request is {s.last_issued_seq})",
-                                         d.action)
-                else:
-                    self.log.debug("stale_decision_ignored", seat=seat, seq=d.seq, pending=p.seq)
-                continue
-            try:
-                action = wire.action_from_pb(d.action)
-            except wire.WireError as e:
-                self._protocol_error(seat, d.seq, f"seat {seat}: {e}", d.action)
-                continue
-            elapsed = received - p.sent_at
-            try:
-                new = apply(state, action, seat)
-            except RuleError as e:
-                self._reject(seat, d.seq, action, e, elapsed if answering else 0.0)
-                continue
-            out_of_turn = not answering
-            if answering:
-                s.bank_ms -= elapsed * 1000
-            self.record.write("action", game=game, deal=state.deal_number, seat=seat, seq=d.seq,
-                              action=str(action), ms=_ms(elapsed) if answering else 0, by="bot",
-                              out_of_turn=out_of_turn)
-            self.log.debug("action", seat=seat, seq=d.seq, action=str(action), ms=_ms(elapsed))
-            self._emit_diff(state, new, action, seat)
-            if answering:
-                self.pending = None
-                if s.bank_ms <= 0:
-                    raise Forfeit(seat, pb.TERMINATION_TIMEOUT, f"seat {seat} used up its time bank")
-                return new
-            # An exposure: the seat to act may now have other choices (a new callable card).
-            state = new
-            self._state = state
-            if legal_actions(state) != p.legal:
-                p = self._issue(state, game, deadline=p.deadline)
+    def _on_decision(self, seat: int, d: pb.Decision, received: float) -> None:
+        """A Decision from ``seat`` (``received`` = ``time.monotonic()``): answer the pending request,
+        expose a card played out of turn, or reject it (docs/protocol.md, sequence numbers)."""
+        p = self.pending
+        state = self._state
+        game = self._game
+        s = self.seats[seat]
+        if p is None:
+            # Between requests (nothing is pending only while the match is not running).
+            if d.seq > s.last_issued_seq:
+                self._protocol_error(seat, d.seq, f"seat {seat} sent seq {d.seq}, which was never sent to it")
+            return
+        answering = seat == p.seat and d.seq in (p.seq, 0)
+        if not answering and d.seq != 0:
+            if d.seq > s.last_issued_seq:
+                self._protocol_error(seat, d.seq, f"seat {seat} sent seq {d.seq}, which was never sent "
+                                                  f"to it (its latest request is {s.last_issued_seq})",
+                                     d.action)
+            else:
+                self.log.debug("stale_decision_ignored", seat=seat, seq=d.seq, pending=p.seq)
+            return
+        try:
+            action = wire.action_from_pb(d.action)
+        except wire.WireError as e:
+            self._protocol_error(seat, d.seq, f"seat {seat}: {e}", d.action)
+            return
+        elapsed = received - p.sent_at
+        try:
+            new = apply(state, action, seat)
+        except RuleError as e:
+            self._reject(seat, d.seq, action, e, elapsed if answering else 0.0)
+            return
+        out_of_turn = not answering
+        if answering:
+            s.bank_ms -= elapsed * 1000
+        self.record.write("action", game=game, deal=state.deal_number, seat=seat, seq=d.seq,
+                          action=str(action), ms=_ms(elapsed) if answering else 0, by="bot",
+                          out_of_turn=out_of_turn)
+        self.log.debug("action", seat=seat, seq=d.seq, action=str(action), ms=_ms(elapsed))
+        self._emit_diff(state, new, action, seat)
+        self._state = new
+        if answering:
+            self.pending = None
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if s.bank_ms <= 0:
+                raise Forfeit(seat, pb.TERMINATION_TIMEOUT, f"seat {seat} used up its time bank")
+            self._advance()
+            return
+        # An exposure: the seat to act may now have other choices (a new callable card); the
+        # re-issued request keeps the same deadline (and timer).
+        if legal_actions(new) != p.legal:
+            self._issue(new, game, deadline=p.deadline)
 
     def _reject(self, seat: int, seq: int, action: Action, e: RuleError, elapsed: float) -> None:
         s = self.seats[seat]
@@ -562,7 +647,12 @@ class Match:
     # ------------------------------------------------------------------ the end
 
     def _finish(self, forfeit: Forfeit | None, aborted: str | None) -> None:
+        if self.finished:
+            return
         self.pending = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         forfeited_side = -1
         if forfeit is not None:
             loser = side_of(forfeit.seat)
@@ -626,6 +716,7 @@ class Match:
         self.record.write("seed", seed=self.seed.hex())
         self.record.close()
         end = pb.PlayResponse(match_end=pb.MatchEnd(result=result))
+        self._flush_events()
         for o in self.seats:
             if o.grace is not None:
                 o.grace.cancel()

@@ -84,6 +84,15 @@ SERVICE_NAMES = (
 )
 
 
+def new_ticket() -> str:
+    """A fresh join ticket: ``"t"`` + 48 hex digits (192 random bits from ``secrets``).
+
+    Only letters and digits, and never a leading ``-`` (``token_urlsafe`` can start with one, which
+    command-line parsers in every language take for an option): safe in argv, env vars and URLs.
+    """
+    return "t" + secrets.token_hex(24)
+
+
 class Registry:
     """Matches by id and tickets by value (each ticket -> one seat of one match)."""
 
@@ -134,7 +143,8 @@ class RefereeServicer(pb_grpc.RefereeServiceServicer):
                 msg = await conn.out.get()
                 if msg is CLOSE:
                     break
-                await asyncio.wait_for(context.write(msg), WRITE_TIMEOUT_S)
+                async with asyncio.timeout(WRITE_TIMEOUT_S):  # a peer that stopped reading
+                    await context.write(msg)
         except (TimeoutError, grpc.aio.AioRpcError, RuntimeError) as e:
             slog.info("stream_write_ended", error=repr(e))
         finally:
@@ -203,7 +213,7 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
             if any(not n.strip() for n in names):
                 raise ValueError("seat_names must not be empty strings")
             match_id = uuid.uuid4().hex[:16]
-            tickets = [secrets.token_urlsafe(24) for _ in names]
+            tickets = [new_ticket() for _ in names]
             path = self.record_dir / f"{match_id}.jsonl" if self.record_dir is not None else None
             match = Match(match_id, rules, names, request.games or 1, seed, first_dealer, tc, tickets,
                           record_path=path)

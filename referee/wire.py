@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 from allfours.v1 import referee_pb2 as pb
 from referee.rules import (
@@ -285,11 +286,19 @@ def trick_from_pb(msg: pb.Trick) -> Trick:
     return Trick(leader=msg.leader, cards=cards_from_pb(msg.cards, "trick.cards"), winner=_opt(msg.winner))
 
 
+# Private caches for the hot path (one observation per decision). Rule sets, point events and
+# actions are frozen values; the cached messages are only ever copied into a new parent message
+# (protobuf copies a message assigned into a field), never handed out or changed.
+_rules_pb = lru_cache(maxsize=64)(rules_to_pb)
+_point_pb = lru_cache(maxsize=4096)(point_to_pb)
+_action_pb = lru_cache(maxsize=256)(action_to_pb)
+
+
 def observation_to_pb(obs: Observation) -> pb.Observation:
     """A seat's observation as a message (every field of :class:`referee.rules.Observation`)."""
     return pb.Observation(
         seat=obs.seat,
-        rules=rules_to_pb(obs.rules),
+        rules=_rules_pb(obs.rules),
         phase=phase_to_pb(obs.phase),
         to_act=_none(obs.to_act),
         dealer=obs.dealer,
@@ -307,8 +316,8 @@ def observation_to_pb(obs: Observation) -> pb.Observation:
         trick_leader=obs.trick_leader,
         trick=[str(c) for c in obs.trick],
         tricks=[trick_to_pb(t) for t in obs.tricks],
-        points=[point_to_pb(p) for p in obs.points],
-        legal_actions=actions_to_pb(obs.legal),
+        points=[_point_pb(p) for p in obs.points],
+        legal_actions=[_action_pb(a) for a in obs.legal],
     )
 
 

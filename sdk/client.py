@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import queue
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import grpc
 
@@ -191,9 +191,8 @@ class BotClient:
                     self._on_request(resp.decision_request)
                 elif which == "action_rejected":
                     self._on_rejected(resp.action_rejected)
-                elif which == "event":
-                    if self._hooks is not None:
-                        self._hooks.event(event_from_pb(resp.event))
+                elif which == "events":
+                    self._on_events(resp.events.events)
                 elif which == "match_end":
                     assert self.info is not None
                     end = match_end_from_pb(resp.match_end.result, self.info.seat)
@@ -245,7 +244,14 @@ class BotClient:
     def _send(self, seq: int, action: Action) -> None:
         self._out.put(pb.PlayRequest(decision=pb.Decision(seq=seq, action=wire.action_to_pb(action))))
 
+    def _on_events(self, events: Iterable[pb.Event]) -> None:
+        """Public events (batched by the referee), oldest first, to the bot's hooks."""
+        if self._hooks is not None:
+            for ev in events:
+                self._hooks.event(event_from_pb(ev))
+
     def _on_request(self, req: pb.DecisionRequest) -> None:
+        self._on_events(req.events)
         self._request = req
         ctx = self._context(req)
         if not ctx.legal:

@@ -117,6 +117,15 @@ def messages(log_dir: Path, seat: int) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
+def events_in(msg: dict[str, Any]) -> list[dict[str, Any]]:
+    """The public events a received message carries (an EventBatch, or a DecisionRequest's events)."""
+    if "events" in msg:
+        return list(msg["events"].get("events", []))
+    if "decisionRequest" in msg:
+        return list(msg["decisionRequest"].get("events", []))
+    return []
+
+
 def replay_hands(lines: Sequence[str]) -> tuple[dict[tuple[int, int], tuple[frozenset[str], ...]],
                                                   dict[tuple[int, int], set[tuple[int, str]]],
                                                   dict[tuple[int, int], set[str]]]:
@@ -166,8 +175,7 @@ def check_no_leak(log_dir: Path, players: int, record: Sequence[str]) -> int:
     for seat in range(players):
         public: dict[tuple[int, int], set[str]] = {}
         for msg in messages(log_dir, seat):
-            if "event" in msg:
-                ev = msg["event"]
+            for ev in events_in(msg):
                 key = (ev.get("game", 0), ev.get("deal", 0))
                 pub = public.setdefault(key, set())
                 kind = ev.get("kind")
@@ -183,7 +191,7 @@ def check_no_leak(log_dir: Path, players: int, record: Sequence[str]) -> int:
                 for c in ev.get("cards", []):
                     assert c in pub, f"seat {seat}: trick card {c} was never played"
                 checked += 1 + len(ev.get("cards", []))
-            elif "decisionRequest" in msg:
+            if "decisionRequest" in msg:
                 req = msg["decisionRequest"]
                 obs = req["observation"]
                 key = (req.get("game", 0), obs.get("dealNumber", 0))

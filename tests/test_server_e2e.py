@@ -21,6 +21,7 @@ from tests.server_helpers import (
     ROOT,
     RefereeProc,
     check_no_leak,
+    events_in,
     finish,
     launch_bots,
     messages,
@@ -67,7 +68,7 @@ def test_full_match_to_the_end_verifies_and_leaks_nothing(referee: RefereeProc, 
     kinds = [pb.EventKind.Name(e.kind) for e in events]
     assert kinds.count("EVENT_KIND_GAME_ENDED") == games
     for seat in range(players):
-        got = [m["event"]["kind"] for m in messages(tmp_path, seat) if "event" in m]
+        got = [ev["kind"] for m in messages(tmp_path, seat) for ev in events_in(m)]
         assert got == kinds
         ends = [m for m in messages(tmp_path, seat) if "matchEnd" in m]
         assert len(ends) == 1 and ends[0]["matchEnd"]["result"]["status"] == "MATCH_STATUS_COMPLETED"

@@ -73,3 +73,15 @@ def test_threaded_referee_for_synchronous_callers() -> None:
         with pytest.raises(grpc.RpcError) as e:
             admin.CreateMatch(pb.CreateMatchRequest(seat_names=list("abcd")), timeout=5)
         assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_tickets_are_safe_on_any_command_line() -> None:
+    """A ticket never starts with '-' (argparse and getopt would read it as an option), and is
+    letters and digits only, with 192 bits of randomness."""
+    import re
+
+    from referee.server import new_ticket
+
+    tickets = {new_ticket() for _ in range(2000)}
+    assert len(tickets) == 2000
+    assert all(re.fullmatch(r"t[0-9a-f]{48}", t) for t in tickets)

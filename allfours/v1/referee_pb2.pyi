@@ -371,20 +371,26 @@ class PlayRequest(_message.Message):
     def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., decision: _Optional[_Union[Decision, _Mapping]] = ..., ping: _Optional[_Union[Ping, _Mapping]] = ...) -> None: ...
 
 class PlayResponse(_message.Message):
-    __slots__ = ("welcome", "decision_request", "action_rejected", "event", "match_end", "pong")
+    __slots__ = ("welcome", "decision_request", "action_rejected", "match_end", "pong", "events")
     WELCOME_FIELD_NUMBER: _ClassVar[int]
     DECISION_REQUEST_FIELD_NUMBER: _ClassVar[int]
     ACTION_REJECTED_FIELD_NUMBER: _ClassVar[int]
-    EVENT_FIELD_NUMBER: _ClassVar[int]
     MATCH_END_FIELD_NUMBER: _ClassVar[int]
     PONG_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
     welcome: Welcome
     decision_request: DecisionRequest
     action_rejected: ActionRejected
-    event: Event
     match_end: MatchEnd
     pong: Pong
-    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., decision_request: _Optional[_Union[DecisionRequest, _Mapping]] = ..., action_rejected: _Optional[_Union[ActionRejected, _Mapping]] = ..., event: _Optional[_Union[Event, _Mapping]] = ..., match_end: _Optional[_Union[MatchEnd, _Mapping]] = ..., pong: _Optional[_Union[Pong, _Mapping]] = ...) -> None: ...
+    events: EventBatch
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., decision_request: _Optional[_Union[DecisionRequest, _Mapping]] = ..., action_rejected: _Optional[_Union[ActionRejected, _Mapping]] = ..., match_end: _Optional[_Union[MatchEnd, _Mapping]] = ..., pong: _Optional[_Union[Pong, _Mapping]] = ..., events: _Optional[_Union[EventBatch, _Mapping]] = ...) -> None: ...
+
+class EventBatch(_message.Message):
+    __slots__ = ("events",)
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[Event]
+    def __init__(self, events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ...) -> None: ...
 
 class Hello(_message.Message):
     __slots__ = ("ticket", "protocol_version", "bot_name", "bot_version")
@@ -425,20 +431,22 @@ class Welcome(_message.Message):
     def __init__(self, match_id: _Optional[str] = ..., seat: _Optional[int] = ..., side: _Optional[int] = ..., partner_seat: _Optional[int] = ..., players: _Optional[int] = ..., rules: _Optional[_Union[RuleSet, _Mapping]] = ..., time_control: _Optional[_Union[TimeControl, _Mapping]] = ..., seat_names: _Optional[_Iterable[str]] = ..., games: _Optional[int] = ..., resumed: _Optional[bool] = ..., seed_commitment: _Optional[str] = ...) -> None: ...
 
 class DecisionRequest(_message.Message):
-    __slots__ = ("seq", "game", "observation", "legal_actions", "time_left_ms", "time_bank_ms")
+    __slots__ = ("seq", "game", "observation", "legal_actions", "time_left_ms", "time_bank_ms", "events")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     GAME_FIELD_NUMBER: _ClassVar[int]
     OBSERVATION_FIELD_NUMBER: _ClassVar[int]
     LEGAL_ACTIONS_FIELD_NUMBER: _ClassVar[int]
     TIME_LEFT_MS_FIELD_NUMBER: _ClassVar[int]
     TIME_BANK_MS_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
     seq: int
     game: int
     observation: Observation
     legal_actions: _containers.RepeatedCompositeFieldContainer[Action]
     time_left_ms: int
     time_bank_ms: int
-    def __init__(self, seq: _Optional[int] = ..., game: _Optional[int] = ..., observation: _Optional[_Union[Observation, _Mapping]] = ..., legal_actions: _Optional[_Iterable[_Union[Action, _Mapping]]] = ..., time_left_ms: _Optional[int] = ..., time_bank_ms: _Optional[int] = ...) -> None: ...
+    events: _containers.RepeatedCompositeFieldContainer[Event]
+    def __init__(self, seq: _Optional[int] = ..., game: _Optional[int] = ..., observation: _Optional[_Union[Observation, _Mapping]] = ..., legal_actions: _Optional[_Iterable[_Union[Action, _Mapping]]] = ..., time_left_ms: _Optional[int] = ..., time_bank_ms: _Optional[int] = ..., events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ...) -> None: ...
 
 class Decision(_message.Message):
     __slots__ = ("seq", "action")
