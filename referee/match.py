@@ -43,14 +43,12 @@ import structlog
 from allfours.v1 import referee_pb2 as pb
 from referee import wire
 from referee.dealing import commitment, cut_deck, deck_for
+from referee.events import Event, step_events
 from referee.record import RECORD_VERSION, RecordWriter
 from referee.rules import (
     ENGINE_VERSION,
     Action,
-    Call,
-    Pass,
     Phase,
-    Play,
     RuleError,
     RuleSet,
     State,
@@ -64,7 +62,6 @@ from referee.rules import (
     partner_of,
     side_of,
 )
-from referee.rules.actions import Beg, GiveOne, RunPack, Stand
 
 log = structlog.get_logger("referee.match")
 
@@ -246,7 +243,7 @@ class Match:
             resumed=resumed, seed_commitment=self.commitment)))
         self.log.info("seat_joined", seat=seat, resumed=resumed, bot=hello.bot_name, peer=conn.peer)
         if resumed:
-            self._event(pb.EVENT_KIND_SEAT_CONNECTED, seat=seat)
+            self._event("seat_connected", seat=seat)
         p = self.pending
         if p is not None and p.seat == seat:
             self._send_request(p)
@@ -263,7 +260,7 @@ class Match:
         if self.finished:
             return
         self.log.info("seat_disconnected", seat=seat, grace_ms=self.tc.grace_ms)
-        self._event(pb.EVENT_KIND_SEAT_DISCONNECTED, seat=seat)
+        self._event("seat_disconnected", seat=seat)
 
         def expire() -> None:
             s.grace = None
@@ -306,9 +303,14 @@ class Match:
         if conn is not None:
             conn.out.put_nowait(msg)
 
-    def _event(self, kind: int, **kw: Any) -> None:
-        deal_no = kw.pop("deal", self._deal_no)
-        ev = wire.event(kind, self._game, deal_no, **kw)
+    def _event(self, kind: str, **kw: Any) -> None:
+        """Publish a public event of ``kind`` (see referee.events) in the current game and deal."""
+        kw.setdefault("deal", self._deal_no)
+        self._publish(Event(kind, game=self._game, **kw))
+
+    def _publish(self, event: Event) -> None:
+        """Record a public event, queue it for every seat (delivered batched) and send it to watchers."""
+        ev = wire.event_to_pb(event)
         self.events.append(ev)
         for s in self.seats:
             s.outbox.append(ev)
@@ -440,7 +442,7 @@ class Match:
                 dealer, how = cut_for_dealer(cut_deck(self.seed, 1), self.rules.players), "cut"
         self._game, self._deal_no = game, 0
         self.record.write("game", game=game, dealer=dealer, how=how)
-        self._event(pb.EVENT_KIND_GAME_STARTED, dealer=dealer)
+        self._event("game_started", dealer=dealer)
         self._state = new_game(self.rules, dealer)
         self._advance()
 
@@ -494,7 +496,7 @@ class Match:
         self.record.write("game_end", game=self._game, scores=list(state.scores), winner=w,
                           points=[{"deal": p.deal, "side": p.side, "kind": p.kind, "value": p.value}
                                   for p in state.points], forfeited=forfeited, deals=state.deal_number)
-        self._event(pb.EVENT_KIND_GAME_ENDED, scores=list(state.scores), winner=w, forfeited=forfeited)
+        self._event("game_ended", scores=list(state.scores), winner=w, forfeited=forfeited)
         self._flush_events()
 
     def _issue(self, state: State, game: int, deadline: float | None = None) -> Pending:
@@ -588,7 +590,7 @@ class Match:
         s.strikes += 1
         self.pending = None
         self.log.info("timeout", seat=p.seat, seq=p.seq, strikes=s.strikes, bank_left_ms=_ms(s.bank_ms / 1000))
-        self._event(pb.EVENT_KIND_TIMEOUT, seat=p.seat, value=s.strikes)
+        self._event("timeout", seat=p.seat, value=s.strikes)
         if s.bank_ms <= 0:
             raise Forfeit(p.seat, pb.TERMINATION_TIMEOUT, f"seat {p.seat} used up its time bank "
                                                           f"({self.tc.bank_ms} ms)")
@@ -604,45 +606,9 @@ class Match:
     # ------------------------------------------------------------------ events from state changes
 
     def _emit_diff(self, before: State, after: State, action: Action | None, seat: int | None) -> None:
-        """Public events for the step ``before`` -> ``after`` (by ``action`` of ``seat``, or a deal)."""
-        ev = self._event
-        if action is not None:
-            if isinstance(action, Play):
-                kind = pb.EVENT_KIND_CARD_PLAYED if seat == before.to_act else pb.EVENT_KIND_CARD_EXPOSED
-                if kind == pb.EVENT_KIND_CARD_EXPOSED and after is before:
-                    return  # already exposed: nothing changed
-                ev(kind, seat=seat, card=action.card)
-            elif isinstance(action, Call):
-                ev(pb.EVENT_KIND_CALLED, seat=seat, card=action.card, target_seat=before.call_for)
-            else:
-                kinds = {Stand: pb.EVENT_KIND_STOOD, Beg: pb.EVENT_KIND_BEGGED, GiveOne: pb.EVENT_KIND_GAVE_ONE,
-                         RunPack: pb.EVENT_KIND_RAN_PACK, Pass: pb.EVENT_KIND_PASSED}
-                ev(kinds[type(action)], seat=seat)
-        new_deal = after.deal_number != before.deal_number
-        if new_deal:
-            ev(pb.EVENT_KIND_DEAL_STARTED, dealer=after.dealer)
-        rec_after = after.current_deal
-        rec_before = None if new_deal else before.current_deal
-        points = list(after.points[len(before.points):])
-        scores = list(before.scores)
-
-        def score(p: Any) -> None:
-            scores[p.side] += p.value
-            ev(pb.EVENT_KIND_POINTS_SCORED, side=p.side, value=p.value, points_kind=p.kind, scores=scores)
-
-        if rec_after is not None:
-            for card in rec_after.kicks[len(rec_before.kicks) if rec_before else 0:]:
-                ev(pb.EVENT_KIND_KICK, card=card, dealer=rec_after.dealer)
-                if points and points[0].kind == "kick":
-                    score(points.pop(0))
-            for t in rec_after.tricks[len(rec_before.tricks) if rec_before else 0:]:
-                ev(pb.EVENT_KIND_TRICK_WON, seat=t.winner, cards=t.cards)
-        for p in points:
-            score(p)
-        ended = (after.phase is Phase.DEAL and not new_deal) or (
-            after.phase is Phase.OVER and before.phase is not Phase.OVER)
-        if ended and rec_after is not None:
-            ev(pb.EVENT_KIND_DEAL_ENDED, scores=list(after.scores), ran_dry=bool(rec_after and rec_after.ran_dry))
+        """Publish the public events of the step ``before`` -> ``after`` (referee.events.step_events)."""
+        for event in step_events(self._game, before, after, action, seat):
+            self._publish(event)
 
     # ------------------------------------------------------------------ the end
 

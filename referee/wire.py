@@ -12,11 +12,12 @@ value when a message from the network is malformed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 from allfours.v1 import referee_pb2 as pb
+from referee.events import EVENT_KINDS, Event
 from referee.rules import (
     BEG,
     GIVE_ONE,
@@ -359,13 +360,28 @@ def observation_from_pb(msg: pb.Observation) -> Observation:
     )
 
 
-def event(kind: int, game: int, deal: int, *, seat: int | None = None, card: Card | None = None,
-          side: int | None = None, value: int = 0, points_kind: str = "",
-          scores: Sequence[int] = (), winner: int | None = None, dealer: int | None = None,
-          cards: Sequence[Card] = (), ran_dry: bool = False, forfeited: bool = False,
-          target_seat: int | None = None) -> pb.Event:
-    """Build a public :class:`allfours.v1.Event` with ``-1`` for every seat/side not given."""
-    return pb.Event(kind=kind, game=game, deal=deal, seat=_none(seat), card=str(card) if card else "",
-                    side=_none(side), value=value, points_kind=points_kind, scores=list(scores),
-                    winner=_none(winner), dealer=_none(dealer), cards=[str(c) for c in cards],
-                    ran_dry=ran_dry, forfeited=forfeited, target_seat=_none(target_seat))
+def event_to_pb(ev: Event) -> pb.Event:
+    """A public :class:`referee.events.Event` as ``allfours.v1.Event`` (``-1`` for every seat/side not set)."""
+    return pb.Event(kind=pb.EventKind.Value("EVENT_KIND_" + ev.kind.upper()), game=ev.game, deal=ev.deal,
+                    seat=_none(ev.seat), card=str(ev.card) if ev.card else "", side=_none(ev.side), value=ev.value,
+                    points_kind=ev.points_kind, scores=list(ev.scores), winner=_none(ev.winner),
+                    dealer=_none(ev.dealer), cards=[str(c) for c in ev.cards], ran_dry=ev.ran_dry,
+                    forfeited=ev.forfeited, target_seat=_none(ev.target_seat))
+
+
+def event_from_pb(msg: pb.Event) -> Event:
+    """An ``allfours.v1.Event`` as a :class:`referee.events.Event` (cards parsed, ``-1`` as ``None``).
+
+    :raises WireError: on an unknown kind or a bad card.
+    """
+    try:
+        kind = pb.EventKind.Name(msg.kind).removeprefix("EVENT_KIND_").lower()
+    except ValueError:
+        raise WireError(f"event.kind: unknown event kind {msg.kind}") from None
+    if kind not in EVENT_KINDS:
+        raise WireError(f"event.kind: not an event kind: {kind}")
+    return Event(kind=kind, game=msg.game, deal=msg.deal, seat=_opt(msg.seat),
+                 card=card_from_pb(msg.card, "event.card") if msg.card else None, side=_opt(msg.side),
+                 value=msg.value, points_kind=msg.points_kind, scores=tuple(msg.scores), winner=_opt(msg.winner),
+                 dealer=_opt(msg.dealer), cards=cards_from_pb(msg.cards, "event.cards"), ran_dry=msg.ran_dry,
+                 forfeited=msg.forfeited, target_seat=_opt(msg.target_seat))

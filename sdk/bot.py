@@ -25,14 +25,11 @@ import random
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+# Re-exported: the SDK's event type is the referee's (one definition, referee/events.py).
+from referee.events import EVENT_KINDS as EVENT_KINDS
+from referee.events import Event as Event
 from referee.rules import (
-    BEG,
-    GIVE_ONE,
-    PASS,
-    RUN_PACK,
-    STAND,
     Action,
-    Call,
     Card,
     Observation,
     Phase,
@@ -75,60 +72,6 @@ class MatchInfo:
     def side(self) -> int:
         """This bot's side (team), 0 or 1."""
         return self.seat % 2
-
-
-#: Event kinds (``allfours.v1.EventKind`` names, lower case, without the prefix).
-EVENT_KINDS = (
-    "game_started", "deal_started", "kick", "stood", "begged", "gave_one", "ran_pack", "card_played",
-    "card_exposed", "called", "passed", "trick_won", "points_scored", "deal_ended", "game_ended",
-    "timeout", "seat_disconnected", "seat_connected",
-)
-
-_ACTION_OF_KIND: dict[str, Action] = {"stood": STAND, "begged": BEG, "gave_one": GIVE_ONE, "ran_pack": RUN_PACK,
-                                      "passed": PASS}
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """A public table event, given to :meth:`Bot.on_event`: the protocol's ``allfours.v1.Event`` with
-    engine types (cards as :class:`Card`, "none" as ``None``). Local mode sends the same events.
-
-    - ``kind``: one of :data:`EVENT_KINDS`, e.g. ``"card_played"`` (``seat`` played ``card``),
-      ``"trick_won"`` (``seat`` won ``cards``), ``"points_scored"`` (``side`` scored ``value`` for
-      ``points_kind``; ``scores`` are the new totals), ``"kick"`` (``card`` turned up),
-      ``"deal_ended"`` (``ran_dry``), ``"game_ended"`` (``winner`` side, ``forfeited``),
-      ``"called"`` (``seat`` called ``card`` of ``target_seat``), ``"timeout"`` (``value`` strikes).
-    - ``game`` and ``deal``: 1-based numbers (``deal`` is 0 before the game's first deal).
-    - ``dealer``: for ``game_started``, ``deal_started`` and ``kick``.
-
-    Everything an event says is also in the next :class:`Context`'s observation; bots that keep no
-    memory of their own can ignore events.
-    """
-
-    kind: str
-    game: int
-    deal: int = 0
-    seat: int | None = None
-    card: Card | None = None
-    side: int | None = None
-    value: int = 0
-    points_kind: str = ""
-    scores: tuple[int, ...] = ()
-    winner: int | None = None
-    dealer: int | None = None
-    cards: tuple[Card, ...] = ()
-    ran_dry: bool = False
-    forfeited: bool = False
-    target_seat: int | None = None
-
-    @property
-    def action(self) -> Action | None:
-        """The action this event reports (a stand, beg, give, run, card play, call or pass), if any."""
-        if self.kind in ("card_played", "card_exposed") and self.card is not None:
-            return Play(self.card)
-        if self.kind == "called" and self.card is not None:
-            return Call(self.card)
-        return _ACTION_OF_KIND.get(self.kind)
 
 
 @dataclass(frozen=True, slots=True)

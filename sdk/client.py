@@ -34,7 +34,6 @@ from referee import wire
 from referee.rules import Action
 from sdk.bot import (
     Context,
-    Event,
     GameEnd,
     HookDispatcher,
     IllegalChoice,
@@ -65,30 +64,6 @@ def _opt(x: int) -> int | None:
 
 def _name(enum: object, value: int, prefix: str) -> str:
     return str(enum.Name(value)).removeprefix(prefix).lower()  # type: ignore[attr-defined]
-
-
-def event_from_pb(msg: pb.Event) -> Event:
-    """An ``allfours.v1.Event`` as an SDK :class:`~sdk.bot.Event` (cards parsed, ``-1`` as ``None``).
-
-    :raises referee.wire.WireError: on a bad card.
-    """
-    return Event(
-        kind=_name(pb.EventKind, msg.kind, "EVENT_KIND_"),
-        game=msg.game,
-        deal=msg.deal,
-        seat=_opt(msg.seat),
-        card=wire.card_from_pb(msg.card, "event.card") if msg.card else None,
-        side=_opt(msg.side),
-        value=msg.value,
-        points_kind=msg.points_kind,
-        scores=tuple(msg.scores),
-        winner=_opt(msg.winner),
-        dealer=_opt(msg.dealer),
-        cards=wire.cards_from_pb(msg.cards, "event.cards"),
-        ran_dry=msg.ran_dry,
-        forfeited=msg.forfeited,
-        target_seat=_opt(msg.target_seat),
-    )
 
 
 def match_end_from_pb(result: pb.MatchResult, seat: int) -> MatchEnd:
@@ -248,7 +223,7 @@ class BotClient:
         """Public events (batched by the referee), oldest first, to the bot's hooks."""
         if self._hooks is not None:
             for ev in events:
-                self._hooks.event(event_from_pb(ev))
+                self._hooks.event(wire.event_from_pb(ev))
 
     def _on_request(self, req: pb.DecisionRequest) -> None:
         self._on_events(req.events)
@@ -292,4 +267,4 @@ def run_bot(bot: object, referee: str, ticket: str, name: str | None = None, ver
     return BotClient(bot, referee, ticket, name=name, version=version, connect_timeout_s=connect_timeout_s).run()
 
 
-__all__ = ["BotClient", "ClientError", "event_from_pb", "match_end_from_pb", "run_bot"]
+__all__ = ["BotClient", "ClientError", "match_end_from_pb", "run_bot"]

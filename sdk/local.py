@@ -30,19 +30,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from referee.dealing import check_seed, commitment, cut_deck, deck_for, fresh_seed
+from referee.events import step_events
 from referee.rules import (
-    Action,
-    Beg,
-    Call,
-    GiveOne,
-    Pass,
     Phase,
-    Play,
-    PointEvent,
     RuleSet,
-    RunPack,
-    Stand,
-    State,
     apply,
     cut_for_dealer,
     deal,
@@ -203,55 +194,6 @@ class _Table:
         self.emit([Event("game_ended", game=game, deal=state.deal_number, scores=state.scores,
                          winner=state.winner)])
         return state.dealer
-
-
-_ACTION_EVENT = {Stand: "stood", Beg: "begged", GiveOne: "gave_one", RunPack: "ran_pack", Pass: "passed"}
-
-
-def step_events(game: int, before: State, after: State, action: Action | None, seat: int | None) -> list[Event]:
-    """The public events of one step ``before`` -> ``after`` (``action`` by ``seat``, or a deal when
-    ``action`` is ``None``), in the order the referee sends them (docs/protocol.md): the action; a new
-    deal; each new kick followed by its points; each completed trick; the other points, with running
-    totals; the end of the deal.
-    """
-    n = after.deal_number
-    out: list[Event] = []
-    if action is not None:
-        if isinstance(action, Play):
-            kind = "card_played" if seat == before.to_act else "card_exposed"
-            out.append(Event(kind, game=game, deal=n, seat=seat, card=action.card))
-        elif isinstance(action, Call):
-            out.append(Event("called", game=game, deal=n, seat=seat, card=action.card,
-                             target_seat=before.call_for))
-        else:
-            out.append(Event(_ACTION_EVENT[type(action)], game=game, deal=n, seat=seat))
-    new_deal = after.deal_number != before.deal_number
-    if new_deal:
-        out.append(Event("deal_started", game=game, deal=n, dealer=after.dealer))
-    rec = after.current_deal
-    old = None if new_deal else before.current_deal
-    points = list(after.points[len(before.points):])
-    scores = list(before.scores)
-
-    def score(p: PointEvent) -> None:
-        scores[p.side] += p.value
-        out.append(Event("points_scored", game=game, deal=n, side=p.side, value=p.value, points_kind=p.kind,
-                         scores=tuple(scores)))
-
-    if rec is not None:
-        for card in rec.kicks[len(old.kicks) if old else 0:]:
-            out.append(Event("kick", game=game, deal=n, card=card, dealer=rec.dealer))
-            if points and points[0].kind == "kick":
-                score(points.pop(0))
-        for t in rec.tricks[len(old.tricks) if old else 0:]:
-            out.append(Event("trick_won", game=game, deal=n, seat=t.winner, cards=t.cards))
-    for p in points:
-        score(p)
-    ended = (after.phase is Phase.DEAL and not new_deal) or (
-        after.phase is Phase.OVER and before.phase is not Phase.OVER)
-    if ended and rec is not None:
-        out.append(Event("deal_ended", game=game, deal=n, scores=after.scores, ran_dry=rec.ran_dry))
-    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

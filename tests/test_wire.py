@@ -120,3 +120,33 @@ def test_observation_round_trip_through_random_games(players: int) -> None:
                 state = apply(state, Play(state.hands[other][0]), other)
             state = apply(state, rng.choice(legal_actions(state)))
     assert checked > 100
+
+
+def test_every_event_of_random_games_survives_the_wire() -> None:
+    """referee.events -> allfours.v1.Event -> referee.events is the identity, for every event kind
+    that random play produces (step events from referee.events.step_events)."""
+    import random as _random
+
+    from referee.dealing import deck_for
+    from referee.events import EVENT_KINDS, Event, step_events
+    from referee.rules import Phase, RuleSet, apply, deal, legal_actions, new_game
+
+    seen: set[str] = set()
+    for players in (2, 4):
+        rng = _random.Random(players)
+        state = new_game(RuleSet(players=players), 0)
+        while state.phase is not Phase.OVER:
+            if state.phase is Phase.DEAL:
+                new, action, seat = deal(state, deck_for(bytes(32), 1, state.deal_number + 1)), None, None
+            else:
+                legal = legal_actions(state)
+                action, seat = legal[rng.randrange(len(legal))], state.to_act
+                new = apply(state, action, seat)
+            for ev in step_events(1, state, new, action, seat):
+                assert wire.event_from_pb(wire.event_to_pb(ev)) == ev
+                seen.add(ev.kind)
+            state = new
+    assert {"deal_started", "kick", "card_played", "trick_won", "points_scored", "deal_ended"} <= seen
+    assert seen <= set(EVENT_KINDS)
+    extra = Event("game_ended", game=2, deal=5, scores=(14, 9), winner=0, forfeited=True)
+    assert wire.event_from_pb(wire.event_to_pb(extra)) == extra
