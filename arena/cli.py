@@ -1,27 +1,33 @@
-"""The ``arena`` command: ``arena run CONFIG [--referee HOST:PORT --admin-token T] [--output DIR]``.
+"""The ``arena`` command: ``arena run CONFIG [--referee HOST:PORT ...] [--admin-token T] [--output DIR]``.
 
 Runs (or resumes) the tournament of a TOML config (docs/tournament-config.md), then rates every
-stored game and publishes the results (docs/arena.md). Exit status: 0 when every scheduled game is
-played and published; 1 on a runtime failure (the games stored so far are kept: run the same command
-again to resume); 2 on a bad config or arguments; 130 when interrupted.
+stored game and publishes the results (docs/arena.md). Games are played on an embedded referee, or
+spread over the external referees given with ``--referee`` (repeatable) or ``tournament.referees``.
+Exit status: 0 when every scheduled game is played and published; 1 on a runtime failure (e.g. no
+referee reachable; the games stored so far are kept: run the same command again to resume); 2 on a
+bad config or arguments (including an admin token a referee refuses); 130 when interrupted. Errors
+are one line on stderr, without a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from arena import publish
-from arena.config import ConfigError, TournamentConfig, load_config
+from arena.config import ENV_ADMIN_TOKEN, ConfigError, TournamentConfig, load_config, parse_address
 from arena.ratings import DEFAULT_BOOTSTRAP, games_from_mapping, rate
-from arena.runner import GameRunner, SimulatedRunner, Tournament, open_tournament, run_games
+from arena.runner import DB_NAME, GameRunner, SimulatedRunner, Tournament, open_tournament, run_games
+from arena.schedule import ScheduledGame
 from arena.store import GameResult, StoreMismatch
 
 
@@ -30,8 +36,19 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run or resume the tournament of CONFIG, then rate and publish")
     run.add_argument("config", help="tournament config (TOML)")
-    run.add_argument("--referee", metavar="HOST:PORT", help="use this referee instead of an embedded one")
-    run.add_argument("--admin-token", metavar="T", help="admin token of --referee")
+    run.add_argument(
+        "--referee",
+        metavar="HOST:PORT",
+        action="append",
+        help="play on this external referee instead of an embedded one; repeat to spread games over "
+        "several (overrides tournament.referees)",
+    )
+    run.add_argument(
+        "--admin-token",
+        metavar="T",
+        help="admin token of the external referees (default: the environment variable named by "
+        f"tournament.admin_token_env, {ENV_ADMIN_TOKEN} unless set)",
+    )
     run.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
     run.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples for intervals")
     run.add_argument("--verbose", action="store_true", help="show the embedded referee's log")
@@ -83,13 +100,46 @@ def publish_tournament(t: Tournament, output: Path, bootstrap: int, console: Con
     return ratings
 
 
-def make_runner(config: TournamentConfig, args: argparse.Namespace, output: Path) -> tuple[GameRunner, Any]:
-    """The game runner for ``args`` and a closer to call at the end (stops an embedded referee)."""
+class UsageError(ValueError):
+    """Bad command-line arguments or config values found outside the config parser (exit status 2)."""
+
+
+def referee_addresses(config: TournamentConfig, args: argparse.Namespace) -> tuple[list[str], str | None]:
+    """The external referees (``--referee`` over ``tournament.referees``; empty: embedded) and their
+    admin token (``--admin-token`` over the environment variable ``tournament.admin_token_env``).
+
+    :raises UsageError: for a malformed address, or external referees without a token.
+    """
+    addresses = []
+    for a in args.referee or config.referees:
+        try:
+            addresses.append(parse_address(a))
+        except ValueError as e:
+            raise UsageError(f"--referee {a!r}: {e}") from None
+    if not addresses:
+        return [], None
+    token = args.admin_token or os.environ.get(config.admin_token_env)
+    if not token:
+        raise UsageError(
+            f"external referees need their admin token: pass --admin-token or set ${config.admin_token_env}"
+        )
+    return list(dict.fromkeys(addresses)), token
+
+
+def make_runner(
+    config: TournamentConfig, args: argparse.Namespace, output: Path, console: Console
+) -> tuple[GameRunner, Any]:
+    """The game runner for ``args`` and a closer to call at the end (stops an embedded referee).
+
+    :raises arena.match_runner.RefereeError: if a referee is unreachable or refuses the admin token.
+    :raises UsageError: for bad referee arguments.
+    """
     if args.simulate is not None:
         return SimulatedRunner(delay_s=args.simulate, target=config.rules.target), lambda: None
-    from arena.match_runner import GrpcGameRunner, connect_referee
+    from arena.match_runner import GrpcGameRunner, connect_referees
 
-    if args.referee is None and not args.verbose:
+    addresses, token = referee_addresses(config, args)
+    if not addresses and not args.verbose:
         import logging
 
         import structlog
@@ -97,70 +147,133 @@ def make_runner(config: TournamentConfig, args: argparse.Namespace, output: Path
         # the embedded referee logs every match event; keep the terminal for the progress bar
         structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
 
-    conn = connect_referee(args.referee, args.admin_token)
-    return GrpcGameRunner(config, conn, output), conn.close
+    pool = connect_referees(addresses, token)
+
+    def on_event(message: str) -> None:
+        console.print(f"[yellow]referee failure:[/yellow] {escape(message)}", soft_wrap=True, highlight=False)
+
+    if addresses:
+        console.print(f"referees: {', '.join(addresses)}", highlight=False)
+    return GrpcGameRunner(config, pool, output, on_event=on_event), pool.close
 
 
-def run_command(args: argparse.Namespace, console: Console) -> int:
+def run_command(args: argparse.Namespace, console: Console, err: Console | None = None) -> int:
     """``arena run``: see the module docstring for the exit status."""
+    from arena.match_runner import RefereeError
+
+    err = err or console
+
+    def error(message: str, label: str = "error") -> None:
+        err.print(f"[red]{label}:[/red] {escape(message)}", soft_wrap=True, highlight=False)
+
     try:
         config = load_config(args.config)
     except ConfigError as e:
-        console.print(f"[red]config error:[/red] {e}", markup=True, highlight=False)
-        return 2
-    if args.referee and not args.admin_token:
-        console.print("[red]error:[/red] --referee needs --admin-token")
+        error(str(e), "config error")
         return 2
     output = Path(args.output).resolve() if args.output else config.output
+    runner: GameRunner | None = None
+    close: Any = lambda: None  # noqa: E731
     try:
-        t = open_tournament(config, output)
-    except StoreMismatch as e:
-        console.print(f"[red]error:[/red] {e}")
+        if args.simulate is None and not (output / DB_NAME).exists():
+            # a new tournament: reach the referees before writing anything
+            runner, close = make_runner(config, args, output, console)
+        try:
+            t = open_tournament(config, output)
+        except StoreMismatch as e:
+            error(str(e))
+            return 2
+        try:
+            pending = t.store.pending(t.schedule)
+            console.print(
+                f"tournament {config.name}: {len(t.schedule)} games scheduled, "
+                f"{len(t.schedule) - len(pending)} already played; master seed commitment {t.commitment}",
+                soft_wrap=True,
+            )
+            if pending:
+                if runner is None:
+                    runner, close = make_runner(config, args, output, console)
+                code = _play(args, console, error, config, t, pending, runner)
+                if code:
+                    return code
+            publish_tournament(t, output, args.bootstrap, console)
+            return 0
+        finally:
+            t.store.close()
+    except UsageError as e:
+        error(str(e))
         return 2
-    try:
-        pending = t.store.pending(t.schedule)
-        console.print(
-            f"tournament {config.name}: {len(t.schedule)} games scheduled, "
-            f"{len(t.schedule) - len(pending)} already played; master seed commitment {t.commitment}"
-        )
-        if pending:
-            runner, close = make_runner(config, args, output)
-            stop = threading.Event()
-            try:
-                with publish.progress_bar(
-                    len(t.schedule), len(t.schedule) - len(pending), console, enabled=not args.no_progress
-                ) as advance:
-
-                    def on_result(result: GameResult, written: bool) -> None:
-                        advance(1)
-                        failed = [r for r in result.reasons if "fail" in r or "timed out" in r or "crash" in r]
-                        if failed and args.no_progress:
-                            console.print(f"{result.game_id}: {'; '.join(result.reasons)}", highlight=False)
-
-                    run_games(pending, runner, t.store, config.concurrency, on_result, stop)
-            except KeyboardInterrupt:
-                stop.set()
-                console.print("[yellow]interrupted[/yellow]: stored games are kept; run the same command to resume")
-                return 130
-            except Exception as e:
-                console.print(
-                    f"[red]error:[/red] {type(e).__name__}: {e}\nstored games are kept; run the same command to resume"
-                )
-                return 1
-            finally:
-                close()
-        publish_tournament(t, output, args.bootstrap, console)
-        return 0
+    except RefereeError as e:
+        error(str(e))
+        if e.exit_status == 1 and (output / DB_NAME).exists():
+            error("stored games are kept; run the same command to resume", "note")
+        return e.exit_status
     finally:
-        t.store.close()
+        close()
+
+
+def _play(
+    args: argparse.Namespace,
+    console: Console,
+    error: Callable[[str], None],
+    config: TournamentConfig,
+    t: Tournament,
+    pending: Sequence[ScheduledGame],
+    runner: GameRunner,
+) -> int:
+    """Play the ``pending`` games with a progress bar; returns 0, or the exit status of a failure."""
+    from arena.match_runner import RefereeError
+
+    stop = threading.Event()
+    try:
+        with publish.progress_bar(
+            len(t.schedule), len(t.schedule) - len(pending), console, enabled=not args.no_progress
+        ) as advance:
+
+            def on_result(result: GameResult, written: bool) -> None:
+                advance(1)
+                failed = [r for r in result.reasons if not r.startswith("side ") or "forfeit" in r]
+                if failed and args.no_progress:
+                    console.print(
+                        f"{result.game_id}: {escape('; '.join(result.reasons))}", highlight=False, soft_wrap=True
+                    )
+
+            run_games(pending, runner, t.store, config.concurrency, on_result, stop)
+    except KeyboardInterrupt:
+        stop.set()
+        console.print("[yellow]interrupted[/yellow]: stored games are kept; run the same command to resume")
+        return 130
+    except RefereeError as e:
+        error(str(e))
+        if e.exit_status == 1:
+            error("stored games are kept; run the same command to resume (the failed games are played again)", "note")
+        return e.exit_status
+    except Exception as e:
+        error(f"{type(e).__name__}: {e}; stored games are kept; run the same command to resume")
+        return 1
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``arena`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
     console = Console(stderr=False)
-    if args.command == "run":
-        return run_command(args, console)
+    err = Console(stderr=True)
+    try:
+        if args.command == "run":
+            return run_command(args, console, err)
+    except KeyboardInterrupt:
+        err.print("interrupted: stored games are kept; run the same command to resume", highlight=False)
+        return 130
+    except Exception as e:
+        if args.verbose:
+            raise
+        err.print(
+            f"[red]error:[/red] {escape(f'{type(e).__name__}: {e}')} (--verbose shows the traceback)",
+            soft_wrap=True,
+            highlight=False,
+        )
+        return 1
     return 2  # pragma: no cover - argparse rejects other commands
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -23,15 +24,20 @@ from referee.wire import TimeControl
 ENV_TICKET = "ALLFOURS_TICKET"
 #: Environment variable holding the referee's ``host:port``, set for every bot process.
 ENV_REFEREE = "ALLFOURS_REFEREE"
+#: Default of ``tournament.admin_token_env``: where the external referees' admin token is read from
+#: (the same variable ``referee serve`` reads its token from).
+ENV_ADMIN_TOKEN = "ALLFOURS_ADMIN_TOKEN"
 
 
 class ConfigError(ValueError):
-    """A bad tournament config. ``str(e)`` is ``"<file>: <key>: <problem> (got <value>)"``."""
+    """A bad tournament config. ``str(e)`` is ``"<file>: <key>: <problem> (got <value>)"``, or
+    ``"<file>: <problem>"`` when the file cannot be read or is not TOML (key ``"-"``)."""
 
     def __init__(self, path: str, key: str, problem: str, value: Any = None, *, show_value: bool = True):
         self.path, self.key, self.problem, self.value = path, key, problem, value
         suffix = f" (got {value!r})" if show_value else ""
-        super().__init__(f"{path}: {key}: {problem}{suffix}")
+        where = f"{key}: " if key != "-" else ""  # "-": the whole file (unreadable, not TOML)
+        super().__init__(f"{path}: {where}{problem}{suffix}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +64,8 @@ class TournamentConfig:
     bytes or ``None`` (then the arena draws one and keeps it in the output's store); ``output`` is an
     absolute folder; ``time_control`` holds only the options the config sets (the referee's defaults,
     :class:`referee.wire.TimeControl`, apply to the others); ``source`` is the config file's path.
+    ``referees`` lists external referees (``host:port``; empty: the arena starts an embedded one) and
+    ``admin_token_env`` names the environment variable holding their admin token.
     """
 
     @property
@@ -75,13 +83,16 @@ class TournamentConfig:
     time_control: Mapping[str, int]
     bots: tuple[BotSpec, ...]
     source: str = "<config>"
+    referees: tuple[str, ...] = ()
+    admin_token_env: str = ENV_ADMIN_TOKEN
 
     def fingerprint(self) -> str:
         """SHA-256 (hex) of everything that decides which games are played and how.
 
-        Excludes ``concurrency``, ``output``, ``source`` and the bots' ``command``/``cwd``/``env`` (how
-        a bot is started may change between runs of one tournament; what it *is* — name and version —
-        may not). Includes the master seed only when the config gives one.
+        Excludes ``concurrency``, ``output``, ``source``, ``referees``, ``admin_token_env`` and the bots'
+        ``command``/``cwd``/``env`` (where games are refereed and how a bot is started may change
+        between runs of one tournament; what a bot *is* — name and version — may not). Includes the
+        master seed only when the config gives one.
         """
         data = {
             "name": self.name,
@@ -104,6 +115,8 @@ _TOURNAMENT_KEYS = {
     "output",
     "rules",
     "time_control",
+    "referees",
+    "admin_token_env",
 }
 _TC_KEYS = {f.name for f in fields(TimeControl)}
 _BOT_KEYS = {"name", "version", "command", "cwd", "env", "image"}
@@ -122,6 +135,17 @@ def _str(path: str, key: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(path, key, "must be a non-empty string", value)
     return value
+
+
+def parse_address(value: str) -> str:
+    """Check a referee address ``host:port`` (port 1..65535; an IPv6 host in brackets) and return it.
+
+    :raises ValueError: with the problem.
+    """
+    host, sep, port = value.strip().rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536 or any(c.isspace() for c in value):
+        raise ValueError("must be host:port with a port between 1 and 65535")
+    return value.strip()
 
 
 def _unknown(path: str, where: str, data: Mapping[str, Any], known: set[str]) -> None:
@@ -169,6 +193,22 @@ def parse_config(data: Mapping[str, Any], path: str = "<config>", base: Path | N
     concurrency = _int(path, "tournament.concurrency", t.get("concurrency", 1), 1, 256)
     out_raw = _str(path, "tournament.output", t.get("output", f"arena-out/{name}"))
     output = (base / out_raw).resolve()
+
+    refs_raw = t.get("referees", [])
+    if not isinstance(refs_raw, list) or not all(isinstance(r, str) for r in refs_raw):
+        raise ConfigError(path, "tournament.referees", 'must be a list of "host:port" strings', refs_raw)
+    referees: list[str] = []
+    for k, r in enumerate(refs_raw):
+        try:
+            addr = parse_address(r)
+        except ValueError as e:
+            raise ConfigError(path, f"tournament.referees[{k}]", str(e), r) from None
+        if addr in referees:
+            raise ConfigError(path, f"tournament.referees[{k}]", "listed twice", r)
+        referees.append(addr)
+    token_env = _str(path, "tournament.admin_token_env", t.get("admin_token_env", ENV_ADMIN_TOKEN))
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", token_env):
+        raise ConfigError(path, "tournament.admin_token_env", "must be an environment variable name", token_env)
 
     rules_raw = t.get("rules", {})
     if not isinstance(rules_raw, dict):
@@ -232,7 +272,9 @@ def parse_config(data: Mapping[str, Any], path: str = "<config>", base: Path | N
             raise ConfigError(path, f"{where}.env", "must be a table of string values", env)
         bots.append(BotSpec(bname, str(version), tuple(cmd), cwd, dict(env)))
 
-    return TournamentConfig(name, players, gpp, seed, concurrency, output, rules, tc, tuple(bots), path)
+    return TournamentConfig(
+        name, players, gpp, seed, concurrency, output, rules, tc, tuple(bots), path, tuple(referees), token_env
+    )
 
 
 def load_config(path: str | Path) -> TournamentConfig:

@@ -1,6 +1,9 @@
 """The real game runner: one referee match per scheduled game, one bot process per seat.
 
-For each game :meth:`GrpcGameRunner.play`:
+The referees form a :class:`RefereePool`: one embedded referee (started in this process), or the
+external referees given with ``--referee`` / ``tournament.referees``, each checked with one
+authenticated admin call at start-up (:func:`connect_referees`). Each game goes to the live referee
+with the fewest games in flight. For each game :meth:`GrpcGameRunner.play`:
 
 1. ``AdminService.CreateMatch`` with the tournament's rules and time control, the seat names from
    the schedule, one game, the scheduled seed and first dealer → match id, seed commitment, tickets;
@@ -15,7 +18,14 @@ For each game :meth:`GrpcGameRunner.play`:
 Bot failures are results: a bot that cannot start, crashes, hangs or breaks the protocol forfeits
 through the referee (no-show, disconnect, timeout, protocol error) and loses the game; the reasons
 (the referee's termination per seat, plus the arena's note on a process that could not start or
-exited with a non-zero status) are stored with the result. Only a referee failure raises.
+exited with a non-zero status) are stored with the result.
+
+Referee failures are not results: a referee that cannot be reached, goes away mid-game, aborts the
+match (shutting down) or cannot hand over the record raises :class:`RefereeFailure` inside
+:meth:`GrpcGameRunner.play`; that attempt is discarded, the referee is retired for the rest of the
+run unless it still answers its health check, and the game is played again from its seed (the same
+deal) on another referee. When no referee is left, :class:`RefereeError` stops the run; the game
+stays pending and is played on the next run.
 """
 
 from __future__ import annotations
@@ -28,12 +38,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
@@ -44,6 +55,45 @@ from referee import wire
 
 #: Seconds a bot process gets to exit after the match before SIGTERM, and after SIGTERM before SIGKILL.
 EXIT_WAIT_S = 2.0
+#: Seconds to keep trying to reach a referee at start-up before giving up.
+CONNECT_TIMEOUT_S = 3.0
+#: Seconds a referee that failed a game has to answer its health check with SERVING (else it is retired).
+PROBE_TIMEOUT_S = 2.0
+
+
+class RefereeError(RuntimeError):
+    """A referee cannot be used at all; the run stops (the games stored so far are kept).
+
+    ``str(e)`` is one line naming the referee and the gRPC status, e.g. ``referee 127.0.0.1:50051
+    refused the admin token: UNAUTHENTICATED: …``. ``exit_status`` is 2 when the referee refused the
+    arena's request (wrong admin token, a config it rejects: fix the arguments) and 1 otherwise
+    (unreachable, or every referee failed: rerun later to resume).
+    """
+
+    def __init__(self, message: str, exit_status: int = 1):
+        super().__init__(message)
+        self.exit_status = exit_status
+
+
+class RefereeFailure(RuntimeError):
+    """One game could not be played to a result on one referee: an infrastructure failure, not the bots'.
+
+    The referee became unreachable, went away mid-game, aborted the match (its shutdown) or could not
+    hand over the match record. Such a game is never stored as a result; it is played again from its
+    scheduled seed (same deal) on another referee, or on the next run.
+    """
+
+    def __init__(self, address: str, message: str):
+        super().__init__(f"referee {address}: {message}")
+        self.address = address
+
+
+def _status(e: grpc.RpcError) -> str:
+    """``CODE: details`` of a gRPC error, on one line."""
+    code = e.code() if hasattr(e, "code") else None
+    details = e.details() if hasattr(e, "details") else str(e)
+    name = code.name if code is not None else "UNKNOWN"
+    return " ".join(f"{name}: {details or ''}".split())
 
 
 @dataclass
@@ -63,6 +113,17 @@ class RefereeConnection:
         """Call metadata carrying the admin token."""
         return [("authorization", f"Bearer {self.token}")]
 
+    def healthy(self, timeout: float = PROBE_TIMEOUT_S) -> bool:
+        """True if the referee answers the gRPC health check with SERVING within ``timeout`` seconds
+        (a referee that is shutting down answers NOT_SERVING)."""
+        try:
+            reply = health_pb2_grpc.HealthStub(self.channel).Check(
+                health_pb2.HealthCheckRequest(service=""), timeout=timeout
+            )
+        except grpc.RpcError:
+            return False
+        return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
     def close(self) -> None:
         """Close the channel and stop the embedded referee, if any (idempotent)."""
         if self._closed:
@@ -73,14 +134,48 @@ class RefereeConnection:
             self.embedded.stop()
 
 
-def connect_referee(address: str | None, token: str | None) -> RefereeConnection:
+def _check_admin(conn: RefereeConnection, timeout: float) -> None:
+    """Make one cheap authenticated admin call, retrying while the referee is unreachable.
+
+    ``GetRecord`` of a match id that cannot exist: the referee checks the token first, so a good
+    token gets NOT_FOUND and a bad one UNAUTHENTICATED, without listing or touching any match.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            conn.admin.GetRecord(
+                pb.GetRecordRequest(match_id="arena-auth-check"),
+                metadata=conn.metadata,
+                timeout=max(0.1, left),
+                wait_for_ready=False,
+            )
+            return
+        except grpc.RpcError as e:
+            code = e.code() if hasattr(e, "code") else None
+            if code == grpc.StatusCode.NOT_FOUND:
+                return
+            if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+                raise RefereeError(
+                    f"referee {conn.address} refused the admin token: {_status(e)} "
+                    "(check --admin-token or the admin token environment variable)",
+                    exit_status=2,
+                ) from None
+            if code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) or left <= 0.25:
+                raise RefereeError(f"referee {conn.address} is not reachable: {_status(e)}") from None
+        time.sleep(0.2)
+
+
+def connect_referee(address: str | None, token: str | None, timeout: float = CONNECT_TIMEOUT_S) -> RefereeConnection:
     """Connect to the referee at ``address`` with admin ``token``, or start an embedded one.
 
     Without ``address`` a :class:`referee.server.ThreadedReferee` is started in this process on
-    ``127.0.0.1``, port 0, with a fresh random admin token.
+    ``127.0.0.1``, port 0, with a fresh random admin token. Either way one authenticated admin call
+    is made before returning, so a wrong token or an unreachable referee fails here, at once.
 
     :raises ValueError: if ``address`` is given without ``token``.
-    :raises RuntimeError: if the embedded referee cannot start or the referee is unreachable (10 s).
+    :raises RefereeError: if the embedded referee cannot start, the referee is not reachable within
+        ``timeout`` seconds (exit status 1) or refuses the token (exit status 2).
     """
     embedded = None
     if address is None:
@@ -88,20 +183,108 @@ def connect_referee(address: str | None, token: str | None) -> RefereeConnection
 
         token = secrets.token_urlsafe(24)
         embedded = ThreadedReferee(grace_s=1.0, host="127.0.0.1", port=0, admin_token=token)
-        embedded.start()
+        try:
+            embedded.start()
+        except Exception as e:
+            raise RefereeError(f"the embedded referee could not start: {e}") from None
         address = embedded.address
     elif not token:
         raise ValueError("an external referee needs its admin token")
     assert token is not None
     channel = grpc.insecure_channel(address)
+    conn = RefereeConnection(address, token, channel, pb_grpc.AdminServiceStub(channel), embedded)
     try:
-        grpc.channel_ready_future(channel).result(timeout=10)
-    except grpc.FutureTimeoutError:
-        channel.close()
-        if embedded is not None:
-            embedded.stop()
-        raise RuntimeError(f"the referee at {address} is not reachable") from None
-    return RefereeConnection(address, token, channel, pb_grpc.AdminServiceStub(channel), embedded)
+        _check_admin(conn, timeout)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+class RefereePool:
+    """The referees a tournament's games are spread over; thread-safe.
+
+    :meth:`acquire` hands out the live referee with the fewest games in flight (ties: round robin in
+    the given order), avoiding referees a game already failed on. :meth:`retire` takes a referee out
+    of the pool for the rest of the run (it failed and no longer answers its health check).
+    """
+
+    def __init__(self, conns: Sequence[RefereeConnection]):
+        if not conns:
+            raise ValueError("a referee pool needs at least one referee")
+        self.conns = list(conns)
+        self._lock = threading.Lock()
+        self._load = [0] * len(self.conns)
+        self._retired: dict[int, str] = {}
+        self._next = 0
+
+    def _index(self, conn: RefereeConnection) -> int:
+        return next(k for k, c in enumerate(self.conns) if c is conn)
+
+    @property
+    def alive(self) -> list[RefereeConnection]:
+        """The referees not retired, in the given order."""
+        with self._lock:
+            return [c for k, c in enumerate(self.conns) if k not in self._retired]
+
+    @property
+    def retired(self) -> dict[str, str]:
+        """Retired referees: address -> why."""
+        with self._lock:
+            return {self.conns[k].address: why for k, why in self._retired.items()}
+
+    def acquire(self, avoid: Collection[str] = ()) -> RefereeConnection | None:
+        """A live referee for one game (count it as loaded until :meth:`release`), or None if none is left.
+
+        Referees whose address is in ``avoid`` are used only when every live referee is in it.
+        """
+        with self._lock:
+            live = [k for k in range(len(self.conns)) if k not in self._retired]
+            if not live:
+                return None
+            fresh = [k for k in live if self.conns[k].address not in avoid] or live
+            n = len(self.conns)
+            k = min(fresh, key=lambda i: (self._load[i], (i - self._next) % n))
+            self._next = (k + 1) % n
+            self._load[k] += 1
+            return self.conns[k]
+
+    def release(self, conn: RefereeConnection) -> None:
+        """The game :meth:`acquire` was called for is over (whatever the outcome)."""
+        with self._lock:
+            k = self._index(conn)
+            self._load[k] = max(0, self._load[k] - 1)
+
+    def retire(self, conn: RefereeConnection, why: str) -> bool:
+        """Use ``conn`` no more in this run; returns False if it was retired already."""
+        with self._lock:
+            k = self._index(conn)
+            if k in self._retired:
+                return False
+            self._retired[k] = why
+            return True
+
+    def close(self) -> None:
+        """Close every connection (and stop an embedded referee)."""
+        for c in self.conns:
+            c.close()
+
+
+def connect_referees(addresses: Sequence[str], token: str | None, timeout: float = CONNECT_TIMEOUT_S) -> RefereePool:
+    """A :class:`RefereePool` of the referees at ``addresses`` (all checked at once, see
+    :func:`connect_referee`), or of one embedded referee when ``addresses`` is empty.
+
+    :raises RefereeError: naming the first referee that is unreachable or refuses the token.
+    """
+    conns: list[RefereeConnection] = []
+    try:
+        for address in addresses or [None]:
+            conns.append(connect_referee(address, token, timeout))
+    except BaseException:
+        for c in conns:
+            c.close()
+        raise
+    return RefereePool(conns)
 
 
 def expand_command(bot: BotSpec, values: Mapping[str, str]) -> list[str]:
@@ -121,68 +304,145 @@ _TERMINATION = {v: k.removeprefix("TERMINATION_").lower() for k, v in pb.Termina
 
 
 class GrpcGameRunner:
-    """Plays scheduled games on a referee (see the module docstring). Thread-safe.
+    """Plays scheduled games on one or more referees (see the module docstring). Thread-safe.
 
     :param config: the tournament (rules, time control, bots).
-    :param conn: the referee connection (:func:`connect_referee`).
+    :param referees: a :class:`RefereePool` (games go to the least-loaded live referee) or one
+        :class:`RefereeConnection`.
     :param output: the output folder (records/ and logs/ are written below it).
+    :param on_event: called (from the game's worker thread) with a one-line message when a game hits
+        an infrastructure failure and when a referee is retired.
+    :param max_attempts: referees one game is tried on before the run stops (default: one more than
+        the number of referees, at least 2).
     """
 
-    def __init__(self, config: TournamentConfig, conn: RefereeConnection, output: Path):
+    def __init__(
+        self,
+        config: TournamentConfig,
+        referees: RefereePool | RefereeConnection,
+        output: Path,
+        on_event: Callable[[str], None] | None = None,
+        max_attempts: int | None = None,
+    ):
         self.config = config
-        self.conn = conn
+        self.pool = referees if isinstance(referees, RefereePool) else RefereePool([referees])
         self.output = Path(output)
+        self.on_event = on_event
+        self.max_attempts = max_attempts or max(2, len(self.pool.conns) + 1)
         self.bots = {b.name: b for b in config.bots}
         self.rules_pb = wire.rules_to_pb(config.rules)
         self.tc = config.full_time_control
         self.tc_pb = wire.time_control_to_pb(self.tc)
         self.config_dir = str(Path(config.source).resolve().parent)
-        self._lock = threading.Lock()
+        tc = self.tc
+        players = config.players
+        # No match can honestly last longer than this (every seat joining late, spending its whole
+        # bank, every strike and a reconnection); a referee that has not ended one by then has failed.
+        self.watch_timeout_s = (
+            60.0 + 2.0 * (tc.join_ms + players * (tc.bank_ms + tc.grace_ms + tc.max_strikes * tc.decision_ms)) / 1000.0
+        )
+
+    def _event(self, message: str) -> None:
+        if self.on_event is not None:
+            self.on_event(message)
 
     def play(self, game: ScheduledGame) -> GameResult:
         """Play ``game`` to its end and return its result.
 
-        :raises grpc.RpcError: if the referee refuses the match or the watch fails.
+        A :class:`RefereeFailure` (the referee went away, aborted the match, lost the record) is not a
+        result: the referee is health-checked (and retired when it does not answer SERVING) and the
+        game is played again from its seed on another live referee, up to ``max_attempts`` times.
+
+        :raises RefereeError: when no referee is left, the attempts are used up (the game stays
+            pending for the next run), or a referee refuses the match (exit status 2).
         """
+        tried: list[str] = []
+        failures: list[str] = []
+        for attempt in range(self.max_attempts):
+            conn = self.pool.acquire(avoid=tried)
+            if conn is None:
+                break
+            try:
+                return self._play_on(conn, game, attempt)
+            except RefereeFailure as e:
+                tried.append(conn.address)
+                failures.append(str(e))
+                retired = not conn.healthy() and self.pool.retire(conn, str(e))
+                left = len(self.pool.alive)
+                self._event(f"{game.game_id}: not stored ({e}); it will be played again from its seed")
+                if retired:
+                    self._event(f"referee {conn.address} retired for the rest of this run ({left} left)")
+            finally:
+                self.pool.release(conn)
+        why = failures[-1] if failures else "no referee was left to play it"
+        if not self.pool.alive:
+            retired = "; ".join(f"{a} ({w})" for a, w in self.pool.retired.items())
+            raise RefereeError(f"no referee left: {retired or why}")
+        raise RefereeError(f"{game.game_id} failed on {len(failures)} attempts, last: {why}")
+
+    def _play_on(self, conn: RefereeConnection, game: ScheduledGame, attempt: int) -> GameResult:
+        """Play ``game`` once on ``conn``; raises :class:`RefereeFailure` for infrastructure failures."""
         start = time.perf_counter()
-        created = self.conn.admin.CreateMatch(
-            pb.CreateMatchRequest(
-                rules=self.rules_pb,
-                seat_names=list(game.seats),
-                games=1,
-                seed=game.seed,
-                first_dealer=game.first_dealer,
-                time_control=self.tc_pb,
-            ),
-            metadata=self.conn.metadata,
-            timeout=30,
-        )
+        try:
+            created = conn.admin.CreateMatch(
+                pb.CreateMatchRequest(
+                    rules=self.rules_pb,
+                    seat_names=list(game.seats),
+                    games=1,
+                    seed=game.seed,
+                    first_dealer=game.first_dealer,
+                    time_control=self.tc_pb,
+                ),
+                metadata=conn.metadata,
+                timeout=30,
+            )
+        except grpc.RpcError as e:
+            if e.code() in (
+                grpc.StatusCode.UNAUTHENTICATED,
+                grpc.StatusCode.PERMISSION_DENIED,
+                grpc.StatusCode.INVALID_ARGUMENT,
+            ):
+                raise RefereeError(f"referee {conn.address} refused the match: {_status(e)}", 2) from None
+            raise RefereeFailure(conn.address, f"CreateMatch failed: {_status(e)}") from None
         log_dir = self.output / "logs" / game.game_id
+        if attempt:
+            log_dir = log_dir / f"retry{attempt}"
         log_dir.mkdir(parents=True, exist_ok=True)
         procs: list[subprocess.Popen[bytes] | None] = []
         notes: list[str] = []
+        mid = created.match_id
         try:
             for seat, (name, ticket) in enumerate(zip(game.seats, created.tickets, strict=True)):
-                procs.append(self._launch(self.bots[name], seat, ticket, log_dir, notes))
+                procs.append(self._launch(conn, self.bots[name], seat, ticket, log_dir, notes))
             result: pb.MatchResult | None = None
-            for msg in self.conn.admin.WatchMatch(
-                pb.WatchMatchRequest(match_id=created.match_id), metadata=self.conn.metadata
-            ):
-                if msg.WhichOneof("msg") == "result":
-                    result = msg.result
-                    break
+            try:
+                for msg in conn.admin.WatchMatch(
+                    pb.WatchMatchRequest(match_id=mid), metadata=conn.metadata, timeout=self.watch_timeout_s
+                ):
+                    if msg.WhichOneof("msg") == "result":
+                        result = msg.result
+                        break
+            except grpc.RpcError as e:
+                raise RefereeFailure(conn.address, f"match {mid} lost: {_status(e)}") from None
             if result is None:
-                raise RuntimeError(f"match {created.match_id}: the watch stream ended without a result")
-            record = self._save_record(game, created.match_id)
+                raise RefereeFailure(conn.address, f"match {mid}: the watch stream ended without a result")
+            if result.status == pb.MATCH_STATUS_ABORTED:
+                detail = next((s.detail for s in result.seats if s.detail), "")
+                raise RefereeFailure(conn.address, f"match {mid} aborted by the referee: {detail or 'no reason'}")
+            record = self._save_record(conn, game, mid)
         finally:
             codes = _stop(procs)
         for seat, code in enumerate(codes):
             if code not in (None, 0, -signal.SIGTERM, -signal.SIGKILL):
                 notes.append(f"seat {seat} ({game.seats[seat]}) process exited with status {code}")
-        return self._result(game, created.match_id, result, record, notes, time.perf_counter() - start)
+        res = self._result(game, mid, result, record, notes, time.perf_counter() - start)
+        res.extra["referee"] = conn.address
+        if attempt:
+            res.extra["attempt"] = attempt + 1
+        return res
 
     def _launch(
-        self, bot: BotSpec, seat: int, ticket: str, log_dir: Path, notes: list[str]
+        self, conn: RefereeConnection, bot: BotSpec, seat: int, ticket: str, log_dir: Path, notes: list[str]
     ) -> subprocess.Popen[bytes] | None:
         argv = expand_command(
             bot,
@@ -190,11 +450,11 @@ class GrpcGameRunner:
                 "python": sys.executable,
                 "config_dir": self.config_dir,
                 "ticket": ticket,
-                "referee": self.conn.address,
+                "referee": conn.address,
                 "seat": str(seat),
             },
         )
-        env = {**os.environ, **bot.env, ENV_TICKET: ticket, ENV_REFEREE: self.conn.address}
+        env = {**os.environ, **bot.env, ENV_TICKET: ticket, ENV_REFEREE: conn.address}
         log = open(log_dir / f"seat{seat}.log", "wb")  # noqa: SIM115 - handed to the child
         try:
             return subprocess.Popen(
@@ -212,17 +472,29 @@ class GrpcGameRunner:
         finally:
             log.close()
 
-    def _save_record(self, game: ScheduledGame, match_id: str) -> str | None:
-        try:
-            rec = self.conn.admin.GetRecord(
-                pb.GetRecordRequest(match_id=match_id), metadata=self.conn.metadata, timeout=30
-            )
-        except grpc.RpcError:
-            return None
+    def _save_record(self, conn: RefereeConnection, game: ScheduledGame, match_id: str) -> str:
+        """Fetch the finished match's record into ``records/<game id>.jsonl``; returns that relative path.
+
+        :raises RefereeFailure: if the referee cannot hand over a complete record (a result that cannot
+            be audited is not stored).
+        """
+        deadline = time.monotonic() + 5.0
+        while True:
+            try:
+                rec = conn.admin.GetRecord(pb.GetRecordRequest(match_id=match_id), metadata=conn.metadata, timeout=30)
+            except grpc.RpcError as e:
+                raise RefereeFailure(conn.address, f"match {match_id}: no record: {_status(e)}") from None
+            if rec.complete:
+                break
+            if time.monotonic() > deadline:
+                raise RefereeFailure(conn.address, f"match {match_id}: the record is incomplete after the result")
+            time.sleep(0.05)
         rel = Path("records") / f"{game.game_id}.jsonl"
         path = self.output / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(line + "\n" for line in rec.lines), encoding="utf-8")
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(line + "\n" for line in rec.lines), encoding="utf-8")
+        tmp.replace(path)
         return rel.as_posix()
 
     def _result(
@@ -230,7 +502,7 @@ class GrpcGameRunner:
         game: ScheduledGame,
         match_id: str,
         result: pb.MatchResult,
-        record: str | None,
+        record: str,
         notes: list[str],
         duration: float,
     ) -> GameResult:
@@ -247,8 +519,6 @@ class GrpcGameRunner:
                 reasons.append(f"seat {s.seat} ({s.name}) {what}" + (f": {s.detail}" if s.detail else ""))
         if result.forfeited_side >= 0:
             reasons.append(f"side {result.forfeited_side} ({game.sides[result.forfeited_side]}) forfeited")
-        if result.status == pb.MATCH_STATUS_ABORTED:
-            reasons.append("match aborted by the referee")
         reasons.extend(notes)
         bank = self.tc.bank_ms
         think_ms = sum(max(0, bank - int(s.bank_left_ms)) for s in result.seats)

@@ -4,7 +4,8 @@ Files written by :func:`write_outputs` (all UTF-8):
 
 - ``games.jsonl`` — one line a stored game: the :mod:`arena.ratings` input (``a``, ``b``,
   ``score``, ``pair``) plus ``game_id``, ``match_id``, ``scores``, ``winner``, ``reasons``,
-  ``record``, ``seed``, ``first_dealer``, ``duration_s``;
+  ``record``, ``seed``, ``first_dealer``, ``duration_s``, and for games played on a referee
+  ``terminations`` (one per seat: ``normal``, ``timeout``, ``no_show``, …) and ``referee``;
 - ``ratings.json`` — the :func:`arena.ratings.rate` result plus ``tournament`` (name, bots and
   versions, config fingerprint, master seed commitment, and the revealed ``master_seed`` once every
   game is played — ``null`` before);

@@ -84,7 +84,9 @@ class GameResult:
         return 0.5 if self.winner is None else 1.0 - float(self.winner)
 
     def rating_row(self) -> dict[str, Any]:
-        """The games.jsonl line: the ratings input (``a``, ``b``, ``score``, ``pair``) plus details."""
+        """The games.jsonl line: the ratings input (``a``, ``b``, ``score``, ``pair``) plus details;
+        ``terminations`` (the referee's per seat, e.g. ``["normal", "timeout"]``) and ``referee``
+        (``host:port``) when the game was played on a referee."""
         return {
             "a": self.sides[0],
             "b": self.sides[1],
@@ -99,6 +101,7 @@ class GameResult:
             "seed": self.seed_hex,
             "first_dealer": self.first_dealer,
             "duration_s": round(self.duration_s, 4),
+            **{k: self.extra[k] for k in ("terminations", "referee") if k in self.extra},
         }
 
 

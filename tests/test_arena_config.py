@@ -59,6 +59,15 @@ def test_good_config(tmp_path: Path) -> None:
     assert c.bots[1].env == {"LEVEL": "3"}
 
 
+def test_referees_and_admin_token_env(tmp_path: Path) -> None:
+    c = load_config(write(tmp_path, GOOD))
+    assert c.referees == () and c.admin_token_env == "ALLFOURS_ADMIN_TOKEN"  # () = an embedded referee
+    extra = 'referees = ["10.0.0.5:50051", "[::1]:7000"]\nadmin_token_env = "CUP_TOKEN"\n[tournament.rules]'
+    c2 = load_config(write(tmp_path, GOOD.replace("[tournament.rules]", extra)))
+    assert c2.referees == ("10.0.0.5:50051", "[::1]:7000") and c2.admin_token_env == "CUP_TOKEN"
+    assert c2.fingerprint() == c.fingerprint()  # where games are refereed is not the tournament's identity
+
+
 def test_fingerprint_ignores_how_bots_start_but_not_what_they_are(tmp_path: Path) -> None:
     base = load_config(write(tmp_path, GOOD)).fingerprint()
     assert load_config(write(tmp_path, GOOD.replace("concurrency = 3", "concurrency = 1"))).fingerprint() == base
@@ -82,6 +91,11 @@ def test_fingerprint_ignores_how_bots_start_but_not_what_they_are(tmp_path: Path
         ('name = "node"', 'name = "random"', "bots[1].name", "'random'"),
         ('cwd = "bots/js"', 'image = "ghcr.io/x/bot:1"', "bots[1].image", "not supported yet"),
         ("[tournament.rules]", "colour = 1\n[tournament.rules]", "tournament.colour", "unknown key"),
+        ("[tournament.rules]", 'referees = "h:1"\n[tournament.rules]', "tournament.referees", "host:port"),
+        ("[tournament.rules]", 'referees = ["h"]\n[tournament.rules]', "tournament.referees[0]", "port"),
+        ("[tournament.rules]", 'referees = ["h:0"]\n[tournament.rules]', "tournament.referees[0]", "'h:0'"),
+        ("[tournament.rules]", 'referees = ["h:1", "h:1"]\n[tournament.rules]', "tournament.referees[1]", "twice"),
+        ("[tournament.rules]", 'admin_token_env = "A-B"\n[tournament.rules]', "tournament.admin_token_env", "A-B"),
     ],
 )
 def test_bad_configs_name_file_key_and_value(tmp_path: Path, old: str, new: str, key: str, value: str) -> None:
@@ -95,8 +109,9 @@ def test_bad_configs_name_file_key_and_value(tmp_path: Path, old: str, new: str,
 
 
 def test_missing_file_and_bad_toml(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="cannot read"):
+    with pytest.raises(ConfigError, match="cannot read") as info:
         load_config(tmp_path / "nope.toml")
+    assert str(info.value) == f"{tmp_path / 'nope.toml'}: cannot read the file: No such file or directory"
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_config(write(tmp_path, "[tournament\n"))
     with pytest.raises(ConfigError, match="need at least two"):

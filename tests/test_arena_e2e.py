@@ -1,8 +1,14 @@
-"""End to end: `arena run` over real gRPC (embedded referee, one bot process per seat)."""
+"""End to end: `arena run` over real gRPC (embedded referee, one bot process per seat).
+
+Every record the arena writes is audited with ``python -m referee.verify``; a hanging bot loses on
+``timeout``; a fixed master seed replays the same games; `arena run` errors are one line, no traceback.
+External and several referees: tests/test_arena_referees.py.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,18 +22,43 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
 
-def arena(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+def arena(*args: str, timeout: float = 240, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `arena run ARGS --no-progress` as a real process; returns it finished (output captured)."""
     return subprocess.run(
         [sys.executable, "-m", "arena.cli", "run", *args, "--no-progress"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=timeout,
+        env={**os.environ, **(env or {})},
     )
 
 
 def rows(out: Path) -> list[dict]:
     return [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
+
+
+def verify_records(out: Path, games: list[dict]) -> None:
+    """`python -m referee.verify` on every record file the arena wrote (all at once); each must say OK
+    for its own match, and there must be exactly one record per stored game."""
+    files = sorted((out / "records").glob("*.jsonl"))
+    assert sorted(out / g["record"] for g in games) == files
+    procs = [
+        (g, subprocess.Popen([sys.executable, "-m", "referee.verify", str(out / g["record"])], cwd=ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        for g in games
+    ]
+    for g, p in procs:
+        stdout, stderr = p.communicate(timeout=60)
+        assert p.returncode == 0 and stdout.startswith(f"OK match {g['match_id']}:"), (g["game_id"], stdout, stderr)
+
+
+def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
+    """The error `arena run` printed: exactly one line on stderr, and no traceback anywhere."""
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    return lines[0]
 
 
 def test_small_tournament_end_to_end(tmp_path: Path) -> None:
@@ -38,8 +69,10 @@ def test_small_tournament_end_to_end(tmp_path: Path) -> None:
     assert len(games) == 3 * 4 and len({g["game_id"] for g in games}) == 12
     for g in games:
         assert g["winner"] in (0, 1) and max(g["scores"]) >= 7, g  # target 7, played to the end
+        assert g["terminations"] == ["normal", "normal"], g
         assert g["reasons"] and (out / g["record"]).is_file()
         assert g["match_id"] in (out / g["record"]).read_text()
+    verify_records(out, games)
     ratings = json.loads((out / "ratings.json").read_text())
     assert set(ratings["ratings"]) == {"random", "heuristic", "instant"}
     assert all(r["games"] == 8 for r in ratings["ratings"].values())
@@ -93,3 +126,152 @@ def test_bot_failures_are_results(tmp_path: Path) -> None:
             assert "disconnect" in reasons and "exited with status 1" in reasons
     ratings = json.loads((tmp_path / "out" / "ratings.json").read_text())
     assert ratings["ranking"] == ["good", "crasher", "missing"]
+    verify_records(tmp_path / "out", games)  # forfeited matches are audited too
+
+
+HANGING = """
+[tournament]
+name = "hanging"
+players = 2
+games_per_pairing = 2
+concurrency = 2
+output = "out"
+[tournament.rules]
+target = 7
+[tournament.time_control]
+decision_ms = 250             # short: the hanging bot's two strikes cost half a second
+max_strikes = 2
+join_ms = 10000
+grace_ms = 300
+[[bots]]
+name = "good"
+command = ["{python}", "-m", "arena.instant_bot"]
+[[bots]]
+name = "hang"
+command = ["{python}", "-m", "arena.instant_bot", "--mode", "hang", "--after", "2"]
+[[bots]]
+name = "other"
+command = ["{python}", "-m", "arena.instant_bot"]
+"""
+
+
+def test_hanging_bot_loses_on_timeout(tmp_path: Path) -> None:
+    """A bot that stops answering (but stays connected) forfeits on `timeout`; the tournament finishes."""
+    cfg = tmp_path / "hanging.toml"
+    cfg.write_text(HANGING)
+    done = arena(str(cfg), "--bootstrap", "0", timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = tmp_path / "out"
+    games = rows(out)
+    assert len(games) == 6
+    page = (out / "leaderboard.html").read_text()
+    hung = [g for g in games if "hang" in (g["a"], g["b"])]
+    assert len(hung) == 4
+    for g in hung:
+        side = (g["a"], g["b"]).index("hang")
+        assert g["winner"] == 1 - side, g
+        # 2 players: seat k is side k; the hanging seat's termination is timeout, the other's normal
+        assert g["terminations"][side] == "timeout" and g["terminations"][1 - side] == "other_seat_forfeited", g
+        reason = f"seat {side} (hang) timeout: seat {side} timed out 2 times"
+        assert reason in g["reasons"] and f"side {side} (hang) forfeited" in g["reasons"], g
+        assert f"{g['game_id']}: {reason}" in done.stdout  # reported as it happens (--no-progress)
+        assert reason in page and g["game_id"] in page
+    for g in games:
+        if g not in hung:
+            assert g["terminations"] == ["normal", "normal"] and g["winner"] in (0, 1), g
+    ratings = json.loads((out / "ratings.json").read_text())
+    assert ratings["ranking"][-1] == "hang" and ratings["ratings"]["hang"]["score"] == 0
+    verify_records(out, games)
+
+
+SEEDED = """
+[tournament]
+name = "seeded"
+players = 2
+games_per_pairing = 4
+concurrency = 2
+master_seed = "c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4"
+[tournament.rules]
+target = 7
+[tournament.time_control]
+decision_ms = 10000           # generous: no decision may time out under load (that would change a game)
+join_ms = 30000
+[[bots]]
+name = "heuristic"
+command = ["{python}", "-m", "sdk.run", "sample_bots.heuristic:HeuristicBot", "--log-level", "warning"]
+[[bots]]
+name = "instant"
+command = ["{python}", "-m", "arena.instant_bot"]
+[[bots]]
+name = "random"
+command = ["{python}", "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--log-level", "warning"]
+"""
+
+
+def _actions(out: Path, game: dict) -> list[tuple[int, str]]:
+    lines = (out / game["record"]).read_text().splitlines()
+    return [(o["seat"], o["action"]) for o in map(json.loads, lines) if o.get("type") == "action"]
+
+
+@pytest.fixture(scope="module")
+def seeded_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The same config with a fixed master seed, run twice into two output folders."""
+    base = tmp_path_factory.mktemp("seeded")
+    cfg = base / "seeded.toml"
+    cfg.write_text(SEEDED)
+    outs = (base / "run1", base / "run2")
+    for out in outs:
+        done = arena(str(cfg), "--output", str(out), "--bootstrap", "0")
+        assert done.returncode == 0, done.stdout + done.stderr
+    return outs
+
+
+def test_fixed_master_seed_replays_the_same_games(seeded_runs: tuple[Path, Path]) -> None:
+    """Same config (master seed fixed) → same schedule, deals and, for deterministic bots, the same
+    moves and per-game scores. (heuristic and instant never draw random numbers.)"""
+    out1, out2 = seeded_runs
+    g1, g2 = rows(out1), rows(out2)
+    assert [g["game_id"] for g in g1] == [g["game_id"] for g in g2] and len(g1) == 12
+    for a, b in zip(g1, g2, strict=True):
+        assert (a["seed"], a["first_dealer"], a["a"], a["b"]) == (b["seed"], b["first_dealer"], b["a"], b["b"])
+        assert a["match_id"] != b["match_id"]  # two real runs
+    for r in (out1, out2):
+        assert json.loads((r / "ratings.json").read_text())["tournament"]["master_seed"] == "c4" * 32
+    deterministic = [(a, b) for a, b in zip(g1, g2, strict=True) if "random" not in (a["a"], a["b"])]
+    assert len(deterministic) == 4
+    for a, b in deterministic:
+        assert (a["scores"], a["winner"], a["reasons"]) == (b["scores"], b["winner"], b["reasons"]), a["game_id"]
+        assert _actions(out1, a) == _actions(out2, b) and _actions(out1, a)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the SDK seeds ctx.rng from the match id (sdk/client.py: decision_rng(match_id, seat, seq)), and the "
+    "referee draws match ids at random (uuid4), so RandomBot's choices differ between runs; seeding it from "
+    "the match's seed commitment instead would make it reproducible",
+)
+def test_random_bot_replays_too(seeded_runs: tuple[Path, Path]) -> None:
+    out1, out2 = seeded_runs
+    pairs = [(a, b) for a, b in zip(rows(out1), rows(out2), strict=True) if "random" in (a["a"], a["b"])]
+    assert len(pairs) == 8
+    assert [_actions(out1, a) for a, _ in pairs] == [_actions(out2, b) for _, b in pairs]
+
+
+def test_cli_errors_are_one_line(tmp_path: Path) -> None:
+    """Missing config, bad TOML, bad referee arguments: exit status 2 and one clear line, no traceback."""
+    missing = one_line_error(arena(str(tmp_path / "nope.toml")))
+    assert missing == f"config error: {tmp_path / 'nope.toml'}: cannot read the file: No such file or directory"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[tournament]\nname = "x"\nplayers = \n')
+    done = arena(str(bad))
+    assert done.returncode == 2
+    assert one_line_error(done).startswith(f"config error: {bad}: not valid TOML: ") and "line 3" in done.stderr
+    good = tmp_path / "good.toml"
+    good.write_text(FAILING)
+    for args, expected in [
+        (["--referee", "127.0.0.1"], "error: --referee '127.0.0.1': must be host:port"),
+        (["--referee", "127.0.0.1:1"], "error: external referees need their admin token: pass --admin-token or set"),
+    ]:
+        done = arena(str(good), *args, env={"ALLFOURS_ADMIN_TOKEN": ""})
+        assert done.returncode == 2 and one_line_error(done).startswith(expected), done.stderr
+    assert not (tmp_path / "out").exists()  # nothing was written for any of them
