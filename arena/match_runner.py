@@ -467,7 +467,10 @@ class GrpcGameRunner:
                 start_new_session=True,
             )
         except OSError as e:
-            notes.append(f"seat {seat} ({bot.name}) could not start {argv[0]!r}: {e.strerror or e}")
+            if bot.cwd is not None and not Path(bot.cwd).is_dir():
+                notes.append(f"seat {seat} ({bot.name}) could not start: no working directory {bot.cwd!r}")
+            else:
+                notes.append(f"seat {seat} ({bot.name}) could not start {argv[0]!r}: {e.strerror or e}")
             return None
         finally:
             log.close()

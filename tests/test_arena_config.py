@@ -116,3 +116,10 @@ def test_missing_file_and_bad_toml(tmp_path: Path) -> None:
         load_config(write(tmp_path, "[tournament\n"))
     with pytest.raises(ConfigError, match="need at least two"):
         load_config(write(tmp_path, '[tournament]\nname = "x"\n'))
+
+
+@pytest.mark.parametrize("name", ["demo", "small", "referees"])
+def test_examples_parse(name: str) -> None:
+    c = load_config(Path(__file__).resolve().parent.parent / "examples" / f"{name}.toml")
+    assert c.name == name and len(c.bots) == 3
+    assert c.referees == (("127.0.0.1:50051", "127.0.0.1:50052") if name == "referees" else ())
