@@ -185,13 +185,17 @@ class Context:
         return tuple(a.card for a in self.legal if isinstance(a, Play))
 
 
-def decision_rng(match_id: str, seat: int, decision: int) -> random.Random:
-    """A ``random.Random`` seeded from SHA-256 of ``"<match_id>/<seat>/<decision>"``.
+def decision_rng(seed_commitment: str, seat: int, decision: int) -> random.Random:
+    """A ``random.Random`` seeded from SHA-256 of ``"<seed_commitment>/<seat>/<decision>"``.
 
-    Deterministic across runs and processes (unlike ``hash()``), and independent per decision, so a
-    reconnect or a re-asked decision draws the same numbers.
+    ``seed_commitment`` is the match's public seed commitment (Welcome.seed_commitment), fixed by the
+    match seed, and ``decision`` the request's sequence number. So a match replayed from the same
+    seed (e.g. a tournament with a fixed master seed) draws the same numbers; deterministic across
+    runs and processes (unlike ``hash()``); independent per decision, so a reconnect or a re-asked
+    decision draws the same numbers. Local mode uses the same seeding, so a bot plays the same moves
+    locally and against a referee for the same seed.
     """
-    digest = hashlib.sha256(f"{match_id}/{seat}/{decision}".encode()).digest()
+    digest = hashlib.sha256(f"{seed_commitment}/{seat}/{decision}".encode()).digest()
     return random.Random(int.from_bytes(digest[:16], "big"))
 
 

@@ -202,7 +202,7 @@ class BotClient:
         legal = tuple(wire.action_from_pb(a) for a in req.legal_actions)
         seat = self.info.seat
         return Context(observation=obs, legal=legal, time_left_ms=req.time_left_ms, bank_ms=req.time_bank_ms,
-                       seat=seat, side=seat % 2, rules=obs.rules, rng=decision_rng(self.info.match_id, seat, req.seq),
+                       seat=seat, side=seat % 2, rules=obs.rules, rng=decision_rng(self.info.commitment, seat, req.seq),
                        match_id=self.info.match_id, game=req.game, decision=req.seq, rejected=rejected)
 
     def _ask(self, ctx: Context) -> Action:

@@ -136,10 +136,10 @@ def play_local(
     if games < 1:
         raise ValueError(f"games must be at least 1, not {games}")
     key = seed_bytes(seed)
-    table = _Table(bots, rules, "local-" + key.hex()[:16])
+    table = _Table(bots, rules, "local-" + key.hex()[:16], commitment(key))
     for seat, bot in enumerate(bots):
         call_hook(bot, "on_welcome", MatchInfo(match_id=table.match_id, seat=seat, rules=rules, games=games,
-                                               commitment=commitment(key),
+                                               commitment=table.commitment,
                                                seat_names=tuple(bot_name(b) for b in bots)))
     dealer = cut_for_dealer(cut_deck(key, 1), rules.players)
     for game in range(1, games + 1):
@@ -157,10 +157,11 @@ def play_local(
 class _Table:
     """One local match in progress: the bots, their hook dispatchers and the decision counter."""
 
-    def __init__(self, bots: Sequence[object], rules: RuleSet, match_id: str) -> None:
+    def __init__(self, bots: Sequence[object], rules: RuleSet, match_id: str, seed_commitment: str) -> None:
         self.bots = bots
         self.rules = rules
         self.match_id = match_id
+        self.commitment = seed_commitment
         self.hooks = [HookDispatcher(b, rules.players) for b in bots]
         self.decision = 0
 
@@ -186,7 +187,7 @@ class _Table:
             self.decision += 1
             ctx = Context(observation=observe(state, seat), legal=legal, time_left_ms=LOCAL_TIME_MS, bank_ms=0,
                           seat=seat, side=seat % 2, rules=rules,
-                          rng=decision_rng(self.match_id, seat, self.decision), match_id=self.match_id,
+                          rng=decision_rng(self.commitment, seat, self.decision), match_id=self.match_id,
                           game=game, decision=self.decision)
             action = resolve_choice(self.bots[seat].act(ctx), legal)  # type: ignore[attr-defined]
             state = apply(state, action, seat)

@@ -244,13 +244,8 @@ def test_fixed_master_seed_replays_the_same_games(seeded_runs: tuple[Path, Path]
         assert _actions(out1, a) == _actions(out2, b) and _actions(out1, a)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the SDK seeds ctx.rng from the match id (sdk/client.py: decision_rng(match_id, seat, seq)), and the "
-    "referee draws match ids at random (uuid4), so RandomBot's choices differ between runs; seeding it from "
-    "the match's seed commitment instead would make it reproducible",
-)
 def test_random_bot_replays_too(seeded_runs: tuple[Path, Path]) -> None:
+    """RandomBot draws from ctx.rng, seeded from the match's seed commitment: same master seed, same moves."""
     out1, out2 = seeded_runs
     pairs = [(a, b) for a, b in zip(rows(out1), rows(out2), strict=True) if "random" in (a["a"], a["b"])]
     assert len(pairs) == 8
