@@ -85,13 +85,16 @@ class BotClient:
 
     :param bot: the bot; :param referee: ``host:port`` of the referee; :param ticket: the join ticket;
     :param name: / :param version: sent in Hello (default: the bot's ``name``/``version`` or class name);
-    :param connect_timeout_s: how long to keep retrying before the first Welcome (seconds).
+    :param connect_timeout_s: how long to keep retrying before the first Welcome (seconds);
+    :param tls_ca: PEM root certificate(s) to trust when the referee serves TLS (``None`` = plaintext).
     """
 
     def __init__(self, bot: object, referee: str, ticket: str, name: str | None = None,
-                 version: str | None = None, connect_timeout_s: float = 15.0) -> None:
+                 version: str | None = None, connect_timeout_s: float = 15.0,
+                 tls_ca: bytes | None = None) -> None:
         self.bot = bot
         self.referee = referee
+        self.tls_ca = tls_ca
         self.ticket = ticket
         self.name = name or bot_name(bot)
         self.version = version or str(getattr(bot, "version", "") or "0")
@@ -113,7 +116,11 @@ class BotClient:
         :raises ClientError: for a refused ticket or seat, or when the referee cannot be reached
             within the connect timeout (before Welcome) or the grace period (after).
         """
-        channel = grpc.insecure_channel(self.referee, options=CHANNEL_OPTIONS)
+        if self.tls_ca is not None:
+            creds = grpc.ssl_channel_credentials(root_certificates=self.tls_ca)
+            channel = grpc.secure_channel(self.referee, creds, options=CHANNEL_OPTIONS)
+        else:
+            channel = grpc.insecure_channel(self.referee, options=CHANNEL_OPTIONS)
         stub = pb_grpc.RefereeServiceStub(channel)
         window_end = time.monotonic() + self.connect_timeout_s
         backoff = 0.05
@@ -259,12 +266,15 @@ def _action_text(a: pb.Action) -> str:
 
 
 def run_bot(bot: object, referee: str, ticket: str, name: str | None = None, version: str | None = None,
-            connect_timeout_s: float = 15.0) -> MatchEnd:
+            connect_timeout_s: float = 15.0, tls_ca: bytes | None = None) -> MatchEnd:
     """Play one match for ``bot`` at ``referee`` (``host:port``) with ``ticket``; return its end.
+
+    ``tls_ca``: PEM root certificate(s) to trust for a referee serving TLS (``None`` = plaintext).
 
     :raises ClientError: see :meth:`BotClient.run`.
     """
-    return BotClient(bot, referee, ticket, name=name, version=version, connect_timeout_s=connect_timeout_s).run()
+    return BotClient(bot, referee, ticket, name=name, version=version, connect_timeout_s=connect_timeout_s,
+                     tls_ca=tls_ca).run()
 
 
 __all__ = ["BotClient", "ClientError", "match_end_from_pb", "run_bot"]

@@ -35,8 +35,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--version", default=None, help="bot version sent in Hello (default: the bot's version)")
     p.add_argument("--connect-timeout", type=float, default=15.0,
                    help="seconds to keep trying to reach the referee before the match starts (default 15)")
+    p.add_argument("--tls-ca", default=os.environ.get("ALLFOURS_TLS_CA"), metavar="PEM",
+                   help="trust this CA/certificate and connect with TLS (default: $ALLFOURS_TLS_CA; "
+                        "unset = plaintext)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     args = p.parse_args(argv)
+    tls_ca = None
+    if args.tls_ca:
+        try:
+            with open(args.tls_ca, "rb") as f:
+                tls_ca = f.read()
+        except OSError as e:
+            p.error(f"--tls-ca {args.tls_ca}: {e.strerror}")
     if not args.referee:
         p.error(f"no referee address: pass --referee HOST:PORT or set {REFEREE_ENV}")
     if not args.ticket:
@@ -49,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error(str(e))
     try:
         end = run_bot(bot, args.referee, args.ticket, name=args.name, version=args.version,
-                      connect_timeout_s=args.connect_timeout)
+                      connect_timeout_s=args.connect_timeout, tls_ca=tls_ca)
     except ClientError as e:
         logging.getLogger("sdk.run").error("%s", e)
         return 1

@@ -1,0 +1,71 @@
+"""TLS end to end: ``referee serve --tls-cert/--tls-key`` (a real process) and SDK bots connecting
+with ``python -m sdk.run --tls-ca`` play a match to the end; plaintext is refused by that server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+import pytest
+
+from allfours.v1 import referee_pb2 as pb
+from allfours.v1 import referee_pb2_grpc as pb_grpc
+
+ROOT = Path(__file__).resolve().parents[1]
+TOKEN = "tls-test-token"
+MD = (("authorization", f"Bearer {TOKEN}"),)
+
+pytestmark = pytest.mark.skipif(shutil.which("openssl") is None,
+                                reason="the test makes its throwaway certificate with the openssl command")
+
+
+def make_cert(d: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and localhost, valid for a day."""
+    cert, key = d / "cert.pem", d / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True, timeout=60)
+    return cert, key
+
+
+def test_tls_match_end_to_end_and_plaintext_refused(tmp_path: Path) -> None:
+    cert, key = make_cert(tmp_path)
+    env = {**os.environ, "ALLFOURS_ADMIN_TOKEN": TOKEN, "PYTHONPATH": str(ROOT)}
+    ref = subprocess.Popen([sys.executable, "-m", "referee.cli", "serve", "--port", "0", "--tls-cert", str(cert),
+                            "--tls-key", str(key), "--log-level", "warning"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
+    try:
+        assert ref.stdout is not None
+        line = ref.stdout.readline()
+        assert line.startswith("PORT "), line
+        address = f"127.0.0.1:{line.split()[1]}"
+        creds = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+        with grpc.secure_channel(address, creds) as ch:
+            admin = pb_grpc.AdminServiceStub(ch)
+            created = admin.CreateMatch(pb.CreateMatchRequest(
+                rules=pb.RuleSet(players=2, target=5), seat_names=["a", "b"], games=1), metadata=MD, timeout=10)
+            bots = [subprocess.Popen([sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot",
+                                      "--referee", address, f"--ticket={t}", "--tls-ca", str(cert),
+                                      "--log-level", "warning"],
+                                     cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                    for t in created.tickets]
+            result = None
+            for m in admin.WatchMatch(pb.WatchMatchRequest(match_id=created.match_id), metadata=MD, timeout=120):
+                if m.HasField("result"):
+                    result = m.result
+            outs = [b.communicate(timeout=60) for b in bots]
+            assert [b.returncode for b in bots] == [0, 0], outs
+            assert result is not None and result.status == pb.MATCH_STATUS_COMPLETED
+            assert max(result.games[0].scores) >= 5
+        # The same server does not speak plaintext.
+        with grpc.insecure_channel(address) as plain:
+            with pytest.raises(grpc.RpcError) as e:
+                pb_grpc.AdminServiceStub(plain).ListMatches(pb.ListMatchesRequest(), metadata=MD, timeout=5)
+            assert e.value.code() == grpc.StatusCode.UNAVAILABLE  # type: ignore[attr-defined]
+    finally:
+        ref.terminate()
+        ref.wait(15)
