@@ -30,7 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--referee", default=os.environ.get(REFEREE_ENV),
                    help=f"referee host:port (default: ${REFEREE_ENV})")
     p.add_argument("--ticket", default=os.environ.get(TICKET_ENV),
-                   help=f"join ticket (default: ${TICKET_ENV}); write --ticket=T if T may start with '-'")
+                   help=f"join ticket (default: ${TICKET_ENV})")
     p.add_argument("--name", default=None, help="bot name sent in Hello (default: the bot's name or class)")
     p.add_argument("--version", default=None, help="bot version sent in Hello (default: the bot's version)")
     p.add_argument("--connect-timeout", type=float, default=15.0,
