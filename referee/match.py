@@ -320,16 +320,19 @@ class Match:
                 q.put_nowait(w)
 
     def _send_request(self, p: Pending) -> None:
-        left = max(0.0, p.deadline - time.monotonic())
-        req = pb.DecisionRequest()
-        req.CopyFrom(p.request)
-        req.time_left_ms = _ms(left)
+        """Send (or re-send, after a reconnect) the pending request with the time left now and the
+        seat's undelivered events. ``p.request`` stays a template without times or events."""
         s = self.seats[p.seat]
+        if s.conn is None:
+            return
+        msg = pb.PlayResponse()
+        req = msg.decision_request
+        req.CopyFrom(p.request)  # built in place: one copy of the observation per send
+        req.time_left_ms = _ms(max(0.0, p.deadline - time.monotonic()))
         req.time_bank_ms = _ms(s.bank_ms / 1000)
-        if s.conn is not None:
-            req.events.extend(s.outbox)
-            s.outbox.clear()
-        self._send(p.seat, pb.PlayResponse(decision_request=req))
+        req.events.extend(s.outbox)
+        s.outbox.clear()
+        s.conn.out.put_nowait(msg)
 
     def _flush_events(self, *seats: int) -> None:
         """Send the undelivered public events of ``seats`` (default: all) as one EventBatch each."""

@@ -20,6 +20,7 @@ from allfours.v1 import referee_pb2 as pb
 from referee.events import EVENT_KINDS, Event
 from referee.rules import (
     BEG,
+    CANONICAL_DECK,
     GIVE_ONE,
     PASS,
     RUN_PACK,
@@ -293,6 +294,10 @@ def trick_from_pb(msg: pb.Trick) -> Trick:
 _rules_pb = lru_cache(maxsize=64)(rules_to_pb)
 _point_pb = lru_cache(maxsize=4096)(point_to_pb)
 _action_pb = lru_cache(maxsize=256)(action_to_pb)
+_trick_pb = lru_cache(maxsize=4096)(trick_to_pb)
+#: Card notation of each of the 52 cards (cards are interned, so this is an identity lookup).
+_TEXT: dict[Card, str] = {c: str(c) for c in CANONICAL_DECK}
+_EVENT_KIND: dict[str, int] = {k: pb.EventKind.Value("EVENT_KIND_" + k.upper()) for k in EVENT_KINDS}
 
 
 def observation_to_pb(obs: Observation) -> pb.Observation:
@@ -307,16 +312,16 @@ def observation_to_pb(obs: Observation) -> pb.Observation:
         scores=list(obs.scores),
         winner=_none(obs.winner),
         trump=str(obs.trump) if obs.trump is not None else "",
-        kicks=[str(c) for c in obs.kicks],
+        kicks=[_TEXT[c] for c in obs.kicks],
         begged=obs.begged,
-        hand=[str(c) for c in obs.hand],
+        hand=[_TEXT[c] for c in obs.hand],
         hand_sizes=list(obs.hand_sizes),
         exposed=[pb.ExposedCard(seat=s, card=str(c)) for s, c in obs.exposed],
         called=str(obs.called) if obs.called is not None else "",
         call_for=_none(obs.call_for),
         trick_leader=obs.trick_leader,
-        trick=[str(c) for c in obs.trick],
-        tricks=[trick_to_pb(t) for t in obs.tricks],
+        trick=[_TEXT[c] for c in obs.trick],
+        tricks=[_trick_pb(t) for t in obs.tricks],
         points=[_point_pb(p) for p in obs.points],
         legal_actions=[_action_pb(a) for a in obs.legal],
     )
@@ -362,10 +367,10 @@ def observation_from_pb(msg: pb.Observation) -> Observation:
 
 def event_to_pb(ev: Event) -> pb.Event:
     """A public :class:`referee.events.Event` as ``allfours.v1.Event`` (``-1`` for every seat/side not set)."""
-    return pb.Event(kind=pb.EventKind.Value("EVENT_KIND_" + ev.kind.upper()), game=ev.game, deal=ev.deal,
-                    seat=_none(ev.seat), card=str(ev.card) if ev.card else "", side=_none(ev.side), value=ev.value,
+    return pb.Event(kind=_EVENT_KIND[ev.kind], game=ev.game, deal=ev.deal,
+                    seat=_none(ev.seat), card=_TEXT[ev.card] if ev.card else "", side=_none(ev.side), value=ev.value,
                     points_kind=ev.points_kind, scores=list(ev.scores), winner=_none(ev.winner),
-                    dealer=_none(ev.dealer), cards=[str(c) for c in ev.cards], ran_dry=ev.ran_dry,
+                    dealer=_none(ev.dealer), cards=[_TEXT[c] for c in ev.cards], ran_dry=ev.ran_dry,
                     forfeited=ev.forfeited, target_seat=_none(ev.target_seat))
 
 
