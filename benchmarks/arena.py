@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # before benchmarks/, where referee.py would hide the referee package
 
 from arena import publish  # noqa: E402
 from arena.config import parse_config  # noqa: E402

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import time
+from pathlib import Path
+
+# Run as a script, Python puts benchmarks/ first on sys.path, where benchmarks/referee.py would hide
+# the referee package: the repository goes before it.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from referee.dealing import deck_for
 from referee.rules import Phase, RuleSet, apply, deal, legal_actions, new_game

@@ -1,0 +1,39 @@
+"""The benchmark scripts run as a user runs them (``python benchmarks/X.py`` from anywhere) and
+print their figures. Sizes are tiny: this checks that they work, not how fast anything is (speed is
+measured by running the benchmarks themselves, not by timed tests)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(script: str, *args: str, cwd: Path) -> str:
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=cwd,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+@pytest.mark.slow
+def test_engine_benchmark_prints_its_figures(tmp_path: Path) -> None:
+    out = run("engine.py", "--seconds", "0.3", cwd=tmp_path)
+    assert re.search(r"games/s=\d", out) and re.search(r"actions/s=[\d,]+", out), out
+
+
+@pytest.mark.slow
+def test_referee_benchmark_prints_its_figures(tmp_path: Path) -> None:
+    out = run("referee.py", "--seconds", "0.3", "--matches", "2", "--games", "1", cwd=tmp_path)
+    assert re.search(r"round trips/s", out) and re.search(r"ratio vs bare:\s+p50 [\d.]+\s+p99 [\d.]+", out), out
+
+
+@pytest.mark.slow
+def test_arena_benchmark_prints_its_figures(tmp_path: Path) -> None:
+    out = run("arena.py", "--bots", "2", "--games-per-pairing", "2", "--players", "2", cwd=tmp_path)
+    assert re.search(r"\"games_per_s\": [\d.]+", out) and re.search(r"\"outside_share\": [\d.]+", out), out
