@@ -140,8 +140,8 @@ class Context:
     - ``seat``: this bot's seat (``0..players-1``); ``side``: its team (``seat % 2``).
     - ``rules``: the rule options; ``match_id``; ``game``: 1-based game number in the match;
       ``decision``: the referee's sequence number of this request.
-    - ``rng``: a ``random.Random`` seeded from (match id, seat, decision), so a bot that draws only
-      from it plays reproducibly (:func:`decision_rng`).
+    - ``rng``: a ``random.Random`` seeded from (the match's seed commitment, seat, decision), so a
+      bot that draws only from it replays the same moves for the same match seed (:func:`decision_rng`).
     - ``rejected``: on a second ask after the referee refused this seat's answer, the refusal
       (``"<reason>: <message>"``); otherwise ``""``.
     """
