@@ -24,11 +24,33 @@ from rich.console import Console
 from rich.markup import escape
 
 from arena import publish
-from arena.config import ENV_ADMIN_TOKEN, ConfigError, TournamentConfig, load_config, parse_address
+from arena.config import (
+    ENV_ADMIN_TOKEN,
+    ConfigError,
+    TournamentConfig,
+    check_bot_cwds,
+    load_config,
+    parse_address,
+)
 from arena.ratings import DEFAULT_BOOTSTRAP, games_from_mapping, rate
 from arena.runner import DB_NAME, GameRunner, SimulatedRunner, Tournament, open_tournament, run_games
 from arena.schedule import ScheduledGame
 from arena.store import GameResult, StoreMismatch
+
+#: Console width when output is not a terminal (a pipe, a CI log) and ``COLUMNS`` is not set.
+PIPE_WIDTH = 120
+
+
+def make_console(file: Any = None, stderr: bool = False) -> Console:
+    """A console on ``file`` (default stdout, or stderr): when that is not a terminal and ``COLUMNS`` is
+    unset it is :data:`PIPE_WIDTH` wide, not rich's 80, so the leaderboard table is not wrapped in logs."""
+    stream = file if file is not None else (sys.stderr if stderr else sys.stdout)
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    width = None if tty or os.environ.get("COLUMNS", "").isdigit() else PIPE_WIDTH
+    return Console(file=stream, width=width)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -94,9 +116,11 @@ def publish_tournament(t: Tournament, output: Path, bootstrap: int, console: Con
     publish.write_outputs(output, results, ratings, facts)
     if console is not None:
         console.print(publish.ratings_table(ratings, facts))
-        console.print(f"output: {output}  (leaderboard.html, ratings.json, ratings.csv, games.jsonl)")
+        console.print(
+            f"output: {output}  (leaderboard.html, ratings.json, ratings.csv, games.jsonl)", soft_wrap=True
+        )
         if complete:
-            console.print(f"master seed (revealed): {t.master_seed.hex()}  sha256: {t.commitment}")
+            console.print(f"master seed (revealed): {t.master_seed.hex()}  sha256: {t.commitment}", soft_wrap=True)
     return ratings
 
 
@@ -172,6 +196,11 @@ def run_command(args: argparse.Namespace, console: Console, err: Console | None 
         error(str(e), "config error")
         return 2
     output = Path(args.output).resolve() if args.output else config.output
+    try:
+        check_bot_cwds(config, output)
+    except ConfigError as e:
+        error(str(e), "config error")
+        return 2
     runner: GameRunner | None = None
     close: Any = lambda: None  # noqa: E731
     try:
@@ -257,8 +286,8 @@ def _play(
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``arena`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
-    console = Console(stderr=False)
-    err = Console(stderr=True)
+    console = make_console()
+    err = make_console(stderr=True)
     try:
         if args.command == "run":
             return run_command(args, console, err)

@@ -1,21 +1,25 @@
 """The tournament config: one TOML file (docs/tournament-config.md has every key).
 
-Parsing is strict: unknown keys, wrong types and out-of-range values raise :class:`ConfigError`
-with the file, the key (dotted, e.g. ``bots[2].command``) and the offending value. Rule options are
-validated by building :class:`referee.rules.RuleSet` (the rules live in one place).
+Parsing is strict: unknown keys, unknown command placeholders, wrong types and out-of-range values
+(including values the protocol cannot carry) raise :class:`ConfigError` with the file, the key
+(dotted, e.g. ``bots[2].command[0]``) and the offending value. Rule options are validated by
+building :class:`referee.rules.RuleSet` (the rules live in one place).
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
+import string
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from referee import wire
 from referee.dealing import parse_seed
 from referee.rules import RuleSet
 from referee.wire import TimeControl
@@ -27,6 +31,13 @@ ENV_REFEREE = "ALLFOURS_REFEREE"
 #: Default of ``tournament.admin_token_env``: where the external referees' admin token is read from
 #: (the same variable ``referee serve`` reads its token from).
 ENV_ADMIN_TOKEN = "ALLFOURS_ADMIN_TOKEN"
+
+#: Placeholders replaced in a bot's ``command`` (see :func:`expand_placeholders`).
+PLACEHOLDERS = ("python", "config_dir", "ticket", "referee", "seat")
+#: Largest value of a time-control option: the protocol carries them as uint32.
+MAX_TIME_CONTROL = 2**32 - 1
+#: Largest ``games_per_pairing`` (the schedule is built in memory; pair numbers are 4 bytes in seeds).
+MAX_GAMES_PER_PAIRING = 1_000_000
 
 
 class ConfigError(ValueError):
@@ -44,9 +55,10 @@ class ConfigError(ValueError):
 class BotSpec:
     """One bot: ``name`` (unique, used in ratings), ``version``, and how to start one seat's process.
 
-    ``command`` is an argv list (no shell); ``cwd`` is resolved against the config file's folder;
-    ``env`` is added to the arena's environment (the arena also sets ``ALLFOURS_TICKET`` and
-    ``ALLFOURS_REFEREE``).
+    ``command`` is an argv list (no shell) whose placeholders were checked (:func:`expand_placeholders`);
+    ``cwd`` is resolved against the config file's folder; ``env`` is added to the arena's environment
+    minus its admin tokens (the arena also sets ``ALLFOURS_TICKET`` and ``ALLFOURS_REFEREE``; see
+    :func:`arena.match_runner.bot_environment`).
     """
 
     name: str
@@ -148,6 +160,40 @@ def parse_address(value: str) -> str:
     return value.strip()
 
 
+def _placeholder_fields(arg: str) -> list[tuple[str, str | None]]:
+    """``arg`` split into ``(literal text, placeholder name or None)`` pieces.
+
+    ``{{`` and ``}}`` are literal braces; every other ``{...}`` must be one of :data:`PLACEHOLDERS`.
+
+    :raises ValueError: naming the first unknown placeholder or stray brace.
+    """
+    known = ", ".join("{" + k + "}" for k in PLACEHOLDERS)
+    hint = f"known placeholders: {known}; write {{{{ and }}}} for literal braces"
+    try:
+        parsed = list(string.Formatter().parse(arg))
+    except ValueError as e:  # "Single '}' encountered", "expected '}' before end of string"
+        raise ValueError(f"unbalanced brace ({e}); {hint}") from None
+    out: list[tuple[str, str | None]] = []
+    for literal, name, spec, conversion in parsed:
+        if name is not None:
+            text = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+            if name not in PLACEHOLDERS or spec or conversion:
+                close = difflib.get_close_matches(name, PLACEHOLDERS, n=1)
+                guess = f" (did you mean {{{close[0]}}}?)" if close and name not in PLACEHOLDERS else ""
+                raise ValueError(f"unknown placeholder {text}{guess}; {hint}")
+        out.append((literal, name))
+    return out
+
+
+def expand_placeholders(arg: str, values: Mapping[str, str]) -> str:
+    """``arg`` with each placeholder (``{python}``, ``{config_dir}``, ``{ticket}``, ``{referee}``,
+    ``{seat}``) replaced by ``values[name]`` and ``{{``/``}}`` by literal braces.
+
+    :raises ValueError: for an unknown placeholder or a stray brace (the config parser reports these).
+    """
+    return "".join(literal + ("" if name is None else values[name]) for literal, name in _placeholder_fields(arg))
+
+
 def _unknown(path: str, where: str, data: Mapping[str, Any], known: set[str]) -> None:
     extra = sorted(set(data) - known)
     if extra:
@@ -173,7 +219,7 @@ def parse_config(data: Mapping[str, Any], path: str = "<config>", base: Path | N
     players = t.get("players", 4)
     if players not in (2, 4) or isinstance(players, bool):
         raise ConfigError(path, "tournament.players", "must be 2 or 4", players)
-    gpp = _int(path, "tournament.games_per_pairing", t.get("games_per_pairing", 2), 2)
+    gpp = _int(path, "tournament.games_per_pairing", t.get("games_per_pairing", 2), 2, MAX_GAMES_PER_PAIRING)
     if gpp % 2:
         raise ConfigError(
             path,
@@ -224,13 +270,22 @@ def parse_config(data: Mapping[str, Any], path: str = "<config>", base: Path | N
         rules = RuleSet.from_dict({**rules_raw, "players": players})
     except (TypeError, ValueError) as e:
         raise ConfigError(path, "tournament.rules", str(e), rules_raw) from None
+    for k, v in rules_raw.items():  # what the protocol cannot carry (e.g. a target beyond int32), key by key
+        try:
+            wire.rules_to_pb(RuleSet.from_dict({k: v, "players": players}))
+        except (TypeError, ValueError, OverflowError) as e:
+            raise ConfigError(path, f"tournament.rules.{k}", f"the protocol cannot carry it: {e}", v) from None
 
     tc_raw = t.get("time_control", {})
     if not isinstance(tc_raw, dict):
         raise ConfigError(path, "tournament.time_control", "must be a table", tc_raw)
     _unknown(path, "tournament.time_control", tc_raw, _TC_KEYS)
-    tc = {k: _int(path, f"tournament.time_control.{k}", v, 1) for k, v in sorted(tc_raw.items())}
-    TimeControl(**tc)  # the referee's own validation (all values positive)
+    tc = {k: _int(path, f"tournament.time_control.{k}", v, 1, MAX_TIME_CONTROL) for k, v in sorted(tc_raw.items())}
+    for k, v in tc.items():  # the referee's own validation, and what the protocol can carry, key by key
+        try:
+            wire.time_control_to_pb(TimeControl(**{k: v}))
+        except (TypeError, ValueError, OverflowError) as e:
+            raise ConfigError(path, f"tournament.time_control.{k}", str(e), v) from None
 
     bots_raw = data.get("bots")
     if not isinstance(bots_raw, list) or len(bots_raw) < 2:
@@ -264,17 +319,53 @@ def parse_config(data: Mapping[str, Any], path: str = "<config>", base: Path | N
         cmd = b.get("command")
         if not isinstance(cmd, list) or not cmd or not all(isinstance(x, str) and x for x in cmd):
             raise ConfigError(path, f"{where}.command", "must be a non-empty list of strings (argv, no shell)", cmd)
+        for i, arg in enumerate(cmd):
+            try:
+                _placeholder_fields(arg)
+            except ValueError as e:
+                raise ConfigError(path, f"{where}.command[{i}]", str(e), arg) from None
         cwd = b.get("cwd")
         if cwd is not None:
             cwd = str((base / _str(path, f"{where}.cwd", cwd)).resolve())
         env = b.get("env", {})
         if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
             raise ConfigError(path, f"{where}.env", "must be a table of string values", env)
+        for secret in (ENV_ADMIN_TOKEN, token_env):
+            if secret in env:
+                raise ConfigError(
+                    path,
+                    f"{where}.env.{secret}",
+                    "a bot may not be given the referees' admin token (it could read every match's cards)",
+                    show_value=False,
+                )
         bots.append(BotSpec(bname, str(version), tuple(cmd), cwd, dict(env)))
 
     return TournamentConfig(
         name, players, gpp, seed, concurrency, output, rules, tc, tuple(bots), path, tuple(referees), token_env
     )
+
+
+def check_bot_cwds(config: TournamentConfig, output: Path, arena_cwd: Path | None = None) -> None:
+    """Refuse to start any bot inside the output folder (it holds the SQLite file with the master seed).
+
+    A bot without ``cwd`` starts in the arena's working directory (``arena_cwd``, default the current one).
+
+    :raises ConfigError: naming the first bot whose working directory is ``output`` or below it.
+    """
+    out = Path(output).resolve()
+    here = (arena_cwd or Path.cwd()).resolve()
+    for k, b in enumerate(config.bots):
+        cwd = Path(b.cwd).resolve() if b.cwd else here
+        if cwd == out or out in cwd.parents:
+            problem = f"is inside the output folder {out}, which holds the master seed: start bots elsewhere"
+            if b.cwd:
+                raise ConfigError(config.source, f"bots[{k}].cwd", problem, b.cwd)
+            raise ConfigError(
+                config.source,
+                f"bots[{k}].cwd",
+                f"not set, so the bot would start in the arena's working directory {here}, which {problem[3:]}",
+                show_value=False,
+            )
 
 
 def load_config(path: str | Path) -> TournamentConfig:
@@ -284,9 +375,21 @@ def load_config(path: str | Path) -> TournamentConfig:
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        raw = p.read_bytes()
     except OSError as e:
         raise ConfigError(str(p), "-", f"cannot read the file: {e.strerror}", show_value=False) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        column = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise ConfigError(
+            str(p),
+            "-",
+            f"cannot read the file: not UTF-8 text (byte 0x{raw[e.start]:02x} at line {line}, column {column}); "
+            "TOML files are UTF-8",
+            show_value=False,
+        ) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

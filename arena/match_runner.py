@@ -9,7 +9,8 @@ with the fewest games in flight. For each game :meth:`GrpcGameRunner.play`:
    the schedule, one game, the scheduled seed and first dealer → match id, seed commitment, tickets;
 2. starts one process per seat (``subprocess``, own process group) from the bot's ``command`` with
    ``ALLFOURS_TICKET`` (that seat's ticket) and ``ALLFOURS_REFEREE`` (``host:port``) in its
-   environment; placeholders in the command are replaced: ``{python}`` (the arena's interpreter),
+   environment (the arena's own environment without any admin token: :func:`bot_environment`);
+   placeholders in the command are replaced: ``{python}`` (the arena's interpreter),
    ``{config_dir}``, ``{ticket}``, ``{referee}``, ``{seat}``. Each process's output goes to
    ``<output>/logs/<game id>/seat<k>.log``;
 3. ``AdminService.WatchMatch`` until the result; then ``GetRecord`` → ``<output>/records/<game id>.jsonl``;
@@ -17,8 +18,9 @@ with the fewest games in flight. For each game :meth:`GrpcGameRunner.play`:
 
 Bot failures are results: a bot that cannot start, crashes, hangs or breaks the protocol forfeits
 through the referee (no-show, disconnect, timeout, protocol error) and loses the game; the reasons
-(the referee's termination per seat, plus the arena's note on a process that could not start or
-exited with a non-zero status) are stored with the result.
+(the referee's termination per seat, plus the arena's note on a process that could not start, exited
+before joining or before the match ended — with the last lines of its output — or exited with a
+non-zero status) are stored with the result.
 
 Referee failures are not results: a referee that cannot be reached, goes away mid-game, aborts the
 match (shutting down) or cannot hand over the record raises :class:`RefereeFailure` inside
@@ -48,7 +50,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
-from arena.config import ENV_REFEREE, ENV_TICKET, BotSpec, TournamentConfig
+from arena.config import ENV_ADMIN_TOKEN, ENV_REFEREE, ENV_TICKET, BotSpec, TournamentConfig, expand_placeholders
 from arena.schedule import ScheduledGame
 from arena.store import GameResult
 from referee import wire
@@ -59,6 +61,12 @@ EXIT_WAIT_S = 2.0
 CONNECT_TIMEOUT_S = 3.0
 #: Seconds a referee that failed a game has to answer its health check with SERVING (else it is retired).
 PROBE_TIMEOUT_S = 2.0
+#: Upper bound of the wait for one match's result (the time control may allow more; 30 days).
+MAX_WATCH_S = 30 * 24 * 3600.0
+#: Lines of a bot's output quoted in the reason when its process exits early.
+TAIL_LINES = 2
+#: Characters of a bot's output quoted at most.
+TAIL_CHARS = 300
 
 
 class RefereeError(RuntimeError):
@@ -288,16 +296,44 @@ def connect_referees(addresses: Sequence[str], token: str | None, timeout: float
 
 
 def expand_command(bot: BotSpec, values: Mapping[str, str]) -> list[str]:
-    """The bot's argv with ``{python}``, ``{config_dir}``, ``{ticket}``, ``{referee}``, ``{seat}`` replaced.
+    """The bot's argv with ``{python}``, ``{config_dir}``, ``{ticket}``, ``{referee}``, ``{seat}`` replaced
+    and ``{{``/``}}`` turned into literal braces (the config parser has rejected any other placeholder)."""
+    return [expand_placeholders(arg, values) for arg in bot.command]
 
-    Other braces are left as they are.
+
+def bot_environment(
+    bot: BotSpec,
+    ticket: str,
+    referee: str,
+    secret_names: Collection[str] = (ENV_ADMIN_TOKEN,),
+    secret_values: Collection[str] = (),
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment of one bot process: ``base`` (default: the arena's environment) without its
+    secrets, plus the bot's ``env`` table, ``ALLFOURS_TICKET`` and ``ALLFOURS_REFEREE``.
+
+    Removed: every variable named in ``secret_names`` (the admin token variables), and every variable
+    whose value is one of ``secret_values`` or of those variables' values (a copy of a token under
+    another name). A bot holding an admin token could call the referee's Admin API.
     """
-    out = []
-    for arg in bot.command:
-        for key, value in values.items():
-            arg = arg.replace("{" + key + "}", value)
-        out.append(arg)
-    return out
+    base = dict(os.environ if base is None else base)
+    values = {v for v in secret_values if v} | {base[n] for n in secret_names if base.get(n)}
+    env = {k: v for k, v in base.items() if k not in secret_names and v not in values}
+    return {**env, **bot.env, ENV_TICKET: ticket, ENV_REFEREE: referee}
+
+
+def _tail(path: Path) -> str:
+    """The last :data:`TAIL_LINES` non-empty lines of a log file, joined with `` | `` ('' if none)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 8192))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()][-TAIL_LINES:]
+    out = " | ".join(lines)
+    return out if len(out) <= TAIL_CHARS else "…" + out[-TAIL_CHARS:]
 
 
 _TERMINATION = {v: k.removeprefix("TERMINATION_").lower() for k, v in pb.Termination.items()}
@@ -338,9 +374,13 @@ class GrpcGameRunner:
         players = config.players
         # No match can honestly last longer than this (every seat joining late, spending its whole
         # bank, every strike and a reconnection); a referee that has not ended one by then has failed.
-        self.watch_timeout_s = (
-            60.0 + 2.0 * (tc.join_ms + players * (tc.bank_ms + tc.grace_ms + tc.max_strikes * tc.decision_ms)) / 1000.0
+        self.watch_timeout_s = min(
+            MAX_WATCH_S,
+            60.0 + 2.0 * (tc.join_ms + players * (tc.bank_ms + tc.grace_ms + tc.max_strikes * tc.decision_ms)) / 1000.0,
         )
+        # never handed to a bot: the admin token variables, and the tokens in use (a copy under any name)
+        self.secret_names = tuple(dict.fromkeys((ENV_ADMIN_TOKEN, config.admin_token_env)))
+        self.secret_values = tuple({c.token for c in self.pool.conns if c.token})
 
     def _event(self, message: str) -> None:
         if self.on_event is not None:
@@ -411,6 +451,7 @@ class GrpcGameRunner:
         procs: list[subprocess.Popen[bytes] | None] = []
         notes: list[str] = []
         mid = created.match_id
+        early: list[int | None] = []
         try:
             for seat, (name, ticket) in enumerate(zip(game.seats, created.tickets, strict=True)):
                 procs.append(self._launch(conn, self.bots[name], seat, ticket, log_dir, notes))
@@ -424,6 +465,8 @@ class GrpcGameRunner:
                         break
             except grpc.RpcError as e:
                 raise RefereeFailure(conn.address, f"match {mid} lost: {_status(e)}") from None
+            # which processes had ended on their own before the result (read before any is stopped)
+            early = [None if p is None else p.poll() for p in procs]
             if result is None:
                 raise RefereeFailure(conn.address, f"match {mid}: the watch stream ended without a result")
             if result.status == pb.MATCH_STATUS_ABORTED:
@@ -432,9 +475,21 @@ class GrpcGameRunner:
             record = self._save_record(conn, game, mid)
         finally:
             codes = _stop(procs)
+        forfeited = {
+            s.seat: s.termination
+            for s in result.seats
+            if s.termination not in (pb.TERMINATION_NORMAL, pb.TERMINATION_OTHER_SEAT_FORFEITED)
+        }
         for seat, code in enumerate(codes):
-            if code not in (None, 0, -signal.SIGTERM, -signal.SIGKILL):
-                notes.append(f"seat {seat} ({game.seats[seat]}) process exited with status {code}")
+            who = f"seat {seat} ({game.seats[seat]}) process"
+            if early[seat] is not None and seat in forfeited:
+                # it ended before the match did and its seat forfeited: say so, with its last words
+                when = "before joining" if forfeited[seat] == pb.TERMINATION_NO_SHOW else "before the match ended"
+                tail = _tail(log_dir / f"seat{seat}.log")
+                last = f" (last output: {tail})" if tail else ""
+                notes.append(f"{who} exited with status {early[seat]} {when}{last}")
+            elif code not in (None, 0, -signal.SIGTERM, -signal.SIGKILL):
+                notes.append(f"{who} exited with status {code}")
         res = self._result(game, mid, result, record, notes, time.perf_counter() - start)
         res.extra["referee"] = conn.address
         if attempt:
@@ -454,7 +509,7 @@ class GrpcGameRunner:
                 "seat": str(seat),
             },
         )
-        env = {**os.environ, **bot.env, ENV_TICKET: ticket, ENV_REFEREE: conn.address}
+        env = bot_environment(bot, ticket, conn.address, self.secret_names, self.secret_values)
         log = open(log_dir / f"seat{seat}.log", "wb")  # noqa: SIM115 - handed to the child
         try:
             return subprocess.Popen(

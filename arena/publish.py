@@ -9,10 +9,11 @@ Files written by :func:`write_outputs` (all UTF-8):
 - ``ratings.json`` — the :func:`arena.ratings.rate` result plus ``tournament`` (name, bots and
   versions, config fingerprint, master seed commitment, and the revealed ``master_seed`` once every
   game is played — ``null`` before);
-- ``ratings.csv`` — rank, bot, version, elo, ci_low, ci_high, games, score, los_next;
+- ``ratings.csv`` — rank, bot, version, elo, ci_low, ci_high, games, score, los_next, ci_method;
 - ``leaderboard.html`` — self-contained (inline CSS and SVG, no scripts or external assets): the
-  table with intervals, a chart of ratings with error bars, the pairwise score matrix, and every
-  game with its termination reasons and a link to its record file.
+  table with intervals (each marked with how it was computed), a chart of ratings with error bars,
+  the pairwise score matrix, and every game with its termination reasons and a link to its record
+  file (URL-encoded: game ids carry the tournament's name).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import csv
 import html
 import json
+import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -91,7 +93,7 @@ def _csv(ratings: Mapping[str, Any], tournament: Mapping[str, Any]) -> str:
 
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["rank", "bot", "version", "elo", "ci_low", "ci_high", "games", "score", "los_next"])
+    w.writerow(["rank", "bot", "version", "elo", "ci_low", "ci_high", "games", "score", "los_next", "ci_method"])
     versions = tournament.get("bots", {})
     los = _los_next(ratings)
     for k, (name, r) in enumerate(ratings["ratings"].items(), start=1):
@@ -106,9 +108,33 @@ def _csv(ratings: Mapping[str, Any], tournament: Mapping[str, Any]) -> str:
                 r["games"],
                 r["score"],
                 los.get(name, ""),
+                r.get("ci_method", ""),
             ]
         )
     return buf.getvalue()
+
+
+#: The mark of an interval for which the bootstrap alone was not trusted (see :func:`arena.ratings.rate`).
+MARK = "*"
+
+
+def _interval_note(ratings: Mapping[str, Any]) -> str:
+    """The footnote for intervals marked :data:`MARK` ('' if none is), with each bot's method and reason."""
+    marked = [(n, r) for n, r in ratings["ratings"].items() if r.get("ci_note")]
+    if not marked:
+        return ""
+    needed = ratings.get("bootstrap_min_units", 5)
+    whys = "; ".join(f"{n}: {r.get('ci_method', '')}, {r['ci_note']}" for n, r in marked)
+    return (
+        f"{MARK} the bootstrap cannot estimate the spread from fewer than {needed} duplicate pairs in a pairing, "
+        "or when it finds none: shown is the wider of the bootstrap and the normal-approximation interval "
+        f"(Fisher information of the fit) — {whys}"
+    )
+
+
+def _interval(r: Mapping[str, Any], digits: int) -> str:
+    mark = MARK if r.get("ci_note") else ""
+    return f"[{r['ci'][0]:.{digits}f}, {r['ci'][1]:.{digits}f}]{mark}"
 
 
 # ------------------------------------------------------------------------------------------ html
@@ -211,10 +237,14 @@ def leaderboard_html(
         lv = los.get(name)
         out.append(
             f"<tr><td>{k}</td><td class=l>{e(name)}</td><td class=l>{e(str(versions.get(name, '')))}</td>"
-            f"<td>{r['elo']:.1f}</td><td>[{r['ci'][0]:.1f}, {r['ci'][1]:.1f}]</td><td>{r['games']}</td>"
+            f"<td>{r['elo']:.1f}</td><td title=\"{e(r.get('ci_note', r.get('ci_method', '')))}\">"
+            f"{_interval(r, 1)}</td><td>{r['games']}</td>"
             f"<td>{r['score']:g}</td><td>{'' if lv is None else f'{lv:.1%}'}</td></tr>"
         )
     out.append("</table>")
+    note = _interval_note(ratings)
+    if note:
+        out.append(f'<p class="meta">{e(note)}</p>')
     out.append("<h2>Ratings with 95% intervals</h2>")
     out.append(_chart(ratings))
 
@@ -243,7 +273,8 @@ def leaderboard_html(
     )
     for g in games:
         rec = g.get("record")
-        link = f'<a href="{e(str(rec), quote=True)}">record</a>' if rec else ""
+        href = urllib.parse.quote(str(rec), safe="/") if rec else ""
+        link = f'<a href="{e(href, quote=True)}">record</a>' if rec else ""
         out.append(
             f"<tr><td class=l>{e(str(g['game_id']))}</td><td class=l>{e(g['a'])}</td>"
             f"<td class=l>{e(g['b'])}</td><td>{g['scores'][0]}–{g['scores'][1]}</td>"
@@ -256,28 +287,38 @@ def leaderboard_html(
 
 def _ci_method(ratings: Mapping[str, Any]) -> str:
     n = ratings.get("bootstrap", 0)
-    return f"bootstrap over duplicate pairs ({n} resamples)" if n else "normal approximation"
+    if not n:
+        return "normal approximation"
+    text = f"bootstrap over duplicate pairs ({n} resamples)"
+    if any(r.get("ci_note") for r in ratings["ratings"].values()):
+        text += f"; where marked {MARK}, the wider of that and the normal approximation"
+    return text
 
 
 # -------------------------------------------------------------------------------------- terminal
 
 
 def ratings_table(ratings: Mapping[str, Any], tournament: Mapping[str, Any] | None = None) -> Table:
-    """A rich table of the ranking: rank, bot, version, Elo, 95% interval, games, score, LOS vs next."""
+    """A rich table of the ranking: rank, bot, version, Elo, 95% interval, games, score, LOS vs next.
+
+    Intervals are whole Elo points and never wrapped (a pipe or CI log gets one line a bot); an
+    interval the bootstrap alone could not estimate is marked ``*`` and explained in the caption.
+    """
     versions = (tournament or {}).get("bots", {})
     los = _los_next(ratings)
-    table = Table(title=str((tournament or {}).get("name", "ratings")))
-    for col, just in (
-        ("#", "right"),
-        ("bot", "left"),
-        ("version", "left"),
-        ("Elo", "right"),
-        ("95% interval", "right"),
-        ("games", "right"),
-        ("score", "right"),
-        ("LOS next", "right"),
+    note = _interval_note(ratings)
+    table = Table(title=str((tournament or {}).get("name", "ratings")), caption=note or None, caption_justify="left")
+    for col, just, wrap in (
+        ("#", "right", False),
+        ("bot", "left", True),
+        ("version", "left", True),
+        ("Elo", "right", False),
+        ("95% interval", "right", False),
+        ("games", "right", False),
+        ("score", "right", False),
+        ("LOS next", "right", False),
     ):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
+        table.add_column(col, justify=just, no_wrap=not wrap)  # type: ignore[arg-type]
     for k, (name, r) in enumerate(ratings["ratings"].items(), start=1):
         lv = los.get(name)
         table.add_row(
@@ -285,7 +326,7 @@ def ratings_table(ratings: Mapping[str, Any], tournament: Mapping[str, Any] | No
             name,
             str(versions.get(name, "")),
             f"{r['elo']:.1f}",
-            f"[{r['ci'][0]:.1f}, {r['ci'][1]:.1f}]",
+            _interval(r, 0),
             str(r["games"]),
             f"{r['score']:g}",
             "" if lv is None else f"{lv:.1%}",

@@ -35,14 +35,30 @@ Intervals and likelihood of superiority
 duplicate pair: same deal seed, sides swapped) are one unit; a game without one is its own unit.
 Resampling is **stratified by pairing**: the units of each unordered pair of bots are resampled with
 replacement among themselves, so every resample keeps the tournament's design (each pairing plays
-as many units as it did). ``ci`` is the 2.5th and 97.5th percentile of a bot's anchored rating over
-the resamples. The bootstrap is deterministic given ``seed`` (``random.Random(seed)``).
+as many units as it did). The bootstrap interval is the 2.5th and 97.5th percentile of a bot's
+anchored rating over the resamples. The bootstrap is deterministic given ``seed``
+(``random.Random(seed)``).
 
-LOS (likelihood of superiority) between neighbours in the ranking is the **bootstrap** share of
-resamples in which the higher-ranked bot's rating is above its neighbour's (a tie counts half).
-With ``bootstrap=0`` both the intervals and LOS come from the **normal approximation** instead
-(observed Fisher information at the maximum: ``ci = elo ± 1.96 * sd``, ``LOS = Phi(diff / sd_diff)``).
-The output's ``"los_method"`` names which was used.
+The **normal approximation** uses the observed Fisher information at the maximum (with the prior's
+virtual games when the prior is used): ``elo ± 1.96 * sd``, and ``LOS = Phi(diff / sd_diff)``.
+
+A bootstrap cannot estimate a spread from too few units: with one duplicate pair per pairing every
+resample *is* the tournament and the interval has no width (``[1637.5, 1637.5]``, LOS 100%). So a
+bot's bootstrap interval is trusted only when **each of its pairings has at least**
+:data:`BOOTSTRAP_MIN_UNITS` **(5) units** and the interval has a width (at least :data:`MIN_SPREAD`;
+all-draw or all-split results give none). Otherwise the bot gets the **wider** of its bootstrap and
+normal intervals, and ``"ci_note"`` says why the bootstrap alone was not trusted. Why five: a
+pairing of ``u`` units has only ``C(2u-1, u)`` distinct resamples — 1 for one unit, 35 for four, 126
+for five — so with fewer the percentiles are a handful of repeated values, not a spread. Each bot's
+``"ci_method"`` names the interval reported: ``"bootstrap"``, ``"normal"``, or ``"anchor"`` (the
+anchored bot, or a lone bot, whose rating is fixed by definition); ``"ci_bootstrap"`` keeps the
+bootstrap interval whenever one was computed.
+
+LOS (likelihood of superiority) between neighbours in the ranking is the bootstrap share of
+resamples in which the higher-ranked bot's rating is above its neighbour's (a tie counts half) when
+both bots' bootstrap is trusted (and the difference varies), else the normal approximation; each
+entry's ``"method"`` says which, and ``"los_method"`` summarises (``"bootstrap"``, ``"normal"`` or
+``"mixed"``). With ``bootstrap=0`` every interval and LOS is the normal approximation.
 
 Input format (one JSON object a line)::
 
@@ -59,6 +75,7 @@ import argparse
 import itertools
 import json
 import math
+import os
 import random
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -73,6 +90,10 @@ PRIOR_DRAWS = 1
 ELO_PER_NAT = 400.0 / math.log(10.0)
 #: Default number of bootstrap resamples.
 DEFAULT_BOOTSTRAP = 1000
+#: Resampling units (duplicate pairs) a pairing needs before the bootstrap is trusted for its bots.
+BOOTSTRAP_MIN_UNITS = 5
+#: A bootstrap interval narrower than this (Elo) has no spread: it estimates nothing.
+MIN_SPREAD = 0.01
 
 _VALID_SCORES = (0.0, 0.5, 1.0)
 
@@ -335,10 +356,11 @@ def rate(
     :param bootstrap: number of resamples for ``ci`` and LOS (0: normal approximation).
     :param seed: seed of the bootstrap's ``random.Random``; the result is a function of the inputs.
     :param names: extra bots to include even with no games (they rate at the pool level, via the prior).
-    :returns: ``{"ratings": {name: {"elo", "ci": [lo, hi], "games", "score"}}, "ranking": [names best
-        first], "los": [{"better", "worse", "los"}], "los_method", "matrix": {a: {b: {"games", "score",
-        "pct"}}}, "anchor", "prior", "components", "bootstrap", "seed", "games"}``. Ratings are rounded to
-        0.01 Elo, LOS and percentages to 4 decimals.
+    :returns: ``{"ratings": {name: {"elo", "ci": [lo, hi], "ci_method", "ci_note"?, "ci_bootstrap"?,
+        "games", "score"}}, "ranking": [names best first], "los": [{"better", "worse", "los", "method"}],
+        "los_method", "bootstrap_min_units", "matrix": {a: {b: {"games", "score", "pct"}}}, "anchor",
+        "prior", "components", "bootstrap", "seed", "games"}`` (see the module docstring). Ratings are
+        rounded to 0.01 Elo, LOS and percentages to 4 decimals.
     :raises ValueError: if the anchor names no rated bot, or ``bootstrap`` is negative.
     """
     if bootstrap < 0:
@@ -355,7 +377,7 @@ def rate(
 
     coded = [(idx[g.a], idx[g.b], g.score) for g in games]
     counts = _counts(n, coded)
-    fit = _fit(counts, want_covariance=(bootstrap == 0))
+    fit = _fit(counts, want_covariance=True)
     elo = _anchored(fit.theta, anchor_index, anchor_rating)
 
     played = [0] * n
@@ -367,11 +389,38 @@ def rate(
         scored[j] += 1.0 - s
 
     ranking = sorted(range(n), key=lambda k: (-elo[k], bots[k]))
-    ci: list[tuple[float, float]] = []
-    los: list[float] = []
-    if n == 0:
-        pass
-    elif bootstrap > 0:
+    fixed = anchor_index if anchor_index is not None else (0 if n == 1 else None)  # rating fixed by definition
+
+    # the normal approximation: always computed (the fallback of a bootstrap that cannot estimate the spread)
+    cov = fit.covariance or [[0.0] * n for _ in range(n)]
+
+    def sd_of(vec: list[float]) -> float:
+        return math.sqrt(max(0.0, sum(vec[a] * vec[b] * cov[a][b] for a in range(n) for b in range(n)))) * ELO_PER_NAT
+
+    normal_ci: list[tuple[float, float]] = []
+    for k in range(n):
+        vec = [0.0] * n
+        vec[k] += 1.0
+        if anchor_index is not None:
+            vec[anchor_index] -= 1.0
+        else:
+            vec = [v - 1.0 / n for v in vec]
+        sd = sd_of(vec)
+        normal_ci.append((elo[k] - 1.96 * sd, elo[k] + 1.96 * sd))
+
+    def normal_los(hi: int, lo: int) -> float:
+        vec = [0.0] * n
+        vec[hi], vec[lo] = 1.0, -1.0
+        sd, diff = sd_of(vec), elo[hi] - elo[lo]
+        return _phi(diff / sd) if sd > 0 else (1.0 if diff > 0 else 0.5)
+
+    ci = list(normal_ci)
+    method = ["normal"] * n
+    notes: dict[int, str] = {}
+    boot_ci: list[tuple[float, float]] = []
+    los = [normal_los(hi, lo) for hi, lo in itertools.pairwise(ranking)]
+    los_methods = ["normal"] * len(los)
+    if n and bootstrap > 0:
         # units: duplicate pairs (or single games), stratified by their unordered pair of bots
         units: dict[str, list[tuple[int, int, float]]] = {}
         for k, (g, code) in enumerate(zip(games, coded, strict=True)):
@@ -391,30 +440,40 @@ def rate(
             samples.append(_anchored(_fit(_counts(n, sample)).theta, anchor_index, anchor_rating))
         for k in range(n):
             column = sorted(s[k] for s in samples)
-            ci.append((_percentile(column, 0.025), _percentile(column, 0.975)))
-        for hi, lo in itertools.pairwise(ranking):
-            los.append(sum(1.0 if s[hi] > s[lo] else 0.5 if s[hi] == s[lo] else 0.0 for s in samples) / bootstrap)
-    else:
-        cov = fit.covariance or [[0.0] * n for _ in range(n)]
-
-        def var(vec: list[float]) -> float:
-            return max(0.0, sum(vec[a] * vec[b] * cov[a][b] for a in range(n) for b in range(n)))
-
+            boot_ci.append((_percentile(column, 0.025), _percentile(column, 0.975)))
+        # can the bootstrap estimate bot k's spread? Enough units in each of its pairings, and a spread
+        trusted = [True] * n
         for k in range(n):
-            vec = [0.0] * n
-            vec[k] += 1.0
-            if anchor_index is not None:
-                vec[anchor_index] -= 1.0
+            mine = sorted((len(group), key) for key, group in strata.items() if k in key)
+            if not mine:
+                why = "no games"
+            elif mine[0][0] < BOOTSTRAP_MIN_UNITS:
+                count, key = mine[0]
+                others = ", ".join(bots[x] for x in key if x != k)
+                why = (
+                    f"fewer than {BOOTSTRAP_MIN_UNITS} resampling units (duplicate pairs) against {others} "
+                    f"({count})"
+                )
+            elif k != fixed and boot_ci[k][1] - boot_ci[k][0] < MIN_SPREAD:
+                why = "the bootstrap spread is zero (every resample gives the same rating)"
             else:
-                vec = [v - 1.0 / n for v in vec]
-            sd = math.sqrt(var(vec)) * ELO_PER_NAT
-            ci.append((elo[k] - 1.96 * sd, elo[k] + 1.96 * sd))
-        for hi, lo in itertools.pairwise(ranking):
-            vec = [0.0] * n
-            vec[hi], vec[lo] = 1.0, -1.0
-            sd = math.sqrt(var(vec)) * ELO_PER_NAT
-            diff = elo[hi] - elo[lo]
-            los.append(_phi(diff / sd) if sd > 0 else (1.0 if diff > 0 else 0.5))
+                continue
+            trusted[k] = False
+            if k != fixed:
+                notes[k] = why
+        for k in range(n):
+            if trusted[k]:
+                ci[k], method[k] = boot_ci[k], "bootstrap"
+            elif boot_ci[k][1] - boot_ci[k][0] > normal_ci[k][1] - normal_ci[k][0]:
+                ci[k], method[k] = boot_ci[k], "bootstrap"  # the wider of the two
+        for x, (hi, lo) in enumerate(itertools.pairwise(ranking)):
+            diffs = [s[hi] - s[lo] for s in samples]
+            if trusted[hi] and trusted[lo] and max(diffs) - min(diffs) >= MIN_SPREAD:
+                los[x] = sum(1.0 if d > 0 else 0.5 if d == 0 else 0.0 for d in diffs) / bootstrap
+                los_methods[x] = "bootstrap"
+    if fixed is not None:
+        ci[fixed], method[fixed] = (elo[fixed], elo[fixed]), "anchor"
+        notes.pop(fixed, None)
 
     matrix: dict[str, dict[str, dict[str, float]]] = {a: {} for a in bots}
     for (i, j), played_ij in sorted(counts.played.items()):
@@ -426,22 +485,25 @@ def rate(
             "pct": round((played_ij - s) / played_ij, 4),
         }
 
+    def entry(k: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"elo": round(elo[k], 2), "ci": [round(ci[k][0], 2), round(ci[k][1], 2)],
+                               "ci_method": method[k]}
+        if k in notes:
+            out["ci_note"] = notes[k]
+        if boot_ci and k != fixed:
+            out["ci_bootstrap"] = [round(boot_ci[k][0], 2), round(boot_ci[k][1], 2)]
+        out["games"], out["score"] = played[k], scored[k]
+        return out
+
     return {
-        "ratings": {
-            bots[k]: {
-                "elo": round(elo[k], 2),
-                "ci": [round(ci[k][0], 2), round(ci[k][1], 2)],
-                "games": played[k],
-                "score": scored[k],
-            }
-            for k in ranking
-        },
+        "ratings": {bots[k]: entry(k) for k in ranking},
         "ranking": [bots[k] for k in ranking],
         "los": [
-            {"better": bots[hi], "worse": bots[lo], "los": round(p, 4)}
-            for (hi, lo), p in zip(itertools.pairwise(ranking), los, strict=True)
+            {"better": bots[hi], "worse": bots[lo], "los": round(p, 4), "method": m}
+            for (hi, lo), p, m in zip(itertools.pairwise(ranking), los, los_methods, strict=True)
         ],
-        "los_method": "bootstrap" if bootstrap > 0 else "normal",
+        "los_method": _summary(los_methods, "bootstrap" if bootstrap > 0 else "normal"),
+        "bootstrap_min_units": BOOTSTRAP_MIN_UNITS,
         "matrix": matrix,
         "anchor": {"bot": anchor[0], "rating": anchor_rating} if anchor else {"pool_mean": POOL_MEAN},
         "prior": fit.prior,
@@ -450,6 +512,12 @@ def rate(
         "seed": seed,
         "games": len(games),
     }
+
+
+def _summary(methods: Sequence[str], default: str) -> str:
+    """One word for a list of methods: the common one, or ``"mixed"``."""
+    kinds = set(methods)
+    return default if not kinds else kinds.pop() if len(kinds) == 1 else "mixed"
 
 
 def parse_anchor(text: str) -> tuple[str, float]:
@@ -466,8 +534,9 @@ def parse_anchor(text: str) -> tuple[str, float]:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m arena.ratings GAMES.jsonl [--anchor NAME=RATING] [--bootstrap N] [--seed S]``.
 
-    Prints the result of :func:`rate` as JSON. Returns 0, or 2 on a bad file or argument (with a
-    message on stderr naming the line).
+    Prints the result of :func:`rate` as JSON. Returns 0, 2 on a bad file or argument (with a
+    message on stderr naming the line), or 1 without a message when stdout is closed early (a pipe
+    into ``head``).
     """
     parser = argparse.ArgumentParser(prog="python -m arena.ratings", description=__doc__.split("\n")[0])
     parser.add_argument("games", help='JSON lines: {"a", "b", "score" (a\'s: 1, 0.5, 0), "pair"?}')
@@ -483,8 +552,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError) as e:
         print(f"arena.ratings: error: {e}", file=sys.stderr)
         return 2
-    json.dump(result, sys.stdout, indent=2)
-    sys.stdout.write("\n")
+    try:
+        json.dump(result, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (`... | head`): stop quietly, like other filters
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 1
     return 0
 
 

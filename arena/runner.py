@@ -60,11 +60,12 @@ def open_tournament(config: TournamentConfig, output: Path | None = None) -> Tou
 
     The master seed is the config's, else the one stored by an earlier run, else a fresh one from
     ``secrets``. Before any game is played its commitment is written to ``<output>/commitment.json``.
+    A new output folder is created with permissions 0700 (the database in it holds the master seed).
 
     :raises arena.store.StoreMismatch: if ``output`` holds a different tournament.
     """
     out = Path(output or config.output)
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(mode=0o700, parents=True, exist_ok=True)
     store = Store(out / DB_NAME)
     try:
         candidate = config.master_seed or fresh_seed()

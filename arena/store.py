@@ -16,7 +16,9 @@ published only after the last game), ``created_at``, ``finished_at``.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
@@ -108,12 +110,20 @@ class GameResult:
 class Store:
     """An open results database. Not thread-safe: use it from one thread (the arena's main loop).
 
+    The file is created with permissions 0600 (and an existing one is set to 0600): it holds the
+    master seed.
+
     :raises sqlite3.Error: if the file cannot be opened or is not a database.
     """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # the file holds the master seed (every deck derives from it): readable by its owner only;
+        # SQLite gives the -wal and -shm files the database file's permissions
+        os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
+        with contextlib.suppress(OSError):
+            os.chmod(self.path, 0o600)
         self._db = sqlite3.connect(str(self.path), isolation_level=None, timeout=30.0)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")

@@ -96,6 +96,19 @@ def test_fingerprint_ignores_how_bots_start_but_not_what_they_are(tmp_path: Path
         ("[tournament.rules]", 'referees = ["h:0"]\n[tournament.rules]', "tournament.referees[0]", "'h:0'"),
         ("[tournament.rules]", 'referees = ["h:1", "h:1"]\n[tournament.rules]', "tournament.referees[1]", "twice"),
         ("[tournament.rules]", 'admin_token_env = "A-B"\n[tournament.rules]', "tournament.admin_token_env", "A-B"),
+        # a typo in a placeholder is an error, not a literal argument (that bot would never start)
+        ('command = ["node", "bot.js"]', 'command = ["{pyhton}", "bot.js"]', "bots[1].command[0]", "{python}?"),
+        ('command = ["node", "bot.js"]', 'command = ["node", "--seat={set}"]', "bots[1].command[1]", "{set}"),
+        ('command = ["node", "bot.js"]', 'command = ["node", "-e", "f({})"]', "bots[1].command[2]", "{{"),
+        ('command = ["node", "bot.js"]', 'command = ["node", "{python!r}"]', "bots[1].command[1]", "{python!r}"),
+        ('command = ["node", "bot.js"]', 'command = ["node", "a}b"]', "bots[1].command[1]", "a}b"),
+        # values the protocol (uint32) or the referee cannot take are config errors naming the key
+        ("decision_ms = 250", "decision_ms = 99999999999", "tournament.time_control.decision_ms", "99999999999"),
+        ("bank_ms = 2000", "bank_ms = 4294967296", "tournament.time_control.bank_ms", "4294967296"),
+        ("target = 7", "target = 99999999999", "tournament.rules.target", "99999999999"),
+        ("games_per_pairing = 4", "games_per_pairing = 10000000000", "tournament.games_per_pairing", "10000000000"),
+        # the admin token is never handed to a bot, not even on purpose
+        ('env = { LEVEL = "3" }', 'env = { ALLFOURS_ADMIN_TOKEN = "x" }', "bots[1].env.ALLFOURS_ADMIN_TOKEN", "admin"),
     ],
 )
 def test_bad_configs_name_file_key_and_value(tmp_path: Path, old: str, new: str, key: str, value: str) -> None:
@@ -123,3 +136,37 @@ def test_examples_parse(name: str) -> None:
     c = load_config(Path(__file__).resolve().parent.parent / "examples" / f"{name}.toml")
     assert c.name == name and len(c.bots) == 3
     assert c.referees == (("127.0.0.1:50051", "127.0.0.1:50052") if name == "referees" else ())
+
+
+def test_placeholders_and_literal_braces(tmp_path: Path) -> None:
+    from arena.config import expand_placeholders
+
+    cfg = GOOD.replace('command = ["node", "bot.js"]', 'command = ["{python}", "-c", "print({{1: 2}})", "{seat}"]')
+    c = load_config(write(tmp_path, cfg))
+    values = {"python": "/py", "config_dir": "/c", "ticket": "T", "referee": "h:1", "seat": "3"}
+    assert [expand_placeholders(a, values) for a in c.bots[1].command] == ["/py", "-c", "print({1: 2})", "3"]
+
+
+def test_a_file_that_is_not_utf8_is_a_config_error(tmp_path: Path) -> None:
+    p = tmp_path / "latin1.toml"
+    p.write_bytes(GOOD.replace('name = "cup"', 'name = "caf\u00e9"').encode("latin-1"))
+    with pytest.raises(ConfigError) as info:
+        load_config(p)
+    assert str(info.value).startswith(f"{p}: cannot read the file: not UTF-8 text (byte 0xe9 at line 3")
+
+
+def test_time_control_accepts_the_protocol_maximum(tmp_path: Path) -> None:
+    c = load_config(write(tmp_path, GOOD.replace("decision_ms = 250", "decision_ms = 4294967295")))
+    assert c.full_time_control.decision_ms == 2**32 - 1
+
+
+def test_bot_environment_has_no_admin_token() -> None:
+    """The admin-token variables (default and configured names), copies of their values, and the
+    token in use (e.g. from --admin-token) never reach a bot; its own env and ticket do."""
+    from arena.config import BotSpec
+    from arena.match_runner import bot_environment
+
+    base = {"PATH": "/bin", "ALLFOURS_ADMIN_TOKEN": "t1", "CUP_TOKEN": "t2", "COPY": "t2", "CLI": "t3"}
+    bot = BotSpec("b", "1", ("x",), env={"LEVEL": "3"})
+    env = bot_environment(bot, "TICKET", "h:1", ("ALLFOURS_ADMIN_TOKEN", "CUP_TOKEN"), ("t3",), base=base)
+    assert env == {"PATH": "/bin", "LEVEL": "3", "ALLFOURS_TICKET": "TICKET", "ALLFOURS_REFEREE": "h:1"}

@@ -22,15 +22,20 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
 
-def arena(*args: str, timeout: float = 240, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run `arena run ARGS --no-progress` as a real process; returns it finished (output captured)."""
+def arena(
+    *args: str, timeout: float = 240, env: dict[str, str | None] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run `arena run ARGS --no-progress` as a real process; returns it finished (output captured).
+
+    ``env`` is added to the environment (a ``None`` value removes that variable)."""
+    full = {**os.environ, **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "arena.cli", "run", *args, "--no-progress"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, **(env or {})},
+        env={k: v for k, v in full.items() if v is not None},
     )
 
 
@@ -63,7 +68,7 @@ def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
 
 def test_small_tournament_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "small"
-    done = arena("examples/small.toml", "--output", str(out), "--bootstrap", "200")
+    done = arena("examples/small.toml", "--output", str(out), "--bootstrap", "200", env={"COLUMNS": None})
     assert done.returncode == 0, done.stdout + done.stderr
     games = rows(out)
     assert len(games) == 3 * 4 and len({g["game_id"] for g in games}) == 12
@@ -80,6 +85,9 @@ def test_small_tournament_end_to_end(tmp_path: Path) -> None:
     assert verify_reveal(bytes.fromhex(ratings["tournament"]["master_seed"]), committed)
     page = (out / "leaderboard.html").read_text()
     assert games[0]["record"] in page and "<svg" in page
+    table = [line for line in done.stdout.splitlines() if "│" in line]
+    for name, r in ratings["ratings"].items():  # stdout is a pipe: one readable line a bot, not wrapped
+        assert sum(name in line and f"[{r['ci'][0]:.0f}, {r['ci'][1]:.0f}]" in line for line in table) == 1, table
     again = arena("examples/small.toml", "--output", str(out), "--bootstrap", "200")
     assert again.returncode == 0 and "12 already played" in again.stdout
     assert rows(out) == games  # a rerun of a finished tournament plays nothing
@@ -184,6 +192,69 @@ def test_hanging_bot_loses_on_timeout(tmp_path: Path) -> None:
     verify_records(out, games)
 
 
+# "envdump" writes its whole environment (JSON) to its log, then plays; "quitter" is the command the
+# config docs once showed (sample_bots.heuristic has no __main__: it exits 0 at once); "noisy" dies
+# before joining with a message on stderr.
+EARLY = """
+[tournament]
+name = "early"
+players = 2
+games_per_pairing = 2
+concurrency = 6
+output = "out"
+admin_token_env = "CUP_ADMIN_TOKEN"
+[tournament.rules]
+target = 7
+[tournament.time_control]
+join_ms = 2500
+[[bots]]
+name = "envdump"
+command = ["{python}", "-c", @ENVDUMP@]
+[[bots]]
+name = "quitter"
+command = ["{python}", "-m", "sample_bots.heuristic"]
+[[bots]]
+name = "noisy"
+command = ["{python}", "-c", "import sys; print('loading model', file=sys.stderr); sys.exit('boom: no weights')"]
+""".replace("@ENVDUMP@", json.dumps(
+    "import json, os, sys; print(json.dumps(dict(os.environ)), file=sys.stderr); "
+    "from arena.instant_bot import main; sys.exit(main([]))"
+))
+
+
+def test_bots_never_see_admin_tokens_and_early_exits_are_explained(tmp_path: Path) -> None:
+    cfg = tmp_path / "early.toml"
+    cfg.write_text(EARLY)
+    secrets = {"ALLFOURS_ADMIN_TOKEN": "adm-default-7f3a", "CUP_ADMIN_TOKEN": "adm-configured-9c1e",
+               "COPY_OF_TOKEN": "adm-configured-9c1e"}
+    done = arena(str(cfg), "--bootstrap", "0", timeout=120, env=secrets)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = tmp_path / "out"
+    games = rows(out)
+    assert len(games) == 6
+    dumps = 0
+    for g in games:
+        for seat, name in enumerate((g["a"], g["b"])):
+            log = (out / "logs" / g["game_id"] / f"seat{seat}.log").read_text()
+            if name == "envdump":
+                env = json.loads(log.splitlines()[0])
+                assert env["ALLFOURS_TICKET"] and env["ALLFOURS_REFEREE"]
+                assert not set(secrets) & set(env), sorted(set(secrets) & set(env))
+                assert not set(secrets.values()) & set(env.values())
+                dumps += 1
+            reasons = " | ".join(g["reasons"])
+            if name == "quitter":
+                assert f"seat {seat} (quitter) no_show" in reasons
+                assert f"seat {seat} (quitter) process exited with status 0 before joining" in reasons, reasons
+            if name == "noisy":
+                assert f"seat {seat} (noisy) process exited with status 1 before joining" in reasons, reasons
+                assert "(last output: loading model | boom: no weights)" in reasons, reasons
+    assert dumps == 4
+    # the output folder and the database (it holds the master seed) are the arena user's alone
+    assert (out.stat().st_mode & 0o777) == 0o700
+    assert ((out / "arena.sqlite").stat().st_mode & 0o777) == 0o600
+
+
 SEEDED = """
 [tournament]
 name = "seeded"
@@ -261,6 +332,20 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     done = arena(str(bad))
     assert done.returncode == 2
     assert one_line_error(done).startswith(f"config error: {bad}: not valid TOML: ") and "line 3" in done.stderr
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes(FAILING.replace('name = "failing"', 'name = "f\u00e9"').encode("latin-1"))
+    done = arena(str(latin))
+    assert done.returncode == 2
+    assert one_line_error(done).startswith(f"config error: {latin}: cannot read the file: not UTF-8 text")
+    for old, new, key in [
+        ("grace_ms = 300", "decision_ms = 99999999999", "tournament.time_control.decision_ms"),
+        ('"{python}", "-m", "arena.instant_bot"]', '"{pyhton}", "-m", "arena.instant_bot"]', "bots[0].command[0]"),
+        ('command = ["/nonexistent/bot-binary"]', 'command = ["true"]\ncwd = "out/bot"', "bots[2].cwd"),
+    ]:
+        typo = tmp_path / "typo.toml"
+        typo.write_text(FAILING.replace(old, new))
+        done = arena(str(typo))
+        assert done.returncode == 2 and one_line_error(done).startswith(f"config error: {typo}: {key}: "), done.stderr
     good = tmp_path / "good.toml"
     good.write_text(FAILING)
     for args, expected in [

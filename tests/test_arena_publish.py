@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from arena.publish import leaderboard_html, progress_bar, ratings_table, write_outputs
+from arena.publish import games_rows, leaderboard_html, progress_bar, ratings_table, write_outputs
 from arena.ratings import games_from_mapping, rate
 from arena.runner import SimulatedRunner
 from arena.schedule import make_schedule
@@ -94,3 +94,57 @@ def test_terminal_table_and_progress() -> None:
         for _ in range(6):
             advance()
     assert "10/10" in console.export_text()
+
+
+def test_record_links_are_url_encoded(tmp_path: Path) -> None:
+    """A tournament named `cup#1?x%` (allowed: no slashes) has game ids that need URL encoding."""
+    games = make_schedule("cup#1?x%&", ["a", "b"], 2, 2, bytes(32))
+    res = [SimulatedRunner().play(g) for g in games]
+    res = [GameResult(r.game_id, r.match_id, r.pair_id, r.sides, r.scores, r.winner, r.reasons,
+                      f"records/{r.game_id}.jsonl", r.seed_hex, r.first_dealer) for r in res]
+    page = leaderboard_html(rate(games_from_mapping(r.rating_row() for r in res), bootstrap=0), {}, games_rows(res))
+    assert 'href="records/cup%231%3Fx%25%26-p0-1-g0.jsonl"' in page
+    assert "cup#1?x%&amp;-p0-1-g0" in page  # the text stays readable (HTML-escaped)
+    assert 'href="records/cup#1' not in page
+
+
+def small_sample_ratings() -> dict:
+    """games_per_pairing = 2: one duplicate pair per pairing, so every interval is a normal approximation."""
+    res = [SimulatedRunner(strengths={"strong": 300}).play(g) for g in make_schedule("s", ["strong", "weak"], 2, 2,
+                                                                                    bytes(32))]
+    return rate(games_from_mapping(r.rating_row() for r in res), bootstrap=50)
+
+
+def test_interval_method_is_shown(tmp_path: Path) -> None:
+    ratings = small_sample_ratings()
+    assert {r["ci_method"] for r in ratings["ratings"].values()} == {"normal"}
+    page = leaderboard_html(ratings, {}, [])
+    assert "where marked *, the wider of that and the normal approximation" in page
+    assert "weak: normal, fewer than 5 resampling units (duplicate pairs) against strong (1)" in page
+    console = Console(record=True, width=120)
+    console.print(ratings_table(ratings, {"name": "s"}))
+    text = console.export_text()
+    assert "]* " in text and "* the bootstrap cannot estimate the spread from fewer than 5" in text
+    paths = write_outputs(tmp_path, [], ratings, {"name": "s"})
+    assert {r["ci_method"] for r in csv.DictReader(paths["ratings_csv"].open())} == {"normal"}
+
+
+def test_terminal_table_does_not_wrap_intervals_in_a_narrow_pipe() -> None:
+    ratings = rate(games_from_mapping(r.rating_row() for r in results()), bootstrap=0)
+    console = Console(record=True, width=80, force_terminal=False)
+    console.print(ratings_table(ratings, {"name": "pub", "bots": {"strong": "1"}}))
+    lines = console.export_text().splitlines()
+    for name, r in ratings["ratings"].items():
+        interval = f"[{r['ci'][0]:.0f}, {r['ci'][1]:.0f}]"
+        assert any(interval in line and name[:3] in line for line in lines), (interval, lines)
+
+
+def test_cli_console_is_wide_when_not_a_terminal(monkeypatch) -> None:
+    import io
+
+    from arena.cli import make_console
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert make_console(io.StringIO()).width == 120
+    monkeypatch.setenv("COLUMNS", "90")
+    assert make_console(io.StringIO()).width == 90

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -115,7 +116,9 @@ def test_disconnected_components_are_reported() -> None:
 
 def test_single_bot_and_no_games() -> None:
     result = rate([], names=["solo"], bootstrap=10)
-    assert result["ratings"] == {"solo": {"elo": 1500.0, "ci": [1500.0, 1500.0], "games": 0, "score": 0.0}}
+    assert result["ratings"] == {
+        "solo": {"elo": 1500.0, "ci": [1500.0, 1500.0], "ci_method": "anchor", "games": 0, "score": 0.0}
+    }
     assert rate([], bootstrap=10)["ratings"] == {}
 
 
@@ -133,8 +136,11 @@ def test_bootstrap_resamples_duplicate_pairs_together() -> None:
     games = []
     for k in range(20):
         games += [Game("A", "B", 1.0, f"d{k}"), Game("B", "A", 1.0, f"d{k}")]
-    paired = rate(games, bootstrap=200, seed=1)["ratings"]["A"]["ci"]
-    assert paired == [1500.0, 1500.0]
+    paired = rate(games, bootstrap=200, seed=1)["ratings"]["A"]
+    assert paired["ci_bootstrap"] == [1500.0, 1500.0]
+    # ... which is no estimate of the spread: the normal approximation is reported instead, and said so
+    assert paired["ci_method"] == "normal" and "spread" in paired["ci_note"]
+    assert paired["ci"] == rate(games, bootstrap=0)["ratings"]["A"]["ci"] and paired["ci"][1] > 1550
     unpaired = rate([Game(g.a, g.b, g.score) for g in games], bootstrap=200, seed=1)["ratings"]["A"]["ci"]
     assert unpaired[0] < 1480 and unpaired[1] > 1520
 
@@ -232,9 +238,90 @@ def test_cli(tmp_path) -> None:
     )
     data = json.loads(out.stdout)
     assert data["ratings"]["A"]["elo"] == pytest.approx(2000 + D75, abs=0.01)
-    assert data["ratings"]["B"]["ci"] == [2000.0, 2000.0]
+    assert data["ratings"]["B"]["ci"] == [2000.0, 2000.0] and data["ratings"]["B"]["ci_method"] == "anchor"
     assert data["ratings"]["C"]["games"] == 60
     f.write_text('{"a": "x", "b": "y", "score": 1}\n{"a": "x", "b": "x", "score": 1}\n')
     bad = subprocess.run([sys.executable, "-m", "arena.ratings", str(f)], capture_output=True, text=True)
     assert bad.returncode == 2
     assert f"{f}:2:" in bad.stderr and "two different bots" in bad.stderr
+
+
+# ------------------------------------------------------------------ intervals from few resampling units
+
+
+def width(ci: list[float]) -> float:
+    return ci[1] - ci[0]
+
+
+def test_one_game_gets_a_real_interval_not_a_point() -> None:
+    """One game has one resampling unit: every resample is that game, so the bootstrap has no spread.
+    The normal approximation (Fisher information, here with the prior) is reported, and said so."""
+    result = rate([Game("A", "B", 1.0)], bootstrap=200)
+    for name in ("A", "B"):
+        r = result["ratings"][name]
+        assert r["ci_method"] == "normal" and width(r["ci"]) > 300, r
+        assert "fewer than 5" in r["ci_note"], r
+        assert r["ci"] == rate([Game("A", "B", 1.0)], bootstrap=0)["ratings"][name]["ci"]
+    assert result["los"] == [{"better": "A", "worse": "B", "los": result["los"][0]["los"], "method": "normal"}]
+    assert 0.5 < result["los"][0]["los"] < 0.95  # not "100%" from one game
+    assert result["los_method"] == "normal" and result["bootstrap_min_units"] == 5
+
+
+def test_one_duplicate_pair_per_pairing() -> None:
+    """games_per_pairing = 2: one duplicate pair per pairing, the review's [1637.5, 1637.5] case."""
+    games = [
+        Game("heuristic", "random", 1.0, "p0-1-d0"), Game("random", "heuristic", 0.0, "p0-1-d0"),
+        Game("heuristic", "instant", 1.0, "p0-2-d0"), Game("instant", "heuristic", 1.0, "p0-2-d0"),
+        Game("random", "instant", 1.0, "p1-2-d0"), Game("instant", "random", 0.5, "p1-2-d0"),
+    ]
+    result = rate(games, bootstrap=300, seed=2)
+    for r in result["ratings"].values():
+        assert r["ci_bootstrap"][0] == r["ci_bootstrap"][1]  # what used to be reported
+        assert r["ci_method"] == "normal" and width(r["ci"]) > 100 and r["ci"][0] < r["elo"] < r["ci"][1]
+    assert all(e["method"] == "normal" and e["los"] < 0.99 for e in result["los"])
+
+
+def test_all_draws_have_no_bootstrap_spread() -> None:
+    games = [Game("A", "B", 0.5, f"d{k // 2}") for k in range(20)]
+    result = rate(games, bootstrap=100)
+    for r in result["ratings"].values():
+        assert r["elo"] == 1500.0 and r["ci_method"] == "normal" and "spread" in r["ci_note"]
+        assert r["ci"][0] < 1450 and r["ci"][1] > 1550
+    assert result["los"][0]["los"] == 0.5 and result["los"][0]["method"] == "normal"
+
+
+def test_bootstrap_is_used_from_five_units_per_pairing() -> None:
+    """5 duplicate pairs that differ: the bootstrap interval, no note. 4 pairs: the wider of the two."""
+    outcomes = [(1.0, 1.0), (1.0, 0.0), (1.0, 1.0), (0.0, 0.0), (1.0, 0.0)]
+
+    def pairs(k: int) -> list[Game]:
+        return [g for d, (s1, s2) in enumerate(outcomes[:k]) for g in (Game("X", "Y", s1, f"d{d}"),
+                                                                       Game("Y", "X", s2, f"d{d}"))]
+
+    five = rate(pairs(5), bootstrap=300, seed=1)["ratings"]["X"]
+    assert five["ci_method"] == "bootstrap" and "ci_note" not in five and five["ci"] == five["ci_bootstrap"]
+    four = rate(pairs(4), bootstrap=300, seed=1)["ratings"]["X"]
+    normal = rate(pairs(4), bootstrap=0)["ratings"]["X"]["ci"]
+    assert "fewer than 5" in four["ci_note"] and "(4)" in four["ci_note"]
+    assert width(four["ci"]) == max(width(four["ci_bootstrap"]), width(normal))
+    assert four["ci"] == (four["ci_bootstrap"] if four["ci_method"] == "bootstrap" else normal)
+
+
+def test_normal_approximation_everywhere_with_bootstrap_zero() -> None:
+    result = rate(THREE, bootstrap=0)
+    assert {r["ci_method"] for r in result["ratings"].values()} == {"normal"}
+    assert all("ci_note" not in r and "ci_bootstrap" not in r for r in result["ratings"].values())
+
+
+def test_cli_output_into_a_closed_pipe_is_quiet(tmp_path) -> None:
+    """`python -m arena.ratings games.jsonl | head -0`: no BrokenPipeError traceback."""
+    f = tmp_path / "games.jsonl"
+    f.write_text("".join(json.dumps({"a": g.a, "b": g.b, "score": g.score}) + "\n" for g in THREE))
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before anything is written
+    try:
+        done = subprocess.run([sys.executable, "-m", "arena.ratings", str(f), "--bootstrap", "5"],
+                              stdout=write, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write)
+    assert done.stderr == "" and done.returncode == 1
