@@ -533,6 +533,10 @@ class GrpcGameRunner:
     def _save_record(self, conn: RefereeConnection, game: ScheduledGame, match_id: str) -> str:
         """Fetch the finished match's record into ``records/<game id>.jsonl``; returns that relative path.
 
+        A referee hands the record over only once the match is over (before, ``FAILED_PRECONDITION``:
+        the record shows hidden cards); right after the result that may take a moment, so a refusal
+        or an incomplete record is retried for up to 5 s.
+
         :raises RefereeFailure: if the referee cannot hand over a complete record (a result that cannot
             be audited is not stored).
         """
@@ -541,7 +545,10 @@ class GrpcGameRunner:
             try:
                 rec = conn.admin.GetRecord(pb.GetRecordRequest(match_id=match_id), metadata=conn.metadata, timeout=30)
             except grpc.RpcError as e:
-                raise RefereeFailure(conn.address, f"match {match_id}: no record: {_status(e)}") from None
+                if e.code() != grpc.StatusCode.FAILED_PRECONDITION or time.monotonic() > deadline:
+                    raise RefereeFailure(conn.address, f"match {match_id}: no record: {_status(e)}") from None
+                time.sleep(0.05)
+                continue
             if rec.complete:
                 break
             if time.monotonic() > deadline:

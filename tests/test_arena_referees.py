@@ -315,3 +315,35 @@ def test_pool_spreads_games_and_skips_retired_referees() -> None:
     pool.retire(conns[1], "gone")
     pool.retire(conns[2], "gone")
     assert pool.acquire() is None
+
+
+class _Refused(grpc.RpcError):
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.FAILED_PRECONDITION
+
+    def details(self) -> str:
+        return "match m1 is not over (MATCH_STATUS_RUNNING)"
+
+
+def test_record_not_over_yet_is_waited_for(tmp_path: Path) -> None:
+    """A referee refuses GetRecord until the match is over (FAILED_PRECONDITION: the record shows hidden
+    cards); right after WatchMatch's result that is a moment to wait, not a referee failure."""
+    from arena.match_runner import GrpcGameRunner
+    from arena.schedule import make_schedule
+
+    calls = []
+
+    class Admin:
+        def GetRecord(self, request, metadata=None, timeout=None):
+            calls.append(request.match_id)
+            if len(calls) < 3:
+                raise _Refused()
+            return pb.GetRecordResponse(lines=['{"type": "header"}'], complete=True)
+
+    conn = RefereeConnection("h:1", "t", None, Admin())  # type: ignore[arg-type]
+    runner = GrpcGameRunner.__new__(GrpcGameRunner)
+    runner.output = tmp_path
+    game = make_schedule("rec", ["a", "b"], 2, 2, bytes(32))[0]
+    assert runner._save_record(conn, game, "m1") == f"records/{game.game_id}.jsonl"
+    assert calls == ["m1"] * 3
+    assert (tmp_path / "records" / f"{game.game_id}.jsonl").read_text() == '{"type": "header"}\n'
