@@ -15,10 +15,12 @@ streams: outgoing messages go to each connection's queue, drained by its writer.
 (docs/protocol.md):
 
 - Sequence numbers: each DecisionRequest gets a new ``seq`` (1, 2, … across the match). A Decision
-  echoing the pending ``seq`` answers it; an already answered or older ``seq`` is ignored (duplicates
-  are harmless); a ``seq`` never sent to that seat is a protocol error.
-- ``seq`` 0 is unsolicited: from the seat to act it answers the pending request; from another seat a
-  card play exposes the card (``apply(state, Play(card), seat)``, RULES.md, the call).
+  echoing the pending ``seq`` answers it; a ``seq`` sent to that seat before (already answered or
+  stale) is ignored (duplicates are harmless); a ``seq`` never sent to that seat (a future one, or
+  one sent to another seat) is a protocol error.
+- ``seq`` 0 is unsolicited: from the seat to act it answers the pending request (recorded with the
+  pending ``seq``); from another seat a card play exposes the card (``apply(state, Play(card), seat)``,
+  RULES.md, the call). Exposing a card that is already exposed changes nothing and is ignored.
 - An illegal action gets ActionRejected with the engine's reason; the seat may retry before the
   deadline. ``max_illegal`` rejections forfeit (``illegal``).
 - Timeout: the first legal action is played for the seat and a strike counted; ``max_strikes``
@@ -111,6 +113,8 @@ class SeatRuntime:
     illegal: int = 0
     protocol_errors: int = 0
     last_issued_seq: int = 0
+    #: Every seq sent to this seat (a seq not in it is a protocol error; one in it, not pending, is stale).
+    issued: set[int] = field(default_factory=set)
     termination: int = pb.TERMINATION_UNSPECIFIED
     detail: str = ""
     grace: asyncio.TimerHandle | None = None
@@ -508,6 +512,7 @@ class Match:
         s = self.seats[seat]
         self._seq += 1
         s.last_issued_seq = self._seq
+        s.issued.add(self._seq)
         now = time.monotonic()
         if deadline is None:
             deadline = now + min(self.tc.decision_ms, s.bank_ms) / 1000
@@ -522,43 +527,56 @@ class Match:
 
     def _on_decision(self, seat: int, d: pb.Decision, received: float) -> None:
         """A Decision from ``seat`` (``received`` = ``time.monotonic()``): answer the pending request,
-        expose a card played out of turn, or reject it (docs/protocol.md, sequence numbers)."""
+        expose a card played out of turn, or reject it (docs/protocol.md, sequence numbers).
+
+        A ``seq`` other than 0 and the pending one is ignored if it was sent to this seat before, else a
+        protocol error. An answer (the pending ``seq``, or 0 from the seat to act) is recorded with the
+        pending ``seq``. An exposure that changes nothing (the card is already exposed) is ignored.
+
+        :raises Forfeit: when the answer comes after the seat's time bank ran out, or a rejection or
+            protocol error reaches its limit.
+        """
         p = self.pending
+        s = self.seats[seat]
+        if d.seq != 0 and (p is None or seat != p.seat or d.seq != p.seq):
+            if d.seq in s.issued:
+                self.log.debug("stale_decision_ignored", seat=seat, seq=d.seq, pending=p.seq if p else None)
+            else:
+                latest = f"its latest request is {s.last_issued_seq}" if s.last_issued_seq else "it has had none"
+                self._protocol_error(seat, d.seq, f"seat {seat} sent seq {d.seq}, which was never sent to it "
+                                                  f"({latest})", d.action)
+            return
+        if p is None:
+            return  # seq 0 while nothing is pending: only before the match runs
         state = self._state
         game = self._game
-        s = self.seats[seat]
-        if p is None:
-            # Between requests (nothing is pending only while the match is not running).
-            if d.seq > s.last_issued_seq:
-                self._protocol_error(seat, d.seq, f"seat {seat} sent seq {d.seq}, which was never sent to it")
-            return
-        answering = seat == p.seat and d.seq in (p.seq, 0)
-        if not answering and d.seq != 0:
-            if d.seq > s.last_issued_seq:
-                self._protocol_error(seat, d.seq, f"seat {seat} sent seq {d.seq}, which was never sent "
-                                                  f"to it (its latest request is {s.last_issued_seq})",
-                                     d.action)
-            else:
-                self.log.debug("stale_decision_ignored", seat=seat, seq=d.seq, pending=p.seq)
-            return
+        answering = seat == p.seat
         try:
             action = wire.action_from_pb(d.action)
         except wire.WireError as e:
             self._protocol_error(seat, d.seq, f"seat {seat}: {e}", d.action)
             return
         elapsed = received - p.sent_at
+        if answering and s.bank_ms - elapsed * 1000 <= 0:
+            # Too late: the bank ran out before the answer came (its deadline passed); it is not played.
+            s.bank_ms -= elapsed * 1000
+            raise Forfeit(seat, pb.TERMINATION_TIMEOUT, f"seat {seat} used up its time bank ({self.tc.bank_ms} ms)")
+        seq = p.seq if answering else 0
         try:
             new = apply(state, action, seat)
         except RuleError as e:
-            self._reject(seat, d.seq, action, e, elapsed if answering else 0.0)
+            self._reject(seat, d.seq, seq, action, e, elapsed if answering else 0.0)
             return
-        out_of_turn = not answering
+        if new is state:
+            # An exposure of a card already exposed: nothing happened, nothing to record or tell.
+            self.log.debug("exposure_repeated", seat=seat, action=str(action))
+            return
         if answering:
             s.bank_ms -= elapsed * 1000
-        self.record.write("action", game=game, deal=state.deal_number, seat=seat, seq=d.seq,
+        self.record.write("action", game=game, deal=state.deal_number, seat=seat, seq=seq,
                           action=str(action), ms=_ms(elapsed) if answering else 0, by="bot",
-                          out_of_turn=out_of_turn)
-        self.log.debug("action", seat=seat, seq=d.seq, action=str(action), ms=_ms(elapsed))
+                          out_of_turn=not answering)
+        self.log.debug("action", seat=seat, seq=seq, action=str(action), ms=_ms(elapsed))
         self._emit_diff(state, new, action, seat)
         self._state = new
         if answering:
@@ -566,8 +584,6 @@ class Match:
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
-            if s.bank_ms <= 0:
-                raise Forfeit(seat, pb.TERMINATION_TIMEOUT, f"seat {seat} used up its time bank")
             self._advance()
             return
         # An exposure: the seat to act may now have other choices (a new callable card); the
@@ -575,11 +591,13 @@ class Match:
         if legal_actions(new) != p.legal:
             self._issue(new, game, deadline=p.deadline)
 
-    def _reject(self, seat: int, seq: int, action: Action, e: RuleError, elapsed: float) -> None:
+    def _reject(self, seat: int, seq: int, record_seq: int, action: Action, e: RuleError, elapsed: float) -> None:
+        """Reject ``action``: tell the seat (``seq`` as it sent it), record it with ``record_seq`` (the
+        pending request's for an answer, 0 out of turn). :raises Forfeit: at ``max_illegal``."""
         s = self.seats[seat]
         s.illegal += 1
         self.log.info("action_rejected", seat=seat, seq=seq, action=str(action), reason=e.reason.value)
-        self.record.write("rejected", game=self._game, deal=self._deal_no, seat=seat, seq=seq,
+        self.record.write("rejected", game=self._game, deal=self._deal_no, seat=seat, seq=record_seq,
                           action=str(action), reason=e.reason.value, message=e.message, ms=_ms(elapsed))
         self._send(seat, pb.PlayResponse(action_rejected=pb.ActionRejected(
             seq=seq, reason=wire.reason_to_pb(e.reason), message=e.message, action=wire.action_to_pb(action))))

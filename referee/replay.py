@@ -8,8 +8,10 @@ Input (one JSON object; ``-`` reads stdin), documented in docs/formats.md::
 
 Each deal (the first, a redeal after the pack runs dry, the next deal) takes the next deck. The
 actions are applied in order; replay stops at the first rejected one and reports it in ``error``
-(exit 0). A malformed file exits 2 with a one-line message on stderr. Other keys (``expect``,
-``note``) are ignored, so the worked scenarios in shared/scenarios run as they are.
+(exit 0). A malformed file (not UTF-8, not JSON, a bad shape, card or option) exits 2 with a
+one-line message on stderr. ``expect`` and ``note`` are ignored, so the worked scenarios in
+shared/scenarios run as they are; any other unknown top-level key is ignored with a one-line
+warning on stderr (still exit 0: files from elsewhere may carry extra metadata).
 """
 
 from __future__ import annotations
@@ -37,6 +39,27 @@ from referee.rules import (
 
 class ReplayInputError(ValueError):
     """The replay input is malformed (not an action the rules reject): names the key and value."""
+
+
+#: The top-level keys of the replay format (``expect`` and ``note`` are for test files, ignored).
+KNOWN_KEYS = ("rules", "dealer", "scores", "decks", "actions", "expect", "note")
+#: The ``do`` words that take no ``card``.
+_NO_CARD = ("stand", "beg", "give", "run", "pass")
+
+
+def input_warnings(data: object) -> list[str]:
+    """Warnings about an input object that still replays: unknown top-level keys (one line)."""
+    if not isinstance(data, Mapping):
+        return []
+    unknown = [k for k in data if k not in KNOWN_KEYS]
+    if not unknown:
+        return []
+    return [f"unknown key(s) {', '.join(repr(k) for k in unknown)} ignored (the format has "
+            f"{', '.join(KNOWN_KEYS)})"]
+
+
+def _whole(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
 
 
 def _deal_to_json(state: State, index: int) -> dict[str, Any]:
@@ -92,18 +115,26 @@ def _require(cond: bool, message: str) -> None:
 def replay(data: Mapping[str, Any]) -> dict[str, Any]:
     """Replay one input object and return the output object.
 
-    :raises ReplayInputError: for malformed input (bad JSON shapes, unknown options, bad decks,
-        unknown ``do`` words, bad cards). Rule violations are reported in the output's ``error``.
+    :raises ReplayInputError: for malformed input (bad JSON shapes, ``rules`` not an object, unknown
+        options, bad decks, unknown ``do`` words, bad cards, a card on an action that takes none,
+        starting scores with both sides at the target). Rule violations are reported in the output's
+        ``error``. Unknown top-level keys are not errors (see :func:`input_warnings`).
     """
     _require(isinstance(data, Mapping), "the input must be a JSON object")
+    rules_in = data.get("rules", {})
+    _require(isinstance(rules_in, Mapping), f"rules must be an object of rule options, not {rules_in!r}")
+    for name in ("players", "target"):
+        _require(name not in rules_in or _whole(rules_in[name]),
+                 f"rules: {name} must be a whole number, not {rules_in.get(name)!r}")
     try:
-        rules = RuleSet.from_dict(data.get("rules") or {})
+        rules = RuleSet.from_dict(rules_in)
     except (TypeError, ValueError) as e:
         raise ReplayInputError(f"rules: {e}") from None
     dealer = data.get("dealer", 0)
-    _require(isinstance(dealer, int) and not isinstance(dealer, bool), f"dealer must be a seat number, not {dealer!r}")
+    _require(_whole(dealer), f"dealer must be a seat number, not {dealer!r}")
     scores = data.get("scores", [0, 0])
-    _require(isinstance(scores, list) and len(scores) == 2, f"scores must be a list of two numbers, not {scores!r}")
+    _require(isinstance(scores, list) and len(scores) == 2 and all(_whole(x) for x in scores),
+             f"scores must be a list of two whole numbers, not {scores!r}")
     decks_in = data.get("decks", [])
     _require(isinstance(decks_in, list), "decks must be a list of decks")
     decks: list[tuple[Any, ...]] = []
@@ -123,6 +154,7 @@ def replay(data: Mapping[str, Any]) -> dict[str, Any]:
                  f"actions[{i}].seat must be a seat number, not {seat!r}")
         _require(isinstance(do, str), f"actions[{i}].do must be a string, not {do!r}")
         _require(card is None or isinstance(card, str), f"actions[{i}].card must be a card string, not {card!r}")
+        _require(card is None or do not in _NO_CARD, f"actions[{i}]: action {do!r} takes no card, got card {card!r}")
         try:
             parsed.append((seat, action_from_do(do, card)))
         except ValueError as e:
@@ -158,24 +190,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(args) != 1 or args[0] in ("-h", "--help"):
         print("usage: python -m referee.replay FILE  (- for stdin)", file=sys.stderr)
         return 2
+    name = "stdin" if args[0] == "-" else args[0]
     try:
         if args[0] == "-":
-            text = sys.stdin.read()
+            raw = sys.stdin.buffer.read()
         else:
-            with open(args[0], encoding="utf-8") as f:
-                text = f.read()
+            with open(args[0], "rb") as f:
+                raw = f.read()
     except OSError as e:
-        print(f"replay: cannot read {args[0]}: {e.strerror}", file=sys.stderr)
+        print(f"replay: cannot read {name}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        print(f"replay: {name} is not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})", file=sys.stderr)
         return 2
     try:
         data = json.loads(text)
         out = replay(data)
     except json.JSONDecodeError as e:
-        print(f"replay: {args[0]} is not valid JSON: {e}", file=sys.stderr)
+        print(f"replay: {name} is not valid JSON: {e}", file=sys.stderr)
         return 2
     except ReplayInputError as e:
-        print(f"replay: malformed input in {args[0]}: {e}", file=sys.stderr)
+        print(f"replay: malformed input in {name}: {e}", file=sys.stderr)
         return 2
+    for w in input_warnings(data):
+        print(f"replay: warning: {name}: {w}", file=sys.stderr)
     print(json.dumps(out))
     return 0
 

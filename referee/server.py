@@ -37,6 +37,7 @@ import asyncio
 import contextlib
 import hmac
 import secrets
+import tempfile
 import threading
 import time
 import uuid
@@ -91,6 +92,25 @@ def new_ticket() -> str:
     command-line parsers in every language take for an option): safe in argv, env vars and URLs.
     """
     return "t" + secrets.token_hex(24)
+
+
+def prepare_record_dir(path: Path) -> Path:
+    """Create the record directory ``path`` (and its parents) if missing, and check a file can be
+    written in it; returns ``path``.
+
+    :raises ValueError: ``"<path>: <why>"`` if it is not a directory, cannot be created or is not writable.
+    """
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{path}: not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"{path}: cannot create the directory: {e.strerror or e}") from None
+    try:
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError as e:
+        raise ValueError(f"{path}: cannot write in the directory: {e.strerror or e}") from None
+    return path
 
 
 class Registry:
@@ -200,7 +220,11 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
 
     async def CreateMatch(self, request: pb.CreateMatchRequest,
                           context: grpc.aio.ServicerContext) -> pb.CreateMatchResponse:
-        """Create a match and start it (it waits ``join_ms`` for its seats)."""
+        """Create a match and start it (it waits ``join_ms`` for its seats).
+
+        Errors: UNAUTHENTICATED (token), UNAVAILABLE (shutting down), INVALID_ARGUMENT (bad rules, seat
+        names, seed or time control), INTERNAL (the record file cannot be created in the record directory).
+        """
         await self._auth(context)
         if not self.accepting.is_set():
             await context.abort(grpc.StatusCode.UNAVAILABLE, "the referee is shutting down")
@@ -219,6 +243,10 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
                           record_path=path)
         except ValueError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        except OSError as e:
+            log.error("record_file_failed", path=str(path), error=repr(e))
+            await context.abort(grpc.StatusCode.INTERNAL, f"the referee cannot write the match record {path}: "
+                                                          f"{e.strerror or e}")
         self.registry.matches[match_id] = match
         for seat, t in enumerate(tickets):
             self.registry.tickets[t] = (match, seat)
@@ -244,10 +272,19 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
 
     async def GetRecord(self, request: pb.GetRecordRequest,
                         context: grpc.aio.ServicerContext) -> pb.GetRecordResponse:
-        """The record lines so far; ``complete`` once the seed line is written."""
+        """The whole record of a match that is over (``complete`` is then always true).
+
+        Errors: UNAUTHENTICATED (token), NOT_FOUND (unknown id), FAILED_PRECONDITION while the match
+        is not over: the record holds every deck order and rejected actions, which would show hidden
+        cards of a running match.
+        """
         await self._auth(context)
         match = await self._match(request.match_id, context)
-        return pb.GetRecordResponse(lines=match.record.lines, complete=match.finished)
+        if not match.finished:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                f"match {match.id} is not over ({pb.MatchStatus.Name(match.status)}): its record "
+                                f"holds hidden cards; GetRecord it once WatchMatch has given the result")
+        return pb.GetRecordResponse(lines=match.record.lines, complete=True)
 
     async def ListMatches(self, request: pb.ListMatchesRequest,
                           context: grpc.aio.ServicerContext) -> pb.ListMatchesResponse:
@@ -267,6 +304,8 @@ class RefereeServer:
     :param record_dir: write each match's record to ``<record_dir>/<match_id>.jsonl``, or ``None``.
     :param tls: ``(certificate chain PEM bytes, private key PEM bytes)`` for TLS, or ``None``.
     :raises RuntimeError: from :meth:`start` if the port cannot be bound.
+    :raises ValueError: from :meth:`start` if ``record_dir`` is not a directory that can be created and
+        written (see :func:`prepare_record_dir`).
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, admin_token: str | None = None,
@@ -287,9 +326,13 @@ class RefereeServer:
         return f"{self.host}:{self.port}"
 
     async def start(self) -> int:
-        """Bind, start serving and return the port."""
+        """Bind, start serving and return the port.
+
+        :raises ValueError: for a record directory that cannot be created or written.
+        :raises RuntimeError: if the port cannot be bound.
+        """
         if self.record_dir is not None:
-            self.record_dir.mkdir(parents=True, exist_ok=True)
+            prepare_record_dir(self.record_dir)
         server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS)
         pb_grpc.add_RefereeServiceServicer_to_server(RefereeServicer(self.registry), server)
         pb_grpc.add_AdminServiceServicer_to_server(
@@ -305,7 +348,8 @@ class RefereeServer:
         else:
             bound = server.add_insecure_port(addr)
         if not bound:
-            raise RuntimeError(f"could not bind {addr}")
+            how = " with the TLS certificate and key (a matching PEM pair?)" if self.tls is not None else ""
+            raise RuntimeError(f"could not bind {addr}{how}")
         self.port = bound
         await server.start()
         self._server = server

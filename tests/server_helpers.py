@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -207,3 +209,140 @@ def check_no_leak(log_dir: Path, players: int, record: Sequence[str]) -> int:
                     assert c in visible, f"seat {seat} was sent {c}, which it may not see (game/deal {key})"
                 checked += len(own) + len(mentioned)
     return checked
+
+
+# --------------------------------------------------------------------------- in-process helpers
+# Fast, deterministic matches without subprocesses: a real in-process gRPC referee
+# (``referee.server.start_server``) with scripted asyncio seats, and a bare ``Match`` driven directly.
+
+#: A seat's policy: given a DecisionRequest, the messages to send (usually one Decision).
+Policy = Callable[[pb.DecisionRequest], list[pb.PlayRequest]]
+
+
+def decision(seq: int, action: pb.Action) -> pb.PlayRequest:
+    """A ``PlayRequest`` holding ``Decision{seq, action}``."""
+    return pb.PlayRequest(decision=pb.Decision(seq=seq, action=action))
+
+
+def last_legal(req: pb.DecisionRequest) -> list[pb.PlayRequest]:
+    """Answer with the *last* legal action (so a ``by: timeout`` claim on it is false: the default is the first)."""
+    return [decision(req.seq, req.legal_actions[-1])]
+
+
+def garbage_after(n: int) -> Policy:
+    """Answer with the last legal action ``n`` times, then with malformed actions (no kind)."""
+    count = [0]
+
+    def policy(req: pb.DecisionRequest) -> list[pb.PlayRequest]:
+        count[0] += 1
+        if count[0] > n:
+            return [decision(req.seq, pb.Action())]
+        return last_legal(req)
+
+    return policy
+
+
+async def _aio_seat(address: str, ticket: str, policy: Policy, name: str) -> pb.MatchResult:
+    async with grpc.aio.insecure_channel(address) as ch:
+        call = pb_grpc.RefereeServiceStub(ch).Play()
+        await call.write(pb.PlayRequest(hello=pb.Hello(ticket=ticket, protocol_version="allfours.v1",
+                                                       bot_name=name, bot_version="1")))
+        async for resp in call:
+            if resp.HasField("decision_request"):
+                for msg in policy(resp.decision_request):
+                    await call.write(msg)
+            elif resp.HasField("match_end"):
+                await call.done_writing()
+                return resp.match_end.result
+    raise AssertionError("stream ended without MatchEnd")
+
+
+def play_in_process(policies: Sequence[Policy | None], games: int = 1, seed: bytes = bytes(range(32)),
+                    first_dealer: int | None = 0, **tc: int) -> tuple[pb.MatchResult, list[str]]:
+    """Play one match on an in-process referee; ``None`` in ``policies`` = a seat that never joins.
+
+    :returns: the result and the record lines (from ``Admin.GetRecord`` once the match is over).
+    """
+    from referee.server import start_server
+
+    async def main() -> tuple[pb.MatchResult, list[str]]:
+        async with start_server(port=0, admin_token=TOKEN) as server, \
+                grpc.aio.insecure_channel(server.address) as ch:
+            admin = pb_grpc.AdminServiceStub(ch)
+            players = len(policies)
+            req = pb.CreateMatchRequest(rules=pb.RuleSet(players=players), seat_names=[f"s{i}" for i in range(players)],
+                                        games=games, seed=seed, time_control=pb.TimeControl(**{**FAST, **tc}))
+            if first_dealer is not None:
+                req.first_dealer = first_dealer
+            created = await admin.CreateMatch(req, metadata=MD)
+            seats = [asyncio.create_task(_aio_seat(server.address, t, p, f"bot{i}"))
+                     for i, (t, p) in enumerate(zip(created.tickets, policies, strict=True)) if p is not None]
+            result = None
+            async for m in admin.WatchMatch(pb.WatchMatchRequest(match_id=created.match_id), metadata=MD):
+                if m.HasField("result"):
+                    result = m.result
+            await asyncio.gather(*seats)
+            rec = await admin.GetRecord(pb.GetRecordRequest(match_id=created.match_id), metadata=MD)
+            assert result is not None and rec.complete
+            return result, list(rec.lines)
+
+    return asyncio.run(asyncio.wait_for(main(), 120))
+
+
+class MatchHarness:
+    """A bare :class:`referee.match.Match` on the running event loop, every seat attached through a
+    plain :class:`referee.match.Connection` (no gRPC): what the referee sends lands in ``conn.out``."""
+
+    def __init__(self, players: int = 2, games: int = 1, seed: bytes = bytes(range(32)), first_dealer: int = 0,
+                 **tc: int) -> None:
+        from referee.match import Connection, Match
+        from referee.wire import TimeControl
+
+        self.match = Match("harness", RuleSet(players=players), [f"s{i}" for i in range(players)], games, seed,
+                           first_dealer, TimeControl(**{**FAST, **tc}), [f"t{i}" for i in range(players)])
+        self.conns = [Connection() for _ in range(players)]
+
+    async def start(self) -> None:
+        """Start the match and join every seat; returns once the first request is out."""
+        self.match.start()
+        for seat, conn in enumerate(self.conns):
+            self.match.attach(seat, conn, pb.Hello(ticket=f"t{seat}", protocol_version="allfours.v1",
+                                                   bot_name=f"bot{seat}"))
+        for _ in range(20):
+            await asyncio.sleep(0)
+            if self.match.pending is not None:
+                return
+        raise AssertionError("the match did not issue a request")
+
+    def drain(self, seat: int) -> list[pb.PlayResponse]:
+        """Everything sent to ``seat`` so far (and not yet drained)."""
+        out = []
+        q = self.conns[seat].out
+        while not q.empty():
+            msg = q.get_nowait()
+            if msg is not None:
+                out.append(msg)
+        return out
+
+    def send(self, seat: int, seq: int, action: pb.Action) -> None:
+        """``seat`` sends ``Decision{seq, action}`` (handled at once: the match is running)."""
+        self.match.submit(seat, decision(seq, action), time.monotonic())
+
+    def play_card(self, card: str) -> pb.Action:
+        """An ``Action`` playing ``card``."""
+        return pb.Action(kind=pb.ACTION_KIND_PLAY, card=card)
+
+    def hand(self, seat: int) -> list[str]:
+        """``seat``'s hand now (from the engine state)."""
+        return [str(c) for c in self.match._state.hands[seat]]
+
+    def lines(self, type_: str | None = None) -> list[dict[str, Any]]:
+        """The record lines so far, parsed (only those of ``type_`` if given)."""
+        return [o for _, o in read_record(self.match.record.lines) if type_ is None or o["type"] == type_]
+
+    def advance_to_play(self) -> None:
+        """Answer the pending request with its first legal action until the PLAY phase (answered
+        with the pending seq)."""
+        while self.match.pending is not None and self.match._state.phase is not Phase.PLAY:
+            p = self.match.pending
+            self.send(p.seat, p.seq, p.request.legal_actions[0])

@@ -160,8 +160,9 @@ class AdminServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetRecord(self, request, context):
-        """The match record as JSON lines (docs/record.md). The seed line is present only once the match
-        has ended. NOT_FOUND for an unknown match id.
+        """The match record as JSON lines (docs/record.md), with the seed line, of a match that is over.
+        FAILED_PRECONDITION while the match is waiting or running (the record holds every deck order,
+        i.e. hidden cards): fetch it after WatchMatch gave the result. NOT_FOUND for an unknown match id.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -209,14 +209,19 @@ def new_game(rules: RuleSet, dealer: int, scores: tuple[int, int] = (0, 0)) -> S
     """A game waiting for its first deck (phase DEAL).
 
     :param rules: the rule options; :param dealer: the first dealer's seat (see :func:`cut_for_dealer`);
-    :param scores: starting points per side (for replays that start mid-game).
-    :raises ValueError: for a seat that does not exist or negative scores.
+    :param scores: starting points per side (for replays that start mid-game); one side at or above
+        the target gives a game already won (phase OVER).
+    :raises ValueError: for a seat that does not exist, negative scores, or both sides at or above the
+        target (a game cannot have two winners).
     """
     if not 0 <= dealer < rules.players:
         raise ValueError(f"dealer seat {dealer} does not exist at a table of {rules.players}")
     if len(scores) != 2 or any(not isinstance(x, int) or x < 0 for x in scores):
         raise ValueError(f"scores must be two non-negative whole numbers, not {scores!r}")
     s = (scores[0], scores[1])
+    if s[0] >= rules.target and s[1] >= rules.target:
+        raise ValueError(f"scores {list(s)}: both sides are at or above the target {rules.target} "
+                         f"(a game has one winner)")
     winner = next((side for side in (0, 1) if s[side] >= rules.target), None)
     return State(rules=rules, phase=Phase.OVER if winner is not None else Phase.DEAL, dealer=dealer,
                  scores=s, winner=winner)

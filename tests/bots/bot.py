@@ -9,7 +9,7 @@ status 3 at its ``--after``-th decision), ``garbage`` (answers with malformed ac
 cards), ``outofturn`` (once, from its ``--after``-th decision on, when it leads a trick it also plays
  another card with seq 0: out of turn),
 ``resume`` (drops the connection at its ``--after``-th decision and reconnects after
-``--delay-ms``), ``duplicate`` (sends each answer twice and a stale one).
+``--delay-ms``), ``duplicate`` (sends each answer twice and the seq of its own previous request).
 
 Every message received is appended to ``--log`` as one JSON line (for the leak test). Exit status 0
 after MatchEnd, 2 when the stream ends with an error status (printed as ``STATUS <code>``).
@@ -65,6 +65,7 @@ def play(args: argparse.Namespace, log: list[str], resumed_once: list[bool]) -> 
     rng = random.Random(args.seed)
     responses = stub.Play(_requests(q))
     decisions = 0
+    previous_seq = 0
     try:
         for resp in responses:
             log.append(json.dumps(MessageToDict(resp)))
@@ -105,8 +106,9 @@ def play(args: argparse.Namespace, log: list[str], resumed_once: list[bool]) -> 
             q.put(pb.PlayRequest(decision=pb.Decision(seq=req.seq, action=choice)))
             if kind == "duplicate":
                 q.put(pb.PlayRequest(decision=pb.Decision(seq=req.seq, action=choice)))
-                if req.seq > 1:
-                    q.put(pb.PlayRequest(decision=pb.Decision(seq=req.seq - 1, action=choice)))
+                if previous_seq:  # a stale seq of this seat's own (a seq sent to another seat is a protocol error)
+                    q.put(pb.PlayRequest(decision=pb.Decision(seq=previous_seq, action=choice)))
+                previous_seq = req.seq
             if (kind == "outofturn" and decisions >= args.after and not resumed_once[0]
                     and choice.kind == pb.ACTION_KIND_PLAY and not req.observation.trick):
                 # Leading: the other seats play next, so this seq-0 play is surely out of turn.

@@ -1,0 +1,57 @@
+"""``referee serve`` configuration errors: one line on stderr, exit 2, no traceback, nothing started."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.server_helpers import ROOT
+
+
+def serve(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ALLFOURS_ADMIN_TOKEN": "t", "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "referee.cli", "serve", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=30)
+
+
+def assert_one_line_error(out: subprocess.CompletedProcess[str], *expected: str) -> None:
+    assert out.returncode == 2, (out.returncode, out.stdout, out.stderr)
+    assert "Traceback" not in out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert lines[0].startswith("referee"), lines[0]
+    for e in expected:
+        assert e in lines[0], lines[0]
+    assert "PORT" not in out.stdout
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--port", "99999"], ["--port", "0..65535", "99999"]),
+    (["--port", "-1"], ["--port", "0..65535", "-1"]),
+    (["--port", "x"], ["--port"]),
+    (["--grace", "-3"], ["--grace", ">= 0"]),
+    (["--grace", "nan"], ["--grace"]),
+    (["--tls-cert", "/nope.pem", "--tls-key", "/nope.key"], ["--tls-cert", "/nope.pem"]),
+    (["--tls-cert", "/nope.pem"], ["--tls-key"]),
+    (["--record-dir", "/proc/nope"], ["--record-dir", "/proc/nope"]),
+])
+def test_bad_settings_give_one_line_and_exit_2(args: list[str], expected: list[str]) -> None:
+    assert_one_line_error(serve("--port", "0", *args) if args[0] != "--port" else serve(*args), *expected)
+
+
+def test_record_dir_that_is_a_file(tmp_path: Path) -> None:
+    f = tmp_path / "file"
+    f.write_text("x")
+    assert_one_line_error(serve("--port", "0", "--record-dir", str(f)), "--record-dir", str(f), "not a directory")
+
+
+def test_tls_files_that_are_not_pem(tmp_path: Path) -> None:
+    cert, key = tmp_path / "c.pem", tmp_path / "k.pem"
+    cert.write_text("garbage\n")
+    key.write_text("garbage\n")
+    assert_one_line_error(serve("--port", "0", "--tls-cert", str(cert), "--tls-key", str(key)), "--tls-cert",
+                          "PEM")

@@ -1,0 +1,214 @@
+"""Referee rulings checked on a bare Match (no gRPC) or an in-process server: fast and deterministic.
+
+GetRecord refuses a match that is not over (the record holds every deck); a repeated exposure is not
+recorded again; a seq sent to another seat is a protocol error; a seq-0 answer is recorded with the
+request's seq; an answer that comes after the time bank ran out is not played.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from allfours.v1 import referee_pb2 as pb
+from allfours.v1 import referee_pb2_grpc as pb_grpc
+from referee.server import start_server
+from tests.server_helpers import MD, TOKEN, MatchHarness
+
+
+def run(main: Callable[[], Coroutine[Any, Any, None]], timeout: float = 30) -> None:
+    asyncio.run(asyncio.wait_for(main(), timeout))
+
+
+# ------------------------------------------------------------------ GetRecord hides a running match
+
+
+def test_get_record_refuses_a_match_that_is_not_over() -> None:
+    async def main() -> None:
+        async with start_server(port=0, admin_token=TOKEN) as server, \
+                grpc.aio.insecure_channel(server.address) as ch:
+            admin = pb_grpc.AdminServiceStub(ch)
+            created = await admin.CreateMatch(pb.CreateMatchRequest(
+                rules=pb.RuleSet(players=2), seat_names=["a", "b"],
+                time_control=pb.TimeControl(decision_ms=60_000, join_ms=60_000)), metadata=MD)
+            # Waiting for seats: refused.
+            with pytest.raises(grpc.aio.AioRpcError) as e:
+                await admin.GetRecord(pb.GetRecordRequest(match_id=created.match_id), metadata=MD)
+            assert e.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+            assert "not over" in (e.value.details() or "")
+            # Running (both seats joined, a decision pending, decks dealt): refused.
+            calls = []
+            for t in created.tickets:
+                call = pb_grpc.RefereeServiceStub(ch).Play()
+                await call.write(pb.PlayRequest(hello=pb.Hello(ticket=t, protocol_version="allfours.v1")))
+                calls.append(call)
+            for _ in range(200):
+                listed = await admin.ListMatches(pb.ListMatchesRequest(), metadata=MD)
+                if listed.matches[0].status == pb.MATCH_STATUS_RUNNING:
+                    break
+                await asyncio.sleep(0.01)
+            assert server.registry.matches[created.match_id].pending is not None
+            with pytest.raises(grpc.aio.AioRpcError) as e:
+                await admin.GetRecord(pb.GetRecordRequest(match_id=created.match_id), metadata=MD)
+            assert e.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+            # An unknown id is still NOT_FOUND (the arena's token check relies on it).
+            with pytest.raises(grpc.aio.AioRpcError) as e:
+                await admin.GetRecord(pb.GetRecordRequest(match_id="nope"), metadata=MD)
+            assert e.value.code() == grpc.StatusCode.NOT_FOUND
+            # Once over (aborted here), the whole record with the seed.
+            server.registry.matches[created.match_id].abort("test over")
+            await server.registry.matches[created.match_id].wait()
+            rec = await admin.GetRecord(pb.GetRecordRequest(match_id=created.match_id), metadata=MD)
+            assert rec.complete and rec.lines[-1].startswith('{"type":"seed"')
+            for call in calls:
+                call.cancel()
+
+    run(main)
+
+
+# ------------------------------------------------------------------ exposures
+
+
+def test_repeating_an_exposure_is_not_recorded_again() -> None:
+    async def main() -> None:
+        h = MatchHarness(players=2)
+        await h.start()
+        h.advance_to_play()
+        p = h.match.pending
+        assert p is not None
+        other = 1 - p.seat
+        card = h.hand(other)[0]
+        for _ in range(50):
+            h.send(other, 0, h.play_card(card))
+        exposures = [o for o in h.lines("action") if o["out_of_turn"]]
+        assert len(exposures) == 1 and exposures[0]["action"] == card
+        assert [e.kind for e in h.match.events].count(pb.EVENT_KIND_CARD_EXPOSED) == 1
+        s = h.match.seats[other]
+        assert s.protocol_errors == 0 and s.illegal == 0
+        assert not [m for m in h.drain(other) if m.HasField("action_rejected")]
+        assert h.match.pending is p  # nothing changed for the seat to act
+        h.match.abort("done")
+        await h.match.wait()
+
+    run(main)
+
+
+# ------------------------------------------------------------------ sequence numbers
+
+
+def test_a_seq_sent_only_to_another_seat_is_a_protocol_error() -> None:
+    async def main() -> None:
+        h = MatchHarness(players=2)
+        await h.start()
+        owner: dict[int, int] = {}
+        while True:
+            p = h.match.pending
+            assert p is not None
+            owner[p.seq] = p.seat
+            foreign = [seq for seq, seat in owner.items() if seat != p.seat and seq < p.seq]
+            if foreign:
+                break
+            h.send(p.seat, p.seq, p.request.legal_actions[0])
+        seat = p.seat
+        # Its own answered seq: harmless.
+        own = [seq for seq, s in owner.items() if s == seat and seq < p.seq]
+        for seq in own:
+            h.send(seat, seq, p.request.legal_actions[0])
+        assert h.match.seats[seat].protocol_errors == 0
+        h.drain(seat)
+        # A seq that went to the other seat only: a protocol error, recorded, nothing applied.
+        h.send(seat, foreign[0], p.request.legal_actions[0])
+        assert h.match.seats[seat].protocol_errors == 1
+        rejected = [m.action_rejected for m in h.drain(seat) if m.HasField("action_rejected")]
+        assert len(rejected) == 1 and rejected[0].reason == pb.REASON_PROTOCOL_ERROR
+        assert "never sent to it" in rejected[0].message
+        assert h.lines("rejected")[-1]["reason"] == "protocol_error"
+        assert h.match.pending is p
+        h.match.abort("done")
+        await h.match.wait()
+
+    run(main)
+
+
+def test_a_seq_0_answer_is_recorded_with_the_pending_seq() -> None:
+    async def main() -> None:
+        h = MatchHarness(players=2)
+        await h.start()
+        p = h.match.pending
+        assert p is not None and p.seq == 1 and h.match._state.phase.value == "beg"
+        # An illegal seq-0 answer: rejected, and the record names request 1.
+        h.send(p.seat, 0, pb.Action(kind=pb.ACTION_KIND_GIVE_ONE))
+        rej = h.lines("rejected")[-1]
+        assert rej["seq"] == 1 and rej["reason"] == "wrong_phase"
+        # The bot is told about the Decision it sent (seq 0).
+        msgs = [m.action_rejected for m in h.drain(p.seat) if m.HasField("action_rejected")]
+        assert msgs[-1].seq == 0
+        h.send(p.seat, 0, pb.Action(kind=pb.ACTION_KIND_STAND))
+        act = h.lines("action")[-1]
+        assert act["seq"] == 1 and act["action"] == "stand" and not act["out_of_turn"]
+        h.match.abort("done")
+        await h.match.wait()
+
+    run(main)
+
+
+# ------------------------------------------------------------------ time bank
+
+
+def test_an_answer_after_the_bank_ran_out_is_not_played() -> None:
+    """The seat forfeits on its bank, and the late action is neither applied nor recorded (else a
+    game-winning late answer would leave a 'forfeited' game that was played to the end)."""
+
+    async def main() -> None:
+        h = MatchHarness(players=2, bank_ms=5000, decision_ms=5000)
+        await h.start()
+        p = h.match.pending
+        assert p is not None
+        before = len(h.lines("action"))
+        h.match.submit(p.seat, pb.PlayRequest(decision=pb.Decision(seq=p.seq, action=p.request.legal_actions[0])),
+                       time.monotonic() + 6)
+        r = await h.match.wait()
+        assert r.status == pb.MATCH_STATUS_FORFEITED and r.seats[p.seat].termination == pb.TERMINATION_TIMEOUT
+        assert len(h.lines("action")) == before
+        from referee.verify import verify_lines
+
+        assert verify_lines(h.match.record.lines).startswith("OK")
+
+    run(main)
+
+
+# ------------------------------------------------------------------ record directory
+
+
+def test_create_match_says_when_the_record_file_cannot_be_written(tmp_path: Path) -> None:
+    records = tmp_path / "records"
+
+    async def main() -> None:
+        async with start_server(port=0, admin_token=TOKEN, record_dir=records) as server, \
+                grpc.aio.insecure_channel(server.address) as ch:
+            assert records.is_dir()
+            shutil.rmtree(records)
+            admin = pb_grpc.AdminServiceStub(ch)
+            with pytest.raises(grpc.aio.AioRpcError) as e:
+                await admin.CreateMatch(pb.CreateMatchRequest(rules=pb.RuleSet(players=2), seat_names=["a", "b"]),
+                                        metadata=MD)
+            assert e.value.code() == grpc.StatusCode.INTERNAL
+            assert "cannot write the match record" in (e.value.details() or "")
+            assert not server.registry.matches
+
+    run(main)
+
+
+def test_a_record_dir_that_is_a_file_is_refused_before_serving(tmp_path: Path) -> None:
+    f = tmp_path / "file"
+    f.write_text("x")
+    server = start_server(port=0, admin_token=TOKEN, record_dir=f)
+    with pytest.raises(ValueError, match="not a directory"):
+        asyncio.run(server.start())
