@@ -95,6 +95,9 @@ class Connection:
 
     out: asyncio.Queue[pb.PlayResponse | None] = field(default_factory=asyncio.Queue)
     peer: str = ""
+    #: Set when a newer stream with the same ticket took the seat: the handler then ends this
+    #: stream with ABORTED (docs/protocol.md, Reconnecting).
+    superseded: bool = False
 
 
 @dataclass(eq=False)
@@ -223,16 +226,23 @@ class Match:
     def attach(self, seat: int, conn: Connection, hello: pb.Hello) -> None:
         """A Hello with this seat's ticket: take the seat (join or resume) and send Welcome.
 
-        :raises SeatUnavailable: if the match is over, the seat forfeited, or its ticket is in use
-            by a live stream.
+        The newest stream holding the ticket takes the seat: if the seat still has a stream (which
+        may be dead without the referee knowing yet: a half-open connection looks alive until
+        keepalive gives up), that stream is closed with ABORTED and this one resumes the seat.
+
+        :raises SeatUnavailable: if the match is over or the seat forfeited.
         """
         s = self.seats[seat]
         if self.finished:
             raise SeatUnavailable(f"match {self.id} is over")
         if s.termination != pb.TERMINATION_UNSPECIFIED:
             raise SeatUnavailable(f"seat {seat} of match {self.id} has forfeited")
+        reconnected = s.joined and s.conn is None
         if s.conn is not None:
-            raise SeatUnavailable(f"the ticket of seat {seat} is in use by a live stream")
+            old, s.conn = s.conn, None
+            old.superseded = True
+            old.out.put_nowait(CLOSE)
+            self.log.info("seat_taken_over", seat=seat, old_peer=old.peer, peer=conn.peer)
         resumed = s.joined
         s.conn, s.joined = conn, True
         s.bot_name, s.bot_version = hello.bot_name, hello.bot_version
@@ -246,7 +256,7 @@ class Match:
             time_control=wire.time_control_to_pb(self.tc), seat_names=self.seat_names, games=self.games,
             resumed=resumed, seed_commitment=self.commitment)))
         self.log.info("seat_joined", seat=seat, resumed=resumed, bot=hello.bot_name, peer=conn.peer)
-        if resumed:
+        if reconnected:
             self._event("seat_connected", seat=seat)
         p = self.pending
         if p is not None and p.seat == seat:

@@ -170,6 +170,9 @@ class RefereeServicer(pb_grpc.RefereeServiceServicer):
         finally:
             reader.cancel()
             match.detach(seat, conn)
+        if conn.superseded:
+            await context.abort(grpc.StatusCode.ABORTED, f"a newer stream took seat {seat} of match {match.id} "
+                                                         "with the same ticket")
 
     @staticmethod
     async def _read(context: grpc.aio.ServicerContext, match: Match, seat: int, conn: Connection,

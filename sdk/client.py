@@ -49,7 +49,10 @@ log = logging.getLogger("sdk.client")
 
 #: Status codes after which reconnecting cannot help.
 FATAL_CODES = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.INVALID_ARGUMENT,
-               grpc.StatusCode.UNIMPLEMENTED)
+               grpc.StatusCode.UNIMPLEMENTED,
+               # A newer stream with this ticket took the seat (another process with the same
+               # ticket): reconnecting would only take it back and forth.
+               grpc.StatusCode.ABORTED)
 #: Keepalive settings compatible with the referee's (it allows a ping every 5 s or more).
 CHANNEL_OPTIONS = [("grpc.keepalive_time_ms", 20_000), ("grpc.keepalive_timeout_ms", 10_000)]
 

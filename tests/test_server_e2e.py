@@ -239,9 +239,20 @@ def test_tickets_and_admin_token_are_checked(referee: RefereeProc, tmp_path: Pat
     live = stub.Play(iter(qq.get, None), timeout=10)
     first = next(live)
     assert first.welcome.seat == 0 and first.welcome.partner_seat == -1 and first.welcome.players == 2
-    assert hello(created.tickets[0]) == grpc.StatusCode.PERMISSION_DENIED
+    # A second Hello with the same ticket takes the seat over (the referee cannot tell a dead,
+    # half-open stream from a live one): the new stream resumes, the old one ends with ABORTED.
+    q2: queue.Queue[pb.PlayRequest | None] = queue.Queue()
+    q2.put(q[0])
+    newer = stub.Play(iter(q2.get, None), timeout=10)
+    assert next(newer).welcome.resumed is True
+    with pytest.raises(grpc.RpcError) as old_end:
+        for _ in live:
+            pass
+    assert old_end.value.code() == grpc.StatusCode.ABORTED  # type: ignore[attr-defined]
+    assert "newer stream" in (old_end.value.details() or "")  # type: ignore[attr-defined]
     qq.put(None)
-    live.cancel()
+    q2.put(None)
+    newer.cancel()
     threading.Event().wait(0.2)
     admin = pb_grpc.AdminServiceStub(referee.channel)
     for md in [(), (("authorization", "Bearer wrong"),)]:

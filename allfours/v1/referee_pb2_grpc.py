@@ -50,7 +50,8 @@ class RefereeServiceServicer:
         """One bidirectional stream per seat. The first client message must be a Hello with a join ticket;
         the referee answers Welcome, then sends DecisionRequests, Events, ActionRejected and finally
         MatchEnd, after which it closes the stream. Status codes: UNAUTHENTICATED for a missing or unknown
-        ticket, PERMISSION_DENIED for a ticket already in use by a live stream or of a finished match,
+        ticket, PERMISSION_DENIED for a ticket of a finished match or a forfeited seat,
+        ABORTED for a stream whose seat was taken over by a newer stream with the same ticket,
         INVALID_ARGUMENT for a first message that is not a Hello or a wrong protocol_version.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

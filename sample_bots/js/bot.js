@@ -24,7 +24,9 @@ const PROTOCOL_VERSION = 'allfours.v1';
 const RANKS = '23456789TJQKA';
 const GAME_POINTS = { A: 4, K: 3, Q: 2, J: 1, T: 10 };
 // Status codes after which reconnecting cannot help.
-const FATAL = new Set([grpc.status.UNAUTHENTICATED, grpc.status.INVALID_ARGUMENT, grpc.status.UNIMPLEMENTED]);
+// ABORTED: a newer stream with this ticket took the seat; reconnecting would only take it back.
+const FATAL = new Set([grpc.status.UNAUTHENTICATED, grpc.status.INVALID_ARGUMENT, grpc.status.UNIMPLEMENTED,
+  grpc.status.ABORTED]);
 
 function parseArgs(argv) {
   const opts = {
