@@ -188,7 +188,8 @@ def vars_of(ob: object) -> list[object]:
     return [getattr(ob, f) for f in ob.__dataclass_fields__]  # type: ignore[attr-defined]
 
 
-ALLOWED_IMPORTS = {"__future__", "collections", "collections.abc", "dataclasses", "enum", "typing", "functools"}
+ALLOWED_IMPORTS = {"__future__", "collections", "collections.abc", "dataclasses", "enum", "typing", "functools",
+                   "operator"}
 
 
 def test_rules_package_is_pure() -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
+from operator import attrgetter
 from typing import Any
 
 from referee.rules.actions import (
@@ -192,14 +193,23 @@ class Observation:
 
 
 _STATE_FIELDS = tuple(State.__dataclass_fields__)
+_STATE_VALUES = attrgetter(*_STATE_FIELDS)
+_DEAL_FIELDS = tuple(DealRecord.__dataclass_fields__)
+_DEAL_VALUES = attrgetter(*_DEAL_FIELDS)
 
 
 def _evolve(s: State, **changes: Any) -> State:
-    """``dataclasses.replace`` for State without its per-call field introspection (hot path)."""
-    for name in _STATE_FIELDS:
-        if name not in changes:
-            changes[name] = getattr(s, name)
-    return State(**changes)
+    """``dataclasses.replace`` for State, without its per-call introspection (the hot path)."""
+    fields = dict(zip(_STATE_FIELDS, _STATE_VALUES(s), strict=True))
+    fields.update(changes)
+    return State(**fields)
+
+
+def _evolve_deal(d: DealRecord, **changes: Any) -> DealRecord:
+    """``dataclasses.replace`` for DealRecord, likewise."""
+    fields = dict(zip(_DEAL_FIELDS, _DEAL_VALUES(d), strict=True))
+    fields.update(changes)
+    return DealRecord(**fields)
 
 
 # --------------------------------------------------------------------------- starting a game
@@ -267,7 +277,7 @@ def deal(state: State, deck: Sequence[Card]) -> State:
                              state.rules.deal_in)
     kick = deck_t[pos]
     record = DealRecord(dealer=state.dealer, trump=kick.suit, kicks=(kick,), hands=hands)
-    s = replace(state, deck=deck_t, pos=pos + 1, hands=hands, trump=kick.suit, trick=(),
+    s = _evolve(state, deck=deck_t, pos=pos + 1, hands=hands, trump=kick.suit, trick=(),
                 trick_leader=next_seat(state.dealer, n), exposed=tuple(() for _ in range(n)),
                 called=None, call_for=None, call_passed=(), call_settled=False, game_points=(0, 0),
                 jack_winner=None, deals=(*state.deals, record), phase=Phase.BEG,
@@ -293,9 +303,9 @@ def _add_points(s: State, side: int, kind: str, value: int) -> State:
     """Score ``value`` to ``side``; the game ends at once when the side reaches the target."""
     scores = (s.scores[0] + value, s.scores[1]) if side == 0 else (s.scores[0], s.scores[1] + value)
     ev = PointEvent(deal=s.deal_number, side=side, kind=kind, value=value)
-    s = replace(s, scores=scores, points=(*s.points, ev))
+    s = _evolve(s, scores=scores, points=(*s.points, ev))
     if scores[side] >= s.rules.target:
-        s = replace(s, phase=Phase.OVER, winner=side, to_act=None, call_for=None, called=None)
+        s = _evolve(s, phase=Phase.OVER, winner=side, to_act=None, call_for=None, called=None)
     return s
 
 
@@ -308,7 +318,7 @@ def _score_kick(s: State, kick: Card) -> State:
 
 
 def _with_current_deal(s: State, **changes: Any) -> State:
-    return replace(s, deals=(*s.deals[:-1], replace(s.deals[-1], **changes)))
+    return _evolve(s, deals=(*s.deals[:-1], _evolve_deal(s.deals[-1], **changes)))
 
 
 # --------------------------------------------------------------------------- legality
@@ -474,12 +484,12 @@ def _expose(s: State, seat: int, card: Card) -> State:
     if card in s.exposed[seat]:
         return s
     exposed = tuple((*e, card) if i == seat else e for i, e in enumerate(s.exposed))
-    return replace(s, exposed=exposed)
+    return _evolve(s, exposed=exposed)
 
 
 def _begin_play(s: State) -> State:
     """Play begins: the player to the dealer's right leads (RULES.md, Play)."""
-    return _begin_turn(replace(s, trick=(), trick_leader=next_seat(s.dealer, s.players)),
+    return _begin_turn(_evolve(s, trick=(), trick_leader=next_seat(s.dealer, s.players)),
                        next_seat(s.dealer, s.players))
 
 
@@ -487,6 +497,12 @@ def _begin_turn(s: State, seat: int) -> State:
     """``seat`` is next to play: ask the opponents about a callable exposed card first."""
     s = _evolve(s, to_act=seat, called=None, call_for=None, call_passed=(), call_settled=False,
                 phase=Phase.PLAY)
+    return _offer_call(s, seat)
+
+
+def _offer_call(s: State, seat: int) -> State:
+    """``seat`` is to play in ``s``: if one of its exposed cards would be legal, the opponents are
+    asked first, in play order (RULES.md, Penalty: the call); otherwise ``s`` as it is."""
     if s.exposed[seat] and _callable(s, seat):
         return _evolve(s, phase=Phase.CALL, call_for=seat, to_act=opponents_in_order(seat, s.players)[0])
     return s
@@ -498,7 +514,7 @@ def _call(s: State, seat: int, card: Card) -> State:
         raise RuleError(Reason.BAD_ACTION,
                         f"seat {seat} called {card}, which is not an exposed card of seat {s.call_for} "
                         f"that could be played now (callable: {format_cards(_callable(s, s.call_for))})")
-    return replace(s, phase=Phase.PLAY, to_act=s.call_for, called=card, call_for=None, call_passed=(),
+    return _evolve(s, phase=Phase.PLAY, to_act=s.call_for, called=card, call_for=None, call_passed=(),
                    call_settled=True)
 
 
@@ -507,8 +523,8 @@ def _pass(s: State, seat: int) -> State:
     passed = (*s.call_passed, seat)
     remaining = [o for o in opponents_in_order(s.call_for, s.players) if o not in passed]
     if remaining:
-        return replace(s, to_act=remaining[0], call_passed=passed)
-    return replace(s, phase=Phase.PLAY, to_act=s.call_for, called=None, call_for=None, call_passed=(),
+        return _evolve(s, to_act=remaining[0], call_passed=passed)
+    return _evolve(s, phase=Phase.PLAY, to_act=s.call_for, called=None, call_for=None, call_passed=(),
                    call_settled=True)
 
 
@@ -524,7 +540,7 @@ def _run_pack(s: State) -> State:
         hands, pos = _deal_round(s.hands, s.deck, s.pos, s.dealer, n, RUN_SIZE, s.rules.deal_in)
         kick = s.deck[pos]
         dealt, _ = _deal_round(s.deals[-1].hands, s.deck, s.pos, s.dealer, n, RUN_SIZE, s.rules.deal_in)
-        s = replace(s, hands=hands, pos=pos + 1, trump=kick.suit)
+        s = _evolve(s, hands=hands, pos=pos + 1, trump=kick.suit)
         s = _with_current_deal(s, hands=dealt, kicks=(*s.deals[-1].kicks, kick), trump=kick.suit)
         s = _score_kick(s, kick)
         if s.phase is Phase.OVER:
@@ -555,15 +571,13 @@ def _play(s: State, seat: int, card: Card) -> State:
     if card in exposed[seat]:
         exposed = tuple(tuple(c for c in e if c is not card) if i == seat else e for i, e in enumerate(exposed))
     trick = (*s.trick, card)
+    turn = {"to_act": None, "called": None, "call_for": None, "call_passed": (), "call_settled": False,
+            "phase": Phase.PLAY}
     if len(trick) < n:
         nxt = next_seat(seat, n)
-        s = _evolve(s, hands=hands, exposed=exposed, trick=trick, called=None, to_act=nxt, call_for=None,
-                    call_passed=(), call_settled=False, phase=Phase.PLAY)
-        if s.exposed[nxt] and _callable(s, nxt):
-            return _evolve(s, phase=Phase.CALL, call_for=nxt, to_act=opponents_in_order(nxt, n)[0])
-        return s
-    s = _evolve(s, hands=hands, exposed=exposed, trick=trick, called=None)
-    # The trick is complete.
+        s = _evolve(s, hands=hands, exposed=exposed, trick=trick, **{**turn, "to_act": nxt})
+        return _offer_call(s, nxt)
+    # The trick is complete: one rebuild for the trick, its points and the next turn.
     winner = trick_winner(s.trick_leader, trick, s.trump, n)
     side = side_of(winner)
     pts = sum(c.rank.game_points for c in trick)
@@ -572,11 +586,11 @@ def _play(s: State, seat: int, card: Card) -> State:
     if any(c.rank is Rank.JACK and c.suit is s.trump for c in trick):
         jack_winner = winner
     done = Trick(leader=s.trick_leader, cards=trick, winner=winner)
-    record = replace(s.deals[-1], tricks=(*s.deals[-1].tricks, done))
-    s = _evolve(s, trick=(), trick_leader=winner, game_points=gp, jack_winner=jack_winner,
-                deals=(*s.deals[:-1], record))
+    record = _evolve_deal(s.deals[-1], tricks=(*s.deals[-1].tricks, done))
+    s = _evolve(s, hands=hands, exposed=exposed, trick=(), trick_leader=winner, game_points=gp,
+                jack_winner=jack_winner, deals=(*s.deals[:-1], record), **{**turn, "to_act": winner})
     if any(hands):
-        return _begin_turn(s, winner)
+        return _offer_call(s, winner)
     return _count(s)
 
 
@@ -585,7 +599,7 @@ def _count(s: State) -> State:
     record = s.deals[-1]
     trump = s.trump
     held = [(c, seat) for seat, h in enumerate(record.hands) for c in h if c.suit is trump]
-    s = replace(s, to_act=None)
+    s = _evolve(s, to_act=None)
     if held:
         high = max(held, key=lambda cs: cs[0].rank)
         low = min(held, key=lambda cs: cs[0].rank)
@@ -610,7 +624,7 @@ def _count(s: State) -> State:
         if s.phase is Phase.OVER:
             return s
     # The deal passes to the right (RULES.md, Match).
-    return replace(s, phase=Phase.DEAL, dealer=next_seat(s.dealer, s.players), to_act=None, trick=())
+    return _evolve(s, phase=Phase.DEAL, dealer=next_seat(s.dealer, s.players), to_act=None, trick=())
 
 
 # --------------------------------------------------------------------------- observation
