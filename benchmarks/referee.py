@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing as mp
+import os
 import statistics
 import sys
 import time
@@ -31,6 +32,7 @@ from typing import Any
 import grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # before benchmarks/ (this file would hide the package)
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")  # no core log lines when the servers shut down
 
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc

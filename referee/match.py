@@ -50,6 +50,7 @@ from referee.record import RECORD_VERSION, RecordWriter
 from referee.rules import (
     ENGINE_VERSION,
     Action,
+    Card,
     Phase,
     RuleError,
     RuleSet,
@@ -192,6 +193,7 @@ class Match:
         #: of the event loop (no hop through the match task: that is the per-decision hot path).
         self._running = False
         self._timer: asyncio.TimerHandle | None = None
+        self._next_deck: tuple[tuple[int, int], tuple[Card, ...]] | None = None
         self.log = log.bind(match_id=match_id)
         self.record.write(
             "header", record_version=RECORD_VERSION, protocol=wire.PROTOCOL_VERSION,
@@ -477,7 +479,7 @@ class Match:
                 return
             if state.phase is Phase.DEAL:
                 n = state.deal_number + 1
-                deck = deck_for(self.seed, self._game, n)
+                deck = self._deck(self._game, n)
                 self.record.write("deal", game=self._game, deal=n, dealer=state.dealer, deck=[str(c) for c in deck])
                 new = deal(state, deck)
                 self._deal_no = n
@@ -486,7 +488,16 @@ class Match:
                 continue
             p = self._issue(state, self._game)
             self._arm_timer(p)
+            # Shuffle the next deal's deck while the bot thinks, off the decision's critical path.
+            asyncio.get_running_loop().call_soon(self._deck, self._game, state.deal_number + 1)
             return
+
+    def _deck(self, game: int, deal_no: int) -> tuple[Card, ...]:
+        """The deck of deal ``deal_no`` of game ``game`` (referee.dealing.deck_for), computed once."""
+        key = (game, deal_no)
+        if self._next_deck is None or self._next_deck[0] != key:
+            self._next_deck = (key, deck_for(self.seed, game, deal_no))
+        return self._next_deck[1]
 
     def _arm_timer(self, p: Pending) -> None:
         """(Re)start the deadline timer for the pending decision ``p``."""

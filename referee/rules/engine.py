@@ -165,7 +165,8 @@ class Observation:
       ``called``: the card the seat to act must play, if an opponent called one;
       ``call_for``: in the CALL phase, the seat whose exposed card may be called.
     - ``trick_leader`` and ``trick``: the trick in progress; ``tricks``: this deal's completed tricks.
-    - ``points``: every point scored in the game so far, in order.
+    - ``points``: the points scored in the current deal so far, in order (between deals: those of
+      the deal just counted); earlier deals are summed up in ``scores``.
     - ``legal``: this seat's legal actions if it is to act, else empty.
     """
 
@@ -630,6 +631,14 @@ def _count(s: State) -> State:
 # --------------------------------------------------------------------------- observation
 
 
+def _deal_points(s: State) -> tuple[PointEvent, ...]:
+    """The point events of the current (last) deal: the tail of ``s.points``."""
+    k = len(s.points)
+    while k and s.points[k - 1].deal == s.deal_number:
+        k -= 1
+    return s.points[k:]
+
+
 def observe(state: State, seat: int) -> Observation:
     """What ``seat`` may see: its own hand, public cards, exposed cards, scores and tricks.
 
@@ -664,6 +673,6 @@ def observe(state: State, seat: int) -> Observation:
         trick_leader=s.trick_leader,
         trick=s.trick if in_deal else (),
         tricks=record.tricks if record is not None and in_deal else (),
-        points=s.points,
+        points=_deal_points(s),
         legal=legal_actions(s) if s.to_act == seat else (),
     )
