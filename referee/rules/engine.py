@@ -21,7 +21,7 @@ frozen values, so an old state stays valid after ``apply``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 from operator import attrgetter
 from typing import Any
@@ -318,8 +318,9 @@ def _score_kick(s: State, kick: Card) -> State:
     return s
 
 
-def _with_current_deal(s: State, **changes: Any) -> State:
-    return _evolve(s, deals=(*s.deals[:-1], _evolve_deal(s.deals[-1], **changes)))
+def _deals_with(s: State, **changes: Any) -> tuple[DealRecord, ...]:
+    """``s.deals`` with ``changes`` made to the current (last) deal's record."""
+    return (*s.deals[:-1], _evolve_deal(s.deals[-1], **changes))
 
 
 # --------------------------------------------------------------------------- legality
@@ -453,9 +454,9 @@ def apply(state: State, action: Action, seat: int | None = None) -> State:
     ph = s.phase
     if ph is Phase.BEG:
         if isinstance(action, Stand):
-            return _begin_play(_with_current_deal(s, trump=s.trump))
+            return _begin_play(s)
         if isinstance(action, Beg):
-            return replace(_with_current_deal(s, begged=True), phase=Phase.DEALER, to_act=s.dealer)
+            return _evolve(s, deals=_deals_with(s, begged=True), phase=Phase.DEALER, to_act=s.dealer)
     elif ph is Phase.DEALER:
         if isinstance(action, GiveOne):
             s = _add_points(s, side_of(next_seat(s.dealer, s.players)), "one", 1)
@@ -490,20 +491,16 @@ def _expose(s: State, seat: int, card: Card) -> State:
 
 def _begin_play(s: State) -> State:
     """Play begins: the player to the dealer's right leads (RULES.md, Play)."""
-    return _begin_turn(_evolve(s, trick=(), trick_leader=next_seat(s.dealer, s.players)),
-                       next_seat(s.dealer, s.players))
+    leader = next_seat(s.dealer, s.players)
+    return _begin_turn(s, leader, trick=(), trick_leader=leader)
 
 
-def _begin_turn(s: State, seat: int) -> State:
-    """``seat`` is next to play: ask the opponents about a callable exposed card first."""
+def _begin_turn(s: State, seat: int, **changes: Any) -> State:
+    """``seat`` is next to play (``changes`` are made in the same rebuild of the state). If one of its
+    exposed cards would be legal, the opponents are asked first, in play order (RULES.md, Penalty:
+    the call)."""
     s = _evolve(s, to_act=seat, called=None, call_for=None, call_passed=(), call_settled=False,
-                phase=Phase.PLAY)
-    return _offer_call(s, seat)
-
-
-def _offer_call(s: State, seat: int) -> State:
-    """``seat`` is to play in ``s``: if one of its exposed cards would be legal, the opponents are
-    asked first, in play order (RULES.md, Penalty: the call); otherwise ``s`` as it is."""
+                phase=Phase.PLAY, **changes)
     if s.exposed[seat] and _callable(s, seat):
         return _evolve(s, phase=Phase.CALL, call_for=seat, to_act=opponents_in_order(seat, s.players)[0])
     return s
@@ -536,13 +533,13 @@ def _run_pack(s: State) -> State:
     while True:
         if len(s.deck) - s.pos < RUN_SIZE * n + 1:
             # The pack ran dry: the same dealer deals again from step 1; points stay scored.
-            return replace(_with_current_deal(s, trump=None, ran_dry=True), phase=Phase.DEAL, to_act=None,
+            return _evolve(s, deals=_deals_with(s, trump=None, ran_dry=True), phase=Phase.DEAL, to_act=None,
                            trump=None)
         hands, pos = _deal_round(s.hands, s.deck, s.pos, s.dealer, n, RUN_SIZE, s.rules.deal_in)
         kick = s.deck[pos]
         dealt, _ = _deal_round(s.deals[-1].hands, s.deck, s.pos, s.dealer, n, RUN_SIZE, s.rules.deal_in)
-        s = _evolve(s, hands=hands, pos=pos + 1, trump=kick.suit)
-        s = _with_current_deal(s, hands=dealt, kicks=(*s.deals[-1].kicks, kick), trump=kick.suit)
+        s = _evolve(s, hands=hands, pos=pos + 1, trump=kick.suit,
+                    deals=_deals_with(s, hands=dealt, kicks=(*s.deals[-1].kicks, kick), trump=kick.suit))
         s = _score_kick(s, kick)
         if s.phase is Phase.OVER:
             return s
@@ -572,12 +569,8 @@ def _play(s: State, seat: int, card: Card) -> State:
     if card in exposed[seat]:
         exposed = tuple(tuple(c for c in e if c is not card) if i == seat else e for i, e in enumerate(exposed))
     trick = (*s.trick, card)
-    turn = {"to_act": None, "called": None, "call_for": None, "call_passed": (), "call_settled": False,
-            "phase": Phase.PLAY}
     if len(trick) < n:
-        nxt = next_seat(seat, n)
-        s = _evolve(s, hands=hands, exposed=exposed, trick=trick, **{**turn, "to_act": nxt})
-        return _offer_call(s, nxt)
+        return _begin_turn(s, next_seat(seat, n), hands=hands, exposed=exposed, trick=trick)
     # The trick is complete: one rebuild for the trick, its points and the next turn.
     winner = trick_winner(s.trick_leader, trick, s.trump, n)
     side = side_of(winner)
@@ -587,12 +580,11 @@ def _play(s: State, seat: int, card: Card) -> State:
     if any(c.rank is Rank.JACK and c.suit is s.trump for c in trick):
         jack_winner = winner
     done = Trick(leader=s.trick_leader, cards=trick, winner=winner)
-    record = _evolve_deal(s.deals[-1], tricks=(*s.deals[-1].tricks, done))
-    s = _evolve(s, hands=hands, exposed=exposed, trick=(), trick_leader=winner, game_points=gp,
-                jack_winner=jack_winner, deals=(*s.deals[:-1], record), **{**turn, "to_act": winner})
+    after_trick = {"hands": hands, "exposed": exposed, "trick": (), "trick_leader": winner, "game_points": gp,
+                   "jack_winner": jack_winner, "deals": _deals_with(s, tricks=(*s.deals[-1].tricks, done))}
     if any(hands):
-        return _offer_call(s, winner)
-    return _count(s)
+        return _begin_turn(s, winner, **after_trick)
+    return _count(_evolve(s, called=None, **after_trick))
 
 
 def _count(s: State) -> State:
