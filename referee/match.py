@@ -44,7 +44,7 @@ import structlog
 
 from allfours.v1 import referee_pb2 as pb
 from referee import wire
-from referee.dealing import commitment, cut_deck, deck_for
+from referee.dealing import commitment, deck_for, first_dealer_by_cut
 from referee.events import Event, step_events
 from referee.record import RECORD_VERSION, RecordWriter
 from referee.rules import (
@@ -56,7 +56,6 @@ from referee.rules import (
     RuleSet,
     State,
     apply,
-    cut_for_dealer,
     deal,
     legal_actions,
     new_game,
@@ -458,7 +457,7 @@ class Match:
         if dealer is None:
             how, dealer = "given", self.first_dealer
             if dealer is None:
-                dealer, how = cut_for_dealer(cut_deck(self.seed, 1), self.rules.players), "cut"
+                dealer, how = first_dealer_by_cut(self.seed, self.rules.players), "cut"
         self._game, self._deal_no = game, 0
         self.record.write("game", game=game, dealer=dealer, how=how)
         self._event("game_started", dealer=dealer)

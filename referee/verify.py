@@ -31,7 +31,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any, NoReturn
 
-from referee.dealing import SHUFFLE_VERSION, cut_deck, deck_for, parse_seed, verify_commitment
+from referee.dealing import SHUFFLE_VERSION, deck_for, first_dealer_by_cut, parse_seed, verify_commitment
 from referee.record import RECORD_VERSION, RecordError, read_record
 from referee.rules import (
     Phase,
@@ -39,7 +39,6 @@ from referee.rules import (
     RuleSet,
     State,
     apply,
-    cut_for_dealer,
     deal,
     legal_actions,
     new_game,
@@ -234,7 +233,7 @@ class _Verifier:
             _fail(f"game {game} but the header says {self.games} game(s)")
         if game == 1:
             fd = self.header.get("first_dealer")
-            expected = fd if fd is not None else cut_for_dealer(cut_deck(self.seed, 1), self.rules.players)
+            expected = fd if fd is not None else first_dealer_by_cut(self.seed, self.rules.players)
         else:
             expected = self.next_dealer
         if _int(o, "dealer") != expected:

@@ -2,7 +2,7 @@
 
 For fast iteration while writing a bot. The decks come from the match seed exactly as the referee
 derives them (``referee.dealing``: ``deck_for(seed, game, deal)``; the first dealer of the match by
-``cut_for_dealer(cut_deck(seed, 1))``), so a local match with a seed deals the same cards as a
+``first_dealer_by_cut(seed, players)``), so a local match with a seed deals the same cards as a
 refereed one with that seed, and bots get the same events. Bots see only ``observe(state, seat)``
 and ``legal_actions(state)``.
 
@@ -29,13 +29,12 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from referee.dealing import check_seed, commitment, cut_deck, deck_for, fresh_seed
+from referee.dealing import check_seed, commitment, deck_for, first_dealer_by_cut, fresh_seed
 from referee.events import step_events
 from referee.rules import (
     Phase,
     RuleSet,
     apply,
-    cut_for_dealer,
     deal,
     legal_actions,
     new_game,
@@ -141,7 +140,7 @@ def play_local(
         call_hook(bot, "on_welcome", MatchInfo(match_id=table.match_id, seat=seat, rules=rules, games=games,
                                                commitment=table.commitment,
                                                seat_names=tuple(bot_name(b) for b in bots)))
-    dealer = cut_for_dealer(cut_deck(key, 1), rules.players)
+    dealer = first_dealer_by_cut(key, rules.players)
     for game in range(1, games + 1):
         dealer = next_seat(table.play_game(key, game, dealer), rules.players)
     ends = tuple(table.hooks[0].games)
