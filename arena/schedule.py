@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from referee.dealing import check_seed, commitment
 
-__all__ = ["ScheduledGame", "commitment", "make_schedule", "pair_seed", "verify_reveal"]
+__all__ = ["ScheduledGame", "commitment", "make_schedule", "pair_seed"]
 
 PAIR_LABEL = b"allfours/arena/v1/pair"
 
@@ -112,7 +112,3 @@ def make_schedule(
             pairing += 1
     return games
 
-
-def verify_reveal(master_seed: bytes, committed: str) -> bool:
-    """True if the revealed ``master_seed`` matches the ``committed`` SHA-256 hex published before play."""
-    return hmac.compare_digest(commitment(master_seed), committed.strip().lower())

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.schedule import verify_reveal
+from referee.dealing import verify_commitment
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -82,7 +82,7 @@ def test_small_tournament_end_to_end(tmp_path: Path) -> None:
     assert set(ratings["ratings"]) == {"random", "heuristic", "instant"}
     assert all(r["games"] == 8 for r in ratings["ratings"].values())
     committed = json.loads((out / "commitment.json").read_text())["master_seed_sha256"]
-    assert verify_reveal(bytes.fromhex(ratings["tournament"]["master_seed"]), committed)
+    assert verify_commitment(bytes.fromhex(ratings["tournament"]["master_seed"]), committed)
     page = (out / "leaderboard.html").read_text()
     assert games[0]["record"] in page and "<svg" in page
     table = [line for line in done.stdout.splitlines() if "│" in line]

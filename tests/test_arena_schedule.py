@@ -8,7 +8,8 @@ import itertools
 
 import pytest
 
-from arena.schedule import commitment, make_schedule, pair_seed, verify_reveal
+from arena.schedule import commitment, make_schedule, pair_seed
+from referee.dealing import verify_commitment
 
 MASTER = bytes(range(32))
 BOTS = ["alpha", "beta", "gamma", "delta"]
@@ -77,8 +78,8 @@ def test_ids_are_stable_and_unique() -> None:
 def test_commitment_before_and_reveal_after() -> None:
     c = commitment(MASTER)
     assert c == hashlib.sha256(MASTER).hexdigest()
-    assert verify_reveal(MASTER, c) and verify_reveal(MASTER, c.upper())
-    assert not verify_reveal(bytes(32), c)
+    assert verify_commitment(MASTER, c) and verify_commitment(MASTER, c.upper())
+    assert not verify_commitment(bytes(32), c)
 
 
 @pytest.mark.parametrize(
