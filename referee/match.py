@@ -712,11 +712,11 @@ class Match:
                                  bank_left_ms=_ms(max(0.0, o.bank_ms) / 1000)) for o in self.seats])
         self.result = result
         self.record.write(
-            "result", status=pb.MatchStatus.Name(self.status).removeprefix("MATCH_STATUS_").lower(),
+            "result", status=wire.enum_name(pb.MatchStatus, self.status, "MATCH_STATUS_"),
             winner=None if winner < 0 else winner, forfeited_side=None if forfeited_side < 0 else forfeited_side,
             games_won=games_won,
             seats=[{"seat": o.seat, "name": o.name, "bot_name": o.bot_name, "bot_version": o.bot_version,
-                    "termination": pb.Termination.Name(o.termination).removeprefix("TERMINATION_").lower(),
+                    "termination": wire.enum_name(pb.Termination, o.termination, "TERMINATION_"),
                     "detail": o.detail, "strikes": o.strikes, "illegal": o.illegal,
                     "protocol_errors": o.protocol_errors, "bank_left_ms": _ms(max(0.0, o.bank_ms) / 1000)}
                    for o in self.seats])

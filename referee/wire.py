@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from functools import lru_cache
+from typing import Any
 
 from allfours.v1 import referee_pb2 as pb
 from referee.events import EVENT_KINDS, Event
@@ -58,8 +59,15 @@ def _none(x: int | None) -> int:
     return -1 if x is None else x
 
 
-def _opt(x: int) -> int | None:
-    return None if x < 0 else x
+def optional(value: int) -> int | None:
+    """A seat, side or winner from the wire, where ``-1`` means none: ``None`` for a negative value."""
+    return None if value < 0 else value
+
+
+def enum_name(enum: Any, value: int, prefix: str) -> str:
+    """The short name of a protobuf enum value: ``enum_name(pb.Termination, v, "TERMINATION_")`` gives
+    ``"no_show"`` for ``TERMINATION_NO_SHOW``. :raises ValueError: for a value the enum does not have."""
+    return str(enum.Name(value)).removeprefix(prefix).lower()
 
 
 def card_to_pb(card: Card) -> str:
@@ -285,7 +293,7 @@ def trick_to_pb(t: Trick) -> pb.Trick:
 
 def trick_from_pb(msg: pb.Trick) -> Trick:
     """A trick from the wire. :raises WireError: on a bad card."""
-    return Trick(leader=msg.leader, cards=cards_from_pb(msg.cards, "trick.cards"), winner=_opt(msg.winner))
+    return Trick(leader=msg.leader, cards=cards_from_pb(msg.cards, "trick.cards"), winner=optional(msg.winner))
 
 
 # Private caches for the hot path (one observation per decision). Rule sets, point events and
@@ -344,11 +352,11 @@ def observation_from_pb(msg: pb.Observation) -> Observation:
         seat=msg.seat,
         rules=rules_from_pb(msg.rules),
         phase=phase_from_pb(msg.phase),
-        to_act=_opt(msg.to_act),
+        to_act=optional(msg.to_act),
         dealer=msg.dealer,
         deal_number=msg.deal_number,
         scores=(msg.scores[0], msg.scores[1]),
-        winner=_opt(msg.winner),
+        winner=optional(msg.winner),
         trump=trump,
         kicks=cards_from_pb(msg.kicks, "observation.kicks"),
         begged=msg.begged,
@@ -356,7 +364,7 @@ def observation_from_pb(msg: pb.Observation) -> Observation:
         hand_sizes=tuple(msg.hand_sizes),
         exposed=tuple((e.seat, card_from_pb(e.card, "observation.exposed")) for e in msg.exposed),
         called=card_from_pb(msg.called, "observation.called") if msg.called else None,
-        call_for=_opt(msg.call_for),
+        call_for=optional(msg.call_for),
         trick_leader=msg.trick_leader,
         trick=cards_from_pb(msg.trick, "observation.trick"),
         tricks=tuple(trick_from_pb(t) for t in msg.tricks),
@@ -380,13 +388,13 @@ def event_from_pb(msg: pb.Event) -> Event:
     :raises WireError: on an unknown kind or a bad card.
     """
     try:
-        kind = pb.EventKind.Name(msg.kind).removeprefix("EVENT_KIND_").lower()
+        kind = enum_name(pb.EventKind, msg.kind, "EVENT_KIND_")
     except ValueError:
         raise WireError(f"event.kind: unknown event kind {msg.kind}") from None
     if kind not in EVENT_KINDS:
         raise WireError(f"event.kind: not an event kind: {kind}")
-    return Event(kind=kind, game=msg.game, deal=msg.deal, seat=_opt(msg.seat),
-                 card=card_from_pb(msg.card, "event.card") if msg.card else None, side=_opt(msg.side),
-                 value=msg.value, points_kind=msg.points_kind, scores=tuple(msg.scores), winner=_opt(msg.winner),
-                 dealer=_opt(msg.dealer), cards=cards_from_pb(msg.cards, "event.cards"), ran_dry=msg.ran_dry,
-                 forfeited=msg.forfeited, target_seat=_opt(msg.target_seat))
+    return Event(kind=kind, game=msg.game, deal=msg.deal, seat=optional(msg.seat),
+                 card=card_from_pb(msg.card, "event.card") if msg.card else None, side=optional(msg.side),
+                 value=msg.value, points_kind=msg.points_kind, scores=tuple(msg.scores), winner=optional(msg.winner),
+                 dealer=optional(msg.dealer), cards=cards_from_pb(msg.cards, "event.cards"), ran_dry=msg.ran_dry,
+                 forfeited=msg.forfeited, target_seat=optional(msg.target_seat))

@@ -61,24 +61,18 @@ class ClientError(RuntimeError):
     """The bot could not play its match: bad ticket, refused seat, or the referee unreachable."""
 
 
-def _opt(x: int) -> int | None:
-    return None if x < 0 else x
-
-
-def _name(enum: object, value: int, prefix: str) -> str:
-    return str(enum.Name(value)).removeprefix(prefix).lower()  # type: ignore[attr-defined]
 
 
 def match_end_from_pb(result: pb.MatchResult, seat: int) -> MatchEnd:
     """An ``allfours.v1.MatchResult`` as the SDK's :class:`~sdk.bot.MatchEnd`, seen from ``seat``."""
     games = tuple(GameEnd(game=g.game, scores=(g.scores[0], g.scores[1]) if len(g.scores) == 2 else (0, 0),
-                          winner=_opt(g.winner), forfeited=g.forfeited) for g in result.games)
+                          winner=wire.optional(g.winner), forfeited=g.forfeited) for g in result.games)
     mine = next((s for s in result.seats if s.seat == seat), None)
     wins = (result.games_won[0], result.games_won[1]) if len(result.games_won) == 2 else (0, 0)
     return MatchEnd(
-        games=games, wins=wins, winner=_opt(result.winner),
-        status=_name(pb.MatchStatus, result.status, "MATCH_STATUS_"),
-        termination=_name(pb.Termination, mine.termination, "TERMINATION_") if mine else "unspecified",
+        games=games, wins=wins, winner=wire.optional(result.winner),
+        status=wire.enum_name(pb.MatchStatus, result.status, "MATCH_STATUS_"),
+        termination=wire.enum_name(pb.Termination, mine.termination, "TERMINATION_") if mine else "unspecified",
         detail=mine.detail if mine else "",
     )
 
@@ -245,7 +239,7 @@ class BotClient:
         self._send(req.seq, self._ask(ctx))
 
     def _on_rejected(self, r: pb.ActionRejected) -> None:
-        reason = _name(pb.Reason, r.reason, "REASON_")
+        reason = wire.enum_name(pb.Reason, r.reason, "REASON_")
         log.warning("seq %d: the referee rejected %s: %s: %s", r.seq, _action_text(r.action), reason, r.message)
         req = self._request
         if req is None or r.seq not in (req.seq, 0) or req.seq in self._asked_again:
