@@ -22,9 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from referee.rules import (
-    Call,
     Phase,
-    Play,
     RuleError,
     RuleSet,
     State,
@@ -80,14 +78,6 @@ def _deal_to_json(state: State, index: int) -> dict[str, Any]:
     return out
 
 
-def _action_text(action: object) -> str:
-    if isinstance(action, Play):
-        return str(action.card)
-    if isinstance(action, Call):
-        return f"call {action.card}"
-    return str(action)
-
-
 def result_json(state: State, error: dict[str, Any] | None) -> dict[str, Any]:
     """The replay output for ``state`` (see the module docstring and docs/formats.md)."""
     nxt: dict[str, Any] | None = None
@@ -96,7 +86,7 @@ def result_json(state: State, error: dict[str, Any] | None) -> dict[str, Any]:
         nxt = {"seat": state.dealer, "phase": "deal", "legal": []}
     elif state.phase is not Phase.OVER:
         nxt = {"seat": state.to_act, "phase": state.phase.value,
-               "legal": [_action_text(a) for a in legal_actions(state)]}
+               "legal": [str(a) for a in legal_actions(state)]}
     return {
         "scores": list(state.scores),
         "winner": state.winner,
