@@ -21,7 +21,7 @@ Line types, in the order they are written::
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,22 +37,51 @@ class RecordWriter:
     """Collects a match's record lines in memory (and optionally appends them to a file).
 
     :param path: a file to write the lines to as they come (created or truncated), or ``None``.
+    :param defer: how to run the formatting and file write later, e.g. ``loop.call_soon``; ``None``
+        writes each line at once. The referee defers them so that formatting JSON and writing the
+        file happen after the next DecisionRequest is on its way (off the decision's critical path,
+        benchmarks/referee.py). Order is kept: lines are written in the order :meth:`write` was
+        called, and :attr:`lines`, :meth:`flush` and :meth:`close` write everything queued first.
     """
 
-    def __init__(self, path: Path | None = None) -> None:
-        self.lines: list[str] = []
+    def __init__(self, path: Path | None = None,
+                 defer: Callable[[Callable[[], None]], object] | None = None) -> None:
+        self._lines: list[str] = []
+        self._queue: list[dict[str, Any]] = []
+        self._defer = defer
         self._file = path.open("w", encoding="utf-8") if path is not None else None
 
+    @property
+    def lines(self) -> list[str]:
+        """Every line so far (queued ones are written first)."""
+        if self._queue:
+            self.flush()
+        return self._lines
+
     def write(self, type_: str, **fields: Any) -> None:
-        """Append one line ``{"type": type_, **fields}`` (compact JSON, keys in the given order)."""
-        line = json.dumps({"type": type_, **fields}, separators=(",", ":"))
-        self.lines.append(line)
+        """Add one line ``{"type": type_, **fields}`` (compact JSON, keys in the given order)."""
+        self._queue.append({"type": type_, **fields})
+        if len(self._queue) == 1:
+            if self._defer is None:
+                self.flush()
+            else:
+                self._defer(self.flush)
+
+    def flush(self) -> None:
+        """Format the queued lines and append them (to the file too, flushed to the OS)."""
+        queue, self._queue = self._queue, []
+        if not queue:
+            return
+        dumps = json.dumps
+        lines = [dumps(obj, separators=(",", ":")) for obj in queue]
+        self._lines.extend(lines)
         if self._file is not None:
-            self._file.write(line + "\n")
+            self._file.write("".join(line + "\n" for line in lines))
             self._file.flush()
 
     def close(self) -> None:
-        """Close the file, if any. Lines stay available in :attr:`lines`."""
+        """Write what is queued and close the file, if any. Lines stay available in :attr:`lines`."""
+        self.flush()
         if self._file is not None:
             self._file.close()
             self._file = None

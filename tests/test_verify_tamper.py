@@ -297,3 +297,24 @@ def test_non_utf8_record_fails_with_its_line(tmp_path: Path, completed: list[str
     assert out.returncode == 1
     assert out.stderr.startswith("FAIL line 3: ") and "UTF-8" in out.stderr, out.stderr
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+
+
+def test_record_writer_defers_formatting_but_keeps_order_and_loses_nothing(tmp_path: Path) -> None:
+    """With ``defer``, lines are formatted later, in the order written; reading ``lines`` or closing
+    writes what is still queued; the file holds exactly the lines."""
+    from referee.record import RecordWriter
+
+    scheduled: list[Any] = []
+    w = RecordWriter(tmp_path / "r.jsonl", defer=scheduled.append)
+    w.write("a", n=1)
+    w.write("b", n=2)
+    assert len(scheduled) == 1  # one flush per batch, not per line
+    assert w.lines == ['{"type":"a","n":1}', '{"type":"b","n":2}']  # reading flushes
+    scheduled.pop()()  # the deferred flush finds nothing left: no duplicates
+    w.write("c", n=3)
+    scheduled.pop()()
+    w.write("d", n=4)
+    w.close()
+    expected = ['{"type":"a","n":1}', '{"type":"b","n":2}', '{"type":"c","n":3}', '{"type":"d","n":4}']
+    assert w.lines == expected
+    assert (tmp_path / "r.jsonl").read_text().splitlines() == expected
