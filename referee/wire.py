@@ -308,31 +308,44 @@ _TEXT: dict[Card, str] = {c: str(c) for c in CANONICAL_DECK}
 _EVENT_KIND: dict[str, int] = {k: pb.EventKind.Value("EVENT_KIND_" + k.upper()) for k in EVENT_KINDS}
 
 
-def observation_to_pb(obs: Observation) -> pb.Observation:
-    """A seat's observation as a message (every field of :class:`referee.rules.Observation`)."""
-    return pb.Observation(
-        seat=obs.seat,
-        rules=_rules_pb(obs.rules),
-        phase=phase_to_pb(obs.phase),
-        to_act=_none(obs.to_act),
-        dealer=obs.dealer,
-        deal_number=obs.deal_number,
-        scores=list(obs.scores),
-        winner=_none(obs.winner),
-        trump=str(obs.trump) if obs.trump is not None else "",
-        kicks=[_TEXT[c] for c in obs.kicks],
-        begged=obs.begged,
-        hand=[_TEXT[c] for c in obs.hand],
-        hand_sizes=list(obs.hand_sizes),
-        exposed=[pb.ExposedCard(seat=s, card=str(c)) for s, c in obs.exposed],
-        called=str(obs.called) if obs.called is not None else "",
-        call_for=_none(obs.call_for),
-        trick_leader=obs.trick_leader,
-        trick=[_TEXT[c] for c in obs.trick],
-        tricks=[_trick_pb(t) for t in obs.tricks],
-        points=[_point_pb(p) for p in obs.points],
-        legal_actions=[_action_pb(a) for a in obs.legal],
-    )
+def observation_to_pb(obs: Observation, into: pb.Observation | None = None) -> pb.Observation:
+    """A seat's observation as a message (every field of :class:`referee.rules.Observation`).
+
+    :param into: an empty message to fill in place (e.g. ``request.observation``: no copy), or
+        ``None`` for a new one. Returns the filled message.
+    """
+    ob = pb.Observation() if into is None else into
+    ob.seat = obs.seat
+    ob.rules.CopyFrom(_rules_pb(obs.rules))
+    ob.phase = phase_to_pb(obs.phase)
+    ob.to_act = _none(obs.to_act)
+    ob.dealer = obs.dealer
+    ob.deal_number = obs.deal_number
+    ob.scores.extend(obs.scores)
+    ob.winner = _none(obs.winner)
+    if obs.trump is not None:
+        ob.trump = str(obs.trump)
+    if obs.kicks:
+        ob.kicks.extend([_TEXT[c] for c in obs.kicks])
+    ob.begged = obs.begged
+    if obs.hand:
+        ob.hand.extend([_TEXT[c] for c in obs.hand])
+    ob.hand_sizes.extend(obs.hand_sizes)
+    if obs.exposed:
+        ob.exposed.extend([pb.ExposedCard(seat=s, card=_TEXT[c]) for s, c in obs.exposed])
+    if obs.called is not None:
+        ob.called = _TEXT[obs.called]
+    ob.call_for = _none(obs.call_for)
+    ob.trick_leader = obs.trick_leader
+    if obs.trick:
+        ob.trick.extend([_TEXT[c] for c in obs.trick])
+    if obs.tricks:
+        ob.tricks.extend([_trick_pb(t) for t in obs.tricks])
+    if obs.points:
+        ob.points.extend([_point_pb(p) for p in obs.points])
+    if obs.legal:
+        ob.legal_actions.extend([_action_pb(a) for a in obs.legal])
+    return ob
 
 
 def observation_from_pb(msg: pb.Observation) -> Observation:
