@@ -128,18 +128,42 @@ class SeatRuntime:
 
 @dataclass
 class Pending:
-    """The decision the match waits for: request ``seq`` to ``seat``; times from ``time.monotonic``."""
+    """The decision the match waits for: request ``seq`` to ``seat``; times from ``time.monotonic``.
+
+    ``message`` is the PlayResponse carrying the DecisionRequest, built once; the first send fills in
+    the times and events in place (``sent`` becomes True), a re-send after a reconnect sends a copy
+    with the time left then and the seat's undelivered events.
+    """
 
     seq: int
     seat: int
     legal: tuple[Action, ...]
     sent_at: float
     deadline: float
-    request: pb.DecisionRequest
+    message: pb.PlayResponse
+    sent: bool = False
+
+    @property
+    def request(self) -> pb.DecisionRequest:
+        """The DecisionRequest (seq, game, observation, legal actions)."""
+        return self.message.decision_request
 
 
 def _ms(seconds: float) -> int:
     return max(0, round(seconds * 1000))
+
+
+def _after_writes(fn: Callable[..., None], *args: Any) -> None:
+    """Run ``fn(*args)`` on the running event loop after the callbacks already scheduled *and* those
+    they schedule — in particular after the stream writers woken in this turn have handed their
+    messages to gRPC — or at once when no loop runs. For bookkeeping that must not delay the next
+    DecisionRequest (record lines, the next decks): the decision's critical path."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        fn(*args)
+    else:
+        loop.call_soon(loop.call_soon, fn, *args)
 
 
 class Match:
@@ -176,7 +200,9 @@ class Match:
         self.result: pb.MatchResult | None = None
         self.events: list[pb.Event] = []
         self.watchers: set[asyncio.Queue[pb.WatchMatchResponse | None]] = set()
-        self.record = RecordWriter(record_path)
+        # Record lines are formatted and written once the next DecisionRequest is on its way, in
+        # order (RecordWriter, _after_writes).
+        self.record = RecordWriter(record_path, defer=_after_writes)
         self.inbox: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
         self.pending: Pending | None = None
         self.created = time.monotonic()
@@ -191,8 +217,13 @@ class Match:
         #: True once every seat joined: from then on items are handled at once, in the caller's turn
         #: of the event loop (no hop through the match task: that is the per-decision hot path).
         self._running = False
+        #: The deadline timer and the time (``time.monotonic``) it is due. One timer serves many
+        #: decisions: it is moved only when a deadline comes before it, and re-arms itself when it
+        #: fires before the pending deadline (see :meth:`_arm_timer`).
         self._timer: asyncio.TimerHandle | None = None
-        self._next_deck: tuple[tuple[int, int], tuple[Card, ...]] | None = None
+        self._timer_due = 0.0
+        #: Decks shuffled ahead, by (game, deal): the current game's next deal and the next game's first.
+        self._decks: dict[tuple[int, int], tuple[Card, ...]] = {}
         self.log = log.bind(match_id=match_id)
         self.record.write(
             "header", record_version=RECORD_VERSION, protocol=wire.PROTOCOL_VERSION,
@@ -336,17 +367,23 @@ class Match:
 
     def _send_request(self, p: Pending) -> None:
         """Send (or re-send, after a reconnect) the pending request with the time left now and the
-        seat's undelivered events. ``p.request`` stays a template without times or events."""
+        seat's undelivered events. The first send uses ``p.message`` itself (no copy); later ones a copy."""
         s = self.seats[p.seat]
         if s.conn is None:
             return
-        msg = pb.PlayResponse()
-        req = msg.decision_request
-        req.CopyFrom(p.request)  # built in place: one copy of the observation per send
+        if p.sent:
+            msg = pb.PlayResponse()
+            msg.CopyFrom(p.message)
+            req = msg.decision_request
+            del req.events[:]
+        else:
+            msg, p.sent = p.message, True
+            req = msg.decision_request
         req.time_left_ms = _ms(max(0.0, p.deadline - time.monotonic()))
         req.time_bank_ms = _ms(s.bank_ms / 1000)
-        req.events.extend(s.outbox)
-        s.outbox.clear()
+        if s.outbox:
+            req.events.extend(s.outbox)
+            s.outbox.clear()
         s.conn.out.put_nowait(msg)
 
     def _flush_events(self, *seats: int) -> None:
@@ -475,6 +512,9 @@ class Match:
                     self._finish(None, None)
                     return
                 self._start_game(self._game + 1, next_seat(state.dealer, self.rules.players))
+                # The ended game's last events: the seat to act got them inside its request, the
+                # others get them now, as one EventBatch each (docs/protocol.md, Events).
+                self._flush_events()
                 return
             if state.phase is Phase.DEAL:
                 n = state.deal_number + 1
@@ -484,32 +524,52 @@ class Match:
                 self._deal_no = n
                 self._emit_diff(state, new, None, None)
                 state = self._state = new
+                # Shuffle the decks that may come next while the bots think, off the critical path.
+                _after_writes(self._prefetch_decks, self._game, n)
                 continue
             p = self._issue(state, self._game)
             self._arm_timer(p)
-            # Shuffle the next deal's deck while the bot thinks, off the decision's critical path.
-            asyncio.get_running_loop().call_soon(self._deck, self._game, state.deal_number + 1)
             return
 
     def _deck(self, game: int, deal_no: int) -> tuple[Card, ...]:
-        """The deck of deal ``deal_no`` of game ``game`` (referee.dealing.deck_for), computed once."""
-        key = (game, deal_no)
-        if self._next_deck is None or self._next_deck[0] != key:
-            self._next_deck = (key, deck_for(self.seed, game, deal_no))
-        return self._next_deck[1]
+        """The deck of deal ``deal_no`` of game ``game`` (referee.dealing.deck_for): shuffled ahead
+        by :meth:`_prefetch_decks` or now."""
+        deck = self._decks.pop((game, deal_no), None)
+        return deck if deck is not None else deck_for(self.seed, game, deal_no)
+
+    def _prefetch_decks(self, game: int, deal_no: int) -> None:
+        """Deal ``deal_no`` of ``game`` is dealt: shuffle the two decks that can come next (this
+        game's next deal, the next game's first) unless already done; drop older ones."""
+        if self.finished:
+            return
+        wanted = [(game, deal_no + 1)] + ([(game + 1, 1)] if game < self.games else [])
+        decks = self._decks
+        self._decks = {k: decks[k] if k in decks else deck_for(self.seed, *k) for k in wanted}
 
     def _arm_timer(self, p: Pending) -> None:
-        """(Re)start the deadline timer for the pending decision ``p``."""
-        if self._timer is not None:
-            self._timer.cancel()
-        delay = max(0.0, p.deadline - time.monotonic())
-        self._timer = asyncio.get_running_loop().call_later(delay, self._guard, self._on_deadline, p.deadline)
+        """Make sure the deadline timer fires no later than ``p.deadline``.
 
-    def _on_deadline(self, deadline: float) -> None:
-        """The deadline timer fired: if that decision is still pending, play the default (a strike)."""
+        A timer due at or before the deadline is kept (when it fires early, :meth:`_on_deadline`
+        re-arms it), so a match of quick decisions sets about one timer per decision limit, not one
+        per decision (a timer costs a heap push and a cancel on the hot path).
+        """
+        if self._timer is not None:
+            if self._timer_due <= p.deadline:
+                return
+            self._timer.cancel()
+        self._timer_due = p.deadline
+        delay = max(0.0, p.deadline - time.monotonic())
+        self._timer = asyncio.get_running_loop().call_later(delay, self._guard, self._on_deadline)
+
+    def _on_deadline(self) -> None:
+        """The deadline timer fired: if the pending decision's deadline has passed, play the default
+        (a strike); if a later decision is pending, wait for its deadline instead."""
         self._timer = None
         p = self.pending
-        if p is None or p.deadline != deadline:
+        if p is None:
+            return
+        if time.monotonic() < p.deadline:
+            self._arm_timer(p)
             return
         self._state = self._timeout(self._state, p)
         self._advance()
@@ -524,7 +584,6 @@ class Match:
                           points=[{"deal": p.deal, "side": p.side, "kind": p.kind, "value": p.value}
                                   for p in state.points], forfeited=forfeited, deals=state.deal_number)
         self._event("game_ended", scores=list(state.scores), winner=w, forfeited=forfeited)
-        self._flush_events()
 
     def _issue(self, state: State, game: int, deadline: float | None = None) -> Pending:
         seat = state.to_act
@@ -537,10 +596,13 @@ class Match:
         if deadline is None:
             deadline = now + min(self.tc.decision_ms, s.bank_ms) / 1000
         obs = observe(state, seat)
-        legal = obs.legal
-        ob = wire.observation_to_pb(obs)
-        req = pb.DecisionRequest(seq=self._seq, game=game, observation=ob, legal_actions=ob.legal_actions)
-        p = Pending(seq=self._seq, seat=seat, legal=legal, sent_at=now, deadline=deadline, request=req)
+        msg = pb.PlayResponse()
+        req = msg.decision_request  # built in place: no copy of the observation
+        req.seq = self._seq
+        req.game = game
+        wire.observation_to_pb(obs, into=req.observation)
+        req.legal_actions.extend(req.observation.legal_actions)
+        p = Pending(seq=self._seq, seat=seat, legal=obs.legal, sent_at=now, deadline=deadline, message=msg)
         self.pending = p
         self._send_request(p)
         return p
@@ -600,10 +662,7 @@ class Match:
         self._emit_diff(state, new, action, seat)
         self._state = new
         if answering:
-            self.pending = None
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+            self.pending = None  # the deadline timer stays: see _arm_timer
             self._advance()
             return
         # An exposure: the seat to act may now have other choices (a new callable card); the

@@ -2,7 +2,10 @@
 
 GetRecord refuses a match that is not over (the record holds every deck); a repeated exposure is not
 recorded again; a seq sent to another seat is a protocol error; a seq-0 answer is recorded with the
-request's seq; an answer that comes after the time bank ran out is not played.
+request's seq; an answer that comes after the time bank ran out is not played; the one deadline
+timer (re-armed lazily) still times out a stall a full decision limit after its request and moves
+for a sooner deadline; every seat gets every event in order, a game's end inside the next game's
+first request for the seat asked first.
 """
 
 from __future__ import annotations
@@ -212,3 +215,109 @@ def test_a_record_dir_that_is_a_file_is_refused_before_serving(tmp_path: Path) -
     server = start_server(port=0, admin_token=TOKEN, record_dir=f)
     with pytest.raises(ValueError, match="not a directory"):
         asyncio.run(server.start())
+
+
+# ------------------------------------------------------------------ deadlines (one lazy timer)
+
+
+def test_a_stall_after_quick_answers_times_out_a_full_decision_limit_after_its_request() -> None:
+    """Quick answers keep the first deadline timer (it re-arms itself when it fires early); the stall
+    that follows still gets its whole decision limit, and its timeout comes soon after."""
+
+    async def main() -> None:
+        h = MatchHarness(players=2, decision_ms=400, bank_ms=120_000)
+        await h.start()
+        for _ in range(6):  # 6 x 0.1 s: the first deadline passes while later requests are pending
+            p = h.match.pending
+            assert p is not None
+            await asyncio.sleep(0.1)
+            h.send(p.seat, p.seq, p.request.legal_actions[0])
+        p = h.match.pending
+        assert p is not None
+        asked = time.monotonic()
+        while h.match.pending is p:
+            await asyncio.sleep(0.01)
+        waited = time.monotonic() - asked
+        assert 0.39 <= waited < 1.2, waited
+        timeouts = [o for o in h.lines("action") if o["by"] == "timeout"]
+        assert [(o["seq"], o["seat"]) for o in timeouts] == [(p.seq, p.seat)]
+        assert h.match.seats[p.seat].strikes == 1
+        h.match.abort("done")
+        await h.match.wait()
+
+    run(main)
+
+
+def test_a_deadline_sooner_than_the_armed_timer_moves_the_timer() -> None:
+    """Seat B spends most of its bank, so its next deadline (its bank) comes before the timer armed
+    for seat A's longer deadline: B's empty bank must forfeit at B's deadline, not at A's."""
+
+    async def main() -> None:
+        h = MatchHarness(players=2, decision_ms=3000, bank_ms=4000)
+        await h.start()
+        p = h.match.pending
+        assert p is not None
+        b = p.seat
+        await asyncio.sleep(2.8)  # B answers late: its bank falls to about 1.2 s
+        h.send(p.seat, p.seq, p.request.legal_actions[0])
+        while (p := h.match.pending) is not None and p.seat == b:
+            h.send(p.seat, p.seq, p.request.legal_actions[0])
+        assert p is not None  # A's turn: hold it past the first timer, which re-arms for A's deadline
+        await asyncio.sleep(0.5)
+        h.send(p.seat, p.seq, p.request.legal_actions[0])
+        while (p := h.match.pending) is not None and p.seat != b:
+            h.send(p.seat, p.seq, p.request.legal_actions[0])
+        assert p is not None and p.deadline - p.sent_at < 1.3  # B's deadline: its bank left
+        asked = time.monotonic()
+        r = await h.match.wait()  # B does not answer
+        waited = time.monotonic() - asked
+        assert r.seats[b].termination == pb.TERMINATION_TIMEOUT, r
+        # At B's deadline (about 1.2 s), well before the timer armed for A's (about 2.5 s).
+        assert 1.0 <= waited < 2.2, waited
+
+    run(main, timeout=60)
+
+
+# ------------------------------------------------------------------ events at the end of a game
+
+
+def test_every_seat_gets_every_event_in_order_and_game_ends_cost_no_extra_message() -> None:
+    """A 3-game match: each seat's events (inside its DecisionRequests and EventBatches) are exactly
+    the match's events, in order. At each game end the seat asked first in the next game gets the
+    ended game's events inside that request (one message), the other seat as an EventBatch."""
+
+    async def main() -> None:
+        h = MatchHarness(players=2, games=3)
+        await h.start()
+        got: list[list[pb.PlayResponse]] = [[], []]
+        while not h.match.finished:
+            for seat in (0, 1):
+                got[seat] += h.drain(seat)
+            p = h.match.pending
+            assert p is not None
+            h.send(p.seat, p.seq, p.request.legal_actions[0])
+        await h.match.wait()
+        for seat in (0, 1):
+            got[seat] += h.drain(seat)
+        for seat in (0, 1):
+            seen: list[pb.Event] = []
+            for m in got[seat]:
+                if m.HasField("decision_request"):
+                    seen += m.decision_request.events
+                elif m.HasField("events"):
+                    seen += m.events.events
+            assert seen == h.match.events, seat
+        game_ended = pb.EVENT_KIND_GAME_ENDED
+        for seat in (0, 1):
+            for i, m in enumerate(got[seat]):
+                if m.HasField("decision_request") and any(e.kind == game_ended for e in m.decision_request.events):
+                    # The first request of the next game carries the end of the last: no batch before it.
+                    assert not got[seat][i - 1].HasField("events"), (seat, i)
+        first_askers = {m.decision_request.observation.seat for seat in (0, 1) for m in got[seat]
+                        if m.HasField("decision_request")
+                        and any(e.kind == game_ended for e in m.decision_request.events)}
+        assert first_askers, "no game end was delivered inside a request"
+        batches = [m for seat in (0, 1) for m in got[seat] if m.HasField("events")]
+        assert len(batches) >= 3  # the others' game ends (2) and the match end
+
+    run(main)
