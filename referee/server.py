@@ -121,6 +121,42 @@ class Registry:
         self.tickets: dict[str, tuple[Match, int]] = {}
 
 
+class _WriteWatchdog:
+    """Ends a stream whose peer stopped reading: once HTTP/2 flow control is full, our writes block.
+
+    The writer sets :attr:`since` (``loop.time()``) before each write and ``None`` after; every
+    ``limit_s / 2`` seconds a check cancels the writing task if one write has been blocked for
+    ``limit_s`` or more, and sets :attr:`stalled` (the writer then calls :meth:`uncancel`). One timer
+    per stream every few seconds, instead of a timeout around each write (a timer per message, on
+    the decision's hot path: benchmarks/referee.py). Create it inside the writing task.
+    """
+
+    def __init__(self, limit_s: float) -> None:
+        self._loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        self._task = task
+        self._limit = limit_s
+        self.since: float | None = None
+        self.stalled = False
+        self._handle = self._loop.call_later(limit_s / 2, self._check)
+
+    def _check(self) -> None:
+        if self.since is not None and self._loop.time() - self.since >= self._limit:
+            self.stalled = True
+            self._task.cancel()
+            return
+        self._handle = self._loop.call_later(self._limit / 2, self._check)
+
+    def uncancel(self) -> None:
+        """Undo the watchdog's cancellation of the task (after catching its CancelledError)."""
+        self._task.uncancel()
+
+    def close(self) -> None:
+        """Stop checking."""
+        self._handle.cancel()
+
+
 class RefereeServicer(pb_grpc.RefereeServiceServicer):
     """The seat stream: Hello -> Welcome, then decisions until MatchEnd (docs/protocol.md)."""
 
@@ -157,17 +193,26 @@ class RefereeServicer(pb_grpc.RefereeServiceServicer):
         except SeatUnavailable as e:
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, str(e))
         slog = log.bind(match_id=match.id, seat=seat)
-        reader = asyncio.get_running_loop().create_task(self._read(context, match, seat, conn, slog))
+        loop = asyncio.get_running_loop()
+        reader = loop.create_task(self._read(context, match, seat, conn, slog))
+        dog = _WriteWatchdog(WRITE_TIMEOUT_S)
         try:
             while True:
                 msg = await conn.out.get()
                 if msg is CLOSE:
                     break
-                async with asyncio.timeout(WRITE_TIMEOUT_S):  # a peer that stopped reading
-                    await context.write(msg)
-        except (TimeoutError, grpc.aio.AioRpcError, RuntimeError) as e:
+                dog.since = loop.time()
+                await context.write(msg)
+                dog.since = None
+        except asyncio.CancelledError:
+            if not dog.stalled:
+                raise
+            dog.uncancel()
+            slog.info("stream_write_ended", error=f"a write was blocked for {WRITE_TIMEOUT_S:g} s")
+        except (grpc.aio.AioRpcError, RuntimeError) as e:
             slog.info("stream_write_ended", error=repr(e))
         finally:
+            dog.close()
             reader.cancel()
             match.detach(seat, conn)
         if conn.superseded:

@@ -321,3 +321,60 @@ def test_every_seat_gets_every_event_in_order_and_game_ends_cost_no_extra_messag
         assert len(batches) >= 3  # the others' game ends (2) and the match end
 
     run(main)
+
+
+# ------------------------------------------------------------------ a peer that stops reading
+
+
+def test_a_write_blocked_for_the_write_timeout_ends_the_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A peer that stops reading blocks our writes (HTTP/2 flow control): after WRITE_TIMEOUT_S the
+    watchdog ends that stream and the seat is detached (its grace period starts); nothing hangs."""
+    from referee import server
+    from referee.match import Match
+    from referee.rules import RuleSet
+    from referee.wire import TimeControl
+    from tests.server_helpers import FAST
+
+    monkeypatch.setattr(server, "WRITE_TIMEOUT_S", 0.3)
+
+    class StuckPeer:
+        """A servicer context whose peer sends Hello, then never reads: the 2nd write never ends."""
+
+        def __init__(self) -> None:
+            self.writes = 0
+            self.reads = 0
+
+        async def read(self) -> pb.PlayRequest:
+            self.reads += 1
+            if self.reads == 1:
+                return pb.PlayRequest(hello=pb.Hello(ticket="t0", protocol_version="allfours.v1"))
+            await asyncio.Event().wait()
+            raise AssertionError("unreachable")
+
+        async def write(self, msg: pb.PlayResponse) -> None:
+            self.writes += 1
+            if self.writes >= 2:
+                await asyncio.Event().wait()
+
+        def peer(self) -> str:
+            return "stuck"
+
+        async def abort(self, code: grpc.StatusCode, details: str) -> None:
+            raise AssertionError(f"aborted: {code} {details}")
+
+    async def main() -> None:
+        m = Match("m", RuleSet(players=2), ["a", "b"], 1, bytes(32), 0, TimeControl(**FAST), ["t0", "t1"])
+        reg = server.Registry()
+        reg.tickets["t0"] = (m, 0)
+        ctx = StuckPeer()
+        play = asyncio.ensure_future(server.RefereeServicer(reg).Play(iter(()), ctx))  # type: ignore[arg-type]
+        await asyncio.sleep(0.05)
+        m._send(0, pb.PlayResponse(pong=pb.Pong(nonce=1)))  # the write that never completes
+        started = time.monotonic()
+        await asyncio.wait_for(play, 5)
+        took = time.monotonic() - started
+        assert ctx.writes == 2 and 0.25 <= took < 2.0, (ctx.writes, took)
+        assert m.seats[0].conn is None and m.seats[0].joined  # detached: its grace period runs
+        m.abort("done")
+
+    run(main)
