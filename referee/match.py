@@ -222,8 +222,9 @@ class Match:
         #: fires before the pending deadline (see :meth:`_arm_timer`).
         self._timer: asyncio.TimerHandle | None = None
         self._timer_due = 0.0
-        #: Decks shuffled ahead, by (game, deal): the current game's next deal and the next game's first.
-        self._decks: dict[tuple[int, int], tuple[Card, ...]] = {}
+        #: Decks shuffled ahead, with their card notation for the record, by (game, deal): the current
+        #: game's next deal and the next game's first.
+        self._decks: dict[tuple[int, int], tuple[tuple[Card, ...], list[str]]] = {}
         self.log = log.bind(match_id=match_id)
         self.record.write(
             "header", record_version=RECORD_VERSION, protocol=wire.PROTOCOL_VERSION,
@@ -518,8 +519,8 @@ class Match:
                 return
             if state.phase is Phase.DEAL:
                 n = state.deal_number + 1
-                deck = self._deck(self._game, n)
-                self.record.write("deal", game=self._game, deal=n, dealer=state.dealer, deck=[str(c) for c in deck])
+                deck, text = self._deck(self._game, n)
+                self.record.write("deal", game=self._game, deal=n, dealer=state.dealer, deck=text)
                 new = deal(state, deck)
                 self._deal_no = n
                 self._emit_diff(state, new, None, None)
@@ -531,11 +532,14 @@ class Match:
             self._arm_timer(p)
             return
 
-    def _deck(self, game: int, deal_no: int) -> tuple[Card, ...]:
-        """The deck of deal ``deal_no`` of game ``game`` (referee.dealing.deck_for): shuffled ahead
-        by :meth:`_prefetch_decks` or now."""
+    def _deck(self, game: int, deal_no: int) -> tuple[tuple[Card, ...], list[str]]:
+        """The deck of deal ``deal_no`` of game ``game`` (referee.dealing.deck_for) and its card
+        notation: shuffled ahead by :meth:`_prefetch_decks` or now."""
         deck = self._decks.pop((game, deal_no), None)
-        return deck if deck is not None else deck_for(self.seed, game, deal_no)
+        if deck is None:
+            cards = deck_for(self.seed, game, deal_no)
+            return cards, wire.cards_to_pb(cards)
+        return deck
 
     def _prefetch_decks(self, game: int, deal_no: int) -> None:
         """Deal ``deal_no`` of ``game`` is dealt: shuffle the two decks that can come next (this
@@ -544,7 +548,7 @@ class Match:
             return
         wanted = [(game, deal_no + 1)] + ([(game + 1, 1)] if game < self.games else [])
         decks = self._decks
-        self._decks = {k: decks[k] if k in decks else deck_for(self.seed, *k) for k in wanted}
+        self._decks = {k: decks[k] if k in decks else self._deck(*k) for k in wanted}
 
     def _arm_timer(self, p: Pending) -> None:
         """Make sure the deadline timer fires no later than ``p.deadline``.

@@ -86,6 +86,11 @@ def card_from_pb(text: str, field: str = "card") -> Card:
         raise WireError(f"{field}: not a card: {text!r} (expected rank+suit such as 'TH')") from None
 
 
+def cards_to_pb(cards: Iterable[Card]) -> list[str]:
+    """Cards in card notation (``["TH", "2C"]``)."""
+    return [_TEXT[c] for c in cards]
+
+
 def cards_from_pb(texts: Iterable[str], field: str = "cards") -> tuple[Card, ...]:
     """Parse a list of card strings. :raises WireError: on the first bad one."""
     return tuple(card_from_pb(t, field) for t in texts)
@@ -388,11 +393,26 @@ def observation_from_pb(msg: pb.Observation) -> Observation:
 
 def event_to_pb(ev: Event) -> pb.Event:
     """A public :class:`referee.events.Event` as ``allfours.v1.Event`` (``-1`` for every seat/side not set)."""
-    return pb.Event(kind=_EVENT_KIND[ev.kind], game=ev.game, deal=ev.deal,
-                    seat=_none(ev.seat), card=_TEXT[ev.card] if ev.card else "", side=_none(ev.side), value=ev.value,
-                    points_kind=ev.points_kind, scores=list(ev.scores), winner=_none(ev.winner),
-                    dealer=_none(ev.dealer), cards=[_TEXT[c] for c in ev.cards], ran_dry=ev.ran_dry,
-                    forfeited=ev.forfeited, target_seat=_none(ev.target_seat))
+    m = pb.Event(kind=_EVENT_KIND[ev.kind], game=ev.game, deal=ev.deal,
+                 seat=-1 if ev.seat is None else ev.seat, side=-1 if ev.side is None else ev.side,
+                 winner=-1 if ev.winner is None else ev.winner, dealer=-1 if ev.dealer is None else ev.dealer,
+                 target_seat=-1 if ev.target_seat is None else ev.target_seat)
+    # The other fields only when set (else the proto3 default): fewer message operations per event.
+    if ev.card is not None:
+        m.card = _TEXT[ev.card]
+    if ev.value:
+        m.value = ev.value
+    if ev.points_kind:
+        m.points_kind = ev.points_kind
+    if ev.scores:
+        m.scores.extend(ev.scores)
+    if ev.cards:
+        m.cards.extend([_TEXT[c] for c in ev.cards])
+    if ev.ran_dry:
+        m.ran_dry = True
+    if ev.forfeited:
+        m.forfeited = True
+    return m
 
 
 def event_from_pb(msg: pb.Event) -> Event:
