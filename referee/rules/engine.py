@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from operator import attrgetter
 from typing import Any
 
 from referee.rules.actions import (
@@ -194,23 +193,86 @@ class Observation:
 
 
 _STATE_FIELDS = tuple(State.__dataclass_fields__)
-_STATE_VALUES = attrgetter(*_STATE_FIELDS)
 _DEAL_FIELDS = tuple(DealRecord.__dataclass_fields__)
-_DEAL_VALUES = attrgetter(*_DEAL_FIELDS)
+
+
+def _draft_class(cls: type) -> type:
+    """A writable class with exactly the slots of the frozen slotted dataclass ``cls``.
+
+    The hot path builds a new value in a draft with plain attribute stores (a frozen dataclass's
+    ``__init__`` calls ``object.__setattr__`` once per field, several times dearer), then assigns
+    ``draft.__class__ = cls``: CPython allows it because the memory layouts are the same (it raises
+    ``TypeError`` otherwise, so a layout change cannot pass silently). The result is an ordinary
+    instance of ``cls``: equal, hashed and printed as if built by ``cls(...)``.
+    """
+    return type(f"_{cls.__name__}Draft", (), {"__slots__": cls.__dict__["__slots__"], "__module__": __name__})
+
+
+_new = object.__new__
+_StateDraft = _draft_class(State)
+_DealDraft = _draft_class(DealRecord)
+_ObservationDraft = _draft_class(Observation)
+
+# _evolve, _evolve_deal and observe name every field: a field added to a class must be added there too.
+if _STATE_FIELDS != ("rules", "phase", "dealer", "scores", "winner", "to_act", "deck", "pos", "hands", "trump",
+                     "trick_leader", "trick", "exposed", "called", "call_for", "call_passed", "call_settled",
+                     "game_points", "jack_winner", "points", "deals"):  # pragma: no cover
+    raise ImportError("State's fields changed: update _evolve")
+if _DEAL_FIELDS != ("dealer", "trump", "kicks", "hands", "tricks", "begged", "ran_dry"):  # pragma: no cover
+    raise ImportError("DealRecord's fields changed: update _evolve_deal")
+if tuple(Observation.__dataclass_fields__) != (
+        "seat", "rules", "phase", "to_act", "dealer", "deal_number", "scores", "winner", "trump", "kicks",
+        "begged", "hand", "hand_sizes", "exposed", "called", "call_for", "trick_leader", "trick", "tricks",
+        "points", "legal"):  # pragma: no cover
+    raise ImportError("Observation's fields changed: update observe")
 
 
 def _evolve(s: State, **changes: Any) -> State:
-    """``dataclasses.replace`` for State, without its per-call introspection (the hot path)."""
-    fields = dict(zip(_STATE_FIELDS, _STATE_VALUES(s), strict=True))
-    fields.update(changes)
-    return State(**fields)
+    """``dataclasses.replace`` for State, built in a draft (see :func:`_draft_class`): the hot path."""
+    new: Any = _new(_StateDraft)
+    new.rules = s.rules
+    new.phase = s.phase
+    new.dealer = s.dealer
+    new.scores = s.scores
+    new.winner = s.winner
+    new.to_act = s.to_act
+    new.deck = s.deck
+    new.pos = s.pos
+    new.hands = s.hands
+    new.trump = s.trump
+    new.trick_leader = s.trick_leader
+    new.trick = s.trick
+    new.exposed = s.exposed
+    new.called = s.called
+    new.call_for = s.call_for
+    new.call_passed = s.call_passed
+    new.call_settled = s.call_settled
+    new.game_points = s.game_points
+    new.jack_winner = s.jack_winner
+    new.points = s.points
+    new.deals = s.deals
+    for name, value in changes.items():
+        setattr(new, name, value)
+    new.__class__ = State
+    out: State = new
+    return out
 
 
 def _evolve_deal(d: DealRecord, **changes: Any) -> DealRecord:
     """``dataclasses.replace`` for DealRecord, likewise."""
-    fields = dict(zip(_DEAL_FIELDS, _DEAL_VALUES(d), strict=True))
-    fields.update(changes)
-    return DealRecord(**fields)
+    new: Any = _new(_DealDraft)
+    new.dealer = d.dealer
+    new.trump = d.trump
+    new.kicks = d.kicks
+    new.hands = d.hands
+    new.tricks = d.tricks
+    new.begged = d.begged
+    new.ran_dry = d.ran_dry
+    for name, value in changes.items():
+        setattr(new, name, value)
+    new.__class__ = DealRecord
+    out: DealRecord = new
+    return out
 
 
 # --------------------------------------------------------------------------- starting a game
