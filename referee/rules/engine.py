@@ -701,32 +701,44 @@ def observe(state: State, seat: int) -> Observation:
     :raises ValueError: for a seat that does not exist.
     """
     s = state
-    if not 0 <= seat < s.players:
-        raise ValueError(f"seat {seat} does not exist at a table of {s.players}")
-    record = s.current_deal
-    in_deal = s.phase is not Phase.DEAL and record is not None and not record.ran_dry
-    hands = s.hands if s.hands else tuple(() for _ in range(s.players))
-    exposed = s.exposed if s.exposed else tuple(() for _ in range(s.players))
-    return Observation(
-        seat=seat,
-        rules=s.rules,
-        phase=s.phase,
-        to_act=s.to_act,
-        dealer=s.dealer,
-        deal_number=s.deal_number,
-        scores=s.scores,
-        winner=s.winner,
-        trump=s.trump if in_deal else None,
-        kicks=record.kicks if record is not None and in_deal else (),
-        begged=record.begged if record is not None and in_deal else False,
-        hand=hands[seat] if in_deal else (),
-        hand_sizes=tuple(len(h) for h in hands) if in_deal else tuple(0 for _ in range(s.players)),
-        exposed=tuple((i, c) for i, e in enumerate(exposed) for c in e) if in_deal else (),
-        called=s.called,
-        call_for=s.call_for,
-        trick_leader=s.trick_leader,
-        trick=s.trick if in_deal else (),
-        tricks=record.tricks if record is not None and in_deal else (),
-        points=_deal_points(s),
-        legal=legal_actions(s) if s.to_act == seat else (),
-    )
+    n = s.rules.players
+    if not 0 <= seat < n:
+        raise ValueError(f"seat {seat} does not exist at a table of {n}")
+    deals = s.deals
+    record = deals[-1] if deals else None
+    o: Any = _new(_ObservationDraft)
+    o.seat = seat
+    o.rules = s.rules
+    o.phase = phase = s.phase
+    o.to_act = to_act = s.to_act
+    o.dealer = s.dealer
+    o.deal_number = len(deals)
+    o.scores = s.scores
+    o.winner = s.winner
+    if phase is not Phase.DEAL and record is not None and not record.ran_dry:
+        hands = s.hands or ((),) * n
+        o.trump = s.trump
+        o.kicks = record.kicks
+        o.begged = record.begged
+        o.hand = hands[seat]
+        o.hand_sizes = tuple([len(h) for h in hands])
+        o.exposed = tuple([(i, c) for i, e in enumerate(s.exposed) for c in e])
+        o.trick = s.trick
+        o.tricks = record.tricks
+    else:
+        o.trump = None
+        o.kicks = ()
+        o.begged = False
+        o.hand = ()
+        o.hand_sizes = (0,) * n
+        o.exposed = ()
+        o.trick = ()
+        o.tricks = ()
+    o.called = s.called
+    o.call_for = s.call_for
+    o.trick_leader = s.trick_leader
+    o.points = _deal_points(s)
+    o.legal = legal_actions(s) if to_act == seat else ()
+    o.__class__ = Observation
+    out: Observation = o
+    return out
