@@ -40,7 +40,7 @@ from referee.rules.actions import (
     RunPack,
     Stand,
 )
-from referee.rules.cards import Card, Rank, Suit, format_cards
+from referee.rules.cards import _GAME_POINTS, CANONICAL_DECK, Card, Rank, Suit, format_cards
 from referee.rules.errors import Reason, RuleError
 from referee.rules.ruleset import RuleSet
 from referee.rules.seats import next_seat, opponents_in_order, side_of
@@ -400,15 +400,17 @@ def legal_cards(hand: Sequence[Card], trick: Sequence[Card], trump: Suit | None,
     if not trick:
         return tuple(hand)
     led = trick[0].suit
-    trumps = [c for c in hand if c.suit is trump]
     if led is trump:
-        return tuple(trumps) or tuple(hand)
-    follow = [c for c in hand if c.suit is led]
-    if follow:
-        return tuple(c for c in hand if c.suit is led or c.suit is trump)
-    if not trumps:
+        trumps = [c for c in hand if c.suit is trump]
+        return tuple(trumps) if trumps else tuple(hand)
+    able = [c for c in hand if c.suit is led or c.suit is trump]
+    if not able:
         return tuple(hand)
-    # Void in the led suit, holding a trump.
+    for c in able:
+        if c.suit is led:
+            return tuple(able)  # follows suit (or trumps)
+    # Void in the led suit, holding a trump: ``able`` holds just the trumps.
+    trumps = able
     if rules.undertrump_ban and len(trumps) < len(hand):
         in_trick = [c.rank for c in trick if c.suit is trump]
         if in_trick:
@@ -458,6 +460,23 @@ def _callable(s: State, seat: int) -> tuple[Card, ...]:
     return tuple(c for c in exposed if c in legal)
 
 
+class _Shared(dict[Card, Any]):
+    """One shared frozen action per card of the deck (equal to a new one); a new one for any other card."""
+
+    __slots__ = ("_make",)
+
+    def __init__(self, make: type[Play] | type[Call]) -> None:
+        super().__init__((c, make(c)) for c in CANONICAL_DECK)
+        self._make = make
+
+    def __missing__(self, card: Card) -> Any:
+        return self._make(card)
+
+
+_PLAYS = _Shared(Play)
+_CALLS = _Shared(Call)
+
+
 def legal_actions(state: State) -> tuple[Action, ...]:
     """The legal actions of the seat to act (``state.to_act``); empty in phases DEAL and OVER.
 
@@ -469,15 +488,17 @@ def legal_actions(state: State) -> tuple[Action, ...]:
     if ph is Phase.PLAY:
         assert s.to_act is not None
         if s.called is not None:
-            return (Play(s.called),)
-        return tuple(Play(c) for c in legal_cards(s.hands[s.to_act], s.trick, s.trump, s.rules))
+            return (_PLAYS[s.called],)
+        plays = _PLAYS
+        return tuple([plays[c] for c in legal_cards(s.hands[s.to_act], s.trick, s.trump, s.rules)])
     if ph is Phase.BEG:
         return (BEG, STAND)
     if ph is Phase.DEALER:
         return (GIVE_ONE, RUN_PACK)
     if ph is Phase.CALL:
         assert s.call_for is not None
-        return (*(Call(c) for c in _callable(s, s.call_for)), PASS)
+        calls = _CALLS
+        return (*[calls[c] for c in _callable(s, s.call_for)], PASS)
     return ()
 
 
@@ -495,26 +516,32 @@ def apply(state: State, action: Action, seat: int | None = None) -> State:
         ``must_play_called_card`` or ``bad_action``.
     """
     s = state
-    if s.phase is Phase.OVER:
+    ph = s.phase
+    to_act = s.to_act
+    if ph is Phase.OVER:
         raise RuleError(Reason.GAME_OVER, f"the game is over (side {s.winner} won {s.scores[0]}-{s.scores[1]}); "
                                           f"{action} was not applied")
     if seat is None:
-        if s.to_act is None:
-            raise RuleError(Reason.WRONG_PHASE, f"no seat is to act in phase {s.phase.value}: {action} "
+        if to_act is None:
+            raise RuleError(Reason.WRONG_PHASE, f"no seat is to act in phase {ph.value}: {action} "
                                                 f"needs a seat")
-        seat = s.to_act
-    if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < s.players:
-        raise RuleError(Reason.BAD_ACTION, f"seat {seat!r} does not exist at a table of {s.players}")
-    if s.phase is Phase.DEAL:
+        seat = to_act
+    n = s.rules.players
+    if not (type(seat) is int and 0 <= seat < n) and (  # a plain int in range: the usual case, cheap
+            not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < n):
+        raise RuleError(Reason.BAD_ACTION, f"seat {seat!r} does not exist at a table of {n}")
+    if ph is Phase.DEAL:
         raise RuleError(Reason.WRONG_PHASE, f"seat {seat} sent {action} but the deal has not been dealt yet")
 
-    if isinstance(action, Play) and seat != s.to_act:
-        return _expose(s, seat, action.card)
-    if seat != s.to_act:
-        raise RuleError(Reason.NOT_YOUR_TURN, f"seat {seat} sent {action} but seat {s.to_act} is to act "
-                                              f"(phase {s.phase.value})")
-    ph = s.phase
-    if ph is Phase.BEG:
+    if seat != to_act:
+        if isinstance(action, Play):
+            return _expose(s, seat, action.card)
+        raise RuleError(Reason.NOT_YOUR_TURN, f"seat {seat} sent {action} but seat {to_act} is to act "
+                                              f"(phase {ph.value})")
+    if ph is Phase.PLAY:
+        if isinstance(action, Play):
+            return _play(s, seat, action.card)
+    elif ph is Phase.BEG:
         if isinstance(action, Stand):
             return _begin_play(s)
         if isinstance(action, Beg):
@@ -525,9 +552,6 @@ def apply(state: State, action: Action, seat: int | None = None) -> State:
             return s if s.phase is Phase.OVER else _begin_play(s)
         if isinstance(action, RunPack):
             return _run_pack(s)
-    elif ph is Phase.PLAY:
-        if isinstance(action, Play):
-            return _play(s, seat, action.card)
     elif ph is Phase.CALL:
         if isinstance(action, Call):
             return _call(s, seat, action.card)
@@ -611,36 +635,46 @@ def _run_pack(s: State) -> State:
 
 def _play(s: State, seat: int, card: Card) -> State:
     """Play a card to the trick (RULES.md, Play); complete the trick and count the deal at its end."""
-    hand = s.hands[seat]
+    hands_now = s.hands
+    hand = hands_now[seat]
     if card not in hand:
         raise RuleError(Reason.CARD_NOT_IN_HAND,
                         f"seat {seat} cannot play {card}: not in hand (seat {seat} holds {format_cards(hand)})")
     if s.called is not None and card is not s.called:
         raise RuleError(Reason.MUST_PLAY_CALLED_CARD,
                         f"seat {seat} cannot play {card}: the opponents called the exposed {s.called}")
-    legal = legal_cards(hand, s.trick, s.trump, s.rules)
-    if card not in legal:
-        reason = _why_illegal(s, seat, card, legal)
-        led = f"{s.trick[0]} was led" if s.trick else "leading"
-        raise RuleError(reason, f"seat {seat} cannot play {card}: {led}, trumps {s.trump}, trick "
-                                f"{format_cards(s.trick)}; seat {seat} holds {format_cards(hand)}; "
-                                f"legal: {format_cards(legal)}")
-    n = s.players
-    hands = tuple(tuple(c for c in h if c is not card) if i == seat else h for i, h in enumerate(s.hands))
+    trick_now = s.trick
+    trump = s.trump
+    if trick_now:  # leading, any card in hand is legal
+        legal = legal_cards(hand, trick_now, trump, s.rules)
+        if card not in legal:
+            reason = _why_illegal(s, seat, card, legal)
+            raise RuleError(reason, f"seat {seat} cannot play {card}: {trick_now[0]} was led, trumps {trump}, "
+                                    f"trick {format_cards(trick_now)}; seat {seat} holds {format_cards(hand)}; "
+                                    f"legal: {format_cards(legal)}")
+    n = s.rules.players
+    new_hands = list(hands_now)
+    new_hands[seat] = tuple([c for c in hand if c is not card])
+    hands = tuple(new_hands)
     exposed = s.exposed
     if card in exposed[seat]:
-        exposed = tuple(tuple(c for c in e if c is not card) if i == seat else e for i, e in enumerate(exposed))
-    trick = (*s.trick, card)
+        new_exposed = list(exposed)
+        new_exposed[seat] = tuple([c for c in exposed[seat] if c is not card])
+        exposed = tuple(new_exposed)
+    trick = (*trick_now, card)
     if len(trick) < n:
-        return _begin_turn(s, next_seat(seat, n), hands=hands, exposed=exposed, trick=trick)
+        return _begin_turn(s, (seat + 1) % n, hands=hands, exposed=exposed, trick=trick)
     # The trick is complete: one rebuild for the trick, its points and the next turn.
-    winner = trick_winner(s.trick_leader, trick, s.trump, n)
-    side = side_of(winner)
-    pts = sum(c.rank.game_points for c in trick)
-    gp = (s.game_points[0] + pts, s.game_points[1]) if side == 0 else (s.game_points[0], s.game_points[1] + pts)
+    winner = trick_winner(s.trick_leader, trick, trump, n)
+    pts = 0
     jack_winner = s.jack_winner
-    if any(c.rank is Rank.JACK and c.suit is s.trump for c in trick):
-        jack_winner = winner
+    for c in trick:
+        rank = c.rank
+        pts += _GAME_POINTS.get(rank, 0)
+        if rank is Rank.JACK and c.suit is trump:
+            jack_winner = winner
+    g0, g1 = s.game_points
+    gp = (g0 + pts, g1) if side_of(winner) == 0 else (g0, g1 + pts)
     done = Trick(leader=s.trick_leader, cards=trick, winner=winner)
     after_trick = {"hands": hands, "exposed": exposed, "trick": (), "trick_leader": winner, "game_points": gp,
                    "jack_winner": jack_winner, "deals": _deals_with(s, tricks=(*s.deals[-1].tricks, done))}
