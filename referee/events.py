@@ -10,6 +10,7 @@ same events in both modes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from referee.rules import (
     BEG,
@@ -25,7 +26,6 @@ from referee.rules import (
     Pass,
     Phase,
     Play,
-    PointEvent,
     RunPack,
     Stand,
     State,
@@ -89,6 +89,40 @@ class Event:
         return _ACTION_OF_KIND.get(self.kind)
 
 
+_new = object.__new__
+#: A writable class with Event's slots: :func:`_event` fills one, then makes it an Event (see
+#: ``referee.rules.engine._draft_class``; the assignment raises ``TypeError`` if the layouts differ).
+_EventDraft = type("_EventDraft", (), {"__slots__": Event.__slots__, "__module__": __name__})
+if tuple(Event.__dataclass_fields__) != (
+        "kind", "game", "deal", "seat", "card", "side", "value", "points_kind", "scores", "winner", "dealer", "cards",
+        "ran_dry", "forfeited", "target_seat"):  # pragma: no cover
+    raise ImportError("Event's fields changed: update _event")
+
+
+def _event(kind: str, game: int, deal: int, seat: int | None = None, card: Card | None = None,
+           side: int | None = None, value: int = 0, points_kind: str = "", scores: tuple[int, ...] = (),
+           dealer: int | None = None, cards: tuple[Card, ...] = (), ran_dry: bool = False,
+           target_seat: int | None = None) -> Event:
+    """``Event(...)`` for the events of a step, without the frozen ``__init__``'s per-field ``object.__setattr__``."""
+    e: Any = _new(_EventDraft)
+    e.kind = kind
+    e.game = game
+    e.deal = deal
+    e.seat = seat
+    e.card = card
+    e.side = side
+    e.value = value
+    e.points_kind = points_kind
+    e.scores = scores
+    e.winner = None
+    e.dealer = dealer
+    e.cards = cards
+    e.ran_dry = ran_dry
+    e.forfeited = False
+    e.target_seat = target_seat
+    e.__class__ = Event
+    out: Event = e
+    return out
 
 
 def step_events(game: int, before: State, after: State, action: Action | None, seat: int | None) -> list[Event]:
@@ -97,43 +131,53 @@ def step_events(game: int, before: State, after: State, action: Action | None, s
     deal; each new kick followed by its points; each completed trick; the other points, with running
     totals; the end of the deal.
     """
-    n = after.deal_number
+    deals = after.deals
+    n = len(deals)
     out: list[Event] = []
     if action is not None:
         if isinstance(action, Play):
-            kind = "card_played" if seat == before.to_act else "card_exposed"
-            if kind == "card_exposed" and after is before:
+            if seat == before.to_act:
+                kind = "card_played"
+            elif after is before:
                 return []  # already exposed: nothing happened
-            out.append(Event(kind, game=game, deal=n, seat=seat, card=action.card))
+            else:
+                kind = "card_exposed"
+            out.append(_event(kind, game, n, seat=seat, card=action.card))
         elif isinstance(action, Call):
-            out.append(Event("called", game=game, deal=n, seat=seat, card=action.card,
-                             target_seat=before.call_for))
+            out.append(_event("called", game, n, seat=seat, card=action.card, target_seat=before.call_for))
         else:
-            out.append(Event(_ACTION_EVENT[type(action)], game=game, deal=n, seat=seat))
-    new_deal = after.deal_number != before.deal_number
+            out.append(_event(_ACTION_EVENT[type(action)], game, n, seat=seat))
+    before_deals = before.deals
+    new_deal = n != len(before_deals)
     if new_deal:
-        out.append(Event("deal_started", game=game, deal=n, dealer=after.dealer))
-    rec = after.current_deal
-    old = None if new_deal else before.current_deal
-    points = list(after.points[len(before.points):])
-    scores = list(before.scores)
-
-    def score(p: PointEvent) -> None:
-        scores[p.side] += p.value
-        out.append(Event("points_scored", game=game, deal=n, side=p.side, value=p.value, points_kind=p.kind,
-                         scores=tuple(scores)))
-
-    if rec is not None:
+        out.append(_event("deal_started", game, n, dealer=after.dealer))
+    rec = deals[-1] if deals else None
+    old = None if new_deal or not before_deals else before_deals[-1]
+    points = after.points
+    k = len(before.points)  # the next new point event
+    s0, s1 = before.scores
+    if rec is not None and rec is not old:  # else no new kick or trick
         for card in rec.kicks[len(old.kicks) if old else 0:]:
-            out.append(Event("kick", game=game, deal=n, card=card, dealer=rec.dealer))
-            if points and points[0].kind == "kick":
-                score(points.pop(0))
+            out.append(_event("kick", game, n, card=card, dealer=rec.dealer))
+            if k < len(points) and points[k].kind == "kick":
+                p = points[k]
+                k += 1
+                if p.side == 0:
+                    s0 += p.value
+                else:
+                    s1 += p.value
+                out.append(_event("points_scored", game, n, side=p.side, value=p.value, points_kind=p.kind,
+                                  scores=(s0, s1)))
         for t in rec.tricks[len(old.tricks) if old else 0:]:
-            out.append(Event("trick_won", game=game, deal=n, seat=t.winner, cards=t.cards))
-    for p in points:
-        score(p)
-    ended = (after.phase is Phase.DEAL and not new_deal) or (
-        after.phase is Phase.OVER and before.phase is not Phase.OVER)
+            out.append(_event("trick_won", game, n, seat=t.winner, cards=t.cards))
+    for p in points[k:]:
+        if p.side == 0:
+            s0 += p.value
+        else:
+            s1 += p.value
+        out.append(_event("points_scored", game, n, side=p.side, value=p.value, points_kind=p.kind, scores=(s0, s1)))
+    phase = after.phase
+    ended = (phase is Phase.DEAL and not new_deal) or (phase is Phase.OVER and before.phase is not Phase.OVER)
     if ended and rec is not None:
-        out.append(Event("deal_ended", game=game, deal=n, scores=after.scores, ran_dry=rec.ran_dry))
+        out.append(_event("deal_ended", game, n, scores=after.scores, ran_dry=rec.ran_dry))
     return out
