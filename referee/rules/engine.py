@@ -227,9 +227,30 @@ if tuple(Observation.__dataclass_fields__) != (
     raise ImportError("Observation's fields changed: update observe")
 
 
+#: A State being built (an instance of ``_StateDraft``): attributes are assigned, then :func:`_done`.
+_Draft = Any
+
+
 def _evolve(s: State, **changes: Any) -> State:
-    """``dataclasses.replace`` for State, built in a draft (see :func:`_draft_class`): the hot path."""
-    new: Any = _new(_StateDraft)
+    """``dataclasses.replace`` for State, built in a draft (see :func:`_draft_class`)."""
+    new = _draft(s)
+    for name, value in changes.items():
+        setattr(new, name, value)
+    new.__class__ = State
+    out: State = new
+    return out
+
+
+def _done(new: _Draft) -> State:
+    """The draft, now a State."""
+    new.__class__ = State
+    out: State = new
+    return out
+
+
+def _draft(s: State) -> _Draft:
+    """A draft holding all fields of ``s``: assign the changes, then :func:`_done` (the hot path)."""
+    new: _Draft = _new(_StateDraft)
     new.rules = s.rules
     new.phase = s.phase
     new.dealer = s.dealer
@@ -251,11 +272,7 @@ def _evolve(s: State, **changes: Any) -> State:
     new.jack_winner = s.jack_winner
     new.points = s.points
     new.deals = s.deals
-    for name, value in changes.items():
-        setattr(new, name, value)
-    new.__class__ = State
-    out: State = new
-    return out
+    return new
 
 
 def _evolve_deal(d: DealRecord, **changes: Any) -> DealRecord:
@@ -578,15 +595,23 @@ def _expose(s: State, seat: int, card: Card) -> State:
 def _begin_play(s: State) -> State:
     """Play begins: the player to the dealer's right leads (RULES.md, Play)."""
     leader = next_seat(s.dealer, s.players)
-    return _begin_turn(s, leader, trick=(), trick_leader=leader)
+    new = _draft(s)
+    new.trick = ()
+    new.trick_leader = leader
+    return _begin_turn(new, leader)
 
 
-def _begin_turn(s: State, seat: int, **changes: Any) -> State:
-    """``seat`` is next to play (``changes`` are made in the same rebuild of the state). If one of its
-    exposed cards would be legal, the opponents are asked first, in play order (RULES.md, Penalty:
-    the call)."""
-    s = _evolve(s, to_act=seat, called=None, call_for=None, call_passed=(), call_settled=False,
-                phase=Phase.PLAY, **changes)
+def _begin_turn(new: _Draft, seat: int) -> State:
+    """``seat`` is next to play: finish the draft ``new`` (other changes already made, one rebuild of
+    the state). If one of its exposed cards would be legal, the opponents are asked first, in play
+    order (RULES.md, Penalty: the call)."""
+    new.to_act = seat
+    new.called = None
+    new.call_for = None
+    new.call_passed = ()
+    new.call_settled = False
+    new.phase = Phase.PLAY
+    s = _done(new)
     if s.exposed[seat] and _callable(s, seat):
         return _evolve(s, phase=Phase.CALL, call_for=seat, to_act=opponents_in_order(seat, s.players)[0])
     return s
@@ -663,7 +688,11 @@ def _play(s: State, seat: int, card: Card) -> State:
         exposed = tuple(new_exposed)
     trick = (*trick_now, card)
     if len(trick) < n:
-        return _begin_turn(s, (seat + 1) % n, hands=hands, exposed=exposed, trick=trick)
+        new = _draft(s)
+        new.hands = hands
+        new.exposed = exposed
+        new.trick = trick
+        return _begin_turn(new, (seat + 1) % n)
     # The trick is complete: one rebuild for the trick, its points and the next turn.
     winner = trick_winner(s.trick_leader, trick, trump, n)
     pts = 0
@@ -676,11 +705,18 @@ def _play(s: State, seat: int, card: Card) -> State:
     g0, g1 = s.game_points
     gp = (g0 + pts, g1) if side_of(winner) == 0 else (g0, g1 + pts)
     done = Trick(leader=s.trick_leader, cards=trick, winner=winner)
-    after_trick = {"hands": hands, "exposed": exposed, "trick": (), "trick_leader": winner, "game_points": gp,
-                   "jack_winner": jack_winner, "deals": _deals_with(s, tricks=(*s.deals[-1].tricks, done))}
+    new = _draft(s)
+    new.hands = hands
+    new.exposed = exposed
+    new.trick = ()
+    new.trick_leader = winner
+    new.game_points = gp
+    new.jack_winner = jack_winner
+    new.deals = _deals_with(s, tricks=(*s.deals[-1].tricks, done))
     if any(hands):
-        return _begin_turn(s, winner, **after_trick)
-    return _count(_evolve(s, called=None, **after_trick))
+        return _begin_turn(new, winner)
+    new.called = None
+    return _count(_done(new))
 
 
 def _count(s: State) -> State:
@@ -721,10 +757,12 @@ def _count(s: State) -> State:
 
 def _deal_points(s: State) -> tuple[PointEvent, ...]:
     """The point events of the current (last) deal: the tail of ``s.points``."""
-    k = len(s.points)
-    while k and s.points[k - 1].deal == s.deal_number:
+    points = s.points
+    number = len(s.deals)
+    k = len(points)
+    while k and points[k - 1].deal == number:
         k -= 1
-    return s.points[k:]
+    return points[k:]
 
 
 def observe(state: State, seat: int) -> Observation:
