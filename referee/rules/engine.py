@@ -417,15 +417,20 @@ def legal_cards(hand: Sequence[Card], trick: Sequence[Card], trump: Suit | None,
     if not trick:
         return tuple(hand)
     led = trick[0].suit
-    if led is trump:
-        trumps = [c for c in hand if c.suit is trump]
-        return tuple(trumps) if trumps else tuple(hand)
-    able = [c for c in hand if c.suit is led or c.suit is trump]
+    # One pass (a loop, not a comprehension: no function call): the cards of the led suit or trumps.
+    able: list[Card] = []
+    follows = False
+    for c in hand:
+        suit = c.suit
+        if suit is led:
+            able.append(c)
+            follows = True
+        elif suit is trump:
+            able.append(c)
     if not able:
         return tuple(hand)
-    for c in able:
-        if c.suit is led:
-            return tuple(able)  # follows suit (or trumps)
+    if follows or led is trump:
+        return tuple(able)  # follows suit (or trumps)
     # Void in the led suit, holding a trump: ``able`` holds just the trumps.
     trumps = able
     if rules.undertrump_ban and len(trumps) < len(hand):
@@ -492,6 +497,7 @@ class _Shared(dict[Card, Any]):
 
 _PLAYS = _Shared(Play)
 _CALLS = _Shared(Call)
+_play_of = _PLAYS.__getitem__
 
 
 def legal_actions(state: State) -> tuple[Action, ...]:
@@ -506,8 +512,7 @@ def legal_actions(state: State) -> tuple[Action, ...]:
         assert s.to_act is not None
         if s.called is not None:
             return (_PLAYS[s.called],)
-        plays = _PLAYS
-        return tuple([plays[c] for c in legal_cards(s.hands[s.to_act], s.trick, s.trump, s.rules)])
+        return tuple(map(_play_of, legal_cards(s.hands[s.to_act], s.trick, s.trump, s.rules)))
     if ph is Phase.BEG:
         return (BEG, STAND)
     if ph is Phase.DEALER:
@@ -670,7 +675,8 @@ def _play(s: State, seat: int, card: Card) -> State:
                         f"seat {seat} cannot play {card}: the opponents called the exposed {s.called}")
     trick_now = s.trick
     trump = s.trump
-    if trick_now:  # leading, any card in hand is legal
+    if trick_now and not (card.suit is trick_now[0].suit or (card.suit is trump and not s.rules.undertrump_ban)):
+        # Leading, following suit, and (without undertrump_ban) trumping are always legal; else, in full:
         legal = legal_cards(hand, trick_now, trump, s.rules)
         if card not in legal:
             reason = _why_illegal(s, seat, card, legal)
@@ -793,8 +799,9 @@ def observe(state: State, seat: int) -> Observation:
         o.kicks = record.kicks
         o.begged = record.begged
         o.hand = hands[seat]
-        o.hand_sizes = tuple([len(h) for h in hands])
-        o.exposed = tuple([(i, c) for i, e in enumerate(s.exposed) for c in e])
+        o.hand_sizes = tuple(map(len, hands))
+        exposed = s.exposed
+        o.exposed = tuple([(i, c) for i, e in enumerate(exposed) for c in e]) if any(exposed) else ()
         o.trick = s.trick
         o.tricks = record.tricks
     else:
