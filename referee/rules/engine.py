@@ -212,6 +212,7 @@ _new = object.__new__
 _StateDraft = _draft_class(State)
 _DealDraft = _draft_class(DealRecord)
 _ObservationDraft = _draft_class(Observation)
+_TrickDraft = _draft_class(Trick)
 
 # _evolve, _evolve_deal and observe name every field: a field added to a class must be added there too.
 if _STATE_FIELDS != ("rules", "phase", "dealer", "scores", "winner", "to_act", "deck", "pos", "hands", "trump",
@@ -220,6 +221,8 @@ if _STATE_FIELDS != ("rules", "phase", "dealer", "scores", "winner", "to_act", "
     raise ImportError("State's fields changed: update _evolve")
 if _DEAL_FIELDS != ("dealer", "trump", "kicks", "hands", "tricks", "begged", "ran_dry"):  # pragma: no cover
     raise ImportError("DealRecord's fields changed: update _evolve_deal")
+if tuple(Trick.__dataclass_fields__) != ("leader", "cards", "winner"):  # pragma: no cover
+    raise ImportError("Trick's fields changed: update _play")
 if tuple(Observation.__dataclass_fields__) != (
         "seat", "rules", "phase", "to_act", "dealer", "deal_number", "scores", "winner", "trump", "kicks",
         "begged", "hand", "hand_sizes", "exposed", "called", "call_for", "trick_leader", "trick", "tricks",
@@ -277,6 +280,16 @@ def _draft(s: State) -> _Draft:
 
 def _evolve_deal(d: DealRecord, **changes: Any) -> DealRecord:
     """``dataclasses.replace`` for DealRecord, likewise."""
+    new = _deal_draft(d)
+    for name, value in changes.items():
+        setattr(new, name, value)
+    new.__class__ = DealRecord
+    out: DealRecord = new
+    return out
+
+
+def _deal_draft(d: DealRecord) -> Any:
+    """A draft holding all fields of ``d``: assign the changes, then set ``__class__ = DealRecord``."""
     new: Any = _new(_DealDraft)
     new.dealer = d.dealer
     new.trump = d.trump
@@ -285,11 +298,7 @@ def _evolve_deal(d: DealRecord, **changes: Any) -> DealRecord:
     new.tricks = d.tricks
     new.begged = d.begged
     new.ran_dry = d.ran_dry
-    for name, value in changes.items():
-        setattr(new, name, value)
-    new.__class__ = DealRecord
-    out: DealRecord = new
-    return out
+    return new
 
 
 # --------------------------------------------------------------------------- starting a game
@@ -710,7 +719,15 @@ def _play(s: State, seat: int, card: Card) -> State:
             jack_winner = winner
     g0, g1 = s.game_points
     gp = (g0 + pts, g1) if side_of(winner) == 0 else (g0, g1 + pts)
-    done = Trick(leader=s.trick_leader, cards=trick, winner=winner)
+    done: Any = _new(_TrickDraft)  # Trick(leader=s.trick_leader, cards=trick, winner=winner)
+    done.leader = s.trick_leader
+    done.cards = trick
+    done.winner = winner
+    done.__class__ = Trick
+    deals = s.deals
+    record = _deal_draft(deals[-1])
+    record.tricks = (*record.tricks, done)
+    record.__class__ = DealRecord
     new = _draft(s)
     new.hands = hands
     new.exposed = exposed
@@ -718,7 +735,7 @@ def _play(s: State, seat: int, card: Card) -> State:
     new.trick_leader = winner
     new.game_points = gp
     new.jack_winner = jack_winner
-    new.deals = _deals_with(s, tricks=(*s.deals[-1].tricks, done))
+    new.deals = (*deals[:-1], record)
     if any(hands):
         return _begin_turn(new, winner)
     new.called = None
