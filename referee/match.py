@@ -322,7 +322,10 @@ class Match:
         """A message from ``seat``'s stream after its Hello (``received`` = ``time.monotonic()``)."""
         which = msg.WhichOneof("msg")
         if which == "decision":
-            self._post(("decision", seat, msg.decision, received))
+            if self._running:  # the hot path: straight to the handler (what _post would do)
+                self._guard(self._on_decision, seat, msg.decision, received)
+            else:
+                self._post(("decision", seat, msg.decision, received))
         elif which == "ping":
             conn = self.seats[seat].conn
             if conn is not None:
