@@ -211,7 +211,9 @@ class Match:
         self._game = 0
         self._deal_no = 0
         self._state: State = new_game(rules, 0)
-        self._game_results: list[pb.GameResult] = []
+        #: Each game's end: (game, final state, forfeited, winning side or None). Their GameResult
+        #: messages are built once, for the MatchResult, not on a decision's critical path.
+        self._games_ended: list[tuple[int, State, bool, int | None]] = []
         self._on_end = on_end
         self._task: asyncio.Task[None] | None = None
         #: True once every seat joined: from then on items are handled at once, in the caller's turn
@@ -358,16 +360,17 @@ class Match:
         kw.setdefault("deal", self._deal_no)
         self._publish(Event(kind, game=self._game, **kw))
 
-    def _publish(self, event: Event) -> None:
-        """Record a public event, queue it for every seat (delivered batched) and send it to watchers."""
-        ev = wire.event_to_pb(event)
-        self.events.append(ev)
+    def _publish(self, *events: Event) -> None:
+        """Record public events, queue them for every seat (delivered batched) and send them to watchers."""
+        evs = [wire.event_to_pb(e) for e in events]
+        self.events += evs
         for s in self.seats:
-            s.outbox.append(ev)
+            s.outbox += evs
         if self.watchers:
-            w = pb.WatchMatchResponse(event=ev)
-            for q in self.watchers:
-                q.put_nowait(w)
+            for ev in evs:
+                w = pb.WatchMatchResponse(event=ev)
+                for q in self.watchers:
+                    q.put_nowait(w)
 
     def _send_request(self, p: Pending) -> None:
         """Send (or re-send, after a reconnect) the pending request with the time left now and the
@@ -583,10 +586,7 @@ class Match:
 
     def _end_game(self, state: State, forfeited: bool, winner: int | None = None) -> None:
         w = state.winner if winner is None else winner
-        gr = pb.GameResult(game=self._game, scores=list(state.scores), winner=-1 if w is None else w,
-                           points=[wire.point_to_pb(p) for p in state.points], forfeited=forfeited,
-                           deals=state.deal_number)
-        self._game_results.append(gr)
+        self._games_ended.append((self._game, state, forfeited, w))
         self.record.write("game_end", game=self._game, scores=list(state.scores), winner=w,
                           points=[{"deal": p.deal, "side": p.side, "kind": p.kind, "value": p.value}
                                   for p in state.points], forfeited=forfeited, deals=state.deal_number)
@@ -714,8 +714,9 @@ class Match:
 
     def _emit_diff(self, before: State, after: State, action: Action | None, seat: int | None) -> None:
         """Publish the public events of the step ``before`` -> ``after`` (referee.events.step_events)."""
-        for event in step_events(self._game, before, after, action, seat):
-            self._publish(event)
+        events = step_events(self._game, before, after, action, seat)
+        if events:
+            self._publish(*events)
 
     # ------------------------------------------------------------------ the end
 
@@ -742,7 +743,7 @@ class Match:
                 if o.termination == pb.TERMINATION_UNSPECIFIED:
                     o.termination, o.detail = pb.TERMINATION_OTHER_SEAT_FORFEITED, forfeit.detail
             self.status = pb.MATCH_STATUS_FORFEITED
-            if self._game and (not self._game_results or self._game_results[-1].game != self._game):
+            if self._game and (not self._games_ended or self._games_ended[-1][0] != self._game):
                 self._end_game(self._state, forfeited=True,
                                winner=None if forfeited_side == -2 else 1 - loser)
             self.log.info("forfeit", seat=forfeit.seat, termination=pb.Termination.Name(forfeit.termination),
@@ -751,19 +752,16 @@ class Match:
             self.status = pb.MATCH_STATUS_ABORTED
             for o in self.seats:
                 o.termination, o.detail = pb.TERMINATION_ABORTED, aborted
-            if self._game and (not self._game_results or self._game_results[-1].game != self._game):
-                gr = pb.GameResult(game=self._game, scores=list(self._state.scores), winner=-1,
-                                   points=[wire.point_to_pb(p) for p in self._state.points],
-                                   deals=self._state.deal_number)
-                self._game_results.append(gr)
+            if self._game and (not self._games_ended or self._games_ended[-1][0] != self._game):
+                self._games_ended.append((self._game, self._state, False, None))
         else:
             self.status = pb.MATCH_STATUS_COMPLETED
             for o in self.seats:
                 o.termination = pb.TERMINATION_NORMAL
         games_won = [0, 0]
-        for g in self._game_results:
-            if g.winner in (0, 1):
-                games_won[g.winner] += 1
+        for _, _, _, game_winner in self._games_ended:
+            if game_winner is not None:
+                games_won[game_winner] += 1
         if self.status == pb.MATCH_STATUS_FORFEITED:
             winner = -1 if forfeited_side == -2 else 1 - forfeited_side
         elif self.status == pb.MATCH_STATUS_ABORTED or games_won[0] == games_won[1]:
@@ -771,11 +769,15 @@ class Match:
         else:
             winner = 0 if games_won[0] > games_won[1] else 1
         result = pb.MatchResult(
-            match_id=self.id, status=self.status, games=self._game_results, games_won=games_won,
+            match_id=self.id, status=self.status, games_won=games_won,
             winner=winner, forfeited_side=-1 if forfeited_side < 0 else forfeited_side,
             seats=[pb.SeatResult(seat=o.seat, name=o.name, termination=o.termination, detail=o.detail,
                                  strikes=o.strikes, illegal=o.illegal, protocol_errors=o.protocol_errors,
                                  bank_left_ms=_ms(max(0.0, o.bank_ms) / 1000)) for o in self.seats])
+        for game, state, forfeited, game_winner in self._games_ended:
+            result.games.add(game=game, scores=state.scores, winner=-1 if game_winner is None else game_winner,
+                             points=[wire.point_to_pb(p) for p in state.points], forfeited=forfeited,
+                             deals=state.deal_number)
         self.result = result
         self.record.write(
             "result", status=wire.enum_name(pb.MatchStatus, self.status, "MATCH_STATUS_"),
