@@ -43,7 +43,7 @@ from referee.rules.actions import (
 from referee.rules.cards import _GAME_POINTS, CANONICAL_DECK, Card, Rank, Suit, format_cards
 from referee.rules.errors import Reason, RuleError
 from referee.rules.ruleset import RuleSet
-from referee.rules.seats import next_seat, opponents_in_order, side_of
+from referee.rules.seats import opponents_in_order, side_of
 
 #: Points a kicked card scores for the dealer's side (RULES.md, The deal 2).
 KICK_POINTS: dict[Rank, int] = {Rank.ACE: 1, Rank.SIX: 2, Rank.JACK: 3}
@@ -213,8 +213,9 @@ _StateDraft = _draft_class(State)
 _DealDraft = _draft_class(DealRecord)
 _ObservationDraft = _draft_class(Observation)
 _TrickDraft = _draft_class(Trick)
+_PointDraft = _draft_class(PointEvent)
 
-# _evolve, _evolve_deal and observe name every field: a field added to a class must be added there too.
+# _evolve, _evolve_deal, new_game, deal and observe name every field: a field added to a class must be added there too.
 if _STATE_FIELDS != ("rules", "phase", "dealer", "scores", "winner", "to_act", "deck", "pos", "hands", "trump",
                      "trick_leader", "trick", "exposed", "called", "call_for", "call_passed", "call_settled",
                      "game_points", "jack_winner", "points", "deals"):  # pragma: no cover
@@ -223,6 +224,8 @@ if _DEAL_FIELDS != ("dealer", "trump", "kicks", "hands", "tricks", "begged", "ra
     raise ImportError("DealRecord's fields changed: update _evolve_deal")
 if tuple(Trick.__dataclass_fields__) != ("leader", "cards", "winner"):  # pragma: no cover
     raise ImportError("Trick's fields changed: update _play")
+if tuple(PointEvent.__dataclass_fields__) != ("deal", "side", "kind", "value"):  # pragma: no cover
+    raise ImportError("PointEvent's fields changed: update _point")
 if tuple(Observation.__dataclass_fields__) != (
         "seat", "rules", "phase", "to_act", "dealer", "deal_number", "scores", "winner", "trump", "kicks",
         "begged", "hand", "hand_sizes", "exposed", "called", "call_for", "trick_leader", "trick", "tricks",
@@ -321,9 +324,32 @@ def new_game(rules: RuleSet, dealer: int, scores: tuple[int, int] = (0, 0)) -> S
     if s[0] >= rules.target and s[1] >= rules.target:
         raise ValueError(f"scores {list(s)}: both sides are at or above the target {rules.target} "
                          f"(a game has one winner)")
-    winner = next((side for side in (0, 1) if s[side] >= rules.target), None)
-    return State(rules=rules, phase=Phase.OVER if winner is not None else Phase.DEAL, dealer=dealer,
-                 scores=s, winner=winner)
+    target = rules.target
+    winner = 0 if s[0] >= target else 1 if s[1] >= target else None
+    # State(rules=rules, phase=..., dealer=dealer, scores=s, winner=winner), built in a draft:
+    new: _Draft = _new(_StateDraft)
+    new.rules = rules
+    new.phase = Phase.DEAL if winner is None else Phase.OVER
+    new.dealer = dealer
+    new.scores = s
+    new.winner = winner
+    new.to_act = None
+    new.deck = ()
+    new.pos = 0
+    new.hands = ()
+    new.trump = None
+    new.trick_leader = 0
+    new.trick = ()
+    new.exposed = ()
+    new.called = None
+    new.call_for = None
+    new.call_passed = ()
+    new.call_settled = False
+    new.game_points = (0, 0)
+    new.jack_winner = None
+    new.points = ()
+    new.deals = ()
+    return _done(new)
 
 
 def cut_for_dealer(deck: Sequence[Card], players: int) -> int:
@@ -361,41 +387,113 @@ def deal(state: State, deck: Sequence[Card]) -> State:
     deck_t = tuple(deck)
     if len(deck_t) != 52 or len(set(deck_t)) != 52:
         raise ValueError(f"a deck must be 52 distinct cards, got {len(deck_t)} ({len(set(deck_t))} distinct)")
-    n = state.players
-    hands, pos = _deal_round(tuple(() for _ in range(n)), deck_t, 0, state.dealer, n, HAND_SIZE,
-                             state.rules.deal_in)
+    rules = state.rules
+    n = rules.players
+    dealer = state.dealer
+    hands, pos = _deal_round(((),) * n, deck_t, 0, dealer, n, HAND_SIZE, rules.deal_in)
     kick = deck_t[pos]
-    record = DealRecord(dealer=state.dealer, trump=kick.suit, kicks=(kick,), hands=hands)
-    s = _evolve(state, deck=deck_t, pos=pos + 1, hands=hands, trump=kick.suit, trick=(),
-                trick_leader=next_seat(state.dealer, n), exposed=tuple(() for _ in range(n)),
-                called=None, call_for=None, call_passed=(), call_settled=False, game_points=(0, 0),
-                jack_winner=None, deals=(*state.deals, record), phase=Phase.BEG,
-                to_act=next_seat(state.dealer, n))
-    s = _score_kick(s, kick)
-    return s
+    trump = kick.suit
+    record: Any = _new(_DealDraft)  # DealRecord(dealer=dealer, trump=trump, kicks=(kick,), hands=hands)
+    record.dealer = dealer
+    record.trump = trump
+    record.kicks = (kick,)
+    record.hands = hands
+    record.tricks = ()
+    record.begged = False
+    record.ran_dry = False
+    record.__class__ = DealRecord
+    first = (dealer + 1) % n  # next_seat
+    new = _draft(state)
+    new.phase = Phase.BEG
+    new.to_act = first
+    new.deck = deck_t
+    new.pos = pos + 1
+    new.hands = hands
+    new.trump = trump
+    new.trick_leader = first
+    new.trick = ()
+    new.exposed = ((),) * n
+    new.called = None
+    new.call_for = None
+    new.call_passed = ()
+    new.call_settled = False
+    new.game_points = (0, 0)
+    new.jack_winner = None
+    new.deals = deals = (*state.deals, record)
+    value = KICK_POINTS.get(kick.rank)
+    if value:
+        _score(new, dealer % 2, "kick", value, len(deals))  # side_of(dealer)
+    return _done(new)
 
 
 def _deal_round(hands: tuple[tuple[Card, ...], ...], deck: tuple[Card, ...], pos: int, dealer: int,
                 n: int, each: int, deal_in: str) -> tuple[tuple[tuple[Card, ...], ...], int]:
     """Give ``each`` cards to every seat from the dealer's right, in ones or packets of three."""
-    new = [list(h) for h in hands]
-    order = [(dealer + 1 + k) % n for k in range(n)]
-    packet = 3 if deal_in == "threes" else 1
-    for _ in range(each // packet):
-        for seat in order:
-            new[seat].extend(deck[pos:pos + packet])
-            pos += packet
-    return tuple(tuple(h) for h in new), pos
+    # Seat ``dealer + 1 + j`` gets the j-th card (packet) of each round of ``n`` cards (packets).
+    new = list(hands)
+    if deal_in == "threes":
+        rounds = each // 3
+        end = pos + 3 * n * rounds
+        step = 3 * n
+        for j in range(n):
+            seat = (dealer + 1 + j) % n
+            start = pos + 3 * j
+            got = deck[start:start + 3]
+            for k in range(start + step, end, step):
+                got += deck[k:k + 3]
+            new[seat] = hands[seat] + got
+    else:
+        end = pos + n * each
+        for j in range(n):
+            seat = (dealer + 1 + j) % n
+            new[seat] = hands[seat] + deck[pos + j:end:n]
+    return tuple(new), end
+
+
+def _point(deal: int, side: int, kind: str, value: int) -> PointEvent:
+    """``PointEvent(deal, side, kind, value)``, built in a draft (see :func:`_draft_class`)."""
+    ev: Any = _new(_PointDraft)
+    ev.deal = deal
+    ev.side = side
+    ev.kind = kind
+    ev.value = value
+    ev.__class__ = PointEvent
+    out: PointEvent = ev
+    return out
+
+
+def _score(new: _Draft, side: int, kind: str, value: int, deal: int) -> bool:
+    """Score ``value`` to ``side`` in the draft ``new`` (deal number ``deal``); the game ends at once
+    when the side reaches the target: returns whether it did."""
+    s0, s1 = new.scores
+    if side == 0:
+        s0 += value
+        total = s0
+    else:
+        s1 += value
+        total = s1
+    new.scores = (s0, s1)
+    new.points = (*new.points, _point(deal, side, kind, value))
+    if total >= new.rules.target:
+        _game_over(new, side)
+        return True
+    return False
+
+
+def _game_over(new: _Draft, side: int) -> None:
+    """``side`` reached the target: the game is over (RULES.md, The deal 5)."""
+    new.phase = Phase.OVER
+    new.winner = side
+    new.to_act = None
+    new.call_for = None
+    new.called = None
 
 
 def _add_points(s: State, side: int, kind: str, value: int) -> State:
     """Score ``value`` to ``side``; the game ends at once when the side reaches the target."""
-    scores = (s.scores[0] + value, s.scores[1]) if side == 0 else (s.scores[0], s.scores[1] + value)
-    ev = PointEvent(deal=s.deal_number, side=side, kind=kind, value=value)
-    s = _evolve(s, scores=scores, points=(*s.points, ev))
-    if scores[side] >= s.rules.target:
-        s = _evolve(s, phase=Phase.OVER, winner=side, to_act=None, call_for=None, called=None)
-    return s
+    new = _draft(s)
+    _score(new, side, kind, value, len(s.deals))
+    return _done(new)
 
 
 def _score_kick(s: State, kick: Card) -> State:
@@ -574,13 +672,15 @@ def apply(state: State, action: Action, seat: int | None = None) -> State:
             return _play(s, seat, action.card)
     elif ph is Phase.BEG:
         if isinstance(action, Stand):
-            return _begin_play(s)
+            return _begin_play(_draft(s))
         if isinstance(action, Beg):
             return _evolve(s, deals=_deals_with(s, begged=True), phase=Phase.DEALER, to_act=s.dealer)
     elif ph is Phase.DEALER:
         if isinstance(action, GiveOne):
-            s = _add_points(s, side_of(next_seat(s.dealer, s.players)), "one", 1)
-            return s if s.phase is Phase.OVER else _begin_play(s)
+            new = _draft(s)
+            if _score(new, (s.dealer + 1) % n % 2, "one", 1, len(s.deals)):  # side_of(next_seat(dealer))
+                return _done(new)
+            return _begin_play(new)
         if isinstance(action, RunPack):
             return _run_pack(s)
     elif ph is Phase.CALL:
@@ -606,10 +706,9 @@ def _expose(s: State, seat: int, card: Card) -> State:
     return _evolve(s, exposed=exposed)
 
 
-def _begin_play(s: State) -> State:
-    """Play begins: the player to the dealer's right leads (RULES.md, Play)."""
-    leader = next_seat(s.dealer, s.players)
-    new = _draft(s)
+def _begin_play(new: _Draft) -> State:
+    """Play begins in the draft ``new``: the player to the dealer's right leads (RULES.md, Play)."""
+    leader = (new.dealer + 1) % new.rules.players  # next_seat
     new.trick = ()
     new.trick_leader = leader
     return _begin_turn(new, leader)
@@ -669,7 +768,7 @@ def _run_pack(s: State) -> State:
         if s.phase is Phase.OVER:
             return s
         if kick.suit is not begged:
-            return _begin_play(s)
+            return _begin_play(_draft(s))
 
 
 def _play(s: State, seat: int, card: Card) -> State:
@@ -739,40 +838,71 @@ def _play(s: State, seat: int, card: Card) -> State:
     if any(hands):
         return _begin_turn(new, winner)
     new.called = None
-    return _count(_done(new))
+    return _count(new)
 
 
-def _count(s: State) -> State:
-    """Score the deal (RULES.md, Scoring): High, Low, Jack, Game, stopping at the target."""
-    record = s.deals[-1]
-    trump = s.trump
-    held = [(c, seat) for seat, h in enumerate(record.hands) for c in h if c.suit is trump]
-    s = _evolve(s, to_act=None)
-    if held:
-        high = max(held, key=lambda cs: cs[0].rank)
-        low = min(held, key=lambda cs: cs[0].rank)
-        s = _add_points(s, side_of(high[1]), "high", 1)
-        if s.phase is Phase.OVER:
-            return s
-        s = _add_points(s, side_of(low[1]), "low", 1)
-        if s.phase is Phase.OVER:
-            return s
-        jack = next((cs for cs in held if cs[0].rank is Rank.JACK), None)
-        if jack is not None and s.jack_winner is not None:
-            taker = side_of(s.jack_winner)
-            if s.rules.hang_jack and taker != side_of(jack[1]):
-                s = _add_points(s, taker, "hang_jack", 3)
+def _count(new: _Draft) -> State:
+    """Score the deal (RULES.md, Scoring) and finish the draft ``new``, the state after the last trick.
+
+    High, Low, Jack (or Hang Jack), Game, in that order, stopping the moment a side reaches the
+    target; else the deal passes to the right (RULES.md, Match). The points of a deal depend only on
+    its cards and tricks, not on the scores, so they are listed first and counted in one pass.
+    """
+    trump = new.trump
+    # The trumps dealt (a card is in one hand only, so ranks do not tie): the highest, lowest, jack.
+    high_rank = low_rank = Rank.TWO
+    high_seat = low_seat = jack_seat = -1  # -1: none (yet)
+    for seat, h in enumerate(new.deals[-1].hands):
+        for c in h:
+            if c.suit is trump:
+                rank = c.rank
+                if high_seat < 0:
+                    high_rank = low_rank = rank
+                    high_seat = low_seat = seat
+                elif rank > high_rank:
+                    high_rank, high_seat = rank, seat
+                elif rank < low_rank:
+                    low_rank, low_seat = rank, seat
+                if rank is Rank.JACK:
+                    jack_seat = seat
+    awards: list[tuple[int, str, int]] = []
+    if high_seat >= 0:
+        awards.append((high_seat % 2, "high", 1))  # side_of
+        awards.append((low_seat % 2, "low", 1))
+        jack_winner = new.jack_winner
+        if jack_seat >= 0 and jack_winner is not None:
+            taker = jack_winner % 2
+            if new.rules.hang_jack and taker != jack_seat % 2:
+                awards.append((taker, "hang_jack", 3))
             else:
-                s = _add_points(s, taker, "jack", 1)
-            if s.phase is Phase.OVER:
-                return s
-    g0, g1 = s.game_points
+                awards.append((taker, "jack", 1))
+    g0, g1 = new.game_points
     if g0 != g1:
-        s = _add_points(s, 0 if g0 > g1 else 1, "game", 1)
-        if s.phase is Phase.OVER:
-            return s
-    # The deal passes to the right (RULES.md, Match).
-    return _evolve(s, phase=Phase.DEAL, dealer=next_seat(s.dealer, s.players), to_act=None, trick=())
+        awards.append((0 if g0 > g1 else 1, "game", 1))
+    new.to_act = None
+    number = len(new.deals)
+    target = new.rules.target
+    s0, s1 = new.scores
+    events = list(new.points)
+    for side, kind, value in awards:
+        events.append(_point(number, side, kind, value))
+        if side == 0:
+            s0 += value
+            total = s0
+        else:
+            s1 += value
+            total = s1
+        if total >= target:
+            _game_over(new, side)
+            break
+    else:
+        new.phase = Phase.DEAL
+        new.dealer = (new.dealer + 1) % new.rules.players  # next_seat
+        new.trick = ()
+    if awards:
+        new.scores = (s0, s1)
+        new.points = tuple(events)
+    return _done(new)
 
 
 # --------------------------------------------------------------------------- observation
