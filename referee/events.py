@@ -90,6 +90,8 @@ class Event:
 
 
 _new = object.__new__
+#: ``Phase.DEAL`` is a lookup through ``EnumType.__getattr__`` (see referee.rules.engine); a global is cheap.
+_PH_DEAL, _PH_OVER = Phase.DEAL, Phase.OVER
 #: A writable class with Event's slots: :func:`_event` fills one, then makes it an Event (see
 #: ``referee.rules.engine._draft_class``; the assignment raises ``TypeError`` if the layouts differ).
 _EventDraft = type("_EventDraft", (), {"__slots__": Event.__slots__, "__module__": __name__})
@@ -177,7 +179,7 @@ def step_events(game: int, before: State, after: State, action: Action | None, s
             s1 += p.value
         out.append(_event("points_scored", game, n, side=p.side, value=p.value, points_kind=p.kind, scores=(s0, s1)))
     phase = after.phase
-    ended = (phase is Phase.DEAL and not new_deal) or (phase is Phase.OVER and before.phase is not Phase.OVER)
+    ended = (phase is _PH_DEAL and not new_deal) or (phase is _PH_OVER and before.phase is not _PH_OVER)
     if ended and rec is not None:
         out.append(_event("deal_ended", game, n, scores=after.scores, ran_dry=rec.ran_dry))
     return out

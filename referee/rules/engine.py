@@ -63,6 +63,13 @@ class Phase(Enum):
     OVER = "over"  #: a side reached the target
 
 
+# Enum members as module globals for the code below: ``Phase.PLAY`` finds the member through
+# ``EnumType.__getattr__``, about 1,000 machine instructions in CPython 3.11; a global, a few dozen.
+_PH_DEAL, _PH_BEG, _PH_DEALER, _PH_PLAY, _PH_CALL, _PH_OVER = (
+    Phase.DEAL, Phase.BEG, Phase.DEALER, Phase.PLAY, Phase.CALL, Phase.OVER)
+_JACK, _TWO = Rank.JACK, Rank.TWO
+
+
 @dataclass(frozen=True, slots=True)
 class PointEvent:
     """Points scored: ``value`` points to ``side`` in deal number ``deal`` (1-based), for ``kind``.
@@ -329,7 +336,7 @@ def new_game(rules: RuleSet, dealer: int, scores: tuple[int, int] = (0, 0)) -> S
     # State(rules=rules, phase=..., dealer=dealer, scores=s, winner=winner), built in a draft:
     new: _Draft = _new(_StateDraft)
     new.rules = rules
-    new.phase = Phase.DEAL if winner is None else Phase.OVER
+    new.phase = _PH_DEAL if winner is None else _PH_OVER
     new.dealer = dealer
     new.scores = s
     new.winner = winner
@@ -382,7 +389,7 @@ def deal(state: State, deck: Sequence[Card]) -> State:
     :raises RuleError: ``wrong_phase`` unless the state is waiting for a deck (phase DEAL).
     :raises ValueError: if ``deck`` is not 52 distinct cards.
     """
-    if state.phase is not Phase.DEAL:
+    if state.phase is not _PH_DEAL:
         raise RuleError(Reason.WRONG_PHASE, f"cannot deal a deck in phase {state.phase.value}")
     deck_t = tuple(deck)
     if len(deck_t) != 52 or len(set(deck_t)) != 52:
@@ -404,7 +411,7 @@ def deal(state: State, deck: Sequence[Card]) -> State:
     record.__class__ = DealRecord
     first = (dealer + 1) % n  # next_seat
     new = _draft(state)
-    new.phase = Phase.BEG
+    new.phase = _PH_BEG
     new.to_act = first
     new.deck = deck_t
     new.pos = pos + 1
@@ -450,15 +457,25 @@ def _deal_round(hands: tuple[tuple[Card, ...], ...], deck: tuple[Card, ...], pos
     return tuple(new), end
 
 
+#: PointEvents already made, shared: a frozen value equal to (and hashed and printed like) a new one,
+#: as the cards and actions are. A few thousand at most: kept for deal numbers up to 256 only.
+_POINT_MEMO: dict[tuple[int, int, str, int], PointEvent] = {}
+
+
 def _point(deal: int, side: int, kind: str, value: int) -> PointEvent:
-    """``PointEvent(deal, side, kind, value)``, built in a draft (see :func:`_draft_class`)."""
-    ev: Any = _new(_PointDraft)
-    ev.deal = deal
-    ev.side = side
-    ev.kind = kind
-    ev.value = value
-    ev.__class__ = PointEvent
-    out: PointEvent = ev
+    """``PointEvent(deal, side, kind, value)``: a shared one, or built in a draft (see :func:`_draft_class`)."""
+    key = (deal, side, kind, value)
+    out = _POINT_MEMO.get(key)
+    if out is None:
+        ev: Any = _new(_PointDraft)
+        ev.deal = deal
+        ev.side = side
+        ev.kind = kind
+        ev.value = value
+        ev.__class__ = PointEvent
+        out = ev
+        if deal <= 256:
+            _POINT_MEMO[key] = ev
     return out
 
 
@@ -482,7 +499,7 @@ def _score(new: _Draft, side: int, kind: str, value: int, deal: int) -> bool:
 
 def _game_over(new: _Draft, side: int) -> None:
     """``side`` reached the target: the game is over (RULES.md, The deal 5)."""
-    new.phase = Phase.OVER
+    new.phase = _PH_OVER
     new.winner = side
     new.to_act = None
     new.call_for = None
@@ -615,16 +632,16 @@ def legal_actions(state: State) -> tuple[Action, ...]:
     """
     s = state
     ph = s.phase
-    if ph is Phase.PLAY:
+    if ph is _PH_PLAY:
         assert s.to_act is not None
         if s.called is not None:
             return (_PLAYS[s.called],)
         return tuple(map(_play_of, legal_cards(s.hands[s.to_act], s.trick, s.trump, s.rules)))
-    if ph is Phase.BEG:
+    if ph is _PH_BEG:
         return (BEG, STAND)
-    if ph is Phase.DEALER:
+    if ph is _PH_DEALER:
         return (GIVE_ONE, RUN_PACK)
-    if ph is Phase.CALL:
+    if ph is _PH_CALL:
         assert s.call_for is not None
         calls = _CALLS
         return (*[calls[c] for c in _callable(s, s.call_for)], PASS)
@@ -647,7 +664,7 @@ def apply(state: State, action: Action, seat: int | None = None) -> State:
     s = state
     ph = s.phase
     to_act = s.to_act
-    if ph is Phase.OVER:
+    if ph is _PH_OVER:
         raise RuleError(Reason.GAME_OVER, f"the game is over (side {s.winner} won {s.scores[0]}-{s.scores[1]}); "
                                           f"{action} was not applied")
     if seat is None:
@@ -659,7 +676,7 @@ def apply(state: State, action: Action, seat: int | None = None) -> State:
     if not (type(seat) is int and 0 <= seat < n) and (  # a plain int in range: the usual case, cheap
             not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < n):
         raise RuleError(Reason.BAD_ACTION, f"seat {seat!r} does not exist at a table of {n}")
-    if ph is Phase.DEAL:
+    if ph is _PH_DEAL:
         raise RuleError(Reason.WRONG_PHASE, f"seat {seat} sent {action} but the deal has not been dealt yet")
 
     if seat != to_act:
@@ -667,15 +684,15 @@ def apply(state: State, action: Action, seat: int | None = None) -> State:
             return _expose(s, seat, action.card)
         raise RuleError(Reason.NOT_YOUR_TURN, f"seat {seat} sent {action} but seat {to_act} is to act "
                                               f"(phase {ph.value})")
-    if ph is Phase.PLAY:
+    if ph is _PH_PLAY:
         if isinstance(action, Play):
             return _play(s, seat, action.card)
-    elif ph is Phase.BEG:
+    elif ph is _PH_BEG:
         if isinstance(action, Stand):
             return _begin_play(_draft(s))
         if isinstance(action, Beg):
-            return _evolve(s, deals=_deals_with(s, begged=True), phase=Phase.DEALER, to_act=s.dealer)
-    elif ph is Phase.DEALER:
+            return _evolve(s, deals=_deals_with(s, begged=True), phase=_PH_DEALER, to_act=s.dealer)
+    elif ph is _PH_DEALER:
         if isinstance(action, GiveOne):
             new = _draft(s)
             if _score(new, (s.dealer + 1) % n % 2, "one", 1, len(s.deals)):  # side_of(next_seat(dealer))
@@ -683,7 +700,7 @@ def apply(state: State, action: Action, seat: int | None = None) -> State:
             return _begin_play(new)
         if isinstance(action, RunPack):
             return _run_pack(s)
-    elif ph is Phase.CALL:
+    elif ph is _PH_CALL:
         if isinstance(action, Call):
             return _call(s, seat, action.card)
         if isinstance(action, Pass):
@@ -723,10 +740,10 @@ def _begin_turn(new: _Draft, seat: int) -> State:
     new.call_for = None
     new.call_passed = ()
     new.call_settled = False
-    new.phase = Phase.PLAY
+    new.phase = _PH_PLAY
     s = _done(new)
     if s.exposed[seat] and _callable(s, seat):
-        return _evolve(s, phase=Phase.CALL, call_for=seat, to_act=opponents_in_order(seat, s.players)[0])
+        return _evolve(s, phase=_PH_CALL, call_for=seat, to_act=opponents_in_order(seat, s.players)[0])
     return s
 
 
@@ -736,7 +753,7 @@ def _call(s: State, seat: int, card: Card) -> State:
         raise RuleError(Reason.BAD_ACTION,
                         f"seat {seat} called {card}, which is not an exposed card of seat {s.call_for} "
                         f"that could be played now (callable: {format_cards(_callable(s, s.call_for))})")
-    return _evolve(s, phase=Phase.PLAY, to_act=s.call_for, called=card, call_for=None, call_passed=(),
+    return _evolve(s, phase=_PH_PLAY, to_act=s.call_for, called=card, call_for=None, call_passed=(),
                    call_settled=True)
 
 
@@ -746,7 +763,7 @@ def _pass(s: State, seat: int) -> State:
     remaining = [o for o in opponents_in_order(s.call_for, s.players) if o not in passed]
     if remaining:
         return _evolve(s, to_act=remaining[0], call_passed=passed)
-    return _evolve(s, phase=Phase.PLAY, to_act=s.call_for, called=None, call_for=None, call_passed=(),
+    return _evolve(s, phase=_PH_PLAY, to_act=s.call_for, called=None, call_for=None, call_passed=(),
                    call_settled=True)
 
 
@@ -757,7 +774,7 @@ def _run_pack(s: State) -> State:
     while True:
         if len(s.deck) - s.pos < RUN_SIZE * n + 1:
             # The pack ran dry: the same dealer deals again from step 1; points stay scored.
-            return _evolve(s, deals=_deals_with(s, trump=None, ran_dry=True), phase=Phase.DEAL, to_act=None,
+            return _evolve(s, deals=_deals_with(s, trump=None, ran_dry=True), phase=_PH_DEAL, to_act=None,
                            trump=None)
         hands, pos = _deal_round(s.hands, s.deck, s.pos, s.dealer, n, RUN_SIZE, s.rules.deal_in)
         kick = s.deck[pos]
@@ -765,7 +782,7 @@ def _run_pack(s: State) -> State:
         s = _evolve(s, hands=hands, pos=pos + 1, trump=kick.suit,
                     deals=_deals_with(s, hands=dealt, kicks=(*s.deals[-1].kicks, kick), trump=kick.suit))
         s = _score_kick(s, kick)
-        if s.phase is Phase.OVER:
+        if s.phase is _PH_OVER:
             return s
         if kick.suit is not begged:
             return _begin_play(_draft(s))
@@ -814,7 +831,7 @@ def _play(s: State, seat: int, card: Card) -> State:
     for c in trick:
         rank = c.rank
         pts += _GAME_POINTS.get(rank, 0)
-        if rank is Rank.JACK and c.suit is trump:
+        if rank is _JACK and c.suit is trump:
             jack_winner = winner
     g0, g1 = s.game_points
     gp = (g0 + pts, g1) if side_of(winner) == 0 else (g0, g1 + pts)
@@ -848,10 +865,10 @@ def _count(new: _Draft) -> State:
     target; else the deal passes to the right (RULES.md, Match). The points of a deal depend only on
     its cards and tricks, not on the scores, so they are listed first and counted in one pass.
     """
-    trump = new.trump
     # The trumps dealt (a card is in one hand only, so ranks do not tie): the highest, lowest, jack.
-    high_rank = low_rank = Rank.TWO
+    high_rank = low_rank = _TWO
     high_seat = low_seat = jack_seat = -1  # -1: none (yet)
+    trump = new.trump
     for seat, h in enumerate(new.deals[-1].hands):
         for c in h:
             if c.suit is trump:
@@ -863,7 +880,7 @@ def _count(new: _Draft) -> State:
                     high_rank, high_seat = rank, seat
                 elif rank < low_rank:
                     low_rank, low_seat = rank, seat
-                if rank is Rank.JACK:
+                if rank is _JACK:
                     jack_seat = seat
     awards: list[tuple[int, str, int]] = []
     if high_seat >= 0:
@@ -884,8 +901,9 @@ def _count(new: _Draft) -> State:
     target = new.rules.target
     s0, s1 = new.scores
     events = list(new.points)
+    memo = _POINT_MEMO
     for side, kind, value in awards:
-        events.append(_point(number, side, kind, value))
+        events.append(memo.get((number, side, kind, value)) or _point(number, side, kind, value))
         if side == 0:
             s0 += value
             total = s0
@@ -896,7 +914,7 @@ def _count(new: _Draft) -> State:
             _game_over(new, side)
             break
     else:
-        new.phase = Phase.DEAL
+        new.phase = _PH_DEAL
         new.dealer = (new.dealer + 1) % new.rules.players  # next_seat
         new.trick = ()
     if awards:
@@ -940,7 +958,7 @@ def observe(state: State, seat: int) -> Observation:
     o.deal_number = len(deals)
     o.scores = s.scores
     o.winner = s.winner
-    if phase is not Phase.DEAL and record is not None and not record.ran_dry:
+    if phase is not _PH_DEAL and record is not None and not record.ran_dry:
         hands = s.hands or ((),) * n
         o.trump = s.trump
         o.kicks = record.kicks
