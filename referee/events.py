@@ -26,9 +26,11 @@ from referee.rules import (
     Pass,
     Phase,
     Play,
+    PointEvent,
     RunPack,
     Stand,
     State,
+    Trick,
 )
 
 #: Event kinds (``allfours.v1.EventKind`` names, lower case, without the prefix).
@@ -89,7 +91,6 @@ class Event:
         return _ACTION_OF_KIND.get(self.kind)
 
 
-_new = object.__new__
 #: ``Phase.DEAL`` is a lookup through ``EnumType.__getattr__`` (see referee.rules.engine); a global is cheap.
 _PH_DEAL, _PH_OVER = Phase.DEAL, Phase.OVER
 #: A writable class with Event's slots: :func:`_event` fills one, then makes it an Event (see
@@ -106,7 +107,7 @@ def _event(kind: str, game: int, deal: int, seat: int | None = None, card: Card 
            dealer: int | None = None, cards: tuple[Card, ...] = (), ran_dry: bool = False,
            target_seat: int | None = None) -> Event:
     """``Event(...)`` for the events of a step, without the frozen ``__init__``'s per-field ``object.__setattr__``."""
-    e: Any = _new(_EventDraft)
+    e: Any = _EventDraft()
     e.kind = kind
     e.game = game
     e.deal = deal
@@ -122,6 +123,80 @@ def _event(kind: str, game: int, deal: int, seat: int | None = None, card: Card 
     e.ran_dry = ran_dry
     e.forfeited = False
     e.target_seat = target_seat
+    e.__class__ = Event
+    out: Event = e
+    return out
+
+
+# The commonest events, with positional arguments and no defaults to fill (a call with keywords
+# costs more); each sets every field, as _event does.
+
+
+def _card_event(kind: str, game: int, deal: int, seat: int | None, card: Card) -> Event:
+    """``card_played`` or ``card_exposed``: ``_event(kind, game, deal, seat=seat, card=card)``."""
+    e: Any = _EventDraft()
+    e.kind = kind
+    e.game = game
+    e.deal = deal
+    e.seat = seat
+    e.card = card
+    e.side = None
+    e.value = 0
+    e.points_kind = ""
+    e.scores = ()
+    e.winner = None
+    e.dealer = None
+    e.cards = ()
+    e.ran_dry = False
+    e.forfeited = False
+    e.target_seat = None
+    e.__class__ = Event
+    out: Event = e
+    return out
+
+
+def _points_event(game: int, deal: int, p: PointEvent, scores: tuple[int, int]) -> Event:
+    """``points_scored`` for ``p``: ``_event("points_scored", game, deal, side=p.side, value=p.value,
+    points_kind=p.kind, scores=scores)``."""
+    e: Any = _EventDraft()
+    e.kind = "points_scored"
+    e.game = game
+    e.deal = deal
+    e.seat = None
+    e.card = None
+    e.side = p.side
+    e.value = p.value
+    e.points_kind = p.kind
+    e.scores = scores
+    e.winner = None
+    e.dealer = None
+    e.cards = ()
+    e.ran_dry = False
+    e.forfeited = False
+    e.target_seat = None
+    e.__class__ = Event
+    out: Event = e
+    return out
+
+
+def _trick_event(game: int, deal: int, t: Trick) -> Event:
+    """``trick_won``: ``_event("trick_won", game, deal, seat=t.winner, cards=t.cards)``."""
+    e: Any = _EventDraft()
+    e.kind = "trick_won"
+    e.game = game
+    e.deal = deal
+    e.seat = t.winner
+    e.card = None
+    e.side = None
+    e.value = 0
+    e.points_kind = ""
+    e.scores = ()
+    e.winner = None
+    e.dealer = None
+    e.cards = t.cards
+    e.ran_dry = False
+    e.forfeited = False
+    e.target_seat = None
     e.__class__ = Event
     out: Event = e
     return out
@@ -144,7 +219,7 @@ def step_events(game: int, before: State, after: State, action: Action | None, s
                 return []  # already exposed: nothing happened
             else:
                 kind = "card_exposed"
-            out.append(_event(kind, game, n, seat=seat, card=action.card))
+            out.append(_card_event(kind, game, n, seat, action.card))
         elif isinstance(action, Call):
             out.append(_event("called", game, n, seat=seat, card=action.card, target_seat=before.call_for))
         else:
@@ -168,16 +243,15 @@ def step_events(game: int, before: State, after: State, action: Action | None, s
                     s0 += p.value
                 else:
                     s1 += p.value
-                out.append(_event("points_scored", game, n, side=p.side, value=p.value, points_kind=p.kind,
-                                  scores=(s0, s1)))
+                out.append(_points_event(game, n, p, (s0, s1)))
         for t in rec.tricks[len(old.tricks) if old else 0:]:
-            out.append(_event("trick_won", game, n, seat=t.winner, cards=t.cards))
+            out.append(_trick_event(game, n, t))
     for p in points[k:]:
         if p.side == 0:
             s0 += p.value
         else:
             s1 += p.value
-        out.append(_event("points_scored", game, n, side=p.side, value=p.value, points_kind=p.kind, scores=(s0, s1)))
+        out.append(_points_event(game, n, p, (s0, s1)))
     phase = after.phase
     ended = (phase is _PH_DEAL and not new_deal) or (phase is _PH_OVER and before.phase is not _PH_OVER)
     if ended and rec is not None:
