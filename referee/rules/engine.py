@@ -20,9 +20,10 @@ frozen values, so an old state stays valid after ``apply``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from operator import itemgetter
 from typing import Any
 
 from referee.rules.actions import (
@@ -436,25 +437,42 @@ def deal(state: State, deck: Sequence[Card]) -> State:
 def _deal_round(hands: tuple[tuple[Card, ...], ...], deck: tuple[Card, ...], pos: int, dealer: int,
                 n: int, each: int, deal_in: str) -> tuple[tuple[tuple[Card, ...], ...], int]:
     """Give ``each`` cards to every seat from the dealer's right, in ones or packets of three."""
-    # Seat ``dealer + 1 + j`` gets the j-th card (packet) of each round of ``n`` cards (packets).
+    key = (deal_in, n, each, dealer, pos)
+    plan = _ROUND_PLANS.get(key)
+    if plan is None:
+        plan = _ROUND_PLANS[key] = _round_plan(deal_in, n, each, dealer, pos)
+    end, takes = plan
     new = list(hands)
-    if deal_in == "threes":
-        rounds = each // 3
-        end = pos + 3 * n * rounds
-        step = 3 * n
-        for j in range(n):
-            seat = (dealer + 1 + j) % n
-            start = pos + 3 * j
-            got = deck[start:start + 3]
-            for k in range(start + step, end, step):
-                got += deck[k:k + 3]
-            new[seat] = hands[seat] + got
-    else:
-        end = pos + n * each
-        for j in range(n):
-            seat = (dealer + 1 + j) % n
-            new[seat] = hands[seat] + deck[pos + j:end:n]
+    for seat, take in takes:
+        new[seat] = hands[seat] + take(deck)
     return tuple(new), end
+
+
+#: A plan per (deal_in, players, each, dealer, pos) for :func:`_deal_round`: the deck position after the
+#: round, and per seat a function picking its cards out of the deck in C (a few hundred plans at most).
+_ROUND_PLANS: dict[tuple[str, int, int, int, int], tuple[int, tuple[tuple[int, Callable[[Any], Any]], ...]]] = {}
+
+
+def _round_plan(deal_in: str, n: int, each: int, dealer: int,
+                pos: int) -> tuple[int, tuple[tuple[int, Callable[[Any], Any]], ...]]:
+    """Seat ``dealer + 1 + j`` gets the j-th card (or packet of three) of each round of the table."""
+    packet = 3 if deal_in == "threes" else 1
+    picks: list[list[int]] = [[] for _ in range(n)]
+    for _ in range(each // packet):
+        for j in range(n):
+            picks[j].extend(range(pos, pos + packet))
+            pos += packet
+    takes = []
+    for j, idx in enumerate(picks):
+        takes.append(((dealer + 1 + j) % n, _picker(idx)))
+    return pos, tuple(takes)
+
+
+def _picker(idx: list[int]) -> Callable[[Any], Any]:
+    """A function of a deck giving the tuple of its cards at positions ``idx``."""
+    if len(idx) > 1:
+        return itemgetter(*idx)  # of two or more positions: the tuple of those items
+    return lambda deck: tuple(deck[i] for i in idx)
 
 
 #: PointEvents already made, shared: a frozen value equal to (and hashed and printed like) a new one,
