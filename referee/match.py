@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -228,6 +229,8 @@ class Match:
         #: game's next deal and the next game's first.
         self._decks: dict[tuple[int, int], tuple[tuple[Card, ...], list[str]]] = {}
         self.log = log.bind(match_id=match_id)
+        #: Log every action (debug level)? Checked once: the arguments cost time on the hot path.
+        self._log_actions = self.log.is_enabled_for(logging.DEBUG)
         self.record.write(
             "header", record_version=RECORD_VERSION, protocol=wire.PROTOCOL_VERSION,
             engine_version=ENGINE_VERSION, shuffle="allfours/v1", match_id=match_id,
@@ -662,10 +665,11 @@ class Match:
             return
         if answering:
             s.bank_ms -= elapsed * 1000
+        text, ms = str(action), _ms(elapsed)
         self.record.write("action", game=game, deal=state.deal_number, seat=seat, seq=seq,
-                          action=str(action), ms=_ms(elapsed) if answering else 0, by="bot",
-                          out_of_turn=not answering)
-        self.log.debug("action", seat=seat, seq=seq, action=str(action), ms=_ms(elapsed))
+                          action=text, ms=ms if answering else 0, by="bot", out_of_turn=not answering)
+        if self._log_actions:
+            self.log.debug("action", seat=seat, seq=seq, action=text, ms=ms)
         self._emit_diff(state, new, action, seat)
         self._state = new
         if answering:

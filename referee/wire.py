@@ -310,6 +310,7 @@ _action_pb = lru_cache(maxsize=256)(action_to_pb)
 _trick_pb = lru_cache(maxsize=4096)(trick_to_pb)
 #: Card notation of each of the 52 cards (cards are interned, so this is an identity lookup).
 _TEXT: dict[Card, str] = {c: str(c) for c in CANONICAL_DECK}
+_SUIT_TEXT: dict[Suit, str] = {s: s.value for s in Suit}
 _EVENT_KIND: dict[str, int] = {k: pb.EventKind.Value("EVENT_KIND_" + k.upper()) for k in EVENT_KINDS}
 
 
@@ -322,14 +323,14 @@ def observation_to_pb(obs: Observation, into: pb.Observation | None = None) -> p
     ob = pb.Observation() if into is None else into
     ob.seat = obs.seat
     ob.rules.CopyFrom(_rules_pb(obs.rules))
-    ob.phase = phase_to_pb(obs.phase)
-    ob.to_act = _none(obs.to_act)
+    ob.phase = _PHASE_TO[obs.phase]
+    ob.to_act = -1 if obs.to_act is None else obs.to_act
     ob.dealer = obs.dealer
     ob.deal_number = obs.deal_number
     ob.scores.extend(obs.scores)
-    ob.winner = _none(obs.winner)
+    ob.winner = -1 if obs.winner is None else obs.winner
     if obs.trump is not None:
-        ob.trump = str(obs.trump)
+        ob.trump = _SUIT_TEXT[obs.trump]
     if obs.kicks:
         ob.kicks.extend([_TEXT[c] for c in obs.kicks])
     ob.begged = obs.begged
@@ -340,7 +341,7 @@ def observation_to_pb(obs: Observation, into: pb.Observation | None = None) -> p
         ob.exposed.extend([pb.ExposedCard(seat=s, card=_TEXT[c]) for s, c in obs.exposed])
     if obs.called is not None:
         ob.called = _TEXT[obs.called]
-    ob.call_for = _none(obs.call_for)
+    ob.call_for = -1 if obs.call_for is None else obs.call_for
     ob.trick_leader = obs.trick_leader
     if obs.trick:
         ob.trick.extend([_TEXT[c] for c in obs.trick])
