@@ -203,7 +203,7 @@ class Match:
         self.watchers: set[asyncio.Queue[pb.WatchMatchResponse | None]] = set()
         # Record lines are formatted and written once the next DecisionRequest is on its way, in
         # order (RecordWriter, _after_writes).
-        self.record = RecordWriter(record_path, defer=_after_writes)
+        self.record = RecordWriter(record_path, defer=_after_writes, on_file_error=self._record_file_failed)
         self.inbox: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
         self.pending: Pending | None = None
         self.created = time.monotonic()
@@ -237,6 +237,12 @@ class Match:
             rules=rules.to_dict(), seat_names=self.seat_names, games=games,
             seed_commitment=self.commitment, time_control=time_control.to_dict(),
             first_dealer=first_dealer)
+
+    def _record_file_failed(self, error: OSError) -> None:
+        """The record file could not be written (full or failing disk): the match goes on, the
+        record in memory stays complete (GetRecord), the file stops where it failed."""
+        self.log.error("record_file_failed", error=repr(error),
+                       detail="the record file is incomplete; GetRecord still has the whole record")
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -20,6 +20,7 @@ Line types, in the order they are written::
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -42,13 +43,21 @@ class RecordWriter:
         file happen after the next DecisionRequest is on its way (off the decision's critical path,
         benchmarks/referee.py). Order is kept: lines are written in the order :meth:`write` was
         called, and :attr:`lines`, :meth:`flush` and :meth:`close` write everything queued first.
+    :param on_file_error: called once with the ``OSError`` if writing the file fails (a full or
+        failing disk). The file is then closed and left as it is; the lines in memory stay complete
+        (GetRecord serves those), and no method raises for it.
+    :raises OSError: if ``path`` cannot be opened.
     """
 
     def __init__(self, path: Path | None = None,
-                 defer: Callable[[Callable[[], None]], object] | None = None) -> None:
+                 defer: Callable[[Callable[[], None]], object] | None = None,
+                 on_file_error: Callable[[OSError], None] | None = None) -> None:
         self._lines: list[str] = []
         self._queue: list[dict[str, Any]] = []
         self._defer = defer
+        self._on_file_error = on_file_error
+        #: The error that stopped the file copy, if one did.
+        self.file_error: OSError | None = None
         self._file = path.open("w", encoding="utf-8") if path is not None else None
 
     @property
@@ -76,15 +85,31 @@ class RecordWriter:
         lines = [dumps(obj, separators=(",", ":")) for obj in queue]
         self._lines.extend(lines)
         if self._file is not None:
-            self._file.write("".join(line + "\n" for line in lines))
-            self._file.flush()
+            try:
+                self._file.write("".join(line + "\n" for line in lines))
+                self._file.flush()
+            except OSError as e:
+                self._file_failed(e)
+
+    def _file_failed(self, error: OSError) -> None:
+        """Stop the file copy after ``error``: close the file (ignoring a second error) and report."""
+        self.file_error = error
+        f, self._file = self._file, None
+        if f is not None:
+            with contextlib.suppress(OSError):  # a second error adds nothing
+                f.close()
+        if self._on_file_error is not None:
+            self._on_file_error(error)
 
     def close(self) -> None:
         """Write what is queued and close the file, if any. Lines stay available in :attr:`lines`."""
         self.flush()
         if self._file is not None:
-            self._file.close()
-            self._file = None
+            f, self._file = self._file, None
+            try:
+                f.close()
+            except OSError as e:
+                self._file_failed(e)
 
 
 def read_record(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:

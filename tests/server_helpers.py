@@ -294,12 +294,13 @@ class MatchHarness:
     plain :class:`referee.match.Connection` (no gRPC): what the referee sends lands in ``conn.out``."""
 
     def __init__(self, players: int = 2, games: int = 1, seed: bytes = bytes(range(32)), first_dealer: int = 0,
-                 **tc: int) -> None:
+                 record_path: Path | None = None, **tc: int) -> None:
         from referee.match import Connection, Match
         from referee.wire import TimeControl
 
         self.match = Match("harness", RuleSet(players=players), [f"s{i}" for i in range(players)], games, seed,
-                           first_dealer, TimeControl(**{**FAST, **tc}), [f"t{i}" for i in range(players)])
+                           first_dealer, TimeControl(**{**FAST, **tc}), [f"t{i}" for i in range(players)],
+                           record_path=record_path)
         self.conns = [Connection() for _ in range(players)]
 
     async def start(self) -> None:

@@ -378,3 +378,44 @@ def test_a_write_blocked_for_the_write_timeout_ends_the_stream(monkeypatch: pyte
         m.abort("done")
 
     run(main)
+
+
+# ------------------------------------------------------------------ a failing disk
+
+
+def test_a_record_file_that_cannot_be_written_loses_no_result(tmp_path: Path) -> None:
+    """A full or failing disk under the record directory: the match plays to its end, every seat
+    gets MatchEnd, the record in memory (GetRecord) is complete and verifies; the error is reported
+    once and the file simply stops."""
+    from referee.verify import verify_lines
+
+    class FullDisk:
+        def write(self, text: str) -> int:
+            raise OSError(28, "No space left on device")
+
+        def flush(self) -> None:
+            raise OSError(28, "No space left on device")
+
+        def close(self) -> None:
+            pass
+
+    async def main() -> None:
+        h = MatchHarness(players=2, games=2, record_path=tmp_path / "m.jsonl")
+        await h.start()
+        errors: list[OSError] = []
+        h.match.record._on_file_error = errors.append
+        h.match.record._file = FullDisk()  # type: ignore[assignment]
+        while not h.match.finished:
+            p = h.match.pending
+            assert p is not None
+            h.send(p.seat, p.seq, p.request.legal_actions[0])
+            await asyncio.sleep(0)
+        r = await asyncio.wait_for(h.match.wait(), 5)
+        assert r.status == pb.MATCH_STATUS_COMPLETED
+        for seat in (0, 1):
+            assert any(m.HasField("match_end") for m in h.drain(seat)), seat
+        assert len(errors) == 1 and errors[0].errno == 28
+        assert h.match.record.file_error is errors[0]
+        assert verify_lines(h.match.record.lines).startswith("OK")
+
+    run(main)

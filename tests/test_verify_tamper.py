@@ -318,3 +318,33 @@ def test_record_writer_defers_formatting_but_keeps_order_and_loses_nothing(tmp_p
     expected = ['{"type":"a","n":1}', '{"type":"b","n":2}', '{"type":"c","n":3}', '{"type":"d","n":4}']
     assert w.lines == expected
     assert (tmp_path / "r.jsonl").read_text().splitlines() == expected
+
+
+def test_record_writer_survives_a_failing_file(tmp_path: Path) -> None:
+    """Writing the file fails (disk full): no method raises, the lines in memory stay complete, the
+    error is reported once and kept in ``file_error``."""
+    from referee.record import RecordWriter
+
+    class Failing:
+        closed = False
+
+        def write(self, text: str) -> int:
+            raise OSError(5, "Input/output error")
+
+        def flush(self) -> None:
+            pass
+
+        def close(self) -> None:
+            self.closed = True
+
+    errors: list[OSError] = []
+    w = RecordWriter(tmp_path / "r.jsonl", on_file_error=errors.append)
+    w.write("a", n=1)
+    f = Failing()
+    w._file = f  # type: ignore[assignment]
+    w.write("b", n=2)
+    w.write("c", n=3)
+    w.close()
+    assert w.lines == ['{"type":"a","n":1}', '{"type":"b","n":2}', '{"type":"c","n":3}']
+    assert len(errors) == 1 and errors[0].errno == 5 and w.file_error is errors[0] and f.closed
+    assert (tmp_path / "r.jsonl").read_text().splitlines() == ['{"type":"a","n":1}']
