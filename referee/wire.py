@@ -392,13 +392,31 @@ def observation_from_pb(msg: pb.Observation) -> Observation:
     )
 
 
+def _event_template(kind: str) -> pb.Event:
+    """The fields every event of ``kind`` starts with: its kind and ``-1`` for each seat/side not set."""
+    return pb.Event(kind=_EVENT_KIND[kind], seat=-1, side=-1, winner=-1, dealer=-1, target_seat=-1)
+
+
+_EVENT_TEMPLATES: dict[str, pb.Event] = {k: _event_template(k) for k in EVENT_KINDS}
+
+
 def event_to_pb(ev: Event) -> pb.Event:
     """A public :class:`referee.events.Event` as ``allfours.v1.Event`` (``-1`` for every seat/side not set)."""
-    m = pb.Event(kind=_EVENT_KIND[ev.kind], game=ev.game, deal=ev.deal,
-                 seat=-1 if ev.seat is None else ev.seat, side=-1 if ev.side is None else ev.side,
-                 winner=-1 if ev.winner is None else ev.winner, dealer=-1 if ev.dealer is None else ev.dealer,
-                 target_seat=-1 if ev.target_seat is None else ev.target_seat)
-    # The other fields only when set (else the proto3 default): fewer message operations per event.
+    m = pb.Event()
+    m.CopyFrom(_EVENT_TEMPLATES[ev.kind])  # one C copy for the kind and the -1s
+    m.game = ev.game
+    m.deal = ev.deal
+    # The other fields only when set (else the template's value): fewer message operations per event.
+    if ev.seat is not None:
+        m.seat = ev.seat
+    if ev.side is not None:
+        m.side = ev.side
+    if ev.winner is not None:
+        m.winner = ev.winner
+    if ev.dealer is not None:
+        m.dealer = ev.dealer
+    if ev.target_seat is not None:
+        m.target_seat = ev.target_seat
     if ev.card is not None:
         m.card = _TEXT[ev.card]
     if ev.value:
