@@ -32,6 +32,7 @@ from referee.rules import (
     State,
     Trick,
 )
+from referee.rules.engine import _draft_class
 
 #: Event kinds (``allfours.v1.EventKind`` names, lower case, without the prefix).
 EVENT_KINDS = (
@@ -93,20 +94,20 @@ class Event:
 
 #: ``Phase.DEAL`` is a lookup through ``EnumType.__getattr__`` (see referee.rules.engine); a global is cheap.
 _PH_DEAL, _PH_OVER = Phase.DEAL, Phase.OVER
-#: A writable class with Event's slots: :func:`_event` fills one, then makes it an Event (see
+#: A writable class with Event's slots: :func:`_build` fills one, then makes it an Event (see
 #: ``referee.rules.engine._draft_class``; the assignment raises ``TypeError`` if the layouts differ).
-_EventDraft = type("_EventDraft", (), {"__slots__": Event.__slots__, "__module__": __name__})
+_EventDraft = _draft_class(Event)
 if tuple(Event.__dataclass_fields__) != (
         "kind", "game", "deal", "seat", "card", "side", "value", "points_kind", "scores", "winner", "dealer", "cards",
         "ran_dry", "forfeited", "target_seat"):  # pragma: no cover
     raise ImportError("Event's fields changed: update _event")
 
 
-def _event(kind: str, game: int, deal: int, seat: int | None = None, card: Card | None = None,
-           side: int | None = None, value: int = 0, points_kind: str = "", scores: tuple[int, ...] = (),
-           dealer: int | None = None, cards: tuple[Card, ...] = (), ran_dry: bool = False,
-           target_seat: int | None = None) -> Event:
-    """``Event(...)`` for the events of a step, without the frozen ``__init__``'s per-field ``object.__setattr__``."""
+def _build(kind: str, game: int, deal: int, seat: int | None, card: Card | None, side: int | None, value: int,
+           points_kind: str, scores: tuple[int, ...], dealer: int | None, cards: tuple[Card, ...], ran_dry: bool,
+           target_seat: int | None) -> Event:
+    """``Event(...)`` with every field a step sets, by position, without the frozen ``__init__``'s
+    per-field ``object.__setattr__`` (``winner`` and ``forfeited`` are for game ends, set by the referee)."""
     e: Any = _EventDraft()
     e.kind = kind
     e.game = game
@@ -128,78 +129,30 @@ def _event(kind: str, game: int, deal: int, seat: int | None = None, card: Card 
     return out
 
 
-# The commonest events, with positional arguments and no defaults to fill (a call with keywords
-# costs more); each sets every field, as _event does.
+def _event(kind: str, game: int, deal: int, seat: int | None = None, card: Card | None = None,
+           side: int | None = None, value: int = 0, points_kind: str = "", scores: tuple[int, ...] = (),
+           dealer: int | None = None, cards: tuple[Card, ...] = (), ran_dry: bool = False,
+           target_seat: int | None = None) -> Event:
+    """An event of a step, by keyword (the rarer kinds)."""
+    return _build(kind, game, deal, seat, card, side, value, points_kind, scores, dealer, cards, ran_dry, target_seat)
+
+
+# The commonest events go straight to _build by position (a call with keywords costs more).
 
 
 def _card_event(kind: str, game: int, deal: int, seat: int | None, card: Card) -> Event:
-    """``card_played`` or ``card_exposed``: ``_event(kind, game, deal, seat=seat, card=card)``."""
-    e: Any = _EventDraft()
-    e.kind = kind
-    e.game = game
-    e.deal = deal
-    e.seat = seat
-    e.card = card
-    e.side = None
-    e.value = 0
-    e.points_kind = ""
-    e.scores = ()
-    e.winner = None
-    e.dealer = None
-    e.cards = ()
-    e.ran_dry = False
-    e.forfeited = False
-    e.target_seat = None
-    e.__class__ = Event
-    out: Event = e
-    return out
+    """``card_played`` or ``card_exposed``: ``seat`` played ``card``."""
+    return _build(kind, game, deal, seat, card, None, 0, "", (), None, (), False, None)
 
 
 def _points_event(game: int, deal: int, p: PointEvent, scores: tuple[int, int]) -> Event:
-    """``points_scored`` for ``p``: ``_event("points_scored", game, deal, side=p.side, value=p.value,
-    points_kind=p.kind, scores=scores)``."""
-    e: Any = _EventDraft()
-    e.kind = "points_scored"
-    e.game = game
-    e.deal = deal
-    e.seat = None
-    e.card = None
-    e.side = p.side
-    e.value = p.value
-    e.points_kind = p.kind
-    e.scores = scores
-    e.winner = None
-    e.dealer = None
-    e.cards = ()
-    e.ran_dry = False
-    e.forfeited = False
-    e.target_seat = None
-    e.__class__ = Event
-    out: Event = e
-    return out
+    """``points_scored`` for ``p``, with the running ``scores``."""
+    return _build("points_scored", game, deal, None, None, p.side, p.value, p.kind, scores, None, (), False, None)
 
 
 def _trick_event(game: int, deal: int, t: Trick) -> Event:
-    """``trick_won``: ``_event("trick_won", game, deal, seat=t.winner, cards=t.cards)``."""
-    e: Any = _EventDraft()
-    e.kind = "trick_won"
-    e.game = game
-    e.deal = deal
-    e.seat = t.winner
-    e.card = None
-    e.side = None
-    e.value = 0
-    e.points_kind = ""
-    e.scores = ()
-    e.winner = None
-    e.dealer = None
-    e.cards = t.cards
-    e.ran_dry = False
-    e.forfeited = False
-    e.target_seat = None
-    e.__class__ = Event
-    out: Event = e
-    return out
+    """``trick_won``: ``t.winner`` took ``t.cards``."""
+    return _build("trick_won", game, deal, t.winner, None, None, 0, "", (), None, t.cards, False, None)
 
 
 def step_events(game: int, before: State, after: State, action: Action | None, seat: int | None) -> list[Event]:

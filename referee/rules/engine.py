@@ -250,9 +250,7 @@ def _evolve(s: State, **changes: Any) -> State:
     new = _draft(s)
     for name, value in changes.items():
         setattr(new, name, value)
-    new.__class__ = State
-    out: State = new
-    return out
+    return _done(new)
 
 
 def _done(new: _Draft) -> State:
