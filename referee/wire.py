@@ -293,7 +293,7 @@ def point_from_pb(msg: pb.PointEvent) -> PointEvent:
 
 def trick_to_pb(t: Trick) -> pb.Trick:
     """A trick (winner -1 while in progress)."""
-    return pb.Trick(leader=t.leader, cards=[str(c) for c in t.cards], winner=_none(t.winner))
+    return pb.Trick(leader=t.leader, cards=cards_to_pb(t.cards), winner=_none(t.winner))
 
 
 def trick_from_pb(msg: pb.Trick) -> Trick:
@@ -332,10 +332,10 @@ def observation_to_pb(obs: Observation, into: pb.Observation | None = None) -> p
     if obs.trump is not None:
         ob.trump = _SUIT_TEXT[obs.trump]
     if obs.kicks:
-        ob.kicks.extend([_TEXT[c] for c in obs.kicks])
+        ob.kicks.extend(cards_to_pb(obs.kicks))
     ob.begged = obs.begged
     if obs.hand:
-        ob.hand.extend([_TEXT[c] for c in obs.hand])
+        ob.hand.extend(cards_to_pb(obs.hand))
     ob.hand_sizes.extend(obs.hand_sizes)
     if obs.exposed:
         ob.exposed.extend([pb.ExposedCard(seat=s, card=_TEXT[c]) for s, c in obs.exposed])
@@ -344,7 +344,7 @@ def observation_to_pb(obs: Observation, into: pb.Observation | None = None) -> p
     ob.call_for = -1 if obs.call_for is None else obs.call_for
     ob.trick_leader = obs.trick_leader
     if obs.trick:
-        ob.trick.extend([_TEXT[c] for c in obs.trick])
+        ob.trick.extend(cards_to_pb(obs.trick))
     if obs.tricks:
         ob.tricks.extend([_trick_pb(t) for t in obs.tricks])
     if obs.points:
@@ -426,7 +426,7 @@ def event_to_pb(ev: Event) -> pb.Event:
     if ev.scores:
         m.scores.extend(ev.scores)
     if ev.cards:
-        m.cards.extend([_TEXT[c] for c in ev.cards])
+        m.cards.extend(cards_to_pb(ev.cards))
     if ev.ran_dry:
         m.ran_dry = True
     if ev.forfeited:
