@@ -613,11 +613,7 @@ class Match:
             deadline = now + min(self.tc.decision_ms, s.bank_ms) / 1000
         obs = observe(state, seat)
         msg = pb.PlayResponse()
-        req = msg.decision_request  # built in place: no copy of the observation
-        req.seq = self._seq
-        req.game = game
-        wire.observation_to_pb(obs, into=req.observation)
-        req.legal_actions.extend(req.observation.legal_actions)
+        wire.decision_request_to_pb(self._seq, game, obs, into=msg.decision_request)  # in place: no copy
         p = Pending(seq=self._seq, seat=seat, legal=obs.legal, sent_at=now, deadline=deadline, message=msg)
         self.pending = p
         self._send_request(p)

@@ -30,6 +30,10 @@ from typing import Any
 RECORD_VERSION = 1
 
 
+#: Compact JSON, as ``json.dumps(obj, separators=(",", ":"))`` gives, without building an encoder per line.
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
+
+
 class RecordError(ValueError):
     """A record that cannot be read: names the line number and the problem."""
 
@@ -81,8 +85,7 @@ class RecordWriter:
         queue, self._queue = self._queue, []
         if not queue:
             return
-        dumps = json.dumps
-        lines = [dumps(obj, separators=(",", ":")) for obj in queue]
+        lines = list(map(_ENCODE, queue))
         self._lines.extend(lines)
         if self._file is not None:
             try:
