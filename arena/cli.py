@@ -290,6 +290,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     err = make_console(stderr=True)
     try:
         if args.command == "run":
+            from referee.server import tune_gc
+
+            tune_gc()  # a long run, maybe with the embedded referee: GC pauses off its decisions
             return run_command(args, console, err)
     except KeyboardInterrupt:
         err.print("interrupted: stored games are kept; run the same command to resume", highlight=False)

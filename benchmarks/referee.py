@@ -10,7 +10,8 @@ In one run, over real 127.0.0.1 sockets with grpc.aio, two servers measured the 
    ping-pong.
 
 By default each server runs in its own process and the clients in this one, as in real use (bots
-are always separate processes); ``--same-process`` runs server and clients on one event loop, which
+are always separate processes), both servers with the garbage collector set up as ``referee serve``
+sets it (:func:`referee.server.tune_gc`); ``--same-process`` runs server and clients on one event loop, which
 charges every extra asyncio hop twice. Prints the ratio of the referee's per-decision latency to
 the bare round trip (p50 and p99). Target (issue #3): ratio <= 1.5.
 """
@@ -37,7 +38,7 @@ os.environ.setdefault("GRPC_VERBOSITY", "ERROR")  # no core log lines when the s
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
 from referee.cli import configure_logging
-from referee.server import SERVER_OPTIONS, start_server
+from referee.server import SERVER_OPTIONS, start_server, tune_gc
 
 TOKEN = "bench"
 MD = (("authorization", f"Bearer {TOKEN}"),)
@@ -90,6 +91,7 @@ def _serve(kind: str, conn: Any) -> None:
     async def main() -> None:
         cm = echo_server() if kind == "bare" else referee_server()
         async with cm as address:
+            tune_gc()  # as `referee serve` does; both servers alike
             conn.send(address)
             await asyncio.get_running_loop().run_in_executor(None, conn.recv)
 

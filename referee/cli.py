@@ -29,7 +29,7 @@ from typing import NoReturn
 
 import structlog
 
-from referee.server import ADMIN_TOKEN_ENV, RefereeServer, prepare_record_dir
+from referee.server import ADMIN_TOKEN_ENV, RefereeServer, prepare_record_dir, tune_gc
 
 
 def configure_logging(level: str = "info") -> None:
@@ -138,6 +138,7 @@ async def _serve(args: argparse.Namespace) -> int:
         return 1
     if not token:
         print(f"referee: admin token {server.admin_token}", file=sys.stderr)
+    tune_gc()  # after start: the server's own objects are frozen too
     print(f"PORT {port}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -26,6 +26,10 @@ Server settings (chosen for small messages and many short-lived bot streams):
 - ``maximum_concurrent_rpcs`` 2048 (four streams per match plus watchers), ``grpc.max_concurrent_streams``
   64 per connection.
 
+Garbage collection (:func:`tune_gc`, called by ``referee serve`` and ``arena run``): the objects
+alive at start are frozen out of the cyclic collector and it runs ~70 times less often, which takes
+its pauses out of the per-decision latency tail (benchmarks/referee.py).
+
 Graceful shutdown (:meth:`RefereeServer.stop`): health turns NOT_SERVING, new matches are refused
 (UNAVAILABLE), running matches get ``grace_s`` to finish, then are aborted (every seat gets MatchEnd
 with ``TERMINATION_ABORTED``), then the server stops.
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import hmac
 import secrets
 import tempfile
@@ -83,6 +88,34 @@ SERVICE_NAMES = (
     pb.DESCRIPTOR.services_by_name["RefereeService"].full_name,
     pb.DESCRIPTOR.services_by_name["AdminService"].full_name,
 )
+
+
+#: Young-generation threshold of the cyclic garbage collector while serving (CPython's default: 700).
+GC_GEN0_THRESHOLD = 50_000
+
+
+def tune_gc() -> None:
+    """Set up CPython's cyclic garbage collector for a long-running serving process. Process-wide:
+    call it once from a process entry point (``referee serve``, ``arena run``), not from a library.
+
+    Without it a collection of the young generation runs every 700 net allocations of container
+    objects — about one every 150 decisions — and each pause (0.1-1 ms, up to ~20 ms for a full
+    collection) lands on a decision's latency: they made up a good part of the slowest 1%.
+
+    - ``gc.collect()`` then ``gc.freeze()``: what is alive now (modules, generated stubs, caches:
+      ~50,000 objects) goes to the permanent generation, which collections never scan again;
+    - the young threshold goes to :data:`GC_GEN0_THRESHOLD`, so collections come ~70 times less
+      often. Each takes about as long as before: it scans only the young objects still alive, and
+      reference counting frees nearly all of the referee's objects (states, events, messages) before
+      then. Cyclic garbage may wait longer to be freed; the referee makes little of it.
+
+    Reference-counted memory is unaffected. Measured with benchmarks/referee.py (referee with and
+    without it, interleaved): the p99 latency ratio came down by 0.02-0.14.
+    """
+    gc.collect()
+    gc.freeze()
+    _, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
 
 
 def new_ticket() -> str:

@@ -85,3 +85,28 @@ def test_tickets_are_safe_on_any_command_line() -> None:
     tickets = {new_ticket() for _ in range(2000)}
     assert len(tickets) == 2000
     assert all(re.fullmatch(r"t[0-9a-f]{48}", t) for t in tickets)
+
+
+def test_tune_gc_freezes_what_is_alive_and_raises_the_young_threshold() -> None:
+    """referee.server.tune_gc (process-wide, so in a child process): the objects alive at the call
+    move to the permanent generation, the young threshold becomes GC_GEN0_THRESHOLD, the older
+    generations keep theirs, and a cycle made afterwards is still collected."""
+    import subprocess
+    import sys
+
+    code = (
+        "import gc, json\n"
+        "from referee.server import GC_GEN0_THRESHOLD, tune_gc\n"
+        "before = gc.get_threshold(); tune_gc(); after = gc.get_threshold()\n"
+        "class Node: pass\n"
+        "a = Node(); a.me = a; del a\n"
+        "print(json.dumps([before, after, GC_GEN0_THRESHOLD, gc.get_freeze_count(), gc.collect()]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    import json
+
+    before, after, threshold, frozen, collected = json.loads(out.stdout)
+    assert before[0] == 700 and after == [threshold, before[1], before[2]]
+    assert threshold == 50_000
+    assert frozen > 10_000  # the modules and stubs imported before the call
+    assert collected >= 1  # the cycle made after the freeze
