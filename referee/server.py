@@ -262,6 +262,10 @@ class RefereeServicer(pb_grpc.RefereeServiceServicer):
                 if msg is grpc.aio.EOF:
                     break
                 match.submit(seat, msg, time.monotonic())
+                # Let the writers woken by this message (the next DecisionRequest) hand their
+                # messages to gRPC before this task asks for the next read: the answer goes out
+                # first (benchmarks/referee.py: about 0.05 off the p99 ratio, interleaved A/B).
+                await asyncio.sleep(0)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # a dead peer or a reset stream
