@@ -52,6 +52,7 @@ from referee.rules import (
     ENGINE_VERSION,
     Action,
     Card,
+    Observation,
     Phase,
     RuleError,
     RuleSet,
@@ -174,13 +175,17 @@ class Match:
     :param games: number of games (>= 1); :param seed: 32 bytes; :param first_dealer: seat or
     ``None`` for the cut; :param time_control: limits in ms; :param tickets: one secret per seat;
     :param record_path: where to write the JSON-lines record as it grows, or ``None``.
+    :param on_end: called with the match once it has ended.
+    :param work_ahead: when the seat to act has a single legal action, work out its consequences
+        while the seat answers (:meth:`_work_ahead`); ``False`` only to compare (tests).
     :raises ValueError: when the seat names do not match ``rules.players``, ``games < 1`` or a bad
         first dealer.
     """
 
     def __init__(self, match_id: str, rules: RuleSet, seat_names: list[str], games: int, seed: bytes,
                  first_dealer: int | None, time_control: wire.TimeControl, tickets: list[str],
-                 record_path: Path | None = None, on_end: Callable[[Match], None] | None = None) -> None:
+                 record_path: Path | None = None, on_end: Callable[[Match], None] | None = None,
+                 work_ahead: bool = True) -> None:
         if len(seat_names) != rules.players:
             raise ValueError(f"{len(seat_names)} seat names given for a {rules.players}-player game")
         if games < 1:
@@ -228,6 +233,17 @@ class Match:
         #: Decks shuffled ahead, with their card notation for the record, by (game, deal): the current
         #: game's next deal and the next game's first.
         self._decks: dict[tuple[int, int], tuple[tuple[Card, ...], list[str]]] = {}
+        #: Work done ahead for a forced action (:meth:`_work_ahead`), each used at most once and only
+        #: for the very state it was worked out from (identity): the step ``(state, action, seat,
+        #: new state, events)``, the next game ``(game, dealer, state)``, the next deal ``(state, dealt
+        #: state, events, deck notation)`` and the next request ``(state, observation, message)``.
+        self._work_ahead_on = work_ahead
+        self._ahead_step: tuple[State, Action, int, State, list[pb.Event]] | None = None
+        self._ahead_game: tuple[int, int, State] | None = None
+        self._ahead_deal: tuple[State, State, list[pb.Event], list[str]] | None = None
+        self._ahead_request: tuple[State, Observation, pb.PlayResponse] | None = None
+        #: How many steps, games, deals and requests were taken from work done ahead (a statistic).
+        self.worked_ahead = 0
         self.log = log.bind(match_id=match_id)
         #: Log every action (debug level)? Checked once: the arguments cost time on the hot path.
         self._log_actions = self.log.is_enabled_for(logging.DEBUG)
@@ -371,7 +387,10 @@ class Match:
 
     def _publish(self, *events: Event) -> None:
         """Record public events, queue them for every seat (delivered batched) and send them to watchers."""
-        evs = [wire.event_to_pb(e) for e in events]
+        self._publish_pb([wire.event_to_pb(e) for e in events])
+
+    def _publish_pb(self, evs: list[pb.Event]) -> None:
+        """:meth:`_publish` for events already converted to messages."""
         self.events += evs
         for s in self.seats:
             s.outbox += evs
@@ -514,7 +533,12 @@ class Match:
         self._game, self._deal_no = game, 0
         self.record.write("game", game=game, dealer=dealer, how=how)
         self._event("game_started", dealer=dealer)
-        self._state = new_game(self.rules, dealer)
+        ahead = self._ahead_game
+        if ahead is not None and ahead[0] == game and ahead[1] == dealer:
+            self._ahead_game, self.worked_ahead = None, self.worked_ahead + 1
+            self._state = ahead[2]
+        else:
+            self._state = new_game(self.rules, dealer)
         self._advance()
 
     def _advance(self) -> None:
@@ -529,16 +553,24 @@ class Match:
                     return
                 self._start_game(self._game + 1, next_seat(state.dealer, self.rules.players))
                 # The ended game's last events: the seat to act got them inside its request, the
-                # others get them now, as one EventBatch each (docs/protocol.md, Events).
-                self._flush_events()
+                # others get them as one EventBatch each (docs/protocol.md, Events) once that request
+                # is on its way. Order holds: a request to such a seat would carry them first.
+                _after_writes(self._flush_events)
                 return
             if state.phase is Phase.DEAL:
                 n = state.deal_number + 1
-                deck, text = self._deck(self._game, n)
+                ahead = self._ahead_deal
+                if ahead is not None and ahead[0] is state:
+                    self._ahead_deal, self.worked_ahead = None, self.worked_ahead + 1
+                    _, new, evs, text = ahead
+                else:
+                    deck, text = self._deck(self._game, n)
+                    new = deal(state, deck)
+                    evs = self._events_pb(self._game, state, new, None, None)
                 self.record.write("deal", game=self._game, deal=n, dealer=state.dealer, deck=text)
-                new = deal(state, deck)
                 self._deal_no = n
-                self._emit_diff(state, new, None, None)
+                if evs:
+                    self._publish_pb(evs)
                 state = self._state = new
                 # Shuffle the decks that may come next while the bots think, off the critical path.
                 _after_writes(self._prefetch_decks, self._game, n)
@@ -554,6 +586,13 @@ class Match:
         if deck is None:
             cards = deck_for(self.seed, game, deal_no)
             return cards, wire.cards_to_pb(cards)
+        return deck
+
+    def _peek_deck(self, game: int, deal_no: int) -> tuple[tuple[Card, ...], list[str]]:
+        """:meth:`_deck`, but the deck stays in the prefetched decks (shuffled now if it was not)."""
+        deck = self._decks.get((game, deal_no))
+        if deck is None:
+            deck = self._decks[(game, deal_no)] = self._deck(game, deal_no)
         return deck
 
     def _prefetch_decks(self, game: int, deal_no: int) -> None:
@@ -611,13 +650,57 @@ class Match:
         now = time.monotonic()
         if deadline is None:
             deadline = now + min(self.tc.decision_ms, s.bank_ms) / 1000
-        obs = observe(state, seat)
-        msg = pb.PlayResponse()
-        wire.decision_request_to_pb(self._seq, game, obs, into=msg.decision_request)  # in place: no copy
+        ahead = self._ahead_request
+        if ahead is not None and ahead[0] is state:
+            self._ahead_request, self.worked_ahead = None, self.worked_ahead + 1
+            _, obs, msg = ahead
+            msg.decision_request.seq = self._seq
+        else:
+            obs = observe(state, seat)
+            msg = pb.PlayResponse()
+            wire.decision_request_to_pb(self._seq, game, obs, into=msg.decision_request)  # in place: no copy
         p = Pending(seq=self._seq, seat=seat, legal=obs.legal, sent_at=now, deadline=deadline, message=msg)
         self.pending = p
         self._send_request(p)
+        if len(obs.legal) == 1 and self._work_ahead_on:
+            _after_writes(self._guard, self._work_ahead)
         return p
+
+    def _work_ahead(self) -> None:
+        """The seat to act has a single legal action (a forced card, often the last trick's): while it
+        answers, work out what that action leads to — the step and its events, the next game if the
+        step ends one, the next deal and its events, and the next DecisionRequest — so that handling
+        the answer is mostly lookups. A deal's end is the slowest decision to handle; this takes it
+        off the answer's critical path (benchmarks/referee.py).
+
+        Pure work only (the engine and message building): nothing is recorded, sent or changed but
+        the ``_ahead_*`` slots, and each is used only for the very state object it was worked out
+        from, so an exposure or a forfeit in between simply leaves it unused. The outcome, messages
+        and record are the same with or without it (tests/test_server_rulings.py).
+        """
+        p = self.pending
+        state, game = self._state, self._game
+        if self.finished or p is None or len(p.legal) != 1 or state.to_act != p.seat:
+            return
+        action = p.legal[0]
+        new = apply(state, action, p.seat)
+        self._ahead_step = (state, action, p.seat, new, self._events_pb(game, state, new, action, p.seat))
+        if new.phase is Phase.OVER:
+            if game >= self.games:
+                return
+            dealer = next_seat(new.dealer, self.rules.players)
+            game, new = game + 1, new_game(self.rules, dealer)
+            self._ahead_game = (game, dealer, new)
+        if new.phase is Phase.DEAL:
+            deck, text = self._peek_deck(game, new.deal_number + 1)
+            dealt = deal(new, deck)
+            self._ahead_deal = (new, dealt, self._events_pb(game, new, dealt, None, None), text)
+            new = dealt
+        if new.phase is not Phase.DEAL and new.phase is not Phase.OVER and new.to_act is not None:
+            obs = observe(new, new.to_act)
+            msg = pb.PlayResponse()
+            wire.decision_request_to_pb(0, game, obs, into=msg.decision_request)  # seq set when issued
+            self._ahead_request = (new, obs, msg)
 
     def _on_decision(self, seat: int, d: pb.Decision, received: float) -> None:
         """A Decision from ``seat`` (``received`` = ``time.monotonic()``): answer the pending request,
@@ -656,8 +739,14 @@ class Match:
             s.bank_ms -= elapsed * 1000
             raise Forfeit(seat, pb.TERMINATION_TIMEOUT, f"seat {seat} used up its time bank ({self.tc.bank_ms} ms)")
         seq = p.seq if answering else 0
+        ahead = self._ahead_step
         try:
-            new = apply(state, action, seat)
+            if ahead is not None and ahead[0] is state and ahead[2] == seat and ahead[1] == action:
+                self._ahead_step, self.worked_ahead = None, self.worked_ahead + 1
+                new, evs = ahead[3], ahead[4]
+            else:
+                new = apply(state, action, seat)
+                evs = self._events_pb(game, state, new, action, seat)
         except RuleError as e:
             self._reject(seat, d.seq, seq, action, e, elapsed if answering else 0.0)
             return
@@ -672,7 +761,8 @@ class Match:
                           action=text, ms=ms if answering else 0, by="bot", out_of_turn=not answering)
         if self._log_actions:
             self.log.debug("action", seat=seat, seq=seq, action=text, ms=ms)
-        self._emit_diff(state, new, action, seat)
+        if evs:
+            self._publish_pb(evs)
         self._state = new
         if answering:
             self.pending = None  # the deadline timer stays: see _arm_timer
@@ -718,11 +808,17 @@ class Match:
 
     # ------------------------------------------------------------------ events from state changes
 
+    def _events_pb(self, game: int, before: State, after: State, action: Action | None,
+                   seat: int | None) -> list[pb.Event]:
+        """The public events of the step ``before`` -> ``after`` in ``game`` (referee.events.step_events),
+        as messages."""
+        return [wire.event_to_pb(e) for e in step_events(game, before, after, action, seat)]
+
     def _emit_diff(self, before: State, after: State, action: Action | None, seat: int | None) -> None:
         """Publish the public events of the step ``before`` -> ``after`` (referee.events.step_events)."""
-        events = step_events(self._game, before, after, action, seat)
-        if events:
-            self._publish(*events)
+        evs = self._events_pb(self._game, before, after, action, seat)
+        if evs:
+            self._publish_pb(evs)
 
     # ------------------------------------------------------------------ the end
 

@@ -294,13 +294,13 @@ class MatchHarness:
     plain :class:`referee.match.Connection` (no gRPC): what the referee sends lands in ``conn.out``."""
 
     def __init__(self, players: int = 2, games: int = 1, seed: bytes = bytes(range(32)), first_dealer: int = 0,
-                 record_path: Path | None = None, **tc: int) -> None:
+                 record_path: Path | None = None, work_ahead: bool = True, **tc: int) -> None:
         from referee.match import Connection, Match
         from referee.wire import TimeControl
 
         self.match = Match("harness", RuleSet(players=players), [f"s{i}" for i in range(players)], games, seed,
                            first_dealer, TimeControl(**{**FAST, **tc}), [f"t{i}" for i in range(players)],
-                           record_path=record_path)
+                           record_path=record_path, work_ahead=work_ahead)
         self.conns = [Connection() for _ in range(players)]
 
     async def start(self) -> None:

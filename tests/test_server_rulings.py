@@ -5,12 +5,14 @@ recorded again; a seq sent to another seat is a protocol error; a seq-0 answer i
 request's seq; an answer that comes after the time bank ran out is not played; the one deadline
 timer (re-armed lazily) still times out a stall a full decision limit after its request and moves
 for a sooner deadline; every seat gets every event in order, a game's end inside the next game's
-first request for the seat asked first.
+first request for the seat asked first; working a forced action out ahead changes no message and
+no record line.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import time
 from collections.abc import Callable, Coroutine
@@ -281,10 +283,13 @@ def test_a_deadline_sooner_than_the_armed_timer_moves_the_timer() -> None:
 # ------------------------------------------------------------------ events at the end of a game
 
 
-def test_every_seat_gets_every_event_in_order_and_game_ends_cost_no_extra_message() -> None:
+@pytest.mark.parametrize("turns", [3, 0])
+def test_every_seat_gets_every_event_in_order_and_game_ends_cost_no_extra_message(turns: int) -> None:
     """A 3-game match: each seat's events (inside its DecisionRequests and EventBatches) are exactly
     the match's events, in order. At each game end the seat asked first in the next game gets the
-    ended game's events inside that request (one message), the other seat as an EventBatch."""
+    ended game's events inside that request (one message), the other seat as an EventBatch right
+    after. With ``turns`` 0 every answer comes before the loop turns, so before the batches go out:
+    the events then ride in the next requests, still all of them and in order."""
 
     async def main() -> None:
         h = MatchHarness(players=2, games=3)
@@ -296,6 +301,8 @@ def test_every_seat_gets_every_event_in_order_and_game_ends_cost_no_extra_messag
             p = h.match.pending
             assert p is not None
             h.send(p.seat, p.seq, p.request.legal_actions[0])
+            for _ in range(turns):  # as over the network: the loop turns between answers (deferred batches go out)
+                await asyncio.sleep(0)
         await h.match.wait()
         for seat in (0, 1):
             got[seat] += h.drain(seat)
@@ -318,7 +325,7 @@ def test_every_seat_gets_every_event_in_order_and_game_ends_cost_no_extra_messag
                         and any(e.kind == game_ended for e in m.decision_request.events)}
         assert first_askers, "no game end was delivered inside a request"
         batches = [m for seat in (0, 1) for m in got[seat] if m.HasField("events")]
-        assert len(batches) >= 3  # the others' game ends (2) and the match end
+        assert len(batches) >= (3 if turns else 1)  # the others' game ends (2) and the match end
 
     run(main)
 
@@ -419,3 +426,71 @@ def test_a_record_file_that_cannot_be_written_loses_no_result(tmp_path: Path) ->
         assert verify_lines(h.match.record.lines).startswith("OK")
 
     run(main)
+
+
+# ------------------------------------------------------------------ work ahead changes nothing
+
+
+def _timeless(msg: pb.PlayResponse) -> bytes:
+    """``msg`` without the fields that depend on the clock (time left, banks), serialized."""
+    m = pb.PlayResponse()
+    m.CopyFrom(msg)
+    if m.HasField("decision_request"):
+        m.decision_request.time_left_ms = 0
+        m.decision_request.time_bank_ms = 0
+    if m.HasField("match_end"):
+        for seat in m.match_end.result.seats:
+            seat.bank_left_ms = 0
+    return m.SerializeToString(deterministic=True)
+
+
+def _timeless_line(line: str) -> str:
+    obj = json.loads(line)
+    if "ms" in obj:
+        obj["ms"] = 0
+    for seat in obj.get("seats", []):
+        seat["bank_left_ms"] = 0
+    return json.dumps(obj)
+
+
+@pytest.mark.parametrize("players", [2, 4])
+def test_working_forced_actions_out_ahead_changes_no_message_and_no_record_line(players: int) -> None:
+    """The same 3-game match, with cards exposed out of turn now and then, played with and without
+    work ahead (Match._work_ahead: a forced action's step, next game, next deal and next request
+    worked out while the seat answers): every seat receives the same messages and the record has the
+    same lines (clock fields aside), and with it on, work done ahead is used — at deal and game
+    boundaries included."""
+    async def play(work_ahead: bool) -> tuple[list[list[bytes]], list[str], int]:
+        h = MatchHarness(players=players, games=3, work_ahead=work_ahead, decision_ms=60_000)
+        await h.start()
+        m = h.match
+        got: list[list[bytes]] = [[] for _ in range(players)]
+        n = 0
+        while not m.finished:
+            for seat in range(players):
+                got[seat] += [_timeless(x) for x in h.drain(seat)]
+            p = m.pending
+            assert p is not None
+            n += 1
+            other = (p.seat + 1) % players
+            if n % 7 == 0 and h.hand(other):
+                h.send(other, 0, h.play_card(h.hand(other)[-1]))  # out of turn: an exposure (or a rejection)
+            else:
+                h.send(p.seat, p.seq, p.request.legal_actions[0])
+            for _ in range(3):  # the deferred work (record lines, deck shuffles, work ahead) runs
+                await asyncio.sleep(0)
+        for seat in range(players):
+            got[seat] += [_timeless(x) for x in h.drain(seat)]
+        return got, [_timeless_line(x) for x in m.record.lines], m.worked_ahead
+
+    async def main() -> None:
+        plain = await play(False)
+        ahead = await play(True)
+        assert plain[2] == 0
+        assert ahead[2] >= 30  # steps, deals, games and requests taken from the work done ahead
+        assert sum(1 for line in plain[1] if '"type": "game_end"' in line) == 3
+        assert sum(1 for line in plain[1] if '"out_of_turn": true' in line) >= 3
+        assert ahead[1] == plain[1]
+        assert ahead[0] == plain[0]
+
+    run(main, timeout=60)
