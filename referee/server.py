@@ -90,6 +90,9 @@ SERVICE_NAMES = (
 )
 
 
+#: Seconds shutdown waits for seat streams to send their last messages (MatchEnd) after the matches end.
+STREAM_DRAIN_S = 3.0
+
 #: Young-generation threshold of the cyclic garbage collector while serving (CPython's default: 700).
 GC_GEN0_THRESHOLD = 50_000
 
@@ -152,6 +155,9 @@ class Registry:
     def __init__(self) -> None:
         self.matches: dict[str, Match] = {}
         self.tickets: dict[str, tuple[Match, int]] = {}
+        #: The seat streams (their handler tasks) that hold a seat: shutdown waits for them to send
+        #: what is queued (MatchEnd) before the transport closes.
+        self.streams: set[asyncio.Task[Any]] = set()
 
 
 class _WriteWatchdog:
@@ -227,6 +233,9 @@ class RefereeServicer(pb_grpc.RefereeServiceServicer):
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, str(e))
         slog = log.bind(match_id=match.id, seat=seat)
         loop = asyncio.get_running_loop()
+        me = asyncio.current_task()
+        if me is not None:
+            self.registry.streams.add(me)
         reader = loop.create_task(self._read(context, match, seat, conn, slog))
         dog = _WriteWatchdog(WRITE_TIMEOUT_S)
         try:
@@ -248,6 +257,8 @@ class RefereeServicer(pb_grpc.RefereeServiceServicer):
             dog.close()
             reader.cancel()
             match.detach(seat, conn)
+            if me is not None:
+                self.registry.streams.discard(me)
         if conn.superseded:
             await context.abort(grpc.StatusCode.ABORTED, f"a newer stream took seat {seat} of match {match.id} "
                                                          "with the same ticket")
@@ -446,7 +457,8 @@ class RefereeServer:
 
     async def stop(self, grace_s: float = 5.0) -> None:
         """Graceful shutdown: NOT_SERVING, refuse new matches, let running matches finish for
-        ``grace_s`` seconds, abort the rest (TERMINATION_ABORTED), then stop the server."""
+        ``grace_s`` seconds, abort the rest (TERMINATION_ABORTED), wait up to :data:`STREAM_DRAIN_S`
+        seconds for the seat streams to deliver their MatchEnd and end, then stop the server."""
         if self._server is None:
             return
         self._accepting.clear()
@@ -461,6 +473,11 @@ class RefereeServer:
             for p in pending:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(p, 5)
+        # Let the seat streams send what is queued (each ended match's MatchEnd) and end, before the
+        # transport goes: a stream still writing when it closes would lose its MatchEnd.
+        streams = [t for t in self.registry.streams if not t.done()]
+        if streams:
+            await asyncio.wait(streams, timeout=STREAM_DRAIN_S)
         await self._server.stop(1.0)
         self._server = None
         log.info("referee_stopped")
