@@ -312,13 +312,6 @@ def trick_from_pb(msg: pb.Trick) -> Trick:
     return Trick(leader=msg.leader, cards=cards_from_pb(msg.cards, "trick.cards"), winner=optional(msg.winner))
 
 
-# Private caches for the hot path (one observation per decision). Rule sets, point events and
-# actions are frozen values; the cached messages are only ever copied into a new parent message
-# (protobuf copies a message assigned into a field), never handed out or changed.
-_rules_pb = lru_cache(maxsize=64)(rules_to_pb)
-_point_pb = lru_cache(maxsize=4096)(point_to_pb)
-_action_pb = lru_cache(maxsize=256)(action_to_pb)
-_trick_pb = lru_cache(maxsize=4096)(trick_to_pb)
 #: Card notation of each of the 52 cards (cards are interned, so this is an identity lookup).
 _TEXT: dict[Card, str] = {c: str(c) for c in CANONICAL_DECK}
 _SUIT_TEXT: dict[Suit, str] = {s: s.value for s in Suit}
@@ -355,7 +348,7 @@ def _fragment(**field: Any) -> bytes:
 
 
 _F_SEAT = _Fragments(lambda v: _fragment(seat=v))
-_F_RULES = _Fragments(lambda r: _fragment(rules=_rules_pb(r)))
+_F_RULES = _Fragments(lambda r: _fragment(rules=rules_to_pb(r)))
 _F_PHASE = _Fragments(lambda p: _fragment(phase=_PHASE_TO[p]))
 _F_TO_ACT = _Fragments(lambda v: _fragment(to_act=_none(v)))
 _F_DEALER = _Fragments(lambda v: _fragment(dealer=v))
@@ -372,11 +365,11 @@ _F_KICK = _Fragments(lambda c: _fragment(kicks=[_TEXT[c]]))
 _F_HAND = _Fragments(lambda c: _fragment(hand=[_TEXT[c]]))
 _F_EXPOSED = _Fragments(lambda e: _fragment(exposed=[pb.ExposedCard(seat=e[0], card=_TEXT[e[1]])]))
 _F_TRICK_CARD = _Fragments(lambda c: _fragment(trick=[_TEXT[c]]))
-_F_LEGAL = _Fragments(lambda a: _fragment(legal_actions=[_action_pb(a)]))
-_f_trick = lru_cache(maxsize=4096)(lambda t: _fragment(tricks=[_trick_pb(t)]))
-_f_point = lru_cache(maxsize=4096)(lambda p: _fragment(points=[_point_pb(p)]))
+_F_LEGAL = _Fragments(lambda a: _fragment(legal_actions=[action_to_pb(a)]))
+_f_trick = lru_cache(maxsize=4096)(lambda t: _fragment(tricks=[trick_to_pb(t)]))
+_f_point = lru_cache(maxsize=4096)(lambda p: _fragment(points=[point_to_pb(p)]))
 #: DecisionRequest.legal_actions fragments, by action.
-_F_REQUEST_LEGAL = _Fragments(lambda a: pb.DecisionRequest(legal_actions=[_action_pb(a)]).SerializeToString())
+_F_REQUEST_LEGAL = _Fragments(lambda a: pb.DecisionRequest(legal_actions=[action_to_pb(a)]).SerializeToString())
 
 
 def observation_to_pb(obs: Observation, into: pb.Observation | None = None) -> pb.Observation:
