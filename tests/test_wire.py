@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 
@@ -19,6 +19,7 @@ from referee.rules import (
     STAND,
     Call,
     Card,
+    Observation,
     Phase,
     Play,
     Reason,
@@ -114,11 +115,11 @@ def test_time_control_defaults_and_round_trip() -> None:
     assert wire.time_control_from_pb(wire.time_control_to_pb(tc)) == tc
 
 
-@pytest.mark.parametrize("players", [2, 4])
-def test_observation_round_trip_through_random_games(players: int) -> None:
-    """Every observation of every seat, at every step of random games, survives the wire."""
-    rng = random.Random(players)
-    checked = 0
+def _random_game_observations(players: int, seed: int, expose: float) -> Iterator[tuple[int, Observation]]:
+    """``(game, observation)`` for every seat at every decision of 3 random games; before each
+    decision, with probability ``expose``, the seat after the one to act plays a card out of turn
+    (an exposure, RULES.md, the call)."""
+    rng = random.Random(seed)
     for game in range(1, 4):
         state = new_game(RuleSet(players=players), dealer=game % players)
         while state.phase is not Phase.OVER:
@@ -126,15 +127,21 @@ def test_observation_round_trip_through_random_games(players: int) -> None:
                 state = deal(state, deck_for(SEED, game, state.deal_number + 1))
                 continue
             for seat in range(players):
-                obs = observe(state, seat)
-                msg = pb.Observation.FromString(wire.observation_to_pb(obs).SerializeToString())
-                assert wire.observation_from_pb(msg) == obs
-                checked += 1
-            # Now and then a seat not to act plays a card out of turn (exposure).
+                yield game, observe(state, seat)
             other = (state.to_act + 1) % players  # type: ignore[operator]
-            if rng.random() < 0.02 and state.hands[other]:
+            if rng.random() < expose and state.hands[other]:
                 state = apply(state, Play(state.hands[other][0]), other)
             state = apply(state, rng.choice(legal_actions(state)))
+
+
+@pytest.mark.parametrize("players", [2, 4])
+def test_observation_round_trip_through_random_games(players: int) -> None:
+    """Every observation of every seat, at every step of random games, survives the wire."""
+    checked = 0
+    for _, obs in _random_game_observations(players, seed=players, expose=0.02):
+        msg = pb.Observation.FromString(wire.observation_to_pb(obs).SerializeToString())
+        assert wire.observation_from_pb(msg) == obs
+        checked += 1
     assert checked > 100
 
 
@@ -142,10 +149,10 @@ def _minus_one(v: int | None) -> int:
     return -1 if v is None else v
 
 
-def _field_by_field(obs: object) -> pb.Observation:
+def _field_by_field(obs: Observation) -> pb.Observation:
     """The plain build of an Observation message, one field at a time: the reference that
     wire.observation_to_pb (built from serialized fragments) must match byte for byte."""
-    o: Any = obs
+    o = obs
     return pb.Observation(
         seat=o.seat, rules=wire.rules_to_pb(o.rules), phase=wire.phase_to_pb(o.phase), to_act=_minus_one(o.to_act),
         dealer=o.dealer, deal_number=o.deal_number, scores=o.scores, winner=_minus_one(o.winner),
@@ -161,30 +168,17 @@ def _field_by_field(obs: object) -> pb.Observation:
 def test_observation_and_request_match_the_field_by_field_build(players: int) -> None:
     """observation_to_pb and decision_request_to_pb give, byte for byte, the message built field by
     field, for every seat at every step of random games with exposures, begs and calls (4 players)."""
-    rng = random.Random(100 + players)
-    rules = RuleSet(players=players)
     checked = 0
     kinds: set[Phase] = set()
-    for game in range(1, 4):
-        state = new_game(rules, dealer=game % players)
-        while state.phase is not Phase.OVER:
-            if state.phase is Phase.DEAL:
-                state = deal(state, deck_for(SEED, game, state.deal_number + 1))
-                continue
-            for seat in range(players):
-                obs = observe(state, seat)
-                want = _field_by_field(obs).SerializeToString(deterministic=True)
-                assert wire.observation_to_pb(obs).SerializeToString(deterministic=True) == want
-                req = wire.decision_request_to_pb(7, game, obs, into=pb.DecisionRequest())
-                assert (req.seq, req.game) == (7, game)
-                assert req.observation.SerializeToString(deterministic=True) == want
-                assert [wire.action_from_pb(a) for a in req.legal_actions] == list(obs.legal)
-                checked += 1
-            kinds.add(state.phase)
-            other = (state.to_act + 1) % players  # type: ignore[operator]
-            if rng.random() < 0.05 and state.hands[other]:
-                state = apply(state, Play(state.hands[other][0]), other)
-            state = apply(state, rng.choice(legal_actions(state)))
+    for game, obs in _random_game_observations(players, seed=100 + players, expose=0.05):
+        want = _field_by_field(obs).SerializeToString(deterministic=True)
+        assert wire.observation_to_pb(obs).SerializeToString(deterministic=True) == want
+        req = wire.decision_request_to_pb(7, game, obs, into=pb.DecisionRequest())
+        assert (req.seq, req.game) == (7, game)
+        assert req.observation.SerializeToString(deterministic=True) == want
+        assert [wire.action_from_pb(a) for a in req.legal_actions] == list(obs.legal)
+        checked += 1
+        kinds.add(obs.phase)
     assert checked > 300
     assert {Phase.BEG, Phase.DEALER, Phase.PLAY} <= kinds
 
