@@ -564,9 +564,7 @@ class Match:
                     self._ahead_deal, self.worked_ahead = None, self.worked_ahead + 1
                     _, new, evs, text = ahead
                 else:
-                    deck, text = self._deck(self._game, n)
-                    new = deal(state, deck)
-                    evs = self._events_pb(self._game, state, new, None, None)
+                    new, evs, text = self._deal_step(self._game, state)
                 self.record.write("deal", game=self._game, deal=n, dealer=state.dealer, deck=text)
                 self._deal_no = n
                 if evs:
@@ -581,19 +579,19 @@ class Match:
 
     def _deck(self, game: int, deal_no: int) -> tuple[tuple[Card, ...], list[str]]:
         """The deck of deal ``deal_no`` of game ``game`` (referee.dealing.deck_for) and its card
-        notation: shuffled ahead by :meth:`_prefetch_decks` or now."""
-        deck = self._decks.pop((game, deal_no), None)
-        if deck is None:
-            cards = deck_for(self.seed, game, deal_no)
-            return cards, wire.cards_to_pb(cards)
-        return deck
-
-    def _peek_deck(self, game: int, deal_no: int) -> tuple[tuple[Card, ...], list[str]]:
-        """:meth:`_deck`, but the deck stays in the prefetched decks (shuffled now if it was not)."""
+        notation: shuffled ahead by :meth:`_prefetch_decks`, or now (and kept with the others)."""
         deck = self._decks.get((game, deal_no))
         if deck is None:
-            deck = self._decks[(game, deal_no)] = self._deck(game, deal_no)
+            cards = deck_for(self.seed, game, deal_no)
+            deck = self._decks[(game, deal_no)] = (cards, wire.cards_to_pb(cards))
         return deck
+
+    def _deal_step(self, game: int, state: State) -> tuple[State, list[pb.Event], list[str]]:
+        """Deal the next deck of ``game`` to ``state`` (phase DEAL; RULES.md, The deal): the dealt
+        state, its public events as messages, and the deck's notation for the record."""
+        deck, text = self._deck(game, state.deal_number + 1)
+        new = deal(state, deck)
+        return new, self._events_pb(game, state, new, None, None), text
 
     def _prefetch_decks(self, game: int, deal_no: int) -> None:
         """Deal ``deal_no`` of ``game`` is dealt: shuffle the two decks that can come next (this
@@ -601,8 +599,7 @@ class Match:
         if self.finished:
             return
         wanted = [(game, deal_no + 1)] + ([(game + 1, 1)] if game < self.games else [])
-        decks = self._decks
-        self._decks = {k: decks[k] if k in decks else self._deck(*k) for k in wanted}
+        self._decks = {k: self._deck(*k) for k in wanted}
 
     def _arm_timer(self, p: Pending) -> None:
         """Make sure the deadline timer fires no later than ``p.deadline``.
@@ -656,15 +653,24 @@ class Match:
             _, obs, msg = ahead
             msg.decision_request.seq = self._seq
         else:
-            obs = observe(state, seat)
-            msg = pb.PlayResponse()
-            wire.decision_request_to_pb(self._seq, game, obs, into=msg.decision_request)  # in place: no copy
+            obs, msg = self._request(game, state)
+            msg.decision_request.seq = self._seq
         p = Pending(seq=self._seq, seat=seat, legal=obs.legal, sent_at=now, deadline=deadline, message=msg)
         self.pending = p
         self._send_request(p)
         if len(obs.legal) == 1 and self._work_ahead_on:
             _after_writes(self._guard, self._work_ahead)
         return p
+
+    def _request(self, game: int, state: State) -> tuple[Observation, pb.PlayResponse]:
+        """The observation of the seat to act in ``state`` and a PlayResponse holding its
+        DecisionRequest (observation and legal actions; seq 0, times and events set when issued)."""
+        seat = state.to_act
+        assert seat is not None  # a decision state has a seat to act
+        obs = observe(state, seat)
+        msg = pb.PlayResponse()
+        wire.decision_request_to_pb(0, game, obs, into=msg.decision_request)  # in place: no copy
+        return obs, msg
 
     def _work_ahead(self) -> None:
         """The seat to act has a single legal action (a forced card, often the last trick's): while it
@@ -683,8 +689,8 @@ class Match:
         if self.finished or p is None or len(p.legal) != 1 or state.to_act != p.seat:
             return
         action = p.legal[0]
-        new = apply(state, action, p.seat)
-        self._ahead_step = (state, action, p.seat, new, self._events_pb(game, state, new, action, p.seat))
+        new, evs = self._step(game, state, action, p.seat)
+        self._ahead_step = (state, action, p.seat, new, evs)
         if new.phase is Phase.OVER:
             if game >= self.games:
                 return
@@ -692,15 +698,11 @@ class Match:
             game, new = game + 1, new_game(self.rules, dealer)
             self._ahead_game = (game, dealer, new)
         if new.phase is Phase.DEAL:
-            deck, text = self._peek_deck(game, new.deal_number + 1)
-            dealt = deal(new, deck)
-            self._ahead_deal = (new, dealt, self._events_pb(game, new, dealt, None, None), text)
+            dealt, evs, text = self._deal_step(game, new)
+            self._ahead_deal = (new, dealt, evs, text)
             new = dealt
         if new.phase is not Phase.DEAL and new.phase is not Phase.OVER and new.to_act is not None:
-            obs = observe(new, new.to_act)
-            msg = pb.PlayResponse()
-            wire.decision_request_to_pb(0, game, obs, into=msg.decision_request)  # seq set when issued
-            self._ahead_request = (new, obs, msg)
+            self._ahead_request = (new, *self._request(game, new))
 
     def _on_decision(self, seat: int, d: pb.Decision, received: float) -> None:
         """A Decision from ``seat`` (``received`` = ``time.monotonic()``): answer the pending request,
@@ -745,8 +747,7 @@ class Match:
                 self._ahead_step, self.worked_ahead = None, self.worked_ahead + 1
                 new, evs = ahead[3], ahead[4]
             else:
-                new = apply(state, action, seat)
-                evs = self._events_pb(game, state, new, action, seat)
+                new, evs = self._step(game, state, action, seat)
         except RuleError as e:
             self._reject(seat, d.seq, seq, action, e, elapsed if answering else 0.0)
             return
@@ -807,6 +808,12 @@ class Match:
         return new
 
     # ------------------------------------------------------------------ events from state changes
+
+    def _step(self, game: int, state: State, action: Action, seat: int) -> tuple[State, list[pb.Event]]:
+        """``apply(state, action, seat)`` and the step's public events as messages.
+        :raises RuleError: for an illegal action (referee.rules.apply)."""
+        new = apply(state, action, seat)
+        return new, self._events_pb(game, state, new, action, seat)
 
     def _events_pb(self, game: int, before: State, after: State, action: Action | None,
                    seat: int | None) -> list[pb.Event]:
