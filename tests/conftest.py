@@ -1,0 +1,28 @@
+"""Shared test policy.
+
+Tests that need a system facility (a Docker engine, a browser, a compiler) call
+``require(available, why)``: on a developer's machine a missing facility skips the test with the
+reason; under CI (``CI=true``, as ``.ci/run`` sets it) it fails instead, because CI installs every
+facility through ``scripts/setup.sh`` and a skip there would hide a test that never ran.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def require(available: bool, why: str) -> None:
+    """Skip (developer machine) or fail (CI) the calling test when ``available`` is false.
+
+    ``why`` names the missing facility and how to get it, e.g. "dockerd is not running (run
+    scripts/setup.sh)"; it is the skip reason or the failure message.
+    """
+    if available:
+        return
+    if IN_CI:
+        pytest.fail(f"CI must run this test but {why}", pytrace=False)
+    pytest.skip(why)
