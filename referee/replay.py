@@ -8,10 +8,13 @@ Input (one JSON object; ``-`` reads stdin), documented in docs/formats.md::
 
 Each deal (the first, a redeal after the pack runs dry, the next deal) takes the next deck. The
 actions are applied in order; replay stops at the first rejected one and reports it in ``error``
-(exit 0). A malformed file (not UTF-8, not JSON, a bad shape, card or option) exits 2 with a
-one-line message on stderr. ``expect`` and ``note`` are ignored, so the worked scenarios in
-shared/scenarios run as they are; any other unknown top-level key is ignored with a one-line
-warning on stderr (still exit 0: files from elsewhere may carry extra metadata).
+(exit 0) with the state so far. An action entry that cannot be read as an action (an unknown
+``do`` word, a bad card, a card on an action that takes none, a seat that is not a whole number,
+not an object) is a rejected action too, with reason ``bad_action``. A malformed file (not UTF-8,
+not JSON, a bad shape, deck or option) exits 2 with a one-line message on stderr. ``expect`` and
+``note`` are ignored, so the worked scenarios in shared/scenarios run as they are; any other
+unknown top-level key is ignored with a one-line warning on stderr (still exit 0: files from
+elsewhere may carry extra metadata).
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from referee.rules import (
+    Action,
     Phase,
+    Reason,
     RuleError,
     RuleSet,
     State,
@@ -33,6 +38,7 @@ from referee.rules import (
     new_game,
     parse_deck,
 )
+from referee.rules.errors import quote
 
 
 class ReplayInputError(ValueError):
@@ -106,9 +112,10 @@ def replay(data: Mapping[str, Any]) -> dict[str, Any]:
     """Replay one input object and return the output object.
 
     :raises ReplayInputError: for malformed input (bad JSON shapes, ``rules`` not an object, unknown
-        options, bad decks, unknown ``do`` words, bad cards, a card on an action that takes none,
-        starting scores with both sides at the target). Rule violations are reported in the output's
-        ``error``. Unknown top-level keys are not errors (see :func:`input_warnings`).
+        options, bad decks, ``actions`` not a list, starting scores with both sides at the target).
+        Rule violations and action entries that cannot be read (reason ``bad_action``) are reported
+        in the output's ``error``, with the state before that action. Unknown top-level keys are not
+        errors (see :func:`input_warnings`).
     """
     _require(isinstance(data, Mapping), "the input must be a JSON object")
     rules_in = data.get("rules", {})
@@ -136,19 +143,14 @@ def replay(data: Mapping[str, Any]) -> dict[str, Any]:
             raise ReplayInputError(f"decks[{i}]: {e}") from None
     actions = data.get("actions", [])
     _require(isinstance(actions, list), "actions must be a list")
-    parsed = []
+    parsed: list[tuple[int, Action]] = []
+    bad: dict[str, Any] | None = None
     for i, a in enumerate(actions):
-        _require(isinstance(a, Mapping), f"actions[{i}] must be an object like {{\"seat\": 1, \"do\": \"beg\"}}")
-        seat, do, card = a.get("seat"), a.get("do"), a.get("card")
-        _require(isinstance(seat, int) and not isinstance(seat, bool),
-                 f"actions[{i}].seat must be a seat number, not {seat!r}")
-        _require(isinstance(do, str), f"actions[{i}].do must be a string, not {do!r}")
-        _require(card is None or isinstance(card, str), f"actions[{i}].card must be a card string, not {card!r}")
-        _require(card is None or do not in _NO_CARD, f"actions[{i}]: action {do!r} takes no card, got card {card!r}")
         try:
-            parsed.append((seat, action_from_do(do, card)))
+            parsed.append(_parse_action(a))
         except ValueError as e:
-            raise ReplayInputError(f"actions[{i}]: {e}") from None
+            bad = {"index": i, "reason": Reason.BAD_ACTION.value, "message": f"actions[{i}]: {e}"}
+            break
     try:
         state = new_game(rules, dealer, (scores[0], scores[1]))
     except ValueError as e:
@@ -164,14 +166,34 @@ def replay(data: Mapping[str, Any]) -> dict[str, Any]:
         return st
 
     state = deal_if_needed(state)
-    error = None
     for i, (seat, action) in enumerate(parsed):
         try:
             state = deal_if_needed(apply(state, action, seat))
         except RuleError as e:
-            error = {"index": i, "reason": e.reason.value, "message": e.message}
-            break
-    return result_json(state, error)
+            return result_json(state, {"index": i, "reason": e.reason.value, "message": e.message})
+    return result_json(state, bad)
+
+
+def _parse_action(a: object) -> tuple[int, Action]:
+    """One entry of ``actions`` as ``(seat, action)``.
+
+    :raises ValueError: naming the problem (not an object, a seat that is not a whole number, an
+        unknown ``do`` word, a missing or bad card, a card on an action that takes none); the replay
+        reports it as a rejected action with reason ``bad_action``.
+    """
+    if not isinstance(a, Mapping):
+        raise ValueError(f'not an object like {{"seat": 1, "do": "beg"}}: {quote(a)}')
+    seat, do, card = a.get("seat"), a.get("do"), a.get("card")
+    if not _whole(seat):
+        raise ValueError(f"seat must be a seat number, not {quote(seat)}")
+    assert isinstance(seat, int)
+    if not isinstance(do, str):
+        raise ValueError(f"do must be a string, not {quote(do)}")
+    if card is not None and not isinstance(card, str):
+        raise ValueError(f"card must be a card string, not {quote(card)}")
+    if card is not None and do in _NO_CARD:
+        raise ValueError(f"action {quote(do)} takes no card, got card {quote(card)}")
+    return seat, action_from_do(do, card)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

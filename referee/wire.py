@@ -43,6 +43,7 @@ from referee.rules import (
     Suit,
     Trick,
 )
+from referee.rules.errors import quote
 
 #: The value a Hello must carry in ``protocol_version``.
 PROTOCOL_VERSION = "allfours.v1"
@@ -83,7 +84,7 @@ def card_from_pb(text: str, field: str = "card") -> Card:
     try:
         return Card.parse(text)
     except (ValueError, AttributeError):
-        raise WireError(f"{field}: not a card: {text!r} (expected rank+suit such as 'TH')") from None
+        raise WireError(f"{field}: not a card: {quote(text)} (expected rank+suit such as 'TH')") from None
 
 
 def cards_to_pb(cards: Iterable[Card]) -> list[str]:
@@ -138,7 +139,7 @@ def action_from_pb(msg: pb.Action) -> Action:
         return action
     if kind in _SIMPLE_OF:
         if msg.card:
-            raise WireError(f"action {pb.ActionKind.Name(kind)} takes no card, got card {msg.card!r}")
+            raise WireError(f"action {pb.ActionKind.Name(kind)} takes no card, got card {quote(msg.card)}")
         return _SIMPLE_OF[kind]
     if kind in (pb.ACTION_KIND_PLAY, pb.ACTION_KIND_CALL):
         if not msg.card:
@@ -416,7 +417,7 @@ def observation_from_pb(msg: pb.Observation) -> Observation:
         try:
             trump = Suit.parse(msg.trump)
         except ValueError:
-            raise WireError(f"observation.trump: not a suit: {msg.trump!r}") from None
+            raise WireError(f"observation.trump: not a suit: {quote(msg.trump)}") from None
     return Observation(
         seat=msg.seat,
         rules=rules_from_pb(msg.rules),

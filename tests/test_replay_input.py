@@ -28,8 +28,7 @@ def scenario() -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("edit", "expected"), [
-    (lambda d: d["actions"].__setitem__(0, {"seat": d["actions"][0]["seat"], "do": "stand", "card": "KS"}),
-     "actions[0]: action 'stand' takes no card, got card 'KS'"),
+    (lambda d: d.__setitem__("actions", {"seat": 0}), "actions must be a list"),
     (lambda d: d.__setitem__("rules", [4]), "rules must be an object"),
     (lambda d: d.__setitem__("rules", None), "rules must be an object"),
     (lambda d: d.__setitem__("scores", [14, 14]), "both sides"),
@@ -109,3 +108,30 @@ def test_deal_in_ones_also_runs_the_pack_one_card_at_a_time() -> None:
     assert d["kicks"] == ["AC", "8D"]
     assert d["hands"]["1"] == [deck[i] for i in (0, 2, 4, 6, 8, 10, 13, 15, 17)]
     assert d["hands"]["0"] == [deck[i] for i in (1, 3, 5, 7, 9, 11, 14, 16, 18)]
+
+
+@pytest.mark.parametrize(("entry", "expected"), [
+    ({"seat": 1, "do": "fold"}, "actions[2]: unknown action 'fold'"),
+    ({"seat": 1, "do": "play", "card": "1H"}, "actions[2]: not a card: '1H'"),
+    ({"seat": 1, "do": "stand", "card": "KS"}, "actions[2]: action 'stand' takes no card, got card 'KS'"),
+    ({"seat": "1", "do": "beg"}, "actions[2]: seat must be a seat number, not '1'"),
+    ("beg", "actions[2]: not an object"),
+    ({"seat": 1, "do": "play", "card": "1H" * 30_000},
+     "actions[2]: not a card: '1H1H1H1H1H1H1H1H1H1H1H1... (60000 chars)"),
+])
+def test_an_action_that_cannot_be_read_is_a_rejected_action(tmp_path: Path, entry: object, expected: str) -> None:
+    """issue 9, item 14: an unreadable action is ``error`` at its index with reason ``bad_action``
+    (exit 0), and the state before it is still reported; the bot's text is quoted short."""
+    data = scenario()
+    before = replay({**data, "actions": data["actions"][:2]})
+    data["actions"] = [*data["actions"][:2], entry, *data["actions"][2:]]
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(data))
+    out = run_replay(path)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["error"]["index"] == 2 and got["error"]["reason"] == "bad_action"
+    assert got["error"]["message"].startswith(expected), got["error"]["message"]
+    assert len(got["error"]["message"]) < 200
+    assert {k: v for k, v in got.items() if k != "error"} == {k: v for k, v in before.items() if k != "error"}
+    assert before["next"] is not None  # the state so far is a game in progress

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from referee.rules.cards import Card
+from referee.rules.errors import quote
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +89,7 @@ def parse_action(text: str) -> Action:
     :raises ValueError: naming the input when it is none of these.
     """
     if not isinstance(text, str):
-        raise ValueError(f"not an action: {text!r}")
+        raise ValueError(f"not an action: {quote(text)}")
     t = text.strip().lower()
     if t in _SIMPLE:
         return _SIMPLE[t]
@@ -98,7 +99,7 @@ def parse_action(text: str) -> Action:
         return Play(Card.parse(t))
     except ValueError:
         raise ValueError(
-            f"not an action: {text!r} (expected stand, beg, give, run, pass, 'call <card>' or a card)"
+            f"not an action: {quote(text)} (expected stand, beg, give, run, pass, 'call <card>' or a card)"
         ) from None
 
 
@@ -113,7 +114,7 @@ def action_from_do(do: str, card: str | None = None) -> Action:
         return _SIMPLE[do]
     if do in ("play", "call"):
         if card is None:
-            raise ValueError(f"action {do!r} needs a card")
+            raise ValueError(f"action {quote(do)} needs a card")
         c = Card.parse(card)
         return Play(c) if do == "play" else Call(c)
-    raise ValueError(f"unknown action {do!r} (expected stand, beg, give, run, play, call or pass)")
+    raise ValueError(f"unknown action {quote(do)} (expected stand, beg, give, run, play, call or pass)")

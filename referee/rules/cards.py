@@ -10,6 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum, IntEnum
 
+from referee.rules.errors import quote
+
 
 class Suit(Enum):
     """A suit; the value is its one-letter notation."""
@@ -28,7 +30,7 @@ class Suit(Enum):
         try:
             return _SUIT_BY_LETTER[text.strip().upper()]
         except (KeyError, AttributeError):
-            raise ValueError(f"not a suit: {text!r} (expected one of C D H S)") from None
+            raise ValueError(f"not a suit: {quote(text)} (expected one of C D H S)") from None
 
 
 _SUIT_BY_LETTER = {s.value: s for s in Suit}
@@ -73,7 +75,7 @@ class Rank(IntEnum):
         try:
             return _RANK_BY_LETTER[t]
         except KeyError:
-            raise ValueError(f"not a rank: {text!r} (expected one of A K Q J T 9 8 7 6 5 4 3 2)") from None
+            raise ValueError(f"not a rank: {quote(text)} (expected one of A K Q J T 9 8 7 6 5 4 3 2)") from None
 
 
 _RANK_LETTERS = {
@@ -123,13 +125,13 @@ class Card:
         :raises ValueError: naming the input when it is not a card.
         """
         if not isinstance(text, str):
-            raise ValueError(f"not a card: {text!r} (expected rank letter + suit letter, e.g. 'TH')")
+            raise ValueError(f"not a card: {quote(text)} (expected rank letter + suit letter, e.g. 'TH')")
         t = text.strip().upper()
         if t.startswith("10"):
             t = "T" + t[2:]
         card = _CARD_BY_TEXT.get(t)
         if card is None:
-            raise ValueError(f"not a card: {text!r} (expected rank letter + suit letter, e.g. 'TH')")
+            raise ValueError(f"not a card: {quote(text)} (expected rank letter + suit letter, e.g. 'TH')")
         return card
 
 

@@ -33,3 +33,22 @@ class RuleError(ValueError):
 
     def __str__(self) -> str:
         return f"{self.reason.value}: {self.message}"
+
+
+#: The most characters of an untrusted value (a bot's card text, a file's field) an error message quotes.
+QUOTE_LIMIT = 24
+
+
+def quote(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """``value`` quoted for a one-line error message: its ``ascii()`` form (printable ASCII only:
+    newlines, control and non-ASCII characters escaped), cut to ``limit`` characters with the
+    original length, e.g. ``'1H1H1H1H1H1H1H1H1H1H'... (2000 chars)``.
+
+    For text that comes from a bot or a file: a 60 KB "card" is not echoed whole to every seat, the
+    record and the logs.
+    """
+    text = ascii(value)
+    if len(text) <= limit:
+        return text
+    size = f" ({len(value)} chars)" if isinstance(value, str | bytes) else ""
+    return f"{text[:limit]}...{size}"
