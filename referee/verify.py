@@ -12,7 +12,8 @@ Replays the record (docs/record.md) through the engine and checks:
 - every action applies (``apply``) with its seat, in its game and deal; ``out_of_turn`` exactly when
   the seat is not the one to act (then ``seq`` 0); answers carry increasing ``seq`` numbers; a
   ``timeout`` action is the first legal action at that moment;
-- every rejected action is rejected by the engine with the recorded reason;
+- every rejected action is rejected by the engine with the recorded reason and message (the
+  message names the card and the state, so a changed card in a ``rejected`` line fails);
 - every game's scores, winner, points and number of deals; a forfeited game is the last one, was not
   played to its end, and is won by the side that did not forfeit;
 - the result: games won; the winner; the status against the games and the seats' terminations
@@ -338,6 +339,10 @@ class _Verifier:
             if e.reason.value != o.get("reason"):
                 _fail(f"rejected {o.get('action')!r} with reason {o.get('reason')}, but the engine says "
                       f"{e.reason.value}")
+            if e.message != o.get("message"):
+                # The message names the card and the state: a card changed in the line shows here.
+                _fail(f"rejected {o.get('action')!r}: the recorded message {o.get('message')!r} is not the "
+                      f"engine's {e.message!r}")
             return
         _fail(f"the action {o.get('action')!r} of seat {seat} was rejected but is legal")
 

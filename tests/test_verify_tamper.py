@@ -47,6 +47,25 @@ def protocol_forfeit() -> list[str]:
     return lines
 
 
+def off_hand_first(req: pb.DecisionRequest) -> list[pb.PlayRequest]:
+    """In the play, first a card the seat does not hold (rejected: card_not_in_hand), then its last legal action."""
+    out = []
+    if req.observation.phase == pb.PHASE_PLAY:
+        held = set(req.observation.hand)
+        other = next(c for c in ("AS", "KS", "QS", "JS", "TS", "9S", "8S", "7S") if c not in held)
+        out.append(decision(req.seq, pb.Action(kind=pb.ACTION_KIND_PLAY, card=other)))
+    return [*out, *last_legal(req)]
+
+
+@pytest.fixture(scope="module")
+def rejections() -> list[str]:
+    """Seat 1 tries a card it does not hold before each play (rejected, then its legal play)."""
+    result, lines = play_in_process([last_legal, off_hand_first], max_illegal=1000)
+    assert result.status == pb.MATCH_STATUS_COMPLETED
+    assert sum(1 for o in _objs(lines) if o["type"] == "rejected") >= 3
+    return lines
+
+
 def _objs(lines: list[str]) -> list[Obj]:
     return [json.loads(x) for x in lines]
 
@@ -183,6 +202,14 @@ def action_wrong_game(objs: list[Obj]) -> None:
     _answers(objs)[0]["game"] = 2
 
 
+def rejected_card_changed(objs: list[Obj]) -> None:
+    """The card of a rejected line becomes another card the seat does not hold: same reason."""
+    line = _first(objs, "rejected", reason="card_not_in_hand")
+    hands = {o["action"] for o in objs if o["type"] == "action" and o["seat"] == line["seat"]}
+    line["action"] = next(c for c in ("2S", "3S", "4S", "5S", "6S", "AS", "KS", "QS")
+                          if c != line["action"] and c not in hands and c not in line["message"])
+
+
 CASES: list[tuple[str, str, Callable[[list[Obj]], None], str]] = [
     # (record, case id, edit, a piece of the expected message)
     ("completed", "winner-flipped", flip_winner, "winner"),
@@ -213,6 +240,7 @@ CASES: list[tuple[str, str, Callable[[list[Obj]], None], str]] = [
     ("protocol_forfeit", "forfeited-game-unforfeited", unforfeit_last_game, "game 1"),
     ("protocol_forfeit", "status-aborted", status_aborted, "aborted"),
     ("protocol_forfeit", "protocol-errors-edited", more_protocol_errors, "protocol_errors"),
+    ("rejections", "rejected-card-changed", rejected_card_changed, "is not the engine's"),
 ]
 
 
@@ -230,7 +258,7 @@ def test_tampered_record_fails(request: pytest.FixtureRequest, record: str,
     assert expected in msg, msg
 
 
-@pytest.mark.parametrize("record", ["completed", "no_show", "protocol_forfeit"])
+@pytest.mark.parametrize("record", ["completed", "no_show", "protocol_forfeit", "rejections"])
 def test_untampered_record_passes(request: pytest.FixtureRequest, record: str) -> None:
     lines: list[str] = request.getfixturevalue(record)
     assert verify_lines(lines).startswith("OK match ")
