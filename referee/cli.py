@@ -7,6 +7,7 @@
   with neither, a random token is generated and printed on stderr.
 - Once bound, it prints ``PORT <n>`` (one line) on stdout and flushes, so a parent process that
   passed ``--port 0`` can read the port.
+- ``--record-dir``: created 0700 if missing; each record file is 0600 (docs/record.md).
 - Logs are structlog JSON lines on stderr (match id, seat and seq on every match line).
 - SIGINT/SIGTERM: graceful shutdown (health NOT_SERVING, matches get ``--grace`` seconds to finish,
   the rest are aborted).

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 #: Bumped when the record format changes; written in the header as ``record_version``.
 RECORD_VERSION = 1
@@ -41,7 +42,7 @@ class RecordError(ValueError):
 class RecordWriter:
     """Collects a match's record lines in memory (and optionally appends them to a file).
 
-    :param path: a file to write the lines to as they come (created or truncated), or ``None``.
+    :param path: a file to write the lines to as they come (created or truncated, mode 0600), or ``None``.
     :param defer: how to run the formatting and file write later, e.g. ``loop.call_soon``; ``None``
         writes each line at once. The referee defers them so that formatting JSON and writing the
         file happen after the next DecisionRequest is on its way (off the decision's critical path,
@@ -62,7 +63,7 @@ class RecordWriter:
         self._on_file_error = on_file_error
         #: The error that stopped the file copy, if one did.
         self.file_error: OSError | None = None
-        self._file = path.open("w", encoding="utf-8") if path is not None else None
+        self._file = _open_private(path) if path is not None else None
 
     @property
     def lines(self) -> list[str]:
@@ -113,6 +114,18 @@ class RecordWriter:
                 f.close()
             except OSError as e:
                 self._file_failed(e)
+
+
+def _open_private(path: Path) -> TextIO:
+    """Open ``path`` for writing (created or truncated) with permissions 0600: the record holds every
+    deck order of a running match, which no other local user may read. :raises OSError:"""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # a file that existed keeps its mode through O_CREAT
+        return os.fdopen(fd, "w", encoding="utf-8")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def read_record(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -131,15 +131,22 @@ def new_ticket() -> str:
 
 
 def prepare_record_dir(path: Path) -> Path:
-    """Create the record directory ``path`` (and its parents) if missing, and check a file can be
-    written in it; returns ``path``.
+    """Create the record directory ``path`` (and its parents) if missing, with permissions 0700 (the
+    records of running matches hold every deck order), and check a file can be written in it;
+    returns ``path``. A directory that exists keeps its permissions (it may be shared, like ``/tmp``),
+    with a warning when other users may list it; the record files are 0600 either way.
 
     :raises ValueError: ``"<path>: <why>"`` if it is not a directory, cannot be created or is not writable.
     """
     if path.exists() and not path.is_dir():
         raise ValueError(f"{path}: not a directory")
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            if path.stat().st_mode & 0o077:
+                log.warning("record_dir_not_private", path=str(path), mode=oct(path.stat().st_mode & 0o777),
+                            detail="other users may list the match ids; the record files are 0600")
+        else:
+            path.mkdir(mode=0o700, parents=True)
     except OSError as e:
         raise ValueError(f"{path}: cannot create the directory: {e.strerror or e}") from None
     try:
