@@ -361,6 +361,10 @@ class Match:
             what = "a second Hello" if which == "hello" else "an empty message"
             self._post(("protocol", seat, 0, f"seat {seat} sent {what} on its stream"))
 
+    def malformed(self, seat: int, detail: str) -> None:
+        """``seat``'s stream sent bytes that are not a message (``detail``: one line): a protocol error."""
+        self._post(("protocol", seat, 0, detail))
+
     def watch(self) -> asyncio.Queue[pb.WatchMatchResponse | None]:
         """A queue of every public event so far and to come, then the result, then ``None``."""
         q: asyncio.Queue[pb.WatchMatchResponse | None] = asyncio.Queue()

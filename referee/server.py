@@ -47,11 +47,13 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import grpc
 import structlog
+from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
@@ -203,6 +205,39 @@ class _WriteWatchdog:
         self._handle.cancel()
 
 
+@dataclass(frozen=True)
+class Undecodable:
+    """What the Play stream reads for bytes that are not a PlayRequest (not protobuf, or a string
+    that is not UTF-8): ``size`` bytes. Handed to the handler instead of failing the RPC, so the
+    referee answers with a documented protocol error (docs/protocol.md)."""
+
+    size: int
+
+    def detail(self, seat: int | None = None) -> str:
+        """One short line naming the problem (no bytes of the message: they are the bot's)."""
+        who = "the first message" if seat is None else f"seat {seat} sent a message that"
+        return f"{who} is not a PlayRequest ({self.size} bytes that do not decode as allfours.v1.PlayRequest)"
+
+
+def decode_play_request(data: bytes) -> pb.PlayRequest | Undecodable:
+    """The Play stream's request deserializer: a PlayRequest, or :class:`Undecodable` (never raises)."""
+    try:
+        return pb.PlayRequest.FromString(data)
+    except DecodeError:
+        return Undecodable(len(data))
+
+
+def add_referee_service(servicer: RefereeServicer, server: grpc.aio.Server) -> None:
+    """Register RefereeService as the generated ``add_RefereeServiceServicer_to_server`` does, but with
+    :func:`decode_play_request`: gRPC would otherwise end the stream with UNKNOWN and a Python
+    exception text as the first message, and end a running stream as if the peer had gone."""
+    handlers = {"Play": grpc.stream_stream_rpc_method_handler(
+        servicer.Play, request_deserializer=decode_play_request,
+        response_serializer=pb.PlayResponse.SerializeToString)}
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAMES[0], handlers),))
+    server.add_registered_method_handlers(SERVICE_NAMES[0], handlers)
+
+
 class RefereeServicer(pb_grpc.RefereeServiceServicer):
     """The seat stream: Hello -> Welcome, then decisions until MatchEnd (docs/protocol.md)."""
 
@@ -218,6 +253,8 @@ class RefereeServicer(pb_grpc.RefereeServiceServicer):
                                 f"no Hello within {HELLO_TIMEOUT_S:.0f} s of opening the stream")
         if first is grpc.aio.EOF:
             return
+        if isinstance(first, Undecodable):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, first.detail())
         if first.WhichOneof("msg") != "hello":
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                                 f"the first message must be a Hello, got {first.WhichOneof('msg')}")
@@ -279,6 +316,9 @@ class RefereeServicer(pb_grpc.RefereeServiceServicer):
                 msg = await context.read()
                 if msg is grpc.aio.EOF:
                     break
+                if isinstance(msg, Undecodable):
+                    match.malformed(seat, msg.detail(seat))
+                    continue
                 match.submit(seat, msg, time.monotonic())
                 # Let the writers woken by this message (the next DecisionRequest) hand their
                 # messages to gRPC before this task asks for the next read: the answer goes out
@@ -437,7 +477,7 @@ class RefereeServer:
         if self.record_dir is not None:
             prepare_record_dir(self.record_dir)
         server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS)
-        pb_grpc.add_RefereeServiceServicer_to_server(RefereeServicer(self.registry), server)
+        add_referee_service(RefereeServicer(self.registry), server)
         pb_grpc.add_AdminServiceServicer_to_server(
             AdminServicer(self.registry, self.admin_token, self.record_dir, self._accepting), server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
