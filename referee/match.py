@@ -78,13 +78,19 @@ class SeatUnavailable(Exception):
 
 
 class Forfeit(Exception):
-    """Raised inside the match task when ``seat`` forfeits the match for ``termination``."""
+    """Raised inside the match task when ``seat`` forfeits the match for ``termination``.
 
-    def __init__(self, seat: int, termination: int, detail: str) -> None:
+    ``detail`` goes to every seat and watcher (``SeatResult.detail``), so it names no card a seat may
+    not see and no text of a bot; ``full`` (default: ``detail``) goes to the record's result line,
+    read after the match (e.g. the rejected card and the hand the engine's message names).
+    """
+
+    def __init__(self, seat: int, termination: int, detail: str, full: str | None = None) -> None:
         super().__init__(detail)
         self.seat = seat
         self.termination = termination
         self.detail = detail
+        self.full = detail if full is None else full
 
 
 class Aborted(Exception):
@@ -121,7 +127,10 @@ class SeatRuntime:
     #: Every seq sent to this seat (a seq not in it is a protocol error; one in it, not pending, is stale).
     issued: set[int] = field(default_factory=set)
     termination: int = pb.TERMINATION_UNSPECIFIED
+    #: Why the seat's match ended, as every seat and watcher see it (no hidden card, no bot text).
     detail: str = ""
+    #: The same for the record (read after the match): may name the cards of the engine's message.
+    full_detail: str = ""
     grace: asyncio.TimerHandle | None = None
     #: Public events not yet delivered to this seat (sent inside its next DecisionRequest, or as an
     #: EventBatch at the end of a game, on a reconnect and before MatchEnd).
@@ -305,7 +314,7 @@ class Match:
             self.log.info("seat_taken_over", seat=seat, old_peer=old.peer, peer=conn.peer)
         resumed = s.joined
         s.conn, s.joined = conn, True
-        s.bot_name, s.bot_version = hello.bot_name, hello.bot_version
+        s.bot_name, s.bot_version = wire.plain_text(hello.bot_name), wire.plain_text(hello.bot_version)
         if s.grace is not None:
             s.grace.cancel()
             s.grace = None
@@ -315,7 +324,7 @@ class Match:
             players=self.rules.players, rules=wire.rules_to_pb(self.rules),
             time_control=wire.time_control_to_pb(self.tc), seat_names=self.seat_names, games=self.games,
             resumed=resumed, seed_commitment=self.commitment)))
-        self.log.info("seat_joined", seat=seat, resumed=resumed, bot=hello.bot_name, peer=conn.peer)
+        self.log.info("seat_joined", seat=seat, resumed=resumed, bot=s.bot_name, peer=conn.peer)
         if reconnected:
             self._event("seat_connected", seat=seat)
         p = self.pending
@@ -478,7 +487,9 @@ class Match:
             self._finish(None, str(a))
         except Exception as e:  # a bug: never leave bots hanging
             self.log.exception("match_crashed")
-            self._finish(None, f"referee error: {e!r}")
+            # The exception's text may hold any state (hands): the seats get its type only.
+            self._finish(None, f"referee error ({type(e).__name__}; see the referee's log)",
+                         f"referee error: {e!r}")
 
     def _dispatch(self, item: tuple[Any, ...]) -> None:
         kind = item[0]
@@ -514,16 +525,23 @@ class Match:
         if kind == "protocol":
             self._protocol_error(item[1], item[2], item[3])
 
-    def _protocol_error(self, seat: int, seq: int, detail: str, action: pb.Action | None = None) -> None:
+    def _protocol_error(self, seat: int, seq: int, detail: str, action: pb.Action | None = None,
+                        public: str | None = None) -> None:
+        """Count a protocol error of ``seat``: record it, send it ActionRejected with ``detail`` (its
+        own text, quoted short) and the offending ``action`` (its card cut to plain text).
+        ``public`` (default ``detail``) is the version without the bot's text, for the forfeit every
+        seat sees. :raises Forfeit: at ``max_protocol_errors``."""
         s = self.seats[seat]
         s.protocol_errors += 1
         self.log.warning("protocol_error", seat=seat, seq=seq, detail=detail, count=s.protocol_errors)
         self.record.write("rejected", game=self._game, deal=self._deal_no, seat=seat, seq=seq,
                           action=None, reason="protocol_error", message=detail, ms=0)
+        echo = None if action is None else pb.Action(kind=action.kind, card=wire.plain_text(action.card, 8))
         self._send(seat, pb.PlayResponse(action_rejected=pb.ActionRejected(
-            seq=seq, reason=pb.REASON_PROTOCOL_ERROR, message=detail, action=action)))
+            seq=seq, reason=pb.REASON_PROTOCOL_ERROR, message=detail, action=echo)))
         if s.protocol_errors >= self.tc.max_protocol_errors:
             raise Forfeit(seat, pb.TERMINATION_PROTOCOL_ERROR,
+                          f"{s.protocol_errors} malformed messages (last: {detail if public is None else public})",
                           f"{s.protocol_errors} malformed messages (last: {detail})")
 
     def _start_game(self, game: int, dealer: int | None) -> None:
@@ -737,7 +755,8 @@ class Match:
         try:
             action = wire.action_from_pb(d.action)
         except wire.WireError as e:
-            self._protocol_error(seat, d.seq, f"seat {seat}: {e}", d.action)
+            self._protocol_error(seat, d.seq, f"seat {seat}: {e}", d.action,
+                                 public=f"seat {seat} sent a malformed action")
             return
         elapsed = received - p.sent_at
         if answering and s.bank_ms - elapsed * 1000 <= 0:
@@ -789,7 +808,9 @@ class Match:
         self._send(seat, pb.PlayResponse(action_rejected=pb.ActionRejected(
             seq=seq, reason=wire.reason_to_pb(e.reason), message=e.message, action=wire.action_to_pb(action))))
         if s.illegal >= self.tc.max_illegal:
-            raise Forfeit(seat, pb.TERMINATION_ILLEGAL, f"{s.illegal} illegal actions (last: {e})")
+            # The engine's message names cards (the hand it was checked against): for the record only.
+            raise Forfeit(seat, pb.TERMINATION_ILLEGAL, f"{s.illegal} illegal actions (last: {e.reason.value})",
+                          f"{s.illegal} illegal actions (last: {e})")
 
     def _timeout(self, state: State, p: Pending) -> State:
         s = self.seats[p.seat]
@@ -833,7 +854,9 @@ class Match:
 
     # ------------------------------------------------------------------ the end
 
-    def _finish(self, forfeit: Forfeit | None, aborted: str | None) -> None:
+    def _finish(self, forfeit: Forfeit | None, aborted: str | None, aborted_full: str | None = None) -> None:
+        """End the match: the result, the record's last lines, MatchEnd to every seat, the watchers'
+        result. ``aborted`` is the reason every seat sees, ``aborted_full`` (default the same) the record's."""
         if self.finished:
             return
         self.pending = None
@@ -845,16 +868,17 @@ class Match:
             loser = side_of(forfeit.seat)
             forfeited_side = loser
             s = self.seats[forfeit.seat]
-            s.termination, s.detail = forfeit.termination, forfeit.detail
+            s.termination, s.detail, s.full_detail = forfeit.termination, forfeit.detail, forfeit.full
             if forfeit.termination == pb.TERMINATION_NO_SHOW:
                 for o in self.seats:
                     if not o.joined:
-                        o.termination, o.detail = pb.TERMINATION_NO_SHOW, forfeit.detail
+                        o.termination, o.detail, o.full_detail = pb.TERMINATION_NO_SHOW, forfeit.detail, forfeit.full
                 if len({side_of(o.seat) for o in self.seats if not o.joined}) > 1:
                     forfeited_side = -2  # both sides missing: nobody wins
             for o in self.seats:
                 if o.termination == pb.TERMINATION_UNSPECIFIED:
                     o.termination, o.detail = pb.TERMINATION_OTHER_SEAT_FORFEITED, forfeit.detail
+                    o.full_detail = forfeit.full
             self.status = pb.MATCH_STATUS_FORFEITED
             if self._game and (not self._games_ended or self._games_ended[-1][0] != self._game):
                 self._end_game(self._state, forfeited=True,
@@ -865,6 +889,7 @@ class Match:
             self.status = pb.MATCH_STATUS_ABORTED
             for o in self.seats:
                 o.termination, o.detail = pb.TERMINATION_ABORTED, aborted
+                o.full_detail = aborted if aborted_full is None else aborted_full
             if self._game and (not self._games_ended or self._games_ended[-1][0] != self._game):
                 self._games_ended.append((self._game, self._state, False, None))
         else:
@@ -898,7 +923,7 @@ class Match:
             games_won=games_won,
             seats=[{"seat": o.seat, "name": o.name, "bot_name": o.bot_name, "bot_version": o.bot_version,
                     "termination": wire.enum_name(pb.Termination, o.termination, "TERMINATION_"),
-                    "detail": o.detail, "strikes": o.strikes, "illegal": o.illegal,
+                    "detail": o.full_detail, "strikes": o.strikes, "illegal": o.illegal,
                     "protocol_errors": o.protocol_errors, "bank_left_ms": _ms(max(0.0, o.bank_ms) / 1000)}
                    for o in self.seats])
         self.record.write("seed", seed=self.seed.hex())

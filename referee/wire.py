@@ -12,6 +12,7 @@ value when a message from the network is malformed.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -69,6 +70,20 @@ def enum_name(enum: Any, value: int, prefix: str) -> str:
     """The short name of a protobuf enum value: ``enum_name(pb.Termination, v, "TERMINATION_")`` gives
     ``"no_show"`` for ``TERMINATION_NO_SHOW``. :raises ValueError: for a value the enum does not have."""
     return str(enum.Name(value)).removeprefix(prefix).lower()
+
+
+#: The most characters of a bot's free text (``Hello.bot_name``, ``bot_version``) the referee keeps.
+BOT_TEXT_LIMIT = 64
+
+
+def plain_text(text: str, limit: int = BOT_TEXT_LIMIT) -> str:
+    """A bot's free text made safe to echo, record and log: control and format characters (newlines,
+    escapes, bidirectional overrides: Unicode categories C*) dropped, then cut to ``limit``
+    characters with ``...`` when longer. Letters of any script are kept (names)."""
+    if text.isprintable() and len(text) <= limit:
+        return text
+    clean = "".join(ch for ch in text[:limit * 4] if not unicodedata.category(ch).startswith("C"))
+    return clean if len(clean) <= limit else clean[:limit - 3] + "..."
 
 
 def card_to_pb(card: Card) -> str:

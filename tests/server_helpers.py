@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -166,17 +167,45 @@ def replay_hands(lines: Sequence[str]) -> tuple[dict[tuple[int, int], tuple[froz
     return hands, shown, kicks
 
 
+#: Card notation inside free text (a rejection's message, a forfeit's detail).
+CARD_IN_TEXT = re.compile(r"\b(?:10|[2-9TJQKA])[CDHS]\b")
+
+
+def check_no_card_in_result(result: dict[str, Any] | pb.MatchResult, who: str) -> None:
+    """A MatchResult (a seat's MatchEnd, or WatchMatch's result) goes to every seat: its details name no card."""
+    seats = result.get("seats", []) if isinstance(result, dict) else [{"detail": s.detail} for s in result.seats]
+    for s in seats:
+        cards = CARD_IN_TEXT.findall(s.get("detail", ""))
+        assert not cards, f"{who} was sent the cards {cards} in a seat's detail: {s.get('detail')!r}"
+
+
 def check_no_leak(log_dir: Path, players: int, record: Sequence[str]) -> int:
     """Every card a seat received is its own (as dealt), or was kicked, played or exposed before.
 
-    Events may only name cards that the record shows kicked, or played/exposed by that seat.
+    Events may only name cards that the record shows kicked, or played/exposed by that seat. A
+    rejection's message may name the seat's own cards, public ones and the card it sent; a MatchEnd
+    names no card at all (its details go to every seat, the forfeiting seat's partner included).
     :returns: the number of card mentions checked.
     """
     hands, shown, kicks = replay_hands(record)
     checked = 0
     for seat in range(players):
+        if not (log_dir / f"seat{seat}.jsonl").exists():
+            continue  # a bot killed before it logged anything (a frozen one)
         public: dict[tuple[int, int], set[str]] = {}
+        key = (0, 0)  # the game and deal of the last message that named them
         for msg in messages(log_dir, seat):
+            if "actionRejected" in msg:
+                rej = msg["actionRejected"]
+                own = hands[key][seat] if key in hands else frozenset()
+                sent = {rej.get("action", {}).get("card", "").upper()}
+                for c in CARD_IN_TEXT.findall(rej.get("message", "")):
+                    assert c in own | public.get(key, set()) | sent, \
+                        f"seat {seat} was told of {c} in a rejection, which it may not see: {rej['message']!r}"
+                    checked += 1
+            if "matchEnd" in msg:
+                check_no_card_in_result(msg["matchEnd"].get("result", {}), f"seat {seat}")
+                checked += 1
             for ev in events_in(msg):
                 key = (ev.get("game", 0), ev.get("deal", 0))
                 pub = public.setdefault(key, set())

@@ -4,17 +4,19 @@ must not show a hidden hand."""
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
 import pytest
 
 from allfours.v1 import referee_pb2 as pb
-from tests.server_helpers import RefereeProc, start_referee
+from allfours.v1 import referee_pb2_grpc as pb_grpc
+from tests.server_helpers import RefereeProc, decision, finish, launch_bots, start_referee
 
 pytestmark = pytest.mark.slow
 
@@ -101,3 +103,57 @@ def test_undecodable_bytes_after_hello_are_protocol_errors_that_forfeit(referee:
     assert result.status == pb.MATCH_STATUS_FORFEITED and result.forfeited_side == 1
     assert result.seats[1].termination == pb.TERMINATION_PROTOCOL_ERROR
     assert result.seats[1].protocol_errors == 2
+
+
+def scripted_seat(ref: RefereeProc, hello: pb.Hello,
+                  answer: Callable[[pb.PlayResponse], list[pb.PlayRequest]]) -> list[pb.PlayResponse]:
+    """A seat played by this test over a real stream: Hello, then ``answer(message)`` for each message
+    received, until MatchEnd. Returns everything received."""
+    sent: queue.Queue[pb.PlayRequest | None] = queue.Queue()
+    sent.put(pb.PlayRequest(hello=hello))
+
+    def requests() -> Iterator[pb.PlayRequest]:
+        while (item := sent.get(timeout=30)) is not None:
+            yield item
+
+    got: list[pb.PlayResponse] = []
+    for resp in pb_grpc.RefereeServiceStub(ref.channel).Play(requests(), timeout=60):
+        got.append(resp)
+        for msg in answer(resp):
+            sent.put(msg)
+        if resp.HasField("match_end"):
+            sent.put(None)
+    return got
+
+
+def test_bot_text_is_cut_and_plain_everywhere_it_is_echoed_or_recorded(referee: RefereeProc,
+                                                                       tmp_path: Path) -> None:
+    """item 5: a 60 KB "card" with terminal escapes and a 60 KB bot name come back short and plain:
+    in the rejection, the echoed action, the record, and the MatchEnd every seat gets."""
+    created = referee.create(players=2, max_protocol_errors=2)
+    procs = launch_bots(referee.address, created.tickets[:1], ["random"], tmp_path)
+    card = "\x1b[2J\u202e" + "X" * 60_000
+    name = "\x1b]0;pwned\x07\nbot" + "N" * 60_000
+
+    def answer(resp: pb.PlayResponse) -> list[pb.PlayRequest]:
+        if resp.HasField("decision_request"):
+            return [decision(resp.decision_request.seq, pb.Action(kind=pb.ACTION_KIND_PLAY, card=card))]
+        return []
+
+    got = scripted_seat(referee, pb.Hello(ticket=created.tickets[1], protocol_version="allfours.v1",
+                                          bot_name=name, bot_version="v\r\n" * 100), answer)
+    assert finish(procs) == [0]
+    rejected = [r.action_rejected for r in got if r.HasField("action_rejected")]
+    assert len(rejected) == 2
+    for r in rejected:
+        assert len(r.message) < 150 and r.message.isprintable() and "XXXXXXXXXXXXXXXXXXXXXXXXX" not in r.message
+        assert "(60005 chars)" in r.message
+        assert r.action.card.isprintable() and len(r.action.card) <= 8
+    end = got[-1].match_end.result
+    assert end.seats[1].termination == pb.TERMINATION_PROTOCOL_ERROR
+    assert end.seats[1].detail == "2 malformed messages (last: seat 1 sent a malformed action)"
+    lines = referee.record(created.match_id)
+    assert max(len(x) for x in lines) < 2_000
+    seat = next(json.loads(x) for x in lines if '"type":"result"' in x)["seats"][1]
+    assert seat["bot_name"].isprintable() and len(seat["bot_name"]) <= 64 and seat["bot_name"].startswith("]0;pwnedbot")
+    assert seat["bot_version"].isprintable() and len(seat["bot_version"]) <= 64

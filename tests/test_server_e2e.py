@@ -20,6 +20,7 @@ from tests.server_helpers import (
     MD,
     ROOT,
     RefereeProc,
+    check_no_card_in_result,
     check_no_leak,
     events_in,
     finish,
@@ -102,8 +103,12 @@ def _fault(referee: RefereeProc, tmp_path: Path, kinds: list[str], extra: list[l
     procs = launch_bots(referee.address, created.tickets, kinds, tmp_path, extra)
     result, events = referee.result(created.match_id)
     codes = finish(procs, timeout=finish_timeout)
-    out = verify(tmp_path, referee.record(created.match_id))
+    lines = referee.record(created.match_id)
+    out = verify(tmp_path, lines)
     assert out.returncode == 0, out.stderr
+    # No message to any seat (rejections and MatchEnd included) or watcher names a card it may not see.
+    check_no_leak(tmp_path, len(kinds), lines)
+    check_no_card_in_result(result, "the watcher")
     return result, events, codes
 
 
@@ -169,6 +174,22 @@ def test_repeated_illegal_actions_forfeit(referee: RefereeProc, tmp_path: Path) 
     result, _, codes = _fault(referee, tmp_path, ["random", "illegal_forever"], max_illegal=3)
     _assert_forfeit(result, 1, "TERMINATION_ILLEGAL", players=2)
     assert result.seats[1].illegal == 3 and codes == [0, 0]
+
+
+def test_forfeit_for_cards_not_held_shows_no_hand_to_any_seat(referee: RefereeProc, tmp_path: Path) -> None:
+    """issue 9, item 1: the MatchEnd every seat gets (the partner's included) and WatchMatch name no
+    card of the forfeiting seat's hand; the record keeps the engine's full text."""
+    result, _, codes = _fault(referee, tmp_path, ["random", "unheld_forever", "random", "random"], max_illegal=2)
+    _assert_forfeit(result, 1, "TERMINATION_ILLEGAL")
+    assert result.seats[1].detail == "2 illegal actions (last: card_not_in_hand)"
+    assert codes == [0, 0, 0, 0]
+    for seat in range(4):
+        end = next(m["matchEnd"]["result"] for m in messages(tmp_path, seat) if "matchEnd" in m)
+        assert [s.get("detail") for s in end["seats"]] == [s.detail for s in result.seats]
+    import json
+
+    seats = next(json.loads(x) for x in referee.record(result.match_id) if '"type":"result"' in x)["seats"]
+    assert "seat 1 holds" in seats[1]["detail"] and "not in hand" in seats[1]["detail"]
 
 
 def test_card_played_out_of_turn_is_exposed(referee: RefereeProc, tmp_path: Path) -> None:

@@ -102,6 +102,12 @@ def play(args: argparse.Namespace, log: list[str], resumed_once: list[bool]) -> 
                         seq=req.seq, action=pb.Action(kind=pb.ACTION_KIND_PLAY, card=bad))))
                     if kind == "illegal_forever":
                         continue
+            if kind == "unheld_forever" and req.observation.phase == pb.PHASE_PLAY:
+                # A card this seat does not hold (rejected card_not_in_hand: the engine's message names its hand).
+                held = set(req.observation.hand)
+                q.put(pb.PlayRequest(decision=pb.Decision(seq=req.seq, action=pb.Action(
+                    kind=pb.ACTION_KIND_PLAY, card=next(c for c in ("AD", "KD", "QD", "JD", "TD") if c not in held)))))
+                continue
             choice = req.legal_actions[0] if kind == "first" else rng.choice(list(req.legal_actions))
             q.put(pb.PlayRequest(decision=pb.Decision(seq=req.seq, action=choice)))
             if kind == "duplicate":
