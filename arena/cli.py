@@ -4,9 +4,9 @@ Runs (or resumes) the tournament of a TOML config (docs/tournament-config.md), t
 stored game and publishes the results (docs/arena.md). Games are played on an embedded referee, or
 spread over the external referees given with ``--referee`` (repeatable) or ``tournament.referees``.
 Exit status: 0 when every scheduled game is played and published; 1 on a runtime failure (e.g. no
-referee reachable; the games stored so far are kept: run the same command again to resume); 2 on a
-bad config or arguments (including an admin token a referee refuses); 130 when interrupted. Errors
-are one line on stderr, without a traceback.
+referee reachable, or the output folder is locked by another arena process; the games stored so far
+are kept: run the same command again to resume); 2 on a bad config or arguments (including an admin
+token a referee refuses); 130 when interrupted. Errors are one line on stderr, without a traceback.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from arena.config import (
     load_config,
     parse_address,
 )
+from arena.lock import OutputLocked, lock_output
 from arena.ratings import DEFAULT_BOOTSTRAP, games_from_mapping, rate
 from arena.runner import DB_NAME, GameRunner, SimulatedRunner, Tournament, open_tournament, run_games
 from arena.schedule import ScheduledGame
@@ -202,43 +203,65 @@ def run_command(args: argparse.Namespace, console: Console, err: Console | None 
         error(str(e), "config error")
         return 2
     runner: GameRunner | None = None
-    close: Any = lambda: None  # noqa: E731
+    closers: list[Callable[[], None]] = []
+
+    def get_runner() -> GameRunner:
+        nonlocal runner
+        if runner is None:
+            runner, close = make_runner(config, args, output, console)
+            closers.append(close)
+        return runner
+
     try:
         if args.simulate is None and not (output / DB_NAME).exists():
-            # a new tournament: reach the referees before writing anything
-            runner, close = make_runner(config, args, output, console)
-        try:
-            t = open_tournament(config, output)
-        except StoreMismatch as e:
-            error(str(e))
-            return 2
-        try:
-            pending = t.store.pending(t.schedule)
-            console.print(
-                f"tournament {config.name}: {len(t.schedule)} games scheduled, "
-                f"{len(t.schedule) - len(pending)} already played; master seed commitment {t.commitment}",
-                soft_wrap=True,
-            )
-            if pending:
-                if runner is None:
-                    runner, close = make_runner(config, args, output, console)
-                code = _play(args, console, error, config, t, pending, runner)
-                if code:
-                    return code
-            publish_tournament(t, output, args.bootstrap, console)
-            return 0
-        finally:
-            t.store.close()
+            get_runner()  # a new tournament: reach the referees before writing anything
+        with lock_output(output):
+            return _open_and_play(args, console, error, config, output, get_runner)
     except UsageError as e:
         error(str(e))
         return 2
+    except OutputLocked as e:
+        error(str(e))
+        return 1
     except RefereeError as e:
         error(str(e))
         if e.exit_status == 1 and (output / DB_NAME).exists():
             error("stored games are kept; run the same command to resume", "note")
         return e.exit_status
     finally:
-        close()
+        for close in closers:
+            close()
+
+
+def _open_and_play(
+    args: argparse.Namespace,
+    console: Console,
+    error: Callable[[str], None],
+    config: TournamentConfig,
+    output: Path,
+    get_runner: Callable[[], GameRunner],
+) -> int:
+    """Open (or resume) the tournament in the locked ``output``, play its pending games, publish."""
+    try:
+        t = open_tournament(config, output)
+    except StoreMismatch as e:
+        error(str(e))
+        return 2
+    try:
+        pending = t.store.pending(t.schedule)
+        console.print(
+            f"tournament {config.name}: {len(t.schedule)} games scheduled, "
+            f"{len(t.schedule) - len(pending)} already played; master seed commitment {t.commitment}",
+            soft_wrap=True,
+        )
+        if pending:
+            code = _play(args, console, error, config, t, pending, get_runner())
+            if code:
+                return code
+        publish_tournament(t, output, args.bootstrap, console)
+        return 0
+    finally:
+        t.store.close()
 
 
 def _play(

@@ -181,3 +181,34 @@ def test_kill_at_random_points_then_resume(tmp_path: Path) -> None:
     assert ratings["tournament"]["master_seed"] == SEED
     assert sum(v["games"] for v in ratings["ratings"].values()) == 2 * total
     assert ratings == json.loads((tmp_path / "clean" / "ratings.json").read_text())
+
+
+def test_a_second_run_on_one_output_folder_refuses_at_once(tmp_path: Path) -> None:
+    """Two real `arena run` processes on one folder: the second exits 1 at once with one line naming
+    the folder and the first one's pid and host; the first plays every game once; a later run (the
+    first has ended, its lock is gone) goes ahead."""
+    import socket
+
+    cfg = config_file(tmp_path)
+    out = tmp_path / "shared"
+    first = subprocess.Popen(
+        [("0.3" if a == "0.03" else a) for a in _arena(cfg, out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while _count(out / DB_NAME) < 1 and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert first.poll() is None, "the first run ended before the second started"
+        second = subprocess.run(_arena(cfg, out), capture_output=True, text=True, timeout=60)
+        assert first.poll() is None, "the second run did not refuse at once: the first has ended"
+    finally:
+        first_err = first.communicate(timeout=120)[1]
+    assert first.returncode == 0, first_err
+    assert second.returncode == 1, second.stderr + second.stdout
+    lines = second.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in second.stderr, second.stderr
+    assert f"output folder {out} is in use by another arena (pid {first.pid} on host {socket.gethostname()}" in lines[0]
+    rows = [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
+    assert len(rows) == len({r["game_id"] for r in rows}) == 36
+    again = subprocess.run(_arena(cfg, out), capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0, again.stderr
