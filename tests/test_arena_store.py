@@ -192,7 +192,10 @@ def test_a_second_run_on_one_output_folder_refuses_at_once(tmp_path: Path) -> No
     cfg = config_file(tmp_path)
     out = tmp_path / "shared"
     first = subprocess.Popen(
-        [("0.3" if a == "0.03" else a) for a in _arena(cfg, out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        [("0.3" if a == "0.03" else a) for a in _arena(cfg, out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 60
@@ -207,7 +210,8 @@ def test_a_second_run_on_one_output_folder_refuses_at_once(tmp_path: Path) -> No
     assert second.returncode == 1, second.stderr + second.stdout
     lines = second.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in second.stderr, second.stderr
-    assert f"output folder {out} is in use by another arena (pid {first.pid} on host {socket.gethostname()}" in lines[0]
+    holder = f"(pid {first.pid} on host {socket.gethostname()} since "
+    assert f"error: output folder {out} is in use by another arena {holder}" in lines[0], lines[0]
     rows = [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
     assert len(rows) == len({r["game_id"] for r in rows}) == 36
     again = subprocess.run(_arena(cfg, out), capture_output=True, text=True, timeout=60)
