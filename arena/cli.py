@@ -194,7 +194,8 @@ def run_command(args: argparse.Namespace, console: Console, err: Console | None 
     try:
         config = load_config(args.config)
     except ConfigError as e:
-        error(str(e), "config error")
+        for one in e.errors:  # every problem of the file, one line each
+            error(str(one), "config error")
         return 2
     output = Path(args.output).resolve() if args.output else config.output
     try:

@@ -1,8 +1,9 @@
 """The tournament config: one TOML file (docs/tournament-config.md has every key).
 
-Parsing is strict: unknown keys, unknown command placeholders, wrong types and out-of-range values
-(including values the protocol cannot carry) raise :class:`ConfigError` with the file, the key
-(dotted, e.g. ``bots[2].command[0]``) and the offending value. Rule options are validated by
+Parsing is strict: unknown keys (with a "did you mean" when one is close), unknown command
+placeholders, wrong types and out-of-range values (including values the protocol cannot carry) raise
+:class:`ConfigError` with the file, the key (dotted, e.g. ``bots[2].command[0]``) and the offending
+value; every problem of a file is reported at once (:class:`ConfigErrors`). Rule options are validated by
 building :class:`referee.rules.RuleSet` (the rules live in one place).
 """
 
@@ -14,10 +15,10 @@ import json
 import re
 import string
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from referee import wire
 from referee.dealing import parse_seed
@@ -36,19 +37,46 @@ ENV_ADMIN_TOKEN = "ALLFOURS_ADMIN_TOKEN"
 PLACEHOLDERS = ("python", "config_dir", "ticket", "referee", "seat")
 #: Largest value of a time-control option: the protocol carries them as uint32.
 MAX_TIME_CONTROL = 2**32 - 1
+#: Default of ``tournament.bot_log_bytes``: the most bytes of output kept per bot process (1 MiB).
+BOT_LOG_BYTES = 1 << 20
 #: Largest ``games_per_pairing`` (the schedule is built in memory; pair numbers are 4 bytes in seeds).
 MAX_GAMES_PER_PAIRING = 1_000_000
 
 
+T = TypeVar("T")
+
+
 class ConfigError(ValueError):
     """A bad tournament config. ``str(e)`` is ``"<file>: <key>: <problem> (got <value>)"``, or
-    ``"<file>: <problem>"`` when the file cannot be read or is not TOML (key ``"-"``)."""
+    ``"<file>: <problem>"`` when the file cannot be read or is not TOML (key ``"-"``). ``errors`` is
+    ``(e,)``; a :class:`ConfigErrors` holds several."""
 
     def __init__(self, path: str, key: str, problem: str, value: Any = None, *, show_value: bool = True):
         self.path, self.key, self.problem, self.value = path, key, problem, value
         suffix = f" (got {value!r})" if show_value else ""
         where = f"{key}: " if key != "-" else ""  # "-": the whole file (unreadable, not TOML)
         super().__init__(f"{path}: {where}{problem}{suffix}")
+
+    @property
+    def errors(self) -> tuple[ConfigError, ...]:
+        """Each problem, one :class:`ConfigError` (one line) each."""
+        return (self,)
+
+
+class ConfigErrors(ConfigError):
+    """Several problems in one config file, all found in one pass: ``errors`` holds each in the
+    order of the file's sections; ``str(e)`` is their one-line messages joined by newlines."""
+
+    def __init__(self, errors: list[ConfigError]):
+        first = errors[0]
+        ValueError.__init__(self, "\n".join(str(e) for e in errors))
+        self.path, self.key, self.problem, self.value = first.path, first.key, first.problem, first.value
+        self._errors = tuple(errors)
+
+    @property
+    def errors(self) -> tuple[ConfigError, ...]:
+        """Each problem, one :class:`ConfigError` (one line) each."""
+        return self._errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,16 +125,21 @@ class TournamentConfig:
     source: str = "<config>"
     referees: tuple[str, ...] = ()
     admin_token_env: str = ENV_ADMIN_TOKEN
+    bot_log_bytes: int = BOT_LOG_BYTES
 
     def fingerprint(self) -> str:
         """SHA-256 (hex) of everything that decides which games are played and how.
 
-        Excludes ``concurrency``, ``output``, ``source``, ``referees``, ``admin_token_env`` and the bots'
-        ``command``/``cwd``/``env`` (where games are refereed and how a bot is started may change
-        between runs of one tournament; what a bot *is* — name and version — may not). Includes the
-        master seed only when the config gives one.
+        Excludes ``concurrency``, ``output``, ``source``, ``referees``, ``admin_token_env``,
+        ``bot_log_bytes`` and the bots' ``command``/``cwd``/``env`` (where games are refereed and how a
+        bot is started may change between runs of one tournament; what a bot *is* — name and version —
+        may not). Includes the master seed only when the config gives one. See :meth:`identity`.
         """
-        data = {
+        return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()
+
+    def identity(self) -> dict[str, Any]:
+        """The JSON-ready fields the :meth:`fingerprint` is taken of (compare two with :func:`identity_changes`)."""
+        return {
             "name": self.name,
             "players": self.players,
             "games_per_pairing": self.games_per_pairing,
@@ -115,7 +148,36 @@ class TournamentConfig:
             "time_control": dict(sorted(self.time_control.items())),
             "bots": [[b.name, b.version] for b in self.bots],
         }
-        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def _flat_identity(identity: Mapping[str, Any]) -> dict[str, Any]:
+    """An :meth:`TournamentConfig.identity` as config keys -> values (bots by name: ``bots.<name>.version``)."""
+    out: dict[str, Any] = {}
+    for k, v in identity.items():
+        if k == "bots":
+            out["bots"] = ", ".join(str(b[0]) for b in v)
+            out.update({f"bots.{b[0]}.version": b[1] for b in v})
+        elif isinstance(v, Mapping):
+            out.update({f"tournament.{k}.{kk}": vv for kk, vv in v.items()})
+        else:
+            out[f"tournament.{k}"] = v
+    return out
+
+
+def identity_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """What differs between two :meth:`TournamentConfig.identity` values, one entry per config key,
+    e.g. ``["tournament.rules.target: 7 -> 8", "bots.node.version: '2' -> '3'"]`` (``unset`` when absent)."""
+    a, b = _flat_identity(old), _flat_identity(new)
+    out = []
+    for key in sorted(set(a) | set(b)):
+        if a.get(key, _UNSET) != b.get(key, _UNSET):
+            before = "unset" if key not in a else repr(a[key])
+            after = "unset" if key not in b else repr(b[key])
+            out.append(f"{key}: {before} -> {after}")
+    return out
+
+
+_UNSET = object()
 
 
 _TOURNAMENT_KEYS = {
@@ -129,6 +191,7 @@ _TOURNAMENT_KEYS = {
     "time_control",
     "referees",
     "admin_token_env",
+    "bot_log_bytes",
 }
 _TC_KEYS = {f.name for f in fields(TimeControl)}
 _BOT_KEYS = {"name", "version", "command", "cwd", "env", "image"}
@@ -194,32 +257,114 @@ def expand_placeholders(arg: str, values: Mapping[str, str]) -> str:
     return "".join(literal + ("" if name is None else values[name]) for literal, name in _placeholder_fields(arg))
 
 
-def _unknown(path: str, where: str, data: Mapping[str, Any], known: set[str]) -> None:
-    extra = sorted(set(data) - known)
-    if extra:
-        key = f"{where}.{extra[0]}" if where else extra[0]
-        raise ConfigError(path, key, f"unknown key; known keys here: {sorted(known)}", data[extra[0]])
+class _Problems:
+    """Collects every :class:`ConfigError` of one file, so :func:`parse_config` reports them all at once."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.errors: list[ConfigError] = []
+
+    def add(self, key: str, problem: str, value: Any = None, *, show_value: bool = True) -> None:
+        """Note one problem at ``key``."""
+        self.errors.append(ConfigError(self.path, key, problem, value, show_value=show_value))
+
+    def check(self, fn: Callable[[], T], default: T) -> T:
+        """``fn()``, or ``default`` after noting the :class:`ConfigError` it raised."""
+        try:
+            return fn()
+        except ConfigError as e:
+            self.errors.append(e)
+            return default
+
+    def raise_any(self) -> None:
+        """:raises ConfigError: the one problem noted, or :class:`ConfigErrors` holding every one."""
+        if len(self.errors) == 1:
+            raise self.errors[0]
+        if self.errors:
+            raise ConfigErrors(self.errors)
+
+
+def _unknown(p: _Problems, where: str, data: Mapping[str, Any], known: Collection[str]) -> None:
+    """Note every key of ``data`` not in ``known``, with a "did you mean" when one is close."""
+    for extra in sorted(set(data) - set(known)):
+        key = f"{where}.{extra}" if where else extra
+        close = difflib.get_close_matches(extra, sorted(known), n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"known keys here: {sorted(known)}"
+        p.add(key, f"unknown key ({hint})", data[extra])
 
 
 def parse_config(data: Mapping[str, Any], path: str = "<config>", base: Path | None = None) -> TournamentConfig:
     """Validate a decoded TOML document into a :class:`TournamentConfig`.
 
+    Every problem in the document is reported at once (a key whose value is bad is left out of the
+    checks that depend on it).
+
     :param base: folder that relative ``output`` and ``cwd`` paths are resolved against (default: cwd).
-    :raises ConfigError: naming the file, key and value of the first problem found.
+    :raises ConfigError: naming the file, key and value of the problem; :class:`ConfigErrors` (a
+        subclass) when there are several, one line each.
     """
     base = (base or Path.cwd()).resolve()
-    _unknown(path, "", data, {"tournament", "bots"})
+    p = _Problems(path)
+    _unknown(p, "", data, ("tournament", "bots"))
     t = data.get("tournament")
-    if not isinstance(t, dict):
-        raise ConfigError(path, "tournament", "missing [tournament] table", t, show_value=t is not None)
-    _unknown(path, "tournament", t, _TOURNAMENT_KEYS)
-    name = _str(path, "tournament.name", t.get("name"))
+    part: _TournamentPart | None = None
+    if isinstance(t, dict):
+        part = _parse_tournament(p, t, base)
+    else:
+        p.add("tournament", "missing [tournament] table", t, show_value=t is not None)
+    token_env = part.admin_token_env if part else ENV_ADMIN_TOKEN
+    bots = _parse_bots(p, data.get("bots"), base, token_env)
+    p.raise_any()
+    assert part is not None
+    return TournamentConfig(
+        part.name,
+        part.players,
+        part.games_per_pairing,
+        part.master_seed,
+        part.concurrency,
+        part.output,
+        part.rules,
+        part.time_control,
+        bots,
+        path,
+        part.referees,
+        part.admin_token_env,
+        part.bot_log_bytes,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _TournamentPart:
+    """The ``[tournament]`` table, parsed (placeholders where a value was bad: the run never starts)."""
+
+    name: str
+    players: int
+    games_per_pairing: int
+    master_seed: bytes | None
+    concurrency: int
+    output: Path
+    rules: RuleSet
+    time_control: Mapping[str, int]
+    referees: tuple[str, ...]
+    admin_token_env: str
+    bot_log_bytes: int
+
+
+def _parse_name(path: str, value: Any) -> str:
+    name = _str(path, "tournament.name", value)
     if any(ch in name for ch in "/\\\x00"):
         raise ConfigError(path, "tournament.name", "may not contain slashes", name)
-    players = t.get("players", 4)
-    if players not in (2, 4) or isinstance(players, bool):
-        raise ConfigError(path, "tournament.players", "must be 2 or 4", players)
-    gpp = _int(path, "tournament.games_per_pairing", t.get("games_per_pairing", 2), 2, MAX_GAMES_PER_PAIRING)
+    return name
+
+
+def _parse_players(path: str, value: Any) -> int:
+    if value not in (2, 4) or isinstance(value, bool):
+        raise ConfigError(path, "tournament.players", "must be 2 or 4", value)
+    return int(value)
+
+
+def _parse_gpp(path: str, value: Any) -> int:
+    gpp = _int(path, "tournament.games_per_pairing", value, 2, MAX_GAMES_PER_PAIRING)
     if gpp % 2:
         raise ConfigError(
             path,
@@ -227,122 +372,178 @@ def parse_config(data: Mapping[str, Any], path: str = "<config>", base: Path | N
             "must be even: games are played in duplicate pairs (same deal, sides swapped)",
             gpp,
         )
-    seed: bytes | None = None
-    if t.get("master_seed") is not None:
-        raw = t["master_seed"]
-        if not isinstance(raw, str):
-            raise ConfigError(path, "tournament.master_seed", "must be a string of 64 hex digits", raw)
-        try:
-            seed = parse_seed(raw)
-        except ValueError:
-            raise ConfigError(path, "tournament.master_seed", "must be 64 hex digits (32 bytes)", raw) from None
-    concurrency = _int(path, "tournament.concurrency", t.get("concurrency", 1), 1, 256)
-    out_raw = _str(path, "tournament.output", t.get("output", f"arena-out/{name}"))
-    output = (base / out_raw).resolve()
+    return gpp
 
-    refs_raw = t.get("referees", [])
+
+def _parse_seed(path: str, raw: Any) -> bytes | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        raise ConfigError(path, "tournament.master_seed", "must be a string of 64 hex digits", raw)
+    try:
+        return parse_seed(raw)
+    except ValueError:
+        raise ConfigError(path, "tournament.master_seed", "must be 64 hex digits (32 bytes)", raw) from None
+
+
+def _parse_referees(p: _Problems, refs_raw: Any) -> tuple[str, ...]:
     if not isinstance(refs_raw, list) or not all(isinstance(r, str) for r in refs_raw):
-        raise ConfigError(path, "tournament.referees", 'must be a list of "host:port" strings', refs_raw)
+        p.add("tournament.referees", 'must be a list of "host:port" strings', refs_raw)
+        return ()
     referees: list[str] = []
     for k, r in enumerate(refs_raw):
         try:
             addr = parse_address(r)
         except ValueError as e:
-            raise ConfigError(path, f"tournament.referees[{k}]", str(e), r) from None
+            p.add(f"tournament.referees[{k}]", str(e), r)
+            continue
         if addr in referees:
-            raise ConfigError(path, f"tournament.referees[{k}]", "listed twice", r)
+            p.add(f"tournament.referees[{k}]", "listed twice", r)
         referees.append(addr)
-    token_env = _str(path, "tournament.admin_token_env", t.get("admin_token_env", ENV_ADMIN_TOKEN))
+    return tuple(referees)
+
+
+def _parse_token_env(path: str, value: Any) -> str:
+    token_env = _str(path, "tournament.admin_token_env", value)
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", token_env):
         raise ConfigError(path, "tournament.admin_token_env", "must be an environment variable name", token_env)
+    return token_env
 
-    rules_raw = t.get("rules", {})
+
+def _parse_rules(p: _Problems, rules_raw: Any, players: int) -> RuleSet:
+    """The rule options (checked by :class:`RuleSet`, and key by key for what the protocol can carry)."""
+    default = RuleSet.from_dict({"players": players})
     if not isinstance(rules_raw, dict):
-        raise ConfigError(path, "tournament.rules", "must be a table of rule options", rules_raw)
+        p.add("tournament.rules", "must be a table of rule options", rules_raw)
+        return default
+    n = len(p.errors)
+    _unknown(p, "tournament.rules", rules_raw, [f.name for f in fields(RuleSet)])
     if "players" in rules_raw and rules_raw["players"] != players:
-        raise ConfigError(
-            path,
-            "tournament.rules.players",
-            f"disagrees with tournament.players = {players}",
-            rules_raw["players"],
-        )
+        p.add("tournament.rules.players", f"disagrees with tournament.players = {players}", rules_raw["players"])
+    if len(p.errors) > n:
+        return default
     try:
         rules = RuleSet.from_dict({**rules_raw, "players": players})
     except (TypeError, ValueError) as e:
-        raise ConfigError(path, "tournament.rules", str(e), rules_raw) from None
+        p.add("tournament.rules", str(e), rules_raw)
+        return default
     for k, v in rules_raw.items():  # what the protocol cannot carry (e.g. a target beyond int32), key by key
         try:
             wire.rules_to_pb(RuleSet.from_dict({k: v, "players": players}))
         except (TypeError, ValueError, OverflowError) as e:
-            raise ConfigError(path, f"tournament.rules.{k}", f"the protocol cannot carry it: {e}", v) from None
+            p.add(f"tournament.rules.{k}", f"the protocol cannot carry it: {e}", v)
+    return rules
 
-    tc_raw = t.get("time_control", {})
+
+def _parse_time_control(p: _Problems, tc_raw: Any) -> dict[str, int]:
+    """The time-control options the config sets (each checked by the referee's own validation)."""
     if not isinstance(tc_raw, dict):
-        raise ConfigError(path, "tournament.time_control", "must be a table", tc_raw)
-    _unknown(path, "tournament.time_control", tc_raw, _TC_KEYS)
-    tc = {k: _int(path, f"tournament.time_control.{k}", v, 1, MAX_TIME_CONTROL) for k, v in sorted(tc_raw.items())}
-    for k, v in tc.items():  # the referee's own validation, and what the protocol can carry, key by key
-        try:
-            wire.time_control_to_pb(TimeControl(**{k: v}))
+        p.add("tournament.time_control", "must be a table", tc_raw)
+        return {}
+    _unknown(p, "tournament.time_control", tc_raw, _TC_KEYS)
+    tc: dict[str, int] = {}
+    for k, v in sorted(tc_raw.items()):
+        if k not in _TC_KEYS:
+            continue
+        key = f"tournament.time_control.{k}"
+        value = p.check(lambda key=key, v=v: _int(p.path, key, v, 1, MAX_TIME_CONTROL), None)
+        if value is None:
+            continue
+        try:  # the referee's own validation, and what the protocol can carry
+            wire.time_control_to_pb(TimeControl(**{k: value}))
         except (TypeError, ValueError, OverflowError) as e:
-            raise ConfigError(path, f"tournament.time_control.{k}", str(e), v) from None
+            p.add(key, str(e), value)
+            continue
+        tc[k] = value
+    return tc
 
-    bots_raw = data.get("bots")
+
+def _parse_tournament(p: _Problems, t: Mapping[str, Any], base: Path) -> _TournamentPart:
+    """The ``[tournament]`` table; problems are noted in ``p``."""
+    path = p.path
+    _unknown(p, "tournament", t, _TOURNAMENT_KEYS)
+    name = p.check(lambda: _parse_name(path, t.get("name")), "?")
+    players = p.check(lambda: _parse_players(path, t.get("players", 4)), 4)
+    out_raw = p.check(lambda: _str(path, "tournament.output", t.get("output", f"arena-out/{name}")), ".")
+    return _TournamentPart(
+        name=name,
+        players=players,
+        games_per_pairing=p.check(lambda: _parse_gpp(path, t.get("games_per_pairing", 2)), 2),
+        master_seed=p.check(lambda: _parse_seed(path, t.get("master_seed")), None),
+        concurrency=p.check(lambda: _int(path, "tournament.concurrency", t.get("concurrency", 1), 1, 256), 1),
+        output=(base / out_raw).resolve(),
+        rules=_parse_rules(p, t.get("rules", {}), players),
+        time_control=_parse_time_control(p, t.get("time_control", {})),
+        referees=_parse_referees(p, t.get("referees", [])),
+        admin_token_env=p.check(
+            lambda: _parse_token_env(path, t.get("admin_token_env", ENV_ADMIN_TOKEN)), ENV_ADMIN_TOKEN
+        ),
+        bot_log_bytes=p.check(
+            lambda: _int(path, "tournament.bot_log_bytes", t.get("bot_log_bytes", BOT_LOG_BYTES), 1024), 0
+        ),
+    )
+
+
+def _parse_command(p: _Problems, where: str, cmd: Any) -> tuple[str, ...]:
+    if not isinstance(cmd, list) or not cmd or not all(isinstance(x, str) and x for x in cmd):
+        p.add(f"{where}.command", "must be a non-empty list of strings (argv, no shell)", cmd)
+        return ()
+    for i, arg in enumerate(cmd):
+        try:
+            _placeholder_fields(arg)
+        except ValueError as e:
+            p.add(f"{where}.command[{i}]", str(e), arg)
+    return tuple(cmd)
+
+
+def _parse_bot(p: _Problems, where: str, b: Mapping[str, Any], base: Path, token_env: str) -> BotSpec:
+    """One ``[[bots]]`` entry; problems are noted in ``p``."""
+    path = p.path
+    _unknown(p, where, b, _BOT_KEYS)
+    bname = p.check(lambda: _str(path, f"{where}.name", b.get("name")), "")
+    if "image" in b:
+        p.add(f"{where}.image", "container images are not supported yet; give a `command` instead", b["image"])
+    version = b.get("version", "0")
+    if not isinstance(version, str | int | float) or isinstance(version, bool):
+        p.add(f"{where}.version", "must be a string", version)
+    cmd = _parse_command(p, where, b.get("command"))
+    cwd = b.get("cwd")
+    if cwd is not None:
+        cwd = p.check(lambda: str((base / _str(path, f"{where}.cwd", cwd)).resolve()), None)
+    env = b.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+        p.add(f"{where}.env", "must be a table of string values", env)
+        env = {}
+    for secret in dict.fromkeys((ENV_ADMIN_TOKEN, token_env)):
+        if secret in env:
+            p.add(
+                f"{where}.env.{secret}",
+                "a bot may not be given the referees' admin token (it could read every match's cards)",
+                show_value=False,
+            )
+    return BotSpec(bname, str(version), cmd, cwd, dict(env))
+
+
+def _parse_bots(p: _Problems, bots_raw: Any, base: Path, token_env: str) -> tuple[BotSpec, ...]:
+    """The ``[[bots]]`` entries (at least two, unique names); problems are noted in ``p``."""
     if not isinstance(bots_raw, list) or len(bots_raw) < 2:
-        raise ConfigError(
-            path,
-            "bots",
-            "need at least two [[bots]] entries",
-            None if bots_raw is None else len(bots_raw) if isinstance(bots_raw, list) else bots_raw,
-        )
+        shown = None if bots_raw is None else len(bots_raw) if isinstance(bots_raw, list) else bots_raw
+        p.add("bots", "need at least two [[bots]] entries", shown)
+        if not isinstance(bots_raw, list):
+            return ()
     bots: list[BotSpec] = []
     seen: set[str] = set()
     for k, b in enumerate(bots_raw):
         where = f"bots[{k}]"
         if not isinstance(b, dict):
-            raise ConfigError(path, where, "must be a table", b)
-        _unknown(path, where, b, _BOT_KEYS)
-        bname = _str(path, f"{where}.name", b.get("name"))
-        if bname in seen:
-            raise ConfigError(path, f"{where}.name", "duplicate bot name", bname)
-        seen.add(bname)
-        if "image" in b:
-            raise ConfigError(
-                path,
-                f"{where}.image",
-                "container images are not supported yet; give a `command` instead",
-                b["image"],
-            )
-        version = b.get("version", "0")
-        if not isinstance(version, str | int | float) or isinstance(version, bool):
-            raise ConfigError(path, f"{where}.version", "must be a string", version)
-        cmd = b.get("command")
-        if not isinstance(cmd, list) or not cmd or not all(isinstance(x, str) and x for x in cmd):
-            raise ConfigError(path, f"{where}.command", "must be a non-empty list of strings (argv, no shell)", cmd)
-        for i, arg in enumerate(cmd):
-            try:
-                _placeholder_fields(arg)
-            except ValueError as e:
-                raise ConfigError(path, f"{where}.command[{i}]", str(e), arg) from None
-        cwd = b.get("cwd")
-        if cwd is not None:
-            cwd = str((base / _str(path, f"{where}.cwd", cwd)).resolve())
-        env = b.get("env", {})
-        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-            raise ConfigError(path, f"{where}.env", "must be a table of string values", env)
-        for secret in (ENV_ADMIN_TOKEN, token_env):
-            if secret in env:
-                raise ConfigError(
-                    path,
-                    f"{where}.env.{secret}",
-                    "a bot may not be given the referees' admin token (it could read every match's cards)",
-                    show_value=False,
-                )
-        bots.append(BotSpec(bname, str(version), tuple(cmd), cwd, dict(env)))
-
-    return TournamentConfig(
-        name, players, gpp, seed, concurrency, output, rules, tc, tuple(bots), path, tuple(referees), token_env
-    )
+            p.add(where, "must be a table", b)
+            continue
+        bot = _parse_bot(p, where, b, base, token_env)
+        if bot.name and bot.name in seen:
+            p.add(f"{where}.name", "duplicate bot name", bot.name)
+        seen.add(bot.name)
+        bots.append(bot)
+    return tuple(bots)
 
 
 def check_bot_cwds(config: TournamentConfig, output: Path, arena_cwd: Path | None = None) -> None:

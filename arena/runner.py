@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from arena.config import TournamentConfig
+from arena.config import TournamentConfig, identity_changes
 from arena.schedule import ScheduledGame, make_schedule
-from arena.store import GameResult, Store
+from arena.store import GameResult, Store, StoreMismatch
 from referee.dealing import commitment, fresh_seed
 
 DB_NAME = "arena.sqlite"
@@ -62,14 +62,27 @@ def open_tournament(config: TournamentConfig, output: Path | None = None) -> Tou
     ``secrets``. Before any game is played its commitment is written to ``<output>/commitment.json``.
     A new output folder is created with permissions 0700 (the database in it holds the master seed).
 
-    :raises arena.store.StoreMismatch: if ``output`` holds a different tournament.
+    :raises arena.store.StoreMismatch: if ``output`` holds a different tournament; the message names
+        each config field that changed (e.g. ``tournament.rules.target: 7 -> 8``).
     """
     out = Path(output or config.output)
     out.mkdir(mode=0o700, parents=True, exist_ok=True)
     store = Store(out / DB_NAME)
     try:
         candidate = config.master_seed or fresh_seed()
-        seed = bytes.fromhex(store.claim(config.fingerprint(), candidate.hex(), commitment(candidate)))
+        seed = bytes.fromhex(
+            store.claim(config.fingerprint(), candidate.hex(), commitment(candidate), config.identity())
+        )
+    except StoreMismatch as e:
+        store.close()
+        if e.stored_identity is None:
+            raise
+        changed = identity_changes(e.stored_identity, config.identity())
+        raise StoreMismatch(
+            f"{out} holds another tournament: the config changed {'; '.join(changed)}; "
+            "use another output folder or restore those fields",
+            e.stored_identity,
+        ) from None
     except BaseException:
         store.close()
         raise

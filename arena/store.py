@@ -11,7 +11,8 @@ scheduled seed (a new match id), which is the same deal.
 Tournament meta (key/value): ``fingerprint`` (of the config, see
 :meth:`arena.config.TournamentConfig.fingerprint`), ``commitment`` (SHA-256 of the master seed),
 ``master_seed`` (hex; kept here so a rerun without a seed in the config resumes the same schedule;
-published only after the last game), ``created_at``, ``finished_at``.
+published only after the last game), ``identity`` (JSON: the config fields the fingerprint covers, so
+a changed config can be told which fields changed), ``created_at``, ``finished_at``.
 """
 
 from __future__ import annotations
@@ -53,7 +54,14 @@ CREATE TABLE IF NOT EXISTS games (
 
 
 class StoreMismatch(RuntimeError):
-    """The output folder holds a different tournament (its config fingerprint differs)."""
+    """The output folder holds a different tournament (its config fingerprint differs).
+
+    ``stored_identity`` is the identity the store was claimed with (see :meth:`Store.claim`), or None
+    for a store written before identities were kept."""
+
+    def __init__(self, message: str, stored_identity: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.stored_identity = stored_identity
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,11 +158,14 @@ class Store:
         """Set ``key`` to ``value`` (overwrites)."""
         self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
-    def claim(self, fingerprint: str, master_seed_hex: str, commitment: str) -> str:
+    def claim(
+        self, fingerprint: str, master_seed_hex: str, commitment: str, identity: dict[str, Any] | None = None
+    ) -> str:
         """Bind this store to one tournament, or check that it already is; returns the master seed hex.
 
-        On first use the fingerprint, master seed, commitment and ``created_at`` are written in one
-        transaction. Later, the stored master seed wins (so a config without a seed resumes the same
+        On first use the fingerprint, master seed, commitment, ``identity`` (the JSON-ready fields the
+        fingerprint is taken of, kept to name what changed in a later config) and ``created_at`` are
+        written in one transaction. Later, the stored master seed wins (so a config without a seed resumes the same
         schedule) and ``master_seed_hex`` is ignored unless the config fixed it (then the fingerprints
         agree only if the seeds do).
 
@@ -169,12 +180,15 @@ class Store:
                     ("master_seed", master_seed_hex),
                     ("commitment", commitment),
                     ("created_at", f"{time.time():.3f}"),
+                    ("identity", json.dumps(identity, sort_keys=True)),
                 ):
                     self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (k, v))
             elif existing != fingerprint:
+                stored = self.get_meta("identity")
                 raise StoreMismatch(
                     f"{self.path} holds another tournament (config fingerprint {existing[:12]}…, this config "
-                    f"{fingerprint[:12]}…); use another output folder or restore the original config"
+                    f"{fingerprint[:12]}…); use another output folder or restore the original config",
+                    json.loads(stored) if stored else None,
                 )
             self._db.execute("COMMIT")
         except BaseException:

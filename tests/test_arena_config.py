@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,7 +84,7 @@ def test_fingerprint_ignores_how_bots_start_but_not_what_they_are(tmp_path: Path
         ("games_per_pairing = 4", "games_per_pairing = 3", "tournament.games_per_pairing", "3"),
         ("players = 2", "players = 3", "tournament.players", "3"),
         ("target = 7", "target = 0", "tournament.rules", "'target': 0"),
-        ("hang_jack = false", "hang_jak = false", "tournament.rules", "unknown rule option"),
+        ("hang_jack = false", "hang_jak = false", "tournament.rules.hang_jak", "did you mean 'hang_jack'?"),
         ("decision_ms = 250", "decision_ms = -1", "tournament.time_control.decision_ms", "-1"),
         ("bank_ms = 2000", "bank = 2000", "tournament.time_control.bank", "2000"),
         ('master_seed = "' + "ab" * 32, 'master_seed = "' + "ab" * 31, "tournament.master_seed", "abab"),
@@ -170,3 +172,44 @@ def test_bot_environment_has_no_admin_token() -> None:
     bot = BotSpec("b", "1", ("x",), env={"LEVEL": "3"})
     env = bot_environment(bot, "TICKET", "h:1", ("ALLFOURS_ADMIN_TOKEN", "CUP_TOKEN"), ("t3",), base=base)
     assert env == {"PATH": "/bin", "LEVEL": "3", "ALLFOURS_TICKET": "TICKET", "ALLFOURS_REFEREE": "h:1"}
+
+
+def test_every_error_in_the_file_at_once_with_did_you_mean(tmp_path: Path) -> None:
+    """Four problems in four places: one ConfigErrors holding each as its own one-line error, in file
+    order, with a "did you mean" for the misspelt keys."""
+    bad = (
+        GOOD.replace("players = 2", "players = 3")
+        .replace("concurrency = 3", "concurency = 3")
+        .replace("bank_ms = 2000", "bank_ms = -5\ndecison_ms = 9")
+        .replace('command = ["node", "bot.js"]', 'command = "node bot.js"')
+    )
+    path = write(tmp_path, bad)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    lines = [str(e) for e in info.value.errors]
+    assert str(info.value).splitlines() == lines
+    assert [line.split(": ")[1] for line in lines] == [
+        "tournament.concurency",
+        "tournament.players",
+        "tournament.time_control.decison_ms",
+        "tournament.time_control.bank_ms",
+        "bots[1].command",
+    ]
+    assert all(line.startswith(f"{path}: ") for line in lines)
+    assert "unknown key (did you mean 'concurrency'?) (got 3)" in lines[0]
+    assert "did you mean 'decision_ms'?" in lines[2]
+    assert "must be 2 or 4 (got 3)" in lines[1] and "(got -5)" in lines[3] and "argv" in lines[4]
+
+
+def test_the_cli_prints_every_config_error_one_line_each(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD.replace("players = 2", "players = 3").replace("concurrency = 3", "concurency = 3"))
+    done = subprocess.run(
+        [sys.executable, "-m", "arena.cli", "run", str(path), "--no-progress"],
+        capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines() == [
+        f"config error: {path}: tournament.concurency: unknown key (did you mean 'concurrency'?) (got 3)",
+        f"config error: {path}: tournament.players: must be 2 or 4 (got 3)",
+    ]
+    assert not (tmp_path / "results").exists()

@@ -216,3 +216,20 @@ def test_a_second_run_on_one_output_folder_refuses_at_once(tmp_path: Path) -> No
     assert len(rows) == len({r["game_id"] for r in rows}) == 36
     again = subprocess.run(_arena(cfg, out), capture_output=True, text=True, timeout=60)
     assert again.returncode == 0, again.stderr
+
+
+def test_a_changed_config_names_the_fields_that_changed(tmp_path: Path) -> None:
+    path = config_file(tmp_path)
+    open_tournament(load_config(path)).store.close()
+    path.write_text(
+        path.read_text()
+        .replace("games_per_pairing = 6", "games_per_pairing = 8")
+        .replace('name = "b"', 'name = "b"\nversion = "2"')
+    )
+    with pytest.raises(StoreMismatch) as info:
+        open_tournament(load_config(path))
+    msg = str(info.value)
+    assert msg == (
+        f"{tmp_path / 'out'} holds another tournament: the config changed bots.b.version: '0' -> '2'; "
+        "tournament.games_per_pairing: 6 -> 8; use another output folder or restore those fields"
+    )
