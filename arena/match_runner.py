@@ -7,14 +7,16 @@ with the fewest games in flight. For each game :meth:`GrpcGameRunner.play`:
 
 1. ``AdminService.CreateMatch`` with the tournament's rules and time control, the seat names from
    the schedule, one game, the scheduled seed and first dealer → match id, seed commitment, tickets;
-2. starts one process per seat (``subprocess``, own process group) from the bot's ``command`` with
+2. starts one process per seat (:class:`arena.procs.BotProcess`: everything it starts is tracked and
+   ends with it; its output is capped at ``tournament.bot_log_bytes``) from the bot's ``command`` with
    ``ALLFOURS_TICKET`` (that seat's ticket) and ``ALLFOURS_REFEREE`` (``host:port``) in its
    environment (the arena's own environment without any admin token: :func:`bot_environment`);
    placeholders in the command are replaced: ``{python}`` (the arena's interpreter),
    ``{config_dir}``, ``{ticket}``, ``{referee}``, ``{seat}``. Each process's output goes to
    ``<output>/logs/<game id>/seat<k>.log``;
 3. ``AdminService.WatchMatch`` until the result; then ``GetRecord`` → ``<output>/records/<game id>.jsonl``;
-4. stops leftover bot processes (SIGTERM to the group, then SIGKILL after 2 s).
+4. stops the bot processes and everything they started (2 s to exit on their own, then SIGTERM,
+   then SIGKILL 2 s later: :meth:`arena.procs.BotProcess.stop`).
 
 Bot failures are results: a bot that cannot start, crashes, hangs or breaks the protocol forfeits
 through the referee (no-show, disconnect, timeout, protocol error) and loses the game; the reasons
@@ -32,11 +34,9 @@ stays pending and is played on the next run.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -51,12 +51,11 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
 from arena.config import ENV_ADMIN_TOKEN, ENV_REFEREE, ENV_TICKET, BotSpec, TournamentConfig, expand_placeholders
+from arena.procs import BotProcess, stop_all
 from arena.schedule import ScheduledGame
 from arena.store import GameResult
 from referee import wire
 
-#: Seconds a bot process gets to exit after the match before SIGTERM, and after SIGTERM before SIGKILL.
-EXIT_WAIT_S = 2.0
 #: Seconds to keep trying to reach a referee at start-up before giving up.
 CONNECT_TIMEOUT_S = 3.0
 #: Seconds a referee that failed a game has to answer its health check with SERVING (else it is retired).
@@ -448,7 +447,7 @@ class GrpcGameRunner:
         if attempt:
             log_dir = log_dir / f"retry{attempt}"
         log_dir.mkdir(parents=True, exist_ok=True)
-        procs: list[subprocess.Popen[bytes] | None] = []
+        procs: list[BotProcess | None] = []
         notes: list[str] = []
         mid = created.match_id
         early: list[int | None] = []
@@ -474,7 +473,7 @@ class GrpcGameRunner:
                 raise RefereeFailure(conn.address, f"match {mid} aborted by the referee: {detail or 'no reason'}")
             record = self._save_record(conn, game, mid)
         finally:
-            codes = _stop(procs)
+            codes = stop_all(procs)
         forfeited = {
             s.seat: s.termination
             for s in result.seats
@@ -498,7 +497,7 @@ class GrpcGameRunner:
 
     def _launch(
         self, conn: RefereeConnection, bot: BotSpec, seat: int, ticket: str, log_dir: Path, notes: list[str]
-    ) -> subprocess.Popen[bytes] | None:
+    ) -> BotProcess | None:
         argv = expand_command(
             bot,
             {
@@ -510,16 +509,9 @@ class GrpcGameRunner:
             },
         )
         env = bot_environment(bot, ticket, conn.address, self.secret_names, self.secret_values)
-        log = open(log_dir / f"seat{seat}.log", "wb")  # noqa: SIM115 - handed to the child
         try:
-            return subprocess.Popen(
-                argv,
-                cwd=bot.cwd,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
+            return BotProcess.start(
+                argv, cwd=bot.cwd, env=env, log_path=log_dir / f"seat{seat}.log", log_limit=self.config.bot_log_bytes
             )
         except OSError as e:
             if bot.cwd is not None and not Path(bot.cwd).is_dir():
@@ -527,8 +519,6 @@ class GrpcGameRunner:
             else:
                 notes.append(f"seat {seat} ({bot.name}) could not start {argv[0]!r}: {e.strerror or e}")
             return None
-        finally:
-            log.close()
 
     def _save_record(self, conn: RefereeConnection, game: ScheduledGame, match_id: str) -> str:
         """Fetch the finished match's record into ``records/<game id>.jsonl``; returns that relative path.
@@ -606,21 +596,3 @@ class GrpcGameRunner:
                 "terminations": [_TERMINATION.get(s.termination, "") for s in result.seats],
             },
         )
-
-
-def _stop(procs: list[subprocess.Popen[bytes] | None]) -> list[int | None]:
-    """Wait briefly for bot processes to exit, then SIGTERM, then SIGKILL their process groups."""
-    deadline = time.monotonic() + EXIT_WAIT_S
-    for sig in (None, signal.SIGTERM, signal.SIGKILL):
-        live = [p for p in procs if p is not None and p.poll() is None]
-        if not live:
-            break
-        if sig is not None:
-            for p in live:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(p.pid, sig)
-            deadline = time.monotonic() + EXIT_WAIT_S
-        for p in live:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                p.wait(timeout=max(0.0, deadline - time.monotonic()))
-    return [None if p is None else p.poll() for p in procs]

@@ -7,10 +7,12 @@ External and several referees: tests/test_arena_referees.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -355,3 +357,67 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
         done = arena(str(good), *args, env={"ALLFOURS_ADMIN_TOKEN": ""})
         assert done.returncode == 2 and one_line_error(done).startswith(expected), done.stderr
     assert not (tmp_path / "out").exists()  # nothing was written for any of them
+
+
+NASTY = """
+[tournament]
+name = "nasty"
+players = 2
+games_per_pairing = 20
+concurrency = 2
+bot_log_bytes = 65536
+output = "out"
+[tournament.rules]
+target = 3
+[[bots]]
+name = "nasty"
+command = ["{python}", "-m", "tests.bots.nasty", "TAG", "8"]
+[[bots]]
+name = "instant"
+command = ["{python}", "-m", "arena.instant_bot"]
+"""
+
+
+def _tagged(tag: str) -> list[int]:
+    """Live (not zombie) processes with ``tag`` in their command line."""
+    out = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = Path(f"/proc/{name}/cmdline").read_bytes()
+            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if tag.encode() in cmd and state != "Z":
+            out.append(int(name))
+    return out
+
+
+def test_nothing_a_bot_starts_outlives_its_game_and_its_log_is_capped(tmp_path: Path) -> None:
+    """20 games against a bot that starts a plain child, a setsid child and a double-forked daemon
+    each game, and writes 8 MiB: after the run no such process is left, and each of its logs holds
+    64 KiB and says it was truncated."""
+    import signal
+    import uuid
+
+    tag = f"nasty-{uuid.uuid4().hex}"
+    cfg = tmp_path / "nasty.toml"
+    cfg.write_text(NASTY.replace("TAG", tag))
+    try:
+        done = arena(str(cfg), "--bootstrap", "0", timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        time.sleep(0.5)
+        leftovers = _tagged(tag + "-child")
+        assert leftovers == [], f"{len(leftovers)} processes outlived their games"
+    finally:
+        for pid in _tagged(tag):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    out = tmp_path / "out"
+    games = rows(out)
+    assert len(games) == 20 and all(g["terminations"] == ["normal", "normal"] for g in games), games
+    marker = b"\n[arena: output truncated at 65536 bytes; the rest is discarded]\n"
+    for g in games:
+        seat = [g["a"], g["b"]].index("nasty")
+        log = (out / "logs" / g["game_id"] / f"seat{seat}.log").read_bytes()
+        assert log.startswith(b"x" * 65536 + marker), log[65530:65700]
+        assert log.endswith(f"[arena: {8 * 2**20 - 65536} bytes discarded]\n".encode()), log[-200:]

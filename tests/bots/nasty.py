@@ -1,0 +1,36 @@
+"""A bot that leaves processes behind and floods its output, then plays like ``arena.instant_bot``.
+
+``python -m tests.bots.nasty TAG MEGABYTES`` starts three sleepers with ``TAG-child`` in their argv —
+a plain child, a child in a new session (``setsid``) and a double-forked daemon (its parent exits at
+once, so it is orphaned) — writes ``MEGABYTES`` MiB to stdout, then plays the first legal action
+until the match ends (referee and ticket from the environment the arena sets).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from arena import instant_bot
+
+
+def main() -> int:
+    tag, megabytes = sys.argv[1], int(sys.argv[2])
+    sleeper = [sys.executable, "-c", "import time; time.sleep(600)", tag + "-child"]
+    subprocess.Popen(sleeper, stdout=subprocess.DEVNULL)
+    subprocess.Popen(sleeper, stdout=subprocess.DEVNULL, start_new_session=True)
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.execv(sys.executable, sleeper)
+        os._exit(0)
+    block = b"x" * (1 << 20)
+    for _ in range(megabytes):
+        sys.stdout.buffer.write(block)
+    sys.stdout.flush()
+    return instant_bot.main([])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

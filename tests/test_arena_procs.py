@@ -1,0 +1,128 @@
+"""Bot processes (arena/procs.py, arena/shepherd.py): nothing a bot starts outlives it, its log is capped.
+
+Both containments run: cgroup v2 (where this machine lets us write it) and the subreaper shepherd.
+Leftovers are counted by a unique tag in the command line of the processes a bot starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from arena import procs
+from arena.procs import TRUNCATED, BotProcess, Containment
+
+#: A bot that starts a plain child, a child in a new session and a double-forked daemon (each
+#: sleeping with ``<tag>-child`` in its argv), says so, then lives ``argv[2]`` seconds.
+NASTY = r"""
+import os, subprocess, sys, time
+tag = sys.argv[1]
+sleeper = [sys.executable, "-c", "import time; time.sleep(300)", tag + "-child"]
+subprocess.Popen(sleeper)
+subprocess.Popen(sleeper, start_new_session=True)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv(sys.executable, sleeper)
+    os._exit(0)
+print("started", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def tagged(tag: str, suffix: str = "-child") -> list[int]:
+    """Pids of live (not zombie) processes with ``tag + suffix`` in their command line (the bot's children)."""
+    tag += suffix
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{name}/cmdline").read_bytes()
+            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if tag.encode() in cmd and state != "Z":
+            out.append(int(name))
+    return out
+
+
+def wait_for(cond, timeout: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return bool(cond())
+
+
+@pytest.fixture(params=[Containment.CGROUP, Containment.SUBREAPER], ids=["cgroup", "subreaper"])
+def kind(request: pytest.FixtureRequest) -> Containment:
+    if request.param is Containment.CGROUP and procs.containment()[0] is not Containment.CGROUP:
+        pytest.skip("cgroup v2 is not writable here (the subreaper variant covers this machine)")
+    return Containment(request.param)
+
+
+@pytest.fixture
+def tag() -> Iterator[str]:
+    t = f"allfours-leftover-{uuid.uuid4().hex}"
+    yield t
+    for pid in tagged(t, ""):  # never leave the test's own leftovers behind, whatever happened
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def start(tmp_path: Path, kind: Containment, *argv: str, limit: int = 1 << 20) -> BotProcess:
+    return BotProcess.start(
+        list(argv), cwd=str(tmp_path), env=dict(os.environ), log_path=tmp_path / "seat.log", log_limit=limit,
+        prefer=kind,
+    )
+
+
+def test_stop_ends_every_descendant(tmp_path: Path, kind: Containment, tag: str) -> None:
+    p = start(tmp_path, kind, sys.executable, "-c", NASTY, tag, "300")
+    assert wait_for(lambda: len(tagged(tag)) == 3), tagged(tag)
+    code = p.stop(exit_wait_s=0.1)
+    assert code in (-signal.SIGTERM, -signal.SIGKILL), code
+    assert wait_for(lambda: not tagged(tag), 5.0), f"leftovers: {tagged(tag)}"
+    assert (tmp_path / "seat.log").read_text() == "started\n"
+
+
+def test_a_bot_that_exits_takes_its_descendants_with_it(tmp_path: Path, kind: Containment, tag: str) -> None:
+    """The bot exits on its own (status 0): what it started ends too, without any stop()."""
+    p = start(tmp_path, kind, sys.executable, "-c", NASTY, tag, "1")
+    assert wait_for(lambda: len(tagged(tag)) == 3), tagged(tag)
+    assert p.wait(timeout=30) == 0
+    assert wait_for(lambda: not tagged(tag), procs.GRACE_S + 5.0), f"leftovers: {tagged(tag)}"
+    assert p.stop(exit_wait_s=0) == 0
+
+
+def test_exit_status_and_missing_commands(tmp_path: Path, kind: Containment) -> None:
+    assert start(tmp_path, kind, sys.executable, "-c", "import sys; sys.exit(5)").stop() == 5
+    with pytest.raises(FileNotFoundError):
+        start(tmp_path, kind, "/no/such/bot")
+    with pytest.raises(FileNotFoundError):
+        start(tmp_path, kind, "no-such-bot-command-anywhere")
+
+
+def test_a_bot_writing_hundreds_of_megabytes_gets_a_capped_log(tmp_path: Path, kind: Containment) -> None:
+    """300 MB of output: the log keeps the first 1 MiB, then says it was truncated and how much was
+    discarded; the bot was never blocked (it finished writing and exited 0)."""
+    limit = 1 << 20
+    spam = "import sys\nblock = b'x' * (1 << 20)\nfor _ in range(300): sys.stdout.buffer.write(block)\n"
+    p = start(tmp_path, kind, sys.executable, "-c", spam, limit=limit)
+    assert p.wait(timeout=120) == 0
+    assert p.stop() == 0
+    data = (tmp_path / "seat.log").read_bytes()
+    marker = f"\n{TRUNCATED.format(limit=limit)}\n".encode()
+    discarded = 300 * (1 << 20) - limit
+    assert data == b"x" * limit + marker + f"[arena: {discarded} bytes discarded]\n".encode()
+    assert (tmp_path / "seat.log").stat().st_mode & 0o777 == 0o600
