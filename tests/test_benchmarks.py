@@ -15,8 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(script: str, *args: str, cwd: Path) -> str:
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=cwd,
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     return r.stdout
 
@@ -37,3 +38,11 @@ def test_referee_benchmark_prints_its_figures(tmp_path: Path) -> None:
 def test_arena_benchmark_prints_its_figures(tmp_path: Path) -> None:
     out = run("arena.py", "--bots", "2", "--games-per-pairing", "2", "--players", "2", cwd=tmp_path)
     assert re.search(r"\"games_per_s\": [\d.]+", out) and re.search(r"\"outside_share\": [\d.]+", out), out
+
+
+@pytest.mark.slow
+def test_ratings_benchmark_prints_its_figures(tmp_path: Path) -> None:
+    out = run(
+        "ratings.py", "--bots", "4", "12", "--games-per-bot", "40", "--bootstrap", "50", "--repeat", "1", cwd=tmp_path
+    )
+    assert re.search(r"bots=12\s+games=480\s.*full=[\d.]+s .*games/s=[\d,]+", out), out
