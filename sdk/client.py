@@ -9,6 +9,8 @@ Robustness:
 
 - A bot whose ``act`` raises or returns something illegal does not lose its seat: the error is
   logged and the first legal action (the referee's default) is sent instead.
+- A request seen again on the same stream after it was answered is ignored; unknown message and
+  event kinds (from a newer referee) are skipped.
 - ActionRejected: the reason is logged and the bot is asked once more (``ctx.rejected`` says why);
   if it repeats itself, the first legal action is sent.
 - A transport error (or a stream that ends without MatchEnd) reconnects with the same ticket until
@@ -103,6 +105,8 @@ class BotClient:
         self._out: queue.Queue[pb.PlayRequest | None] = queue.Queue()
         self._request: pb.DecisionRequest | None = None
         self._asked_again: set[int] = set()
+        #: The seqs answered on the current stream (a request seen again there is not answered twice).
+        self._answered: set[int] = set()
         self._connected_once = False
 
     # ------------------------------------------------------------------------------ the loop
@@ -160,6 +164,7 @@ class BotClient:
         """One stream: returns the MatchEnd, or ``None`` if the stream ended early."""
         out: queue.Queue[pb.PlayRequest | None] = queue.Queue()
         self._out = out
+        self._answered = set()
         call = stub.Play(self._requests(out))
         try:
             for resp in call:
@@ -221,16 +226,27 @@ class BotClient:
         return ctx.legal[0]
 
     def _send(self, seq: int, action: Action) -> None:
+        self._answered.add(seq)
         self._out.put(pb.PlayRequest(decision=pb.Decision(seq=seq, action=wire.action_to_pb(action))))
 
     def _on_events(self, events: Iterable[pb.Event]) -> None:
         """Public events (batched by the referee), oldest first, to the bot's hooks."""
         if self._hooks is not None:
             for ev in events:
-                self._hooks.event(wire.event_from_pb(ev))
+                try:
+                    event = wire.event_from_pb(ev)
+                except wire.WireError as e:  # e.g. a kind added by a newer referee: forward compatibility
+                    log.debug("skipping an event this SDK does not know: %s", e)
+                    continue
+                self._hooks.event(event)
 
     def _on_request(self, req: pb.DecisionRequest) -> None:
         self._on_events(req.events)
+        if req.seq in self._answered:
+            # The same request again on the same stream: the answer already went out (docs/protocol.md,
+            # Sequence numbers). After a reconnect the set is new, so a re-sent pending request is answered.
+            log.debug("seq %d: a request already answered on this stream; ignored", req.seq)
+            return
         self._request = req
         ctx = self._context(req)
         if not ctx.legal:

@@ -171,9 +171,15 @@ function main() {
     const call = client.Play();
     let lastRequest = null;
     let reasked = new Set();
+    // Seqs answered on this stream: a request seen again here is not answered twice (after a
+    // reconnect the set is new, so a re-sent pending request is answered).
+    const answered = new Set();
     let live = false; // this stream got a Welcome
     let ended = false;
-    const send = (seq, action) => call.write({ decision: { seq, action } });
+    const send = (seq, action) => {
+      answered.add(String(seq));
+      call.write({ decision: { seq, action } });
+    };
 
     call.on('data', (resp) => {
       switch (resp.msg) {
@@ -192,6 +198,7 @@ function main() {
         }
         case 'decision_request': {
           const req = resp.decision_request;
+          if (answered.has(String(req.seq))) break; // already answered on this stream
           lastRequest = req;
           if (req.legal_actions.length === 0) break;
           let action;
@@ -223,7 +230,7 @@ function main() {
           call.end();
           break;
         }
-        default: // events and pongs: this bot keeps no memory
+        default: // events, pongs and message kinds of a newer protocol: this bot keeps no memory
           break;
       }
     });

@@ -1,0 +1,179 @@
+"""``python -m sdk.conformance [options] -- COMMAND [ARGS…]`` (also ``allfours-conformance``).
+
+Runs the conformance checks against the bot started by COMMAND and prints a table (check, pass or
+fail, what was expected, what the bot did) and a one-line summary; ``--json`` prints one JSON
+object instead. Exit status: 0 if every check selected passed, 1 if one failed, 2 on a usage error
+(an unknown check or rule option, no command, a command that cannot be started).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from referee.rules import RuleSet
+from sdk.conformance.checks import CHECKS, Check
+from sdk.conformance.launch import Limits, run_scenario
+from sdk.conformance.referee import RunLog
+from sdk.conformance.scenarios import build_scenarios
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One check's row: ``status`` is ``pass``, ``fail`` or ``skip``."""
+
+    check: str
+    status: str
+    expected: str
+    did: str
+    scenario: str
+
+
+_DEFAULTS = Limits()
+
+
+def parse_rules(text: str | None) -> dict[str, Any]:
+    """``"deal_in=ones,hang_jack=false"`` as rule options (values: ints, true/false, or text).
+
+    :raises ValueError: naming a malformed item, an unknown option or a bad value.
+    """
+    out: dict[str, Any] = {}
+    for item in filter(None, (t.strip() for t in (text or "").split(","))):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise ValueError(f"--rules: {item!r} is not KEY=VALUE")
+        v: Any = value.strip()
+        if v.lower() in ("true", "false"):
+            v = v.lower() == "true"
+        elif v.lstrip("-").isdigit():
+            v = int(v)
+        out[key.strip()] = v
+    if "players" in out:
+        raise ValueError("--rules: set the number of players with --players")
+    RuleSet.from_dict(out)  # raises ValueError naming the option
+    return out
+
+
+def selected_checks(only: Sequence[str], players: int) -> tuple[list[Check], list[Outcome]]:
+    """The checks to run, and skip rows for those that cannot run with ``players``.
+
+    :raises ValueError: for a name in ``only`` that is not a check.
+    """
+    names = [c.name for c in CHECKS]
+    unknown = [n for n in only if n not in names]
+    if unknown:
+        raise ValueError(f"unknown check(s) {', '.join(unknown)}; checks: {', '.join(names)}")
+    chosen = [c for c in CHECKS if not only or c.name in only]
+    skips: list[Outcome] = []
+    if players == 2:
+        if any(c.name == "pack-runs-dry" for c in chosen):
+            skips.append(Outcome("pack-runs-dry", "skip", "", "needs 4 players (with 2 the bot's own choice "
+                                                              "decides whether the pack is run)", ""))
+        chosen = [c for c in chosen if c.name != "pack-runs-dry"]
+    return chosen, skips
+
+
+async def run_checks(command: Sequence[str], checks: Sequence[Check], players: int, rules: dict[str, Any],
+                     limits: Limits, on_log: Any = None) -> list[Outcome]:
+    """Run each scenario the checks need once (in order), then judge every check."""
+    scenarios = build_scenarios(players, rules)
+    logs: dict[str, RunLog] = {}
+    for c in checks:
+        if c.scenario not in logs:
+            logs[c.scenario] = await run_scenario(scenarios[c.scenario], command, limits)
+            if on_log is not None:
+                on_log(logs[c.scenario])
+    out = []
+    for c in checks:
+        v = c.judge(logs[c.scenario], limits)
+        out.append(Outcome(c.name, "pass" if v.passed else "fail", c.expected.format(**asdict(limits)), v.did,
+                           c.scenario))
+    return out
+
+
+def print_table(outcomes: Sequence[Outcome], console: Console) -> None:
+    """The table and the one-line summary."""
+    table = Table(title="allfours.v1 conformance", show_lines=False)
+    for col in ("check", "result", "expected", "the bot"):
+        table.add_column(col, overflow="fold")
+    style = {"pass": "green", "fail": "bold red", "skip": "yellow"}
+    for o in outcomes:
+        table.add_row(o.check, f"[{style[o.status]}]{o.status.upper()}[/]", o.expected, o.did)
+    console.print(table)
+    console.print(summary(outcomes))
+
+
+def summary(outcomes: Sequence[Outcome]) -> str:
+    """``"conformance: 19 passed, 1 failed (resume), 0 skipped"``."""
+    failed = [o.check for o in outcomes if o.status == "fail"]
+    n = {s: sum(1 for o in outcomes if o.status == s) for s in ("pass", "fail", "skip")}
+    return (f"conformance: {n['pass']} passed, {n['fail']} failed" + (f" ({', '.join(failed)})" if failed else "")
+            + f", {n['skip']} skipped")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the command line, run the checks, print; returns the exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    command: list[str] = []
+    if "--" in args:
+        i = args.index("--")
+        args, command = args[:i], args[i + 1:]
+    p = argparse.ArgumentParser(prog="python -m sdk.conformance", usage="%(prog)s [options] -- COMMAND [ARGS...]",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--players", type=int, choices=(2, 4), default=4,
+                   help="players in the general scenarios (default 4); players-2 and players-4 always run")
+    p.add_argument("--rules", default=None, metavar="KEY=VALUE[,...]",
+                   help="rule options for the general scenarios, e.g. deal_in=ones,hang_jack=false")
+    p.add_argument("--only", action="append", default=[], metavar="CHECK", help="run only this check (repeatable)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    p.add_argument("--startup-limit", type=float, default=_DEFAULTS.startup_s, metavar="S",
+                   help=f"seconds from launch to Hello (default {_DEFAULTS.startup_s:g})")
+    p.add_argument("--memory-limit", type=float, default=_DEFAULTS.memory_mib, metavar="MIB",
+                   help=f"peak resident memory of the bot's processes (default {_DEFAULTS.memory_mib:g})")
+    p.add_argument("--list", action="store_true", help="list the checks and exit")
+    opts = p.parse_args(args)
+    if opts.list:
+        for c in CHECKS:
+            print(f"{c.name:24} {c.expected.format(**asdict(Limits()))}")
+        return 0
+    if not command:
+        p.error("no bot command: put it after --, e.g. -- python -m sdk.run sample_bots.random_bot:RandomBot")
+    try:
+        rules = parse_rules(opts.rules)
+        checks, skips = selected_checks(opts.only, opts.players)
+    except ValueError as e:
+        p.error(str(e))
+    limits = Limits(startup_s=opts.startup_limit, memory_mib=opts.memory_limit)
+    console = Console(stderr=opts.json, width=None if sys.stdout.isatty() else 150)
+    try:
+        outcomes = asyncio.run(run_checks(command, checks, opts.players, rules, limits,
+                                          on_log=None if opts.json else _progress(console)))
+    except (OSError, ValueError) as e:
+        p.error(f"cannot start the bot {command[0]!r}: {e}")
+    outcomes += skips
+    if opts.json:
+        print(json.dumps({"summary": summary(outcomes), "passed": all(o.status != "fail" for o in outcomes),
+                          "checks": [asdict(o) for o in outcomes]}, indent=1))
+    else:
+        print_table(outcomes, console)
+    return 0 if all(o.status != "fail" for o in outcomes) else 1
+
+
+def _progress(console: Console) -> Any:
+    def show(log: RunLog) -> None:
+        tail = f" — {log.failure}" if log.failure else ""
+        console.print(f"[dim]scenario {log.scenario}: {len(log.requests)} requests, exit "
+                      f"{log.exit_code}, {log.wall_s:.1f} s{tail}[/]")
+    return show
+
+
+if __name__ == "__main__":
+    sys.exit(main())

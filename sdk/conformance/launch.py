@@ -1,0 +1,156 @@
+"""Run one scenario: start the scripted referee on loopback, launch the bot, watch it, clean up.
+
+The bot is launched the way the arena launches it (docs/tournament-config.md, What the arena gives
+each bot process): its argv with the placeholders ``{python}``, ``{ticket}``, ``{referee}``,
+``{seat}`` and ``{config_dir}`` (the current directory) replaced, and the environment variables
+``ALLFOURS_TICKET`` and ``ALLFOURS_REFEREE`` set. It runs in its own session (process group), with
+stdin closed, stdout and stderr in a private temporary file (0600, removed afterwards; the last
+2 KiB are kept for the report). While it runs, the peak resident memory of its process group
+(the sum of each process's ``VmHWM`` in /proc) is sampled every 100 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+
+from allfours.v1 import referee_pb2_grpc as pb_grpc
+from arena.config import ENV_REFEREE, ENV_TICKET, expand_placeholders
+from sdk.conformance.referee import RunLog, ScriptedReferee
+from sdk.conformance.scenarios import Scenario
+
+#: Bytes of the bot's output kept for the report.
+TAIL_BYTES = 2048
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What a bot is allowed (the ``limits`` check; defaults stated in docs/bot-authors.md).
+
+    - ``startup_s``: from launch to its Hello (seconds).
+    - ``memory_mib``: peak resident memory of its processes (MiB).
+    - ``exit_s``: from MatchEnd to the process's exit (seconds).
+    - ``run_s``: a whole scenario at most (seconds), then the bot is killed.
+    """
+
+    startup_s: float = 10.0
+    memory_mib: float = 512.0
+    exit_s: float = 5.0
+    run_s: float = 120.0
+
+
+def _group_peak_rss_mib(pgid: int) -> float:
+    """The sum of ``VmHWM`` (peak resident set) over the live processes of process group ``pgid``."""
+    total_kib = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+            fields = stat[stat.rindex(")") + 2:].split()
+            if int(fields[2]) != pgid:  # field 5 of /proc/PID/stat: the process group
+                continue
+            for line in Path(entry.path, "status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    total_kib += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total_kib / 1024
+
+
+async def _watch_memory(pgid: int, log: RunLog) -> None:
+    while True:
+        log.peak_rss_mib = max(log.peak_rss_mib, _group_peak_rss_mib(pgid))
+        await asyncio.sleep(0.1)
+
+
+def bot_argv(command: Sequence[str], ticket: str, referee: str, seat: int) -> list[str]:
+    """``command`` with the arena's placeholders replaced (``arena.config.expand_placeholders``)."""
+    values = {"python": sys.executable, "config_dir": os.getcwd(), "ticket": ticket, "referee": referee,
+              "seat": str(seat)}
+    return [expand_placeholders(arg, values) for arg in command]
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+async def run_scenario(scenario: Scenario, command: Sequence[str], limits: Limits) -> RunLog:
+    """Play ``scenario`` with the bot started by ``command``; return what happened.
+
+    :raises ValueError: for a command with an unknown placeholder.
+    :raises OSError: if the command cannot be started (not found, not executable).
+    """
+    ticket = secrets.token_urlsafe(18)
+    t0 = time.monotonic()
+    ref = ScriptedReferee(scenario, ticket, lambda: time.monotonic() - t0)
+    server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 * 1024)])
+    pb_grpc.add_RefereeServiceServicer_to_server(ref, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    address = f"127.0.0.1:{port}"
+    argv = bot_argv(command, ticket, address, scenario.bot_seat)
+    env = {**os.environ, ENV_TICKET: ticket, ENV_REFEREE: address}
+    with tempfile.TemporaryFile(prefix="conformance-") as out:  # created 0600 and unlinked at once
+        try:
+            proc = await asyncio.create_subprocess_exec(*argv, env=env, stdin=asyncio.subprocess.DEVNULL,
+                                                        stdout=out, stderr=out, start_new_session=True)
+        except OSError:
+            await server.stop(None)
+            raise
+        log = await _supervise(ref, proc, limits, t0)
+        await server.stop(0.2)
+        out.seek(0, os.SEEK_END)
+        out.seek(max(0, out.tell() - TAIL_BYTES))
+        log.stderr_tail = out.read().decode("utf-8", "replace")
+    log.wall_s = time.monotonic() - t0
+    return log
+
+
+async def _supervise(ref: ScriptedReferee, proc: asyncio.subprocess.Process, limits: Limits, t0: float) -> RunLog:
+    """Run the match beside the bot process; stop the match if the process ends first."""
+    memory = asyncio.ensure_future(_watch_memory(proc.pid, ref.log))
+    match = asyncio.ensure_future(ref.play(limits.startup_s + 5))
+    exited = asyncio.ensure_future(proc.wait())
+    log = ref.log
+    try:
+        done, _ = await asyncio.wait({match, exited}, timeout=limits.run_s, return_when=asyncio.FIRST_COMPLETED)
+        if match not in done:
+            if exited in done:  # the bot ended before the match: give its last messages a moment
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(match), 0.5)
+            if not match.done():
+                match.cancel()
+                log.failure = log.failure or (f"the bot's process ended (status {proc.returncode}) before the match"
+                                              if exited.done() else f"the run took longer than {limits.run_s:.0f} s")
+        if log.hellos:
+            log.startup_s = log.hellos[0].at
+        if log.match_end_sent:
+            try:
+                await asyncio.wait_for(asyncio.shield(exited), limits.exit_s)
+                log.exit_after_end_s = (time.monotonic() - t0) - (log.match_end_at or 0.0)
+            except TimeoutError:
+                pass
+        ref.drain()
+    finally:
+        memory.cancel()
+        if proc.returncode is None:
+            _kill_group(proc)
+            await proc.wait()
+            log.notes.append("killed: still running when the run ended")
+        else:
+            log.exit_code = proc.returncode
+            _kill_group(proc)  # any child it left behind
+    return log
