@@ -83,7 +83,33 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="testing aid: no referee or bots; outcomes are simulated, each game sleeping SECONDS",
     )
+    bots = sub.add_parser("bots", help="bot images").add_subparsers(dest="bots_command", required=True)
+    build = bots.add_parser("build", help="build a bot's container image from its folder (docs/deploy.md)")
+    build.add_argument("folder", metavar="DIR", help="the bot's folder (package.json: Node.js; else Python)")
+    build.add_argument("--name", required=True, help="the bot's name (lower case; the image is allfours-bots/NAME:V)")
+    build.add_argument("--version", required=True, help="the bot's version (the image's tag)")
+    build.add_argument("--entry", help="module:Class (Python, required) or the entry file (Node.js; default: main)")
+    build.add_argument("--tag", help="tag the image with this instead of allfours-bots/NAME:V")
+    build.add_argument("--base", metavar="IMAGE", help="base image (build argument BASE; default: the official "
+                       "python or node image; offline: docker/base-image.sh python|node)")
+    build.add_argument("--ca-bundle", metavar="PEM", default=None,
+                       help="CA bundle pip and npm trust inside the build (default: the host's)")
     return p
+
+
+def bots_build_command(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """``arena bots build``: 0 and the image's tag on stdout, or 2 with a one-line error."""
+    from arena.bots_build import HOST_CA_BUNDLE, BuildError, build_image, plan_build
+
+    try:
+        plan = plan_build(args.folder, args.name, args.version, args.entry, args.tag)
+        err.print(f"building {plan.tag} ({plan.kind} bot, entry {plan.entry})", highlight=False, soft_wrap=True)
+        build_image(plan, args.base, Path(args.ca_bundle) if args.ca_bundle else HOST_CA_BUNDLE)
+    except BuildError as e:
+        err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True, highlight=False)
+        return 2
+    console.print(plan.tag, highlight=False, soft_wrap=True)
+    return 0
 
 
 def tournament_facts(t: Tournament, complete: bool) -> dict[str, Any]:
@@ -172,14 +198,50 @@ def make_runner(
         # the embedded referee logs every match event; keep the terminal for the progress bar
         structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
 
-    pool = connect_referees(addresses, token)
+    sandbox = open_sandbox(config, output, addresses)
+    try:
+        pool = connect_referees(addresses, token, host=sandbox.gateway if sandbox is not None else "127.0.0.1")
+    except BaseException:
+        if sandbox is not None:
+            sandbox.close()
+        raise
 
     def on_event(message: str) -> None:
         console.print(f"[yellow]referee failure:[/yellow] {escape(message)}", soft_wrap=True, highlight=False)
 
+    def close() -> None:
+        pool.close()
+        if sandbox is not None:
+            sandbox.close()
+
     if addresses:
         console.print(f"referees: {', '.join(addresses)}", highlight=False)
-    return GrpcGameRunner(config, pool, output, on_event=on_event), pool.close
+    if sandbox is not None:
+        sandbox.allow(int(pool.conns[0].address.rsplit(":", 1)[1]))
+        console.print(f"container bots on network {sandbox.network_name} ({sandbox.subnet})", highlight=False)
+    return GrpcGameRunner(config, pool, output, on_event=on_event, sandbox=sandbox), close
+
+
+def open_sandbox(config: TournamentConfig, output: Path, addresses: Sequence[str]) -> Any:
+    """The container sandbox (:class:`arena.sandbox.Sandbox`, opened) when the tournament has container
+    bots, else None. Leftovers of an earlier run of this tournament are removed first.
+
+    :raises UsageError: container bots with external referees (the containers reach only the host's
+        gateway on their network, where the embedded referee listens).
+    :raises arena.sandbox.SandboxError: docker unreachable, the network or firewall rules failing.
+    """
+    if not any(b.in_container for b in config.bots):
+        return None
+    if addresses:
+        raise UsageError(
+            "container bots play on the embedded referee (their network reaches only it): drop --referee "
+            "and tournament.referees, or run the bots as lobby workers (docs/deploy.md)"
+        )
+    from arena.sandbox import Sandbox, docker_client, run_key
+
+    sandbox = Sandbox(docker_client(), run_key(output), config.name)
+    sandbox.open()
+    return sandbox
 
 
 def run_command(args: argparse.Namespace, console: Console, err: Console | None = None) -> int:
@@ -318,11 +380,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             tune_gc()  # a long run, maybe with the embedded referee: GC pauses off its decisions
             return run_command(args, console, err)
+        if args.command == "bots":
+            return bots_build_command(args, console, err)
     except KeyboardInterrupt:
         err.print("interrupted: stored games are kept; run the same command to resume", highlight=False)
         return 130
     except Exception as e:
-        if args.verbose:
+        if getattr(args, "verbose", False):
             raise
         err.print(
             f"[red]error:[/red] {escape(f'{type(e).__name__}: {e}')} (--verbose shows the traceback)",

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+from arena.sandbox import Limits
 from referee import wire
 from referee.dealing import parse_seed
 from referee.rules import RuleSet
@@ -83,7 +84,9 @@ class ConfigErrors(ConfigError):
 class BotSpec:
     """One bot: ``name`` (unique, used in ratings), ``version``, and how to start one seat's process.
 
-    ``command`` is an argv list (no shell) whose placeholders were checked (:func:`expand_placeholders`);
+    ``command`` is an argv list (no shell) whose placeholders were checked (:func:`expand_placeholders`),
+    empty for a container bot, which gives ``image`` (a docker image, ``arena bots build``) and its
+    container ``limits`` instead (``cpus``, ``memory`` in MiB, ``pids``; docs/deploy.md);
     ``cwd`` is resolved against the config file's folder; ``env`` is added to the arena's environment
     minus its admin tokens (the arena also sets ``ALLFOURS_TICKET`` and ``ALLFOURS_REFEREE``; see
     :func:`arena.match_runner.bot_environment`).
@@ -94,6 +97,13 @@ class BotSpec:
     command: tuple[str, ...]
     cwd: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    image: str | None = None
+    limits: Limits = field(default_factory=Limits)
+
+    @property
+    def in_container(self) -> bool:
+        """True for a container bot (``image``; started in the sandbox, :mod:`arena.sandbox`)."""
+        return self.image is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +204,9 @@ _TOURNAMENT_KEYS = {
     "bot_log_bytes",
 }
 _TC_KEYS = {f.name for f in fields(TimeControl)}
-_BOT_KEYS = {"name", "version", "command", "cwd", "env", "image"}
+_BOT_KEYS = {"name", "version", "command", "cwd", "env", "image", "cpus", "memory", "pids"}
+_IMAGE = re.compile(r"[a-z0-9][a-z0-9_./:@-]{0,254}")
+_MEMORY = re.compile(r"(\d+)\s*([kmg]?)b?", re.IGNORECASE)
 
 
 def _int(path: str, key: str, value: Any, lo: int, hi: int | None = None) -> int:
@@ -501,11 +513,19 @@ def _parse_bot(p: _Problems, where: str, b: Mapping[str, Any], base: Path, token
     path = p.path
     _unknown(p, where, b, _BOT_KEYS)
     bname = p.check(lambda: _str(path, f"{where}.name", b.get("name")), "")
-    if "image" in b:
-        p.add(f"{where}.image", "container images are not supported yet; give a `command` instead", b["image"])
     version = b.get("version", "0")
     if not isinstance(version, str | int | float) or isinstance(version, bool):
         p.add(f"{where}.version", "must be a string", version)
+    if "image" in b:
+        image, limits = p.check(lambda: _container(path, where, b), ("", Limits()))
+        env = b.get("env", {})
+        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+            p.add(f"{where}.env", "must be a table of string values", env)
+            env = {}
+        return BotSpec(bname, str(version), (), None, dict(env), image, limits)
+    for key in ("cpus", "memory", "pids"):
+        if key in b:
+            p.add(f"{where}.{key}", "is a container limit: give it with `image`", b[key])
     cmd = _parse_command(p, where, b.get("command"))
     cwd = b.get("cwd")
     if cwd is not None:
@@ -546,6 +566,30 @@ def _parse_bots(p: _Problems, bots_raw: Any, base: Path, token_env: str) -> tupl
     return tuple(bots)
 
 
+def _container(path: str, where: str, b: Mapping[str, Any]) -> tuple[str, Limits]:
+    """A container bot's image and limits (``cpus`` 0.05-64, ``memory`` MiB as a number or ``"512m"``/``"1g"``
+    32 MiB-64 GiB, ``pids`` 8-4096); ``command`` and ``cwd`` are refused beside ``image``."""
+    for key in ("command", "cwd"):
+        if key in b:
+            raise ConfigError(path, f"{where}.{key}", "a container bot runs its image's entry point: drop it", b[key])
+    image = b["image"]
+    if not isinstance(image, str) or not _IMAGE.fullmatch(image):
+        raise ConfigError(path, f"{where}.image", "must be a docker image name such as allfours-bots/mybot:1", image)
+    limits = Limits()
+    cpus = b.get("cpus", limits.cpus)
+    if isinstance(cpus, bool) or not isinstance(cpus, int | float) or not 0.05 <= cpus <= 64:
+        raise ConfigError(path, f"{where}.cpus", "must be a number of cores between 0.05 and 64", cpus)
+    memory = b.get("memory", limits.memory_mb)
+    m = _MEMORY.fullmatch(memory.strip()) if isinstance(memory, str) else None
+    if m:
+        memory = int(m.group(1)) * {"": 1, "k": 1 / 1024, "m": 1, "g": 1024}[m.group(2).lower()]
+    if isinstance(memory, bool) or not isinstance(memory, int | float) or not 32 <= memory <= 65536:
+        raise ConfigError(path, f"{where}.memory", "must be MiB between 32 and 65536 (a number, or \"512m\", \"1g\")",
+                          b.get("memory"))
+    pids = _int(path, f"{where}.pids", b.get("pids", limits.pids), 8, 4096)
+    return image, Limits(cpus=float(cpus), memory_mb=int(memory), pids=pids)
+
+
 def check_bot_cwds(config: TournamentConfig, output: Path, arena_cwd: Path | None = None) -> None:
     """Refuse to start any bot inside the output folder (it holds the SQLite file with the master seed).
 
@@ -556,6 +600,8 @@ def check_bot_cwds(config: TournamentConfig, output: Path, arena_cwd: Path | Non
     out = Path(output).resolve()
     here = (arena_cwd or Path.cwd()).resolve()
     for k, b in enumerate(config.bots):
+        if b.in_container:
+            continue  # a container sees none of the host's folders
         cwd = Path(b.cwd).resolve() if b.cwd else here
         if cwd == out or out in cwd.parents:
             problem = f"is inside the output folder {out}, which holds the master seed: start bots elsewhere"

@@ -52,6 +52,7 @@ from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
 from arena.config import ENV_ADMIN_TOKEN, ENV_REFEREE, ENV_TICKET, BotSpec, TournamentConfig, expand_placeholders
 from arena.procs import BotProcess, stop_all
+from arena.sandbox import BotContainer, Sandbox, SandboxError
 from arena.schedule import ScheduledGame
 from arena.store import GameResult
 from referee import wire
@@ -66,6 +67,11 @@ MAX_WATCH_S = 30 * 24 * 3600.0
 TAIL_LINES = 2
 #: Characters of a bot's output quoted at most.
 TAIL_CHARS = 300
+
+
+#: One seat's bot: a local process, a container (both with ``pid``, ``poll``, ``wait``, ``stop``), or None
+#: when it could not start.
+Seat = BotProcess | BotContainer | None
 
 
 class RefereeError(RuntimeError):
@@ -173,11 +179,14 @@ def _check_admin(conn: RefereeConnection, timeout: float) -> None:
         time.sleep(0.2)
 
 
-def connect_referee(address: str | None, token: str | None, timeout: float = CONNECT_TIMEOUT_S) -> RefereeConnection:
+def connect_referee(
+    address: str | None, token: str | None, timeout: float = CONNECT_TIMEOUT_S, host: str = "127.0.0.1"
+) -> RefereeConnection:
     """Connect to the referee at ``address`` with admin ``token``, or start an embedded one.
 
     Without ``address`` a :class:`referee.server.ThreadedReferee` is started in this process on
-    ``127.0.0.1``, port 0, with a fresh random admin token. Either way one authenticated admin call
+    ``host`` (default ``127.0.0.1``; the sandbox's gateway when container bots play), port 0, with a
+    fresh random admin token. Either way one authenticated admin call
     is made before returning, so a wrong token or an unreachable referee fails here, at once.
 
     :raises ValueError: if ``address`` is given without ``token``.
@@ -189,7 +198,7 @@ def connect_referee(address: str | None, token: str | None, timeout: float = CON
         from referee.server import ThreadedReferee
 
         token = secrets.token_urlsafe(24)
-        embedded = ThreadedReferee(grace_s=1.0, host="127.0.0.1", port=0, admin_token=token)
+        embedded = ThreadedReferee(grace_s=1.0, host=host, port=0, admin_token=token)
         try:
             embedded.start()
         except Exception as e:
@@ -277,16 +286,18 @@ class RefereePool:
             c.close()
 
 
-def connect_referees(addresses: Sequence[str], token: str | None, timeout: float = CONNECT_TIMEOUT_S) -> RefereePool:
+def connect_referees(
+    addresses: Sequence[str], token: str | None, timeout: float = CONNECT_TIMEOUT_S, host: str = "127.0.0.1"
+) -> RefereePool:
     """A :class:`RefereePool` of the referees at ``addresses`` (all checked at once, see
-    :func:`connect_referee`), or of one embedded referee when ``addresses`` is empty.
+    :func:`connect_referee`), or of one embedded referee on ``host`` when ``addresses`` is empty.
 
     :raises RefereeError: naming the first referee that is unreachable or refuses the token.
     """
     conns: list[RefereeConnection] = []
     try:
         for address in addresses or [None]:
-            conns.append(connect_referee(address, token, timeout))
+            conns.append(connect_referee(address, token, timeout, host))
     except BaseException:
         for c in conns:
             c.close()
@@ -349,6 +360,8 @@ class GrpcGameRunner:
         an infrastructure failure and when a referee is retired.
     :param max_attempts: referees one game is tried on before the run stops (default: one more than
         the number of referees, at least 2).
+    :param sandbox: where container bots (``image``) run, one container per seat (:mod:`arena.sandbox`);
+        needed only when the tournament has container bots.
     """
 
     def __init__(
@@ -358,8 +371,10 @@ class GrpcGameRunner:
         output: Path,
         on_event: Callable[[str], None] | None = None,
         max_attempts: int | None = None,
+        sandbox: Sandbox | None = None,
     ):
         self.config = config
+        self.sandbox = sandbox
         self.pool = referees if isinstance(referees, RefereePool) else RefereePool([referees])
         self.output = Path(output)
         self.on_event = on_event
@@ -447,7 +462,7 @@ class GrpcGameRunner:
         if attempt:
             log_dir = log_dir / f"retry{attempt}"
         log_dir.mkdir(parents=True, exist_ok=True)
-        procs: list[BotProcess | None] = []
+        procs: list[Seat] = []
         notes: list[str] = []
         mid = created.match_id
         early: list[int | None] = []
@@ -479,9 +494,15 @@ class GrpcGameRunner:
             for s in result.seats
             if s.termination not in (pb.TERMINATION_NORMAL, pb.TERMINATION_OTHER_SEAT_FORFEITED)
         }
+        oom: list[int] = []
         for seat, code in enumerate(codes):
-            who = f"seat {seat} ({game.seats[seat]}) process"
-            if early[seat] is not None and seat in forfeited:
+            proc = procs[seat]
+            who = f"seat {seat} ({game.seats[seat]}) {'container' if isinstance(proc, BotContainer) else 'process'}"
+            if isinstance(proc, BotContainer) and proc.oom_killed:
+                oom.append(seat)
+                mib = self.bots[game.seats[seat]].limits.memory_mb
+                notes.append(f"{who} was killed at its memory limit ({mib} MiB): oom")
+            elif early[seat] is not None and seat in forfeited:
                 # it ended before the match did and its seat forfeited: say so, with its last words
                 when = "before joining" if forfeited[seat] == pb.TERMINATION_NO_SHOW else "before the match ended"
                 tail = _tail(log_dir / f"seat{seat}.log")
@@ -490,6 +511,9 @@ class GrpcGameRunner:
             elif code not in (None, 0, -signal.SIGTERM, -signal.SIGKILL):
                 notes.append(f"{who} exited with status {code}")
         res = self._result(game, mid, result, record, notes, time.perf_counter() - start)
+        for seat in oom:
+            if seat in forfeited:  # its forfeit's own reason: the referee saw only a disconnect
+                res.extra["terminations"][seat] = "oom"
         res.extra["referee"] = conn.address
         if attempt:
             res.extra["attempt"] = attempt + 1
@@ -497,7 +521,9 @@ class GrpcGameRunner:
 
     def _launch(
         self, conn: RefereeConnection, bot: BotSpec, seat: int, ticket: str, log_dir: Path, notes: list[str]
-    ) -> BotProcess | None:
+    ) -> Seat:
+        if bot.in_container:
+            return self._launch_container(conn, bot, seat, ticket, log_dir, notes)
         argv = expand_command(
             bot,
             {
@@ -518,6 +544,23 @@ class GrpcGameRunner:
                 notes.append(f"seat {seat} ({bot.name}) could not start: no working directory {bot.cwd!r}")
             else:
                 notes.append(f"seat {seat} ({bot.name}) could not start {argv[0]!r}: {e.strerror or e}")
+            return None
+
+    def _launch_container(
+        self, conn: RefereeConnection, bot: BotSpec, seat: int, ticket: str, log_dir: Path, notes: list[str]
+    ) -> BotContainer | None:
+        """Start seat ``seat``'s container: its environment is the bot's ``env`` plus the ticket and the
+        referee's address, nothing of the arena's; its output is copied to ``seat<k>.log`` at the end."""
+        if self.sandbox is None or bot.image is None:
+            notes.append(f"seat {seat} ({bot.name}) could not start: container bots need the sandbox (docker)")
+            return None
+        env = {**bot.env, ENV_TICKET: ticket, ENV_REFEREE: conn.address}
+        role = f"{log_dir.relative_to(self.output / 'logs').as_posix()}-s{seat}"
+        try:
+            return self.sandbox.start(bot.image, bot.name, role, env, bot.limits, log_dir / f"seat{seat}.log",
+                                      log_limit=self.config.bot_log_bytes)
+        except SandboxError as e:
+            notes.append(f"seat {seat} ({bot.name}) could not start: {e}")
             return None
 
     def _save_record(self, conn: RefereeConnection, game: ScheduledGame, match_id: str) -> str:

@@ -91,7 +91,13 @@ def test_fingerprint_ignores_how_bots_start_but_not_what_they_are(tmp_path: Path
         ("concurrency = 3", "concurrency = 0", "tournament.concurrency", "0"),
         ('command = ["node", "bot.js"]', 'command = "node bot.js"', "bots[1].command", "'node bot.js'"),
         ('name = "node"', 'name = "random"', "bots[1].name", "'random'"),
-        ('cwd = "bots/js"', 'image = "ghcr.io/x/bot:1"', "bots[1].image", "not supported yet"),
+        # a container bot runs its image: a command beside it would be ignored, so it is refused
+        ('cwd = "bots/js"', 'image = "ghcr.io/x/bot:1"', "bots[1].command", "image's entry point"),
+        ('cwd = "bots/js"', 'cpus = 1', "bots[1].cpus", "container limit"),
+        ('command = ["node", "bot.js"]\ncwd = "bots/js"', 'image = "x:1"\nmemory = "12q"', "bots[1].memory", "12q"),
+        ('command = ["node", "bot.js"]\ncwd = "bots/js"', 'image = "x:1"\nmemory = 16', "bots[1].memory", "32"),
+        ('command = ["node", "bot.js"]\ncwd = "bots/js"', 'image = "x:1"\npids = 100000', "bots[1].pids", "4096"),
+        ('command = ["node", "bot.js"]\ncwd = "bots/js"', 'image = "X Y"', "bots[1].image", "docker image"),
         ("[tournament.rules]", "colour = 1\n[tournament.rules]", "tournament.colour", "unknown key"),
         ("[tournament.rules]", 'referees = "h:1"\n[tournament.rules]', "tournament.referees", "host:port"),
         ("[tournament.rules]", 'referees = ["h"]\n[tournament.rules]', "tournament.referees[0]", "port"),
@@ -213,3 +219,14 @@ def test_the_cli_prints_every_config_error_one_line_each(tmp_path: Path) -> None
         f"config error: {path}: tournament.players: must be 2 or 4 (got 3)",
     ]
     assert not (tmp_path / "results").exists()
+
+
+def test_container_bot_image_and_limits(tmp_path: Path) -> None:
+    text = GOOD.replace('command = ["node", "bot.js"]\ncwd = "bots/js"',
+                        'image = "allfours-bots/node:1"\ncpus = 0.5\nmemory = "1g"\npids = 32')
+    text = text.replace('LEVEL = "3"', 'A = "b"')
+    b = load_config(write(tmp_path, text)).bots[1]
+    assert b.in_container and b.image == "allfours-bots/node:1" and b.command == () and b.env == {"A": "b"}
+    assert (b.limits.cpus, b.limits.memory_mb, b.limits.pids) == (0.5, 1024, 32)
+    c = load_config(write(tmp_path, text.replace('memory = "1g"', "memory = 300")))
+    assert c.bots[1].limits.memory_mb == 300 and not c.bots[0].in_container

@@ -19,7 +19,9 @@ const path = require('path');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
 
-const PROTO = path.join(__dirname, '..', '..', 'proto', 'allfours', 'v1', 'referee.proto');
+// In a container image (docker/bot-node.Dockerfile) the .proto files are at $ALLFOURS_PROTO_DIR.
+const PROTO = path.join(process.env.ALLFOURS_PROTO_DIR || path.join(__dirname, '..', '..', 'proto'),
+  'allfours', 'v1', 'referee.proto');
 const PROTOCOL_VERSION = 'allfours.v1';
 const RANKS = '23456789TJQKA';
 const GAME_POINTS = { A: 4, K: 3, Q: 2, J: 1, T: 10 };

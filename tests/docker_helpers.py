@@ -1,0 +1,64 @@
+"""Helpers of the docker tests (a real dockerd): images built once per session, leftovers checks.
+
+Images are made the way a host without an image registry makes them: the Debian base images of
+``docker/base-image.sh`` (cached by content: built once per machine), then ``arena bots build``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import require
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCKER = "/usr/bin/docker"  # Debian's CLI (a newer one elsewhere on PATH may lack the classic builder)
+
+
+def docker_client() -> Any:
+    """A docker SDK client, or skip (laptop) / fail (CI) the test when no dockerd answers."""
+    require(os.path.exists(DOCKER), "Debian's docker.io is not installed (run scripts/setup.sh)")
+    require(shutil.which("iptables") is not None, "iptables is not installed (run scripts/setup.sh)")
+    require(os.geteuid() == 0, "the container sandbox needs root (iptables rules, the docker socket)")
+    from arena.sandbox import SandboxError
+    from arena.sandbox import docker_client as client
+
+    try:
+        return client()
+    except SandboxError as e:
+        require(False, f"{e} (run scripts/setup.sh)")
+
+
+def base_image(kind: str) -> str:
+    """The tag of the Debian base image ``kind`` (``python``/``node``), built on first use."""
+    r = subprocess.run(
+        ["bash", str(ROOT / "docker" / "base-image.sh"), kind], capture_output=True, text=True, timeout=1200
+    )
+    assert r.returncode == 0, f"docker/base-image.sh {kind} failed: {r.stderr[-2000:]}"
+    return r.stdout.strip().splitlines()[-1]
+
+
+def build_bot(folder: Path, name: str, version: str, base: str, entry: str | None = None) -> str:
+    """``arena bots build`` (the CLI, as a user runs it); returns the image's tag."""
+    cmd = [sys.executable, "-m", "arena.cli", "bots", "build", str(folder), "--name", name, "--version", version,
+           "--base", base]
+    if entry:
+        cmd += ["--entry", entry]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert r.returncode == 0, f"arena bots build failed ({r.returncode}): {r.stdout[-1000:]} {r.stderr[-2000:]}"
+    return r.stdout.strip().splitlines()[-1]
+
+
+def leftovers(client: Any, key: str) -> list[str]:
+    """Everything run ``key`` left behind: containers, networks, volumes, the iptables chain."""
+    flt = {"label": f"org.allfours.run={key}"}
+    found = [f"container {c.name}" for c in client.containers.list(all=True, filters=flt)]
+    found += [f"network {n.name}" for n in client.networks.list(filters=flt)]
+    found += [f"volume {v.name}" for v in client.volumes.list(filters=flt)]
+    rules = subprocess.run(["iptables", "-S"], capture_output=True, text=True, timeout=30).stdout
+    found += [f"iptables {line}" for line in rules.splitlines() if f"AF-{key}" in line]
+    return found

@@ -1,0 +1,81 @@
+"""`arena bots build`: its checks (no docker needed) and a Node.js bot built and played in a container."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from arena.bots_build import BuildError, plan_build
+from arena.sandbox import run_key
+from tests.docker_helpers import ROOT, base_image, build_bot, docker_client, leftovers
+
+
+def test_plan_finds_the_kind_and_entry(tmp_path: Path) -> None:
+    js = ROOT / "sample_bots" / "js"
+    p = plan_build(js, "jsbot", "1.0")
+    assert (p.kind, p.entry, p.tag) == ("node", "bot.js", "allfours-bots/jsbot:1.0")
+    (tmp_path / "mine.py").write_text("class Mine: pass\n")
+    p = plan_build(tmp_path, "mine", "2", entry="mine:Mine", tag="x/y:z")
+    assert (p.kind, p.entry, p.tag) == ("python", "mine:Mine", "x/y:z")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("nowhere", "a", "1", None), "nowhere: not a folder"),
+        ((".", "Big Name", "1", None), "--name 'Big Name'"),
+        ((".", "a", "1 2", None), "--version '1 2'"),
+        ((".", "a", "1", None), "a Python bot needs --entry module:Class (got None)"),
+        ((".", "a", "1", "missing:Bot"), "no missing.py in the folder"),
+    ],
+)
+def test_plan_errors_are_one_line(tmp_path: Path, args: tuple[Any, ...], message: str) -> None:
+    folder = tmp_path / args[0] if args[0] != "." else tmp_path
+    with pytest.raises(BuildError) as e:
+        plan_build(folder, *args[1:])
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_cli_refuses_a_bad_folder_with_status_2(tmp_path: Path) -> None:
+    r = subprocess.run([sys.executable, "-m", "arena.cli", "bots", "build", str(tmp_path), "--name", "a",
+                        "--version", "1"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "a Python bot needs --entry module:Class" in r.stderr, r.stderr
+
+
+@pytest.mark.slow
+def test_node_bot_built_from_debian_packages_plays_in_a_container(tmp_path: Path) -> None:
+    """The sample Node.js bot, built with `arena bots build` on the Debian node base (npm ci with the
+    host's CA bundle), plays a container game against a Python command bot to a normal end."""
+    client = docker_client()
+    tag = build_bot(ROOT / "sample_bots" / "js", "jsbot", "1", base_image("node"))
+    assert client.images.get(tag).labels["org.allfours.bot"] == "jsbot"
+    cfg = tmp_path / "t.toml"
+    cfg.write_text(f"""[tournament]
+name = "node-container"
+players = 2
+games_per_pairing = 2
+concurrency = 2
+output = "out"
+[tournament.time_control]
+join_ms = 20000
+
+[[bots]]
+name = "random"
+command = ["{{python}}", "-m", "sdk.run", "sample_bots.random_bot:RandomBot"]
+
+[[bots]]
+name = "js"
+image = "{tag}"
+memory = 128
+""")
+    r = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    played = [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
+    assert len(played) == 2 and all(g["terminations"] == ["normal", "normal"] for g in played), played
+    assert leftovers(client, run_key(tmp_path / "out")) == []

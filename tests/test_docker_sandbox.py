@@ -1,0 +1,225 @@
+"""Hostile container bots against the real sandbox (arena/sandbox.py) on a real dockerd.
+
+Every tournament here runs through ``arena run`` (a real process), its container bots built with
+``arena bots build`` from tests/bots/hostile. Each hostile bot may change only its own games, with a
+reason, and afterwards nothing of the tournament is left: no container, process, network, volume or
+firewall chain.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from arena.sandbox import run_key
+from tests.docker_helpers import ROOT, base_image, build_bot, docker_client, leftovers
+
+pytestmark = pytest.mark.slow
+HOSTILE = ROOT / "tests" / "bots" / "hostile"
+
+
+@pytest.fixture(scope="module")
+def client() -> Any:
+    return docker_client()
+
+
+@pytest.fixture(scope="module")
+def hostile_image(client: Any) -> str:
+    return build_bot(HOSTILE, "hostile", "1", base_image("python"), entry="hostile:HostileBot")
+
+
+def write_config(path: Path, players: int, bots: list[str], gpp: int = 2, concurrency: int = 2) -> Path:
+    cfg = path / "t.toml"
+    cfg.write_text(
+        f"""[tournament]
+name = "hostile-{path.name[-8:]}"
+players = {players}
+games_per_pairing = {gpp}
+concurrency = {concurrency}
+output = "out"
+master_seed = "{"5a" * 32}"
+[tournament.time_control]
+join_ms = 20000
+decision_ms = 1000
+bank_ms = 4000
+
+"""
+        + "\n".join(bots)
+    )
+    return cfg
+
+
+def run_arena(cfg: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress"],
+        capture_output=True, text=True, timeout=timeout, cwd=cfg.parent,
+    )
+
+
+def games(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "games.jsonl").read_text().splitlines() if line.strip()]
+
+
+def bot_processes(marker: str) -> list[str]:
+    """Host processes (containers' included) whose command line names ``marker``."""
+    r = subprocess.run(["pgrep", "-af", marker], capture_output=True, text=True, timeout=10)
+    return [line for line in r.stdout.splitlines() if "pgrep" not in line]
+
+
+class HostService:
+    """A TCP service of the host on docker0's address (a docker network, never the outside): the
+    probe bots try it; an internal bridge would reach it but for the sandbox's INPUT rule."""
+
+    def __init__(self, client: Any):
+        ipam = client.networks.get("bridge").attrs["IPAM"]["Config"][0]
+        bridge = ipam.get("Gateway") or str(next(ipaddress.ip_network(ipam["Subnet"]).hosts()))  # docker0
+        self.sock = socket.create_server((bridge, 0))
+        self.address = f"{bridge}:{self.sock.getsockname()[1]}"
+        self.accepted = 0
+        self.sock.settimeout(0.2)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            self.accepted += 1
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.sock.close()
+
+
+def test_probing_bots_reach_nothing_but_the_referee(client: Any, hostile_image: str, tmp_path: Path) -> None:
+    """4 players, two container bots (so each side's partners are two containers of one bot): no bot
+    reaches the internet, the host's other services, another container (its partner's included), the
+    arena's database or an admin token; every game is played to a normal end."""
+    host = HostService(client)
+    try:
+        with socket.create_connection(tuple(host.address.rsplit(":", 1)), timeout=5):  # the control: it is up
+            pass
+        db = tmp_path / "out" / "arena.sqlite"
+        env = f'env = {{ HOSTILE = "probe", PROBE_HOST = "{host.address}", PROBE_DB = "{db}" }}'
+        cfg = write_config(tmp_path, 4, [
+            f'[[bots]]\nname = "a"\nimage = "{hostile_image}"\n{env}\n',
+            f'[[bots]]\nname = "b"\nimage = "{hostile_image}"\n{env}\n',
+        ], gpp=2, concurrency=1)
+        r = run_arena(cfg)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    finally:
+        host.close()
+    assert host.accepted == 1, "only the test's own control connection reached the host service"
+    played = games(tmp_path / "out")
+    assert len(played) == 2
+    for g in played:
+        assert g["terminations"] == ["normal"] * 4, g
+    logs = sorted((tmp_path / "out" / "logs").glob("*/seat*.log"))
+    assert len(logs) == 8
+    for log in logs:
+        probes = dict(
+            line.removeprefix("PROBE ").split(": ", 1) for line in log.read_text().splitlines()
+            if line.startswith("PROBE ")
+        )
+        assert probes["self"] == "connected", (log, probes)  # the scan finds a listener it may reach
+        assert probes["internet"] != "connected" and probes["host"] != "connected", (log, probes)
+        assert probes["peers"] == "none of 22 reachable", (log, probes)
+        assert probes["database"] == "No such file or directory", (log, probes)
+        assert probes["environment"] == "no admin token", (log, probes)
+        assert oct(log.stat().st_mode & 0o777) == "0o600"
+    assert leftovers(client, run_key(tmp_path / "out")) == []
+
+
+def test_memory_forks_floods_and_sigterm_change_only_their_own_games(
+    client: Any, hostile_image: str, tmp_path: Path
+) -> None:
+    """A bot past its memory (forfeit, reason ``oom``), a fork bomb (stopped by the pids limit), 1 GB
+    to stdout (the copied log stays under 1 MiB) and a bot ignoring SIGTERM (killed after the grace),
+    each against a plain container bot; then nothing is left."""
+    def bot(name: str, mode: str, extra: str = "") -> str:
+        return f'[[bots]]\nname = "{name}"\nimage = "{hostile_image}"\nenv = {{ HOSTILE = "{mode}" }}\n{extra}\n'
+
+    cfg = write_config(tmp_path, 2, [
+        bot("plain", "none"),
+        bot("hog", "oom", "memory = 64"),
+        bot("forker", "forkbomb", "pids = 32"),
+        bot("flooder", "flood"),
+        bot("stubborn", "sigterm"),
+    ], gpp=2, concurrency=3)
+    r = run_arena(cfg, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    out = tmp_path / "out"
+    played = games(out)
+    assert len(played) == 20
+    for g in played:
+        sides = [g["a"], g["b"]]
+        for seat, term in enumerate(g["terminations"]):
+            name = sides[seat % 2]  # seat k plays for side k % 2
+            if name == "hog" and (term != "other_seat_forfeited" or "plain" in sides):
+                assert term == "oom", g
+                assert any("killed at its memory limit (64 MiB): oom" in x for x in g["reasons"]), g
+            elif name in ("plain", "stubborn"):
+                assert term in ("normal", "other_seat_forfeited"), g  # only the hostile side's seat forfeits
+        if "hog" in sides and "plain" in sides:
+            assert sides[g["winner"]] == "plain", g
+    for log in out.glob("logs/*/seat*.log"):
+        assert log.stat().st_size <= (1 << 20) + 100, log
+        text = log.read_text(errors="replace")
+        if "PROBE forkbomb" in text:
+            line = next(x for x in text.splitlines() if x.startswith("PROBE forkbomb"))
+            assert line.startswith("PROBE forkbomb: stopped after"), line
+            assert int(line.split()[4]) < 32, line
+    assert leftovers(client, run_key(out)) == []
+    assert bot_processes("hostile:HostileBot") == []
+
+
+def test_arena_killed_leaves_nothing_behind(client: Any, hostile_image: str, tmp_path: Path) -> None:
+    """SIGKILL to the arena mid-game: the reaper removes its containers, network and firewall chain;
+    a leftover labelled with the run key is removed when the tournament starts again."""
+    cfg = write_config(tmp_path, 2, [
+        f'[[bots]]\nname = "a"\nimage = "{hostile_image}"\nenv = {{ HOSTILE = "sigterm" }}\n',
+        f'[[bots]]\nname = "b"\nimage = "{hostile_image}"\nenv = {{ HOSTILE = "sigterm" }}\n',
+    ], gpp=2, concurrency=2)
+    key = run_key(tmp_path / "out")
+    arena = subprocess.Popen([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress"], cwd=tmp_path,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not client.containers.list(filters={"label": f"org.allfours.run={key}"}):
+            time.sleep(0.2)
+        assert client.containers.list(filters={"label": f"org.allfours.run={key}"}), "no bot container started"
+    finally:
+        os.kill(arena.pid, signal.SIGKILL)
+        arena.wait(10)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and leftovers(client, key):
+        time.sleep(0.5)
+    assert leftovers(client, key) == []
+    # a leftover from an earlier run (say the reaper was killed too) is removed at the next start
+    stray = client.containers.run(hostile_image, name=f"allfours-{key}-stray", detach=True,
+                                  labels={"org.allfours.run": key}, entrypoint=["sleep", "600"], network_mode="none")
+    try:
+        r = run_arena(cfg)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    finally:
+        from contextlib import suppress
+        with suppress(Exception):
+            stray.remove(force=True)
+    assert leftovers(client, key) == []
+    assert len(games(tmp_path / "out")) == 2
