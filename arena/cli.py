@@ -23,7 +23,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from arena import publish
+from arena import metrics, publish
 from arena.config import (
     ENV_ADMIN_TOKEN,
     ConfigError,
@@ -76,6 +76,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples for intervals")
     run.add_argument("--verbose", action="store_true", help="show the embedded referee's log")
     run.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    run.add_argument("--metrics-port", type=int, metavar="PORT", default=None,
+                     help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off; docs/deploy.md)")
+    run.add_argument("--metrics-host", default="127.0.0.1", metavar="HOST",
+                     help="interface of --metrics-port (default 127.0.0.1; 0.0.0.0 in a container)")
     run.add_argument(
         "--simulate",
         type=float,
@@ -275,6 +279,15 @@ def run_command(args: argparse.Namespace, console: Console, err: Console | None 
             closers.append(close)
         return runner
 
+    if args.metrics_port is not None:
+        from referee.metrics import serve
+
+        try:
+            console.print(f"metrics: http://{args.metrics_host}:{serve(args.metrics_port, args.metrics_host)}/metrics",
+                          highlight=False)
+        except OSError as e:
+            error(f"--metrics-port {args.metrics_port}: {e.strerror or e}")
+            return 2
     try:
         if args.simulate is None and not (output / DB_NAME).exists():
             get_runner()  # a new tournament: reach the referees before writing anything
@@ -347,6 +360,8 @@ def _play(
 
             def on_result(result: GameResult, written: bool) -> None:
                 advance(1)
+                if written:
+                    metrics.game_stored(result)
                 failed = [r for r in result.reasons if not r.startswith("side ") or "forfeit" in r]
                 if failed and args.no_progress:
                     console.print(

@@ -50,6 +50,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
+from arena import metrics
 from arena.config import ENV_ADMIN_TOKEN, ENV_REFEREE, ENV_TICKET, BotSpec, TournamentConfig, expand_placeholders
 from arena.procs import BotProcess, stop_all
 from arena.sandbox import BotContainer, Sandbox, SandboxError
@@ -469,6 +470,8 @@ class GrpcGameRunner:
         try:
             for seat, (name, ticket) in enumerate(zip(game.seats, created.tickets, strict=True)):
                 procs.append(self._launch(conn, self.bots[name], seat, ticket, log_dir, notes))
+                if procs[-1] is not None:
+                    metrics.WORKERS.labels(name).inc()
             result: pb.MatchResult | None = None
             try:
                 for msg in conn.admin.WatchMatch(
@@ -489,6 +492,9 @@ class GrpcGameRunner:
             record = self._save_record(conn, game, mid)
         finally:
             codes = stop_all(procs)
+            for name, proc in zip(game.seats, procs, strict=False):
+                if proc is not None:
+                    metrics.WORKERS.labels(name).dec()
         forfeited = {
             s.seat: s.termination
             for s in result.seats

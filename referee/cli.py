@@ -30,6 +30,7 @@ from typing import NoReturn
 
 import structlog
 
+from referee import metrics
 from referee.server import ADMIN_TOKEN_ENV, RefereeServer, prepare_record_dir, tune_gc
 
 
@@ -88,6 +89,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--record-dir", type=Path, help="write each match record to DIR/<match_id>.jsonl")
     s.add_argument("--grace", type=_seconds, default=5.0, help="seconds (>= 0) matches get to finish on shutdown")
     s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    s.add_argument("--metrics-port", type=_port, default=None,
+                   help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off; docs/deploy.md)")
     return p
 
 
@@ -139,6 +142,13 @@ async def _serve(args: argparse.Namespace) -> int:
         return 1
     if not token:
         print(f"referee: admin token {server.admin_token}", file=sys.stderr)
+    if args.metrics_port is not None:
+        try:
+            print(f"METRICS {metrics.serve(args.metrics_port, args.host)}", flush=True)
+        except OSError as e:
+            print(f"referee: --metrics-port {args.metrics_port}: {e.strerror or e}", file=sys.stderr)
+            await server.stop(0)
+            return 1
     tune_gc()  # after start: the server's own objects are frozen too
     print(f"PORT {port}", flush=True)
     stop = asyncio.Event()

@@ -44,7 +44,7 @@ from typing import Any
 import structlog
 
 from allfours.v1 import referee_pb2 as pb
-from referee import wire
+from referee import metrics, wire
 from referee.dealing import commitment, deck_for, first_dealer_by_cut
 from referee.events import Event, step_events
 from referee.record import RECORD_VERSION, RecordWriter
@@ -253,6 +253,8 @@ class Match:
         self._ahead_request: tuple[State, Observation, pb.PlayResponse] | None = None
         #: How many steps, games, deals and requests were taken from work done ahead (a statistic).
         self.worked_ahead = 0
+        #: Seconds from each answered request's sending to its answer (the metrics, when the match ends).
+        self.latencies: list[float] = []
         self.log = log.bind(match_id=match_id)
         #: Log every action (debug level)? Checked once: the arguments cost time on the hot path.
         self._log_actions = self.log.is_enabled_for(logging.DEBUG)
@@ -274,6 +276,7 @@ class Match:
     def start(self) -> None:
         """Start the match task (joins are accepted before and after)."""
         self._task = asyncio.get_running_loop().create_task(self.run(), name=f"match-{self.id}")
+        metrics.MATCHES_RUNNING.inc()
 
     @property
     def finished(self) -> bool:
@@ -780,6 +783,7 @@ class Match:
             return
         if answering:
             s.bank_ms -= elapsed * 1000
+            self.latencies.append(elapsed)
         text, ms = str(action), _ms(elapsed)
         self.record.write("action", game=game, deal=state.deal_number, seat=seat, seq=seq,
                           action=text, ms=ms if answering else 0, by="bot", out_of_turn=not answering)
@@ -927,6 +931,13 @@ class Match:
                     "protocol_errors": o.protocol_errors, "bank_left_ms": _ms(max(0.0, o.bank_ms) / 1000)}
                    for o in self.seats])
         self.record.write("seed", seed=self.seed.hex())
+        metrics.match_finished(
+            wire.enum_name(pb.MatchStatus, self.status, "MATCH_STATUS_"),
+            [wire.enum_name(pb.Termination, o.termination, "TERMINATION_") for o in self.seats
+             if o.termination not in (pb.TERMINATION_NORMAL, pb.TERMINATION_OTHER_SEAT_FORFEITED,
+                                      pb.TERMINATION_ABORTED)],
+            self.latencies,
+        )
         self.record.close()
         end = pb.PlayResponse(match_end=pb.MatchEnd(result=result))
         self._flush_events()

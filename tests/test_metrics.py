@@ -1,0 +1,97 @@
+"""Prometheus metrics of the referee and the arena, scraped over HTTP from real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from allfours.v1 import referee_pb2 as pb
+from tests.server_helpers import MD, ROOT, TOKEN, RefereeProc, finish, launch_bots
+
+
+def scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample at ``url``: (name, sorted labels) -> value."""
+    with urllib.request.urlopen(url, timeout=10) as r:
+        text = r.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for fam in text_string_to_metric_families(text) for s in fam.samples}
+
+
+def test_referee_counts_matches_decisions_latency_and_forfeits(tmp_path: Path) -> None:
+    env = {**os.environ, "ALLFOURS_ADMIN_TOKEN": TOKEN, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "referee.cli", "serve", "--port", "0", "--metrics-port", "0",
+                             "--grace", "1"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+                            cwd=ROOT)
+    try:
+        assert proc.stdout is not None
+        first, second = proc.stdout.readline().split(), proc.stdout.readline().split()
+        assert (first[0], second[0]) == ("METRICS", "PORT"), (first, second)
+        url, port = f"http://127.0.0.1:{int(first[1])}/metrics", int(second[1])
+        ref = RefereeProc(proc, port)
+        before = scrape(url)
+        assert before[("allfours_referee_matches_running", ())] == 0
+        # one full match and one where seat 1 never joins (no_show)
+        full = ref.create(players=2)
+        bots = launch_bots(ref.address, full.tickets, ["random", "random"], tmp_path)
+        full_result, _ = ref.result(full.match_id)
+        finish(bots)
+        lone = ref.create(players=2, join_ms=5000)
+        bots = launch_bots(ref.address, lone.tickets[:1], ["random"], tmp_path)
+        lone_result, _ = ref.result(lone.match_id)
+        finish(bots)
+        assert full_result.status == pb.MATCH_STATUS_COMPLETED and lone_result.status == pb.MATCH_STATUS_FORFEITED
+        lines = [json.loads(x) for x in ref.record(full.match_id)]
+        decisions = sum(1 for x in lines if x["type"] == "action" and x["by"] == "bot" and not x["out_of_turn"])
+        after = scrape(url)
+        ref.channel.close()
+    finally:
+        proc.terminate()
+        proc.wait(15)
+    assert after[("allfours_referee_matches_running", ())] == 0
+    assert after[("allfours_referee_matches_total", (("status", "completed"),))] == 1
+    assert after[("allfours_referee_matches_total", (("status", "forfeited"),))] == 1
+    assert after[("allfours_referee_forfeits_total", (("reason", "no_show"),))] == 1
+    assert after[("allfours_referee_decisions_total", ())] == decisions > 10
+    assert after[("allfours_referee_decision_seconds_count", ())] == decisions
+    assert 0 < after[("allfours_referee_decision_seconds_sum", ())] < decisions * 1.0
+    assert MD  # the admin metadata the helpers use: the metrics endpoint needs none
+
+
+def test_arena_serves_games_stored_while_it_runs(tmp_path: Path) -> None:
+    cfg = tmp_path / "t.toml"
+    cfg.write_text("""[tournament]
+name = "metrics"
+players = 2
+games_per_pairing = 10
+output = "out"
+[[bots]]
+name = "a"
+command = ["x"]
+[[bots]]
+name = "b"
+command = ["x"]
+""")
+    proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "run", str(cfg), "--simulate", "0.3",
+                             "--no-progress", "--metrics-port", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("metrics: http://127.0.0.1:"), line
+        url = line.split()[1]
+        seen = 0.0
+        deadline = time.monotonic() + 60
+        while seen < 2 and time.monotonic() < deadline:
+            seen = scrape(url).get(("allfours_arena_games_stored_total", ()), 0.0)
+            time.sleep(0.2)
+        assert 2 <= seen <= 10
+    finally:
+        proc.wait(60)
+    assert proc.returncode == 0
