@@ -155,6 +155,10 @@ def publish_tournament(t: Tournament, output: Path, bootstrap: int, console: Con
     return ratings
 
 
+#: Seconds to reach each referee found through DNS (its replica may still be starting).
+DNS_CONNECT_TIMEOUT_S = 30.0
+
+
 class UsageError(ValueError):
     """Bad command-line arguments or config values found outside the config parser (exit status 2)."""
 
@@ -191,7 +195,7 @@ def make_runner(
     """
     if args.simulate is not None:
         return SimulatedRunner(delay_s=args.simulate, target=config.rules.target), lambda: None
-    from arena.match_runner import GrpcGameRunner, connect_referees
+    from arena.match_runner import CONNECT_TIMEOUT_S, GrpcGameRunner, connect_referees, resolve_referees
 
     addresses, token = referee_addresses(config, args)
     if not addresses and not args.verbose:
@@ -203,8 +207,12 @@ def make_runner(
         structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
 
     sandbox = open_sandbox(config, output, addresses)
+    found = resolve_referees(addresses)
+    if found != addresses:
+        console.print(f"referees: {', '.join(addresses)} -> {', '.join(found)}", highlight=False, soft_wrap=True)
+    timeout = DNS_CONNECT_TIMEOUT_S if found != addresses else CONNECT_TIMEOUT_S  # replicas may still be starting
     try:
-        pool = connect_referees(addresses, token, host=sandbox.gateway if sandbox is not None else "127.0.0.1")
+        pool = connect_referees(found, token, timeout, host=sandbox.gateway if sandbox is not None else "127.0.0.1")
     except BaseException:
         if sandbox is not None:
             sandbox.close()
@@ -218,7 +226,7 @@ def make_runner(
         if sandbox is not None:
             sandbox.close()
 
-    if addresses:
+    if addresses and found == addresses:
         console.print(f"referees: {', '.join(addresses)}", highlight=False)
     if sandbox is not None:
         sandbox.allow(int(pool.conns[0].address.rsplit(":", 1)[1]))

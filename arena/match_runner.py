@@ -37,6 +37,7 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+import socket
 import sys
 import threading
 import time
@@ -304,6 +305,47 @@ def connect_referees(
             c.close()
         raise
     return RefereePool(conns)
+
+
+#: Prefix of a referee address that stands for every address of a DNS name (``dns:tasks.referee:50051``).
+DNS_PREFIX = "dns:"
+#: Seconds to wait for a DNS name to give a stable, non-empty list of referees.
+DNS_WAIT_S = 60.0
+
+
+def resolve_referees(addresses: Sequence[str], wait_s: float = DNS_WAIT_S) -> list[str]:
+    """``addresses`` with each ``dns:NAME:PORT`` replaced by ``IP:PORT`` for every address NAME has
+    (sorted; on Swarm ``tasks.referee``, or a ``dnsrr`` service's name, gives every referee task).
+
+    A name is looked up until it gives at least one address and the same list twice in a row, one
+    second apart (replicas starting together), for at most ``wait_s`` seconds.
+
+    :raises RefereeError: if a name gives no address in that time (exit status 1).
+    """
+    out: list[str] = []
+    for a in addresses:
+        if not a.startswith(DNS_PREFIX):
+            out.append(a)
+            continue
+        name, _, port = a.removeprefix(DNS_PREFIX).rpartition(":")
+        deadline = time.monotonic() + wait_s
+        last: list[str] = []
+        while True:
+            try:
+                infos = socket.getaddrinfo(name, int(port), type=socket.SOCK_STREAM)
+                found = sorted({f"[{i[4][0]}]" if ":" in i[4][0] else i[4][0] for i in infos})
+            except OSError:
+                found = []
+            if found and found == last:
+                break
+            if time.monotonic() > deadline:
+                if found:
+                    break
+                raise RefereeError(f"referee name {name!r} ({a}) gives no address after {wait_s:.0f} s")
+            last = found
+            time.sleep(1.0)
+        out.extend(f"{ip}:{port}" for ip in found)
+    return list(dict.fromkeys(out))
 
 
 def expand_command(bot: BotSpec, values: Mapping[str, str]) -> list[str]:

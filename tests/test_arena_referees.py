@@ -347,3 +347,26 @@ def test_record_not_over_yet_is_waited_for(tmp_path: Path) -> None:
     assert runner._save_record(conn, game, "m1") == f"records/{game.game_id}.jsonl"
     assert calls == ["m1"] * 3
     assert (tmp_path / "records" / f"{game.game_id}.jsonl").read_text() == '{"type": "header"}\n'
+
+
+def test_dns_names_give_every_address(tmp_path: Path) -> None:
+    """``dns:NAME:PORT`` stands for every address of NAME (Swarm: ``tasks.referee``); others pass through."""
+    from arena.match_runner import RefereeError, resolve_referees
+
+    found = resolve_referees(["dns:localhost:50051", "10.0.0.9:7"], wait_s=5)
+    assert "127.0.0.1:50051" in found and found[-1] == "10.0.0.9:7" and len(found) == len(set(found))
+    with pytest.raises(RefereeError, match="gives no address"):
+        resolve_referees(["dns:no-such-name.invalid:1"], wait_s=1)
+
+
+def test_healthcheck_command(tmp_path: Path) -> None:
+    """``python -m referee.healthcheck`` (the images' health check): 0 for a serving referee, 1 otherwise."""
+    from referee.server import ThreadedReferee
+
+    with ThreadedReferee(grace_s=0.5, host="127.0.0.1", port=0) as ref:
+        ok = subprocess.run([sys.executable, "-m", "referee.healthcheck", ref.address], timeout=30,
+                            capture_output=True, text=True)
+    gone = subprocess.run([sys.executable, "-m", "referee.healthcheck", ref.address], timeout=30,
+                          capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert gone.returncode == 1 and "UNAVAILABLE" in gone.stderr
