@@ -34,7 +34,15 @@ from arena.config import (
 )
 from arena.lock import OutputLocked, lock_output
 from arena.ratings import DEFAULT_BOOTSTRAP, games_from_mapping, rate
-from arena.runner import DB_NAME, GameRunner, SimulatedRunner, Tournament, open_tournament, run_games
+from arena.runner import (
+    DB_NAME,
+    GameRunner,
+    SimulatedRunner,
+    Tournament,
+    open_tournament,
+    public_facts,
+    run_games,
+)
 from arena.schedule import ScheduledGame
 from arena.store import GameResult, StoreMismatch
 
@@ -87,6 +95,14 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="testing aid: no referee or bots; outcomes are simulated, each game sleeping SECONDS",
     )
+    web = sub.add_parser("web", help="serve an output folder over HTTP: live leaderboard, replays, API")
+    web.add_argument("output", nargs="?", help="the tournament's output folder")
+    web.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    web.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    web.add_argument("--record", metavar="FILE", help="serve only the replay viewer of this match record")
+    web.add_argument(
+        "--delay", type=int, default=1, metavar="DEALS", help="spectators of a running game stay DEALS behind (>= 1)"
+    )
     bots = sub.add_parser("bots", help="bot images").add_subparsers(dest="bots_command", required=True)
     build = bots.add_parser("build", help="build a bot's container image from its folder (docs/deploy.md)")
     build.add_argument("folder", metavar="DIR", help="the bot's folder (package.json: Node.js; else Python)")
@@ -116,18 +132,36 @@ def bots_build_command(args: argparse.Namespace, console: Console, err: Console)
     return 0
 
 
+def web_command(args: argparse.Namespace, err: Console) -> int:
+    """``arena web``: serve until interrupted; exit 2 on bad arguments (one line)."""
+    from arena.web import serve
+
+    def error(message: str) -> int:
+        err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
+        return 2
+
+    if args.record is None and args.output is None:
+        return error("give an output folder, or --record FILE")
+    if args.delay < 1:
+        return error(f"--delay must be at least 1 deal, not {args.delay}")
+    if not 0 < args.port < 65536:
+        return error(f"--port must be between 1 and 65535, not {args.port}")
+    record = Path(args.record).resolve() if args.record else None
+    if record is not None and not record.is_file():
+        return error(f"--record {args.record!r}: no such file")
+    output = Path(args.output).resolve() if args.output else record.parent  # type: ignore[union-attr]
+    if not output.is_dir():
+        return error(f"{args.output!r}: no such folder")
+    err.print(f"serving {output} on http://{args.host}:{args.port}/ (Ctrl-C stops)", soft_wrap=True, highlight=False)
+    serve(output, args.host, args.port, spectator_delay=args.delay, record=record)
+    return 0
+
+
 def tournament_facts(t: Tournament, complete: bool) -> dict[str, Any]:
     """JSON-ready facts published with the ratings; the master seed only when ``complete``."""
     return {
-        "name": t.config.name,
-        "players": t.config.players,
-        "games_per_pairing": t.config.games_per_pairing,
-        "bots": {b.name: b.version for b in t.config.bots},
-        "rules": t.config.rules.to_dict(),
-        "config_fingerprint": t.config.fingerprint(),
-        "commitment": t.commitment,
+        **public_facts(t.config, t.commitment, len(t.schedule)),
         "master_seed": t.master_seed.hex() if complete else None,
-        "scheduled": len(t.schedule),
         "played": t.store.count(),
     }
 
@@ -405,6 +439,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_command(args, console, err)
         if args.command == "bots":
             return bots_build_command(args, console, err)
+        if args.command == "web":
+            return web_command(args, err)
     except KeyboardInterrupt:
         err.print("interrupted: stored games are kept; run the same command to resume", highlight=False)
         return 130

@@ -53,6 +53,7 @@ from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
 from arena import metrics
 from arena.config import ENV_ADMIN_TOKEN, ENV_REFEREE, ENV_TICKET, BotSpec, TournamentConfig, expand_placeholders
+from arena.live import LiveLog
 from arena.procs import BotProcess, stop_all
 from arena.sandbox import BotContainer, Sandbox, SandboxError
 from arena.schedule import ScheduledGame
@@ -516,12 +517,15 @@ class GrpcGameRunner:
                     metrics.WORKERS.labels(name).inc()
             result: pb.MatchResult | None = None
             try:
-                for msg in conn.admin.WatchMatch(
-                    pb.WatchMatchRequest(match_id=mid), metadata=conn.metadata, timeout=self.watch_timeout_s
-                ):
-                    if msg.WhichOneof("msg") == "result":
-                        result = msg.result
-                        break
+                with LiveLog(self.output, game.game_id, game.pair_id, game.seats, self.config.rules.to_dict(),
+                             game.seed) as spectators:  # for `arena web` (delayed; removed at the end)
+                    for msg in conn.admin.WatchMatch(
+                        pb.WatchMatchRequest(match_id=mid), metadata=conn.metadata, timeout=self.watch_timeout_s
+                    ):
+                        if msg.WhichOneof("msg") == "result":
+                            result = msg.result
+                            break
+                        spectators.event(wire.event_from_pb(msg.event))
             except grpc.RpcError as e:
                 raise RefereeFailure(conn.address, f"match {mid} lost: {_status(e)}") from None
             # which processes had ended on their own before the result (read before any is stopped)

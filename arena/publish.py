@@ -12,8 +12,9 @@ Files written by :func:`write_outputs` (all UTF-8):
 - ``ratings.csv`` — rank, bot, version, elo, ci_low, ci_high, games, score, los_next, ci_method;
 - ``leaderboard.html`` — self-contained (inline CSS and SVG, no scripts or external assets): the
   table with intervals (each marked with how it was computed), a chart of ratings with error bars,
-  the pairwise score matrix, and every game with its termination reasons and a link to its record
-  file (URL-encoded: game ids carry the tournament's name).
+  the pairwise score matrix, and every game with its termination reasons and links to its record
+  file and its static replay viewer (``replays/<game id>.html``, :mod:`arena.web.export`; URL-encoded:
+  game ids carry the tournament's name).
 """
 
 from __future__ import annotations
@@ -74,7 +75,10 @@ def write_outputs(
         paths["ratings_json"], json.dumps({**ratings, "tournament": dict(tournament)}, indent=2) + "\n"
     )
     _atomic_write(paths["ratings_csv"], _csv(ratings, tournament))
-    _atomic_write(paths["leaderboard"], leaderboard_html(ratings, tournament, rows))
+    from arena.web.export import write_static_replays
+
+    replays = write_static_replays(output, rows)
+    _atomic_write(paths["leaderboard"], leaderboard_html(ratings, tournament, rows, replays))
     return paths
 
 
@@ -196,9 +200,15 @@ def _chart(ratings: Mapping[str, Any]) -> str:
 
 
 def leaderboard_html(
-    ratings: Mapping[str, Any], tournament: Mapping[str, Any], games: Sequence[Mapping[str, Any]]
+    ratings: Mapping[str, Any],
+    tournament: Mapping[str, Any],
+    games: Sequence[Mapping[str, Any]],
+    replays: Mapping[str, str] | None = None,
 ) -> str:
-    """A self-contained HTML leaderboard (see the module docstring). Every name is HTML-escaped."""
+    """A self-contained HTML leaderboard (see the module docstring). Every name is HTML-escaped.
+
+    :param replays: game id -> static viewer page (relative path, :mod:`arena.web.export`), linked.
+    """
     e = html.escape
     names = list(ratings["ratings"])
     versions = tournament.get("bots", {})
@@ -275,6 +285,9 @@ def leaderboard_html(
         rec = g.get("record")
         href = urllib.parse.quote(str(rec), safe="/") if rec else ""
         link = f'<a href="{e(href, quote=True)}">record</a>' if rec else ""
+        replay = (replays or {}).get(str(g["game_id"]))
+        if replay:
+            link += f' <a class="replay" href="{e(urllib.parse.quote(replay, safe="/"), quote=True)}">replay</a>'
         out.append(
             f"<tr><td class=l>{e(str(g['game_id']))}</td><td class=l>{e(g['a'])}</td>"
             f"<td class=l>{e(g['b'])}</td><td>{g['scores'][0]}–{g['scores'][1]}</td>"

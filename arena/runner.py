@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from arena.config import TournamentConfig, identity_changes
 from arena.schedule import ScheduledGame, make_schedule
@@ -29,6 +29,23 @@ from referee.dealing import commitment, fresh_seed
 
 DB_NAME = "arena.sqlite"
 COMMITMENT_FILE = "commitment.json"
+#: The meta key of the tournament's public facts (JSON, :func:`public_facts`), read by ``arena web``.
+FACTS_KEY = "public_facts"
+
+
+def public_facts(config: TournamentConfig, commit: str, scheduled: int) -> dict[str, Any]:
+    """JSON-ready public facts of a tournament (never the master seed): name, players,
+    games_per_pairing, bots {name: version}, rules, config_fingerprint, commitment, scheduled."""
+    return {
+        "name": config.name,
+        "players": config.players,
+        "games_per_pairing": config.games_per_pairing,
+        "bots": {b.name: b.version for b in config.bots},
+        "rules": config.rules.to_dict(),
+        "config_fingerprint": config.fingerprint(),
+        "commitment": commit,
+        "scheduled": scheduled,
+    }
 
 
 class GameRunner(Protocol):
@@ -103,6 +120,7 @@ def open_tournament(config: TournamentConfig, output: Path | None = None) -> Tou
     schedule = make_schedule(
         config.name, [b.name for b in config.bots], config.games_per_pairing, config.players, seed
     )
+    store.set_meta(FACTS_KEY, json.dumps(public_facts(config, commit, len(schedule)), sort_keys=True))
     return Tournament(config, store, seed, commit, schedule)
 
 

@@ -1,0 +1,95 @@
+"""``arena web``: the arena's web face — live leaderboard, replay viewer, spectators, JSON API.
+
+Interface (small on purpose, for ``arena serve`` and tests):
+
+- :func:`arena.web.app.create_app` ``(output, spectator_delay=1, record=None) -> Starlette``: the
+  ASGI app of one output folder; ``app.state.web.notify()`` wakes the live pages at once.
+- :func:`serve` ``(output, host, port, ...)``: run it with uvicorn until interrupted (``arena web``).
+- :func:`start_in_thread` ``(output, host, port, ...) -> WebServer``: run it in a background thread
+  of the calling process (``arena serve --web PORT``): ``.port``, ``.notify()`` after each stored
+  game, ``.stop()``.
+
+Modules: :mod:`arena.web.app` (routes), :mod:`arena.web.data` (read-only database and records),
+:mod:`arena.web.frames` (record -> viewer frames, from ``observe``), :mod:`arena.web.spectate`
+(running games, delayed; the live files are :mod:`arena.live`), :mod:`arena.web.export` (the static
+viewer copies linked from leaderboard.html). Pages and API: docs/arena.md, The web.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: Seconds uvicorn waits for open streams (live updates) when it stops.
+GRACEFUL_S = 1
+
+
+def _config(app: Any, sock: socket.socket | None, host: str, port: int) -> Any:
+    import uvicorn
+
+    return uvicorn.Config(
+        app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=GRACEFUL_S, lifespan="on",
+        access_log=False, proxy_headers=False, server_header=False,
+    )
+
+
+def serve(output: Path, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
+    """Serve ``output`` until interrupted (``options``: see :func:`arena.web.app.create_app`).
+
+    :raises OSError: if the address cannot be bound.
+    """
+    import uvicorn
+
+    from arena.web.app import create_app
+
+    uvicorn.Server(_config(create_app(output, **options), None, host, port)).run()
+
+
+@dataclass
+class WebServer:
+    """A web app running in a background thread (see :func:`start_in_thread`)."""
+
+    server: Any
+    thread: threading.Thread
+    app: Any
+    port: int
+
+    def notify(self) -> None:
+        """Tell the live pages now that a game finished (they also poll every second)."""
+        self.app.state.web.notify()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop serving and wait (bounded) for the thread."""
+        self.server.should_exit = True
+        self.thread.join(timeout)
+
+
+def start_in_thread(output: Path, host: str = "127.0.0.1", port: int = 0, **options: Any) -> WebServer:
+    """Start the app of ``output`` on ``host:port`` (0: a free port) in a daemon thread; returns once
+    it accepts connections (at most 10 s).
+
+    :raises OSError: if the address cannot be bound.
+    :raises RuntimeError: if the server does not start in time.
+    """
+    import uvicorn
+
+    from arena.web.app import create_app
+
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    app = create_app(output, **options)
+    server = uvicorn.Server(_config(app, sock, host, sock.getsockname()[1]))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="arena-web", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            raise RuntimeError("the web server did not start")
+        time.sleep(0.02)
+    return WebServer(server, thread, app, sock.getsockname()[1])

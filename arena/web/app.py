@@ -1,0 +1,364 @@
+"""The ASGI app of ``arena web``: pages, the JSON API and the live-update stream of one output folder.
+
+Routes (docs/arena.md, The web):
+
+- ``/`` live leaderboard (ratings, chart, pairwise scores, forfeits per bot, commitment/seed,
+  progress) and the games list (``?bot= &result= &termination= &page=``); ``/events`` the
+  Server-Sent Events stream that tells the page a game finished (it then reloads its parts from
+  ``/_board`` and ``/_games``);
+- ``/games/{id}`` the replay viewer (``?seat=K`` for one seat's view); ``/live`` running games and
+  ``/live/{id}`` a running game for spectators, delayed (:mod:`arena.web.live`);
+- ``/api/ratings``, ``/api/games``, ``/api/games/{id}``, ``/api/games/{id}/record[?seat=K]``,
+  ``/api/live``, ``/api/live/{id}``.
+
+Every page is a Jinja2 template with autoescaping; JSON put into a page goes through
+:func:`script_json` (no ``</script>`` can close the tag). Errors are one-line JSON
+``{"error": "..."}`` (API) or a short page, with 400 (bad query), 404 (unknown game) or 403 (a replay
+not open yet).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from arena import live
+from arena.publish import _chart, _interval
+from arena.web.data import TERMINATIONS, BadQuery, GamesQuery, NotFound, NotYet, WebData
+from arena.web.frames import ALL, RecordReplayError, replay_frames
+from arena.web.spectate import spectator_replay
+
+HERE = Path(__file__).parent
+#: Most open live-update streams at once (each polls the database once a second).
+MAX_STREAMS = 64
+#: Seconds between two looks at the database for a live-update stream.
+POLL_S = 1.0
+
+
+def script_json(value: Any) -> str:
+    """JSON safe inside ``<script type="application/json">``: ``<``, ``>`` and ``&`` as ``\\u`` escapes."""
+    text = json.dumps(value, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def templates() -> jinja2.Environment:
+    """The Jinja2 environment of the pages (autoescape on; ``script_json`` as a filter)."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
+    env.filters["script_json"] = lambda v: jinja2.utils.markupsafe.Markup(script_json(v))
+    return env
+
+
+def forfeits_by_bot(rows: list[dict[str, Any]], players: int) -> dict[str, dict[str, int]]:
+    """Per bot, how many times one of its seats ended with each failure termination (``timeout``,
+    ``no_show``, …; ``normal`` and ``other_seat_forfeited`` are not failures)."""
+    out: dict[str, dict[str, int]] = {}
+    for r in rows:
+        sides = (r["a"], r["b"])
+        for seat, term in enumerate(r.get("terminations", [])):
+            if term in ("normal", "other_seat_forfeited"):
+                continue
+            bot = out.setdefault(sides[seat % 2], {})
+            bot[term] = bot.get(term, 0) + 1
+    return out
+
+
+class WebApp:
+    """State of one app: the data source, the templates, the change counter for live updates.
+
+    :param spectator_delay: deals a spectator stays behind a running game (:mod:`arena.web.live`).
+    :param record: with a record file, the app serves only that record's viewer (``arena web --record``).
+    """
+
+    def __init__(self, data: WebData, spectator_delay: int = live.DEFAULT_DELAY, record: Path | None = None):
+        self.data = data
+        self.spectator_delay = spectator_delay
+        self.record = record
+        self.env = templates()
+        self.streams = 0
+        self.changed = asyncio.Event()
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def notify(self) -> None:
+        """Wake the live-update streams now (``arena serve`` calls it when a game finishes); they also
+        look at the database every :data:`POLL_S` seconds. Safe from any thread once the app runs."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self.changed.set)
+
+    def running(self) -> list[dict[str, Any]]:
+        """The games running now (live files of games not stored yet)."""
+        return live.running_games(self.data.output, self.data.stored_ids())
+
+    def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        """Render template ``name``."""
+        return HTMLResponse(self.env.get_template(name).render(**ctx), status_code=status)
+
+    # ------------------------------------------------------------------ leaderboard
+    def board_context(self) -> dict[str, Any]:
+        """Everything the leaderboard's board shows (ratings, chart, matrix, forfeits, progress)."""
+        ratings = self.data.ratings()
+        facts = ratings["tournament"]
+        rows = [r.rating_row() for r in self.data._results("", [])]
+        times = self.data._query("SELECT MIN(stored_at), MAX(stored_at) FROM games")
+        first, last = times[0] if times else (None, None)
+        rate = (len(rows) - 1) / (last - first) if first and last and last > first and len(rows) > 1 else None
+        los = {e["better"]: e["los"] for e in ratings.get("los", [])}
+        return {
+            "ratings": ratings,
+            "facts": facts,
+            "names": list(ratings["ratings"]),
+            "interval": lambda r: _interval(r, 1),
+            "los": los,
+            "chart": jinja2.utils.markupsafe.Markup(_chart(ratings)),
+            "forfeits": forfeits_by_bot(rows, int(facts.get("players") or 2)),
+            "rate": rate,
+            "running": self.running(),
+        }
+
+    def games_context(self, request: Request) -> dict[str, Any]:
+        """The games list of the query in ``request``. :raises BadQuery: for a bad filter."""
+        q = games_query(request)
+        page = self.data.games(q)
+        return {"q": q, "page": page, "terminations": TERMINATIONS, "bots": list(self.data.facts().get("bots", {}))}
+
+
+def games_query(request: Request) -> GamesQuery:
+    """The :class:`GamesQuery` of a request's query string. :raises BadQuery: for a non-number page."""
+    p = request.query_params
+    try:
+        page = int(p.get("page", "1"))
+        per_page = int(p.get("per_page", "50"))
+    except ValueError:
+        raise BadQuery("page and per_page must be whole numbers") from None
+    q = GamesQuery(p.get("bot") or None, p.get("result") or None, p.get("termination") or None, page, per_page)
+    q.check()
+    return q
+
+
+def seat_param(request: Request) -> str | int:
+    """``?seat=K`` as a seat number, or :data:`ALL`. :raises BadQuery: when not a whole number."""
+    raw = request.query_params.get("seat")
+    if raw in (None, "", ALL):
+        return ALL
+    if not raw.isdigit() or len(raw) > 2:
+        raise BadQuery(f"seat must be a seat number, not {raw!r}")
+    return int(raw)
+
+
+def _error(request: Request, status: int, message: str) -> Response:
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"error": message}, status_code=status)
+    app: WebApp = request.app.state.web
+    return app.page("error.html", status, message=message, code=status)
+
+
+def guarded(handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
+    """Turn the data layer's errors into 400/403/404 answers (one line)."""
+
+    async def run(request: Request) -> Response:
+        try:
+            response: Response = await handler(request)
+            return response
+        except BadQuery as e:
+            return _error(request, 400, str(e))
+        except NotYet as e:
+            return _error(request, 403, str(e))
+        except (NotFound, RecordReplayError) as e:
+            return _error(request, 404, str(e))
+
+    return run
+
+
+# ---------------------------------------------------------------------- handlers
+
+
+async def index(request: Request) -> Response:
+    app: WebApp = request.app.state.web
+    if app.record is not None:
+        return await viewer_of_file(request)
+    board = await run_in_threadpool(app.board_context)
+    games = await run_in_threadpool(app.games_context, request)
+    return app.page("leaderboard.html", **board, **games)
+
+
+async def board_part(request: Request) -> Response:
+    app: WebApp = request.app.state.web
+    return app.page("_board.html", **await run_in_threadpool(app.board_context))
+
+
+async def games_part(request: Request) -> Response:
+    app: WebApp = request.app.state.web
+    return app.page("_games.html", **await run_in_threadpool(app.games_context, request))
+
+
+async def events(request: Request) -> Response:
+    """Server-Sent Events: ``event: games`` with ``{"played": N}`` when the stored games change."""
+    app: WebApp = request.app.state.web
+    if app.streams >= MAX_STREAMS:
+        return JSONResponse({"error": "too many live-update streams; reload later"}, status_code=503)
+
+    async def stream() -> AsyncIterator[str]:
+        app.streams += 1
+        try:
+            last = None
+            idle = 0.0
+            yield "retry: 2000\n\n"
+            while not await request.is_disconnected():
+                now = await run_in_threadpool(live_version, app)
+                if now != last:
+                    last = now
+                    idle = 0.0
+                    yield f"event: games\ndata: {json.dumps({'played': now[0], 'live': now[2]})}\n\n"
+                elif idle >= 15:
+                    idle = 0.0
+                    yield ": keep-alive\n\n"
+                app.changed.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(app.changed.wait(), POLL_S)
+                idle += POLL_S
+        finally:
+            app.streams -= 1
+
+    return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+
+
+def live_version(app: WebApp) -> tuple[int, float, int]:
+    """(games stored, last stored time, live files' summed progress): what the stream watches."""
+    count, last = app.data.version()
+    return count, last, live.progress_mark(app.data.output)
+
+
+async def viewer(request: Request) -> Response:
+    app: WebApp = request.app.state.web
+    game_id = request.path_params["game_id"]
+    view = seat_param(request)
+    game = await run_in_threadpool(app.data.game, game_id)
+    lines = await run_in_threadpool(app.data.record_lines, game_id)
+    replay = await run_in_threadpool(replay_frames, lines, view)
+    return app.page("viewer.html", replay=replay, game=game, view=view, base="/", static_copy=False)
+
+
+async def viewer_of_file(request: Request) -> Response:
+    """``arena web --record FILE``: the viewer of that one record (a bot author's own match)."""
+    app: WebApp = request.app.state.web
+    assert app.record is not None
+    from arena.web.data import parse_record_text
+
+    lines = parse_record_text(app.record.read_text(encoding="utf-8", errors="replace"))
+    view = seat_param(request)
+    replay = await run_in_threadpool(replay_frames, lines, view)
+    game = {"game_id": app.record.name, "a": "", "b": "", "reasons": []}
+    return app.page("viewer.html", replay=replay, game=game, view=view, base="/", static_copy=False)
+
+
+async def live_list(request: Request) -> Response:
+    app: WebApp = request.app.state.web
+    return app.page("live.html", running=app.running(), delay=app.spectator_delay)
+
+
+async def live_viewer(request: Request) -> Response:
+    app: WebApp = request.app.state.web
+    replay = await run_in_threadpool(spectator_replay, app.data, request.path_params["game_id"], app.spectator_delay)
+    game = {"game_id": request.path_params["game_id"], "reasons": []}
+    return app.page("viewer.html", replay=replay, game=game, view=ALL, spectator=True, delay=app.spectator_delay)
+
+
+async def api_ratings(request: Request) -> Response:
+    app: WebApp = request.app.state.web
+    return JSONResponse(await run_in_threadpool(app.data.ratings))
+
+
+async def api_games(request: Request) -> Response:
+    app: WebApp = request.app.state.web
+    q = games_query(request)
+    page = await run_in_threadpool(app.data.games, q)
+    for g in page["games"]:
+        _links(g)
+    return JSONResponse(page)
+
+
+def _links(g: dict[str, Any]) -> dict[str, Any]:
+    """Replace the record's file path by the API's record link (``None`` while the replay is closed)."""
+    from urllib.parse import quote
+
+    gid = quote(g["game_id"], safe="")
+    g["record"] = f"/api/games/{gid}/record" if g.get("replay_open") and g.get("record") else None
+    g["viewer"] = f"/games/{gid}" if g["record"] else None
+    return g
+
+
+async def api_game(request: Request) -> Response:
+    app: WebApp = request.app.state.web
+    return JSONResponse(_links(await run_in_threadpool(app.data.game, request.path_params["game_id"])))
+
+
+async def api_record(request: Request) -> Response:
+    app: WebApp = request.app.state.web
+    view = seat_param(request)
+    lines = await run_in_threadpool(app.data.record_lines, request.path_params["game_id"])
+    return JSONResponse(await run_in_threadpool(replay_frames, lines, view))
+
+
+async def api_live(request: Request) -> Response:
+    app: WebApp = request.app.state.web
+    return JSONResponse({"delay_deals": app.spectator_delay, "running": app.running()})
+
+
+async def api_live_game(request: Request) -> Response:
+    app: WebApp = request.app.state.web
+    gid = request.path_params["game_id"]
+    return JSONResponse(await run_in_threadpool(spectator_replay, app.data, gid, app.spectator_delay))
+
+
+def create_app(
+    output: Path, *, spectator_delay: int = live.DEFAULT_DELAY, record: Path | None = None, bootstrap: int | None = None
+) -> Starlette:
+    """The ASGI app serving ``output`` (see the module docstring); ``app.state.web`` is the
+    :class:`WebApp` (its :meth:`WebApp.notify` wakes the live pages at once).
+
+    :param spectator_delay: deals a spectator stays behind a running game (at least 1).
+    :param record: serve only the viewer of this record file (``arena web --record FILE``).
+    """
+    from arena.ratings import DEFAULT_BOOTSTRAP
+
+    if spectator_delay < 1:
+        raise ValueError(f"the spectator delay must be at least 1 deal, not {spectator_delay}")
+    data = WebData(output, DEFAULT_BOOTSTRAP if bootstrap is None else bootstrap)
+    web = WebApp(data, spectator_delay, record)
+    g = guarded
+    routes = [
+        Route("/", g(index)),
+        Route("/_board", g(board_part)),
+        Route("/_games", g(games_part)),
+        Route("/events", events),
+        Route("/games/{game_id:str}", g(viewer)),
+        Route("/live", g(live_list)),
+        Route("/live/{game_id:str}", g(live_viewer)),
+        Route("/api/ratings", g(api_ratings)),
+        Route("/api/games", g(api_games)),
+        Route("/api/games/{game_id:str}", g(api_game)),
+        Route("/api/games/{game_id:str}/record", g(api_record)),
+        Route("/api/live", g(api_live)),
+        Route("/api/live/{game_id:str}", g(api_live_game)),
+        Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        web.loop = asyncio.get_running_loop()
+        yield
+
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.web = web
+    return app

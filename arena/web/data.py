@@ -1,0 +1,283 @@
+"""What the web pages show, read from one output folder: the results database (read-only), the
+records and the live files of running games. Nothing here writes.
+
+Secrets stay out: the master seed is read only once every scheduled game is stored (it is then
+revealed, as on the static leaderboard); a game's deal seed is never shown before that (the two games
+of a duplicate pair share it). A game's replay opens only when **both games of its duplicate pair**
+are stored — they share every deck, so the replay of one would show the cards of the other while it
+is played. Paths come from the database, never from a URL, and must resolve inside the output folder.
+
+Shapes: :meth:`WebData.game_row` is a games.jsonl row (:meth:`arena.store.GameResult.rating_row`)
+without ``seed`` (unless revealed) and with ``replay_open``; :meth:`WebData.ratings` is the
+ratings.json shape (:func:`arena.ratings.rate` plus ``tournament``).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from arena.ratings import DEFAULT_BOOTSTRAP, games_from_mapping, rate
+from arena.runner import DB_NAME, FACTS_KEY
+from arena.store import GameResult
+
+#: Games of one duplicate pair (arena/schedule.py): both share the deal seed, hence every deck.
+PAIR_SIZE = 2
+#: The termination kinds a seat can end with (docs/arena.md, Bot failures).
+TERMINATIONS = ("normal", "timeout", "no_show", "disconnect", "protocol_error", "illegal", "other_seat_forfeited")
+#: Largest page of the games list.
+MAX_PER_PAGE = 200
+
+_COLUMNS = (
+    "game_id, match_id, pair_id, side0, side1, score0, score1, winner, reasons, record_path, seed, first_dealer,"
+    " duration_s, extra"
+)
+
+
+class NotFound(LookupError):
+    """No such game (or record)."""
+
+
+class NotYet(PermissionError):
+    """The replay is closed until its duplicate twin is finished (message says which game)."""
+
+
+class BadQuery(ValueError):
+    """A games-list filter that makes no sense (one line, e.g. ``result=win needs bot=NAME``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GamesQuery:
+    """A filter and a page of the games list: ``bot`` (either side), ``result`` (``win``, ``loss`` —
+    for ``bot`` — or ``draw``), ``termination`` (one of :data:`TERMINATIONS`, any seat), ``page``
+    (1-based) of ``per_page`` games (at most :data:`MAX_PER_PAGE`)."""
+
+    bot: str | None = None
+    result: str | None = None
+    termination: str | None = None
+    page: int = 1
+    per_page: int = 50
+
+    def check(self) -> None:
+        """:raises BadQuery: for an unknown result or termination, a win/loss without a bot, or a bad page."""
+        if self.result not in (None, "win", "loss", "draw"):
+            raise BadQuery(f"result must be win, loss or draw, not {self.result!r}")
+        if self.result in ("win", "loss") and not self.bot:
+            raise BadQuery(f"result={self.result} needs bot=NAME")
+        if self.termination is not None and self.termination not in TERMINATIONS:
+            raise BadQuery(f"termination must be one of {', '.join(TERMINATIONS)}, not {self.termination!r}")
+        if self.page < 1 or not 1 <= self.per_page <= MAX_PER_PAGE:
+            raise BadQuery(f"page must be >= 1 and per_page between 1 and {MAX_PER_PAGE}")
+
+    def where(self) -> tuple[str, list[Any]]:
+        """The SQL condition and its parameters."""
+        cond: list[str] = []
+        args: list[Any] = []
+        if self.bot:
+            cond.append("(side0 = ? OR side1 = ?)")
+            args += [self.bot, self.bot]
+        if self.result == "draw":
+            cond.append("winner IS NULL")
+        elif self.result in ("win", "loss"):
+            side = "CASE WHEN side0 = ? THEN 0 ELSE 1 END"
+            cond.append(f"winner {'=' if self.result == 'win' else '!='} {side} AND winner IS NOT NULL")
+            args.append(self.bot)
+        if self.termination:
+            cond.append("EXISTS (SELECT 1 FROM json_each(games.extra, '$.terminations') WHERE value = ?)")
+            args.append(self.termination)
+        return (" WHERE " + " AND ".join(cond)) if cond else "", args
+
+
+class WebData:
+    """Read access to one output folder, safe to share between threads (one connection a call).
+
+    :param output: the arena's output folder (``arena.sqlite`` in it; it may not exist yet).
+    :param bootstrap: bootstrap resamples for the live ratings (as ``arena run --bootstrap``).
+    """
+
+    def __init__(self, output: Path, bootstrap: int = DEFAULT_BOOTSTRAP) -> None:
+        self.output = output.resolve()
+        self.bootstrap = bootstrap
+        self._lock = threading.Lock()
+        self._ratings: tuple[Any, dict[str, Any]] | None = None
+
+    # ------------------------------------------------------------------ database
+    def _connect(self) -> sqlite3.Connection | None:
+        path = self.output / DB_NAME
+        if not path.is_file():
+            return None
+        db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=10.0, check_same_thread=False)
+        db.execute("PRAGMA query_only = ON")
+        return db
+
+    def _query(self, sql: str, args: Any = ()) -> list[tuple[Any, ...]]:
+        db = self._connect()
+        if db is None:
+            return []
+        try:
+            return db.execute(sql, args).fetchall()
+        except sqlite3.OperationalError as e:
+            if "no such table" in str(e):
+                return []  # a database the arena has just created
+            raise
+        finally:
+            db.close()
+
+    def _meta(self, key: str) -> str | None:
+        rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(rows[0][0]) if rows else None
+
+    def version(self) -> tuple[int, float]:
+        """(games stored, time of the last one): changes when a game finishes."""
+        rows = self._query("SELECT COUNT(*), COALESCE(MAX(stored_at), 0) FROM games")
+        return (int(rows[0][0]), float(rows[0][1])) if rows else (0, 0.0)
+
+    def stored_ids(self) -> set[str]:
+        """The ids of the stored (finished) games."""
+        return {r[0] for r in self._query("SELECT game_id FROM games")}
+
+    # ------------------------------------------------------------------ tournament
+    def facts(self) -> dict[str, Any]:
+        """The public facts (name, players, bots {name: version}, rules, commitment, scheduled, played,
+        and ``master_seed`` — ``None`` until every scheduled game is stored)."""
+        raw = self._meta(FACTS_KEY)
+        facts: dict[str, Any] = json.loads(raw) if raw else {}
+        facts.setdefault("name", self.output.name)
+        facts.setdefault("commitment", self._meta("commitment"))
+        played = self.version()[0]
+        facts["played"] = played
+        scheduled = facts.get("scheduled")
+        complete = isinstance(scheduled, int) and played >= scheduled > 0
+        facts["master_seed"] = self._meta("master_seed") if complete else None
+        return facts
+
+    def revealed(self) -> bool:
+        """Whether the master seed (hence every deal seed) is public: every scheduled game is stored."""
+        return self.facts()["master_seed"] is not None
+
+    def ratings(self) -> dict[str, Any]:
+        """The ratings.json shape for the games stored now (recomputed only when a game was added)."""
+        key = self.version()
+        with self._lock:
+            if self._ratings is not None and self._ratings[0] == key:
+                return self._ratings[1]
+        facts = self.facts()
+        rows = [r.rating_row() for r in self._results("", [])]
+        names = list(facts.get("bots") or dict.fromkeys(n for r in rows for n in (r["a"], r["b"])))
+        result = {**rate(games_from_mapping(rows), bootstrap=self.bootstrap, names=names), "tournament": facts}
+        with self._lock:
+            self._ratings = (key, result)
+        return result
+
+    # ------------------------------------------------------------------ games
+    def _results(self, where: str, args: list[Any], tail: str = " ORDER BY stored_at, game_id") -> list[GameResult]:
+        rows = self._query(f"SELECT {_COLUMNS} FROM games{where}{tail}", args)
+        return [
+            GameResult(
+                r[0], r[1], r[2], (r[3], r[4]), (r[5], r[6]), r[7], tuple(json.loads(r[8])), r[9], r[10], r[11],
+                r[12], json.loads(r[13]),
+            )
+            for r in rows
+        ]
+
+    def _pair_done(self, pair_ids: list[str]) -> set[str]:
+        if not pair_ids:
+            return set()
+        marks = ",".join("?" * len(pair_ids))
+        rows = self._query(
+            f"SELECT pair_id FROM games WHERE pair_id IN ({marks}) GROUP BY pair_id HAVING COUNT(*) >= ?",
+            [*pair_ids, PAIR_SIZE],
+        )
+        return {r[0] for r in rows}
+
+    def game_row(self, result: GameResult, pair_done: bool, revealed: bool) -> dict[str, Any]:
+        """The public row of one game (see the module docstring)."""
+        row = result.rating_row()
+        if not revealed:
+            row.pop("seed", None)
+        row["replay_open"] = pair_done or revealed
+        return row
+
+    def games(self, q: GamesQuery) -> dict[str, Any]:
+        """A page of the games list, newest first: ``{"games": [row], "total", "page", "per_page", "pages"}``.
+
+        :raises BadQuery: see :meth:`GamesQuery.check`.
+        """
+        q.check()
+        where, args = q.where()
+        counted = self._query(f"SELECT COUNT(*) FROM games{where}", args)
+        total = int(counted[0][0]) if counted else 0
+        tail = " ORDER BY stored_at DESC, game_id DESC LIMIT ? OFFSET ?"
+        results = self._results(where, [*args, q.per_page, (q.page - 1) * q.per_page], tail)
+        done = self._pair_done(sorted({r.pair_id for r in results}))
+        revealed = self.revealed()
+        return {
+            "games": [self.game_row(r, r.pair_id in done, revealed) for r in results],
+            "total": total,
+            "page": q.page,
+            "per_page": q.per_page,
+            "pages": max(1, -(-total // q.per_page)),
+        }
+
+    def game(self, game_id: str) -> dict[str, Any]:
+        """One game's public row.
+
+        :raises NotFound: for an unknown id.
+        """
+        results = self._results(" WHERE game_id = ?", [game_id])
+        if not results:
+            raise NotFound(f"no game {game_id!r}")
+        r = results[0]
+        return self.game_row(r, r.pair_id in self._pair_done([r.pair_id]), self.revealed())
+
+    def record_lines(self, game_id: str) -> list[dict[str, Any]]:
+        """The parsed record of a stored game whose replay is open.
+
+        :raises NotFound: unknown game, no record, or a record path outside ``records/``.
+        :raises NotYet: its duplicate twin is not finished.
+        """
+        row = self.game(game_id)
+        if not row["replay_open"]:
+            raise NotYet(
+                f"the replay of {game_id} opens when the other game of its duplicate pair {row['pair']} is "
+                "finished (they share every deal)"
+            )
+        rel = row.get("record")
+        if not rel:
+            raise NotFound(f"game {game_id!r} has no record")
+        return read_record_file(self.output / "records", self.output / str(rel))
+
+
+def read_record_file(inside: Path, path: Path) -> list[dict[str, Any]]:
+    """Parse a record file that must resolve to a file inside the folder ``inside``.
+
+    :raises NotFound: outside that folder, missing, or not JSON lines of objects.
+    """
+    real = path.resolve()
+    if not real.is_relative_to(inside.resolve()) or not real.is_file():
+        raise NotFound("no such record")
+    return parse_record_text(real.read_text(encoding="utf-8", errors="replace"))
+
+
+def parse_record_text(text: str) -> list[dict[str, Any]]:
+    """JSON lines of objects (blank lines skipped).
+
+    :raises NotFound: on a line that is not a JSON object (says which).
+    """
+    out: list[dict[str, Any]] = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            o = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise NotFound(f"line {n} of the record is not JSON: {e.msg}") from None
+        if not isinstance(o, Mapping):
+            raise NotFound(f"line {n} of the record is not a JSON object")
+        out.append(dict(o))
+    return out

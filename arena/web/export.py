@@ -1,0 +1,60 @@
+"""Static copies of the replay viewer, linked from the static ``leaderboard.html`` (offline publishing).
+
+:func:`write_static_replays` writes ``<output>/replays/<game id>.html`` for each game with a record
+— the viewer page with its frames (all hands) inline, ``app.css`` and ``viewer.js`` beside it — so
+the leaderboard and every replay open from the file system (``file://``), without a server. A page
+is written once (records do not change). As on the live site, a game is exported only when both
+games of its duplicate pair are stored (they share every deal).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from arena.live import PAIR_SIZE
+from arena.web.data import NotFound, read_record_file
+from arena.web.frames import ALL, RecordReplayError, replay_frames
+
+#: Folder of the static viewer pages, below the output folder.
+REPLAYS_DIR = "replays"
+_ASSETS = ("app.css", "viewer.js")
+
+
+def write_static_replays(output: Path, games: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Write the missing viewer pages of ``games`` (games.jsonl rows); returns game id -> page path
+    relative to ``output`` for every game that has one. A record that cannot be read or replayed is
+    skipped (``python -m referee.verify`` says why).
+
+    :raises OSError: if the folder cannot be written.
+    """
+    from arena.web.app import HERE, templates
+
+    folder = output / REPLAYS_DIR
+    pairs = Counter(str(g.get("pair")) for g in games)
+    todo = [g for g in games if g.get("record") and pairs[str(g.get("pair"))] >= PAIR_SIZE]
+    if not todo:
+        return {}
+    folder.mkdir(mode=0o700, exist_ok=True)
+    for name in _ASSETS:
+        shutil.copyfile(HERE / "static" / name, folder / name)
+    page = templates().get_template("viewer.html")
+    out: dict[str, str] = {}
+    for g in todo:
+        gid = str(g["game_id"])
+        target = folder / f"{gid}.html"
+        if not target.exists():
+            try:
+                lines = read_record_file(output / "records", output / str(g["record"]))
+                replay = replay_frames(lines, ALL)
+            except (NotFound, RecordReplayError, OSError):
+                continue
+            html = page.render(replay=replay, game=g, view=ALL, static_copy=True, asset_base="")
+            tmp = target.with_name(target.name + ".tmp")
+            tmp.write_text(html, encoding="utf-8")
+            tmp.replace(target)
+        out[gid] = f"{REPLAYS_DIR}/{gid}.html"
+    return out

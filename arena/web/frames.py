@@ -1,0 +1,273 @@
+"""A match record replayed into *frames*: what the replay viewer shows, one frame a step.
+
+A record (docs/record.md, JSON lines) is walked through the rules engine; after each step (a game
+starting, a deck dealt, an action, a rejected answer, a game's end, the result) one frame is made.
+Every frame is built from :func:`referee.rules.observe` — the observation the referee sent — so a
+per-seat view holds exactly what that seat could see at that moment and nothing else:
+
+- ``view="all"`` (all hands): each seat's hand is ``observe(state, seat).hand``;
+- ``view=K`` (seat ``K``): only seat ``K``'s hand; the others are ``null`` (the viewer draws
+  ``hand_sizes`` card backs), rejected answers of other seats are left out (the referee tells only
+  the seat that sent one).
+
+The deck orders of the record's ``deal`` lines and its ``seed`` line never reach a frame.
+
+A frame (JSON-ready dict)::
+
+    {"i": 0, "game": 1, "deal": 1, "kind": "deal" | "game" | "action" | "rejected" | "game_end" | "result",
+     "text": "seat 1 (heuristic) begs", "events": ["kick JH", "side 0 scores 3 for kick (3-0)"],
+     "trick_done": false, "phase": "beg", "dealer": 0, "to_act": 1, "scores": [0, 0],
+     "trump": "H" | null, "kicks": ["JH"], "begged": false,
+     "hands": [["TH", ...] | null, ...], "hand_sizes": [6, 6], "exposed": [[seat, "TH"]],
+     "called": "TH" | null, "trick_leader": 1, "trick": ["TH"],
+     "tricks": [{"leader": 1, "cards": ["TH", "2H"], "winner": 0}],
+     "points": [{"side": 0, "kind": "kick", "value": 3}], "games_won": [0, 0]}
+
+``trick_done`` marks the step that completed a trick (the viewer's "next trick"), with ``won_trick``
+(``{"winner": seat, "cards": [...]}``); ``kind == "deal"``
+starts a deal (its "next deal"). Errors: :class:`RecordReplayError` (one line) for a record whose
+lines do not apply (``python -m referee.verify`` says exactly why).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from referee.events import Event, step_events
+from referee.rules import (
+    Action,
+    Observation,
+    RuleError,
+    RuleSet,
+    State,
+    apply,
+    deal,
+    new_game,
+    observe,
+    parse_action,
+    parse_deck,
+)
+
+#: ``view`` of the all-hands replay.
+ALL = "all"
+
+
+class RecordReplayError(ValueError):
+    """A record line that cannot be replayed (malformed, or an action the engine refuses)."""
+
+
+def _cards(cards: Iterable[Any]) -> list[str]:
+    return [str(c) for c in cards]
+
+
+def describe_event(ev: Event, names: Sequence[str]) -> str:
+    """One line of text for a public event (e.g. ``side 0 scores 1 for high (5-3)``); '' for the
+    events the step's own text already says (the action itself)."""
+    k = ev.kind
+    if k == "kick":
+        return f"kick {ev.card}"
+    if k == "trick_won":
+        return f"seat {ev.seat} ({names[ev.seat or 0]}) wins the trick {' '.join(_cards(ev.cards))}"
+    if k == "points_scored":
+        what = ev.points_kind.replace("_", " ")
+        return f"side {ev.side} scores {ev.value} for {what} ({ev.scores[0]}-{ev.scores[1]})"
+    if k == "deal_ended":
+        if ev.ran_dry:
+            return "the pack ran dry: deal again"
+        return f"deal {ev.deal} counted ({ev.scores[0]}-{ev.scores[1]})"
+    if k == "deal_started":
+        return f"deal {ev.deal}, seat {ev.dealer} deals"
+    return ""
+
+
+_VERBS = {"stand": "stands", "beg": "begs", "give": "gives one", "run": "runs the pack", "pass": "passes"}
+
+
+def describe_action(action: Action, seat: int, names: Sequence[str], out_of_turn: bool, by: str) -> str:
+    """``seat 1 (heuristic) plays TH`` and the like; a timeout and a play out of turn say so."""
+    text = str(action)
+    if text in _VERBS:
+        verb = _VERBS[text]
+    elif text.startswith("call "):
+        verb = f"calls {text[5:]}"
+    else:
+        verb = f"exposes {text} (out of turn)" if out_of_turn else f"plays {text}"
+    who = f"seat {seat} ({names[seat]})"
+    return f"{who} {verb}" + (" (timed out: the first legal action)" if by == "timeout" else "")
+
+
+def observation_frame(obs: Observation, hands: Sequence[Sequence[Any] | None]) -> dict[str, Any]:
+    """The table of a frame from one observation (the public part) and the ``hands`` to show."""
+    return {
+        "phase": obs.phase.value,
+        "dealer": obs.dealer,
+        "to_act": obs.to_act,
+        "scores": list(obs.scores),
+        "trump": None if obs.trump is None else str(obs.trump),
+        "kicks": _cards(obs.kicks),
+        "begged": obs.begged,
+        "hands": [None if h is None else _cards(h) for h in hands],
+        "hand_sizes": list(obs.hand_sizes),
+        "exposed": [[s, str(c)] for s, c in obs.exposed],
+        "called": None if obs.called is None else str(obs.called),
+        "trick_leader": obs.trick_leader,
+        "trick": _cards(obs.trick),
+        "tricks": [{"leader": t.leader, "cards": _cards(t.cards), "winner": t.winner} for t in obs.tricks],
+        "points": [{"side": p.side, "kind": p.kind, "value": p.value} for p in obs.points],
+    }
+
+
+@dataclass
+class FrameBuilder:
+    """Walks record lines (:meth:`line`) and collects :attr:`frames` for one ``view``.
+
+    ``view`` is :data:`ALL` or a seat number. ``rules`` and ``names`` come from the header.
+    """
+
+    rules: RuleSet
+    names: list[str]
+    view: str | int = ALL
+    frames: list[dict[str, Any]] = field(default_factory=list)
+    state: State | None = None
+    game: int = 0
+    games_won: list[int] = field(default_factory=lambda: [0, 0])
+
+    def _frame(self, kind: str, text: str, events: Sequence[Event] = (), **extra: Any) -> None:
+        state = self.state
+        base: dict[str, Any] = {
+            "i": len(self.frames),
+            "game": self.game,
+            "deal": 0 if state is None else state.deal_number,
+            "kind": kind,
+            "text": text,
+            "events": [t for t in (describe_event(e, self.names) for e in events) if t],
+            "trick_done": False,
+            "games_won": list(self.games_won),
+        }
+        if state is not None:
+            n = self.rules.players
+            if self.view == ALL:
+                hands: list[Any] = [observe(state, s).hand for s in range(n)]
+                obs = observe(state, 0)
+            else:
+                obs = observe(state, int(self.view))
+                hands = [obs.hand if s == self.view else None for s in range(n)]
+            base.update(observation_frame(obs, hands))
+        for e in events:
+            if e.kind == "trick_won":  # the table may already be cleared for the next deal
+                base["trick_done"] = True
+                base["won_trick"] = {"winner": e.seat, "cards": _cards(e.cards)}
+        base.update(extra)
+        self.frames.append(base)
+
+    def line(self, o: Mapping[str, Any]) -> None:
+        """Apply one record line (see docs/record.md) and add its frame.
+
+        :raises RecordReplayError: when the line does not apply.
+        """
+        t = o.get("type")
+        try:
+            handler = getattr(self, f"_on_{t}", None)
+            if handler is not None:
+                handler(o)
+        except (RuleError, ValueError, KeyError, TypeError, IndexError) as e:
+            raise RecordReplayError(f"a {t} line does not replay: {type(e).__name__}: {e}") from None
+
+    def _on_game(self, o: Mapping[str, Any]) -> None:
+        self.game = int(o["game"])
+        self.state = new_game(self.rules, int(o["dealer"]))
+        self._frame("game", f"game {self.game}: seat {o['dealer']} ({self.names[int(o['dealer'])]}) deals first")
+
+    def _on_deal(self, o: Mapping[str, Any]) -> None:
+        before = self._playing()
+        self.state = deal(before, parse_deck(o["deck"]))
+        events = step_events(self.game, before, self.state, None, None)
+        self._frame("deal", f"deal {self.state.deal_number}: seat {self.state.dealer} deals", events)
+
+    def _on_action(self, o: Mapping[str, Any]) -> None:
+        before = self._playing()
+        seat = int(o["seat"])
+        action = parse_action(str(o["action"]))
+        self.state = apply(before, action, seat)
+        events = step_events(self.game, before, self.state, action, seat)
+        text = describe_action(action, seat, self.names, bool(o.get("out_of_turn")), str(o.get("by", "bot")))
+        self._frame("action", text, events, seat=seat)
+
+    def _on_rejected(self, o: Mapping[str, Any]) -> None:
+        seat = int(o["seat"])
+        if self.view != ALL and seat != self.view:
+            return  # only the seat that sent it was told
+        what = o.get("action")
+        self._frame(
+            "rejected",
+            f"seat {seat} ({self.names[seat]}) tried {what if what is not None else 'a malformed answer'}: "
+            f"refused ({o.get('reason')}: {o.get('message', '')})",
+            seat=seat,
+        )
+
+    def _on_game_end(self, o: Mapping[str, Any]) -> None:
+        winner = o.get("winner")
+        if winner in (0, 1):
+            self.games_won[winner] += 1
+        s0, s1 = o["scores"]
+        how = " (forfeited)" if o.get("forfeited") else ""
+        who = "no winner" if winner is None else f"side {winner} wins"
+        self._frame("game_end", f"game {o['game']} over{how}: {s0}-{s1}, {who}", final_scores=[s0, s1])
+
+    def _on_result(self, o: Mapping[str, Any]) -> None:
+        seats = [
+            {k: s.get(k) for k in ("seat", "name", "termination", "detail", "strikes", "illegal")}
+            for s in o.get("seats", [])
+        ]
+        winner = o.get("winner")
+        who = "no winner" if winner is None else f"side {winner} wins the match"
+        self._frame("result", f"match {o.get('status')}: {who}", result_seats=seats, winner=winner)
+
+    def _playing(self) -> State:
+        if self.state is None:
+            raise ValueError("no game started")
+        return self.state
+
+
+def header_info(header: Mapping[str, Any]) -> tuple[RuleSet, list[str]]:
+    """The rules and seat names of a record's header line.
+
+    :raises RecordReplayError: for a header without valid rules and one name a seat.
+    """
+    if header.get("type") != "header":
+        raise RecordReplayError("the record does not start with its header line")
+    try:
+        rules = RuleSet.from_dict(header["rules"])
+        names = [str(n) for n in header["seat_names"]]
+    except (KeyError, TypeError, ValueError) as e:
+        raise RecordReplayError(f"bad header: {e}") from None
+    if len(names) != rules.players:
+        raise RecordReplayError(f"the header names {len(names)} seats for {rules.players} players")
+    return rules, names
+
+
+def replay_frames(lines: Sequence[Mapping[str, Any]], view: str | int = ALL) -> dict[str, Any]:
+    """The viewer's data for a record given as parsed lines (header first): ``{"view", "players",
+    "seat_names", "rules", "games", "frames"}``. The header's other fields (commitment, time control)
+    are public; the seed line and decks are never included.
+
+    :raises RecordReplayError: for a record that does not replay, or a seat that does not exist.
+    """
+    if not lines:
+        raise RecordReplayError("the record is empty")
+    rules, names = header_info(lines[0])
+    if view != ALL and not (isinstance(view, int) and 0 <= view < rules.players):
+        raise RecordReplayError(f"seat {view} does not exist at a table of {rules.players}")
+    b = FrameBuilder(rules, names, view)
+    for o in lines[1:]:
+        b.line(o)
+    return {
+        "view": view,
+        "players": rules.players,
+        "seat_names": names,
+        "rules": rules.to_dict(),
+        "games": lines[0].get("games"),
+        "frames": b.frames,
+    }

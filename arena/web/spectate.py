@@ -1,0 +1,45 @@
+"""A running game for spectators: all hands, delayed (the rule is in :mod:`arena.live`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arena import live
+from arena.web.data import NotFound, WebData
+from arena.web.frames import replay_frames
+
+
+def spectator_replay(data: WebData, game_id: str, delay: int) -> dict[str, Any]:
+    """The viewer data of running game ``game_id`` up to what a spectator may see now, plus
+    ``{"running": true, "hidden_from": "game G deal D" | None, "delay_deals": delay}``.
+
+    :raises NotFound: when no game of that id is running (finished games are at ``/games/{id}``).
+    """
+    files = live.live_files(data.output)
+    path = files.get(game_id)
+    stored = {r.game_id: r.pair_id for r in data._results("", [])}
+    if path is None or game_id in stored:
+        raise NotFound(f"no running game {game_id!r} (a finished game's replay is at /games/{game_id})")
+    own = live._read(path)
+    if not own:
+        raise NotFound(f"no running game {game_id!r}")
+    pair = own[0].get("pair_id")
+    twins: list[list[tuple[int, int]] | None] = [None for gid, p in stored.items() if p == pair]
+    for gid, other in files.items():
+        if gid != game_id and gid not in stored:
+            lines = live._read(other)
+            if lines and lines[0].get("pair_id") == pair:
+                twins.append(live.started_deals(lines))
+    while len(twins) < live.PAIR_SIZE - 1:
+        twins.append([])  # a twin not started yet: it will deal the same decks
+    lines = live.record_lines(own)
+    cut = live.visible_cut(own, twins, delay)
+    replay = replay_frames(lines[: max(cut, 1)])
+    nxt = lines[cut] if cut < len(lines) else None
+    replay.update(
+        running=True,
+        delay_deals=delay,
+        hidden_from=None if nxt is None else f"game {nxt['game']} deal {nxt['deal']}",
+        game_id=game_id,
+    )
+    return replay

@@ -1,0 +1,244 @@
+"""arena web without a browser (the ASGI app through httpx's test client, and `arena web` itself):
+the JSON API, filters and paging, what stays secret (other seats' cards, unrevealed seeds, files
+outside the output folder), escaping, spectators' delay, the static viewer copies.
+Browser tests: tests/test_arena_web_browser.py."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+from web_helpers import ROOT, cards_in, live_from_record, record_lines, run_tournament, seat_knowledge
+
+from arena import live
+from arena.web.app import create_app, script_json
+from arena.web.frames import replay_frames
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return run_tournament(tmp_path_factory.mktemp("web"))
+
+
+@pytest.fixture(scope="module")
+def client(out: Path) -> TestClient:
+    return TestClient(create_app(out, bootstrap=100))
+
+
+def games_of(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
+
+
+def test_api_ratings_is_ratings_json(client: TestClient, out: Path) -> None:
+    api = client.get("/api/ratings").json()
+    published = json.loads((out / "ratings.json").read_text())
+    for key in ("ratings", "ranking", "matrix", "los"):
+        assert api[key] == published[key], key
+    assert api["tournament"]["master_seed"] == published["tournament"]["master_seed"] == "11" * 32
+    assert api["tournament"]["played"] == api["tournament"]["scheduled"] == 2
+
+
+def test_games_list_paging_and_filters(client: TestClient, out: Path) -> None:
+    games = games_of(out)
+    page = client.get("/api/games", params={"per_page": 1}).json()
+    assert page["total"] == 2 and page["pages"] == 2 and len(page["games"]) == 1
+    second = client.get("/api/games", params={"per_page": 1, "page": 2}).json()
+    assert {page["games"][0]["game_id"], second["games"][0]["game_id"]} == {g["game_id"] for g in games}
+    winner = next(g for g in games if g["winner"] is not None)
+    won_by = (winner["a"], winner["b"])[winner["winner"]]
+    wins = client.get("/api/games", params={"bot": won_by, "result": "win"}).json()["games"]
+    assert winner["game_id"] in {g["game_id"] for g in wins}
+    assert all((g["a"], g["b"])[g["winner"]] == won_by for g in wins)
+    normal = client.get("/api/games", params={"termination": "normal"}).json()["total"]
+    assert normal == sum("normal" in g["terminations"] for g in games)
+    assert client.get("/api/games", params={"termination": "timeout"}).json()["total"] == 0
+    bad = client.get("/api/games", params={"result": "win"})
+    assert bad.status_code == 400 and bad.json() == {"error": "result=win needs bot=NAME"}
+    assert client.get("/api/games", params={"page": "x"}).status_code == 400
+    # the HTML list filters the same way
+    html = client.get("/", params={"bot": won_by, "result": "win"}).text
+    assert winner["game_id"] in html
+
+
+def test_game_and_record_api(client: TestClient, out: Path) -> None:
+    g = games_of(out)[0]
+    one = client.get(f"/api/games/{g['game_id']}").json()
+    assert one["scores"] == g["scores"] and one["terminations"] == g["terminations"]
+    assert one["record"] == f"/api/games/{g['game_id']}/record" and one["replay_open"] is True
+    rec = client.get(one["record"]).json()
+    lines = record_lines(out / g["record"])
+    end = next(o for o in lines if o["type"] == "game_end")
+    assert rec["frames"][-1]["kind"] == "result"
+    assert next(f for f in rec["frames"] if f["kind"] == "game_end")["final_scores"] == end["scores"] == g["scores"]
+    assert client.get("/api/games/nope").status_code == 404
+    assert client.get(f"/api/games/{g['game_id']}/record", params={"seat": "9"}).status_code == 404
+    assert client.get(f"/api/games/{g['game_id']}/record", params={"seat": "-1"}).status_code == 400
+
+
+def test_seat_view_holds_only_what_that_seat_knew(client: TestClient, out: Path) -> None:
+    """Frame by frame, the seat view's cards are that seat's hand or public; no other seat's hidden
+    card is anywhere in its JSON or its page (the partner's included: 4 players)."""
+    for g in games_of(out):
+        lines = record_lines(out / g["record"])
+        for seat in range(4):
+            api = client.get(f"/api/games/{g['game_id']}/record", params={"seat": seat}).json()
+            known = list(seat_knowledge(lines, seat))
+            assert len(api["frames"]) == len(known)
+            for frame, (_, may_know, hidden) in zip(api["frames"], known, strict=True):
+                assert cards_in(frame) <= may_know, (seat, frame["i"])
+                assert not cards_in(frame) & hidden
+            assert any(hidden for _, _, hidden in known), "the test needs hidden cards"
+            page = client.get(f"/games/{g['game_id']}", params={"seat": seat}).text
+            before, rest = page.split('<script type="application/json" id="replay-data">')
+            embedded, after = rest.split("</script>", 1)
+            assert json.loads(embedded) == api  # the page holds exactly the seat's frames...
+            assert not cards_in(before + after)  # ...and no card outside them
+        # the all-hands view does show every hand
+        every = client.get(f"/api/games/{g['game_id']}/record").json()
+        assert any(all(h for h in f["hands"]) for f in every["frames"])
+
+
+def test_bot_controlled_text_is_escaped(client: TestClient, out: Path) -> None:
+    g = games_of(out)[0]
+    for url in ("/", "/_board", "/_games", f"/games/{g['game_id']}", f"/games/{g['game_id']}?seat=1", "/live"):
+        text = client.get(url).text
+        assert "<script>alert" not in text and "<b>v1" not in text, url
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in client.get("/").text
+    assert script_json({"n": "</script><b>"}) == '{"n":"\\u003c/script\\u003e\\u003cb\\u003e"}'
+
+
+def test_no_file_outside_the_output_folder(tmp_path: Path, out: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    (tmp_path / "secret.jsonl").write_text('{"type": "header"}\n')
+    g = games_of(out)[0]
+    with sqlite3.connect(copy / "arena.sqlite") as db:
+        db.execute("UPDATE games SET record_path = '../secret.jsonl' WHERE game_id = ?", (g["game_id"],))
+    c = TestClient(create_app(copy, bootstrap=0))
+    assert c.get(f"/api/games/{g['game_id']}/record").status_code == 404
+    for url in ("/static/../arena.sqlite", "/static/%2e%2e/arena.sqlite", "/games/..%2Farena.sqlite",
+                "/static/..%2F..%2Fsecret.jsonl", "/records/x.jsonl", "/arena.sqlite"):
+        r = c.get(url)
+        assert r.status_code == 404, url
+        assert "master_seed" not in r.text
+
+
+def test_unrevealed_seeds_and_open_replays(tmp_path: Path, out: Path) -> None:
+    """With one game of the pair missing: no master seed, no deal seed anywhere, and the finished
+    game's replay stays closed (its twin would deal the same cards)."""
+    copy = tmp_path / "running"
+    shutil.copytree(out, copy)
+    games = games_of(out)
+    with sqlite3.connect(copy / "arena.sqlite") as db:
+        db.execute("DELETE FROM games WHERE game_id = ?", (games[1]["game_id"],))
+    c = TestClient(create_app(copy, bootstrap=0))
+    g = games[0]
+    secrets = ["11" * 32, g["seed"]]
+    for url in ("/", "/_board", "/_games", "/api/ratings", "/api/games", f"/api/games/{g['game_id']}", "/live",
+                f"/games/{g['game_id']}", f"/api/games/{g['game_id']}/record", "/api/live"):
+        r = c.get(url)
+        assert not any(s in r.text for s in secrets), url
+    assert c.get("/api/ratings").json()["tournament"]["master_seed"] is None
+    closed = c.get(f"/api/games/{g['game_id']}/record")
+    assert closed.status_code == 403 and "duplicate pair" in closed.json()["error"]
+    assert c.get(f"/games/{g['game_id']}").status_code == 403
+    assert c.get(f"/api/games/{g['game_id']}").json()["record"] is None
+
+
+def test_live_file_replays_like_the_record(tmp_path: Path, out: Path) -> None:
+    """The public events the arena writes while a game runs, with decks re-derived from the seed,
+    give the record's frames (the writer and the reader agree)."""
+    g = games_of(out)[0]
+    lines = record_lines(out / g["record"])
+    log = live_from_record(tmp_path, lines, g["game_id"], g["pair"])
+    try:
+        own = live._read(log.path)
+        from_live = replay_frames(live.record_lines(own))["frames"]
+        upto_end = [o for o in lines if o["type"] not in ("result", "seed", "rejected")]
+        from_record = replay_frames(upto_end)["frames"]
+        assert [f["text"] for f in from_live] == [f["text"] for f in from_record]
+        assert from_live[-1]["final_scores"] == g["scores"]
+    finally:
+        log.close()
+    assert not log.path.exists()
+
+
+def test_spectators_are_a_deal_behind_and_never_ahead_of_the_twin(tmp_path: Path, out: Path) -> None:
+    games = games_of(out)
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy, ignore=shutil.ignore_patterns("live"))
+    with sqlite3.connect(copy / "arena.sqlite") as db:
+        db.execute("DELETE FROM games")  # both games of the pair are running
+    a, b = (record_lines(out / g["record"]) for g in games)
+    a_deals, b_deals = deal_lines_of(a), deal_lines_of(b)
+    assert len(a_deals) >= 2 and len(b_deals) >= 2  # a target of 14 takes two deals at least
+    c = TestClient(create_app(copy, bootstrap=0))
+    ga = games[0]["game_id"]
+    # game a is in its second deal; its twin b has not started yet: nothing is shown
+    log_a = live_from_record(copy, a, ga, games[0]["pair"], upto=a_deals[1] + 3)
+    try:
+        listed = c.get("/api/live").json()
+        assert [r["game_id"] for r in listed["running"]] == [ga] and listed["delay_deals"] == 1
+        alone = c.get(f"/api/live/{ga}").json()
+        assert [f["kind"] for f in alone["frames"]] == ["game"] and alone["hidden_from"] == "game 1 deal 1"
+        # the twin is in its first deal: still nothing (it holds deal 1's cards now)
+        log_b = live_from_record(copy, b, games[1]["game_id"], games[1]["pair"], upto=b_deals[0] + 3)
+        assert [f["kind"] for f in c.get(f"/api/live/{ga}").json()["frames"]] == ["game"]
+        log_b.close()
+        # the twin is in its second deal too: deal 1 is shown, all hands; deal 2 is not
+        log_b = live_from_record(copy, b, games[1]["game_id"], games[1]["pair"], upto=b_deals[1] + 2)
+        try:
+            seen = c.get(f"/api/live/{ga}").json()
+            assert {f["deal"] for f in seen["frames"]} == {0, 1} and seen["hidden_from"] == "game 1 deal 2"
+            assert any(all(h for h in f["hands"]) for f in seen["frames"])
+            assert len(seen["frames"]) == a_deals[1] - 1  # every step of deal 1 (the header makes no frame)
+            page = c.get(f"/live/{ga}").text
+            assert "1 deal(s) behind" in page
+            # a longer delay shows less
+            c2 = TestClient(create_app(copy, bootstrap=0, spectator_delay=2))
+            assert [f["kind"] for f in c2.get(f"/api/live/{ga}").json()["frames"]] == ["game"]
+        finally:
+            log_b.close()
+    finally:
+        log_a.close()
+    assert c.get(f"/api/live/{ga}").status_code == 404  # over: its live file is gone
+    assert c.get("/api/live/..%2Farena").status_code == 404
+
+
+def deal_lines_of(lines: list[dict[str, Any]]) -> list[int]:
+    return [n for n, o in enumerate(lines) if o["type"] == "deal"]
+
+
+def test_static_replays_are_linked_from_the_leaderboard(out: Path) -> None:
+    page = (out / "leaderboard.html").read_text()
+    for g in games_of(out):
+        html = (out / "replays" / f"{g['game_id']}.html").read_text()
+        assert f'href="replays/{g["game_id"]}.html"' in page
+        assert "<script>alert" not in html and 'src="viewer.js"' in html and 'href="app.css"' in html
+    assert (out / "replays" / "viewer.js").is_file() and (out / "replays" / "app.css").is_file()
+
+
+def test_record_file_mode_and_cli_errors(out: Path) -> None:
+    g = games_of(out)[0]
+    c = TestClient(create_app(out, record=out / g["record"], bootstrap=0))
+    r = c.get("/", params={"seat": 2})
+    assert r.status_code == 200 and '"view":2' in r.text
+    for args, message in (
+        (["web"], "error: give an output folder, or --record FILE"),
+        (["web", str(out), "--delay", "0"], "error: --delay must be at least 1 deal, not 0"),
+        (["web", str(out), "--port", "70000"], "error: --port must be between 1 and 65535, not 70000"),
+        (["web", "--record", "/no/such.jsonl"], "error: --record '/no/such.jsonl': no such file"),
+        (["web", "/no/such/folder"], "error: '/no/such/folder': no such folder"),
+    ):
+        done = subprocess.run([sys.executable, "-m", "arena.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 2 and done.stderr.strip() == message, (args, done.stderr)

@@ -1,0 +1,235 @@
+"""arena web in a real browser: Debian's chromium driven by playwright (executable_path, never
+`playwright install`; scripts/setup.d/20-chromium.sh installs it). Under CI these tests may not skip.
+
+Covers issue 11 item 7: the leaderboard loads; it updates without a reload when a game finishes;
+the replay viewer steps through a whole game to the count and shows the record's scores; the
+per-seat view never draws a hidden card; a bot named ``<script>…`` is shown as text; plus the static
+viewer copies from the file system and a spectator page. ``ARENA_WEB_SCREENSHOTS=DIR`` saves the
+leaderboard and viewer screenshots there (docs/ holds the committed ones).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import require
+from web_helpers import EVIL, ROOT, live_from_record, record_lines, run_tournament, seat_knowledge
+
+from arena.web import WebServer, start_in_thread
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"]
+SHOTS = os.environ.get("ARENA_WEB_SCREENSHOTS")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    require(Path(CHROMIUM).exists(), f"{CHROMIUM} is missing (run scripts/setup.sh: Debian's chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:  # pragma: no cover - the test extra installs it
+        require(False, "the playwright package is missing (pip install -e '.[test]')")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return run_tournament(tmp_path_factory.mktemp("webb"))
+
+
+@pytest.fixture(scope="module")
+def server(out: Path) -> Iterator[WebServer]:
+    s = start_in_thread(out, "127.0.0.1", 0, bootstrap=100)
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    ctx = browser.new_context(viewport={"width": 1200, "height": 900})
+    p = ctx.new_page()
+    dialogs: list[str] = []
+    p.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    p.on("pageerror", lambda e: dialogs.append(f"page error: {e}"))
+    try:
+        yield p
+        assert dialogs == [], dialogs  # no alert() ran, no script failed
+    finally:
+        ctx.close()
+
+
+def games_of(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
+
+
+def url(server: WebServer, path: str) -> str:
+    return f"http://127.0.0.1:{server.port}{path}"
+
+
+def test_leaderboard_loads_and_shows_a_script_name_as_text(page: Any, server: WebServer) -> None:
+    page.goto(url(server, "/"))
+    assert page.locator("#ratings tr").count() == 3  # the header and two bots
+    assert EVIL in page.locator("td.bot").all_text_contents()
+    assert page.locator("svg circle").count() == 2  # the chart, one dot a bot
+    assert page.locator("#games-table a.replay").count() == 2
+    page.wait_for_function("document.getElementById('live-state').textContent === 'live'", timeout=10_000)
+    if SHOTS:
+        page.screenshot(path=str(Path(SHOTS) / "web-leaderboard.png"), full_page=True)
+
+
+SIMULATED = """
+[tournament]
+name = "sim"
+players = 2
+games_per_pairing = 4
+concurrency = 1
+output = "out"
+[[bots]]
+name = "{evil}"
+command = ["true"]
+[[bots]]
+name = "b"
+command = ["true"]
+"""
+
+
+def test_leaderboard_updates_when_a_game_finishes(page: Any, tmp_path: Path) -> None:
+    """A (simulated) tournament runs in another process; the open page shows each new game without
+    reloading (Server-Sent Events)."""
+    cfg = tmp_path / "sim.toml"
+    cfg.write_text(SIMULATED.format(evil=EVIL))
+    run = subprocess.Popen([sys.executable, "-m", "arena.cli", "run", str(cfg), "--simulate", "1.5", "--no-progress",
+                            "--bootstrap", "0"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = None
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "out" / "arena.sqlite").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        server = start_in_thread(tmp_path / "out", "127.0.0.1", 0, bootstrap=0)
+        page.goto(url(server, "/"))
+        page.wait_for_function("document.getElementById('live-state').textContent === 'live'", timeout=10_000)
+        page.evaluate("window.sameDocument = true")
+        before = int(page.locator("#played").text_content())
+        assert before < 4
+        page.wait_for_function(f"Number(document.getElementById('played').textContent) > {before}", timeout=20_000)
+        assert page.evaluate("window.sameDocument") is True  # updated in place, not reloaded
+        assert page.locator("#games-table tr").count() - 1 == int(page.locator("#played").text_content())
+    finally:
+        if server is not None:
+            server.stop()
+        run.kill()
+        run.wait(timeout=30)
+
+
+def frame_count(page: Any) -> int:
+    return int(page.evaluate("window.arenaViewer.frames().length"))
+
+
+def test_viewer_steps_through_a_whole_game_to_the_count(page: Any, server: WebServer, out: Path) -> None:
+    g = games_of(out)[0]
+    lines = record_lines(out / g["record"])
+    end = next(o for o in lines if o["type"] == "game_end")
+    page.goto(url(server, f"/games/{g['game_id']}"))
+    n = frame_count(page)
+    assert page.locator("#seat-0 .card").count() == 0  # before the first deal
+    shown_scores = []
+    for _ in range(n - 1):
+        page.keyboard.press("ArrowRight")
+        shown_scores.append(page.locator("#score").get_attribute("data-scores"))
+    assert page.evaluate("window.arenaViewer.at()") == n - 1
+    assert shown_scores[-1] == f"{end['scores'][0]}-{end['scores'][1]}" == "-".join(map(str, g["scores"]))
+    assert page.locator("#step-text").text_content().startswith("match completed")
+    texts = [page.locator("#events").inner_text()]
+    # back to the start, then by deal and by trick
+    page.keyboard.press("Home")
+    page.keyboard.press("Shift+ArrowRight")
+    assert page.locator("#step-text").text_content().startswith("deal 1:")
+    assert page.locator("#seat-0 .card").count() == 6 and page.locator("#seat-3 .card .suit").count() == 6
+    page.keyboard.press("ArrowDown")
+    assert "wins the trick" in page.locator("#events").inner_text()
+    assert page.locator("#trick .card").count() == 4
+    if SHOTS:
+        page.screenshot(path=str(Path(SHOTS) / "web-viewer.png"), full_page=True)
+    page.click("#next-deal")
+    assert page.locator("#step-text").text_content().startswith("deal 2:")
+    page.click("#prev-deal")
+    assert page.locator("#step-text").text_content().startswith("deal 1:")
+    assert texts
+
+
+def test_seat_view_never_draws_a_hidden_card(page: Any, server: WebServer, out: Path) -> None:
+    g = games_of(out)[1]
+    lines = record_lines(out / g["record"])
+    seat = 1
+    known = list(seat_knowledge(lines, seat))
+    page.goto(url(server, f"/games/{g['game_id']}?seat={seat}"))
+    assert frame_count(page) == len(known)
+    for k, (_, _, hidden) in enumerate(known):
+        if k:
+            page.keyboard.press("ArrowRight")
+        drawn = set(page.eval_on_selector_all("[data-card]", "els => els.map(e => e.dataset.card)"))
+        text = page.locator("body").inner_text()
+        assert not drawn & hidden, (k, drawn & hidden)
+        assert not any(c in text.split() for c in hidden), k
+        if k and known[k][0] == "deal":
+            # the other seats' hands are card backs, as many as they hold
+            assert page.locator("#seat-3 .card.back").count() == page.locator("#seat-1 .card").count() == 6
+
+
+def test_static_viewer_copy_works_from_the_file_system(page: Any, out: Path) -> None:
+    g = games_of(out)[0]
+    page.goto((out / "leaderboard.html").as_uri())
+    page.click(f"a.replay[href='replays/{g['game_id']}.html']")
+    page.wait_for_selector("#step-text:not(:empty)")
+    assert page.url.startswith("file://")
+    page.keyboard.press("End")
+    assert page.locator("#score").get_attribute("data-scores") == "-".join(map(str, g["scores"]))
+    assert page.locator("#step-text").text_content().startswith("match completed")
+
+
+def test_spectator_page_shows_the_delayed_game(page: Any, server: WebServer, out: Path, tmp_path: Path) -> None:
+    import shutil
+    import sqlite3
+
+    games = games_of(out)
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    with sqlite3.connect(copy / "arena.sqlite") as db:
+        db.execute("DELETE FROM games")
+    a, b = (record_lines(out / g["record"]) for g in games)
+    deals_a = [n for n, o in enumerate(a) if o["type"] == "deal"]
+    deals_b = [n for n, o in enumerate(b) if o["type"] == "deal"]
+    logs = [live_from_record(copy, a, games[0]["game_id"], games[0]["pair"], upto=deals_a[1] + 2),
+            live_from_record(copy, b, games[1]["game_id"], games[1]["pair"], upto=deals_b[1] + 2)]
+    s = start_in_thread(copy, "127.0.0.1", 0, bootstrap=0)
+    try:
+        page.goto(url(s, "/live"))
+        page.click(f"text={games[0]['game_id']}")
+        assert "hidden from game 1 deal 2" in page.locator("#delay-note").text_content()
+        page.keyboard.press("End")
+        assert page.evaluate("window.arenaViewer.frames().every(f => f.deal <= 1)")
+        page.keyboard.press("Home")
+        page.keyboard.press("Shift+ArrowRight")
+        assert all(page.locator(f"#seat-{k} .card:not(.back)").count() == 6 for k in range(4))  # all hands
+    finally:
+        for log in logs:
+            log.close()
+        s.stop()

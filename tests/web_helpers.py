@@ -1,0 +1,148 @@
+"""Shared by the arena web tests: a real tournament's output folder, live files made from real
+records, and what a seat may see at each step of a record (worked out here from the engine state,
+independently of the viewer's frames)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from arena.live import LiveLog
+from referee.events import Event, step_events
+from referee.rules import apply, deal, new_game, parse_action, parse_deck
+
+ROOT = Path(__file__).resolve().parent.parent
+#: A bot name that would run as script if a page did not escape it.
+EVIL = "<script>alert(1)</script>"
+CARD = re.compile(r'"([2-9TJQKA][SHDC])"')
+
+CONFIG = """
+[tournament]
+name = "web"
+players = 4
+games_per_pairing = 2
+concurrency = 2
+output = "out"
+master_seed = "{seed}"
+
+[tournament.rules]
+target = 14  # at most 9 points a deal: every game has two deals or more
+
+[tournament.time_control]
+decision_ms = 2000
+bank_ms = 30000
+join_ms = 10000
+
+[[bots]]
+name = "{evil}"
+version = "<b>v1</b>"
+command = ["{{python}}", "-m", "sdk.run", "sample_bots.heuristic:HeuristicBot", "--log-level", "warning"]
+cwd = "{root}"
+
+[[bots]]
+name = "random"
+version = "1"
+command = ["{{python}}", "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--log-level", "warning"]
+cwd = "{root}"
+"""
+
+
+def run_tournament(folder: Path, seed: str = "11" * 32) -> Path:
+    """A real 4-player tournament (2 games, embedded referee) into ``folder/out``; returns that folder."""
+    cfg = folder / "web.toml"
+    cfg.write_text(CONFIG.format(evil=EVIL.replace('"', '\\"'), root=ROOT, seed=seed))
+    done = subprocess.run(
+        [sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress", "--bootstrap", "100"],
+        cwd=ROOT, capture_output=True, text=True, timeout=180,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return folder / "out"
+
+
+def record_lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def seat_knowledge(lines: list[dict[str, Any]], seat: int) -> Iterator[tuple[str, set[str], set[str]]]:
+    """For each record line after the header (that makes a frame): (line type, the cards ``seat``
+    may know then — its hand, kicks, cards played or exposed so far —, the other seats' hidden
+    cards then — held, not exposed, not played)."""
+    rules_players = len(lines[0]["seat_names"])
+    from referee.rules import RuleSet
+
+    rules = RuleSet.from_dict(lines[0]["rules"])
+    state = None
+    public: set[str] = set()
+    for o in lines[1:]:
+        t = o["type"]
+        if t == "game":
+            state = new_game(rules, o["dealer"])
+        elif t == "deal":
+            assert state is not None
+            state = deal(state, parse_deck(o["deck"]))
+        elif t == "action":
+            assert state is not None
+            action = parse_action(o["action"])
+            state = apply(state, action, o["seat"])
+            public.add(o["action"].split()[-1].upper())
+        if state is not None and state.deals:
+            public |= {str(c) for c in state.deals[-1].kicks}
+        if state is not None:
+            exposed = {str(c) for e in state.exposed for c in e}
+            public |= exposed
+        hands = state.hands if state is not None and state.hands else ((),) * rules_players
+        own = {str(c) for c in hands[seat]}
+        hidden = {str(c) for s, h in enumerate(hands) if s != seat for c in h} - public
+        if state is not None:
+            hidden |= {str(c) for c in state.deck[state.pos:]} - public  # the undealt pack
+        if t == "rejected" and o["seat"] != seat:
+            continue  # only the seat that sent it was told (no frame in other seats' views)
+        if t in ("game", "deal", "action", "rejected", "game_end", "result"):
+            yield t, own | public, hidden
+
+
+def cards_in(value: Any) -> set[str]:
+    """Every card token (``"TH"``) in a JSON value."""
+    return set(CARD.findall(json.dumps(value)))
+
+
+def live_from_record(output: Path, lines: list[dict[str, Any]], game_id: str, pair_id: str,
+                     upto: int | None = None) -> LiveLog:
+    """A live file for ``game_id`` written by :class:`arena.live.LiveLog` from the public events a
+    referee would send for the record ``lines`` (the first ``upto`` lines); returned open (the caller
+    closes it, which removes the file)."""
+    head = lines[0]
+    seed_line = lines[-1]
+    log = LiveLog(output, game_id, pair_id, head["seat_names"], head["rules"], bytes.fromhex(seed_line["seed"]))
+    from referee.rules import RuleSet
+
+    rules = RuleSet.from_dict(head["rules"])
+    state = None
+    game = 0
+    for o in lines[1:upto]:
+        t = o["type"]
+        if t == "game":
+            game = o["game"]
+            state = new_game(rules, o["dealer"])
+            log.event(Event("game_started", game, dealer=o["dealer"]))
+        elif t == "deal":
+            before = state
+            assert before is not None
+            state = deal(before, parse_deck(o["deck"]))
+            for ev in step_events(game, before, state, None, None):
+                log.event(ev)
+        elif t == "action":
+            before = state
+            assert before is not None
+            action = parse_action(o["action"])
+            state = apply(before, action, o["seat"])
+            for ev in step_events(game, before, state, action, o["seat"]):
+                log.event(ev)
+        elif t == "game_end":
+            log.event(Event("game_ended", game, scores=tuple(o["scores"]), winner=o["winner"]))
+    return log
