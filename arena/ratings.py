@@ -87,7 +87,7 @@ import math
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -621,6 +621,44 @@ def _untrusted(
     return why
 
 
+@dataclass(slots=True)
+class _Intervals:
+    """Per bot: the interval reported, its method, a note when the bootstrap was not trusted and the
+    bootstrap's own interval; per neighbour pair in the ranking: the LOS and its method."""
+
+    ci: list[tuple[float, float]]
+    method: list[str]
+    los: list[float]
+    los_methods: list[str]
+    neighbours: list[tuple[int, int]]
+    normal_ci: list[tuple[float, float]]
+    notes: dict[int, str] = field(default_factory=dict)
+    boot_ci: list[tuple[float, float]] = field(default_factory=list)
+
+    @classmethod
+    def normal(cls, normal: _Normal, elo: np.ndarray, neighbours: list[tuple[int, int]]) -> _Intervals:
+        """Everything from the normal approximation."""
+        los = [normal.los(elo, hi, lo) for hi, lo in neighbours]
+        return cls(list(normal.ci), ["normal"] * len(elo), los, ["normal"] * len(los), neighbours, list(normal.ci))
+
+    def add_bootstrap(self, p: Pairings, samples: np.ndarray, fixed: int | None) -> None:
+        """Use the bootstrap ``samples`` (resamples x bots, anchored Elo) where they are trusted, or
+        wider (see the module docstring)."""
+        lows, highs = np.percentile(samples, [2.5, 97.5], axis=0)
+        self.boot_ci = [(float(a), float(b)) for a, b in zip(lows, highs, strict=True)]
+        untrusted = _untrusted(p, p.bots, self.boot_ci, fixed)
+        self.notes = {k: why for k, why in untrusted.items() if k != fixed}
+        for k, (low, high) in enumerate(self.boot_ci):
+            wider = high - low > self.normal_ci[k][1] - self.normal_ci[k][0]
+            if k not in untrusted or wider:  # trusted, or the wider of the two
+                self.ci[k], self.method[k] = (low, high), "bootstrap"
+        for x, (hi, lo) in enumerate(self.neighbours):
+            diffs = samples[:, hi] - samples[:, lo]
+            if hi not in untrusted and lo not in untrusted and np.ptp(diffs) >= MIN_SPREAD:
+                self.los[x] = float(np.mean(np.where(diffs > 0, 1.0, np.where(diffs == 0, 0.5, 0.0))))
+                self.los_methods[x] = "bootstrap"
+
+
 def rate(
     games: Sequence[Game],
     anchor: tuple[str, float] | None = None,
@@ -655,28 +693,11 @@ def rate(
     elo = _anchored(fit.theta, anchor_index, anchor_rating)
     ranking = sorted(range(p.n), key=lambda k: (-elo[k], bots[k]))
     fixed = anchor_index if anchor_index is not None else (0 if p.n == 1 else None)  # rating fixed by definition
-    normal = _normal(fit, elo, anchor_index)
-    ci, method = list(normal.ci), ["normal"] * p.n
-    notes: dict[int, str] = {}
-    boot_ci: list[tuple[float, float]] = []
     neighbours = list(itertools.pairwise(ranking))
-    los = [normal.los(elo, hi, lo) for hi, lo in neighbours]
-    los_methods = ["normal"] * len(los)
+    iv = _Intervals.normal(_normal(fit, elo, anchor_index), elo, neighbours)
     if p.n and bootstrap > 0:
-        samples = bootstrap_samples(p, fit, bootstrap, seed, anchor_index, anchor_rating)
-        lows, highs = np.percentile(samples, [2.5, 97.5], axis=0)
-        boot_ci = [(float(a), float(b)) for a, b in zip(lows, highs, strict=True)]
-        untrusted = _untrusted(p, bots, boot_ci, fixed)
-        notes = {k: why for k, why in untrusted.items() if k != fixed}
-        for k in range(p.n):
-            wider = boot_ci[k][1] - boot_ci[k][0] > normal.ci[k][1] - normal.ci[k][0]
-            if k not in untrusted or wider:  # trusted, or the wider of the two
-                ci[k], method[k] = boot_ci[k], "bootstrap"
-        for x, (hi, lo) in enumerate(neighbours):
-            diffs = samples[:, hi] - samples[:, lo]
-            if hi not in untrusted and lo not in untrusted and np.ptp(diffs) >= MIN_SPREAD:
-                los[x] = float(np.mean(np.where(diffs > 0, 1.0, np.where(diffs == 0, 0.5, 0.0))))
-                los_methods[x] = "bootstrap"
+        iv.add_bootstrap(p, bootstrap_samples(p, fit, bootstrap, seed, anchor_index, anchor_rating), fixed)
+    ci, method, notes, boot_ci, los, los_methods = iv.ci, iv.method, iv.notes, iv.boot_ci, iv.los, iv.los_methods
     if fixed is not None:
         ci[fixed], method[fixed] = (float(elo[fixed]), float(elo[fixed])), "anchor"
         notes.pop(fixed, None)
@@ -775,6 +796,35 @@ def main(argv: Sequence[str] | None = None) -> int:
 def games_from_mapping(rows: Iterable[Mapping[str, Any]]) -> list[Game]:
     """Games from already-decoded rows (as in games.jsonl). :raises ValueError: on a bad row."""
     return [parse_game(dict(r)) for r in rows]
+
+
+#: Most checkpoints :func:`history` computes (it widens the step to stay within this).
+HISTORY_POINTS = 40
+
+
+def history(
+    games: Sequence[Game], every: int = 0, names: Iterable[str] = (), anchor: tuple[str, float] | None = None
+) -> list[dict[str, Any]]:
+    """Each bot's rating and 95% interval after every ``every`` games (in the order given), and after the last.
+
+    The intervals are the normal approximation (``bootstrap=0``: a bootstrap per checkpoint would cost
+    a second each at league scale). ``every = 0`` (default) picks the step so there are at most
+    :data:`HISTORY_POINTS` checkpoints; a smaller explicit step is widened to that too.
+
+    :returns: ``[{"games": n, "ratings": {bot: {"elo", "ci"}}}]``, ``n`` ascending; empty with no games.
+    :raises ValueError: if ``every`` is negative.
+    """
+    if every < 0:
+        raise ValueError(f"every must be >= 0, not {every}")
+    if not games:
+        return []
+    step = max(every, math.ceil(len(games) / HISTORY_POINTS), 1)
+    marks = [*range(step, len(games), step), len(games)]
+    out = []
+    for n in marks:
+        result = rate(games[:n], anchor=anchor, bootstrap=0, names=names)
+        out.append({"games": n, "ratings": {b: {"elo": r["elo"], "ci": r["ci"]} for b, r in result["ratings"].items()}})
+    return out
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena.ratings import Game, GamesFileError, parse_anchor, rate, read_games
+from arena.ratings import Game, GamesFileError, history, parse_anchor, rate, read_games
 
 D75 = 400 * math.log10(3)  # 190.848...
 
@@ -325,3 +325,15 @@ def test_cli_output_into_a_closed_pipe_is_quiet(tmp_path) -> None:
     finally:
         os.close(write)
     assert done.stderr == "" and done.returncode == 1
+
+
+def test_history_checkpoints() -> None:
+    """Ratings after every N games: the last checkpoint is the rating of all games (normal approximation)."""
+    games = THREE * 3
+    points = history(games, every=30)
+    assert [p["games"] for p in points] == [30, 60, 90, 120, 150, 180, 210, 240, 270]
+    final = rate(games, bootstrap=0)["ratings"]
+    assert points[-1]["ratings"] == {b: {"elo": r["elo"], "ci": r["ci"]} for b, r in final.items()}
+    assert set(points[0]["ratings"]) == {"A", "B"}  # C has not played in the first 30 games
+    assert len(history(games * 20)) <= 40 and history(games * 20)[-1]["games"] == 270 * 20
+    assert history([]) == []
