@@ -1,0 +1,104 @@
+"""Live and final publication (arena/publication.py): the live result is the normal approximation, marked so;
+the background refresher bootstraps the newest games asked for and never blocks the caller."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from arena import publication
+from arena.publication import BootstrapRefresher, LivePublisher, final_ratings, live_ratings
+from arena.ratings import Game, rate
+
+
+def games(n: int) -> list[Game]:
+    """n duplicate pairs of three bots in turn (mixed results: the MLE exists)."""
+    out = []
+    bots = [("A", "B"), ("B", "C"), ("A", "C")]
+    for k in range(n):
+        a, b = bots[k % 3]
+        out += [Game(a, b, float(k % 4 != 0), f"d{k}"), Game(b, a, float(k % 3 == 0), f"d{k}")]
+    return out
+
+
+def test_live_is_the_normal_approximation_and_says_so() -> None:
+    g = games(30)
+    result = live_ratings(g, names=["D"])
+    assert result["publication"] == "live" and result["intervals"] == "normal approximation"
+    assert {r["ci_method"] for r in result["ratings"].values()} <= {"normal"}
+    assert result["ratings"] == rate(g, bootstrap=0, names=["D"])["ratings"]
+
+
+def test_final_is_the_bootstrap() -> None:
+    g = games(60)
+    result = final_ratings(g, bootstrap=100, seed=4)
+    assert result["publication"] == "final" and result["intervals"] == "bootstrap"
+    assert result["ratings"] == rate(g, bootstrap=100, seed=4)["ratings"]
+    assert "bootstrap" in {r["ci_method"] for r in result["ratings"].values()}
+
+
+def test_refresher_serves_the_newest_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While one bootstrap runs, three more requests arrive: only the newest is computed next."""
+    started, release = threading.Event(), threading.Event()
+    seen: list[int] = []
+    real = publication.final_ratings
+
+    def slow(g, names, anchor, bootstrap, seed):  # type: ignore[no-untyped-def]
+        seen.append(len(g))
+        started.set()
+        release.wait(10)
+        return real(g, names, anchor, bootstrap, seed)
+
+    monkeypatch.setattr(publication, "final_ratings", slow)
+    refresher = BootstrapRefresher(bootstrap=20)
+    try:
+        refresher.submit(games(10))
+        assert started.wait(10)
+        for n in (11, 12, 13):
+            refresher.submit(games(n))  # returns at once: the first is still running
+        assert refresher.latest() is None
+        release.set()
+        assert refresher.wait_idle(30)
+        assert seen == [20, 26]  # games(10) is 20 games, games(13) is 26; 11 and 12 were dropped
+        done = refresher.latest()
+        assert done is not None and done.games == 26 and done.ratings["publication"] == "final"
+    finally:
+        release.set()
+        refresher.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        refresher.submit(games(1))
+
+
+def test_refresher_keeps_a_failure_and_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    refresher = BootstrapRefresher(bootstrap=10)
+    try:
+        refresher.submit(games(5), anchor=("nobody", 1000.0))  # rate() refuses an unknown anchor
+        assert refresher.wait_idle(30)
+        assert isinstance(refresher.error, ValueError) and refresher.latest() is None
+        refresher.submit(games(5))
+        assert refresher.wait_idle(30)
+        latest = refresher.latest()
+        assert latest is not None and latest.games == 10
+    finally:
+        refresher.close()
+
+
+def test_live_publisher_publishes_at_once_then_the_bootstrap() -> None:
+    """First call: the live result (no bootstrap yet); once the refresh of the same games is done (and
+    on_done has fired), the bootstrap itself; with one more game, live again with the last intervals."""
+    refreshed = threading.Event()
+    publisher = LivePublisher(bootstrap=50, on_done=lambda done: refreshed.set())
+    try:
+        g = games(30)
+        first = publisher.ratings(g)
+        assert first["publication"] == "live" and "last_bootstrap" not in first
+        assert refreshed.wait(60) and publisher.refresher.wait_idle(60)
+        second = publisher.ratings(g)
+        assert second["publication"] == "final" and second["ratings"] == rate(g, bootstrap=50)["ratings"]
+        more = g + games(31)[-2:]
+        third = publisher.ratings(more)
+        assert third["publication"] == "live" and third["last_bootstrap"]["games"] == len(g)
+        assert third["last_bootstrap"]["ci"] == {b: r["ci"] for b, r in second["ratings"].items()}
+    finally:
+        publisher.close()
