@@ -32,8 +32,9 @@ from arena.config import (
     load_config,
     parse_address,
 )
+from arena.duplicate import precision_facts
 from arena.lock import OutputLocked, lock_output
-from arena.ratings import DEFAULT_BOOTSTRAP, games_from_mapping, rate
+from arena.ratings import DEFAULT_BOOTSTRAP, games_from_mapping, history, rate
 from arena.runner import (
     DB_NAME,
     GameRunner,
@@ -44,6 +45,7 @@ from arena.runner import (
     run_games,
 )
 from arena.schedule import ScheduledGame
+from arena.sprt_run import SprtRun
 from arena.store import GameResult, StoreMismatch
 
 #: Console width when output is not a terminal (a pipe, a CI log) and ``COLUMNS`` is not set.
@@ -172,15 +174,23 @@ def publish_tournament(t: Tournament, output: Path, bootstrap: int, console: Con
     :returns: the ratings result (see :func:`arena.ratings.rate`).
     """
     results = t.store.results(order=[g.game_id for g in t.schedule])
-    complete = not t.store.pending(t.schedule)
+    test = SprtRun(t.config, t.schedule, results) if t.config.sprt else None
+    complete = not t.store.pending(t.schedule) or (test is not None and test.test.decided)
     facts = tournament_facts(t, complete)
+    if test is not None:
+        facts["sprt"] = test.test.to_dict()
     if complete and t.store.get_meta("finished_at") is None:
         t.store.set_meta("finished_at", f"{time.time():.3f}")
     rows = publish.games_rows(results)
-    ratings = rate(games_from_mapping(rows), bootstrap=bootstrap, names=[b.name for b in t.config.bots])
+    games = games_from_mapping(rows)
+    names = [b.name for b in t.config.bots]
+    ratings = {**rate(games, bootstrap=bootstrap, names=names), "history": history(games, names=names)}
+    facts["precision"] = precision_facts(ratings, games)
     publish.write_outputs(output, results, ratings, facts)
     if console is not None:
         console.print(publish.ratings_table(ratings, facts))
+        if test is not None:
+            console.print(test.summary(), soft_wrap=True, highlight=False)
         console.print(
             f"output: {output}  (leaderboard.html, ratings.json, ratings.csv, games.jsonl)", soft_wrap=True
         )
@@ -372,8 +382,12 @@ def _open_and_play(
             f"{len(t.schedule) - len(pending)} already played; master seed commitment {t.commitment}",
             soft_wrap=True,
         )
+        test = SprtRun(config, t.schedule, t.store.results()) if config.sprt else None
+        if test is not None and test.test.decided:
+            pending = []  # the test has decided: the rest of the game limit is not played
+            console.print("the SPRT has decided: no more games to play", highlight=False)
         if pending:
-            code = _play(args, console, error, config, t, pending, get_runner())
+            code = _play(args, console, error, config, t, pending, get_runner(), test)
             if code:
                 return code
         publish_tournament(t, output, args.bootstrap, console)
@@ -390,8 +404,12 @@ def _play(
     t: Tournament,
     pending: Sequence[ScheduledGame],
     runner: GameRunner,
+    test: SprtRun | None = None,
 ) -> int:
-    """Play the ``pending`` games with a progress bar; returns 0, or the exit status of a failure."""
+    """Play the ``pending`` games with a progress bar; returns 0, or the exit status of a failure.
+
+    :param test: an sprt tournament's test: once it decides, no new game starts.
+    """
     from arena.match_runner import RefereeError
 
     stop = threading.Event()
@@ -404,6 +422,8 @@ def _play(
                 advance(1)
                 if written:
                     metrics.game_stored(result)
+                if test is not None and written and test.add(result):
+                    stop.set()
                 failed = [r for r in result.reasons if not r.startswith("side ") or "forfeit" in r]
                 if failed and args.no_progress:
                     console.print(

@@ -15,12 +15,13 @@ import json
 import re
 import string
 import tomllib
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
 from arena.sandbox import Limits
+from arena.sprt import SprtSettings
 from referee import wire
 from referee.dealing import parse_seed
 from referee.rules import RuleSet
@@ -136,6 +137,7 @@ class TournamentConfig:
     referees: tuple[str, ...] = ()
     admin_token_env: str = ENV_ADMIN_TOKEN
     bot_log_bytes: int = BOT_LOG_BYTES
+    sprt: SprtSettings | None = None  # format = "sprt" (arena/sprt_run.py); None: a round robin
 
     def fingerprint(self) -> str:
         """SHA-256 (hex) of everything that decides which games are played and how.
@@ -157,6 +159,7 @@ class TournamentConfig:
             "rules": self.rules.to_dict(),
             "time_control": dict(sorted(self.time_control.items())),
             "bots": [[b.name, b.version] for b in self.bots],
+            **({"sprt": self.sprt.to_dict()} if self.sprt else {}),
         }
 
 
@@ -202,7 +205,13 @@ _TOURNAMENT_KEYS = {
     "referees",
     "admin_token_env",
     "bot_log_bytes",
+    "format",
+    "sprt",
 }
+#: ``tournament.format``: every pairing plays ``games_per_pairing`` games, or a candidate plays a baseline
+#: until the SPRT decides (at most ``games_per_pairing`` games).
+FORMATS = ("round_robin", "sprt")
+_SPRT_KEYS = {"candidate", "baseline", "elo0", "elo1", "alpha", "beta", "model"}
 _TC_KEYS = {f.name for f in fields(TimeControl)}
 _BOT_KEYS = {"name", "version", "command", "cwd", "env", "image", "cpus", "memory", "pids"}
 _IMAGE = re.compile(r"[a-z0-9][a-z0-9_./:@-]{0,254}")
@@ -326,6 +335,7 @@ def parse_config(data: Mapping[str, Any], path: str = "<config>", base: Path | N
         p.add("tournament", "missing [tournament] table", t, show_value=t is not None)
     token_env = part.admin_token_env if part else ENV_ADMIN_TOKEN
     bots = _parse_bots(p, data.get("bots"), base, token_env)
+    sprt = _parse_sprt(p, t, [b.name for b in bots]) if isinstance(t, dict) else None
     p.raise_any()
     assert part is not None
     return TournamentConfig(
@@ -342,7 +352,46 @@ def parse_config(data: Mapping[str, Any], path: str = "<config>", base: Path | N
         part.referees,
         part.admin_token_env,
         part.bot_log_bytes,
+        sprt,
     )
+
+
+def _parse_sprt(p: _Problems, t: Mapping[str, Any], bots: Sequence[str]) -> SprtSettings | None:
+    """``tournament.format`` and ``[tournament.sprt]``: the SPRT settings when the format is ``"sprt"``."""
+    fmt = t.get("format", "round_robin")
+    raw = t.get("sprt")
+    if fmt not in FORMATS:
+        p.add("tournament.format", f"must be one of {list(FORMATS)}", fmt)
+        return None
+    if fmt == "round_robin":
+        if raw is not None:
+            p.add("tournament.sprt", 'is only for format = "sprt"', raw, show_value=False)
+        return None
+    if not isinstance(raw, dict):
+        p.add("tournament.sprt", 'format = "sprt" needs a [tournament.sprt] table (candidate, baseline, ...)', raw)
+        return None
+    _unknown(p, "tournament.sprt", raw, _SPRT_KEYS)
+    for key in ("candidate", "baseline"):
+        if raw.get(key) not in bots:
+            p.add(f"tournament.sprt.{key}", f"must name one of the bots {list(bots)}", raw.get(key))
+    if len(bots) != 2:
+        p.add("bots", 'format = "sprt" plays exactly two bots (the candidate and the baseline)', len(bots))
+    numbers = {}
+    for key, default in (("elo0", 0.0), ("elo1", 5.0), ("alpha", 0.05), ("beta", 0.05)):
+        value = raw.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            p.add(f"tournament.sprt.{key}", "must be a number", value)
+        numbers[key] = float(value) if not isinstance(value, bool) and isinstance(value, int | float) else default
+    try:
+        return SprtSettings(
+            candidate=str(raw.get("candidate")),
+            baseline=str(raw.get("baseline")),
+            model=raw.get("model", "logistic"),
+            **numbers,
+        )
+    except ValueError as e:
+        p.add("tournament.sprt", str(e), raw, show_value=False)
+        return None
 
 
 @dataclass(frozen=True, slots=True)

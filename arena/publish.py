@@ -197,6 +197,93 @@ def _chart(ratings: Mapping[str, Any]) -> str:
         )
     parts.append("</svg>")
     return "".join(parts)
+_COLOURS = ("#4a6fa5", "#c0392b", "#27ae60", "#8e44ad", "#d35400", "#16a085", "#7f8c8d", "#b7950b")
+
+
+def history_chart(points: Sequence[Mapping[str, Any]]) -> str:
+    """An inline SVG of each bot's rating after every checkpoint of :func:`arena.ratings.history`, with
+    its 95% interval as a shaded band (colours repeat after eight bots; hover a line for its name)."""
+    if len(points) < 2:
+        return "<p class=meta>The history needs two checkpoints or more.</p>"
+    bots = list(points[-1]["ratings"])
+    values = [v for p in points for r in p["ratings"].values() for v in r["ci"]]
+    lo, hi = min(values), max(values)
+    if hi - lo < 1:
+        lo, hi = lo - 50, hi + 50
+    left, width, top, height = 60, 640, 10, 260
+    last = points[-1]["games"]
+
+    def x(n: float) -> float:
+        return left + n / last * width
+
+    def y(v: float) -> float:
+        return top + (hi - v) / (hi - lo) * height
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 20}" height="{top + height + 40}" '
+        'role="img" aria-label="Rating history with 95% intervals">'
+    ]
+    for t in range(5):
+        v = lo + (hi - lo) * t / 4
+        parts.append(f'<line x1="{left}" y1="{y(v):.1f}" x2="{left + width}" y2="{y(v):.1f}" stroke="#eee"/>')
+        parts.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end" fill="#666">{v:.0f}</text>')
+    parts.append(
+        f'<text x="{left + width / 2}" y="{top + height + 32}" text-anchor="middle" fill="#666">'
+        f"games (0 to {last})</text>"
+    )
+    for k, bot in enumerate(bots):
+        colour = _COLOURS[k % len(_COLOURS)]
+        seen = [p for p in points if bot in p["ratings"]]
+        upper = " ".join(f"{x(p['games']):.1f},{y(p['ratings'][bot]['ci'][1]):.1f}" for p in seen)
+        lower = " ".join(f"{x(p['games']):.1f},{y(p['ratings'][bot]['ci'][0]):.1f}" for p in reversed(seen))
+        line = " ".join(f"{x(p['games']):.1f},{y(p['ratings'][bot]['elo']):.1f}" for p in seen)
+        parts.append(f'<polygon points="{upper} {lower}" fill="{colour}" fill-opacity="0.12"/>')
+        parts.append(
+            f'<polyline points="{line}" fill="none" stroke="{colour}" stroke-width="2">'
+            f"<title>{html.escape(bot)}</title></polyline>"
+        )
+    parts.append("</svg>")
+    legend = " ".join(
+        f'<span style="color:{_COLOURS[k % len(_COLOURS)]}">&#9632;</span>&nbsp;{html.escape(b)}'
+        for k, b in enumerate(bots)
+    )
+    return "".join(parts) + f"<p class=meta>{legend}</p>"
+
+
+def _study_sections(ratings: Mapping[str, Any], tournament: Mapping[str, Any]) -> list[str]:
+    """The SPRT verdict (``tournament["sprt"]``), the precision and duplicate efficiency
+    (``tournament["precision"]``, see :func:`arena.duplicate.precision_facts`) and the rating history
+    (``ratings["history"]``), each only when present."""
+    e = html.escape
+    out = []
+    sprt = tournament.get("sprt")
+    if sprt:
+        state = (
+            f"decided <b>{e(str(sprt['decision']))}</b> after {sprt['stopped_at_pair']} duplicate pairs"
+            if sprt.get("stopped_at_pair")
+            else f"undecided after {sum(sprt['pentanomial'])} duplicate pairs"
+        )
+        out.append(
+            f"<h2>SPRT: is {e(str(sprt['candidate']))} stronger than {e(str(sprt['baseline']))}?</h2>"
+            f"<p>H0: {sprt['elo0']:g} Elo, H1: {sprt['elo1']:g} Elo ({e(str(sprt['model']))}), "
+            f"alpha {sprt['alpha']:g}, beta {sprt['beta']:g}: {state}. LLR {sprt['llr']:.3f} in "
+            f"[{sprt['lower']:.3f}, {sprt['upper']:.3f}]; pentanomial {sprt['pentanomial']}; Elo {sprt['elo']:.1f} "
+            f"[{sprt['elo_ci'][0]:.1f}, {sprt['elo_ci'][1]:.1f}] (95%).</p>"
+        )
+    precision = tournament.get("precision")
+    if precision:
+        out.append("<h2>Precision and the duplicate format</h2>")
+        out.extend(f"<p class=meta>{e(line)}</p>" for line in precision.get("lines", []))
+    points = ratings.get("history")
+    if points:
+        out.append(
+            "<h2>Rating history</h2><p class=meta>Ratings after every "
+            f"{points[0]['games']} games, with 95% intervals (normal approximation).</p>"
+        )
+        out.append(history_chart(points))
+    return out
+
+
 
 
 def leaderboard_html(
@@ -222,7 +309,7 @@ def leaderboard_html(
     seed = tournament.get("master_seed")
     out.append(
         f'<p class="meta">{tournament.get("played", len(games))} of '
-        f'{tournament.get("scheduled", len(games))} games'
+        f"{tournament.get('scheduled', len(games))} games"
         f" · {e(str(tournament.get('players', '')))} players · Bradley–Terry maximum-likelihood Elo"
         f" (pool mean 1500 unless anchored) · 95% intervals: {e(_ci_method(ratings))}"
         f" · LOS: {e(ratings.get('los_method', ''))}"
@@ -247,7 +334,7 @@ def leaderboard_html(
         lv = los.get(name)
         out.append(
             f"<tr><td>{k}</td><td class=l>{e(name)}</td><td class=l>{e(str(versions.get(name, '')))}</td>"
-            f"<td>{r['elo']:.1f}</td><td title=\"{e(r.get('ci_note', r.get('ci_method', '')))}\">"
+            f'<td>{r["elo"]:.1f}</td><td title="{e(r.get("ci_note", r.get("ci_method", "")))}">'
             f"{_interval(r, 1)}</td><td>{r['games']}</td>"
             f"<td>{r['score']:g}</td><td>{'' if lv is None else f'{lv:.1%}'}</td></tr>"
         )
@@ -257,6 +344,7 @@ def leaderboard_html(
         out.append(f'<p class="meta">{e(note)}</p>')
     out.append("<h2>Ratings with 95% intervals</h2>")
     out.append(_chart(ratings))
+    out.extend(_study_sections(ratings, tournament))
 
     out.append(
         "<h2>Pairwise scores</h2><p class=meta>Row bot's score against the column bot "

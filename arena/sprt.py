@@ -58,7 +58,7 @@ import enum
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -316,6 +316,114 @@ def main(argv: Sequence[str] | None = None) -> int:
         if left_out:
             print(f"left out: {left_out} games not in a complete duplicate pair")
     return 0
+
+
+# --------------------------------------------------------------------------- the tournament format
+
+
+@dataclass(frozen=True, slots=True)
+class SprtSettings:
+    """``[tournament.sprt]`` of a ``format = "sprt"`` tournament (docs/tournament-config.md).
+
+    ``candidate`` and ``baseline`` name the tournament's two bots; the test is on the candidate's
+    pentanomial; ``games_per_pairing`` is the game limit.
+    """
+
+    candidate: str
+    baseline: str
+    elo0: float = 0.0
+    elo1: float = 5.0
+    alpha: float = 0.05
+    beta: float = 0.05
+    model: str = "logistic"
+
+    def __post_init__(self) -> None:
+        if self.candidate == self.baseline:
+            raise ValueError("candidate and baseline must be different bots")
+        if self.model not in MODELS:
+            raise ValueError(f"model must be one of {MODELS}, not {self.model!r}")
+        if not self.elo0 < self.elo1:
+            raise ValueError(f"elo0 must be below elo1, got {self.elo0} and {self.elo1}")
+        bounds(self.alpha, self.beta)
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready."""
+        return asdict(self)
+
+
+class SequentialTest:
+    """The test fed one complete pair at a time, in schedule order: it stops at the first pair after which
+    the LLR crosses a bound and then ignores further pairs, so the decision depends only on the pairs, not
+    on when they finished (a resumed or concurrent run that played past the decision reports the same
+    decision at the same pair)."""
+
+    def __init__(self, settings: SprtSettings):
+        self.settings = settings
+        self.counts = [0] * 5
+        self.stopped_at: int | None = None  # pairs fed when a bound was crossed
+        self._result: SprtResult | None = None
+
+    @property
+    def pairs(self) -> int:
+        """Complete pairs counted (up to the decision)."""
+        return sum(self.counts)
+
+    @property
+    def decided(self) -> bool:
+        return self.stopped_at is not None
+
+    def feed(self, points: float) -> Decision:
+        """Count a pair that gave the candidate ``points`` (0, 0.5, 1, 1.5 or 2); returns the decision.
+
+        :raises ValueError: for points that are not a pair's.
+        """
+        if self.decided:
+            return self.result.decision
+        if points * 2 not in (0, 1, 2, 3, 4):
+            raise ValueError(f"a pair gives 0, 0.5, 1, 1.5 or 2 points, not {points!r}")
+        self.counts[int(points * 2)] += 1
+        self._result = None
+        if self.result.decision is not Decision.CONTINUE:
+            self.stopped_at = self.pairs
+        return self.result.decision
+
+    @property
+    def result(self) -> SprtResult:
+        """The test on the pairs counted."""
+        if self._result is None:
+            s = self.settings
+            self._result = sprt(self.counts, s.elo0, s.elo1, s.alpha, s.beta, s.model)
+        return self._result
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready: the result, the settings' bots and ``stopped_at_pair`` (None while undecided)."""
+        return {
+            **self.result.to_dict(),
+            "candidate": self.settings.candidate,
+            "baseline": self.settings.baseline,
+            "stopped_at_pair": self.stopped_at,
+        }
+
+
+def candidate_points(games: Sequence[Game], s: SprtSettings) -> dict[str, list[float]]:
+    """The candidate's score in each game of each duplicate pair id of the two bots."""
+    scores: dict[str, list[float]] = {}
+    for g in games:
+        if g.pair is not None and {g.a, g.b} == {s.candidate, s.baseline}:
+            scores.setdefault(g.pair, []).append(g.score if g.a == s.candidate else 1.0 - g.score)
+    return scores
+
+
+def run_in_order(test: SequentialTest, scores: Mapping[str, Sequence[float]], pair_order: Sequence[str]) -> int:
+    """Feed ``test`` the complete pairs of ``pair_order`` (pair ids in schedule order) from where it
+    stands, up to the first pair not yet complete or the decision. Returns the pairs fed now."""
+    fed = 0
+    for pair in pair_order[test.pairs :]:
+        if test.decided or len(scores.get(pair, ())) != 2:
+            break
+        test.feed(sum(scores[pair]))
+        fed += 1
+    return fed
 
 
 if __name__ == "__main__":

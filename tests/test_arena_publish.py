@@ -148,3 +148,40 @@ def test_cli_console_is_wide_when_not_a_terminal(monkeypatch) -> None:
     assert make_console(io.StringIO()).width == 120
     monkeypatch.setenv("COLUMNS", "90")
     assert make_console(io.StringIO()).width == 90
+
+
+def test_leaderboard_history_precision_and_sprt_sections() -> None:
+    """The rating history chart (one line and band per bot), the precision lines and an SPRT verdict,
+    with every bot name escaped."""
+    from arena.duplicate import precision_facts
+    from arena.ratings import history
+
+    games = games_from_mapping(games_rows(results()))
+    ratings = {**rate(games, bootstrap=0), "history": history(games, every=6)}
+    facts = {
+        "name": "pub",
+        "precision": precision_facts(ratings, games),
+        "sprt": {
+            "candidate": "<b>odd</b>",
+            "baseline": "weak",
+            "elo0": 0,
+            "elo1": 5,
+            "model": "logistic",
+            "alpha": 0.05,
+            "beta": 0.05,
+            "decision": "H1",
+            "stopped_at_pair": 7,
+            "llr": 3.1,
+            "lower": -2.944,
+            "upper": 2.944,
+            "pentanomial": [0, 1, 2, 3, 1],
+            "elo": 40.0,
+            "elo_ci": [10.0, 70.0],
+        },
+    }
+    page = leaderboard_html(ratings, facts, games_rows(results()))
+    assert "<h2>Rating history</h2>" in page and page.count("<polyline") == 3 and page.count("<polygon") == 3
+    assert "Ratings after every 6 games" in page
+    assert "Widest 95% interval now: ±" in page and "Duplicate pairs in this tournament (6 pairs)" in page
+    assert "is &lt;b&gt;odd&lt;/b&gt; stronger than weak?" in page and "decided <b>H1</b> after 7" in page
+    assert "<b>odd</b>" not in page.replace("decided <b>H1</b>", "")
