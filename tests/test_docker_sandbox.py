@@ -223,3 +223,19 @@ def test_arena_killed_leaves_nothing_behind(client: Any, hostile_image: str, tmp
             stray.remove(force=True)
     assert leftovers(client, key) == []
     assert len(games(tmp_path / "out")) == 2
+
+
+def test_control_an_internal_network_alone_reaches_the_host(client: Any, hostile_image: str) -> None:
+    """The control of the host probe: without the sandbox's INPUT chain, a container on an internal
+    bridge does reach a host service through its gateway (so the probe above can see a leak)."""
+    host = HostService(client)
+    net = client.networks.create(f"allfours-control-{os.getpid()}", driver="bridge", internal=True)
+    ip, port = host.address.rsplit(":", 1)
+    try:
+        dial = f"import socket; socket.create_connection(('{ip}', {port}), 5)"
+        out = client.containers.run(hostile_image, entrypoint=["python3", "-c", dial], network=net.name, remove=True,
+                                    stdout=True, stderr=True)
+    finally:
+        net.remove()
+        host.close()
+    assert out == b"" and host.accepted == 1
