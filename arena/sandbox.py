@@ -344,10 +344,11 @@ def cleanup(client: Any, key: str) -> list[str]:
     removed: list[str] = []
     flt = {"label": f"{LABEL_RUN}={key}"}
     with contextlib.suppress(Exception):
-        for c in client.containers.list(all=True, filters=flt):
+        # the low-level list: the high-level one inspects each container, and fails when one is gone meanwhile
+        for c in client.api.containers(all=True, filters=flt):
             with contextlib.suppress(Exception):
-                c.remove(force=True, v=True)
-                removed.append(c.name)
+                client.api.remove_container(c["Id"], force=True, v=True)
+                removed.append(c["Names"][0].lstrip("/") if c.get("Names") else c["Id"][:12])
     with contextlib.suppress(Exception):
         for v in client.volumes.list(filters=flt):
             with contextlib.suppress(Exception):

@@ -145,7 +145,8 @@ def test_swarm_stack_survives_a_referee_killed_mid_tournament(env: dict[str, str
         logs = run([DOCKER, "service", "logs", "--raw", f"{STACK}_arena"], e).stdout
     finally:
         run([DOCKER, "stack", "rm", STACK], e)
-        _wait("the stack's containers to go", lambda: not client.containers.list(
+        # the low-level list: the high-level one inspects each container, which may be gone by then
+        _wait("the stack's containers to go", lambda: not client.api.containers(
             all=True, filters={"label": f"com.docker.stack.namespace={STACK}"}), 120)
         if not joined:
             run([DOCKER, "swarm", "leave", "--force"], e, timeout=60)
