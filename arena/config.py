@@ -18,14 +18,16 @@ import tomllib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from arena.sandbox import Limits
-from arena.sprt import SprtSettings
 from referee import wire
 from referee.dealing import parse_seed
 from referee.rules import RuleSet
 from referee.wire import TimeControl
+
+if TYPE_CHECKING:
+    from arena.sprt import SprtSettings
 
 #: Environment variable holding a seat's ticket, set for every bot process.
 ENV_TICKET = "ALLFOURS_TICKET"
@@ -382,6 +384,8 @@ def _parse_sprt(p: _Problems, t: Mapping[str, Any], bots: Sequence[str]) -> Sprt
         if isinstance(value, bool) or not isinstance(value, int | float):
             p.add(f"tournament.sprt.{key}", "must be a number", value)
         numbers[key] = float(value) if not isinstance(value, bool) and isinstance(value, int | float) else default
+    from arena.sprt import SprtSettings  # here: numpy and scipy would slow every bot that imports this module
+
     try:
         return SprtSettings(
             candidate=str(raw.get("candidate")),
