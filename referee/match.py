@@ -97,15 +97,67 @@ class Aborted(Exception):
     """Raised inside the match task when the referee stops the match (no winner)."""
 
 
+#: The most messages queued for one stream (its writer blocked: a peer that does not read). The
+#: referee queues about one message per decision, so a seat that reads never comes near it.
+MAX_QUEUED = 256
+#: A Ping gets a Pong only while fewer messages than this wait for the stream: a peer that does not
+#: read gets no more.
+PONG_QUEUE_LIMIT = 8
+#: Pings answered per second on one stream (a token bucket of :data:`PING_BURST`); others are dropped.
+PING_RATE = 10.0
+PING_BURST = 20
+
+
+class Outbox(asyncio.Queue[pb.PlayResponse | None]):
+    """A stream's outgoing queue, bounded at ``limit`` messages (``CLOSE`` is always taken).
+
+    A message that finds it full is dropped, :attr:`overflowed` is set and ``on_overflow`` is called
+    once (the server then ends the stream: its peer does not read). Everything else as
+    ``asyncio.Queue``; no ``await`` on the match's side.
+    """
+
+    def __init__(self, limit: int = MAX_QUEUED) -> None:
+        super().__init__()
+        self.limit = limit
+        self.overflowed = False
+        self.on_overflow: Callable[[], None] | None = None
+
+    def put_nowait(self, item: pb.PlayResponse | None) -> None:
+        """Queue ``item``, or drop it when the queue is full (see the class)."""
+        if item is not CLOSE and self.qsize() >= self.limit:
+            if not self.overflowed:
+                self.overflowed = True
+                if self.on_overflow is not None:
+                    self.on_overflow()
+            return
+        super().put_nowait(item)
+
+
 @dataclass(eq=False)
 class Connection:
     """One live stream of a seat: the handler writes what is put on ``out`` (``CLOSE`` ends it)."""
 
-    out: asyncio.Queue[pb.PlayResponse | None] = field(default_factory=asyncio.Queue)
+    out: Outbox = field(default_factory=Outbox)
     peer: str = ""
     #: Set when a newer stream with the same ticket took the seat: the handler then ends this
     #: stream with ABORTED (docs/protocol.md, Reconnecting).
     superseded: bool = False
+    #: Pings that may be answered now (a token bucket: :data:`PING_RATE` a second, at most
+    #: :data:`PING_BURST`) and when it was last filled (``time.monotonic``).
+    ping_tokens: float = PING_BURST
+    ping_filled: float = 0.0
+    #: Pings left unanswered (over the rate, or the peer does not read).
+    pings_dropped: int = 0
+
+    def answer_ping(self, now: float) -> bool:
+        """May a Ping received at ``now`` (``time.monotonic``) get a Pong? Counts one against the rate."""
+        self.ping_tokens = min(PING_BURST, self.ping_tokens + (now - self.ping_filled) * PING_RATE)
+        self.ping_filled = now
+        if self.ping_tokens < 1 or self.out.qsize() >= PONG_QUEUE_LIMIT:
+            self.pings_dropped += 1
+            return False
+        self.ping_tokens -= 1
+        return True
 
 
 @dataclass(eq=False)
@@ -367,7 +419,7 @@ class Match:
                 self._post(("decision", seat, msg.decision, received))
         elif which == "ping":
             conn = self.seats[seat].conn
-            if conn is not None:
+            if conn is not None and conn.answer_ping(received):
                 conn.out.put_nowait(pb.PlayResponse(pong=pb.Pong(nonce=msg.ping.nonce)))
         else:
             what = "a second Hello" if which == "hello" else "an empty message"

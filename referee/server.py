@@ -187,14 +187,21 @@ class _WriteWatchdog:
         self._limit = limit_s
         self.since: float | None = None
         self.stalled = False
+        #: Why the stream was ended (for the log).
+        self.why = ""
         self._handle = self._loop.call_later(limit_s / 2, self._check)
 
     def _check(self) -> None:
         if self.since is not None and self._loop.time() - self.since >= self._limit:
-            self.stalled = True
-            self._task.cancel()
+            self.stall_now(f"a write was blocked for {self._limit:g} s")
             return
         self._handle = self._loop.call_later(self._limit / 2, self._check)
+
+    def stall_now(self, why: str) -> None:
+        """End the stream now, as a blocked write would (``why``: for the log)."""
+        if not self.stalled:
+            self.stalled, self.why = True, why
+            self._task.cancel()
 
     def uncancel(self) -> None:
         """Undo the watchdog's cancellation of the task (after catching its CancelledError)."""
@@ -282,6 +289,7 @@ class RefereeServicer(pb_grpc.RefereeServiceServicer):
             self.registry.streams.add(me)
         reader = loop.create_task(self._read(context, match, seat, conn, slog))
         dog = _WriteWatchdog(WRITE_TIMEOUT_S)
+        conn.out.on_overflow = lambda: dog.stall_now(f"{conn.out.limit} messages queued: the peer does not read")
         try:
             while True:
                 msg = await conn.out.get()
@@ -294,7 +302,7 @@ class RefereeServicer(pb_grpc.RefereeServiceServicer):
             if not dog.stalled:
                 raise
             dog.uncancel()
-            slog.info("stream_write_ended", error=f"a write was blocked for {WRITE_TIMEOUT_S:g} s")
+            slog.info("stream_write_ended", error=dog.why, pings_dropped=conn.pings_dropped)
         except (grpc.aio.AioRpcError, RuntimeError) as e:
             slog.info("stream_write_ended", error=repr(e))
         finally:

@@ -4,10 +4,14 @@ must not show a hidden hand."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import queue
 import stat
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,7 +20,7 @@ import pytest
 
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
-from tests.server_helpers import RefereeProc, decision, finish, launch_bots, start_referee
+from tests.server_helpers import ROOT, RefereeProc, decision, finish, launch_bots, start_referee
 
 pytestmark = pytest.mark.slow
 
@@ -157,3 +161,106 @@ def test_bot_text_is_cut_and_plain_everywhere_it_is_echoed_or_recorded(referee: 
     seat = next(json.loads(x) for x in lines if '"type":"result"' in x)["seats"][1]
     assert seat["bot_name"].isprintable() and len(seat["bot_name"]) <= 64 and seat["bot_name"].startswith("]0;pwnedbot")
     assert seat["bot_version"].isprintable() and len(seat["bot_version"]) <= 64
+
+
+def rss_kib(pid: int) -> int:
+    """Resident memory of process ``pid`` in KiB (VmRSS)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+def test_a_seat_that_pings_and_never_reads_grows_the_referee_by_a_small_bound(referee: RefereeProc) -> None:
+    """item 3: a real client process sends Pings as fast as it can for 6 s and never reads. The referee
+    answers at most a few pings a second and queues a bounded number of messages per stream, so its
+    memory grows by a few MiB at most (before the bound: 13-28 MiB for 24,000-76,000 pings here, and
+    hundreds of MiB from a faster client)."""
+    created = referee.create(players=2, join_ms=30_000)
+    before = rss_kib(referee.proc.pid)
+    pinger = subprocess.Popen([sys.executable, "-m", "tests.bots.pinger", "--target", referee.address,
+                               "--ticket", created.tickets[1], "--seconds", "6"], cwd=ROOT, text=True,
+                              stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    peak = before
+    deadline = time.monotonic() + 30
+    while pinger.poll() is None and time.monotonic() < deadline:
+        peak = max(peak, rss_kib(referee.proc.pid))
+        time.sleep(0.1)
+    out, _ = pinger.communicate(timeout=30)
+    sent = int(out.strip())
+    assert sent > 20_000, f"the pinger sent only {sent} pings: not a flood"
+    growth_mib = (peak - before) / 1024
+    assert growth_mib < 4, f"the referee grew by {growth_mib:.0f} MiB for {sent} pings never read"
+
+
+def test_pings_over_the_rate_or_to_a_peer_that_does_not_read_get_no_pong() -> None:
+    """item 3: a Connection answers at most PING_BURST pings at once and PING_RATE a second after,
+    and none while PONG_QUEUE_LIMIT messages wait for the stream."""
+    from referee.match import PING_BURST, PING_RATE, PONG_QUEUE_LIMIT, Connection
+
+    async def main() -> None:
+        conn = Connection()
+        assert sum(conn.answer_ping(100.0) for _ in range(10 * PING_BURST)) == PING_BURST
+        assert sum(conn.answer_ping(101.0) for _ in range(10 * PING_BURST)) == PING_RATE
+        assert conn.pings_dropped == 20 * PING_BURST - PING_BURST - PING_RATE
+        for _ in range(PONG_QUEUE_LIMIT):
+            conn.out.put_nowait(pb.PlayResponse())
+        assert not conn.answer_ping(200.0)  # tokens enough, but the peer is not reading
+
+    asyncio.run(main())
+
+
+def test_a_full_outbox_drops_and_reports_once_but_always_takes_close() -> None:
+    """item 3: the outgoing queue is bounded; the first message over the bound calls on_overflow (the
+    server ends the stream), later ones are dropped too; CLOSE still gets in."""
+    from referee.match import CLOSE, Outbox
+
+    async def main() -> None:
+        box = Outbox(limit=3)
+        calls: list[int] = []
+        box.on_overflow = lambda: calls.append(box.qsize())
+        for i in range(10):
+            box.put_nowait(pb.PlayResponse(pong=pb.Pong(nonce=i)))
+        box.put_nowait(CLOSE)
+        assert calls == [3] and box.overflowed
+        got = [box.get_nowait() for _ in range(box.qsize())]
+        assert [m.pong.nonce if m is not None else None for m in got] == [0, 1, 2, None]
+
+    asyncio.run(main())
+
+
+def test_a_stream_whose_outbox_overflows_is_ended_and_the_seat_disconnected() -> None:
+    """item 3: when MAX_QUEUED messages wait for a peer that does not read, the referee ends that
+    stream (the seat is disconnected and may come back within grace_ms) instead of queueing on."""
+    from referee.match import MAX_QUEUED
+    from referee.server import start_server
+    from tests.server_helpers import FAST, MD, TOKEN
+
+    async def main() -> None:
+        async with start_server(port=0, admin_token=TOKEN) as server, \
+                grpc.aio.insecure_channel(server.address, options=[("grpc.http2.bdp_probe", 0)]) as ch:
+            created = await pb_grpc.AdminServiceStub(ch).CreateMatch(pb.CreateMatchRequest(
+                rules=pb.RuleSet(players=2), seat_names=["a", "b"], time_control=pb.TimeControl(**FAST)),
+                metadata=MD)
+            call = pb_grpc.RefereeServiceStub(ch).Play()
+            await call.write(pb.PlayRequest(hello=pb.Hello(ticket=created.tickets[1], protocol_version="allfours.v1")))
+            match = server.registry.matches[created.match_id]
+            for _ in range(100):
+                if match.seats[1].conn is not None:
+                    break
+                await asyncio.sleep(0.01)
+            conn = match.seats[1].conn
+            assert conn is not None
+            big = pb.PlayResponse(pong=pb.Pong(nonce=2**63))
+            for _ in range(MAX_QUEUED * 4):  # a burst the peer never reads
+                conn.out.put_nowait(big)
+            assert conn.out.overflowed and conn.out.qsize() <= MAX_QUEUED + 1
+            for _ in range(300):
+                if match.seats[1].conn is None:
+                    break
+                await asyncio.sleep(0.01)
+            assert match.seats[1].conn is None, "the stream of a peer that does not read was not ended"
+            assert any(e.kind == pb.EVENT_KIND_SEAT_DISCONNECTED and e.seat == 1 for e in match.events)
+            call.cancel()
+
+    asyncio.run(asyncio.wait_for(main(), 30))
