@@ -1,13 +1,15 @@
 """The ``referee`` console script.
 
 ``referee serve --port N [--host 127.0.0.1] [--admin-token T] [--tls-cert F --tls-key F]
-[--record-dir DIR] [--log-level info]``
+[--record-dir DIR] [--keep-finished 1000] [--keep-finished-s 600] [--grace 5] [--log-level info]``
 
 - The admin token comes from ``--admin-token`` or the environment variable ``ALLFOURS_ADMIN_TOKEN``;
   with neither, a random token is generated and printed on stderr.
 - Once bound, it prints ``PORT <n>`` (one line) on stdout and flushes, so a parent process that
   passed ``--port 0`` can read the port.
 - ``--record-dir``: created 0700 if missing; each record file is 0600 (docs/record.md).
+- A finished match stays in memory (GetRecord, WatchMatch, ListMatches) for ``--keep-finished-s``
+  seconds, and only the newest ``--keep-finished`` of them; then only its record file remains.
 - Logs are structlog JSON lines on stderr (match id, seat and seq on every match line).
 - SIGINT/SIGTERM: graceful shutdown (health NOT_SERVING, matches get ``--grace`` seconds to finish,
   the rest are aborted).
@@ -31,7 +33,14 @@ from typing import NoReturn
 import structlog
 
 from referee import metrics
-from referee.server import ADMIN_TOKEN_ENV, RefereeServer, prepare_record_dir, tune_gc
+from referee.server import (
+    ADMIN_TOKEN_ENV,
+    KEEP_FINISHED,
+    KEEP_FINISHED_S,
+    RefereeServer,
+    prepare_record_dir,
+    tune_gc,
+)
 
 
 def configure_logging(level: str = "info") -> None:
@@ -77,6 +86,16 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, not {text!r}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="referee", description="The All Fours gRPC referee (protocol allfours.v1)")
     sub = p.add_subparsers(dest="command", required=True)
@@ -87,6 +106,11 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--tls-cert", type=Path, help="PEM certificate chain (with --tls-key: serve TLS)")
     s.add_argument("--tls-key", type=Path, help="PEM private key")
     s.add_argument("--record-dir", type=Path, help="write each match record to DIR/<match_id>.jsonl")
+    s.add_argument("--keep-finished", type=_count, default=KEEP_FINISHED,
+                   help=f"finished matches held in memory for GetRecord/WatchMatch (default {KEEP_FINISHED})")
+    s.add_argument("--keep-finished-s", type=_seconds, default=KEEP_FINISHED_S,
+                   help=f"seconds a finished match stays in memory (default {KEEP_FINISHED_S:g}); "
+                        "record files stay on disk")
     s.add_argument("--grace", type=_seconds, default=5.0, help="seconds (>= 0) matches get to finish on shutdown")
     s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     s.add_argument("--metrics-port", type=_port, default=None,
@@ -134,7 +158,7 @@ async def _serve(args: argparse.Namespace) -> int:
     if not token:
         print("referee: no --admin-token or $ALLFOURS_ADMIN_TOKEN; using a random one", file=sys.stderr)
     server = RefereeServer(host=args.host, port=args.port, admin_token=token, record_dir=args.record_dir,
-                           tls=tls)
+                           tls=tls, keep_finished=args.keep_finished, keep_finished_s=args.keep_finished_s)
     try:
         port = await server.start()
     except RuntimeError as e:

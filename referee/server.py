@@ -62,6 +62,7 @@ from allfours.v1 import referee_pb2_grpc as pb_grpc
 from referee import wire
 from referee.dealing import check_seed, fresh_seed
 from referee.match import CLOSE, Connection, Match, SeatUnavailable
+from referee.rules.errors import quote
 
 log = structlog.get_logger("referee.server")
 
@@ -158,15 +159,55 @@ def prepare_record_dir(path: Path) -> Path:
     return path
 
 
-class Registry:
-    """Matches by id and tickets by value (each ticket -> one seat of one match)."""
+#: Finished matches kept in memory (for GetRecord, WatchMatch, ListMatches): the newest this many ...
+KEEP_FINISHED = 1000
+#: ... and for at most this many seconds after they end. Their record files stay on disk.
+KEEP_FINISHED_S = 600.0
 
-    def __init__(self) -> None:
+
+class Registry:
+    """Matches by id and tickets by value (each ticket -> one seat of one match).
+
+    A finished match leaves memory (with its tickets) ``keep_finished_s`` seconds after it ended, or
+    sooner when more than ``keep_finished`` finished matches are held (oldest first), so a referee
+    that runs for months holds a bounded number of matches; records written to ``--record-dir``
+    stay there.
+    """
+
+    def __init__(self, keep_finished: int = KEEP_FINISHED, keep_finished_s: float = KEEP_FINISHED_S) -> None:
         self.matches: dict[str, Match] = {}
         self.tickets: dict[str, tuple[Match, int]] = {}
         #: The seat streams (their handler tasks) that hold a seat: shutdown waits for them to send
         #: what is queued (MatchEnd) before the transport closes.
         self.streams: set[asyncio.Task[Any]] = set()
+        self.keep_finished = keep_finished
+        self.keep_finished_s = keep_finished_s
+        #: Ids of the finished matches still held, oldest end first.
+        self._finished: dict[str, None] = {}
+
+    def add(self, match: Match) -> None:
+        """Hold a new match and its tickets."""
+        self.matches[match.id] = match
+        for seat, s in enumerate(match.seats):
+            self.tickets[s.ticket] = (match, seat)
+
+    def ended(self, match: Match) -> None:
+        """``match`` has ended (its ``on_end``): forget it after the retention time, and forget the
+        oldest finished matches beyond the retention count now."""
+        if match.id not in self.matches:
+            return
+        self._finished[match.id] = None
+        asyncio.get_running_loop().call_later(self.keep_finished_s, self.forget, match.id)
+        while len(self._finished) > self.keep_finished:
+            self.forget(next(iter(self._finished)))
+
+    def forget(self, match_id: str) -> None:
+        """Drop a finished match and its tickets from memory (a no-op if already gone)."""
+        self._finished.pop(match_id, None)
+        match = self.matches.pop(match_id, None)
+        if match is not None:
+            for s in match.seats:
+                self.tickets.pop(s.ticket, None)
 
 
 class _WriteWatchdog:
@@ -365,7 +406,10 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
     async def _match(self, match_id: str, context: grpc.aio.ServicerContext) -> Match:
         m = self.registry.matches.get(match_id)
         if m is None:
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"no match {match_id!r}")
+            r = self.registry
+            await context.abort(grpc.StatusCode.NOT_FOUND,
+                                f"no match {quote(match_id, 40)} (a finished match is kept {r.keep_finished_s:g} s, "
+                                f"the last {r.keep_finished}; then only its record file, if any)")
         assert m is not None
         return m
 
@@ -391,16 +435,14 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
             tickets = [new_ticket() for _ in names]
             path = self.record_dir / f"{match_id}.jsonl" if self.record_dir is not None else None
             match = Match(match_id, rules, names, request.games or 1, seed, first_dealer, tc, tickets,
-                          record_path=path)
+                          record_path=path, on_end=self.registry.ended)
         except ValueError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         except OSError as e:
             log.error("record_file_failed", path=str(path), error=repr(e))
             await context.abort(grpc.StatusCode.INTERNAL, f"the referee cannot write the match record {path}: "
                                                           f"{e.strerror or e}")
-        self.registry.matches[match_id] = match
-        for seat, t in enumerate(tickets):
-            self.registry.tickets[t] = (match, seat)
+        self.registry.add(match)
         match.start()
         log.info("match_created", match_id=match_id, seats=names, games=match.games,
                  seed_commitment=match.commitment)
@@ -439,7 +481,8 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
 
     async def ListMatches(self, request: pb.ListMatchesRequest,
                           context: grpc.aio.ServicerContext) -> pb.ListMatchesResponse:
-        """All matches, oldest first."""
+        """The matches held in memory, oldest first: every running one and the finished ones still
+        kept (see :class:`Registry`)."""
         await self._auth(context)
         return pb.ListMatchesResponse(matches=[
             pb.MatchSummary(match_id=m.id, status=m.status, seat_names=m.seat_names,
@@ -454,19 +497,22 @@ class RefereeServer:
     :param admin_token: the AdminService token; ``None`` = a random one (read :attr:`admin_token`).
     :param record_dir: write each match's record to ``<record_dir>/<match_id>.jsonl``, or ``None``.
     :param tls: ``(certificate chain PEM bytes, private key PEM bytes)`` for TLS, or ``None``.
+    :param keep_finished: finished matches held in memory at most (newest first), see :class:`Registry`.
+    :param keep_finished_s: seconds a finished match is held in memory after it ended.
     :raises RuntimeError: from :meth:`start` if the port cannot be bound.
     :raises ValueError: from :meth:`start` if ``record_dir`` is not a directory that can be created and
         written (see :func:`prepare_record_dir`).
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, admin_token: str | None = None,
-                 record_dir: Path | str | None = None, tls: tuple[bytes, bytes] | None = None) -> None:
+                 record_dir: Path | str | None = None, tls: tuple[bytes, bytes] | None = None,
+                 keep_finished: int = KEEP_FINISHED, keep_finished_s: float = KEEP_FINISHED_S) -> None:
         self.host = host
         self.port = port
         self.admin_token = admin_token or secrets.token_urlsafe(24)
         self.record_dir = Path(record_dir) if record_dir is not None else None
         self.tls = tls
-        self.registry = Registry()
+        self.registry = Registry(keep_finished, keep_finished_s)
         self._server: grpc.aio.Server | None = None
         self._health = health.aio.HealthServicer() if hasattr(health, "aio") else health.HealthServicer()
         self._accepting = threading.Event()
@@ -556,9 +602,11 @@ async def _maybe_await(x: Any) -> None:
 
 
 def start_server(host: str = "127.0.0.1", port: int = 0, admin_token: str | None = None,
-                 record_dir: Path | str | None = None, tls: tuple[bytes, bytes] | None = None) -> RefereeServer:
-    """A :class:`RefereeServer` to use as ``async with start_server(port=0, admin_token=t) as s:``."""
-    return RefereeServer(host=host, port=port, admin_token=admin_token, record_dir=record_dir, tls=tls)
+                 record_dir: Path | str | None = None, tls: tuple[bytes, bytes] | None = None,
+                 **kwargs: Any) -> RefereeServer:
+    """A :class:`RefereeServer` to use as ``async with start_server(port=0, admin_token=t) as s:``
+    (``kwargs``: its other parameters)."""
+    return RefereeServer(host=host, port=port, admin_token=admin_token, record_dir=record_dir, tls=tls, **kwargs)
 
 
 class ThreadedReferee:

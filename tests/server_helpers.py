@@ -69,11 +69,11 @@ class RefereeProc:
         return list(r.lines)
 
 
-def start_referee(record_dir: Path) -> Iterator[RefereeProc]:
-    """Start ``referee serve --port 0`` (a real process on 127.0.0.1) and stop it with SIGTERM."""
+def start_referee(record_dir: Path, *options: str) -> Iterator[RefereeProc]:
+    """Start ``referee serve --port 0 [options]`` (a real process on 127.0.0.1) and stop it with SIGTERM."""
     env = {**os.environ, "ALLFOURS_ADMIN_TOKEN": TOKEN, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "referee.cli", "serve", "--port", "0",
-                             "--record-dir", str(record_dir), "--grace", "1"],
+                             "--record-dir", str(record_dir), "--grace", "1", *options],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
     assert proc.stdout is not None
     line = proc.stdout.readline()

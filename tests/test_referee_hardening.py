@@ -20,7 +20,7 @@ import pytest
 
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
-from tests.server_helpers import ROOT, RefereeProc, decision, finish, launch_bots, start_referee
+from tests.server_helpers import MD, ROOT, RefereeProc, decision, finish, launch_bots, start_referee
 
 pytestmark = pytest.mark.slow
 
@@ -264,3 +264,31 @@ def test_a_stream_whose_outbox_overflows_is_ended_and_the_seat_disconnected() ->
             call.cancel()
 
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_finished_matches_leave_memory_after_the_retention_count_and_time(tmp_path: Path) -> None:
+    """item 2: with ``--keep-finished 2 --keep-finished-s 2`` only the two newest finished matches stay
+    listed; an older one's GetRecord is NOT_FOUND naming the retention, its record file stays on disk;
+    after the retention time none is held."""
+    gen = start_referee(tmp_path, "--keep-finished", "2", "--keep-finished-s", "2")
+    ref = next(gen)
+    try:
+        ids = []
+        for _ in range(4):
+            created = ref.create(players=2, join_ms=100)
+            ref.result(created.match_id)  # a no-show: over at once
+            ids.append(created.match_id)
+        listed = [m.match_id for m in ref.admin.ListMatches(pb.ListMatchesRequest(), metadata=MD, timeout=5).matches]
+        assert listed == ids[2:]
+        assert ref.record(ids[3])[-1].startswith('{"type":"seed"')
+        with pytest.raises(grpc.RpcError) as e:
+            ref.record(ids[0])
+        assert e.value.code() == grpc.StatusCode.NOT_FOUND
+        assert "kept 2 s, the last 2" in (e.value.details() or "")
+        assert all((tmp_path / f"{i}.jsonl").read_text().count("\n") == 3 for i in ids)  # header, result, seed
+        deadline = time.monotonic() + 10
+        while ref.admin.ListMatches(pb.ListMatchesRequest(), metadata=MD, timeout=5).matches:
+            assert time.monotonic() < deadline, "finished matches outlived the retention time"
+            time.sleep(0.2)
+    finally:
+        gen.close()
