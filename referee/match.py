@@ -706,6 +706,18 @@ class Match:
         self._state = self._timeout(self._state, p)
         self._advance()
 
+    def _drop_play_state(self) -> None:
+        """The match is over: let go of what only playing needed (engine states with every deal's
+        history, decks shuffled ahead, work done ahead, the seqs sent), so that a finished match kept
+        for GetRecord and WatchMatch holds its result, record lines and events only
+        (benchmarks/soak.py)."""
+        self._state = new_game(self.rules, 0)
+        self._games_ended = []
+        self._decks = {}
+        self._ahead_step = self._ahead_game = self._ahead_deal = self._ahead_request = None
+        for s in self.seats:
+            s.issued = set()
+
     def _end_game(self, state: State, forfeited: bool, winner: int | None = None) -> None:
         w = state.winner if winner is None else winner
         self._games_ended.append((self._game, state, forfeited, w))
@@ -1004,6 +1016,7 @@ class Match:
             q.put_nowait(None)
         self.watchers.clear()
         self.log.info("match_end", status=pb.MatchStatus.Name(self.status), winner=winner, games_won=games_won)
+        self._drop_play_state()
         self.done.set()
         if self._on_end is not None:
             with contextlib.suppress(Exception):

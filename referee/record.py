@@ -106,7 +106,12 @@ class RecordWriter:
             self._on_file_error(error)
 
     def close(self) -> None:
-        """Write what is queued and close the file, if any. Lines stay available in :attr:`lines`."""
+        """Write what is queued and close the file, if any. Lines stay available in :attr:`lines`.
+
+        The writer then lets go of ``on_file_error`` (often a bound method of its owner): no
+        reference cycle keeps a finished match in memory until the cyclic collector runs (rarely,
+        once ``tune_gc`` has set it up; benchmarks/soak.py).
+        """
         self.flush()
         if self._file is not None:
             f, self._file = self._file, None
@@ -114,6 +119,7 @@ class RecordWriter:
                 f.close()
             except OSError as e:
                 self._file_failed(e)
+        self._on_file_error = None
 
 
 def _open_private(path: Path) -> TextIO:

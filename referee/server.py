@@ -182,8 +182,10 @@ class Registry:
         self.streams: set[asyncio.Task[Any]] = set()
         self.keep_finished = keep_finished
         self.keep_finished_s = keep_finished_s
-        #: Ids of the finished matches still held, oldest end first.
-        self._finished: dict[str, None] = {}
+        #: The finished matches still held: id -> when it ended (``loop.time()``), oldest first.
+        self._finished: dict[str, float] = {}
+        #: The one timer that forgets the oldest finished match when its time is up.
+        self._timer: asyncio.TimerHandle | None = None
 
     def add(self, match: Match) -> None:
         """Hold a new match and its tickets."""
@@ -192,14 +194,27 @@ class Registry:
             self.tickets[s.ticket] = (match, seat)
 
     def ended(self, match: Match) -> None:
-        """``match`` has ended (its ``on_end``): forget it after the retention time, and forget the
-        oldest finished matches beyond the retention count now."""
+        """``match`` has ended (its ``on_end``): forget the oldest finished matches beyond the
+        retention count now, and each one once its retention time is up."""
         if match.id not in self.matches:
             return
-        self._finished[match.id] = None
-        asyncio.get_running_loop().call_later(self.keep_finished_s, self.forget, match.id)
+        self._finished[match.id] = asyncio.get_running_loop().time()
         while len(self._finished) > self.keep_finished:
             self.forget(next(iter(self._finished)))
+        if self._timer is None:  # else it is due for an older match: it re-arms itself
+            self._expire()
+
+    def _expire(self) -> None:
+        """Forget the finished matches whose retention time is up; set the timer for the next one."""
+        self._timer = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        while self._finished:
+            match_id, ended_at = next(iter(self._finished.items()))
+            if now - ended_at < self.keep_finished_s:
+                self._timer = loop.call_later(ended_at + self.keep_finished_s - now, self._expire)
+                break
+            self.forget(match_id)
 
     def forget(self, match_id: str) -> None:
         """Drop a finished match and its tickets from memory (a no-op if already gone)."""

@@ -46,3 +46,18 @@ def test_ratings_benchmark_prints_its_figures(tmp_path: Path) -> None:
         "ratings.py", "--bots", "4", "12", "--games-per-bot", "40", "--bootstrap", "50", "--repeat", "1", cwd=tmp_path
     )
     assert re.search(r"bots=12\s+games=480\s.*full=[\d.]+s .*games/s=[\d,]+", out), out
+
+
+@pytest.mark.slow
+def test_soak_benchmark_prints_growth_per_match(tmp_path: Path) -> None:
+    out = run("soak.py", "--matches", "3", "--warmup", "1", "--keep", "1", cwd=tmp_path)
+    assert re.search(r"growth per match: keep all -?[\d.]+ KiB, retention -?[\d.]+ KiB", out), out
+    assert out.count("0 with a seat short of MatchEnd") == 2, out
+
+
+@pytest.mark.slow
+def test_load_benchmark_prints_dispatch_memory_and_drops(tmp_path: Path) -> None:
+    out = run("load.py", "--matches", "4", "--workers", "2", cwd=tmp_path)
+    assert re.search(r"dispatch loaded:\s+p50 [\d.]+ ms\s+p99 [\d.]+ ms", out), out
+    assert re.search(r"referee RSS:\s+before [\d.]+ MiB\s+peak [\d.]+ MiB", out), out
+    assert "0 seats without MatchEnd, 0 matches not completed, 0 stream errors  (none)" in out, out
