@@ -715,6 +715,7 @@ class Match:
         self._games_ended = []
         self._decks = {}
         self._ahead_step = self._ahead_game = self._ahead_deal = self._ahead_request = None
+        self.latencies = []  # handed to the metrics already
         for s in self.seats:
             s.issued = set()
 
