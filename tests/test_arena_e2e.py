@@ -103,7 +103,9 @@ games_per_pairing = 2
 concurrency = 3
 output = "out"
 [tournament.time_control]
-join_ms = 3000
+# Each bot starts as two Python processes under the subreaper shepherd (no writable cgroup v2):
+# 3 s was not enough for 12 of them at once on a busy 2-core machine.
+join_ms = 10000
 grace_ms = 300
 [[bots]]
 name = "good"
