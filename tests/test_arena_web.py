@@ -116,6 +116,27 @@ def test_bot_controlled_text_is_escaped(client: TestClient, out: Path) -> None:
     assert script_json({"n": "</script><b>"}) == '{"n":"\\u003c/script\\u003e\\u003cb\\u003e"}'
 
 
+def test_security_headers_and_no_other_seats_termination_detail(client: TestClient, out: Path, tmp_path: Path) -> None:
+    r = client.get("/")
+    assert "script-src 'self'" in r.headers["content-security-policy"]
+    assert r.headers["x-content-type-options"] == "nosniff" and r.headers["x-frame-options"] == "DENY"
+    assert client.get("/api/games").headers["referrer-policy"] == "no-referrer"
+    # the record's result keeps the engine's full message (it may name a held card): seat views
+    # show only their own seat's detail
+    g = games_of(out)[0]
+    lines = record_lines(out / g["record"])
+    result = next(o for o in lines if o["type"] == "result")
+    for s in result["seats"]:
+        s["detail"] = f"seat {s['seat']} secret detail"
+    rec = tmp_path / "r.jsonl"
+    rec.write_text("".join(json.dumps(o) + "\n" for o in lines))
+    c = TestClient(create_app(out, record=rec, bootstrap=0))
+    every = c.get("/", params={"seat": "all"}).text
+    assert all(f"seat {k} secret detail" in every for k in range(4))
+    one = c.get("/", params={"seat": 2}).text
+    assert "seat 2 secret detail" in one and not any(f"seat {k} secret detail" in one for k in (0, 1, 3))
+
+
 def test_no_file_outside_the_output_folder(tmp_path: Path, out: Path) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(out, copy)

@@ -76,6 +76,18 @@ def page(browser: Any) -> Iterator[Any]:
         ctx.close()
 
 
+def wait_for_text(page: Any, selector: str, ok: Any, timeout_s: float = 10) -> str:
+    """Poll ``selector``'s text until ``ok(text)`` (bounded). The pages' Content-Security-Policy forbids
+    eval, so playwright's string ``wait_for_function`` cannot run there."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        text = page.locator(selector).text_content() or ""
+        if ok(text):
+            return text
+        assert time.monotonic() < deadline, f"{selector} still shows {text!r}"
+        page.wait_for_timeout(100)
+
+
 def games_of(out: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
 
@@ -90,7 +102,7 @@ def test_leaderboard_loads_and_shows_a_script_name_as_text(page: Any, server: We
     assert EVIL in page.locator("td.bot").all_text_contents()
     assert page.locator("svg circle").count() == 2  # the chart, one dot a bot
     assert page.locator("#games-table a.replay").count() == 2
-    page.wait_for_function("document.getElementById('live-state').textContent === 'live'", timeout=10_000)
+    wait_for_text(page, "#live-state", lambda t: t == "live")
     if SHOTS:
         page.screenshot(path=str(Path(SHOTS) / "web-leaderboard.png"), full_page=True)
 
@@ -125,11 +137,11 @@ def test_leaderboard_updates_when_a_game_finishes(page: Any, tmp_path: Path) -> 
             time.sleep(0.1)
         server = start_in_thread(tmp_path / "out", "127.0.0.1", 0, bootstrap=0)
         page.goto(url(server, "/"))
-        page.wait_for_function("document.getElementById('live-state').textContent === 'live'", timeout=10_000)
+        wait_for_text(page, "#live-state", lambda t: t == "live")
         page.evaluate("window.sameDocument = true")
         before = int(page.locator("#played").text_content())
         assert before < 4
-        page.wait_for_function(f"Number(document.getElementById('played').textContent) > {before}", timeout=20_000)
+        wait_for_text(page, "#played", lambda t: int(t) > before, 20)
         assert page.evaluate("window.sameDocument") is True  # updated in place, not reloaded
         assert page.locator("#games-table tr").count() - 1 == int(page.locator("#played").text_content())
     finally:

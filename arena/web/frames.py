@@ -8,7 +8,8 @@ per-seat view holds exactly what that seat could see at that moment and nothing 
 - ``view="all"`` (all hands): each seat's hand is ``observe(state, seat).hand``;
 - ``view=K`` (seat ``K``): only seat ``K``'s hand; the others are ``null`` (the viewer draws
   ``hand_sizes`` card backs), rejected answers of other seats are left out (the referee tells only
-  the seat that sent one).
+  the seat that sent one), and so are other seats' termination details in the result (the record
+  keeps the engine's full message, which may name a card the seat held).
 
 The deck orders of the record's ``deal`` lines and its ``seed`` line never reach a frame.
 
@@ -221,6 +222,10 @@ class FrameBuilder:
             {k: s.get(k) for k in ("seat", "name", "termination", "detail", "strikes", "illegal")}
             for s in o.get("seats", [])
         ]
+        if self.view != ALL:  # the record keeps the engine's full message, which may name a held card
+            for s in seats:
+                if s["seat"] != self.view:
+                    s["detail"] = ""
         winner = o.get("winner")
         who = "no winner" if winner is None else f"side {winner} wins the match"
         self._frame("result", f"match {o.get('status')}: {who}", result_seats=seats, winner=winner)
