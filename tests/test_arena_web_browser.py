@@ -210,6 +210,7 @@ def test_static_viewer_copy_works_from_the_file_system(page: Any, out: Path) -> 
     g = games_of(out)[0]
     page.goto((out / "leaderboard.html").as_uri())
     page.click(f"a.replay[href='replays/{g['game_id']}.html']")
+    page.wait_for_load_state()
     page.wait_for_selector("#step-text:not(:empty)")
     assert page.url.startswith("file://")
     page.keyboard.press("End")
@@ -235,6 +236,8 @@ def test_spectator_page_shows_the_delayed_game(page: Any, server: WebServer, out
     try:
         page.goto(url(s, "/live"))
         page.click(f"text={games[0]['game_id']}")
+        page.wait_for_load_state()
+        page.wait_for_selector("#step-text:not(:empty)")  # viewer.js has run
         assert "hidden from game 1 deal 2" in page.locator("#delay-note").text_content()
         page.keyboard.press("End")
         assert page.evaluate("window.arenaViewer.frames().every(f => f.deal <= 1)")
