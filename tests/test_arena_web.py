@@ -161,6 +161,7 @@ def test_unrevealed_seeds_and_open_replays(tmp_path: Path, out: Path) -> None:
     games = games_of(out)
     with sqlite3.connect(copy / "arena.sqlite") as db:
         db.execute("DELETE FROM games WHERE game_id = ?", (games[1]["game_id"],))
+        db.execute("DELETE FROM meta WHERE key = 'finished_at'")  # a run still going has not revealed it
     c = TestClient(create_app(copy, bootstrap=0))
     g = games[0]
     secrets = ["11" * 32, g["seed"]]
@@ -173,6 +174,19 @@ def test_unrevealed_seeds_and_open_replays(tmp_path: Path, out: Path) -> None:
     assert closed.status_code == 403 and "duplicate pair" in closed.json()["error"]
     assert c.get(f"/games/{g['game_id']}").status_code == 403
     assert c.get(f"/api/games/{g['game_id']}").json()["record"] is None
+
+
+def test_a_league_never_reveals_the_master_seed(tmp_path: Path, out: Path) -> None:
+    """Every scheduled game stored but no finished_at (as `arena serve` leaves it: a league may grow,
+    and its next games' deals derive from the master seed): the seed stays hidden."""
+    copy = tmp_path / "league"
+    shutil.copytree(out, copy)
+    with sqlite3.connect(copy / "arena.sqlite") as db:
+        db.execute("DELETE FROM meta WHERE key = 'finished_at'")
+    c = TestClient(create_app(copy, bootstrap=0))
+    facts = c.get("/api/ratings").json()["tournament"]
+    assert facts["played"] == facts["scheduled"] and facts["master_seed"] is None
+    assert "11" * 32 not in c.get("/").text and "11" * 32 not in c.get("/api/games").text
 
 
 def test_live_file_replays_like_the_record(tmp_path: Path, out: Path) -> None:

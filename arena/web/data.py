@@ -1,11 +1,12 @@
 """What the web pages show, read from one output folder: the results database (read-only), the
 records and the live files of running games. Nothing here writes.
 
-Secrets stay out: the master seed is read only once every scheduled game is stored (it is then
-revealed, as on the static leaderboard); a game's deal seed is never shown before that (the two games
-of a duplicate pair share it). A game's replay opens only when **both games of its duplicate pair**
-are stored — they share every deck, so the replay of one would show the cards of the other while it
-is played. Paths come from the database, never from a URL, and must resolve inside the output folder.
+Secrets stay out: the master seed is read only once the arena has revealed it (``finished_at`` in
+the meta table: every game played, as on the static leaderboard; never for a league); a game's deal
+seed is never shown before that (the two games of a duplicate pair share it). A game's replay opens
+only when **both games of its duplicate pair** are stored — they share every deck, so the replay of
+one would show the cards of the other while it is played. Paths come from the database, never from
+a URL, and must resolve inside the output folder.
 
 Shapes: :meth:`WebData.game_row` is a games.jsonl row (:meth:`arena.store.GameResult.rating_row`)
 without ``seed`` (unless revealed) and with ``replay_open``; :meth:`WebData.ratings` is the
@@ -144,20 +145,21 @@ class WebData:
     # ------------------------------------------------------------------ tournament
     def facts(self) -> dict[str, Any]:
         """The public facts (name, players, bots {name: version}, rules, commitment, scheduled, played,
-        and ``master_seed`` — ``None`` until every scheduled game is stored)."""
+        and ``master_seed`` — ``None`` until the arena has revealed it: ``finished_at`` is in the meta
+        table, set by ``arena run`` when it publishes the seed; ``arena serve`` never reveals it)."""
         raw = self._meta(FACTS_KEY)
         facts: dict[str, Any] = json.loads(raw) if raw else {}
         facts.setdefault("name", self.output.name)
         facts.setdefault("commitment", self._meta("commitment"))
-        played = self.version()[0]
-        facts["played"] = played
-        scheduled = facts.get("scheduled")
-        complete = isinstance(scheduled, int) and played >= scheduled > 0
-        facts["master_seed"] = self._meta("master_seed") if complete else None
+        facts["played"] = self.version()[0]
+        # revealed exactly when the arena revealed it: `arena run` sets finished_at when it publishes the
+        # seed (every game played, or an SPRT decided); a league (`arena serve`) never does
+        revealed = self._meta("finished_at") is not None
+        facts["master_seed"] = self._meta("master_seed") if revealed else None
         return facts
 
     def revealed(self) -> bool:
-        """Whether the master seed (hence every deal seed) is public: every scheduled game is stored."""
+        """Whether the master seed (hence every deal seed) is public (see :meth:`facts`)."""
         return self.facts()["master_seed"] is not None
 
     def ratings(self) -> dict[str, Any]:
