@@ -1,6 +1,6 @@
 """The conformance suite (sdk/conformance) end to end: real bot processes over real gRPC streams.
 
-- every sample bot (random, heuristic, Node.js) passes every check;
+- every sample bot (random, heuristic, Node.js, C++) passes every check;
 - a bot with one deliberate fault per check (tests/bots/broken.py) fails exactly that check;
 - the scripted decks stage what their checks need (checked through the engine);
 - usage errors are one line and exit status 2.
@@ -48,6 +48,7 @@ SAMPLE_BOTS = {
     "random": (sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--log-level", "warning"),
     "heuristic": (sys.executable, "-m", "sdk.run", "sample_bots.heuristic:HeuristicBot", "--log-level", "warning"),
     "nodejs": ("node", "sample_bots/js/bot.js"),
+    "cpp": ("sample_bots/cpp/build/allfours-cpp-bot",),
 }
 
 
@@ -57,6 +58,9 @@ def test_sample_bot_passes_every_check(name: str) -> None:
     if name == "nodejs":
         require(shutil.which("node") is not None and (ROOT / "sample_bots/js/node_modules").is_dir(),
                 "node or sample_bots/js/node_modules missing (npm ci --prefix sample_bots/js)")
+    if name == "cpp":
+        require((ROOT / SAMPLE_BOTS["cpp"][0]).is_file(),
+                "the C++ bot is not built (scripts/setup.sh runs sample_bots/cpp/build.sh)")
     out = run_suite(*SAMPLE_BOTS[name])
     assert statuses(out) == {c: "pass" for c in ALL}, json.dumps(out, indent=1)
 

@@ -1,0 +1,263 @@
+// A simple All Fours bot in C++, speaking protocol allfours.v1 over gRPC (docs/protocol.md).
+//
+// Stubs are generated from proto/allfours/v1/referee.proto at build time (CMakeLists.txt) with
+// Debian's protoc and grpc_cpp_plugin; it links Debian's libgrpc++. See README.md for the build.
+//
+// Usage: allfours-cpp-bot [--referee HOST:PORT] [--ticket=T] [--name NAME] [--version V]
+// (default: the environment variables ALLFOURS_REFEREE and ALLFOURS_TICKET, which the arena sets).
+// Exit status: 0 once the match is over, 1 if the seat was refused or the referee unreachable,
+// 2 on a usage error.
+//
+// Play: stands when asked to stand or beg; as dealer gives one unless that point would win the
+// game for the other side; calls an exposed card when it may; leads its highest legal card and
+// otherwise plays its lowest. Protocol: echoes seq; answers a request once per stream; retries once
+// with another legal action after ActionRejected; ignores message and event kinds it does not know;
+// reconnects with the same ticket within the grace period; leaves on MatchEnd.
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <iostream>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "allfours/v1/referee.grpc.pb.h"
+
+namespace pb = allfours::v1;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const char* kProtocolVersion = "allfours.v1";
+const std::string kRanks = "23456789TJQKA";
+
+struct Options {
+  std::string referee;
+  std::string ticket;
+  std::string name = "cpp-simple";
+  std::string version = "1";
+};
+
+void Log(const std::string& text) {
+  std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  std::cerr << stamp << " " << text << std::endl;
+}
+
+[[noreturn]] void Usage(const std::string& why) {
+  if (!why.empty()) std::cerr << "allfours-cpp-bot: " << why << "\n";
+  std::cerr << "usage: allfours-cpp-bot [--referee HOST:PORT] [--ticket T] [--name NAME] [--version V]\n";
+  std::exit(2);
+}
+
+Options ParseArgs(int argc, char** argv) {
+  Options o;
+  if (const char* r = std::getenv("ALLFOURS_REFEREE")) o.referee = r;
+  if (const char* t = std::getenv("ALLFOURS_TICKET")) o.ticket = t;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    std::string inline_value;
+    bool has_inline = false;
+    if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos) {  // --ticket=T (a ticket may start with -)
+      inline_value = a.substr(a.find('=') + 1);
+      a = a.substr(0, a.find('='));
+      has_inline = true;
+    }
+    auto value = [&]() -> std::string {
+      if (has_inline) return inline_value;
+      if (i + 1 >= argc) Usage(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--referee") o.referee = value();
+    else if (a == "--ticket") o.ticket = value();
+    else if (a == "--name") o.name = value();
+    else if (a == "--version") o.version = value();
+    else Usage("unknown argument " + a);
+  }
+  if (o.referee.empty()) Usage("no referee address: pass --referee HOST:PORT or set ALLFOURS_REFEREE");
+  if (o.ticket.empty()) Usage("no ticket: pass --ticket T or set ALLFOURS_TICKET");
+  return o;
+}
+
+int Rank(const std::string& card) { return card.empty() ? -1 : static_cast<int>(kRanks.find(card[0])); }
+
+bool SameAction(const pb::Action& a, const pb::Action& b) { return a.kind() == b.kind() && a.card() == b.card(); }
+
+// The chosen action: always one of the request's legal actions, echoed back.
+pb::Action Choose(const pb::DecisionRequest& req) {
+  const auto& legal = req.legal_actions();
+  const pb::Observation& obs = req.observation();
+  auto find = [&](pb::ActionKind kind) -> const pb::Action* {
+    for (const auto& a : legal)
+      if (a.kind() == kind) return &a;
+    return nullptr;
+  };
+  switch (obs.phase()) {
+    case pb::PHASE_BEG:
+      if (auto* a = find(pb::ACTION_KIND_STAND)) return *a;
+      break;
+    case pb::PHASE_DEALER: {
+      int players = obs.rules().players() > 0 ? obs.rules().players() : 4;
+      int beggar_side = (obs.dealer() + 1) % players % 2;
+      int target = obs.rules().has_target() ? obs.rules().target() : 14;
+      bool gives_game = obs.scores_size() == 2 && obs.scores(beggar_side) + 1 >= target;
+      if (auto* a = find(gives_game ? pb::ACTION_KIND_RUN_PACK : pb::ACTION_KIND_GIVE_ONE)) return *a;
+      break;
+    }
+    case pb::PHASE_CALL:
+      if (auto* a = find(pb::ACTION_KIND_CALL)) return *a;
+      if (auto* a = find(pb::ACTION_KIND_PASS)) return *a;
+      break;
+    case pb::PHASE_PLAY: {
+      const pb::Action* best = nullptr;
+      bool leading = obs.trick_size() == 0;
+      for (const auto& a : legal) {
+        if (a.kind() != pb::ACTION_KIND_PLAY) continue;
+        if (!best || (leading ? Rank(a.card()) > Rank(best->card()) : Rank(a.card()) < Rank(best->card()))) best = &a;
+      }
+      if (best) return *best;
+      break;
+    }
+    default:
+      break;
+  }
+  return legal.Get(0);
+}
+
+enum class Outcome { kMatchOver, kLost, kRefused };
+
+class Seat {
+ public:
+  Seat(const Options& opts, std::shared_ptr<grpc::Channel> channel)
+      : opts_(opts), stub_(pb::RefereeService::NewStub(channel)) {}
+
+  bool joined() const { return joined_; }
+  bool welcomed_on_last_stream() const { return welcomed_; }
+  int grace_ms() const { return grace_ms_; }
+
+  // One Play stream, until MatchEnd or until it breaks.
+  Outcome Session(std::string* why) {
+    grpc::ClientContext context;
+    welcomed_ = false;
+    auto stream = stub_->Play(&context);
+    pb::PlayRequest hello;
+    auto* h = hello.mutable_hello();
+    h->set_ticket(opts_.ticket);
+    h->set_protocol_version(kProtocolVersion);
+    h->set_bot_name(opts_.name);
+    h->set_bot_version(opts_.version);
+    stream->Write(hello);
+    std::set<uint64_t> answered;  // seqs answered on this stream
+    std::set<uint64_t> retried;
+    pb::DecisionRequest last;
+    pb::PlayResponse resp;
+    while (stream->Read(&resp)) {
+      switch (resp.msg_case()) {
+        case pb::PlayResponse::kWelcome: {
+          const auto& w = resp.welcome();
+          joined_ = welcomed_ = true;
+          if (w.time_control().grace_ms() > 0) grace_ms_ = static_cast<int>(w.time_control().grace_ms());
+          Log("joined match " + w.match_id() + " as seat " + std::to_string(w.seat()) +
+              (w.resumed() ? " (resumed)" : ""));
+          break;
+        }
+        case pb::PlayResponse::kDecisionRequest: {
+          const auto& req = resp.decision_request();
+          if (answered.count(req.seq()) || req.legal_actions_size() == 0) break;  // already answered here
+          last = req;
+          Send(stream.get(), req.seq(), Choose(req), &answered);
+          break;
+        }
+        case pb::PlayResponse::kActionRejected: {
+          const auto& r = resp.action_rejected();
+          Log("seq " + std::to_string(r.seq()) + " rejected: " + r.message());
+          if (r.seq() != last.seq() || retried.count(r.seq())) break;
+          retried.insert(r.seq());
+          for (const auto& a : last.legal_actions()) {
+            if (!SameAction(a, r.action())) {
+              Send(stream.get(), r.seq(), a, &answered);
+              break;
+            }
+          }
+          break;
+        }
+        case pb::PlayResponse::kMatchEnd: {
+          const auto& res = resp.match_end().result();
+          std::cout << "match over: games won " << (res.games_won_size() == 2 ? res.games_won(0) : 0) << "-"
+                    << (res.games_won_size() == 2 ? res.games_won(1) : 0) << ", winner side " << res.winner()
+                    << std::endl;
+          stream->WritesDone();
+          stream->Finish();
+          return Outcome::kMatchOver;
+        }
+        default:  // events, pongs, and message kinds of a newer protocol: nothing to do
+          break;
+      }
+    }
+    stream->WritesDone();
+    grpc::Status status = stream->Finish();
+    *why = status.ok() ? "the stream ended without MatchEnd"
+                       : std::to_string(status.error_code()) + ": " + status.error_message();
+    auto code = status.error_code();
+    if (code == grpc::StatusCode::UNAUTHENTICATED || code == grpc::StatusCode::INVALID_ARGUMENT ||
+        code == grpc::StatusCode::UNIMPLEMENTED || code == grpc::StatusCode::ABORTED ||
+        (code == grpc::StatusCode::PERMISSION_DENIED && !joined_))
+      return Outcome::kRefused;
+    return Outcome::kLost;
+  }
+
+ private:
+  using Stream = grpc::ClientReaderWriter<pb::PlayRequest, pb::PlayResponse>;
+
+  static void Send(Stream* stream, uint64_t seq, const pb::Action& action, std::set<uint64_t>* answered) {
+    pb::PlayRequest msg;
+    msg.mutable_decision()->set_seq(seq);
+    *msg.mutable_decision()->mutable_action() = action;
+    answered->insert(seq);
+    stream->Write(msg);
+  }
+
+  const Options& opts_;
+  std::unique_ptr<pb::RefereeService::Stub> stub_;
+  bool joined_ = false;
+  bool welcomed_ = false;
+  int grace_ms_ = 5000;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opts = ParseArgs(argc, argv);
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 20000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+  auto channel = grpc::CreateCustomChannel(opts.referee, grpc::InsecureChannelCredentials(), args);
+  Seat seat(opts, channel);
+  auto window_end = Clock::now() + std::chrono::seconds(15);  // before the first Welcome
+  auto backoff = std::chrono::milliseconds(50);
+  for (;;) {
+    std::string why;
+    Outcome out = seat.Session(&why);
+    if (out == Outcome::kMatchOver) return 0;
+    if (out == Outcome::kRefused) {
+      Log("the referee at " + opts.referee + " refused the seat: " + why);
+      return 1;
+    }
+    auto now = Clock::now();
+    if (seat.welcomed_on_last_stream()) {
+      // Lost a live stream: the referee holds the seat for grace_ms from now.
+      window_end = now + std::chrono::milliseconds(seat.grace_ms() * 9 / 10);
+    }
+    if (now >= window_end) {
+      Log("cannot reach the referee at " + opts.referee + ": " + why);
+      return 1;
+    }
+    Log("connection lost (" + why + "); reconnecting with the same ticket");
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  }
+}

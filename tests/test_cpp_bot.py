@@ -1,0 +1,70 @@
+"""The C++ sample bot (sample_bots/cpp, built offline from Debian's gRPC by scripts/setup.d/30-cpp.sh)
+plays in a tournament over real gRPC and is seated in the demo. The conformance suite runs on it in
+tests/test_conformance.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arena.config import load_config
+from tests.conftest import require
+
+ROOT = Path(__file__).resolve().parent.parent
+BINARY = ROOT / "sample_bots/cpp/build/allfours-cpp-bot"
+
+pytestmark = pytest.mark.slow
+
+CONFIG = """
+[tournament]
+name = "cpp"
+players = 4
+games_per_pairing = 2
+concurrency = 1
+output = "{out}"
+
+[tournament.rules]
+target = 7
+
+[tournament.time_control]
+decision_ms = 2000
+join_ms = 15000
+
+[[bots]]
+name = "cpp"
+version = "1"
+command = ["sample_bots/cpp/build/allfours-cpp-bot", "--ticket={{ticket}}"]
+cwd = "{root}"
+
+[[bots]]
+name = "heuristic"
+version = "1"
+command = ["{{python}}", "-m", "sdk.run", "sample_bots.heuristic:HeuristicBot", "--log-level", "warning"]
+cwd = "{root}"
+"""
+
+
+def test_the_cpp_bot_plays_a_tournament(tmp_path: Path) -> None:
+    require(BINARY.is_file(), "sample_bots/cpp is not built (run scripts/setup.sh or bash sample_bots/cpp/build.sh)")
+    out = tmp_path / "out"
+    cfg = tmp_path / "cpp.toml"
+    cfg.write_text(CONFIG.format(out=out, root=ROOT))
+    done = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    games = [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
+    assert len(games) == 2
+    for g in games:
+        assert g["terminations"] == ["normal"] * 4 and g["winner"] in (0, 1), g
+    ratings = json.loads((out / "ratings.json").read_text())
+    assert ratings["ratings"]["cpp"]["games"] == 2
+
+
+def test_the_demo_seats_the_cpp_bot() -> None:
+    demo = load_config(ROOT / "examples/demo.toml")
+    commands = {b.name: b.command for b in demo.bots}
+    assert commands["cpp"][0] == "sample_bots/cpp/build/allfours-cpp-bot"
