@@ -91,6 +91,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--metrics-host", default="127.0.0.1", metavar="HOST",
                      help="interface of --metrics-port (default 127.0.0.1; 0.0.0.0 in a container)")
     run.add_argument(
+        "--skip-broken",
+        action="store_true",
+        help="a bot that fails its check before the first game (it must start and join a practice match) "
+        "forfeits its games at once instead of stopping the run",
+    )
+    run.add_argument(
         "--simulate",
         type=float,
         metavar="SECONDS",
@@ -412,6 +418,9 @@ def _play(
     """
     from arena.match_runner import RefereeError
 
+    code = _check_bots(args, console, error, runner, pending)
+    if code:
+        return code
     stop = threading.Event()
     try:
         with publish.progress_bar(
@@ -444,6 +453,35 @@ def _play(
         error(f"{type(e).__name__}: {e}; stored games are kept; run the same command to resume")
         return 1
     return 0
+
+
+def _check_bots(
+    args: argparse.Namespace,
+    console: Console,
+    error: Callable[[str], None],
+    runner: GameRunner,
+    pending: Sequence[ScheduledGame],
+) -> int:
+    """Check every bot of the ``pending`` games once (it starts and joins a practice match) before the
+    first game. A failure stops the run (exit status 2, one line per broken bot), or with
+    ``--skip-broken`` its games are forfeited at once (one warning line per broken bot); returns 0 to go on."""
+    check = getattr(runner, "check_bots", None)
+    if check is None:  # the simulated runner starts no bots
+        return 0
+    names = list(dict.fromkeys(name for g in pending for name in g.sides))
+    problems: dict[str, str] = check(names)
+    for name, why in problems.items():
+        games = sum(name in g.sides for g in pending)
+        if args.skip_broken:
+            console.print(
+                f"[yellow]warning:[/yellow] bot {escape(repr(name))} failed its check: {escape(why)}; "
+                f"its {games} games are forfeited (--skip-broken)",
+                soft_wrap=True,
+                highlight=False,
+            )
+        else:
+            error(f"bot {name!r} failed its check before the first game: {why} (fix it, or pass --skip-broken)")
+    return 2 if problems and not args.skip_broken else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -35,6 +35,7 @@ stays pending and is played on the next run.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import signal
 import socket
@@ -439,6 +440,8 @@ class GrpcGameRunner:
         # never handed to a bot: the admin token variables, and the tokens in use (a copy under any name)
         self.secret_names = tuple(dict.fromkeys((ENV_ADMIN_TOKEN, config.admin_token_env)))
         self.secret_values = tuple({c.token for c in self.pool.conns if c.token})
+        #: bots that failed :meth:`check_bots` (name -> why): their games are forfeited without playing
+        self.broken: dict[str, str] = {}
 
     def _event(self, message: str) -> None:
         if self.on_event is not None:
@@ -454,6 +457,8 @@ class GrpcGameRunner:
         :raises RefereeError: when no referee is left, the attempts are used up (the game stays
             pending for the next run), or a referee refuses the match (exit status 2).
         """
+        if any(name in self.broken for name in game.sides):
+            return self._forfeit_broken(game)
         tried: list[str] = []
         failures: list[str] = []
         for attempt in range(self.max_attempts):
@@ -477,6 +482,122 @@ class GrpcGameRunner:
             retired = "; ".join(f"{a} ({w})" for a, w in self.pool.retired.items())
             raise RefereeError(f"no referee left: {retired or why}")
         raise RefereeError(f"{game.game_id} failed on {len(failures)} attempts, last: {why}")
+
+    def check_bots(self, names: Sequence[str]) -> dict[str, str]:
+        """Check each named bot once, all at once: it must start and join a practice match.
+
+        A practice match (the bot in every seat, a fresh seed) is created on a referee and one process
+        of the bot is started per seat; it passes when the game starts (every seat joined) within
+        ``join_ms`` (+ 5 s). The processes are then stopped (the practice match ends on its own with
+        disconnects; it is never stored). Logs: ``logs/check/bot<k>/seat<j>.log`` (``k``: the bot's
+        index in the config).
+
+        :returns: bot name -> one-line problem, for the bots that failed (empty: all passed).
+        :raises RefereeError: if no referee is left to check on.
+        """
+        problems: dict[str, str] = {}
+
+        def check(name: str) -> None:
+            why = self._check_bot(self.bots[name])
+            if why:
+                problems[name] = why
+
+        threads = [threading.Thread(target=check, args=(n,), name=f"check-{n}") for n in names]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.broken.update(problems)
+        return problems
+
+    def _check_bot(self, bot: BotSpec) -> str | None:
+        """One bot's check (see :meth:`check_bots`): None when it joined, else why not."""
+        conn = self.pool.acquire()
+        if conn is None:
+            raise RefereeError("no referee left to check the bots on")
+        try:
+            created = conn.admin.CreateMatch(
+                pb.CreateMatchRequest(
+                    rules=self.rules_pb,
+                    seat_names=[bot.name] * self.config.players,
+                    games=1,
+                    time_control=self.tc_pb,
+                ),
+                metadata=conn.metadata,
+                timeout=30,
+            )
+        except grpc.RpcError as e:
+            raise RefereeError(f"referee {conn.address} refused the practice match: {_status(e)}") from None
+        finally:
+            self.pool.release(conn)
+        log_dir = self.output / "logs" / "check" / f"bot{[b.name for b in self.config.bots].index(bot.name)}"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        notes: list[str] = []
+        procs = [self._launch(conn, bot, k, t, log_dir, notes) for k, t in enumerate(created.tickets)]
+        try:
+            if notes:
+                return re.sub(r"^seat \d+ \(.*?\) ", "", notes[0])
+            started = self._watch_start(conn, created.match_id, procs)
+            early = next(((k, p.poll()) for k, p in enumerate(procs) if p is not None and p.poll() is not None), None)
+        finally:
+            stop_all(procs, exit_wait_s=0)
+        if started:
+            return None
+        if early is not None:
+            tail = _tail(log_dir / f"seat{early[0]}.log")
+            last = f" (last output: {tail})" if tail else ""
+            return f"its process exited with status {early[1]} before joining{last}"
+        return f"it did not join within join_ms ({self.tc.join_ms} ms)"
+
+    def _watch_start(self, conn: RefereeConnection, match_id: str, procs: Sequence[BotProcess | None]) -> bool:
+        """Watch a practice match until its game starts (True: every seat joined) or it ends, ``join_ms``
+        (+ 5 s) pass, or one of ``procs`` exits (False)."""
+        call = conn.admin.WatchMatch(
+            pb.WatchMatchRequest(match_id=match_id), metadata=conn.metadata, timeout=self.tc.join_ms / 1000.0 + 5.0
+        )
+        done = threading.Event()
+
+        def cancel_when_one_exits() -> None:
+            while not done.is_set() and all(p is None or p.poll() is None for p in procs):
+                done.wait(0.05)
+            call.cancel()
+
+        threading.Thread(target=cancel_when_one_exits, daemon=True).start()
+        try:
+            for msg in call:
+                if msg.WhichOneof("msg") == "result":
+                    return False
+                if msg.event.kind == pb.EVENT_KIND_GAME_STARTED:
+                    return True
+        except grpc.RpcError:
+            return False
+        finally:
+            done.set()
+        return False
+
+    def _forfeit_broken(self, game: ScheduledGame) -> GameResult:
+        """The result of a game with a bot that failed its check: its side forfeits at once (both: no winner)."""
+        broken = [side for side, name in enumerate(game.sides) if name in self.broken]
+        winner = None if len(broken) == 2 else 1 - broken[0]
+        reasons = [
+            f"side {side} ({game.sides[side]}) forfeited: the bot failed its check before the first game: "
+            f"{self.broken[game.sides[side]]}"
+            for side in broken
+        ]
+        target = self.config.rules.target
+        return GameResult(
+            game_id=game.game_id,
+            match_id=f"forfeit-{game.game_id}",
+            pair_id=game.pair_id,
+            sides=game.sides,
+            scores=(target if winner == 0 else 0, target if winner == 1 else 0),
+            winner=winner,
+            reasons=tuple(reasons),
+            record_path=None,
+            seed_hex=game.seed.hex(),
+            first_dealer=game.first_dealer,
+            extra={"status": "FORFEITED_BEFORE_START", "terminations": ["not_started"] * len(game.seats)},
+        )
 
     def _play_on(self, conn: RefereeConnection, game: ScheduledGame, attempt: int) -> GameResult:
         """Play ``game`` once on ``conn``; raises :class:`RefereeFailure` for infrastructure failures."""
@@ -589,7 +710,11 @@ class GrpcGameRunner:
         env = bot_environment(bot, ticket, conn.address, self.secret_names, self.secret_values)
         try:
             return BotProcess.start(
-                argv, cwd=bot.cwd, env=env, log_path=log_dir / f"seat{seat}.log", log_limit=self.config.bot_log_bytes
+                argv,
+                cwd=bot.cwd,
+                env=env,
+                log_path=log_dir / f"seat{seat}.log",
+                log_limit=self.config.bot_log_bytes,
             )
         except OSError as e:
             if bot.cwd is not None and not Path(bot.cwd).is_dir():

@@ -119,11 +119,30 @@ command = ["/nonexistent/bot-binary"]
 """
 
 
-def test_bot_failures_are_results(tmp_path: Path) -> None:
+def test_a_broken_bot_stops_the_run_before_the_first_game(tmp_path: Path) -> None:
+    """A bot whose command does not exist fails its check (it must start and join a practice match):
+    the run stops with one line naming it, before any game is played."""
     cfg = tmp_path / "failing.toml"
     cfg.write_text(FAILING)
     done = arena(str(cfg), "--bootstrap", "0", timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert one_line_error(done) == (
+        "error: bot 'missing' failed its check before the first game: could not start '/nonexistent/bot-binary': "
+        "No such file or directory (fix it, or pass --skip-broken)"
+    )
+    assert not (tmp_path / "out" / "games.jsonl").exists()
+    assert json.dumps(sorted((tmp_path / "out" / "logs").glob("failing-*"))) == "[]"
+
+
+def test_bot_failures_are_results(tmp_path: Path) -> None:
+    """With --skip-broken the bot that fails its check forfeits its games at once (no join timeout);
+    a bot that crashes mid-game loses that game on disconnect."""
+    cfg = tmp_path / "failing.toml"
+    cfg.write_text(FAILING)
+    done = arena(str(cfg), "--bootstrap", "0", "--skip-broken", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "warning: bot 'missing' failed its check: could not start '/nonexistent/bot-binary'" in done.stdout
+    assert "its 4 games are forfeited (--skip-broken)" in done.stdout
     games = rows(tmp_path / "out")
     assert len(games) == 6
     for g in games:
@@ -132,13 +151,18 @@ def test_bot_failures_are_results(tmp_path: Path) -> None:
         loser = sides[1 - g["winner"]]
         if "missing" in sides:
             assert loser == "missing"
-            assert "could not start '/nonexistent/bot-binary'" in reasons and "no_show" in reasons
+            assert reasons.startswith(
+                f"side {sides.index('missing')} (missing) forfeited: the bot failed its check before the first "
+                "game: could not start '/nonexistent/bot-binary': No such file or directory"
+            ), reasons
+            assert g["record"] is None and g["terminations"] == ["not_started"] * 4
         else:
             assert loser == "crasher"
             assert "disconnect" in reasons and "exited with status 1" in reasons
     ratings = json.loads((tmp_path / "out" / "ratings.json").read_text())
     assert ratings["ranking"] == ["good", "crasher", "missing"]
-    verify_records(tmp_path / "out", games)  # forfeited matches are audited too
+    # the matches played (the crasher's forfeits included) are audited; the check's forfeits had none
+    verify_records(tmp_path / "out", [g for g in games if g["record"] is not None])
 
 
 HANGING = """
@@ -220,6 +244,9 @@ command = ["{python}", "-m", "sample_bots.heuristic"]
 [[bots]]
 name = "noisy"
 command = ["{python}", "-c", "import sys; print('loading model', file=sys.stderr); sys.exit('boom: no weights')"]
+[[bots]]
+name = "instant"
+command = ["{python}", "-m", "arena.instant_bot"]
 """.replace("@ENVDUMP@", json.dumps(
     "import json, os, sys; print(json.dumps(dict(os.environ)), file=sys.stderr); "
     "from arena.instant_bot import main; sys.exit(main([]))"
@@ -231,29 +258,30 @@ def test_bots_never_see_admin_tokens_and_early_exits_are_explained(tmp_path: Pat
     cfg.write_text(EARLY)
     secrets = {"ALLFOURS_ADMIN_TOKEN": "adm-default-7f3a", "CUP_ADMIN_TOKEN": "adm-configured-9c1e",
                "COPY_OF_TOKEN": "adm-configured-9c1e"}
-    done = arena(str(cfg), "--bootstrap", "0", timeout=120, env=secrets)
+    done = arena(str(cfg), "--bootstrap", "0", "--skip-broken", timeout=120, env=secrets)
     assert done.returncode == 0, done.stdout + done.stderr
     out = tmp_path / "out"
     games = rows(out)
-    assert len(games) == 6
-    dumps = 0
+    assert len(games) == 12
+    check = "forfeited: the bot failed its check before the first game: its process exited with status"
+    logs = list((out / "logs" / "check" / "bot0").glob("seat*.log"))  # envdump's check: both seats
     for g in games:
-        for seat, name in enumerate((g["a"], g["b"])):
-            log = (out / "logs" / g["game_id"] / f"seat{seat}.log").read_text()
-            if name == "envdump":
-                env = json.loads(log.splitlines()[0])
-                assert env["ALLFOURS_TICKET"] and env["ALLFOURS_REFEREE"]
-                assert not set(secrets) & set(env), sorted(set(secrets) & set(env))
-                assert not set(secrets.values()) & set(env.values())
-                dumps += 1
-            reasons = " | ".join(g["reasons"])
+        if g["record"] is not None:  # only envdump v instant is played: the other two bots are broken
+            assert sorted((g["a"], g["b"])) == ["envdump", "instant"], g
+            logs.append(out / "logs" / g["game_id"] / f"seat{(g['a'], g['b']).index('envdump')}.log")
+        reasons = " | ".join(g["reasons"])
+        for side, name in enumerate((g["a"], g["b"])):
             if name == "quitter":
-                assert f"seat {seat} (quitter) no_show" in reasons
-                assert f"seat {seat} (quitter) process exited with status 0 before joining" in reasons, reasons
+                assert f"side {side} (quitter) {check} 0 before joining" in reasons, reasons
             if name == "noisy":
-                assert f"seat {seat} (noisy) process exited with status 1 before joining" in reasons, reasons
+                assert f"side {side} (noisy) {check} 1 before joining" in reasons, reasons
                 assert "(last output: loading model | boom: no weights)" in reasons, reasons
-    assert dumps == 4
+    assert len(logs) == 4
+    for log in logs:
+        env = json.loads(log.read_text().splitlines()[0])
+        assert env["ALLFOURS_TICKET"] and env["ALLFOURS_REFEREE"]
+        assert not set(secrets) & set(env), sorted(set(secrets) & set(env))
+        assert not set(secrets.values()) & set(env.values())
     # the output folder and the database (it holds the master seed) are the arena user's alone
     assert (out.stat().st_mode & 0o777) == 0o700
     assert ((out / "arena.sqlite").stat().st_mode & 0o777) == 0o600
