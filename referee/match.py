@@ -175,6 +175,8 @@ class SeatRuntime:
     strikes: int = 0
     illegal: int = 0
     protocol_errors: int = 0
+    #: The failure counts the seat's SDK last reported (Decision.counts; self-reported, never ruled on).
+    bot_counts: pb.BotCounts = field(default_factory=pb.BotCounts)
     last_issued_seq: int = 0
     #: Every seq sent to this seat (a seq not in it is a protocol error; one in it, not pending, is stale).
     issued: set[int] = field(default_factory=set)
@@ -413,6 +415,8 @@ class Match:
         """A message from ``seat``'s stream after its Hello (``received`` = ``time.monotonic()``)."""
         which = msg.WhichOneof("msg")
         if which == "decision":
+            if msg.decision.HasField("counts"):
+                self.seats[seat].bot_counts.CopyFrom(msg.decision.counts)
             if self._running:  # the hot path: straight to the handler (what _post would do)
                 self._guard(self._on_decision, seat, msg.decision, received)
             else:
@@ -980,7 +984,8 @@ class Match:
             winner=winner, forfeited_side=-1 if forfeited_side < 0 else forfeited_side,
             seats=[pb.SeatResult(seat=o.seat, name=o.name, termination=o.termination, detail=o.detail,
                                  strikes=o.strikes, illegal=o.illegal, protocol_errors=o.protocol_errors,
-                                 bank_left_ms=_ms(max(0.0, o.bank_ms) / 1000)) for o in self.seats])
+                                 bank_left_ms=_ms(max(0.0, o.bank_ms) / 1000), bot_counts=o.bot_counts)
+                   for o in self.seats])
         for game, state, forfeited, game_winner in self._games_ended:
             result.games.add(game=game, scores=state.scores, winner=-1 if game_winner is None else game_winner,
                              points=[wire.point_to_pb(p) for p in state.points], forfeited=forfeited,
@@ -993,7 +998,8 @@ class Match:
             seats=[{"seat": o.seat, "name": o.name, "bot_name": o.bot_name, "bot_version": o.bot_version,
                     "termination": wire.enum_name(pb.Termination, o.termination, "TERMINATION_"),
                     "detail": o.full_detail, "strikes": o.strikes, "illegal": o.illegal,
-                    "protocol_errors": o.protocol_errors, "bank_left_ms": _ms(max(0.0, o.bank_ms) / 1000)}
+                    "protocol_errors": o.protocol_errors, "bank_left_ms": _ms(max(0.0, o.bank_ms) / 1000),
+                    "bot_counts": {"exceptions": o.bot_counts.exceptions, "fallbacks": o.bot_counts.fallbacks}}
                    for o in self.seats])
         self.record.write("seed", seed=self.seed.hex())
         metrics.match_finished(

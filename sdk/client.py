@@ -13,6 +13,9 @@ Robustness:
   event kinds (from a newer referee) are skipped.
 - ActionRejected: the reason is logged and the bot is asked once more (``ctx.rejected`` says why);
   if it repeats itself, the first legal action is sent.
+- Each exception and each fallback move is counted (:attr:`BotClient.counts`) and reported to the
+  referee with every Decision (``Decision.counts``), so the match result and record show that a bot
+  "played" only by fallback: nothing is hidden from whoever hosts the match.
 - A transport error (or a stream that ends without MatchEnd) reconnects with the same ticket until
   the match's grace period (``grace_ms`` from Welcome) runs out; before the first Welcome, connecting
   is retried for ``connect_timeout_s`` (the referee may still be starting).
@@ -101,6 +104,9 @@ class BotClient:
         self.info: MatchInfo | None = None
         self.grace_ms = 5000
         self.reconnects = 0
+        #: The bot's failures so far: exceptions its act() raised, and fallback moves sent in place of
+        #: its answer; sent with every Decision, so the referee's result and record hold them.
+        self.counts = pb.BotCounts()
         self._hooks: HookDispatcher | None = None
         self._out: queue.Queue[pb.PlayRequest | None] = queue.Queue()
         self._request: pb.DecisionRequest | None = None
@@ -215,19 +221,24 @@ class BotClient:
                        match_id=self.info.match_id, game=req.game, decision=req.seq, rejected=rejected)
 
     def _ask(self, ctx: Context) -> Action:
-        """The bot's legal choice, or the first legal action if it fails or chooses badly."""
+        """The bot's legal choice, or the first legal action if it fails or chooses badly (counted in
+        :attr:`counts`: an exception, and a fallback move)."""
         try:
             return resolve_choice(self.bot.act(ctx), ctx.legal)  # type: ignore[attr-defined]
         except IllegalChoice as e:
             log.warning("seq %d: %s; sending the first legal action %s instead", ctx.decision, e, ctx.legal[0])
         except Exception:
+            self.counts.exceptions += 1
             log.exception("seq %d: the bot's act() raised; sending the first legal action %s", ctx.decision,
                           ctx.legal[0])
+        self.counts.fallbacks += 1
         return ctx.legal[0]
 
     def _send(self, seq: int, action: Action) -> None:
+        """Send a Decision, with the bot's failure counts so far (the referee records them)."""
         self._answered.add(seq)
-        self._out.put(pb.PlayRequest(decision=pb.Decision(seq=seq, action=wire.action_to_pb(action))))
+        self._out.put(pb.PlayRequest(decision=pb.Decision(seq=seq, action=wire.action_to_pb(action),
+                                                          counts=self.counts)))
 
     def _on_events(self, events: Iterable[pb.Event]) -> None:
         """Public events (batched by the referee), oldest first, to the bot's hooks."""
@@ -268,6 +279,7 @@ class BotClient:
             if not others:
                 return
             action = others[0]
+            self.counts.fallbacks += 1
         self._send(req.seq, action)
 
 

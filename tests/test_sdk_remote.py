@@ -342,3 +342,33 @@ def test_the_client_reconnects_with_its_ticket_after_a_transport_error(referee: 
     assert client.reconnects >= 1
     assert_completed(result, games=1)
     assert ends and ends[0].termination == "normal"
+
+
+class MaxCard(Bot):
+    """A newcomer's mistake: ``max(ctx.legal_cards)`` raises (cards do not compare), and outside the
+    play phase there are no legal cards at all: every decision falls back."""
+
+    def act(self, ctx: Context) -> object:
+        return max(ctx.legal_cards)
+
+
+def test_a_bot_whose_act_raises_is_counted_in_the_result_and_the_record(referee: Referee) -> None:
+    """The SDK plays a fallback for each exception, as before, but now reports both counts with each
+    Decision: the referee's SeatResult.bot_counts and the record's result line hold them."""
+    import json
+
+    m = referee.create(players=2)
+    client = BotClient(MaxCard(), referee.address, m.tickets[0])
+    t = threading.Thread(target=client.run)
+    t.start()
+    other = python_bot("sample_bots.random_bot:RandomBot", referee, m.tickets[1])
+    result = referee.result(m.match_id)
+    t.join(30)
+    assert finish([other])[0][0] == 0
+    assert_completed(result, games=1)
+    counts = result.seats[0].bot_counts
+    assert counts.exceptions == counts.fallbacks == client.counts.fallbacks > 5, counts
+    assert (result.seats[1].bot_counts.exceptions, result.seats[1].bot_counts.fallbacks) == (0, 0)
+    lines = referee.admin.GetRecord(pb.GetRecordRequest(match_id=m.match_id), metadata=MD, timeout=10).lines
+    end = next(json.loads(x) for x in lines if json.loads(x)["type"] == "result")
+    assert end["seats"][0]["bot_counts"] == {"exceptions": counts.exceptions, "fallbacks": counts.fallbacks}

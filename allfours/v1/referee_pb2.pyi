@@ -289,7 +289,7 @@ class GameResult(_message.Message):
     def __init__(self, game: _Optional[int] = ..., scores: _Optional[_Iterable[int]] = ..., winner: _Optional[int] = ..., points: _Optional[_Iterable[_Union[PointEvent, _Mapping]]] = ..., forfeited: _Optional[bool] = ..., deals: _Optional[int] = ...) -> None: ...
 
 class SeatResult(_message.Message):
-    __slots__ = ("seat", "name", "termination", "detail", "strikes", "illegal", "protocol_errors", "bank_left_ms")
+    __slots__ = ("seat", "name", "termination", "detail", "strikes", "illegal", "protocol_errors", "bank_left_ms", "bot_counts")
     SEAT_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     TERMINATION_FIELD_NUMBER: _ClassVar[int]
@@ -298,6 +298,7 @@ class SeatResult(_message.Message):
     ILLEGAL_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_ERRORS_FIELD_NUMBER: _ClassVar[int]
     BANK_LEFT_MS_FIELD_NUMBER: _ClassVar[int]
+    BOT_COUNTS_FIELD_NUMBER: _ClassVar[int]
     seat: int
     name: str
     termination: Termination
@@ -306,7 +307,8 @@ class SeatResult(_message.Message):
     illegal: int
     protocol_errors: int
     bank_left_ms: int
-    def __init__(self, seat: _Optional[int] = ..., name: _Optional[str] = ..., termination: _Optional[_Union[Termination, str]] = ..., detail: _Optional[str] = ..., strikes: _Optional[int] = ..., illegal: _Optional[int] = ..., protocol_errors: _Optional[int] = ..., bank_left_ms: _Optional[int] = ...) -> None: ...
+    bot_counts: BotCounts
+    def __init__(self, seat: _Optional[int] = ..., name: _Optional[str] = ..., termination: _Optional[_Union[Termination, str]] = ..., detail: _Optional[str] = ..., strikes: _Optional[int] = ..., illegal: _Optional[int] = ..., protocol_errors: _Optional[int] = ..., bank_left_ms: _Optional[int] = ..., bot_counts: _Optional[_Union[BotCounts, _Mapping]] = ...) -> None: ...
 
 class MatchResult(_message.Message):
     __slots__ = ("match_id", "status", "games", "seats", "games_won", "winner", "forfeited_side")
@@ -449,12 +451,22 @@ class DecisionRequest(_message.Message):
     def __init__(self, seq: _Optional[int] = ..., game: _Optional[int] = ..., observation: _Optional[_Union[Observation, _Mapping]] = ..., legal_actions: _Optional[_Iterable[_Union[Action, _Mapping]]] = ..., time_left_ms: _Optional[int] = ..., time_bank_ms: _Optional[int] = ..., events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ...) -> None: ...
 
 class Decision(_message.Message):
-    __slots__ = ("seq", "action")
+    __slots__ = ("seq", "action", "counts")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
+    COUNTS_FIELD_NUMBER: _ClassVar[int]
     seq: int
     action: Action
-    def __init__(self, seq: _Optional[int] = ..., action: _Optional[_Union[Action, _Mapping]] = ...) -> None: ...
+    counts: BotCounts
+    def __init__(self, seq: _Optional[int] = ..., action: _Optional[_Union[Action, _Mapping]] = ..., counts: _Optional[_Union[BotCounts, _Mapping]] = ...) -> None: ...
+
+class BotCounts(_message.Message):
+    __slots__ = ("exceptions", "fallbacks")
+    EXCEPTIONS_FIELD_NUMBER: _ClassVar[int]
+    FALLBACKS_FIELD_NUMBER: _ClassVar[int]
+    exceptions: int
+    fallbacks: int
+    def __init__(self, exceptions: _Optional[int] = ..., fallbacks: _Optional[int] = ...) -> None: ...
 
 class ActionRejected(_message.Message):
     __slots__ = ("seq", "reason", "message", "action")
