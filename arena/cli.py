@@ -23,7 +23,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from arena import metrics, publish
+from arena import failures, metrics, publish
 from arena.config import (
     ENV_ADMIN_TOKEN,
     ConfigError,
@@ -185,6 +185,7 @@ def publish_tournament(t: Tournament, output: Path, bootstrap: int, console: Con
     facts = tournament_facts(t, complete)
     if test is not None:
         facts["sprt"] = test.test.to_dict()
+    facts["failures"] = {n: f.to_dict() for n, f in failures.tally(results, [b.name for b in t.config.bots]).items()}
     if complete and t.store.get_meta("finished_at") is None:
         t.store.set_meta("finished_at", f"{time.time():.3f}")
     rows = publish.games_rows(results)
@@ -197,6 +198,7 @@ def publish_tournament(t: Tournament, output: Path, bootstrap: int, console: Con
         console.print(publish.ratings_table(ratings, facts))
         if test is not None:
             console.print(test.summary(), soft_wrap=True, highlight=False)
+        console.print(publish.failures_table(facts, list(ratings["ratings"])))
         console.print(
             f"output: {output}  (leaderboard.html, ratings.json, ratings.csv, games.jsonl)", soft_wrap=True
         )
@@ -427,14 +429,18 @@ def _play(
             len(t.schedule), len(t.schedule) - len(pending), console, enabled=not args.no_progress
         ) as advance:
 
+            seen = failures.Failures()
+
             def on_result(result: GameResult, written: bool) -> None:
-                advance(1)
+                for counts in failures.of_game(result).values():
+                    seen.add(counts)
+                advance(1, seen.summary())
                 if written:
                     metrics.game_stored(result)
                 if test is not None and written and test.add(result):
                     stop.set()
                 failed = [r for r in result.reasons if not r.startswith("side ") or "forfeit" in r]
-                if failed and args.no_progress:
+                if failed:  # printed above the progress bar while it runs, or alone with --no-progress
                     console.print(
                         f"{result.game_id}: {escape('; '.join(result.reasons))}", highlight=False, soft_wrap=True
                     )

@@ -54,6 +54,7 @@ from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
 from arena import metrics
 from arena.config import ENV_ADMIN_TOKEN, ENV_REFEREE, ENV_TICKET, BotSpec, TournamentConfig, expand_placeholders
+from arena.failures import Failures
 from arena.live import LiveLog
 from arena.procs import BotProcess, stop_all
 from arena.sandbox import BotContainer, Sandbox, SandboxError
@@ -668,6 +669,10 @@ class GrpcGameRunner:
             if s.termination not in (pb.TERMINATION_NORMAL, pb.TERMINATION_OTHER_SEAT_FORFEITED)
         }
         oom: list[int] = []
+        crashed = [
+            p is None or early[seat] not in (None, 0) or codes[seat] not in (None, 0, -signal.SIGTERM, -signal.SIGKILL)
+            for seat, p in enumerate(procs)
+        ]
         for seat, code in enumerate(codes):
             proc = procs[seat]
             who = f"seat {seat} ({game.seats[seat]}) {'container' if isinstance(proc, BotContainer) else 'process'}"
@@ -688,6 +693,16 @@ class GrpcGameRunner:
             if seat in forfeited:  # its forfeit's own reason: the referee saw only a disconnect
                 res.extra["terminations"][seat] = "oom"
         res.extra["referee"] = conn.address
+        res.extra["failures"] = [
+            Failures(
+                exceptions=s.bot_counts.exceptions,
+                fallbacks=s.bot_counts.fallbacks,
+                rejections=s.illegal + s.protocol_errors,
+                timeouts=s.strikes,
+                crashes=int(crashed[s.seat] or s.seat in oom),
+            ).to_dict()
+            for s in result.seats
+        ]
         if attempt:
             res.extra["attempt"] = attempt + 1
         return res

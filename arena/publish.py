@@ -5,10 +5,11 @@ Files written by :func:`write_outputs` (all UTF-8):
 - ``games.jsonl`` — one line a stored game: the :mod:`arena.ratings` input (``a``, ``b``,
   ``score``, ``pair``) plus ``game_id``, ``match_id``, ``scores``, ``winner``, ``reasons``,
   ``record``, ``seed``, ``first_dealer``, ``duration_s``, and for games played on a referee
-  ``terminations`` (one per seat: ``normal``, ``timeout``, ``no_show``, …) and ``referee``;
+  ``terminations`` (one per seat: ``normal``, ``timeout``, ``no_show``, …), ``referee`` and
+  ``failures`` (one per seat: :class:`arena.failures.Failures` as a dict);
 - ``ratings.json`` — the :func:`arena.ratings.rate` result plus ``tournament`` (name, bots and
-  versions, config fingerprint, master seed commitment, and the revealed ``master_seed`` once every
-  game is played — ``null`` before);
+  versions, config fingerprint, master seed commitment, ``failures`` per bot, and the revealed
+  ``master_seed`` once every game is played — ``null`` before);
 - ``ratings.csv`` — rank, bot, version, elo, ci_low, ci_high, games, score, los_next, ci_method;
 - ``leaderboard.html`` — self-contained (inline CSS and SVG, no scripts or external assets): the
   table with intervals (each marked with how it was computed), a chart of ratings with error bars,
@@ -25,10 +26,12 @@ import json
 import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -40,6 +43,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from arena import failures
 from arena.store import GameResult
 
 
@@ -342,6 +346,7 @@ def leaderboard_html(
     note = _interval_note(ratings)
     if note:
         out.append(f'<p class="meta">{e(note)}</p>')
+    out.extend(_failures_html(tournament, names))
     out.append("<h2>Ratings with 95% intervals</h2>")
     out.append(_chart(ratings))
     out.extend(_study_sections(ratings, tournament))
@@ -384,6 +389,28 @@ def leaderboard_html(
         )
     out.append("</table></body></html>\n")
     return "\n".join(out)
+
+
+def _failures_html(tournament: Mapping[str, Any], order: Sequence[str]) -> list[str]:
+    """The leaderboard's "Bot failures" table (see :func:`failures_table`)."""
+    e = html.escape
+    names = [f.name for f in dataclass_fields(failures.Failures)]
+    rows = _failure_rows(tournament)
+    if not rows:
+        return []
+    rank = {name: k for k, name in enumerate(order)}
+    out = [
+        "<h2>Bot failures</h2><p class=meta>Forfeited games; exceptions raised in the bot's own code and "
+        "fallback moves its SDK sent instead (self-reported); actions the referee rejected; timeouts; "
+        "crashes of its process.</p><table><tr><th class=l>bot</th>"
+        + "".join(f"<th>{n}</th>" for n in names)
+        + "</tr>"
+    ]
+    for name, counts in sorted(rows, key=lambda x: rank.get(x[0], len(rank))):
+        cells = "".join(f'<td class="{"loss" if getattr(counts, n) else ""}">{getattr(counts, n)}</td>' for n in names)
+        out.append(f"<tr><td class=l>{e(name)}</td>{cells}</tr>")
+    out.append("</table>")
+    return out
 
 
 def _ci_method(ratings: Mapping[str, Any]) -> str:
@@ -435,11 +462,36 @@ def ratings_table(ratings: Mapping[str, Any], tournament: Mapping[str, Any] | No
     return table
 
 
+def _failure_rows(tournament: Mapping[str, Any] | None) -> list[tuple[str, failures.Failures]]:
+    """(bot, counts) in the ratings' order, from the ``failures`` facts (see :mod:`arena.failures`)."""
+    out = []
+    for name, data in (tournament or {}).get("failures", {}).items():
+        counts = failures.Failures()
+        counts.add(data)
+        out.append((name, counts))
+    return out
+
+
+def failures_table(tournament: Mapping[str, Any] | None, order: Sequence[str] = ()) -> Table:
+    """A rich table of each bot's failures (forfeited games, exceptions in its ``act``, fallback moves,
+    rejected actions, timeouts, crashes), bots in ``order`` first."""
+    table = Table(title="bot failures")
+    names = [f.name for f in dataclass_fields(failures.Failures)]
+    table.add_column("bot", justify="left")
+    for n in names:
+        table.add_column(n, justify="right", no_wrap=True)
+    rank = {name: k for k, name in enumerate(order)}
+    for name, counts in sorted(_failure_rows(tournament), key=lambda x: rank.get(x[0], len(rank))):
+        table.add_row(escape(name), *(str(getattr(counts, n)) for n in names))
+    return table
+
+
 @contextmanager
 def progress_bar(
     total: int, done: int = 0, console: Console | None = None, enabled: bool = True
 ) -> Iterator[Any]:
-    """A live progress bar (games done / total, rate, elapsed, ETA); yields ``advance(n=1)``.
+    """A live progress bar (games done / total, rate, elapsed, ETA, the bots' failures so far); yields
+    ``advance(n=1, failures=None)`` (``failures``: a one-line summary shown at the end of the bar).
 
     ``done`` games (from an earlier run) start the bar. With ``enabled=False`` nothing is drawn.
     """
@@ -455,6 +507,7 @@ def progress_bar(
         TimeElapsedColumn(),
         TextColumn("ETA"),
         TimeRemainingColumn(),
+        TextColumn("[yellow]{task.fields[failures]}"),
         console=console,
         transient=False,
     )
@@ -463,12 +516,13 @@ def progress_bar(
     start = time.monotonic()
     base = done
     with prog:
-        task = prog.add_task("games", total=total, completed=done, rate="")
+        task = prog.add_task("games", total=total, completed=done, rate="", failures="")
 
-        def advance(n: int = 1) -> None:
+        def advance(n: int = 1, failures: str | None = None) -> None:
             nonlocal done
             done += n
             elapsed = max(time.monotonic() - start, 1e-9)
-            prog.update(task, advance=n, rate=f"{(done - base) / elapsed:.2f} games/s")
+            extra = {} if failures is None else {"failures": escape(failures)}
+            prog.update(task, advance=n, rate=f"{(done - base) / elapsed:.2f} games/s", **extra)
 
         yield advance

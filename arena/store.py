@@ -95,8 +95,9 @@ class GameResult:
 
     def rating_row(self) -> dict[str, Any]:
         """The games.jsonl line: the ratings input (``a``, ``b``, ``score``, ``pair``) plus details;
-        ``terminations`` (the referee's per seat, e.g. ``["normal", "timeout"]``) and ``referee``
-        (``host:port``) when the game was played on a referee."""
+        ``terminations`` (the referee's per seat, e.g. ``["normal", "timeout"]``), ``referee``
+        (``host:port``) and ``failures`` (per seat: :class:`arena.failures.Failures` as dicts) when the
+        game was played on a referee."""
         return {
             "a": self.sides[0],
             "b": self.sides[1],
@@ -111,7 +112,7 @@ class GameResult:
             "seed": self.seed_hex,
             "first_dealer": self.first_dealer,
             "duration_s": round(self.duration_s, 4),
-            **{k: self.extra[k] for k in ("terminations", "referee") if k in self.extra},
+            **{k: self.extra[k] for k in ("terminations", "referee", "failures") if k in self.extra},
         }
 
 

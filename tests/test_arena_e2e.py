@@ -451,3 +451,59 @@ def test_nothing_a_bot_starts_outlives_its_game_and_its_log_is_capped(tmp_path: 
         log = (out / "logs" / g["game_id"] / f"seat{seat}.log").read_bytes()
         assert log.startswith(b"x" * 65536 + marker), log[65530:65700]
         assert log.endswith(f"[arena: {8 * 2**20 - 65536} bytes discarded]\n".encode()), log[-200:]
+
+
+FAILURES = """
+[tournament]
+name = "failures"
+players = 2
+games_per_pairing = 2
+concurrency = 3
+output = "out"
+[tournament.rules]
+target = 3
+[tournament.time_control]
+grace_ms = 300
+[[bots]]
+name = "newcomer"
+command = ["{python}", "-m", "sdk.run", "tests.bots.newcomer:MaxCardBot", "--log-level", "error"]
+[[bots]]
+name = "crasher"
+command = ["{python}", "-m", "arena.instant_bot", "--mode", "crash", "--after", "0"]
+[[bots]]
+name = "instant"
+command = ["{python}", "-m", "arena.instant_bot"]
+"""
+
+
+def test_bot_failures_are_counted_and_shown_while_the_progress_bar_runs(tmp_path: Path) -> None:
+    """A bot whose act raises every time (the SDK plays fallbacks) and one that crashes: their counts
+    reach games.jsonl, ratings.json, the terminal's failures table and the leaderboard; the forfeits
+    are printed, and the running tally is on the progress bar, without --no-progress."""
+    cfg = tmp_path / "failures.toml"
+    cfg.write_text(FAILURES)
+    done = subprocess.run(
+        [sys.executable, "-m", "arena.cli", "run", str(cfg), "--bootstrap", "0"],
+        cwd=ROOT, capture_output=True, text=True, timeout=240, env={**os.environ, "COLUMNS": "200"},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = tmp_path / "out"
+    games = rows(out)
+    crasher_games = [g for g in games if "crasher" in (g["a"], g["b"])]
+    assert len(crasher_games) == 4
+    for g in crasher_games:  # each forfeit printed as it happened, above the bar
+        assert f"{g['game_id']}: " in done.stdout and "(crasher) disconnect" in done.stdout
+    facts = json.loads((out / "ratings.json").read_text())["tournament"]["failures"]
+    newcomer, crasher, instant = facts["newcomer"], facts["crasher"], facts["instant"]
+    assert newcomer["exceptions"] == newcomer["fallbacks"] > 4 and newcomer["crashes"] == 0
+    assert crasher["crashes"] == crasher["forfeits"] == 4 and crasher["exceptions"] == 0
+    assert instant == {k: 0 for k in instant}
+    per_seat = sum(g["failures"][(g["a"], g["b"]).index("newcomer")]["exceptions"]
+                   for g in games if "newcomer" in (g["a"], g["b"]))
+    assert per_seat == newcomer["exceptions"]
+    bar = [line for line in done.stdout.splitlines() if line.startswith("games")]
+    assert bar and f"{newcomer['exceptions']} exceptions" in bar[-1] and "4 forfeits" in bar[-1], bar
+    table = done.stdout[done.stdout.index("bot failures"):]
+    assert any(line.split("│")[1:3] == [" newcomer ", "        0 "] for line in table.splitlines()), table
+    page = (out / "leaderboard.html").read_text()
+    assert "<h2>Bot failures</h2>" in page and f'<td class="loss">{newcomer["exceptions"]}</td>' in page
