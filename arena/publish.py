@@ -496,7 +496,7 @@ def progress_bar(
     ``done`` games (from an earlier run) start the bar. With ``enabled=False`` nothing is drawn.
     """
     if not enabled:
-        yield lambda n=1: None
+        yield lambda n=1, failures=None: None
         return
     prog = Progress(
         TextColumn("[bold]games"),
