@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from referee.dealing import verify_commitment
+from tests.bots.nasty import live_with_tag
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -408,20 +409,6 @@ command = ["{python}", "-m", "arena.instant_bot"]
 """
 
 
-def _tagged(tag: str) -> list[int]:
-    """Live (not zombie) processes with ``tag`` in their command line."""
-    out = []
-    for name in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cmd = Path(f"/proc/{name}/cmdline").read_bytes()
-            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if tag.encode() in cmd and state != "Z":
-            out.append(int(name))
-    return out
-
-
 def test_nothing_a_bot_starts_outlives_its_game_and_its_log_is_capped(tmp_path: Path) -> None:
     """20 games against a bot that starts a plain child, a setsid child and a double-forked daemon
     each game, and writes 8 MiB: after the run no such process is left, and each of its logs holds
@@ -436,10 +423,10 @@ def test_nothing_a_bot_starts_outlives_its_game_and_its_log_is_capped(tmp_path: 
         done = arena(str(cfg), "--bootstrap", "0", timeout=300)
         assert done.returncode == 0, done.stdout + done.stderr
         time.sleep(0.5)
-        leftovers = _tagged(tag + "-child")
+        leftovers = live_with_tag(tag + "-child")
         assert leftovers == [], f"{len(leftovers)} processes outlived their games"
     finally:
-        for pid in _tagged(tag):
+        for pid in live_with_tag(tag):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
     out = tmp_path / "out"

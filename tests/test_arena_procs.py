@@ -19,6 +19,7 @@ import pytest
 
 from arena import procs
 from arena.procs import TRUNCATED, BotProcess, Containment
+from tests.bots.nasty import live_with_tag
 
 #: A bot that starts a plain child, a child in a new session and a double-forked daemon (each
 #: sleeping with ``<tag>-child`` in its argv), says so, then lives ``argv[2]`` seconds.
@@ -39,20 +40,8 @@ time.sleep(float(sys.argv[2]))
 
 
 def tagged(tag: str, suffix: str = "-child") -> list[int]:
-    """Pids of live (not zombie) processes with ``tag + suffix`` in their command line (the bot's children)."""
-    tag += suffix
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            cmd = Path(f"/proc/{name}/cmdline").read_bytes()
-            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if tag.encode() in cmd and state != "Z":
-            out.append(int(name))
-    return out
+    """Live processes with ``tag + suffix`` in their command line (by default: the bot's children)."""
+    return live_with_tag(tag + suffix)
 
 
 def wait_for(cond, timeout: float = 20.0) -> bool:  # type: ignore[no-untyped-def]

@@ -15,6 +15,22 @@ import sys
 from arena import instant_bot
 
 
+def live_with_tag(tag: str) -> list[int]:
+    """Pids of live (not zombie) processes with ``tag`` in their command line (for leftover counts)."""
+    out = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                cmd = f.read()
+            with open(f"/proc/{name}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if tag.encode() in cmd and state != "Z":
+            out.append(int(name))
+    return out
+
+
 def main() -> int:
     tag, megabytes = sys.argv[1], int(sys.argv[2])
     sleeper = [sys.executable, "-c", "import time; time.sleep(600)", tag + "-child"]
