@@ -11,7 +11,8 @@ local worker process (the lobby's local workers)::
 Every descendant is tracked, one of two ways (:func:`containment`, decided once per arena process):
 
 - ``cgroup``: cgroup v2 when writable (e.g. root, or a delegated subtree). Each bot gets its own
-  cgroup ``allfours-<arena pid>-<n>`` under the arena's; ``/bin/sh`` moves itself there and ``exec``\\ s
+  cgroup ``allfours-<arena pid>-<n>-<random>`` under the arena's (empty ones left by arena
+  processes that are gone are removed when the first bot starts); ``/bin/sh`` moves itself there and ``exec``\\ s
   the command, so the bot and all it ever starts are in it. Stopping (or the bot's own exit, noticed by
   a watcher thread) sends SIGTERM to every member, waits ``grace_s``, then writes ``cgroup.kill``
   and removes the cgroup.
@@ -37,6 +38,7 @@ import enum
 import errno
 import itertools
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -89,7 +91,7 @@ def _own_cgroup_dir() -> Path | None:
 
 def _cgroup_works(base: Path) -> bool:
     """True if a child cgroup can be made under ``base`` and a process moved into it and killed."""
-    probe = base / f"allfours-{os.getpid()}-probe"
+    probe = base / f"allfours-{os.getpid()}-probe-{secrets.token_hex(4)}"
     try:
         probe.mkdir()
     except OSError:
@@ -102,8 +104,38 @@ def _cgroup_works(base: Path) -> bool:
     except (OSError, subprocess.SubprocessError):
         return False
     finally:
-        with contextlib.suppress(OSError):
-            probe.rmdir()
+        _remove_cgroup(probe)
+
+
+def _remove_cgroup(cgroup: Path, timeout_s: float = 5.0) -> bool:
+    """Remove an emptied cgroup, retrying while the kernel still counts exiting members (EBUSY until
+    their parents, e.g. init for orphans, reap them); True if it is gone."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            cgroup.rmdir()
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+
+
+def _sweep_stale(base: Path) -> None:
+    """Remove empty bot cgroups left by arena processes that are gone (``allfours-<pid>-…``)."""
+    for d in base.glob("allfours-*-*"):
+        pid = d.name.split("-")[1]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                d.rmdir()  # fails, harmlessly, if something still runs in it
+        except PermissionError:
+            pass
 
 
 def containment(prefer: Containment | None = None) -> tuple[Containment, Path | None]:
@@ -118,6 +150,8 @@ def containment(prefer: Containment | None = None) -> tuple[Containment, Path | 
     with _detect_lock:
         if _detected is None:
             base = _own_cgroup_dir()
+            if base is not None:
+                _sweep_stale(base)
             ok = base is not None and _cgroup_works(base)
             _detected = (Containment.CGROUP, base) if ok else (Containment.SUBREAPER, None)
         return _detected
@@ -198,7 +232,7 @@ class BotProcess:
         kind, base = containment(prefer)
         cgroup = None
         if kind is Containment.CGROUP and base is not None:
-            cgroup = base / f"allfours-{os.getpid()}-{next(_counter)}"
+            cgroup = base / f"allfours-{os.getpid()}-{next(_counter)}-{secrets.token_hex(4)}"
             cgroup.mkdir()
             full = ["/bin/sh", "-c", 'echo 0 > "$0/cgroup.procs" || exit 126; exec "$@"', str(cgroup), *argv]
         else:
@@ -271,8 +305,7 @@ class BotProcess:
             with contextlib.suppress(OSError):
                 (cgroup / "cgroup.kill").write_text("1")
             time.sleep(0.01)
-        with contextlib.suppress(OSError):
-            cgroup.rmdir()
+        _remove_cgroup(cgroup)
 
     def stop(self, exit_wait_s: float = EXIT_WAIT_S) -> int | None:
         """Let the bot exit on its own for ``exit_wait_s`` seconds, then end it and every descendant

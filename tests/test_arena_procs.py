@@ -83,6 +83,7 @@ def test_stop_ends_every_descendant(tmp_path: Path, kind: Containment, tag: str)
     assert code in (-signal.SIGTERM, -signal.SIGKILL), code
     assert wait_for(lambda: not tagged(tag), 5.0), f"leftovers: {tagged(tag)}"
     assert (tmp_path / "seat.log").read_text() == "started\n"
+    assert p.cgroup is None or not p.cgroup.exists()  # its cgroup is removed too
 
 
 def test_a_bot_that_exits_takes_its_descendants_with_it(tmp_path: Path, kind: Containment, tag: str) -> None:
@@ -92,6 +93,7 @@ def test_a_bot_that_exits_takes_its_descendants_with_it(tmp_path: Path, kind: Co
     assert p.wait(timeout=30) == 0
     assert wait_for(lambda: not tagged(tag), procs.GRACE_S + 5.0), f"leftovers: {tagged(tag)}"
     assert p.stop(exit_wait_s=0) == 0
+    assert p.cgroup is None or not p.cgroup.exists()
 
 
 def test_exit_status_and_missing_commands(tmp_path: Path, kind: Containment) -> None:
