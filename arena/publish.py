@@ -12,10 +12,10 @@ Files written by :func:`write_outputs` (all UTF-8):
   ``master_seed`` once every game is played — ``null`` before);
 - ``ratings.csv`` — rank, bot, version, elo, ci_low, ci_high, games, score, los_next, ci_method;
 - ``leaderboard.html`` — self-contained (inline CSS and SVG, no scripts or external assets): the
-  table with intervals (each marked with how it was computed), a chart of ratings with error bars,
-  the pairwise score matrix, and every game with its termination reasons and links to its record
-  file and its static replay viewer (``replays/<game id>.html``, :mod:`arena.web.export`; URL-encoded:
-  game ids carry the tournament's name).
+  table with intervals (each marked with how it was computed), the bots' failures, a chart of
+  ratings with error bars, the pairwise score matrix, and every game with its termination reasons
+  and links to its record file and its static replay viewer (``replays/<game id>.html``,
+  :mod:`arena.web.export`; URL-encoded: game ids carry the tournament's name).
 """
 
 from __future__ import annotations
