@@ -235,7 +235,7 @@ admin_token_env = "CUP_ADMIN_TOKEN"
 [tournament.rules]
 target = 7
 [tournament.time_control]
-join_ms = 2500
+join_ms = 15000
 [[bots]]
 name = "envdump"
 command = ["{python}", "-c", @ENVDUMP@]
