@@ -1,4 +1,5 @@
-"""The ``arena`` command: ``arena run CONFIG [--referee HOST:PORT ...] [--admin-token T] [--output DIR]``.
+"""The ``arena`` command: ``arena run CONFIG [--referee HOST:PORT ...] [--admin-token T] [--output DIR]``,
+``arena token CONFIG NAME [--revoke]`` (a remote bot's token, see :func:`token_command`).
 
 Runs (or resumes) the tournament of a TOML config (docs/tournament-config.md), then rates every
 stored game and publishes the results (docs/arena.md). Games are played on an embedded referee, or
@@ -122,6 +123,19 @@ def _parser() -> argparse.ArgumentParser:
                        "python or node image; offline: docker/base-image.sh python|node)")
     build.add_argument("--ca-bundle", metavar="PEM", default=None,
                        help="CA bundle pip and npm trust inside the build (default: the host's)")
+    srv = sub.add_parser("serve", help="run the league of CONFIG as a service (SIGHUP: re-read CONFIG; SIGTERM: stop)")
+    srv.add_argument("config", help="tournament config (TOML)")
+    srv.add_argument("--referee", metavar="HOST:PORT", action="append", help="as for run")
+    srv.add_argument("--admin-token", metavar="T", help="as for run")
+    srv.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
+    srv.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples for intervals")
+    srv.add_argument("--verbose", action="store_true", help="show the embedded referee's log")
+    srv.set_defaults(simulate=None, no_progress=True)
+    tok = sub.add_parser("token", help="print a new token for remote bot NAME (or revoke its tokens)")
+    tok.add_argument("config", help="tournament config (TOML)")
+    tok.add_argument("name", help="the remote bot's name ([[bots]] name, with remote = true)")
+    tok.add_argument("--revoke", action="store_true", help="revoke every token of NAME (its workers are refused)")
+    tok.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
     return p
 
 
@@ -165,23 +179,73 @@ def web_command(args: argparse.Namespace, err: Console) -> int:
     return 0
 
 
+def token_command(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """``arena token CONFIG NAME [--revoke]``: make (and print once) or revoke a remote bot's token.
+
+    Only the token's SHA-256 is stored (in the tournament's database), so it can be printed only when
+    it is made; a second request for a bot that has one is refused (revoke, then ask again). The
+    token alone goes to stdout (for scripts); notes go to stderr. Exit status 0, or 2 with one line.
+    """
+    from arena.lobby import new_token, token_digest
+    from arena.store import Store
+
+    def error(message: str) -> int:
+        err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
+        return 2
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as e:
+        return error(str(e))
+    bot = next((b for b in config.bots if b.name == args.name), None)
+    if bot is None:
+        return error(f"{config.source}: no bot named {args.name!r} (bots: {', '.join(b.name for b in config.bots)})")
+    if bot.mode != "remote":
+        return error(f"{config.source}: bot {args.name!r} is not remote (set remote = true in its [[bots]] table)")
+    output = Path(args.output).resolve() if args.output else config.output
+    output.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with Store(output / DB_NAME) as store:
+        if args.revoke:
+            n = store.revoke_tokens(args.name)
+            err.print(f"revoked {n} token(s) of {args.name}; a running `arena serve` drops its workers on SIGHUP",
+                      highlight=False, soft_wrap=True)
+            return 0
+        if store.token_digests(args.name):
+            return error(f"bot {args.name!r} already has a token; only its SHA-256 is kept, so it cannot be shown "
+                         f"again: revoke it with `arena token {args.config} {args.name} --revoke`, then ask again")
+        token = new_token()
+        store.add_token(args.name, token_digest(token))
+    console.print(token, highlight=False, soft_wrap=True)
+    err.print(f"token for remote bot {args.name}: keep it secret; workers use it with "
+              f"`python -m sdk.run MODULE:Class --arena HOST:PORT --token TOKEN --name {args.name}`",
+              highlight=False, soft_wrap=True)
+    return 0
+
+
 def tournament_facts(t: Tournament, complete: bool) -> dict[str, Any]:
     """JSON-ready facts published with the ratings; the master seed only when ``complete``."""
     return {
         **public_facts(t.config, t.commitment, len(t.schedule)),
+        "bots": {label: b.version for label, b in t.entrants.items()},
+        "entrants": list(t.labels),
         "master_seed": t.master_seed.hex() if complete else None,
         "played": t.store.count(),
     }
 
 
-def publish_tournament(t: Tournament, output: Path, bootstrap: int, console: Console | None) -> dict[str, Any]:
+def publish_tournament(
+    t: Tournament, output: Path, bootstrap: int, console: Console | None, reveal: bool = True
+) -> dict[str, Any]:
     """Rate every stored game and write the output files; print the table to ``console`` if given.
+
+    The master seed is revealed once every scheduled game is played, unless ``reveal`` is False (a
+    league served by ``arena serve`` has no last game: its seed stays secret).
 
     :returns: the ratings result (see :func:`arena.ratings.rate`).
     """
     results = t.store.results(order=[g.game_id for g in t.schedule])
     test = SprtRun(t.config, t.schedule, results) if t.config.sprt else None
-    complete = not t.store.pending(t.schedule) or (test is not None and test.test.decided)
+    complete = reveal and (not t.store.pending(t.schedule) or (test is not None and test.test.decided))
     facts = tournament_facts(t, complete)
     if test is not None:
         facts["sprt"] = test.test.to_dict()
@@ -190,7 +254,7 @@ def publish_tournament(t: Tournament, output: Path, bootstrap: int, console: Con
         t.store.set_meta("finished_at", f"{time.time():.3f}")
     rows = publish.games_rows(results)
     games = games_from_mapping(rows)
-    names = [b.name for b in t.config.bots]
+    names = list(t.labels)
     ratings = {**rate(games, bootstrap=bootstrap, names=names), "history": history(games, names=names)}
     facts["precision"] = precision_facts(ratings, games)
     publish.write_outputs(output, results, ratings, facts)
@@ -369,6 +433,60 @@ def run_command(args: argparse.Namespace, console: Console, err: Console | None 
             close()
 
 
+def serve_command(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """``arena serve``: see :mod:`arena.serve`. Exit status 0 after SIGTERM/SIGINT; 2 on a bad config,
+    arguments or a changed rule/time control; 1 when the referees cannot be reached or the folder is locked."""
+    from arena.match_runner import GrpcGameRunner, RefereeError
+    from arena.serve import League, install_signals
+
+    def error(message: str, label: str = "error") -> int:
+        err.print(f"[red]{label}:[/red] {escape(message)}", soft_wrap=True, highlight=False)
+        return 2
+
+    try:
+        config = load_config(args.config)
+        output = Path(args.output).resolve() if args.output else config.output
+        check_bot_cwds(config, output)
+    except ConfigError as e:
+        for one in e.errors:
+            error(str(one), "config error")
+        return 2
+    closers: list[Callable[[], None]] = []
+    try:
+        with lock_output(output):
+            first, close = make_runner(config, args, output, console)
+            closers.append(close)
+            assert isinstance(first, GrpcGameRunner)
+
+            def runner_for(cfg: TournamentConfig) -> GrpcGameRunner:
+                return GrpcGameRunner(cfg, first.pool, output, on_event=first.on_event)
+
+            league = League(args.config, output, console,
+                            lambda t: publish_tournament(t, output, args.bootstrap, None, reveal=False), runner_for)
+            closers.insert(0, league.close)
+            install_signals(league)
+            try:
+                league.open(config)
+            except StoreMismatch as e:
+                return error(str(e))
+            league.publish(league.tournament)
+            console.print("serving: SIGHUP re-reads the config, SIGTERM stops", highlight=False)
+            league.serve()
+            console.print("stopped: every stored game is kept; `arena serve` again resumes", highlight=False)
+            return 0
+    except UsageError as e:
+        return error(str(e))
+    except OutputLocked as e:
+        error(str(e))
+        return 1
+    except RefereeError as e:
+        error(str(e))
+        return e.exit_status
+    finally:
+        for c in closers:
+            c()
+
+
 def _open_and_play(
     args: argparse.Namespace,
     console: Console,
@@ -395,13 +513,42 @@ def _open_and_play(
             pending = []  # the test has decided: the rest of the game limit is not played
             console.print("the SPRT has decided: no more games to play", highlight=False)
         if pending:
-            code = _play(args, console, error, config, t, pending, get_runner(), test)
+            if t.store.get_meta("finished_at") is not None:
+                error("the master seed was revealed when this tournament was complete; anyone can compute the "
+                      "deals of the games added since (a league that keeps growing: `arena serve`)", "note")
+            runner = get_runner()
+            if hasattr(runner, "use_entrants"):
+                runner.use_entrants(t.entrants)
+            setup = _open_lobby(config, t, runner, output, console)
+            try:
+                code = _play(args, console, error, config, t, pending, runner, test)
+            finally:
+                if setup is not None:
+                    setup.stop()
             if code:
                 return code
         publish_tournament(t, output, args.bootstrap, console)
         return 0
     finally:
         t.store.close()
+
+
+def _open_lobby(config: TournamentConfig, t: Tournament, runner: GameRunner, output: Path, console: Console) -> Any:
+    """Start the lobby and the lobby bots' workers when the config has any (else None); print where."""
+    from arena.match_runner import GrpcGameRunner
+
+    if not config.uses_lobby or not isinstance(runner, GrpcGameRunner):
+        return None
+    from arena.league import open_lobby
+
+    def on_event(message: str) -> None:
+        console.print(f"[yellow]workers:[/yellow] {escape(message)}", soft_wrap=True, highlight=False)
+
+    setup = open_lobby(config, t.store, output / "logs", runner.secret_names, runner.secret_values, on_event)
+    runner.attach_lobby(setup.lobby, setup.kinds)
+    tls = " (TLS)" if config.lobby_tls else ""
+    console.print(f"lobby: {setup.lobby.address}{tls}", highlight=False)
+    return setup
 
 
 def _play(
@@ -505,6 +652,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return bots_build_command(args, console, err)
         if args.command == "web":
             return web_command(args, err)
+        if args.command == "serve":
+            from referee.server import tune_gc
+
+            tune_gc()
+            return serve_command(args, console, err)
+        if args.command == "token":
+            return token_command(args, console, err)
     except KeyboardInterrupt:
         err.print("interrupted: stored games are kept; run the same command to resume", highlight=False)
         return 130

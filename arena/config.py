@@ -39,6 +39,15 @@ ENV_ADMIN_TOKEN = "ALLFOURS_ADMIN_TOKEN"
 
 #: Placeholders replaced in a bot's ``command`` (see :func:`expand_placeholders`).
 PLACEHOLDERS = ("python", "config_dir", "ticket", "referee", "seat")
+#: Placeholders that only a per-game bot's command may use (a worker gets its seats from the lobby).
+PER_GAME_PLACEHOLDERS = ("ticket", "referee", "seat")
+#: How a bot plays (``[[bots]] mode``): one process per seat per game, a pool of long-lived local
+#: worker processes that dial the lobby, or workers elsewhere that dial it (``remote = true``).
+BOT_MODES = ("per_game", "worker", "remote")
+#: Default ``tournament.lobby``: loopback, any free port (printed at start).
+DEFAULT_LOBBY = "127.0.0.1:0"
+#: Default ``tournament.no_show_s``: seconds a bot's games wait for its first worker before they are forfeited.
+DEFAULT_NO_SHOW_S = 120
 #: Largest value of a time-control option: the protocol carries them as uint32.
 MAX_TIME_CONTROL = 2**32 - 1
 #: Default of ``tournament.bot_log_bytes``: the most bytes of output kept per bot process (1 MiB).
@@ -85,11 +94,15 @@ class ConfigErrors(ConfigError):
 
 @dataclass(frozen=True, slots=True)
 class BotSpec:
-    """One bot: ``name`` (unique, used in ratings), ``version``, and how to start one seat's process.
+    """One bot: ``name`` (unique, used in ratings), ``version``, and how it plays.
 
-    ``command`` is an argv list (no shell) whose placeholders were checked (:func:`expand_placeholders`),
+    ``mode`` is one of :data:`BOT_MODES`: ``"per_game"`` (the default: one process per seat, started
+    for each game), ``"worker"`` (a pool of ``workers`` long-lived processes that dial the lobby; 0:
+    as many as ``concurrency`` needs) or ``"remote"`` (no command: workers anywhere dial the lobby with
+    the bot's token, see ``arena token``). ``command`` is an argv list (no shell) whose placeholders
+    were checked (:func:`expand_placeholders`),
     empty for a container bot, which gives ``image`` (a docker image, ``arena bots build``) and its
-    container ``limits`` instead (``cpus``, ``memory`` in MiB, ``pids``; docs/deploy.md);
+    container ``limits`` instead (``cpus``, ``memory`` in MiB, ``pids``; docs/deploy.md; per game only);
     ``cwd`` is resolved against the config file's folder; ``env`` is added to the arena's environment
     minus its admin tokens (the arena also sets ``ALLFOURS_TICKET`` and ``ALLFOURS_REFEREE``; see
     :func:`arena.match_runner.bot_environment`).
@@ -102,6 +115,8 @@ class BotSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     image: str | None = None
     limits: Limits = field(default_factory=Limits)
+    mode: str = "per_game"
+    workers: int = 0
 
     @property
     def in_container(self) -> bool:
@@ -118,7 +133,11 @@ class TournamentConfig:
     absolute folder; ``time_control`` holds only the options the config sets (the referee's defaults,
     :class:`referee.wire.TimeControl`, apply to the others); ``source`` is the config file's path.
     ``referees`` lists external referees (``host:port``; empty: the arena starts an embedded one) and
-    ``admin_token_env`` names the environment variable holding their admin token.
+    ``admin_token_env`` names the environment variable holding their admin token. ``lobby`` is where
+    the lobby listens (``host:port``, port 0: any free one), ``lobby_tls`` the (certificate, key) file
+    paths to serve it with TLS, ``no_show_s`` how long a bot's games wait for its first worker, and
+    ``remote_in_4p`` False refuses remote bots in the 4-player format (their two seats may be one
+    program: the arena cannot see inside another machine).
     """
 
     @property
@@ -140,6 +159,15 @@ class TournamentConfig:
     admin_token_env: str = ENV_ADMIN_TOKEN
     bot_log_bytes: int = BOT_LOG_BYTES
     sprt: SprtSettings | None = None  # format = "sprt" (arena/sprt_run.py); None: a round robin
+    lobby: str = DEFAULT_LOBBY
+    lobby_tls: tuple[str, str] | None = None
+    no_show_s: int = DEFAULT_NO_SHOW_S
+    remote_in_4p: bool = True
+
+    @property
+    def uses_lobby(self) -> bool:
+        """True if some bot plays through the lobby (worker or remote mode)."""
+        return any(b.mode != "per_game" for b in self.bots)
 
     def fingerprint(self) -> str:
         """SHA-256 (hex) of everything that decides which games are played and how.
@@ -150,6 +178,19 @@ class TournamentConfig:
         may not). Includes the master seed only when the config gives one. See :meth:`identity`.
         """
         return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()
+
+    def league_fingerprint(self) -> str:
+        """SHA-256 (hex) of what may never change in one output folder: the :meth:`league_identity`.
+
+        A league grows: bots may come (a new name, or a new version: a new entrant) and go, and
+        ``games_per_pairing`` may change; what the games *are* (rules, time control, players, name, a
+        fixed master seed) may not.
+        """
+        return hashlib.sha256(json.dumps(self.league_identity(), sort_keys=True).encode()).hexdigest()
+
+    def league_identity(self) -> dict[str, Any]:
+        """:meth:`identity` without the bots and ``games_per_pairing`` (see :meth:`league_fingerprint`)."""
+        return {k: v for k, v in self.identity().items() if k not in ("bots", "games_per_pairing")}
 
     def identity(self) -> dict[str, Any]:
         """The JSON-ready fields the :meth:`fingerprint` is taken of (compare two with :func:`identity_changes`)."""
@@ -209,13 +250,18 @@ _TOURNAMENT_KEYS = {
     "bot_log_bytes",
     "format",
     "sprt",
+    "lobby",
+    "lobby_tls_cert",
+    "lobby_tls_key",
+    "no_show_s",
+    "remote_in_4p",
 }
 #: ``tournament.format``: every pairing plays ``games_per_pairing`` games, or a candidate plays a baseline
 #: until the SPRT decides (at most ``games_per_pairing`` games).
 FORMATS = ("round_robin", "sprt")
 _SPRT_KEYS = {"candidate", "baseline", "elo0", "elo1", "alpha", "beta", "model"}
 _TC_KEYS = {f.name for f in fields(TimeControl)}
-_BOT_KEYS = {"name", "version", "command", "cwd", "env", "image", "cpus", "memory", "pids"}
+_BOT_KEYS = {"name", "version", "command", "cwd", "env", "image", "cpus", "memory", "pids", "mode", "workers", "remote"}
 _IMAGE = re.compile(r"[a-z0-9][a-z0-9_./:@-]{0,254}")
 _MEMORY = re.compile(r"(\d+)\s*([kmg]?)b?", re.IGNORECASE)
 
@@ -338,6 +384,8 @@ def parse_config(data: Mapping[str, Any], path: str = "<config>", base: Path | N
     token_env = part.admin_token_env if part else ENV_ADMIN_TOKEN
     bots = _parse_bots(p, data.get("bots"), base, token_env)
     sprt = _parse_sprt(p, t, [b.name for b in bots]) if isinstance(t, dict) else None
+    if part is not None:
+        _check_lobby_bots(p, bots, part)
     p.raise_any()
     assert part is not None
     return TournamentConfig(
@@ -355,7 +403,22 @@ def parse_config(data: Mapping[str, Any], path: str = "<config>", base: Path | N
         part.admin_token_env,
         part.bot_log_bytes,
         sprt,
+        part.lobby,
+        part.lobby_tls,
+        part.no_show_s,
+        part.remote_in_4p,
     )
+
+
+def _check_lobby_bots(p: _Problems, bots: tuple[BotSpec, ...], part: _TournamentPart) -> None:
+    """What a bot's mode asks of the tournament: partners are two workers; remote bots may be refused at 4."""
+    for k, b in enumerate(bots):
+        if b.mode == "remote" and part.players == 4 and not part.remote_in_4p:
+            p.add(f"bots[{k}].remote", "this tournament refuses remote bots in the 4-player format "
+                  "(tournament.remote_in_4p = false): the arena cannot see whether two seats are one program", True)
+        if b.mode == "worker" and part.players == 4 and b.workers == 1:
+            p.add(f"bots[{k}].workers", "must be at least 2 at a 4-player table (partners are two workers)", 1)
+
 
 
 def _parse_sprt(p: _Problems, t: Mapping[str, Any], bots: Sequence[str]) -> SprtSettings | None:
@@ -413,6 +476,10 @@ class _TournamentPart:
     referees: tuple[str, ...]
     admin_token_env: str
     bot_log_bytes: int
+    lobby: str
+    lobby_tls: tuple[str, str] | None
+    no_show_s: int
+    remote_in_4p: bool
 
 
 def _parse_name(path: str, value: Any) -> str:
@@ -546,19 +613,80 @@ def _parse_tournament(p: _Problems, t: Mapping[str, Any], base: Path) -> _Tourna
         bot_log_bytes=p.check(
             lambda: _int(path, "tournament.bot_log_bytes", t.get("bot_log_bytes", BOT_LOG_BYTES), 1024), 0
         ),
+        lobby=p.check(lambda: _parse_lobby(path, t.get("lobby", DEFAULT_LOBBY)), DEFAULT_LOBBY),
+        lobby_tls=_parse_lobby_tls(p, t, base),
+        no_show_s=p.check(
+            lambda: _int(path, "tournament.no_show_s", t.get("no_show_s", DEFAULT_NO_SHOW_S), 1, 30 * 24 * 3600), 1
+        ),
+        remote_in_4p=p.check(lambda: _bool(path, "tournament.remote_in_4p", t.get("remote_in_4p", True)), True),
     )
 
 
-def _parse_command(p: _Problems, where: str, cmd: Any) -> tuple[str, ...]:
+def _bool(path: str, key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(path, key, "must be true or false", value)
+    return value
+
+
+def _parse_lobby(path: str, value: Any) -> str:
+    lobby = _str(path, "tournament.lobby", value)
+    host, sep, port = lobby.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535 or any(c.isspace() for c in lobby):
+        raise ConfigError(path, "tournament.lobby", 'must be "host:port" (port 0: any free one)', lobby)
+    return lobby
+
+
+def _parse_lobby_tls(p: _Problems, t: Mapping[str, Any], base: Path) -> tuple[str, str] | None:
+    """``lobby_tls_cert`` and ``lobby_tls_key`` (both or neither), resolved against the config's folder."""
+    cert, key = t.get("lobby_tls_cert"), t.get("lobby_tls_key")
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        missing = "tournament.lobby_tls_cert" if cert is None else "tournament.lobby_tls_key"
+        p.add(missing, "lobby_tls_cert and lobby_tls_key go together", show_value=False)
+        return None
+    pair = (
+        p.check(lambda: str((base / _str(p.path, "tournament.lobby_tls_cert", cert)).resolve()), ""),
+        p.check(lambda: str((base / _str(p.path, "tournament.lobby_tls_key", key)).resolve()), ""),
+    )
+    return pair if all(pair) else None
+
+
+def _parse_command(p: _Problems, where: str, cmd: Any, mode: str) -> tuple[str, ...]:
+    if mode == "remote":
+        if cmd is not None:
+            p.add(f"{where}.command", "a remote bot has no command (its workers dial the lobby)", cmd)
+        return ()
     if not isinstance(cmd, list) or not cmd or not all(isinstance(x, str) and x for x in cmd):
         p.add(f"{where}.command", "must be a non-empty list of strings (argv, no shell)", cmd)
         return ()
     for i, arg in enumerate(cmd):
         try:
-            _placeholder_fields(arg)
+            names = [n for _, n in _placeholder_fields(arg) if n in PER_GAME_PLACEHOLDERS]
         except ValueError as e:
             p.add(f"{where}.command[{i}]", str(e), arg)
+            continue
+        if names and mode == "worker":
+            p.add(f"{where}.command[{i}]", f"{{{names[0]}}} is per game, but a worker gets its seats from the "
+                  'lobby: drop it, or set mode = "per_game"', arg)
     return tuple(cmd)
+
+
+def _parse_mode(p: _Problems, where: str, b: Mapping[str, Any]) -> tuple[str, int]:
+    """A bot's ``mode`` (``remote = true`` is ``mode = "remote"``) and ``workers`` (0: automatic)."""
+    remote = p.check(lambda: _bool(p.path, f"{where}.remote", b.get("remote", False)), False)
+    mode = b.get("mode", "remote" if remote else "per_game")
+    if mode not in BOT_MODES:
+        p.add(f"{where}.mode", f"must be one of {list(BOT_MODES)}", mode)
+        mode = "per_game"
+    elif remote and mode != "remote":
+        p.add(f"{where}.mode", "disagrees with remote = true", mode)
+    workers = 0
+    if "workers" in b:
+        workers = p.check(lambda: _int(p.path, f"{where}.workers", b["workers"], 1, 64), 0)
+        if mode != "worker":
+            p.add(f"{where}.workers", 'is for mode = "worker" (a pool of local workers)', b["workers"])
+    return str(mode), workers
 
 
 def _parse_bot(p: _Problems, where: str, b: Mapping[str, Any], base: Path, token_env: str) -> BotSpec:
@@ -569,7 +697,10 @@ def _parse_bot(p: _Problems, where: str, b: Mapping[str, Any], base: Path, token
     version = b.get("version", "0")
     if not isinstance(version, str | int | float) or isinstance(version, bool):
         p.add(f"{where}.version", "must be a string", version)
+    mode, workers = _parse_mode(p, where, b)
     if "image" in b:
+        if mode != "per_game":
+            p.add(f"{where}.mode", "a container bot plays per game (one container per seat)", mode)
         image, limits = p.check(lambda: _container(path, where, b), ("", Limits()))
         env = b.get("env", {})
         if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
@@ -579,7 +710,7 @@ def _parse_bot(p: _Problems, where: str, b: Mapping[str, Any], base: Path, token
     for key in ("cpus", "memory", "pids"):
         if key in b:
             p.add(f"{where}.{key}", "is a container limit: give it with `image`", b[key])
-    cmd = _parse_command(p, where, b.get("command"))
+    cmd = _parse_command(p, where, b.get("command"), mode)
     cwd = b.get("cwd")
     if cwd is not None:
         cwd = p.check(lambda: str((base / _str(path, f"{where}.cwd", cwd)).resolve()), None)
@@ -594,7 +725,7 @@ def _parse_bot(p: _Problems, where: str, b: Mapping[str, Any], base: Path, token
                 "a bot may not be given the referees' admin token (it could read every match's cards)",
                 show_value=False,
             )
-    return BotSpec(bname, str(version), cmd, cwd, dict(env))
+    return BotSpec(bname, str(version), cmd, cwd, dict(env), mode=mode, workers=workers)
 
 
 def _parse_bots(p: _Problems, bots_raw: Any, base: Path, token_env: str) -> tuple[BotSpec, ...]:
@@ -653,8 +784,8 @@ def check_bot_cwds(config: TournamentConfig, output: Path, arena_cwd: Path | Non
     out = Path(output).resolve()
     here = (arena_cwd or Path.cwd()).resolve()
     for k, b in enumerate(config.bots):
-        if b.in_container:
-            continue  # a container sees none of the host's folders
+        if b.in_container or b.mode == "remote":
+            continue  # a container sees none of the host's folders; a remote bot runs elsewhere
         cwd = Path(b.cwd).resolve() if b.cwd else here
         if cwd == out or out in cwd.parents:
             problem = f"is inside the output folder {out}, which holds the master seed: start bots elsewhere"

@@ -45,11 +45,12 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
 from arena import metrics
@@ -62,10 +63,16 @@ from arena.schedule import ScheduledGame
 from arena.store import GameResult
 from referee import wire
 
+if TYPE_CHECKING:
+    from arena.lobby import Lobby, WorkerRef
+    from arena.workers import WorkerKind
+
 #: Seconds to keep trying to reach a referee at start-up before giving up.
 CONNECT_TIMEOUT_S = 3.0
 #: Seconds a referee that failed a game has to answer its health check with SERVING (else it is retired).
 PROBE_TIMEOUT_S = 2.0
+#: Least time, seconds, a local worker pool gets to connect before its games are forfeited as no-show.
+LOCAL_WORKER_START_S = 30
 #: Upper bound of the wait for one match's result (the time control may allow more; 30 days).
 MAX_WATCH_S = 30 * 24 * 3600.0
 #: Lines of a bot's output quoted in the reason when its process exits early.
@@ -372,10 +379,38 @@ def bot_environment(
     whose value is one of ``secret_values`` or of those variables' values (a copy of a token under
     another name). A bot holding an admin token could call the referee's Admin API.
     """
+    env = _clean_environment(secret_names, secret_values, base)
+    return {**env, **bot.env, ENV_TICKET: ticket, ENV_REFEREE: referee}
+
+
+def _clean_environment(
+    secret_names: Collection[str], secret_values: Collection[str], base: Mapping[str, str] | None
+) -> dict[str, str]:
+    """``base`` (default: the arena's environment) without the variables named in ``secret_names``
+    and without any variable holding one of their values or one of ``secret_values``."""
     base = dict(os.environ if base is None else base)
     values = {v for v in secret_values if v} | {base[n] for n in secret_names if base.get(n)}
-    env = {k: v for k, v in base.items() if k not in secret_names and v not in values}
-    return {**env, **bot.env, ENV_TICKET: ticket, ENV_REFEREE: referee}
+    return {k: v for k, v in base.items() if k not in secret_names and v not in values}
+
+
+def worker_environment(
+    bot: BotSpec,
+    lobby: str,
+    token: str,
+    secret_names: Collection[str] = (ENV_ADMIN_TOKEN,),
+    secret_values: Collection[str] = (),
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment of one local worker process (:mod:`arena.workers.local`): ``base`` without its
+    secrets (as :func:`bot_environment`), the bot's ``env`` table, and the lobby's address, this
+    worker's token, the bot's name and the arena's process id (see :mod:`sdk.worker`)."""
+    from sdk.worker import LOBBY_ENV, NAME_ENV, PARENT_ENV, TOKEN_ENV
+
+    env = _clean_environment(secret_names, secret_values, base)
+    for name in (ENV_TICKET, ENV_REFEREE):
+        env.pop(name, None)
+    extra = {LOBBY_ENV: lobby, TOKEN_ENV: token, NAME_ENV: bot.name, PARENT_ENV: str(os.getpid())}
+    return {**env, **bot.env, **extra}
 
 
 def _tail(path: Path) -> str:
@@ -418,9 +453,16 @@ class GrpcGameRunner:
         on_event: Callable[[str], None] | None = None,
         max_attempts: int | None = None,
         sandbox: Sandbox | None = None,
+        lobby: Lobby | None = None,
+        kinds: Mapping[str, WorkerKind] | None = None,
     ):
         self.config = config
         self.sandbox = sandbox
+        self.lobby = lobby
+        self.kinds = dict(kinds or {})
+        #: set when a game that waits for workers might start now (see arena.runner.Starter)
+        self.wake = lobby.wake if lobby is not None else threading.Event()
+        self._absent: dict[str, float] = {}  # lobby bot -> since when it has had too few workers
         self.pool = referees if isinstance(referees, RefereePool) else RefereePool([referees])
         self.output = Path(output)
         self.on_event = on_event
@@ -444,16 +486,69 @@ class GrpcGameRunner:
         #: bots that failed :meth:`check_bots` (name -> why): their games are forfeited without playing
         self.broken: dict[str, str] = {}
 
+    def use_entrants(self, entrants: Mapping[str, BotSpec]) -> None:
+        """Play seats by entrant label (``name`` or ``name@version``, see :class:`arena.store.Entrant`)
+        rather than by bot name (call before playing, with :attr:`arena.runner.Tournament.entrants`)."""
+        self.bots = dict(entrants)
+
+    def attach_lobby(self, lobby: Lobby, kinds: Mapping[str, WorkerKind]) -> None:
+        """Play the lobby bots' seats through ``lobby``, whose workers ``kinds`` run (call before playing)."""
+        self.lobby = lobby
+        self.kinds = dict(kinds)
+        self.wake = lobby.wake
+
     def _event(self, message: str) -> None:
         if self.on_event is not None:
             self.on_event(message)
 
-    def play(self, game: ScheduledGame) -> GameResult:
-        """Play ``game`` to its end and return its result.
+    def start(self, game: ScheduledGame) -> Callable[[], GameResult] | GameResult | None:
+        """What the run loop does with ``game`` now (:func:`arena.runner.run_games`).
+
+        Returns a job that plays it (its lobby seats already hold reserved workers); or a result at
+        once, without a match, when a bot of the game is broken or has had no worker connected for
+        ``no_show_s`` (that side forfeits, with the reason); or None when it must wait for workers.
+        """
+        seats = self.seat_workers(game)
+        if seats is None or isinstance(seats, GameResult):
+            return seats
+        return lambda: self.play(game, seats or None)
+
+    def seat_workers(self, game: ScheduledGame) -> list[WorkerRef | None] | GameResult | None:
+        """Reserve one idle worker per lobby seat of ``game`` (None at per-game seats; ``[]`` when the
+        game has no lobby seat); or a forfeit result (see :meth:`start`); or None: wait."""
+        lobby_bots = [b for b in dict.fromkeys(game.seats) if self.bots[b].mode != "per_game"]  # labels
+        if not lobby_bots:
+            return []
+        assert self.lobby is not None, "a game with lobby seats needs the lobby"
+        now = time.monotonic()
+        counts = self.lobby.counts()
+        failed: dict[str, str] = {}
+        for bot in lobby_bots:
+            name = self.bots[bot].name  # workers register by the config's name
+            kind = self.kinds.get(name)
+            broken = kind.broken if kind is not None else None
+            if broken:
+                failed[bot] = f"broken: {broken}"
+            elif counts.get(name, (0, 0))[0] < game.seats.count(bot):
+                since = self._absent.setdefault(bot, now)
+                wait_s = self.config.no_show_s
+                if self.bots[bot].mode == "worker":  # its processes get time to start, whatever no_show_s says
+                    wait_s = max(wait_s, LOCAL_WORKER_START_S)
+                if now - since >= wait_s:
+                    failed[bot] = f"no_show: too few workers connected for {wait_s} s"
+            else:
+                self._absent.pop(bot, None)
+        if failed:
+            return forfeit_result(game, failed)
+        return self.lobby.reserve([None if self.bots[b].mode == "per_game" else self.bots[b].name for b in game.seats])
+
+    def play(self, game: ScheduledGame, workers: Sequence[WorkerRef | None] | None = None) -> GameResult:
+        """Play ``game`` to its end and return its result; ``workers`` (from :meth:`start`) hold its lobby seats.
 
         A :class:`RefereeFailure` (the referee went away, aborted the match, lost the record) is not a
         result: the referee is health-checked (and retired when it does not answer SERVING) and the
-        game is played again from its seed on another live referee, up to ``max_attempts`` times.
+        game is played again from its seed on another live referee, up to ``max_attempts`` times
+        (with freshly reserved workers for its lobby seats).
 
         :raises RefereeError: when no referee is left, the attempts are used up (the game stays
             pending for the next run), or a referee refuses the match (exit status 2).
@@ -463,12 +558,18 @@ class GrpcGameRunner:
         tried: list[str] = []
         failures: list[str] = []
         for attempt in range(self.max_attempts):
+            if attempt and workers:
+                workers = self._reserve_again(game)
             conn = self.pool.acquire(avoid=tried)
             if conn is None:
+                if workers and self.lobby is not None:
+                    self.lobby.release(workers)
                 break
             try:
-                return self._play_on(conn, game, attempt)
+                return self._play_on(conn, game, attempt, workers or ())
             except RefereeFailure as e:
+                if workers and self.lobby is not None:
+                    self.lobby.release(workers)
                 tried.append(conn.address)
                 failures.append(str(e))
                 retired = not conn.healthy() and self.pool.retire(conn, str(e))
@@ -493,10 +594,14 @@ class GrpcGameRunner:
         disconnects; it is never stored). Logs: ``logs/check/bot<k>/seat<j>.log`` (``k``: the bot's
         index in the config).
 
+        Only per-game bots are checked here: a worker pool shows it is broken through the lobby (three
+        deaths in a row), and a remote bot's workers may connect later (``no_show_s``).
+
         :returns: bot name -> one-line problem, for the bots that failed (empty: all passed).
         :raises RefereeError: if no referee is left to check on.
         """
         problems: dict[str, str] = {}
+        names = [n for n in names if self.bots[n].mode == "per_game"]
 
         def check(name: str) -> None:
             why = self._check_bot(self.bots[name])
@@ -600,8 +705,34 @@ class GrpcGameRunner:
             extra={"status": "FORFEITED_BEFORE_START", "terminations": ["not_started"] * len(game.seats)},
         )
 
-    def _play_on(self, conn: RefereeConnection, game: ScheduledGame, attempt: int) -> GameResult:
-        """Play ``game`` once on ``conn``; raises :class:`RefereeFailure` for infrastructure failures."""
+    def _reserve_again(self, game: ScheduledGame) -> list[WorkerRef | None]:
+        """Workers for a game played again after a referee failure: wait up to ``no_show_s`` for them.
+
+        :raises RefereeError: if they do not come (the game stays pending for the next run).
+        """
+        assert self.lobby is not None
+        deadline = time.monotonic() + self.config.no_show_s
+        while time.monotonic() < deadline:
+            got = self.seat_workers(game)
+            if isinstance(got, list):
+                return got
+            if isinstance(got, GameResult):
+                break
+            time.sleep(0.1)
+        raise RefereeError(f"{game.game_id}: no workers to play it again after a referee failure")
+
+    def _play_on(
+        self,
+        conn: RefereeConnection,
+        game: ScheduledGame,
+        attempt: int,
+        workers: Sequence[WorkerRef | None] = (),
+    ) -> GameResult:
+        """Play ``game`` once on ``conn``; raises :class:`RefereeFailure` for infrastructure failures.
+
+        ``workers[k]``, when given and not None, is the lobby worker reserved for seat k (it gets an
+        Assignment); the other seats get a process each (per-game mode).
+        """
         start = time.perf_counter()
         try:
             created = conn.admin.CreateMatch(
@@ -624,19 +755,26 @@ class GrpcGameRunner:
             ):
                 raise RefereeError(f"referee {conn.address} refused the match: {_status(e)}", 2) from None
             raise RefereeFailure(conn.address, f"CreateMatch failed: {_status(e)}") from None
+        created_at = time.perf_counter()
         log_dir = self.output / "logs" / game.game_id
         if attempt:
             log_dir = log_dir / f"retry{attempt}"
-        log_dir.mkdir(parents=True, exist_ok=True)
+        if not workers or None in workers:  # some seat gets a process (and a log) of its own
+            log_dir.mkdir(parents=True, exist_ok=True)
         procs: list[Seat] = []
         notes: list[str] = []
         mid = created.match_id
         early: list[int | None] = []
         try:
             for seat, (name, ticket) in enumerate(zip(game.seats, created.tickets, strict=True)):
-                procs.append(self._launch(conn, self.bots[name], seat, ticket, log_dir, notes))
-                if procs[-1] is not None:
-                    metrics.WORKERS.labels(name).inc()
+                worker = workers[seat] if workers else None
+                if worker is None:
+                    procs.append(self._launch(conn, self.bots[name], seat, ticket, log_dir, notes))
+                    if procs[-1] is not None:
+                        metrics.WORKERS.labels(name).inc()
+                else:
+                    procs.append(None)
+                    self._assign(conn, worker, mid, seat, ticket, notes)
             result: pb.MatchResult | None = None
             try:
                 with LiveLog(self.output, game.game_id, game.pair_id, game.seats, self.config.rules.to_dict(),
@@ -657,7 +795,9 @@ class GrpcGameRunner:
             if result.status == pb.MATCH_STATUS_ABORTED:
                 detail = next((s.detail for s in result.seats if s.detail), "")
                 raise RefereeFailure(conn.address, f"match {mid} aborted by the referee: {detail or 'no reason'}")
+            result_at = time.perf_counter()
             record = self._save_record(conn, game, mid)
+            record_at = time.perf_counter()
         finally:
             codes = stop_all(procs)
             for name, proc in zip(game.seats, procs, strict=False):
@@ -688,6 +828,10 @@ class GrpcGameRunner:
                 notes.append(f"{who} exited with status {early[seat]} {when}{last}")
             elif code not in (None, 0, -signal.SIGTERM, -signal.SIGKILL):
                 notes.append(f"{who} exited with status {code}")
+        for seat, worker in enumerate(workers):
+            left = None if worker is None or self.lobby is None else self.lobby.gone(worker)
+            if worker is not None and left is not None:
+                notes.append(f"seat {seat} ({game.seats[seat]}) worker {worker.worker_id} left during the game: {left}")
         res = self._result(game, mid, result, record, notes, time.perf_counter() - start)
         for seat in oom:
             if seat in forfeited:  # its forfeit's own reason: the referee saw only a disconnect
@@ -703,9 +847,35 @@ class GrpcGameRunner:
             ).to_dict()
             for s in result.seats
         ]
+        # where the game's wall time went, ms: CreateMatch; seats handed out -> result; GetRecord + file
+        res.extra["phases_ms"] = {
+            "create": round((created_at - start) * 1000, 2),
+            "play": round((result_at - created_at) * 1000, 2),
+            "record": round((record_at - result_at) * 1000, 2),
+        }
+        if workers:
+            res.extra["workers"] = [None if w is None else w.worker_id for w in workers]
         if attempt:
             res.extra["attempt"] = attempt + 1
         return res
+
+    def _assign(
+        self, conn: RefereeConnection, worker: WorkerRef, match_id: str, seat: int, ticket: str, notes: list[str]
+    ) -> None:
+        """Send ``worker`` the Assignment of ``seat`` (a worker that has just left gets nothing: the
+        referee then forfeits the seat by no-show, and a note says why)."""
+        assert self.lobby is not None
+        assignment = lpb.Assignment(
+            match_id=match_id,
+            seat=seat,
+            ticket=ticket,
+            referee=conn.address,
+            referee_tls=False,
+            rules=self.rules_pb,
+            time_control=self.tc_pb,
+        )
+        if not self.lobby.assign(worker, assignment):
+            notes.append(f"seat {seat} worker {worker.worker_id} left before its assignment: {self.lobby.gone(worker)}")
 
     def _launch(
         self, conn: RefereeConnection, bot: BotSpec, seat: int, ticket: str, log_dir: Path, notes: list[str]
@@ -831,3 +1001,30 @@ class GrpcGameRunner:
                 "terminations": [_TERMINATION.get(s.termination, "") for s in result.seats],
             },
         )
+
+
+def forfeit_result(game: ScheduledGame, failed: Mapping[str, str]) -> GameResult:
+    """The result of a game decided without a match: the sides of the bots in ``failed`` (bot name ->
+    ``"<termination>: <why>"``, e.g. ``"no_show: …"``, ``"broken: …"``) forfeit; no winner when both do.
+
+    The match id is ``"forfeit-<game id>"`` (no referee was involved); there is no record.
+    """
+    lost = [side for side in (0, 1) if game.sides[side] in failed]
+    winner = None if len(lost) != 1 else 1 - lost[0]
+    reasons = tuple(f"side {side} ({game.sides[side]}) forfeited: {failed[game.sides[side]]}" for side in lost)
+    terminations = [failed[b].split(":")[0] if b in failed else "other_seat_forfeited" for b in game.seats]
+    return GameResult(
+        game_id=game.game_id,
+        match_id=f"forfeit-{game.game_id}",
+        pair_id=game.pair_id,
+        sides=game.sides,
+        scores=(0, 0),
+        winner=winner,
+        reasons=reasons,
+        record_path=None,
+        seed_hex=game.seed.hex(),
+        first_dealer=game.first_dealer,
+        duration_s=0.0,
+        extra={"status": "FORFEITED_BEFORE_PLAY", "terminations": terminations},
+    )
+

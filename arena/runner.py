@@ -11,18 +11,19 @@ games in flight (they are replayed from their scheduled seeds on the next run) a
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from arena.config import TournamentConfig, identity_changes
+from arena.config import BotSpec, TournamentConfig, identity_changes
 from arena.schedule import ScheduledGame, make_schedule
 from arena.store import GameResult, Store, StoreMismatch
 from referee.dealing import commitment, fresh_seed
@@ -63,13 +64,17 @@ class GameRunner(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Tournament:
-    """An opened tournament: its config, store, master seed (32 bytes), commitment and full schedule."""
+    """An opened tournament: its config, store, master seed (32 bytes), commitment, the schedule of the
+    config's bots, ``entrants`` (label -> bot, the config's bots) and ``labels`` (every entrant ever
+    entered in this output folder, in order of arrival: those no longer in the config keep their results)."""
 
     config: TournamentConfig
     store: Store
     master_seed: bytes
     commitment: str
     schedule: list[ScheduledGame]
+    entrants: Mapping[str, BotSpec]
+    labels: list[str]
 
 
 def open_tournament(config: TournamentConfig, output: Path | None = None) -> Tournament:
@@ -79,8 +84,13 @@ def open_tournament(config: TournamentConfig, output: Path | None = None) -> Tou
     ``secrets``. Before any game is played its commitment is written to ``<output>/commitment.json``.
     A new output folder is created with permissions 0700 (the database in it holds the master seed).
 
-    :raises arena.store.StoreMismatch: if ``output`` holds a different tournament; the message names
-        each config field that changed (e.g. ``tournament.rules.target: 7 -> 8``).
+    A league grows (docs/arena.md, "A league that grows"): bots may be added, removed or given a new
+    version (a new entrant) and ``games_per_pairing`` may change; the schedule then holds the games of
+    the config's entrants, and only those without a stored result are pending.
+
+    :raises arena.store.StoreMismatch: if ``output`` holds a different tournament (rules, time control,
+        players, name or a fixed master seed differ); the message names each field that changed (e.g.
+        ``tournament.rules.target: 7 -> 8``).
     """
     out = Path(output or config.output)
     out.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -88,13 +98,13 @@ def open_tournament(config: TournamentConfig, output: Path | None = None) -> Tou
     try:
         candidate = config.master_seed or fresh_seed()
         seed = bytes.fromhex(
-            store.claim(config.fingerprint(), candidate.hex(), commitment(candidate), config.identity())
+            store.claim(config.league_fingerprint(), candidate.hex(), commitment(candidate), config.league_identity())
         )
     except StoreMismatch as e:
         store.close()
         if e.stored_identity is None:
             raise
-        changed = identity_changes(e.stored_identity, config.identity())
+        changed = identity_changes(e.stored_identity, config.league_identity())
         raise StoreMismatch(
             f"{out} holds another tournament: the config changed {'; '.join(changed)}; "
             "use another output folder or restore those fields",
@@ -117,22 +127,61 @@ def open_tournament(config: TournamentConfig, output: Path | None = None) -> Tou
         )
         + "\n"
     )
+    try:
+        every = store.entrants([(b.name, b.version) for b in config.bots])
+    except BaseException:
+        store.close()
+        raise
+    spec = {(b.name, b.version): b for b in config.bots}
+    active = [e for e in every if (e.name, e.version) in spec]
     schedule = make_schedule(
-        config.name, [b.name for b in config.bots], config.games_per_pairing, config.players, seed
+        config.name,
+        [e.label for e in active],
+        config.games_per_pairing,
+        config.players,
+        seed,
+        numbers=[e.number for e in active],
     )
     store.set_meta(FACTS_KEY, json.dumps(public_facts(config, commit, len(schedule)), sort_keys=True))
-    return Tournament(config, store, seed, commit, schedule)
+    entrants = {e.label: spec[(e.name, e.version)] for e in active}
+    return Tournament(config, store, seed, commit, schedule, entrants, [e.label for e in every])
+
+
+#: What a starter makes of one game now: a job that plays it, a result decided without playing, or None (wait).
+Start = Callable[[], GameResult] | GameResult | None
+
+
+class Starter(Protocol):
+    """A game runner that decides when each game can start (the lobby's: when workers are idle).
+
+    ``start(game)`` returns a :data:`Start`; ``wake`` is set whenever a game that had to wait might
+    start now (a worker became idle, connected or left, a bot broke).
+    """
+
+    wake: threading.Event
+
+    def start(self, game: ScheduledGame) -> Start:
+        """See the class docstring."""
+        ...
+
+
+#: Seconds the run loop sleeps at most between looks when games wait for workers (no-show clocks).
+IDLE_POLL_S = 0.5
 
 
 def run_games(
     games: Sequence[ScheduledGame],
-    runner: GameRunner,
+    runner: GameRunner | Starter,
     store: Store,
     concurrency: int = 1,
     on_result: Callable[[GameResult, bool], None] | None = None,
     stop: threading.Event | None = None,
 ) -> int:
     """Play ``games`` with up to ``concurrency`` at once, storing each result as it arrives.
+
+    A plain :class:`GameRunner` plays them in order. A :class:`Starter` (games with lobby seats) is
+    asked, in schedule order, which games can start now; a game whose bots have no idle workers is
+    passed over (it does not block the others) and tried again when :attr:`Starter.wake` is set.
 
     :param on_result: called in this thread after each store attempt with ``(result, written)``.
     :param stop: when set, no new game starts; games in flight finish and are stored.
@@ -142,28 +191,40 @@ def run_games(
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, not {concurrency}")
+    starter = runner if hasattr(runner, "start") else None
+    wake = starter.wake if starter is not None else threading.Event()
     written = 0
     todo = list(games)
     error: BaseException | None = None
+
+    def store_result(result: GameResult) -> None:
+        nonlocal written
+        ok = store.record(result)
+        written += int(ok)
+        if on_result is not None:
+            on_result(result, ok)
+
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="arena-game") as pool:
         running: set[Future[GameResult]] = set()
         try:
             while todo or running:
-                while todo and len(running) < concurrency and error is None and not (stop and stop.is_set()):
-                    running.add(pool.submit(runner.play, todo.pop(0)))
-                if not running:
+                wake.clear()
+                if error is None and not (stop and stop.is_set()):
+                    for result in _start_games(todo, runner, starter, pool, running, concurrency, wake):
+                        store_result(result)
+                if not running and (not todo or error is not None or (stop and stop.is_set())):
                     break
-                done, running = wait(running, return_when=FIRST_COMPLETED)
+                done = {f for f in running if f.done()}
+                if not done:
+                    wake.wait(IDLE_POLL_S if todo else None)
+                    continue
+                running -= done
                 for fut in done:
                     exc = fut.exception()
                     if exc is not None:
                         error = error or exc
                         continue
-                    result = fut.result()
-                    ok = store.record(result)
-                    written += int(ok)
-                    if on_result is not None:
-                        on_result(result, ok)
+                    store_result(fut.result())
         except BaseException:
             todo.clear()
             if stop is not None:
@@ -172,6 +233,42 @@ def run_games(
     if error is not None:
         raise error
     return written
+
+
+def _start_games(
+    todo: list[ScheduledGame],
+    runner: GameRunner | Starter,
+    starter: Starter | None,
+    pool: ThreadPoolExecutor,
+    running: set[Future[GameResult]],
+    concurrency: int,
+    wake: threading.Event,
+) -> list[GameResult]:
+    """Start what can start now (removing it from ``todo``); returns the results decided without a game."""
+    decided: list[GameResult] = []
+    waiting: set[tuple[str, ...]] = set()  # seatings that found no idle workers in this look
+    k = 0
+    while k < len(todo) and len(running) < concurrency:
+        game = todo[k]
+        if starter is None:
+            got: Start = functools.partial(runner.play, game)  # type: ignore[union-attr]
+        elif game.seats in waiting:
+            k += 1
+            continue
+        else:
+            got = starter.start(game)
+        if got is None:
+            waiting.add(game.seats)
+            k += 1
+            continue
+        todo.pop(k)
+        if isinstance(got, GameResult):
+            decided.append(got)
+            continue
+        fut = pool.submit(got)
+        fut.add_done_callback(lambda _f: wake.set())
+        running.add(fut)
+    return decided
 
 
 class SimulatedRunner:

@@ -1,7 +1,10 @@
 """The round-robin schedule as pure data, all of it derived from one tournament master seed.
 
-For bots ``b_0 .. b_{m-1}`` (config order) the schedule has one **pairing** per unordered pair
-``(i, j)``, ``i < j``, numbered ``p = 0, 1, ...`` in lexicographic order. Each pairing plays
+For entrants ``b_i`` with stable numbers ``i`` (a new tournament numbers its bots in config order;
+an entrant added later gets the next number, see :meth:`arena.store.Store.entrants`) the schedule
+has one **pairing** per unordered pair ``(i, j)``, ``i < j``, numbered ``p = j (j - 1) / 2 + i``
+(colexicographic: the pairings of a new entrant come after every earlier one, so adding a bot never
+renumbers — nor re-deals — an existing pairing). Each pairing plays
 ``games_per_pairing`` games as **duplicate pairs** ``k = 0 .. games_per_pairing/2 - 1``:
 
 - both games of pair ``k`` use the same match seed and the same first dealer; in game ``2k`` bot
@@ -17,7 +20,8 @@ bot fills both, one process per seat) and seat ``s`` at a 2-player table.
 
 The master seed is committed before play (:func:`commitment`, SHA-256 hex) and revealed after.
 Ids are stable strings so that a rerun resumes by id: game ``"<name>-p<i>-<j>-g<k>"``, duplicate pair
-``"<name>-p<i>-<j>-d<k>"`` (``i``, ``j`` the bots' config indices).
+``"<name>-p<i>-<j>-d<k>"`` (``i``, ``j`` the entrants' numbers). Raising ``games_per_pairing`` adds
+pairs ``k`` at the end of each pairing; the games already played keep their ids and deals.
 """
 
 from __future__ import annotations
@@ -71,44 +75,59 @@ def seats_for(sides: tuple[str, str], players: int) -> tuple[str, ...]:
     return tuple(sides[seat % 2] for seat in range(players))
 
 
-def make_schedule(
-    name: str, bots: Sequence[str], games_per_pairing: int, players: int, master_seed: bytes
-) -> list[ScheduledGame]:
-    """Every game of the round robin, in play order (pairing, then pair, then the two games).
+def pairing_number(i: int, j: int) -> int:
+    """The number of the pairing of entrants ``i < j``: ``j (j - 1) / 2 + i`` (see the module docstring)."""
+    return j * (j - 1) // 2 + i
 
-    :param bots: bot names in config order (indices in ids refer to this order).
+
+def make_schedule(
+    name: str,
+    bots: Sequence[str],
+    games_per_pairing: int,
+    players: int,
+    master_seed: bytes,
+    numbers: Sequence[int] | None = None,
+) -> list[ScheduledGame]:
+    """Every game of the round robin, in play order (pairing number, then pair, then the two games).
+
+    :param bots: entrant names (labels).
+    :param numbers: each entrant's stable number (default ``0, 1, ...``): ids and seeds use these.
     :raises ValueError: on fewer than 2 or duplicate bots, an odd or non-positive
         ``games_per_pairing``, ``players`` not 2 or 4, or a seed that is not 32 bytes.
     """
     if len(bots) < 2 or len(set(bots)) != len(bots):
         raise ValueError(f"need at least two distinct bots, got {list(bots)}")
+    nums = list(range(len(bots))) if numbers is None else list(numbers)
+    if len(nums) != len(bots) or len(set(nums)) != len(nums) or min(nums) < 0:
+        raise ValueError(f"need one distinct number >= 0 per bot, got {nums} for {list(bots)}")
     if games_per_pairing < 2 or games_per_pairing % 2:
         raise ValueError(f"games_per_pairing must be even and >= 2, not {games_per_pairing}")
     if players not in (2, 4):
         raise ValueError(f"players must be 2 or 4, not {players}")
     check_seed(master_seed)
     games: list[ScheduledGame] = []
-    pairing = 0
-    for i in range(len(bots)):
-        for j in range(i + 1, len(bots)):
-            for k in range(games_per_pairing // 2):
-                seed = pair_seed(master_seed, pairing, k)
-                for swapped in (False, True):
-                    sides = (bots[j], bots[i]) if swapped else (bots[i], bots[j])
-                    g = 2 * k + int(swapped)
-                    games.append(
-                        ScheduledGame(
-                            game_id=f"{name}-p{i}-{j}-g{g}",
-                            pair_id=f"{name}-p{i}-{j}-d{k}",
-                            pairing=pairing,
-                            pair=k,
-                            sides=sides,
-                            seats=seats_for(sides, players),
-                            seed=seed,
-                            first_dealer=k % players,
-                            swapped=swapped,
-                        )
+    entrants = sorted(zip(nums, bots, strict=True))
+    pairs = sorted(
+        (pairing_number(i, j), i, a, j, b) for x, (i, a) in enumerate(entrants) for (j, b) in entrants[x + 1 :]
+    )
+    for pairing, i, bot_i, j, bot_j in pairs:
+        for k in range(games_per_pairing // 2):
+            seed = pair_seed(master_seed, pairing, k)
+            for swapped in (False, True):
+                sides = (bot_j, bot_i) if swapped else (bot_i, bot_j)
+                g = 2 * k + int(swapped)
+                games.append(
+                    ScheduledGame(
+                        game_id=f"{name}-p{i}-{j}-g{g}",
+                        pair_id=f"{name}-p{i}-{j}-d{k}",
+                        pairing=pairing,
+                        pair=k,
+                        sides=sides,
+                        seats=seats_for(sides, players),
+                        seed=seed,
+                        first_dealer=k % players,
+                        swapped=swapped,
                     )
-            pairing += 1
+                )
     return games
 

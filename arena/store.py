@@ -10,9 +10,13 @@ scheduled seed (a new match id), which is the same deal.
 
 Tournament meta (key/value): ``fingerprint`` (of the config, see
 :meth:`arena.config.TournamentConfig.fingerprint`), ``commitment`` (SHA-256 of the master seed),
-``master_seed`` (hex; kept here so a rerun without a seed in the config resumes the same schedule;
-published only after the last game), ``identity`` (JSON: the config fields the fingerprint covers, so
-a changed config can be told which fields changed), ``created_at``, ``finished_at``.
+``entrants`` (every bot ever entered, see :meth:`Store.entrants`), ``master_seed`` (hex; kept here
+so a rerun without a seed in the config resumes the same schedule; published only after the last
+game), ``identity`` (JSON: the config fields the fingerprint covers, so a changed config can be told
+which fields changed), ``created_at``, ``finished_at``.
+
+Remote bots' tokens (``bot_tokens``): only each token's SHA-256, the bot's name, when it was made and
+when it was revoked (:meth:`Store.add_token`, :meth:`Store.revoke_tokens`, :meth:`Store.token_digests`).
 """
 
 from __future__ import annotations
@@ -50,6 +54,12 @@ CREATE TABLE IF NOT EXISTS games (
     extra        TEXT NOT NULL,      -- JSON object (e.g. bots' thinking time)
     stored_at    REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS bot_tokens (
+    digest       TEXT PRIMARY KEY,   -- SHA-256 hex of a remote bot's token (the token itself is never stored)
+    bot          TEXT NOT NULL,
+    created_at   REAL NOT NULL,
+    revoked_at   REAL                -- NULL while valid
+);
 """
 
 
@@ -62,6 +72,18 @@ class StoreMismatch(RuntimeError):
     def __init__(self, message: str, stored_identity: dict[str, Any] | None = None):
         super().__init__(message)
         self.stored_identity = stored_identity
+
+
+@dataclass(frozen=True, slots=True)
+class Entrant:
+    """A bot as the league knows it: ``number`` (stable, in order of arrival; ids and deals use it),
+    ``label`` (its name in results and ratings: the bot's name, or ``name@version`` for a later version
+    of a name already entered), and the config's ``name`` and ``version``."""
+
+    number: int
+    label: str
+    name: str
+    version: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +119,8 @@ class GameResult:
         """The games.jsonl line: the ratings input (``a``, ``b``, ``score``, ``pair``) plus details;
         ``terminations`` (the referee's per seat, e.g. ``["normal", "timeout"]``), ``referee``
         (``host:port``) and ``failures`` (per seat: :class:`arena.failures.Failures` as dicts) when the
-        game was played on a referee."""
+        game was played on a referee; ``workers`` (the lobby's worker id per seat, null at a per-game
+        seat) when some seat was played by a worker."""
         return {
             "a": self.sides[0],
             "b": self.sides[1],
@@ -112,7 +135,7 @@ class GameResult:
             "seed": self.seed_hex,
             "first_dealer": self.first_dealer,
             "duration_s": round(self.duration_s, 4),
-            **{k: self.extra[k] for k in ("terminations", "referee", "failures") if k in self.extra},
+            **{k: self.extra[k] for k in ("terminations", "referee", "failures", "workers") if k in self.extra},
         }
 
 
@@ -198,6 +221,54 @@ class Store:
         seed = self.get_meta("master_seed")
         assert seed is not None
         return seed
+
+    # ---------------------------------------------------------------- entrants
+    def entrants(self, bots: Sequence[tuple[str, str]] = ()) -> list[Entrant]:
+        """Every entrant, in order of arrival, after entering the ``(name, version)`` pairs not seen yet.
+
+        A new pair gets the next number and the label ``name`` (or ``name@version`` when an entrant of
+        that name exists already: a new version is a new entrant; the old one keeps its results).
+        Written in one transaction (meta ``entrants``: JSON ``[[label, name, version], ...]``).
+        """
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            rows = json.loads(self.get_meta("entrants") or "[]")
+            known = {(r[1], r[2]) for r in rows}
+            for name, version in bots:
+                if (name, version) not in known:
+                    taken = any(r[1] == name for r in rows)
+                    rows.append([f"{name}@{version}" if taken else name, name, version])
+                    known.add((name, version))
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('entrants', ?)", (json.dumps(rows),))
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        return [Entrant(k, r[0], r[1], r[2]) for k, r in enumerate(rows)]
+
+    # ---------------------------------------------------------------- remote bots' tokens
+    def add_token(self, bot: str, digest: str) -> None:
+        """Keep the SHA-256 hex ``digest`` of a new token of ``bot``."""
+        self._db.execute("INSERT INTO bot_tokens VALUES (?, ?, ?, NULL)", (digest, bot, time.time()))
+
+    def revoke_tokens(self, bot: str) -> int:
+        """Revoke every valid token of ``bot``; returns how many."""
+        cur = self._db.execute(
+            "UPDATE bot_tokens SET revoked_at = ? WHERE bot = ? AND revoked_at IS NULL", (time.time(), bot)
+        )
+        return cur.rowcount
+
+    def token_digests(self, bot: str | None = None) -> dict[str, list[str]]:
+        """The valid token digests, per bot (of one ``bot`` when given)."""
+        rows = self._db.execute(
+            "SELECT bot, digest FROM bot_tokens WHERE revoked_at IS NULL AND (? IS NULL OR bot = ?)"
+            " ORDER BY created_at",
+            (bot, bot),
+        ).fetchall()
+        out: dict[str, list[str]] = {}
+        for b, d in rows:
+            out.setdefault(b, []).append(d)
+        return out
 
     # ---------------------------------------------------------------- games
     def record(self, result: GameResult) -> bool:

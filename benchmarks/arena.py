@@ -1,97 +1,205 @@
-"""Arena throughput with instant bots: games per second, and where the wall time goes.
+"""Arena throughput with instant bots, against the referee alone, in one run: games/s and their ratio.
 
-    python benchmarks/arena.py [--bots 3] [--games-per-pairing 4] [--players 4] [--concurrency 2]
+    python benchmarks/arena.py [--bots 3] [--games-per-pairing 40] [--players 4] [--concurrency 2]
+        [--per-game-games 12]
 
-Runs a real tournament (embedded referee over gRPC on 127.0.0.1, one ``arena.instant_bot`` process
-per seat, which answers every decision at once with the first legal action) into a temporary
-folder and prints JSON:
+Three measurements, all over real 127.0.0.1 sockets with instant bots (``arena.instant_bot``: the
+first legal action at once), in this order:
 
-- ``games_per_s``: games stored per second of wall time (the whole run: referee start, every game,
-  store writes; not the rating and publishing afterwards, timed separately as ``publish_s``);
-- ``think_share``: the bots' own thinking as a share of the summed game durations. A seat's thinking is
-  the time bank the referee charged it (request sent → decision received, so it includes the
-  transport round trip); ``outside_share = 1 - think_share`` is the arena's, the referee's, process
-  start-up's and the protocol's share — the overhead this benchmark exists to watch.
-- ``per_game_s``: the mean wall time of one game (process start to result).
+1. **referee**: the referee alone (its own process, as in ``benchmarks/referee.py``) playing games of
+   the same format, ``concurrency`` at a time, one match of one game each, the seats being asyncio
+   clients in this process: ``referee_games_per_s`` — the ceiling for any arena;
+2. **lobby**: a real tournament (embedded referee) whose bots are pools of local workers
+   (``mode = "worker"``: long-lived processes that dial the lobby): ``games_per_s`` from the moment
+   every worker is registered to the last result stored; ``ratio = games_per_s / referee_games_per_s``;
+   ``workers_ready_s`` is the one-time start of the pools;
+3. **per_game**: the same tournament with one process per seat per game (``mode = "per_game"``, the
+   only mode before the lobby), ``per_game_games`` games: ``per_game_games_per_s``.
+
+Where the lobby run's time goes (``lobby_phases_ms``, mean per game): ``create`` (CreateMatch),
+``play`` (assignments sent → result: the match itself, with the bots' round trips), ``record``
+(GetRecord and writing the record file), ``store`` (the SQLite insert, fsynced) and ``wait`` (wall
+time per game slot not spent in a game: scheduling, workers' Ready, the thread pool).
+Figures go to stdout as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import logging
+import multiprocessing as mp
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # before benchmarks/, where referee.py would hide the referee package
 
-from arena import publish  # noqa: E402
-from arena.config import parse_config  # noqa: E402
+import grpc  # noqa: E402
+import structlog  # noqa: E402
+
+from allfours.v1 import referee_pb2 as pb  # noqa: E402
+from allfours.v1 import referee_pb2_grpc as pb_grpc  # noqa: E402
+from arena.config import TournamentConfig, parse_config  # noqa: E402
+from arena.league import open_lobby  # noqa: E402
 from arena.match_runner import GrpcGameRunner, connect_referee  # noqa: E402
-from arena.ratings import games_from_mapping, rate  # noqa: E402
 from arena.runner import open_tournament, run_games  # noqa: E402
+from arena.store import GameResult  # noqa: E402
+
+TOKEN = "bench"
+MD = (("authorization", f"Bearer {TOKEN}"),)
+
+
+def _serve_referee(conn: Any) -> None:
+    """Child process: the referee on 127.0.0.1:0 (GC tuned as ``referee serve`` does) until told to stop."""
+    from referee.cli import configure_logging
+    from referee.server import start_server, tune_gc
+
+    configure_logging("warning")
+
+    async def main() -> None:
+        async with start_server(port=0, admin_token=TOKEN) as server:
+            tune_gc()
+            conn.send(server.address)
+            await asyncio.get_running_loop().run_in_executor(None, conn.recv)
+
+    asyncio.run(main())
+
+
+async def _seat(address: str, ticket: str) -> None:
+    """An instant seat (the first legal action at once), as in benchmarks/referee.py."""
+    async with grpc.aio.insecure_channel(address) as ch:
+        call = pb_grpc.RefereeServiceStub(ch).Play()
+        await call.write(pb.PlayRequest(hello=pb.Hello(ticket=ticket, protocol_version="allfours.v1")))
+        while (resp := await call.read()) is not grpc.aio.EOF:
+            if resp.HasField("decision_request"):
+                req = resp.decision_request
+                await call.write(pb.PlayRequest(decision=pb.Decision(seq=req.seq, action=req.legal_actions[0])))
+            elif resp.HasField("match_end"):
+                await call.done_writing()
+                return
+
+
+async def referee_alone(players: int, games: int, concurrency: int) -> float:
+    """Games/s of the referee alone (its own process): ``games`` one-game matches, ``concurrency`` at a time."""
+    parent, child = mp.Pipe()
+    proc = mp.get_context("spawn").Process(target=_serve_referee, args=(child,), daemon=True)
+    proc.start()
+    try:
+        address = await asyncio.get_running_loop().run_in_executor(None, parent.recv)
+        async with grpc.aio.insecure_channel(address) as ch:
+            admin = pb_grpc.AdminServiceStub(ch)
+            names = [f"s{k}" for k in range(players)]
+
+            async def lane(n: int) -> None:
+                for _ in range(n):
+                    created = await admin.CreateMatch(pb.CreateMatchRequest(
+                        rules=pb.RuleSet(players=players), seat_names=names, games=1), metadata=MD)
+                    await asyncio.gather(*(_seat(address, t) for t in created.tickets))
+
+            await lane(2)  # warm-up, not counted
+            t0 = time.perf_counter()
+            await asyncio.gather(*(lane(games // concurrency + (k < games % concurrency)) for k in range(concurrency)))
+            return games / (time.perf_counter() - t0)
+    finally:
+        parent.send("stop")
+        proc.join(10)
+
+
+def _config(tmp: str, args: argparse.Namespace, mode: str, gpp: int) -> TournamentConfig:
+    data = {
+        "tournament": {"name": f"bench-{mode}", "players": args.players, "games_per_pairing": gpp,
+                       "concurrency": args.concurrency, "output": tmp, "master_seed": "00" * 32},
+        "bots": [{"name": f"instant{k}", "mode": mode, "command": ["{python}", "-m", "arena.instant_bot"],
+                  "cwd": str(ROOT)} for k in range(args.bots)],
+    }
+    return parse_config(data, str(ROOT / "benchmarks" / "bench.toml"), ROOT)
+
+
+def tournament(args: argparse.Namespace, mode: str, gpp: int) -> dict[str, Any]:
+    """Play one tournament in ``mode``; its games/s (and, for workers, the pools' start and the phases)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        config = _config(tmp, args, mode, gpp)
+        t = open_tournament(config)
+        conn = connect_referee(None, None)
+        setup = None
+        try:
+            runner = GrpcGameRunner(config, conn, Path(tmp))
+            ready_s = 0.0
+            if mode == "worker":
+                t0 = time.perf_counter()
+                setup = open_lobby(config, t.store, Path(tmp) / "logs", runner.secret_names, runner.secret_values)
+                runner.attach_lobby(setup.lobby, setup.kinds)
+                want = {name: len(kind.pids()) for name, kind in setup.kinds.items()}  # type: ignore[attr-defined]
+                while any(setup.lobby.counts().get(b, (0, 0))[1] < n for b, n in want.items()):
+                    time.sleep(0.01)
+                ready_s = time.perf_counter() - t0
+            store_s = [0.0]
+            record = t.store.record
+
+            def timed_record(result: GameResult) -> bool:
+                s0 = time.perf_counter()
+                try:
+                    return record(result)
+                finally:
+                    store_s[0] += time.perf_counter() - s0
+
+            t.store.record = timed_record  # type: ignore[method-assign]
+            start = time.perf_counter()
+            run_games(t.schedule, runner, t.store, config.concurrency)
+            wall = time.perf_counter() - start
+        finally:
+            if setup is not None:
+                setup.stop()
+            conn.close()
+        results = t.store.results()
+        t.store.close()
+    n = len(results)
+    played = sum(1 for r in results if r.extra.get("terminations") == ["normal"] * args.players)
+    out: dict[str, Any] = {"games": n, "played_normally": played, "wall_s": round(wall, 3),
+                           "games_per_s": round(n / wall, 2)}
+    if mode == "worker":
+        phases = {k: sum(r.extra.get("phases_ms", {}).get(k, 0.0) for r in results) / n
+                  for k in ("create", "play", "record")}
+        phases["store"] = store_s[0] * 1000 / n
+        slot_ms = wall * 1000 * config.concurrency / n  # one game slot's wall time per game
+        phases["wait"] = slot_ms - sum(phases.values())
+        out["phases_ms"] = {k: round(v, 2) for k, v in phases.items()}
+        out["workers_ready_s"] = round(ready_s, 3)
+    return out
 
 
 def main() -> int:
-    """Run the benchmark and print its JSON report; returns 0."""
+    """Run the three measurements and print the JSON report; returns 0."""
     p = argparse.ArgumentParser()
     p.add_argument("--bots", type=int, default=3)
-    p.add_argument("--games-per-pairing", type=int, default=4)
+    p.add_argument("--games-per-pairing", type=int, default=40, help="lobby run (3 bots: 3 pairings)")
     p.add_argument("--players", type=int, default=4, choices=(2, 4))
     p.add_argument("--concurrency", type=int, default=2)
+    p.add_argument("--per-game-games", type=int, default=4, help="games per pairing of the per-game run")
     args = p.parse_args()
-    import logging
-
-    import structlog
-
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
-    with tempfile.TemporaryDirectory() as tmp:
-        data = {
-            "tournament": {
-                "name": "bench",
-                "players": args.players,
-                "games_per_pairing": args.games_per_pairing,
-                "concurrency": args.concurrency,
-                "output": tmp,
-                "master_seed": "00" * 32,
-            },
-            "bots": [
-                {"name": f"instant{k}", "command": ["{python}", "-m", "arena.instant_bot"], "cwd": str(ROOT)}
-                for k in range(args.bots)
-            ],
-        }
-        config = parse_config(data, str(ROOT / "benchmarks" / "bench.toml"), ROOT)
-        t = open_tournament(config)
-        start = time.perf_counter()
-        conn = connect_referee(None, None)
-        try:
-            runner = GrpcGameRunner(config, conn, Path(tmp))
-            run_games(t.schedule, runner, t.store, config.concurrency)
-        finally:
-            conn.close()
-        wall = time.perf_counter() - start
-        results = t.store.results()
-        t0 = time.perf_counter()
-        rows = publish.games_rows(results)
-        publish.write_outputs(Path(tmp), results, rate(games_from_mapping(rows), bootstrap=1000), {"name": "bench"})
-        publish_s = time.perf_counter() - t0
-        t.store.close()
-    durations = sum(r.duration_s for r in results)
-    think = sum(r.extra.get("think_ms", 0) for r in results) / 1000.0
-    decisive = sum(1 for r in results if r.winner is not None and not any("forfeit" in x for x in r.reasons))
+    pairings = args.bots * (args.bots - 1) // 2
+    ref = asyncio.run(referee_alone(args.players, args.games_per_pairing * pairings, args.concurrency))
+    lobby = tournament(args, "worker", args.games_per_pairing)
+    per_game = tournament(args, "per_game", args.per_game_games)
     report = {
-        "games": len(results),
-        "played_to_the_end": decisive,
         "players": args.players,
         "concurrency": args.concurrency,
-        "wall_s": round(wall, 3),
-        "games_per_s": round(len(results) / wall, 3),
-        "per_game_s": round(durations / len(results), 3),
-        "think_share": round(think / durations, 4),
-        "outside_share": round(1 - think / durations, 4),
-        "publish_s": round(publish_s, 3),
+        "games": lobby["games"],
+        "played_normally": lobby["played_normally"],
+        "games_per_s": lobby["games_per_s"],
+        "referee_games_per_s": round(ref, 2),
+        "ratio": round(lobby["games_per_s"] / ref, 3),
+        "workers_ready_s": lobby["workers_ready_s"],
+        "lobby_phases_ms": lobby["phases_ms"],
+        "per_game_games": per_game["games"],
+        "per_game_games_per_s": per_game["games_per_s"],
+        "speedup_vs_per_game": round(lobby["games_per_s"] / per_game["games_per_s"], 1),
     }
     print(json.dumps(report, indent=2))
     return 0

@@ -465,9 +465,12 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
 
     async def WatchMatch(self, request: pb.WatchMatchRequest,
                          context: grpc.aio.ServicerContext) -> AsyncIterator[pb.WatchMatchResponse]:
-        """Every public event from the start, then the result."""
+        """Every public event from the start, then the result (only the result with ``result_only``)."""
         await self._auth(context)
         match = await self._match(request.match_id, context)
+        if request.result_only:
+            yield pb.WatchMatchResponse(result=await match.wait())
+            return
         q = match.watch()
         try:
             while True:

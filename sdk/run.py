@@ -1,9 +1,19 @@
-"""``python -m sdk.run module:Class --referee HOST:PORT --ticket T``: play one match against a referee.
+"""``python -m sdk.run module:Class``: play one match against a referee, or serve an arena's lobby.
 
-The ticket may come from the environment variable ``ALLFOURS_TICKET`` and the referee address from
-``ALLFOURS_REFEREE`` (the arena sets both when it launches a bot). Exit status: 0 once the match is
-over (whatever the result), 1 if the bot could not play (refused ticket, referee unreachable),
-2 on a usage error. Logs go to stderr.
+Per-game mode: ``python -m sdk.run module:Class --referee HOST:PORT --ticket T``. The ticket may come
+from the environment variable ``ALLFOURS_TICKET`` and the referee address from ``ALLFOURS_REFEREE``
+(the arena sets both when it launches a per-game bot). Exit status: 0 once the match is over
+(whatever the result), 1 if the bot could not play (refused ticket, referee unreachable).
+
+Worker mode (docs/protocol.md, "Workers and the lobby"): ``python -m sdk.run module:Class --arena
+HOST:PORT --token TOKEN [--workers N] [--games N]``. ``--arena`` defaults to ``ALLFOURS_LOBBY`` and
+``--token`` to ``ALLFOURS_BOT_TOKEN`` (the arena sets both for its local workers; a remote bot's owner
+gets the token from ``arena token CONFIG NAME``). Each of the N workers (threads of this process: a
+remote bot's partners may share it) plays one seat at a time, a fresh bot object per match, and
+leaves after ``--games`` matches (default: never). Exit status: 0 when every worker left normally,
+1 when the lobby refused the token (one line on stderr) or stayed unreachable.
+
+Exit status 2 on a usage error. Logs go to stderr.
 """
 
 from __future__ import annotations
@@ -14,8 +24,9 @@ import os
 import sys
 from collections.abc import Sequence
 
-from sdk.bot import load_bot
+from sdk.bot import bot_name, load_bot
 from sdk.client import ClientError, run_bot
+from sdk.worker import LOBBY_ENV, NAME_ENV, TOKEN_ENV, LobbyWorker, run_workers, sdk_player
 
 #: Environment variable holding the join ticket.
 TICKET_ENV = "ALLFOURS_TICKET"
@@ -23,15 +34,23 @@ TICKET_ENV = "ALLFOURS_TICKET"
 REFEREE_ENV = "ALLFOURS_REFEREE"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Parse the command line, load the bot and play its match. :returns: the exit status."""
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m sdk.run", description=__doc__.split("\n\n")[0])
     p.add_argument("bot", metavar="module:Class", help="the bot class, e.g. sample_bots.heuristic:HeuristicBot")
     p.add_argument("--referee", default=os.environ.get(REFEREE_ENV),
                    help=f"referee host:port (default: ${REFEREE_ENV})")
     p.add_argument("--ticket", default=os.environ.get(TICKET_ENV),
                    help=f"join ticket (default: ${TICKET_ENV})")
-    p.add_argument("--name", default=None, help="bot name sent in Hello (default: the bot's name or class)")
+    p.add_argument("--arena", default=None, metavar="HOST:PORT",
+                   help=f"worker mode: the arena's lobby (default: ${LOBBY_ENV})")
+    p.add_argument("--token", default=os.environ.get(TOKEN_ENV),
+                   help=f"worker mode: the bot token (default: ${TOKEN_ENV})")
+    p.add_argument("--workers", type=int, default=1, help="worker mode: workers in this process (default 1)")
+    p.add_argument("--games", type=int, default=None, help="worker mode: each worker leaves after N matches")
+    p.add_argument("--reconnect", type=float, default=300.0, metavar="SECONDS",
+                   help="worker mode: how long to keep dialling a lobby that is down (default 300)")
+    p.add_argument("--name", default=None,
+                   help=f"bot name sent in Hello/Register (default: ${NAME_ENV}, else the bot's name or class)")
     p.add_argument("--version", default=None, help="bot version sent in Hello (default: the bot's version)")
     p.add_argument("--connect-timeout", type=float, default=15.0,
                    help="seconds to keep trying to reach the referee before the match starts (default 15)")
@@ -39,6 +58,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="trust this CA/certificate and connect with TLS (default: $ALLFOURS_TLS_CA; "
                         "unset = plaintext)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the command line, load the bot and play (see the module docstring). :returns: the exit status."""
+    p = _parser()
     args = p.parse_args(argv)
     tls_ca = None
     if args.tls_ca:
@@ -47,16 +72,26 @@ def main(argv: Sequence[str] | None = None) -> int:
                 tls_ca = f.read()
         except OSError as e:
             p.error(f"--tls-ca {args.tls_ca}: {e.strerror}")
-    if not args.referee:
-        p.error(f"no referee address: pass --referee HOST:PORT or set {REFEREE_ENV}")
-    if not args.ticket:
-        p.error(f"no ticket: pass --ticket T or set {TICKET_ENV}")
+    # --arena wins; else a referee and ticket mean one match; else $ALLFOURS_LOBBY means worker mode
+    worker_mode = args.arena is not None or (not (args.referee and args.ticket) and bool(os.environ.get(LOBBY_ENV)))
+    args.arena = args.arena or os.environ.get(LOBBY_ENV)
+    if not worker_mode:
+        if not args.referee:
+            p.error(f"no referee address: pass --referee HOST:PORT (or --arena HOST:PORT) or set {REFEREE_ENV}")
+        if not args.ticket:
+            p.error(f"no ticket: pass --ticket T or set {TICKET_ENV}")
+    elif not args.token:
+        p.error(f"worker mode needs the bot token: pass --token TOKEN or set {TOKEN_ENV}")
+    elif args.workers < 1 or (args.games is not None and args.games < 1):
+        p.error("--workers and --games must be at least 1")
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         bot = load_bot(args.bot)
     except ValueError as e:
         p.error(str(e))
+    if worker_mode:
+        return _serve(args, bot, tls_ca)
     try:
         end = run_bot(bot, args.referee, args.ticket, name=args.name, version=args.version,
                       connect_timeout_s=args.connect_timeout, tls_ca=tls_ca)
@@ -66,6 +101,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"match {end.status}: games won {end.wins[0]}-{end.wins[1]}, winner side {end.winner}, "
           f"this seat {end.termination}", flush=True)
     return 0
+
+
+def _serve(args: argparse.Namespace, first_bot: object, tls_ca: bytes | None) -> int:
+    """Worker mode: ``args.workers`` lobby workers until they leave; returns the exit status."""
+    name = args.name or os.environ.get(NAME_ENV) or bot_name(first_bot)
+    version = args.version or str(getattr(first_bot, "version", "") or "0")
+    play = sdk_player(lambda: load_bot(args.bot), name, version, tls_ca)
+    played, errors = run_workers(
+        lambda stop: LobbyWorker(play, args.arena, args.token, name, version, games=args.games, tls_ca=tls_ca,
+                                 reconnect_s=args.reconnect, stop=stop),
+        args.workers,
+    )
+    for e in dict.fromkeys(errors):
+        print(f"sdk.run: {e}", file=sys.stderr, flush=True)
+    print(f"worker mode: {played} matches played", flush=True)
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":

@@ -56,9 +56,24 @@ def test_seed_derivation_known_answer() -> None:
     label = b"allfours/arena/v1/pair" + (2).to_bytes(4, "big") + (1).to_bytes(4, "big")
     assert pair_seed(MASTER, 2, 1) == hmac.new(MASTER, label, hashlib.sha256).digest()
     games = make_schedule("t", BOTS, 4, 4, MASTER)
-    # pairing 2 is (alpha, delta); its pair 1 is games 2 and 3 of that pairing
-    g = next(x for x in games if x.game_id == "t-p0-3-g2")
+    # pairing 2 is (beta, gamma) = entrants (1, 2): 2 * 1 / 2 + 1; its pair 1 is games 2 and 3 of that pairing
+    g = next(x for x in games if x.game_id == "t-p1-2-g2")
     assert g.pairing == 2 and g.pair == 1 and g.seed == pair_seed(MASTER, 2, 1)
+    assert next(x for x in games if x.game_id == "t-p0-3-g0").pairing == 3  # (alpha, delta): 3 * 2 / 2 + 0
+
+
+def test_a_new_entrant_adds_pairings_and_changes_no_existing_game() -> None:
+    """Growing the league: the old games (ids, seeds, sides, dealers) are all still there, unchanged; the new
+    entrant's pairings come after them; raising games_per_pairing only appends pairs."""
+    old = make_schedule("t", BOTS[:3], 4, 4, MASTER)
+    grown = make_schedule("t", BOTS, 4, 4, MASTER)
+    assert grown[: len(old)] == old
+    assert all("delta" in g.sides for g in grown[len(old) :]) and len(grown) - len(old) == 3 * 4
+    more = make_schedule("t", BOTS, 8, 4, MASTER)
+    assert set(grown) <= set(more) and len(more) == 2 * len(grown)
+    # an entrant that left (numbers need not be contiguous): the others keep their games
+    without_beta = make_schedule("t", ["alpha", "gamma", "delta"], 4, 4, MASTER, numbers=[0, 2, 3])
+    assert set(without_beta) == {g for g in grown if "beta" not in g.sides}
 
 
 def test_determinism_from_the_master_seed() -> None:

@@ -219,17 +219,26 @@ def test_a_second_run_on_one_output_folder_refuses_at_once(tmp_path: Path) -> No
 
 
 def test_a_changed_config_names_the_fields_that_changed(tmp_path: Path) -> None:
+    """Rules and time control make a league what it is: changing them is refused, naming each field
+    (issue 10: bots, versions and games_per_pairing may change — the league grows, see test_arena_league)."""
     path = config_file(tmp_path)
     open_tournament(load_config(path)).store.close()
+    original = path.read_text()
     path.write_text(
-        path.read_text()
-        .replace("games_per_pairing = 6", "games_per_pairing = 8")
+        original.replace("games_per_pairing = 6", "games_per_pairing = 8")
         .replace('name = "b"', 'name = "b"\nversion = "2"')
+        .replace('output = "out"', 'output = "out"\n[tournament.rules]\ntarget = 7\n[tournament.time_control]\n'
+                 "decision_ms = 999")
     )
     with pytest.raises(StoreMismatch) as info:
         open_tournament(load_config(path))
     msg = str(info.value)
     assert msg == (
-        f"{tmp_path / 'out'} holds another tournament: the config changed bots.b.version: '0' -> '2'; "
-        "tournament.games_per_pairing: 6 -> 8; use another output folder or restore those fields"
+        f"{tmp_path / 'out'} holds another tournament: the config changed tournament.rules.target: 14 -> 7; "
+        "tournament.time_control.decision_ms: unset -> 999; use another output folder or restore those fields"
     )
+    path.write_text(original.replace("games_per_pairing = 6", "games_per_pairing = 8")
+                    .replace('name = "b"', 'name = "b"\nversion = "2"'))
+    t = open_tournament(load_config(path))  # a grown league: accepted
+    t.store.close()
+    assert "b@2" in t.labels and "b" in t.labels and len(t.schedule) == 6 * 8

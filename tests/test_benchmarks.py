@@ -4,6 +4,7 @@ measured by running the benchmarks themselves, not by timed tests)."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -36,8 +37,14 @@ def test_referee_benchmark_prints_its_figures(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_arena_benchmark_prints_its_figures(tmp_path: Path) -> None:
-    out = run("arena.py", "--bots", "2", "--games-per-pairing", "2", "--players", "2", cwd=tmp_path)
-    assert re.search(r"\"games_per_s\": [\d.]+", out) and re.search(r"\"outside_share\": [\d.]+", out), out
+    out = run("arena.py", "--bots", "2", "--games-per-pairing", "2", "--players", "2", "--per-game-games", "2",
+              cwd=tmp_path)
+    figures = json.loads(out)
+    assert figures["games"] == 2 and figures["played_normally"] == 2 and figures["per_game_games"] == 2, out
+    for key in ("games_per_s", "referee_games_per_s", "ratio", "per_game_games_per_s"):
+        assert figures[key] > 0, out
+    assert abs(figures["ratio"] - figures["games_per_s"] / figures["referee_games_per_s"]) < 0.01, out
+    assert set(figures["lobby_phases_ms"]) == {"create", "play", "record", "store", "wait"}, out
 
 
 @pytest.mark.slow

@@ -525,10 +525,12 @@ class CreateMatchResponse(_message.Message):
     def __init__(self, match_id: _Optional[str] = ..., seed_commitment: _Optional[str] = ..., tickets: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class WatchMatchRequest(_message.Message):
-    __slots__ = ("match_id",)
+    __slots__ = ("match_id", "result_only")
     MATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    RESULT_ONLY_FIELD_NUMBER: _ClassVar[int]
     match_id: str
-    def __init__(self, match_id: _Optional[str] = ...) -> None: ...
+    result_only: bool
+    def __init__(self, match_id: _Optional[str] = ..., result_only: _Optional[bool] = ...) -> None: ...
 
 class WatchMatchResponse(_message.Message):
     __slots__ = ("event", "result")

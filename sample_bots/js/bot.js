@@ -1,27 +1,30 @@
 #!/usr/bin/env node
 // A simple All Fours bot in Node.js, speaking protocol allfours.v1 over gRPC.
 //
-// The .proto is loaded at run time with @grpc/proto-loader (no code generation step) from
-// ../../proto/allfours/v1/referee.proto, relative to this file.
+// The .protos are loaded at run time with @grpc/proto-loader (no code generation step) from
+// ../../proto/allfours/v1/, relative to this file.
 //
-// Usage:
+// Usage (one match):
 //   node bot.js --referee HOST:PORT --ticket T [--name NAME] [--version V]
 // or with the environment variables ALLFOURS_REFEREE and ALLFOURS_TICKET (the arena sets them).
 // Exit status: 0 once the match is over, 1 if the seat was refused or the referee unreachable, 2 on
 // a usage error.
+//
+// Usage (worker mode: match after match from an arena's lobby, docs/protocol.md):
+//   node bot.js --arena HOST:PORT --token TOKEN [--name NAME]
+// or with ALLFOURS_LOBBY, ALLFOURS_BOT_TOKEN and ALLFOURS_BOT_NAME (the arena sets them for its
+// local workers). Exit status 1 if the lobby refuses the token (one line on stderr).
 //
 // Play: stands when asked (beg phase), gives one as dealer unless that point would hand the
 // opponents the game, calls an exposed card when it may; with cards: the highest legal card when
 // it can win the trick from an opponent, else the lowest (and low when its partner is winning).
 'use strict';
 
+const fs = require('fs');
 const path = require('path');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
 
-// In a container image (docker/bot-node.Dockerfile) the .proto files are at $ALLFOURS_PROTO_DIR.
-const PROTO = path.join(process.env.ALLFOURS_PROTO_DIR || path.join(__dirname, '..', '..', 'proto'),
-  'allfours', 'v1', 'referee.proto');
 const PROTOCOL_VERSION = 'allfours.v1';
 const RANKS = '23456789TJQKA';
 const GAME_POINTS = { A: 4, K: 3, Q: 2, J: 1, T: 10 };
@@ -29,12 +32,17 @@ const GAME_POINTS = { A: 4, K: 3, Q: 2, J: 1, T: 10 };
 // ABORTED: a newer stream with this ticket took the seat; reconnecting would only take it back.
 const FATAL = new Set([grpc.status.UNAUTHENTICATED, grpc.status.INVALID_ARGUMENT, grpc.status.UNIMPLEMENTED,
   grpc.status.ABORTED]);
+// Status codes after which dialling the lobby again cannot help (a refused token or registration).
+const LOBBY_FATAL = new Set([grpc.status.UNAUTHENTICATED, grpc.status.INVALID_ARGUMENT,
+  grpc.status.RESOURCE_EXHAUSTED, grpc.status.UNIMPLEMENTED, grpc.status.PERMISSION_DENIED]);
 
 function parseArgs(argv) {
   const opts = {
     referee: process.env.ALLFOURS_REFEREE || '',
     ticket: process.env.ALLFOURS_TICKET || '',
-    name: 'js-simple',
+    arena: '',
+    token: process.env.ALLFOURS_BOT_TOKEN || '',
+    name: process.env.ALLFOURS_BOT_NAME || 'js-simple',
     version: '1',
     connectTimeoutMs: 15000,
   };
@@ -47,13 +55,21 @@ function parseArgs(argv) {
     };
     if (a === '--referee') opts.referee = next();
     else if (a === '--ticket') opts.ticket = next();
+    else if (a === '--arena') opts.arena = next();
+    else if (a === '--token') opts.token = next();
     else if (a === '--name') opts.name = next();
     else if (a === '--version') opts.version = next();
     else if (a === '--connect-timeout-ms') opts.connectTimeoutMs = Number(next());
     else if (a === '-h' || a === '--help') usage('', 0);
     else usage(`unknown argument ${a}`);
   }
-  if (!opts.referee) usage('no referee address: pass --referee HOST:PORT or set ALLFOURS_REFEREE');
+  // --arena wins; else a referee and ticket mean one match; else $ALLFOURS_LOBBY means worker mode
+  if (!opts.arena && !(opts.referee && opts.ticket)) opts.arena = process.env.ALLFOURS_LOBBY || '';
+  if (opts.arena) {
+    if (!opts.token) usage('worker mode needs the bot token: pass --token TOKEN or set ALLFOURS_BOT_TOKEN');
+    return opts;
+  }
+  if (!opts.referee) usage('no referee address: pass --referee HOST:PORT (or --arena HOST:PORT) or set ALLFOURS_REFEREE');
   if (!opts.ticket) usage('no ticket: pass --ticket T or set ALLFOURS_TICKET');
   return opts;
 }
@@ -140,131 +156,216 @@ function choose(obs, legal) {
 
 // ------------------------------------------------------------------------------------ the stream
 
-function main() {
-  const opts = parseArgs(process.argv.slice(2));
-  const def = protoLoader.loadSync(PROTO, {
-    keepCase: true, longs: String, enums: String, defaults: true, oneofs: true,
+function loadProto() {
+  // In a container image (docker/bot-node.Dockerfile) the .proto files are at $ALLFOURS_PROTO_DIR.
+  const root = process.env.ALLFOURS_PROTO_DIR || path.join(__dirname, '..', '..', 'proto');
+  const def = protoLoader.loadSync(['allfours/v1/referee.proto', 'allfours/v1/lobby.proto'], {
+    keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [root],
   });
-  const proto = grpc.loadPackageDefinition(def).allfours.v1;
-  const client = new proto.RefereeService(opts.referee, grpc.credentials.createInsecure(), {
-    'grpc.keepalive_time_ms': 20000,
-    'grpc.keepalive_timeout_ms': 10000,
-  });
+  return grpc.loadPackageDefinition(def).allfours.v1;
+}
 
-  let welcome = null; // the first Welcome
-  let graceMs = 5000;
-  let windowEnd = Date.now() + opts.connectTimeoutMs; // reconnect until then
-  let backoff = 50;
-  let done = false;
+// Play one seat of one match with `ticket` at `referee` ("host:port"). Resolves once MatchEnd came;
+// rejects with an Error (message: one line) if the seat is refused or the referee stays unreachable.
+function playMatch(proto, referee, ticket, opts) {
+  return new Promise((resolve, reject) => {
+    const client = new proto.RefereeService(referee, grpc.credentials.createInsecure(), {
+      'grpc.keepalive_time_ms': 20000,
+      'grpc.keepalive_timeout_ms': 10000,
+    });
+    let welcome = null; // the first Welcome
+    let graceMs = 5000;
+    let windowEnd = Date.now() + opts.connectTimeoutMs; // reconnect until then
+    let backoff = 50;
+    let done = false;
+    const fail = (msg) => {
+      done = true;
+      client.close();
+      reject(new Error(msg));
+    };
 
-  function retry(why) {
-    if (done) return;
-    const now = Date.now();
-    if (now >= windowEnd) {
-      log(`cannot reach the referee at ${opts.referee}: ${why}`);
-      process.exit(1);
+    function retry(why) {
+      if (done) return;
+      const now = Date.now();
+      if (now >= windowEnd) {
+        fail(`cannot reach the referee at ${referee}: ${why}`);
+        return;
+      }
+      log(`connection lost (${why}); reconnecting with the same ticket`);
+      setTimeout(connect, Math.min(backoff, windowEnd - now));
+      backoff = Math.min(backoff * 2, 1000);
     }
-    log(`connection lost (${why}); reconnecting with the same ticket`);
-    setTimeout(connect, Math.min(backoff, windowEnd - now));
-    backoff = Math.min(backoff * 2, 1000);
-  }
+
+    function connect() {
+      const call = client.Play();
+      let lastRequest = null;
+      const reasked = new Set();
+      // Seqs answered on this stream: a request seen again here is not answered twice (after a
+      // reconnect the set is new, so a re-sent pending request is answered).
+      const answered = new Set();
+      let live = false; // this stream got a Welcome
+      let ended = false;
+      const send = (seq, action) => {
+        answered.add(String(seq));
+        call.write({ decision: { seq, action } });
+      };
+
+      call.on('data', (resp) => {
+        switch (resp.msg) {
+          case 'welcome': {
+            const w = resp.welcome;
+            live = true;
+            graceMs = Number(w.time_control.grace_ms) || graceMs;
+            backoff = 50;
+            if (!welcome) {
+              welcome = w;
+              log(`joined match ${w.match_id} as seat ${w.seat} (side ${w.side}) of ${w.players}`);
+            } else {
+              log(`rejoined match ${w.match_id} (resumed=${w.resumed})`);
+            }
+            break;
+          }
+          case 'decision_request': {
+            const req = resp.decision_request;
+            if (answered.has(String(req.seq))) break; // already answered on this stream
+            lastRequest = req;
+            if (req.legal_actions.length === 0) break;
+            let action;
+            try {
+              action = choose(req.observation, req.legal_actions);
+            } catch (e) {
+              log(`seq ${req.seq}: choosing failed (${e}); sending the first legal action`);
+            }
+            send(req.seq, action || req.legal_actions[0]);
+            break;
+          }
+          case 'action_rejected': {
+            const r = resp.action_rejected;
+            log(`seq ${r.seq}: rejected ${r.action ? r.action.kind + ' ' + r.action.card : ''}: ${r.reason}: ${r.message}`);
+            const req = lastRequest;
+            if (!req || String(r.seq) !== String(req.seq) || reasked.has(String(req.seq))) break;
+            reasked.add(String(req.seq));
+            const other = req.legal_actions.find((a) => !r.action || a.kind !== r.action.kind || a.card !== r.action.card);
+            if (other) send(req.seq, other);
+            break;
+          }
+          case 'match_end': {
+            const res = resp.match_end.result;
+            const me = welcome ? res.seats.find((s) => s.seat === welcome.seat) : null;
+            done = true;
+            console.log(`match ${res.status.replace('MATCH_STATUS_', '').toLowerCase()}: games won ` +
+              `${res.games_won.join('-')}, winner side ${res.winner}, this seat ` +
+              `${me ? me.termination.replace('TERMINATION_', '').toLowerCase() : '?'}`);
+            call.end();
+            resolve();
+            break;
+          }
+          default: // events, pongs and message kinds of a newer protocol: this bot keeps no memory
+            break;
+        }
+      });
+
+      const lost = (why) => {
+        if (ended) return;
+        ended = true;
+        if (done) return;
+        if (live) windowEnd = Date.now() + graceMs * 0.9; // the referee holds the seat for grace_ms
+        retry(why);
+      };
+      call.on('error', (err) => {
+        if (done) return;
+        const refused = FATAL.has(err.code) || (err.code === grpc.status.PERMISSION_DENIED && !welcome);
+        if (refused) {
+          fail(`the referee at ${referee} refused the seat: ${err.details || err.message}`);
+          return;
+        }
+        lost(`${err.code}: ${err.details || err.message}`);
+      });
+      call.on('end', () => lost('the stream ended without MatchEnd'));
+      call.on('status', () => {
+        if (done) client.close();
+      });
+
+      call.write({ hello: { ticket, protocol_version: PROTOCOL_VERSION, bot_name: opts.name,
+        bot_version: opts.version } });
+    }
+
+    connect();
+  });
+}
+
+// Worker mode (docs/protocol.md, "Workers and the lobby"): register at the lobby with the bot token,
+// play each Assignment with playMatch, send Ready, and so on until killed. A refused token exits 1;
+// a lost lobby is dialled again with back-off for 300 s (the arena may be restarting).
+function serveLobby(proto, opts) {
+  const ca = process.env.ALLFOURS_TLS_CA; // the lobby serves TLS: trust this certificate
+  const creds = ca ? grpc.credentials.createSsl(fs.readFileSync(ca)) : grpc.credentials.createInsecure();
+  const client = new proto.LobbyService(opts.arena, creds);
+  let windowEnd = Date.now() + 300000;
+  let backoff = 100;
+  const parent = process.env.ALLFOURS_WORKER_PARENT;
 
   function connect() {
-    const call = client.Play();
-    let lastRequest = null;
-    let reasked = new Set();
-    // Seqs answered on this stream: a request seen again here is not answered twice (after a
-    // reconnect the set is new, so a re-sent pending request is answered).
-    const answered = new Set();
-    let live = false; // this stream got a Welcome
-    let ended = false;
-    const send = (seq, action) => {
-      answered.add(String(seq));
-      call.write({ decision: { seq, action } });
-    };
-
+    if (parent) {
+      try {
+        process.kill(Number(parent), 0);
+      } catch (e) {
+        if (e.code === 'ESRCH') process.exit(0); // the arena that started this worker is gone
+      }
+    }
+    const call = client.Connect();
+    let over = false;
     call.on('data', (resp) => {
-      switch (resp.msg) {
-        case 'welcome': {
-          const w = resp.welcome;
-          live = true;
-          graceMs = Number(w.time_control.grace_ms) || graceMs;
-          backoff = 50;
-          if (!welcome) {
-            welcome = w;
-            log(`joined match ${w.match_id} as seat ${w.seat} (side ${w.side}) of ${w.players}`);
-          } else {
-            log(`rejoined match ${w.match_id} (resumed=${w.resumed})`);
-          }
-          break;
-        }
-        case 'decision_request': {
-          const req = resp.decision_request;
-          if (answered.has(String(req.seq))) break; // already answered on this stream
-          lastRequest = req;
-          if (req.legal_actions.length === 0) break;
-          let action;
-          try {
-            action = choose(req.observation, req.legal_actions);
-          } catch (e) {
-            log(`seq ${req.seq}: choosing failed (${e}); sending the first legal action`);
-          }
-          send(req.seq, action || req.legal_actions[0]);
-          break;
-        }
-        case 'action_rejected': {
-          const r = resp.action_rejected;
-          log(`seq ${r.seq}: rejected ${r.action ? r.action.kind + ' ' + r.action.card : ''}: ${r.reason}: ${r.message}`);
-          const req = lastRequest;
-          if (!req || String(r.seq) !== String(req.seq) || reasked.has(String(req.seq))) break;
-          reasked.add(String(req.seq));
-          const other = req.legal_actions.find((a) => !r.action || a.kind !== r.action.kind || a.card !== r.action.card);
-          if (other) send(req.seq, other);
-          break;
-        }
-        case 'match_end': {
-          const res = resp.match_end.result;
-          const me = welcome ? res.seats.find((s) => s.seat === welcome.seat) : null;
-          done = true;
-          console.log(`match ${res.status.replace('MATCH_STATUS_', '').toLowerCase()}: games won ` +
-            `${res.games_won.join('-')}, winner side ${res.winner}, this seat ` +
-            `${me ? me.termination.replace('TERMINATION_', '').toLowerCase() : '?'}`);
-          call.end();
-          break;
-        }
-        default: // events, pongs and message kinds of a newer protocol: this bot keeps no memory
-          break;
+      if (resp.msg === 'registered') {
+        log(`registered at ${opts.arena} as worker ${resp.registered.worker_id} of ${opts.name}`);
+        windowEnd = Date.now() + 300000;
+        backoff = 100;
+      } else if (resp.msg === 'assignment') {
+        const a = resp.assignment;
+        playMatch(proto, a.referee, a.ticket, opts)
+          .catch((e) => log(`match ${a.match_id}: ${e.message}`))
+          .then(() => { if (!over) call.write({ ready: { match_id: a.match_id } }); });
       }
     });
-
     const lost = (why) => {
-      if (ended) return;
-      ended = true;
-      if (done) return;
-      if (live) windowEnd = Date.now() + graceMs * 0.9; // the referee holds the seat for grace_ms
-      retry(why);
+      if (over) return;
+      over = true;
+      if (Date.now() >= windowEnd) {
+        log(`cannot reach the lobby at ${opts.arena}: ${why}`);
+        process.exit(1);
+      }
+      setTimeout(connect, backoff);
+      backoff = Math.min(backoff * 2, 5000);
     };
     call.on('error', (err) => {
-      if (done) return;
-      const refused = FATAL.has(err.code) || (err.code === grpc.status.PERMISSION_DENIED && !welcome);
-      if (refused) {
-        log(`the referee at ${opts.referee} refused the seat: ${err.details || err.message}`);
+      if (LOBBY_FATAL.has(err.code)) {
+        console.error(`bot.js: lobby ${opts.arena} refused the worker: ${err.details || err.message}`);
         process.exit(1);
       }
       lost(`${err.code}: ${err.details || err.message}`);
     });
-    call.on('end', () => lost('the stream ended without MatchEnd'));
-    call.on('status', () => {
-      if (done) {
-        client.close();
-      }
-    });
-
-    call.write({ hello: { ticket: opts.ticket, protocol_version: PROTOCOL_VERSION, bot_name: opts.name,
-      bot_version: opts.version } });
+    call.on('end', () => lost('the stream ended'));
+    call.write({ register: { token: opts.token, bot_name: opts.name, bot_version: opts.version,
+      protocol_version: PROTOCOL_VERSION } });
   }
 
   connect();
+}
+
+function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  const proto = loadProto();
+  if (opts.arena) {
+    serveLobby(proto, opts);
+    return;
+  }
+  playMatch(proto, opts.referee, opts.ticket, opts).then(
+    () => process.exit(0),
+    (e) => {
+      log(e.message);
+      process.exit(1);
+    },
+  );
 }
 
 if (require.main === module) main();

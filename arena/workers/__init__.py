@@ -1,0 +1,109 @@
+"""Running a bot's workers: one module per kind, one small interface (:class:`WorkerKind`).
+
+A *worker* is a long-lived program that dials the arena's lobby (:mod:`arena.lobby`) with a bot
+token and plays one seat at a time. How workers come to exist differs by kind:
+
+- ``local`` (:class:`arena.workers.local.LocalWorkers`, ``mode = "worker"``): a pool of processes
+  on this machine started from the bot's ``command``, restarted with back-off when they die, and
+  declared broken after :data:`arena.workers.local.MAX_DEATHS` deaths in a row without a finished game;
+- ``remote`` (:class:`RemoteWorkers`, ``remote = true``): nothing to run; the bot's owner starts
+  workers anywhere with the token from ``arena token``;
+- containers (issue 15): the next kind, started through the docker SDK.
+
+The per-game mode (``mode = "per_game"``) is not a worker kind: the game runner starts one process
+per seat for each game (:mod:`arena.match_runner`).
+
+The arena makes one kind per lobby bot with :func:`make_worker_kind`, calls :meth:`WorkerKind.start`
+once the lobby is up, reads :attr:`WorkerKind.broken` before starting each of the bot's games (a
+broken bot's remaining games are forfeited at once with that reason), and calls
+:meth:`WorkerKind.stop` at the end. A kind learns about its workers' games through the lobby.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from arena.config import BotSpec
+
+if TYPE_CHECKING:
+    from arena.lobby import Lobby
+
+
+@dataclass(frozen=True)
+class WorkerContext:
+    """What every kind may need: the ``lobby`` (its address, its token book for per-run tokens and each
+    token's finished games), the folder for workers' logs (each capped at ``log_limit`` bytes), the
+    config's folder (``{config_dir}``), the secrets a bot's environment must never hold, a callback for
+    "something changed" and one for a one-line message to the operator (a worker died and is restarted,
+    a bot is broken)."""
+
+    lobby: Lobby
+    log_dir: Path
+    config_dir: str
+    secret_names: Collection[str]
+    secret_values: Collection[str]
+    on_change: Callable[[], None]
+    on_event: Callable[[str], None] = lambda message: None
+    log_limit: int = 1 << 20
+    #: the lobby's certificate file when it serves TLS (local workers trust it: ALLFOURS_TLS_CA)
+    tls_ca: str | None = None
+
+
+class WorkerKind(Protocol):
+    """The workers of one bot (see the module docstring)."""
+
+    bot: BotSpec
+
+    def start(self, ctx: WorkerContext) -> None:
+        """Start the workers (returns at once; they register with the lobby when ready)."""
+        ...
+
+    @property
+    def broken(self) -> str | None:
+        """Why this bot cannot play any more (one line), or None."""
+        ...
+
+    def stop(self) -> None:
+        """Stop every worker and anything it started (idempotent)."""
+        ...
+
+
+class RemoteWorkers:
+    """A remote bot: its workers run elsewhere and dial the lobby with its token; nothing to start."""
+
+    def __init__(self, bot: BotSpec):
+        self.bot = bot
+
+    def start(self, ctx: WorkerContext) -> None:
+        """Nothing to start."""
+
+    @property
+    def broken(self) -> str | None:
+        """Never broken here (a remote bot that never shows up forfeits by ``no_show``)."""
+        return None
+
+    def stop(self) -> None:
+        """Nothing to stop (remote workers see the lobby close and may dial again later)."""
+
+
+def pool_size(bot: BotSpec, players: int, concurrency: int) -> int:
+    """Workers in a local pool: the bot's ``workers``, else enough for ``concurrency`` games of it at
+    once (two seats per game at a 4-player table, one at a 2-player table)."""
+    return bot.workers or concurrency * (2 if players == 4 else 1)
+
+
+def make_worker_kind(bot: BotSpec, players: int, concurrency: int) -> WorkerKind:
+    """The :class:`WorkerKind` of a bot in ``worker`` or ``remote`` mode.
+
+    :raises ValueError: for a ``per_game`` bot (it has no workers).
+    """
+    if bot.mode == "remote":
+        return RemoteWorkers(bot)
+    if bot.mode == "worker":
+        from arena.workers.local import LocalWorkers
+
+        return LocalWorkers(bot, pool_size(bot, players, concurrency))
+    raise ValueError(f"bot {bot.name!r} plays per game: it has no workers")

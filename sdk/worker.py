@@ -1,0 +1,213 @@
+"""A bot *worker*: one long-lived connection to an arena's lobby, one seat at a time, match after match.
+
+Protocol (proto/allfours/v1/lobby.proto, docs/protocol.md "Workers and the lobby"): open
+``LobbyService.Connect``, send Register (bot token, bot name, version, protocol version), wait for
+Assignments; for each, play the seat on the referee's ``Play`` stream with the ticket (the same
+:class:`sdk.client.BotClient` a per-game bot uses), then send Ready. A lost lobby connection (the
+arena restarting) is dialled again with back-off for ``reconnect_s`` seconds; a refused token or
+registration (UNAUTHENTICATED, INVALID_ARGUMENT, RESOURCE_EXHAUSTED) ends the worker with
+:class:`WorkerError` at once.
+
+Environment (set by the arena for its own local workers; a remote worker may use them too):
+``ALLFOURS_LOBBY`` (``host:port``), ``ALLFOURS_BOT_TOKEN``, ``ALLFOURS_BOT_NAME``, and
+``ALLFOURS_WORKER_PARENT`` (the arena's process id: the worker leaves once that process is gone, so
+a local worker never outlives its arena).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import grpc
+
+from allfours.v1 import lobby_pb2 as lpb
+from allfours.v1 import lobby_pb2_grpc as lpb_grpc
+from referee import wire
+
+log = logging.getLogger("sdk.worker")
+
+#: Environment variable holding the lobby's ``host:port``.
+LOBBY_ENV = "ALLFOURS_LOBBY"
+#: Environment variable holding the bot token.
+TOKEN_ENV = "ALLFOURS_BOT_TOKEN"
+#: Environment variable holding the bot's name in the tournament config.
+NAME_ENV = "ALLFOURS_BOT_NAME"
+#: Environment variable holding the PEM file of the CA/certificate to trust for TLS (lobby and referee).
+TLS_CA_ENV = "ALLFOURS_TLS_CA"
+#: Environment variable holding the process id of the arena that started this (local) worker.
+PARENT_ENV = "ALLFOURS_WORKER_PARENT"
+
+#: Codes after which dialling again cannot help.
+FATAL_CODES = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.INVALID_ARGUMENT,
+               grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNIMPLEMENTED,
+               grpc.StatusCode.PERMISSION_DENIED)
+
+#: Plays one assignment to its end; errors it raises are logged and the worker carries on.
+PlaySeat = Callable[[lpb.Assignment], None]
+
+
+class WorkerError(RuntimeError):
+    """The lobby refused this worker (wrong or revoked token, bad registration) or stayed unreachable.
+
+    ``str(e)`` is one line, e.g. ``lobby 127.0.0.1:7000 refused the worker: UNAUTHENTICATED: unknown
+    or revoked bot token``.
+    """
+
+
+class LobbyWorker:
+    """One worker: registers at ``lobby`` and plays each assignment with ``play``.
+
+    :param play: plays one :class:`~allfours.v1.lobby_pb2.Assignment` (see :func:`sdk_player`).
+    :param lobby: ``host:port``; :param token: the bot token; :param name: the bot's config name;
+    :param version: reported in Register; :param games: leave after this many matches (None: never);
+    :param tls_ca: PEM root certificate(s) for a lobby serving TLS (None: plaintext);
+    :param reconnect_s: seconds to keep dialling a lobby that went away (or is not up yet);
+    :param stop: set it to leave after the current match.
+    """
+
+    def __init__(self, play: PlaySeat, lobby: str, token: str, name: str, version: str = "0",
+                 games: int | None = None, tls_ca: bytes | None = None, reconnect_s: float = 300.0,
+                 stop: threading.Event | None = None) -> None:
+        self.play, self.lobby, self.token, self.name, self.version = play, lobby, token, name, version
+        self.games, self.tls_ca, self.reconnect_s = games, tls_ca, reconnect_s
+        self.stop = stop or threading.Event()
+        self.played = 0
+        self.worker_id = ""
+        parent = os.environ.get(PARENT_ENV, "")
+        self._parent = int(parent) if parent.isdigit() else None
+
+    def _orphaned(self) -> bool:
+        """True once the arena that started this worker (``ALLFOURS_WORKER_PARENT``) is gone."""
+        if self._parent is None:
+            return False
+        try:
+            os.kill(self._parent, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+    def run(self) -> int:
+        """Serve until ``games`` matches are played, ``stop`` is set, or the parent arena is gone;
+        returns the matches played.
+
+        :raises WorkerError: if the lobby refuses the registration, or cannot be reached for ``reconnect_s``.
+        """
+        if self.tls_ca is not None:
+            channel = grpc.secure_channel(self.lobby, grpc.ssl_channel_credentials(root_certificates=self.tls_ca))
+        else:
+            channel = grpc.insecure_channel(self.lobby)
+        stub = lpb_grpc.LobbyServiceStub(channel)
+        window_end = time.monotonic() + self.reconnect_s
+        backoff = 0.1
+        try:
+            while not self._done():
+                try:
+                    if self._session(stub):
+                        window_end = time.monotonic() + self.reconnect_s
+                        backoff = 0.1
+                    why = "the stream ended"
+                except grpc.RpcError as e:
+                    code = e.code()  # type: ignore[attr-defined]
+                    why = f"{code.name}: {e.details()}"  # type: ignore[attr-defined]
+                    if code in FATAL_CODES:
+                        raise WorkerError(f"lobby {self.lobby} refused the worker: {why}") from None
+                if self._done():
+                    break
+                if time.monotonic() >= window_end:
+                    raise WorkerError(f"cannot reach the lobby at {self.lobby}: {why}")
+                log.info("lobby connection lost (%s); dialling again in %.1f s", why, backoff)
+                self.stop.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
+        finally:
+            channel.close()
+        return self.played
+
+    def _done(self) -> bool:
+        return self.stop.is_set() or self._orphaned() or (self.games is not None and self.played >= self.games)
+
+    def _requests(self, out: queue.Queue[lpb.ConnectRequest | None]) -> Iterator[lpb.ConnectRequest]:
+        yield lpb.ConnectRequest(register=lpb.Register(token=self.token, bot_name=self.name,
+                                                       bot_version=self.version,
+                                                       protocol_version=wire.PROTOCOL_VERSION))
+        while True:
+            msg = out.get()
+            if msg is None:
+                return
+            yield msg
+
+    def _session(self, stub: lpb_grpc.LobbyServiceStub) -> bool:
+        """One lobby stream; returns True if it got as far as Registered."""
+        out: queue.Queue[lpb.ConnectRequest | None] = queue.Queue()
+        call = stub.Connect(self._requests(out), wait_for_ready=False)
+        registered = False
+        try:
+            for resp in call:
+                which = resp.WhichOneof("msg")
+                if which == "registered":
+                    registered = True
+                    self.worker_id = resp.registered.worker_id
+                    log.info("registered at %s as worker %s of %s", self.lobby, self.worker_id, self.name)
+                elif which == "assignment":
+                    a = resp.assignment
+                    try:
+                        self.play(a)
+                    except Exception as e:
+                        log.warning("match %s, seat %d: %s: %s", a.match_id, a.seat, type(e).__name__, e)
+                    self.played += 1
+                    if self._done():
+                        return registered
+                    out.put(lpb.ConnectRequest(ready=lpb.Ready(match_id=a.match_id)))
+            return registered
+        finally:
+            out.put(None)
+            call.cancel()
+
+
+def sdk_player(make_bot: Callable[[], object], name: str, version: str | None = None,
+               tls_ca: bytes | None = None) -> PlaySeat:
+    """A :data:`PlaySeat` that plays each assignment with a fresh bot from ``make_bot`` through
+    :class:`sdk.client.BotClient` (TLS to the referee when the assignment says so, with ``tls_ca``)."""
+    from sdk.client import BotClient
+
+    def play(a: lpb.Assignment) -> None:
+        BotClient(make_bot(), a.referee, a.ticket, name=name, version=version,
+                  tls_ca=tls_ca if a.referee_tls else None).run()
+
+    return play
+
+
+def run_workers(make_worker: Callable[[threading.Event], LobbyWorker], n: int) -> tuple[int, list[str]]:
+    """Run ``n`` workers on threads until all end; returns (matches played, one-line errors).
+
+    ``make_worker(stop)`` builds one worker sharing ``stop``; a worker that fails sets it, so the
+    others leave after their current match.
+    """
+    stop = threading.Event()
+    played = [0] * n
+    errors: list[str] = []
+
+    def one(k: int) -> None:
+        try:
+            played[k] = make_worker(stop).run()
+        except WorkerError as e:
+            errors.append(str(e))
+            stop.set()
+
+    threads = [threading.Thread(target=one, args=(k,), name=f"worker{k}", daemon=True) for k in range(n)]
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            while t.is_alive():
+                t.join(0.5)
+    except KeyboardInterrupt:
+        stop.set()
+        raise
+    return sum(played), errors

@@ -1,0 +1,343 @@
+"""The lobby and bot workers over real sockets with real processes (docs/protocol.md, docs/arena.md).
+
+A pool of local workers plays 100 games, partners always on two workers; a worker killed mid-game
+forfeits only its game and is restarted; a bot whose workers keep dying forfeits the rest at once;
+remote workers dial in with `python -m sdk.run --arena` and a token from `arena token`; wrong,
+revoked and borrowed tokens are refused with one line; a remote bot that never comes forfeits by
+no_show; the lobby drops a frozen worker within 15 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import grpc
+import pytest
+
+from allfours.v1 import lobby_pb2 as lpb
+from allfours.v1 import lobby_pb2_grpc as lpb_grpc
+from arena.lobby import Lobby, TokenBook, token_digest
+from referee import wire
+
+ROOT = Path(__file__).resolve().parent.parent
+INSTANT = '["{python}", "-m", "arena.instant_bot"]'
+
+pytestmark = pytest.mark.slow
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def write_config(tmp: Path, bots: str, players: int = 4, gpp: int = 2, extra: str = "", name: str = "lob") -> Path:
+    cfg = tmp / f"{name}.toml"
+    cfg.write_text(
+        f"""
+[tournament]
+name = "{name}"
+players = {players}
+games_per_pairing = {gpp}
+concurrency = 2
+output = "out"
+master_seed = "{"ab" * 32}"
+{extra}
+[tournament.time_control]
+join_ms = 20000
+grace_ms = 1000
+{bots}
+"""
+    )
+    return cfg
+
+
+def worker_bot(name: str, command: str = INSTANT, extra: str = "") -> str:
+    return f'\n[[bots]]\nname = "{name}"\nmode = "worker"\ncommand = {command}\ncwd = "{ROOT}"\n{extra}\n'
+
+
+def arena(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "arena.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def run(cfg: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    done = arena("run", str(cfg), "--no-progress", "--bootstrap", "50", timeout=timeout)
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr
+    return done
+
+
+def rows(cfg: Path) -> list[dict]:
+    return [json.loads(x) for x in (cfg.parent / "out" / "games.jsonl").read_text().splitlines()]
+
+
+def check_partners_apart(games: list[dict], players: int = 4) -> None:
+    """No game gave both seats of a side to one worker (4 players: seats s and s + 2)."""
+    for g in games:
+        w = g.get("workers")
+        if w is None or players != 4:
+            continue
+        for side in (0, 1):
+            if w[side] is not None:
+                assert w[side] != w[side + 2], (g["game_id"], w)
+
+
+# ------------------------------------------------------------------------------------ the service
+
+
+@pytest.fixture()
+def lobby():
+    book = TokenBook()
+    lob = Lobby("t", book)
+    lob.start()
+    try:
+        yield lob
+    finally:
+        lob.stop()
+
+
+def connect(lob: Lobby, *first: lpb.ConnectRequest, wait_s: float = 5.0) -> list[lpb.ConnectResponse]:
+    """Open a stream, send ``first``, half-close, and return what came back (raises grpc.RpcError)."""
+    with grpc.insecure_channel(lob.address) as ch:
+        return list(lpb_grpc.LobbyServiceStub(ch).Connect(iter(first), timeout=wait_s))
+
+
+def register(token: str, name: str, version: str = wire.PROTOCOL_VERSION) -> lpb.ConnectRequest:
+    return lpb.ConnectRequest(register=lpb.Register(token=token, bot_name=name, protocol_version=version))
+
+
+def refusal(lob: Lobby, *first: lpb.ConnectRequest) -> tuple[grpc.StatusCode, str]:
+    with pytest.raises(grpc.RpcError) as e:
+        connect(lob, *first)
+    return e.value.code(), e.value.details()
+
+
+def test_lobby_refuses_bad_registrations_with_one_line(lobby: Lobby) -> None:
+    good = lobby.tokens.issue("alpha")
+    other = lobby.tokens.issue("beta")
+    code, msg = refusal(lobby, register("x" * 32, "alpha"))
+    assert (code, msg) == (grpc.StatusCode.UNAUTHENTICATED, "unknown or revoked bot token")
+    code, msg = refusal(lobby, register(other, "alpha"))
+    assert code == grpc.StatusCode.UNAUTHENTICATED and "plays only as its own bot" in msg and "\n" not in msg
+    code, msg = refusal(lobby, register(good, "alpha", version="allfours.v0"))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "protocol_version" in msg
+    code, msg = refusal(lobby, lpb.ConnectRequest(ready=lpb.Ready(match_id="m")))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "Register" in msg
+    code, msg = refusal(lobby, register(good, "alpha"), lpb.ConnectRequest(ready=lpb.Ready(match_id="nope")))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "no match" in msg
+    lobby.tokens.revoke(token_digest(good))
+    assert refusal(lobby, register(good, "alpha")) == (grpc.StatusCode.UNAUTHENTICATED, "unknown or revoked bot token")
+    assert lobby.counts() == {}
+
+
+def test_lobby_drops_a_frozen_worker_within_15_seconds(lobby: Lobby, tmp_path: Path) -> None:
+    """A worker process that stops answering (SIGSTOP: its gRPC threads freeze too) is dropped by the
+    lobby's keepalive within 15 s, and a worker whose process dies is dropped at once."""
+    token = lobby.tokens.issue("alpha")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--arena", lobby.address,
+             "--token", token, "--name", "alpha", "--reconnect", "1"],
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        for _ in range(2)
+    ]
+    try:
+        deadline = time.monotonic() + 30
+        while lobby.counts().get("alpha", (0, 0))[1] < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert lobby.counts()["alpha"] == (2, 2)
+        procs[0].send_signal(signal.SIGSTOP)
+        frozen = time.monotonic()
+        while lobby.counts().get("alpha", (0, 0))[0] > 1 and time.monotonic() - frozen < 20:
+            time.sleep(0.1)
+        assert lobby.counts()["alpha"][0] == 1 and time.monotonic() - frozen < 15
+        procs[1].kill()
+        killed = time.monotonic()
+        while lobby.counts().get("alpha", (0, 0))[0] > 0 and time.monotonic() - killed < 20:
+            time.sleep(0.05)
+        assert "alpha" not in lobby.counts() and time.monotonic() - killed < 2
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(10)
+
+
+# ------------------------------------------------------------------------------------ local workers
+
+
+def test_a_pool_of_workers_plays_100_games_partners_on_two_workers(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, worker_bot("one") + worker_bot("two"), gpp=100)
+    done = run(cfg)
+    assert done.returncode == 0, done.stdout + done.stderr
+    games = rows(cfg)
+    assert len(games) == 100 and len({g["game_id"] for g in games}) == 100
+    assert all(g["reasons"][0].startswith("side ") and "reached" in g["reasons"][0] for g in games)
+    assert all(g["terminations"] == ["normal"] * 4 for g in games)
+    check_partners_apart(games)
+    per_worker = Counter(w for g in games for w in g["workers"])
+    # two pools of 4 (concurrency 2 x 2 seats), no restarts; every worker played many games
+    assert len(per_worker) == 8 and min(per_worker.values()) >= 20, per_worker
+    assert sum(per_worker.values()) == 400
+
+
+def test_a_worker_killed_mid_game_forfeits_only_that_game_and_is_restarted(tmp_path: Path) -> None:
+    once = tmp_path / "crashed"
+    crashy = f'["{{python}}", "-m", "arena.instant_bot", "--mode", "crash", "--after", "3", "--once", "{once}"]'
+    cfg = write_config(tmp_path, worker_bot("crashy", crashy) + worker_bot("steady"), gpp=8)
+    done = run(cfg)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "crashed").exists()
+    games = rows(cfg)
+    assert len(games) == 8
+    lost = [g for g in games if any("left during the game" in r for r in g["reasons"])]
+    assert len(lost) == 1, [g["reasons"] for g in games]
+    g = lost[0]
+    crashy_side = g["sides"].index("crashy") if "sides" in g else [g["a"], g["b"]].index("crashy")
+    assert g["winner"] == 1 - crashy_side
+    assert any(f"side {crashy_side} (crashy) forfeited" in r for r in g["reasons"])
+    assert "disconnect" in g["terminations"]
+    others = [x for x in games if x is not g]
+    assert all(x["terminations"] == ["normal"] * 4 for x in others)
+    check_partners_apart(games)
+    assert "workers: bot crashy worker" in done.stdout and "exited with status 1" in done.stdout
+    assert "restarting it in 0.5 s" in done.stdout
+    log = (tmp_path / "out" / "logs" / "workers" / "crashy").glob("worker*.log")
+    assert "crashing on purpose" in "".join(p.read_text() for p in log)
+
+
+def test_a_bot_whose_workers_keep_dying_forfeits_its_games_at_once(tmp_path: Path) -> None:
+    dying = '["{python}", "-c", "import sys; sys.exit(\'no weights\')"]'
+    cfg = write_config(tmp_path, worker_bot("dying", dying) + worker_bot("fine"), gpp=4)
+    start = time.monotonic()
+    done = run(cfg)
+    elapsed = time.monotonic() - start
+    assert done.returncode == 0, done.stdout + done.stderr
+    games = rows(cfg)
+    assert len(games) == 4
+    for g in games:
+        side = [g["a"], g["b"]].index("dying")
+        assert g["winner"] == 1 - side
+        (reason,) = g["reasons"]
+        assert reason.startswith(f"side {side} (dying) forfeited: broken: its workers died 3 times in a row")
+        assert "no weights" in reason
+    # join_ms is 20 s: the games were not left to time out
+    assert elapsed < 20, elapsed
+
+
+# ------------------------------------------------------------------------------------ remote workers
+
+
+def remote_worker(port: int, token: str, name: str, *extra: str, env_token: bool = False) -> subprocess.Popen[str]:
+    args = [sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--arena", f"127.0.0.1:{port}",
+            "--name", name, "--log-level", "warning", "--reconnect", "60", *extra]
+    env = dict(os.environ)
+    if env_token:
+        env["ALLFOURS_BOT_TOKEN"] = token
+    else:
+        args += ["--token", token]
+    return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def test_remote_workers_with_tokens(tmp_path: Path) -> None:
+    port = free_port()
+    bots = worker_bot("near") + '\n[[bots]]\nname = "far"\nremote = true\n'
+    cfg = write_config(tmp_path, bots, gpp=6, extra=f'lobby = "127.0.0.1:{port}"\nno_show_s = 60')
+    first = arena("token", str(cfg), "far")
+    assert first.returncode == 0, first.stderr
+    old = first.stdout.strip()
+    again = arena("token", str(cfg), "far")
+    assert again.returncode == 2 and len(again.stderr.strip().splitlines()) == 1 and "--revoke" in again.stderr
+    assert arena("token", str(cfg), "far", "--revoke").returncode == 0
+    new = arena("token", str(cfg), "far").stdout.strip()
+    assert len(new) >= 22 and new != old  # >= 128 bits in URL-safe base64
+    db = (tmp_path / "out" / "arena.sqlite").read_bytes()
+    assert new.encode() not in db and token_digest(new).encode() in db
+    assert arena("token", str(cfg), "near").returncode == 2  # not a remote bot
+
+    arena_proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress",
+                                   "--bootstrap", "50"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True)
+    workers: list[subprocess.Popen[str]] = []
+    try:
+        for token, name, why in ((old, "far", "unknown or revoked bot token"), ("w" * 32, "far", "unknown or revoked"),
+                                 (new, "near", "plays only as its own bot")):
+            bad = remote_worker(port, token, name)
+            _, err = bad.communicate(timeout=60)
+            lines = err.strip().splitlines()
+            assert bad.returncode == 1 and len(lines) == 1, err
+            assert "UNAUTHENTICATED" in lines[0] and why in lines[0], lines
+        workers.append(remote_worker(port, new, "far", "--workers", "2", env_token=True))
+        out, err = arena_proc.communicate(timeout=240)
+        assert arena_proc.returncode == 0, out + err
+    finally:
+        for p in [arena_proc, *workers]:
+            p.kill()
+            p.wait(10)
+    games = rows(cfg)
+    assert len(games) == 6 and all(g["terminations"] == ["normal"] * 4 for g in games), games
+    check_partners_apart(games)
+    assert all(all(w is not None for w in g["workers"]) for g in games)
+
+
+def test_a_remote_bot_that_never_comes_forfeits_by_no_show(tmp_path: Path) -> None:
+    bots = worker_bot("near") + '\n[[bots]]\nname = "ghost"\nremote = true\n'
+    cfg = write_config(tmp_path, bots, players=2, gpp=4, extra="no_show_s = 1")
+    start = time.monotonic()
+    done = run(cfg)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert time.monotonic() - start < 30
+    games = rows(cfg)
+    assert len(games) == 4
+    for g in games:
+        side = [g["a"], g["b"]].index("ghost")
+        assert g["winner"] == 1 - side
+        assert g["reasons"] == [f"side {side} (ghost) forfeited: no_show: too few workers connected for 1 s"]
+
+
+def test_a_config_may_refuse_remote_bots_at_four_players(tmp_path: Path) -> None:
+    bots = worker_bot("near") + '\n[[bots]]\nname = "far"\nremote = true\n'
+    cfg = write_config(tmp_path, bots, extra="remote_in_4p = false")
+    done = run(cfg)
+    assert done.returncode == 2
+    assert "bots[1].remote" in done.stderr and "remote_in_4p" in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="the test makes its throwaway certificate with openssl")
+def test_the_lobby_serves_tls_and_refuses_plaintext(tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    port = free_port()
+    bots = worker_bot("near") + '\n[[bots]]\nname = "far"\nremote = true\n'
+    extra = f'lobby = "127.0.0.1:{port}"\nlobby_tls_cert = "{cert}"\nlobby_tls_key = "{key}"'
+    cfg = write_config(tmp_path, bots, players=2, gpp=4, extra=extra)
+    token = arena("token", str(cfg), "far").stdout.strip()
+    arena_proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress",
+                                   "--bootstrap", "50"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True)
+    worker = None
+    try:
+        plain = remote_worker(port, token, "far", "--reconnect", "3")
+        _, err = plain.communicate(timeout=60)
+        assert plain.returncode == 1 and "cannot reach the lobby" in err, err
+        worker = remote_worker(port, token, "far", "--tls-ca", str(cert))
+        out, err = arena_proc.communicate(timeout=240)
+        assert arena_proc.returncode == 0, out + err
+        assert "(TLS)" in out
+    finally:
+        for p in (arena_proc, worker):
+            if p is not None:
+                p.kill()
+                p.wait(10)
+    games = rows(cfg)
+    assert len(games) == 4 and all(g["terminations"] == ["normal"] * 2 for g in games)
