@@ -27,6 +27,7 @@ from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import lobby_pb2_grpc as lpb_grpc
 from arena.lobby import Lobby, TokenBook, token_digest
 from referee import wire
+from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTANT = '["{python}", "-m", "arena.instant_bot"]'
@@ -341,3 +342,61 @@ def test_the_lobby_serves_tls_and_refuses_plaintext(tmp_path: Path) -> None:
                 p.wait(10)
     games = rows(cfg)
     assert len(games) == 4 and all(g["terminations"] == ["normal"] * 2 for g in games)
+
+
+def test_the_nodejs_sample_bot_plays_as_a_pool_of_workers(tmp_path: Path) -> None:
+    require(shutil.which("node") is not None and (ROOT / "sample_bots/js/node_modules").is_dir(),
+            "node or sample_bots/js/node_modules missing (npm ci --prefix sample_bots/js)")
+    node = '["node", "sample_bots/js/bot.js"]'
+    cfg = write_config(tmp_path, worker_bot("node", node) + worker_bot("instant"), gpp=4)
+    done = run(cfg)
+    assert done.returncode == 0, done.stdout + done.stderr
+    games = rows(cfg)
+    assert len(games) == 4 and all(g["terminations"] == ["normal"] * 4 for g in games), games
+    check_partners_apart(games)
+    per_worker = Counter(w for g in games for k, w in enumerate(g["workers"]) if [g["a"], g["b"]][k % 2] == "node")
+    assert len(per_worker) <= 4 and sum(per_worker.values()) == 8  # one pool of 4 long-lived node workers
+
+
+def stored_ids(cfg: Path) -> set[str]:
+    """The game ids in the arena's store right now (read while the arena runs; WAL allows it)."""
+    import sqlite3
+
+    db = cfg.parent / "out" / "arena.sqlite"
+    if not db.exists():
+        return set()
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as con:
+        try:
+            return {r[0] for r in con.execute("SELECT game_id FROM games")}
+        except sqlite3.OperationalError:
+            return set()
+
+
+def test_a_bot_without_workers_does_not_block_the_others(tmp_path: Path) -> None:
+    """The games of two local bots are played while a remote bot's games wait for its workers; when a
+    worker dials in, its games are played too (nothing forfeited: no_show_s is long)."""
+    port = free_port()
+    bots = worker_bot("one") + worker_bot("two") + '\n[[bots]]\nname = "late"\nremote = true\n'
+    cfg = write_config(tmp_path, bots, players=2, gpp=4, extra=f'lobby = "127.0.0.1:{port}"\nno_show_s = 300')
+    token = arena("token", str(cfg), "late").stdout.strip()
+    arena_proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress",
+                                   "--bootstrap", "50"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True)
+    worker = None
+    try:
+        deadline = time.monotonic() + 120
+        while len(stored_ids(cfg)) < 4 and time.monotonic() < deadline:  # one vs two: 4 games
+            assert arena_proc.poll() is None, arena_proc.communicate()
+            time.sleep(0.2)
+        first = stored_ids(cfg)
+        assert first == {f"lob-p0-1-g{k}" for k in range(4)}, first  # every game without "late", none with it
+        worker = remote_worker(port, token, "late", "--workers", "1")
+        out, err = arena_proc.communicate(timeout=240)
+        assert arena_proc.returncode == 0, out + err
+    finally:
+        for p in (arena_proc, worker):
+            if p is not None:
+                p.kill()
+                p.wait(10)
+    games = rows(cfg)
+    assert len(games) == 12 and all(g["terminations"] == ["normal"] * 2 for g in games)
