@@ -459,7 +459,7 @@ def serve_command(args: argparse.Namespace, console: Console, err: Console) -> i
             assert isinstance(first, GrpcGameRunner)
 
             def runner_for(cfg: TournamentConfig) -> GrpcGameRunner:
-                return GrpcGameRunner(cfg, first.pool, output, on_event=first.on_event)
+                return GrpcGameRunner(cfg, first.pool, output, on_event=first.on_event, sandbox=first.sandbox)
 
             league = League(args.config, output, console,
                             lambda t: publish_tournament(t, output, args.bootstrap, None, reveal=False), runner_for)

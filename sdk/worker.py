@@ -78,6 +78,7 @@ class LobbyWorker:
         self.stop = stop or threading.Event()
         self.played = 0
         self.worker_id = ""
+        self._registered = False
         parent = os.environ.get(PARENT_ENV, "")
         self._parent = int(parent) if parent.isdigit() else None
 
@@ -108,16 +109,18 @@ class LobbyWorker:
         backoff = 0.1
         try:
             while not self._done():
+                self._registered = False
                 try:
-                    if self._session(stub):
-                        window_end = time.monotonic() + self.reconnect_s
-                        backoff = 0.1
+                    self._session(stub)
                     why = "the stream ended"
                 except grpc.RpcError as e:
                     code = e.code()  # type: ignore[attr-defined]
                     why = f"{code.name}: {e.details()}"  # type: ignore[attr-defined]
                     if code in FATAL_CODES:
                         raise WorkerError(f"lobby {self.lobby} refused the worker: {why}") from None
+                if self._registered:  # a session that got as far as Registered, however it ended
+                    window_end = time.monotonic() + self.reconnect_s
+                    backoff = 0.1
                 if self._done():
                     break
                 if time.monotonic() >= window_end:
@@ -151,7 +154,7 @@ class LobbyWorker:
             for resp in call:
                 which = resp.WhichOneof("msg")
                 if which == "registered":
-                    registered = True
+                    registered = self._registered = True
                     self.worker_id = resp.registered.worker_id
                     log.info("registered at %s as worker %s of %s", self.lobby, self.worker_id, self.name)
                 elif which == "assignment":

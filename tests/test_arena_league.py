@@ -142,9 +142,15 @@ def test_serve_killed_and_restarted_while_remote_workers_stay_up(tmp_path: Path)
         subprocess.Popen([sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--arena",
                           f"127.0.0.1:{port}", "--token", tokens[n], "--name", n, "--workers", "2", "--reconnect",
                           "60", "--log-level", "warning"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
+                         stderr=open(tmp_path / f"{n}.err", "w"))  # noqa: SIM115 - closed with the process
         for n in ("east", "west")
     ]
+
+    def workers_up() -> bool:
+        logs = {n: (tmp_path / f"{n}.err").read_text()[-600:] for n in ("east", "west")}
+        assert all(w.poll() is None for w in workers), ([w.poll() for w in workers], logs)
+        return True
+
     procs: list[subprocess.Popen[str]] = []
     try:
         procs.append(serve(cfg))
@@ -152,7 +158,7 @@ def test_serve_killed_and_restarted_while_remote_workers_stay_up(tmp_path: Path)
         procs[0].send_signal(signal.SIGKILL)
         procs[0].wait(10)
         killed = rows(tmp_path)
-        assert all(w.poll() is None for w in workers)  # the workers stay up
+        assert workers_up()  # the workers stay up
         procs.append(serve(cfg))
         done = wait_rows(tmp_path, 24, procs[1], timeout=180)
         assert len(done) == 24 and {k: done[k] for k in killed} == killed
@@ -166,7 +172,7 @@ def test_serve_killed_and_restarted_while_remote_workers_stay_up(tmp_path: Path)
         out, err = procs[1].communicate(timeout=60)
         assert procs[1].returncode == 0, out + err
         assert "stopped: every stored game is kept" in out and "Traceback" not in err
-        assert all(w.poll() is None for w in workers)
+        assert workers_up()
         ratings = json.loads((tmp_path / "out" / "ratings.json").read_text())
         assert ratings["tournament"]["master_seed"] is None  # a served league never reveals its seed
     finally:

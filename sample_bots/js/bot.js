@@ -315,10 +315,11 @@ function serveLobby(proto, opts) {
     }
     const call = client.Connect();
     let over = false;
+    let registered = false; // this stream got as far as Registered
     call.on('data', (resp) => {
       if (resp.msg === 'registered') {
         log(`registered at ${opts.arena} as worker ${resp.registered.worker_id} of ${opts.name}`);
-        windowEnd = Date.now() + 300000;
+        registered = true;
         backoff = 100;
       } else if (resp.msg === 'assignment') {
         const a = resp.assignment;
@@ -330,6 +331,7 @@ function serveLobby(proto, opts) {
     const lost = (why) => {
       if (over) return;
       over = true;
+      if (registered) windowEnd = Date.now() + 300000; // dial again for 300 s from the loss
       if (Date.now() >= windowEnd) {
         log(`cannot reach the lobby at ${opts.arena}: ${why}`);
         process.exit(1);
