@@ -322,7 +322,9 @@ def test_the_lobby_serves_tls_and_refuses_plaintext(tmp_path: Path) -> None:
     bots = worker_bot("near") + '\n[[bots]]\nname = "far"\nremote = true\n'
     extra = f'lobby = "127.0.0.1:{port}"\nlobby_tls_cert = "{cert}"\nlobby_tls_key = "{key}"'
     cfg = write_config(tmp_path, bots, players=2, gpp=4, extra=extra)
-    token = arena("token", str(cfg), "far").stdout.strip()
+    made = arena("token", str(cfg), "far")
+    assert made.returncode == 0 and made.stdout.strip(), made.stdout + made.stderr
+    token = made.stdout.strip()
     arena_proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress",
                                    "--bootstrap", "50"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True)
