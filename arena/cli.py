@@ -544,7 +544,8 @@ def _open_lobby(config: TournamentConfig, t: Tournament, runner: GameRunner, out
     def on_event(message: str) -> None:
         console.print(f"[yellow]workers:[/yellow] {escape(message)}", soft_wrap=True, highlight=False)
 
-    setup = open_lobby(config, t.store, output / "logs", runner.secret_names, runner.secret_values, on_event)
+    setup = open_lobby(config, t.store, output / "logs", runner.secret_names, runner.secret_values, on_event,
+                       runner.sandbox)
     runner.attach_lobby(setup.lobby, setup.kinds)
     tls = " (TLS)" if config.lobby_tls else ""
     console.print(f"lobby: {setup.lobby.address}{tls}", highlight=False)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from arena.config import ConfigError, TournamentConfig
 from arena.lobby import Lobby, TokenBook
+from arena.sandbox import Sandbox
 from arena.store import Store
 from arena.workers import WorkerContext, WorkerKind, make_worker_kind
 
@@ -71,8 +72,13 @@ def open_lobby(
     secret_names: Collection[str],
     secret_values: Collection[str],
     on_event: Callable[[str], None] = lambda message: None,
+    sandbox: Sandbox | None = None,
 ) -> LobbySetup:
     """Start the lobby and every lobby bot's workers (see the module docstring).
+
+    With a ``sandbox`` (container bots) the lobby listens on the sandbox network's gateway (at the
+    port of ``tournament.lobby``), the only address of the host its containers reach, and that port
+    is let through the sandbox's firewall chain.
 
     :raises ConfigError: naming ``tournament.lobby`` when it cannot listen there, or a TLS file that
         cannot be read.
@@ -82,14 +88,20 @@ def open_lobby(
         cert, key = config.lobby_tls
         tls = (_read(cert, "lobby_tls_cert", config), _read(key, "lobby_tls_key", config))
     host, _, port = config.lobby.rpartition(":")
+    if sandbox is not None and sandbox.gateway:
+        host = sandbox.gateway
     lobby = Lobby(config.name, TokenBook(), host.strip("[]"), int(port), tls)
     try:
         lobby.start()
     except RuntimeError as e:
         lobby.stop()
         raise ConfigError(config.source, "tournament.lobby", f"cannot listen there: {e}", config.lobby) from None
+    if sandbox is not None:
+        sandbox.allow(int(lobby.address.rsplit(":", 1)[1]))
     kinds = {
-        b.name: make_worker_kind(b, config.players, config.concurrency) for b in config.bots if b.mode != "per_game"
+        b.name: make_worker_kind(b, config.players, config.concurrency, sandbox, lobby.address)
+        for b in config.bots
+        if b.mode != "per_game"
     }
     setup = LobbySetup(lobby, kinds)
     setup.reload_tokens(config, store)

@@ -832,6 +832,12 @@ class GrpcGameRunner:
             left = None if worker is None or self.lobby is None else self.lobby.gone(worker)
             if worker is not None and left is not None:
                 notes.append(f"seat {seat} ({game.seats[seat]}) worker {worker.worker_id} left during the game: {left}")
+                killed = getattr(self.kinds.get(game.seats[seat]), "killed_for_memory", None)
+                if killed is not None and killed(worker.digest):
+                    oom.append(seat)
+                    mib = self.bots[game.seats[seat]].limits.memory_mb
+                    notes.append(f"seat {seat} ({game.seats[seat]}) worker container was killed at its memory "
+                                 f"limit ({mib} MiB): oom")
         res = self._result(game, mid, result, record, notes, time.perf_counter() - start)
         for seat in oom:
             if seat in forfeited:  # its forfeit's own reason: the referee saw only a disconnect

@@ -117,6 +117,15 @@ class BotContainer:
     _signalled: bool = field(default=False, repr=False)
 
     @property
+    def pump(self) -> BotContainer:
+        """Stands for :attr:`arena.procs.BotProcess.pump`: its :meth:`join` returns once the output
+        is in the log (a container's is copied when :meth:`stop` ends it)."""
+        return self
+
+    def join(self, timeout: float | None = None) -> None:
+        """The output is in the log once :meth:`stop` has run (see :attr:`pump`); nothing to wait for."""
+
+    @property
     def pid(self) -> str:
         """The container's name (stands in for a pid in messages)."""
         return self.name

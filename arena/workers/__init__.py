@@ -8,7 +8,9 @@ token and plays one seat at a time. How workers come to exist differs by kind:
   declared broken after :data:`arena.workers.local.MAX_DEATHS` deaths in a row without a finished game;
 - ``remote`` (:class:`RemoteWorkers`, ``remote = true``): nothing to run; the bot's owner starts
   workers anywhere with the token from ``arena token``;
-- containers (issue 15): the next kind, started through the docker SDK.
+- ``container`` (:class:`arena.workers.container.ContainerWorkers`, ``image`` with ``mode = "worker"``):
+  the local pool, each worker a sandboxed container (:mod:`arena.sandbox`) started through the
+  docker SDK.
 
 The per-game mode (``mode = "per_game"``) is not a worker kind: the game runner starts one process
 per seat for each game (:mod:`arena.match_runner`).
@@ -30,6 +32,7 @@ from arena.config import BotSpec
 
 if TYPE_CHECKING:
     from arena.lobby import Lobby
+    from arena.sandbox import Sandbox
 
 
 @dataclass(frozen=True)
@@ -95,13 +98,22 @@ def pool_size(bot: BotSpec, players: int, concurrency: int) -> int:
     return bot.workers or concurrency * (2 if players == 4 else 1)
 
 
-def make_worker_kind(bot: BotSpec, players: int, concurrency: int) -> WorkerKind:
-    """The :class:`WorkerKind` of a bot in ``worker`` or ``remote`` mode.
+def make_worker_kind(
+    bot: BotSpec, players: int, concurrency: int, sandbox: Sandbox | None = None, lobby: str = ""
+) -> WorkerKind:
+    """The :class:`WorkerKind` of a bot in ``worker`` or ``remote`` mode (a container bot's workers run
+    in ``sandbox`` and dial the lobby at ``lobby``, its address on the sandbox network).
 
-    :raises ValueError: for a ``per_game`` bot (it has no workers).
+    :raises ValueError: for a ``per_game`` bot (it has no workers), or a container bot without a sandbox.
     """
     if bot.mode == "remote":
         return RemoteWorkers(bot)
+    if bot.mode == "worker" and bot.in_container:
+        from arena.workers.container import ContainerWorkers
+
+        if sandbox is None:
+            raise ValueError(f"bot {bot.name!r} runs in containers: it needs the sandbox (docker)")
+        return ContainerWorkers(bot, pool_size(bot, players, concurrency), sandbox, lobby)
     if bot.mode == "worker":
         from arena.workers.local import LocalWorkers
 
