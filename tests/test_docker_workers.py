@@ -4,6 +4,7 @@ the lobby, play game after game, and a worker killed at its memory limit forfeit
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -43,12 +44,14 @@ decision_ms = 2000
 {bot("hog", "oom", "memory = 64")}
 """)
     r = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "lobby: 172." in r.stdout or "lobby: 192.168." in r.stdout, r.stdout[:2000]  # on the sandbox network
     played = [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
     assert len(played) == 6
     for g in played:
+        w = g["workers"]  # partners are two workers (two containers), never one
+        assert len(set(w)) == 4 and w[0] != w[2] and w[1] != w[3], g
         sides = [g["a"], g["b"]]
         if "hog" not in sides:
             assert g["terminations"] == ["normal"] * 4, g
