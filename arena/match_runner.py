@@ -496,6 +496,7 @@ class GrpcGameRunner:
         self.lobby = lobby
         self.kinds = dict(kinds)
         self.wake = lobby.wake
+        metrics.watch_lobby(lobby.counts)
 
     def _event(self, message: str) -> None:
         if self.on_event is not None:

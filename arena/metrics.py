@@ -5,12 +5,18 @@
 - ``allfours_arena_forfeits_total{bot,reason}`` (counter): a bot's forfeited seats in stored games, by
   reason (the referee's termination, or the arena's own, e.g. ``oom``);
 - ``allfours_arena_workers{bot}`` (gauge): a bot's workers running now (per-game bots: its processes
-  and containers playing a seat).
+  and containers playing a seat);
+- ``allfours_arena_workers_connected{bot}`` and ``allfours_arena_workers_idle{bot}`` (gauges): a bot's
+  workers connected to the lobby, and those of them waiting for a seat (read from the lobby at each
+  scrape, :func:`watch_lobby`).
 """
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge
+from collections.abc import Callable, Iterator, Mapping
+
+from prometheus_client import REGISTRY, Counter, Gauge
+from prometheus_client.core import GaugeMetricFamily
 
 from arena.store import GameResult
 
@@ -28,3 +34,32 @@ def game_stored(result: GameResult) -> None:
     for seat, reason in enumerate(result.extra.get("terminations", ())):
         if reason not in NOT_FORFEITS:
             FORFEITS.labels(result.sides[seat % 2], reason).inc()
+
+
+class _LobbyCollector:
+    """Reads the lobby's per-bot worker counts at each scrape (no copy to keep current)."""
+
+    def __init__(self) -> None:
+        self.counts: Callable[[], Mapping[str, tuple[int, int]]] | None = None
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        connected = GaugeMetricFamily(
+            "allfours_arena_workers_connected", "A bot's workers connected to the lobby", labels=["bot"]
+        )
+        idle = GaugeMetricFamily(
+            "allfours_arena_workers_idle", "A bot's lobby workers waiting for a seat", labels=["bot"]
+        )
+        for bot, (n, waiting) in sorted((self.counts() if self.counts else {}).items()):
+            connected.add_metric([bot], n)
+            idle.add_metric([bot], waiting)
+        yield connected
+        yield idle
+
+
+_LOBBY = _LobbyCollector()
+REGISTRY.register(_LOBBY)
+
+
+def watch_lobby(counts: Callable[[], Mapping[str, tuple[int, int]]] | None) -> None:
+    """Report the lobby's ``counts()`` (bot -> (connected, idle)) from now on (None: stop)."""
+    _LOBBY.counts = counts

@@ -95,3 +95,46 @@ command = ["x"]
     finally:
         proc.wait(60)
     assert proc.returncode == 0
+
+
+def test_arena_reports_the_lobby_workers_per_bot(tmp_path: Path) -> None:
+    """Local lobby workers (mode = "worker", 3 of one bot and 2 of the other) show in
+    ``allfours_arena_workers_connected{bot}`` while the tournament runs."""
+    cfg = tmp_path / "t.toml"
+    cfg.write_text("""[tournament]
+name = "lobby-metrics"
+players = 2
+games_per_pairing = 40
+concurrency = 2
+output = "out"
+[[bots]]
+name = "a"
+mode = "worker"
+workers = 3
+command = ["{python}", "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--log-level", "warning"]
+cwd = "ROOT"
+[[bots]]
+name = "b"
+mode = "worker"
+workers = 2
+command = ["{python}", "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--log-level", "warning"]
+cwd = "ROOT"
+""".replace("ROOT", str(ROOT)))
+    cmd = [sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress", "--metrics-port", "0"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split()[1]
+        want = {("a",): 3.0, ("b",): 2.0}
+        seen: dict[tuple[str, ...], float] = {}
+        deadline = time.monotonic() + 60
+        while seen != want and time.monotonic() < deadline and proc.poll() is None:
+            samples = scrape(url)
+            seen = {tuple(v for _, v in labels): value for (name, labels), value in samples.items()
+                    if name == "allfours_arena_workers_connected"}
+            time.sleep(0.1)
+        assert seen == want
+    finally:
+        proc.wait(120)
+    assert proc.returncode == 0
