@@ -136,6 +136,9 @@ def _parser() -> argparse.ArgumentParser:
     tok.add_argument("name", help="the remote bot's name ([[bots]] name, with remote = true)")
     tok.add_argument("--revoke", action="store_true", help="revoke every token of NAME (its workers are refused)")
     tok.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
+    tok.add_argument("--from-env", metavar="VAR", help="accept the token held by environment variable VAR (at least "
+                     f"{MIN_GIVEN_TOKEN} characters, e.g. made with secrets.token_urlsafe(24)) instead of making one; "
+                     "nothing is printed (compose.yaml: the arena and the bot's worker service share it)")
     return p
 
 
@@ -210,6 +213,10 @@ def token_command(args: argparse.Namespace, console: Console, err: Console) -> i
             err.print(f"revoked {n} token(s) of {args.name}; a running `arena serve` drops its workers on SIGHUP",
                       highlight=False, soft_wrap=True)
             return 0
+        if args.from_env:
+            return _token_from_env(args, store, err, error)
+        if args.from_env:
+            return _token_from_env(args, store, err, error)
         if store.token_digests(args.name):
             return error(f"bot {args.name!r} already has a token; only its SHA-256 is kept, so it cannot be shown "
                          f"again: revoke it with `arena token {args.config} {args.name} --revoke`, then ask again")
@@ -219,6 +226,29 @@ def token_command(args: argparse.Namespace, console: Console, err: Console) -> i
     err.print(f"token for remote bot {args.name}: keep it secret; workers use it with "
               f"`python -m sdk.run MODULE:Class --arena HOST:PORT --token TOKEN --name {args.name}`",
               highlight=False, soft_wrap=True)
+    return 0
+
+
+#: Fewest characters of a token given with ``arena token --from-env`` (24 random bytes in URL-safe
+#: base64 are 32; 22 characters of that alphabet hold 132 bits).
+MIN_GIVEN_TOKEN = 22
+
+
+def _token_from_env(args: argparse.Namespace, store: Any, err: Console, error: Callable[[str], int]) -> int:
+    """``arena token … --from-env VAR``: store the SHA-256 of the token in ``$VAR`` for the bot (once)."""
+    from arena.lobby import token_digest
+
+    token = os.environ.get(args.from_env, "")
+    if not MIN_GIVEN_TOKEN <= len(token) <= 256 or any(c.isspace() for c in token):
+        return error(f"--from-env {args.from_env}: the variable must hold a token of {MIN_GIVEN_TOKEN} to 256 "
+                     f"characters without spaces (got {len(token)} characters)")
+    digest = token_digest(token)
+    if digest in store.token_digests(args.name).get(args.name, []):
+        err.print(f"the token in ${args.from_env} is already {args.name}'s", highlight=False, soft_wrap=True)
+        return 0
+    store.add_token(args.name, digest)
+    err.print(f"the token in ${args.from_env} is now {args.name}'s (only its SHA-256 is kept)", highlight=False,
+              soft_wrap=True)
     return 0
 
 

@@ -23,7 +23,7 @@ from tests.conftest import require
 from tests.docker_helpers import DOCKER, ROOT, base_image, docker_client
 
 pytestmark = pytest.mark.slow
-STACK = "aftest"
+STACK = f"aftest{os.getpid()}"
 #: Games of examples/compose/demo.toml: 3 pairings x 4.
 DEMO_GAMES = 12
 
@@ -54,7 +54,8 @@ def env() -> Iterator[dict[str, str]]:
             **os.environ,
             "ALLFOURS_BASE": base_image("node"),
             "ALLFOURS_ADMIN_TOKEN": "compose-test-token",
-            "COMPOSE_PROJECT_NAME": "allfourstest",
+            "COMPOSE_PROJECT_NAME": f"allfourstest{os.getpid()}",
+            **{f"ALLFOURS_TOKEN_{b}": f"compose-test-token-of-{b.lower()}" for b in ("RANDOM", "HEURISTIC", "NODEJS")},
             "PATH": f"/usr/bin:{os.environ.get('PATH', '')}",  # Debian's docker CLI first
         }
     finally:
@@ -102,7 +103,8 @@ def test_readme_compose_command_plays_the_demo(env: dict[str, str], tmp_path: Pa
     played = check_demo(results)
     assert len({g["referee"] for g in played}) == 2, "the games were spread over both referees"
     client = docker_client()
-    assert client.containers.list(all=True, filters={"label": "com.docker.compose.project=allfourstest"}) == []
+    project = f"com.docker.compose.project={env['COMPOSE_PROJECT_NAME']}"
+    assert client.containers.list(all=True, filters={"label": project}) == []
 
 
 def _stack_containers(client: Any, service: str) -> list[Any]:
