@@ -699,14 +699,14 @@ def _parse_bot(p: _Problems, where: str, b: Mapping[str, Any], base: Path, token
         p.add(f"{where}.version", "must be a string", version)
     mode, workers = _parse_mode(p, where, b)
     if "image" in b:
-        if mode != "per_game":
-            p.add(f"{where}.mode", "a container bot plays per game (one container per seat)", mode)
+        if mode == "remote":
+            p.add(f"{where}.image", "a remote bot runs elsewhere: drop image or remote", b["image"])
         image, limits = p.check(lambda: _container(path, where, b), ("", Limits()))
         env = b.get("env", {})
         if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
             p.add(f"{where}.env", "must be a table of string values", env)
             env = {}
-        return BotSpec(bname, str(version), (), None, dict(env), image, limits)
+        return BotSpec(bname, str(version), (), None, dict(env), image, limits, mode=mode, workers=workers)
     for key in ("cpus", "memory", "pids"):
         if key in b:
             p.add(f"{where}.{key}", "is a container limit: give it with `image`", b[key])

@@ -26,6 +26,7 @@ class LobbySetup:
     lobby: Lobby
     kinds: dict[str, WorkerKind]
     ctx: WorkerContext | None = None
+    sandbox: Sandbox | None = None
 
     def update(self, config: TournamentConfig, store: Store) -> None:
         """After a config reload: stop the workers of bots that left or changed, start those of new or
@@ -38,7 +39,8 @@ class LobbySetup:
                 del self.kinds[name]
         for name, bot in wanted.items():
             if name not in self.kinds:
-                self.kinds[name] = make_worker_kind(bot, config.players, config.concurrency)
+                self.kinds[name] = make_worker_kind(bot, config.players, config.concurrency, self.sandbox,
+                                                    self.lobby.address)
                 self.kinds[name].start(self.ctx)
         self.reload_tokens(config, store)
 
@@ -103,7 +105,7 @@ def open_lobby(
         for b in config.bots
         if b.mode != "per_game"
     }
-    setup = LobbySetup(lobby, kinds)
+    setup = LobbySetup(lobby, kinds, sandbox=sandbox)
     setup.reload_tokens(config, store)
     config_dir = str(Path(config.source).resolve().parent)
     setup.ctx = ctx = WorkerContext(
