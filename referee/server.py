@@ -324,7 +324,7 @@ class RefereeServicer(pb_grpc.RefereeServiceServicer):
         hello = first.hello
         if hello.protocol_version != wire.PROTOCOL_VERSION:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                f"protocol_version {hello.protocol_version!r} is not supported "
+                                f"protocol_version {quote(hello.protocol_version)} is not supported "
                                 f"(expected {wire.PROTOCOL_VERSION!r})")
         if not hello.ticket:
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "Hello.ticket is empty")

@@ -292,3 +292,13 @@ def test_finished_matches_leave_memory_after_the_retention_count_and_time(tmp_pa
             time.sleep(0.2)
     finally:
         gen.close()
+
+
+def test_a_long_protocol_version_is_quoted_short_in_the_status(referee: RefereeProc) -> None:
+    """item 5: bot text in a Hello refused for its protocol_version comes back cut and plain."""
+    hello = pb.PlayRequest(hello=pb.Hello(ticket="t", protocol_version="\x1b[2J" + "v" * 60_000))
+    with pytest.raises(grpc.RpcError) as e:
+        list(raw_play(referee)(iter([hello.SerializeToString()]), timeout=10))
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    detail = e.value.details() or ""
+    assert len(detail) < 150 and detail.isprintable() and "(60004 chars)" in detail, detail
