@@ -810,8 +810,12 @@ class GrpcGameRunner:
             if s.termination not in (pb.TERMINATION_NORMAL, pb.TERMINATION_OTHER_SEAT_FORFEITED)
         }
         oom: list[int] = []
-        crashed = [
-            p is None or early[seat] not in (None, 0) or codes[seat] not in (None, 0, -signal.SIGTERM, -signal.SIGKILL)
+        at_worker = [seat < len(workers) and workers[seat] is not None for seat in range(len(procs))]
+        crashed = [  # a per-game seat whose process did not start or failed; a worker that left mid-game
+            (p is None and not at_worker[seat])
+            or (at_worker[seat] and self.lobby is not None and self.lobby.gone(workers[seat]) is not None)
+            or early[seat] not in (None, 0)
+            or codes[seat] not in (None, 0, -signal.SIGTERM, -signal.SIGKILL)
             for seat, p in enumerate(procs)
         ]
         for seat, code in enumerate(codes):
