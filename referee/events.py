@@ -10,7 +10,7 @@ same events in both modes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from referee.rules import (
     BEG,
@@ -30,9 +30,8 @@ from referee.rules import (
     RunPack,
     Stand,
     State,
-    Trick,
 )
-from referee.rules.engine import _draft_class
+from referee.rules.values import maker
 
 #: Event kinds (``allfours.v1.EventKind`` names, lower case, without the prefix).
 EVENT_KINDS = (
@@ -94,65 +93,17 @@ class Event:
 
 #: ``Phase.DEAL`` is a lookup through ``EnumType.__getattr__`` (see referee.rules.engine); a global is cheap.
 _PH_DEAL, _PH_OVER = Phase.DEAL, Phase.OVER
-#: A writable class with Event's slots: :func:`_build` fills one, then makes it an Event (see
-#: ``referee.rules.engine._draft_class``; the assignment raises ``TypeError`` if the layouts differ).
-_EventDraft = _draft_class(Event)
-if tuple(Event.__dataclass_fields__) != (
-        "kind", "game", "deal", "seat", "card", "side", "value", "points_kind", "scores", "winner", "dealer", "cards",
-        "ran_dry", "forfeited", "target_seat"):  # pragma: no cover
-    raise ImportError("Event's fields changed: update _event")
-
-
-def _build(kind: str, game: int, deal: int, seat: int | None, card: Card | None, side: int | None, value: int,
-           points_kind: str, scores: tuple[int, ...], dealer: int | None, cards: tuple[Card, ...], ran_dry: bool,
-           target_seat: int | None) -> Event:
-    """``Event(...)`` with every field a step sets, by position, without the frozen ``__init__``'s
-    per-field ``object.__setattr__`` (``winner`` and ``forfeited`` are for game ends, set by the referee)."""
-    e: Any = _EventDraft()
-    e.kind = kind
-    e.game = game
-    e.deal = deal
-    e.seat = seat
-    e.card = card
-    e.side = side
-    e.value = value
-    e.points_kind = points_kind
-    e.scores = scores
-    e.winner = None
-    e.dealer = dealer
-    e.cards = cards
-    e.ran_dry = ran_dry
-    e.forfeited = False
-    e.target_seat = target_seat
-    e.__class__ = Event
-    out: Event = e
-    return out
-
-
-def _event(kind: str, game: int, deal: int, seat: int | None = None, card: Card | None = None,
-           side: int | None = None, value: int = 0, points_kind: str = "", scores: tuple[int, ...] = (),
-           dealer: int | None = None, cards: tuple[Card, ...] = (), ran_dry: bool = False,
-           target_seat: int | None = None) -> Event:
-    """An event of a step, by keyword (the rarer kinds)."""
-    return _build(kind, game, deal, seat, card, side, value, points_kind, scores, dealer, cards, ran_dry, target_seat)
-
-
-# The commonest events go straight to _build by position (a call with keywords costs more).
-
-
-def _card_event(kind: str, game: int, deal: int, seat: int | None, card: Card) -> Event:
-    """``card_played`` or ``card_exposed``: ``seat`` played ``card``."""
-    return _build(kind, game, deal, seat, card, None, 0, "", (), None, (), False, None)
+#: ``Event(...)``, built without the frozen ``__init__`` (referee.rules.values; mypy sees ``Event``).
+if TYPE_CHECKING:
+    _new_event = Event
+else:
+    _new_event = maker(Event)
 
 
 def _points_event(game: int, deal: int, p: PointEvent, scores: tuple[int, int]) -> Event:
     """``points_scored`` for ``p``, with the running ``scores``."""
-    return _build("points_scored", game, deal, None, None, p.side, p.value, p.kind, scores, None, (), False, None)
-
-
-def _trick_event(game: int, deal: int, t: Trick) -> Event:
-    """``trick_won``: ``t.winner`` took ``t.cards``."""
-    return _build("trick_won", game, deal, t.winner, None, None, 0, "", (), None, t.cards, False, None)
+    return _new_event(kind="points_scored", game=game, deal=deal, side=p.side, value=p.value, points_kind=p.kind,
+                      scores=scores)
 
 
 def step_events(game: int, before: State, after: State, action: Action | None, seat: int | None) -> list[Event]:
@@ -172,15 +123,16 @@ def step_events(game: int, before: State, after: State, action: Action | None, s
                 return []  # already exposed: nothing happened
             else:
                 kind = "card_exposed"
-            out.append(_card_event(kind, game, n, seat, action.card))
+            out.append(_new_event(kind=kind, game=game, deal=n, seat=seat, card=action.card))
         elif isinstance(action, Call):
-            out.append(_event("called", game, n, seat=seat, card=action.card, target_seat=before.call_for))
+            out.append(_new_event(kind="called", game=game, deal=n, seat=seat, card=action.card,
+                                  target_seat=before.call_for))
         else:
-            out.append(_event(_ACTION_EVENT[type(action)], game, n, seat=seat))
+            out.append(_new_event(kind=_ACTION_EVENT[type(action)], game=game, deal=n, seat=seat))
     before_deals = before.deals
     new_deal = n != len(before_deals)
     if new_deal:
-        out.append(_event("deal_started", game, n, dealer=after.dealer))
+        out.append(_new_event(kind="deal_started", game=game, deal=n, dealer=after.dealer))
     rec = deals[-1] if deals else None
     old = None if new_deal or not before_deals else before_deals[-1]
     points = after.points
@@ -188,7 +140,7 @@ def step_events(game: int, before: State, after: State, action: Action | None, s
     s0, s1 = before.scores
     if rec is not None and rec is not old:  # else no new kick or trick
         for card in rec.kicks[len(old.kicks) if old else 0:]:
-            out.append(_event("kick", game, n, card=card, dealer=rec.dealer))
+            out.append(_new_event(kind="kick", game=game, deal=n, card=card, dealer=rec.dealer))
             if k < len(points) and points[k].kind == "kick":
                 p = points[k]
                 k += 1
@@ -198,7 +150,7 @@ def step_events(game: int, before: State, after: State, action: Action | None, s
                     s1 += p.value
                 out.append(_points_event(game, n, p, (s0, s1)))
         for t in rec.tricks[len(old.tricks) if old else 0:]:
-            out.append(_trick_event(game, n, t))
+            out.append(_new_event(kind="trick_won", game=game, deal=n, seat=t.winner, cards=t.cards))
     for p in points[k:]:
         if p.side == 0:
             s0 += p.value
@@ -208,5 +160,5 @@ def step_events(game: int, before: State, after: State, action: Action | None, s
     phase = after.phase
     ended = (phase is _PH_DEAL and not new_deal) or (phase is _PH_OVER and before.phase is not _PH_OVER)
     if ended and rec is not None:
-        out.append(_event("deal_ended", game, n, scores=after.scores, ran_dry=rec.ran_dry))
+        out.append(_new_event(kind="deal_ended", game=game, deal=n, scores=after.scores, ran_dry=rec.ran_dry))
     return out

@@ -61,7 +61,7 @@ class Rank(IntEnum):
     @property
     def game_points(self) -> int:
         """Card points counted for Game (RULES.md, Scoring 4): A 4, K 3, Q 2, J 1, T 10, else 0."""
-        return _GAME_POINTS.get(self, 0)
+        return GAME_POINTS[self]
 
     def __str__(self) -> str:
         return self.letter
@@ -84,7 +84,9 @@ _RANK_LETTERS = {
     Rank.ACE: "A",
 }
 _RANK_BY_LETTER = {v: k for k, v in _RANK_LETTERS.items()}
-_GAME_POINTS = {Rank.ACE: 4, Rank.KING: 3, Rank.QUEEN: 2, Rank.JACK: 1, Rank.TEN: 10}
+#: Card points of each rank counted for Game (RULES.md, Scoring 4); ``Rank.game_points`` reads it.
+GAME_POINTS: dict[Rank, int] = {r: {Rank.ACE: 4, Rank.KING: 3, Rank.QUEEN: 2, Rank.JACK: 1, Rank.TEN: 10}.get(r, 0)
+                                for r in Rank}
 
 
 @dataclass(frozen=True, slots=True, eq=False)

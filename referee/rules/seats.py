@@ -46,12 +46,17 @@ class Seat:
     def iter_from(self) -> Iterator[Seat]:
         """All seats in play order starting with this one."""
         for k in range(self.players):
-            yield Seat((self.index + k) % self.players, self.players)
+            yield Seat(seat_at(self.index, k, self.players), self.players)
 
 
 def next_seat(seat: int, players: int) -> int:
     """The seat to the right of ``seat`` (the next in play order)."""
     return (seat + 1) % players
+
+
+def seat_at(first: int, offset: int, players: int) -> int:
+    """The seat ``offset`` places to the right of ``first`` (``offset`` 0: ``first`` itself)."""
+    return (first + offset) % players
 
 
 def side_of(seat: int) -> int:
@@ -66,7 +71,7 @@ def partner_of(seat: int, players: int) -> int | None:
 
 def seats_from(first: int, players: int) -> tuple[int, ...]:
     """All seats in play order starting with ``first``."""
-    return tuple((first + k) % players for k in range(players))
+    return tuple(seat_at(first, k, players) for k in range(players))
 
 
 def opponents_in_order(seat: int, players: int) -> tuple[int, ...]:
