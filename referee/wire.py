@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any
 
+from google.protobuf.descriptor import FieldDescriptor
+
 from allfours.v1 import referee_pb2 as pb
 from referee.events import EVENT_KINDS, Event
 from referee.rules import (
@@ -218,31 +220,42 @@ def reason_from_pb(value: int) -> Reason | None:
 # --------------------------------------------------------------------------- rules and time
 
 
-_DEAL_IN_TO = {"ones": pb.DEAL_IN_ONES, "threes": pb.DEAL_IN_THREES}
+def _enum_prefix(field: FieldDescriptor) -> str:
+    """The common prefix of an enum field's value names: ``DEAL_IN_`` for ``DealIn`` (from its
+    ``..._UNSPECIFIED`` value, number 0)."""
+    return str(field.enum_type.values_by_number[0].name).removesuffix("UNSPECIFIED")
 
 
 def rules_to_pb(rules: RuleSet) -> pb.RuleSet:
-    """A rule set with every field set."""
-    return pb.RuleSet(players=rules.players, deal_in=_DEAL_IN_TO[rules.deal_in], target=rules.target,
-                      hang_jack=rules.hang_jack, undertrump_ban=rules.undertrump_ban,
-                      void_may_discard=rules.void_may_discard)
+    """A rule set with every field set: each option goes to the ``allfours.v1.RuleSet`` field of the
+    same name; a text option to the enum value of that name (``deal_in="ones"``: ``DEAL_IN_ONES``)."""
+    msg = pb.RuleSet()
+    for name, value in rules.to_dict().items():
+        field = pb.RuleSet.DESCRIPTOR.fields_by_name[name]
+        if field.enum_type is not None:
+            value = field.enum_type.values_by_name[_enum_prefix(field) + str(value).upper()].number
+        setattr(msg, name, value)
+    return msg
 
 
 def rules_from_pb(msg: pb.RuleSet) -> RuleSet:
-    """A rule set; unset fields take the rulebook defaults (RULES.md).
+    """A rule set, each field to the :class:`RuleSet` option of the same name; unset fields (an enum
+    at 0, ``..._UNSPECIFIED``) take the rulebook defaults (RULES.md).
 
-    :raises WireError: for an unknown deal_in value or an option out of range.
+    :raises WireError: for an unknown enum value or an option out of range.
     """
     opts: dict[str, object] = {}
-    for name in ("players", "target", "hang_jack", "undertrump_ban", "void_may_discard"):
-        if msg.HasField(name):
-            opts[name] = getattr(msg, name)
-    if msg.deal_in == pb.DEAL_IN_ONES:
-        opts["deal_in"] = "ones"
-    elif msg.deal_in == pb.DEAL_IN_THREES:
-        opts["deal_in"] = "threes"
-    elif msg.deal_in != pb.DEAL_IN_UNSPECIFIED:
-        raise WireError(f"rules.deal_in: unknown value {msg.deal_in}")
+    for field in msg.DESCRIPTOR.fields:
+        if field.enum_type is not None:
+            number = getattr(msg, field.name)
+            if number == 0:
+                continue
+            value = field.enum_type.values_by_number.get(number)
+            if value is None:
+                raise WireError(f"rules.{field.name}: unknown value {number}")
+            opts[field.name] = value.name.removeprefix(_enum_prefix(field)).lower()
+        elif msg.HasField(field.name):
+            opts[field.name] = getattr(msg, field.name)
     try:
         return RuleSet.from_dict(opts)
     except ValueError as e:

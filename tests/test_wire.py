@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Iterator
 
@@ -92,10 +93,31 @@ def test_every_engine_reason_has_a_wire_code_and_back() -> None:
 @pytest.mark.parametrize(
     "rules",
     [RuleSet(), RuleSet(players=2, deal_in="ones", target=7, hang_jack=False, undertrump_ban=True,
-                        void_may_discard=True)],
+                        void_may_discard=True, kicked_six_points=1)],
 )
 def test_rules_round_trip(rules: RuleSet) -> None:
-    assert wire.rules_from_pb(wire.rules_to_pb(rules)) == rules
+    msg = wire.rules_to_pb(rules)
+    assert all(getattr(msg, f.name) if f.enum_type else msg.HasField(f.name) for f in msg.DESCRIPTOR.fields)
+    assert wire.rules_from_pb(msg) == rules
+
+
+def test_rule_options_and_proto_fields_are_the_same_names() -> None:
+    """The wire converts RuleSet by field name: each option has its proto field, with presence (an
+    unset field means "the default", not 0 or false), or an enum whose 0 is ``..._UNSPECIFIED``."""
+    proto = {f.name: f for f in pb.RuleSet.DESCRIPTOR.fields}
+    assert set(proto) == {f.name for f in dataclasses.fields(RuleSet)}
+    for f in proto.values():
+        assert f.has_presence or f.enum_type.values_by_number[0].name.endswith("_UNSPECIFIED"), f.name
+
+
+def test_kicked_six_points_crosses_the_wire() -> None:
+    assert wire.rules_to_pb(RuleSet(kicked_six_points=1)).kicked_six_points == 1
+    assert wire.rules_from_pb(pb.RuleSet(kicked_six_points=1)) == RuleSet(kicked_six_points=1)
+    assert wire.rules_from_pb(pb.RuleSet()).kicked_six_points == 2
+    with pytest.raises(wire.WireError, match="kicked_six_points must be 1 or 2, not 3"):
+        wire.rules_from_pb(pb.RuleSet(kicked_six_points=3))
+    with pytest.raises(wire.WireError, match=r"rules\.deal_in: unknown value 9"):
+        wire.rules_from_pb(pb.RuleSet(deal_in=9))  # type: ignore[arg-type]
 
 
 def test_unset_rules_take_rulebook_defaults() -> None:

@@ -155,20 +155,22 @@ EVENT_KIND_SEAT_DISCONNECTED: EventKind
 EVENT_KIND_SEAT_CONNECTED: EventKind
 
 class RuleSet(_message.Message):
-    __slots__ = ("players", "deal_in", "target", "hang_jack", "undertrump_ban", "void_may_discard")
+    __slots__ = ("players", "deal_in", "target", "hang_jack", "undertrump_ban", "void_may_discard", "kicked_six_points")
     PLAYERS_FIELD_NUMBER: _ClassVar[int]
     DEAL_IN_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
     HANG_JACK_FIELD_NUMBER: _ClassVar[int]
     UNDERTRUMP_BAN_FIELD_NUMBER: _ClassVar[int]
     VOID_MAY_DISCARD_FIELD_NUMBER: _ClassVar[int]
+    KICKED_SIX_POINTS_FIELD_NUMBER: _ClassVar[int]
     players: int
     deal_in: DealIn
     target: int
     hang_jack: bool
     undertrump_ban: bool
     void_may_discard: bool
-    def __init__(self, players: _Optional[int] = ..., deal_in: _Optional[_Union[DealIn, str]] = ..., target: _Optional[int] = ..., hang_jack: _Optional[bool] = ..., undertrump_ban: _Optional[bool] = ..., void_may_discard: _Optional[bool] = ...) -> None: ...
+    kicked_six_points: int
+    def __init__(self, players: _Optional[int] = ..., deal_in: _Optional[_Union[DealIn, str]] = ..., target: _Optional[int] = ..., hang_jack: _Optional[bool] = ..., undertrump_ban: _Optional[bool] = ..., void_may_discard: _Optional[bool] = ..., kicked_six_points: _Optional[int] = ...) -> None: ...
 
 class TimeControl(_message.Message):
     __slots__ = ("decision_ms", "bank_ms", "max_strikes", "grace_ms", "join_ms", "max_protocol_errors", "max_illegal")

@@ -46,7 +46,8 @@ from referee.rules.ruleset import RuleSet
 from referee.rules.seats import next_seat, opponents_in_order, seat_at, seats_from, side_of
 from referee.rules.values import maker, replacer
 
-#: Points a kicked card scores for the dealer's side (RULES.md, The deal 2).
+#: Points a kicked card scores for the dealer's side (RULES.md, The deal 2); a Six scores
+#: ``RuleSet.kicked_six_points`` (2 by default).
 KICK_POINTS: dict[Rank, int] = {Rank.ACE: 1, Rank.SIX: 2, Rank.JACK: 3}
 #: Cards dealt to each player at the start of a deal, and on each run of the pack.
 HAND_SIZE = 6
@@ -69,7 +70,7 @@ class Phase(Enum):
 # ``apply`` reads a phase several times per action.
 _PH_DEAL, _PH_BEG, _PH_DEALER, _PH_PLAY, _PH_CALL, _PH_OVER = (
     Phase.DEAL, Phase.BEG, Phase.DEALER, Phase.PLAY, Phase.CALL, Phase.OVER)
-_JACK = Rank.JACK
+_JACK, _SIX = Rank.JACK, Rank.SIX
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,8 +323,9 @@ def _score(s: State, point: PointEvent) -> State:
 
 
 def _score_kick(s: State, kick: Card) -> State:
-    """A kicked Ace, Six or Jack scores 1, 2 or 3 for the dealer's side (RULES.md, The deal 2)."""
-    value = KICK_POINTS.get(kick.rank)
+    """A kicked Ace, Six or Jack scores 1, 2 (``kicked_six_points``) or 3 for the dealer's side
+    (RULES.md, The deal 2)."""
+    value = s.rules.kicked_six_points if kick.rank is _SIX else KICK_POINTS.get(kick.rank)
     if value:
         s = _score(s, PointEvent(len(s.deals), side_of(s.dealer), "kick", value))
     return s

@@ -24,6 +24,11 @@ class RuleSet:
     - ``undertrump_ban``: a player who cannot follow may not undertrump (default off). RULES.md, Play.
     - ``void_may_discard``: a player void in the led suit may discard instead of trumping (default
       off). RULES.md, Play.
+    - ``kicked_six_points``: points a kicked Six scores for the dealer's side, 2 (default) or 1 (a
+      common table variant). RULES.md, The deal 2.
+
+    A new option is this field (with its check below), the engine's rule that reads it and the
+    ``allfours.v1.RuleSet`` field of the same name: ``referee.wire`` converts by field name.
 
     :raises ValueError: from the constructor when a value is out of range.
     """
@@ -34,6 +39,7 @@ class RuleSet:
     hang_jack: bool = True
     undertrump_ban: bool = False
     void_may_discard: bool = False
+    kicked_six_points: int = 2
 
     def __post_init__(self) -> None:
         if self.players not in (2, 4) or isinstance(self.players, bool):
@@ -42,6 +48,8 @@ class RuleSet:
             raise ValueError(f"deal_in must be 'ones' or 'threes', not {self.deal_in!r}")
         if not isinstance(self.target, int) or isinstance(self.target, bool) or self.target < 1:
             raise ValueError(f"target must be a positive whole number of points, not {self.target!r}")
+        if self.kicked_six_points not in (1, 2) or isinstance(self.kicked_six_points, bool):
+            raise ValueError(f"kicked_six_points must be 1 or 2, not {self.kicked_six_points!r}")
         for name in ("hang_jack", "undertrump_ban", "void_may_discard"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, not {getattr(self, name)!r}")
