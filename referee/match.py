@@ -214,6 +214,131 @@ class Pending:
         return self.message.decision_request
 
 
+# ---------------------------------------------------------------------- what the match is told (its inbox)
+
+
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """A Decision from ``seat``'s stream, received at ``received`` (``time.monotonic()``)."""
+
+    seat: int
+    decision: pb.Decision
+    received: float
+
+
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """``seat`` took its seat (a Hello with its ticket)."""
+
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class GaveUp:
+    """``seat`` forfeits for ``termination`` (a grace period that ran out); ``detail`` for every seat."""
+
+    seat: int
+    termination: int
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Malformed:
+    """``seat`` broke the protocol (``seq`` as sent, 0 if none); ``detail``: one line."""
+
+    seat: int
+    seq: int
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """The referee stops the match without a winner (server shutdown), for ``detail``."""
+
+    detail: str
+
+
+#: Everything a stream handler or a timer hands to the match (:meth:`Match._post`).
+InboxItem = Decided | Joined | GaveUp | Malformed | Stop
+
+
+# ---------------------------------------------------------------------- work done ahead, and results
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """An action applied: the ``state`` after it and its public ``events`` as messages."""
+
+    state: State
+    events: list[pb.Event]
+
+
+@dataclass(frozen=True, slots=True)
+class Dealt:
+    """A deck dealt: the ``state`` after it, its public ``events`` and the deck's notation for the record."""
+
+    state: State
+    events: list[pb.Event]
+    deck: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A DecisionRequest built for a state: the seat's ``observation`` and the ``message`` holding it."""
+
+    observation: Observation
+    message: pb.PlayResponse
+
+
+# Work done ahead (:meth:`Match._work_ahead`): each is used at most once, and only for the very state
+# object it was worked out from (``before``), so an exposure or a forfeit in between leaves it unused.
+
+
+@dataclass(frozen=True, slots=True)
+class AheadStep:
+    """``seat`` playing ``action`` in ``before`` gives ``step``."""
+
+    before: State
+    seat: int
+    action: Action
+    step: Step
+
+
+@dataclass(frozen=True, slots=True)
+class AheadGame:
+    """Game ``game`` starts with ``dealer``: its new ``state``."""
+
+    game: int
+    dealer: int
+    state: State
+
+
+@dataclass(frozen=True, slots=True)
+class AheadDeal:
+    """The next deck dealt to ``before`` (phase DEAL)."""
+
+    before: State
+    dealt: Dealt
+
+
+@dataclass(frozen=True, slots=True)
+class AheadRequest:
+    """The DecisionRequest of ``before``'s seat to act (its seq set when issued)."""
+
+    before: State
+    request: Request
+
+
+@dataclass(frozen=True, slots=True)
+class GameEnd:
+    """A game's end: its number, final ``state``, whether it was ``forfeited``, the winning side or ``None``."""
+
+    game: int
+    state: State
+    forfeited: bool
+    winner: int | None
+
+
 def _ms(seconds: float) -> int:
     return max(0, round(seconds * 1000))
 
@@ -229,6 +354,17 @@ def _after_writes(fn: Callable[..., None], *args: Any) -> None:
         fn(*args)
     else:
         loop.call_soon(loop.call_soon, fn, *args)
+
+
+def _check_match_args(rules: RuleSet, seat_names: list[str], games: int, first_dealer: int | None) -> None:
+    """:raises ValueError: when the seat names do not match ``rules.players``, ``games < 1`` or the
+    first dealer's seat does not exist."""
+    if len(seat_names) != rules.players:
+        raise ValueError(f"{len(seat_names)} seat names given for a {rules.players}-player game")
+    if games < 1:
+        raise ValueError(f"a match has at least 1 game, not {games}")
+    if first_dealer is not None and not 0 <= first_dealer < rules.players:
+        raise ValueError(f"first_dealer {first_dealer} does not exist at a table of {rules.players}")
 
 
 class Match:
@@ -249,12 +385,7 @@ class Match:
                  first_dealer: int | None, time_control: wire.TimeControl, tickets: list[str],
                  record_path: Path | None = None, on_end: Callable[[Match], None] | None = None,
                  work_ahead: bool = True) -> None:
-        if len(seat_names) != rules.players:
-            raise ValueError(f"{len(seat_names)} seat names given for a {rules.players}-player game")
-        if games < 1:
-            raise ValueError(f"a match has at least 1 game, not {games}")
-        if first_dealer is not None and not 0 <= first_dealer < rules.players:
-            raise ValueError(f"first_dealer {first_dealer} does not exist at a table of {rules.players}")
+        _check_match_args(rules, seat_names, games, first_dealer)
         self.id = match_id
         self.rules = rules
         self.seat_names = list(seat_names)
@@ -272,17 +403,11 @@ class Match:
         # Record lines are formatted and written once the next DecisionRequest is on its way, in
         # order (RecordWriter, _after_writes).
         self.record = RecordWriter(record_path, defer=_after_writes, on_file_error=self._record_file_failed)
-        self.inbox: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
+        self.inbox: asyncio.Queue[InboxItem] = asyncio.Queue()
         self.pending: Pending | None = None
         self.created = time.monotonic()
         self.done = asyncio.Event()
-        self._seq = 0
-        self._game = 0
-        self._deal_no = 0
-        self._state: State = new_game(rules, 0)
-        #: Each game's end: (game, final state, forfeited, winning side or None). Their GameResult
-        #: messages are built once, for the MatchResult, not on a decision's critical path.
-        self._games_ended: list[tuple[int, State, bool, int | None]] = []
+        self._init_play_state(work_ahead)
         self._on_end = on_end
         self._task: asyncio.Task[None] | None = None
         #: True once every seat joined: from then on items are handled at once, in the caller's turn
@@ -293,20 +418,6 @@ class Match:
         #: fires before the pending deadline (see :meth:`_arm_timer`).
         self._timer: asyncio.TimerHandle | None = None
         self._timer_due = 0.0
-        #: Decks shuffled ahead, with their card notation for the record, by (game, deal): the current
-        #: game's next deal and the next game's first.
-        self._decks: dict[tuple[int, int], tuple[tuple[Card, ...], list[str]]] = {}
-        #: Work done ahead for a forced action (:meth:`_work_ahead`), each used at most once and only
-        #: for the very state it was worked out from (identity): the step ``(state, action, seat,
-        #: new state, events)``, the next game ``(game, dealer, state)``, the next deal ``(state, dealt
-        #: state, events, deck notation)`` and the next request ``(state, observation, message)``.
-        self._work_ahead_on = work_ahead
-        self._ahead_step: tuple[State, Action, int, State, list[pb.Event]] | None = None
-        self._ahead_game: tuple[int, int, State] | None = None
-        self._ahead_deal: tuple[State, State, list[pb.Event], list[str]] | None = None
-        self._ahead_request: tuple[State, Observation, pb.PlayResponse] | None = None
-        #: How many steps, games, deals and requests were taken from work done ahead (a statistic).
-        self.worked_ahead = 0
         #: Seconds from each answered request's sending to its answer (the metrics, when the match ends).
         self.latencies: list[float] = []
         self.log = log.bind(match_id=match_id)
@@ -318,6 +429,29 @@ class Match:
             rules=rules.to_dict(), seat_names=self.seat_names, games=games,
             seed_commitment=self.commitment, time_control=time_control.to_dict(),
             first_dealer=first_dealer)
+
+    def _init_play_state(self, work_ahead: bool) -> None:
+        """What playing needs (dropped at the end by :meth:`_drop_play_state`): the engine state, the
+        game and deal numbers, the decks shuffled ahead and the work done ahead."""
+        self._seq = 0
+        self._game = 0
+        self._deal_no = 0
+        self._state: State = new_game(self.rules, 0)
+        #: Each game's end. Their GameResult messages are built once, for the MatchResult, not on a
+        #: decision's critical path.
+        self._games_ended: list[GameEnd] = []
+        #: Decks shuffled ahead, with their card notation for the record, by (game, deal): the current
+        #: game's next deal and the next game's first.
+        self._decks: dict[tuple[int, int], tuple[tuple[Card, ...], list[str]]] = {}
+        #: Work done ahead for a forced action (:meth:`_work_ahead`), each used at most once and only
+        #: for the very state it was worked out from.
+        self._work_ahead_on = work_ahead
+        self._ahead_step: AheadStep | None = None
+        self._ahead_game: AheadGame | None = None
+        self._ahead_deal: AheadDeal | None = None
+        self._ahead_request: AheadRequest | None = None
+        #: How many steps, games, deals and requests were taken from work done ahead (a statistic).
+        self.worked_ahead = 0
 
     def _record_file_failed(self, error: OSError) -> None:
         """The record file could not be written (full or failing disk): the match goes on, the
@@ -339,7 +473,7 @@ class Match:
 
     def abort(self, detail: str) -> None:
         """Ask the match task to stop without a winner (server shutdown)."""
-        self._post(("abort", detail))
+        self._post(Stop(detail))
 
     async def wait(self) -> pb.MatchResult:
         """Wait for the end of the match and return its result."""
@@ -389,7 +523,7 @@ class Match:
             self._send_request(p)
         else:
             self._flush_events(seat)
-        self._post(("joined", seat))
+        self._post(Joined(seat))
 
     def detach(self, seat: int, conn: Connection) -> None:
         """The stream ``conn`` of ``seat`` ended. While the match runs, the grace period starts."""
@@ -405,9 +539,8 @@ class Match:
         def expire() -> None:
             s.grace = None
             if s.conn is None and not self.finished:
-                self._post(("forfeit", seat, pb.TERMINATION_DISCONNECT,
-                                       f"seat {seat} disconnected and did not come back within "
-                                       f"{self.tc.grace_ms} ms"))
+                self._post(GaveUp(seat, pb.TERMINATION_DISCONNECT,
+                                  f"seat {seat} disconnected and did not come back within {self.tc.grace_ms} ms"))
 
         s.grace = asyncio.get_running_loop().call_later(self.tc.grace_ms / 1000, expire)
 
@@ -420,18 +553,18 @@ class Match:
             if self._running:  # the hot path: straight to the handler (what _post would do)
                 self._guard(self._on_decision, seat, msg.decision, received)
             else:
-                self._post(("decision", seat, msg.decision, received))
+                self._post(Decided(seat, msg.decision, received))
         elif which == "ping":
             conn = self.seats[seat].conn
             if conn is not None and conn.answer_ping(received):
                 conn.out.put_nowait(pb.PlayResponse(pong=pb.Pong(nonce=msg.ping.nonce)))
         else:
             what = "a second Hello" if which == "hello" else "an empty message"
-            self._post(("protocol", seat, 0, f"seat {seat} sent {what} on its stream"))
+            self._post(Malformed(seat, 0, f"seat {seat} sent {what} on its stream"))
 
     def malformed(self, seat: int, detail: str) -> None:
         """``seat``'s stream sent bytes that are not a message (``detail``: one line): a protocol error."""
-        self._post(("protocol", seat, 0, detail))
+        self._post(Malformed(seat, 0, detail))
 
     def watch(self) -> asyncio.Queue[pb.WatchMatchResponse | None]:
         """A queue of every public event so far and to come, then the result, then ``None``."""
@@ -525,7 +658,7 @@ class Match:
             self._guard(self._dispatch, self.inbox.get_nowait())
         await self.done.wait()
 
-    def _post(self, item: tuple[Any, ...]) -> None:
+    def _post(self, item: InboxItem) -> None:
         """Hand an item (decision, control) to the match: queued until all seats joined, then handled now."""
         if self.finished:
             return
@@ -550,11 +683,11 @@ class Match:
             self._finish(None, f"referee error ({type(e).__name__}; see the referee's log)",
                          f"referee error: {e!r}")
 
-    def _dispatch(self, item: tuple[Any, ...]) -> None:
-        kind = item[0]
-        if kind == "decision":
-            self._on_decision(item[1], item[2], item[3])
-        elif kind != "joined":
+    def _dispatch(self, item: InboxItem) -> None:
+        """Handle one inbox item once the match runs (a :class:`Joined` then changes nothing)."""
+        if isinstance(item, Decided):
+            self._on_decision(item.seat, item.decision, item.received)
+        elif not isinstance(item, Joined):
             self._handle_control(item)
 
     async def _wait_for_seats(self) -> None:
@@ -566,23 +699,21 @@ class Match:
                 missing = [s.seat for s in self.seats if not s.joined]
                 raise Forfeit(missing[0], pb.TERMINATION_NO_SHOW,
                               f"seat(s) {missing} did not join within {self.tc.join_ms} ms") from None
-            kind = item[0]
-            if kind in ("forfeit", "abort", "protocol"):
-                self._handle_control(item)
-            elif kind == "decision":
+            if isinstance(item, Decided):
                 # Nothing has been asked yet: any Decision is early; a seq != 0 was never sent.
-                seat, d = item[1], item[2]
-                if d.seq != 0:
-                    self._protocol_error(seat, d.seq, f"seat {seat} sent seq {d.seq} before any request")
+                if item.decision.seq != 0:
+                    self._protocol_error(item.seat, item.decision.seq,
+                                         f"seat {item.seat} sent seq {item.decision.seq} before any request")
+            elif not isinstance(item, Joined):
+                self._handle_control(item)
 
-    def _handle_control(self, item: tuple[Any, ...]) -> None:
-        kind = item[0]
-        if kind == "forfeit":
-            raise Forfeit(item[1], item[2], item[3])
-        if kind == "abort":
-            raise Aborted(item[1])
-        if kind == "protocol":
-            self._protocol_error(item[1], item[2], item[3])
+    def _handle_control(self, item: GaveUp | Malformed | Stop) -> None:
+        """A forfeit, a protocol error or a stop. :raises Forfeit: :raises Aborted:"""
+        if isinstance(item, GaveUp):
+            raise Forfeit(item.seat, item.termination, item.detail)
+        if isinstance(item, Stop):
+            raise Aborted(item.detail)
+        self._protocol_error(item.seat, item.seq, item.detail)
 
     def _protocol_error(self, seat: int, seq: int, detail: str, action: pb.Action | None = None,
                         public: str | None = None) -> None:
@@ -615,9 +746,9 @@ class Match:
         self.record.write("game", game=game, dealer=dealer, how=how)
         self._event("game_started", dealer=dealer)
         ahead = self._ahead_game
-        if ahead is not None and ahead[0] == game and ahead[1] == dealer:
+        if ahead is not None and ahead.game == game and ahead.dealer == dealer:
             self._ahead_game, self.worked_ahead = None, self.worked_ahead + 1
-            self._state = ahead[2]
+            self._state = ahead.state
         else:
             self._state = new_game(self.rules, dealer)
         self._advance()
@@ -641,16 +772,16 @@ class Match:
             if state.phase is Phase.DEAL:
                 n = state.deal_number + 1
                 ahead = self._ahead_deal
-                if ahead is not None and ahead[0] is state:
+                if ahead is not None and ahead.before is state:
                     self._ahead_deal, self.worked_ahead = None, self.worked_ahead + 1
-                    _, new, evs, text = ahead
+                    dealt = ahead.dealt
                 else:
-                    new, evs, text = self._deal_step(self._game, state)
-                self.record.write("deal", game=self._game, deal=n, dealer=state.dealer, deck=text)
+                    dealt = self._deal_step(self._game, state)
+                self.record.write("deal", game=self._game, deal=n, dealer=state.dealer, deck=dealt.deck)
                 self._deal_no = n
-                if evs:
-                    self._publish_pb(evs)
-                state = self._state = new
+                if dealt.events:
+                    self._publish_pb(dealt.events)
+                state = self._state = dealt.state
                 # Shuffle the decks that may come next while the bots think, off the critical path.
                 _after_writes(self._prefetch_decks, self._game, n)
                 continue
@@ -667,12 +798,11 @@ class Match:
             deck = self._decks[(game, deal_no)] = (cards, wire.cards_to_pb(cards))
         return deck
 
-    def _deal_step(self, game: int, state: State) -> tuple[State, list[pb.Event], list[str]]:
-        """Deal the next deck of ``game`` to ``state`` (phase DEAL; RULES.md, The deal): the dealt
-        state, its public events as messages, and the deck's notation for the record."""
+    def _deal_step(self, game: int, state: State) -> Dealt:
+        """Deal the next deck of ``game`` to ``state`` (phase DEAL; RULES.md, The deal)."""
         deck, text = self._deck(game, state.deal_number + 1)
         new = deal(state, deck)
-        return new, self._events_pb(game, state, new, None, None), text
+        return Dealt(new, self._events_pb(game, state, new, None, None), text)
 
     def _prefetch_decks(self, game: int, deal_no: int) -> None:
         """Deal ``deal_no`` of ``game`` is dealt: shuffle the two decks that can come next (this
@@ -725,7 +855,7 @@ class Match:
 
     def _end_game(self, state: State, forfeited: bool, winner: int | None = None) -> None:
         w = state.winner if winner is None else winner
-        self._games_ended.append((self._game, state, forfeited, w))
+        self._games_ended.append(GameEnd(self._game, state, forfeited, w))
         self.record.write("game_end", game=self._game, scores=list(state.scores), winner=w,
                           points=[{"deal": p.deal, "side": p.side, "kind": p.kind, "value": p.value}
                                   for p in state.points], forfeited=forfeited, deals=state.deal_number)
@@ -742,21 +872,21 @@ class Match:
         if deadline is None:
             deadline = now + min(self.tc.decision_ms, s.bank_ms) / 1000
         ahead = self._ahead_request
-        if ahead is not None and ahead[0] is state:
+        if ahead is not None and ahead.before is state:
             self._ahead_request, self.worked_ahead = None, self.worked_ahead + 1
-            _, obs, msg = ahead
-            msg.decision_request.seq = self._seq
+            request = ahead.request
         else:
-            obs, msg = self._request(game, state)
-            msg.decision_request.seq = self._seq
-        p = Pending(seq=self._seq, seat=seat, legal=obs.legal, sent_at=now, deadline=deadline, message=msg)
+            request = self._request(game, state)
+        request.message.decision_request.seq = self._seq
+        legal = request.observation.legal
+        p = Pending(seq=self._seq, seat=seat, legal=legal, sent_at=now, deadline=deadline, message=request.message)
         self.pending = p
         self._send_request(p)
-        if len(obs.legal) == 1 and self._work_ahead_on:
+        if len(legal) == 1 and self._work_ahead_on:
             _after_writes(self._guard, self._work_ahead)
         return p
 
-    def _request(self, game: int, state: State) -> tuple[Observation, pb.PlayResponse]:
+    def _request(self, game: int, state: State) -> Request:
         """The observation of the seat to act in ``state`` and a PlayResponse holding its
         DecisionRequest (observation and legal actions; seq 0, times and events set when issued)."""
         seat = state.to_act
@@ -764,7 +894,7 @@ class Match:
         obs = observe(state, seat)
         msg = pb.PlayResponse()
         wire.decision_request_to_pb(0, game, obs, into=msg.decision_request)  # in place: no copy
-        return obs, msg
+        return Request(obs, msg)
 
     def _work_ahead(self) -> None:
         """The seat to act has a single legal action (a forced card, often the last trick's): while it
@@ -783,20 +913,21 @@ class Match:
         if self.finished or p is None or len(p.legal) != 1 or state.to_act != p.seat:
             return
         action = p.legal[0]
-        new, evs = self._step(game, state, action, p.seat)
-        self._ahead_step = (state, action, p.seat, new, evs)
+        step = self._step(game, state, action, p.seat)
+        self._ahead_step = AheadStep(state, p.seat, action, step)
+        new = step.state
         if new.phase is Phase.OVER:
             if game >= self.games:
                 return
             dealer = next_seat(new.dealer, self.rules.players)
             game, new = game + 1, new_game(self.rules, dealer)
-            self._ahead_game = (game, dealer, new)
+            self._ahead_game = AheadGame(game, dealer, new)
         if new.phase is Phase.DEAL:
-            dealt, evs, text = self._deal_step(game, new)
-            self._ahead_deal = (new, dealt, evs, text)
-            new = dealt
+            dealt = self._deal_step(game, new)
+            self._ahead_deal = AheadDeal(new, dealt)
+            new = dealt.state
         if new.phase is not Phase.DEAL and new.phase is not Phase.OVER and new.to_act is not None:
-            self._ahead_request = (new, *self._request(game, new))
+            self._ahead_request = AheadRequest(new, self._request(game, new))
 
     def _on_decision(self, seat: int, d: pb.Decision, received: float) -> None:
         """A Decision from ``seat`` (``received`` = ``time.monotonic()``): answer the pending request,
@@ -810,65 +941,81 @@ class Match:
             protocol error reaches its limit.
         """
         p = self.pending
-        s = self.seats[seat]
-        if d.seq != 0 and (p is None or seat != p.seat or d.seq != p.seq):
-            if d.seq in s.issued:
-                self.log.debug("stale_decision_ignored", seat=seat, seq=d.seq, pending=p.seq if p else None)
-            else:
-                latest = f"its latest request is {s.last_issued_seq}" if s.last_issued_seq else "it has had none"
-                self._protocol_error(seat, d.seq, f"seat {seat} sent seq {d.seq}, which was never sent to it "
-                                                  f"({latest})", d.action)
+        if not self._seq_is_current(seat, d, p):
             return
         if p is None:
             return  # seq 0 while nothing is pending: only before the match runs
-        state = self._state
-        game = self._game
-        answering = seat == p.seat
         try:
             action = wire.action_from_pb(d.action)
         except wire.WireError as e:
             self._protocol_error(seat, d.seq, f"seat {seat}: {e}", d.action,
                                  public=f"seat {seat} sent a malformed action")
             return
+        answering = seat == p.seat
         elapsed = received - p.sent_at
+        s = self.seats[seat]
         if answering and s.bank_ms - elapsed * 1000 <= 0:
             # Too late: the bank ran out before the answer came (its deadline passed); it is not played.
             s.bank_ms -= elapsed * 1000
             raise Forfeit(seat, pb.TERMINATION_TIMEOUT, f"seat {seat} used up its time bank ({self.tc.bank_ms} ms)")
-        seq = p.seq if answering else 0
-        ahead = self._ahead_step
+        state = self._state
         try:
-            if ahead is not None and ahead[0] is state and ahead[2] == seat and ahead[1] == action:
-                self._ahead_step, self.worked_ahead = None, self.worked_ahead + 1
-                new, evs = ahead[3], ahead[4]
-            else:
-                new, evs = self._step(game, state, action, seat)
+            step = self._take_step(state, action, seat)
         except RuleError as e:
-            self._reject(seat, d.seq, seq, action, e, elapsed if answering else 0.0)
+            self._reject(seat, d.seq, p.seq if answering else 0, action, e, elapsed if answering else 0.0)
             return
-        if new is state:
+        if step.state is state:
             # An exposure of a card already exposed: nothing happened, nothing to record or tell.
             self.log.debug("exposure_repeated", seat=seat, action=str(action))
             return
+        self._played(p, seat, action, step, elapsed)
+
+    def _seq_is_current(self, seat: int, d: pb.Decision, p: Pending | None) -> bool:
+        """Is ``d`` an answer to the pending request or an unsolicited action (``seq`` 0)? A stale
+        ``seq`` (sent to this seat before) is ignored; one never sent to it is a protocol error.
+        :raises Forfeit: at ``max_protocol_errors``."""
+        if d.seq == 0 or (p is not None and seat == p.seat and d.seq == p.seq):
+            return True
+        s = self.seats[seat]
+        if d.seq in s.issued:
+            self.log.debug("stale_decision_ignored", seat=seat, seq=d.seq, pending=p.seq if p else None)
+        else:
+            latest = f"its latest request is {s.last_issued_seq}" if s.last_issued_seq else "it has had none"
+            self._protocol_error(seat, d.seq, f"seat {seat} sent seq {d.seq}, which was never sent to it "
+                                              f"({latest})", d.action)
+        return False
+
+    def _take_step(self, state: State, action: Action, seat: int) -> Step:
+        """``seat`` plays ``action`` in ``state``: the step worked out ahead for exactly this, or now.
+        :raises RuleError: for an illegal action."""
+        ahead = self._ahead_step
+        if ahead is not None and ahead.before is state and ahead.seat == seat and ahead.action == action:
+            self._ahead_step, self.worked_ahead = None, self.worked_ahead + 1
+            return ahead.step
+        return self._step(self._game, state, action, seat)
+
+    def _played(self, p: Pending, seat: int, action: Action, step: Step, elapsed: float) -> None:
+        """``seat``'s ``action`` (an answer to ``p``, or an exposure) took ``step``: charge the time,
+        record it, publish its events, then advance (an answer) or re-issue the request (an exposure
+        that changed the legal actions; same deadline and timer)."""
+        answering = seat == p.seat
+        seq = p.seq if answering else 0
         if answering:
-            s.bank_ms -= elapsed * 1000
+            self.seats[seat].bank_ms -= elapsed * 1000
             self.latencies.append(elapsed)
         text, ms = str(action), _ms(elapsed)
-        self.record.write("action", game=game, deal=state.deal_number, seat=seat, seq=seq,
+        self.record.write("action", game=self._game, deal=self._state.deal_number, seat=seat, seq=seq,
                           action=text, ms=ms if answering else 0, by="bot", out_of_turn=not answering)
         if self._log_actions:
             self.log.debug("action", seat=seat, seq=seq, action=text, ms=ms)
-        if evs:
-            self._publish_pb(evs)
-        self._state = new
+        if step.events:
+            self._publish_pb(step.events)
+        self._state = new = step.state
         if answering:
             self.pending = None  # the deadline timer stays: see _arm_timer
             self._advance()
-            return
-        # An exposure: the seat to act may now have other choices (a new callable card); the
-        # re-issued request keeps the same deadline (and timer).
-        if legal_actions(new) != p.legal:
-            self._issue(new, game, deadline=p.deadline)
+        elif legal_actions(new) != p.legal:
+            self._issue(new, self._game, deadline=p.deadline)
 
     def _reject(self, seat: int, seq: int, record_seq: int, action: Action, e: RuleError, elapsed: float) -> None:
         """Reject ``action``: tell the seat (``seq`` as it sent it), record it with ``record_seq`` (the
@@ -907,11 +1054,11 @@ class Match:
 
     # ------------------------------------------------------------------ events from state changes
 
-    def _step(self, game: int, state: State, action: Action, seat: int) -> tuple[State, list[pb.Event]]:
+    def _step(self, game: int, state: State, action: Action, seat: int) -> Step:
         """``apply(state, action, seat)`` and the step's public events as messages.
         :raises RuleError: for an illegal action (referee.rules.apply)."""
         new = apply(state, action, seat)
-        return new, self._events_pb(game, state, new, action, seat)
+        return Step(new, self._events_pb(game, state, new, action, seat))
 
     def _events_pb(self, game: int, before: State, after: State, action: Action | None,
                    seat: int | None) -> list[pb.Event]:
@@ -936,49 +1083,75 @@ class Match:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        forfeited_side = -1
         if forfeit is not None:
-            loser = side_of(forfeit.seat)
-            forfeited_side = loser
-            s = self.seats[forfeit.seat]
-            s.termination, s.detail, s.full_detail = forfeit.termination, forfeit.detail, forfeit.full
-            if forfeit.termination == pb.TERMINATION_NO_SHOW:
-                for o in self.seats:
-                    if not o.joined:
-                        o.termination, o.detail, o.full_detail = pb.TERMINATION_NO_SHOW, forfeit.detail, forfeit.full
-                if len({side_of(o.seat) for o in self.seats if not o.joined}) > 1:
-                    forfeited_side = -2  # both sides missing: nobody wins
-            for o in self.seats:
-                if o.termination == pb.TERMINATION_UNSPECIFIED:
-                    o.termination, o.detail = pb.TERMINATION_OTHER_SEAT_FORFEITED, forfeit.detail
-                    o.full_detail = forfeit.full
-            self.status = pb.MATCH_STATUS_FORFEITED
-            if self._game and (not self._games_ended or self._games_ended[-1][0] != self._game):
-                self._end_game(self._state, forfeited=True,
-                               winner=None if forfeited_side == -2 else 1 - loser)
-            self.log.info("forfeit", seat=forfeit.seat, termination=pb.Termination.Name(forfeit.termination),
-                          detail=forfeit.detail)
+            forfeited_side = self._settle_forfeit(forfeit)
         elif aborted is not None:
-            self.status = pb.MATCH_STATUS_ABORTED
-            for o in self.seats:
-                o.termination, o.detail = pb.TERMINATION_ABORTED, aborted
-                o.full_detail = aborted if aborted_full is None else aborted_full
-            if self._game and (not self._games_ended or self._games_ended[-1][0] != self._game):
-                self._games_ended.append((self._game, self._state, False, None))
+            forfeited_side = -1
+            self._settle_abort(aborted, aborted if aborted_full is None else aborted_full)
         else:
+            forfeited_side = -1
             self.status = pb.MATCH_STATUS_COMPLETED
             for o in self.seats:
                 o.termination = pb.TERMINATION_NORMAL
         games_won = [0, 0]
-        for _, _, _, game_winner in self._games_ended:
-            if game_winner is not None:
-                games_won[game_winner] += 1
+        for ended in self._games_ended:
+            if ended.winner is not None:
+                games_won[ended.winner] += 1
         if self.status == pb.MATCH_STATUS_FORFEITED:
             winner = -1 if forfeited_side == -2 else 1 - forfeited_side
         elif self.status == pb.MATCH_STATUS_ABORTED or games_won[0] == games_won[1]:
             winner = -1
         else:
             winner = 0 if games_won[0] > games_won[1] else 1
+        self.result = self._match_result(games_won, winner, forfeited_side)
+        self._record_result(games_won, winner, forfeited_side)
+        self._announce(self.result)
+        self.log.info("match_end", status=pb.MatchStatus.Name(self.status), winner=winner, games_won=games_won)
+        self._drop_play_state()
+        self.done.set()
+        if self._on_end is not None:
+            with contextlib.suppress(Exception):
+                self._on_end(self)
+
+    def _settle_forfeit(self, forfeit: Forfeit) -> int:
+        """``forfeit.seat`` forfeits: set every seat's termination (the absent ones too, for a no-show),
+        the status, and end the current game as forfeited. :returns: the forfeiting side, or -2 when
+        seats of both sides never joined (nobody wins)."""
+        loser = forfeited_side = side_of(forfeit.seat)
+        s = self.seats[forfeit.seat]
+        s.termination, s.detail, s.full_detail = forfeit.termination, forfeit.detail, forfeit.full
+        if forfeit.termination == pb.TERMINATION_NO_SHOW:
+            for o in self.seats:
+                if not o.joined:
+                    o.termination, o.detail, o.full_detail = pb.TERMINATION_NO_SHOW, forfeit.detail, forfeit.full
+            if len({side_of(o.seat) for o in self.seats if not o.joined}) > 1:
+                forfeited_side = -2  # both sides missing: nobody wins
+        for o in self.seats:
+            if o.termination == pb.TERMINATION_UNSPECIFIED:
+                o.termination, o.detail = pb.TERMINATION_OTHER_SEAT_FORFEITED, forfeit.detail
+                o.full_detail = forfeit.full
+        self.status = pb.MATCH_STATUS_FORFEITED
+        if self._game_unfinished():
+            self._end_game(self._state, forfeited=True, winner=None if forfeited_side == -2 else 1 - loser)
+        self.log.info("forfeit", seat=forfeit.seat, termination=pb.Termination.Name(forfeit.termination),
+                      detail=forfeit.detail)
+        return forfeited_side
+
+    def _settle_abort(self, detail: str, full: str) -> None:
+        """The match stops without a winner: every seat's termination ``aborted`` (``detail`` for the
+        seats, ``full`` for the record); the current game ends with no winner."""
+        self.status = pb.MATCH_STATUS_ABORTED
+        for o in self.seats:
+            o.termination, o.detail, o.full_detail = pb.TERMINATION_ABORTED, detail, full
+        if self._game_unfinished():
+            self._games_ended.append(GameEnd(self._game, self._state, False, None))
+
+    def _game_unfinished(self) -> bool:
+        """Has the current game started and not ended?"""
+        return bool(self._game) and (not self._games_ended or self._games_ended[-1].game != self._game)
+
+    def _match_result(self, games_won: list[int], winner: int, forfeited_side: int) -> pb.MatchResult:
+        """The MatchResult: status, games won, winner (-1: none), every seat's and every game's result."""
         result = pb.MatchResult(
             match_id=self.id, status=self.status, games_won=games_won,
             winner=winner, forfeited_side=-1 if forfeited_side < 0 else forfeited_side,
@@ -986,13 +1159,18 @@ class Match:
                                  strikes=o.strikes, illegal=o.illegal, protocol_errors=o.protocol_errors,
                                  bank_left_ms=_ms(max(0.0, o.bank_ms) / 1000), bot_counts=o.bot_counts)
                    for o in self.seats])
-        for game, state, forfeited, game_winner in self._games_ended:
-            result.games.add(game=game, scores=state.scores, winner=-1 if game_winner is None else game_winner,
-                             points=[wire.point_to_pb(p) for p in state.points], forfeited=forfeited,
+        for ended in self._games_ended:
+            state = ended.state
+            result.games.add(game=ended.game, scores=state.scores, winner=-1 if ended.winner is None else ended.winner,
+                             points=[wire.point_to_pb(p) for p in state.points], forfeited=ended.forfeited,
                              deals=state.deal_number)
-        self.result = result
+        return result
+
+    def _record_result(self, games_won: list[int], winner: int, forfeited_side: int) -> None:
+        """The record's ``result`` and ``seed`` lines (then it is closed), and the match's metrics."""
+        status = wire.enum_name(pb.MatchStatus, self.status, "MATCH_STATUS_")
         self.record.write(
-            "result", status=wire.enum_name(pb.MatchStatus, self.status, "MATCH_STATUS_"),
+            "result", status=status,
             winner=None if winner < 0 else winner, forfeited_side=None if forfeited_side < 0 else forfeited_side,
             games_won=games_won,
             seats=[{"seat": o.seat, "name": o.name, "bot_name": o.bot_name, "bot_version": o.bot_version,
@@ -1003,13 +1181,17 @@ class Match:
                    for o in self.seats])
         self.record.write("seed", seed=self.seed.hex())
         metrics.match_finished(
-            wire.enum_name(pb.MatchStatus, self.status, "MATCH_STATUS_"),
+            status,
             [wire.enum_name(pb.Termination, o.termination, "TERMINATION_") for o in self.seats
              if o.termination not in (pb.TERMINATION_NORMAL, pb.TERMINATION_OTHER_SEAT_FORFEITED,
                                       pb.TERMINATION_ABORTED)],
             self.latencies,
         )
         self.record.close()
+
+    def _announce(self, result: pb.MatchResult) -> None:
+        """The undelivered events, then MatchEnd and the end of the stream to every connected seat; the
+        result to every watcher."""
         end = pb.PlayResponse(match_end=pb.MatchEnd(result=result))
         self._flush_events()
         for o in self.seats:
@@ -1022,9 +1204,3 @@ class Match:
             q.put_nowait(pb.WatchMatchResponse(result=result))
             q.put_nowait(None)
         self.watchers.clear()
-        self.log.info("match_end", status=pb.MatchStatus.Name(self.status), winner=winner, games_won=games_won)
-        self._drop_play_state()
-        self.done.set()
-        if self._on_end is not None:
-            with contextlib.suppress(Exception):
-                self._on_end(self)

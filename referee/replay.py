@@ -26,6 +26,7 @@ from typing import Any
 
 from referee.rules import (
     Action,
+    Card,
     Phase,
     Reason,
     RuleError,
@@ -118,51 +119,24 @@ def replay(data: Mapping[str, Any]) -> dict[str, Any]:
         errors (see :func:`input_warnings`).
     """
     _require(isinstance(data, Mapping), "the input must be a JSON object")
-    rules_in = data.get("rules", {})
-    _require(isinstance(rules_in, Mapping), f"rules must be an object of rule options, not {rules_in!r}")
-    for name in ("players", "target"):
-        _require(name not in rules_in or _whole(rules_in[name]),
-                 f"rules: {name} must be a whole number, not {rules_in.get(name)!r}")
-    try:
-        rules = RuleSet.from_dict(rules_in)
-    except (TypeError, ValueError) as e:
-        raise ReplayInputError(f"rules: {e}") from None
+    rules = _rules_of(data)
     dealer = data.get("dealer", 0)
     _require(_whole(dealer), f"dealer must be a seat number, not {dealer!r}")
     scores = data.get("scores", [0, 0])
     _require(isinstance(scores, list) and len(scores) == 2 and all(_whole(x) for x in scores),
              f"scores must be a list of two whole numbers, not {scores!r}")
-    decks_in = data.get("decks", [])
-    _require(isinstance(decks_in, list), "decks must be a list of decks")
-    decks: list[tuple[Any, ...]] = []
-    for i, d in enumerate(decks_in):
-        _require(isinstance(d, list), f"decks[{i}] must be a list of 52 cards")
-        try:
-            decks.append(parse_deck(d))
-        except ValueError as e:
-            raise ReplayInputError(f"decks[{i}]: {e}") from None
-    actions = data.get("actions", [])
-    _require(isinstance(actions, list), "actions must be a list")
-    parsed: list[tuple[int, Action]] = []
-    bad: dict[str, Any] | None = None
-    for i, a in enumerate(actions):
-        try:
-            parsed.append(_parse_action(a))
-        except ValueError as e:
-            bad = {"index": i, "reason": Reason.BAD_ACTION.value, "message": f"actions[{i}]: {e}"}
-            break
+    decks = _decks_of(data)
+    parsed, bad = _actions_of(data)
     try:
         state = new_game(rules, dealer, (scores[0], scores[1]))
     except ValueError as e:
         raise ReplayInputError(str(e)) from None
-
-    next_deck = 0
+    pending = iter(decks)
 
     def deal_if_needed(st: State) -> State:
-        nonlocal next_deck
-        while st.phase is Phase.DEAL and next_deck < len(decks):
-            st = deal(st, decks[next_deck])
-            next_deck += 1
+        """Deal the next decks given while the game waits for one (none left: it stays in DEAL)."""
+        while st.phase is Phase.DEAL and (deck := next(pending, None)) is not None:
+            st = deal(st, deck)
         return st
 
     state = deal_if_needed(state)
@@ -172,6 +146,48 @@ def replay(data: Mapping[str, Any]) -> dict[str, Any]:
         except RuleError as e:
             return result_json(state, {"index": i, "reason": e.reason.value, "message": e.message})
     return result_json(state, bad)
+
+
+def _rules_of(data: Mapping[str, Any]) -> RuleSet:
+    """The input's ``rules`` object as a RuleSet. :raises ReplayInputError: not an object, a count that
+    is not a whole number, an unknown option or a bad value."""
+    rules_in = data.get("rules", {})
+    _require(isinstance(rules_in, Mapping), f"rules must be an object of rule options, not {rules_in!r}")
+    for name in ("players", "target"):
+        _require(name not in rules_in or _whole(rules_in[name]),
+                 f"rules: {name} must be a whole number, not {rules_in.get(name)!r}")
+    try:
+        return RuleSet.from_dict(rules_in)
+    except (TypeError, ValueError) as e:
+        raise ReplayInputError(f"rules: {e}") from None
+
+
+def _decks_of(data: Mapping[str, Any]) -> list[tuple[Card, ...]]:
+    """The input's ``decks``, each 52 cards in notation. :raises ReplayInputError: naming the deck."""
+    decks_in = data.get("decks", [])
+    _require(isinstance(decks_in, list), "decks must be a list of decks")
+    decks: list[tuple[Card, ...]] = []
+    for i, d in enumerate(decks_in):
+        _require(isinstance(d, list), f"decks[{i}] must be a list of 52 cards")
+        try:
+            decks.append(parse_deck(d))
+        except ValueError as e:
+            raise ReplayInputError(f"decks[{i}]: {e}") from None
+    return decks
+
+
+def _actions_of(data: Mapping[str, Any]) -> tuple[list[tuple[int, Action]], dict[str, Any] | None]:
+    """The input's ``actions`` as ``(seat, action)`` up to the first that cannot be read, and the output
+    ``error`` for that one (reason ``bad_action``), or ``None``. :raises ReplayInputError: not a list."""
+    actions = data.get("actions", [])
+    _require(isinstance(actions, list), "actions must be a list")
+    parsed: list[tuple[int, Action]] = []
+    for i, a in enumerate(actions):
+        try:
+            parsed.append(_parse_action(a))
+        except ValueError as e:
+            return parsed, {"index": i, "reason": Reason.BAD_ACTION.value, "message": f"actions[{i}]: {e}"}
+    return parsed, None
 
 
 def _parse_action(a: object) -> tuple[int, Action]:
