@@ -300,16 +300,34 @@ def leaderboard_html(
 
     :param replays: game id -> static viewer page (relative path, :mod:`arena.web.export`), linked.
     """
-    e = html.escape
     names = list(ratings["ratings"])
-    versions = tournament.get("bots", {})
-    los = _los_next(ratings)
+    title = html.escape(str(tournament.get("name", "tournament")))
     out = [
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-        f"<title>{e(str(tournament.get('name', 'tournament')))} — leaderboard</title>",
+        f"<title>{title} — leaderboard</title>",
         f"<style>{_CSS}</style></head><body>",
-        f"<h1>{e(str(tournament.get('name', 'tournament')))} — leaderboard</h1>",
+        f"<h1>{title} — leaderboard</h1>",
     ]
+    out.extend(_meta_html(ratings, tournament, games))
+    out.extend(_ratings_table_html(ratings, tournament, names))
+    note = _interval_note(ratings)
+    if note:
+        out.append(f'<p class="meta">{html.escape(note)}</p>')
+    out.extend(_failures_html(tournament, names))
+    out.append("<h2>Ratings with 95% intervals</h2>")
+    out.append(_chart(ratings))
+    out.extend(_study_sections(ratings, tournament))
+    out.extend(_pairwise_html(ratings, names))
+    out.extend(_games_html(games, replays))
+    out.append("</table></body></html>\n")
+    return "\n".join(out)
+
+
+def _meta_html(ratings: Mapping[str, Any], tournament: Mapping[str, Any],
+               games: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The leaderboard's lines under its title: games played, the method, the master seed."""
+    e = html.escape
+    out: list[str] = []
     seed = tournament.get("master_seed")
     out.append(
         f'<p class="meta">{tournament.get("played", len(games))} of '
@@ -329,6 +347,15 @@ def leaderboard_html(
         f"<br>master seed: {e(seed) if seed else '(revealed when every game is played)'}</p>"
     )
 
+    return out
+
+
+def _ratings_table_html(ratings: Mapping[str, Any], tournament: Mapping[str, Any], names: Sequence[str]) -> list[str]:
+    """The "Ratings" table: rank, bot, version, Elo, interval, games, score, LOS against the next."""
+    e = html.escape
+    versions = tournament.get("bots", {})
+    los = _los_next(ratings)
+    out: list[str] = []
     out.append(
         "<h2>Ratings</h2><table><tr><th>#</th><th class=l>bot</th><th class=l>version</th><th>Elo</th>"
         "<th>95% interval</th><th>games</th><th>score</th><th>LOS vs next</th></tr>"
@@ -343,14 +370,13 @@ def leaderboard_html(
             f"<td>{r['score']:g}</td><td>{'' if lv is None else f'{lv:.1%}'}</td></tr>"
         )
     out.append("</table>")
-    note = _interval_note(ratings)
-    if note:
-        out.append(f'<p class="meta">{e(note)}</p>')
-    out.extend(_failures_html(tournament, names))
-    out.append("<h2>Ratings with 95% intervals</h2>")
-    out.append(_chart(ratings))
-    out.extend(_study_sections(ratings, tournament))
+    return out
 
+
+def _pairwise_html(ratings: Mapping[str, Any], names: Sequence[str]) -> list[str]:
+    """The "Pairwise scores" table: each row bot's score against each column bot."""
+    e = html.escape
+    out: list[str] = []
     out.append(
         "<h2>Pairwise scores</h2><p class=meta>Row bot's score against the column bot "
         "(wins + half the draws) / games.</p><table><tr><th></th>"
@@ -370,6 +396,13 @@ def leaderboard_html(
         out.append("</tr>")
     out.append("</table>")
 
+    return out
+
+
+def _games_html(games: Sequence[Mapping[str, Any]], replays: Mapping[str, str] | None) -> list[str]:
+    """The "Games" table (left open: the caller closes it), each game's record and replay linked."""
+    e = html.escape
+    out: list[str] = []
     out.append(
         "<h2>Games</h2><table><tr><th class=l>game</th><th class=l>side 0</th><th class=l>side 1</th>"
         "<th>score</th><th>dealer</th><th class=l>termination</th><th class=l>record</th></tr>"
@@ -387,8 +420,7 @@ def leaderboard_html(
             f"<td>{g.get('first_dealer', '')}</td><td class=l>{e('; '.join(g.get('reasons', [])))}</td>"
             f"<td class=l>{link}</td></tr>"
         )
-    out.append("</table></body></html>\n")
-    return "\n".join(out)
+    return out
 
 
 def _failures_html(tournament: Mapping[str, Any], order: Sequence[str]) -> list[str]:

@@ -683,11 +683,7 @@ def rate(
         raise ValueError(f"bootstrap must be >= 0, not {bootstrap}")
     p = pairings(games, names)
     bots = p.bots
-    anchor_index, anchor_rating = None, POOL_MEAN
-    if anchor is not None:
-        if anchor[0] not in bots:
-            raise ValueError(f"anchor bot {anchor[0]!r} played no game; bots: {bots}")
-        anchor_index, anchor_rating = bots.index(anchor[0]), float(anchor[1])
+    anchor_index, anchor_rating = _anchor_of(anchor, bots)
     components = _components(p.n, p)
     fit = _fit(p, p.played, p.scored, len(components) == 1, want_covariance=True)
     elo = _anchored(fit.theta, anchor_index, anchor_rating)
@@ -697,28 +693,12 @@ def rate(
     iv = _Intervals.normal(_normal(fit, elo, anchor_index), elo, neighbours)
     if p.n and bootstrap > 0:
         iv.add_bootstrap(p, bootstrap_samples(p, fit, bootstrap, seed, anchor_index, anchor_rating), fixed)
-    ci, method, notes, boot_ci, los, los_methods = iv.ci, iv.method, iv.notes, iv.boot_ci, iv.los, iv.los_methods
     if fixed is not None:
-        ci[fixed], method[fixed] = (float(elo[fixed]), float(elo[fixed])), "anchor"
-        notes.pop(fixed, None)
-    per_bot_games = np.bincount(p.i, p.played, p.n) + np.bincount(p.j, p.played, p.n)
-    per_bot_score = np.bincount(p.i, p.scored, p.n) + np.bincount(p.j, p.played - p.scored, p.n)
-
-    def entry(k: int) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "elo": round(float(elo[k]), 2),
-            "ci": [round(ci[k][0], 2), round(ci[k][1], 2)],
-            "ci_method": method[k],
-        }
-        if k in notes:
-            out["ci_note"] = notes[k]
-        if boot_ci and k != fixed:
-            out["ci_bootstrap"] = [round(boot_ci[k][0], 2), round(boot_ci[k][1], 2)]
-        out["games"], out["score"] = int(per_bot_games[k]), float(per_bot_score[k])
-        return out
-
+        iv.ci[fixed], iv.method[fixed] = (float(elo[fixed]), float(elo[fixed])), "anchor"
+        iv.notes.pop(fixed, None)
+    los, los_methods = iv.los, iv.los_methods
     return {
-        "ratings": {bots[k]: entry(k) for k in ranking},
+        "ratings": _entries(p, elo, iv, fixed, ranking),
         "ranking": [bots[k] for k in ranking],
         "los": [
             {"better": bots[hi], "worse": bots[lo], "los": round(x, 4), "method": m}
@@ -734,6 +714,37 @@ def rate(
         "seed": seed,
         "games": len(games),
     }
+
+
+def _anchor_of(anchor: tuple[str, float] | None, bots: Sequence[str]) -> tuple[int | None, float]:
+    """The anchored bot's index (``None``: no anchor) and its rating (else the pool mean).
+    :raises ValueError: if the anchor names no rated bot."""
+    if anchor is None:
+        return None, POOL_MEAN
+    if anchor[0] not in bots:
+        raise ValueError(f"anchor bot {anchor[0]!r} played no game; bots: {bots}")
+    return bots.index(anchor[0]), float(anchor[1])
+
+
+def _entries(p: Pairings, elo: np.ndarray, iv: _Intervals, fixed: int | None,
+             ranking: Sequence[int]) -> dict[str, dict[str, Any]]:
+    """``{name: {"elo", "ci", "ci_method", "ci_note"?, "ci_bootstrap"?, "games", "score"}}``, best first."""
+    per_bot_games = np.bincount(p.i, p.played, p.n) + np.bincount(p.j, p.played, p.n)
+    per_bot_score = np.bincount(p.i, p.scored, p.n) + np.bincount(p.j, p.played - p.scored, p.n)
+    out: dict[str, dict[str, Any]] = {}
+    for k in ranking:
+        entry: dict[str, Any] = {
+            "elo": round(float(elo[k]), 2),
+            "ci": [round(iv.ci[k][0], 2), round(iv.ci[k][1], 2)],
+            "ci_method": iv.method[k],
+        }
+        if k in iv.notes:
+            entry["ci_note"] = iv.notes[k]
+        if iv.boot_ci and k != fixed:
+            entry["ci_bootstrap"] = [round(iv.boot_ci[k][0], 2), round(iv.boot_ci[k][1], 2)]
+        entry["games"], entry["score"] = int(per_bot_games[k]), float(per_bot_score[k])
+        out[p.bots[k]] = entry
+    return out
 
 
 def _matrix(p: Pairings, bots: Sequence[str]) -> dict[str, dict[str, dict[str, float]]]:
