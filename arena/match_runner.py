@@ -159,7 +159,7 @@ class RefereeConnection:
             self.embedded.stop()
 
 
-def _check_admin(conn: RefereeConnection, timeout: float) -> None:
+def _wait_for_admin_access(conn: RefereeConnection, timeout: float) -> None:
     """Make one cheap authenticated admin call, retrying while the referee is unreachable.
 
     ``GetRecord`` of a match id that cannot exist: the referee checks the token first, so a good
@@ -222,7 +222,7 @@ def connect_referee(
     channel = grpc.insecure_channel(address)
     conn = RefereeConnection(address, token, channel, pb_grpc.AdminServiceStub(channel), embedded)
     try:
-        _check_admin(conn, timeout)
+        _wait_for_admin_access(conn, timeout)
     except BaseException:
         conn.close()
         raise
@@ -427,7 +427,13 @@ def _tail(path: Path) -> str:
     return out if len(out) <= TAIL_CHARS else "…" + out[-TAIL_CHARS:]
 
 
-_TERMINATION = {v: k.removeprefix("TERMINATION_").lower() for k, v in pb.Termination.items()}
+def _termination(value: int, unknown: str) -> str:
+    """The short name of a ``Termination`` value (``"no_show"``), or ``unknown`` for a value this build
+    does not know (a newer referee)."""
+    try:
+        return wire.enum_name(pb.Termination, value, "TERMINATION_")
+    except ValueError:
+        return unknown
 
 
 class GrpcGameRunner:
@@ -986,7 +992,7 @@ class GrpcGameRunner:
                 reasons.append(f"side {g.winner} ({game.sides[g.winner]}) reached {scores[g.winner]}")
         for s in result.seats:
             if s.termination not in (pb.TERMINATION_NORMAL, pb.TERMINATION_OTHER_SEAT_FORFEITED):
-                what = _TERMINATION.get(s.termination, str(s.termination))
+                what = _termination(s.termination, str(s.termination))
                 reasons.append(f"seat {s.seat} ({s.name}) {what}" + (f": {s.detail}" if s.detail else ""))
         if result.forfeited_side >= 0:
             reasons.append(f"side {result.forfeited_side} ({game.sides[result.forfeited_side]}) forfeited")
@@ -1009,7 +1015,7 @@ class GrpcGameRunner:
             extra={
                 "think_ms": think_ms,
                 "status": pb.MatchStatus.Name(result.status),
-                "terminations": [_TERMINATION.get(s.termination, "") for s in result.seats],
+                "terminations": [_termination(s.termination, "") for s in result.seats],
             },
         )
 

@@ -396,7 +396,8 @@ class RefereeServicer(pb_grpc.RefereeServiceServicer):
         conn.out.put_nowait(CLOSE)
 
 
-def _check_admin(context: grpc.aio.ServicerContext, token: str) -> bool:
+def _bears_admin_token(context: grpc.aio.ServicerContext, token: str) -> bool:
+    """Does the call's metadata hold ``authorization: Bearer <token>`` (compared in constant time)?"""
     for key, value in context.invocation_metadata() or ():
         if key == "authorization" and isinstance(value, str) and value.startswith("Bearer "):
             return hmac.compare_digest(value[7:].encode(), token.encode())
@@ -414,7 +415,7 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
         self.accepting = accepting
 
     async def _auth(self, context: grpc.aio.ServicerContext) -> None:
-        if not _check_admin(context, self.token):
+        if not _bears_admin_token(context, self.token):
             await context.abort(grpc.StatusCode.UNAUTHENTICATED,
                                 "admin calls need metadata 'authorization: Bearer <admin token>'")
 
