@@ -111,13 +111,13 @@ def deck_for(seed: bytes, game: int, deal: int) -> tuple[Card, ...]:
 
 
 def cut_deck(seed: bytes, game: int) -> tuple[Card, ...]:
-    """The deck used for the cut for the first dealer of game ``game`` (RULES.md, Table)."""
+    """The deck used for the cut for the first dealer of game ``game`` (docs/rules.md, Table)."""
     return shuffle(cut_key(seed, game))
 
 
 def first_dealer_by_cut(seed: bytes, players: int) -> int:
-    """The match's first dealer when none is given: the cut (RULES.md, Table) on game 1's cut deck.
+    """The match's first dealer when none is given: the cut (docs/rules.md, Table) on game 1's cut deck.
 
-    Later games continue to the right of the previous game's last dealer (RULES.md, Match).
+    Later games continue to the right of the previous game's last dealer (docs/rules.md, Match).
     """
     return cut_for_dealer(cut_deck(seed, 1), players)

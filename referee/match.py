@@ -20,7 +20,7 @@ streams: outgoing messages go to each connection's queue, drained by its writer.
   one sent to another seat) is a protocol error.
 - ``seq`` 0 is unsolicited: from the seat to act it answers the pending request (recorded with the
   pending ``seq``); from another seat a card play exposes the card (``apply(state, Play(card), seat)``,
-  RULES.md, the call). Exposing a card that is already exposed changes nothing and is ignored.
+  docs/rules.md, the call). Exposing a card that is already exposed changes nothing and is ignored.
 - An illegal action gets ActionRejected with the engine's reason; the seat may retry before the
   deadline. ``max_illegal`` rejections forfeit (``illegal``).
 - Timeout: the first legal action is played for the seat and a strike counted; ``max_strikes``
@@ -736,7 +736,7 @@ class Match:
 
     def _start_game(self, game: int, dealer: int | None) -> None:
         """Start game ``game`` (1-based) with ``dealer``, or for game 1 with ``None``: the given first
-        dealer or the cut (RULES.md, Table), then advance to the first decision."""
+        dealer or the cut (docs/rules.md, Table), then advance to the first decision."""
         how = "continued"
         if dealer is None:
             how, dealer = "given", self.first_dealer
@@ -754,8 +754,8 @@ class Match:
         self._advance()
 
     def _advance(self) -> None:
-        """Move the game on until a seat must decide: deal the next decks (RULES.md, The deal), end a
-        game and start the next (the deal passes to the right, RULES.md, Match), or end the match."""
+        """Move the game on until a seat must decide: deal the next decks (docs/rules.md, The deal), end a
+        game and start the next (the deal passes to the right, docs/rules.md, Match), or end the match."""
         state = self._state
         while True:
             if state.phase is Phase.OVER:
@@ -799,7 +799,7 @@ class Match:
         return deck
 
     def _deal_step(self, game: int, state: State) -> Dealt:
-        """Deal the next deck of ``game`` to ``state`` (phase DEAL; RULES.md, The deal)."""
+        """Deal the next deck of ``game`` to ``state`` (phase DEAL; docs/rules.md, The deal)."""
         deck, text = self._deck(game, state.deal_number + 1)
         new = deal(state, deck)
         return Dealt(new, self._events_pb(game, state, new, None, None), text)

@@ -12,7 +12,7 @@ actions are applied in order; replay stops at the first rejected one and reports
 ``do`` word, a bad card, a card on an action that takes none, a seat that is not a whole number,
 not an object) is a rejected action too, with reason ``bad_action``. A malformed file (not UTF-8,
 not JSON, a bad shape, deck or option) exits 2 with a one-line message on stderr. ``expect`` and
-``note`` are ignored, so the worked scenarios in shared/scenarios run as they are; any other
+``note`` are ignored, so the worked scenarios in tests/scenarios run as they are; any other
 unknown top-level key is ignored with a one-line warning on stderr (still exit 0: files from
 elsewhere may carry extra metadata).
 """

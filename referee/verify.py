@@ -6,7 +6,7 @@ Replays the record (docs/record.md) through the engine and checks:
   ``result`` line just before the ``seed`` line, which is the last line;
 - the revealed seed hashes to the header's ``seed_commitment``;
 - each game's first dealer: the header's ``first_dealer`` or the cut (``cut_deck(seed, 1)``) for
-  game 1, then one seat to the right of the previous game's last dealer (RULES.md, Match); no game
+  game 1, then one seat to the right of the previous game's last dealer (docs/rules.md, Match); no game
   starts before the previous one ended, and no more games than the header's ``games``;
 - every deal's deck equals ``deck_for(seed, game, deal)`` and comes when the engine waits for one;
 - every action applies (``apply``) with its seat, in its game and deal; ``out_of_turn`` exactly when

@@ -240,7 +240,7 @@ def rules_to_pb(rules: RuleSet) -> pb.RuleSet:
 
 def rules_from_pb(msg: pb.RuleSet) -> RuleSet:
     """A rule set, each field to the :class:`RuleSet` option of the same name; unset fields (an enum
-    at 0, ``..._UNSPECIFIED``) take the rulebook defaults (RULES.md).
+    at 0, ``..._UNSPECIFIED``) take the rulebook defaults (docs/rules.md).
 
     :raises WireError: for an unknown enum value or an option out of range.
     """

@@ -1,6 +1,6 @@
 """HeuristicBot: a rule-based All Fours player that uses only its observation.
 
-What it does (RULES.md terms):
+What it does (docs/rules.md terms):
 
 - **Beg or stand**: begs when its trump holding is weak (few trumps, no honours), and always when
   the one the dealer may give would win the game for its side.

@@ -1,7 +1,7 @@
 """The bot interface: a class with one required method, ``act(ctx) -> action``.
 
 A bot sees exactly what its seat may see (``referee.rules.Observation``) and the legal actions the
-referee sends; it never re-checks legality (ARCHITECTURE.md). The same bot runs unchanged in local
+referee sends; it never re-checks legality (docs/architecture.md). The same bot runs unchanged in local
 mode (:mod:`sdk.local`, in-process through the engine) and against a referee over gRPC
 (:mod:`sdk.run`).
 
@@ -81,7 +81,7 @@ class DealEnd:
     - ``game`` and ``deal``: 1-based numbers; ``scores``: points per side after the deal.
     - ``points``: the points scored during this deal, in order.
     - ``tricks``: the deal's completed tricks (empty if the pack ran dry or the game ended on a kick).
-    - ``ran_dry``: the pack ran dry and the same dealer deals again (RULES.md, The deal 4).
+    - ``ran_dry``: the pack ran dry and the same dealer deals again (docs/rules.md, The deal 4).
     """
 
     game: int

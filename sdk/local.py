@@ -115,7 +115,7 @@ def play_local(
     """Play a match of ``games`` games between ``bots`` (one per seat, seat order) in-process.
 
     Like the referee: game 1's first dealer is chosen by the cut, each later game starts with the
-    deal passing to the right of the previous game's last dealer (RULES.md, Match); deal ``d`` of
+    deal passing to the right of the previous game's last dealer (docs/rules.md, Match); deal ``d`` of
     game ``g`` uses ``deck_for(seed, g, d)``. Bots get the same events and hooks as over gRPC.
 
     :param bots: ``rules.players`` bot objects (each with ``act(ctx)``); seat ``s`` is ``bots[s]``,

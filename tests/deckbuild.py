@@ -1,6 +1,6 @@
 """Stack a deck for a test: name each seat's hand and the kick, get the 52-card order (top first).
 
-Written from RULES.md, The deal: cards go out from the dealer's right, in packets of three or one
+Written from docs/rules.md, The deal: cards go out from the dealer's right, in packets of three or one
 at a time, 6 each, then the kick; each run of the pack gives 3 more each, then a new kick. Seats
 not named get unused cards (in canonical order) so a test only names what matters.
 """

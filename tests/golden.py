@@ -1,5 +1,5 @@
 """Golden transcripts: the exact messages the real referee exchanges with scripted clients in a few
-fixed matches (docs/golden-transcripts.md).
+fixed matches (docs/bot-authors.md, Golden transcripts).
 
 Each match has a fixed seed, first dealer, rules and time control, and clients that answer every
 request with its first legal action (one of them, where the match says so, first sends a card it
@@ -151,7 +151,7 @@ def transcript(m: GoldenMatch) -> str:
     rules = text_format.MessageToString(pb.RuleSet(**m.rules), as_one_line=True)
     header = [f"# golden transcript {m.name}: rules {rules}, games {m.games}, first dealer {m.first_dealer}, "
               f"seed {m.seed}",
-              "# regenerate: python -m tests.golden --write (docs/golden-transcripts.md)"]
+              "# regenerate: python -m tests.golden --write (docs/bot-authors.md, Golden transcripts)"]
     body = []
     for s, lines in enumerate(per_seat):
         body.append(f"## seat {s}")

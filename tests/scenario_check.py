@@ -1,4 +1,4 @@
-"""Compare a replay output with a scenario's ``expect`` block, as shared/scenarios/README.md says.
+"""Compare a replay output with a scenario's ``expect`` block, as docs/formats.md describes.
 
 Only the keys present in ``expect`` are compared; for ``next`` the ``legal`` list is compared as a
 set; for ``error`` only ``reason`` and ``index``; a deal in ``deals`` is compared on the keys it

@@ -1,4 +1,4 @@
-"""Golden transcripts (tests/golden/, docs/golden-transcripts.md): the real referee, with scripted
+"""Golden transcripts (tests/golden/, docs/bot-authors.md, Golden transcripts): the real referee, with scripted
 clients in fixed matches, must send exactly the stored messages, byte for byte.
 
 After an intended wire change, regenerate with ``python -m tests.golden --write`` and review the diff.

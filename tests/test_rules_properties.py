@@ -159,7 +159,7 @@ def resample_hidden(s: State, seat: int, rng: random.Random) -> State:
 @given(rules=RULESETS, seed=st.integers(0, 2**64), pick=st.integers(0, 10**6), seat=st.integers(0, 3))
 def test_resampling_hidden_cards_leaves_observation_unchanged(rules: RuleSet, seed: int, pick: int,
                                                              seat: int) -> None:
-    # CALL states are excluded: whether an exposed card may be called depends, by RULES.md, on
+    # CALL states are excluded: whether an exposed card may be called depends, by docs/rules.md, on
     # whether it is legal for its holder, so the question itself reveals a little of that hand.
     states = [s for s in random_game(rules, seed)
               if s.phase in (Phase.BEG, Phase.DEALER, Phase.PLAY) and not s.deals[-1].ran_dry]

@@ -1,7 +1,7 @@
 """Rule tables: explicit deck orders + actions -> expected points, legal sets and errors.
 
-Every case is written from RULES.md (the section is named in ``why``), in the replay format of
-shared/scenarios, and checked through ``referee.replay.replay`` — the same path outside tests use.
+Every case is written from docs/rules.md (the section is named in ``why``), in the replay format of
+tests/scenarios, and checked through ``referee.replay.replay`` — the same path outside tests use.
 Hands are named per seat and stacked into a deck by ``tests/deckbuild.stack`` (dealing from the
 dealer's right, in threes unless said); expected values were worked out by hand, never copied from
 what the code prints.
@@ -85,7 +85,7 @@ CASES: list[dict[str, Any]] = [
     dict(id="kick-six-scores-two-for-dealer-side", why="The deal 2", dealer=1,
          decks=[stack({}, "6H", dealer=1)], actions=[],
          expect={"scores": [0, 2], "points": pts((1, "kick", 2)), "next": {"seat": 2, "phase": "beg"}}),
-    # kicked_six_points = 1 (RuleSet option; RULES.md, The deal 2): a kicked Six scores 1, the others as ever.
+    # kicked_six_points = 1 (RuleSet option; docs/rules.md, The deal 2): a kicked Six scores 1, the others as ever.
     dict(id="kick-six-scores-one-with-option", why="The deal 2 (kicked_six_points 1)", dealer=1,
          rules={"kicked_six_points": 1}, decks=[stack({}, "6H", dealer=1)], actions=[],
          expect={"scores": [0, 1], "points": pts((1, "kick", 1)), "next": {"seat": 2, "phase": "beg"}}),
@@ -351,7 +351,7 @@ def _run(case: dict[str, Any]) -> dict[str, Any]:
 def test_rule_table(case: dict[str, Any]) -> None:
     out = _run(case)
     problems = mismatches(case["expect"], out)
-    assert not problems, f"{case['id']} (RULES.md {case['why']}): {problems}"
+    assert not problems, f"{case['id']} (docs/rules.md {case['why']}): {problems}"
 
 
 def test_table_has_at_least_thirty_edge_cases() -> None:

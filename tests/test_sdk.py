@@ -109,7 +109,7 @@ def test_local_match_deals_from_the_seed_like_the_referee() -> None:
     first = (dealer + 1) % 4
     ctx = bots[first].contexts[0]
     deck = deck_for(key, 1, 1)
-    # Dealt in threes from the dealer's right (RULES.md, The deal 1): this seat's first six cards.
+    # Dealt in threes from the dealer's right (docs/rules.md, The deal 1): this seat's first six cards.
     assert ctx.observation.dealer == dealer
     assert ctx.hand == (*deck[0:3], *deck[12:15])
     assert ctx.observation.kicks[0] == deck[24]

@@ -140,7 +140,7 @@ def test_time_control_defaults_and_round_trip() -> None:
 def _random_game_observations(players: int, seed: int, expose: float) -> Iterator[tuple[int, Observation]]:
     """``(game, observation)`` for every seat at every decision of 3 random games; before each
     decision, with probability ``expose``, the seat after the one to act plays a card out of turn
-    (an exposure, RULES.md, the call)."""
+    (an exposure, docs/rules.md, the call)."""
     rng = random.Random(seed)
     for game in range(1, 4):
         state = new_game(RuleSet(players=players), dealer=game % players)

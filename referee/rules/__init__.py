@@ -1,4 +1,4 @@
-"""The pure rules engine of All Fours, Trinidad rules (RULES.md).
+"""The pure rules engine of All Fours, Trinidad rules (docs/rules.md).
 
 No I/O, clocks, logging, networking or global randomness live here (a test walks the imports).
 Public API::

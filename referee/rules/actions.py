@@ -1,7 +1,7 @@
 """Actions a seat can take, as small frozen values with a text notation.
 
 Notation (used by the replay command, logs and tests): ``stand``, ``beg``, ``give``, ``run``,
-a card such as ``TH`` (play it), ``call 5C``, ``pass``. RULES.md, "The deal" and "Penalty: the call".
+a card such as ``TH`` (play it), ``call 5C``, ``pass``. docs/rules.md, "The deal" and "Penalty: the call".
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from referee.rules.errors import quote
 
 @dataclass(frozen=True, slots=True)
 class Stand:
-    """The player to the dealer's right accepts the trump suit (RULES.md, The deal 3)."""
+    """The player to the dealer's right accepts the trump suit (docs/rules.md, The deal 3)."""
 
     def __str__(self) -> str:
         return "stand"
@@ -22,7 +22,7 @@ class Stand:
 
 @dataclass(frozen=True, slots=True)
 class Beg:
-    """The player to the dealer's right begs (RULES.md, The deal 3)."""
+    """The player to the dealer's right begs (docs/rules.md, The deal 3)."""
 
     def __str__(self) -> str:
         return "beg"
@@ -30,7 +30,7 @@ class Beg:
 
 @dataclass(frozen=True, slots=True)
 class GiveOne:
-    """The dealer keeps trumps and gives the begging side 1 point (RULES.md, The deal 4)."""
+    """The dealer keeps trumps and gives the begging side 1 point (docs/rules.md, The deal 4)."""
 
     def __str__(self) -> str:
         return "give"
@@ -38,7 +38,7 @@ class GiveOne:
 
 @dataclass(frozen=True, slots=True)
 class RunPack:
-    """The dealer runs the pack: 3 more cards each and a new kick (RULES.md, The deal 4)."""
+    """The dealer runs the pack: 3 more cards each and a new kick (docs/rules.md, The deal 4)."""
 
     def __str__(self) -> str:
         return "run"
@@ -46,7 +46,7 @@ class RunPack:
 
 @dataclass(frozen=True, slots=True)
 class Play:
-    """Play ``card`` to the trick; sent out of turn, it exposes the card (RULES.md, the call)."""
+    """Play ``card`` to the trick; sent out of turn, it exposes the card (docs/rules.md, the call)."""
 
     card: Card
 
@@ -56,7 +56,7 @@ class Play:
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """An opponent calls the exposed ``card``: it must be played to this trick (RULES.md, the call)."""
+    """An opponent calls the exposed ``card``: it must be played to this trick (docs/rules.md, the call)."""
 
     card: Card
 
@@ -66,7 +66,7 @@ class Call:
 
 @dataclass(frozen=True, slots=True)
 class Pass:
-    """An opponent declines to call an exposed card (RULES.md, the call)."""
+    """An opponent declines to call an exposed card (docs/rules.md, the call)."""
 
     def __str__(self) -> str:
         return "pass"

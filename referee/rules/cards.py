@@ -1,7 +1,7 @@
 """Cards, suits and ranks in the notation used everywhere: rank letter then suit letter (``TH``).
 
-Source: RULES.md, "Table and cards". Ranks high to low ``A K Q J T 9 8 7 6 5 4 3 2``; suits
-``C D H S``. Card points for Game (RULES.md, "Scoring each deal" 4): A 4, K 3, Q 2, J 1, T 10.
+Source: docs/rules.md, "Table and cards". Ranks high to low ``A K Q J T 9 8 7 6 5 4 3 2``; suits
+``C D H S``. Card points for Game (docs/rules.md, "Scoring each deal" 4): A 4, K 3, Q 2, J 1, T 10.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class Rank(IntEnum):
 
     @property
     def game_points(self) -> int:
-        """Card points counted for Game (RULES.md, Scoring 4): A 4, K 3, Q 2, J 1, T 10, else 0."""
+        """Card points counted for Game (docs/rules.md, Scoring 4): A 4, K 3, Q 2, J 1, T 10, else 0."""
         return GAME_POINTS[self]
 
     def __str__(self) -> str:
@@ -84,7 +84,7 @@ _RANK_LETTERS = {
     Rank.ACE: "A",
 }
 _RANK_BY_LETTER = {v: k for k, v in _RANK_LETTERS.items()}
-#: Card points of each rank counted for Game (RULES.md, Scoring 4); ``Rank.game_points`` reads it.
+#: Card points of each rank counted for Game (docs/rules.md, Scoring 4); ``Rank.game_points`` reads it.
 GAME_POINTS: dict[Rank, int] = {r: {Rank.ACE: 4, Rank.KING: 3, Rank.QUEEN: 2, Rank.JACK: 1, Rank.TEN: 10}.get(r, 0)
                                 for r in Rank}
 

@@ -1,6 +1,6 @@
 """The pure All Fours engine: game state, legal actions, applying an action, observation.
 
-Everything here follows RULES.md section by section; each function names the section it implements.
+Everything here follows docs/rules.md section by section; each function names the section it implements.
 The module has no I/O, clock, logging or randomness: the deck order of every deal is an *input*
 (:func:`deal`), so any game replays exactly from its decks and actions.
 
@@ -46,7 +46,7 @@ from referee.rules.ruleset import RuleSet
 from referee.rules.seats import next_seat, opponents_in_order, seat_at, seats_from, side_of
 from referee.rules.values import maker, replacer
 
-#: Points a kicked card scores for the dealer's side (RULES.md, The deal 2); a Six scores
+#: Points a kicked card scores for the dealer's side (docs/rules.md, The deal 2); a Six scores
 #: ``RuleSet.kicked_six_points`` (2 by default).
 KICK_POINTS: dict[Rank, int] = {Rank.ACE: 1, Rank.SIX: 2, Rank.JACK: 3}
 #: Cards dealt to each player at the start of a deal, and on each run of the pack.
@@ -77,7 +77,7 @@ _JACK, _SIX = Rank.JACK, Rank.SIX
 class PointEvent:
     """Points scored: ``value`` points to ``side`` in deal number ``deal`` (1-based), for ``kind``.
 
-    ``kind`` is one of ``kick one high low jack hang_jack game`` (RULES.md, The deal and Scoring).
+    ``kind`` is one of ``kick one high low jack hang_jack game`` (docs/rules.md, The deal and Scoring).
     """
 
     deal: int
@@ -100,7 +100,7 @@ class DealRecord:
     """What happened in one deal (one deck): dealer, trump, kicks, hands as dealt, tricks.
 
     ``trump`` is the suit of the last kick once the trump is settled or while it stands; ``None``
-    for a deal whose pack ran dry (RULES.md, The deal 4). ``hands[s]`` are all cards dealt to seat
+    for a deal whose pack ran dry (docs/rules.md, The deal 4). ``hands[s]`` are all cards dealt to seat
     ``s`` in the order dealt (including cards from running the pack). Hidden from observations.
     """
 
@@ -163,13 +163,13 @@ class State:
 
 @dataclass(frozen=True, slots=True)
 class Observation:
-    """What one seat may see (RULES.md: hidden hands). Safe to send to that seat.
+    """What one seat may see (docs/rules.md: hidden hands). Safe to send to that seat.
 
     - ``seat``: whose view; ``rules``; ``phase``; ``to_act`` (seat or ``None``); ``dealer``;
       ``deal_number`` (1-based); ``scores`` per side (points); ``winner`` (side or ``None``).
     - ``trump``: suit or ``None``; ``kicks``: kicked cards of this deal in order; ``begged``.
     - ``hand``: this seat's cards now; ``hand_sizes``: cards held per seat.
-    - ``exposed``: ``(seat, card)`` pairs face up on the table (RULES.md, the call);
+    - ``exposed``: ``(seat, card)`` pairs face up on the table (docs/rules.md, the call);
       ``called``: the card the seat to act must play, if an opponent called one;
       ``call_for``: in the CALL phase, the seat whose exposed card may be called.
     - ``trick_leader`` and ``trick``: the trick in progress; ``tricks``: this deal's completed tricks.
@@ -247,7 +247,7 @@ def new_game(rules: RuleSet, dealer: int, scores: tuple[int, int] = (0, 0)) -> S
 
 
 def cut_for_dealer(deck: Sequence[Card], players: int) -> int:
-    """The first dealer by the cut (RULES.md, Table: highest card deals, ace high, ties cut again).
+    """The first dealer by the cut (docs/rules.md, Table: highest card deals, ace high, ties cut again).
 
     Seats ``0..players-1`` take cards from the top of ``deck`` in seat order; the tied highest seats
     take the next cards, again in seat order, until one is highest.
@@ -269,7 +269,7 @@ def cut_for_dealer(deck: Sequence[Card], players: int) -> int:
 
 
 def deal(state: State, deck: Sequence[Card]) -> State:
-    """Deal a new deck (RULES.md, The deal 1-2): 6 cards each from the dealer's right, then the kick.
+    """Deal a new deck (docs/rules.md, The deal 1-2): 6 cards each from the dealer's right, then the kick.
 
     :param deck: 52 distinct cards, top first (see ``referee.dealing`` for the shuffle).
     :returns: the state in phase BEG, or OVER if the kick won the game.
@@ -297,7 +297,7 @@ def deal(state: State, deck: Sequence[Card]) -> State:
 def _deal_round(hands: tuple[tuple[Card, ...], ...], deck: tuple[Card, ...], pos: int, dealer: int,
                 n: int, each: int, deal_in: str) -> tuple[tuple[tuple[Card, ...], ...], int]:
     """Give ``each`` more cards to every seat from the dealer's right, in ones or packets of three
-    (RULES.md, The deal 1 and 4), from ``deck[pos:]``.
+    (docs/rules.md, The deal 1 and 4), from ``deck[pos:]``.
 
     :returns: the new hands (the cards added after each seat's old ones) and the deck position after.
     """
@@ -312,7 +312,7 @@ def _deal_round(hands: tuple[tuple[Card, ...], ...], deck: tuple[Card, ...], pos
 
 def _score(s: State, point: PointEvent) -> State:
     """Score ``point`` (``point.value`` to ``point.side``); the game ends at once when the side reaches
-    the target (RULES.md, The deal 5)."""
+    the target (docs/rules.md, The deal 5)."""
     s0, s1 = s.scores
     scores = (s0 + point.value, s1) if point.side == 0 else (s0, s1 + point.value)
     points = (*s.points, point)
@@ -324,7 +324,7 @@ def _score(s: State, point: PointEvent) -> State:
 
 def _score_kick(s: State, kick: Card) -> State:
     """A kicked Ace, Six or Jack scores 1, 2 (``kicked_six_points``) or 3 for the dealer's side
-    (RULES.md, The deal 2)."""
+    (docs/rules.md, The deal 2)."""
     value = s.rules.kicked_six_points if kick.rank is _SIX else KICK_POINTS.get(kick.rank)
     if value:
         s = _score(s, PointEvent(len(s.deals), side_of(s.dealer), "kick", value))
@@ -340,7 +340,7 @@ def _with_record(s: State, record: DealRecord) -> tuple[DealRecord, ...]:
 
 
 def legal_cards(hand: Sequence[Card], trick: Sequence[Card], trump: Suit | None, rules: RuleSet) -> tuple[Card, ...]:
-    """The cards of ``hand`` that may be played to ``trick`` (RULES.md, Play), in hand order.
+    """The cards of ``hand`` that may be played to ``trick`` (docs/rules.md, Play), in hand order.
 
     Leading: any card. Trump led: a trump if able. Another suit led: follow suit or trump; a player
     void in the led suit who holds a trump must trump (unless ``void_may_discard``); only a player
@@ -380,8 +380,8 @@ def legal_cards(hand: Sequence[Card], trick: Sequence[Card], trump: Suit | None,
     return tuple(trumps)
 
 
-def _why_illegal(s: State, seat: int, card: Card, legal: Sequence[Card]) -> Reason:
-    """The reason code for a card in hand that is not in ``legal``."""
+def _why_illegal(s: State, seat: int, card: Card) -> Reason:
+    """The reason code for a card in hand that may not be played now (docs/rules.md, Play)."""
     led = s.trick[0].suit
     if led is s.trump:
         return Reason.MUST_PLAY_TRUMP
@@ -392,7 +392,7 @@ def _why_illegal(s: State, seat: int, card: Card, legal: Sequence[Card]) -> Reas
 
 
 def trick_winner(leader: int, cards: Sequence[Card], trump: Suit | None, players: int) -> int:
-    """The seat that wins a complete trick (RULES.md, Play): highest trump, else highest of the led suit.
+    """The seat that wins a complete trick (docs/rules.md, Play): highest trump, else highest of the led suit.
 
     :param leader: seat that led; ``cards`` in play order from the leader.
     """
@@ -408,7 +408,7 @@ def trick_winner(leader: int, cards: Sequence[Card], trump: Suit | None, players
 
 
 def _callable(s: State, seat: int) -> tuple[Card, ...]:
-    """Exposed cards of ``seat`` that would be legal now (RULES.md, the call)."""
+    """Exposed cards of ``seat`` that would be legal now (docs/rules.md, the call)."""
     exposed = s.exposed[seat]
     if not exposed:
         return ()
@@ -452,7 +452,7 @@ def legal_actions(state: State) -> tuple[Action, ...]:
 def apply(state: State, action: Action, seat: int | None = None) -> State:
     """Apply ``action`` by ``seat`` (default: the seat to act) and return the new state.
 
-    A card play by a seat whose turn it is not exposes that card instead (RULES.md, the call).
+    A card play by a seat whose turn it is not exposes that card instead (docs/rules.md, the call).
     Validates first: on error nothing changes.
 
     :raises RuleError: with reason ``game_over``, ``wrong_phase``, ``not_your_turn``,
@@ -509,7 +509,7 @@ def apply(state: State, action: Action, seat: int | None = None) -> State:
 
 
 def _expose(s: State, seat: int, card: Card) -> State:
-    """A card play out of turn: the card stays face up in front of its holder (RULES.md, the call)."""
+    """A card play out of turn: the card stays face up in front of its holder (docs/rules.md, the call)."""
     if card not in s.hands[seat]:
         raise RuleError(Reason.CARD_NOT_IN_HAND,
                         f"seat {seat} played {card} out of turn but does not hold it "
@@ -521,14 +521,14 @@ def _expose(s: State, seat: int, card: Card) -> State:
 
 
 def _begin_play(s: State) -> State:
-    """Play begins: the player to the dealer's right leads (RULES.md, Play)."""
+    """Play begins: the player to the dealer's right leads (docs/rules.md, Play)."""
     leader = next_seat(s.dealer, s.players)
     return _ask_for_call(_evolve(s, phase=_PH_PLAY, to_act=leader, trick=(), trick_leader=leader))
 
 
 def _ask_for_call(s: State) -> State:
     """``s.to_act`` is to play (phase PLAY): if one of its exposed cards would be legal now, the
-    opponents are asked first, in play order, whether to call it (RULES.md, Penalty: the call).
+    opponents are asked first, in play order, whether to call it (docs/rules.md, Penalty: the call).
 
     In phase PLAY ``call_for`` is ``None`` and ``call_passed`` empty (:func:`_call` and :func:`_pass`
     clear them), so the callers set only ``to_act`` and clear ``called``.
@@ -541,7 +541,7 @@ def _ask_for_call(s: State) -> State:
 
 
 def _call(s: State, seat: int, card: Card) -> State:
-    """An opponent calls the exposed ``card``: its holder must play it now (RULES.md, the call)."""
+    """An opponent calls the exposed ``card``: its holder must play it now (docs/rules.md, the call)."""
     assert s.call_for is not None
     if card not in _callable(s, s.call_for):
         raise RuleError(Reason.BAD_ACTION,
@@ -561,7 +561,7 @@ def _pass(s: State, seat: int) -> State:
 
 
 def _run_pack(s: State) -> State:
-    """Run the pack (RULES.md, The deal 4): 3 more each and a new kick until a new suit turns up."""
+    """Run the pack (docs/rules.md, The deal 4): 3 more each and a new kick until a new suit turns up."""
     n = s.players
     begged = s.trump
     while True:
@@ -582,7 +582,7 @@ def _run_pack(s: State) -> State:
 
 
 def _play(s: State, seat: int, card: Card) -> State:
-    """Play a card to the trick (RULES.md, Play); complete the trick and count the deal at its end."""
+    """Play a card to the trick (docs/rules.md, Play); complete the trick and count the deal at its end."""
     hand = s.hands[seat]
     if card not in hand:
         raise RuleError(Reason.CARD_NOT_IN_HAND,
@@ -617,7 +617,7 @@ def _play(s: State, seat: int, card: Card) -> State:
 
 def _check_follows(s: State, seat: int, card: Card) -> None:
     """:raises RuleError: if ``card`` (in the hand of ``seat``, the seat to act) may not be played to
-    the trick now (RULES.md, Play); the reason names the rule it breaks."""
+    the trick now (docs/rules.md, Play); the reason names the rule it breaks."""
     trick, trump = s.trick, s.trump
     # Leading, following suit, and (without undertrump_ban) trumping are always legal; else, in full:
     if not trick or card.suit is trick[0].suit or (card.suit is trump and not s.rules.undertrump_ban):
@@ -625,7 +625,7 @@ def _check_follows(s: State, seat: int, card: Card) -> None:
     hand = s.hands[seat]
     legal = legal_cards(hand, trick, trump, s.rules)
     if card not in legal:
-        raise RuleError(_why_illegal(s, seat, card, legal),
+        raise RuleError(_why_illegal(s, seat, card),
                         f"seat {seat} cannot play {card}: {trick[0]} was led, trumps {trump}, "
                         f"trick {format_cards(trick)}; seat {seat} holds {format_cards(hand)}; "
                         f"legal: {format_cards(legal)}")
@@ -639,9 +639,9 @@ def _without(cards: tuple[tuple[Card, ...], ...], seat: int, card: Card) -> tupl
 
 
 def _count(s: State) -> State:
-    """Score the deal after its last trick (RULES.md, Scoring): High, Low, Jack (or Hang Jack), Game,
+    """Score the deal after its last trick (docs/rules.md, Scoring): High, Low, Jack (or Hang Jack), Game,
     in that order, stopping the moment a side reaches the target; else the deal passes to the right
-    (RULES.md, Match)."""
+    (docs/rules.md, Match)."""
     for point in _deal_awards(s):
         s = _score(s, point)
         if s.phase is _PH_OVER:
@@ -650,7 +650,7 @@ def _count(s: State) -> State:
 
 
 def _deal_awards(s: State) -> list[PointEvent]:
-    """The points of the deal just played, in the order they are counted (RULES.md, Scoring 1-4).
+    """The points of the deal just played, in the order they are counted (docs/rules.md, Scoring 1-4).
 
     High and Low go to the sides of the seats dealt the highest and lowest trump, Jack to the side
     that took the trump jack in a trick (3 points, Hang Jack, when that side is not its holder's and

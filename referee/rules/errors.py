@@ -1,4 +1,4 @@
-"""Typed rule errors with a reason code (RULES.md; the codes are part of the protocol)."""
+"""Typed rule errors with a reason code (docs/rules.md; the codes are part of the protocol)."""
 
 from __future__ import annotations
 

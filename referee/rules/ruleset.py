@@ -1,4 +1,4 @@
-"""The rule options of one game (RULES.md; every option and its default is named there)."""
+"""The rule options of one game (docs/rules.md; every option and its default is named there)."""
 
 from __future__ import annotations
 
@@ -14,18 +14,18 @@ DEAL_IN_CHOICES = ("ones", "threes")
 
 @dataclass(frozen=True, slots=True)
 class RuleSet:
-    """The named rule options of a game (RULES.md). All fields have the rulebook's defaults.
+    """The named rule options of a game (docs/rules.md). All fields have the rulebook's defaults.
 
-    - ``players``: 2 (head to head) or 4 (two partnerships). RULES.md, Table.
-    - ``deal_in``: ``"threes"`` (default) or ``"ones"``: how cards are dealt. RULES.md, The deal 1.
-    - ``target``: points that win the game (default 14). RULES.md, The deal 5.
+    - ``players``: 2 (head to head) or 4 (two partnerships). docs/rules.md, Table.
+    - ``deal_in``: ``"threes"`` (default) or ``"ones"``: how cards are dealt. docs/rules.md, The deal 1.
+    - ``target``: points that win the game (default 14). docs/rules.md, The deal 5.
     - ``hang_jack``: the side opposed to the jack's holder that wins it scores 3 (default on).
-      RULES.md, Scoring 3.
-    - ``undertrump_ban``: a player who cannot follow may not undertrump (default off). RULES.md, Play.
+      docs/rules.md, Scoring 3.
+    - ``undertrump_ban``: a player who cannot follow may not undertrump (default off). docs/rules.md, Play.
     - ``void_may_discard``: a player void in the led suit may discard instead of trumping (default
-      off). RULES.md, Play.
+      off). docs/rules.md, Play.
     - ``kicked_six_points``: points a kicked Six scores for the dealer's side, 2 (default) or 1 (a
-      common table variant). RULES.md, The deal 2.
+      common table variant). docs/rules.md, The deal 2.
 
     A new option is this field (with its check below), the engine's rule that reads it and the
     ``allfours.v1.RuleSet`` field of the same name: ``referee.wire`` converts by field name.

@@ -1,4 +1,4 @@
-"""Seats and sides. All seat arithmetic lives here (RULES.md, "Table and cards").
+"""Seats and sides. All seat arithmetic lives here (docs/rules.md, "Table and cards").
 
 Seats are numbered ``0..n-1`` in play order; play and the deal move to the right, and the player to
 the right of seat ``s`` is seat ``(s + 1) % n``. The side (team) of seat ``s`` is ``s % 2``: with 4
@@ -75,5 +75,5 @@ def seats_from(first: int, players: int) -> tuple[int, ...]:
 
 
 def opponents_in_order(seat: int, players: int) -> tuple[int, ...]:
-    """The opponents of ``seat`` in play order, starting after ``seat`` (RULES.md, the call)."""
+    """The opponents of ``seat`` in play order, starting after ``seat`` (docs/rules.md, the call)."""
     return tuple(s for s in seats_from(next_seat(seat, players), players) if side_of(s) != side_of(seat))

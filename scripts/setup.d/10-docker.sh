@@ -4,7 +4,7 @@
 # no image registry is reachable) and iptables (the sandbox drops bot traffic to the host).
 # There is no systemd: when no dockerd answers, this starts one in the background, logging to
 # /var/log/dockerd.log, and leaves it running (its pid in /run/docker.pid; stop it by that pid).
-# The base image itself is built on first use by the tests (scripts/docker-base.sh), cached by content.
+# The base image itself is built on first use by the tests (docker/base-image.sh), cached by content.
 need_pkgs docker.io docker-compose debootstrap iptables ca-certificates
 
 if ! timeout 10 /usr/bin/docker info >/dev/null 2>&1; then

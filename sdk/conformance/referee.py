@@ -328,7 +328,7 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
             dealer = next_seat(state.dealer, sc.players)
 
     def _expose_trump(self, game: int, state: State) -> State:
-        """The first house opponent of the bot plays a trump out of turn (RULES.md, Penalty: the call)."""
+        """The first house opponent of the bot plays a trump out of turn (docs/rules.md, Penalty: the call)."""
         seat = next_seat(self.sc.bot_seat, self.sc.players)
         card = next(c for c in state.hands[seat] if c.suit is state.trump)
         before, state = state, apply(state, Play(card), seat)

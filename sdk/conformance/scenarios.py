@@ -23,17 +23,17 @@ from typing import Any
 from referee.dealing import shuffle
 from referee.rules import Card, Phase, RuleSet, Suit, deal, new_game
 
-#: Ranks whose kick scores nothing (RULES.md, The deal 2: ace 1, six 2, jack 3).
+#: Ranks whose kick scores nothing (docs/rules.md, The deal 2: ace 1, six 2, jack 3).
 _QUIET_RANKS = "2345"
 
 
 @dataclass(frozen=True, slots=True)
 class House:
-    """How the scripted referee plays the seats the bot does not hold (RULES.md, The deal and Play).
+    """How the scripted referee plays the seats the bot does not hold (docs/rules.md, The deal and Play).
 
     - ``run_pack``: a house dealer runs the pack after a beg (else it gives one).
     - ``expose_trump``: right after deal 1 of game 1 the first house opponent of the bot plays a
-      trump out of turn (RULES.md, Penalty: the call), so the bot is asked to call or pass when that
+      trump out of turn (docs/rules.md, Penalty: the call), so the bot is asked to call or pass when that
       seat is next to play (a trump is always a legal play under the default rules).
     A house seat always begs, plays the first legal card and passes when asked to call.
     """
@@ -93,7 +93,7 @@ def with_cards(deck: tuple[Card, ...], placed: Mapping[int, Card]) -> tuple[Card
 
 
 def kick_positions(players: int, runs: int) -> list[int]:
-    """Deck positions of the first kick and of the kick of each run of the pack (RULES.md, The deal):
+    """Deck positions of the first kick and of the kick of each run of the pack (docs/rules.md, The deal):
     6 cards each then the kick; each run 3 more each then a new kick."""
     first = 6 * players
     return [first + k * (3 * players + 1) for k in range(runs + 1)]
@@ -105,7 +105,7 @@ def _card(text: str) -> Card:
 
 def dry_deck(label: str, players: int) -> tuple[Card, ...]:
     """A deck whose kick and every possible run's kick are hearts that score nothing, so that a dealer
-    who runs the pack runs it dry (RULES.md, The deal 4)."""
+    who runs the pack runs it dry (docs/rules.md, The deal 4)."""
     runs = (52 - 6 * players - 1) // (3 * players + 1)
     kicks = [_card(r + "H") for r in _QUIET_RANKS[: runs + 1]]
     return with_cards(plain_deck(label), dict(zip(kick_positions(players, runs), kicks, strict=True)))
