@@ -24,6 +24,22 @@ need_pkgs() {
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# start_service LOG CMD... : start a long-lived daemon (dockerd) in its own session, outliving this
+# shell, with stdin from /dev/null, output appended to LOG and every inherited descriptor above 2
+# closed: a caller's lock (land.sh holds its landing lock on fd 9) must not live on in the daemon,
+# held for as long as the daemon runs.
+start_service() {
+  local log=$1
+  shift
+  (
+    for fd in /proc/self/fd/*; do
+      n=${fd##*/}
+      if [ "$n" -gt 2 ]; then eval "exec $n>&-" 2>/dev/null || true; fi
+    done
+    exec $SUDO setsid "$@" >>"$log" 2>&1 </dev/null
+  ) &
+}
+
 for piece in scripts/setup.d/*.sh; do
   [ -e "$piece" ] || continue
   # shellcheck source=/dev/null

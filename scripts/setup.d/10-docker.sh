@@ -10,8 +10,8 @@ need_pkgs docker.io docker-compose debootstrap iptables ca-certificates
 if ! timeout 10 /usr/bin/docker info >/dev/null 2>&1; then
   echo "setup: starting dockerd (log: /var/log/dockerd.log)"
   # --no-new-privileges: stacks ignore security_opt, so swarm services get it from the daemon
-  # (docs/deploy.md). setsid: the daemon outlives this shell and its process group.
-  $SUDO setsid /usr/sbin/dockerd --no-new-privileges >>/var/log/dockerd.log 2>&1 < /dev/null &
+  # (docs/deploy.md). start_service (scripts/setup.sh): its own session, no inherited descriptor.
+  start_service /var/log/dockerd.log /usr/sbin/dockerd --no-new-privileges
   for _i in $(seq 1 60); do
     timeout 5 /usr/bin/docker info >/dev/null 2>&1 && break
     sleep 0.5
