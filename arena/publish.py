@@ -447,6 +447,10 @@ def _failures_html(tournament: Mapping[str, Any], order: Sequence[str]) -> list[
 
 def _ci_method(ratings: Mapping[str, Any]) -> str:
     n = ratings.get("bootstrap", 0)
+    if ratings.get("publication") == "live":  # arena.publication.live_ratings: published before a bootstrap
+        last = ratings.get("last_bootstrap")
+        after = f"; the last bootstrap covered {last['games']} games" if last else ""
+        return f"normal approximation (live: bootstrap intervals follow in the background{after})"
     if not n:
         return "normal approximation"
     text = f"bootstrap over duplicate pairs ({n} resamples)"

@@ -102,3 +102,14 @@ def test_live_publisher_publishes_at_once_then_the_bootstrap() -> None:
         assert third["last_bootstrap"]["ci"] == {b: r["ci"] for b, r in second["ratings"].items()}
     finally:
         publisher.close()
+
+
+def test_the_leaderboard_marks_live_intervals() -> None:
+    from arena.publish import leaderboard_html
+
+    g = games(12)
+    page = leaderboard_html(live_ratings(g), {"name": "league"}, [])
+    assert "normal approximation (live: bootstrap intervals follow in the background)" in page
+    later = {**live_ratings(g), "last_bootstrap": {"games": 20, "ci": {}}}
+    assert "the last bootstrap covered 20 games" in leaderboard_html(later, {"name": "league"}, [])
+    assert "(live" not in leaderboard_html(final_ratings(g, bootstrap=20), {"name": "league"}, [])
