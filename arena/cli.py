@@ -35,6 +35,7 @@ from arena.config import (
 )
 from arena.duplicate import precision_facts
 from arena.lock import OutputLocked, lock_output
+from arena.publication import LivePublisher
 from arena.ratings import DEFAULT_BOOTSTRAP, games_from_mapping, history, rate
 from arena.runner import (
     DB_NAME,
@@ -264,13 +265,22 @@ def tournament_facts(t: Tournament, complete: bool) -> dict[str, Any]:
 
 
 def publish_tournament(
-    t: Tournament, output: Path, bootstrap: int, console: Console | None, reveal: bool = True
+    t: Tournament,
+    output: Path,
+    bootstrap: int,
+    console: Console | None,
+    reveal: bool = True,
+    publisher: LivePublisher | None = None,
 ) -> dict[str, Any]:
     """Rate every stored game and write the output files; print the table to ``console`` if given.
 
     The master seed is revealed once every scheduled game is played, unless ``reveal`` is False (a
     league served by ``arena serve`` has no last game: its seed stays secret).
 
+    :param publisher: for a league that republishes after every game: the ratings come from
+        :meth:`arena.publication.LivePublisher.ratings` (live at once, normal approximation; the bootstrap
+        once its background refresh covers these games), and the rating history is published with the
+        bootstrap only. ``None``: the bootstrap now (``arena run``).
     :returns: the ratings result (see :func:`arena.ratings.rate`).
     """
     results = t.store.results(order=[g.game_id for g in t.schedule])
@@ -285,7 +295,9 @@ def publish_tournament(
     rows = publish.games_rows(results)
     games = games_from_mapping(rows)
     names = list(t.labels)
-    ratings = {**rate(games, bootstrap=bootstrap, names=names), "history": history(games, names=names)}
+    ratings = rate(games, bootstrap=bootstrap, names=names) if publisher is None else publisher.ratings(games, names)
+    if ratings.get("publication") != "live":
+        ratings = {**ratings, "history": history(games, names=names)}
     facts["precision"] = precision_facts(ratings, games)
     publish.write_outputs(output, results, ratings, facts)
     if console is not None:

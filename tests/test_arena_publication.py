@@ -113,3 +113,47 @@ def test_the_leaderboard_marks_live_intervals() -> None:
     later = {**live_ratings(g), "last_bootstrap": {"games": 20, "ci": {}}}
     assert "the last bootstrap covered 20 games" in leaderboard_html(later, {"name": "league"}, [])
     assert "(live" not in leaderboard_html(final_ratings(g, bootstrap=20), {"name": "league"}, [])
+
+
+def test_publish_tournament_with_a_live_publisher(tmp_path) -> None:
+    """The seam for a league: the first publication is live (no history), the one after the background
+    bootstrap caught up is the bootstrap (with the history), both written to ratings.json."""
+    import json
+    import tomllib
+
+    from arena.cli import publish_tournament
+    from arena.config import parse_config
+    from arena.runner import SimulatedRunner, open_tournament, run_games
+
+    text = """
+[tournament]
+name = "league"
+players = 2
+games_per_pairing = 12
+master_seed = "%s"
+output = "out"
+[[bots]]
+name = "a"
+command = ["x"]
+[[bots]]
+name = "b"
+command = ["x"]
+[[bots]]
+name = "c"
+command = ["x"]
+""" % ("ef" * 32)
+    t = open_tournament(parse_config(tomllib.loads(text), base=tmp_path))
+    run_games(t.schedule, SimulatedRunner({"a": 200}), t.store)
+    publisher = LivePublisher(bootstrap=50)
+    try:
+        first = publish_tournament(t, tmp_path / "out", 50, None, publisher)
+        written = json.loads((tmp_path / "out" / "ratings.json").read_text())
+        assert first["publication"] == written["publication"] == "live" and "history" not in written
+        assert publisher.refresher.wait_idle(60)
+        second = publish_tournament(t, tmp_path / "out", 50, None, publisher)
+        written = json.loads((tmp_path / "out" / "ratings.json").read_text())
+        assert second["publication"] == written["publication"] == "final" and written["bootstrap"] == 50
+        assert written["history"][-1]["games"] == 36
+    finally:
+        publisher.close()
+        t.store.close()
