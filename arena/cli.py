@@ -269,6 +269,7 @@ def publish_tournament(
     output: Path,
     bootstrap: int,
     console: Console | None,
+    *,
     reveal: bool = True,
     publisher: LivePublisher | None = None,
 ) -> dict[str, Any]:

@@ -146,11 +146,11 @@ command = ["x"]
     run_games(t.schedule, SimulatedRunner({"a": 200}), t.store)
     publisher = LivePublisher(bootstrap=50)
     try:
-        first = publish_tournament(t, tmp_path / "out", 50, None, publisher)
+        first = publish_tournament(t, tmp_path / "out", 50, None, reveal=False, publisher=publisher)
         written = json.loads((tmp_path / "out" / "ratings.json").read_text())
         assert first["publication"] == written["publication"] == "live" and "history" not in written
         assert publisher.refresher.wait_idle(60)
-        second = publish_tournament(t, tmp_path / "out", 50, None, publisher)
+        second = publish_tournament(t, tmp_path / "out", 50, None, reveal=False, publisher=publisher)
         written = json.loads((tmp_path / "out" / "ratings.json").read_text())
         assert second["publication"] == written["publication"] == "final" and written["bootstrap"] == 50
         assert written["history"][-1]["games"] == 36
