@@ -35,8 +35,8 @@ from arena.config import (
 )
 from arena.duplicate import precision_facts
 from arena.lock import OutputLocked, lock_output
-from arena.publication import LivePublisher
-from arena.ratings import DEFAULT_BOOTSTRAP, games_from_mapping, history, rate
+from arena.publication import LivePublisher, Refreshed, final_ratings
+from arena.ratings import DEFAULT_BOOTSTRAP, games_from_mapping, history
 from arena.runner import (
     DB_NAME,
     GameRunner,
@@ -131,6 +131,10 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
     srv.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples for intervals")
     srv.add_argument("--verbose", action="store_true", help="show the embedded referee's log")
+    srv.add_argument("--web", type=int, metavar="PORT", default=None,
+                     help="also serve the web pages and API (as `arena web`) on PORT in this process (0: a free port)")
+    srv.add_argument("--web-host", metavar="HOST", default="127.0.0.1",
+                     help="address of --web (default 127.0.0.1: this machine only)")
     srv.set_defaults(simulate=None, no_progress=True)
     tok = sub.add_parser("token", help="print a new token for remote bot NAME (or revoke its tokens)")
     tok.add_argument("config", help="tournament config (TOML)")
@@ -281,8 +285,8 @@ def publish_tournament(
     :param publisher: for a league that republishes after every game: the ratings come from
         :meth:`arena.publication.LivePublisher.ratings` (live at once, normal approximation; the bootstrap
         once its background refresh covers these games), and the rating history is published with the
-        bootstrap only. ``None``: the bootstrap now (``arena run``).
-    :returns: the ratings result (see :func:`arena.ratings.rate`).
+        bootstrap only. ``None``: the bootstrap now (``arena run``), marked ``"publication": "final"``.
+    :returns: the ratings result (see :func:`arena.publication.live_ratings` and ``final_ratings``).
     """
     results = t.store.results(order=[g.game_id for g in t.schedule])
     test = SprtRun(t.config, t.schedule, results) if t.config.sprt else None
@@ -296,7 +300,8 @@ def publish_tournament(
     rows = publish.games_rows(results)
     games = games_from_mapping(rows)
     names = list(t.labels)
-    ratings = rate(games, bootstrap=bootstrap, names=names) if publisher is None else publisher.ratings(games, names)
+    live = publisher is not None
+    ratings = publisher.ratings(games, names) if live else final_ratings(games, names, bootstrap=bootstrap)
     if ratings.get("publication") != "live":
         ratings = {**ratings, "history": history(games, names=names)}
     facts["precision"] = precision_facts(ratings, games)
@@ -479,8 +484,7 @@ def run_command(args: argparse.Namespace, console: Console, err: Console | None 
 def serve_command(args: argparse.Namespace, console: Console, err: Console) -> int:
     """``arena serve``: see :mod:`arena.serve`. Exit status 0 after SIGTERM/SIGINT; 2 on a bad config,
     arguments or a changed rule/time control; 1 when the referees cannot be reached or the folder is locked."""
-    from arena.match_runner import GrpcGameRunner, RefereeError
-    from arena.serve import League, install_signals
+    from arena.match_runner import RefereeError
 
     def error(message: str, label: str = "error") -> int:
         err.print(f"[red]{label}:[/red] {escape(message)}", soft_wrap=True, highlight=False)
@@ -494,29 +498,12 @@ def serve_command(args: argparse.Namespace, console: Console, err: Console) -> i
         for one in e.errors:
             error(str(one), "config error")
         return 2
+    if args.web is not None and not 0 <= args.web < 65536:
+        return error(f"--web must be a port between 0 and 65535, not {args.web}")
     closers: list[Callable[[], None]] = []
     try:
         with lock_output(output):
-            first, close = make_runner(config, args, output, console)
-            closers.append(close)
-            assert isinstance(first, GrpcGameRunner)
-
-            def runner_for(cfg: TournamentConfig) -> GrpcGameRunner:
-                return GrpcGameRunner(cfg, first.pool, output, on_event=first.on_event, sandbox=first.sandbox)
-
-            league = League(args.config, output, console,
-                            lambda t: publish_tournament(t, output, args.bootstrap, None, reveal=False), runner_for)
-            closers.insert(0, league.close)
-            install_signals(league)
-            try:
-                league.open(config)
-            except StoreMismatch as e:
-                return error(str(e))
-            league.publish(league.tournament)
-            console.print("serving: SIGHUP re-reads the config, SIGTERM stops", highlight=False)
-            league.serve()
-            console.print("stopped: every stored game is kept; `arena serve` again resumes", highlight=False)
-            return 0
+            return _serve_league(args, config, output, console, closers, error)
     except UsageError as e:
         return error(str(e))
     except OutputLocked as e:
@@ -528,6 +515,69 @@ def serve_command(args: argparse.Namespace, console: Console, err: Console) -> i
     finally:
         for c in closers:
             c()
+
+
+def _serve_league(
+    args: argparse.Namespace,
+    config: TournamentConfig,
+    output: Path,
+    console: Console,
+    closers: list[Callable[[], None]],
+    error: Callable[[str], int],
+) -> int:
+    """Serve the league in the locked ``output`` until stopped (see :func:`serve_command`); every
+    resource opened is put in ``closers`` (first to close first)."""
+    from arena.match_runner import GrpcGameRunner
+    from arena.serve import League, install_signals
+
+    first, close = make_runner(config, args, output, console)
+    closers.append(close)
+    assert isinstance(first, GrpcGameRunner)
+
+    def runner_for(cfg: TournamentConfig) -> GrpcGameRunner:
+        return GrpcGameRunner(cfg, first.pool, output, on_event=first.on_event, sandbox=first.sandbox)
+
+    refreshed: list[Callable[[], None]] = []  # run (in the refresher's thread) after each background bootstrap
+
+    def on_refreshed(_: Refreshed) -> None:
+        for fn in refreshed:
+            fn()
+
+    publisher = LivePublisher(args.bootstrap, on_done=on_refreshed)
+    closers.insert(0, publisher.close)
+    league = League(args.config, output, console, lambda t: publish_tournament(
+        t, output, args.bootstrap, None, reveal=False, publisher=publisher), runner_for)
+    refreshed.append(league.request_republish)
+    closers.insert(0, league.close)
+    install_signals(league)
+    try:
+        league.open(config)
+    except StoreMismatch as e:
+        return error(str(e))
+    if args.web is not None:
+        web = _start_web(args, output, publisher, console)
+        closers.insert(0, web.stop)
+        league.after_game.append(lambda result, t: web.notify())
+        refreshed.append(web.notify)
+    league.publish(league.tournament)
+    console.print("serving: SIGHUP re-reads the config, SIGTERM stops", highlight=False)
+    league.serve()
+    console.print("stopped: every stored game is kept; `arena serve` again resumes", highlight=False)
+    return 0
+
+
+def _start_web(args: argparse.Namespace, output: Path, publisher: LivePublisher, console: Console) -> Any:
+    """``arena serve --web PORT``: the web app of ``output`` in a thread of this process, sharing the
+    league's ratings ``publisher``; prints its address. :raises UsageError: if the port cannot be bound."""
+    from arena.web import start_in_thread
+
+    try:
+        web = start_in_thread(output, args.web_host, args.web, bootstrap=args.bootstrap, publisher=publisher)
+    except OSError as e:
+        raise UsageError(f"--web {args.web_host}:{args.web}: {e.strerror or e}") from None
+    host = f"[{args.web_host}]" if ":" in args.web_host else args.web_host
+    console.print(f"web: http://{host}:{web.port}/", highlight=False)
+    return web
 
 
 def _open_and_play(

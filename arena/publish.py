@@ -333,7 +333,7 @@ def _meta_html(ratings: Mapping[str, Any], tournament: Mapping[str, Any],
         f'<p class="meta">{tournament.get("played", len(games))} of '
         f"{tournament.get('scheduled', len(games))} games"
         f" · {e(str(tournament.get('players', '')))} players · Bradley–Terry maximum-likelihood Elo"
-        f" (pool mean 1500 unless anchored) · 95% intervals: {e(_ci_method(ratings))}"
+        f" (pool mean 1500 unless anchored) · 95% intervals: {e(intervals_method(ratings))}"
         f" · LOS: {e(ratings.get('los_method', ''))}"
         + (
             " · <b>prior used</b> (some bot won or lost every game, or groups never met)"
@@ -445,7 +445,10 @@ def _failures_html(tournament: Mapping[str, Any], order: Sequence[str]) -> list[
     return out
 
 
-def _ci_method(ratings: Mapping[str, Any]) -> str:
+def intervals_method(ratings: Mapping[str, Any]) -> str:
+    """How the 95% intervals of ``ratings`` were made, one line (the leaderboards show it): the normal
+    approximation (marked live when published before the bootstrap, :mod:`arena.publication`) or the
+    bootstrap with its resamples."""
     n = ratings.get("bootstrap", 0)
     if ratings.get("publication") == "live":  # arena.publication.live_ratings: published before a bootstrap
         last = ratings.get("last_bootstrap")

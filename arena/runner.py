@@ -30,7 +30,8 @@ from referee.dealing import commitment, fresh_seed
 
 DB_NAME = "arena.sqlite"
 COMMITMENT_FILE = "commitment.json"
-#: The meta key of the tournament's public facts (JSON, :func:`public_facts`), read by ``arena web``.
+#: The meta key of the tournament's public facts (JSON, :func:`public_facts` and ``entrants``: every entrant's
+#: label, as ratings.json lists them), read by ``arena web``.
 FACTS_KEY = "public_facts"
 
 
@@ -142,9 +143,11 @@ def open_tournament(config: TournamentConfig, output: Path | None = None) -> Tou
         seed,
         numbers=[e.number for e in active],
     )
-    store.set_meta(FACTS_KEY, json.dumps(public_facts(config, commit, len(schedule)), sort_keys=True))
+    labels = [e.label for e in every]
+    store.set_meta(FACTS_KEY, json.dumps({**public_facts(config, commit, len(schedule)), "entrants": labels},
+                                         sort_keys=True))
     entrants = {e.label: spec[(e.name, e.version)] for e in active}
-    return Tournament(config, store, seed, commit, schedule, entrants, [e.label for e in every])
+    return Tournament(config, store, seed, commit, schedule, entrants, labels)
 
 
 #: What a starter makes of one game now: a job that plays it, a result decided without playing, or None (wait).

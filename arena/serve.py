@@ -14,7 +14,9 @@ seeds, remote workers dial the lobby again by themselves. The master seed is nev
 ``serve`` (a league has no last game); ``arena run`` reveals it once every scheduled game is played.
 
 Plug-ins (the web UI, live ratings) use :class:`League`: ``league.after_game.append(fn)`` with
-``fn(result, tournament)``, called in the serve loop's thread after each stored game.
+``fn(result, tournament)``, called in the serve loop's thread after each stored game;
+``league.request_republish()`` from any thread (the background bootstrap when it finishes) has the
+serve loop publish again once no game is being played.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ from rich.markup import escape
 from arena.config import ConfigError, TournamentConfig, check_bot_cwds, load_config
 from arena.runner import Tournament, open_tournament, run_games
 from arena.store import GameResult, StoreMismatch
+
+#: Seconds between two looks at the stop, reload and republish requests while no game is played.
+IDLE_S = 0.5
 
 #: Called after each stored game with the result and the open tournament.
 AfterGame = Callable[[GameResult, Tournament], None]
@@ -55,6 +60,7 @@ class League:
     stop: threading.Event = field(default_factory=threading.Event)
     reload: threading.Event = field(default_factory=threading.Event)
     halt: threading.Event = field(default_factory=threading.Event)  # ends the current round of games
+    republish: threading.Event = field(default_factory=threading.Event)  # publish again when no game is played
     tournament: Tournament | None = None
     runner: Any = None
     setup: Any = None
@@ -63,6 +69,11 @@ class League:
         """Stop after the games in flight (thread- and signal-safe)."""
         self.stop.set()
         self.halt.set()
+
+    def request_republish(self) -> None:
+        """Publish again once no game is being played (thread-safe; e.g. a background bootstrap finished:
+        while games are played each stored game publishes anyway). The serve loop's thread publishes."""
+        self.republish.set()
 
     def request_reload(self) -> None:
         """Read the config again after the games in flight (thread- and signal-safe)."""
@@ -126,7 +137,10 @@ class League:
             if pending and not self.halt.is_set():
                 run_games(pending, self.runner, t.store, t.config.concurrency, self._stored, self.halt)
             else:
-                self.halt.wait(0.5)
+                self.halt.wait(IDLE_S)
+                if self.republish.is_set() and not self.halt.is_set():
+                    self.republish.clear()
+                    self.publish(t)
             if self.reload.is_set() and not self.stop.is_set():
                 self.reload.clear()
                 self.halt.clear()

@@ -95,6 +95,8 @@ def test_the_league_grows_and_keeps_every_stored_result(tmp_path: Path) -> None:
     assert {k: final[k] for k in after4} == after4
     assert len(new) == 8 and all("one@2" in (g["a"], g["b"]) for g in new)
     published = json.loads((tmp_path / "out" / "ratings.json").read_text())
+    assert published["publication"] == "final" and published["intervals"] == "bootstrap"  # arena run: the bootstrap
+    assert published["bootstrap"] == 50
     assert set(published["ratings"]) == {"one", "one@2", "two", "three"}  # the old version keeps its rating
     assert published["tournament"]["entrants"] == ["one", "two", "three", "one@2"]
     assert published["ratings"]["one"]["games"] == 8 and published["ratings"]["one@2"]["games"] == 8

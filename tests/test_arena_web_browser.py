@@ -20,32 +20,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import require
-from web_helpers import EVIL, ROOT, live_from_record, record_lines, run_tournament, seat_knowledge
+from web_helpers import EVIL, ROOT, chromium, live_from_record, record_lines, run_tournament, seat_knowledge
 
 from arena.web import WebServer, start_in_thread
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
 SHOTS = os.environ.get("ARENA_WEB_SCREENSHOTS")
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    require(Path(CHROMIUM).exists(), f"{CHROMIUM} is missing (run scripts/setup.sh: Debian's chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:  # pragma: no cover - the test extra installs it
-        require(False, "the playwright package is missing (pip install -e '.[test]')")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    with chromium() as b:
+        yield b
 
 
 @pytest.fixture(scope="module")

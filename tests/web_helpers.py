@@ -4,6 +4,7 @@ independently of the viewer's frames)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -12,11 +13,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from conftest import require
+
 from arena.live import LiveLog
 from referee.events import Event, step_events
 from referee.rules import apply, deal, new_game, parse_action, parse_deck
 
 ROOT = Path(__file__).resolve().parent.parent
+#: Debian's chromium (scripts/setup.d/20-chromium.sh), driven by playwright through executable_path.
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"]
 #: A bot name that would run as script if a page did not escape it.
 EVIL = "<script>alert(1)</script>"
 CARD = re.compile(r'"([2-9TJQKA][SHDC])"')
@@ -146,3 +153,19 @@ def live_from_record(output: Path, lines: list[dict[str, Any]], game_id: str, pa
         elif t == "game_end":
             log.event(Event("game_ended", game, scores=tuple(o["scores"]), winner=o["winner"]))
     return log
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator[Any]:
+    """A headless chromium browser (playwright), closed on exit; ``require``s the browser and the package."""
+    require(Path(CHROMIUM).exists(), f"{CHROMIUM} is missing (run scripts/setup.sh: Debian's chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:  # pragma: no cover - the test extra installs it
+        require(False, "the playwright package is missing (pip install -e '.[test]')")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            yield b
+        finally:
+            b.close()

@@ -28,7 +28,7 @@ from typing import Any
 GRACEFUL_S = 1
 
 
-def _config(app: Any, sock: socket.socket | None, host: str, port: int) -> Any:
+def _config(app: Any, host: str, port: int) -> Any:
     import uvicorn
 
     return uvicorn.Config(
@@ -37,16 +37,27 @@ def _config(app: Any, sock: socket.socket | None, host: str, port: int) -> Any:
     )
 
 
+def _server(app: Any, host: str, port: int) -> Any:
+    """A uvicorn server of ``app`` that ends the app's live-update streams first when it is told to stop
+    (by a signal, or :meth:`WebServer.stop`), so that stopping never waits for an open page."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            app.state.web.close_streams()
+            super().handle_exit(sig, frame)
+
+    return Server(_config(app, host, port))
+
+
 def serve(output: Path, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
     """Serve ``output`` until interrupted (``options``: see :func:`arena.web.app.create_app`).
 
     :raises OSError: if the address cannot be bound.
     """
-    import uvicorn
-
     from arena.web.app import create_app
 
-    uvicorn.Server(_config(create_app(output, **options), None, host, port)).run()
+    _server(create_app(output, **options), host, port).run()
 
 
 @dataclass
@@ -63,7 +74,8 @@ class WebServer:
         self.app.state.web.notify()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop serving and wait (bounded) for the thread."""
+        """Stop serving (the live-update streams end first) and wait (bounded) for the thread."""
+        self.app.state.web.close_streams()
         self.server.should_exit = True
         self.thread.join(timeout)
 
@@ -75,15 +87,13 @@ def start_in_thread(output: Path, host: str = "127.0.0.1", port: int = 0, **opti
     :raises OSError: if the address cannot be bound.
     :raises RuntimeError: if the server does not start in time.
     """
-    import uvicorn
-
     from arena.web.app import create_app
 
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     app = create_app(output, **options)
-    server = uvicorn.Server(_config(app, sock, host, sock.getsockname()[1]))
+    server = _server(app, host, sock.getsockname()[1])
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="arena-web", daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

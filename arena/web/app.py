@@ -36,7 +36,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from arena import live
-from arena.publish import _chart, _interval
+from arena.publication import LivePublisher
+from arena.publish import _chart, _interval, intervals_method
 from arena.web.data import TERMINATIONS, BadQuery, GamesQuery, NotFound, NotYet, WebData
 from arena.web.frames import ALL, RecordReplayError, replay_frames
 from arena.web.spectate import spectator_replay
@@ -122,12 +123,19 @@ class WebApp:
         self.streams = 0
         self.changed = asyncio.Event()
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.closing = False
 
     def notify(self) -> None:
         """Wake the live-update streams now (``arena serve`` calls it when a game finishes); they also
         look at the database every :data:`POLL_S` seconds. Safe from any thread once the app runs."""
         if self.loop is not None:
             self.loop.call_soon_threadsafe(self.changed.set)
+
+    def close_streams(self) -> None:
+        """End the live-update streams now (the server is stopping: an open page would otherwise hold
+        the graceful shutdown until it is cancelled). Safe from any thread and from a signal handler."""
+        self.closing = True
+        self.notify()
 
     def running(self) -> list[dict[str, Any]]:
         """The games running now (live files of games not stored yet)."""
@@ -152,6 +160,7 @@ class WebApp:
             "facts": facts,
             "names": list(ratings["ratings"]),
             "interval": lambda r: _interval(r, 1),
+            "intervals_method": intervals_method(ratings),
             "los": los,
             "chart": jinja2.utils.markupsafe.Markup(_chart(ratings)),
             "forfeits": forfeits_by_bot(rows, int(facts.get("players") or 2)),
@@ -247,7 +256,7 @@ async def events(request: Request) -> Response:
             last = None
             idle = 0.0
             yield "retry: 2000\n\n"
-            while not await request.is_disconnected():
+            while not app.closing and not await request.is_disconnected():
                 now = await run_in_threadpool(live_version, app)
                 if now != last:
                     last = now
@@ -266,10 +275,11 @@ async def events(request: Request) -> Response:
     return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
 
 
-def live_version(app: WebApp) -> tuple[int, float, int]:
-    """(games stored, last stored time, live files' summed progress): what the stream watches."""
+def live_version(app: WebApp) -> tuple[int, float, int, int | None]:
+    """(games stored, last stored time, live files' summed progress, games the newest background
+    bootstrap covers): what the stream watches."""
     count, last = app.data.version()
-    return count, last, live.progress_mark(app.data.output)
+    return count, last, live.progress_mark(app.data.output), app.data.bootstrap_mark()
 
 
 async def viewer(request: Request) -> Response:
@@ -355,19 +365,28 @@ async def api_live_game(request: Request) -> Response:
 
 
 def create_app(
-    output: Path, *, spectator_delay: int = live.DEFAULT_DELAY, record: Path | None = None, bootstrap: int | None = None
+    output: Path,
+    *,
+    spectator_delay: int = live.DEFAULT_DELAY,
+    record: Path | None = None,
+    bootstrap: int | None = None,
+    publisher: LivePublisher | None = None,
 ) -> Starlette:
     """The ASGI app serving ``output`` (see the module docstring); ``app.state.web`` is the
     :class:`WebApp` (its :meth:`WebApp.notify` wakes the live pages at once).
 
     :param spectator_delay: deals a spectator stays behind a running game (at least 1).
     :param record: serve only the viewer of this record file (``arena web --record FILE``).
+    :param bootstrap: resamples of the ratings' bootstrap intervals (default as ``arena run``).
+    :param publisher: the ratings' live publisher to share (``arena serve --web``: the league's, whose
+        ``on_done`` should call :meth:`WebApp.notify`). Without one, the running app starts its own
+        (closed when it stops): ratings live at once, the bootstrap computed in the background.
     """
     from arena.ratings import DEFAULT_BOOTSTRAP
 
     if spectator_delay < 1:
         raise ValueError(f"the spectator delay must be at least 1 deal, not {spectator_delay}")
-    data = WebData(output, DEFAULT_BOOTSTRAP if bootstrap is None else bootstrap)
+    data = WebData(output, DEFAULT_BOOTSTRAP if bootstrap is None else bootstrap, publisher)
     web = WebApp(data, spectator_delay, record)
     g = guarded
     routes = [
@@ -390,7 +409,15 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         web.loop = asyncio.get_running_loop()
-        yield
+        own = None
+        if publisher is None:
+            own = data.publisher = LivePublisher(data.bootstrap, on_done=lambda _: web.notify())
+        try:
+            yield
+        finally:
+            if own is not None:
+                data.publisher = None
+                own.close()
 
     app = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(SecurityHeaders)])
     app.state.web = web

@@ -10,7 +10,7 @@ a URL, and must resolve inside the output folder.
 
 Shapes: :meth:`WebData.game_row` is a games.jsonl row (:meth:`arena.store.GameResult.rating_row`)
 without ``seed`` (unless revealed) and with ``replay_open``; :meth:`WebData.ratings` is the
-ratings.json shape (:func:`arena.ratings.rate` plus ``tournament``).
+ratings.json shape (:mod:`arena.publication`'s live or final ratings plus ``tournament``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arena.ratings import DEFAULT_BOOTSTRAP, games_from_mapping, rate
+from arena.publication import LivePublisher, final_ratings
+from arena.ratings import DEFAULT_BOOTSTRAP, games_from_mapping
 from arena.runner import DB_NAME, FACTS_KEY
 from arena.store import GameResult
 
@@ -98,12 +99,15 @@ class WebData:
     """Read access to one output folder, safe to share between threads (one connection a call).
 
     :param output: the arena's output folder (``arena.sqlite`` in it; it may not exist yet).
-    :param bootstrap: bootstrap resamples for the live ratings (as ``arena run --bootstrap``).
+    :param bootstrap: bootstrap resamples for the ratings (as ``arena run --bootstrap``).
+    :param publisher: where the ratings come from (see :meth:`ratings`); may be set later (the app sets
+        its own when it starts, or shares the one of ``arena serve``).
     """
 
-    def __init__(self, output: Path, bootstrap: int = DEFAULT_BOOTSTRAP) -> None:
+    def __init__(self, output: Path, bootstrap: int = DEFAULT_BOOTSTRAP, publisher: LivePublisher | None = None):
         self.output = output.resolve()
         self.bootstrap = bootstrap
+        self.publisher = publisher
         self._lock = threading.Lock()
         self._ratings: tuple[Any, dict[str, Any]] | None = None
 
@@ -162,16 +166,29 @@ class WebData:
         """Whether the master seed (hence every deal seed) is public (see :meth:`facts`)."""
         return self.facts()["master_seed"] is not None
 
+    def bootstrap_mark(self) -> int | None:
+        """The games the newest background bootstrap covers (None: none yet, or no :attr:`publisher`):
+        changes when a refresh finishes, so the live pages show its intervals."""
+        done = self.publisher.refresher.latest() if self.publisher is not None else None
+        return done.games if done is not None else None
+
     def ratings(self) -> dict[str, Any]:
-        """The ratings.json shape for the games stored now (recomputed only when a game was added)."""
-        key = self.version()
+        """The ratings.json shape for the games stored now (recomputed only when a game was added or a
+        background bootstrap finished): from :attr:`publisher` when set (live at once, marked
+        ``"publication": "live"``; the bootstrap, ``"final"``, once the background refresh covers these
+        games — as ``arena serve`` publishes), else the bootstrap now (``"final"``)."""
+        key = (self.version(), self.bootstrap_mark())
         with self._lock:
             if self._ratings is not None and self._ratings[0] == key:
                 return self._ratings[1]
         facts = self.facts()
         rows = [r.rating_row() for r in self._results("", [])]
-        names = list(facts.get("bots") or dict.fromkeys(n for r in rows for n in (r["a"], r["b"])))
-        result = {**rate(games_from_mapping(rows), bootstrap=self.bootstrap, names=names), "tournament": facts}
+        names = facts.get("entrants") or list(facts.get("bots") or {})
+        games = games_from_mapping(rows)
+        publisher = self.publisher
+        rated = final_ratings(games, names, bootstrap=self.bootstrap) if publisher is None else publisher.ratings(
+            games, names)
+        result = {**rated, "tournament": facts}
         with self._lock:
             self._ratings = (key, result)
         return result
