@@ -2,6 +2,8 @@
 
 - every sample bot (random, heuristic, Node.js, C++) passes every check;
 - a bot with one deliberate fault per check (tests/bots/broken.py) fails exactly that check;
+- in lobby mode (one long-lived worker, a scripted lobby) the Python SDK and Node.js workers pass
+  every check, and the two lobby faults fail exactly their checks;
 - the scripted decks stage what their checks need (checked through the engine);
 - usage errors are one line and exit status 2.
 """
@@ -19,7 +21,7 @@ import pytest
 
 from allfours.v1 import referee_pb2 as pb
 from referee.rules import Beg, Phase, RunPack, apply, deal, new_game
-from sdk.conformance.checks import CHECKS
+from sdk.conformance.checks import CHECKS, LOBBY_ONLY, PER_GAME_ONLY
 from sdk.conformance.cli import parse_rules, selected_checks
 from sdk.conformance.referee import with_unknown_field
 from sdk.conformance.scenarios import build_scenarios
@@ -27,6 +29,9 @@ from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parent.parent
 ALL = [c.name for c in CHECKS]
+#: What each mode runs: every check but the other mode's own (those are skipped with a reason).
+PER_GAME = {c: ("skip" if c in LOBBY_ONLY else "pass") for c in ALL}
+LOBBY = {c: ("skip" if c in PER_GAME_ONLY else "pass") for c in ALL}
 #: The broken bot's memory fault holds 300 MiB; the suite runs it with this limit.
 MEMORY_LIMIT_MIB = "200"
 
@@ -62,14 +67,14 @@ def test_sample_bot_passes_every_check(name: str) -> None:
         require((ROOT / SAMPLE_BOTS["cpp"][0]).is_file(),
                 "the C++ bot is not built (scripts/setup.sh runs sample_bots/cpp/build.sh)")
     out = run_suite(*SAMPLE_BOTS[name])
-    assert statuses(out) == {c: "pass" for c in ALL}, json.dumps(out, indent=1)
+    assert statuses(out) == PER_GAME, json.dumps(out, indent=1)
 
 
 @pytest.mark.slow
 def test_the_correct_broken_bot_passes_every_check() -> None:
     """The broken bot without a fault is a correct bot: the faults below are its only difference."""
     out = run_suite(sys.executable, "-m", "tests.bots.broken", extra=("--memory-limit", MEMORY_LIMIT_MIB))
-    assert statuses(out) == {c: "pass" for c in ALL}, json.dumps(out, indent=1)
+    assert statuses(out) == PER_GAME, json.dumps(out, indent=1)
 
 
 @pytest.mark.slow
@@ -83,11 +88,35 @@ def test_a_bot_broken_for_one_check_fails_exactly_that_check() -> None:
         return check, failed, str(out["summary"])
 
     with ThreadPoolExecutor(3) as pool:
-        results = list(pool.map(one, ALL))
+        results = list(pool.map(one, [c for c, status in PER_GAME.items() if status == "pass"]))
     wrong = [f"--break {check}: failed {failed}" for check, failed, _ in results if failed != [check]]
     assert not wrong, "\n".join(wrong)
+    skipped = len(LOBBY_ONLY)
     for check, _, text in results:
-        assert text == f"conformance: {len(ALL) - 1} passed, 1 failed ({check}), 0 skipped"
+        assert text == f"conformance: {len(ALL) - skipped - 1} passed, 1 failed ({check}), {skipped} skipped"
+
+
+LOBBY_BOTS = {"random": SAMPLE_BOTS["random"], "nodejs": SAMPLE_BOTS["nodejs"],
+              "broken-but-correct": (sys.executable, "-m", "tests.bots.broken")}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(LOBBY_BOTS))
+def test_workers_pass_every_check_in_lobby_mode(name: str) -> None:
+    """One worker process plays every scenario as an Assignment from the scripted lobby."""
+    if name == "nodejs":
+        require(shutil.which("node") is not None and (ROOT / "sample_bots/js/node_modules").is_dir(),
+                "node or sample_bots/js/node_modules missing (npm ci --prefix sample_bots/js)")
+    out = run_suite(*LOBBY_BOTS[name], extra=("--lobby",))
+    assert statuses(out) == LOBBY, json.dumps(out, indent=1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("check", sorted(LOBBY_ONLY))
+def test_a_worker_broken_for_a_lobby_check_fails_exactly_that_check(check: str) -> None:
+    out = run_suite(sys.executable, "-m", "tests.bots.broken", "--break", check, extra=("--lobby",))
+    failed = sorted(c for c, s in statuses(out).items() if s == "fail")
+    assert failed == [check], json.dumps(out, indent=1)
 
 
 @pytest.mark.slow
@@ -127,6 +156,8 @@ def test_parse_rules() -> None:
             parse_rules(bad)
     with pytest.raises(ValueError, match="unknown check"):
         selected_checks(["nope"], 4)
+    chosen, skips = selected_checks([], 4, lobby=True)
+    assert {s.check for s in skips} == set(PER_GAME_ONLY) and not set(PER_GAME_ONLY) & {c.name for c in chosen}
 
 
 @pytest.mark.parametrize("args, words", [

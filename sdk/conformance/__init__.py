@@ -1,6 +1,6 @@
 """The conformance suite: a scripted referee that drives any bot, in any language, through named checks.
 
-``python -m sdk.conformance [--players 2|4] [--rules K=V,...] [--only CHECK] [--json] -- COMMAND [ARGS…]``
+``python -m sdk.conformance [--players 2|4] [--rules K=V,...] [--only CHECK] [--json] [--lobby] -- COMMAND [ARGS…]``
 (console script ``allfours-conformance``); docs/bot-authors.md explains each check and how to read
 a failed one.
 
@@ -11,7 +11,8 @@ Parts (each with its own docstring):
 - :mod:`sdk.conformance.referee`: the scripted referee, a ``RefereeService`` on loopback that plays
   one scenario with the bot and logs what it did (:class:`~sdk.conformance.referee.RunLog`).
 - :mod:`sdk.conformance.launch`: launching the bot as the arena does (placeholders, environment),
-  its start-up time, memory and exit status.
+  its start-up time, memory and exit status; in lobby mode once, as a worker.
+- :mod:`sdk.conformance.lobby`: the scripted lobby of lobby mode (Register, Assignments, Ready).
 - :mod:`sdk.conformance.checks`: the named checks, each a judge of one run's log.
 - :mod:`sdk.conformance.cli`: the command line, the table and the JSON output.
 """

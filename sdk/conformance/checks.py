@@ -224,6 +224,40 @@ def judge_limits(log: RunLog, limits: Limits) -> Verdict:
     return Verdict(ok, did)
 
 
+def judge_lobby_register(log: RunLog, _: Limits) -> Verdict:
+    lobby = log.lobby
+    if lobby is None or not lobby.registers:
+        return Verdict(False, "never registered at the lobby" + (f": {log.failure}" if log.failure else ""))
+    r = lobby.registers[0]
+    if not r.first_message:
+        return Verdict(False, "the first message on the lobby stream was not a Register")
+    if r.token != lobby.token:
+        return Verdict(False, "Register carried another token than ALLFOURS_BOT_TOKEN")
+    if r.bot_name != lobby.bot_name:
+        return Verdict(False, f"Register carried bot_name {r.bot_name[:40]!r}, not {lobby.bot_name!r}")
+    if r.protocol_version != PROTOCOL_VERSION:
+        return Verdict(False, f"Register carried protocol_version {r.protocol_version[:40]!r}")
+    return Verdict(True, f"Register with its token, bot_name and {PROTOCOL_VERSION}, {r.at:.2f} s after the launch")
+
+
+def judge_lobby_ready(log: RunLog, limits: Limits) -> Verdict:
+    lobby = log.lobby
+    if lobby is None or not lobby.assigned:
+        return Verdict(False, "no Assignment was played" + (f": {log.failure}" if log.failure else ""))
+    missing = [m for m in lobby.assigned if m not in lobby.ready_after_s]
+    if missing:
+        return Verdict(False, f"no Ready within {limits.exit_s:g} s after MatchEnd for {missing[0]} "
+                              f"({len(lobby.assigned) - len(missing)} of {len(lobby.assigned)} Assignments)")
+    slowest = max(lobby.ready_after_s.values())
+    return Verdict(True, f"Ready after each of {len(lobby.assigned)} matches (slowest {1000 * slowest:.0f} ms "
+                         f"after MatchEnd)")
+
+
+#: Checks that only mean something in one mode: name -> (the mode they need, why they are skipped).
+PER_GAME_ONLY = {"exit": "lobby mode: a worker stays for its next Assignment"}
+LOBBY_ONLY = {"lobby-register": "per-game mode (run with --lobby)", "lobby-ready": "per-game mode (run with --lobby)"}
+
+
 CHECKS: list[Check] = [
     Check("join", "basic", f"first message a Hello with its ticket and protocol_version {PROTOCOL_VERSION}",
           judge_join),
@@ -247,6 +281,10 @@ CHECKS: list[Check] = [
     Check("resume", "resume", "after the referee drops the stream: a new stream with the same ticket, "
                               "then an answer to the re-sent request", judge_resume),
     Check("exit", "basic", "exits with status 0 within {exit_s:g} s of MatchEnd", judge_exit),
-    Check("limits", "basic", "Hello within {startup_s:g} s of the launch; peak memory at most {memory_mib:g} MiB",
-          judge_limits),
+    Check("limits", "basic", "Hello (lobby mode: Register) within {startup_s:g} s of the launch; peak memory at "
+                             "most {memory_mib:g} MiB", judge_limits),
+    Check("lobby-register", "basic", "lobby mode: first a Register with ALLFOURS_BOT_TOKEN, ALLFOURS_BOT_NAME and "
+                                     f"{PROTOCOL_VERSION}", judge_lobby_register),
+    Check("lobby-ready", "multi-game", "lobby mode: a Ready naming the match within {exit_s:g} s of each MatchEnd, "
+                                       "then the next Assignment", judge_lobby_ready),
 ]

@@ -1,4 +1,4 @@
-"""``python -m sdk.conformance [options] -- COMMAND [ARGS…]`` (also ``allfours-conformance``).
+"""``python -m sdk.conformance [options] [--lobby] -- COMMAND [ARGS…]`` (also ``allfours-conformance``).
 
 Runs the conformance checks against the bot started by COMMAND and prints a table (check, pass or
 fail, what was expected, what the bot did) and a one-line summary; ``--json`` prints one JSON
@@ -20,8 +20,8 @@ from rich.console import Console
 from rich.table import Table
 
 from referee.rules import RuleSet
-from sdk.conformance.checks import CHECKS, Check
-from sdk.conformance.launch import Limits, run_scenario
+from sdk.conformance.checks import CHECKS, LOBBY_ONLY, PER_GAME_ONLY, Check
+from sdk.conformance.launch import Limits, run_lobby, run_scenario
 from sdk.conformance.referee import RunLog
 from sdk.conformance.scenarios import build_scenarios
 
@@ -62,8 +62,8 @@ def parse_rules(text: str | None) -> dict[str, Any]:
     return out
 
 
-def selected_checks(only: Sequence[str], players: int) -> tuple[list[Check], list[Outcome]]:
-    """The checks to run, and skip rows for those that cannot run with ``players``.
+def selected_checks(only: Sequence[str], players: int, lobby: bool = False) -> tuple[list[Check], list[Outcome]]:
+    """The checks to run, and skip rows for those that cannot run with ``players`` or in this mode.
 
     :raises ValueError: for a name in ``only`` that is not a check.
     """
@@ -72,7 +72,9 @@ def selected_checks(only: Sequence[str], players: int) -> tuple[list[Check], lis
     if unknown:
         raise ValueError(f"unknown check(s) {', '.join(unknown)}; checks: {', '.join(names)}")
     chosen = [c for c in CHECKS if not only or c.name in only]
-    skips: list[Outcome] = []
+    other_mode = PER_GAME_ONLY if lobby else LOBBY_ONLY
+    skips = [Outcome(c.name, "skip", "", other_mode[c.name], "") for c in chosen if c.name in other_mode]
+    chosen = [c for c in chosen if c.name not in other_mode]
     if players == 2:
         if any(c.name == "pack-runs-dry" for c in chosen):
             skips.append(Outcome("pack-runs-dry", "skip", "", "needs 4 players (with 2 the bot's own choice "
@@ -82,15 +84,19 @@ def selected_checks(only: Sequence[str], players: int) -> tuple[list[Check], lis
 
 
 async def run_checks(command: Sequence[str], checks: Sequence[Check], players: int, rules: dict[str, Any],
-                     limits: Limits, on_log: Any = None) -> list[Outcome]:
-    """Run each scenario the checks need once (in order), then judge every check."""
+                     limits: Limits, on_log: Any = None, lobby: bool = False) -> list[Outcome]:
+    """Run each scenario the checks need once (in order; in lobby mode all with one worker), then judge
+    every check."""
     scenarios = build_scenarios(players, rules)
+    needed = [scenarios[name] for name in dict.fromkeys(c.scenario for c in checks)]
     logs: dict[str, RunLog] = {}
-    for c in checks:
-        if c.scenario not in logs:
-            logs[c.scenario] = await run_scenario(scenarios[c.scenario], command, limits)
-            if on_log is not None:
-                on_log(logs[c.scenario])
+    if lobby:
+        logs = await run_lobby(needed, command, limits)
+    for sc in needed:
+        if sc.name not in logs:
+            logs[sc.name] = await run_scenario(sc, command, limits)
+        if on_log is not None:
+            on_log(logs[sc.name])
     out = []
     for c in checks:
         v = c.judge(logs[c.scenario], limits)
@@ -134,6 +140,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="rule options for the general scenarios, e.g. deal_in=ones,hang_jack=false")
     p.add_argument("--only", action="append", default=[], metavar="CHECK", help="run only this check (repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    p.add_argument("--lobby", action="store_true",
+                   help="lobby mode: launch the bot once as a worker (ALLFOURS_LOBBY, ALLFOURS_BOT_TOKEN, "
+                        "ALLFOURS_BOT_NAME) and play every scenario as an Assignment")
     p.add_argument("--startup-limit", type=float, default=_DEFAULTS.startup_s, metavar="S",
                    help=f"seconds from launch to Hello (default {_DEFAULTS.startup_s:g})")
     p.add_argument("--memory-limit", type=float, default=_DEFAULTS.memory_mib, metavar="MIB",
@@ -148,14 +157,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error("no bot command: put it after --, e.g. -- python -m sdk.run sample_bots.random_bot:RandomBot")
     try:
         rules = parse_rules(opts.rules)
-        checks, skips = selected_checks(opts.only, opts.players)
+        checks, skips = selected_checks(opts.only, opts.players, opts.lobby)
     except ValueError as e:
         p.error(str(e))
     limits = Limits(startup_s=opts.startup_limit, memory_mib=opts.memory_limit)
     console = Console(stderr=opts.json, width=None if sys.stdout.isatty() else 150)
     try:
         outcomes = asyncio.run(run_checks(command, checks, opts.players, rules, limits,
-                                          on_log=None if opts.json else _progress(console)))
+                                          on_log=None if opts.json else _progress(console), lobby=opts.lobby))
     except (OSError, ValueError) as e:
         p.error(f"cannot start the bot {command[0]!r}: {e}")
     outcomes += skips

@@ -131,6 +131,8 @@ class RunLog:
     peak_rss_mib: float = 0.0
     stderr_tail: str = ""
     wall_s: float = 0.0
+    #: Lobby mode: what the scripted lobby saw (a ``sdk.conformance.lobby.LobbyLog``), else ``None``.
+    lobby: Any = None
     notes: list[str] = field(default_factory=list)
 
     def by_seq(self, seq: int) -> list[DecisionSeen]:
@@ -247,15 +249,23 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
         if self.stream is not None and not self.stream.closed:
             self.stream.out.put_nowait(msg)
 
+    @property
+    def match_id(self) -> str:
+        """The match id in Welcome, MatchEnd and (lobby mode) the Assignment."""
+        return f"conformance-{self.sc.name}"
+
+    def time_control(self) -> pb.TimeControl:
+        """The time control announced (every field set)."""
+        return wire.time_control_to_pb(wire.TimeControl(decision_ms=self.sc.decision_ms, bank_ms=BANK_MS))
+
     def _welcome(self, resumed: bool) -> pb.PlayResponse:
         sc, seat = self.sc, self.sc.bot_seat
         partner = partner_of(seat, sc.players)
         names = [("bot" if s == seat else f"house-{s}") for s in range(sc.players)]
-        tc = wire.TimeControl(decision_ms=sc.decision_ms, bank_ms=BANK_MS)
         return pb.PlayResponse(welcome=pb.Welcome(
-            match_id=f"conformance-{sc.name}", seat=seat, side=side_of(seat),
+            match_id=self.match_id, seat=seat, side=side_of(seat),
             partner_seat=-1 if partner is None else partner, players=sc.players, rules=wire.rules_to_pb(sc.rules),
-            time_control=wire.time_control_to_pb(tc), seat_names=names, games=sc.games, resumed=resumed,
+            time_control=self.time_control(), seat_names=names, games=sc.games, resumed=resumed,
             seed_commitment=self.commitment))
 
     async def _take_stream(self, timeout: float, why: str) -> None:
@@ -358,7 +368,7 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
         seats = [pb.SeatResult(seat=s, name=("bot" if s == self.sc.bot_seat else f"house-{s}"),
                                termination=pb.TERMINATION_NORMAL, bank_left_ms=BANK_MS)
                  for s in range(self.sc.players)]
-        return pb.MatchResult(match_id=f"conformance-{self.sc.name}", status=pb.MATCH_STATUS_COMPLETED,
+        return pb.MatchResult(match_id=self.match_id, status=pb.MATCH_STATUS_COMPLETED,
                               games=self.games_done, seats=seats, games_won=won, winner=winner, forfeited_side=-1)
 
     # ------------------------------------------------------------------------------ asking the bot

@@ -3,9 +3,10 @@
 ``python -m tests.bots.broken [--break CHECK]`` (ticket and referee from ``ALLFOURS_TICKET`` and
 ``ALLFOURS_REFEREE``, as the conformance suite and the arena give them). Plain grpc, no SDK.
 
-Without ``--break`` it is a correct bot: it plays the first legal action, echoes seqs, retries once
-after ActionRejected, ignores a request it already answered on the same stream, skips what it does
-not know, reconnects with the same ticket, and exits 0 after MatchEnd. Each fault is narrow, so that
+Without ``--break`` it is a correct bot (per game, or a worker: see below): it plays the first legal
+action, echoes seqs, retries once after ActionRejected, ignores a request it already answered on the
+same stream, skips what it does not know, reconnects with the same ticket, and exits 0 after
+MatchEnd. Each fault is narrow, so that
 it breaks its own check and nothing else (tests/test_conformance.py checks exactly that):
 
 ========================  ======================================================================
@@ -26,7 +27,12 @@ rules-…                   exits 1 at Welcome when that rule option is not the 
 resume                    exits 1 when its stream breaks (no reconnect)
 exit                      exits 3 after MatchEnd
 limits                    holds 300 MiB of memory from the start
+lobby-register            (worker mode) registers with protocol_version "allfours.v0"
+lobby-ready               (worker mode) sends no Ready after its first match
 ========================  ======================================================================
+
+Worker mode: with ``ALLFOURS_LOBBY`` set and no ``ALLFOURS_TICKET`` it registers at the lobby with
+``ALLFOURS_BOT_TOKEN`` and ``ALLFOURS_BOT_NAME``, plays each Assignment as above and sends Ready.
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ from collections.abc import Iterator
 
 import grpc
 
+from allfours.v1 import lobby_pb2 as lpb
+from allfours.v1 import lobby_pb2_grpc as lpb_grpc
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
 
@@ -150,30 +158,69 @@ class Bot:
             self.send(req.seq, others[0])
 
 
+def play_match(referee: str, ticket: str, fault: str) -> int:
+    """One match at ``referee`` with ``ticket``, reconnecting for up to 10 s; the exit status."""
+    channel = grpc.insecure_channel(referee)
+    stub = pb_grpc.RefereeServiceStub(channel)
+    bot = Bot(fault)
+    give_up = time.monotonic() + 10
+    try:
+        while time.monotonic() < give_up:
+            try:
+                if bot.session(stub, ticket):
+                    return 0
+            except grpc.RpcError:
+                if fault == "resume":
+                    return 1
+            time.sleep(0.05)
+        return 1
+    finally:
+        channel.close()
+
+
+def work(fault: str) -> int:
+    """Worker mode (``ALLFOURS_LOBBY`` set, no ticket): Register, then play each Assignment and send Ready."""
+    out: queue.Queue[lpb.ConnectRequest | None] = queue.Queue()
+    version = "allfours.v0" if fault == "lobby-register" else "allfours.v1"
+    out.put(lpb.ConnectRequest(register=lpb.Register(token=os.environ.get("ALLFOURS_BOT_TOKEN", ""),
+                                                     bot_name=os.environ.get("ALLFOURS_BOT_NAME", ""),
+                                                     bot_version=fault or "ok", protocol_version=version)))
+
+    def requests() -> Iterator[lpb.ConnectRequest]:
+        while (m := out.get()) is not None:
+            yield m
+
+    played = 0
+    with grpc.insecure_channel(os.environ["ALLFOURS_LOBBY"]) as channel:
+        try:
+            for resp in lpb_grpc.LobbyServiceStub(channel).Connect(requests()):
+                if resp.WhichOneof("msg") != "assignment":
+                    continue
+                a = resp.assignment
+                play_match(a.referee, a.ticket, fault)
+                played += 1
+                if not (fault == "lobby-ready" and played == 1):
+                    out.put(lpb.ConnectRequest(ready=lpb.Ready(match_id=a.match_id)))
+        except grpc.RpcError:
+            pass
+        finally:
+            out.put(None)
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--break", dest="fault", default="")
     args = p.parse_args()
     hog = bytearray(b"\x01") * (300 << 20) if args.fault == "limits" else None
-    channel = grpc.insecure_channel(os.environ["ALLFOURS_REFEREE"])
-    stub = pb_grpc.RefereeServiceStub(channel)
-    bot = Bot(args.fault)
-    give_up = time.monotonic() + 10
     try:
-        while time.monotonic() < give_up:
-            try:
-                if bot.session(stub, os.environ["ALLFOURS_TICKET"]):
-                    return 0
-            except grpc.RpcError:
-                if args.fault == "resume":
-                    return 1
-            time.sleep(0.05)
-        return 1
+        if "ALLFOURS_LOBBY" in os.environ and "ALLFOURS_TICKET" not in os.environ:
+            return work(args.fault)
+        return play_match(os.environ["ALLFOURS_REFEREE"], os.environ["ALLFOURS_TICKET"], args.fault)
     except Quit as q:
         return q.status
     finally:
         del hog
-        channel.close()
 
 
 if __name__ == "__main__":
