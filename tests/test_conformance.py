@@ -1,15 +1,19 @@
 """The conformance suite (sdk/conformance) end to end: real bot processes over real gRPC streams.
 
-- every sample bot (random, heuristic, Node.js, C++) passes every check;
+- every sample bot (random, heuristic, Node.js, C++) passes every check of per-game mode, and the
+  per-game suite is the 20 checks it was before lobby mode (no lobby check in it, not even a skip);
 - a bot with one deliberate fault per check (tests/bots/broken.py) fails exactly that check;
 - in lobby mode (one long-lived worker, a scripted lobby) the Python SDK and Node.js workers pass
-  every check, and the two lobby faults fail exactly their checks;
+  every check, and the broken bot's faults fail exactly their checks there too;
+- a worker that never registers, dies before or after registering, or does not join its Assignment
+  gets one line saying so, within bounded time; the C++ bot (per game only) is told that truthfully;
 - the scripted decks stage what their checks need (checked through the engine);
 - usage errors are one line and exit status 2.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
@@ -21,25 +25,25 @@ import pytest
 
 from allfours.v1 import referee_pb2 as pb
 from referee.rules import Beg, Phase, RunPack, apply, deal, new_game
-from sdk.conformance.checks import CHECKS, LOBBY_ONLY, PER_GAME_ONLY
-from sdk.conformance.cli import parse_rules, selected_checks
+from sdk.conformance.checks import CHECKS, Mode, checks_of
+from sdk.conformance.cli import parse_rules, run_checks, selected_checks
+from sdk.conformance.launch import Limits
 from sdk.conformance.referee import with_unknown_field
 from sdk.conformance.scenarios import build_scenarios
 from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parent.parent
-ALL = [c.name for c in CHECKS]
-#: What each mode runs: every check but the other mode's own (those are skipped with a reason).
-PER_GAME = {c: ("skip" if c in LOBBY_ONLY else "pass") for c in ALL}
-LOBBY = {c: ("skip" if c in PER_GAME_ONLY else "pass") for c in ALL}
+#: What a correct bot gets in each mode: every check of that mode passes (and nothing else is listed).
+PER_GAME = {c.name: "pass" for c in checks_of(Mode.PER_GAME)}
+LOBBY = {c.name: "pass" for c in checks_of(Mode.LOBBY)}
 #: The broken bot's memory fault holds 300 MiB; the suite runs it with this limit.
 MEMORY_LIMIT_MIB = "200"
 
 
-def run_suite(*bot: str, extra: tuple[str, ...] = ()) -> dict[str, object]:
+def run_suite(*bot: str, extra: tuple[str, ...] = (), timeout: float = 600) -> dict[str, object]:
     """``python -m sdk.conformance --json … -- BOT…``: the parsed JSON (the exit status is checked)."""
     proc = subprocess.run([sys.executable, "-m", "sdk.conformance", "--json", *extra, "--", *bot], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=timeout)
     out: dict[str, object] = json.loads(proc.stdout)
     assert proc.returncode == (0 if out["passed"] else 1), proc.stderr[-2000:]
     return out
@@ -77,23 +81,47 @@ def test_the_correct_broken_bot_passes_every_check() -> None:
     assert statuses(out) == PER_GAME, json.dumps(out, indent=1)
 
 
-@pytest.mark.slow
-def test_a_bot_broken_for_one_check_fails_exactly_that_check() -> None:
-    """One suite per fault of tests/bots/broken.py, three suites at a time (each waits on its bot more
-    than it computes); every mismatch is reported at once."""
-    def one(check: str) -> tuple[str, list[str], str]:
+def _broken_suites(mode: Mode) -> list[tuple[str, list[str], dict[str, object]]]:
+    """One suite per fault of tests/bots/broken.py in ``mode``, three at a time (each waits on its bot more
+    than it computes): (fault, the checks that did not pass, the JSON)."""
+    lobby = ("--lobby",) if mode is Mode.LOBBY else ()
+
+    def one(check: str) -> tuple[str, list[str], dict[str, object]]:
         out = run_suite(sys.executable, "-m", "tests.bots.broken", "--break", check,
-                        extra=("--memory-limit", MEMORY_LIMIT_MIB))
-        failed = sorted(c for c, s in statuses(out).items() if s != "pass")
-        return check, failed, str(out["summary"])
+                        extra=("--memory-limit", MEMORY_LIMIT_MIB, *lobby))
+        return check, sorted(c for c, s in statuses(out).items() if s != "pass"), out
 
     with ThreadPoolExecutor(3) as pool:
-        results = list(pool.map(one, [c for c, status in PER_GAME.items() if status == "pass"]))
+        return list(pool.map(one, [c.name for c in checks_of(mode)]))
+
+
+@pytest.mark.slow
+def test_a_bot_broken_for_one_check_fails_exactly_that_check() -> None:
+    """Every mismatch is reported at once."""
+    results = _broken_suites(Mode.PER_GAME)
     wrong = [f"--break {check}: failed {failed}" for check, failed, _ in results if failed != [check]]
     assert not wrong, "\n".join(wrong)
-    skipped = len(LOBBY_ONLY)
-    for check, _, text in results:
-        assert text == f"conformance: {len(ALL) - skipped - 1} passed, 1 failed ({check}), {skipped} skipped"
+    for check, _, out in results:
+        assert out["summary"] == f"conformance: {len(PER_GAME) - 1} passed, 1 failed ({check}), 0 skipped"
+
+
+def test_the_per_game_suite_is_unchanged_by_lobby_mode() -> None:
+    """The lobby checks are not part of per-game mode (neither run, failed nor skipped there), and
+    ``exit`` is not part of lobby mode (a worker stays for its next Assignment)."""
+    assert list(PER_GAME) == [
+        "join", "phases", "deadline", "retry", "seq-echo", "resend", "unknown-messages", "pack-runs-dry",
+        "kick-ends-game", "multi-game", "players-2", "players-4", "rules-deal-in-ones", "rules-target-21",
+        "rules-hang-jack-off", "rules-undertrump-ban", "rules-void-may-discard", "resume", "exit", "limits"]
+    assert list(LOBBY) == [c for c in PER_GAME if c != "exit"] + ["lobby-register", "lobby-ready"]
+    for mode, other in ((Mode.PER_GAME, LOBBY), (Mode.LOBBY, PER_GAME)):
+        chosen, skips = selected_checks([], 4, mode)
+        assert [c.name for c in chosen] == list(PER_GAME if mode is Mode.PER_GAME else LOBBY) and skips == []
+        for name in set(other) - {c.name for c in chosen}:
+            with pytest.raises(ValueError, match=f"{name}: not a check of {mode.value} mode"):
+                selected_checks([name], 4, mode)
+            with pytest.raises(ValueError, match=f"{name}: not a check of {mode.value} mode"):  # before any launch
+                asyncio.run(run_checks(["/nonexistent/bot"], [c for c in CHECKS if c.name == name], 4, {}, Limits(),
+                                       mode=mode))
 
 
 LOBBY_BOTS = {"random": SAMPLE_BOTS["random"], "nodejs": SAMPLE_BOTS["nodejs"],
@@ -109,14 +137,83 @@ def test_workers_pass_every_check_in_lobby_mode(name: str) -> None:
                 "node or sample_bots/js/node_modules missing (npm ci --prefix sample_bots/js)")
     out = run_suite(*LOBBY_BOTS[name], extra=("--lobby",))
     assert statuses(out) == LOBBY, json.dumps(out, indent=1)
+    assert out["mode"] == "lobby" and out["failure"] == "" and out["passed"] is True
+    assert out["summary"] == f"conformance: {len(LOBBY)} passed, 0 failed, 0 skipped"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("check", sorted(LOBBY_ONLY))
-def test_a_worker_broken_for_a_lobby_check_fails_exactly_that_check(check: str) -> None:
-    out = run_suite(sys.executable, "-m", "tests.bots.broken", "--break", check, extra=("--lobby",))
-    failed = sorted(c for c, s in statuses(out).items() if s == "fail")
-    assert failed == [check], json.dumps(out, indent=1)
+def test_a_worker_broken_for_one_check_fails_exactly_that_check_in_lobby_mode() -> None:
+    """Each fault of tests/bots/broken.py, the worker of one lobby run: it fails its check and no other."""
+    results = _broken_suites(Mode.LOBBY)
+    wrong = [f"--break {check}: failed {failed}" for check, failed, _ in results if failed != [check]]
+    assert not wrong, "\n".join(wrong)
+    for check, _, out in results:
+        assert out["failure"] == "" and out["summary"] == (f"conformance: {len(LOBBY) - 1} passed, 1 failed "
+                                                           f"({check}), 0 skipped")
+    # A worker that does not come back after the referee dropped its stream lives on: the match ends
+    # after the grace period (it used to play on without the seat, 2 s a request, for 90 s).
+    resume = next(out for check, _, out in results if check == "resume")
+    did = next(c["did"] for c in resume["checks"] if c["check"] == "resume")  # type: ignore[attr-defined]
+    assert did.endswith("no new stream came within 5 s"), did
+
+
+#: Workers that fail in the lobby itself: ``python -c SCRIPT ARG`` with ARG one of the keys of DYING.
+DYING_WORKER = """
+import os, sys, time, grpc
+from allfours.v1 import lobby_pb2 as lpb, lobby_pb2_grpc as lpb_grpc
+how = sys.argv[1]
+print("the worker's last words", file=sys.stderr, flush=True)
+if how == "dies-at-once":
+    sys.exit(3)
+if how == "never-registers":
+    time.sleep(60)
+reg = lpb.Register(token=os.environ["ALLFOURS_BOT_TOKEN"], bot_name=os.environ["ALLFOURS_BOT_NAME"],
+                   protocol_version="allfours.v1")
+with grpc.insecure_channel(os.environ["ALLFOURS_LOBBY"]) as channel:
+    for resp in lpb_grpc.LobbyServiceStub(channel).Connect(iter([lpb.ConnectRequest(register=reg)])):
+        if resp.WhichOneof("msg") == "assignment":
+            if how == "dies-at-its-assignment":
+                os._exit(4)
+            time.sleep(60)  # never joins the referee
+"""
+DYING = {
+    "dies-at-once": "the worker's process ended with status 3 before it registered at the lobby "
+                    "(its last output: \"the worker's last words\")",
+    "never-registers": "the worker sent no Register to the lobby within 6 s of the launch (is its worker mode "
+                       "started by ALLFOURS_LOBBY?) (its last output: \"the worker's last words\")",
+    "dies-at-its-assignment": "the worker's process ended with status 4 during conformance-basic "
+                              "(its last output: \"the worker's last words\")",
+    "never-joins": "the worker did not join the referee of its Assignment conformance-basic: no stream with a "
+                   "Hello within 10 s of its Assignment (its last output: \"the worker's last words\")",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", sorted(DYING))
+def test_a_worker_that_fails_in_the_lobby_gets_one_line_not_a_hang(how: str) -> None:
+    """The run stops at once with one line (JSON ``failure``, and the reason of every check not played);
+    the subprocess timeout bounds it: the waits are the start-up limit + 5 s and 10 s per join."""
+    limit = ("--startup-limit", "1") if how == "never-registers" else ()
+    out = run_suite(sys.executable, "-c", DYING_WORKER, how, extra=("--lobby", *limit), timeout=60)
+    assert out["failure"] == DYING[how] and out["passed"] is False
+    registered = how in ("dies-at-its-assignment", "never-joins")  # in time and small: those two checks pass
+    assert statuses(out) == {c: ("pass" if registered and c in ("lobby-register", "limits") else "fail")
+                             for c in LOBBY}
+    dids = {c["check"]: c["did"] for c in out["checks"]}  # type: ignore[attr-defined, index]
+    assert dids["retry"] == f"not played: {DYING[how]}"
+    if not registered:
+        assert dids["lobby-register"] == DYING[how]
+
+
+@pytest.mark.slow
+def test_a_bot_without_worker_mode_is_told_so_in_lobby_mode() -> None:
+    """The C++ sample bot plays per game only: lobby mode fails it with its own usage line, at once."""
+    require((ROOT / SAMPLE_BOTS["cpp"][0]).is_file(),
+            "the C++ bot is not built (scripts/setup.sh runs sample_bots/cpp/build.sh)")
+    out = run_suite(*SAMPLE_BOTS["cpp"], extra=("--lobby",), timeout=60)
+    assert str(out["failure"]).startswith("the worker's process ended with status 2 before it registered at the "
+                                          "lobby (its last output: 'usage: allfours-cpp-bot")
+    assert set(statuses(out).values()) == {"fail"}
 
 
 @pytest.mark.slow
@@ -156,13 +253,13 @@ def test_parse_rules() -> None:
             parse_rules(bad)
     with pytest.raises(ValueError, match="unknown check"):
         selected_checks(["nope"], 4)
-    chosen, skips = selected_checks([], 4, lobby=True)
-    assert {s.check for s in skips} == set(PER_GAME_ONLY) and not set(PER_GAME_ONLY) & {c.name for c in chosen}
 
 
 @pytest.mark.parametrize("args, words", [
     ([], "no bot command"),
     (["--only", "nope", "--", "true"], "unknown check"),
+    (["--only", "lobby-ready", "--", "true"], "lobby-ready: not a check of per-game mode (add --lobby)"),
+    (["--lobby", "--only", "exit", "--", "true"], "exit: not a check of lobby mode (run without --lobby)"),
     (["--rules", "colour=red", "--", "true"], "unknown rule option"),
     (["--", "/nonexistent/bot"], "cannot start the bot"),
 ])

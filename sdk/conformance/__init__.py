@@ -11,8 +11,10 @@ Parts (each with its own docstring):
 - :mod:`sdk.conformance.referee`: the scripted referee, a ``RefereeService`` on loopback that plays
   one scenario with the bot and logs what it did (:class:`~sdk.conformance.referee.RunLog`).
 - :mod:`sdk.conformance.launch`: launching the bot as the arena does (placeholders, environment),
-  its start-up time, memory and exit status; in lobby mode once, as a worker.
-- :mod:`sdk.conformance.lobby`: the scripted lobby of lobby mode (Register, Assignments, Ready).
-- :mod:`sdk.conformance.checks`: the named checks, each a judge of one run's log.
+  its start-up time, memory and exit status (per-game mode).
+- :mod:`sdk.conformance.lobby`: lobby mode: the bot launched once as a worker, a scripted lobby
+  (Register, one Assignment per scenario, Ready) and why a run stopped early.
+- :mod:`sdk.conformance.checks`: the named checks, each a judge of one run's log, and the mode(s)
+  each belongs to (``exit`` per-game only; ``lobby-register``, ``lobby-ready`` lobby only).
 - :mod:`sdk.conformance.cli`: the command line, the table and the JSON output.
 """

@@ -9,6 +9,7 @@ need the match to go on.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -27,15 +28,28 @@ class Verdict:
     did: str
 
 
+class Mode(enum.Enum):
+    """How the bot is launched: once per match (``PER_GAME``, as the arena's per-game bots) or once as a
+    long-lived worker of a lobby (``LOBBY``, ``--lobby``; docs/protocol.md, "Workers and the lobby")."""
+
+    PER_GAME = "per-game"
+    LOBBY = "lobby"
+
+
+BOTH_MODES = frozenset(Mode)
+
+
 @dataclass(frozen=True, slots=True)
 class Check:
     """A named check: the scenario it runs, what it expects (one line; ``{startup_s}``-style fields are
-    filled from :class:`~sdk.conformance.launch.Limits`), and its judge."""
+    filled from :class:`~sdk.conformance.launch.Limits`), its judge, and the modes it belongs to (a
+    check of one mode only is not part of the other mode's suite: neither run nor listed there)."""
 
     name: str
     scenario: str
     expected: str
     judge: Callable[[RunLog, Limits], Verdict]
+    modes: frozenset[Mode] = BOTH_MODES
 
 
 def _completed(log: RunLog) -> str:
@@ -226,8 +240,10 @@ def judge_limits(log: RunLog, limits: Limits) -> Verdict:
 
 def judge_lobby_register(log: RunLog, _: Limits) -> Verdict:
     lobby = log.lobby
-    if lobby is None or not lobby.registers:
-        return Verdict(False, "never registered at the lobby" + (f": {log.failure}" if log.failure else ""))
+    if lobby is None:
+        return Verdict(False, "not run in lobby mode")
+    if not lobby.registers:
+        return Verdict(False, lobby.fatal or "never registered at the lobby")
     r = lobby.registers[0]
     if not r.first_message:
         return Verdict(False, "the first message on the lobby stream was not a Register")
@@ -242,20 +258,21 @@ def judge_lobby_register(log: RunLog, _: Limits) -> Verdict:
 
 def judge_lobby_ready(log: RunLog, limits: Limits) -> Verdict:
     lobby = log.lobby
-    if lobby is None or not lobby.assigned:
-        return Verdict(False, "no Assignment was played" + (f": {log.failure}" if log.failure else ""))
-    missing = [m for m in lobby.assigned if m not in lobby.ready_after_s]
+    if lobby is None:
+        return Verdict(False, "not run in lobby mode")
+    if not lobby.ended:
+        return Verdict(False, lobby.fatal or "no Assignment was played to MatchEnd")
+    missing = [m for m in lobby.ended if m not in lobby.ready_after_s]
     if missing:
-        return Verdict(False, f"no Ready within {limits.exit_s:g} s after MatchEnd for {missing[0]} "
-                              f"({len(lobby.assigned) - len(missing)} of {len(lobby.assigned)} Assignments)")
+        others = sorted({m for m, _ in lobby.readies} - set(lobby.assigned))
+        named = f"; Readies named {', '.join(repr(m) for m in others[:2])}, never assigned" if others else ""
+        return Verdict(False, f"no Ready naming {missing[0]} within {limits.exit_s:g} s of its MatchEnd "
+                              f"({len(lobby.ended) - len(missing)} of {len(lobby.ended)} matches had one{named})")
+    if lobby.fatal:  # a worker must stay for its next Assignment
+        return Verdict(False, f"a Ready after each of {len(lobby.ended)} matches, then {lobby.fatal}")
     slowest = max(lobby.ready_after_s.values())
-    return Verdict(True, f"Ready after each of {len(lobby.assigned)} matches (slowest {1000 * slowest:.0f} ms "
+    return Verdict(True, f"a Ready after each of {len(lobby.ended)} matches (slowest {1000 * slowest:.0f} ms "
                          f"after MatchEnd)")
-
-
-#: Checks that only mean something in one mode: name -> (the mode they need, why they are skipped).
-PER_GAME_ONLY = {"exit": "lobby mode: a worker stays for its next Assignment"}
-LOBBY_ONLY = {"lobby-register": "per-game mode (run with --lobby)", "lobby-ready": "per-game mode (run with --lobby)"}
 
 
 CHECKS: list[Check] = [
@@ -280,11 +297,19 @@ CHECKS: list[Check] = [
             judge_played) for name, opts in RULE_OPTIONS.items()],
     Check("resume", "resume", "after the referee drops the stream: a new stream with the same ticket, "
                               "then an answer to the re-sent request", judge_resume),
-    Check("exit", "basic", "exits with status 0 within {exit_s:g} s of MatchEnd", judge_exit),
+    Check("exit", "basic", "exits with status 0 within {exit_s:g} s of MatchEnd", judge_exit,
+          frozenset({Mode.PER_GAME})),
     Check("limits", "basic", "Hello (lobby mode: Register) within {startup_s:g} s of the launch; peak memory at "
                              "most {memory_mib:g} MiB", judge_limits),
-    Check("lobby-register", "basic", "lobby mode: first a Register with ALLFOURS_BOT_TOKEN, ALLFOURS_BOT_NAME and "
-                                     f"{PROTOCOL_VERSION}", judge_lobby_register),
-    Check("lobby-ready", "multi-game", "lobby mode: a Ready naming the match within {exit_s:g} s of each MatchEnd, "
-                                       "then the next Assignment", judge_lobby_ready),
+    Check("lobby-register", "basic", f"first a Register with ALLFOURS_BOT_TOKEN, ALLFOURS_BOT_NAME and "
+                                     f"{PROTOCOL_VERSION}", judge_lobby_register, frozenset({Mode.LOBBY})),
+    Check("lobby-ready", "multi-game", "a Ready naming the match within {exit_s:g} s of each MatchEnd, and "
+                                       "every next Assignment played",
+          judge_lobby_ready, frozenset({Mode.LOBBY})),
 ]
+
+
+def checks_of(mode: Mode) -> list[Check]:
+    """The suite of ``mode``, in order (``exit`` is per-game only; ``lobby-register`` and ``lobby-ready``
+    are lobby-mode only)."""
+    return [c for c in CHECKS if mode in c.modes]

@@ -1,9 +1,12 @@
 """``python -m sdk.conformance [options] [--lobby] -- COMMAND [ARGS…]`` (also ``allfours-conformance``).
 
-Runs the conformance checks against the bot started by COMMAND and prints a table (check, pass or
-fail, what was expected, what the bot did) and a one-line summary; ``--json`` prints one JSON
-object instead. Exit status: 0 if every check selected passed, 1 if one failed, 2 on a usage error
-(an unknown check or rule option, no command, a command that cannot be started).
+Runs the conformance checks of the mode (per game, or ``--lobby``: :mod:`sdk.conformance.lobby`)
+against the bot started by COMMAND and prints a table (check, pass or fail, what was expected, what
+the bot did) and a one-line summary; ``--json`` prints one JSON object instead
+(``{"summary", "mode", "passed", "failure", "checks": [{"check", "status", "expected", "did",
+"scenario"}]}``; ``failure`` is ``""`` or the one line saying why a lobby run stopped early). Exit
+status: 0 if every check selected passed, 1 if one failed, 2 on a usage error (an unknown check or
+rule option, a check of the other mode, no command, a command that cannot be started).
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ from rich.console import Console
 from rich.table import Table
 
 from referee.rules import RuleSet
-from sdk.conformance.checks import CHECKS, LOBBY_ONLY, PER_GAME_ONLY, Check
-from sdk.conformance.launch import Limits, run_lobby, run_scenario
+from sdk.conformance.checks import CHECKS, Check, Mode, checks_of
+from sdk.conformance.launch import Limits, run_scenario
+from sdk.conformance.lobby import run_lobby
 from sdk.conformance.referee import RunLog
 from sdk.conformance.scenarios import build_scenarios
 
@@ -35,6 +39,14 @@ class Outcome:
     expected: str
     did: str
     scenario: str
+
+
+@dataclass(slots=True)
+class Report:
+    """A run's rows and, when a lobby run stopped early, why (one line; else ``""``)."""
+
+    outcomes: list[Outcome]
+    failure: str = ""
 
 
 _DEFAULTS = Limits()
@@ -62,19 +74,23 @@ def parse_rules(text: str | None) -> dict[str, Any]:
     return out
 
 
-def selected_checks(only: Sequence[str], players: int, lobby: bool = False) -> tuple[list[Check], list[Outcome]]:
-    """The checks to run, and skip rows for those that cannot run with ``players`` or in this mode.
+def selected_checks(only: Sequence[str], players: int, mode: Mode = Mode.PER_GAME) -> tuple[list[Check], list[Outcome]]:
+    """The checks of ``mode`` to run (all, or those named in ``only``), and skip rows for those that
+    cannot run with ``players``. The other mode's own checks are not part of this mode's suite.
 
-    :raises ValueError: for a name in ``only`` that is not a check.
+    :raises ValueError: for a name in ``only`` that is not a check, or is a check of the other mode.
     """
     names = [c.name for c in CHECKS]
     unknown = [n for n in only if n not in names]
     if unknown:
         raise ValueError(f"unknown check(s) {', '.join(unknown)}; checks: {', '.join(names)}")
-    chosen = [c for c in CHECKS if not only or c.name in only]
-    other_mode = PER_GAME_ONLY if lobby else LOBBY_ONLY
-    skips = [Outcome(c.name, "skip", "", other_mode[c.name], "") for c in chosen if c.name in other_mode]
-    chosen = [c for c in chosen if c.name not in other_mode]
+    suite = checks_of(mode)
+    elsewhere = [n for n in only if n not in {c.name for c in suite}]
+    if elsewhere:
+        how = "run without --lobby" if mode is Mode.LOBBY else "add --lobby"
+        raise ValueError(f"{', '.join(elsewhere)}: not a check of {mode.value} mode ({how})")
+    chosen = [c for c in suite if not only or c.name in only]
+    skips: list[Outcome] = []
     if players == 2:
         if any(c.name == "pack-runs-dry" for c in chosen):
             skips.append(Outcome("pack-runs-dry", "skip", "", "needs 4 players (with 2 the bot's own choice "
@@ -84,13 +100,20 @@ def selected_checks(only: Sequence[str], players: int, lobby: bool = False) -> t
 
 
 async def run_checks(command: Sequence[str], checks: Sequence[Check], players: int, rules: dict[str, Any],
-                     limits: Limits, on_log: Any = None, lobby: bool = False) -> list[Outcome]:
-    """Run each scenario the checks need once (in order; in lobby mode all with one worker), then judge
-    every check."""
+                     limits: Limits, on_log: Any = None, mode: Mode = Mode.PER_GAME) -> Report:
+    """Run each scenario the checks need once, in order (per game: one bot process each; lobby mode: all
+    as Assignments to one worker), then judge every check.
+
+    :raises ValueError: for a check that is not of ``mode`` (see :func:`selected_checks`), or a command
+        with an unknown placeholder.
+    :raises OSError: if the command cannot be started.
+    """
+    if wrong := [c.name for c in checks if mode not in c.modes]:
+        raise ValueError(f"{', '.join(wrong)}: not a check of {mode.value} mode")
     scenarios = build_scenarios(players, rules)
     needed = [scenarios[name] for name in dict.fromkeys(c.scenario for c in checks)]
     logs: dict[str, RunLog] = {}
-    if lobby:
+    if mode is Mode.LOBBY:
         logs = await run_lobby(needed, command, limits)
     for sc in needed:
         if sc.name not in logs:
@@ -102,18 +125,22 @@ async def run_checks(command: Sequence[str], checks: Sequence[Check], players: i
         v = c.judge(logs[c.scenario], limits)
         out.append(Outcome(c.name, "pass" if v.passed else "fail", c.expected.format(**asdict(limits)), v.did,
                            c.scenario))
-    return out
+    lobby = next((log.lobby for log in logs.values() if log.lobby is not None), None)
+    return Report(out, lobby.fatal if lobby is not None else "")
 
 
-def print_table(outcomes: Sequence[Outcome], console: Console) -> None:
-    """The table and the one-line summary."""
-    table = Table(title="allfours.v1 conformance", show_lines=False)
+def print_table(outcomes: Sequence[Outcome], console: Console, mode: Mode = Mode.PER_GAME, failure: str = "") -> None:
+    """The table, the one line saying why a lobby run stopped early (if it did), and the summary."""
+    title = "allfours.v1 conformance" + (" (lobby mode)" if mode is Mode.LOBBY else "")
+    table = Table(title=title, show_lines=False)
     for col in ("check", "result", "expected", "the bot"):
         table.add_column(col, overflow="fold")
     style = {"pass": "green", "fail": "bold red", "skip": "yellow"}
     for o in outcomes:
         table.add_row(o.check, f"[{style[o.status]}]{o.status.upper()}[/]", o.expected, o.did)
     console.print(table)
+    if failure:
+        console.print(f"[bold red]stopped:[/] {failure}", markup=True, highlight=False)
     console.print(summary(outcomes))
 
 
@@ -125,13 +152,7 @@ def summary(outcomes: Sequence[Outcome]) -> str:
             + f", {n['skip']} skipped")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Parse the command line, run the checks, print; returns the exit status."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    command: list[str] = []
-    if "--" in args:
-        i = args.index("--")
-        args, command = args[:i], args[i + 1:]
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m sdk.conformance", usage="%(prog)s [options] -- COMMAND [ARGS...]",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--players", type=int, choices=(2, 4), default=4,
@@ -144,43 +165,57 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="lobby mode: launch the bot once as a worker (ALLFOURS_LOBBY, ALLFOURS_BOT_TOKEN, "
                         "ALLFOURS_BOT_NAME) and play every scenario as an Assignment")
     p.add_argument("--startup-limit", type=float, default=_DEFAULTS.startup_s, metavar="S",
-                   help=f"seconds from launch to Hello (default {_DEFAULTS.startup_s:g})")
+                   help=f"seconds from launch to Hello (lobby mode: Register) (default {_DEFAULTS.startup_s:g})")
     p.add_argument("--memory-limit", type=float, default=_DEFAULTS.memory_mib, metavar="MIB",
                    help=f"peak resident memory of the bot's processes (default {_DEFAULTS.memory_mib:g})")
-    p.add_argument("--list", action="store_true", help="list the checks and exit")
+    p.add_argument("--list", action="store_true", help="list the checks (with --lobby: of lobby mode) and exit")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the command line, run the checks, print; returns the exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    command: list[str] = []
+    if "--" in args:
+        i = args.index("--")
+        args, command = args[:i], args[i + 1:]
+    p = _parser()
     opts = p.parse_args(args)
+    mode = Mode.LOBBY if opts.lobby else Mode.PER_GAME
     if opts.list:
-        for c in CHECKS:
+        for c in checks_of(mode):
             print(f"{c.name:24} {c.expected.format(**asdict(Limits()))}")
         return 0
     if not command:
         p.error("no bot command: put it after --, e.g. -- python -m sdk.run sample_bots.random_bot:RandomBot")
     try:
         rules = parse_rules(opts.rules)
-        checks, skips = selected_checks(opts.only, opts.players, opts.lobby)
+        checks, skips = selected_checks(opts.only, opts.players, mode)
     except ValueError as e:
         p.error(str(e))
     limits = Limits(startup_s=opts.startup_limit, memory_mib=opts.memory_limit)
     console = Console(stderr=opts.json, width=None if sys.stdout.isatty() else 150)
     try:
-        outcomes = asyncio.run(run_checks(command, checks, opts.players, rules, limits,
-                                          on_log=None if opts.json else _progress(console), lobby=opts.lobby))
+        report = asyncio.run(run_checks(command, checks, opts.players, rules, limits,
+                                        on_log=None if opts.json else _progress(console), mode=mode))
     except (OSError, ValueError) as e:
         p.error(f"cannot start the bot {command[0]!r}: {e}")
-    outcomes += skips
+    outcomes = report.outcomes + skips
+    passed = all(o.status != "fail" for o in outcomes)
     if opts.json:
-        print(json.dumps({"summary": summary(outcomes), "passed": all(o.status != "fail" for o in outcomes),
-                          "checks": [asdict(o) for o in outcomes]}, indent=1))
+        print(json.dumps({"summary": summary(outcomes), "mode": mode.value, "passed": passed,
+                          "failure": report.failure, "checks": [asdict(o) for o in outcomes]}, indent=1))
     else:
-        print_table(outcomes, console)
-    return 0 if all(o.status != "fail" for o in outcomes) else 1
+        print_table(outcomes, console, mode, report.failure)
+    return 0 if passed else 1
 
 
 def _progress(console: Console) -> Any:
     def show(log: RunLog) -> None:
         tail = f" — {log.failure}" if log.failure else ""
-        console.print(f"[dim]scenario {log.scenario}: {len(log.requests)} requests, exit "
-                      f"{log.exit_code}, {log.wall_s:.1f} s{tail}[/]")
+        ending = "" if log.lobby is not None else f", exit {log.exit_code}"
+        console.print(f"[dim]scenario {log.scenario}: {len(log.requests)} requests{ending}, "
+                      f"{log.wall_s:.1f} s{tail}[/]")
     return show
 
 

@@ -26,15 +26,10 @@ from typing import Any
 
 import grpc
 
-from allfours.v1 import lobby_pb2 as lpb
-from allfours.v1 import lobby_pb2_grpc as lpb_grpc
 from allfours.v1 import referee_pb2_grpc as pb_grpc
 from arena.config import ENV_REFEREE, ENV_TICKET, expand_placeholders
-from referee import wire
-from sdk.conformance.lobby import ScriptedLobby
 from sdk.conformance.referee import RunLog, ScriptedReferee
 from sdk.conformance.scenarios import Scenario
-from sdk.worker import LOBBY_ENV, NAME_ENV, TOKEN_ENV
 
 #: Bytes of the bot's output kept for the report.
 TAIL_BYTES = 2048
@@ -75,7 +70,8 @@ def _group_peak_rss_mib(pgid: int) -> float:
     return total_kib / 1024
 
 
-async def _watch_memory(pgid: int, log: RunLog) -> None:
+async def watch_memory(pgid: int, log: RunLog) -> None:
+    """Keep ``log.peak_rss_mib`` at the peak of process group ``pgid``, sampled every 100 ms (until cancelled)."""
     while True:
         log.peak_rss_mib = max(log.peak_rss_mib, _group_peak_rss_mib(pgid))
         await asyncio.sleep(0.1)
@@ -88,12 +84,13 @@ def bot_argv(command: Sequence[str], ticket: str, referee: str, seat: int) -> li
     return [expand_placeholders(arg, values) for arg in command]
 
 
-def _kill_group(proc: asyncio.subprocess.Process) -> None:
+def kill_group(proc: asyncio.subprocess.Process) -> None:
+    """SIGKILL the bot's process group (its session: the bot and anything it started)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-async def _referee(scenario: Scenario, clock: Callable[[], float]) -> tuple[ScriptedReferee, grpc.aio.Server, str]:
+async def start_referee(scenario: Scenario, clock: Callable[[], float]) -> tuple[ScriptedReferee, grpc.aio.Server, str]:
     """A scripted referee for ``scenario`` with a fresh ticket, serving on 127.0.0.1 (any free port)."""
     ref = ScriptedReferee(scenario, secrets.token_urlsafe(18), clock)
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 * 1024)])
@@ -110,7 +107,7 @@ async def run_scenario(scenario: Scenario, command: Sequence[str], limits: Limit
     :raises OSError: if the command cannot be started (not found, not executable).
     """
     t0 = time.monotonic()
-    ref, server, address = await _referee(scenario, lambda: time.monotonic() - t0)
+    ref, server, address = await start_referee(scenario, lambda: time.monotonic() - t0)
     ticket = ref.ticket
     argv = bot_argv(command, ticket, address, scenario.bot_seat)
     env = {**os.environ, ENV_TICKET: ticket, ENV_REFEREE: address}
@@ -123,21 +120,23 @@ async def run_scenario(scenario: Scenario, command: Sequence[str], limits: Limit
             raise
         log = await _supervise(ref, proc, limits, t0)
         await server.stop(0.2)
-        log.stderr_tail = _tail(out)
+        log.stderr_tail = output_tail(out)
     log.wall_s = time.monotonic() - t0
     return log
 
 
-def _tail(out: Any) -> str:
+def output_tail(out: Any) -> str:
+    """The last TAIL_BYTES of the bot's output file ``out``, decoded (bad bytes replaced)."""
     out.seek(0, os.SEEK_END)
     out.seek(max(0, out.tell() - TAIL_BYTES))
     return str(out.read().decode("utf-8", "replace"))
 
 
-async def _play_beside(ref: ScriptedReferee, proc: asyncio.subprocess.Process, limits: Limits,
-                       join_s: float) -> RunLog:
-    """Run the match beside the bot process; stop the match if the process ends first."""
-    match = asyncio.ensure_future(ref.play(join_s))
+async def play_beside(ref: ScriptedReferee, proc: asyncio.subprocess.Process, limits: Limits,
+                      join_s: float, since: str = "the launch") -> RunLog:
+    """Run the match beside the bot process (a Hello within ``join_s`` s of ``since``); stop the match if
+    the process ends first."""
+    match = asyncio.ensure_future(ref.play(join_s, since))
     exited = asyncio.ensure_future(proc.wait())
     log = ref.log
     try:
@@ -158,11 +157,11 @@ async def _play_beside(ref: ScriptedReferee, proc: asyncio.subprocess.Process, l
 
 async def _supervise(ref: ScriptedReferee, proc: asyncio.subprocess.Process, limits: Limits, t0: float) -> RunLog:
     """One scenario, one bot process: the match, then its exit; the process group is killed at the end."""
-    memory = asyncio.ensure_future(_watch_memory(proc.pid, ref.log))
+    memory = asyncio.ensure_future(watch_memory(proc.pid, ref.log))
     exited = asyncio.ensure_future(proc.wait())
     log = ref.log
     try:
-        await _play_beside(ref, proc, limits, limits.startup_s + 5)
+        await play_beside(ref, proc, limits, limits.startup_s + 5)
         if log.hellos:
             log.startup_s = log.hellos[0].at
         if log.match_end_sent:
@@ -175,79 +174,10 @@ async def _supervise(ref: ScriptedReferee, proc: asyncio.subprocess.Process, lim
     finally:
         memory.cancel()
         if proc.returncode is None:
-            _kill_group(proc)
+            kill_group(proc)
             await proc.wait()
             log.notes.append("killed: still running when the run ended")
         else:
             log.exit_code = proc.returncode
-            _kill_group(proc)  # any child it left behind
+            kill_group(proc)  # any child it left behind
     return log
-
-
-async def run_lobby(scenarios: Sequence[Scenario], command: Sequence[str], limits: Limits) -> dict[str, RunLog]:
-    """Lobby mode: launch the bot once as a worker of a scripted lobby and play every scenario as one
-    Assignment after another (sdk/conformance/lobby.py). Every returned log carries the same
-    :class:`~sdk.conformance.lobby.LobbyLog` in ``lobby``; the start-up time is the Register's, the
-    peak memory the worker's over the whole run.
-
-    :raises ValueError: for a command with an unknown placeholder.
-    :raises OSError: if the command cannot be started.
-    """
-    t0 = time.monotonic()
-    clock = lambda: time.monotonic() - t0  # noqa: E731
-    lobby = ScriptedLobby(secrets.token_urlsafe(18), "conformance-bot", clock)
-    server = grpc.aio.server()
-    lpb_grpc.add_LobbyServiceServicer_to_server(lobby, server)
-    address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
-    await server.start()
-    env = {k: v for k, v in os.environ.items() if k not in (ENV_TICKET, ENV_REFEREE)}
-    env.update({LOBBY_ENV: address, TOKEN_ENV: lobby.log.token, NAME_ENV: lobby.log.bot_name})
-    logs: dict[str, RunLog] = {}
-    peak = RunLog(scenario="lobby", ticket="")
-    with tempfile.TemporaryFile(prefix="conformance-") as out:
-        try:
-            proc = await asyncio.create_subprocess_exec(*bot_argv(command, "", "", 0), env=env,
-                                                        stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out,
-                                                        start_new_session=True)
-        except OSError:
-            await server.stop(None)
-            raise
-        memory = asyncio.ensure_future(_watch_memory(proc.pid, peak))
-        try:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(lobby.registered.wait(), limits.startup_s + 5)
-            for sc in scenarios:
-                logs[sc.name] = await _assignment(lobby, sc, proc, limits, clock)
-        finally:
-            memory.cancel()
-            lobby.close()
-            _kill_group(proc)
-            await proc.wait()
-            await server.stop(0.2)
-        tail = _tail(out)
-    startup = lobby.log.registers[0].at if lobby.log.registers else None
-    for log in logs.values():
-        log.lobby, log.startup_s, log.peak_rss_mib, log.stderr_tail = lobby.log, startup, peak.peak_rss_mib, tail
-    return logs
-
-
-async def _assignment(lobby: ScriptedLobby, sc: Scenario, proc: asyncio.subprocess.Process, limits: Limits,
-                      clock: Callable[[], float]) -> RunLog:
-    """One scenario in lobby mode: its referee, the Assignment, the match, then the worker's Ready."""
-    ref, server, address = await _referee(sc, clock)
-    try:
-        if proc.returncode is not None or not lobby.registered.is_set():
-            ref.log.failure = (f"the worker's process has ended (status {proc.returncode})" if proc.returncode
-                               is not None else "the worker never registered at the lobby")
-            return ref.log
-        lobby.assign(lpb.Assignment(match_id=ref.match_id, seat=sc.bot_seat, ticket=ref.ticket, referee=address,
-                                    rules=wire.rules_to_pb(sc.rules), time_control=ref.time_control()))
-        started = clock()
-        log = await _play_beside(ref, proc, limits, 10.0)
-        if log.match_end_sent:
-            await lobby.wait_ready(ref.match_id, log.match_end_at or 0.0, limits.exit_s)
-        ref.drain()
-        log.wall_s = clock() - started
-        return log
-    finally:
-        await server.stop(0.2)

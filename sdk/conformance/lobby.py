@@ -2,17 +2,30 @@
 a scripted lobby (proto/allfours/v1/lobby.proto), and plays every scenario as one Assignment after
 another, each on its own scripted referee, exactly as a worker plays in an arena.
 
-The worker is launched once with ``ALLFOURS_LOBBY`` (the lobby's ``host:port``), ``ALLFOURS_BOT_TOKEN``
-(a token made for this run) and ``ALLFOURS_BOT_NAME`` set, as the arena starts its local workers.
-The lobby answers its Register with Registered, sends the Assignments one at a time and waits for a
-Ready naming each match before it sends the next (:class:`ScriptedLobby`). What the lobby saw goes
-into :class:`LobbyLog`; the lobby checks (``lobby-register``, ``lobby-ready``) judge it.
+The worker is launched once (:func:`run_lobby`) with ``ALLFOURS_LOBBY`` (the lobby's ``host:port``),
+``ALLFOURS_BOT_TOKEN`` (a token made for this run), ``ALLFOURS_BOT_NAME`` and
+``ALLFOURS_WORKER_PARENT`` set and no ticket, as the arena starts its local workers
+(``arena.match_runner.worker_environment``). The lobby answers its Register with Registered, sends the
+Assignments one at a time and waits up to ``Limits.exit_s`` for a Ready naming each match before it
+sends the next (:class:`ScriptedLobby`). What the lobby saw goes into :class:`LobbyLog`; the lobby
+checks (``lobby-register``, ``lobby-ready``) judge it, the other checks judge each match as in
+per-game mode.
+
+Bounded waits: the Register within ``Limits.startup_s + 5`` s of the launch (or the worker's exit,
+whichever comes first), a Hello on each Assignment's referee within :data:`JOIN_S`. A worker that
+never registers, exits, or does not join an Assignment ends the run at once: the scenarios left get
+``"not played: …"`` and :attr:`LobbyLog.fatal` says why in one line.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import secrets
+import tempfile
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,9 +33,23 @@ import grpc
 
 from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import lobby_pb2_grpc as lpb_grpc
+from arena.config import ENV_REFEREE, ENV_TICKET
+from referee import wire
+from sdk.conformance.launch import Limits, bot_argv, kill_group, output_tail, play_beside, start_referee, watch_memory
+from sdk.conformance.referee import RunLog
+from sdk.conformance.scenarios import Scenario
+from sdk.worker import LOBBY_ENV, NAME_ENV, PARENT_ENV, TOKEN_ENV
 
-#: Seconds a new lobby stream has to send its Register.
+#: Seconds a new lobby stream has to send its first message.
 REGISTER_S = 10.0
+#: Seconds from an Assignment to the worker's Hello at that referee.
+JOIN_S = 10.0
+#: The bot name the worker is given (``ALLFOURS_BOT_NAME``) and must register with.
+BOT_NAME = "conformance-bot"
+#: Readies kept (a worker flooding the lobby is not remembered beyond this).
+MAX_READIES = 256
+#: Characters of the worker's last output line quoted in a fatal failure.
+LAST_WORDS_CHARS = 160
 
 
 @dataclass(slots=True)
@@ -38,34 +65,46 @@ class RegisterSeen:
 
 @dataclass(slots=True)
 class LobbyLog:
-    """What the scripted lobby saw (times in seconds from the launch)."""
+    """What the scripted lobby saw (times in seconds from the launch).
+
+    - ``registers``: one per lobby stream the worker opened.
+    - ``readies``: ``(match id cut to 80 characters, seconds from the launch)`` per Ready (at most
+      :data:`MAX_READIES`).
+    - ``assigned``: match ids in the order assigned; ``ended``: those whose match reached MatchEnd.
+    - ``ready_after_s``: match id -> seconds from its MatchEnd to the Ready naming it (absent: none).
+    - ``fatal``: why the run stopped early (one line), else ``""``.
+    """
 
     token: str
     bot_name: str
     registers: list[RegisterSeen] = field(default_factory=list)
-    #: (match id, seconds from the launch) per Ready.
     readies: list[tuple[str, float]] = field(default_factory=list)
-    #: match id -> seconds from its MatchEnd to its Ready (absent: no Ready).
-    ready_after_s: dict[str, float] = field(default_factory=dict)
     assigned: list[str] = field(default_factory=list)
+    ended: list[str] = field(default_factory=list)
+    ready_after_s: dict[str, float] = field(default_factory=dict)
+    fatal: str = ""
 
 
 class ScriptedLobby(lpb_grpc.LobbyServiceServicer):
-    """Serves ``LobbyService.Connect`` for one worker; :meth:`assign` hands it a seat."""
+    """Serves ``LobbyService.Connect`` for one worker; :meth:`assign` hands it a seat.
 
-    def __init__(self, token: str, bot_name: str, clock: Any) -> None:
+    Unlike the arena's lobby it refuses nothing (a wrong token or version is written down for the
+    ``lobby-register`` check and the run goes on), so one fault fails one check.
+    """
+
+    def __init__(self, token: str, bot_name: str, clock: Callable[[], float]) -> None:
         self.log = LobbyLog(token=token, bot_name=bot_name)
         self.clock = clock
         self.out: asyncio.Queue[lpb.ConnectResponse | None] | None = None
         self.registered = asyncio.Event()
-        self.ready: asyncio.Queue[str] = asyncio.Queue()
+        self.ready: asyncio.Queue[str] = asyncio.Queue(maxsize=MAX_READIES)
 
     async def Connect(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> None:
         """One worker stream: Register → Registered, then the queued Assignments; Readies are logged."""
         try:
             first = await asyncio.wait_for(context.read(), REGISTER_S)
         except TimeoutError:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no Register")
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"no Register within {REGISTER_S:g} s")
             return
         if first is grpc.aio.EOF:
             return
@@ -87,9 +126,10 @@ class ScriptedLobby(lpb_grpc.LobbyServiceServicer):
     async def _read(self, context: grpc.aio.ServicerContext) -> None:
         with contextlib.suppress(grpc.RpcError, asyncio.CancelledError):
             while (msg := await context.read()) is not grpc.aio.EOF:
-                if msg.WhichOneof("msg") == "ready":
-                    self.log.readies.append((msg.ready.match_id, self.clock()))
-                    self.ready.put_nowait(msg.ready.match_id)
+                if msg.WhichOneof("msg") == "ready" and len(self.log.readies) < MAX_READIES:
+                    self.log.readies.append((msg.ready.match_id[:80], self.clock()))
+                    with contextlib.suppress(asyncio.QueueFull):
+                        self.ready.put_nowait(msg.ready.match_id[:80])
 
     def assign(self, assignment: lpb.Assignment) -> None:
         """Send ``assignment`` to the connected worker."""
@@ -99,6 +139,7 @@ class ScriptedLobby(lpb_grpc.LobbyServiceServicer):
 
     async def wait_ready(self, match_id: str, ended_at: float, timeout: float) -> None:
         """Wait up to ``timeout`` s for a Ready naming ``match_id``; log how long after MatchEnd it came."""
+        self.log.ended.append(match_id)
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
         while (left := end - loop.time()) > 0:
@@ -114,3 +155,110 @@ class ScriptedLobby(lpb_grpc.LobbyServiceServicer):
         """End the worker's stream (after the last scenario)."""
         if self.out is not None:
             self.out.put_nowait(None)
+
+
+def worker_env(lobby_address: str, token: str) -> dict[str, str]:
+    """The worker's environment: ours without a ticket or referee, plus the lobby, token, name and our pid."""
+    env = {k: v for k, v in os.environ.items() if k not in (ENV_TICKET, ENV_REFEREE)}
+    env.update({LOBBY_ENV: lobby_address, TOKEN_ENV: token, NAME_ENV: BOT_NAME, PARENT_ENV: str(os.getpid())})
+    return env
+
+
+async def run_lobby(scenarios: Sequence[Scenario], command: Sequence[str], limits: Limits) -> dict[str, RunLog]:
+    """Launch the bot once as a worker of a scripted lobby and play every scenario as one Assignment
+    after another. Every returned log (one per scenario, by name) carries the same :class:`LobbyLog` in
+    ``lobby``; its start-up time is the Register's, its peak memory the worker's over the whole run.
+
+    :raises ValueError: for a command with an unknown placeholder.
+    :raises OSError: if the command cannot be started.
+    """
+    t0 = time.monotonic()
+    clock = lambda: time.monotonic() - t0  # noqa: E731
+    lobby = ScriptedLobby(secrets.token_urlsafe(18), BOT_NAME, clock)
+    server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 * 1024)])
+    lpb_grpc.add_LobbyServiceServicer_to_server(lobby, server)
+    address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+    await server.start()
+    logs: dict[str, RunLog] = {}
+    peak = RunLog(scenario="lobby", ticket="")
+    with tempfile.TemporaryFile(prefix="conformance-") as out:  # created 0600 and unlinked at once
+        try:
+            proc = await asyncio.create_subprocess_exec(*bot_argv(command, "", "", 0), env=worker_env(address,
+                                                        lobby.log.token), stdin=asyncio.subprocess.DEVNULL,
+                                                        stdout=out, stderr=out, start_new_session=True)
+        except OSError:
+            await server.stop(None)
+            raise
+        memory = asyncio.ensure_future(watch_memory(proc.pid, peak))
+        try:
+            await _await_register(lobby, proc, limits.startup_s + 5)
+            for sc in scenarios:
+                if lobby.log.fatal:
+                    break
+                logs[sc.name] = await _assignment(lobby, sc, proc, limits, clock)
+        finally:
+            memory.cancel()
+            lobby.close()
+            kill_group(proc)
+            await proc.wait()
+            await server.stop(0.2)
+        tail = output_tail(out)
+    if lobby.log.fatal and (words := _last_line(tail)):
+        lobby.log.fatal += f" (its last output: {words})"
+    for sc in scenarios:
+        logs.setdefault(sc.name, RunLog(sc.name, "", failure=f"not played: {lobby.log.fatal}"))
+    startup = lobby.log.registers[0].at if lobby.log.registers else None
+    for log in logs.values():
+        log.lobby, log.startup_s, log.peak_rss_mib, log.stderr_tail = lobby.log, startup, peak.peak_rss_mib, tail
+    return logs
+
+
+def _last_line(text: str) -> str:
+    """The last non-empty line of the worker's output, whitespace folded, cut to LAST_WORDS_CHARS."""
+    lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+    return repr(lines[-1][:LAST_WORDS_CHARS]) if lines else ""
+
+
+async def _await_register(lobby: ScriptedLobby, proc: asyncio.subprocess.Process, timeout: float) -> None:
+    """Wait up to ``timeout`` s for the worker's Register, or its exit; set ``fatal`` if none came."""
+    registered = asyncio.ensure_future(lobby.registered.wait())
+    exited = asyncio.ensure_future(proc.wait())
+    try:
+        await asyncio.wait({registered, exited}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        registered.cancel()
+        exited.cancel()
+    if lobby.registered.is_set():
+        return
+    if proc.returncode is not None:
+        lobby.log.fatal = f"the worker's process ended with status {proc.returncode} before it registered at the lobby"
+    else:
+        lobby.log.fatal = (f"the worker sent no Register to the lobby within {timeout:g} s of the launch "
+                           f"(is its worker mode started by {LOBBY_ENV}?)")
+
+
+async def _assignment(lobby: ScriptedLobby, sc: Scenario, proc: asyncio.subprocess.Process, limits: Limits,
+                      clock: Callable[[], float]) -> RunLog:
+    """One scenario in lobby mode: its referee, the Assignment, the match, then the worker's Ready.
+    Sets ``lobby.log.fatal`` when the worker has exited or did not join (the run cannot go on)."""
+    ref, server, address = await start_referee(sc, clock)
+    try:
+        if proc.returncode is not None:
+            lobby.log.fatal = (f"the worker's process ended with status {proc.returncode} after "
+                               f"{len(lobby.log.assigned)} Assignment(s)")
+            return ref.log
+        lobby.assign(lpb.Assignment(match_id=ref.match_id, seat=sc.bot_seat, ticket=ref.ticket, referee=address,
+                                    rules=wire.rules_to_pb(sc.rules), time_control=ref.time_control()))
+        started = clock()
+        log = await play_beside(ref, proc, limits, JOIN_S, since="its Assignment")
+        if log.match_end_sent:
+            await lobby.wait_ready(ref.match_id, log.match_end_at or 0.0, limits.exit_s)
+        ref.drain()
+        log.wall_s = clock() - started
+        if proc.returncode is not None:
+            lobby.log.fatal = f"the worker's process ended with status {proc.returncode} during {ref.match_id}"
+        elif not log.hellos:
+            lobby.log.fatal = f"the worker did not join the referee of its Assignment {ref.match_id}: {log.failure}"
+        return log
+    finally:
+        await server.stop(0.2)

@@ -21,7 +21,7 @@ import contextlib
 import hashlib
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
@@ -47,6 +47,9 @@ from referee.rules import (
     side_of,
 )
 from sdk.conformance.scenarios import Scenario
+
+if TYPE_CHECKING:
+    from sdk.conformance.lobby import LobbyLog
 
 #: Seconds a new stream has to send its Hello.
 HELLO_S = 10.0
@@ -131,8 +134,8 @@ class RunLog:
     peak_rss_mib: float = 0.0
     stderr_tail: str = ""
     wall_s: float = 0.0
-    #: Lobby mode: what the scripted lobby saw (a ``sdk.conformance.lobby.LobbyLog``), else ``None``.
-    lobby: Any = None
+    #: Lobby mode: what the scripted lobby saw (the same log for every scenario of the run), else ``None``.
+    lobby: LobbyLog | None = None
     notes: list[str] = field(default_factory=list)
 
     def by_seq(self, seq: int) -> list[DecisionSeen]:
@@ -241,7 +244,7 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
                 if msg is grpc.aio.EOF:
                     break
                 self.inbox.put_nowait(("msg", (st, msg), self.clock()))
-        except (grpc.RpcError, asyncio.CancelledError):
+        except (grpc.RpcError, grpc.aio.AbortError, asyncio.CancelledError):  # AbortError: we dropped it
             pass
         self.inbox.put_nowait(("ended", st, self.clock()))
 
@@ -292,10 +295,11 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
 
     # ------------------------------------------------------------------------------ the match
 
-    async def play(self, join_s: float) -> RunLog:
-        """Play the scenario; returns the log (``failure`` says why a run ended early)."""
+    async def play(self, join_s: float, since: str = "the launch") -> RunLog:
+        """Play the scenario (the bot's Hello due within ``join_s`` s of now, i.e. of ``since``); returns the
+        log (``failure`` says why a run ended early)."""
         try:
-            await self._take_stream(join_s, f"no stream with a Hello within {join_s:.0f} s of the launch")
+            await self._take_stream(join_s, f"no stream with a Hello within {join_s:.0f} s of {since}")
             await self._play_games()
             self._flush_events()
             self._send(pb.PlayResponse(match_end=pb.MatchEnd(result=self._result())))

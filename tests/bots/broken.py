@@ -33,11 +33,14 @@ lobby-ready               (worker mode) sends no Ready after its first match
 
 Worker mode: with ``ALLFOURS_LOBBY`` set and no ``ALLFOURS_TICKET`` it registers at the lobby with
 ``ALLFOURS_BOT_TOKEN`` and ``ALLFOURS_BOT_NAME``, plays each Assignment as above and sends Ready.
+Where the table says "exits", a worker leaves that match (closes its stream) and plays on, so each
+fault still fails its own check only (``exit`` has no lobby-mode check).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import queue
 import sys
@@ -197,7 +200,8 @@ def work(fault: str) -> int:
                 if resp.WhichOneof("msg") != "assignment":
                     continue
                 a = resp.assignment
-                play_match(a.referee, a.ticket, fault)
+                with contextlib.suppress(Quit):  # a worker leaves the match where a per-game bot exits
+                    play_match(a.referee, a.ticket, fault)
                 played += 1
                 if not (fault == "lobby-ready" and played == 1):
                     out.put(lpb.ConnectRequest(ready=lpb.Ready(match_id=a.match_id)))
