@@ -1,17 +1,23 @@
 """The C++ sample bot (sample_bots/cpp, built offline from Debian's gRPC by scripts/setup.d/30-cpp.sh)
-plays in a tournament over real gRPC and is seated in the demo. The conformance suite runs on it in
-tests/test_conformance.py."""
+plays in a tournament over real gRPC and is seated in the demo; as a worker it leaves once its arena
+is gone. The conformance suite runs on it, in both modes, in tests/test_conformance.py."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import grpc
 import pytest
 
+from allfours.v1 import lobby_pb2_grpc as lpb_grpc
 from arena.config import load_config
+from sdk.conformance.lobby import BOT_NAME, ScriptedLobby, worker_env
+from sdk.worker import PARENT_ENV
 from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,3 +74,36 @@ def test_the_demo_seats_the_cpp_bot() -> None:
     demo = load_config(ROOT / "examples/demo.toml")
     commands = {b.name: b.command for b in demo.bots}
     assert commands["cpp"][0] == "sample_bots/cpp/build/allfours-cpp-bot"
+
+
+def test_the_cpp_worker_leaves_once_its_arena_is_gone() -> None:
+    """Worker mode (ALLFOURS_LOBBY set, no ticket): the worker registers and waits for Assignments; once
+    the process named by ALLFOURS_WORKER_PARENT is gone it leaves (status 0, one line) instead of
+    waiting on the lobby for ever, so a local worker never outlives its arena. (That it plays its
+    Assignments is the conformance suite's lobby mode: tests/test_conformance.py.)"""
+    require(BINARY.is_file(), "sample_bots/cpp is not built (run scripts/setup.sh or bash sample_bots/cpp/build.sh)")
+
+    async def serve_until_it_leaves() -> tuple[int | None, str]:
+        lobby = ScriptedLobby("a-token", BOT_NAME, time.monotonic)
+        server = grpc.aio.server()
+        lpb_grpc.add_LobbyServiceServicer_to_server(lobby, server)
+        address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+        await server.start()
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        env = {**worker_env(address, "a-token"), PARENT_ENV: str(gone.pid)}
+        proc = await asyncio.create_subprocess_exec(str(BINARY), env=env, stdin=subprocess.DEVNULL,
+                                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            _, err = await asyncio.wait_for(proc.communicate(), 20)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+            lobby.close()
+            await server.stop(None)
+        return proc.returncode, err.decode()
+
+    status, err = asyncio.run(serve_until_it_leaves())
+    assert status == 0, err
+    assert err.strip().splitlines()[-1].endswith(") is gone: leaving"), err

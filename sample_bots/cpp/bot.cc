@@ -1,12 +1,20 @@
 // A simple All Fours bot in C++, speaking protocol allfours.v1 over gRPC (docs/protocol.md).
 //
-// Stubs are generated from proto/allfours/v1/referee.proto at build time (CMakeLists.txt) with
-// Debian's protoc and grpc_cpp_plugin; it links Debian's libgrpc++. See README.md for the build.
+// Stubs are generated from proto/allfours/v1/referee.proto and lobby.proto at build time
+// (CMakeLists.txt) with Debian's protoc and grpc_cpp_plugin; it links Debian's libgrpc++. See
+// README.md for the build.
 //
 // Usage: allfours-cpp-bot [--referee HOST:PORT] [--ticket=T] [--name NAME] [--version V]
 // (default: the environment variables ALLFOURS_REFEREE and ALLFOURS_TICKET, which the arena sets).
 // Exit status: 0 once the match is over, 1 if the seat was refused or the referee unreachable,
 // 2 on a usage error.
+//
+// Worker mode (docs/protocol.md, "Workers and the lobby"; proto/allfours/v1/lobby.proto): with no
+// referee and ticket but ALLFOURS_LOBBY set (the arena sets it with ALLFOURS_BOT_TOKEN and
+// ALLFOURS_BOT_NAME for its local workers), it registers at that lobby and plays each Assignment as
+// above, then sends Ready. It leaves with status 0 when the lobby ends the stream or the process named
+// by ALLFOURS_WORKER_PARENT (the arena) is gone, and with status 1 and one line when the lobby refuses
+// it or is lost (it does not dial again).
 //
 // Play: stands when asked to stand or beg; as dealer gives one unless that point would win the
 // game for the other side; calls an exposed card when it may; leads its highest legal card and
@@ -15,6 +23,10 @@
 // reconnects with the same ticket within the grace period; leaves on MatchEnd.
 #include <grpcpp/grpcpp.h>
 
+#include <signal.h>
+
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -24,6 +36,7 @@
 #include <string>
 #include <thread>
 
+#include "allfours/v1/lobby.grpc.pb.h"
 #include "allfours/v1/referee.grpc.pb.h"
 
 namespace pb = allfours::v1;
@@ -39,7 +52,16 @@ struct Options {
   std::string ticket;
   std::string name = "cpp-simple";
   std::string version = "1";
+  // Worker mode: the lobby's host:port, the bot token and the arena's process id (0: none).
+  std::string lobby;
+  std::string token;
+  long parent = 0;
 };
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
 
 void Log(const std::string& text) {
   std::time_t now = std::time(nullptr);
@@ -77,6 +99,13 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--name") o.name = value();
     else if (a == "--version") o.version = value();
     else Usage("unknown argument " + a);
+  }
+  if (o.referee.empty() && o.ticket.empty() && !Env("ALLFOURS_LOBBY").empty()) {  // worker mode
+    o.lobby = Env("ALLFOURS_LOBBY");
+    o.token = Env("ALLFOURS_BOT_TOKEN");
+    if (!Env("ALLFOURS_BOT_NAME").empty()) o.name = Env("ALLFOURS_BOT_NAME");
+    o.parent = std::strtol(Env("ALLFOURS_WORKER_PARENT").c_str(), nullptr, 10);
+    return o;
   }
   if (o.referee.empty()) Usage("no referee address: pass --referee HOST:PORT or set ALLFOURS_REFEREE");
   if (o.ticket.empty()) Usage("no ticket: pass --ticket T or set ALLFOURS_TICKET");
@@ -228,14 +257,16 @@ class Seat {
   int grace_ms_ = 5000;
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Options opts = ParseArgs(argc, argv);
+grpc::ChannelArguments KeepaliveArgs() {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 20000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
-  auto channel = grpc::CreateCustomChannel(opts.referee, grpc::InsecureChannelCredentials(), args);
+  return args;
+}
+
+// One match at opts.referee with opts.ticket, reconnecting within the grace period: the exit status.
+int PlayMatch(const Options& opts) {
+  auto channel = grpc::CreateCustomChannel(opts.referee, grpc::InsecureChannelCredentials(), KeepaliveArgs());
   Seat seat(opts, channel);
   auto window_end = Clock::now() + std::chrono::seconds(15);  // before the first Welcome
   auto backoff = std::chrono::milliseconds(50);
@@ -260,4 +291,58 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
+}
+
+// Worker mode: Register at opts.lobby, then each Assignment played to its end and a Ready for it.
+int Work(const Options& opts) {
+  auto channel = grpc::CreateCustomChannel(opts.lobby, grpc::InsecureChannelCredentials(), KeepaliveArgs());
+  auto stub = pb::LobbyService::NewStub(channel);
+  grpc::ClientContext context;
+  std::atomic<bool> done{false}, orphaned{false};
+  std::thread watch([&] {  // leave once the arena that started this worker is gone
+    while (opts.parent > 0 && !done) {
+      if (kill(static_cast<pid_t>(opts.parent), 0) != 0 && errno == ESRCH) {
+        orphaned = true;
+        context.TryCancel();
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  });
+  auto stream = stub->Connect(&context);
+  pb::ConnectRequest hello;
+  auto* reg = hello.mutable_register_();
+  reg->set_token(opts.token);
+  reg->set_bot_name(opts.name);
+  reg->set_bot_version(opts.version);
+  reg->set_protocol_version(kProtocolVersion);
+  stream->Write(hello);
+  pb::ConnectResponse resp;
+  while (stream->Read(&resp)) {
+    if (resp.has_registered()) Log("registered at the lobby as worker " + resp.registered().worker_id());
+    if (!resp.has_assignment()) continue;  // and message kinds of a newer protocol
+    const auto& a = resp.assignment();
+    Options match = opts;
+    match.referee = a.referee();
+    match.ticket = a.ticket();
+    Log("match " + a.match_id() + ": " + (PlayMatch(match) == 0 ? "over" : "left"));
+    pb::ConnectRequest ready;
+    ready.mutable_ready()->set_match_id(a.match_id());
+    if (!stream->Write(ready)) break;
+  }
+  grpc::Status status = stream->Finish();
+  done = true;
+  watch.join();
+  if (orphaned) Log("the arena (process " + std::to_string(opts.parent) + ") is gone: leaving");
+  if (status.ok() || orphaned) return 0;
+  Log("lobby " + opts.lobby + " ended the worker: " + std::to_string(status.error_code()) + ": " +
+      status.error_message());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opts = ParseArgs(argc, argv);
+  return opts.lobby.empty() ? PlayMatch(opts) : Work(opts);
 }
