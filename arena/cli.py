@@ -88,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples for intervals")
     run.add_argument("--verbose", action="store_true", help="show the embedded referee's log")
     run.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    run.add_argument("--live", action="store_true",
+                     help="write running games' public events to OUTPUT/live/ for `arena web`'s spectators "
+                     "(default: off, the arena then asks the referee for each result alone: cheaper)")
     run.add_argument("--metrics-port", type=int, metavar="PORT", default=None,
                      help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off; docs/deploy.md)")
     run.add_argument("--metrics-host", default="127.0.0.1", metavar="HOST",
@@ -135,6 +138,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="also serve the web pages and API (as `arena web`) on PORT in this process (0: a free port)")
     srv.add_argument("--web-host", metavar="HOST", default="127.0.0.1",
                      help="address of --web (default 127.0.0.1: this machine only)")
+    srv.add_argument("--no-live", dest="live", action="store_false",
+                     help="no live files of running games for `arena web`'s spectators (default: written)")
     srv.set_defaults(simulate=None, no_progress=True)
     tok = sub.add_parser("token", help="print a new token for remote bot NAME (or revoke its tokens)")
     tok.add_argument("config", help="tournament config (TOML)")
@@ -395,7 +400,7 @@ def make_runner(
     if sandbox is not None:
         sandbox.allow(int(pool.conns[0].address.rsplit(":", 1)[1]))
         console.print(f"container bots on network {sandbox.network_name} ({sandbox.subnet})", highlight=False)
-    return GrpcGameRunner(config, pool, output, on_event=on_event, sandbox=sandbox), close
+    return GrpcGameRunner(config, pool, output, on_event=on_event, sandbox=sandbox, live=args.live), close
 
 
 def open_sandbox(config: TournamentConfig, output: Path, addresses: Sequence[str]) -> Any:
@@ -535,7 +540,8 @@ def _serve_league(
     assert isinstance(first, GrpcGameRunner)
 
     def runner_for(cfg: TournamentConfig) -> GrpcGameRunner:
-        return GrpcGameRunner(cfg, first.pool, output, on_event=first.on_event, sandbox=first.sandbox)
+        return GrpcGameRunner(cfg, first.pool, output, on_event=first.on_event, sandbox=first.sandbox,
+                              live=first.live)
 
     refreshed: list[Callable[[], None]] = []  # run (in the refresher's thread) after each background bootstrap
 

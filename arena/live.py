@@ -6,9 +6,12 @@ then one line per *action-like* public event the referee sent on ``Admin.WatchMa
 ``{"kind": "game_started", "game", "dealer"}``, ``{"kind": "deal_started", "game", "deal",
 "dealer"}``, ``{"kind": <stood|begged|gave_one|ran_pack|card_played|card_exposed|called|passed>,
 "game", "deal", "seat", "action"}`` and ``{"kind": "game_ended", "game", "scores", "winner",
-"forfeited"}``. The file is removed once the game is over. It lives in the private output folder
-(0700): the ``seed`` gives every deck (``referee.dealing.deck_for``), so spectators can be shown all
-hands — later.
+"forfeited"}``. Lines reach the file a deal at a time: the events of a deal are held in memory and
+written (one write) when the next deal starts or the game ends; the header and each
+``deal_started`` line go out at once (a spectator is a deal behind anyway, so it sees the same, and
+following a game costs one write per deal instead of one per card). The file is removed once the
+game is over. It lives in the private output folder (0700): the ``seed`` gives every deck
+(``referee.dealing.deck_for``), so spectators can be shown all hands — later.
 
 **Reading** (``arena web``, :func:`spectator_replay`): the events become record lines (the decks
 re-derived from the seed) and then viewer frames (:mod:`arena.web.frames`), all hands shown, cut so
@@ -28,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from allfours.v1 import referee_pb2 as pb
 from referee.dealing import deck_for, parse_seed
 from referee.events import Event
 
@@ -41,11 +45,15 @@ PAIR_SIZE = 2
 MAX_LIVE_BYTES = 8 << 20
 
 _ACTION_KINDS = ("stood", "begged", "gave_one", "ran_pack", "card_played", "card_exposed", "called", "passed")
+#: The kinds :meth:`LiveLog.event` keeps (the replay derives the others: tricks won, points, ...).
+LIVE_KINDS = ("game_started", "deal_started", *_ACTION_KINDS, "game_ended")
+#: :data:`LIVE_KINDS` as ``allfours.v1.EventKind`` numbers: the arena converts only these events.
+LIVE_KINDS_PB = frozenset(pb.EventKind.Value("EVENT_KIND_" + k.upper()) for k in LIVE_KINDS)
 
 
 class LiveLog:
-    """The live file of one running game (see the module docstring); a context manager that removes
-    the file at the end. Written by one thread (the game's)."""
+    """The live file of one running game (see the module docstring: written a deal at a time); a
+    context manager that removes the file at the end. Written by one thread (the game's)."""
 
     def __init__(
         self, output: Path, game_id: str, pair_id: str, seat_names: Sequence[str], rules: Mapping[str, Any], seed: bytes
@@ -55,27 +63,33 @@ class LiveLog:
         self.path = folder / f"{game_id}.jsonl"
         fd = os.open(self.path, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
         self._file = os.fdopen(fd, "w", encoding="utf-8")
+        self._held: list[str] = []  # lines of the deal being played, not yet written
         header = {"type": "live", "game_id": game_id, "pair_id": pair_id, "seat_names": list(seat_names),
                   "rules": dict(rules), "seed": seed.hex(), "started_at": round(time.time(), 3)}
-        self._write(header)
+        self._write(header, now=True)
 
-    def _write(self, line: Mapping[str, Any]) -> None:
-        self._file.write(json.dumps(line, separators=(",", ":")) + "\n")
-        self._file.flush()
+    def _write(self, line: Mapping[str, Any], now: bool = False) -> None:
+        """Hold ``line``; with ``now``, write every held line and it (one write, flushed)."""
+        self._held.append(json.dumps(line, separators=(",", ":")) + "\n")
+        if now:
+            self._file.write("".join(self._held))
+            self._file.flush()
+            self._held.clear()
 
     def event(self, ev: Event) -> None:
-        """Append one public event if it is one the replay needs (others are derived)."""
+        """Append one public event if it is one the replay needs (others are derived); written when
+        the next deal starts or the game ends (the module docstring)."""
         k = ev.kind
         if k == "game_started":
             self._write({"kind": k, "game": ev.game, "dealer": ev.dealer})
-        elif k == "deal_started":
-            self._write({"kind": k, "game": ev.game, "deal": ev.deal, "dealer": ev.dealer})
+        elif k == "deal_started":  # the deal before is over: it and this line go out now
+            self._write({"kind": k, "game": ev.game, "deal": ev.deal, "dealer": ev.dealer}, now=True)
         elif k in _ACTION_KINDS:
             action = ev.action
             self._write({"kind": k, "game": ev.game, "deal": ev.deal, "seat": ev.seat, "action": str(action)})
         elif k == "game_ended":
             self._write({"kind": k, "game": ev.game, "scores": list(ev.scores), "winner": ev.winner,
-                         "forfeited": ev.forfeited})
+                         "forfeited": ev.forfeited}, now=True)
 
     def close(self) -> None:
         """Close and remove the file (the game is over: its record takes over)."""

@@ -14,7 +14,9 @@ with the fewest games in flight. For each game :meth:`GrpcGameRunner.play`:
    placeholders in the command are replaced: ``{python}`` (the arena's interpreter),
    ``{config_dir}``, ``{ticket}``, ``{referee}``, ``{seat}``. Each process's output goes to
    ``<output>/logs/<game id>/seat<k>.log``;
-3. ``AdminService.WatchMatch`` until the result; then ``GetRecord`` → ``<output>/records/<game id>.jsonl``;
+3. ``AdminService.WatchMatch`` until the result (``result_only``, unless ``live``: then every public
+   event goes to the game's live file for spectators, :mod:`arena.live`); then ``GetRecord`` →
+   ``<output>/records/<game id>.jsonl``;
 4. stops the bot processes and everything they started (2 s to exit on their own, then SIGTERM,
    then SIGKILL 2 s later: :meth:`arena.procs.BotProcess.stop`).
 
@@ -56,7 +58,7 @@ from allfours.v1 import referee_pb2_grpc as pb_grpc
 from arena import metrics
 from arena.config import ENV_ADMIN_TOKEN, ENV_REFEREE, ENV_TICKET, BotSpec, TournamentConfig, expand_placeholders
 from arena.failures import Failures
-from arena.live import LiveLog
+from arena.live import LIVE_KINDS_PB, LiveLog
 from arena.procs import BotProcess, stop_all
 from arena.sandbox import BotContainer, Sandbox, SandboxError
 from arena.schedule import ScheduledGame
@@ -449,6 +451,9 @@ class GrpcGameRunner:
         the number of referees, at least 2).
     :param sandbox: where container bots (``image``) run, one container per seat (:mod:`arena.sandbox`);
         needed only when the tournament has container bots.
+    :param live: write each running game's public events to ``<output>/live/`` for ``arena web``'s
+        spectators (``arena run --live``; on in ``arena serve``). Off, the arena asks the referee for
+        the result alone, which is cheaper (docs/arena.md, Benchmark).
     """
 
     def __init__(
@@ -461,8 +466,11 @@ class GrpcGameRunner:
         sandbox: Sandbox | None = None,
         lobby: Lobby | None = None,
         kinds: Mapping[str, WorkerKind] | None = None,
+        live: bool = False,
     ):
         self.config = config
+        #: write running games' public events for `arena web`'s spectators (see :meth:`_watch`)
+        self.live = live
         self.sandbox = sandbox
         self.lobby = lobby
         self.kinds = dict(kinds or {})
@@ -688,6 +696,28 @@ class GrpcGameRunner:
             done.set()
         return False
 
+    def _watch(self, conn: RefereeConnection, game: ScheduledGame, mid: str) -> pb.MatchResult | None:
+        """Follow match ``mid`` to its result (None: the stream ended without one).
+
+        Without :attr:`live` the referee sends the result alone (``WatchMatch`` ``result_only``); with
+        it, every public event too, written to the game's live file for ``arena web``'s spectators
+        (:class:`arena.live.LiveLog`, flushed per deal; removed at the end).
+
+        :raises grpc.RpcError: the referee went away or lost the match.
+        """
+        request = pb.WatchMatchRequest(match_id=mid, result_only=not self.live)
+        stream = conn.admin.WatchMatch(request, metadata=conn.metadata, timeout=self.watch_timeout_s)
+        if not self.live:
+            return next((msg.result for msg in stream if msg.WhichOneof("msg") == "result"), None)
+        with LiveLog(self.output, game.game_id, game.pair_id, game.seats, self.config.rules.to_dict(),
+                     game.seed) as spectators:
+            for msg in stream:
+                if msg.WhichOneof("msg") == "result":
+                    return msg.result
+                if msg.event.kind in LIVE_KINDS_PB:
+                    spectators.event(wire.event_from_pb(msg.event))
+        return None
+
     def _forfeit_broken(self, game: ScheduledGame) -> GameResult:
         """The result of a game with a bot that failed its check: its side forfeits at once (both: no winner)."""
         broken = [side for side, name in enumerate(game.sides) if name in self.broken]
@@ -782,17 +812,8 @@ class GrpcGameRunner:
                 else:
                     procs.append(None)
                     self._assign(conn, worker, mid, seat, ticket, notes)
-            result: pb.MatchResult | None = None
             try:
-                with LiveLog(self.output, game.game_id, game.pair_id, game.seats, self.config.rules.to_dict(),
-                             game.seed) as spectators:  # for `arena web` (delayed; removed at the end)
-                    for msg in conn.admin.WatchMatch(
-                        pb.WatchMatchRequest(match_id=mid), metadata=conn.metadata, timeout=self.watch_timeout_s
-                    ):
-                        if msg.WhichOneof("msg") == "result":
-                            result = msg.result
-                            break
-                        spectators.event(wire.event_from_pb(msg.event))
+                result = self._watch(conn, game, mid)
             except grpc.RpcError as e:
                 raise RefereeFailure(conn.address, f"match {mid} lost: {_status(e)}") from None
             # which processes had ended on their own before the result (read before any is stopped)

@@ -3,24 +3,31 @@
     python benchmarks/arena.py [--bots 3] [--games-per-pairing 40] [--players 4] [--concurrency 2]
         [--per-game-games 12]
 
-Three measurements, all over real 127.0.0.1 sockets with instant bots (``arena.instant_bot``: the
+Four measurements, all over real 127.0.0.1 sockets with instant bots (``arena.instant_bot``: the
 first legal action at once), in this order:
 
 1. **referee**: the referee alone (its own process, as in ``benchmarks/referee.py``) playing games of
    the same format, ``concurrency`` at a time, one match of one game each, the seats being asyncio
-   clients in this process: ``referee_games_per_s`` — the ceiling for any arena;
+   clients in this process: ``referee_games_per_s`` — the ceiling for any arena. Half of its games
+   are played before the lobby run and half after it (a fresh referee each time), so a machine whose
+   load drifts during the run weighs on both sides of the ratio alike;
 2. **lobby**: a real tournament (embedded referee) whose bots are pools of local workers
-   (``mode = "worker"``: long-lived processes that dial the lobby): ``games_per_s`` from the moment
-   every worker is registered to the last result stored; ``ratio = games_per_s / referee_games_per_s``;
+   (``mode = "worker"``: long-lived processes that dial the lobby), as ``arena run`` plays it (GC
+   tuned, no live files: ``WatchMatch`` ``result_only``): ``games_per_s`` from the moment every
+   worker is registered to the last result stored; ``ratio = games_per_s / referee_games_per_s``;
    ``workers_ready_s`` is the one-time start of the pools;
-3. **per_game**: the same tournament with one process per seat per game (``mode = "per_game"``, the
+3. **live**: the same lobby tournament writing every running game's public events for ``arena
+   web``'s spectators (``arena run --live``, ``arena serve``'s default): ``live_games_per_s``,
+   ``live_ratio``;
+4. **per_game**: the same tournament with one process per seat per game (``mode = "per_game"``, the
    only mode before the lobby), ``per_game_games`` games: ``per_game_games_per_s``.
 
 Where the lobby run's time goes (``lobby_phases_ms``, mean per game): ``create`` (CreateMatch),
 ``play`` (assignments sent → result: the match itself, with the bots' round trips), ``record``
 (GetRecord and writing the record file), ``store`` (the SQLite insert, fsynced) and ``wait`` (wall
 time per game slot not spent in a game: scheduling, workers' Ready, the thread pool).
-Figures go to stdout as JSON.
+``load_1min`` is the machine's 1-minute load average at the start, after the lobby run and at the
+end (other work on the machine slows both sides; quote it with the figures). Figures go to stdout as JSON.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import asyncio
 import json
 import logging
 import multiprocessing as mp
+import os
 import sys
 import tempfile
 import time
@@ -49,6 +57,7 @@ from arena.league import open_lobby  # noqa: E402
 from arena.match_runner import GrpcGameRunner, connect_referee  # noqa: E402
 from arena.runner import open_tournament, run_games  # noqa: E402
 from arena.store import GameResult  # noqa: E402
+from referee.server import tune_gc  # noqa: E402
 
 TOKEN = "bench"
 MD = (("authorization", f"Bearer {TOKEN}"),)
@@ -120,15 +129,16 @@ def _config(tmp: str, args: argparse.Namespace, mode: str, gpp: int) -> Tourname
     return parse_config(data, str(ROOT / "benchmarks" / "bench.toml"), ROOT)
 
 
-def tournament(args: argparse.Namespace, mode: str, gpp: int) -> dict[str, Any]:
-    """Play one tournament in ``mode``; its games/s (and, for workers, the pools' start and the phases)."""
+def tournament(args: argparse.Namespace, mode: str, gpp: int, live: bool = False) -> dict[str, Any]:
+    """Play one tournament in ``mode`` (``live``: writing live files); its games/s (and, for workers,
+    the pools' start and the phases)."""
     with tempfile.TemporaryDirectory() as tmp:
         config = _config(tmp, args, mode, gpp)
         t = open_tournament(config)
         conn = connect_referee(None, None)
         setup = None
         try:
-            runner = GrpcGameRunner(config, conn, Path(tmp))
+            runner = GrpcGameRunner(config, conn, Path(tmp), live=live)
             ready_s = 0.0
             if mode == "worker":
                 t0 = time.perf_counter()
@@ -183,10 +193,19 @@ def main() -> int:
     p.add_argument("--per-game-games", type=int, default=4, help="games per pairing of the per-game run")
     args = p.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    tune_gc()  # as `arena run` does
     pairings = args.bots * (args.bots - 1) // 2
-    ref = asyncio.run(referee_alone(args.players, args.games_per_pairing * pairings, args.concurrency))
+    games = args.games_per_pairing * pairings
+    before = games // 2
+    load = [os.getloadavg()[0]]  # the machine's 1-minute load average: start, after the lobby run, end
+    rate = asyncio.run(referee_alone(args.players, before, args.concurrency)) if before else 0.0
     lobby = tournament(args, "worker", args.games_per_pairing)
+    load.append(os.getloadavg()[0])
+    rate_after = asyncio.run(referee_alone(args.players, games - before, args.concurrency))
+    ref = games / (before / rate + (games - before) / rate_after) if before else rate_after  # games / their time
+    live = tournament(args, "worker", args.games_per_pairing, live=True)
     per_game = tournament(args, "per_game", args.per_game_games)
+    load.append(os.getloadavg()[0])
     report = {
         "players": args.players,
         "concurrency": args.concurrency,
@@ -195,11 +214,16 @@ def main() -> int:
         "games_per_s": lobby["games_per_s"],
         "referee_games_per_s": round(ref, 2),
         "ratio": round(lobby["games_per_s"] / ref, 3),
+        "referee_games_per_s_before_after": [round(rate, 2), round(rate_after, 2)],
+        "live_games_per_s": live["games_per_s"],
+        "live_ratio": round(live["games_per_s"] / ref, 3),
+        "live_phases_ms": live["phases_ms"],
         "workers_ready_s": lobby["workers_ready_s"],
         "lobby_phases_ms": lobby["phases_ms"],
         "per_game_games": per_game["games"],
         "per_game_games_per_s": per_game["games_per_s"],
         "speedup_vs_per_game": round(lobby["games_per_s"] / per_game["games_per_s"], 1),
+        "load_1min": [round(x, 2) for x in load],
     }
     print(json.dumps(report, indent=2))
     return 0
