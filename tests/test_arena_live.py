@@ -83,8 +83,7 @@ join_ms = 10000
 SLOW_BOT = """
 [[bots]]
 name = "slow{k}"
-command = ["{{python}}", "-m", "tests.bots.bot", "--target", "{{referee}}", "--ticket", "{{ticket}}",
-           "--kind", "slow", "--delay-ms", "25"]
+command = ["{{python}}", "-m", "arena.instant_bot", "--mode", "slow", "--delay-ms", "25"]
 cwd = "{root}"
 """
 
