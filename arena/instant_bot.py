@@ -69,7 +69,10 @@ class Behaviour:
     delay_ms: int = 0
     seed: int = 0
     protocol: str = PROTOCOL_VERSION
-    #: Every message received, as JSON lines (written to ``--log`` at exit).
+    #: Keep every message received (``--log``); off, none is turned into JSON (benchmarks/arena.py
+    #: measures the arena's cost with this bot: converting each message cost it more than playing).
+    keep_log: bool = False
+    #: Every message received, as JSON lines (written to ``--log`` at exit), when ``keep_log``.
     log: list[str] = field(default_factory=list)
     #: The one-off fault (``resume``, ``outofturn``) has happened.
     done_once: bool = False
@@ -155,7 +158,8 @@ def _play_once(address: str, ticket: str, b: Behaviour) -> int:
     with grpc.insecure_channel(address) as channel:
         try:
             for msg in pb_grpc.RefereeServiceStub(channel).Play(requests()):
-                b.log.append(json.dumps(MessageToDict(msg)))
+                if b.keep_log:
+                    b.log.append(json.dumps(MessageToDict(msg)))
                 which = msg.WhichOneof("msg")
                 if which == "welcome" and b.mode == "frozen":
                     time.sleep(3600)
@@ -231,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.mode == "exit":
         return EXIT_ON_PURPOSE
-    b = Behaviour(args.mode, args.after, args.delay_ms, args.seed, args.protocol)
+    b = Behaviour(args.mode, args.after, args.delay_ms, args.seed, args.protocol, keep_log=bool(args.log))
     if os.environ.get(LOBBY_ENV) and not (args.referee and args.ticket):
         return _serve_lobby(b, args.once)
     if not args.referee or not args.ticket:
