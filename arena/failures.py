@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from arena.store import GameResult
+from referee.rules.seats import side_of
 
 _SINGULAR = {
     "forfeits": "forfeit",
@@ -61,7 +62,7 @@ def of_game(result: GameResult) -> dict[str, Failures]:
     """Bot name -> its counts in one game (seat ``k`` plays for side ``k % 2``)."""
     out = {name: Failures() for name in result.sides}
     for seat, counts in enumerate(result.extra.get("failures", [])):
-        out[result.sides[seat % 2]].add(counts)
+        out[result.sides[side_of(seat)]].add(counts)
     terminations = result.extra.get("terminations", [])
     for side, name in enumerate(result.sides):
         if any(t not in NOT_A_FORFEIT for t in terminations[side::2]):

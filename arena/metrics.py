@@ -19,6 +19,7 @@ from prometheus_client import REGISTRY, Counter, Gauge
 from prometheus_client.core import GaugeMetricFamily
 
 from arena.store import GameResult
+from referee.rules.seats import side_of
 
 GAMES_STORED = Counter("allfours_arena_games_stored", "Game results written to the arena's store")
 FORFEITS = Counter("allfours_arena_forfeits", "A bot's forfeited seats in stored games", ["bot", "reason"])
@@ -33,7 +34,7 @@ def game_stored(result: GameResult) -> None:
     GAMES_STORED.inc()
     for seat, reason in enumerate(result.extra.get("terminations", ())):
         if reason not in NOT_FORFEITS:
-            FORFEITS.labels(result.sides[seat % 2], reason).inc()
+            FORFEITS.labels(result.sides[side_of(seat)], reason).inc()
 
 
 class _LobbyCollector:

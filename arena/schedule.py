@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from referee.dealing import check_seed, commitment
+from referee.rules.seats import side_of
 
 __all__ = ["ScheduledGame", "commitment", "make_schedule", "pair_seed"]
 
@@ -72,7 +73,7 @@ def pair_seed(master_seed: bytes, pairing: int, pair: int) -> bytes:
 
 def seats_for(sides: tuple[str, str], players: int) -> tuple[str, ...]:
     """Bot name per seat: side ``s`` sits at seats ``s`` (and ``s + 2`` with 4 players)."""
-    return tuple(sides[seat % 2] for seat in range(players))
+    return tuple(sides[side_of(seat)] for seat in range(players))
 
 
 def pairing_number(i: int, j: int) -> int:

@@ -39,6 +39,7 @@ from referee.rules import (
     Suit,
     Trick,
     parse_action,
+    side_of,
 )
 
 #: What ``act`` may return: one of ``ctx.legal``, its notation string, or a :class:`Card` (= play it).
@@ -71,7 +72,7 @@ class MatchInfo:
     @property
     def side(self) -> int:
         """This bot's side (team), 0 or 1."""
-        return self.seat % 2
+        return side_of(self.seat)
 
 
 @dataclass(frozen=True, slots=True)

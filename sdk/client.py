@@ -36,7 +36,7 @@ import grpc
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
 from referee import wire
-from referee.rules import Action
+from referee.rules import Action, side_of
 from sdk.bot import (
     Context,
     GameEnd,
@@ -217,7 +217,8 @@ class BotClient:
         legal = tuple(wire.action_from_pb(a) for a in req.legal_actions)
         seat = self.info.seat
         return Context(observation=obs, legal=legal, time_left_ms=req.time_left_ms, bank_ms=req.time_bank_ms,
-                       seat=seat, side=seat % 2, rules=obs.rules, rng=decision_rng(self.info.commitment, seat, req.seq),
+                       seat=seat, side=side_of(seat), rules=obs.rules,
+                       rng=decision_rng(self.info.commitment, seat, req.seq),
                        match_id=self.info.match_id, game=req.game, decision=req.seq, rejected=rejected)
 
     def _ask(self, ctx: Context) -> Action:

@@ -40,6 +40,7 @@ from referee.rules import (
     new_game,
     next_seat,
     observe,
+    side_of,
 )
 from sdk.bot import (
     Context,
@@ -185,7 +186,7 @@ class _Table:
             legal = legal_actions(state)
             self.decision += 1
             ctx = Context(observation=observe(state, seat), legal=legal, time_left_ms=LOCAL_TIME_MS, bank_ms=0,
-                          seat=seat, side=seat % 2, rules=rules,
+                          seat=seat, side=side_of(seat), rules=rules,
                           rng=decision_rng(self.commitment, seat, self.decision), match_id=self.match_id,
                           game=game, decision=self.decision)
             action = resolve_choice(self.bots[seat].act(ctx), legal)  # type: ignore[attr-defined]

@@ -41,6 +41,7 @@ from arena.publish import _chart, _interval, intervals_method
 from arena.web.data import TERMINATIONS, BadQuery, GamesQuery, NotFound, NotYet, WebData
 from arena.web.frames import ALL, RecordReplayError, replay_frames
 from arena.web.spectate import spectator_replay
+from referee.rules.seats import side_of
 
 HERE = Path(__file__).parent
 #: Most open live-update streams at once (each polls the database once a second).
@@ -94,7 +95,7 @@ def templates() -> jinja2.Environment:
     return env
 
 
-def forfeits_by_bot(rows: list[dict[str, Any]], players: int) -> dict[str, dict[str, int]]:
+def forfeits_by_bot(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     """Per bot, how many times one of its seats ended with each failure termination (``timeout``,
     ``no_show``, …; ``normal`` and ``other_seat_forfeited`` are not failures)."""
     out: dict[str, dict[str, int]] = {}
@@ -103,7 +104,7 @@ def forfeits_by_bot(rows: list[dict[str, Any]], players: int) -> dict[str, dict[
         for seat, term in enumerate(r.get("terminations", [])):
             if term in ("normal", "other_seat_forfeited"):
                 continue
-            bot = out.setdefault(sides[seat % 2], {})
+            bot = out.setdefault(sides[side_of(seat)], {})
             bot[term] = bot.get(term, 0) + 1
     return out
 
@@ -163,7 +164,7 @@ class WebApp:
             "intervals_method": intervals_method(ratings),
             "los": los,
             "chart": jinja2.utils.markupsafe.Markup(_chart(ratings)),
-            "forfeits": forfeits_by_bot(rows, int(facts.get("players") or 2)),
+            "forfeits": forfeits_by_bot(rows),
             "rate": rate,
             "running": self.running(),
         }
