@@ -76,8 +76,14 @@ def token_digest(token: str) -> str:
 
 
 def new_token() -> str:
-    """A fresh bot token: :data:`TOKEN_BYTES` random bytes, URL-safe base64 (32 characters)."""
-    return secrets.token_urlsafe(TOKEN_BYTES)
+    """A fresh bot token: :data:`TOKEN_BYTES` random bytes, URL-safe base64 (32 characters).
+
+    Never one that starts with ``-``: pasted after ``--token`` it would read as an option
+    (``python -m sdk.run ... --token -x...`` fails with "expected one argument").
+    """
+    while (token := secrets.token_urlsafe(TOKEN_BYTES)).startswith("-"):
+        pass
+    return token
 
 
 class TokenBook:

@@ -23,6 +23,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+import arena.lobby as lobby_module
 from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import lobby_pb2_grpc as lpb_grpc
 from arena.lobby import Lobby, TokenBook, token_digest
@@ -404,3 +405,10 @@ def test_a_bot_without_workers_does_not_block_the_others(tmp_path: Path) -> None
                 p.wait(10)
     games = rows(cfg)
     assert len(games) == 12 and all(g["terminations"] == ["normal"] * 2 for g in games)
+
+
+def test_a_new_token_never_starts_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A token after ``--token`` that starts with ``-`` reads as an option (a 1-in-64 flake of the test above)."""
+    made = iter(["-" + "a" * 31, "b" * 32])
+    monkeypatch.setattr(lobby_module.secrets, "token_urlsafe", lambda n: next(made))
+    assert lobby_module.new_token() == "b" * 32
