@@ -38,6 +38,7 @@ import structlog
 from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import lobby_pb2_grpc as lpb_grpc
 from referee import wire
+from referee.streams import Undecodable, add_stream_method, first_message
 
 log = structlog.get_logger("arena.lobby")
 
@@ -45,6 +46,8 @@ log = structlog.get_logger("arena.lobby")
 KEEPALIVE_S = 5
 #: Seconds a worker's connection has to answer a ping before it is closed (so a dead one goes within 10 s).
 KEEPALIVE_TIMEOUT_S = 5
+#: The lobby's gRPC service (its ``Connect`` decodes requests with :func:`referee.streams.add_stream_method`).
+LOBBY_SERVICE = lpb.DESCRIPTOR.services_by_name["LobbyService"].full_name
 #: Seconds a new stream has to send its Register.
 REGISTER_TIMEOUT_S = 10.0
 #: Most workers one bot may have connected at once (more are refused with RESOURCE_EXHAUSTED).
@@ -204,7 +207,8 @@ class Lobby:
 
     async def _start(self) -> str:
         server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS)
-        lpb_grpc.add_LobbyServiceServicer_to_server(_Servicer(self), server)
+        add_stream_method(server, LOBBY_SERVICE, "Connect", _Servicer(self).Connect,
+                          lpb.ConnectRequest, lpb.ConnectResponse)
         addr = f"{self.host}:{self.port}"
         if self.tls is not None:
             bound = server.add_secure_port(addr, grpc.ssl_server_credentials([(self.tls[1], self.tls[0])]))
@@ -363,16 +367,9 @@ class _Servicer(lpb_grpc.LobbyServiceServicer):
 
     async def Connect(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> None:
         """One worker's stream (see the proto for the status codes)."""
-        try:
-            first = await asyncio.wait_for(context.read(), REGISTER_TIMEOUT_S)
-        except TimeoutError:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                f"no Register within {REGISTER_TIMEOUT_S:.0f} s of opening the stream")
-        if first is grpc.aio.EOF:
+        first = await first_message(context, REGISTER_TIMEOUT_S, "register")
+        if first is None:
             return
-        if first.WhichOneof("msg") != "register":
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                f"the first message must be a Register, got {first.WhichOneof('msg')}")
         try:
             w = self.lobby._register(first.register, context.peer() or "")
         except _Refusal as e:
@@ -415,6 +412,8 @@ class _Servicer(lpb_grpc.LobbyServiceServicer):
                 msg = await context.read()
                 if msg is grpc.aio.EOF:
                     return None
+                if isinstance(msg, Undecodable):
+                    return _Refusal(grpc.StatusCode.INVALID_ARGUMENT, msg.detail("a message after Register"))
                 if msg.WhichOneof("msg") != "ready":
                     return _Refusal(grpc.StatusCode.INVALID_ARGUMENT,
                                     f"only Ready may follow Register, got {msg.WhichOneof('msg')}")

@@ -47,13 +47,11 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import grpc
 import structlog
-from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
@@ -63,6 +61,7 @@ from referee import wire
 from referee.dealing import check_seed, fresh_seed
 from referee.match import CLOSE, Connection, Match, SeatUnavailable
 from referee.rules.errors import quote
+from referee.streams import Undecodable, add_stream_method, first_message
 
 log = structlog.get_logger("referee.server")
 
@@ -268,37 +267,11 @@ class _WriteWatchdog:
         self._handle.cancel()
 
 
-@dataclass(frozen=True)
-class Undecodable:
-    """What the Play stream reads for bytes that are not a PlayRequest (not protobuf, or a string
-    that is not UTF-8): ``size`` bytes. Handed to the handler instead of failing the RPC, so the
-    referee answers with a documented protocol error (docs/protocol.md)."""
-
-    size: int
-
-    def detail(self, seat: int | None = None) -> str:
-        """One short line naming the problem (no bytes of the message: they are the bot's)."""
-        who = "the first message" if seat is None else f"seat {seat} sent a message that"
-        return f"{who} is not a PlayRequest ({self.size} bytes that do not decode as allfours.v1.PlayRequest)"
-
-
-def decode_play_request(data: bytes) -> pb.PlayRequest | Undecodable:
-    """The Play stream's request deserializer: a PlayRequest, or :class:`Undecodable` (never raises)."""
-    try:
-        return pb.PlayRequest.FromString(data)
-    except DecodeError:
-        return Undecodable(len(data))
-
-
 def add_referee_service(servicer: RefereeServicer, server: grpc.aio.Server) -> None:
-    """Register RefereeService as the generated ``add_RefereeServiceServicer_to_server`` does, but with
-    :func:`decode_play_request`: gRPC would otherwise end the stream with UNKNOWN and a Python
-    exception text as the first message, and end a running stream as if the peer had gone."""
-    handlers = {"Play": grpc.stream_stream_rpc_method_handler(
-        servicer.Play, request_deserializer=decode_play_request,
-        response_serializer=pb.PlayResponse.SerializeToString)}
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAMES[0], handlers),))
-    server.add_registered_method_handlers(SERVICE_NAMES[0], handlers)
+    """Register RefereeService's ``Play`` with :func:`referee.streams.add_stream_method`: bytes that are
+    not a PlayRequest reach the handler as :class:`~referee.streams.Undecodable`, so the referee answers
+    with a documented protocol error (docs/protocol.md) instead of gRPC's UNKNOWN."""
+    add_stream_method(server, SERVICE_NAMES[0], "Play", servicer.Play, pb.PlayRequest, pb.PlayResponse)
 
 
 class RefereeServicer(pb_grpc.RefereeServiceServicer):
@@ -309,18 +282,9 @@ class RefereeServicer(pb_grpc.RefereeServiceServicer):
 
     async def Play(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> None:
         """One seat's stream. Status codes: see the proto (UNAUTHENTICATED, PERMISSION_DENIED, …)."""
-        try:
-            first = await asyncio.wait_for(context.read(), HELLO_TIMEOUT_S)
-        except TimeoutError:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                f"no Hello within {HELLO_TIMEOUT_S:.0f} s of opening the stream")
-        if first is grpc.aio.EOF:
+        first = await first_message(context, HELLO_TIMEOUT_S, "hello")
+        if first is None:
             return
-        if isinstance(first, Undecodable):
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, first.detail())
-        if first.WhichOneof("msg") != "hello":
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                f"the first message must be a Hello, got {first.WhichOneof('msg')}")
         hello = first.hello
         if hello.protocol_version != wire.PROTOCOL_VERSION:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
@@ -381,7 +345,7 @@ class RefereeServicer(pb_grpc.RefereeServiceServicer):
                 if msg is grpc.aio.EOF:
                     break
                 if isinstance(msg, Undecodable):
-                    match.malformed(seat, msg.detail(seat))
+                    match.malformed(seat, msg.detail(f"seat {seat} sent a message that"))
                     continue
                 match.submit(seat, msg, time.monotonic())
                 # Let the writers woken by this message (the next DecisionRequest) hand their

@@ -16,8 +16,10 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -133,12 +135,59 @@ def test_lobby_refuses_bad_registrations_with_one_line(lobby: Lobby) -> None:
     code, msg = refusal(lobby, register(good, "alpha", version="allfours.v0"))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "protocol_version" in msg
     code, msg = refusal(lobby, lpb.ConnectRequest(ready=lpb.Ready(match_id="m")))
-    assert code == grpc.StatusCode.INVALID_ARGUMENT and "Register" in msg
+    assert (code, msg) == (grpc.StatusCode.INVALID_ARGUMENT, "the first message must be a Register, got ready")
     code, msg = refusal(lobby, register(good, "alpha"), lpb.ConnectRequest(ready=lpb.Ready(match_id="nope")))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "no match" in msg
     lobby.tokens.revoke(token_digest(good))
     assert refusal(lobby, register(good, "alpha")) == (grpc.StatusCode.UNAUTHENTICATED, "unknown or revoked bot token")
     assert lobby.counts() == {}
+
+
+#: Bytes that are not a ConnectRequest: a truncated length-delimited field, and a Register whose token is not UTF-8.
+GARBAGE = [b"\x0a\xff\x01", b"\x0a\x04\x0a\x02\xff\xfe"]
+
+
+def raw_refusal(lob: Lobby, *first: bytes) -> tuple[grpc.StatusCode, str]:
+    """Send raw bytes on ``Connect`` (a worker written without the SDK) and return the refusal."""
+    with grpc.insecure_channel(lob.address) as ch:
+        call = ch.stream_stream("/allfours.v1.LobbyService/Connect", request_serializer=lambda b: b,
+                                response_deserializer=lpb.ConnectResponse.FromString)
+        with pytest.raises(grpc.RpcError) as e:
+            list(call(iter(first), timeout=5))
+    return e.value.code(), e.value.details() or ""
+
+
+@pytest.mark.parametrize("garbage", GARBAGE)
+def test_lobby_refuses_undecodable_bytes_with_one_line(lobby: Lobby, garbage: bytes) -> None:
+    """Bytes that are not a ConnectRequest, first or after Register: INVALID_ARGUMENT in one short line
+    naming their size (as the referee's Play does), not UNKNOWN with a Python exception's text."""
+    token = lobby.tokens.issue("alpha")
+    for first, who in [((garbage,), "the first message"),
+                       ((register(token, "alpha").SerializeToString(), garbage), "a message after Register")]:
+        code, msg = raw_refusal(lobby, *first)
+        assert code == grpc.StatusCode.INVALID_ARGUMENT, (code, msg)
+        assert msg == (f"{who} is not a ConnectRequest ({len(garbage)} bytes that do not decode as "
+                       "allfours.v1.ConnectRequest)"), msg
+    assert lobby.counts() == {}
+
+
+def test_lobby_refuses_a_stream_silent_past_the_register_timeout(lobby: Lobby,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """No first message within REGISTER_TIMEOUT_S: INVALID_ARGUMENT in one line (the stream stays open)."""
+    monkeypatch.setattr(lobby_module, "REGISTER_TIMEOUT_S", 1.0)
+    hold = threading.Event()
+
+    def nothing() -> Iterator[lpb.ConnectRequest]:
+        hold.wait(10)  # the open stream sends nothing until the lobby gives up
+        yield from ()
+
+    try:
+        with grpc.insecure_channel(lobby.address) as ch, pytest.raises(grpc.RpcError) as e:
+            list(lpb_grpc.LobbyServiceStub(ch).Connect(nothing(), timeout=5))
+    finally:
+        hold.set()
+    assert (e.value.code(), e.value.details()) == (grpc.StatusCode.INVALID_ARGUMENT,
+                                                   "no Register within 1 s of opening the stream")
 
 
 def test_lobby_drops_a_frozen_worker_within_15_seconds(lobby: Lobby, tmp_path: Path) -> None:

@@ -78,6 +78,20 @@ def test_undecodable_first_message_is_invalid_argument_in_one_short_line(referee
     assert "Error" not in detail and "Traceback" not in detail
 
 
+def test_a_first_message_of_the_wrong_kind_is_named_in_one_line(referee: RefereeProc) -> None:
+    """The exact refusals of referee.streams.first_message (shared with the lobby): the kind sent is named."""
+    ping = pb.PlayRequest(ping=pb.Ping()).SerializeToString()
+    with pytest.raises(grpc.RpcError) as e:
+        list(raw_play(referee)(iter([ping]), timeout=10))
+    assert (e.value.code(), e.value.details()) == (grpc.StatusCode.INVALID_ARGUMENT,
+                                                   "the first message must be a Hello, got ping")
+    with pytest.raises(grpc.RpcError) as e:
+        list(raw_play(referee)(iter([GARBAGE[0]]), timeout=10))
+    assert e.value.details() == "the first message is not a PlayRequest (3 bytes that do not decode as " \
+                                "allfours.v1.PlayRequest)"
+    assert list(raw_play(referee)(iter([]), timeout=10)) == []  # a stream closed at once is a plain end
+
+
 def test_undecodable_bytes_after_hello_are_protocol_errors_that_forfeit(referee: RefereeProc) -> None:
     """item 4: after a valid Hello each undecodable message is a protocol error (ActionRejected, counted);
     ``max_protocol_errors`` of them forfeit with ``protocol_error``, not a silent disconnect."""

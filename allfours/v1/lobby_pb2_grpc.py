@@ -51,8 +51,8 @@ class LobbyServiceServicer:
         Registered, then sends an Assignment whenever it gives the worker a seat; the worker sends Ready
         after each match it was assigned. Status codes: UNAUTHENTICATED for a missing, unknown or revoked
         token, or a token of another bot (the details are one line); INVALID_ARGUMENT for a first
-        message that is not a Register, a wrong protocol_version, or a Ready that names no match the
-        worker was given; RESOURCE_EXHAUSTED when the bot already has the most workers the lobby takes;
+        message that is not a Register, bytes that do not decode as a ConnectRequest, a wrong
+        protocol_version, or a Ready that names no match the worker was given; RESOURCE_EXHAUSTED when the bot already has the most workers the lobby takes;
         UNAVAILABLE when the arena is shutting down (connect again later).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

@@ -1,0 +1,85 @@
+"""The opening of a client stream, shared by the referee's ``Play`` and the arena lobby's ``Connect``.
+
+Both are bidirectional streams whose first client message must be one kind of a ``oneof msg``
+(``Hello``; ``Register``) within a bounded time, and both read bytes from a hostile peer. Here:
+
+- :func:`add_stream_method` registers a stream method with a decoder that never raises: bytes that
+  do not decode become :class:`Undecodable` (gRPC would otherwise end the stream with UNKNOWN and a
+  Python exception's text, or end a running stream as if the peer had gone);
+- :func:`first_message` waits for the first message and refuses a wrong one with one line.
+
+The one-line statuses are documented in docs/protocol.md (the Play and the lobby tables).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from google.protobuf.message import DecodeError, Message
+
+
+@dataclass(frozen=True)
+class Undecodable:
+    """What a stream reads for ``size`` bytes that are not a ``type_name`` (e.g.
+    ``allfours.v1.PlayRequest``): not protobuf, or a string that is not UTF-8. Handed to the handler
+    instead of failing the RPC, so that the server answers with a documented error."""
+
+    size: int
+    type_name: str
+
+    def detail(self, who: str = "the first message") -> str:
+        """One short line naming the problem (no bytes of the message: they are the peer's), e.g.
+        ``the first message is not a PlayRequest (3 bytes that do not decode as allfours.v1.PlayRequest)``."""
+        short = self.type_name.rsplit(".", 1)[-1]
+        return f"{who} is not a {short} ({self.size} bytes that do not decode as {self.type_name})"
+
+
+def tolerant_decoder(request_type: type[Message]) -> Callable[[bytes], Message | Undecodable]:
+    """A request deserializer: a ``request_type``, or :class:`Undecodable` (never raises)."""
+    type_name = request_type.DESCRIPTOR.full_name
+
+    def decode(data: bytes) -> Message | Undecodable:
+        try:
+            return request_type.FromString(data)
+        except DecodeError:
+            return Undecodable(len(data), type_name)
+
+    return decode
+
+
+def add_stream_method(server: grpc.aio.Server, service: str, method: str, behavior: Callable[..., Any],
+                      request_type: type[Message], response_type: type[Message]) -> None:
+    """Register ``service/method`` (a stream-stream RPC) as the generated ``add_*Servicer_to_server``
+    does, but decoding requests with :func:`tolerant_decoder`."""
+    handlers = {method: grpc.stream_stream_rpc_method_handler(
+        behavior, request_deserializer=tolerant_decoder(request_type),
+        response_serializer=response_type.SerializeToString)}
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
+    server.add_registered_method_handlers(service, handlers)
+
+
+async def first_message(context: grpc.aio.ServicerContext, timeout_s: float, expected: str) -> Any:
+    """The stream's first message, whose ``msg`` oneof must be ``expected`` (e.g. ``"hello"``), or
+    None if the client closed the stream without sending one (a plain end, not an error).
+
+    Aborts the RPC with INVALID_ARGUMENT and one line: ``no Hello within 10 s of opening the stream``;
+    :meth:`Undecodable.detail`; ``the first message must be a Hello, got register``.
+    """
+    kind = expected.capitalize()
+    try:
+        first = await asyncio.wait_for(context.read(), timeout_s)
+    except TimeoutError:
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                            f"no {kind} within {timeout_s:.0f} s of opening the stream")
+    if first is grpc.aio.EOF:
+        return None
+    if isinstance(first, Undecodable):
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, first.detail())
+    if first.WhichOneof("msg") != expected:
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                            f"the first message must be a {kind}, got {first.WhichOneof('msg')}")
+    return first
