@@ -9,6 +9,7 @@ events and hooks that local mode gives it for the same seed.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -29,6 +30,7 @@ from sdk import Bot, Context
 from sdk.bot import DealEnd, Event, GameEnd, MatchEnd, MatchInfo
 from sdk.client import BotClient, ClientError
 from sdk.local import play_local
+from tests.conftest import require
 
 pytestmark = pytest.mark.slow
 
@@ -91,12 +93,12 @@ def python_bot(spec: str, referee: Referee, ticket: str, *extra: str) -> subproc
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def node_bot(referee: Referee, ticket: str) -> subprocess.Popen[str]:
+def node_bot(referee: Referee, ticket: str, *extra: str) -> subprocess.Popen[str]:
     """``node sample_bots/js/bot.js`` with the ticket and referee address in the environment."""
     assert NODE is not None
     env = {**ENV, "ALLFOURS_TICKET": ticket, "ALLFOURS_REFEREE": referee.address}
-    return subprocess.Popen([NODE, str(JS_BOT)], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    return subprocess.Popen([NODE, str(JS_BOT), *extra], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
 
 
 def finish(procs: list[subprocess.Popen[str]]) -> list[tuple[int, str, str]]:
@@ -175,11 +177,33 @@ def test_node_bot_plays_complete_matches_with_python_bots(referee: Referee) -> N
     assert_completed(result, games=1)
     assert [code for code, _, _ in outs] == [0, 0, 0, 0], [e for _, _, e in outs]
     assert result.seats[0].illegal == 0 and result.seats[2].illegal == 0
+    assert result.seats[0].bot_counts == result.seats[2].bot_counts == pb.BotCounts()  # sent, and nothing failed
     # Two Node bots head to head, two games.
     m2 = referee.create(players=2, games=2)
     outs = finish([node_bot(referee, t) for t in m2.tickets])
     assert_completed(referee.result(m2.match_id), games=2)
     assert [code for code, _, _ in outs] == [0, 0], [e for _, _, e in outs]
+
+
+def test_node_bot_counts_its_strategys_exceptions_in_the_result_and_the_record(referee: Referee) -> None:
+    """``--raise-every 3``: the Node bot's strategy throws on every third decision; the bot sends the
+    first legal action instead and reports both counts with each Decision, as the Python SDK does."""
+    require(NODE is not None and (ROOT / "sample_bots/js/node_modules").is_dir(),
+            "node or sample_bots/js/node_modules missing (npm ci --prefix sample_bots/js)")
+    m = referee.create(players=2)
+    procs = [node_bot(referee, m.tickets[0], "--raise-every", "3"), node_bot(referee, m.tickets[1])]
+    result = referee.result(m.match_id)
+    outs = finish(procs)
+    assert_completed(result, games=1)
+    assert [code for code, _, _ in outs] == [0, 0], [e for _, _, e in outs]
+    counts = result.seats[0].bot_counts
+    assert counts.exceptions == counts.fallbacks > 3, counts
+    assert f"{counts.exceptions} exceptions, {counts.fallbacks} fallbacks" in outs[0][1], outs[0][1]
+    assert "a planned failure (--raise-every 3)" in outs[0][2]
+    assert result.seats[1].bot_counts == pb.BotCounts() and "0 exceptions, 0 fallbacks" in outs[1][1]
+    lines = referee.admin.GetRecord(pb.GetRecordRequest(match_id=m.match_id), metadata=MD, timeout=10).lines
+    end = next(json.loads(x) for x in lines if json.loads(x)["type"] == "result")
+    assert end["seats"][0]["bot_counts"] == {"exceptions": counts.exceptions, "fallbacks": counts.fallbacks}
 
 
 # ----------------------------------------------------------------- in-process client, same as local mode

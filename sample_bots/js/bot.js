@@ -5,7 +5,7 @@
 // ../../proto/allfours/v1/, relative to this file.
 //
 // Usage (one match):
-//   node bot.js --referee HOST:PORT --ticket T [--name NAME] [--version V]
+//   node bot.js --referee HOST:PORT --ticket T [--name NAME] [--version V] [--raise-every N]
 // or with the environment variables ALLFOURS_REFEREE and ALLFOURS_TICKET (the arena sets them).
 // Exit status: 0 once the match is over, 1 if the seat was refused or the referee unreachable, 2 on
 // a usage error.
@@ -14,6 +14,12 @@
 //   node bot.js --arena HOST:PORT --token TOKEN [--name NAME]
 // or with ALLFOURS_LOBBY, ALLFOURS_BOT_TOKEN and ALLFOURS_BOT_NAME (the arena sets them for its
 // local workers). Exit status 1 if the lobby refuses the token (one line on stderr).
+//
+// Failures are counted as the Python SDK counts them (sdk/client.py): if the strategy throws or
+// chooses no legal action, the bot sends the first legal action instead; each such fallback (and
+// each exception) goes to the referee with every Decision as Decision.counts, cumulative over the
+// match, and the referee records it (SeatResult.bot_counts). To see that work, make the strategy
+// throw on every Nth decision: --raise-every N (or ALLFOURS_JS_RAISE_EVERY=N; tests use it).
 //
 // Play: stands when asked (beg phase), gives one as dealer unless that point would hand the
 // opponents the game, calls an exposed card when it may; with cards: the highest legal card when
@@ -45,6 +51,7 @@ function parseArgs(argv) {
     name: process.env.ALLFOURS_BOT_NAME || 'js-simple',
     version: '1',
     connectTimeoutMs: 15000,
+    raiseEvery: Number(process.env.ALLFOURS_JS_RAISE_EVERY || 0),
   };
   argv = argv.flatMap((a) => (a.startsWith('--') && a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a]));
   for (let i = 0; i < argv.length; i++) {
@@ -60,9 +67,11 @@ function parseArgs(argv) {
     else if (a === '--name') opts.name = next();
     else if (a === '--version') opts.version = next();
     else if (a === '--connect-timeout-ms') opts.connectTimeoutMs = Number(next());
+    else if (a === '--raise-every') opts.raiseEvery = Number(next());
     else if (a === '-h' || a === '--help') usage('', 0);
     else usage(`unknown argument ${a}`);
   }
+  if (!Number.isInteger(opts.raiseEvery) || opts.raiseEvery < 0) usage('--raise-every needs a whole number >= 0');
   // --arena wins; else a referee and ticket mean one match; else $ALLFOURS_LOBBY means worker mode
   if (!opts.arena && !(opts.referee && opts.ticket)) opts.arena = process.env.ALLFOURS_LOBBY || '';
   if (opts.arena) {
@@ -76,7 +85,7 @@ function parseArgs(argv) {
 
 function usage(msg, code = 2) {
   if (msg) console.error(`bot.js: ${msg}`);
-  console.error('usage: node bot.js --referee HOST:PORT --ticket T [--name NAME] [--version V]');
+  console.error('usage: node bot.js --referee HOST:PORT --ticket T [--name NAME] [--version V] [--raise-every N]');
   process.exit(code);
 }
 
@@ -154,6 +163,32 @@ function choose(obs, legal) {
   }
 }
 
+// The strategy `choose`, made to throw on every nth call (--raise-every N: a test of the fallback).
+function raisingEvery(n, strategy) {
+  let calls = 0;
+  return (obs, legal) => {
+    calls += 1;
+    if (calls % n === 0) throw new Error(`a planned failure (--raise-every ${n})`);
+    return strategy(obs, legal);
+  };
+}
+
+// The answer to one DecisionRequest: the strategy's choice if it is one of `legal`, else the first
+// legal action, a fallback counted in `counts` ({exceptions, fallbacks}, as BotCounts) with the
+// exception if the strategy threw (what the Python SDK does, sdk/client.py BotClient._ask).
+function decide(strategy, obs, legal, counts) {
+  try {
+    const action = strategy(obs, legal);
+    if (legal.includes(action)) return action;
+    log('the strategy chose no legal action; sending the first legal action');
+  } catch (e) {
+    counts.exceptions += 1;
+    log(`choosing failed (${e.message}); sending the first legal action`);
+  }
+  counts.fallbacks += 1;
+  return legal[0];
+}
+
 // ------------------------------------------------------------------------------------ the stream
 
 function loadProto() {
@@ -174,6 +209,8 @@ function playMatch(proto, referee, ticket, opts) {
       'grpc.keepalive_timeout_ms': 10000,
     });
     let welcome = null; // the first Welcome
+    const counts = { exceptions: 0, fallbacks: 0 }; // this match's failures, sent with every Decision
+    const strategy = opts.raiseEvery > 0 ? raisingEvery(opts.raiseEvery, choose) : choose;
     let graceMs = 5000;
     let windowEnd = Date.now() + opts.connectTimeoutMs; // reconnect until then
     let backoff = 50;
@@ -207,7 +244,7 @@ function playMatch(proto, referee, ticket, opts) {
       let ended = false;
       const send = (seq, action) => {
         answered.add(String(seq));
-        call.write({ decision: { seq, action } });
+        call.write({ decision: { seq, action, counts: { ...counts } } });
       };
 
       call.on('data', (resp) => {
@@ -230,13 +267,7 @@ function playMatch(proto, referee, ticket, opts) {
             if (answered.has(String(req.seq))) break; // already answered on this stream
             lastRequest = req;
             if (req.legal_actions.length === 0) break;
-            let action;
-            try {
-              action = choose(req.observation, req.legal_actions);
-            } catch (e) {
-              log(`seq ${req.seq}: choosing failed (${e}); sending the first legal action`);
-            }
-            send(req.seq, action || req.legal_actions[0]);
+            send(req.seq, decide(strategy, req.observation, req.legal_actions, counts));
             break;
           }
           case 'action_rejected': {
@@ -246,7 +277,9 @@ function playMatch(proto, referee, ticket, opts) {
             if (!req || String(r.seq) !== String(req.seq) || reasked.has(String(req.seq))) break;
             reasked.add(String(req.seq));
             const other = req.legal_actions.find((a) => !r.action || a.kind !== r.action.kind || a.card !== r.action.card);
-            if (other) send(req.seq, other);
+            if (!other) break;
+            counts.fallbacks += 1; // an action in place of the strategy's, as the Python SDK counts it
+            send(req.seq, other);
             break;
           }
           case 'match_end': {
@@ -255,7 +288,8 @@ function playMatch(proto, referee, ticket, opts) {
             done = true;
             console.log(`match ${res.status.replace('MATCH_STATUS_', '').toLowerCase()}: games won ` +
               `${res.games_won.join('-')}, winner side ${res.winner}, this seat ` +
-              `${me ? me.termination.replace('TERMINATION_', '').toLowerCase() : '?'}`);
+              `${me ? me.termination.replace('TERMINATION_', '').toLowerCase() : '?'}, ` +
+              `${counts.exceptions} exceptions, ${counts.fallbacks} fallbacks`);
             call.end();
             resolve();
             break;
@@ -372,4 +406,4 @@ function main() {
 
 if (require.main === module) main();
 
-module.exports = { choose, chooseCard, winningIndex };
+module.exports = { choose, chooseCard, winningIndex, decide };
