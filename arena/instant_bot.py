@@ -34,14 +34,14 @@ the pool crashes exactly once.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import json
 import os
-import queue
 import random
 import sys
 import threading
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import grpc
@@ -137,67 +137,110 @@ def play(address: str, ticket: str, b: Behaviour) -> int:
 
     :returns: the exit status (see the module docstring); a crash on purpose exits the process.
     """
+
+    async def on_a_channel() -> int:
+        async with grpc.aio.insecure_channel(address) as channel:
+            return await play_on(channel, ticket, b)
+
+    return asyncio.run(on_a_channel())
+
+
+async def play_on(channel: grpc.aio.Channel, ticket: str, b: Behaviour) -> int:
+    """:func:`play` on an open ``channel`` to the referee (a worker keeps one for all its matches:
+    each new channel costs a connection, and the benchmark measures the arena, not that)."""
     while True:
         try:
-            return _play_once(address, ticket, b)
+            return await _play_once(channel, ticket, b)
         except _Reconnect:
-            time.sleep(b.delay_ms / 1000)
+            await asyncio.sleep(b.delay_ms / 1000)
 
 
-def _play_once(address: str, ticket: str, b: Behaviour) -> int:
-    outbox: queue.Queue[pb.PlayRequest | None] = queue.Queue()
-    outbox.put(pb.PlayRequest(hello=pb.Hello(ticket=ticket, protocol_version=b.protocol,
-                                             bot_name="instant", bot_version="1")))
-
-    def requests() -> Iterator[pb.PlayRequest]:
-        while (item := outbox.get()) is not None:
-            yield item
-
+async def _play_once(channel: grpc.aio.Channel, ticket: str, b: Behaviour) -> int:
+    """One Play stream, asyncio (a separate process per seat: each message costs a wake-up, and the
+    asyncio client spends less on one than the threaded one)."""
+    call = pb_grpc.RefereeServiceStub(channel).Play()
     rng = random.Random(b.seed)
     answered = previous_seq = 0
-    with grpc.insecure_channel(address) as channel:
-        try:
-            for msg in pb_grpc.RefereeServiceStub(channel).Play(requests()):
-                if b.keep_log:
-                    b.log.append(json.dumps(MessageToDict(msg)))
-                which = msg.WhichOneof("msg")
-                if which == "welcome" and b.mode == "frozen":
-                    time.sleep(3600)
-                if which == "match_end":
-                    return EXIT_MATCH_END
-                if which != "decision_request":
-                    continue
-                req = msg.decision_request
-                due = answered >= b.after
-                if due:
-                    _fault_at(b, answered)
-                if b.mode == "slow":
-                    time.sleep(b.delay_ms / 1000)
-                for out in _answer(b, req, rng, previous_seq, due):
-                    outbox.put(out)
-                answered, previous_seq = answered + 1, req.seq
-        except grpc.RpcError as e:
-            print(f"STATUS {e.code().name} {e.details()}", flush=True)
-            return EXIT_STATUS
-        finally:
-            outbox.put(None)
+    try:
+        await _send(call, pb.PlayRequest(hello=pb.Hello(ticket=ticket, protocol_version=b.protocol,
+                                                        bot_name="instant", bot_version="1")))
+        while (msg := await call.read()) is not grpc.aio.EOF:
+            assert isinstance(msg, pb.PlayResponse)
+            if b.keep_log:
+                b.log.append(json.dumps(MessageToDict(msg)))
+            which = msg.WhichOneof("msg")
+            if which == "welcome" and b.mode == "frozen":
+                await asyncio.sleep(3600)
+            if which == "match_end":
+                return EXIT_MATCH_END
+            if which != "decision_request":
+                continue
+            req = msg.decision_request
+            due = answered >= b.after
+            if due:
+                await _fault_at(b, answered)
+            if b.mode == "slow":
+                await asyncio.sleep(b.delay_ms / 1000)
+            for out in _answer(b, req, rng, previous_seq, due):
+                await _send(call, out)
+            answered, previous_seq = answered + 1, req.seq
+    except grpc.aio.AioRpcError as e:
+        print(f"STATUS {e.code().name} {e.details()}", flush=True)
+        return EXIT_STATUS
+    finally:
+        call.cancel()
     return EXIT_NO_MATCH_END
 
 
-def _fault_at(b: Behaviour, answered: int) -> None:
+async def _send(call: grpc.aio.StreamStreamCall, message: pb.PlayRequest) -> None:
+    """Write ``message``; once the referee has ended the stream, writing is moot (the next read says how
+    it ended), as it was for the threaded client's queue."""
+    with contextlib.suppress(asyncio.InvalidStateError):
+        await call.write(message)
+
+
+async def _fault_at(b: Behaviour, answered: int) -> None:
     """``answered`` decisions are answered, as many as ``--after`` asks: crash, hang or drop the stream."""
     if b.mode == "crash":
         print(f"instant bot crashing on purpose after {answered} decisions", file=sys.stderr, flush=True)
         os._exit(EXIT_CRASH)
     if b.mode == "hang":
-        time.sleep(3600)
+        await asyncio.sleep(3600)
     if b.mode == "resume" and not b.done_once:
         b.done_once = True
         raise _Reconnect
 
 
+class _Seats:
+    """Worker mode's referee connections: one event loop and one channel per referee for the whole
+    life of the worker (the process); plays each assignment on them."""
+
+    def __init__(self, tls_ca: bytes | None) -> None:
+        self.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.loop)  # grpc.aio binds its channels to the thread's loop
+        self.tls_ca = tls_ca
+        self.channels: dict[tuple[str, bool], grpc.aio.Channel] = {}
+
+    def play(self, a: lpb.Assignment, b: Behaviour) -> int:
+        """Play the seat of assignment ``a`` as ``b`` says; returns the exit status :func:`play` would."""
+        return self.loop.run_until_complete(self._play(a, b))
+
+    async def _play(self, a: lpb.Assignment, b: Behaviour) -> int:
+        key = (a.referee, a.referee_tls)
+        if key not in self.channels:  # made on the running loop
+            if a.referee_tls:
+                creds = grpc.ssl_channel_credentials(root_certificates=self.tls_ca)
+                self.channels[key] = grpc.aio.secure_channel(a.referee, creds)
+            else:
+                self.channels[key] = grpc.aio.insecure_channel(a.referee)
+        return await play_on(self.channels[key], a.ticket, b)
+
+
 def _serve_lobby(b: Behaviour, once: str | None) -> int:
     """Worker mode: play assignments until the lobby or the arena goes; a crash ends the process."""
+    ca = os.environ.get(TLS_CA_ENV)
+    tls_ca = open(ca, "rb").read() if ca else None  # noqa: SIM115 - a small file, read once
+    seats = _Seats(tls_ca)
 
     def play_seat(a: lpb.Assignment) -> None:
         seat = Behaviour(b.mode, b.after, b.delay_ms, b.seed, b.protocol)
@@ -206,10 +249,8 @@ def _serve_lobby(b: Behaviour, once: str | None) -> int:
                 os.close(os.open(once, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
             except FileExistsError:
                 seat.mode = "first"
-        play(a.referee, a.ticket, seat)
+        seats.play(a, seat)
 
-    ca = os.environ.get(TLS_CA_ENV)
-    tls_ca = open(ca, "rb").read() if ca else None  # noqa: SIM115 - a small file, read once
     worker = LobbyWorker(play_seat, os.environ[LOBBY_ENV], os.environ.get(TOKEN_ENV, ""),
                          os.environ.get(NAME_ENV, "instant"), "1", tls_ca=tls_ca, reconnect_s=30.0)
     try:

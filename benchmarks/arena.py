@@ -26,6 +26,10 @@ Where the lobby run's time goes (``lobby_phases_ms``, mean per game): ``create``
 ``play`` (assignments sent → result: the match itself, with the bots' round trips), ``record``
 (GetRecord and writing the record file), ``store`` (the SQLite insert, fsynced) and ``wait`` (wall
 time per game slot not spent in a game: scheduling, workers' Ready, the thread pool).
+``cpu_ms_per_game`` says where the CPU goes, in ms of CPU (user + system) per game: for the
+referee alone, the ``referee``'s process and the asyncio ``seats`` (all in this one process); for
+the lobby run, the ``arena``'s process (with its embedded referee) and the ``workers`` (one process
+per seat: each decision wakes a process of its own, the price of partners never sharing one).
 ``load_1min`` is the machine's 1-minute load average at the start, after the lobby run and at the
 end (other work on the machine slows both sides; quote it with the figures). Figures go to stdout as JSON.
 """
@@ -63,6 +67,18 @@ TOKEN = "bench"
 MD = (("authorization", f"Bearer {TOKEN}"),)
 
 
+def _cpu_s(pids: list[int]) -> float:
+    """CPU seconds (user + system) the processes ``pids`` have used so far (Linux ``/proc``; 0 for one gone)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
 def _serve_referee(conn: Any) -> None:
     """Child process: the referee on 127.0.0.1:0 (GC tuned as ``referee serve`` does) until told to stop."""
     from referee.cli import configure_logging
@@ -93,8 +109,9 @@ async def _seat(address: str, ticket: str) -> None:
                 return
 
 
-async def referee_alone(players: int, games: int, concurrency: int) -> float:
-    """Games/s of the referee alone (its own process): ``games`` one-game matches, ``concurrency`` at a time."""
+async def referee_alone(players: int, games: int, concurrency: int) -> tuple[float, dict[str, float]]:
+    """Games/s of the referee alone (its own process): ``games`` one-game matches, ``concurrency`` at a
+    time; and CPU ms per game of the referee's process and of the seats (this process)."""
     parent, child = mp.Pipe()
     proc = mp.get_context("spawn").Process(target=_serve_referee, args=(child,), daemon=True)
     proc.start()
@@ -111,9 +128,11 @@ async def referee_alone(players: int, games: int, concurrency: int) -> float:
                     await asyncio.gather(*(_seat(address, t) for t in created.tickets))
 
             await lane(2)  # warm-up, not counted
-            t0 = time.perf_counter()
+            t0, seats0, referee0 = time.perf_counter(), time.process_time(), _cpu_s([proc.pid])
             await asyncio.gather(*(lane(games // concurrency + (k < games % concurrency)) for k in range(concurrency)))
-            return games / (time.perf_counter() - t0)
+            wall = time.perf_counter() - t0
+            cpu = {"referee": _cpu_s([proc.pid]) - referee0, "seats": time.process_time() - seats0}
+            return games / wall, {k: v * 1000 / games for k, v in cpu.items()}
     finally:
         parent.send("stop")
         proc.join(10)
@@ -148,6 +167,7 @@ def tournament(args: argparse.Namespace, mode: str, gpp: int, live: bool = False
                 while any(setup.lobby.counts().get(b, (0, 0))[1] < n for b, n in want.items()):
                     time.sleep(0.01)
                 ready_s = time.perf_counter() - t0
+            pids = [pid for kind in (setup.kinds.values() if setup else ()) for pid in kind.pids()]  # type: ignore[attr-defined]
             store_s = [0.0]
             record = t.store.record
 
@@ -159,9 +179,10 @@ def tournament(args: argparse.Namespace, mode: str, gpp: int, live: bool = False
                     store_s[0] += time.perf_counter() - s0
 
             t.store.record = timed_record  # type: ignore[method-assign]
-            start = time.perf_counter()
+            start, arena0, workers0 = time.perf_counter(), time.process_time(), _cpu_s(pids)
             run_games(t.schedule, runner, t.store, config.concurrency)
             wall = time.perf_counter() - start
+            cpu = {"arena": time.process_time() - arena0, "workers": _cpu_s(pids) - workers0}
         finally:
             if setup is not None:
                 setup.stop()
@@ -180,6 +201,7 @@ def tournament(args: argparse.Namespace, mode: str, gpp: int, live: bool = False
         phases["wait"] = slot_ms - sum(phases.values())
         out["phases_ms"] = {k: round(v, 2) for k, v in phases.items()}
         out["workers_ready_s"] = round(ready_s, 3)
+        out["cpu_ms"] = {k: round(v * 1000 / n, 1) for k, v in cpu.items()}
     return out
 
 
@@ -198,10 +220,10 @@ def main() -> int:
     games = args.games_per_pairing * pairings
     before = games // 2
     load = [os.getloadavg()[0]]  # the machine's 1-minute load average: start, after the lobby run, end
-    rate = asyncio.run(referee_alone(args.players, before, args.concurrency)) if before else 0.0
+    rate, ref_cpu = asyncio.run(referee_alone(args.players, before, args.concurrency)) if before else (0.0, {})
     lobby = tournament(args, "worker", args.games_per_pairing)
     load.append(os.getloadavg()[0])
-    rate_after = asyncio.run(referee_alone(args.players, games - before, args.concurrency))
+    rate_after, ref_cpu_after = asyncio.run(referee_alone(args.players, games - before, args.concurrency))
     ref = games / (before / rate + (games - before) / rate_after) if before else rate_after  # games / their time
     live = tournament(args, "worker", args.games_per_pairing, live=True)
     per_game = tournament(args, "per_game", args.per_game_games)
@@ -215,6 +237,10 @@ def main() -> int:
         "referee_games_per_s": round(ref, 2),
         "ratio": round(lobby["games_per_s"] / ref, 3),
         "referee_games_per_s_before_after": [round(rate, 2), round(rate_after, 2)],
+        "cpu_ms_per_game": {
+            "referee_alone": {k: round((ref_cpu.get(k, v) + v) / 2, 1) for k, v in ref_cpu_after.items()},
+            "lobby": lobby["cpu_ms"],
+        },
         "live_games_per_s": live["games_per_s"],
         "live_ratio": round(live["games_per_s"] / ref, 3),
         "live_phases_ms": live["phases_ms"],
