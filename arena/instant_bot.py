@@ -26,9 +26,11 @@ Every message received is appended to ``--log`` as one JSON line (for the leak t
 
 As a local worker (``mode = "worker"``: the arena sets ``ALLFOURS_LOBBY``, ``ALLFOURS_BOT_TOKEN``
 and ``ALLFOURS_BOT_NAME`` instead of a ticket) it serves the lobby (:mod:`sdk.worker`), playing each
-assignment the same way; ``crash`` then kills the whole worker process (status 1) mid-game; with
-``--once FILE`` it crashes only while FILE does not exist (creating it), so exactly one worker of
-the pool crashes exactly once.
+assignment the same way, on one asyncio loop and one channel per referee for all its games (each
+seat is a process of its own, so each message wakes one: the asyncio client costs less per wake-up
+than the threaded one, and no game pays for a new connection); ``crash`` then kills the whole
+worker process (status 1) mid-game; with ``--once FILE`` it crashes only while FILE does not exist
+(creating it), so exactly one worker of the pool crashes exactly once.
 """
 
 from __future__ import annotations
