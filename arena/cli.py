@@ -644,7 +644,7 @@ def _open_lobby(config: TournamentConfig, t: Tournament, runner: GameRunner, out
         console.print(f"[yellow]workers:[/yellow] {escape(message)}", soft_wrap=True, highlight=False)
 
     setup = open_lobby(config, t.store, output / "logs", runner.secret_names, runner.secret_values, on_event,
-                       runner.sandbox)
+                       runner.sandbox, loop=runner.pool.embedded_loop())
     runner.attach_lobby(setup.lobby, setup.kinds)
     tls = " (TLS)" if config.lobby_tls else ""
     console.print(f"lobby: {setup.lobby.address}{tls}", highlight=False)

@@ -8,6 +8,7 @@ returned :class:`LobbySetup` is stopped at the end of the run (workers first, th
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,12 +76,17 @@ def open_lobby(
     secret_values: Collection[str],
     on_event: Callable[[str], None] = lambda message: None,
     sandbox: Sandbox | None = None,
+    loop: asyncio.AbstractEventLoop | None = None,
 ) -> LobbySetup:
     """Start the lobby and every lobby bot's workers (see the module docstring).
 
     With a ``sandbox`` (container bots) the lobby listens on the sandbox network's gateway (at the
     port of ``tournament.lobby``), the only address of the host its containers reach, and that port
     is let through the sandbox's firewall chain.
+
+    ``loop``: serve the lobby on this running event loop (the embedded referee's:
+    :meth:`arena.match_runner.RefereePool.embedded_loop`) rather than a loop of its own; stop the
+    lobby (:meth:`LobbySetup.stop`) before that loop stops.
 
     :raises ConfigError: naming ``tournament.lobby`` when it cannot listen there, or a TLS file that
         cannot be read.
@@ -92,7 +98,7 @@ def open_lobby(
     host, _, port = config.lobby.rpartition(":")
     if sandbox is not None and sandbox.gateway:
         host = sandbox.gateway
-    lobby = Lobby(config.name, TokenBook(), host.strip("[]"), int(port), tls)
+    lobby = Lobby(config.name, TokenBook(), host.strip("[]"), int(port), tls, loop=loop)
     try:
         lobby.start()
     except RuntimeError as e:

@@ -6,9 +6,10 @@ game — never the same worker twice, so partners are two workers — sends each
 :class:`~allfours.v1.lobby_pb2.Assignment` with :meth:`Lobby.assign`, and the worker plays that seat
 on the referee. When its match is over the worker sends ``Ready`` and is idle again.
 
-Interface for the scheduler (all methods thread-safe; the gRPC server runs on its own event loop):
+Interface for the scheduler (all methods thread-safe; the gRPC server runs on its own event loop, or
+on the one it is given: the embedded referee's, see ``loop``):
 
-- ``Lobby(tournament, tokens, host, port, tls)``; :meth:`start` → ``host:port``; :meth:`stop`;
+- ``Lobby(tournament, tokens, host, port, tls, loop=None)``; :meth:`start` → ``host:port``; :meth:`stop`;
 - :meth:`reserve` ``(seat bot names) -> [WorkerRef] | None``; :meth:`release` (unused reservation);
 - :meth:`assign` ``(worker, Assignment) -> bool`` (False: that worker is gone);
 - :meth:`gone` ``(worker) -> str | None`` (why it left, once it has), :meth:`counts` (per bot);
@@ -176,6 +177,7 @@ class Lobby:
         port: int = 0,
         tls: tuple[bytes, bytes] | None = None,
         on_change: Callable[[], None] | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
     ):
         self.tournament = tournament
         self.tokens = tokens
@@ -186,9 +188,13 @@ class Lobby:
         self._workers: dict[str, WorkerRef] = {}
         self._games: dict[str, int] = {}
         self._ids = itertools.count(1)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="lobby", daemon=True)
+        # gRPC's asyncio layer polls on the first loop of the process and hands other loops each event
+        # across threads: served on the embedded referee's loop, the lobby costs the arena ~10 ms of CPU
+        # a game less (benchmarks/arena.py)
+        self._loop = loop or asyncio.new_event_loop()
+        self._thread = None if loop else threading.Thread(target=self._loop.run_forever, name="lobby", daemon=True)
         self._server: grpc.aio.Server | None = None
+        self._serving = False
         self._closing = False
 
     # ------------------------------------------------------------------ life cycle
@@ -202,7 +208,9 @@ class Lobby:
 
         :raises RuntimeError: if the address cannot be bound (in use, or a bad TLS pair).
         """
-        self._thread.start()
+        self._serving = True
+        if self._thread is not None:
+            self._thread.start()
         return asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(30)
 
     async def _start(self) -> str:
@@ -223,9 +231,11 @@ class Lobby:
         return self.address
 
     def stop(self, grace_s: float = 1.0) -> None:
-        """Close every worker's stream (they see UNAVAILABLE and may reconnect later) and stop serving."""
-        if not self._thread.is_alive():
+        """Close every worker's stream (they see UNAVAILABLE and may reconnect later) and stop serving
+        (and the lobby's own loop; a loop it was given, the embedded referee's, is left running)."""
+        if not self._serving or not self._loop.is_running():
             return
+        self._serving = False
         self._closing = True
 
         async def _stop() -> None:
@@ -237,8 +247,9 @@ class Lobby:
                 await self._server.stop(grace_s)
 
         asyncio.run_coroutine_threadsafe(_stop(), self._loop).result(grace_s + 10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
+        if self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
 
     # ------------------------------------------------------------------ the scheduler's side
     def _changed(self) -> None:

@@ -36,6 +36,7 @@ stays pending and is played on the next run.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import secrets
@@ -293,6 +294,10 @@ class RefereePool:
                 return False
             self._retired[k] = why
             return True
+
+    def embedded_loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop of the referee this process started, if any (the lobby serves on it too)."""
+        return next((c.embedded.loop for c in self.conns if c.embedded is not None), None)
 
     def close(self) -> None:
         """Close every connection (and stop an embedded referee)."""

@@ -100,7 +100,8 @@ class League:
         if config.uses_lobby and hasattr(self.runner, "attach_lobby"):
             if self.setup is None:
                 self.setup = open_lobby(config, t.store, self.output / "logs", self.runner.secret_names,
-                                        self.runner.secret_values, lambda m: self._note(m, "workers"))
+                                        self.runner.secret_values, lambda m: self._note(m, "workers"),
+                                        loop=self.runner.pool.embedded_loop())
                 self._note(f"lobby: {self.setup.lobby.address}")
             else:
                 self.setup.update(config, t.store)

@@ -161,7 +161,8 @@ def tournament(args: argparse.Namespace, mode: str, gpp: int, live: bool = False
             ready_s = 0.0
             if mode == "worker":
                 t0 = time.perf_counter()
-                setup = open_lobby(config, t.store, Path(tmp) / "logs", runner.secret_names, runner.secret_values)
+                setup = open_lobby(config, t.store, Path(tmp) / "logs", runner.secret_names, runner.secret_values,
+                                   loop=conn.embedded.loop)
                 runner.attach_lobby(setup.lobby, setup.kinds)
                 want = {name: len(kind.pids()) for name, kind in setup.kinds.items()}  # type: ignore[attr-defined]
                 while any(setup.lobby.counts().get(b, (0, 0))[1] < n for b, n in want.items()):

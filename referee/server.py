@@ -611,6 +611,11 @@ class ThreadedReferee:
         return self.server.port
 
     @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop the referee serves on (running between start and stop)."""
+        return self._loop
+
+    @property
     def address(self) -> str:
         """``host:port``."""
         return self.server.address

@@ -29,6 +29,7 @@ import arena.lobby as lobby_module
 from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import lobby_pb2_grpc as lpb_grpc
 from arena.lobby import Lobby, TokenBook, token_digest
+from arena.match_runner import RefereePool, connect_referee
 from referee import wire
 from tests.conftest import require
 
@@ -169,6 +170,33 @@ def test_lobby_refuses_undecodable_bytes_with_one_line(lobby: Lobby, garbage: by
         assert msg == (f"{who} is not a ConnectRequest ({len(garbage)} bytes that do not decode as "
                        "allfours.v1.ConnectRequest)"), msg
     assert lobby.counts() == {}
+
+
+def test_a_lobby_on_the_embedded_referees_loop_serves_and_stops_leaving_the_referee_up() -> None:
+    """``arena run`` serves the lobby on its embedded referee's event loop (one loop for gRPC's asyncio
+    layer in the process, no thread hop per event): workers register there, and stopping the lobby
+    leaves that loop, and the referee on it, serving."""
+    conn = connect_referee(None, None)
+    try:
+        loop = conn.embedded.loop
+        assert RefereePool([conn]).embedded_loop() is loop
+        lob = Lobby("t", TokenBook(), loop=loop)
+        lob.start()
+        token = lob.tokens.issue("alpha")
+        with grpc.insecure_channel(lob.address) as ch:
+            stream = lpb_grpc.LobbyServiceStub(ch).Connect(iter([register(token, "alpha")]), timeout=10)
+            assert next(stream).WhichOneof("msg") == "registered"
+            stream.cancel()
+        assert not [t for t in threading.enumerate() if t.name == "lobby"]  # no loop thread of its own
+        lob.stop()
+        lob.stop()  # idempotent
+        assert loop.is_running()
+        assert conn.healthy()  # the referee still answers on that loop
+        with pytest.raises(grpc.RpcError) as e:
+            connect(lob, register(token, "alpha"), wait_s=2)
+        assert e.value.code() == grpc.StatusCode.UNAVAILABLE  # the lobby's port is closed
+    finally:
+        conn.close()
 
 
 def test_lobby_refuses_a_stream_silent_past_the_register_timeout(lobby: Lobby,
