@@ -40,7 +40,6 @@ import argparse
 import asyncio
 import json
 import logging
-import multiprocessing as mp
 import os
 import sys
 import tempfile
@@ -53,6 +52,7 @@ sys.path.insert(0, str(ROOT))  # before benchmarks/, where referee.py would hide
 
 import grpc  # noqa: E402
 import structlog  # noqa: E402
+from _seats import MD, cpu_s, referee_in_child  # noqa: E402  (benchmarks/_seats.py)
 
 from allfours.v1 import referee_pb2 as pb  # noqa: E402
 from allfours.v1 import referee_pb2_grpc as pb_grpc  # noqa: E402
@@ -63,36 +63,10 @@ from arena.runner import open_tournament, run_games  # noqa: E402
 from arena.store import GameResult  # noqa: E402
 from referee.server import tune_gc  # noqa: E402
 
-TOKEN = "bench"
-MD = (("authorization", f"Bearer {TOKEN}"),)
-
 
 def _cpu_s(pids: list[int]) -> float:
-    """CPU seconds (user + system) the processes ``pids`` have used so far (Linux ``/proc``; 0 for one gone)."""
-    total = 0.0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
-def _serve_referee(conn: Any) -> None:
-    """Child process: the referee on 127.0.0.1:0 (GC tuned as ``referee serve`` does) until told to stop."""
-    from referee.cli import configure_logging
-    from referee.server import start_server, tune_gc
-
-    configure_logging("warning")
-
-    async def main() -> None:
-        async with start_server(port=0, admin_token=TOKEN) as server:
-            tune_gc()
-            conn.send(server.address)
-            await asyncio.get_running_loop().run_in_executor(None, conn.recv)
-
-    asyncio.run(main())
+    """CPU seconds (user + system) the processes ``pids`` have used so far (0 for one gone)."""
+    return sum(cpu_s(pid) for pid in pids if Path(f"/proc/{pid}").exists())
 
 
 async def _seat(address: str, ticket: str) -> None:
@@ -112,30 +86,22 @@ async def _seat(address: str, ticket: str) -> None:
 async def referee_alone(players: int, games: int, concurrency: int) -> tuple[float, dict[str, float]]:
     """Games/s of the referee alone (its own process): ``games`` one-game matches, ``concurrency`` at a
     time; and CPU ms per game of the referee's process and of the seats (this process)."""
-    parent, child = mp.Pipe()
-    proc = mp.get_context("spawn").Process(target=_serve_referee, args=(child,), daemon=True)
-    proc.start()
-    try:
-        address = await asyncio.get_running_loop().run_in_executor(None, parent.recv)
-        async with grpc.aio.insecure_channel(address) as ch:
-            admin = pb_grpc.AdminServiceStub(ch)
-            names = [f"s{k}" for k in range(players)]
+    async with referee_in_child() as (address, pid), grpc.aio.insecure_channel(address) as ch:
+        admin = pb_grpc.AdminServiceStub(ch)
+        names = [f"s{k}" for k in range(players)]
 
-            async def lane(n: int) -> None:
-                for _ in range(n):
-                    created = await admin.CreateMatch(pb.CreateMatchRequest(
-                        rules=pb.RuleSet(players=players), seat_names=names, games=1), metadata=MD)
-                    await asyncio.gather(*(_seat(address, t) for t in created.tickets))
+        async def lane(n: int) -> None:
+            for _ in range(n):
+                created = await admin.CreateMatch(pb.CreateMatchRequest(
+                    rules=pb.RuleSet(players=players), seat_names=names, games=1), metadata=MD)
+                await asyncio.gather(*(_seat(address, t) for t in created.tickets))
 
-            await lane(2)  # warm-up, not counted
-            t0, seats0, referee0 = time.perf_counter(), time.process_time(), _cpu_s([proc.pid])
-            await asyncio.gather(*(lane(games // concurrency + (k < games % concurrency)) for k in range(concurrency)))
-            wall = time.perf_counter() - t0
-            cpu = {"referee": _cpu_s([proc.pid]) - referee0, "seats": time.process_time() - seats0}
-            return games / wall, {k: v * 1000 / games for k, v in cpu.items()}
-    finally:
-        parent.send("stop")
-        proc.join(10)
+        await lane(2)  # warm-up, not counted
+        t0, seats0, referee0 = time.perf_counter(), time.process_time(), cpu_s(pid)
+        await asyncio.gather(*(lane(games // concurrency + (k < games % concurrency)) for k in range(concurrency)))
+        wall = time.perf_counter() - t0
+        cpu = {"referee": cpu_s(pid) - referee0, "seats": time.process_time() - seats0}
+        return games / wall, {k: v * 1000 / games for k, v in cpu.items()}
 
 
 def _config(tmp: str, args: argparse.Namespace, mode: str, gpp: int) -> TournamentConfig:

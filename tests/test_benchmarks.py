@@ -45,6 +45,9 @@ def test_arena_benchmark_prints_its_figures(tmp_path: Path) -> None:
         assert figures[key] > 0, out
     assert abs(figures["ratio"] - figures["games_per_s"] / figures["referee_games_per_s"]) < 0.01, out
     assert set(figures["lobby_phases_ms"]) == {"create", "play", "record", "store", "wait"}, out
+    cpu = figures["cpu_ms_per_game"]  # where the CPU goes: every process measured did some work
+    assert set(cpu["referee_alone"]) == {"referee", "seats"} and set(cpu["lobby"]) == {"arena", "workers"}, out
+    assert all(v > 0 for side in cpu.values() for v in side.values()), out
 
 
 @pytest.mark.slow
