@@ -20,14 +20,14 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from arena.sandbox import Limits
+from arena.hosting.sandbox import Limits
 from referee import wire
 from referee.dealing import parse_seed
 from referee.rules import RuleSet
 from referee.wire import TimeControl
 
 if TYPE_CHECKING:
-    from arena.sprt import SprtSettings
+    from arena.formats.sprt import SprtSettings
 
 #: Environment variable holding a seat's ticket, set for every bot process.
 ENV_TICKET = "ALLFOURS_TICKET"
@@ -105,7 +105,7 @@ class BotSpec:
     container ``limits`` instead (``cpus``, ``memory`` in MiB, ``pids``; docs/deploy.md; per game only);
     ``cwd`` is resolved against the config file's folder; ``env`` is added to the arena's environment
     minus its admin tokens (the arena also sets ``ALLFOURS_TICKET`` and ``ALLFOURS_REFEREE``; see
-    :func:`arena.match_runner.bot_environment`).
+    :func:`arena.play.environment.bot_environment`).
     """
 
     name: str
@@ -120,7 +120,7 @@ class BotSpec:
 
     @property
     def in_container(self) -> bool:
-        """True for a container bot (``image``; started in the sandbox, :mod:`arena.sandbox`)."""
+        """True for a container bot (``image``; started in the sandbox, :mod:`arena.hosting.sandbox`)."""
         return self.image is not None
 
 
@@ -158,7 +158,7 @@ class TournamentConfig:
     referees: tuple[str, ...] = ()
     admin_token_env: str = ENV_ADMIN_TOKEN
     bot_log_bytes: int = BOT_LOG_BYTES
-    sprt: SprtSettings | None = None  # format = "sprt" (arena/sprt_run.py); None: a round robin
+    sprt: SprtSettings | None = None  # format = "sprt" (arena/formats/sprt_run.py); None: a round robin
     lobby: str = DEFAULT_LOBBY
     lobby_tls: tuple[str, str] | None = None
     no_show_s: int = DEFAULT_NO_SHOW_S
@@ -447,7 +447,7 @@ def _parse_sprt(p: _Problems, t: Mapping[str, Any], bots: Sequence[str]) -> Sprt
         if isinstance(value, bool) or not isinstance(value, int | float):
             p.add(f"tournament.sprt.{key}", "must be a number", value)
         numbers[key] = float(value) if not isinstance(value, bool) and isinstance(value, int | float) else default
-    from arena.sprt import SprtSettings  # here: numpy and scipy would slow every bot that imports this module
+    from arena.formats.sprt import SprtSettings  # here: numpy and scipy would slow every bot that imports this module
 
     try:
         return SprtSettings(

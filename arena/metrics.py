@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from prometheus_client import REGISTRY, Counter, Gauge
 from prometheus_client.core import GaugeMetricFamily
 
-from arena.store import GameResult
+from arena.tournament.store import GameResult
 from referee.rules.seats import side_of
 
 GAMES_STORED = Counter("allfours_arena_games_stored", "Game results written to the arena's store")

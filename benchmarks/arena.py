@@ -3,7 +3,7 @@
     python benchmarks/arena.py [--bots 3] [--games-per-pairing 40] [--players 4] [--concurrency 2]
         [--per-game-games 12]
 
-Four measurements, all over real 127.0.0.1 sockets with instant bots (``arena.instant_bot``: the
+Four measurements, all over real 127.0.0.1 sockets with instant bots (``arena.testing.instant_bot``: the
 first legal action at once), in this order:
 
 1. **referee**: the referee alone (its own process, as in ``benchmarks/referee.py``) playing games of
@@ -57,10 +57,11 @@ from _seats import MD, cpu_s, referee_in_child  # noqa: E402  (benchmarks/_seats
 from allfours.v1 import referee_pb2 as pb  # noqa: E402
 from allfours.v1 import referee_pb2_grpc as pb_grpc  # noqa: E402
 from arena.config import TournamentConfig, parse_config  # noqa: E402
-from arena.league import open_lobby  # noqa: E402
-from arena.match_runner import GrpcGameRunner, connect_referee  # noqa: E402
-from arena.runner import open_tournament, run_games  # noqa: E402
-from arena.store import GameResult  # noqa: E402
+from arena.lobby.setup import open_lobby  # noqa: E402
+from arena.play.game import GrpcGameRunner  # noqa: E402
+from arena.play.referees import connect_referee  # noqa: E402
+from arena.tournament.runner import open_tournament, run_games  # noqa: E402
+from arena.tournament.store import GameResult  # noqa: E402
 from referee.server import tune_gc  # noqa: E402
 
 
@@ -108,7 +109,7 @@ def _config(tmp: str, args: argparse.Namespace, mode: str, gpp: int) -> Tourname
     data = {
         "tournament": {"name": f"bench-{mode}", "players": args.players, "games_per_pairing": gpp,
                        "concurrency": args.concurrency, "output": tmp, "master_seed": "00" * 32},
-        "bots": [{"name": f"instant{k}", "mode": mode, "command": ["{python}", "-m", "arena.instant_bot"],
+        "bots": [{"name": f"instant{k}", "mode": mode, "command": ["{python}", "-m", "arena.testing.instant_bot"],
                   "cwd": str(ROOT)} for k in range(args.bots)],
     }
     return parse_config(data, str(ROOT / "benchmarks" / "bench.toml"), ROOT)

@@ -11,10 +11,10 @@ two with the same match seed (same decks, same first dealer) and the sides swapp
 - ``heuristic`` v ``half-random``: the heuristic bot playing a uniformly random legal action on half
   of its decisions (drawn from the decision's own ``ctx.rng``), a closer match.
 
-It prints one JSON object: per table size and matchup the :class:`arena.duplicate.Efficiency`
+It prints one JSON object: per table size and matchup the :class:`arena.formats.duplicate.Efficiency`
 (variance per game with and without pairing, their ratio with a 95% bootstrap interval) and the games
 one pairing needs for a ±20 Elo interval with and without duplicate pairs at the observed score, and
-the CPU seconds it took. ``--write`` also writes it to arena/duplicate_study.json, which the leaderboard
+the CPU seconds it took. ``--write`` also writes it to arena/formats/duplicate_study.json, which the leaderboard
 quotes (and docs/arena.md).
 """
 
@@ -30,8 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from arena.duplicate import STUDY_FILE, efficiency, games_for_half_width  # noqa: E402
-from arena.ratings import Game  # noqa: E402
+from arena.formats.duplicate import STUDY_FILE, efficiency, games_for_half_width  # noqa: E402
+from arena.ratings.fit import Game  # noqa: E402
 from referee.rules import RuleSet  # noqa: E402
 from sample_bots.heuristic import HeuristicBot  # noqa: E402
 from sample_bots.random_bot import RandomBot  # noqa: E402

@@ -1,4 +1,4 @@
-"""Ratings speed: ``arena.ratings.rate`` on duplicate-paired round robins of 10, 100 and 300 bots.
+"""Ratings speed: ``arena.ratings.fit.rate`` on duplicate-paired round robins of 10, 100 and 300 bots.
 
     python benchmarks/ratings.py [--bots 10 100 300] [--games-per-bot 1000] [--bootstrap 1000] [--repeat 3]
 
@@ -34,7 +34,7 @@ from pathlib import Path  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from arena.ratings import Game, rate  # noqa: E402
+from arena.ratings.fit import Game, rate  # noqa: E402
 
 
 def league(bots: int, games_per_bot: int, seed: int = 1) -> list[Game]:

@@ -24,8 +24,8 @@ def docker_client() -> Any:
     require(os.path.exists(DOCKER), "Debian's docker.io is not installed (run scripts/setup.sh)")
     require(shutil.which("iptables") is not None, "iptables is not installed (run scripts/setup.sh)")
     require(os.geteuid() == 0, "the container sandbox needs root (iptables rules, the docker socket)")
-    from arena.sandbox import SandboxError
-    from arena.sandbox import docker_client as client
+    from arena.hosting.sandbox import SandboxError
+    from arena.hosting.sandbox import docker_client as client
 
     try:
         return client()

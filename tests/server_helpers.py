@@ -89,11 +89,11 @@ def start_referee(record_dir: Path, *options: str) -> Iterator[RefereeProc]:
 
 def launch_bots(address: str, tickets: Sequence[str], kinds: Sequence[str], log_dir: Path,
                 extra: Sequence[Sequence[str]] | None = None) -> list[subprocess.Popen[str]]:
-    """One ``arena.instant_bot`` process per seat, of the fault mode ``kinds[i]`` (its one-off faults
+    """One ``arena.testing.instant_bot`` process per seat, of the fault mode ``kinds[i]`` (its one-off faults
     after 2 answers unless ``extra`` says otherwise); each logs every message it receives."""
     procs = []
     for i, (t, k) in enumerate(zip(tickets, kinds, strict=True)):
-        args = [sys.executable, "-m", "arena.instant_bot", "--referee", address, "--ticket", t, "--mode", k,
+        args = [sys.executable, "-m", "arena.testing.instant_bot", "--referee", address, "--ticket", t, "--mode", k,
                 "--after", "2", "--seed", str(i), "--log", str(log_dir / f"seat{i}.jsonl"),
                 *(extra[i] if extra else ())]
         out = (log_dir / f"seat{i}.out").open("w")

@@ -172,7 +172,7 @@ def test_bot_environment_has_no_admin_token() -> None:
     """The admin-token variables (default and configured names), copies of their values, and the
     token in use (e.g. from --admin-token) never reach a bot; its own env and ticket do."""
     from arena.config import BotSpec
-    from arena.match_runner import bot_environment
+    from arena.play.environment import bot_environment
 
     base = {"PATH": "/bin", "ALLFOURS_ADMIN_TOKEN": "t1", "CUP_TOKEN": "t2", "COPY": "t2", "CLI": "t3"}
     bot = BotSpec("b", "1", ("x",), env={"LEVEL": "3"})

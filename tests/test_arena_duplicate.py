@@ -1,4 +1,5 @@
-"""arena/duplicate.py: the duplicate efficiency and the games a precision needs, against hand-computed answers."""
+"""arena/formats/duplicate.py: the duplicate efficiency and the games a precision needs, against
+hand-computed answers."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from arena.duplicate import complete_pairs, efficiency, games_for_half_width, games_needed
-from arena.ratings import Game
+from arena.formats.duplicate import complete_pairs, efficiency, games_for_half_width, games_needed
+from arena.ratings.fit import Game
 
 
 def pair(k: int, first: float, second: float, a: str = "A", b: str = "B") -> list[Game]:

@@ -110,10 +110,10 @@ join_ms = 10000
 grace_ms = 300
 [[bots]]
 name = "good"
-command = ["{python}", "-m", "arena.instant_bot"]
+command = ["{python}", "-m", "arena.testing.instant_bot"]
 [[bots]]
 name = "crasher"
-command = ["{python}", "-m", "arena.instant_bot", "--mode", "crash", "--after", "1"]
+command = ["{python}", "-m", "arena.testing.instant_bot", "--mode", "crash", "--after", "1"]
 [[bots]]
 name = "missing"
 command = ["/nonexistent/bot-binary"]
@@ -182,13 +182,13 @@ join_ms = 10000
 grace_ms = 300
 [[bots]]
 name = "good"
-command = ["{python}", "-m", "arena.instant_bot"]
+command = ["{python}", "-m", "arena.testing.instant_bot"]
 [[bots]]
 name = "hang"
-command = ["{python}", "-m", "arena.instant_bot", "--mode", "hang", "--after", "2"]
+command = ["{python}", "-m", "arena.testing.instant_bot", "--mode", "hang", "--after", "2"]
 [[bots]]
 name = "other"
-command = ["{python}", "-m", "arena.instant_bot"]
+command = ["{python}", "-m", "arena.testing.instant_bot"]
 """
 
 
@@ -247,10 +247,10 @@ name = "noisy"
 command = ["{python}", "-c", "import sys; print('loading model', file=sys.stderr); sys.exit('boom: no weights')"]
 [[bots]]
 name = "instant"
-command = ["{python}", "-m", "arena.instant_bot"]
+command = ["{python}", "-m", "arena.testing.instant_bot"]
 """.replace("@ENVDUMP@", json.dumps(
     "import json, os, sys; print(json.dumps(dict(os.environ)), file=sys.stderr); "
-    "from arena.instant_bot import main; sys.exit(main([]))"
+    "from arena.testing.instant_bot import main; sys.exit(main([]))"
 ))
 
 
@@ -305,7 +305,7 @@ name = "heuristic"
 command = ["{python}", "-m", "sdk.run", "sample_bots.heuristic:HeuristicBot", "--log-level", "warning"]
 [[bots]]
 name = "instant"
-command = ["{python}", "-m", "arena.instant_bot"]
+command = ["{python}", "-m", "arena.testing.instant_bot"]
 [[bots]]
 name = "random"
 command = ["{python}", "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--log-level", "warning"]
@@ -372,7 +372,8 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     assert one_line_error(done).startswith(f"config error: {latin}: cannot read the file: not UTF-8 text")
     for old, new, key in [
         ("grace_ms = 300", "decision_ms = 99999999999", "tournament.time_control.decision_ms"),
-        ('"{python}", "-m", "arena.instant_bot"]', '"{pyhton}", "-m", "arena.instant_bot"]', "bots[0].command[0]"),
+        ('"{python}", "-m", "arena.testing.instant_bot"]', '"{pyhton}", "-m", "arena.testing.instant_bot"]',
+         "bots[0].command[0]"),
         ('command = ["/nonexistent/bot-binary"]', 'command = ["true"]\ncwd = "out/bot"', "bots[2].cwd"),
     ]:
         typo = tmp_path / "typo.toml"
@@ -405,7 +406,7 @@ name = "nasty"
 command = ["{python}", "-m", "tests.bots.nasty", "TAG", "8"]
 [[bots]]
 name = "instant"
-command = ["{python}", "-m", "arena.instant_bot"]
+command = ["{python}", "-m", "arena.testing.instant_bot"]
 """
 
 
@@ -456,10 +457,10 @@ name = "newcomer"
 command = ["{python}", "-m", "sdk.run", "tests.bots.newcomer:MaxCardBot", "--log-level", "error"]
 [[bots]]
 name = "crasher"
-command = ["{python}", "-m", "arena.instant_bot", "--mode", "crash", "--after", "0"]
+command = ["{python}", "-m", "arena.testing.instant_bot", "--mode", "crash", "--after", "0"]
 [[bots]]
 name = "instant"
-command = ["{python}", "-m", "arena.instant_bot"]
+command = ["{python}", "-m", "arena.testing.instant_bot"]
 """
 
 

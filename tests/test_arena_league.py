@@ -40,7 +40,7 @@ grace_ms = 1000
 
 def bot(name: str, version: str = "1", mode: str = "per_game") -> str:
     return (f'\n[[bots]]\nname = "{name}"\nversion = "{version}"\nmode = "{mode}"\n'
-            f'command = ["{{python}}", "-m", "arena.instant_bot"]\ncwd = "{ROOT}"\n')
+            f'command = ["{{python}}", "-m", "arena.testing.instant_bot"]\ncwd = "{ROOT}"\n')
 
 
 def remote(name: str) -> str:

@@ -1,4 +1,4 @@
-"""The arena's live files (arena/live.py): written a deal at a time, so following a game costs a
+"""The arena's live files (arena/report/live.py): written a deal at a time, so following a game costs a
 write per deal, not per card, and a spectator (a deal behind) sees exactly what it saw before."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from arena import live
-from arena.live import LiveLog
+from arena.report import live
+from arena.report.live import LiveLog
 from referee.events import Event
 from referee.rules.cards import Card, parse_cards
 
@@ -83,7 +83,7 @@ join_ms = 10000
 SLOW_BOT = """
 [[bots]]
 name = "slow{k}"
-command = ["{{python}}", "-m", "arena.instant_bot", "--mode", "slow", "--delay-ms", "25"]
+command = ["{{python}}", "-m", "arena.testing.instant_bot", "--mode", "slow", "--delay-ms", "25"]
 cwd = "{root}"
 """
 
@@ -123,7 +123,7 @@ def test_without_live_the_arena_waits_for_results_alone(tmp_path: Path) -> None:
 
 
 def test_serve_writes_live_files_unless_told_not_to() -> None:
-    from arena.cli import _parser
+    from arena.cli.commands import _parser
 
     assert _parser().parse_args(["serve", "league.toml"]).live is True
     assert _parser().parse_args(["serve", "league.toml", "--no-live"]).live is False

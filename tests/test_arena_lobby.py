@@ -25,16 +25,18 @@ from pathlib import Path
 import grpc
 import pytest
 
-import arena.lobby as lobby_module
+import arena.lobby.service as lobby_module
 from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import lobby_pb2_grpc as lpb_grpc
-from arena.lobby import Lobby, TokenBook, token_digest
-from arena.match_runner import RefereePool, connect_referee
+from arena.lobby import tokens as tokens_module
+from arena.lobby.service import Lobby
+from arena.lobby.tokens import TokenBook, token_digest
+from arena.play.referees import RefereePool, connect_referee
 from referee import wire
 from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parent.parent
-INSTANT = '["{python}", "-m", "arena.instant_bot"]'
+INSTANT = '["{python}", "-m", "arena.testing.instant_bot"]'
 
 pytestmark = pytest.mark.slow
 
@@ -272,7 +274,7 @@ def test_a_pool_of_workers_plays_100_games_partners_on_two_workers(tmp_path: Pat
 
 def test_a_worker_killed_mid_game_forfeits_only_that_game_and_is_restarted(tmp_path: Path) -> None:
     once = tmp_path / "crashed"
-    crashy = f'["{{python}}", "-m", "arena.instant_bot", "--mode", "crash", "--after", "3", "--once", "{once}"]'
+    crashy = f'["{{python}}", "-m", "arena.testing.instant_bot", "--mode", "crash", "--after", "3", "--once", "{once}"]'
     cfg = write_config(tmp_path, worker_bot("crashy", crashy) + worker_bot("steady"), gpp=8)
     done = run(cfg)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -487,5 +489,5 @@ def test_a_bot_without_workers_does_not_block_the_others(tmp_path: Path) -> None
 def test_a_new_token_never_starts_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
     """A token after ``--token`` that starts with ``-`` reads as an option (a 1-in-64 flake of the test above)."""
     made = iter(["-" + "a" * 31, "b" * 32])
-    monkeypatch.setattr(lobby_module.secrets, "token_urlsafe", lambda n: next(made))
-    assert lobby_module.new_token() == "b" * 32
+    monkeypatch.setattr(tokens_module.secrets, "token_urlsafe", lambda n: next(made))
+    assert tokens_module.new_token() == "b" * 32

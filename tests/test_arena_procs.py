@@ -1,4 +1,5 @@
-"""Bot processes (arena/procs.py, arena/shepherd.py): nothing a bot starts outlives it, its log is capped.
+"""Bot processes (arena/hosting/procs.py, arena/hosting/shepherd.py): nothing a bot starts outlives it,
+its log is capped.
 
 Both containments run: cgroup v2 (where this machine lets us write it) and the subreaper shepherd.
 Leftovers are counted by a unique tag in the command line of the processes a bot starts.
@@ -17,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from arena import procs
-from arena.procs import TRUNCATED, BotProcess, Containment
+from arena.hosting import procs
+from arena.hosting.procs import TRUNCATED, BotProcess, Containment
 from tests.bots.nasty import live_with_tag
 
 #: A bot that starts a plain child, a child in a new session and a double-forked daemon (each

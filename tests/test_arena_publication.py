@@ -1,4 +1,4 @@
-"""Live and final publication (arena/publication.py): the live result is the normal approximation, marked so;
+"""Live and final publication (arena/ratings/publication.py): the live result is the normal approximation, marked so;
 the background refresher bootstraps the newest games asked for and never blocks the caller."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import threading
 
 import pytest
 
-from arena import publication
-from arena.publication import BootstrapRefresher, LivePublisher, final_ratings, live_ratings
-from arena.ratings import Game, rate
+from arena.ratings import publication
+from arena.ratings.fit import Game, rate
+from arena.ratings.publication import BootstrapRefresher, LivePublisher, final_ratings, live_ratings
 
 
 def games(n: int) -> list[Game]:
@@ -105,7 +105,7 @@ def test_live_publisher_publishes_at_once_then_the_bootstrap() -> None:
 
 
 def test_the_leaderboard_marks_live_intervals() -> None:
-    from arena.publish import leaderboard_html
+    from arena.report.publish import leaderboard_html
 
     g = games(12)
     page = leaderboard_html(live_ratings(g), {"name": "league"}, [])
@@ -121,9 +121,9 @@ def test_publish_tournament_with_a_live_publisher(tmp_path) -> None:
     import json
     import tomllib
 
-    from arena.cli import publish_tournament
     from arena.config import parse_config
-    from arena.runner import SimulatedRunner, open_tournament, run_games
+    from arena.report.publish import publish_tournament
+    from arena.tournament.runner import SimulatedRunner, open_tournament, run_games
 
     text = """
 [tournament]

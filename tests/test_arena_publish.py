@@ -1,4 +1,4 @@
-"""Publishing (arena/publish.py): the output files, self-contained HTML, and the terminal table."""
+"""Publishing (arena/report/publish.py): the output files, self-contained HTML, and the terminal table."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from pathlib import Path
 
 from rich.console import Console
 
-from arena.publish import games_rows, leaderboard_html, progress_bar, ratings_table, write_outputs
-from arena.ratings import games_from_mapping, rate
-from arena.runner import SimulatedRunner
-from arena.schedule import make_schedule
-from arena.store import GameResult
+from arena.ratings.fit import games_from_mapping, rate
+from arena.report.publish import leaderboard_html, write_outputs
+from arena.report.terminal import progress_bar, ratings_table
+from arena.tournament.runner import SimulatedRunner
+from arena.tournament.schedule import make_schedule
+from arena.tournament.store import GameResult, games_rows
 
 
 def results() -> list[GameResult]:
@@ -142,7 +143,7 @@ def test_terminal_table_does_not_wrap_intervals_in_a_narrow_pipe() -> None:
 def test_cli_console_is_wide_when_not_a_terminal(monkeypatch) -> None:
     import io
 
-    from arena.cli import make_console
+    from arena.cli.commands import make_console
 
     monkeypatch.delenv("COLUMNS", raising=False)
     assert make_console(io.StringIO()).width == 120
@@ -153,8 +154,8 @@ def test_cli_console_is_wide_when_not_a_terminal(monkeypatch) -> None:
 def test_leaderboard_history_precision_and_sprt_sections() -> None:
     """The rating history chart (one line and band per bot), the precision lines and an SPRT verdict,
     with every bot name escaped."""
-    from arena.duplicate import precision_facts
-    from arena.ratings import history
+    from arena.formats.duplicate import precision_facts
+    from arena.ratings.fit import history
 
     games = games_from_mapping(games_rows(results()))
     ratings = {**rate(games, bootstrap=0), "history": history(games, every=6)}

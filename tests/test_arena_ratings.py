@@ -1,4 +1,4 @@
-"""Ratings against known answers computed by hand (arena/ratings.py).
+"""Ratings against known answers computed by hand (arena/ratings/fit.py).
 
 Known answers: in the logistic 400-scale model an expected score p between two bots means a rating
 difference of 400*log10(p/(1-p)); 75% -> 400*log10(3) = 190.85, 90% -> 400*log10(9) = 381.70.
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena.ratings import Game, GamesFileError, history, parse_anchor, rate, read_games
+from arena.ratings.fit import Game, GamesFileError, history, parse_anchor, rate, read_games
 
 D75 = 400 * math.log10(3)  # 190.848...
 
@@ -223,7 +223,7 @@ def test_cli(tmp_path) -> None:
         [
             sys.executable,
             "-m",
-            "arena.ratings",
+            "arena.ratings.fit",
             str(f),
             "--anchor",
             "B=2000",
@@ -241,7 +241,7 @@ def test_cli(tmp_path) -> None:
     assert data["ratings"]["B"]["ci"] == [2000.0, 2000.0] and data["ratings"]["B"]["ci_method"] == "anchor"
     assert data["ratings"]["C"]["games"] == 60
     f.write_text('{"a": "x", "b": "y", "score": 1}\n{"a": "x", "b": "x", "score": 1}\n')
-    bad = subprocess.run([sys.executable, "-m", "arena.ratings", str(f)], capture_output=True, text=True)
+    bad = subprocess.run([sys.executable, "-m", "arena.ratings.fit", str(f)], capture_output=True, text=True)
     assert bad.returncode == 2
     assert f"{f}:2:" in bad.stderr and "two different bots" in bad.stderr
 
@@ -320,7 +320,7 @@ def test_cli_output_into_a_closed_pipe_is_quiet(tmp_path) -> None:
     read, write = os.pipe()
     os.close(read)  # the reader is gone before anything is written
     try:
-        done = subprocess.run([sys.executable, "-m", "arena.ratings", str(f), "--bootstrap", "5"],
+        done = subprocess.run([sys.executable, "-m", "arena.ratings.fit", str(f), "--bootstrap", "5"],
                               stdout=write, stderr=subprocess.PIPE, text=True, timeout=60)
     finally:
         os.close(write)

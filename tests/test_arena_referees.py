@@ -26,7 +26,7 @@ import pytest
 
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
-from arena.match_runner import RefereeConnection, RefereePool
+from arena.play.referees import RefereeConnection, RefereePool
 from tests.test_arena_e2e import ROOT, arena, one_line_error, rows, verify_records
 
 pytestmark = pytest.mark.slow
@@ -50,13 +50,13 @@ join_ms = 20000
 grace_ms = 500
 [[bots]]
 name = "first"
-command = ["{python}", "-m", "arena.instant_bot"]
+command = ["{python}", "-m", "arena.testing.instant_bot"]
 [[bots]]
 name = "second"
-command = ["{python}", "-m", "arena.instant_bot"]
+command = ["{python}", "-m", "arena.testing.instant_bot"]
 [[bots]]
 name = "third"
-command = ["{python}", "-m", "arena.instant_bot"]
+command = ["{python}", "-m", "arena.testing.instant_bot"]
 """
 
 
@@ -328,8 +328,8 @@ class _Refused(grpc.RpcError):
 def test_record_not_over_yet_is_waited_for(tmp_path: Path) -> None:
     """A referee refuses GetRecord until the match is over (FAILED_PRECONDITION: the record shows hidden
     cards); right after WatchMatch's result that is a moment to wait, not a referee failure."""
-    from arena.match_runner import GrpcGameRunner
-    from arena.schedule import make_schedule
+    from arena.play.game import GrpcGameRunner
+    from arena.tournament.schedule import make_schedule
 
     calls = []
 
@@ -351,7 +351,7 @@ def test_record_not_over_yet_is_waited_for(tmp_path: Path) -> None:
 
 def test_dns_names_give_every_address(tmp_path: Path) -> None:
     """``dns:NAME:PORT`` stands for every address of NAME (Swarm: ``tasks.referee``); others pass through."""
-    from arena.match_runner import RefereeError, resolve_referees
+    from arena.play.referees import RefereeError, resolve_referees
 
     found = resolve_referees(["dns:localhost:50051", "10.0.0.9:7"], wait_s=5)
     assert "127.0.0.1:50051" in found and found[-1] == "10.0.0.9:7" and len(found) == len(set(found))

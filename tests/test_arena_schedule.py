@@ -1,4 +1,4 @@
-"""The round-robin schedule (arena/schedule.py): pairings, duplicate pairs, dealer rotation, seeds."""
+"""The round-robin schedule (arena/tournament/schedule.py): pairings, duplicate pairs, dealer rotation, seeds."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from arena.schedule import commitment, make_schedule, pair_seed
+from arena.tournament.schedule import commitment, make_schedule, pair_seed
 from referee.dealing import verify_commitment
 
 MASTER = bytes(range(32))

@@ -29,7 +29,7 @@ import httpx
 import pytest
 from web_helpers import ROOT, chromium
 
-from arena import publication
+from arena.ratings import publication
 from arena.web import start_in_thread
 
 BOOTSTRAP = 200
@@ -48,11 +48,11 @@ join_ms = 20000
 grace_ms = 1000
 [[bots]]
 name = "one"
-command = ["{{python}}", "-m", "arena.instant_bot"]
+command = ["{{python}}", "-m", "arena.testing.instant_bot"]
 cwd = "{root}"
 [[bots]]
 name = "two"
-command = ["{{python}}", "-m", "arena.instant_bot"]
+command = ["{{python}}", "-m", "arena.testing.instant_bot"]
 cwd = "{root}"
 """
 

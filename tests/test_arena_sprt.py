@@ -1,4 +1,4 @@
-"""The generalized SPRT of arena/sprt.py: fishtest's known answer, the constrained maxima against an
+"""The generalized SPRT of arena/formats/sprt.py: fishtest's known answer, the constrained maxima against an
 independent optimiser, the decisions on simulated matches, and the command line."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
 
-from arena.ratings import Game
-from arena.sprt import PAIR_SCORES, Decision, bounds, llr, logistic_score, pentanomial, sprt
+from arena.formats.sprt import PAIR_SCORES, Decision, bounds, llr, logistic_score, pentanomial, sprt
+from arena.ratings.fit import Game
 
 
 def test_fishtest_known_answer() -> None:
@@ -131,7 +131,8 @@ def test_cli(tmp_path) -> None:
             {"a": "old", "b": "new", "score": 1 - second, "pair": f"d{k}"},
         ]
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    cmd = [sys.executable, "-m", "arena.sprt", str(f), "--a", "new", "--b", "old", "--elo0", "0", "--elo1", "50"]
+    cmd = [sys.executable, "-m", "arena.formats.sprt", str(f), "--a", "new", "--b", "old",
+           "--elo0", "0", "--elo1", "50"]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     assert "pentanomial (pairs giving new 0, 1/2, 1, 3/2, 2 points): [0, 0, 30, 0, 10]" in out
     assert "decision: H1" in out and "LLR: " in out and "bounds: [-2.944, 2.944]" in out
@@ -144,7 +145,7 @@ def test_cli(tmp_path) -> None:
         [
             sys.executable,
             "-m",
-            "arena.sprt",
+            "arena.formats.sprt",
             "--pentanomial",
             "10789",
             "19328",

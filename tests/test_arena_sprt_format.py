@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from arena.config import ConfigError, load_config, parse_config
-from arena.runner import SimulatedRunner, open_tournament, run_games
-from arena.sprt import Decision
-from arena.sprt_run import SprtRun
+from arena.formats.sprt import Decision
+from arena.formats.sprt_run import SprtRun
+from arena.tournament.runner import SimulatedRunner, open_tournament, run_games
 
 CONFIG = """
 [tournament]

@@ -1,4 +1,5 @@
-"""Results store and resume (arena/store.py, arena/runner.py): written once; a kill loses nothing."""
+"""Results store and resume (arena/tournament/store.py, arena/tournament/runner.py): written once; a kill
+loses nothing."""
 
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from arena.config import load_config
-from arena.runner import DB_NAME, SimulatedRunner, open_tournament, run_games
-from arena.schedule import make_schedule
-from arena.store import Store, StoreMismatch
+from arena.tournament.runner import DB_NAME, SimulatedRunner, open_tournament, run_games
+from arena.tournament.schedule import make_schedule
+from arena.tournament.store import Store, StoreMismatch
 
 SEED = "5e" * 32
 CONFIG = """

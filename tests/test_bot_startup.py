@@ -10,7 +10,7 @@ import sys
 import pytest
 
 
-@pytest.mark.parametrize("module", ["arena.instant_bot", "sdk.run", "arena.config"])
+@pytest.mark.parametrize("module", ["arena.testing.instant_bot", "sdk.run", "arena.config"])
 def test_bot_modules_do_not_import_the_statistics_libraries(module: str) -> None:
     code = f"import sys, {module}; print(sorted(m for m in ('numpy', 'scipy') if m in sys.modules))"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

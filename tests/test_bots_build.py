@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from arena.bots_build import BuildError, plan_build
-from arena.sandbox import run_key
+from arena.hosting.bots_build import BuildError, plan_build
+from arena.hosting.sandbox import run_key
 from tests.docker_helpers import ROOT, base_image, build_bot, docker_client, leftovers
 
 

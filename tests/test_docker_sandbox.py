@@ -1,4 +1,4 @@
-"""Hostile container bots against the real sandbox (arena/sandbox.py) on a real dockerd.
+"""Hostile container bots against the real sandbox (arena/hosting/sandbox.py) on a real dockerd.
 
 Every tournament here runs through ``arena run`` (a real process), its container bots built with
 ``arena bots build`` from tests/bots/hostile. Each hostile bot may change only its own games, with a
@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from arena.sandbox import run_key
+from arena.hosting.sandbox import run_key
 from tests.docker_helpers import ROOT, base_image, build_bot, docker_client, leftovers
 
 pytestmark = pytest.mark.slow

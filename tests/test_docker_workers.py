@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from arena.sandbox import run_key
+from arena.hosting.sandbox import run_key
 from tests.docker_helpers import ROOT, base_image, build_bot, docker_client, leftovers
 
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""arena.instant_bot measures the arena's own cost (benchmarks/arena.py), so it may spend nothing a
+"""arena.testing.instant_bot measures the arena's own cost (benchmarks/arena.py), so it may spend nothing a
 game does not need: it keeps the messages it receives only when ``--log`` asks for them."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.instant_bot import EXIT_MATCH_END, Behaviour, main, play
+from arena.testing.instant_bot import EXIT_MATCH_END, Behaviour, main, play
 from tests.server_helpers import RefereeProc, start_referee
 
 

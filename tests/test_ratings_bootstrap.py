@@ -1,4 +1,4 @@
-"""The fast bootstrap of arena/ratings.py: exact pieces checked against brute force, the resampling
+"""The fast bootstrap of arena/ratings/fit.py: exact pieces checked against brute force, the resampling
 against the multinomial it stands for, warm starts against cold fits, and the intervals' coverage of
 the truth on simulated duplicate-paired round robins with deal luck."""
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena.ratings import (
+from arena.ratings.fit import (
     Game,
     _fit,
     _Inverse,

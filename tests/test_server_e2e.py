@@ -146,7 +146,7 @@ def test_crashing_bot_forfeits_on_disconnect_after_grace(referee: RefereeProc, t
                                    [[], [], ["--after", "1"], []])
     _assert_forfeit(result, 2, "TERMINATION_DISCONNECT")
     assert any(e.kind == pb.EVENT_KIND_SEAT_DISCONNECTED and e.seat == 2 for e in events)
-    assert codes == [0, 0, 1, 0]  # arena.instant_bot: 1, a crash on purpose
+    assert codes == [0, 0, 1, 0]  # arena.testing.instant_bot: 1, a crash on purpose
 
 
 def test_garbage_bot_forfeits_on_protocol_error(referee: RefereeProc, tmp_path: Path) -> None:

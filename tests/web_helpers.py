@@ -15,7 +15,7 @@ from typing import Any
 
 from conftest import require
 
-from arena.live import LiveLog
+from arena.report.live import LiveLog
 from referee.events import Event, step_events
 from referee.rules import apply, deal, new_game, parse_action, parse_deck
 
@@ -120,7 +120,7 @@ def cards_in(value: Any) -> set[str]:
 
 def live_from_record(output: Path, lines: list[dict[str, Any]], game_id: str, pair_id: str,
                      upto: int | None = None) -> LiveLog:
-    """A live file for ``game_id`` written by :class:`arena.live.LiveLog` from the public events a
+    """A live file for ``game_id`` written by :class:`arena.report.live.LiveLog` from the public events a
     referee would send for the record ``lines`` (the first ``upto`` lines); returned open (the caller
     closes it, which removes the file)."""
     head = lines[0]

@@ -11,7 +11,7 @@ Interface (small on purpose, for ``arena serve`` and tests):
 
 Modules: :mod:`arena.web.app` (routes), :mod:`arena.web.data` (read-only database and records),
 :mod:`arena.web.frames` (record -> viewer frames, from ``observe``), :mod:`arena.web.spectate`
-(running games, delayed; the live files are :mod:`arena.live`), :mod:`arena.web.export` (the static
+(running games, delayed; the live files are :mod:`arena.report.live`), :mod:`arena.web.export` (the static
 viewer copies linked from leaderboard.html). Pages and API: docs/arena.md, The web.
 """
 

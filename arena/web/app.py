@@ -35,9 +35,9 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from arena import live
-from arena.publication import LivePublisher
-from arena.publish import _chart, _interval, intervals_method
+from arena.ratings.publication import LivePublisher
+from arena.report import live
+from arena.report.figures import interval_text, intervals_method, los_next, rating_chart
 from arena.web.data import TERMINATIONS, BadQuery, GamesQuery, NotFound, NotYet, WebData
 from arena.web.frames import ALL, RecordReplayError, replay_frames
 from arena.web.spectate import spectator_replay
@@ -155,15 +155,14 @@ class WebApp:
         times = self.data._query("SELECT MIN(stored_at), MAX(stored_at) FROM games")
         first, last = times[0] if times else (None, None)
         rate = (len(rows) - 1) / (last - first) if first and last and last > first and len(rows) > 1 else None
-        los = {e["better"]: e["los"] for e in ratings.get("los", [])}
         return {
             "ratings": ratings,
             "facts": facts,
             "names": list(ratings["ratings"]),
-            "interval": lambda r: _interval(r, 1),
+            "interval": lambda r: interval_text(r, 1),
             "intervals_method": intervals_method(ratings),
-            "los": los,
-            "chart": jinja2.utils.markupsafe.Markup(_chart(ratings)),
+            "los": los_next(ratings),
+            "chart": jinja2.utils.markupsafe.Markup(rating_chart(ratings)),
             "forfeits": forfeits_by_bot(rows),
             "rate": rate,
             "running": self.running(),
@@ -383,7 +382,7 @@ def create_app(
         ``on_done`` should call :meth:`WebApp.notify`). Without one, the running app starts its own
         (closed when it stops): ratings live at once, the bootstrap computed in the background.
     """
-    from arena.ratings import DEFAULT_BOOTSTRAP
+    from arena.ratings.fit import DEFAULT_BOOTSTRAP
 
     if spectator_delay < 1:
         raise ValueError(f"the spectator delay must be at least 1 deal, not {spectator_delay}")

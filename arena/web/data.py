@@ -8,9 +8,9 @@ only when **both games of its duplicate pair** are stored — they share every d
 one would show the cards of the other while it is played. Paths come from the database, never from
 a URL, and must resolve inside the output folder.
 
-Shapes: :meth:`WebData.game_row` is a games.jsonl row (:meth:`arena.store.GameResult.rating_row`)
+Shapes: :meth:`WebData.game_row` is a games.jsonl row (:meth:`arena.tournament.store.GameResult.rating_row`)
 without ``seed`` (unless revealed) and with ``replay_open``; :meth:`WebData.ratings` is the
-ratings.json shape (:mod:`arena.publication`'s live or final ratings plus ``tournament``).
+ratings.json shape (:mod:`arena.ratings.publication`'s live or final ratings plus ``tournament``).
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arena.publication import LivePublisher, final_ratings
-from arena.ratings import DEFAULT_BOOTSTRAP, games_from_mapping
-from arena.runner import DB_NAME, FACTS_KEY
-from arena.store import GameResult
+from arena.ratings.fit import DEFAULT_BOOTSTRAP, games_from_mapping
+from arena.ratings.publication import LivePublisher, final_ratings
+from arena.tournament.runner import DB_NAME, FACTS_KEY
+from arena.tournament.store import GameResult
 
-#: Games of one duplicate pair (arena/schedule.py): both share the deal seed, hence every deck.
+#: Games of one duplicate pair (arena/tournament/schedule.py): both share the deal seed, hence every deck.
 PAIR_SIZE = 2
 #: The termination kinds a seat can end with (docs/arena.md, Bot failures).
 TERMINATIONS = ("normal", "timeout", "no_show", "disconnect", "protocol_error", "illegal", "other_seat_forfeited")

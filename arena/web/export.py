@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from arena.live import PAIR_SIZE
+from arena.report.live import PAIR_SIZE
 from arena.web.data import NotFound, read_record_file
 from arena.web.frames import ALL, RecordReplayError, replay_frames
 

@@ -1,10 +1,10 @@
-"""A running game for spectators: all hands, delayed (the rule is in :mod:`arena.live`)."""
+"""A running game for spectators: all hands, delayed (the rule is in :mod:`arena.report.live`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from arena import live
+from arena.report import live
 from arena.web.data import NotFound, WebData
 from arena.web.frames import replay_frames
 

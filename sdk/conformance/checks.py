@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sdk.conformance.launch import Limits
-from sdk.conformance.referee import RunLog
+from sdk.conformance.logs import RunLog
 from sdk.conformance.scenarios import RULE_OPTIONS
 
 PROTOCOL_VERSION = "allfours.v1"

@@ -26,7 +26,7 @@ from referee.rules import RuleSet
 from sdk.conformance.checks import CHECKS, Check, Mode, checks_of
 from sdk.conformance.launch import Limits, run_scenario
 from sdk.conformance.lobby import run_lobby
-from sdk.conformance.referee import RunLog
+from sdk.conformance.logs import RunLog
 from sdk.conformance.scenarios import build_scenarios
 
 

@@ -28,7 +28,8 @@ import grpc
 
 from allfours.v1 import referee_pb2_grpc as pb_grpc
 from arena.config import ENV_REFEREE, ENV_TICKET, expand_placeholders
-from sdk.conformance.referee import RunLog, ScriptedReferee
+from sdk.conformance.logs import RunLog
+from sdk.conformance.referee import ScriptedReferee
 from sdk.conformance.scenarios import Scenario
 
 #: Bytes of the bot's output kept for the report.

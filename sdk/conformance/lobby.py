@@ -5,7 +5,7 @@ another, each on its own scripted referee, exactly as a worker plays in an arena
 The worker is launched once (:func:`run_lobby`) with ``ALLFOURS_LOBBY`` (the lobby's ``host:port``),
 ``ALLFOURS_BOT_TOKEN`` (a token made for this run), ``ALLFOURS_BOT_NAME`` and
 ``ALLFOURS_WORKER_PARENT`` set and no ticket, as the arena starts its local workers
-(``arena.match_runner.worker_environment``). The lobby answers its Register with Registered, sends the
+(``arena.play.environment.worker_environment``). The lobby answers its Register with Registered, sends the
 Assignments one at a time and waits up to ``Limits.exit_s`` for a Ready naming each match before it
 sends the next (:class:`ScriptedLobby`). What the lobby saw goes into :class:`LobbyLog`; the lobby
 checks (``lobby-register``, ``lobby-ready``) judge it, the other checks judge each match as in
@@ -26,7 +26,6 @@ import secrets
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
@@ -36,7 +35,7 @@ from allfours.v1 import lobby_pb2_grpc as lpb_grpc
 from arena.config import ENV_REFEREE, ENV_TICKET
 from referee import wire
 from sdk.conformance.launch import Limits, bot_argv, kill_group, output_tail, play_beside, start_referee, watch_memory
-from sdk.conformance.referee import RunLog
+from sdk.conformance.logs import LobbyLog, RegisterSeen, RunLog
 from sdk.conformance.scenarios import Scenario
 from sdk.worker import LOBBY_ENV, NAME_ENV, PARENT_ENV, TOKEN_ENV
 
@@ -50,39 +49,6 @@ BOT_NAME = "conformance-bot"
 MAX_READIES = 256
 #: Characters of the worker's last output line quoted in a fatal failure.
 LAST_WORDS_CHARS = 160
-
-
-@dataclass(slots=True)
-class RegisterSeen:
-    """A Register the worker sent (``first_message``: it was the stream's first message)."""
-
-    at: float
-    token: str
-    bot_name: str
-    protocol_version: str
-    first_message: bool
-
-
-@dataclass(slots=True)
-class LobbyLog:
-    """What the scripted lobby saw (times in seconds from the launch).
-
-    - ``registers``: one per lobby stream the worker opened.
-    - ``readies``: ``(match id cut to 80 characters, seconds from the launch)`` per Ready (at most
-      :data:`MAX_READIES`).
-    - ``assigned``: match ids in the order assigned; ``ended``: those whose match reached MatchEnd.
-    - ``ready_after_s``: match id -> seconds from its MatchEnd to the Ready naming it (absent: none).
-    - ``fatal``: why the run stopped early (one line), else ``""``.
-    """
-
-    token: str
-    bot_name: str
-    registers: list[RegisterSeen] = field(default_factory=list)
-    readies: list[tuple[str, float]] = field(default_factory=list)
-    assigned: list[str] = field(default_factory=list)
-    ended: list[str] = field(default_factory=list)
-    ready_after_s: dict[str, float] = field(default_factory=dict)
-    fatal: str = ""
 
 
 class ScriptedLobby(lpb_grpc.LobbyServiceServicer):

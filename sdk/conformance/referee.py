@@ -21,7 +21,7 @@ import contextlib
 import hashlib
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import grpc
 
@@ -46,10 +46,8 @@ from referee.rules import (
     partner_of,
     side_of,
 )
+from sdk.conformance.logs import DecisionSeen, HelloSeen, RequestSent, RunLog
 from sdk.conformance.scenarios import Scenario
-
-if TYPE_CHECKING:
-    from sdk.conformance.lobby import LobbyLog
 
 #: Seconds a new stream has to send its Hello.
 HELLO_S = 10.0
@@ -63,84 +61,6 @@ BANK_MS = 300_000
 GRACE_S = wire.TimeControl().grace_ms / 1000
 #: Sentinels on a stream's queue: close with OK, or drop with UNAVAILABLE.
 CLOSE, DROP = "close", "drop"
-
-
-@dataclass(slots=True)
-class HelloSeen:
-    """A Hello the bot sent: on which stream (1-based), when (s after launch), and its fields."""
-
-    stream: int
-    at: float
-    ticket: str
-    protocol_version: str
-    bot_name: str
-    first_message: bool
-
-
-@dataclass(slots=True)
-class RequestSent:
-    """A DecisionRequest sent to the bot (``k``: the bot's k-th request, 1-based)."""
-
-    k: int
-    seq: int
-    game: int
-    phase: str
-    legal: list[Action]
-    sent_at: float
-    time_left_ms: int
-    stream: int
-    resent: bool = False
-    answered_at: float | None = None
-    first_answer: Action | None = None
-    first_answer_legal: bool = False
-    first_answer_at: float | None = None
-    timed_out: bool = False
-
-
-@dataclass(slots=True)
-class DecisionSeen:
-    """A Decision the bot sent. ``verdict``: ``answer`` (played), ``illegal`` (rejected by the rules),
-    ``rejected-on-purpose`` (the staged rejection), ``malformed``, ``duplicate`` (a seq already
-    answered), ``late`` (a seq that had timed out), ``unknown-seq`` (never sent to this seat),
-    ``lost-with-stream`` (sent on the stream the referee dropped)."""
-
-    seq: int
-    action: str
-    at: float
-    stream: int
-    verdict: str
-    #: The seq of the request it was taken for (``seq``, or the pending request's for a seq of 0).
-    answers: int = 0
-
-
-@dataclass(slots=True)
-class RunLog:
-    """Everything a run saw (times in seconds from the bot's launch)."""
-
-    scenario: str
-    ticket: str
-    hellos: list[HelloSeen] = field(default_factory=list)
-    requests: list[RequestSent] = field(default_factory=list)
-    decisions: list[DecisionSeen] = field(default_factory=list)
-    rejections: list[tuple[int, str]] = field(default_factory=list)
-    streams_dropped: list[int] = field(default_factory=list)
-    disconnects: list[str] = field(default_factory=list)
-    match_end_sent: bool = False
-    match_end_at: float | None = None
-    failure: str = ""
-    exit_code: int | None = None
-    exit_after_end_s: float | None = None
-    startup_s: float | None = None
-    peak_rss_mib: float = 0.0
-    stderr_tail: str = ""
-    wall_s: float = 0.0
-    #: Lobby mode: what the scripted lobby saw (the same log for every scenario of the run), else ``None``.
-    lobby: LobbyLog | None = None
-    notes: list[str] = field(default_factory=list)
-
-    def by_seq(self, seq: int) -> list[DecisionSeen]:
-        """The decisions taken for request ``seq`` (naming it, or sent with seq 0 while it was pending)."""
-        return [d for d in self.decisions if d.answers == seq]
 
 
 class BotGone(Exception):

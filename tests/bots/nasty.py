@@ -1,4 +1,4 @@
-"""A bot that leaves processes behind and floods its output, then plays like ``arena.instant_bot``.
+"""A bot that leaves processes behind and floods its output, then plays like ``arena.testing.instant_bot``.
 
 ``python -m tests.bots.nasty TAG MEGABYTES`` starts three sleepers with ``TAG-child`` in their argv —
 a plain child, a child in a new session (``setsid``) and a double-forked daemon (its parent exits at
@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 
-from arena import instant_bot
+from arena.testing import instant_bot
 
 
 def live_with_tag(tag: str) -> list[int]:

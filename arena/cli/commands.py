@@ -1,0 +1,717 @@
+"""The ``arena`` command: ``arena run CONFIG [--referee HOST:PORT ...] [--admin-token T] [--output DIR]``,
+``arena token CONFIG NAME [--revoke]`` (a remote bot's token, see :func:`token_command`).
+
+Runs (or resumes) the tournament of a TOML config (docs/tournament-config.md), then rates every
+stored game and publishes the results (docs/arena.md). Games are played on an embedded referee, or
+spread over the external referees given with ``--referee`` (repeatable) or ``tournament.referees``.
+Exit status: 0 when every scheduled game is played and published; 1 on a runtime failure (e.g. no
+referee reachable, or the output folder is locked by another arena process; the games stored so far
+are kept: run the same command again to resume); 2 on a bad config or arguments (including an admin
+token a referee refuses); 130 when interrupted. Errors are one line on stderr, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from arena import metrics
+from arena.config import (
+    ENV_ADMIN_TOKEN,
+    ConfigError,
+    TournamentConfig,
+    check_bot_cwds,
+    load_config,
+    parse_address,
+)
+from arena.formats.sprt_run import SprtRun
+from arena.ratings.fit import DEFAULT_BOOTSTRAP
+from arena.ratings.publication import LivePublisher, Refreshed
+from arena.report import failures
+from arena.report.publish import publish_tournament
+from arena.report.terminal import progress_bar
+from arena.tournament.lock import OutputLocked, lock_output
+from arena.tournament.runner import (
+    DB_NAME,
+    GameRunner,
+    SimulatedRunner,
+    Tournament,
+    open_tournament,
+    run_games,
+)
+from arena.tournament.schedule import ScheduledGame
+from arena.tournament.store import GameResult, StoreMismatch
+
+#: Console width when output is not a terminal (a pipe, a CI log) and ``COLUMNS`` is not set.
+PIPE_WIDTH = 120
+
+
+def make_console(file: Any = None, stderr: bool = False) -> Console:
+    """A console on ``file`` (default stdout, or stderr): when that is not a terminal and ``COLUMNS`` is
+    unset it is :data:`PIPE_WIDTH` wide, not rich's 80, so the leaderboard table is not wrapped in logs."""
+    stream = file if file is not None else (sys.stderr if stderr else sys.stdout)
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    width = None if tty or os.environ.get("COLUMNS", "").isdigit() else PIPE_WIDTH
+    return Console(file=stream, width=width)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="arena", description="All Fours bot tournaments.")
+    sub = p.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run or resume the tournament of CONFIG, then rate and publish")
+    run.add_argument("config", help="tournament config (TOML)")
+    run.add_argument(
+        "--referee",
+        metavar="HOST:PORT",
+        action="append",
+        help="play on this external referee instead of an embedded one; repeat to spread games over "
+        "several (overrides tournament.referees)",
+    )
+    run.add_argument(
+        "--admin-token",
+        metavar="T",
+        help="admin token of the external referees (default: the environment variable named by "
+        f"tournament.admin_token_env, {ENV_ADMIN_TOKEN} unless set)",
+    )
+    run.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
+    run.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples for intervals")
+    run.add_argument("--verbose", action="store_true", help="show the embedded referee's log")
+    run.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    run.add_argument("--live", action="store_true",
+                     help="write running games' public events to OUTPUT/live/ for `arena web`'s spectators "
+                     "(default: off, the arena then asks the referee for each result alone: cheaper)")
+    run.add_argument("--metrics-port", type=int, metavar="PORT", default=None,
+                     help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off; docs/deploy.md)")
+    run.add_argument("--metrics-host", default="127.0.0.1", metavar="HOST",
+                     help="interface of --metrics-port (default 127.0.0.1; 0.0.0.0 in a container)")
+    run.add_argument(
+        "--skip-broken",
+        action="store_true",
+        help="a bot that fails its check before the first game (it must start and join a practice match) "
+        "forfeits its games at once instead of stopping the run",
+    )
+    run.add_argument(
+        "--simulate",
+        type=float,
+        metavar="SECONDS",
+        default=None,
+        help="testing aid: no referee or bots; outcomes are simulated, each game sleeping SECONDS",
+    )
+    web = sub.add_parser("web", help="serve an output folder over HTTP: live leaderboard, replays, API")
+    web.add_argument("output", nargs="?", help="the tournament's output folder")
+    web.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    web.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    web.add_argument("--record", metavar="FILE", help="serve only the replay viewer of this match record")
+    web.add_argument(
+        "--delay", type=int, default=1, metavar="DEALS", help="spectators of a running game stay DEALS behind (>= 1)"
+    )
+    bots = sub.add_parser("bots", help="bot images").add_subparsers(dest="bots_command", required=True)
+    build = bots.add_parser("build", help="build a bot's container image from its folder (docs/deploy.md)")
+    build.add_argument("folder", metavar="DIR", help="the bot's folder (package.json: Node.js; else Python)")
+    build.add_argument("--name", required=True, help="the bot's name (lower case; the image is allfours-bots/NAME:V)")
+    build.add_argument("--version", required=True, help="the bot's version (the image's tag)")
+    build.add_argument("--entry", help="module:Class (Python, required) or the entry file (Node.js; default: main)")
+    build.add_argument("--tag", help="tag the image with this instead of allfours-bots/NAME:V")
+    build.add_argument("--base", metavar="IMAGE", help="base image (build argument BASE; default: the official "
+                       "python or node image; offline: docker/base-image.sh python|node)")
+    build.add_argument("--ca-bundle", metavar="PEM", default=None,
+                       help="CA bundle pip and npm trust inside the build (default: the host's)")
+    srv = sub.add_parser("serve", help="run the league of CONFIG as a service (SIGHUP: re-read CONFIG; SIGTERM: stop)")
+    srv.add_argument("config", help="tournament config (TOML)")
+    srv.add_argument("--referee", metavar="HOST:PORT", action="append", help="as for run")
+    srv.add_argument("--admin-token", metavar="T", help="as for run")
+    srv.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
+    srv.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples for intervals")
+    srv.add_argument("--verbose", action="store_true", help="show the embedded referee's log")
+    srv.add_argument("--web", type=int, metavar="PORT", default=None,
+                     help="also serve the web pages and API (as `arena web`) on PORT in this process (0: a free port)")
+    srv.add_argument("--web-host", metavar="HOST", default="127.0.0.1",
+                     help="address of --web (default 127.0.0.1: this machine only)")
+    srv.add_argument("--no-live", dest="live", action="store_false",
+                     help="no live files of running games for `arena web`'s spectators (default: written)")
+    srv.set_defaults(simulate=None, no_progress=True)
+    tok = sub.add_parser("token", help="print a new token for remote bot NAME (or revoke its tokens)")
+    tok.add_argument("config", help="tournament config (TOML)")
+    tok.add_argument("name", help="the remote bot's name ([[bots]] name, with remote = true)")
+    tok.add_argument("--revoke", action="store_true", help="revoke every token of NAME (its workers are refused)")
+    tok.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
+    tok.add_argument("--from-env", metavar="VAR", help="accept the token held by environment variable VAR (at least "
+                     f"{MIN_GIVEN_TOKEN} characters, e.g. made with secrets.token_urlsafe(24)) instead of making one; "
+                     "nothing is printed (compose.yaml: the arena and the bot's worker service share it)")
+    return p
+
+
+def bots_build_command(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """``arena bots build``: 0 and the image's tag on stdout, or 2 with a one-line error."""
+    from arena.hosting.bots_build import HOST_CA_BUNDLE, BuildError, build_image, plan_build
+
+    try:
+        plan = plan_build(args.folder, args.name, args.version, args.entry, args.tag)
+        err.print(f"building {plan.tag} ({plan.kind} bot, entry {plan.entry})", highlight=False, soft_wrap=True)
+        build_image(plan, args.base, Path(args.ca_bundle) if args.ca_bundle else HOST_CA_BUNDLE)
+    except BuildError as e:
+        err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True, highlight=False)
+        return 2
+    console.print(plan.tag, highlight=False, soft_wrap=True)
+    return 0
+
+
+def web_command(args: argparse.Namespace, err: Console) -> int:
+    """``arena web``: serve until interrupted; exit 2 on bad arguments (one line)."""
+    from arena.web import serve
+
+    def error(message: str) -> int:
+        err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
+        return 2
+
+    if args.record is None and args.output is None:
+        return error("give an output folder, or --record FILE")
+    if args.delay < 1:
+        return error(f"--delay must be at least 1 deal, not {args.delay}")
+    if not 0 < args.port < 65536:
+        return error(f"--port must be between 1 and 65535, not {args.port}")
+    record = Path(args.record).resolve() if args.record else None
+    if record is not None and not record.is_file():
+        return error(f"--record {args.record!r}: no such file")
+    output = Path(args.output).resolve() if args.output else record.parent  # type: ignore[union-attr]
+    if not output.is_dir():
+        return error(f"{args.output!r}: no such folder")
+    err.print(f"serving {output} on http://{args.host}:{args.port}/ (Ctrl-C stops)", soft_wrap=True, highlight=False)
+    serve(output, args.host, args.port, spectator_delay=args.delay, record=record)
+    return 0
+
+
+def token_command(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """``arena token CONFIG NAME [--revoke]``: make (and print once) or revoke a remote bot's token.
+
+    Only the token's SHA-256 is stored (in the tournament's database), so it can be printed only when
+    it is made; a second request for a bot that has one is refused (revoke, then ask again). The
+    token alone goes to stdout (for scripts); notes go to stderr. Exit status 0, or 2 with one line.
+    """
+    from arena.lobby.tokens import new_token, token_digest
+    from arena.tournament.store import Store
+
+    def error(message: str) -> int:
+        err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
+        return 2
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as e:
+        return error(str(e))
+    bot = next((b for b in config.bots if b.name == args.name), None)
+    if bot is None:
+        return error(f"{config.source}: no bot named {args.name!r} (bots: {', '.join(b.name for b in config.bots)})")
+    if bot.mode != "remote":
+        return error(f"{config.source}: bot {args.name!r} is not remote (set remote = true in its [[bots]] table)")
+    output = Path(args.output).resolve() if args.output else config.output
+    output.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with Store(output / DB_NAME) as store:
+        if args.revoke:
+            n = store.revoke_tokens(args.name)
+            err.print(f"revoked {n} token(s) of {args.name}; a running `arena serve` drops its workers on SIGHUP",
+                      highlight=False, soft_wrap=True)
+            return 0
+        if args.from_env:
+            return _token_from_env(args, store, err, error)
+        if args.from_env:
+            return _token_from_env(args, store, err, error)
+        if store.token_digests(args.name):
+            return error(f"bot {args.name!r} already has a token; only its SHA-256 is kept, so it cannot be shown "
+                         f"again: revoke it with `arena token {args.config} {args.name} --revoke`, then ask again")
+        token = new_token()
+        store.add_token(args.name, token_digest(token))
+    console.print(token, highlight=False, soft_wrap=True)
+    err.print(f"token for remote bot {args.name}: keep it secret; workers use it with "
+              f"`python -m sdk.run MODULE:Class --arena HOST:PORT --token TOKEN --name {args.name}`",
+              highlight=False, soft_wrap=True)
+    return 0
+
+
+#: Fewest characters of a token given with ``arena token --from-env`` (24 random bytes in URL-safe
+#: base64 are 32; 22 characters of that alphabet hold 132 bits).
+MIN_GIVEN_TOKEN = 22
+
+
+def _token_from_env(args: argparse.Namespace, store: Any, err: Console, error: Callable[[str], int]) -> int:
+    """``arena token … --from-env VAR``: store the SHA-256 of the token in ``$VAR`` for the bot (once)."""
+    from arena.lobby.tokens import token_digest
+
+    token = os.environ.get(args.from_env, "")
+    if not MIN_GIVEN_TOKEN <= len(token) <= 256 or any(c.isspace() for c in token):
+        return error(f"--from-env {args.from_env}: the variable must hold a token of {MIN_GIVEN_TOKEN} to 256 "
+                     f"characters without spaces (got {len(token)} characters)")
+    digest = token_digest(token)
+    if digest in store.token_digests(args.name).get(args.name, []):
+        err.print(f"the token in ${args.from_env} is already {args.name}'s", highlight=False, soft_wrap=True)
+        return 0
+    store.add_token(args.name, digest)
+    err.print(f"the token in ${args.from_env} is now {args.name}'s (only its SHA-256 is kept)", highlight=False,
+              soft_wrap=True)
+    return 0
+
+
+#: Seconds to reach each referee found through DNS (its replica may still be starting).
+DNS_CONNECT_TIMEOUT_S = 30.0
+
+
+class UsageError(ValueError):
+    """Bad command-line arguments or config values found outside the config parser (exit status 2)."""
+
+
+def referee_addresses(config: TournamentConfig, args: argparse.Namespace) -> tuple[list[str], str | None]:
+    """The external referees (``--referee`` over ``tournament.referees``; empty: embedded) and their
+    admin token (``--admin-token`` over the environment variable ``tournament.admin_token_env``).
+
+    :raises UsageError: for a malformed address, or external referees without a token.
+    """
+    addresses = []
+    for a in args.referee or config.referees:
+        try:
+            addresses.append(parse_address(a))
+        except ValueError as e:
+            raise UsageError(f"--referee {a!r}: {e}") from None
+    if not addresses:
+        return [], None
+    token = args.admin_token or os.environ.get(config.admin_token_env)
+    if not token:
+        raise UsageError(
+            f"external referees need their admin token: pass --admin-token or set ${config.admin_token_env}"
+        )
+    return list(dict.fromkeys(addresses)), token
+
+
+def make_runner(
+    config: TournamentConfig, args: argparse.Namespace, output: Path, console: Console
+) -> tuple[GameRunner, Any]:
+    """The game runner for ``args`` and a closer to call at the end (stops an embedded referee).
+
+    :raises arena.play.referees.RefereeError: if a referee is unreachable or refuses the admin token.
+    :raises UsageError: for bad referee arguments.
+    """
+    if args.simulate is not None:
+        return SimulatedRunner(delay_s=args.simulate, target=config.rules.target), lambda: None
+    from arena.play.game import GrpcGameRunner
+    from arena.play.referees import CONNECT_TIMEOUT_S, connect_referees, resolve_referees
+
+    addresses, token = referee_addresses(config, args)
+    if not addresses and not args.verbose:
+        import logging
+
+        import structlog
+
+        # the embedded referee logs every match event; keep the terminal for the progress bar
+        structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+
+    sandbox = open_sandbox(config, output, addresses)
+    found = resolve_referees(addresses)
+    if found != addresses:
+        console.print(f"referees: {', '.join(addresses)} -> {', '.join(found)}", highlight=False, soft_wrap=True)
+    timeout = DNS_CONNECT_TIMEOUT_S if found != addresses else CONNECT_TIMEOUT_S  # replicas may still be starting
+    try:
+        pool = connect_referees(found, token, timeout, host=sandbox.gateway if sandbox is not None else "127.0.0.1")
+    except BaseException:
+        if sandbox is not None:
+            sandbox.close()
+        raise
+
+    def on_event(message: str) -> None:
+        console.print(f"[yellow]referee failure:[/yellow] {escape(message)}", soft_wrap=True, highlight=False)
+
+    def close() -> None:
+        pool.close()
+        if sandbox is not None:
+            sandbox.close()
+
+    if addresses and found == addresses:
+        console.print(f"referees: {', '.join(addresses)}", highlight=False)
+    if sandbox is not None:
+        sandbox.allow(int(pool.conns[0].address.rsplit(":", 1)[1]))
+        console.print(f"container bots on network {sandbox.network_name} ({sandbox.subnet})", highlight=False)
+    return GrpcGameRunner(config, pool, output, on_event=on_event, sandbox=sandbox, live=args.live), close
+
+
+def open_sandbox(config: TournamentConfig, output: Path, addresses: Sequence[str]) -> Any:
+    """The container sandbox (:class:`arena.hosting.sandbox.Sandbox`, opened) when the tournament has container
+    bots, else None. Leftovers of an earlier run of this tournament are removed first.
+
+    :raises UsageError: container bots with external referees (the containers reach only the host's
+        gateway on their network, where the embedded referee listens).
+    :raises arena.hosting.sandbox.SandboxError: docker unreachable, the network or firewall rules failing.
+    """
+    if not any(b.in_container for b in config.bots):
+        return None
+    if addresses:
+        raise UsageError(
+            "container bots play on the embedded referee (their network reaches only it): drop --referee "
+            "and tournament.referees, or run the bots as lobby workers (docs/deploy.md)"
+        )
+    from arena.hosting.sandbox import Sandbox, docker_client, run_key
+
+    sandbox = Sandbox(docker_client(), run_key(output), config.name)
+    sandbox.open()
+    return sandbox
+
+
+def run_command(args: argparse.Namespace, console: Console, err: Console | None = None) -> int:
+    """``arena run``: see the module docstring for the exit status."""
+    from arena.play.referees import RefereeError
+
+    err = err or console
+
+    def error(message: str, label: str = "error") -> None:
+        err.print(f"[red]{label}:[/red] {escape(message)}", soft_wrap=True, highlight=False)
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as e:
+        for one in e.errors:  # every problem of the file, one line each
+            error(str(one), "config error")
+        return 2
+    output = Path(args.output).resolve() if args.output else config.output
+    try:
+        check_bot_cwds(config, output)
+    except ConfigError as e:
+        error(str(e), "config error")
+        return 2
+    runner: GameRunner | None = None
+    closers: list[Callable[[], None]] = []
+
+    def get_runner() -> GameRunner:
+        nonlocal runner
+        if runner is None:
+            runner, close = make_runner(config, args, output, console)
+            closers.append(close)
+        return runner
+
+    if args.metrics_port is not None:
+        from referee.metrics import serve
+
+        try:
+            console.print(f"metrics: http://{args.metrics_host}:{serve(args.metrics_port, args.metrics_host)}/metrics",
+                          highlight=False)
+        except OSError as e:
+            error(f"--metrics-port {args.metrics_port}: {e.strerror or e}")
+            return 2
+    try:
+        if args.simulate is None and not (output / DB_NAME).exists():
+            get_runner()  # a new tournament: reach the referees before writing anything
+        with lock_output(output):
+            return _open_and_play(args, console, error, config, output, get_runner)
+    except UsageError as e:
+        error(str(e))
+        return 2
+    except OutputLocked as e:
+        error(str(e))
+        return 1
+    except RefereeError as e:
+        error(str(e))
+        if e.exit_status == 1 and (output / DB_NAME).exists():
+            error("stored games are kept; run the same command to resume", "note")
+        return e.exit_status
+    finally:
+        for close in closers:
+            close()
+
+
+def serve_command(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """``arena serve``: see :mod:`arena.tournament.league`. Exit status 0 after SIGTERM/SIGINT; 2 on a bad config,
+    arguments or a changed rule/time control; 1 when the referees cannot be reached or the folder is locked."""
+    from arena.play.referees import RefereeError
+
+    def error(message: str, label: str = "error") -> int:
+        err.print(f"[red]{label}:[/red] {escape(message)}", soft_wrap=True, highlight=False)
+        return 2
+
+    try:
+        config = load_config(args.config)
+        output = Path(args.output).resolve() if args.output else config.output
+        check_bot_cwds(config, output)
+    except ConfigError as e:
+        for one in e.errors:
+            error(str(one), "config error")
+        return 2
+    if args.web is not None and not 0 <= args.web < 65536:
+        return error(f"--web must be a port between 0 and 65535, not {args.web}")
+    closers: list[Callable[[], None]] = []
+    try:
+        with lock_output(output):
+            return _serve_league(args, config, output, console, closers, error)
+    except UsageError as e:
+        return error(str(e))
+    except OutputLocked as e:
+        error(str(e))
+        return 1
+    except RefereeError as e:
+        error(str(e))
+        return e.exit_status
+    finally:
+        for c in closers:
+            c()
+
+
+def _serve_league(
+    args: argparse.Namespace,
+    config: TournamentConfig,
+    output: Path,
+    console: Console,
+    closers: list[Callable[[], None]],
+    error: Callable[[str], int],
+) -> int:
+    """Serve the league in the locked ``output`` until stopped (see :func:`serve_command`); every
+    resource opened is put in ``closers`` (first to close first)."""
+    from arena.play.game import GrpcGameRunner
+    from arena.tournament.league import League, install_signals
+
+    first, close = make_runner(config, args, output, console)
+    closers.append(close)
+    assert isinstance(first, GrpcGameRunner)
+
+    def runner_for(cfg: TournamentConfig) -> GrpcGameRunner:
+        return GrpcGameRunner(cfg, first.pool, output, on_event=first.on_event, sandbox=first.sandbox,
+                              live=first.live)
+
+    refreshed: list[Callable[[], None]] = []  # run (in the refresher's thread) after each background bootstrap
+
+    def on_refreshed(_: Refreshed) -> None:
+        for fn in refreshed:
+            fn()
+
+    publisher = LivePublisher(args.bootstrap, on_done=on_refreshed)
+    closers.insert(0, publisher.close)
+    league = League(args.config, output, console, lambda t: publish_tournament(
+        t, output, args.bootstrap, None, reveal=False, publisher=publisher), runner_for)
+    refreshed.append(league.request_republish)
+    closers.insert(0, league.close)
+    install_signals(league)
+    try:
+        league.open(config)
+    except StoreMismatch as e:
+        return error(str(e))
+    if args.web is not None:
+        web = _start_web(args, output, publisher, console)
+        closers.insert(0, web.stop)
+        league.after_game.append(lambda result, t: web.notify())
+        refreshed.append(web.notify)
+    league.publish(league.tournament)
+    console.print("serving: SIGHUP re-reads the config, SIGTERM stops", highlight=False)
+    league.serve()
+    console.print("stopped: every stored game is kept; `arena serve` again resumes", highlight=False)
+    return 0
+
+
+def _start_web(args: argparse.Namespace, output: Path, publisher: LivePublisher, console: Console) -> Any:
+    """``arena serve --web PORT``: the web app of ``output`` in a thread of this process, sharing the
+    league's ratings ``publisher``; prints its address. :raises UsageError: if the port cannot be bound."""
+    from arena.web import start_in_thread
+
+    try:
+        web = start_in_thread(output, args.web_host, args.web, bootstrap=args.bootstrap, publisher=publisher)
+    except OSError as e:
+        raise UsageError(f"--web {args.web_host}:{args.web}: {e.strerror or e}") from None
+    host = f"[{args.web_host}]" if ":" in args.web_host else args.web_host
+    console.print(f"web: http://{host}:{web.port}/", highlight=False)
+    return web
+
+
+def _open_and_play(
+    args: argparse.Namespace,
+    console: Console,
+    error: Callable[[str], None],
+    config: TournamentConfig,
+    output: Path,
+    get_runner: Callable[[], GameRunner],
+) -> int:
+    """Open (or resume) the tournament in the locked ``output``, play its pending games, publish."""
+    try:
+        t = open_tournament(config, output)
+    except StoreMismatch as e:
+        error(str(e))
+        return 2
+    try:
+        pending = t.store.pending(t.schedule)
+        console.print(
+            f"tournament {config.name}: {len(t.schedule)} games scheduled, "
+            f"{len(t.schedule) - len(pending)} already played; master seed commitment {t.commitment}",
+            soft_wrap=True,
+        )
+        test = SprtRun(config, t.schedule, t.store.results()) if config.sprt else None
+        if test is not None and test.test.decided:
+            pending = []  # the test has decided: the rest of the game limit is not played
+            console.print("the SPRT has decided: no more games to play", highlight=False)
+        if pending:
+            if t.store.get_meta("finished_at") is not None:
+                error("the master seed was revealed when this tournament was complete; anyone can compute the "
+                      "deals of the games added since (a league that keeps growing: `arena serve`)", "note")
+            runner = get_runner()
+            if hasattr(runner, "use_entrants"):
+                runner.use_entrants(t.entrants)
+            setup = _open_lobby(config, t, runner, output, console)
+            try:
+                code = _play(args, console, error, config, t, pending, runner, test)
+            finally:
+                if setup is not None:
+                    setup.stop()
+            if code:
+                return code
+        publish_tournament(t, output, args.bootstrap, console)
+        return 0
+    finally:
+        t.store.close()
+
+
+def _open_lobby(config: TournamentConfig, t: Tournament, runner: GameRunner, output: Path, console: Console) -> Any:
+    """Start the lobby and the lobby bots' workers when the config has any (else None); print where."""
+    from arena.play.game import GrpcGameRunner
+
+    if not config.uses_lobby or not isinstance(runner, GrpcGameRunner):
+        return None
+    from arena.lobby.setup import open_lobby
+
+    def on_event(message: str) -> None:
+        console.print(f"[yellow]workers:[/yellow] {escape(message)}", soft_wrap=True, highlight=False)
+
+    setup = open_lobby(config, t.store, output / "logs", runner.secret_names, runner.secret_values, on_event,
+                       runner.sandbox, loop=runner.pool.embedded_loop())
+    runner.attach_lobby(setup.lobby, setup.kinds)
+    tls = " (TLS)" if config.lobby_tls else ""
+    console.print(f"lobby: {setup.lobby.address}{tls}", highlight=False)
+    return setup
+
+
+def _play(
+    args: argparse.Namespace,
+    console: Console,
+    error: Callable[[str], None],
+    config: TournamentConfig,
+    t: Tournament,
+    pending: Sequence[ScheduledGame],
+    runner: GameRunner,
+    test: SprtRun | None = None,
+) -> int:
+    """Play the ``pending`` games with a progress bar; returns 0, or the exit status of a failure.
+
+    :param test: an sprt tournament's test: once it decides, no new game starts.
+    """
+    from arena.play.referees import RefereeError
+
+    code = _check_bots(args, console, error, runner, pending)
+    if code:
+        return code
+    stop = threading.Event()
+    try:
+        with progress_bar(
+            len(t.schedule), len(t.schedule) - len(pending), console, enabled=not args.no_progress
+        ) as advance:
+
+            seen = failures.Failures()
+
+            def on_result(result: GameResult, written: bool) -> None:
+                for counts in failures.of_game(result).values():
+                    seen.add(counts)
+                advance(1, seen.summary())
+                if written:
+                    metrics.game_stored(result)
+                if test is not None and written and test.add(result):
+                    stop.set()
+                failed = [r for r in result.reasons if not r.startswith("side ") or "forfeit" in r]
+                if failed:  # printed above the progress bar while it runs, or alone with --no-progress
+                    console.print(
+                        f"{result.game_id}: {escape('; '.join(result.reasons))}", highlight=False, soft_wrap=True
+                    )
+
+            run_games(pending, runner, t.store, config.concurrency, on_result, stop)
+    except KeyboardInterrupt:
+        stop.set()
+        console.print("[yellow]interrupted[/yellow]: stored games are kept; run the same command to resume")
+        return 130
+    except RefereeError as e:
+        error(str(e))
+        if e.exit_status == 1:
+            error("stored games are kept; run the same command to resume (the failed games are played again)", "note")
+        return e.exit_status
+    except Exception as e:
+        error(f"{type(e).__name__}: {e}; stored games are kept; run the same command to resume")
+        return 1
+    return 0
+
+
+def _check_bots(
+    args: argparse.Namespace,
+    console: Console,
+    error: Callable[[str], None],
+    runner: GameRunner,
+    pending: Sequence[ScheduledGame],
+) -> int:
+    """Check every bot of the ``pending`` games once (it starts and joins a practice match) before the
+    first game. A failure stops the run (exit status 2, one line per broken bot), or with
+    ``--skip-broken`` its games are forfeited at once (one warning line per broken bot); returns 0 to go on."""
+    check = getattr(runner, "check_bots", None)
+    if check is None:  # the simulated runner starts no bots
+        return 0
+    names = list(dict.fromkeys(name for g in pending for name in g.sides))
+    problems: dict[str, str] = check(names)
+    for name, why in problems.items():
+        games = sum(name in g.sides for g in pending)
+        if args.skip_broken:
+            console.print(
+                f"[yellow]warning:[/yellow] bot {escape(repr(name))} failed its check: {escape(why)}; "
+                f"its {games} games are forfeited (--skip-broken)",
+                soft_wrap=True,
+                highlight=False,
+            )
+        else:
+            error(f"bot {name!r} failed its check before the first game: {why} (fix it, or pass --skip-broken)")
+    return 2 if problems and not args.skip_broken else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``arena`` console script; returns the exit status."""
+    args = _parser().parse_args(argv)
+    console = make_console()
+    err = make_console(stderr=True)
+    try:
+        if args.command == "run":
+            from referee.server import tune_gc
+
+            tune_gc()  # a long run, maybe with the embedded referee: GC pauses off its decisions
+            return run_command(args, console, err)
+        if args.command == "bots":
+            return bots_build_command(args, console, err)
+        if args.command == "web":
+            return web_command(args, err)
+        if args.command == "serve":
+            from referee.server import tune_gc
+
+            tune_gc()
+            return serve_command(args, console, err)
+        if args.command == "token":
+            return token_command(args, console, err)
+    except KeyboardInterrupt:
+        err.print("interrupted: stored games are kept; run the same command to resume", highlight=False)
+        return 130
+    except Exception as e:
+        if getattr(args, "verbose", False):
+            raise
+        err.print(
+            f"[red]error:[/red] {escape(f'{type(e).__name__}: {e}')} (--verbose shows the traceback)",
+            soft_wrap=True,
+            highlight=False,
+        )
+        return 1
+    return 2  # pragma: no cover - argparse rejects other commands
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""``arena bots build DIR --name NAME --version V``: build a bot's container image from its folder.
+
+The kind of bot is found from the folder: ``package.json`` → Node.js (entry: ``--entry`` or the
+package's ``main``), otherwise Python (``--entry module:Class`` is required; ``requirements.txt``
+optional). The image is built with the Dockerfile the project ships for that kind
+(``docker/bot-python.Dockerfile``, ``docker/bot-node.Dockerfile``) from a build context assembled
+here: the bot's folder (without ``.git``, ``node_modules``, ``.venv``, ``__pycache__``), the SDK's
+packages (Python) or the ``.proto`` files (Node.js), and a CA bundle for pip and npm inside the build
+(``--ca-bundle``, default the host's). ``--base IMAGE`` replaces the official base image (the build
+argument ``BASE``); tests pass one made from Debian packages (``docker/base-image.sh``).
+
+The image is tagged ``allfours-bots/NAME:V`` (or ``--tag``) and labelled with the bot's name and
+version; use that tag as ``[[bots]] image`` in a tournament config.
+
+Errors: :class:`BuildError` with one line (no such folder, no entry, docker unreachable, the build's
+own error line).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: The project's folder of Dockerfiles and the base image script.
+DOCKER_DIR = Path(__file__).resolve().parent.parent / "docker"
+#: The host CA bundle used by default inside builds.
+HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+#: Names and versions allowed in an image tag (docker's own rules, lower case for the name).
+_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")
+_VERSION = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+_ENTRY = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+_SKIP = shutil.ignore_patterns(".git", "node_modules", ".venv", "__pycache__", "*.pyc")
+#: Seconds a whole build may take.
+BUILD_TIMEOUT_S = 900
+
+
+class BuildError(RuntimeError):
+    """A bot image could not be built; ``str(e)`` is one line saying why."""
+
+
+@dataclass(frozen=True, slots=True)
+class BotBuild:
+    """What to build: the bot's ``folder``, ``kind`` (``"python"`` or ``"node"``), ``entry``
+    (``module:Class`` or an entry file), the image ``tag``, ``name`` and ``version``."""
+
+    folder: Path
+    kind: str
+    entry: str
+    tag: str
+    name: str
+    version: str
+
+
+def plan_build(
+    folder: str | Path, name: str, version: str, entry: str | None = None, tag: str | None = None
+) -> BotBuild:
+    """Check the arguments and find the bot's kind and entry.
+
+    :raises BuildError: for a missing folder, a bad name or version, or no usable entry.
+    """
+    d = Path(folder)
+    if not d.is_dir():
+        raise BuildError(f"{folder}: not a folder")
+    if not _NAME.fullmatch(name):
+        raise BuildError(f"--name {name!r}: use lower-case letters, digits, '_', '.', '-' (an image name)")
+    if not _VERSION.fullmatch(version):
+        raise BuildError(f"--version {version!r}: use letters, digits, '_', '.', '-' (an image tag)")
+    pkg = d / "package.json"
+    if pkg.is_file():
+        try:
+            main = json.loads(pkg.read_text(encoding="utf-8")).get("main")
+        except (OSError, ValueError, AttributeError) as e:
+            raise BuildError(f"{pkg}: not a JSON object: {e}") from None
+        entry = entry or main
+        if not isinstance(entry, str) or not (d / entry).is_file():
+            raise BuildError(
+                f"{folder}: no entry file: pass --entry FILE or set \"main\" in package.json (got {entry!r})"
+            )
+        kind = "node"
+    else:
+        if not entry or not _ENTRY.fullmatch(entry):
+            raise BuildError(f"{folder}: a Python bot needs --entry module:Class (got {entry!r})")
+        module = entry.split(":")[0].replace(".", "/")
+        if not ((d / f"{module}.py").is_file() or (d / module / "__init__.py").is_file()):
+            raise BuildError(f"{folder}: --entry {entry}: no {module}.py in the folder")
+        kind = "python"
+    return BotBuild(d.resolve(), kind, entry, tag or f"allfours-bots/{name}:{version}", name, version)
+
+
+def _sdk_requirements() -> str:
+    """The SDK's own dependencies (grpcio, protobuf), with the project's version floors."""
+    try:
+        reqs = importlib.metadata.requires("allfours-arena") or []
+    except importlib.metadata.PackageNotFoundError:
+        reqs = []
+    keep = [r for r in reqs if re.match(r"(grpcio|protobuf)\b", r) and "extra ==" not in r]
+    return "\n".join(keep or ["grpcio", "protobuf"]) + "\n"
+
+
+def make_context(build: BotBuild, into: Path, ca_bundle: Path) -> None:
+    """Assemble the build context of ``build`` in the empty folder ``into`` (see the module docstring)."""
+    import allfours
+    import referee
+    import sdk
+
+    shutil.copytree(build.folder, into / "bot", ignore=_SKIP)
+    try:
+        shutil.copyfile(ca_bundle, into / "build-ca.pem")
+    except OSError as e:
+        raise BuildError(f"--ca-bundle {ca_bundle}: {e.strerror}") from None
+    if build.kind == "python":
+        shutil.copyfile(DOCKER_DIR / "bot-python.Dockerfile", into / "Dockerfile")
+        (into / "sdk-requirements.txt").write_text(_sdk_requirements(), encoding="utf-8")
+        for pkg in (allfours, referee, sdk):
+            src = Path(pkg.__file__).parent
+            shutil.copytree(src, into / "allfours" / src.name, ignore=_SKIP)
+    else:
+        shutil.copyfile(DOCKER_DIR / "bot-node.Dockerfile", into / "Dockerfile")
+        proto = Path(referee.__file__).resolve().parent.parent / "proto"
+        if not proto.is_dir():
+            raise BuildError(f"the .proto files are not at {proto} (build from a checkout of the project)")
+        shutil.copytree(proto, into / "proto", ignore=shutil.ignore_patterns("*.yaml", "*.md"))
+
+
+def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST_CA_BUNDLE, client: Any = None) -> str:
+    """Build ``build``'s image; returns its id.
+
+    :raises BuildError: with the build's error line, or when docker is unreachable.
+    """
+    import docker.errors
+
+    from arena.hosting.sandbox import SandboxError, docker_client
+
+    try:
+        client = client or docker_client(timeout=BUILD_TIMEOUT_S)
+    except SandboxError as e:
+        raise BuildError(str(e)) from None
+    args = {"BOT_ENTRY": build.entry}
+    if base:
+        args["BASE"] = base
+    with tempfile.TemporaryDirectory(prefix="allfours-build-") as tmp:
+        make_context(build, Path(tmp), ca_bundle)
+        try:
+            image, _logs = client.images.build(
+                path=tmp,
+                tag=build.tag,
+                buildargs=args,
+                labels={"org.allfours.bot": build.name, "org.allfours.version": build.version},
+                rm=True,
+                forcerm=True,
+                pull=False,
+                timeout=BUILD_TIMEOUT_S,
+            )
+        except docker.errors.BuildError as e:
+            lines = [str(x.get("stream") or x.get("error") or "").strip() for x in e.build_log]
+            last = next((ln for ln in reversed(lines) if ln), str(e))
+            raise BuildError(f"the build of {build.tag} failed: {' '.join(last.split())[:400]}") from None
+        except docker.errors.APIError as e:
+            raise BuildError(f"docker refused the build of {build.tag}: {e.explanation or e}") from None
+    return str(image.id)

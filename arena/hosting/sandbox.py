@@ -1,0 +1,417 @@
+"""The container sandbox for hosted bots: one tournament's network, firewall rules and bot containers.
+
+A bot given as ``[[bots]] image = "name:tag"`` runs in containers started here through the ``docker``
+Python SDK (docs/deploy.md, "Container bots"). Every container is:
+
+- a non-root user (``10001:10001``), read-only root file system, a small ``/tmp`` tmpfs
+  (``noexec,nosuid``), every capability dropped, ``no-new-privileges``, an init process (so a bot
+  that ignores SIGTERM is still reaped), a short stop grace;
+- limited: memory = memory+swap (:attr:`Limits.memory_mb`), a pids limit, a CPU quota, a capped log
+  (json-file, :attr:`Limits.log_max_size` x :attr:`Limits.log_files`);
+- given only its ticket and referee address (``ALLFOURS_TICKET``, ``ALLFOURS_REFEREE``) and the bot's
+  own ``env`` table: never the arena's environment, files or tokens;
+- on the tournament's network only: an *internal* bridge (no route out of its subnet: no internet)
+  with inter-container traffic disabled (``enable_icc=false``: no bot reaches another bot's
+  container, nor the partner seat of its own side), whose gateway is the host. An internal bridge
+  still reaches every service of the host through that gateway, so :class:`Sandbox` adds an iptables
+  chain on INPUT for the bridge that accepts only the allowed ports (the referee's, the lobby's) and
+  drops the rest.
+
+Everything carries the labels :data:`LABEL_RUN` (a key derived from the tournament's output folder)
+and :data:`LABEL_TOURNAMENT` (its name). :meth:`Sandbox.open` first removes what an earlier run of
+the same tournament left (containers, network, firewall chain); :meth:`Sandbox.close` removes
+everything at the end; and a reaper process (``python -m arena.hosting.sandbox reap``), started by
+:meth:`Sandbox.open` in its own session, does the same when the arena dies without closing (SIGKILL,
+a crash).
+
+Errors: :class:`SandboxError` (one line: docker unreachable, an image missing, iptables failing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: Label holding the run key (see :func:`run_key`) on every container and network of a tournament.
+LABEL_RUN = "org.allfours.run"
+#: Label holding the tournament's name.
+LABEL_TOURNAMENT = "org.allfours.tournament"
+#: Label holding the bot's name (containers only).
+LABEL_BOT = "org.allfours.bot"
+#: Label holding the seat or worker a container plays (containers only).
+LABEL_ROLE = "org.allfours.role"
+#: The uid:gid bot containers run as (the bot images create this user; any non-root id works).
+BOT_USER = "10001:10001"
+#: Seconds of every docker API call (the SDK's HTTP timeout).
+DOCKER_TIMEOUT_S = 30
+#: Seconds a bot container gets between SIGTERM and SIGKILL when stopped.
+STOP_GRACE_S = 2
+#: Bytes of a container's output copied into the arena's seat log at most (default; the arena passes
+#: ``tournament.bot_log_bytes``).
+LOG_COPY_BYTES = 1 << 20
+
+
+class SandboxError(RuntimeError):
+    """The sandbox cannot run bot containers; ``str(e)`` is one line saying why (and what to do)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """A bot container's limits: ``cpus`` (CPU quota in cores), ``memory_mb`` (memory and memory+swap,
+    MiB), ``pids`` (processes and threads), ``tmpfs_mb`` (size of ``/tmp``), the log cap (json-file
+    ``log_max_size`` per file, ``log_files`` files)."""
+
+    cpus: float = 1.0
+    memory_mb: int = 256
+    pids: int = 64
+    tmpfs_mb: int = 16
+    log_max_size: str = "1m"
+    log_files: int = 2
+
+
+def run_key(output: str | Path) -> str:
+    """The run key of the tournament kept in ``output``: 12 hex characters of the SHA-256 of its
+    absolute path (one output folder is one tournament; its leftovers are found by this key)."""
+    return hashlib.sha256(str(Path(output).resolve()).encode()).hexdigest()[:12]
+
+
+def docker_client(timeout: int = DOCKER_TIMEOUT_S) -> Any:
+    """A ``docker.DockerClient`` from the environment (``DOCKER_HOST`` or the local socket), checked
+    with one ping.
+
+    :raises SandboxError: if no docker daemon answers.
+    """
+    import docker
+
+    try:
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+    except Exception as e:
+        raise SandboxError(f"no docker daemon answers ({type(e).__name__}: {e}); start dockerd") from None
+    return client
+
+
+@dataclass
+class BotContainer:
+    """One running bot container with the interface of :class:`arena.hosting.procs.BotProcess` (``pid``,
+    :meth:`poll`, :meth:`wait`, :meth:`stop`). ``oom_killed`` is set once it has exited."""
+
+    container: Any
+    name: str
+    log_path: Path | None = None
+    log_limit: int = LOG_COPY_BYTES
+    returncode: int | None = None
+    oom_killed: bool = False
+    _logs_copied: bool = field(default=False, repr=False)
+    _signalled: bool = field(default=False, repr=False)
+
+    @property
+    def pump(self) -> BotContainer:
+        """Stands for :attr:`arena.hosting.procs.BotProcess.pump`: its :meth:`join` returns once the output
+        is in the log (a container's is copied when :meth:`stop` ends it)."""
+        return self
+
+    def join(self, timeout: float | None = None) -> None:
+        """The output is in the log once :meth:`stop` has run (see :attr:`pump`); nothing to wait for."""
+
+    @property
+    def pid(self) -> str:
+        """The container's name (stands in for a pid in messages)."""
+        return self.name
+
+    def poll(self) -> int | None:
+        """The exit status once the container has exited, else None (one docker call)."""
+        if self.returncode is not None:
+            return self.returncode
+        try:
+            self.container.reload()
+        except Exception:
+            self.returncode = -signal.SIGKILL  # removed under us: it is gone
+            return self.returncode
+        state = self.container.attrs.get("State", {})
+        if state.get("Status") in ("exited", "dead"):
+            self.oom_killed = bool(state.get("OOMKilled"))
+            code = int(state.get("ExitCode", -1))
+            if self._signalled and not self.oom_killed and code in (128 + signal.SIGTERM, 128 + signal.SIGKILL):
+                code = 128 - code  # stopped by us: like a process, -SIGTERM / -SIGKILL
+            self.returncode = code
+        return self.returncode
+
+    def wait(self, timeout: float) -> int | None:
+        """Wait up to ``timeout`` seconds for the container to exit; returns :meth:`poll`."""
+        deadline = time.monotonic() + max(0.0, timeout)
+        while self.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return self.returncode
+
+    def stop(self, exit_wait_s: float = 2.0) -> int | None:
+        """Give the container ``exit_wait_s`` seconds to exit on its own, then ``docker stop`` it
+        (SIGTERM, :data:`STOP_GRACE_S`, SIGKILL); copy its output (at most :data:`LOG_COPY_BYTES`) into
+        ``log_path``, note whether it was killed for memory, and remove it. Returns its exit status
+        (``-SIGTERM``/``-SIGKILL`` when stopped here, like :meth:`arena.hosting.procs.BotProcess.stop`).
+        The same interface as :class:`arena.hosting.procs.BotProcess`, so
+        :func:`arena.hosting.procs.stop_all` ends both."""
+        if self.wait(exit_wait_s) is None:
+            self._signalled = True
+            with contextlib.suppress(Exception):
+                self.container.stop(timeout=STOP_GRACE_S)
+            if self.wait(STOP_GRACE_S + 5) is None:
+                with contextlib.suppress(Exception):
+                    self.container.kill()
+                self.wait(5)
+        if self.log_path is not None and not self._logs_copied:
+            self._logs_copied = True
+            _copy_logs(self.container, self.log_path, self.log_limit)
+        with contextlib.suppress(Exception):
+            self.container.remove(force=True, v=True)
+        return self.returncode
+
+
+def _copy_logs(container: Any, path: Path, limit: int) -> None:
+    """Copy the end of a container's output (at most ``limit`` bytes) into ``path`` (created 0600)."""
+    try:
+        data = container.logs(stdout=True, stderr=True, tail=5000)
+    except Exception as e:
+        data = f"(the container's output could not be read: {type(e).__name__})\n".encode()
+    if len(data) > limit:
+        data = b"[arena: output cut to its last %d bytes]\n" % limit + data[-limit:]
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def _iptables(*args: str, check: bool = True) -> bool:
+    """Run ``iptables -w 10 ARGS`` (10 s timeout); returns whether it succeeded.
+
+    :raises SandboxError: if ``check`` and it fails.
+    """
+    try:
+        r = subprocess.run(["iptables", "-w", "10", *args], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        if check:
+            raise SandboxError(f"iptables {' '.join(args)}: {e}") from None
+        return False
+    if r.returncode and check:
+        msg = " ".join(r.stderr.split())[:300]
+        raise SandboxError(f"iptables {' '.join(args)} failed: {msg} (the sandbox needs root and iptables)")
+    return r.returncode == 0
+
+
+class Sandbox:
+    """One tournament's bot containers, their network and firewall rules (see the module docstring).
+
+    :param client: a ``docker.DockerClient`` (:func:`docker_client`).
+    :param key: the run key (:func:`run_key`).
+    :param tournament: the tournament's name (a label).
+    """
+
+    def __init__(self, client: Any, key: str, tournament: str):
+        if not re.fullmatch(r"[0-9a-f]{12}", key):
+            raise ValueError(f"a run key is 12 hex characters, got {key!r}")
+        self.client = client
+        self.key = key
+        self.tournament = tournament
+        self.network_name = f"allfours-{key}"
+        self.bridge = f"af-{key}"[:15]
+        self.chain = f"AF-{key}"
+        self.gateway: str | None = None
+        self.subnet: str | None = None
+        self._reaper: subprocess.Popen[bytes] | None = None
+        self._serial = 0
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The labels every object of this tournament carries."""
+        return {LABEL_RUN: self.key, LABEL_TOURNAMENT: self.tournament}
+
+    def open(self, allow_ports: Sequence[int] = (), reaper: bool = True) -> str:
+        """Remove an earlier run's leftovers, create the network and its firewall chain, start the
+        reaper; returns the gateway address (the host as the containers see it: bind the referee and
+        the lobby there). More ports can be allowed later with :meth:`allow`.
+
+        :raises SandboxError: if the network or the firewall rules cannot be made.
+        """
+        self.cleanup()
+        try:
+            net = self.client.networks.create(
+                self.network_name,
+                driver="bridge",
+                internal=True,
+                labels=self.labels,
+                options={
+                    "com.docker.network.bridge.enable_icc": "false",
+                    "com.docker.network.bridge.name": self.bridge,
+                },
+            )
+            net.reload()
+            ipam = (net.attrs.get("IPAM") or {}).get("Config") or [{}]
+            self.gateway, self.subnet = ipam[0].get("Gateway"), ipam[0].get("Subnet")
+        except Exception as e:
+            raise SandboxError(f"cannot create the bot network {self.network_name}: {e}") from None
+        if not self.gateway:
+            raise SandboxError(f"the bot network {self.network_name} has no gateway address")
+        _iptables("-N", self.chain)
+        _iptables("-A", self.chain, "-j", "DROP")
+        _iptables("-I", "INPUT", "1", "-i", self.bridge, "-j", self.chain)
+        for port in allow_ports:
+            self.allow(port)
+        if reaper:
+            self._reaper = subprocess.Popen(
+                [sys.executable, "-m", "arena.hosting.sandbox", "reap", "--key", self.key, "--pid", str(os.getpid())],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        return self.gateway
+
+    def allow(self, port: int) -> None:
+        """Let the containers reach TCP ``port`` of the host's gateway address (the referee, the lobby)."""
+        rule = ("-p", "tcp", "-d", str(self.gateway), "--dport", str(int(port)), "-j", "ACCEPT")
+        _iptables("-I", self.chain, "1", *rule)
+
+    def start(
+        self,
+        image: str,
+        bot: str,
+        role: str,
+        env: Mapping[str, str],
+        limits: Limits,
+        log_path: Path | None = None,
+        command: Sequence[str] | None = None,
+        log_limit: int = LOG_COPY_BYTES,
+    ) -> BotContainer:
+        """Start one bot container (``role``: e.g. ``g00003-s1``) with only ``env`` in its environment.
+
+        :raises SandboxError: if the image is missing or docker refuses the container.
+        """
+        import docker.errors
+        from docker.types import LogConfig
+
+        self._serial += 1
+        name = f"allfours-{self.key}-{re.sub(r'[^A-Za-z0-9_.-]', '_', role)[:40]}-{self._serial}"
+        try:
+            c = self.client.containers.run(
+                image,
+                command=list(command) if command else None,
+                name=name,
+                detach=True,
+                labels={**self.labels, LABEL_BOT: bot, LABEL_ROLE: role},
+                environment=dict(env),
+                user=BOT_USER,
+                read_only=True,
+                tmpfs={"/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmpfs_mb}m"},
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                mem_limit=f"{limits.memory_mb}m",
+                memswap_limit=f"{limits.memory_mb}m",
+                pids_limit=limits.pids,
+                nano_cpus=int(limits.cpus * 1e9),
+                log_config=LogConfig(
+                    type="json-file", config={"max-size": limits.log_max_size, "max-file": str(limits.log_files)}
+                ),
+                network=self.network_name,
+                init=True,
+                stop_signal="SIGTERM",
+                hostname="bot",
+                ipc_mode="private",
+            )
+        except docker.errors.ImageNotFound:
+            raise SandboxError(f"bot {bot}: no image {image!r} (build it with `arena bots build`)") from None
+        except Exception as e:
+            raise SandboxError(f"bot {bot}: docker refused the container: {e}") from None
+        return BotContainer(c, name, log_path, log_limit)
+
+    def cleanup(self) -> list[str]:
+        """Remove every container and network labelled with this run key, and the firewall chain.
+        Returns what was removed (names), for the log. Safe to call any number of times."""
+        return cleanup(self.client, self.key)
+
+    def close(self) -> None:
+        """Remove everything of this tournament and stop the reaper (idempotent)."""
+        self.cleanup()
+        if self._reaper is not None:
+            with contextlib.suppress(ProcessLookupError):
+                self._reaper.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._reaper.wait(timeout=5)
+            self._reaper = None
+
+
+def cleanup(client: Any, key: str) -> list[str]:
+    """Remove the containers (with their anonymous volumes), networks and firewall chain of run ``key``."""
+    removed: list[str] = []
+    flt = {"label": f"{LABEL_RUN}={key}"}
+    with contextlib.suppress(Exception):
+        # the low-level list: the high-level one inspects each container, and fails when one is gone meanwhile
+        for c in client.api.containers(all=True, filters=flt):
+            with contextlib.suppress(Exception):
+                client.api.remove_container(c["Id"], force=True, v=True)
+                removed.append(c["Names"][0].lstrip("/") if c.get("Names") else c["Id"][:12])
+    with contextlib.suppress(Exception):
+        for v in client.volumes.list(filters=flt):
+            with contextlib.suppress(Exception):
+                v.remove(force=True)
+                removed.append(v.name)
+    chain, bridge = f"AF-{key}", f"af-{key}"[:15]
+    while _iptables("-D", "INPUT", "-i", bridge, "-j", chain, check=False):
+        removed.append(f"iptables INPUT -> {chain}")
+    if _iptables("-F", chain, check=False):
+        _iptables("-X", chain, check=False)
+        removed.append(f"iptables chain {chain}")
+    with contextlib.suppress(Exception):
+        for n in client.networks.list(filters=flt):
+            with contextlib.suppress(Exception):
+                n.remove()
+                removed.append(n.name)
+    return removed
+
+
+def _reap(key: str, pid: int, poll_s: float = 0.5) -> int:
+    """The reaper: wait until process ``pid`` (the arena) is gone, then remove run ``key``'s leftovers.
+
+    SIGTERM (the arena closed its sandbox itself) ends it without removing anything.
+    """
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        except PermissionError:
+            pass
+        time.sleep(poll_s)
+    cleanup(docker_client(), key)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m arena.hosting.sandbox reap --key K --pid P`` (the reaper) or ``clean --key K`` (by hand)."""
+    p = argparse.ArgumentParser(prog="python -m arena.hosting.sandbox")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("reap", help="remove run K's leftovers once process P has ended")
+    r.add_argument("--key", required=True)
+    r.add_argument("--pid", type=int, required=True)
+    c = sub.add_parser("clean", help="remove run K's leftovers now")
+    c.add_argument("--key", required=True)
+    args = p.parse_args(argv)
+    if args.cmd == "reap":
+        return _reap(args.key, args.pid)
+    for name in cleanup(docker_client(), args.key):
+        print(f"removed {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Container workers (``[[bots]] image = …`` with ``mode = "worker"``): a pool of sandboxed containers
+that dial the lobby.
+
+The pool is :class:`arena.hosting.workers.local.LocalWorkers` (restart with back-off, broken after
+:data:`arena.hosting.workers.local.MAX_DEATHS` deaths in a row without a finished game); only the start of a
+worker differs: each is a container of the bot's image in the tournament's sandbox
+(:class:`arena.hosting.sandbox.Sandbox`: non-root, read-only, limits, capped log, an internal network on which
+only the lobby and the referees are reachable, no other container). Its environment is the bot's
+``env`` table and ``ALLFOURS_LOBBY`` (the lobby at the sandbox network's gateway),
+``ALLFOURS_BOT_TOKEN`` (a token made for this one container, revoked when it exits) and
+``ALLFOURS_BOT_NAME``: nothing of the arena's. Its output is copied (capped at
+``tournament.bot_log_bytes``) to ``<output>/logs/workers/<bot>/worker<k>.log`` when it exits. A
+container killed at its memory limit is reported as ``killed at its memory limit … (oom)``.
+"""
+
+from __future__ import annotations
+
+from arena.config import BotSpec
+from arena.hosting.sandbox import BotContainer, Sandbox, SandboxError
+from arena.hosting.workers.kind import WorkerContext
+from arena.hosting.workers.local import LocalWorkers, Slot
+from arena.lobby.tokens import token_digest
+
+
+class ContainerWorkers(LocalWorkers):
+    """A pool of ``size`` worker containers of ``bot`` in ``sandbox``; the lobby listens at ``lobby``
+    (``host:port`` as the containers reach it: the sandbox network's gateway)."""
+
+    def __init__(self, bot: BotSpec, size: int, sandbox: Sandbox, lobby: str):
+        super().__init__(bot, size)
+        self.sandbox = sandbox
+        self.lobby_address = lobby
+        self._oom: set[str] = set()  # token digests of the workers killed at their memory limit
+
+    def killed_for_memory(self, digest: str) -> bool:
+        """True if the worker that registered with the token of ``digest`` was killed at its memory
+        limit (the arena then gives its forfeited seat the reason ``oom``)."""
+        with self._lock:
+            return digest in self._oom
+
+    def _check(self, slot: Slot) -> None:
+        proc = slot.proc
+        if isinstance(proc, BotContainer) and proc.poll() is not None:
+            proc.stop(0.0)  # copy its output into its log and remove it, before the pool reads the log
+            if proc.oom_killed:
+                self._oom.add(slot.digest)
+        super()._check(slot)
+
+    def _died(self, slot: Slot, what: str) -> None:
+        if slot.digest in self._oom and what.startswith("exited"):
+            what = f"was killed at its memory limit ({self.bot.limits.memory_mb} MiB): oom"
+        super()._died(slot, what)
+
+    def _launch(self, slot: Slot) -> None:
+        from sdk.worker import LOBBY_ENV, NAME_ENV, TOKEN_ENV
+
+        ctx: WorkerContext | None = self._ctx
+        assert ctx is not None and self.bot.image is not None
+        token = ctx.lobby.tokens.issue(self.bot.name)
+        slot.digest = token_digest(token)
+        env = {**self.bot.env, LOBBY_ENV: self.lobby_address, TOKEN_ENV: token, NAME_ENV: self.bot.name}
+        slot.starts += 1
+        try:
+            slot.proc = self.sandbox.start(  # type: ignore[assignment]
+                self.bot.image, self.bot.name, f"worker{slot.index}-{slot.starts}", env, self.bot.limits,
+                self.log_dir / slot.log_name, log_limit=ctx.log_limit,
+            )
+        except SandboxError as e:
+            slot.proc = None
+            ctx.lobby.tokens.revoke(slot.digest)
+            self._died(slot, f"could not start: {e}")

@@ -1,0 +1,168 @@
+"""Local workers (``mode = "worker"``): a pool of long-lived bot processes on this machine.
+
+Each process is started from the bot's ``command`` (placeholders ``{python}`` and ``{config_dir}``)
+as a :class:`arena.hosting.procs.BotProcess` (everything it starts ends with it), with the arena's
+environment minus its secrets, the bot's ``env`` table, and: ``ALLFOURS_LOBBY`` (the lobby's
+``host:port``), ``ALLFOURS_BOT_TOKEN`` (a token made for this one process, valid until it exits),
+``ALLFOURS_BOT_NAME`` and ``ALLFOURS_WORKER_PARENT`` (the arena's process id), and
+``ALLFOURS_TLS_CA`` (the lobby's certificate) when the lobby serves TLS. ``python -m sdk.run
+module:Class`` and ``node sample_bots/js/bot.js`` read these and serve the lobby. Output goes to
+``<output>/logs/workers/<bot>/worker<k>.log`` (the n-th restart of that place to
+``worker<k>.restart<n>.log``), capped at ``tournament.bot_log_bytes``.
+
+A process that exits is restarted after a back-off (:data:`BACKOFF_S`: 0.5 s, doubling, at most
+30 s; back to 0.5 s once a worker finishes a game). Its game in progress, if any, is forfeited by
+the referee like any disconnected seat. After :data:`MAX_DEATHS` deaths in a row without a finished
+game the bot is *broken*: no more restarts, and :attr:`LocalWorkers.broken` says why (the arena
+then forfeits its remaining games at once).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from arena.config import BotSpec
+from arena.hosting.procs import BotProcess, stop_all
+from arena.hosting.workers.kind import WorkerContext
+from arena.lobby.tokens import token_digest
+from arena.play.environment import expand_command, log_tail, worker_environment
+from sdk.worker import TLS_CA_ENV
+
+#: Deaths in a row without a finished game after which a bot is broken.
+MAX_DEATHS = 3
+#: Seconds before the first restart; doubles per death in a row, up to :data:`MAX_BACKOFF_S`.
+BACKOFF_S = 0.5
+#: Longest wait before a restart, seconds.
+MAX_BACKOFF_S = 30.0
+#: Seconds between checks of the processes.
+POLL_S = 0.1
+
+
+@dataclass
+class Slot:
+    """One place in the pool: its current process (None while waiting to restart) and its token's digest."""
+
+    index: int
+    proc: BotProcess | None = None
+    digest: str = ""
+    restart_at: float = 0.0
+    starts: int = 0
+
+    @property
+    def log_name(self) -> str:
+        """The log file of the current (or last) process in this place."""
+        return f"worker{self.index}.log" if self.starts <= 1 else f"worker{self.index}.restart{self.starts - 1}.log"
+
+
+class LocalWorkers:
+    """A pool of ``size`` worker processes for ``bot`` (see the module docstring). Thread-safe."""
+
+    def __init__(self, bot: BotSpec, size: int):
+        self.bot = bot
+        self.size = size
+        self.deaths_in_a_row = 0
+        self.restarts = 0
+        self._broken: str | None = None
+        self._slots = [Slot(k) for k in range(size)]
+        self._ctx: WorkerContext | None = None
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def broken(self) -> str | None:
+        """Why the bot is broken (one line), or None."""
+        return self._broken
+
+    @property
+    def log_dir(self) -> Path:
+        """Where the workers' logs go."""
+        assert self._ctx is not None
+        return self._ctx.log_dir / "workers" / self.bot.name
+
+    def start(self, ctx: WorkerContext) -> None:
+        """Start every process and the thread that watches them."""
+        self._ctx = ctx
+        self.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for slot in self._slots:
+            self._launch(slot)
+        self._thread = threading.Thread(target=self._watch, name=f"workers-{self.bot.name}", daemon=True)
+        self._thread.start()
+
+    def pids(self) -> list[int]:
+        """The process ids of the running workers (for tests and diagnostics)."""
+        with self._lock:
+            return [s.proc.pid for s in self._slots if s.proc is not None and s.proc.poll() is None]
+
+    def _launch(self, slot: Slot) -> None:
+        ctx = self._ctx
+        assert ctx is not None
+        token = ctx.lobby.tokens.issue(self.bot.name)
+        slot.digest = token_digest(token)
+        argv = expand_command(self.bot, {"python": sys.executable, "config_dir": ctx.config_dir})
+        env = worker_environment(self.bot, ctx.lobby.address, token, ctx.secret_names, ctx.secret_values)
+        if ctx.tls_ca is not None:
+            env[TLS_CA_ENV] = ctx.tls_ca
+        slot.starts += 1
+        try:
+            slot.proc = BotProcess.start(argv, cwd=self.bot.cwd, env=env, log_path=self.log_dir / slot.log_name,
+                                         log_limit=ctx.log_limit)
+        except OSError as e:
+            slot.proc = None
+            ctx.lobby.tokens.revoke(slot.digest)
+            self._died(slot, f"could not start {argv[0]!r}: {e.strerror or e}")
+
+    def _died(self, slot: Slot, what: str) -> None:
+        """Count a death; restart later, or declare the bot broken."""
+        ctx = self._ctx
+        assert ctx is not None
+        finished = ctx.lobby.games_for(slot.digest)
+        self.deaths_in_a_row = 0 if finished else self.deaths_in_a_row + 1
+        if self.deaths_in_a_row >= MAX_DEATHS and self._broken is None:
+            self._broken = (f"its workers died {self.deaths_in_a_row} times in a row without finishing a game "
+                            f"(last: worker{slot.index} {what})")
+            ctx.on_event(f"bot {self.bot.name} is broken: {self._broken}")
+            ctx.on_change()
+            return
+        delay = min(MAX_BACKOFF_S, BACKOFF_S * 2 ** max(0, self.deaths_in_a_row - 1))
+        slot.restart_at = time.monotonic() + delay
+        ctx.on_event(f"bot {self.bot.name} worker{slot.index} {what}; restarting it in {delay:g} s")
+
+    def _watch(self) -> None:
+        while not self._stopping.wait(POLL_S):
+            with self._lock:
+                if self._stopping.is_set():
+                    return
+                for slot in self._slots:
+                    self._check(slot)
+
+    def _check(self, slot: Slot) -> None:
+        ctx = self._ctx
+        assert ctx is not None
+        if slot.proc is not None:
+            code = slot.proc.poll()
+            if code is None:
+                return
+            ctx.lobby.tokens.revoke(slot.digest)
+            slot.proc.pump.join(timeout=1.0)  # its last words are in the log
+            slot.proc = None
+            tail = log_tail(self.log_dir / slot.log_name)
+            self._died(slot, f"exited with status {code}" + (f" (last output: {tail})" if tail else ""))
+        elif self._broken is None and time.monotonic() >= slot.restart_at:
+            self.restarts += 1
+            self._launch(slot)
+
+    def stop(self) -> None:
+        """Stop the watcher, then every process and all it started (:func:`arena.hosting.procs.stop_all`)."""
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        with self._lock:
+            procs = [s.proc for s in self._slots if s.proc is not None]
+            for s in self._slots:
+                s.proc = None
+        stop_all(procs, exit_wait_s=0.0)

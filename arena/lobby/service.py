@@ -1,0 +1,373 @@
+"""The lobby: where bot workers wait for seats (proto/allfours/v1/lobby.proto, docs/protocol.md).
+
+A worker opens one ``LobbyService.Connect`` stream, registers with a bot token, and is then *idle*.
+The arena's scheduler (another thread) asks :meth:`Lobby.reserve` for one idle worker per seat of a
+game — never the same worker twice, so partners are two workers — sends each an
+:class:`~allfours.v1.lobby_pb2.Assignment` with :meth:`Lobby.assign`, and the worker plays that seat
+on the referee. When its match is over the worker sends ``Ready`` and is idle again.
+
+Interface for the scheduler (all methods thread-safe; the gRPC server runs on its own event loop, or
+on the one it is given: the embedded referee's, see ``loop``):
+
+- ``Lobby(tournament, tokens, host, port, tls, loop=None)``; :meth:`start` → ``host:port``; :meth:`stop`;
+- :meth:`reserve` ``(seat bot names) -> [WorkerRef] | None``; :meth:`release` (unused reservation);
+- :meth:`assign` ``(worker, Assignment) -> bool`` (False: that worker is gone);
+- :meth:`gone` ``(worker) -> str | None`` (why it left, once it has), :meth:`counts` (per bot);
+- :attr:`wake`: a :class:`threading.Event` set on every change (a worker came, left or is idle
+  again); the one run loop that waits on it clears it before looking.
+
+Tokens (:class:`arena.lobby.tokens.TokenBook`) are kept as SHA-256 digests only; a token plays only as its own bot.
+Dead workers: every connection is pinged (HTTP/2 keepalive every :data:`KEEPALIVE_S` s, with
+:data:`KEEPALIVE_TIMEOUT_S` s to answer), so a worker whose machine or process stopped is dropped
+within 15 s; a process that exits closes its connection at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+import structlog
+
+from allfours.v1 import lobby_pb2 as lpb
+from allfours.v1 import lobby_pb2_grpc as lpb_grpc
+from arena.lobby.tokens import MAX_FIELD, TokenBook, token_digest
+from referee import wire
+from referee.streams import Undecodable, add_stream_method, first_message
+
+log = structlog.get_logger("arena.lobby.service")
+
+#: Seconds between the lobby's keepalive pings on a worker's connection.
+KEEPALIVE_S = 5
+#: Seconds a worker's connection has to answer a ping before it is closed (so a dead one goes within 10 s).
+KEEPALIVE_TIMEOUT_S = 5
+#: The lobby's gRPC service (its ``Connect`` decodes requests with :func:`referee.streams.add_stream_method`).
+LOBBY_SERVICE = lpb.DESCRIPTOR.services_by_name["LobbyService"].full_name
+#: Seconds a new stream has to send its Register.
+REGISTER_TIMEOUT_S = 10.0
+#: Most workers one bot may have connected at once (more are refused with RESOURCE_EXHAUSTED).
+MAX_WORKERS_PER_BOT = 64
+
+SERVER_OPTIONS: list[tuple[str, Any]] = [
+    ("grpc.keepalive_time_ms", KEEPALIVE_S * 1000),
+    ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_S * 1000),
+    ("grpc.http2.ping_timeout_ms", KEEPALIVE_TIMEOUT_S * 1000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+    ("grpc.http2.min_recv_ping_interval_without_data_ms", 5_000),
+    ("grpc.http2.max_ping_strikes", 2),
+    ("grpc.max_receive_message_length", 16 * 1024),
+    ("grpc.max_send_message_length", 1024 * 1024),
+    ("grpc.so_reuseport", 0),
+]
+#: Most streams the lobby serves at once.
+MAXIMUM_CONCURRENT_RPCS = 1024
+
+
+@dataclass(eq=False)
+class WorkerRef:
+    """One connected worker, as the scheduler sees it.
+
+    ``state`` is ``"idle"``, ``"reserved"`` (picked for a game, no assignment yet) or ``"busy"``
+    (playing ``match_id``); ``left`` is why it went (``None`` while connected).
+    """
+
+    worker_id: str
+    bot: str
+    version: str
+    peer: str
+    digest: str
+    state: str = "idle"
+    match_id: str = ""
+    games: int = 0
+    left: str | None = None
+    _outbox: asyncio.Queue[lpb.ConnectResponse | None] = field(default_factory=asyncio.Queue, repr=False)
+
+
+class _Refusal(Exception):
+    def __init__(self, code: grpc.StatusCode, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+class Lobby:
+    """The lobby service and its worker registry (see the module docstring).
+
+    :param tournament: the tournament's name (told to workers in Registered).
+    :param tokens: the bot tokens it accepts.
+    :param host: / :param port: where to listen (port 0: any free one; read :attr:`address`).
+    :param tls: ``(certificate chain PEM, private key PEM)`` to serve TLS, or None.
+    :param on_change: called (from the lobby's thread) after every change, besides setting :attr:`wake`.
+    """
+
+    def __init__(
+        self,
+        tournament: str,
+        tokens: TokenBook,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        tls: tuple[bytes, bytes] | None = None,
+        on_change: Callable[[], None] | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ):
+        self.tournament = tournament
+        self.tokens = tokens
+        self.host, self.port, self.tls = host, port, tls
+        self.on_change = on_change
+        self.wake = threading.Event()
+        self._lock = threading.Lock()
+        self._workers: dict[str, WorkerRef] = {}
+        self._games: dict[str, int] = {}
+        self._ids = itertools.count(1)
+        # gRPC's asyncio layer polls on the first loop of the process and hands other loops each event
+        # across threads: served on the embedded referee's loop, the lobby costs the arena ~10 ms of CPU
+        # a game less (benchmarks/arena.py)
+        self._loop = loop or asyncio.new_event_loop()
+        self._thread = None if loop else threading.Thread(target=self._loop.run_forever, name="lobby", daemon=True)
+        self._server: grpc.aio.Server | None = None
+        self._serving = False
+        self._closing = False
+
+    # ------------------------------------------------------------------ life cycle
+    @property
+    def address(self) -> str:
+        """``host:port`` workers dial."""
+        return f"{self.host}:{self.port}"
+
+    def start(self) -> str:
+        """Bind and serve; returns :attr:`address`.
+
+        :raises RuntimeError: if the address cannot be bound (in use, or a bad TLS pair).
+        """
+        self._serving = True
+        if self._thread is not None:
+            self._thread.start()
+        return asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(30)
+
+    async def _start(self) -> str:
+        server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS)
+        add_stream_method(server, LOBBY_SERVICE, "Connect", _Servicer(self).Connect,
+                          lpb.ConnectRequest, lpb.ConnectResponse)
+        addr = f"{self.host}:{self.port}"
+        if self.tls is not None:
+            bound = server.add_secure_port(addr, grpc.ssl_server_credentials([(self.tls[1], self.tls[0])]))
+        else:
+            bound = server.add_insecure_port(addr)
+        if not bound:
+            how = " with the TLS certificate and key (a matching PEM pair?)" if self.tls else ""
+            raise RuntimeError(f"the lobby could not bind {addr}{how}")
+        self.port = bound
+        await server.start()
+        self._server = server
+        return self.address
+
+    def stop(self, grace_s: float = 1.0) -> None:
+        """Close every worker's stream (they see UNAVAILABLE and may reconnect later) and stop serving
+        (and the lobby's own loop; a loop it was given, the embedded referee's, is left running)."""
+        if not self._serving or not self._loop.is_running():
+            return
+        self._serving = False
+        self._closing = True
+
+        async def _stop() -> None:
+            with self._lock:
+                workers = list(self._workers.values())
+            for w in workers:
+                w._outbox.put_nowait(None)
+            if self._server is not None:
+                await self._server.stop(grace_s)
+
+        asyncio.run_coroutine_threadsafe(_stop(), self._loop).result(grace_s + 10)
+        if self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+
+    # ------------------------------------------------------------------ the scheduler's side
+    def _changed(self) -> None:
+        self.wake.set()
+        if self.on_change is not None:
+            self.on_change()
+
+    def counts(self) -> dict[str, tuple[int, int]]:
+        """Per bot: ``(connected workers, idle workers)``."""
+        out: dict[str, tuple[int, int]] = {}
+        with self._lock:
+            for w in self._workers.values():
+                n, idle = out.get(w.bot, (0, 0))
+                out[w.bot] = (n + 1, idle + (w.state == "idle"))
+        return out
+
+    def reserve(self, seats: Sequence[str | None]) -> list[WorkerRef | None] | None:
+        """One distinct idle worker per seat (``seats[k]`` is the bot of seat k; None: no worker
+        there, e.g. a per-game seat), marked reserved; or None (nothing reserved) when some bot has too
+        few idle workers. The workers that have played fewest games go first, so a pool shares the work."""
+        need: dict[str, int] = {}
+        for bot in seats:
+            if bot is not None:
+                need[bot] = need.get(bot, 0) + 1
+        with self._lock:
+            picked: dict[str, list[WorkerRef]] = {}
+            for bot, n in need.items():
+                idle = sorted((w for w in self._workers.values() if w.bot == bot and w.state == "idle"),
+                              key=lambda w: w.games)
+                if len(idle) < n:
+                    return None
+                picked[bot] = idle[:n]
+            out = [None if bot is None else picked[bot].pop(0) for bot in seats]
+            for w in out:
+                if w is not None:
+                    w.state = "reserved"
+        return out
+
+    def release(self, workers: Sequence[WorkerRef | None]) -> None:
+        """Give back reserved workers that were not assigned (their game could not start)."""
+        with self._lock:
+            for w in workers:
+                if w is not None and w.state == "reserved" and w.left is None:
+                    w.state = "idle"
+        self._changed()
+
+    def assign(self, worker: WorkerRef, assignment: lpb.Assignment) -> bool:
+        """Send ``assignment`` to a reserved ``worker``; False if it has left (nothing sent)."""
+        with self._lock:
+            if worker.left is not None:
+                return False
+            worker.state = "busy"
+            worker.match_id = assignment.match_id
+        msg = lpb.ConnectResponse(assignment=assignment)
+        self._loop.call_soon_threadsafe(worker._outbox.put_nowait, msg)
+        return True
+
+    def gone(self, worker: WorkerRef) -> str | None:
+        """Why ``worker`` left (e.g. ``"its connection closed: …"``), or None while it is connected."""
+        with self._lock:
+            return worker.left
+
+    def games_for(self, digest: str) -> int:
+        """Matches finished (Ready sent) by workers that registered with the token of this digest."""
+        with self._lock:
+            return self._games.get(digest, 0)
+
+    def drop_revoked(self) -> int:
+        """Disconnect every worker whose token is no longer valid (revoked); returns how many.
+
+        Not for local workers, whose per-process token is forgotten when the process exits (it is
+        gone by then). A dropped worker sees its stream end and dials again; its token is refused.
+        """
+        with self._lock:
+            workers = [w for w in self._workers.values() if not self.tokens.valid(w.digest)]
+        for w in workers:
+            self._loop.call_soon_threadsafe(w._outbox.put_nowait, None)
+        return len(workers)
+
+    # ------------------------------------------------------------------ the service's side
+    def _register(self, reg: lpb.Register, peer: str) -> WorkerRef:
+        if self._closing:
+            raise _Refusal(grpc.StatusCode.UNAVAILABLE, "the arena is shutting down; connect again later")
+        if reg.protocol_version != wire.PROTOCOL_VERSION:
+            raise _Refusal(grpc.StatusCode.INVALID_ARGUMENT,
+                           f"protocol_version {reg.protocol_version[:40]!r} is not supported "
+                           f"(expected {wire.PROTOCOL_VERSION!r})")
+        bot = self.tokens.bot_for(reg.token)
+        if bot is None:
+            raise _Refusal(grpc.StatusCode.UNAUTHENTICATED, "unknown or revoked bot token")
+        if reg.bot_name != bot:
+            raise _Refusal(grpc.StatusCode.UNAUTHENTICATED,
+                           f"this token is not bot {reg.bot_name[:MAX_FIELD]!r}'s: a token plays only as its own bot")
+        with self._lock:
+            if sum(w.bot == bot for w in self._workers.values()) >= MAX_WORKERS_PER_BOT:
+                raise _Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                               f"bot {bot!r} already has {MAX_WORKERS_PER_BOT} workers connected")
+            w = WorkerRef(f"w{next(self._ids)}", bot, reg.bot_version[:64], peer[:100], token_digest(reg.token))
+            self._workers[w.worker_id] = w
+        log.info("lobby_worker_registered", worker=w.worker_id, bot=bot, peer=w.peer)
+        self._changed()
+        return w
+
+    def _ready(self, w: WorkerRef, match_id: str) -> None:
+        with self._lock:
+            if w.state != "busy" or match_id != w.match_id:
+                raise _Refusal(grpc.StatusCode.INVALID_ARGUMENT,
+                               f"Ready names match {match_id[:80]!r}, but this worker was given "
+                               f"{w.match_id or 'no match'!r}")
+            w.state, w.match_id = "idle", ""
+            w.games += 1
+            self._games[w.digest] = self._games.get(w.digest, 0) + 1
+        self._changed()
+
+    def _leave(self, w: WorkerRef, why: str) -> None:
+        with self._lock:
+            self._workers.pop(w.worker_id, None)
+            w.left = why
+        log.info("lobby_worker_left", worker=w.worker_id, bot=w.bot, why=why)
+        self._changed()
+
+
+class _Servicer(lpb_grpc.LobbyServiceServicer):
+    def __init__(self, lobby: Lobby):
+        self.lobby = lobby
+
+    async def Connect(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> None:
+        """One worker's stream (see the proto for the status codes)."""
+        first = await first_message(context, REGISTER_TIMEOUT_S, "register")
+        if first is None:
+            return
+        try:
+            w = self.lobby._register(first.register, context.peer() or "")
+        except _Refusal as e:
+            await context.abort(e.code, str(e))
+        refusal: _Refusal | None = None
+        why = "its connection closed"
+        reader = asyncio.ensure_future(self._read(context, w))
+        get: asyncio.Future[Any] | None = None
+        try:
+            await context.write(lpb.ConnectResponse(
+                registered=lpb.Registered(worker_id=w.worker_id, tournament=self.lobby.tournament)))
+            while True:
+                get = asyncio.ensure_future(w._outbox.get())
+                done, _ = await asyncio.wait({get, reader}, return_when=asyncio.FIRST_COMPLETED)
+                if get not in done:
+                    refusal = reader.result()
+                    why = "its connection closed" if refusal is None else str(refusal)
+                    break
+                msg = get.result()
+                if msg is None:
+                    why = "the lobby closed it"
+                    break
+                await context.write(msg)
+        except (grpc.aio.AioRpcError, RuntimeError) as e:
+            why = f"its connection broke ({type(e).__name__})"
+        finally:  # a cancelled handler (the peer went away) keeps the default reason
+            reader.cancel()
+            if get is not None:
+                get.cancel()
+            self.lobby._leave(w, why)
+        if refusal is not None:
+            await context.abort(refusal.code, str(refusal))
+        if self.lobby._closing:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "the arena is shutting down; connect again later")
+
+    async def _read(self, context: grpc.aio.ServicerContext, w: WorkerRef) -> _Refusal | None:
+        """Read Ready messages until the stream ends; returns a refusal for a message out of turn."""
+        try:
+            while True:
+                msg = await context.read()
+                if msg is grpc.aio.EOF:
+                    return None
+                if isinstance(msg, Undecodable):
+                    return _Refusal(grpc.StatusCode.INVALID_ARGUMENT, msg.detail("a message after Register"))
+                if msg.WhichOneof("msg") != "ready":
+                    return _Refusal(grpc.StatusCode.INVALID_ARGUMENT,
+                                    f"only Ready may follow Register, got {msg.WhichOneof('msg')}")
+                self.lobby._ready(w, msg.ready.match_id)
+        except _Refusal as e:
+            return e
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a dead peer or a reset stream
+            return None

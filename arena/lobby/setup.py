@@ -1,0 +1,129 @@
+"""The arena's lobby side for one run: the lobby, the bots' workers, and the remote bots' tokens.
+
+:func:`open_lobby` starts a :class:`arena.lobby.service.Lobby` on ``tournament.lobby`` (TLS when
+``tournament.lobby_tls_cert``/``lobby_tls_key`` are set) that accepts the valid tokens the store
+holds for the config's remote bots, then one worker kind per lobby bot (:mod:`arena.hosting.workers`). The
+returned :class:`LobbySetup` is stopped at the end of the run (workers first, then the lobby).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from pathlib import Path
+
+from arena.config import ConfigError, TournamentConfig
+from arena.hosting.sandbox import Sandbox
+from arena.hosting.workers import make_worker_kind
+from arena.hosting.workers.kind import WorkerContext, WorkerKind
+from arena.lobby.service import Lobby
+from arena.lobby.tokens import TokenBook
+from arena.tournament.store import Store
+
+
+@dataclass
+class LobbySetup:
+    """A running lobby, the worker kinds of the lobby bots (bot name -> kind) and their context."""
+
+    lobby: Lobby
+    kinds: dict[str, WorkerKind]
+    ctx: WorkerContext | None = None
+    sandbox: Sandbox | None = None
+
+    def update(self, config: TournamentConfig, store: Store) -> None:
+        """After a config reload: stop the workers of bots that left or changed, start those of new or
+        changed bots, and read the remote bots' tokens again."""
+        assert self.ctx is not None
+        wanted = {b.name: b for b in config.bots if b.mode != "per_game"}
+        for name, kind in list(self.kinds.items()):
+            if wanted.get(name) != kind.bot:
+                kind.stop()
+                del self.kinds[name]
+        for name, bot in wanted.items():
+            if name not in self.kinds:
+                self.kinds[name] = make_worker_kind(bot, config.players, config.concurrency, self.sandbox,
+                                                    self.lobby.address)
+                self.kinds[name].start(self.ctx)
+        self.reload_tokens(config, store)
+
+    def reload_tokens(self, config: TournamentConfig, store: Store) -> None:
+        """Accept exactly the valid stored tokens of the config's remote bots (after ``arena token``
+        made or revoked one); workers of a bot whose tokens all went are disconnected."""
+        stored = store.token_digests()
+        for b in config.bots:
+            if b.mode == "remote":
+                self.lobby.tokens.set_bot(b.name, stored.get(b.name, []))
+        self.lobby.drop_revoked()
+
+    def stop(self) -> None:
+        """Stop every bot's workers, then the lobby."""
+        for kind in self.kinds.values():
+            kind.stop()
+        self.lobby.stop()
+
+
+def _read(path: str, key: str, config: TournamentConfig) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise ConfigError(config.source, f"tournament.{key}", f"cannot read it: {e.strerror}", path) from None
+
+
+def open_lobby(
+    config: TournamentConfig,
+    store: Store,
+    log_dir: Path,
+    secret_names: Collection[str],
+    secret_values: Collection[str],
+    on_event: Callable[[str], None] = lambda message: None,
+    sandbox: Sandbox | None = None,
+    loop: asyncio.AbstractEventLoop | None = None,
+) -> LobbySetup:
+    """Start the lobby and every lobby bot's workers (see the module docstring).
+
+    With a ``sandbox`` (container bots) the lobby listens on the sandbox network's gateway (at the
+    port of ``tournament.lobby``), the only address of the host its containers reach, and that port
+    is let through the sandbox's firewall chain.
+
+    ``loop``: serve the lobby on this running event loop (the embedded referee's:
+    :meth:`arena.play.referees.RefereePool.embedded_loop`) rather than a loop of its own; stop the
+    lobby (:meth:`LobbySetup.stop`) before that loop stops.
+
+    :raises ConfigError: naming ``tournament.lobby`` when it cannot listen there, or a TLS file that
+        cannot be read.
+    """
+    tls = None
+    if config.lobby_tls is not None:
+        cert, key = config.lobby_tls
+        tls = (_read(cert, "lobby_tls_cert", config), _read(key, "lobby_tls_key", config))
+    host, _, port = config.lobby.rpartition(":")
+    if sandbox is not None and sandbox.gateway:
+        host = sandbox.gateway
+    lobby = Lobby(config.name, TokenBook(), host.strip("[]"), int(port), tls, loop=loop)
+    try:
+        lobby.start()
+    except RuntimeError as e:
+        lobby.stop()
+        raise ConfigError(config.source, "tournament.lobby", f"cannot listen there: {e}", config.lobby) from None
+    if sandbox is not None:
+        sandbox.allow(int(lobby.address.rsplit(":", 1)[1]))
+    kinds = {
+        b.name: make_worker_kind(b, config.players, config.concurrency, sandbox, lobby.address)
+        for b in config.bots
+        if b.mode != "per_game"
+    }
+    setup = LobbySetup(lobby, kinds, sandbox=sandbox)
+    setup.reload_tokens(config, store)
+    config_dir = str(Path(config.source).resolve().parent)
+    setup.ctx = ctx = WorkerContext(
+        lobby, log_dir, config_dir, secret_names, secret_values, lobby.wake.set, on_event, config.bot_log_bytes,
+        config.lobby_tls[0] if config.lobby_tls else None,
+    )
+    try:
+        for kind in kinds.values():
+            kind.start(ctx)
+    except BaseException:
+        setup.stop()
+        raise
+    return setup

@@ -1,0 +1,1 @@
+"""Playing one game on a referee: the referee pool and the gRPC game runner."""

@@ -1,0 +1,85 @@
+"""A bot's surroundings when the arena starts it: its command line with the placeholders filled in,
+its environment without the arena's secrets (a bot holding an admin token could call the referee's
+Admin API), and the last lines of its log quoted when it fails."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Mapping
+from pathlib import Path
+
+from arena.config import ENV_ADMIN_TOKEN, ENV_REFEREE, ENV_TICKET, BotSpec, expand_placeholders
+
+#: Lines of a bot's output quoted in the reason when its process exits early.
+TAIL_LINES = 2
+#: Characters of a bot's output quoted at most.
+TAIL_CHARS = 300
+
+
+def expand_command(bot: BotSpec, values: Mapping[str, str]) -> list[str]:
+    """The bot's argv with ``{python}``, ``{config_dir}``, ``{ticket}``, ``{referee}``, ``{seat}`` replaced
+    and ``{{``/``}}`` turned into literal braces (the config parser has rejected any other placeholder)."""
+    return [expand_placeholders(arg, values) for arg in bot.command]
+
+
+def bot_environment(
+    bot: BotSpec,
+    ticket: str,
+    referee: str,
+    secret_names: Collection[str] = (ENV_ADMIN_TOKEN,),
+    secret_values: Collection[str] = (),
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment of one bot process: ``base`` (default: the arena's environment) without its
+    secrets, plus the bot's ``env`` table, ``ALLFOURS_TICKET`` and ``ALLFOURS_REFEREE``.
+
+    Removed: every variable named in ``secret_names`` (the admin token variables), and every variable
+    whose value is one of ``secret_values`` or of those variables' values (a copy of a token under
+    another name). A bot holding an admin token could call the referee's Admin API.
+    """
+    env = _clean_environment(secret_names, secret_values, base)
+    return {**env, **bot.env, ENV_TICKET: ticket, ENV_REFEREE: referee}
+
+
+def _clean_environment(
+    secret_names: Collection[str], secret_values: Collection[str], base: Mapping[str, str] | None
+) -> dict[str, str]:
+    """``base`` (default: the arena's environment) without the variables named in ``secret_names``
+    and without any variable holding one of their values or one of ``secret_values``."""
+    base = dict(os.environ if base is None else base)
+    values = {v for v in secret_values if v} | {base[n] for n in secret_names if base.get(n)}
+    return {k: v for k, v in base.items() if k not in secret_names and v not in values}
+
+
+def worker_environment(
+    bot: BotSpec,
+    lobby: str,
+    token: str,
+    secret_names: Collection[str] = (ENV_ADMIN_TOKEN,),
+    secret_values: Collection[str] = (),
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment of one local worker process (:mod:`arena.hosting.workers.local`): ``base`` without its
+    secrets (as :func:`bot_environment`), the bot's ``env`` table, and the lobby's address, this
+    worker's token, the bot's name and the arena's process id (see :mod:`sdk.worker`)."""
+    from sdk.worker import LOBBY_ENV, NAME_ENV, PARENT_ENV, TOKEN_ENV
+
+    env = _clean_environment(secret_names, secret_values, base)
+    for name in (ENV_TICKET, ENV_REFEREE):
+        env.pop(name, None)
+    extra = {LOBBY_ENV: lobby, TOKEN_ENV: token, NAME_ENV: bot.name, PARENT_ENV: str(os.getpid())}
+    return {**env, **bot.env, **extra}
+
+
+def log_tail(path: Path) -> str:
+    """The last :data:`TAIL_LINES` non-empty lines of a log file, joined with `` | `` ('' if none)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 8192))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()][-TAIL_LINES:]
+    out = " | ".join(lines)
+    return out if len(out) <= TAIL_CHARS else "…" + out[-TAIL_CHARS:]

@@ -1,0 +1,715 @@
+"""The real game runner: one referee match per scheduled game, one bot process per seat.
+
+The referees form a :class:`RefereePool`: one embedded referee (started in this process), or the
+external referees given with ``--referee`` / ``tournament.referees``, each checked with one
+authenticated admin call at start-up (:func:`connect_referees`). Each game goes to the live referee
+with the fewest games in flight. For each game :meth:`GrpcGameRunner.play`:
+
+1. ``AdminService.CreateMatch`` with the tournament's rules and time control, the seat names from
+   the schedule, one game, the scheduled seed and first dealer → match id, seed commitment, tickets;
+2. starts one process per seat (:class:`arena.hosting.procs.BotProcess`: everything it starts is tracked and
+   ends with it; its output is capped at ``tournament.bot_log_bytes``) from the bot's ``command`` with
+   ``ALLFOURS_TICKET`` (that seat's ticket) and ``ALLFOURS_REFEREE`` (``host:port``) in its
+   environment (the arena's own environment without any admin token: :func:`arena.play.environment.bot_environment`);
+   placeholders in the command are replaced: ``{python}`` (the arena's interpreter),
+   ``{config_dir}``, ``{ticket}``, ``{referee}``, ``{seat}``. Each process's output goes to
+   ``<output>/logs/<game id>/seat<k>.log``;
+3. ``AdminService.WatchMatch`` until the result (``result_only``, unless ``live``: then every public
+   event goes to the game's live file for spectators, :mod:`arena.report.live`); then ``GetRecord`` →
+   ``<output>/records/<game id>.jsonl``;
+4. stops the bot processes and everything they started (2 s to exit on their own, then SIGTERM,
+   then SIGKILL 2 s later: :meth:`arena.hosting.procs.BotProcess.stop`).
+
+Bot failures are results: a bot that cannot start, crashes, hangs or breaks the protocol forfeits
+through the referee (no-show, disconnect, timeout, protocol error) and loses the game; the reasons
+(the referee's termination per seat, plus the arena's note on a process that could not start, exited
+before joining or before the match ended — with the last lines of its output — or exited with a
+non-zero status) are stored with the result.
+
+Referee failures are not results: a referee that cannot be reached, goes away mid-game, aborts the
+match (shutting down) or cannot hand over the record raises :class:`RefereeFailure` inside
+:meth:`GrpcGameRunner.play`; that attempt is discarded, the referee is retired for the rest of the
+run unless it still answers its health check, and the game is played again from its seed (the same
+deal) on another referee. When no referee is left, :class:`RefereeError` stops the run; the game
+stays pending and is played on the next run.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import grpc
+
+from allfours.v1 import lobby_pb2 as lpb
+from allfours.v1 import referee_pb2 as pb
+from arena import metrics
+from arena.config import ENV_ADMIN_TOKEN, ENV_REFEREE, ENV_TICKET, BotSpec, TournamentConfig
+from arena.hosting.procs import BotProcess, stop_all
+from arena.hosting.sandbox import BotContainer, Sandbox, SandboxError
+from arena.play.environment import bot_environment, expand_command, log_tail
+from arena.play.referees import RefereeConnection, RefereeError, RefereeFailure, RefereePool, rpc_status
+from arena.report.failures import Failures
+from arena.report.live import LIVE_KINDS_PB, LiveLog
+from arena.tournament.schedule import ScheduledGame
+from arena.tournament.store import GameResult
+from referee import wire
+
+if TYPE_CHECKING:
+    from arena.hosting.workers.kind import WorkerKind
+    from arena.lobby.service import Lobby, WorkerRef
+
+#: Least time, seconds, a local worker pool gets to connect before its games are forfeited as no-show.
+LOCAL_WORKER_START_S = 30
+#: Upper bound of the wait for one match's result (the time control may allow more; 30 days).
+MAX_WATCH_S = 30 * 24 * 3600.0
+
+
+#: One seat's bot: a local process, a container (both with ``pid``, ``poll``, ``wait``, ``stop``), or None
+#: when it could not start.
+Seat = BotProcess | BotContainer | None
+
+
+def _termination(value: int, unknown: str) -> str:
+    """The short name of a ``Termination`` value (``"no_show"``), or ``unknown`` for a value this build
+    does not know (a newer referee)."""
+    try:
+        return wire.enum_name(pb.Termination, value, "TERMINATION_")
+    except ValueError:
+        return unknown
+
+
+class GrpcGameRunner:
+    """Plays scheduled games on one or more referees (see the module docstring). Thread-safe.
+
+    :param config: the tournament (rules, time control, bots).
+    :param referees: a :class:`RefereePool` (games go to the least-loaded live referee) or one
+        :class:`RefereeConnection`.
+    :param output: the output folder (records/ and logs/ are written below it).
+    :param on_event: called (from the game's worker thread) with a one-line message when a game hits
+        an infrastructure failure and when a referee is retired.
+    :param max_attempts: referees one game is tried on before the run stops (default: one more than
+        the number of referees, at least 2).
+    :param sandbox: where container bots (``image``) run, one container per seat (:mod:`arena.hosting.sandbox`);
+        needed only when the tournament has container bots.
+    :param live: write each running game's public events to ``<output>/live/`` for ``arena web``'s
+        spectators (``arena run --live``; on in ``arena serve``). Off, the arena asks the referee for
+        the result alone, which is cheaper (docs/arena.md, Benchmark).
+    """
+
+    def __init__(
+        self,
+        config: TournamentConfig,
+        referees: RefereePool | RefereeConnection,
+        output: Path,
+        on_event: Callable[[str], None] | None = None,
+        max_attempts: int | None = None,
+        sandbox: Sandbox | None = None,
+        lobby: Lobby | None = None,
+        kinds: Mapping[str, WorkerKind] | None = None,
+        live: bool = False,
+    ):
+        self.config = config
+        #: write running games' public events for `arena web`'s spectators (see :meth:`_watch`)
+        self.live = live
+        self.sandbox = sandbox
+        self.lobby = lobby
+        self.kinds = dict(kinds or {})
+        #: set when a game that waits for workers might start now (see arena.tournament.runner.Starter)
+        self.wake = lobby.wake if lobby is not None else threading.Event()
+        self._absent: dict[str, float] = {}  # lobby bot -> since when it has had too few workers
+        self.pool = referees if isinstance(referees, RefereePool) else RefereePool([referees])
+        self.output = Path(output)
+        self.on_event = on_event
+        self.max_attempts = max_attempts or max(2, len(self.pool.conns) + 1)
+        self.bots = {b.name: b for b in config.bots}
+        self.rules_pb = wire.rules_to_pb(config.rules)
+        self.tc = config.full_time_control
+        self.tc_pb = wire.time_control_to_pb(self.tc)
+        self.config_dir = str(Path(config.source).resolve().parent)
+        tc = self.tc
+        players = config.players
+        # No match can honestly last longer than this (every seat joining late, spending its whole
+        # bank, every strike and a reconnection); a referee that has not ended one by then has failed.
+        self.watch_timeout_s = min(
+            MAX_WATCH_S,
+            60.0 + 2.0 * (tc.join_ms + players * (tc.bank_ms + tc.grace_ms + tc.max_strikes * tc.decision_ms)) / 1000.0,
+        )
+        # never handed to a bot: the admin token variables, and the tokens in use (a copy under any name)
+        self.secret_names = tuple(dict.fromkeys((ENV_ADMIN_TOKEN, config.admin_token_env)))
+        self.secret_values = tuple({c.token for c in self.pool.conns if c.token})
+        #: bots that failed :meth:`check_bots` (name -> why): their games are forfeited without playing
+        self.broken: dict[str, str] = {}
+
+    def use_entrants(self, entrants: Mapping[str, BotSpec]) -> None:
+        """Play seats by entrant label (``name`` or ``name@version``, see :class:`arena.tournament.store.Entrant`)
+        rather than by bot name (call before playing, with :attr:`arena.tournament.runner.Tournament.entrants`)."""
+        self.bots = dict(entrants)
+
+    def attach_lobby(self, lobby: Lobby, kinds: Mapping[str, WorkerKind]) -> None:
+        """Play the lobby bots' seats through ``lobby``, whose workers ``kinds`` run (call before playing)."""
+        self.lobby = lobby
+        self.kinds = dict(kinds)
+        self.wake = lobby.wake
+        metrics.watch_lobby(lobby.counts)
+
+    def _event(self, message: str) -> None:
+        if self.on_event is not None:
+            self.on_event(message)
+
+    def start(self, game: ScheduledGame) -> Callable[[], GameResult] | GameResult | None:
+        """What the run loop does with ``game`` now (:func:`arena.tournament.runner.run_games`).
+
+        Returns a job that plays it (its lobby seats already hold reserved workers); or a result at
+        once, without a match, when a bot of the game is broken or has had no worker connected for
+        ``no_show_s`` (that side forfeits, with the reason); or None when it must wait for workers.
+        """
+        seats = self.seat_workers(game)
+        if seats is None or isinstance(seats, GameResult):
+            return seats
+        return lambda: self.play(game, seats or None)
+
+    def seat_workers(self, game: ScheduledGame) -> list[WorkerRef | None] | GameResult | None:
+        """Reserve one idle worker per lobby seat of ``game`` (None at per-game seats; ``[]`` when the
+        game has no lobby seat); or a forfeit result (see :meth:`start`); or None: wait."""
+        lobby_bots = [b for b in dict.fromkeys(game.seats) if self.bots[b].mode != "per_game"]  # labels
+        if not lobby_bots:
+            return []
+        assert self.lobby is not None, "a game with lobby seats needs the lobby"
+        now = time.monotonic()
+        counts = self.lobby.counts()
+        failed: dict[str, str] = {}
+        for bot in lobby_bots:
+            name = self.bots[bot].name  # workers register by the config's name
+            kind = self.kinds.get(name)
+            broken = kind.broken if kind is not None else None
+            if broken:
+                failed[bot] = f"broken: {broken}"
+            elif counts.get(name, (0, 0))[0] < game.seats.count(bot):
+                since = self._absent.setdefault(bot, now)
+                wait_s = self.config.no_show_s
+                if self.bots[bot].mode == "worker":  # its processes get time to start, whatever no_show_s says
+                    wait_s = max(wait_s, LOCAL_WORKER_START_S)
+                if now - since >= wait_s:
+                    failed[bot] = f"no_show: too few workers connected for {wait_s} s"
+            else:
+                self._absent.pop(bot, None)
+        if failed:
+            return forfeit_result(game, failed)
+        return self.lobby.reserve([None if self.bots[b].mode == "per_game" else self.bots[b].name for b in game.seats])
+
+    def play(self, game: ScheduledGame, workers: Sequence[WorkerRef | None] | None = None) -> GameResult:
+        """Play ``game`` to its end and return its result; ``workers`` (from :meth:`start`) hold its lobby seats.
+
+        A :class:`RefereeFailure` (the referee went away, aborted the match, lost the record) is not a
+        result: the referee is health-checked (and retired when it does not answer SERVING) and the
+        game is played again from its seed on another live referee, up to ``max_attempts`` times
+        (with freshly reserved workers for its lobby seats).
+
+        :raises RefereeError: when no referee is left, the attempts are used up (the game stays
+            pending for the next run), or a referee refuses the match (exit status 2).
+        """
+        if any(name in self.broken for name in game.sides):
+            return self._forfeit_broken(game)
+        tried: list[str] = []
+        failures: list[str] = []
+        for attempt in range(self.max_attempts):
+            if attempt and workers:
+                workers = self._reserve_again(game)
+            conn = self.pool.acquire(avoid=tried)
+            if conn is None:
+                if workers and self.lobby is not None:
+                    self.lobby.release(workers)
+                break
+            try:
+                return self._play_on(conn, game, attempt, workers or ())
+            except RefereeFailure as e:
+                if workers and self.lobby is not None:
+                    self.lobby.release(workers)
+                tried.append(conn.address)
+                failures.append(str(e))
+                retired = not conn.healthy() and self.pool.retire(conn, str(e))
+                left = len(self.pool.alive)
+                self._event(f"{game.game_id}: not stored ({e}); it will be played again from its seed")
+                if retired:
+                    self._event(f"referee {conn.address} retired for the rest of this run ({left} left)")
+            finally:
+                self.pool.release(conn)
+        why = failures[-1] if failures else "no referee was left to play it"
+        if not self.pool.alive:
+            retired = "; ".join(f"{a} ({w})" for a, w in self.pool.retired.items())
+            raise RefereeError(f"no referee left: {retired or why}")
+        raise RefereeError(f"{game.game_id} failed on {len(failures)} attempts, last: {why}")
+
+    def check_bots(self, names: Sequence[str]) -> dict[str, str]:
+        """Check each named bot once, all at once: it must start and join a practice match.
+
+        A practice match (the bot in every seat, a fresh seed) is created on a referee and one process
+        of the bot is started per seat; it passes when the game starts (every seat joined) within
+        ``join_ms`` (+ 5 s). The processes are then stopped (the practice match ends on its own with
+        disconnects; it is never stored). Logs: ``logs/check/bot<k>/seat<j>.log`` (``k``: the bot's
+        index in the config).
+
+        Only per-game bots are checked here: a worker pool shows it is broken through the lobby (three
+        deaths in a row), and a remote bot's workers may connect later (``no_show_s``).
+
+        :returns: bot name -> one-line problem, for the bots that failed (empty: all passed).
+        :raises RefereeError: if no referee is left to check on.
+        """
+        problems: dict[str, str] = {}
+        names = [n for n in names if self.bots[n].mode == "per_game"]
+
+        def check(name: str) -> None:
+            why = self._check_bot(self.bots[name])
+            if why:
+                problems[name] = why
+
+        threads = [threading.Thread(target=check, args=(n,), name=f"check-{n}") for n in names]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.broken.update(problems)
+        return problems
+
+    def _check_bot(self, bot: BotSpec) -> str | None:
+        """One bot's check (see :meth:`check_bots`): None when it joined, else why not."""
+        conn = self.pool.acquire()
+        if conn is None:
+            raise RefereeError("no referee left to check the bots on")
+        try:
+            created = conn.admin.CreateMatch(
+                pb.CreateMatchRequest(
+                    rules=self.rules_pb,
+                    seat_names=[bot.name] * self.config.players,
+                    games=1,
+                    time_control=self.tc_pb,
+                ),
+                metadata=conn.metadata,
+                timeout=30,
+            )
+        except grpc.RpcError as e:
+            raise RefereeError(f"referee {conn.address} refused the practice match: {rpc_status(e)}") from None
+        finally:
+            self.pool.release(conn)
+        log_dir = self.output / "logs" / "check" / f"bot{[b.name for b in self.config.bots].index(bot.name)}"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        notes: list[str] = []
+        procs = [self._launch(conn, bot, k, t, log_dir, notes) for k, t in enumerate(created.tickets)]
+        try:
+            if notes:
+                return re.sub(r"^seat \d+ \(.*?\) ", "", notes[0])
+            started = self._watch_start(conn, created.match_id, procs)
+            early = next(((k, p.poll()) for k, p in enumerate(procs) if p is not None and p.poll() is not None), None)
+        finally:
+            stop_all(procs, exit_wait_s=0)
+        if started:
+            return None
+        if early is not None:
+            tail = log_tail(log_dir / f"seat{early[0]}.log")
+            last = f" (last output: {tail})" if tail else ""
+            return f"its process exited with status {early[1]} before joining{last}"
+        return f"it did not join within join_ms ({self.tc.join_ms} ms)"
+
+    def _watch_start(self, conn: RefereeConnection, match_id: str, procs: Sequence[BotProcess | None]) -> bool:
+        """Watch a practice match until its game starts (True: every seat joined) or it ends, ``join_ms``
+        (+ 5 s) pass, or one of ``procs`` exits (False)."""
+        call = conn.admin.WatchMatch(
+            pb.WatchMatchRequest(match_id=match_id), metadata=conn.metadata, timeout=self.tc.join_ms / 1000.0 + 5.0
+        )
+        done = threading.Event()
+
+        def cancel_when_one_exits() -> None:
+            while not done.is_set() and all(p is None or p.poll() is None for p in procs):
+                done.wait(0.05)
+            call.cancel()
+
+        threading.Thread(target=cancel_when_one_exits, daemon=True).start()
+        try:
+            for msg in call:
+                if msg.WhichOneof("msg") == "result":
+                    return False
+                if msg.event.kind == pb.EVENT_KIND_GAME_STARTED:
+                    return True
+        except grpc.RpcError:
+            return False
+        finally:
+            done.set()
+        return False
+
+    def _watch(self, conn: RefereeConnection, game: ScheduledGame, mid: str) -> pb.MatchResult | None:
+        """Follow match ``mid`` to its result (None: the stream ended without one).
+
+        Without :attr:`live` the referee sends the result alone (``WatchMatch`` ``result_only``); with
+        it, every public event too, written to the game's live file for ``arena web``'s spectators
+        (:class:`arena.report.live.LiveLog`, flushed per deal; removed at the end).
+
+        :raises grpc.RpcError: the referee went away or lost the match.
+        """
+        request = pb.WatchMatchRequest(match_id=mid, result_only=not self.live)
+        stream = conn.admin.WatchMatch(request, metadata=conn.metadata, timeout=self.watch_timeout_s)
+        if not self.live:
+            return next((msg.result for msg in stream if msg.WhichOneof("msg") == "result"), None)
+        with LiveLog(self.output, game.game_id, game.pair_id, game.seats, self.config.rules.to_dict(),
+                     game.seed) as spectators:
+            for msg in stream:
+                if msg.WhichOneof("msg") == "result":
+                    return msg.result
+                if msg.event.kind in LIVE_KINDS_PB:
+                    spectators.event(wire.event_from_pb(msg.event))
+        return None
+
+    def _forfeit_broken(self, game: ScheduledGame) -> GameResult:
+        """The result of a game with a bot that failed its check: its side forfeits at once (both: no winner)."""
+        broken = [side for side, name in enumerate(game.sides) if name in self.broken]
+        winner = None if len(broken) == 2 else 1 - broken[0]
+        reasons = [
+            f"side {side} ({game.sides[side]}) forfeited: the bot failed its check before the first game: "
+            f"{self.broken[game.sides[side]]}"
+            for side in broken
+        ]
+        target = self.config.rules.target
+        return GameResult(
+            game_id=game.game_id,
+            match_id=f"forfeit-{game.game_id}",
+            pair_id=game.pair_id,
+            sides=game.sides,
+            scores=(target if winner == 0 else 0, target if winner == 1 else 0),
+            winner=winner,
+            reasons=tuple(reasons),
+            record_path=None,
+            seed_hex=game.seed.hex(),
+            first_dealer=game.first_dealer,
+            extra={"status": "FORFEITED_BEFORE_START", "terminations": ["not_started"] * len(game.seats)},
+        )
+
+    def _reserve_again(self, game: ScheduledGame) -> list[WorkerRef | None]:
+        """Workers for a game played again after a referee failure: wait up to ``no_show_s`` for them.
+
+        :raises RefereeError: if they do not come (the game stays pending for the next run).
+        """
+        assert self.lobby is not None
+        deadline = time.monotonic() + self.config.no_show_s
+        while time.monotonic() < deadline:
+            got = self.seat_workers(game)
+            if isinstance(got, list):
+                return got
+            if isinstance(got, GameResult):
+                break
+            time.sleep(0.1)
+        raise RefereeError(f"{game.game_id}: no workers to play it again after a referee failure")
+
+    def _play_on(
+        self,
+        conn: RefereeConnection,
+        game: ScheduledGame,
+        attempt: int,
+        workers: Sequence[WorkerRef | None] = (),
+    ) -> GameResult:
+        """Play ``game`` once on ``conn``; raises :class:`RefereeFailure` for infrastructure failures.
+
+        ``workers[k]``, when given and not None, is the lobby worker reserved for seat k (it gets an
+        Assignment); the other seats get a process each (per-game mode).
+        """
+        start = time.perf_counter()
+        try:
+            created = conn.admin.CreateMatch(
+                pb.CreateMatchRequest(
+                    rules=self.rules_pb,
+                    seat_names=list(game.seats),
+                    games=1,
+                    seed=game.seed,
+                    first_dealer=game.first_dealer,
+                    time_control=self.tc_pb,
+                ),
+                metadata=conn.metadata,
+                timeout=30,
+            )
+        except grpc.RpcError as e:
+            if e.code() in (
+                grpc.StatusCode.UNAUTHENTICATED,
+                grpc.StatusCode.PERMISSION_DENIED,
+                grpc.StatusCode.INVALID_ARGUMENT,
+            ):
+                raise RefereeError(f"referee {conn.address} refused the match: {rpc_status(e)}", 2) from None
+            raise RefereeFailure(conn.address, f"CreateMatch failed: {rpc_status(e)}") from None
+        created_at = time.perf_counter()
+        log_dir = self.output / "logs" / game.game_id
+        if attempt:
+            log_dir = log_dir / f"retry{attempt}"
+        if not workers or None in workers:  # some seat gets a process (and a log) of its own
+            log_dir.mkdir(parents=True, exist_ok=True)
+        procs: list[Seat] = []
+        notes: list[str] = []
+        mid = created.match_id
+        early: list[int | None] = []
+        try:
+            for seat, (name, ticket) in enumerate(zip(game.seats, created.tickets, strict=True)):
+                worker = workers[seat] if workers else None
+                if worker is None:
+                    procs.append(self._launch(conn, self.bots[name], seat, ticket, log_dir, notes))
+                    if procs[-1] is not None:
+                        metrics.WORKERS.labels(name).inc()
+                else:
+                    procs.append(None)
+                    self._assign(conn, worker, mid, seat, ticket, notes)
+            try:
+                result = self._watch(conn, game, mid)
+            except grpc.RpcError as e:
+                raise RefereeFailure(conn.address, f"match {mid} lost: {rpc_status(e)}") from None
+            # which processes had ended on their own before the result (read before any is stopped)
+            early = [None if p is None else p.poll() for p in procs]
+            if result is None:
+                raise RefereeFailure(conn.address, f"match {mid}: the watch stream ended without a result")
+            if result.status == pb.MATCH_STATUS_ABORTED:
+                detail = next((s.detail for s in result.seats if s.detail), "")
+                raise RefereeFailure(conn.address, f"match {mid} aborted by the referee: {detail or 'no reason'}")
+            result_at = time.perf_counter()
+            record = self._save_record(conn, game, mid)
+            record_at = time.perf_counter()
+        finally:
+            codes = stop_all(procs)
+            for name, proc in zip(game.seats, procs, strict=False):
+                if proc is not None:
+                    metrics.WORKERS.labels(name).dec()
+        forfeited = {
+            s.seat: s.termination
+            for s in result.seats
+            if s.termination not in (pb.TERMINATION_NORMAL, pb.TERMINATION_OTHER_SEAT_FORFEITED)
+        }
+        oom: list[int] = []
+        at_worker = [seat < len(workers) and workers[seat] is not None for seat in range(len(procs))]
+        crashed = [  # a per-game seat whose process did not start or failed; a worker that left mid-game
+            (p is None and not at_worker[seat])
+            or (at_worker[seat] and self.lobby is not None and self.lobby.gone(workers[seat]) is not None)
+            or early[seat] not in (None, 0)
+            or codes[seat] not in (None, 0, -signal.SIGTERM, -signal.SIGKILL)
+            for seat, p in enumerate(procs)
+        ]
+        for seat, code in enumerate(codes):
+            proc = procs[seat]
+            who = f"seat {seat} ({game.seats[seat]}) {'container' if isinstance(proc, BotContainer) else 'process'}"
+            if isinstance(proc, BotContainer) and proc.oom_killed:
+                oom.append(seat)
+                mib = self.bots[game.seats[seat]].limits.memory_mb
+                notes.append(f"{who} was killed at its memory limit ({mib} MiB): oom")
+            elif early[seat] is not None and seat in forfeited:
+                # it ended before the match did and its seat forfeited: say so, with its last words
+                when = "before joining" if forfeited[seat] == pb.TERMINATION_NO_SHOW else "before the match ended"
+                tail = log_tail(log_dir / f"seat{seat}.log")
+                last = f" (last output: {tail})" if tail else ""
+                notes.append(f"{who} exited with status {early[seat]} {when}{last}")
+            elif code not in (None, 0, -signal.SIGTERM, -signal.SIGKILL):
+                notes.append(f"{who} exited with status {code}")
+        for seat, worker in enumerate(workers):
+            left = None if worker is None or self.lobby is None else self.lobby.gone(worker)
+            if worker is not None and left is not None:
+                notes.append(f"seat {seat} ({game.seats[seat]}) worker {worker.worker_id} left during the game: {left}")
+                killed = getattr(self.kinds.get(game.seats[seat]), "killed_for_memory", None)
+                if killed is not None and killed(worker.digest):
+                    oom.append(seat)
+                    mib = self.bots[game.seats[seat]].limits.memory_mb
+                    notes.append(f"seat {seat} ({game.seats[seat]}) worker container was killed at its memory "
+                                 f"limit ({mib} MiB): oom")
+        res = self._result(game, mid, result, record, notes, time.perf_counter() - start)
+        for seat in oom:
+            if seat in forfeited:  # its forfeit's own reason: the referee saw only a disconnect
+                res.extra["terminations"][seat] = "oom"
+        res.extra["referee"] = conn.address
+        res.extra["failures"] = [
+            Failures(
+                exceptions=s.bot_counts.exceptions,
+                fallbacks=s.bot_counts.fallbacks,
+                rejections=s.illegal + s.protocol_errors,
+                timeouts=s.strikes,
+                crashes=int(crashed[s.seat] or s.seat in oom),
+            ).to_dict()
+            for s in result.seats
+        ]
+        # where the game's wall time went, ms: CreateMatch; seats handed out -> result; GetRecord + file
+        res.extra["phases_ms"] = {
+            "create": round((created_at - start) * 1000, 2),
+            "play": round((result_at - created_at) * 1000, 2),
+            "record": round((record_at - result_at) * 1000, 2),
+        }
+        if workers:
+            res.extra["workers"] = [None if w is None else w.worker_id for w in workers]
+        if attempt:
+            res.extra["attempt"] = attempt + 1
+        return res
+
+    def _assign(
+        self, conn: RefereeConnection, worker: WorkerRef, match_id: str, seat: int, ticket: str, notes: list[str]
+    ) -> None:
+        """Send ``worker`` the Assignment of ``seat`` (a worker that has just left gets nothing: the
+        referee then forfeits the seat by no-show, and a note says why)."""
+        assert self.lobby is not None
+        assignment = lpb.Assignment(
+            match_id=match_id,
+            seat=seat,
+            ticket=ticket,
+            referee=conn.address,
+            referee_tls=False,
+            rules=self.rules_pb,
+            time_control=self.tc_pb,
+        )
+        if not self.lobby.assign(worker, assignment):
+            notes.append(f"seat {seat} worker {worker.worker_id} left before its assignment: {self.lobby.gone(worker)}")
+
+    def _launch(
+        self, conn: RefereeConnection, bot: BotSpec, seat: int, ticket: str, log_dir: Path, notes: list[str]
+    ) -> Seat:
+        if bot.in_container:
+            return self._launch_container(conn, bot, seat, ticket, log_dir, notes)
+        argv = expand_command(
+            bot,
+            {
+                "python": sys.executable,
+                "config_dir": self.config_dir,
+                "ticket": ticket,
+                "referee": conn.address,
+                "seat": str(seat),
+            },
+        )
+        env = bot_environment(bot, ticket, conn.address, self.secret_names, self.secret_values)
+        try:
+            return BotProcess.start(
+                argv,
+                cwd=bot.cwd,
+                env=env,
+                log_path=log_dir / f"seat{seat}.log",
+                log_limit=self.config.bot_log_bytes,
+            )
+        except OSError as e:
+            if bot.cwd is not None and not Path(bot.cwd).is_dir():
+                notes.append(f"seat {seat} ({bot.name}) could not start: no working directory {bot.cwd!r}")
+            else:
+                notes.append(f"seat {seat} ({bot.name}) could not start {argv[0]!r}: {e.strerror or e}")
+            return None
+
+    def _launch_container(
+        self, conn: RefereeConnection, bot: BotSpec, seat: int, ticket: str, log_dir: Path, notes: list[str]
+    ) -> BotContainer | None:
+        """Start seat ``seat``'s container: its environment is the bot's ``env`` plus the ticket and the
+        referee's address, nothing of the arena's; its output is copied to ``seat<k>.log`` at the end."""
+        if self.sandbox is None or bot.image is None:
+            notes.append(f"seat {seat} ({bot.name}) could not start: container bots need the sandbox (docker)")
+            return None
+        env = {**bot.env, ENV_TICKET: ticket, ENV_REFEREE: conn.address}
+        role = f"{log_dir.relative_to(self.output / 'logs').as_posix()}-s{seat}"
+        try:
+            return self.sandbox.start(bot.image, bot.name, role, env, bot.limits, log_dir / f"seat{seat}.log",
+                                      log_limit=self.config.bot_log_bytes)
+        except SandboxError as e:
+            notes.append(f"seat {seat} ({bot.name}) could not start: {e}")
+            return None
+
+    def _save_record(self, conn: RefereeConnection, game: ScheduledGame, match_id: str) -> str:
+        """Fetch the finished match's record into ``records/<game id>.jsonl``; returns that relative path.
+
+        A referee hands the record over only once the match is over (before, ``FAILED_PRECONDITION``:
+        the record shows hidden cards); right after the result that may take a moment, so a refusal
+        or an incomplete record is retried for up to 5 s.
+
+        :raises RefereeFailure: if the referee cannot hand over a complete record (a result that cannot
+            be audited is not stored).
+        """
+        deadline = time.monotonic() + 5.0
+        while True:
+            try:
+                rec = conn.admin.GetRecord(pb.GetRecordRequest(match_id=match_id), metadata=conn.metadata, timeout=30)
+            except grpc.RpcError as e:
+                if e.code() != grpc.StatusCode.FAILED_PRECONDITION or time.monotonic() > deadline:
+                    raise RefereeFailure(conn.address, f"match {match_id}: no record: {rpc_status(e)}") from None
+                time.sleep(0.05)
+                continue
+            if rec.complete:
+                break
+            if time.monotonic() > deadline:
+                raise RefereeFailure(conn.address, f"match {match_id}: the record is incomplete after the result")
+            time.sleep(0.05)
+        rel = Path("records") / f"{game.game_id}.jsonl"
+        path = self.output / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(line + "\n" for line in rec.lines), encoding="utf-8")
+        tmp.replace(path)
+        return rel.as_posix()
+
+    def _result(
+        self,
+        game: ScheduledGame,
+        match_id: str,
+        result: pb.MatchResult,
+        record: str,
+        notes: list[str],
+        duration: float,
+    ) -> GameResult:
+        scores = (0, 0)
+        reasons: list[str] = []
+        if result.games:
+            g = result.games[-1]
+            scores = (int(g.scores[0]), int(g.scores[1])) if len(g.scores) == 2 else scores
+            if g.winner >= 0 and not g.forfeited:
+                reasons.append(f"side {g.winner} ({game.sides[g.winner]}) reached {scores[g.winner]}")
+        for s in result.seats:
+            if s.termination not in (pb.TERMINATION_NORMAL, pb.TERMINATION_OTHER_SEAT_FORFEITED):
+                what = _termination(s.termination, str(s.termination))
+                reasons.append(f"seat {s.seat} ({s.name}) {what}" + (f": {s.detail}" if s.detail else ""))
+        if result.forfeited_side >= 0:
+            reasons.append(f"side {result.forfeited_side} ({game.sides[result.forfeited_side]}) forfeited")
+        reasons.extend(notes)
+        bank = self.tc.bank_ms
+        think_ms = sum(max(0, bank - int(s.bank_left_ms)) for s in result.seats)
+        winner = int(result.winner) if result.winner in (0, 1) else None
+        return GameResult(
+            game_id=game.game_id,
+            match_id=match_id,
+            pair_id=game.pair_id,
+            sides=game.sides,
+            scores=scores,
+            winner=winner,
+            reasons=tuple(reasons),
+            record_path=record,
+            seed_hex=game.seed.hex(),
+            first_dealer=game.first_dealer,
+            duration_s=duration,
+            extra={
+                "think_ms": think_ms,
+                "status": pb.MatchStatus.Name(result.status),
+                "terminations": [_termination(s.termination, "") for s in result.seats],
+            },
+        )
+
+
+def forfeit_result(game: ScheduledGame, failed: Mapping[str, str]) -> GameResult:
+    """The result of a game decided without a match: the sides of the bots in ``failed`` (bot name ->
+    ``"<termination>: <why>"``, e.g. ``"no_show: …"``, ``"broken: …"``) forfeit; no winner when both do.
+
+    The match id is ``"forfeit-<game id>"`` (no referee was involved); there is no record.
+    """
+    lost = [side for side in (0, 1) if game.sides[side] in failed]
+    winner = None if len(lost) != 1 else 1 - lost[0]
+    reasons = tuple(f"side {side} ({game.sides[side]}) forfeited: {failed[game.sides[side]]}" for side in lost)
+    terminations = [failed[b].split(":")[0] if b in failed else "other_seat_forfeited" for b in game.seats]
+    return GameResult(
+        game_id=game.game_id,
+        match_id=f"forfeit-{game.game_id}",
+        pair_id=game.pair_id,
+        sides=game.sides,
+        scores=(0, 0),
+        winner=winner,
+        reasons=reasons,
+        record_path=None,
+        seed_hex=game.seed.hex(),
+        first_dealer=game.first_dealer,
+        duration_s=0.0,
+        extra={"status": "FORFEITED_BEFORE_PLAY", "terminations": terminations},
+    )
+

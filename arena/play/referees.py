@@ -1,0 +1,308 @@
+"""The referees a tournament plays on: reached and checked once at start-up (one authenticated admin
+call each, :func:`connect_referees`), found through DNS (``dns:NAME:PORT``, :func:`resolve_referees`),
+or one embedded in this process; each game goes to the live referee with the fewest games in flight
+(:class:`RefereePool`), and a referee that failed a game and no longer answers its health check is
+retired.
+
+A referee that cannot be used at all raises :class:`RefereeError` (the run stops; the games stored so
+far are kept); one that fails mid-game raises :class:`RefereeFailure` (that attempt is discarded and
+the game is played again from its seed on another referee).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from allfours.v1 import referee_pb2 as pb
+from allfours.v1 import referee_pb2_grpc as pb_grpc
+
+#: Seconds to keep trying to reach a referee at start-up before giving up.
+CONNECT_TIMEOUT_S = 3.0
+#: Seconds a referee that failed a game has to answer its health check with SERVING (else it is retired).
+PROBE_TIMEOUT_S = 2.0
+
+
+class RefereeError(RuntimeError):
+    """A referee cannot be used at all; the run stops (the games stored so far are kept).
+
+    ``str(e)`` is one line naming the referee and the gRPC status, e.g. ``referee 127.0.0.1:50051
+    refused the admin token: UNAUTHENTICATED: …``. ``exit_status`` is 2 when the referee refused the
+    arena's request (wrong admin token, a config it rejects: fix the arguments) and 1 otherwise
+    (unreachable, or every referee failed: rerun later to resume).
+    """
+
+    def __init__(self, message: str, exit_status: int = 1):
+        super().__init__(message)
+        self.exit_status = exit_status
+
+
+class RefereeFailure(RuntimeError):
+    """One game could not be played to a result on one referee: an infrastructure failure, not the bots'.
+
+    The referee became unreachable, went away mid-game, aborted the match (its shutdown) or could not
+    hand over the match record. Such a game is never stored as a result; it is played again from its
+    scheduled seed (same deal) on another referee, or on the next run.
+    """
+
+    def __init__(self, address: str, message: str):
+        super().__init__(f"referee {address}: {message}")
+        self.address = address
+
+
+def rpc_status(e: grpc.RpcError) -> str:
+    """``CODE: details`` of a gRPC error, on one line."""
+    code = e.code() if hasattr(e, "code") else None
+    details = e.details() if hasattr(e, "details") else str(e)
+    name = code.name if code is not None else "UNKNOWN"
+    return " ".join(f"{name}: {details or ''}".split())
+
+
+@dataclass
+class RefereeConnection:
+    """An admin connection to a referee: ``address`` (``host:port``), ``token``, the Admin stub, and
+    the embedded :class:`referee.server.ThreadedReferee` if the arena started one."""
+
+    address: str
+    token: str
+    channel: grpc.Channel
+    admin: pb_grpc.AdminServiceStub
+    embedded: Any = None
+    _closed: bool = field(default=False, repr=False)
+
+    @property
+    def metadata(self) -> list[tuple[str, str]]:
+        """Call metadata carrying the admin token."""
+        return [("authorization", f"Bearer {self.token}")]
+
+    def healthy(self, timeout: float = PROBE_TIMEOUT_S) -> bool:
+        """True if the referee answers the gRPC health check with SERVING within ``timeout`` seconds
+        (a referee that is shutting down answers NOT_SERVING)."""
+        try:
+            reply = health_pb2_grpc.HealthStub(self.channel).Check(
+                health_pb2.HealthCheckRequest(service=""), timeout=timeout
+            )
+        except grpc.RpcError:
+            return False
+        return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+    def close(self) -> None:
+        """Close the channel and stop the embedded referee, if any (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self.channel.close()
+        if self.embedded is not None:
+            self.embedded.stop()
+
+
+def _wait_for_admin_access(conn: RefereeConnection, timeout: float) -> None:
+    """Make one cheap authenticated admin call, retrying while the referee is unreachable.
+
+    ``GetRecord`` of a match id that cannot exist: the referee checks the token first, so a good
+    token gets NOT_FOUND and a bad one UNAUTHENTICATED, without listing or touching any match.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            conn.admin.GetRecord(
+                pb.GetRecordRequest(match_id="arena-auth-check"),
+                metadata=conn.metadata,
+                timeout=max(0.1, left),
+                wait_for_ready=False,
+            )
+            return
+        except grpc.RpcError as e:
+            code = e.code() if hasattr(e, "code") else None
+            if code == grpc.StatusCode.NOT_FOUND:
+                return
+            if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+                raise RefereeError(
+                    f"referee {conn.address} refused the admin token: {rpc_status(e)} "
+                    "(check --admin-token or the admin token environment variable)",
+                    exit_status=2,
+                ) from None
+            if code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) or left <= 0.25:
+                raise RefereeError(f"referee {conn.address} is not reachable: {rpc_status(e)}") from None
+        time.sleep(0.2)
+
+
+def connect_referee(
+    address: str | None, token: str | None, timeout: float = CONNECT_TIMEOUT_S, host: str = "127.0.0.1"
+) -> RefereeConnection:
+    """Connect to the referee at ``address`` with admin ``token``, or start an embedded one.
+
+    Without ``address`` a :class:`referee.server.ThreadedReferee` is started in this process on
+    ``host`` (default ``127.0.0.1``; the sandbox's gateway when container bots play), port 0, with a
+    fresh random admin token. Either way one authenticated admin call
+    is made before returning, so a wrong token or an unreachable referee fails here, at once.
+
+    :raises ValueError: if ``address`` is given without ``token``.
+    :raises RefereeError: if the embedded referee cannot start, the referee is not reachable within
+        ``timeout`` seconds (exit status 1) or refuses the token (exit status 2).
+    """
+    embedded = None
+    if address is None:
+        from referee.server import ThreadedReferee
+
+        token = secrets.token_urlsafe(24)
+        embedded = ThreadedReferee(grace_s=1.0, host=host, port=0, admin_token=token)
+        try:
+            embedded.start()
+        except Exception as e:
+            raise RefereeError(f"the embedded referee could not start: {e}") from None
+        address = embedded.address
+    elif not token:
+        raise ValueError("an external referee needs its admin token")
+    assert token is not None
+    channel = grpc.insecure_channel(address)
+    conn = RefereeConnection(address, token, channel, pb_grpc.AdminServiceStub(channel), embedded)
+    try:
+        _wait_for_admin_access(conn, timeout)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+class RefereePool:
+    """The referees a tournament's games are spread over; thread-safe.
+
+    :meth:`acquire` hands out the live referee with the fewest games in flight (ties: round robin in
+    the given order), avoiding referees a game already failed on. :meth:`retire` takes a referee out
+    of the pool for the rest of the run (it failed and no longer answers its health check).
+    """
+
+    def __init__(self, conns: Sequence[RefereeConnection]):
+        if not conns:
+            raise ValueError("a referee pool needs at least one referee")
+        self.conns = list(conns)
+        self._lock = threading.Lock()
+        self._load = [0] * len(self.conns)
+        self._retired: dict[int, str] = {}
+        self._next = 0
+
+    def _index(self, conn: RefereeConnection) -> int:
+        return next(k for k, c in enumerate(self.conns) if c is conn)
+
+    @property
+    def alive(self) -> list[RefereeConnection]:
+        """The referees not retired, in the given order."""
+        with self._lock:
+            return [c for k, c in enumerate(self.conns) if k not in self._retired]
+
+    @property
+    def retired(self) -> dict[str, str]:
+        """Retired referees: address -> why."""
+        with self._lock:
+            return {self.conns[k].address: why for k, why in self._retired.items()}
+
+    def acquire(self, avoid: Collection[str] = ()) -> RefereeConnection | None:
+        """A live referee for one game (count it as loaded until :meth:`release`), or None if none is left.
+
+        Referees whose address is in ``avoid`` are used only when every live referee is in it.
+        """
+        with self._lock:
+            live = [k for k in range(len(self.conns)) if k not in self._retired]
+            if not live:
+                return None
+            fresh = [k for k in live if self.conns[k].address not in avoid] or live
+            n = len(self.conns)
+            k = min(fresh, key=lambda i: (self._load[i], (i - self._next) % n))
+            self._next = (k + 1) % n
+            self._load[k] += 1
+            return self.conns[k]
+
+    def release(self, conn: RefereeConnection) -> None:
+        """The game :meth:`acquire` was called for is over (whatever the outcome)."""
+        with self._lock:
+            k = self._index(conn)
+            self._load[k] = max(0, self._load[k] - 1)
+
+    def retire(self, conn: RefereeConnection, why: str) -> bool:
+        """Use ``conn`` no more in this run; returns False if it was retired already."""
+        with self._lock:
+            k = self._index(conn)
+            if k in self._retired:
+                return False
+            self._retired[k] = why
+            return True
+
+    def embedded_loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop of the referee this process started, if any (the lobby serves on it too)."""
+        return next((c.embedded.loop for c in self.conns if c.embedded is not None), None)
+
+    def close(self) -> None:
+        """Close every connection (and stop an embedded referee)."""
+        for c in self.conns:
+            c.close()
+
+
+def connect_referees(
+    addresses: Sequence[str], token: str | None, timeout: float = CONNECT_TIMEOUT_S, host: str = "127.0.0.1"
+) -> RefereePool:
+    """A :class:`RefereePool` of the referees at ``addresses`` (all checked at once, see
+    :func:`connect_referee`), or of one embedded referee on ``host`` when ``addresses`` is empty.
+
+    :raises RefereeError: naming the first referee that is unreachable or refuses the token.
+    """
+    conns: list[RefereeConnection] = []
+    try:
+        for address in addresses or [None]:
+            conns.append(connect_referee(address, token, timeout, host))
+    except BaseException:
+        for c in conns:
+            c.close()
+        raise
+    return RefereePool(conns)
+
+
+#: Prefix of a referee address that stands for every address of a DNS name (``dns:tasks.referee:50051``).
+DNS_PREFIX = "dns:"
+#: Seconds to wait for a DNS name to give a stable, non-empty list of referees.
+DNS_WAIT_S = 60.0
+
+
+def resolve_referees(addresses: Sequence[str], wait_s: float = DNS_WAIT_S) -> list[str]:
+    """``addresses`` with each ``dns:NAME:PORT`` replaced by ``IP:PORT`` for every address NAME has
+    (sorted; on Swarm ``tasks.referee``, or a ``dnsrr`` service's name, gives every referee task).
+
+    A name is looked up until it gives at least one address and the same list twice in a row, one
+    second apart (replicas starting together), for at most ``wait_s`` seconds.
+
+    :raises RefereeError: if a name gives no address in that time (exit status 1).
+    """
+    out: list[str] = []
+    for a in addresses:
+        if not a.startswith(DNS_PREFIX):
+            out.append(a)
+            continue
+        name, _, port = a.removeprefix(DNS_PREFIX).rpartition(":")
+        deadline = time.monotonic() + wait_s
+        last: list[str] = []
+        while True:
+            try:
+                infos = socket.getaddrinfo(name, int(port), type=socket.SOCK_STREAM)
+                found = sorted({f"[{i[4][0]}]" if ":" in i[4][0] else i[4][0] for i in infos})
+            except OSError:
+                found = []
+            if found and found == last:
+                break
+            if time.monotonic() > deadline:
+                if found:
+                    break
+                raise RefereeError(f"referee name {name!r} ({a}) gives no address after {wait_s:.0f} s")
+            last = found
+            time.sleep(1.0)
+        out.extend(f"{ip}:{port}" for ip in found)
+    return list(dict.fromkeys(out))

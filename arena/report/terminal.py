@@ -1,0 +1,127 @@
+"""The terminal's view of a tournament: the ranking table, the bots' failures table and the live progress
+bar (rich; one line a bot in a pipe or a CI log)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import fields as dataclass_fields
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from arena.report import failures
+from arena.report.figures import interval_note, interval_text, los_next
+
+
+def ratings_table(ratings: Mapping[str, Any], tournament: Mapping[str, Any] | None = None) -> Table:
+    """A rich table of the ranking: rank, bot, version, Elo, 95% interval, games, score, LOS vs next.
+
+    Intervals are whole Elo points and never wrapped (a pipe or CI log gets one line a bot); an
+    interval the bootstrap alone could not estimate is marked ``*`` and explained in the caption.
+    """
+    versions = (tournament or {}).get("bots", {})
+    los = los_next(ratings)
+    note = interval_note(ratings)
+    table = Table(title=str((tournament or {}).get("name", "ratings")), caption=note or None, caption_justify="left")
+    for col, just, wrap in (
+        ("#", "right", False),
+        ("bot", "left", True),
+        ("version", "left", True),
+        ("Elo", "right", False),
+        ("95% interval", "right", False),
+        ("games", "right", False),
+        ("score", "right", False),
+        ("LOS next", "right", False),
+    ):
+        table.add_column(col, justify=just, no_wrap=not wrap)  # type: ignore[arg-type]
+    for k, (name, r) in enumerate(ratings["ratings"].items(), start=1):
+        lv = los.get(name)
+        table.add_row(
+            str(k),
+            name,
+            str(versions.get(name, "")),
+            f"{r['elo']:.1f}",
+            interval_text(r, 0),
+            str(r["games"]),
+            f"{r['score']:g}",
+            "" if lv is None else f"{lv:.1%}",
+        )
+    return table
+
+
+def failure_rows(tournament: Mapping[str, Any] | None) -> list[tuple[str, failures.Failures]]:
+    """(bot, counts) in the ratings' order, from the ``failures`` facts (see :mod:`arena.report.failures`)."""
+    out = []
+    for name, data in (tournament or {}).get("failures", {}).items():
+        counts = failures.Failures()
+        counts.add(data)
+        out.append((name, counts))
+    return out
+
+
+def failures_table(tournament: Mapping[str, Any] | None, order: Sequence[str] = ()) -> Table:
+    """A rich table of each bot's failures (forfeited games, exceptions in its ``act``, fallback moves,
+    rejected actions, timeouts, crashes), bots in ``order`` first."""
+    table = Table(title="bot failures")
+    names = [f.name for f in dataclass_fields(failures.Failures)]
+    table.add_column("bot", justify="left")
+    for n in names:
+        table.add_column(n, justify="right", no_wrap=True)
+    rank = {name: k for k, name in enumerate(order)}
+    for name, counts in sorted(failure_rows(tournament), key=lambda x: rank.get(x[0], len(rank))):
+        table.add_row(escape(name), *(str(getattr(counts, n)) for n in names))
+    return table
+
+
+@contextmanager
+def progress_bar(
+    total: int, done: int = 0, console: Console | None = None, enabled: bool = True
+) -> Iterator[Any]:
+    """A live progress bar (games done / total, rate, elapsed, ETA, the bots' failures so far); yields
+    ``advance(n=1, failures=None)`` (``failures``: a one-line summary shown at the end of the bar).
+
+    ``done`` games (from an earlier run) start the bar. With ``enabled=False`` nothing is drawn.
+    """
+    if not enabled:
+        yield lambda n=1, failures=None: None
+        return
+    prog = Progress(
+        TextColumn("[bold]games"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TaskProgressColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        TextColumn("[yellow]{task.fields[failures]}"),
+        console=console,
+        transient=False,
+    )
+    import time
+
+    start = time.monotonic()
+    base = done
+    with prog:
+        task = prog.add_task("games", total=total, completed=done, rate="", failures="")
+
+        def advance(n: int = 1, failures: str | None = None) -> None:
+            nonlocal done
+            done += n
+            elapsed = max(time.monotonic() - start, 1e-9)
+            extra = {} if failures is None else {"failures": escape(failures)}
+            prog.update(task, advance=n, rate=f"{(done - base) / elapsed:.2f} games/s", **extra)
+
+        yield advance

@@ -1,0 +1,163 @@
+"""``arena serve CONFIG``: the league as a service (docs/arena.md, "A league that grows").
+
+The lobby stays open; the pending games of the config's entrants are played as workers are idle;
+after each game the result is stored, the ratings and leaderboard are republished and every callback
+in :attr:`League.after_game` is called; when every game is played the service waits. Signals:
+
+- ``SIGHUP``: the games in flight finish, then the config is read again — new bots (or versions,
+  or a raised ``games_per_pairing``) add games; a changed rule or time control is refused with the
+  field named and the old config kept; remote bots' tokens are read again (revoked ones are dropped);
+- ``SIGTERM`` / ``SIGINT``: the games in flight finish, the workers, lobby and referees stop, exit 0.
+
+A restart (even after SIGKILL) resumes: stored games stay, games in flight are played again from their
+seeds, remote workers dial the lobby again by themselves. The master seed is never revealed by
+``serve`` (a league has no last game); ``arena run`` reveals it once every scheduled game is played.
+
+Plug-ins (the web UI, live ratings) use :class:`League`: ``league.after_game.append(fn)`` with
+``fn(result, tournament)``, called in the serve loop's thread after each stored game;
+``league.request_republish()`` from any thread (the background bootstrap when it finishes) has the
+serve loop publish again once no game is being played.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from arena.config import ConfigError, TournamentConfig, check_bot_cwds, load_config
+from arena.tournament.runner import Tournament, open_tournament, run_games
+from arena.tournament.store import GameResult, StoreMismatch
+
+#: Seconds between two looks at the stop, reload and republish requests while no game is played.
+IDLE_S = 0.5
+
+#: Called after each stored game with the result and the open tournament.
+AfterGame = Callable[[GameResult, Tournament], None]
+
+
+@dataclass
+class League:
+    """The serve loop's state: the open tournament, the game runner, the lobby (if any) and the hooks.
+
+    :meth:`request_stop` ends the service and :meth:`request_reload` has the config read again (the
+    signal handlers call them; so may an embedding program): either lets the games in flight finish
+    first. ``after_game`` callbacks run after each stored game.
+    """
+
+    config_path: str
+    output: Path
+    console: Console
+    publish: Callable[[Tournament], Any]
+    make_runner: Callable[[TournamentConfig], Any]
+    after_game: list[AfterGame] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+    reload: threading.Event = field(default_factory=threading.Event)
+    halt: threading.Event = field(default_factory=threading.Event)  # ends the current round of games
+    republish: threading.Event = field(default_factory=threading.Event)  # publish again when no game is played
+    tournament: Tournament | None = None
+    runner: Any = None
+    setup: Any = None
+
+    def request_stop(self) -> None:
+        """Stop after the games in flight (thread- and signal-safe)."""
+        self.stop.set()
+        self.halt.set()
+
+    def request_republish(self) -> None:
+        """Publish again once no game is being played (thread-safe; e.g. a background bootstrap finished:
+        while games are played each stored game publishes anyway). The serve loop's thread publishes."""
+        self.republish.set()
+
+    def request_reload(self) -> None:
+        """Read the config again after the games in flight (thread- and signal-safe)."""
+        self.reload.set()
+        self.halt.set()
+
+    def _note(self, message: str, label: str = "league") -> None:
+        self.console.print(f"[cyan]{label}:[/cyan] {escape(message)}", soft_wrap=True, highlight=False)
+
+    def open(self, config: TournamentConfig) -> None:
+        """Open (or re-open, after SIGHUP) the tournament of ``config`` and its lobby and workers.
+
+        :raises StoreMismatch: naming the fields that changed (rules, time control, ...).
+        """
+        from arena.lobby.setup import open_lobby
+
+        t = open_tournament(config, self.output)
+        old, self.tournament = self.tournament, t
+        if old is not None:
+            old.store.close()
+        self.runner = self.make_runner(config)
+        if hasattr(self.runner, "use_entrants"):
+            self.runner.use_entrants(t.entrants)
+        if config.uses_lobby and hasattr(self.runner, "attach_lobby"):
+            if self.setup is None:
+                self.setup = open_lobby(config, t.store, self.output / "logs", self.runner.secret_names,
+                                        self.runner.secret_values, lambda m: self._note(m, "workers"),
+                                        loop=self.runner.pool.embedded_loop())
+                self._note(f"lobby: {self.setup.lobby.address}")
+            else:
+                self.setup.update(config, t.store)
+            self.runner.attach_lobby(self.setup.lobby, self.setup.kinds)
+        pending = t.store.pending(t.schedule)
+        self._note(f"{config.name}: {len(t.entrants)} bots, {len(t.schedule)} games scheduled, "
+                   f"{len(pending)} to play; {len(t.labels)} entrants in all")
+
+    def _reopen(self) -> None:
+        """SIGHUP: read the config again; keep the old one (and say why) if the new one is refused."""
+        assert self.tournament is not None
+        try:
+            config = load_config(self.config_path)
+            check_bot_cwds(config, self.output)
+            self.open(config)
+        except (ConfigError, StoreMismatch) as e:
+            self._note(f"the new config is refused, the old one stays: {e}", "reload")
+
+    def _stored(self, result: GameResult, written: bool) -> None:
+        t = self.tournament
+        assert t is not None
+        if not written:
+            return
+        self.publish(t)
+        for fn in list(self.after_game):
+            fn(result, t)
+
+    def serve(self) -> None:
+        """Play, republish, reload and wait until :attr:`stop` is set (see the module docstring)."""
+        while not self.stop.is_set():
+            t = self.tournament
+            assert t is not None
+            pending = t.store.pending(t.schedule)
+            if pending and not self.halt.is_set():
+                run_games(pending, self.runner, t.store, t.config.concurrency, self._stored, self.halt)
+            else:
+                self.halt.wait(IDLE_S)
+                if self.republish.is_set() and not self.halt.is_set():
+                    self.republish.clear()
+                    self.publish(t)
+            if self.reload.is_set() and not self.stop.is_set():
+                self.reload.clear()
+                self.halt.clear()
+                self._reopen()
+
+    def close(self) -> None:
+        """Stop the workers and the lobby, close the store."""
+        if self.setup is not None:
+            self.setup.stop()
+            self.setup = None
+        if self.tournament is not None:
+            self.tournament.store.close()
+
+
+def install_signals(league: League) -> None:
+    """SIGHUP → reload; SIGTERM and SIGINT → stop (main thread only)."""
+    signal.signal(signal.SIGHUP, lambda *_: league.request_reload())
+    signal.signal(signal.SIGTERM, lambda *_: league.request_stop())
+    signal.signal(signal.SIGINT, lambda *_: league.request_stop())

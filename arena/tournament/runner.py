@@ -1,0 +1,314 @@
+"""Playing a tournament: open (or resume) it, play the pending games, store each result once.
+
+The loop is independent of how a game is played: a :class:`GameRunner` turns one
+:class:`~arena.tournament.schedule.ScheduledGame` into a :class:`~arena.tournament.store.GameResult`. The real one,
+:class:`arena.play.game.GrpcGameRunner`, drives the referee's Admin service and launches the bot
+processes; :class:`SimulatedRunner` (no referee, no bots) is for tests, resume drills and dry runs.
+
+Results are written by the main thread as games finish, so a kill at any moment loses at most the
+games in flight (they are replayed from their scheduled seeds on the next run) and never doubles one.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import hmac
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from arena.config import BotSpec, TournamentConfig, identity_changes
+from arena.tournament.schedule import ScheduledGame, make_schedule
+from arena.tournament.store import GameResult, Store, StoreMismatch
+from referee.dealing import commitment, fresh_seed
+
+DB_NAME = "arena.sqlite"
+COMMITMENT_FILE = "commitment.json"
+#: The meta key of the tournament's public facts (JSON, :func:`public_facts` and ``entrants``: every entrant's
+#: label, as ratings.json lists them), read by ``arena web``.
+FACTS_KEY = "public_facts"
+
+
+def public_facts(config: TournamentConfig, commit: str, scheduled: int) -> dict[str, Any]:
+    """JSON-ready public facts of a tournament (never the master seed): name, players,
+    games_per_pairing, bots {name: version}, rules, config_fingerprint, commitment, scheduled."""
+    return {
+        "name": config.name,
+        "players": config.players,
+        "games_per_pairing": config.games_per_pairing,
+        "bots": {b.name: b.version for b in config.bots},
+        "rules": config.rules.to_dict(),
+        "config_fingerprint": config.fingerprint(),
+        "commitment": commit,
+        "scheduled": scheduled,
+    }
+
+
+class GameRunner(Protocol):
+    """Plays one scheduled game to its end and returns the result.
+
+    Implementations must be safe to call from several threads at once and must turn bot failures
+    into results (a side that fails loses, with a reason); they raise only when the game could not
+    be played at all (e.g. the referee is unreachable).
+    """
+
+    def play(self, game: ScheduledGame) -> GameResult:
+        """Play ``game``; see the class docstring."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Tournament:
+    """An opened tournament: its config, store, master seed (32 bytes), commitment, the schedule of the
+    config's bots, ``entrants`` (label -> bot, the config's bots) and ``labels`` (every entrant ever
+    entered in this output folder, in order of arrival: those no longer in the config keep their results)."""
+
+    config: TournamentConfig
+    store: Store
+    master_seed: bytes
+    commitment: str
+    schedule: list[ScheduledGame]
+    entrants: Mapping[str, BotSpec]
+    labels: list[str]
+
+
+def open_tournament(config: TournamentConfig, output: Path | None = None) -> Tournament:
+    """Open or resume the tournament in ``output`` (default ``config.output``).
+
+    The master seed is the config's, else the one stored by an earlier run, else a fresh one from
+    ``secrets``. Before any game is played its commitment is written to ``<output>/commitment.json``.
+    A new output folder is created with permissions 0700 (the database in it holds the master seed).
+
+    A league grows (docs/arena.md, "A league that grows"): bots may be added, removed or given a new
+    version (a new entrant) and ``games_per_pairing`` may change; the schedule then holds the games of
+    the config's entrants, and only those without a stored result are pending.
+
+    :raises arena.tournament.store.StoreMismatch: if ``output`` holds a different tournament (rules, time control,
+        players, name or a fixed master seed differ); the message names each field that changed (e.g.
+        ``tournament.rules.target: 7 -> 8``).
+    """
+    out = Path(output or config.output)
+    out.mkdir(mode=0o700, parents=True, exist_ok=True)
+    store = Store(out / DB_NAME)
+    try:
+        candidate = config.master_seed or fresh_seed()
+        seed = bytes.fromhex(
+            store.claim(config.league_fingerprint(), candidate.hex(), commitment(candidate), config.league_identity())
+        )
+    except StoreMismatch as e:
+        store.close()
+        if e.stored_identity is None:
+            raise
+        changed = identity_changes(e.stored_identity, config.league_identity())
+        raise StoreMismatch(
+            f"{out} holds another tournament: the config changed {'; '.join(changed)}; "
+            "use another output folder or restore those fields",
+            e.stored_identity,
+        ) from None
+    except BaseException:
+        store.close()
+        raise
+    commit = commitment(seed)
+    (out / COMMITMENT_FILE).write_text(
+        json.dumps(
+            {
+                "tournament": config.name,
+                "master_seed_sha256": commit,
+                "config_fingerprint": config.fingerprint(),
+                "note": "SHA-256 of the 32-byte master seed; the seed is revealed in ratings.json "
+                "after the last game",
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    try:
+        every = store.entrants([(b.name, b.version) for b in config.bots])
+    except BaseException:
+        store.close()
+        raise
+    spec = {(b.name, b.version): b for b in config.bots}
+    active = [e for e in every if (e.name, e.version) in spec]
+    schedule = make_schedule(
+        config.name,
+        [e.label for e in active],
+        config.games_per_pairing,
+        config.players,
+        seed,
+        numbers=[e.number for e in active],
+    )
+    labels = [e.label for e in every]
+    store.set_meta(FACTS_KEY, json.dumps({**public_facts(config, commit, len(schedule)), "entrants": labels},
+                                         sort_keys=True))
+    entrants = {e.label: spec[(e.name, e.version)] for e in active}
+    return Tournament(config, store, seed, commit, schedule, entrants, labels)
+
+
+#: What a starter makes of one game now: a job that plays it, a result decided without playing, or None (wait).
+Start = Callable[[], GameResult] | GameResult | None
+
+
+class Starter(Protocol):
+    """A game runner that decides when each game can start (the lobby's: when workers are idle).
+
+    ``start(game)`` returns a :data:`Start`; ``wake`` is set whenever a game that had to wait might
+    start now (a worker became idle, connected or left, a bot broke).
+    """
+
+    wake: threading.Event
+
+    def start(self, game: ScheduledGame) -> Start:
+        """See the class docstring."""
+        ...
+
+
+#: Seconds the run loop sleeps at most between looks when games wait for workers (no-show clocks).
+IDLE_POLL_S = 0.5
+
+
+def run_games(
+    games: Sequence[ScheduledGame],
+    runner: GameRunner | Starter,
+    store: Store,
+    concurrency: int = 1,
+    on_result: Callable[[GameResult, bool], None] | None = None,
+    stop: threading.Event | None = None,
+) -> int:
+    """Play ``games`` with up to ``concurrency`` at once, storing each result as it arrives.
+
+    A plain :class:`GameRunner` plays them in order. A :class:`Starter` (games with lobby seats) is
+    asked, in schedule order, which games can start now; a game whose bots have no idle workers is
+    passed over (it does not block the others) and tried again when :attr:`Starter.wake` is set.
+
+    :param on_result: called in this thread after each store attempt with ``(result, written)``.
+    :param stop: when set, no new game starts; games in flight finish and are stored.
+    :returns: the number of results newly written.
+    :raises Exception: the first exception a runner raised (after the games in flight finish and are
+        stored); games not yet started stay pending for the next run.
+    """
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be >= 1, not {concurrency}")
+    starter = runner if hasattr(runner, "start") else None
+    wake = starter.wake if starter is not None else threading.Event()
+    written = 0
+    todo = list(games)
+    error: BaseException | None = None
+
+    def store_result(result: GameResult) -> None:
+        nonlocal written
+        ok = store.record(result)
+        written += int(ok)
+        if on_result is not None:
+            on_result(result, ok)
+
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="arena-game") as pool:
+        running: set[Future[GameResult]] = set()
+        try:
+            while todo or running:
+                wake.clear()
+                if error is None and not (stop and stop.is_set()):
+                    for result in _start_games(todo, runner, starter, pool, running, concurrency, wake):
+                        store_result(result)
+                if not running and (not todo or error is not None or (stop and stop.is_set())):
+                    break
+                done = {f for f in running if f.done()}
+                if not done:
+                    wake.wait(IDLE_POLL_S if todo else None)
+                    continue
+                running -= done
+                for fut in done:
+                    exc = fut.exception()
+                    if exc is not None:
+                        error = error or exc
+                        continue
+                    store_result(fut.result())
+        except BaseException:
+            todo.clear()
+            if stop is not None:
+                stop.set()
+            raise
+    if error is not None:
+        raise error
+    return written
+
+
+def _start_games(
+    todo: list[ScheduledGame],
+    runner: GameRunner | Starter,
+    starter: Starter | None,
+    pool: ThreadPoolExecutor,
+    running: set[Future[GameResult]],
+    concurrency: int,
+    wake: threading.Event,
+) -> list[GameResult]:
+    """Start what can start now (removing it from ``todo``); returns the results decided without a game."""
+    decided: list[GameResult] = []
+    waiting: set[tuple[str, ...]] = set()  # seatings that found no idle workers in this look
+    k = 0
+    while k < len(todo) and len(running) < concurrency:
+        game = todo[k]
+        if starter is None:
+            got: Start = functools.partial(runner.play, game)  # type: ignore[union-attr]
+        elif game.seats in waiting:
+            k += 1
+            continue
+        else:
+            got = starter.start(game)
+        if got is None:
+            waiting.add(game.seats)
+            k += 1
+            continue
+        todo.pop(k)
+        if isinstance(got, GameResult):
+            decided.append(got)
+            continue
+        fut = pool.submit(got)
+        fut.add_done_callback(lambda _f: wake.set())
+        running.add(fut)
+    return decided
+
+
+class SimulatedRunner:
+    """A stand-in game runner: no referee, no bots; the outcome is a pure function of the game.
+
+    Side 0 wins with probability ``1 / (1 + 10 ** ((r1 - r0) / 400))`` where ``r`` comes from
+    ``strengths`` (Elo points by bot name, default 0), decided by ``HMAC-SHA256(seed, game_id)`` — so
+    a replay gives the same results. Each game sleeps ``delay_s`` seconds (to let a kill land mid-
+    tournament in tests). The winner scores 14, the loser 0..13.
+    """
+
+    def __init__(self, strengths: Mapping[str, float] | None = None, delay_s: float = 0.0, target: int = 14):
+        self.strengths = dict(strengths or {})
+        self.delay_s = delay_s
+        self.target = target
+
+    def play(self, game: ScheduledGame) -> GameResult:
+        """Simulate ``game`` (see the class docstring)."""
+        start = time.perf_counter()
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        digest = hmac.new(game.seed, game.game_id.encode(), hashlib.sha256).digest()
+        u = int.from_bytes(digest[:8], "big") / 2**64
+        r0, r1 = (self.strengths.get(name, 0.0) for name in game.sides)
+        winner = 0 if u < 1.0 / (1.0 + 10 ** ((r1 - r0) / 400.0)) else 1
+        loser_score = digest[8] % self.target
+        scores = (self.target, loser_score) if winner == 0 else (loser_score, self.target)
+        return GameResult(
+            game_id=game.game_id,
+            match_id=f"sim-{digest[9:17].hex()}",
+            pair_id=game.pair_id,
+            sides=game.sides,
+            scores=scores,
+            winner=winner,
+            reasons=(f"side {winner} reached {self.target} (simulated)",),
+            record_path=None,
+            seed_hex=game.seed.hex(),
+            first_dealer=game.first_dealer,
+            duration_s=time.perf_counter() - start,
+        )

@@ -1,0 +1,134 @@
+"""The round-robin schedule as pure data, all of it derived from one tournament master seed.
+
+For entrants ``b_i`` with stable numbers ``i`` (a new tournament numbers its bots in config order;
+an entrant added later gets the next number, see :meth:`arena.tournament.store.Store.entrants`) the schedule
+has one **pairing** per unordered pair ``(i, j)``, ``i < j``, numbered ``p = j (j - 1) / 2 + i``
+(colexicographic: the pairings of a new entrant come after every earlier one, so adding a bot never
+renumbers — nor re-deals — an existing pairing). Each pairing plays
+``games_per_pairing`` games as **duplicate pairs** ``k = 0 .. games_per_pairing/2 - 1``:
+
+- both games of pair ``k`` use the same match seed and the same first dealer; in game ``2k`` bot
+  ``i`` holds side 0 and bot ``j`` side 1; in game ``2k + 1`` the sides are swapped, so each bot
+  gets the other's cards;
+- the first dealer rotates across pairs: pair ``k`` uses seat ``k % players``;
+- the match seed of pair ``k`` of pairing ``p`` is
+  ``HMAC-SHA256(master_seed, b"allfours/arena/v1/pair" + p.to_bytes(4, "big") + k.to_bytes(4, "big"))``
+  (32 bytes), so one master seed re-derives every deal of the tournament.
+
+Seats: side ``s`` holds seats ``s`` and ``s + 2`` at a 4-player table (partners sit opposite; the
+bot fills both, one process per seat) and seat ``s`` at a 2-player table.
+
+The master seed is committed before play (:func:`commitment`, SHA-256 hex) and revealed after.
+Ids are stable strings so that a rerun resumes by id: game ``"<name>-p<i>-<j>-g<k>"``, duplicate pair
+``"<name>-p<i>-<j>-d<k>"`` (``i``, ``j`` the entrants' numbers). Raising ``games_per_pairing`` adds
+pairs ``k`` at the end of each pairing; the games already played keep their ids and deals.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from referee.dealing import check_seed, commitment
+from referee.rules.seats import side_of
+
+__all__ = ["ScheduledGame", "commitment", "make_schedule", "pair_seed"]
+
+PAIR_LABEL = b"allfours/arena/v1/pair"
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledGame:
+    """One game to play.
+
+    ``sides`` are the bot names on side 0 and side 1; ``seats`` the bot name in each seat (length
+    ``players``); ``seed`` the 32-byte match seed; ``first_dealer`` a seat index; ``pairing`` the
+    pairing number, ``pair`` the duplicate pair number within it, ``swapped`` True for the second
+    game of a pair.
+    """
+
+    game_id: str
+    pair_id: str
+    pairing: int
+    pair: int
+    sides: tuple[str, str]
+    seats: tuple[str, ...]
+    seed: bytes
+    first_dealer: int
+    swapped: bool
+
+
+def pair_seed(master_seed: bytes, pairing: int, pair: int) -> bytes:
+    """The 32-byte match seed of duplicate pair ``pair`` of pairing ``pairing`` (both 0-based).
+
+    :raises ValueError: if ``master_seed`` is not 32 bytes or an index is negative.
+    """
+    if pairing < 0 or pair < 0:
+        raise ValueError(f"pairing and pair numbers start at 0, got {pairing}, {pair}")
+    label = PAIR_LABEL + pairing.to_bytes(4, "big") + pair.to_bytes(4, "big")
+    return hmac.new(check_seed(master_seed), label, hashlib.sha256).digest()
+
+
+def seats_for(sides: tuple[str, str], players: int) -> tuple[str, ...]:
+    """Bot name per seat: side ``s`` sits at seats ``s`` (and ``s + 2`` with 4 players)."""
+    return tuple(sides[side_of(seat)] for seat in range(players))
+
+
+def pairing_number(i: int, j: int) -> int:
+    """The number of the pairing of entrants ``i < j``: ``j (j - 1) / 2 + i`` (see the module docstring)."""
+    return j * (j - 1) // 2 + i
+
+
+def make_schedule(
+    name: str,
+    bots: Sequence[str],
+    games_per_pairing: int,
+    players: int,
+    master_seed: bytes,
+    numbers: Sequence[int] | None = None,
+) -> list[ScheduledGame]:
+    """Every game of the round robin, in play order (pairing number, then pair, then the two games).
+
+    :param bots: entrant names (labels).
+    :param numbers: each entrant's stable number (default ``0, 1, ...``): ids and seeds use these.
+    :raises ValueError: on fewer than 2 or duplicate bots, an odd or non-positive
+        ``games_per_pairing``, ``players`` not 2 or 4, or a seed that is not 32 bytes.
+    """
+    if len(bots) < 2 or len(set(bots)) != len(bots):
+        raise ValueError(f"need at least two distinct bots, got {list(bots)}")
+    nums = list(range(len(bots))) if numbers is None else list(numbers)
+    if len(nums) != len(bots) or len(set(nums)) != len(nums) or min(nums) < 0:
+        raise ValueError(f"need one distinct number >= 0 per bot, got {nums} for {list(bots)}")
+    if games_per_pairing < 2 or games_per_pairing % 2:
+        raise ValueError(f"games_per_pairing must be even and >= 2, not {games_per_pairing}")
+    if players not in (2, 4):
+        raise ValueError(f"players must be 2 or 4, not {players}")
+    check_seed(master_seed)
+    games: list[ScheduledGame] = []
+    entrants = sorted(zip(nums, bots, strict=True))
+    pairs = sorted(
+        (pairing_number(i, j), i, a, j, b) for x, (i, a) in enumerate(entrants) for (j, b) in entrants[x + 1 :]
+    )
+    for pairing, i, bot_i, j, bot_j in pairs:
+        for k in range(games_per_pairing // 2):
+            seed = pair_seed(master_seed, pairing, k)
+            for swapped in (False, True):
+                sides = (bot_j, bot_i) if swapped else (bot_i, bot_j)
+                g = 2 * k + int(swapped)
+                games.append(
+                    ScheduledGame(
+                        game_id=f"{name}-p{i}-{j}-g{g}",
+                        pair_id=f"{name}-p{i}-{j}-d{k}",
+                        pairing=pairing,
+                        pair=k,
+                        sides=sides,
+                        seats=seats_for(sides, players),
+                        seed=seed,
+                        first_dealer=k % players,
+                        swapped=swapped,
+                    )
+                )
+    return games
+
