@@ -34,6 +34,7 @@ from pathlib import Path  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from arena.ratings.elo import ELO_PER_NAT  # noqa: E402
 from arena.ratings.fit import Game, rate  # noqa: E402
 
 
@@ -41,7 +42,7 @@ def league(bots: int, games_per_bot: int, seed: int = 1) -> list[Game]:
     """A duplicate-paired round robin with deal luck (see the module docstring)."""
     rng = random.Random(seed)
     names = [f"bot{k:03d}" for k in range(bots)]
-    strength = [rng.gauss(0.0, 200.0) / 400.0 * math.log(10.0) for _ in names]
+    strength = [rng.gauss(0.0, 200.0) / ELO_PER_NAT for _ in names]
     pairs_total = bots * games_per_bot // 2
     pairings = [(i, j) for i in range(bots) for j in range(i + 1, bots)]
     games = []

@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
 
-from arena.formats.sprt import PAIR_SCORES, Decision, bounds, llr, logistic_score, pentanomial, sprt
+from arena.formats.sprt import PAIR_SCORES, Decision, bounds, llr, pentanomial, sprt
+from arena.ratings.elo import expected_score as logistic_score
 from arena.ratings.fit import Game
 
 

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from arena.ratings.elo import score_per_elo
 from arena.ratings.fit import Game
 
 Z95 = 1.959963984540054
@@ -150,8 +151,7 @@ def games_for_half_width(score: float, var_per_game: float, half_width_elo: floa
     """
     if not 0 < score < 1 or half_width_elo <= 0:
         raise ValueError(f"need 0 < score < 1 and a positive half-width, got {score}, {half_width_elo}")
-    score_per_elo = score * (1 - score) * math.log(10) / 400
-    return (Z95 * math.sqrt(var_per_game) / (half_width_elo * score_per_elo)) ** 2
+    return (Z95 * math.sqrt(var_per_game) / (half_width_elo * score_per_elo(score))) ** 2
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,6 +64,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy.optimize import brentq
 
+from arena.ratings.elo import elo_of_score, expected_score
 from arena.ratings.fit import Game, read_games
 
 #: What a zero count becomes before the fit (fishtest's regularisation).
@@ -81,11 +82,6 @@ class Decision(enum.StrEnum):
     H0 = "H0"  # not stronger by elo1: stop, reject the candidate
     H1 = "H1"  # stronger by elo1: stop, accept the candidate
     CONTINUE = "continue"
-
-
-def logistic_score(elo: float) -> float:
-    """Expected score per game of a side ``elo`` logistic Elo stronger."""
-    return 1.0 / (1.0 + 10.0 ** (-elo / 400.0))
 
 
 def _distribution(counts: Sequence[float]) -> tuple[float, np.ndarray]:
@@ -150,7 +146,7 @@ def llr(counts: Sequence[float], elo0: float, elo1: float, model: str = "logisti
     """
     n, p = _distribution(counts)
     if model == "logistic":
-        q0, q1 = (_mle_score(p, logistic_score(e)) for e in (elo0, elo1))
+        q0, q1 = (_mle_score(p, expected_score(e)) for e in (elo0, elo1))
     elif model == "normalized":
         q0, q1 = (_mle_t_value(p, e / NELO_PER_T * math.sqrt(2.0)) for e in (elo0, elo1))
     else:
@@ -170,7 +166,7 @@ def bounds(alpha: float, beta: float) -> tuple[float, float]:
 
 def _elo(score: float) -> float:
     score = min(max(score, 1e-12), 1 - 1e-12)
-    return -400.0 * math.log10(1.0 / score - 1.0)
+    return elo_of_score(score)
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,12 +97,12 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit
 
+from arena.ratings.elo import ELO_PER_NAT
+
 #: The pool mean on the Elo scale when no bot is anchored.
 POOL_MEAN = 1500.0
 #: Virtual draws against the reference player that each bot gets when the MLE does not exist.
 PRIOR_DRAWS = 1
-#: Elo points per unit of natural-log strength: 400 / ln(10).
-ELO_PER_NAT = 400.0 / math.log(10.0)
 #: Default number of bootstrap resamples.
 DEFAULT_BOOTSTRAP = 1000
 #: Resampling units (duplicate pairs) a pairing needs before the bootstrap is trusted for its bots.

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from arena.config import BotSpec, TournamentConfig, identity_changes
+from arena.ratings.elo import expected_score
 from arena.tournament.schedule import ScheduledGame, make_schedule
 from arena.tournament.store import GameResult, Store, StoreMismatch
 from referee.dealing import commitment, fresh_seed
@@ -296,7 +297,7 @@ class SimulatedRunner:
         digest = hmac.new(game.seed, game.game_id.encode(), hashlib.sha256).digest()
         u = int.from_bytes(digest[:8], "big") / 2**64
         r0, r1 = (self.strengths.get(name, 0.0) for name in game.sides)
-        winner = 0 if u < 1.0 / (1.0 + 10 ** ((r1 - r0) / 400.0)) else 1
+        winner = 0 if u < expected_score(r0 - r1) else 1
         loser_score = digest[8] % self.target
         scores = (self.target, loser_score) if winner == 0 else (loser_score, self.target)
         return GameResult(
