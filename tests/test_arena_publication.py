@@ -105,7 +105,7 @@ def test_live_publisher_publishes_at_once_then_the_bootstrap() -> None:
 
 
 def test_the_leaderboard_marks_live_intervals() -> None:
-    from arena.report.publish import leaderboard_html
+    from arena.web.render import leaderboard_html
 
     g = games(12)
     page = leaderboard_html(live_ratings(g), {"name": "league"}, [])

@@ -18,8 +18,9 @@ from starlette.testclient import TestClient
 from web_helpers import ROOT, cards_in, live_from_record, record_lines, run_tournament, seat_knowledge
 
 from arena.report import live
-from arena.web.app import create_app, script_json
+from arena.web.app import create_app
 from arena.web.frames import replay_frames
+from arena.web.render import script_json
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ Routes (docs/arena.md, The web):
   ``/api/live``, ``/api/live/{id}``.
 
 Every page is a Jinja2 template with autoescaping; JSON put into a page goes through
-:func:`script_json` (no ``</script>`` can close the tag). Errors are one-line JSON
+:func:`arena.web.render.script_json` (no ``</script>`` can close the tag). Errors are one-line JSON
 ``{"error": "..."}`` (API) or a short page, with 400 (bad query), 404 (unknown game) or 403 (a replay
 not open yet).
 """
@@ -26,7 +26,6 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-import jinja2
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
@@ -37,13 +36,11 @@ from starlette.staticfiles import StaticFiles
 
 from arena.ratings.publication import LivePublisher
 from arena.report import live
-from arena.report.figures import interval_text, intervals_method, los_next, rating_chart
 from arena.web.data import TERMINATIONS, BadQuery, GamesQuery, NotFound, NotYet, WebData
 from arena.web.frames import ALL, RecordReplayError, replay_frames
+from arena.web.render import HERE, board_context, templates
 from arena.web.spectate import spectator_replay
-from referee.rules.seats import side_of
 
-HERE = Path(__file__).parent
 #: Most open live-update streams at once (each polls the database once a second).
 MAX_STREAMS = 64
 #: Seconds between two looks at the database for a live-update stream.
@@ -80,33 +77,6 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, with_headers)
-
-
-def script_json(value: Any) -> str:
-    """JSON safe inside ``<script type="application/json">``: ``<``, ``>`` and ``&`` as ``\\u`` escapes."""
-    text = json.dumps(value, separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
-def templates() -> jinja2.Environment:
-    """The Jinja2 environment of the pages (autoescape on; ``script_json`` as a filter)."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
-    env.filters["script_json"] = lambda v: jinja2.utils.markupsafe.Markup(script_json(v))
-    return env
-
-
-def forfeits_by_bot(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """Per bot, how many times one of its seats ended with each failure termination (``timeout``,
-    ``no_show``, …; ``normal`` and ``other_seat_forfeited`` are not failures)."""
-    out: dict[str, dict[str, int]] = {}
-    for r in rows:
-        sides = (r["a"], r["b"])
-        for seat, term in enumerate(r.get("terminations", [])):
-            if term in ("normal", "other_seat_forfeited"):
-                continue
-            bot = out.setdefault(sides[side_of(seat)], {})
-            bot[term] = bot.get(term, 0) + 1
-    return out
 
 
 class WebApp:
@@ -148,25 +118,14 @@ class WebApp:
 
     # ------------------------------------------------------------------ leaderboard
     def board_context(self) -> dict[str, Any]:
-        """Everything the leaderboard's board shows (ratings, chart, matrix, forfeits, progress)."""
+        """Everything the leaderboard's board shows (:func:`arena.web.render.board_context`), with the
+        games per second and the running games of a live league."""
         ratings = self.data.ratings()
-        facts = ratings["tournament"]
         rows = [r.rating_row() for r in self.data._results("", [])]
         times = self.data._query("SELECT MIN(stored_at), MAX(stored_at) FROM games")
         first, last = times[0] if times else (None, None)
         rate = (len(rows) - 1) / (last - first) if first and last and last > first and len(rows) > 1 else None
-        return {
-            "ratings": ratings,
-            "facts": facts,
-            "names": list(ratings["ratings"]),
-            "interval": lambda r: interval_text(r, 1),
-            "intervals_method": intervals_method(ratings),
-            "los": los_next(ratings),
-            "chart": jinja2.utils.markupsafe.Markup(rating_chart(ratings)),
-            "forfeits": forfeits_by_bot(rows),
-            "rate": rate,
-            "running": self.running(),
-        }
+        return board_context(ratings, ratings["tournament"], rows, running=self.running(), rate=rate)
 
     def games_context(self, request: Request) -> dict[str, Any]:
         """The games list of the query in ``request``. :raises BadQuery: for a bad filter."""

@@ -18,6 +18,7 @@ from typing import Any
 from arena.report.live import PAIR_SIZE
 from arena.web.data import NotFound, read_record_file
 from arena.web.frames import ALL, RecordReplayError, replay_frames
+from arena.web.render import HERE, templates
 
 #: Folder of the static viewer pages, below the output folder.
 REPLAYS_DIR = "replays"
@@ -31,8 +32,6 @@ def write_static_replays(output: Path, games: Sequence[Mapping[str, Any]]) -> di
 
     :raises OSError: if the folder cannot be written.
     """
-    from arena.web.app import HERE, templates
-
     folder = output / REPLAYS_DIR
     pairs = Counter(str(g.get("pair")) for g in games)
     todo = [g for g in games if g.get("record") and pairs[str(g.get("pair"))] >= PAIR_SIZE]

@@ -1,0 +1,122 @@
+"""The pages rendered with the Jinja templates, in and out of a request: the leaderboard's board is one
+template (``_board.html``) shown by the live page (``leaderboard.html``, refreshed from ``/_board``)
+and by the static file ``leaderboard.html`` that ``arena run`` writes (:func:`leaderboard_html`,
+``leaderboard_file.html``: the same board, every game with its record and static replay linked, the
+stylesheet inline, no script), so both show the same ratings the same way.
+
+Every template autoescapes; what goes in as markup is built here from numbers and escaped names
+(the SVG charts, :mod:`arena.report.figures`) or JSON made safe by :func:`script_json`.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from dataclasses import fields as dataclass_fields
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from arena.report.failures import Failures
+from arena.report.figures import history_chart, interval_note, interval_text, intervals_method, los_next, rating_chart
+from arena.report.terminal import failure_rows
+from referee.rules.seats import side_of
+
+HERE = Path(__file__).parent
+
+
+def script_json(value: Any) -> str:
+    """JSON safe inside ``<script type="application/json">``: ``<``, ``>`` and ``&`` as ``\\u`` escapes."""
+    text = json.dumps(value, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def templates() -> jinja2.Environment:
+    """The Jinja2 environment of the pages (autoescape on; ``script_json`` as a filter)."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
+    env.filters["script_json"] = lambda v: jinja2.utils.markupsafe.Markup(script_json(v))
+    return env
+
+
+def forfeits_by_bot(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per bot, how many times one of its seats ended with each failure termination (``timeout``,
+    ``no_show``, …; ``normal`` and ``other_seat_forfeited`` are not failures)."""
+    out: dict[str, dict[str, int]] = {}
+    for r in rows:
+        sides = (r["a"], r["b"])
+        for seat, term in enumerate(r.get("terminations", [])):
+            if term in ("normal", "other_seat_forfeited"):
+                continue
+            bot = out.setdefault(sides[side_of(seat)], {})
+            bot[term] = bot.get(term, 0) + 1
+    return out
+
+
+def board_context(
+    ratings: Mapping[str, Any],
+    facts: Mapping[str, Any],
+    rows: Sequence[Mapping[str, Any]],
+    running: Sequence[Mapping[str, Any]] = (),
+    rate: float | None = None,
+) -> dict[str, Any]:
+    """What ``_board.html`` shows: the ratings (a :func:`arena.ratings.fit.rate` result with its
+    publication marks), the tournament's public ``facts`` (name, players, bots, commitment, scheduled,
+    played, master seed; and when published: failures, sprt, precision), the forfeits counted from the
+    games.jsonl ``rows``, and for a live league the ``running`` games and ``rate`` (games a second)."""
+    names = list(ratings["ratings"])
+    order = {name: k for k, name in enumerate(names)}
+    failures = sorted(failure_rows(facts), key=lambda row: order.get(row[0], len(order)))
+    history = ratings.get("history")
+    return {
+        "ratings": ratings,
+        "facts": facts,
+        "names": names,
+        "interval": lambda r: interval_text(r, 1),
+        "intervals_method": intervals_method(ratings),
+        "interval_note": interval_note(ratings),
+        "los": los_next(ratings),
+        "chart": jinja2.utils.markupsafe.Markup(rating_chart(ratings)),
+        "history_chart": jinja2.utils.markupsafe.Markup(history_chart(history)) if history else None,
+        "failure_kinds": [f.name for f in dataclass_fields(Failures)],
+        "failures": failures,
+        "forfeits": forfeits_by_bot(rows),
+        "rate": rate,
+        "running": list(running),
+    }
+
+
+def _href(path: str) -> str:
+    """A relative link to ``path`` (a file below the output folder), URL-encoded: game ids carry the
+    tournament's name, which may hold ``#``, ``?`` or ``%``."""
+    return urllib.parse.quote(path, safe="/")
+
+
+def leaderboard_html(
+    ratings: Mapping[str, Any],
+    tournament: Mapping[str, Any],
+    games: Sequence[Mapping[str, Any]],
+    replays: Mapping[str, str] | None = None,
+) -> str:
+    """The static, self-contained leaderboard page: the live page's board (:func:`board_context`) and
+    every game of ``games`` (games.jsonl rows) with its record and, from ``replays`` (game id -> the
+    static viewer page, :mod:`arena.web.export`), its replay linked; the stylesheet inline, no script,
+    nothing fetched. Every name is HTML-escaped."""
+    facts = {
+        **tournament,
+        "name": tournament.get("name", "tournament"),
+        "played": tournament.get("played", len(games)),
+        "scheduled": tournament.get("scheduled", len(games)),
+    }
+    links = {
+        str(g["game_id"]): {
+            "record": _href(str(g["record"])) if g.get("record") else "",
+            "replay": _href((replays or {})[str(g["game_id"])]) if str(g["game_id"]) in (replays or {}) else "",
+        }
+        for g in games
+    }
+    css = jinja2.utils.markupsafe.Markup((HERE / "static" / "app.css").read_text(encoding="utf-8"))
+    page = templates().get_template("leaderboard_file.html")
+    return page.render(**board_context(ratings, facts, games), games=games, links=links, inline_css=css,
+                       static_copy=True)
