@@ -123,7 +123,7 @@ def test_without_live_the_arena_waits_for_results_alone(tmp_path: Path) -> None:
 
 
 def test_serve_writes_live_files_unless_told_not_to() -> None:
-    from arena.cli.commands import _parser
+    from arena.cli.parser import parser as _parser
 
     assert _parser().parse_args(["serve", "league.toml"]).live is True
     assert _parser().parse_args(["serve", "league.toml", "--no-live"]).live is False

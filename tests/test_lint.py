@@ -1,8 +1,10 @@
 """Static checks run as tests, so the README's one test command covers them: ruff over the tree,
-``mypy --strict`` over the pure rules engine, and generated protobuf stubs matching the .proto."""
+``mypy --strict`` over the pure rules engine, generated protobuf stubs matching the .proto, and no
+function of the product code longer than :data:`MAX_FUNCTION_LINES`."""
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -11,6 +13,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+#: Longest function (``def`` line to its last line, docstring included) in the product code (STYLE.md).
+MAX_FUNCTION_LINES = 60
+#: The product code: every package but the tests.
+PRODUCT = ("referee", "sdk", "arena", "sample_bots")
 
 
 def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
@@ -39,3 +45,32 @@ def test_buf_lint_clean() -> None:
         pytest.skip("buf is not installed (it comes with the test extras: pip install -e '.[test]')")
     r = subprocess.run([buf, "lint"], cwd=ROOT / "proto", capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def long_functions(root: Path = ROOT, limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """``path:line name (N lines)`` for every function or method of :data:`PRODUCT` longer than ``limit``
+    lines (generated stubs and node_modules aside)."""
+    found = []
+    for package in PRODUCT:
+        for path in sorted((root / package).rglob("*.py")):
+            if path.name.endswith(("_pb2.py", "_pb2_grpc.py")) or "node_modules" in path.parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                    if lines > limit:
+                        found.append(f"{path.relative_to(root)}:{node.lineno} {node.name} ({lines} lines)")
+    return found
+
+
+def test_functions_are_under_sixty_lines() -> None:
+    found = long_functions()
+    assert not found, f"functions over {MAX_FUNCTION_LINES} lines (split them into named steps):\n" + "\n".join(found)
+
+
+def test_the_length_check_sees_a_long_method(tmp_path: Path) -> None:
+    body = "\n".join(f"        x{k} = {k}" for k in range(60))
+    (tmp_path / "arena").mkdir()
+    source = f"class C:\n    def short(self):\n        pass\n\n    def long(self):\n{body}\n"
+    (tmp_path / "arena" / "m.py").write_text(source)
+    assert long_functions(tmp_path) == ["arena/m.py:5 long (61 lines)"]

@@ -12,6 +12,9 @@ from collections.abc import Mapping, Sequence
 MAX_FIELD = 256
 #: Bytes of random in a bot token (192 bits; the issue asks for at least 128).
 TOKEN_BYTES = 24
+#: Fewest characters of a token given with ``arena token --from-env`` (24 random bytes in URL-safe
+#: base64 are 32; 22 characters of that alphabet hold 132 bits).
+MIN_GIVEN_TOKEN = 22
 
 
 def token_digest(token: str) -> str:

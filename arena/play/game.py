@@ -42,6 +42,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -83,6 +84,58 @@ def _termination(value: int, unknown: str) -> str:
         return wire.enum_name(pb.Termination, value, "TERMINATION_")
     except ValueError:
         return unknown
+
+
+@dataclass
+class _Phases:
+    """Where one game's wall time went (``time.perf_counter`` seconds): CreateMatch; seats handed out
+    to the result; GetRecord and the record file."""
+
+    start: float
+    created: float = 0.0
+    result: float = 0.0
+    record: float = 0.0
+
+    def phases_ms(self) -> dict[str, float]:
+        """``{"create", "play", "record"}`` in ms, rounded to 0.01."""
+        return {
+            "create": round((self.created - self.start) * 1000, 2),
+            "play": round((self.result - self.created) * 1000, 2),
+            "record": round((self.record - self.result) * 1000, 2),
+        }
+
+
+@dataclass(frozen=True)
+class _SeatEnds:
+    """How each seat's bot ended, per seat: its process or container (None: a lobby worker, or none
+    started), its exit status before the match ended (``early``) and when stopped (``codes``), its
+    lobby worker, and the seats the referee forfeited (seat -> ``Termination`` value)."""
+
+    procs: list[Seat]
+    early: list[int | None]
+    codes: list[int | None]
+    workers: list[WorkerRef | None]
+    forfeited: dict[int, int]
+
+
+def _forfeited(result: pb.MatchResult) -> dict[int, int]:
+    """seat -> its ``Termination`` value, for the seats whose own failure ended the match."""
+    return {
+        s.seat: s.termination
+        for s in result.seats
+        if s.termination not in (pb.TERMINATION_NORMAL, pb.TERMINATION_OTHER_SEAT_FORFEITED)
+    }
+
+
+def _failures(seat: pb.SeatResult, crashed: bool) -> Failures:
+    """One seat's failure counts from the referee's report, plus whether its bot crashed."""
+    return Failures(
+        exceptions=seat.bot_counts.exceptions,
+        fallbacks=seat.bot_counts.fallbacks,
+        rejections=seat.illegal + seat.protocol_errors,
+        timeouts=seat.strikes,
+        crashes=int(crashed),
+    )
 
 
 class GrpcGameRunner:
@@ -417,9 +470,48 @@ class GrpcGameRunner:
         ``workers[k]``, when given and not None, is the lobby worker reserved for seat k (it gets an
         Assignment); the other seats get a process each (per-game mode).
         """
-        start = time.perf_counter()
+        clock = _Phases(start=time.perf_counter())
+        created = self._create_match(conn, game)
+        clock.created = time.perf_counter()
+        log_dir = self._log_dir(game, attempt, workers)
+        procs: list[Seat] = []
+        notes: list[str] = []
+        mid = created.match_id
         try:
-            created = conn.admin.CreateMatch(
+            self._seat_bots(conn, game, created, workers, log_dir, procs, notes)
+            result, early = self._await_result(conn, game, mid, procs)
+            clock.result = time.perf_counter()
+            record = self._save_record(conn, game, mid)
+            clock.record = time.perf_counter()
+        finally:
+            codes = stop_all(procs)
+            for name, proc in zip(game.seats, procs, strict=False):
+                if proc is not None:
+                    metrics.WORKERS.labels(name).dec()
+        ends = _SeatEnds(procs, early, codes, list(workers), _forfeited(result))
+        crashed = self._crashed(ends)
+        oom = self._process_notes(game, ends, log_dir, notes) + self._worker_notes(game, ends.workers, notes)
+        res = self._result(game, mid, result, record, notes, time.perf_counter() - clock.start)
+        for seat in oom:
+            if seat in ends.forfeited:  # its forfeit's own reason: the referee saw only a disconnect
+                res.extra["terminations"][seat] = "oom"
+        res.extra["referee"] = conn.address
+        res.extra["failures"] = [_failures(s, crashed[s.seat] or s.seat in oom).to_dict() for s in result.seats]
+        res.extra["phases_ms"] = clock.phases_ms()
+        if workers:
+            res.extra["workers"] = [None if w is None else w.worker_id for w in workers]
+        if attempt:
+            res.extra["attempt"] = attempt + 1
+        return res
+
+    def _create_match(self, conn: RefereeConnection, game: ScheduledGame) -> pb.CreateMatchResponse:
+        """``AdminService.CreateMatch`` for ``game`` (one game, its seed and first dealer).
+
+        :raises RefereeError: if the referee refuses it (the admin token or the rules: the run stops).
+        :raises RefereeFailure: if the call fails otherwise (the game is tried on another referee).
+        """
+        try:
+            return conn.admin.CreateMatch(
                 pb.CreateMatchRequest(
                     rules=self.rules_pb,
                     seat_names=list(game.seats),
@@ -439,74 +531,95 @@ class GrpcGameRunner:
             ):
                 raise RefereeError(f"referee {conn.address} refused the match: {rpc_status(e)}", 2) from None
             raise RefereeFailure(conn.address, f"CreateMatch failed: {rpc_status(e)}") from None
-        created_at = time.perf_counter()
+
+    def _log_dir(self, game: ScheduledGame, attempt: int, workers: Sequence[WorkerRef | None]) -> Path:
+        """``<output>/logs/<game id>[/retry<attempt>]``, made when some seat gets a process of its own."""
         log_dir = self.output / "logs" / game.game_id
         if attempt:
             log_dir = log_dir / f"retry{attempt}"
         if not workers or None in workers:  # some seat gets a process (and a log) of its own
             log_dir.mkdir(parents=True, exist_ok=True)
-        procs: list[Seat] = []
-        notes: list[str] = []
-        mid = created.match_id
-        early: list[int | None] = []
+        return log_dir
+
+    def _seat_bots(
+        self,
+        conn: RefereeConnection,
+        game: ScheduledGame,
+        created: pb.CreateMatchResponse,
+        workers: Sequence[WorkerRef | None],
+        log_dir: Path,
+        procs: list[Seat],
+        notes: list[str],
+    ) -> None:
+        """Give every seat its bot: a lobby worker gets an Assignment, any other seat a process or a
+        container (appended to ``procs`` as it starts, so the caller stops whatever did start)."""
+        for seat, (name, ticket) in enumerate(zip(game.seats, created.tickets, strict=True)):
+            worker = workers[seat] if workers else None
+            if worker is None:
+                procs.append(self._launch(conn, self.bots[name], seat, ticket, log_dir, notes))
+                if procs[-1] is not None:
+                    metrics.WORKERS.labels(name).inc()
+            else:
+                procs.append(None)
+                self._assign(conn, worker, created.match_id, seat, ticket, notes)
+
+    def _await_result(
+        self, conn: RefereeConnection, game: ScheduledGame, mid: str, procs: Sequence[Seat]
+    ) -> tuple[pb.MatchResult, list[int | None]]:
+        """The match's result, and each seat's exit status if its process had already ended on its own
+        (read before any is stopped; None: still running, or no process).
+
+        :raises RefereeFailure: if the watch is lost, ends without a result, or the referee aborted.
+        """
         try:
-            for seat, (name, ticket) in enumerate(zip(game.seats, created.tickets, strict=True)):
-                worker = workers[seat] if workers else None
-                if worker is None:
-                    procs.append(self._launch(conn, self.bots[name], seat, ticket, log_dir, notes))
-                    if procs[-1] is not None:
-                        metrics.WORKERS.labels(name).inc()
-                else:
-                    procs.append(None)
-                    self._assign(conn, worker, mid, seat, ticket, notes)
-            try:
-                result = self._watch(conn, game, mid)
-            except grpc.RpcError as e:
-                raise RefereeFailure(conn.address, f"match {mid} lost: {rpc_status(e)}") from None
-            # which processes had ended on their own before the result (read before any is stopped)
-            early = [None if p is None else p.poll() for p in procs]
-            if result is None:
-                raise RefereeFailure(conn.address, f"match {mid}: the watch stream ended without a result")
-            if result.status == pb.MATCH_STATUS_ABORTED:
-                detail = next((s.detail for s in result.seats if s.detail), "")
-                raise RefereeFailure(conn.address, f"match {mid} aborted by the referee: {detail or 'no reason'}")
-            result_at = time.perf_counter()
-            record = self._save_record(conn, game, mid)
-            record_at = time.perf_counter()
-        finally:
-            codes = stop_all(procs)
-            for name, proc in zip(game.seats, procs, strict=False):
-                if proc is not None:
-                    metrics.WORKERS.labels(name).dec()
-        forfeited = {
-            s.seat: s.termination
-            for s in result.seats
-            if s.termination not in (pb.TERMINATION_NORMAL, pb.TERMINATION_OTHER_SEAT_FORFEITED)
-        }
-        oom: list[int] = []
-        at_worker = [seat < len(workers) and workers[seat] is not None for seat in range(len(procs))]
-        crashed = [  # a per-game seat whose process did not start or failed; a worker that left mid-game
+            result = self._watch(conn, game, mid)
+        except grpc.RpcError as e:
+            raise RefereeFailure(conn.address, f"match {mid} lost: {rpc_status(e)}") from None
+        early = [None if p is None else p.poll() for p in procs]
+        if result is None:
+            raise RefereeFailure(conn.address, f"match {mid}: the watch stream ended without a result")
+        if result.status == pb.MATCH_STATUS_ABORTED:
+            detail = next((s.detail for s in result.seats if s.detail), "")
+            raise RefereeFailure(conn.address, f"match {mid} aborted by the referee: {detail or 'no reason'}")
+        return result, early
+
+    def _crashed(self, ends: _SeatEnds) -> list[bool]:
+        """Per seat: a per-game seat whose process did not start or failed, or a worker that left mid-game."""
+        at_worker = [seat < len(ends.workers) and ends.workers[seat] is not None for seat in range(len(ends.procs))]
+        return [
             (p is None and not at_worker[seat])
-            or (at_worker[seat] and self.lobby is not None and self.lobby.gone(workers[seat]) is not None)
-            or early[seat] not in (None, 0)
-            or codes[seat] not in (None, 0, -signal.SIGTERM, -signal.SIGKILL)
-            for seat, p in enumerate(procs)
+            or (at_worker[seat] and self.lobby is not None and self.lobby.gone(ends.workers[seat]) is not None)
+            or ends.early[seat] not in (None, 0)
+            or ends.codes[seat] not in (None, 0, -signal.SIGTERM, -signal.SIGKILL)
+            for seat, p in enumerate(ends.procs)
         ]
-        for seat, code in enumerate(codes):
-            proc = procs[seat]
+
+    def _process_notes(self, game: ScheduledGame, ends: _SeatEnds, log_dir: Path, notes: list[str]) -> list[int]:
+        """Add a note per seat whose process or container failed (killed at its memory limit, ended
+        before the match with its last words, or a non-zero exit); returns the seats killed for memory."""
+        oom: list[int] = []
+        for seat, code in enumerate(ends.codes):
+            proc = ends.procs[seat]
             who = f"seat {seat} ({game.seats[seat]}) {'container' if isinstance(proc, BotContainer) else 'process'}"
             if isinstance(proc, BotContainer) and proc.oom_killed:
                 oom.append(seat)
                 mib = self.bots[game.seats[seat]].limits.memory_mb
                 notes.append(f"{who} was killed at its memory limit ({mib} MiB): oom")
-            elif early[seat] is not None and seat in forfeited:
+            elif ends.early[seat] is not None and seat in ends.forfeited:
                 # it ended before the match did and its seat forfeited: say so, with its last words
-                when = "before joining" if forfeited[seat] == pb.TERMINATION_NO_SHOW else "before the match ended"
+                forfeit = ends.forfeited[seat]
+                when = "before joining" if forfeit == pb.TERMINATION_NO_SHOW else "before the match ended"
                 tail = log_tail(log_dir / f"seat{seat}.log")
                 last = f" (last output: {tail})" if tail else ""
-                notes.append(f"{who} exited with status {early[seat]} {when}{last}")
+                notes.append(f"{who} exited with status {ends.early[seat]} {when}{last}")
             elif code not in (None, 0, -signal.SIGTERM, -signal.SIGKILL):
                 notes.append(f"{who} exited with status {code}")
+        return oom
+
+    def _worker_notes(self, game: ScheduledGame, workers: Sequence[WorkerRef | None], notes: list[str]) -> list[int]:
+        """Add a note per lobby worker that left during the game (and whose container, if it was one,
+        was killed at its memory limit); returns the seats killed for memory."""
+        oom: list[int] = []
         for seat, worker in enumerate(workers):
             left = None if worker is None or self.lobby is None else self.lobby.gone(worker)
             if worker is not None and left is not None:
@@ -517,32 +630,7 @@ class GrpcGameRunner:
                     mib = self.bots[game.seats[seat]].limits.memory_mb
                     notes.append(f"seat {seat} ({game.seats[seat]}) worker container was killed at its memory "
                                  f"limit ({mib} MiB): oom")
-        res = self._result(game, mid, result, record, notes, time.perf_counter() - start)
-        for seat in oom:
-            if seat in forfeited:  # its forfeit's own reason: the referee saw only a disconnect
-                res.extra["terminations"][seat] = "oom"
-        res.extra["referee"] = conn.address
-        res.extra["failures"] = [
-            Failures(
-                exceptions=s.bot_counts.exceptions,
-                fallbacks=s.bot_counts.fallbacks,
-                rejections=s.illegal + s.protocol_errors,
-                timeouts=s.strikes,
-                crashes=int(crashed[s.seat] or s.seat in oom),
-            ).to_dict()
-            for s in result.seats
-        ]
-        # where the game's wall time went, ms: CreateMatch; seats handed out -> result; GetRecord + file
-        res.extra["phases_ms"] = {
-            "create": round((created_at - start) * 1000, 2),
-            "play": round((result_at - created_at) * 1000, 2),
-            "record": round((record_at - result_at) * 1000, 2),
-        }
-        if workers:
-            res.extra["workers"] = [None if w is None else w.worker_id for w in workers]
-        if attempt:
-            res.extra["attempt"] = attempt + 1
-        return res
+        return oom
 
     def _assign(
         self, conn: RefereeConnection, worker: WorkerRef, match_id: str, seat: int, ticket: str, notes: list[str]

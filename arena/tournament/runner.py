@@ -17,7 +17,7 @@ import hmac
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,38 +97,9 @@ def open_tournament(config: TournamentConfig, output: Path | None = None) -> Tou
     out = Path(output or config.output)
     out.mkdir(mode=0o700, parents=True, exist_ok=True)
     store = Store(out / DB_NAME)
-    try:
-        candidate = config.master_seed or fresh_seed()
-        seed = bytes.fromhex(
-            store.claim(config.league_fingerprint(), candidate.hex(), commitment(candidate), config.league_identity())
-        )
-    except StoreMismatch as e:
-        store.close()
-        if e.stored_identity is None:
-            raise
-        changed = identity_changes(e.stored_identity, config.league_identity())
-        raise StoreMismatch(
-            f"{out} holds another tournament: the config changed {'; '.join(changed)}; "
-            "use another output folder or restore those fields",
-            e.stored_identity,
-        ) from None
-    except BaseException:
-        store.close()
-        raise
+    seed = _claim_seed(store, config, out)
     commit = commitment(seed)
-    (out / COMMITMENT_FILE).write_text(
-        json.dumps(
-            {
-                "tournament": config.name,
-                "master_seed_sha256": commit,
-                "config_fingerprint": config.fingerprint(),
-                "note": "SHA-256 of the 32-byte master seed; the seed is revealed in ratings.json "
-                "after the last game",
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    _write_commitment(out, config, commit)
     try:
         every = store.entrants([(b.name, b.version) for b in config.bots])
     except BaseException:
@@ -149,6 +120,49 @@ def open_tournament(config: TournamentConfig, output: Path | None = None) -> Tou
                                          sort_keys=True))
     entrants = {e.label: spec[(e.name, e.version)] for e in active}
     return Tournament(config, store, seed, commit, schedule, entrants, labels)
+
+
+def _claim_seed(store: Store, config: TournamentConfig, out: Path) -> bytes:
+    """The tournament's master seed (32 bytes): the config's, else the one ``store`` holds, else a
+    fresh one, claimed in ``store`` with the league's identity. Closes ``store`` on any error.
+
+    :raises StoreMismatch: if ``store`` holds another tournament (naming each field that changed).
+    """
+    try:
+        candidate = config.master_seed or fresh_seed()
+        return bytes.fromhex(
+            store.claim(config.league_fingerprint(), candidate.hex(), commitment(candidate), config.league_identity())
+        )
+    except StoreMismatch as e:
+        store.close()
+        if e.stored_identity is None:
+            raise
+        changed = identity_changes(e.stored_identity, config.league_identity())
+        raise StoreMismatch(
+            f"{out} holds another tournament: the config changed {'; '.join(changed)}; "
+            "use another output folder or restore those fields",
+            e.stored_identity,
+        ) from None
+    except BaseException:
+        store.close()
+        raise
+
+
+def _write_commitment(out: Path, config: TournamentConfig, commit: str) -> None:
+    """``<out>/commitment.json``: the master seed's SHA-256, written before any game is played."""
+    (out / COMMITMENT_FILE).write_text(
+        json.dumps(
+            {
+                "tournament": config.name,
+                "master_seed_sha256": commit,
+                "config_fingerprint": config.fingerprint(),
+                "note": "SHA-256 of the 32-byte master seed; the seed is revealed in ratings.json "
+                "after the last game",
+            },
+            indent=2,
+        )
+        + "\n"
+    )
 
 
 #: What a starter makes of one game now: a job that plays it, a result decided without playing, or None (wait).
@@ -197,46 +211,63 @@ def run_games(
         raise ValueError(f"concurrency must be >= 1, not {concurrency}")
     starter = runner if hasattr(runner, "start") else None
     wake = starter.wake if starter is not None else threading.Event()
-    written = 0
+    stored = _Stored(store, on_result)
     todo = list(games)
-    error: BaseException | None = None
 
-    def store_result(result: GameResult) -> None:
-        nonlocal written
-        ok = store.record(result)
-        written += int(ok)
-        if on_result is not None:
-            on_result(result, ok)
+    def halted() -> bool:
+        return stored.error is not None or (stop is not None and stop.is_set())
 
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="arena-game") as pool:
         running: set[Future[GameResult]] = set()
         try:
             while todo or running:
                 wake.clear()
-                if error is None and not (stop and stop.is_set()):
+                if not halted():
                     for result in _start_games(todo, runner, starter, pool, running, concurrency, wake):
-                        store_result(result)
-                if not running and (not todo or error is not None or (stop and stop.is_set())):
+                        stored.add(result)
+                if not running and (not todo or halted()):
                     break
                 done = {f for f in running if f.done()}
                 if not done:
                     wake.wait(IDLE_POLL_S if todo else None)
                     continue
                 running -= done
-                for fut in done:
-                    exc = fut.exception()
-                    if exc is not None:
-                        error = error or exc
-                        continue
-                    store_result(fut.result())
+                stored.collect(done)
         except BaseException:
             todo.clear()
             if stop is not None:
                 stop.set()
             raise
-    if error is not None:
-        raise error
-    return written
+    if stored.error is not None:
+        raise stored.error
+    return stored.written
+
+
+@dataclass
+class _Stored:
+    """The run loop's results: each stored once as it arrives (``on_result(result, written)`` after
+    each attempt), how many were newly written, and the first exception a game raised."""
+
+    store: Store
+    on_result: Callable[[GameResult, bool], None] | None
+    written: int = 0
+    error: BaseException | None = None
+
+    def add(self, result: GameResult) -> None:
+        """Store ``result`` (a second result of the same game is not written) and report it."""
+        ok = self.store.record(result)
+        self.written += int(ok)
+        if self.on_result is not None:
+            self.on_result(result, ok)
+
+    def collect(self, done: Iterable[Future[GameResult]]) -> None:
+        """Store the results of finished games; keep the first exception one of them raised."""
+        for fut in done:
+            exc = fut.exception()
+            if exc is not None:
+                self.error = self.error or exc
+                continue
+            self.add(fut.result())
 
 
 def _start_games(

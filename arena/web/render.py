@@ -40,7 +40,7 @@ def templates() -> jinja2.Environment:
     return env
 
 
-def forfeits_by_bot(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+def forfeits_by_bot(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
     """Per bot, how many times one of its seats ended with each failure termination (``timeout``,
     ``no_show``, …; ``normal`` and ``other_seat_forfeited`` are not failures)."""
     out: dict[str, dict[str, int]] = {}

@@ -337,17 +337,10 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
             self._send(DROP)
         rejected_once = False
         while True:
-            now = time.monotonic()
-            if self.stream is not None:
-                if now >= deadline:
-                    sent.timed_out = True
-                    return legal[0]
-                wait = deadline - now
-            else:  # away: the decision clock runs on; the grace period bounds the wait
-                if now >= self.gone_until:
-                    raise BotGone(f"the bot's stream ended while seq {seq} was pending and no new stream came "
-                                  f"within {GRACE_S:.0f} s")
-                wait = self.gone_until - now
+            wait = self._wait_s(deadline, seq)
+            if wait is None:
+                sent.timed_out = True
+                return legal[0]
             try:
                 kind, item, at = await asyncio.wait_for(self.inbox.get(), wait)
             except TimeoutError:
@@ -356,9 +349,7 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
                 self._resume(item, game, state, sent, deadline)
                 continue
             if kind == "ended":
-                if item is self.stream:
-                    self.log.disconnects.append(f"stream {item.number} ended while seq {seq} was pending")
-                    self.stream, self.gone_until = None, time.monotonic() + GRACE_S
+                self._stream_ended(item, seq)
                 continue
             st, m = item
             if st.number in self.dropped:  # sent on the stream the referee dropped: lost with it
@@ -375,6 +366,28 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
                 if k == sc.resend_at:
                     self._resend(msg, sent)
                 return action
+
+    def _wait_s(self, deadline: float, seq: int) -> float | None:
+        """Seconds to wait for the pending request ``seq`` (answer ``deadline`` on the monotonic clock),
+        or None once the decision time is out. While the bot's stream is away the decision clock runs
+        on and the grace period bounds the wait.
+
+        :raises BotGone: if the grace period ended with no new stream.
+        """
+        now = time.monotonic()
+        if self.stream is not None:
+            return None if now >= deadline else deadline - now
+        if now >= self.gone_until:
+            raise BotGone(f"the bot's stream ended while seq {seq} was pending and no new stream came "
+                          f"within {GRACE_S:.0f} s")
+        return self.gone_until - now
+
+    def _stream_ended(self, st: _Stream, seq: int) -> None:
+        """The bot's stream ``st`` ended while ``seq`` was pending: the grace period starts (an older
+        stream ending changes nothing)."""
+        if st is self.stream:
+            self.log.disconnects.append(f"stream {st.number} ended while seq {seq} was pending")
+            self.stream, self.gone_until = None, time.monotonic() + GRACE_S
 
     def _resume(self, st: _Stream, game: int, state: State, sent: RequestSent, deadline: float) -> None:
         """A new stream took the seat: Welcome (resumed) and, while ``sent`` is pending, the same

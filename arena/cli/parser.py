@@ -1,0 +1,120 @@
+"""The ``arena`` command line: one sub-command a function (``run``, ``web``, ``bots build``, ``serve``,
+``token``); what each does is in :mod:`arena.cli.commands`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from arena.config import ENV_ADMIN_TOKEN
+from arena.lobby.tokens import MIN_GIVEN_TOKEN
+from arena.ratings.fit import DEFAULT_BOOTSTRAP
+
+
+def parser() -> argparse.ArgumentParser:
+    """The parser of every ``arena`` sub-command."""
+    p = argparse.ArgumentParser(prog="arena", description="All Fours bot tournaments.")
+    sub = p.add_subparsers(dest="command", required=True)
+    for add in (_add_run, _add_web, _add_bots, _add_serve, _add_token):
+        add(sub)
+    return p
+
+
+def _add_run(sub: Any) -> None:
+    """``arena run CONFIG``: run or resume a tournament, then rate and publish."""
+    run = sub.add_parser("run", help="run or resume the tournament of CONFIG, then rate and publish")
+    run.add_argument("config", help="tournament config (TOML)")
+    run.add_argument(
+        "--referee",
+        metavar="HOST:PORT",
+        action="append",
+        help="play on this external referee instead of an embedded one; repeat to spread games over "
+        "several (overrides tournament.referees)",
+    )
+    run.add_argument(
+        "--admin-token",
+        metavar="T",
+        help="admin token of the external referees (default: the environment variable named by "
+        f"tournament.admin_token_env, {ENV_ADMIN_TOKEN} unless set)",
+    )
+    run.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
+    run.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples for intervals")
+    run.add_argument("--verbose", action="store_true", help="show the embedded referee's log")
+    run.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    run.add_argument("--live", action="store_true",
+                     help="write running games' public events to OUTPUT/live/ for `arena web`'s spectators "
+                     "(default: off, the arena then asks the referee for each result alone: cheaper)")
+    run.add_argument("--metrics-port", type=int, metavar="PORT", default=None,
+                     help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off; docs/deploy.md)")
+    run.add_argument("--metrics-host", default="127.0.0.1", metavar="HOST",
+                     help="interface of --metrics-port (default 127.0.0.1; 0.0.0.0 in a container)")
+    run.add_argument(
+        "--skip-broken",
+        action="store_true",
+        help="a bot that fails its check before the first game (it must start and join a practice match) "
+        "forfeits its games at once instead of stopping the run",
+    )
+    run.add_argument(
+        "--simulate",
+        type=float,
+        metavar="SECONDS",
+        default=None,
+        help="testing aid: no referee or bots; outcomes are simulated, each game sleeping SECONDS",
+    )
+
+
+def _add_web(sub: Any) -> None:
+    """``arena web OUTPUT``: serve an output folder (or one record) over HTTP."""
+    web = sub.add_parser("web", help="serve an output folder over HTTP: live leaderboard, replays, API")
+    web.add_argument("output", nargs="?", help="the tournament's output folder")
+    web.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    web.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    web.add_argument("--record", metavar="FILE", help="serve only the replay viewer of this match record")
+    web.add_argument(
+        "--delay", type=int, default=1, metavar="DEALS", help="spectators of a running game stay DEALS behind (>= 1)"
+    )
+
+
+def _add_bots(sub: Any) -> None:
+    """``arena bots build DIR``: a bot's container image."""
+    bots = sub.add_parser("bots", help="bot images").add_subparsers(dest="bots_command", required=True)
+    build = bots.add_parser("build", help="build a bot's container image from its folder (docs/deploy.md)")
+    build.add_argument("folder", metavar="DIR", help="the bot's folder (package.json: Node.js; else Python)")
+    build.add_argument("--name", required=True, help="the bot's name (lower case; the image is allfours-bots/NAME:V)")
+    build.add_argument("--version", required=True, help="the bot's version (the image's tag)")
+    build.add_argument("--entry", help="module:Class (Python, required) or the entry file (Node.js; default: main)")
+    build.add_argument("--tag", help="tag the image with this instead of allfours-bots/NAME:V")
+    build.add_argument("--base", metavar="IMAGE", help="base image (build argument BASE; default: the official "
+                       "python or node image; offline: docker/base-image.sh python|node)")
+    build.add_argument("--ca-bundle", metavar="PEM", default=None,
+                       help="CA bundle pip and npm trust inside the build (default: the host's)")
+
+
+def _add_serve(sub: Any) -> None:
+    """``arena serve CONFIG``: the league as a service."""
+    srv = sub.add_parser("serve", help="run the league of CONFIG as a service (SIGHUP: re-read CONFIG; SIGTERM: stop)")
+    srv.add_argument("config", help="tournament config (TOML)")
+    srv.add_argument("--referee", metavar="HOST:PORT", action="append", help="as for run")
+    srv.add_argument("--admin-token", metavar="T", help="as for run")
+    srv.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
+    srv.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples for intervals")
+    srv.add_argument("--verbose", action="store_true", help="show the embedded referee's log")
+    srv.add_argument("--web", type=int, metavar="PORT", default=None,
+                     help="also serve the web pages and API (as `arena web`) on PORT in this process (0: a free port)")
+    srv.add_argument("--web-host", metavar="HOST", default="127.0.0.1",
+                     help="address of --web (default 127.0.0.1: this machine only)")
+    srv.add_argument("--no-live", dest="live", action="store_false",
+                     help="no live files of running games for `arena web`'s spectators (default: written)")
+    srv.set_defaults(simulate=None, no_progress=True)
+
+
+def _add_token(sub: Any) -> None:
+    """``arena token CONFIG NAME``: a remote bot's token."""
+    tok = sub.add_parser("token", help="print a new token for remote bot NAME (or revoke its tokens)")
+    tok.add_argument("config", help="tournament config (TOML)")
+    tok.add_argument("name", help="the remote bot's name ([[bots]] name, with remote = true)")
+    tok.add_argument("--revoke", action="store_true", help="revoke every token of NAME (its workers are refused)")
+    tok.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
+    tok.add_argument("--from-env", metavar="VAR", help="accept the token held by environment variable VAR (at least "
+                     f"{MIN_GIVEN_TOKEN} characters, e.g. made with secrets.token_urlsafe(24)) instead of making one; "
+                     "nothing is printed (compose.yaml: the arena and the bot's worker service share it)")
