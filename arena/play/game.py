@@ -54,6 +54,7 @@ from arena import metrics
 from arena.config import ENV_ADMIN_TOKEN, ENV_REFEREE, ENV_TICKET, BotSpec, TournamentConfig
 from arena.hosting.procs import BotProcess, stop_all
 from arena.hosting.sandbox import BotContainer, Sandbox, SandboxError
+from arena.lobby.seats import LobbyBot, SeatWait
 from arena.play.environment import bot_environment, expand_command, log_tail
 from arena.play.referees import RefereeConnection, RefereeError, RefereeFailure, RefereePool, rpc_status
 from arena.report.failures import Failures
@@ -66,8 +67,6 @@ if TYPE_CHECKING:
     from arena.hosting.workers.kind import WorkerKind
     from arena.lobby.service import Lobby, WorkerRef
 
-#: Least time, seconds, a local worker pool gets to connect before its games are forfeited as no-show.
-LOCAL_WORKER_START_S = 30
 #: Upper bound of the wait for one match's result (the time control may allow more; 30 days).
 MAX_WATCH_S = 30 * 24 * 3600.0
 
@@ -176,7 +175,8 @@ class GrpcGameRunner:
         self.kinds = dict(kinds or {})
         #: set when a game that waits for workers might start now (see arena.tournament.runner.Starter)
         self.wake = lobby.wake if lobby is not None else threading.Event()
-        self._absent: dict[str, float] = {}  # lobby bot -> since when it has had too few workers
+        #: per lobby bot, since when it has had too few workers (its games then wait, up to a no-show)
+        self.seat_wait = SeatWait()
         self.pool = referees if isinstance(referees, RefereePool) else RefereePool([referees])
         self.output = Path(output)
         self.on_event = on_event
@@ -235,24 +235,19 @@ class GrpcGameRunner:
         if not lobby_bots:
             return []
         assert self.lobby is not None, "a game with lobby seats needs the lobby"
-        now = time.monotonic()
         counts = self.lobby.counts()
-        failed: dict[str, str] = {}
+        seen: dict[str, LobbyBot] = {}
         for bot in lobby_bots:
             name = self.bots[bot].name  # workers register by the config's name
             kind = self.kinds.get(name)
-            broken = kind.broken if kind is not None else None
-            if broken:
-                failed[bot] = f"broken: {broken}"
-            elif counts.get(name, (0, 0))[0] < game.seats.count(bot):
-                since = self._absent.setdefault(bot, now)
-                wait_s = self.config.no_show_s
-                if self.bots[bot].mode == "worker":  # its processes get time to start, whatever no_show_s says
-                    wait_s = max(wait_s, LOCAL_WORKER_START_S)
-                if now - since >= wait_s:
-                    failed[bot] = f"no_show: too few workers connected for {wait_s} s"
-            else:
-                self._absent.pop(bot, None)
+            seen[bot] = LobbyBot(
+                connected=counts.get(name, (0, 0))[0],
+                seats=game.seats.count(bot),
+                no_show_s=self.config.no_show_s,
+                local_pool=self.bots[bot].mode == "worker",
+                broken=kind.broken if kind is not None else None,
+            )
+        failed = self.seat_wait.check(time.monotonic(), seen)
         if failed:
             return forfeit_result(game, failed)
         return self.lobby.reserve([None if self.bots[b].mode == "per_game" else self.bots[b].name for b in game.seats])
