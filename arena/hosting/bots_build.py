@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 #: The project's folder of Dockerfiles and the base image script.
-DOCKER_DIR = Path(__file__).resolve().parent.parent / "docker"
+DOCKER_DIR = Path(__file__).resolve().parents[2] / "docker"
 #: The host CA bundle used by default inside builds.
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 #: Names and versions allowed in an image tag (docker's own rules, lower case for the name).
