@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from arena.hosting.bots_build import BuildError, plan_build
+from arena.hosting.bots_build import DOCKER_DIR, BuildError, plan_build
 from arena.hosting.sandbox import run_key
 from tests.docker_helpers import ROOT, base_image, build_bot, docker_client, leftovers
 
@@ -22,6 +22,13 @@ def test_plan_finds_the_kind_and_entry(tmp_path: Path) -> None:
     (tmp_path / "mine.py").write_text("class Mine: pass\n")
     p = plan_build(tmp_path, "mine", "2", entry="mine:Mine", tag="x/y:z")
     assert (p.kind, p.entry, p.tag) == ("python", "mine:Mine", "x/y:z")
+
+
+def test_the_build_finds_the_projects_dockerfiles() -> None:
+    """The Dockerfiles live in the project's docker/ folder, wherever the module sits in the package."""
+    assert DOCKER_DIR == ROOT / "docker"
+    for name in ("bot-python.Dockerfile", "bot-node.Dockerfile", "base-image.sh"):
+        assert (DOCKER_DIR / name).is_file(), name
 
 
 @pytest.mark.parametrize(
