@@ -24,7 +24,8 @@ streams: outgoing messages go to each connection's queue, drained by its writer.
 - An illegal action gets ActionRejected with the engine's reason; the seat may retry before the
   deadline. ``max_illegal`` rejections forfeit (``illegal``).
 - Timeout: the first legal action is played for the seat and a strike counted; ``max_strikes``
-  strikes or an empty time bank forfeit (``timeout``).
+  strikes or an empty time bank forfeit (``timeout``). The clock's rules are the pure
+  :class:`referee.clock.ClockPolicy`; this module only reads the clock (:func:`now`) and acts.
 - ``max_protocol_errors`` malformed messages forfeit (``protocol_error``); a seat not joined
   within ``join_ms`` forfeits (``no_show``); a disconnected seat not back within ``grace_ms``
   forfeits (``disconnect``). A forfeiting side loses the match; every connected seat gets MatchEnd.
@@ -45,6 +46,7 @@ import structlog
 
 from allfours.v1 import referee_pb2 as pb
 from referee import metrics, wire
+from referee.clock import ClockPolicy, Instant, Ruling, SeatClock, Verdict
 from referee.dealing import commitment, deck_for, first_dealer_by_cut
 from referee.events import Event, step_events
 from referee.record import RECORD_VERSION, RecordWriter
@@ -162,17 +164,16 @@ class Connection:
 
 @dataclass(eq=False)
 class SeatRuntime:
-    """The referee's bookkeeping of one seat (times in ms)."""
+    """The referee's bookkeeping of one seat; ``clock``: its time bank and strikes."""
 
     seat: int
     name: str
     ticket: str
-    bank_ms: float
+    clock: SeatClock
     conn: Connection | None = None
     joined: bool = False
     bot_name: str = ""
     bot_version: str = ""
-    strikes: int = 0
     illegal: int = 0
     protocol_errors: int = 0
     #: The failure counts the seat's SDK last reported (Decision.counts; self-reported, never ruled on).
@@ -193,7 +194,7 @@ class SeatRuntime:
 
 @dataclass
 class Pending:
-    """The decision the match waits for: request ``seq`` to ``seat``; times from ``time.monotonic``.
+    """The decision the match waits for: request ``seq`` to ``seat``, sent at ``sent_at``, due at ``deadline``.
 
     ``message`` is the PlayResponse carrying the DecisionRequest, built once; the first send fills in
     the times and events in place (``sent`` becomes True), a re-send after a reconnect sends a copy
@@ -203,8 +204,8 @@ class Pending:
     seq: int
     seat: int
     legal: tuple[Action, ...]
-    sent_at: float
-    deadline: float
+    sent_at: Instant
+    deadline: Instant
     message: pb.PlayResponse
     sent: bool = False
 
@@ -219,11 +220,11 @@ class Pending:
 
 @dataclass(frozen=True, slots=True)
 class Decided:
-    """A Decision from ``seat``'s stream, received at ``received`` (``time.monotonic()``)."""
+    """A Decision from ``seat``'s stream, received at ``received``."""
 
     seat: int
     decision: pb.Decision
-    received: float
+    received: Instant
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,6 +340,11 @@ class GameEnd:
     winner: int | None
 
 
+def now() -> Instant:
+    """The time now on the monotonic clock: the one place the match reads the clock."""
+    return Instant(time.monotonic())
+
+
 def _ms(seconds: float) -> int:
     return max(0, round(seconds * 1000))
 
@@ -394,7 +400,8 @@ class Match:
         self.commitment = commitment(seed)
         self.first_dealer = first_dealer
         self.tc = time_control
-        self.seats = [SeatRuntime(i, n, t, float(time_control.bank_ms))
+        self.clock = ClockPolicy(time_control.decision_ms, time_control.bank_ms, time_control.max_strikes)
+        self.seats = [SeatRuntime(i, n, t, self.clock.start())
                       for i, (n, t) in enumerate(zip(seat_names, tickets, strict=True))]
         self.status = pb.MATCH_STATUS_WAITING
         self.result: pb.MatchResult | None = None
@@ -405,7 +412,7 @@ class Match:
         self.record = RecordWriter(record_path, defer=_after_writes, on_file_error=self._record_file_failed)
         self.inbox: asyncio.Queue[InboxItem] = asyncio.Queue()
         self.pending: Pending | None = None
-        self.created = time.monotonic()
+        self.created = now()
         self.done = asyncio.Event()
         self._init_play_state(work_ahead)
         self._on_end = on_end
@@ -413,11 +420,11 @@ class Match:
         #: True once every seat joined: from then on items are handled at once, in the caller's turn
         #: of the event loop (no hop through the match task: that is the per-decision hot path).
         self._running = False
-        #: The deadline timer and the time (``time.monotonic``) it is due. One timer serves many
-        #: decisions: it is moved only when a deadline comes before it, and re-arms itself when it
-        #: fires before the pending deadline (see :meth:`_arm_timer`).
+        #: The deadline timer and when it is due. One timer serves many decisions: it is moved only
+        #: when a deadline comes before it, and re-arms itself when it fires before the pending
+        #: deadline (:meth:`_arm_timer`, :meth:`referee.clock.ClockPolicy.keeps_timer`).
         self._timer: asyncio.TimerHandle | None = None
-        self._timer_due = 0.0
+        self._timer_due: Instant | None = None
         #: Seconds from each answered request's sending to its answer (the metrics, when the match ends).
         self.latencies: list[float] = []
         self.log = log.bind(match_id=match_id)
@@ -544,8 +551,8 @@ class Match:
 
         s.grace = asyncio.get_running_loop().call_later(self.tc.grace_ms / 1000, expire)
 
-    def submit(self, seat: int, msg: pb.PlayRequest, received: float) -> None:
-        """A message from ``seat``'s stream after its Hello (``received`` = ``time.monotonic()``)."""
+    def submit(self, seat: int, msg: pb.PlayRequest, received: Instant) -> None:
+        """A message from ``seat``'s stream after its Hello, received at ``received`` (:func:`now`)."""
         which = msg.WhichOneof("msg")
         if which == "decision":
             if msg.decision.HasField("counts"):
@@ -619,8 +626,8 @@ class Match:
         else:
             msg, p.sent = p.message, True
             req = msg.decision_request
-        req.time_left_ms = _ms(max(0.0, p.deadline - time.monotonic()))
-        req.time_bank_ms = _ms(s.bank_ms / 1000)
+        req.time_left_ms = self.clock.time_left_ms(p.deadline, now())
+        req.time_bank_ms = s.clock.bank_left_ms
         if s.outbox:
             req.events.extend(s.outbox)
             s.outbox.clear()
@@ -694,7 +701,7 @@ class Match:
         deadline = self.created + self.tc.join_ms / 1000
         while not all(s.joined for s in self.seats):
             try:
-                item = await asyncio.wait_for(self.inbox.get(), deadline - time.monotonic())
+                item = await asyncio.wait_for(self.inbox.get(), deadline - now())
             except TimeoutError:
                 missing = [s.seat for s in self.seats if not s.joined]
                 raise Forfeit(missing[0], pb.TERMINATION_NO_SHOW,
@@ -820,24 +827,25 @@ class Match:
         per decision (a timer costs a heap push and a cancel on the hot path).
         """
         if self._timer is not None:
-            if self._timer_due <= p.deadline:
+            if self.clock.keeps_timer(self._timer_due, p.deadline):
                 return
             self._timer.cancel()
         self._timer_due = p.deadline
-        delay = max(0.0, p.deadline - time.monotonic())
+        delay = max(0.0, p.deadline - now())
         self._timer = asyncio.get_running_loop().call_later(delay, self._guard, self._on_deadline)
 
     def _on_deadline(self) -> None:
         """The deadline timer fired: if the pending decision's deadline has passed, play the default
         (a strike); if a later decision is pending, wait for its deadline instead."""
-        self._timer = None
+        self._timer = self._timer_due = None
         p = self.pending
         if p is None:
             return
-        if time.monotonic() < p.deadline:
+        at = now()
+        if not self.clock.is_past(p.deadline, at):
             self._arm_timer(p)
             return
-        self._state = self._timeout(self._state, p)
+        self._state = self._timeout(self._state, p, at)
         self._advance()
 
     def _drop_play_state(self) -> None:
@@ -868,9 +876,9 @@ class Match:
         self._seq += 1
         s.last_issued_seq = self._seq
         s.issued.add(self._seq)
-        now = time.monotonic()
+        asked = now()
         if deadline is None:
-            deadline = now + min(self.tc.decision_ms, s.bank_ms) / 1000
+            deadline = self.clock.deadline(s.clock, asked)
         ahead = self._ahead_request
         if ahead is not None and ahead.before is state:
             self._ahead_request, self.worked_ahead = None, self.worked_ahead + 1
@@ -879,7 +887,7 @@ class Match:
             request = self._request(game, state)
         request.message.decision_request.seq = self._seq
         legal = request.observation.legal
-        p = Pending(seq=self._seq, seat=seat, legal=legal, sent_at=now, deadline=deadline, message=request.message)
+        p = Pending(seq=self._seq, seat=seat, legal=legal, sent_at=asked, deadline=deadline, message=request.message)
         self.pending = p
         self._send_request(p)
         if len(legal) == 1 and self._work_ahead_on:
@@ -929,8 +937,8 @@ class Match:
         if new.phase is not Phase.DEAL and new.phase is not Phase.OVER and new.to_act is not None:
             self._ahead_request = AheadRequest(new, self._request(game, new))
 
-    def _on_decision(self, seat: int, d: pb.Decision, received: float) -> None:
-        """A Decision from ``seat`` (``received`` = ``time.monotonic()``): answer the pending request,
+    def _on_decision(self, seat: int, d: pb.Decision, received: Instant) -> None:
+        """A Decision from ``seat``, received at ``received``: answer the pending request,
         expose a card played out of turn, or reject it (docs/protocol.md, sequence numbers).
 
         A ``seq`` other than 0 and the pending one is ignored if it was sent to this seat before, else a
@@ -951,24 +959,27 @@ class Match:
             self._protocol_error(seat, d.seq, f"seat {seat}: {e}", d.action,
                                  public=f"seat {seat} sent a malformed action")
             return
-        answering = seat == p.seat
-        elapsed = received - p.sent_at
-        s = self.seats[seat]
-        if answering and s.bank_ms - elapsed * 1000 <= 0:
+        answer = self.clock.answer(self.seats[p.seat].clock, p.sent_at, received) if seat == p.seat else None
+        if answer is not None and answer.ruling is Ruling.BANK_EMPTY:
             # Too late: the bank ran out before the answer came (its deadline passed); it is not played.
-            s.bank_ms -= elapsed * 1000
-            raise Forfeit(seat, pb.TERMINATION_TIMEOUT, f"seat {seat} used up its time bank ({self.tc.bank_ms} ms)")
+            self.seats[seat].clock = answer.clock
+            raise self._bank_empty(seat)
         state = self._state
         try:
             step = self._take_step(state, action, seat)
         except RuleError as e:
-            self._reject(seat, d.seq, p.seq if answering else 0, action, e, elapsed if answering else 0.0)
+            self._reject(seat, d.seq, 0 if answer is None else p.seq, action, e,
+                         0.0 if answer is None else answer.elapsed)
             return
         if step.state is state:
             # An exposure of a card already exposed: nothing happened, nothing to record or tell.
             self.log.debug("exposure_repeated", seat=seat, action=str(action))
             return
-        self._played(p, seat, action, step, elapsed)
+        self._played(p, seat, action, step, answer)
+
+    def _bank_empty(self, seat: int) -> Forfeit:
+        """The forfeit of ``seat`` for its empty time bank."""
+        return Forfeit(seat, pb.TERMINATION_TIMEOUT, f"seat {seat} used up its time bank ({self.tc.bank_ms} ms)")
 
     def _seq_is_current(self, seat: int, d: pb.Decision, p: Pending | None) -> bool:
         """Is ``d`` an answer to the pending request or an unsolicited action (``seq`` 0)? A stale
@@ -994,18 +1005,20 @@ class Match:
             return ahead.step
         return self._step(self._game, state, action, seat)
 
-    def _played(self, p: Pending, seat: int, action: Action, step: Step, elapsed: float) -> None:
-        """``seat``'s ``action`` (an answer to ``p``, or an exposure) took ``step``: charge the time,
-        record it, publish its events, then advance (an answer) or re-issue the request (an exposure
-        that changed the legal actions; same deadline and timer)."""
-        answering = seat == p.seat
+    def _played(self, p: Pending, seat: int, action: Action, step: Step, answer: Verdict | None) -> None:
+        """``seat``'s ``action`` (an ``answer`` to ``p`` ruled in time, or an exposure: ``None``) took
+        ``step``: charge the time, record it, publish its events, then advance (an answer) or re-issue
+        the request (an exposure that changed the legal actions; same deadline and timer)."""
+        answering = answer is not None
         seq = p.seq if answering else 0
-        if answering:
-            self.seats[seat].bank_ms -= elapsed * 1000
-            self.latencies.append(elapsed)
-        text, ms = str(action), _ms(elapsed)
+        ms = 0
+        if answer is not None:
+            self.seats[seat].clock = answer.clock
+            self.latencies.append(answer.elapsed)
+            ms = _ms(answer.elapsed)
+        text = str(action)
         self.record.write("action", game=self._game, deal=self._state.deal_number, seat=seat, seq=seq,
-                          action=text, ms=ms if answering else 0, by="bot", out_of_turn=not answering)
+                          action=text, ms=ms, by="bot", out_of_turn=not answering)
         if self._log_actions:
             self.log.debug("action", seat=seat, seq=seq, action=text, ms=ms)
         if step.events:
@@ -1032,23 +1045,24 @@ class Match:
             raise Forfeit(seat, pb.TERMINATION_ILLEGAL, f"{s.illegal} illegal actions (last: {e.reason.value})",
                           f"{s.illegal} illegal actions (last: {e})")
 
-    def _timeout(self, state: State, p: Pending) -> State:
+    def _timeout(self, state: State, p: Pending, at: Instant) -> State:
+        """``p`` timed out at ``at``: a strike, then the first legal action played for the seat.
+        :raises Forfeit: on an empty bank or the last strike (:meth:`referee.clock.ClockPolicy.time_out`)."""
         s = self.seats[p.seat]
-        elapsed = time.monotonic() - p.sent_at
-        s.bank_ms -= elapsed * 1000
-        s.strikes += 1
+        verdict = self.clock.time_out(s.clock, p.sent_at, at)
+        s.clock = verdict.clock
+        strikes = verdict.clock.strikes
         self.pending = None
-        self.log.info("timeout", seat=p.seat, seq=p.seq, strikes=s.strikes, bank_left_ms=_ms(s.bank_ms / 1000))
-        self._event("timeout", seat=p.seat, value=s.strikes)
-        if s.bank_ms <= 0:
-            raise Forfeit(p.seat, pb.TERMINATION_TIMEOUT, f"seat {p.seat} used up its time bank "
-                                                          f"({self.tc.bank_ms} ms)")
-        if s.strikes >= self.tc.max_strikes:
-            raise Forfeit(p.seat, pb.TERMINATION_TIMEOUT, f"seat {p.seat} timed out {s.strikes} times")
+        self.log.info("timeout", seat=p.seat, seq=p.seq, strikes=strikes, bank_left_ms=s.clock.bank_left_ms)
+        self._event("timeout", seat=p.seat, value=strikes)
+        if verdict.ruling is Ruling.BANK_EMPTY:
+            raise self._bank_empty(p.seat)
+        if verdict.ruling is Ruling.STRUCK_OUT:
+            raise Forfeit(p.seat, pb.TERMINATION_TIMEOUT, f"seat {p.seat} timed out {strikes} times")
         action = p.legal[0]
         new = apply(state, action, p.seat)
         self.record.write("action", game=self._game, deal=state.deal_number, seat=p.seat, seq=p.seq,
-                          action=str(action), ms=_ms(elapsed), by="timeout", out_of_turn=False)
+                          action=str(action), ms=_ms(verdict.elapsed), by="timeout", out_of_turn=False)
         self._emit_diff(state, new, action, p.seat)
         return new
 
@@ -1156,8 +1170,8 @@ class Match:
             match_id=self.id, status=self.status, games_won=games_won,
             winner=winner, forfeited_side=-1 if forfeited_side < 0 else forfeited_side,
             seats=[pb.SeatResult(seat=o.seat, name=o.name, termination=o.termination, detail=o.detail,
-                                 strikes=o.strikes, illegal=o.illegal, protocol_errors=o.protocol_errors,
-                                 bank_left_ms=_ms(max(0.0, o.bank_ms) / 1000), bot_counts=o.bot_counts)
+                                 strikes=o.clock.strikes, illegal=o.illegal, protocol_errors=o.protocol_errors,
+                                 bank_left_ms=o.clock.bank_left_ms, bot_counts=o.bot_counts)
                    for o in self.seats])
         for ended in self._games_ended:
             state = ended.state
@@ -1175,8 +1189,8 @@ class Match:
             games_won=games_won,
             seats=[{"seat": o.seat, "name": o.name, "bot_name": o.bot_name, "bot_version": o.bot_version,
                     "termination": wire.enum_name(pb.Termination, o.termination, "TERMINATION_"),
-                    "detail": o.full_detail, "strikes": o.strikes, "illegal": o.illegal,
-                    "protocol_errors": o.protocol_errors, "bank_left_ms": _ms(max(0.0, o.bank_ms) / 1000),
+                    "detail": o.full_detail, "strikes": o.clock.strikes, "illegal": o.illegal,
+                    "protocol_errors": o.protocol_errors, "bank_left_ms": o.clock.bank_left_ms,
                     "bot_counts": {"exceptions": o.bot_counts.exceptions, "fallbacks": o.bot_counts.fallbacks}}
                    for o in self.seats])
         self.record.write("seed", seed=self.seed.hex())

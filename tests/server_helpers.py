@@ -8,7 +8,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -356,9 +355,13 @@ class MatchHarness:
                 out.append(msg)
         return out
 
-    def send(self, seat: int, seq: int, action: pb.Action) -> None:
-        """``seat`` sends ``Decision{seq, action}`` (handled at once: the match is running)."""
-        self.match.submit(seat, decision(seq, action), time.monotonic())
+    def send(self, seat: int, seq: int, action: pb.Action, late_by: float = 0.0) -> None:
+        """``seat`` sends ``Decision{seq, action}`` (handled at once: the match is running), received
+        now or, for the clock's rulings, ``late_by`` seconds later (no sleep)."""
+        from referee.clock import Instant
+        from referee.match import now
+
+        self.match.submit(seat, decision(seq, action), Instant(now() + late_by))
 
     def play_card(self, card: str) -> pb.Action:
         """An ``Action`` playing ``card``."""
