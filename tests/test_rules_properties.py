@@ -44,6 +44,8 @@ RULESETS = st.builds(
     hang_jack=st.booleans(),
     undertrump_ban=st.booleans(),
     void_may_discard=st.booleans(),
+    kicked_six_points=st.sampled_from([1, 2]),
+    hang_jack_points=st.sampled_from([2, 3, 4]),
 )
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

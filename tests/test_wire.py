@@ -93,7 +93,7 @@ def test_every_engine_reason_has_a_wire_code_and_back() -> None:
 @pytest.mark.parametrize(
     "rules",
     [RuleSet(), RuleSet(players=2, deal_in="ones", target=7, hang_jack=False, undertrump_ban=True,
-                        void_may_discard=True, kicked_six_points=1)],
+                        void_may_discard=True, kicked_six_points=1, hang_jack_points=2)],
 )
 def test_rules_round_trip(rules: RuleSet) -> None:
     msg = wire.rules_to_pb(rules)
@@ -118,6 +118,14 @@ def test_kicked_six_points_crosses_the_wire() -> None:
         wire.rules_from_pb(pb.RuleSet(kicked_six_points=3))
     with pytest.raises(wire.WireError, match=r"rules\.deal_in: unknown value 9"):
         wire.rules_from_pb(pb.RuleSet(deal_in=9))  # type: ignore[arg-type]
+
+
+def test_hang_jack_points_crosses_the_wire() -> None:
+    assert wire.rules_to_pb(RuleSet(hang_jack_points=2)).hang_jack_points == 2
+    assert wire.rules_from_pb(pb.RuleSet(hang_jack_points=4)) == RuleSet(hang_jack_points=4)
+    assert wire.rules_from_pb(pb.RuleSet()).hang_jack_points == 3
+    with pytest.raises(wire.WireError, match="hang_jack_points must be a whole number of at least 2, not 1"):
+        wire.rules_from_pb(pb.RuleSet(hang_jack_points=1))
 
 
 def test_unset_rules_take_rulebook_defaults() -> None:

@@ -155,7 +155,7 @@ EVENT_KIND_SEAT_DISCONNECTED: EventKind
 EVENT_KIND_SEAT_CONNECTED: EventKind
 
 class RuleSet(_message.Message):
-    __slots__ = ("players", "deal_in", "target", "hang_jack", "undertrump_ban", "void_may_discard", "kicked_six_points")
+    __slots__ = ("players", "deal_in", "target", "hang_jack", "undertrump_ban", "void_may_discard", "kicked_six_points", "hang_jack_points")
     PLAYERS_FIELD_NUMBER: _ClassVar[int]
     DEAL_IN_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
@@ -163,6 +163,7 @@ class RuleSet(_message.Message):
     UNDERTRUMP_BAN_FIELD_NUMBER: _ClassVar[int]
     VOID_MAY_DISCARD_FIELD_NUMBER: _ClassVar[int]
     KICKED_SIX_POINTS_FIELD_NUMBER: _ClassVar[int]
+    HANG_JACK_POINTS_FIELD_NUMBER: _ClassVar[int]
     players: int
     deal_in: DealIn
     target: int
@@ -170,7 +171,8 @@ class RuleSet(_message.Message):
     undertrump_ban: bool
     void_may_discard: bool
     kicked_six_points: int
-    def __init__(self, players: _Optional[int] = ..., deal_in: _Optional[_Union[DealIn, str]] = ..., target: _Optional[int] = ..., hang_jack: _Optional[bool] = ..., undertrump_ban: _Optional[bool] = ..., void_may_discard: _Optional[bool] = ..., kicked_six_points: _Optional[int] = ...) -> None: ...
+    hang_jack_points: int
+    def __init__(self, players: _Optional[int] = ..., deal_in: _Optional[_Union[DealIn, str]] = ..., target: _Optional[int] = ..., hang_jack: _Optional[bool] = ..., undertrump_ban: _Optional[bool] = ..., void_may_discard: _Optional[bool] = ..., kicked_six_points: _Optional[int] = ..., hang_jack_points: _Optional[int] = ...) -> None: ...
 
 class TimeControl(_message.Message):
     __slots__ = ("decision_ms", "bank_ms", "max_strikes", "grace_ms", "join_ms", "max_protocol_errors", "max_illegal")

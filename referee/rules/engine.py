@@ -653,8 +653,8 @@ def _deal_awards(s: State) -> list[PointEvent]:
     """The points of the deal just played, in the order they are counted (docs/rules.md, Scoring 1-4).
 
     High and Low go to the sides of the seats dealt the highest and lowest trump, Jack to the side
-    that took the trump jack in a trick (3 points, Hang Jack, when that side is not its holder's and
-    ``hang_jack`` is on); Game to the side with more card points in its tricks (none on a tie).
+    that took the trump jack in a trick (``hang_jack_points``, 3 by default, Hang Jack, when that side
+    is not its holder's and ``hang_jack`` is on); Game to the side with more card points in its tricks (none on a tie).
     """
     number = len(s.deals)
     trumps = [(c.rank, seat) for seat, hand in enumerate(s.deals[-1].hands) for c in hand if c.suit is s.trump]
@@ -666,7 +666,7 @@ def _deal_awards(s: State) -> list[PointEvent]:
         if jack_holder is not None and s.jack_winner is not None:
             taker = side_of(s.jack_winner)
             if s.rules.hang_jack and taker != side_of(jack_holder):
-                awards.append(PointEvent(number, taker, "hang_jack", 3))
+                awards.append(PointEvent(number, taker, "hang_jack", s.rules.hang_jack_points))
             else:
                 awards.append(PointEvent(number, taker, "jack", 1))
     g0, g1 = s.game_points

@@ -19,13 +19,15 @@ class RuleSet:
     - ``players``: 2 (head to head) or 4 (two partnerships). docs/rules.md, Table.
     - ``deal_in``: ``"threes"`` (default) or ``"ones"``: how cards are dealt. docs/rules.md, The deal 1.
     - ``target``: points that win the game (default 14). docs/rules.md, The deal 5.
-    - ``hang_jack``: the side opposed to the jack's holder that wins it scores 3 (default on).
-      docs/rules.md, Scoring 3.
+    - ``hang_jack``: the side opposed to the jack's holder that wins it scores ``hang_jack_points``
+      instead of 1 (default on). docs/rules.md, Scoring 3.
     - ``undertrump_ban``: a player who cannot follow may not undertrump (default off). docs/rules.md, Play.
     - ``void_may_discard``: a player void in the led suit may discard instead of trumping (default
       off). docs/rules.md, Play.
     - ``kicked_six_points``: points a kicked Six scores for the dealer's side, 2 (default) or 1 (a
       common table variant). docs/rules.md, The deal 2.
+    - ``hang_jack_points``: points a hanged Jack scores, a whole number >= 2 (default 3). docs/rules.md,
+      Scoring 3.
 
     A new option is this field (with its check below), the engine's rule that reads it and the
     ``allfours.v1.RuleSet`` field of the same name: ``referee.wire`` converts by field name.
@@ -40,6 +42,7 @@ class RuleSet:
     undertrump_ban: bool = False
     void_may_discard: bool = False
     kicked_six_points: int = 2
+    hang_jack_points: int = 3
 
     def __post_init__(self) -> None:
         if self.players not in (2, 4) or isinstance(self.players, bool):
@@ -50,6 +53,9 @@ class RuleSet:
             raise ValueError(f"target must be a positive whole number of points, not {self.target!r}")
         if self.kicked_six_points not in (1, 2) or isinstance(self.kicked_six_points, bool):
             raise ValueError(f"kicked_six_points must be 1 or 2, not {self.kicked_six_points!r}")
+        if not isinstance(self.hang_jack_points, int) or isinstance(self.hang_jack_points, bool) \
+                or self.hang_jack_points < 2:
+            raise ValueError(f"hang_jack_points must be a whole number of at least 2, not {self.hang_jack_points!r}")
         for name in ("hang_jack", "undertrump_ban", "void_may_discard"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, not {getattr(self, name)!r}")
