@@ -87,7 +87,7 @@ class Forfeit(Exception):
     read after the match (e.g. the rejected card and the hand the engine's message names).
     """
 
-    def __init__(self, seat: int, termination: int, detail: str, full: str | None = None) -> None:
+    def __init__(self, seat: int, termination: pb.Termination, detail: str, full: str | None = None) -> None:
         super().__init__(detail)
         self.seat = seat
         self.termination = termination
@@ -181,7 +181,7 @@ class SeatRuntime:
     last_issued_seq: int = 0
     #: Every seq sent to this seat (a seq not in it is a protocol error; one in it, not pending, is stale).
     issued: set[int] = field(default_factory=set)
-    termination: int = pb.TERMINATION_UNSPECIFIED
+    termination: pb.Termination = pb.TERMINATION_UNSPECIFIED
     #: Why the seat's match ended, as every seat and watcher see it (no hidden card, no bot text).
     detail: str = ""
     #: The same for the record (read after the match): may name the cards of the engine's message.
@@ -239,7 +239,7 @@ class GaveUp:
     """``seat`` forfeits for ``termination`` (a grace period that ran out); ``detail`` for every seat."""
 
     seat: int
-    termination: int
+    termination: pb.Termination
     detail: str
 
 
@@ -869,7 +869,7 @@ class Match:
                                   for p in state.points], forfeited=forfeited, deals=state.deal_number)
         self._event("game_ended", scores=list(state.scores), winner=w, forfeited=forfeited)
 
-    def _issue(self, state: State, game: int, deadline: float | None = None) -> Pending:
+    def _issue(self, state: State, game: int, deadline: Instant | None = None) -> Pending:
         seat = state.to_act
         assert seat is not None
         s = self.seats[seat]

@@ -523,7 +523,7 @@ class RefereeServer:
         addr = f"{self.host}:{self.port}"
         if self.tls is not None:
             creds = grpc.ssl_server_credentials([(self.tls[1], self.tls[0])])
-            bound = server.add_secure_port(addr, creds)
+            bound: int = server.add_secure_port(addr, creds)
         else:
             bound = server.add_insecure_port(addr)
         if not bound:

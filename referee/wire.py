@@ -114,7 +114,7 @@ def cards_from_pb(texts: Iterable[str], field: str = "cards") -> tuple[Card, ...
     return tuple(card_from_pb(t, field) for t in texts)
 
 
-_KIND_OF: dict[type, int] = {
+_KIND_OF: dict[type, pb.ActionKind] = {
     Stand: pb.ACTION_KIND_STAND,
     Beg: pb.ACTION_KIND_BEG,
     GiveOne: pb.ACTION_KIND_GIVE_ONE,
@@ -203,11 +203,11 @@ def phase_from_pb(value: int) -> Phase:
         raise WireError(f"phase: not a phase: {value}") from None
 
 
-_REASON_TO: dict[Reason, int] = {r: pb.Reason.Value("REASON_" + r.name) for r in Reason}
-_REASON_FROM = {v: k for k, v in _REASON_TO.items()}
+_REASON_TO: dict[Reason, pb.Reason] = {r: pb.Reason.Value("REASON_" + r.name) for r in Reason}
+_REASON_FROM: dict[int, Reason] = {int(v): k for k, v in _REASON_TO.items()}
 
 
-def reason_to_pb(reason: Reason) -> int:
+def reason_to_pb(reason: Reason) -> pb.Reason:
     """The ``allfours.v1.Reason`` value mirroring an engine :class:`Reason` (same name)."""
     return _REASON_TO[reason]
 
@@ -344,7 +344,7 @@ def trick_from_pb(msg: pb.Trick) -> Trick:
 #: Card notation of each of the 52 cards (cards are interned, so this is an identity lookup).
 _TEXT: dict[Card, str] = {c: str(c) for c in CANONICAL_DECK}
 _SUIT_TEXT: dict[Suit, str] = {s: s.value for s in Suit}
-_EVENT_KIND: dict[str, int] = {k: pb.EventKind.Value("EVENT_KIND_" + k.upper()) for k in EVENT_KINDS}
+_EVENT_KIND: dict[str, pb.EventKind] = {k: pb.EventKind.Value("EVENT_KIND_" + k.upper()) for k in EVENT_KINDS}
 
 
 # --- Observations from serialized fragments.
@@ -373,7 +373,8 @@ class _Fragments(dict[Any, bytes]):
 
 def _fragment(**field: Any) -> bytes:
     """An Observation holding only ``field``, serialized."""
-    return pb.Observation(**field).SerializeToString()
+    blob: bytes = pb.Observation(**field).SerializeToString()
+    return blob
 
 
 _F_SEAT = _Fragments(lambda v: _fragment(seat=v))
