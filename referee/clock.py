@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import NewType
+from typing import TYPE_CHECKING, NewType
+
+from referee.rules.values import maker
 
 #: An instant: seconds on the monotonic clock (``time.monotonic()``).
 Instant = NewType("Instant", float)
@@ -60,6 +62,13 @@ class Verdict:
     elapsed: float
 
 
+# Built for every answer: the frozen values' fast constructors (referee/rules/values.py, docs/architecture.md).
+if TYPE_CHECKING:
+    _seat_clock, _verdict = SeatClock, Verdict
+else:
+    _seat_clock, _verdict = maker(SeatClock), maker(Verdict)
+
+
 @dataclass(frozen=True, slots=True)
 class ClockPolicy:
     """The clock rules of one match: ``decision_ms`` a decision, ``bank_ms`` a seat, ``max_strikes``.
@@ -87,8 +96,8 @@ class ClockPolicy:
         """An answer to the request asked at ``asked``, received at ``received``: ``IN_TIME`` or
         ``BANK_EMPTY``; the verdict's clock is charged the elapsed time."""
         elapsed = received - asked
-        charged = SeatClock(clock.bank_ms - elapsed * 1000, clock.strikes)
-        return Verdict(Ruling.BANK_EMPTY if charged.bank_ms <= 0 else Ruling.IN_TIME, charged, elapsed)
+        charged = _seat_clock(clock.bank_ms - elapsed * 1000, clock.strikes)
+        return _verdict(Ruling.BANK_EMPTY if charged.bank_ms <= 0 else Ruling.IN_TIME, charged, elapsed)
 
     def time_out(self, clock: SeatClock, asked: Instant, now: Instant) -> Verdict:
         """The request asked at ``asked`` timed out at ``now``: the time charged and a strike counted;
