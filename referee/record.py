@@ -23,12 +23,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeAlias
 
 #: Bumped when the record format changes; written in the header as ``record_version``.
 RECORD_VERSION = 1
+
+#: What a record line's field may hold: what ``json`` writes as JSON (a line read back is checked
+#: field by field, :mod:`referee.verify`).
+JsonValue: TypeAlias = bool | int | float | str | Sequence["JsonValue"] | Mapping[str, "JsonValue"] | None
 
 
 #: Compact JSON, as ``json.dumps(obj, separators=(",", ":"))`` gives, without building an encoder per line.
@@ -58,7 +62,7 @@ class RecordWriter:
                  defer: Callable[[Callable[[], None]], object] | None = None,
                  on_file_error: Callable[[OSError], None] | None = None) -> None:
         self._lines: list[str] = []
-        self._queue: list[dict[str, Any]] = []
+        self._queue: list[dict[str, JsonValue]] = []
         self._defer = defer
         self._on_file_error = on_file_error
         #: The error that stopped the file copy, if one did.
@@ -72,7 +76,7 @@ class RecordWriter:
             self.flush()
         return self._lines
 
-    def write(self, type_: str, **fields: Any) -> None:
+    def write(self, type_: str, **fields: JsonValue) -> None:
         """Add one line ``{"type": type_, **fields}`` (compact JSON, keys in the given order)."""
         self._queue.append({"type": type_, **fields})
         if len(self._queue) == 1:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import NotRequired, TypedDict, TypeGuard
 
 from referee.rules import (
     Action,
@@ -52,6 +52,73 @@ KNOWN_KEYS = ("rules", "dealer", "scores", "decks", "actions", "expect", "note")
 _NO_CARD = ("stand", "beg", "give", "run", "pass")
 
 
+# ---------------------------------------------------------------- the output's shape (docs/formats.md)
+
+
+class TrickOut(TypedDict):
+    """A trick: its leader's seat, its cards in play order, its winner (``None`` while it runs)."""
+
+    leader: int
+    cards: list[str]
+    winner: NotRequired[int | None]
+
+
+class ExposedOut(TypedDict):
+    """A card exposed (the call) in front of ``seat``."""
+
+    seat: int
+    card: str
+
+
+class DealOut(TypedDict):
+    """One deal: the dealer, trump, kicks, each seat's hand as dealt, tricks, exposed cards and, in
+    the last deal, the trick in progress."""
+
+    dealer: int
+    trump: str | None
+    kicks: list[str]
+    hands: dict[str, list[str]]
+    tricks: list[TrickOut]
+    exposed: list[ExposedOut]
+    trick: NotRequired[TrickOut]
+
+
+class PointOut(TypedDict):
+    """A score: its deal (1-based), side, kind (``kick``, ``high``…) and value."""
+
+    deal: int
+    side: int
+    kind: str
+    value: int
+
+
+class NextOut(TypedDict):
+    """Who acts next, in which phase, with which legal actions (notation)."""
+
+    seat: int | None
+    phase: str
+    legal: list[str]
+
+
+class ErrorOut(TypedDict):
+    """The first action not applied: its index, the engine's reason code and message."""
+
+    index: int
+    reason: str
+    message: str
+
+
+class ReplayOutput(TypedDict):
+    """The replay's output object (docs/formats.md)."""
+
+    scores: list[int]
+    winner: int | None
+    points: list[PointOut]
+    deals: list[DealOut]
+    next: NextOut | None
+    error: ErrorOut | None
+
+
 def input_warnings(data: object) -> list[str]:
     """Warnings about an input object that still replays: unknown top-level keys (one line)."""
     if not isinstance(data, Mapping):
@@ -63,13 +130,14 @@ def input_warnings(data: object) -> list[str]:
             f"{', '.join(KNOWN_KEYS)})"]
 
 
-def _whole(x: object) -> bool:
+def _whole(x: object) -> TypeGuard[int]:
+    """Is ``x`` a whole number (an int, not a bool)?"""
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _deal_to_json(state: State, index: int) -> dict[str, Any]:
+def _deal_to_json(state: State, index: int) -> DealOut:
     record = state.deals[index]
-    out: dict[str, Any] = {
+    out: DealOut = {
         "dealer": record.dealer,
         "trump": str(record.trump) if record.trump is not None else None,
         "kicks": [str(c) for c in record.kicks],
@@ -85,9 +153,9 @@ def _deal_to_json(state: State, index: int) -> dict[str, Any]:
     return out
 
 
-def result_json(state: State, error: dict[str, Any] | None) -> dict[str, Any]:
+def result_json(state: State, error: ErrorOut | None) -> ReplayOutput:
     """The replay output for ``state`` (see the module docstring and docs/formats.md)."""
-    nxt: dict[str, Any] | None = None
+    nxt: NextOut | None = None
     if state.phase is Phase.DEAL:
         # Waiting for a deck the input did not provide: the dealer is to deal.
         nxt = {"seat": state.dealer, "phase": "deal", "legal": []}
@@ -109,7 +177,7 @@ def _require(cond: bool, message: str) -> None:
         raise ReplayInputError(message)
 
 
-def replay(data: Mapping[str, Any]) -> dict[str, Any]:
+def replay(data: Mapping[str, object]) -> ReplayOutput:
     """Replay one input object and return the output object.
 
     :raises ReplayInputError: for malformed input (bad JSON shapes, ``rules`` not an object, unknown
@@ -121,10 +189,11 @@ def replay(data: Mapping[str, Any]) -> dict[str, Any]:
     _require(isinstance(data, Mapping), "the input must be a JSON object")
     rules = _rules_of(data)
     dealer = data.get("dealer", 0)
-    _require(_whole(dealer), f"dealer must be a seat number, not {dealer!r}")
+    if not _whole(dealer):
+        raise ReplayInputError(f"dealer must be a seat number, not {dealer!r}")
     scores = data.get("scores", [0, 0])
-    _require(isinstance(scores, list) and len(scores) == 2 and all(_whole(x) for x in scores),
-             f"scores must be a list of two whole numbers, not {scores!r}")
+    if not (isinstance(scores, list) and len(scores) == 2 and _whole(scores[0]) and _whole(scores[1])):
+        raise ReplayInputError(f"scores must be a list of two whole numbers, not {scores!r}")
     decks = _decks_of(data)
     parsed, bad = _actions_of(data)
     try:
@@ -148,11 +217,12 @@ def replay(data: Mapping[str, Any]) -> dict[str, Any]:
     return result_json(state, bad)
 
 
-def _rules_of(data: Mapping[str, Any]) -> RuleSet:
+def _rules_of(data: Mapping[str, object]) -> RuleSet:
     """The input's ``rules`` object as a RuleSet. :raises ReplayInputError: not an object, a count that
     is not a whole number, an unknown option or a bad value."""
     rules_in = data.get("rules", {})
-    _require(isinstance(rules_in, Mapping), f"rules must be an object of rule options, not {rules_in!r}")
+    if not isinstance(rules_in, Mapping):
+        raise ReplayInputError(f"rules must be an object of rule options, not {rules_in!r}")
     for name in ("players", "target"):
         _require(name not in rules_in or _whole(rules_in[name]),
                  f"rules: {name} must be a whole number, not {rules_in.get(name)!r}")
@@ -162,10 +232,11 @@ def _rules_of(data: Mapping[str, Any]) -> RuleSet:
         raise ReplayInputError(f"rules: {e}") from None
 
 
-def _decks_of(data: Mapping[str, Any]) -> list[tuple[Card, ...]]:
+def _decks_of(data: Mapping[str, object]) -> list[tuple[Card, ...]]:
     """The input's ``decks``, each 52 cards in notation. :raises ReplayInputError: naming the deck."""
     decks_in = data.get("decks", [])
-    _require(isinstance(decks_in, list), "decks must be a list of decks")
+    if not isinstance(decks_in, list):
+        raise ReplayInputError("decks must be a list of decks")
     decks: list[tuple[Card, ...]] = []
     for i, d in enumerate(decks_in):
         _require(isinstance(d, list), f"decks[{i}] must be a list of 52 cards")
@@ -176,11 +247,12 @@ def _decks_of(data: Mapping[str, Any]) -> list[tuple[Card, ...]]:
     return decks
 
 
-def _actions_of(data: Mapping[str, Any]) -> tuple[list[tuple[int, Action]], dict[str, Any] | None]:
+def _actions_of(data: Mapping[str, object]) -> tuple[list[tuple[int, Action]], ErrorOut | None]:
     """The input's ``actions`` as ``(seat, action)`` up to the first that cannot be read, and the output
     ``error`` for that one (reason ``bad_action``), or ``None``. :raises ReplayInputError: not a list."""
     actions = data.get("actions", [])
-    _require(isinstance(actions, list), "actions must be a list")
+    if not isinstance(actions, list):
+        raise ReplayInputError("actions must be a list")
     parsed: list[tuple[int, Action]] = []
     for i, a in enumerate(actions):
         try:

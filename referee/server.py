@@ -71,7 +71,7 @@ HELLO_TIMEOUT_S = 10.0
 #: Seconds a stream may stay blocked writing to a peer that does not read before it is dropped.
 WRITE_TIMEOUT_S = 10.0
 
-SERVER_OPTIONS: list[tuple[str, Any]] = [
+SERVER_OPTIONS: list[tuple[str, int]] = [
     ("grpc.keepalive_time_ms", 20_000),
     ("grpc.keepalive_timeout_ms", 10_000),
     ("grpc.http2.ping_timeout_ms", 10_000),
@@ -336,7 +336,7 @@ class RefereeServicer(pb_grpc.RefereeServiceServicer):
 
     @staticmethod
     async def _read(context: grpc.aio.ServicerContext, match: Match, seat: int, conn: Connection,
-                    slog: Any) -> None:
+                    slog: structlog.stdlib.BoundLogger) -> None:
         """Feed the match from the stream; at end of stream (or a dead peer) close the writer."""
         try:
             while True:
