@@ -340,6 +340,11 @@ class GameEnd:
     winner: int | None
 
 
+#: The record is formatted and written after these lines (once a deal, after its first request is
+#: on its way), not after every decision (referee.record.RecordWriter's ``flush_after``).
+RECORD_FLUSH_AFTER = frozenset({"deal", "game_end", "result"})
+
+
 def now() -> Instant:
     """The time now on the monotonic clock: the one place the match reads the clock."""
     return Instant(time.monotonic())
@@ -379,7 +384,8 @@ class Match:
     :param match_id: the id; :param rules: the rule options; :param seat_names: one per seat;
     :param games: number of games (>= 1); :param seed: 32 bytes; :param first_dealer: seat or
     ``None`` for the cut; :param time_control: limits in ms; :param tickets: one secret per seat;
-    :param record_path: where to write the JSON-lines record as it grows, or ``None``.
+    :param record_path: where to write the JSON-lines record as it grows (a deal at a time:
+        :data:`RECORD_FLUSH_AFTER`), or ``None``.
     :param on_end: called with the match once it has ended.
     :param work_ahead: when the seat to act has a single legal action, work out its consequences
         while the seat answers (:meth:`_work_ahead`); ``False`` only to compare (tests).
@@ -407,9 +413,10 @@ class Match:
         self.result: pb.MatchResult | None = None
         self.events: list[pb.Event] = []
         self.watchers: set[asyncio.Queue[pb.WatchMatchResponse | None]] = set()
-        # Record lines are formatted and written once the next DecisionRequest is on its way, in
-        # order (RecordWriter, _after_writes).
-        self.record = RecordWriter(record_path, defer=_after_writes, on_file_error=self._record_file_failed)
+        # Record lines are formatted and written a deal at a time, once that deal's first
+        # DecisionRequest is on its way, in order (RecordWriter, _after_writes, RECORD_FLUSH_AFTER).
+        self.record = RecordWriter(record_path, defer=_after_writes, on_file_error=self._record_file_failed,
+                                   flush_after=RECORD_FLUSH_AFTER)
         self.inbox: asyncio.Queue[InboxItem] = asyncio.Queue()
         self.pending: Pending | None = None
         self.created = now()

@@ -35,6 +35,9 @@ RECORD_VERSION = 1
 JsonValue: TypeAlias = bool | int | float | str | Sequence["JsonValue"] | Mapping[str, "JsonValue"] | None
 
 
+#: The most lines a :class:`RecordWriter` with ``flush_after`` queues before it flushes anyway.
+MAX_QUEUED_LINES = 64
+
 #: Compact JSON, as ``json.dumps(obj, separators=(",", ":"))`` gives, without building an encoder per line.
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
@@ -55,15 +58,24 @@ class RecordWriter:
     :param on_file_error: called once with the ``OSError`` if writing the file fails (a full or
         failing disk). The file is then closed and left as it is; the lines in memory stay complete
         (GetRecord serves those), and no method raises for it.
+    :param flush_after: with ``defer``, format and write only after a line of one of these types
+        (or :data:`MAX_QUEUED_LINES` lines) rather than after every line: the referee flushes once a
+        deal (``deal``, ``game_end``, ``result``), so a decision's line costs a dict, not a JSON
+        encoding and a file write (benchmarks/referee.py; docs/architecture.md, The referee's speed).
+        ``None`` (default): a flush is deferred as soon as a line is queued.
     :raises OSError: if ``path`` cannot be opened.
     """
 
     def __init__(self, path: Path | None = None,
                  defer: Callable[[Callable[[], None]], object] | None = None,
-                 on_file_error: Callable[[OSError], None] | None = None) -> None:
+                 on_file_error: Callable[[OSError], None] | None = None,
+                 flush_after: frozenset[str] | None = None) -> None:
         self._lines: list[str] = []
         self._queue: list[dict[str, JsonValue]] = []
         self._defer = defer
+        self._flush_after = flush_after
+        #: A deferred flush is on its way (no second one is asked for until it has run).
+        self._flush_deferred = False
         self._on_file_error = on_file_error
         #: The error that stopped the file copy, if one did.
         self.file_error: OSError | None = None
@@ -79,14 +91,16 @@ class RecordWriter:
     def write(self, type_: str, **fields: JsonValue) -> None:
         """Add one line ``{"type": type_, **fields}`` (compact JSON, keys in the given order)."""
         self._queue.append({"type": type_, **fields})
-        if len(self._queue) == 1:
-            if self._defer is None:
-                self.flush()
-            else:
-                self._defer(self.flush)
+        if self._defer is None:
+            self.flush()
+        elif not self._flush_deferred and (self._flush_after is None or type_ in self._flush_after
+                                           or len(self._queue) >= MAX_QUEUED_LINES):
+            self._flush_deferred = True
+            self._defer(self.flush)
 
     def flush(self) -> None:
         """Format the queued lines and append them (to the file too, flushed to the OS)."""
+        self._flush_deferred = False
         queue, self._queue = self._queue, []
         if not queue:
             return

@@ -348,6 +348,30 @@ def test_record_writer_defers_formatting_but_keeps_order_and_loses_nothing(tmp_p
     assert (tmp_path / "r.jsonl").read_text().splitlines() == expected
 
 
+def test_record_writer_with_flush_after_flushes_a_deal_at_a_time(tmp_path: Path) -> None:
+    """With ``flush_after`` (the referee: once a deal), a decision's line asks for no flush; a line
+    of a listed type, or MAX_QUEUED_LINES lines, does; the file holds every line, in order."""
+    from referee.record import MAX_QUEUED_LINES, RecordWriter
+
+    scheduled: list[Any] = []
+    w = RecordWriter(tmp_path / "r.jsonl", defer=scheduled.append, flush_after=frozenset({"deal"}))
+    w.write("action", n=1)
+    w.write("action", n=2)
+    assert scheduled == [] and (tmp_path / "r.jsonl").read_text() == ""
+    w.write("deal", n=3)
+    w.write("action", n=4)
+    assert len(scheduled) == 1  # one flush for the batch
+    scheduled.pop()()
+    assert (tmp_path / "r.jsonl").read_text().splitlines() == [
+        '{"type":"action","n":1}', '{"type":"action","n":2}', '{"type":"deal","n":3}', '{"type":"action","n":4}']
+    for n in range(MAX_QUEUED_LINES):
+        w.write("action", n=n)
+    assert len(scheduled) == 1  # a long deal flushes anyway
+    w.close()
+    assert len(w.lines) == 4 + MAX_QUEUED_LINES
+    assert (tmp_path / "r.jsonl").read_text().splitlines() == w.lines
+
+
 def test_record_writer_survives_a_failing_file(tmp_path: Path) -> None:
     """Writing the file fails (disk full): no method raises, the lines in memory stay complete, the
     error is reported once and kept in ``file_error``."""
