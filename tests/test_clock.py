@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from referee.clock import ClockPolicy, Instant, Ruling, SeatClock
+from referee.clock import ClockPolicy, Instant, Ruling, SeatClock, Verdict
 
 POLICY = ClockPolicy(decision_ms=2000, bank_ms=10_000, max_strikes=3)
 
@@ -69,13 +69,17 @@ ANSWERS = [
 ]
 
 
-@pytest.mark.parametrize("case", ANSWERS, ids=[c.name for c in ANSWERS])
-def test_an_answer(case: Case) -> None:
-    v = POLICY.answer(SeatClock(case.bank_ms, case.strikes), t(case.asked), t(case.at))
+def check(v: Verdict, case: Case) -> None:
+    """The verdict ``v`` is the one ``case`` expects: ruling, bank and strikes after, time taken."""
     assert v.ruling is case.ruling
     assert v.clock.bank_ms == pytest.approx(case.bank_after, abs=1e-6)
     assert v.clock.strikes == case.strikes_after
     assert v.elapsed == pytest.approx(case.at - case.asked)
+
+
+@pytest.mark.parametrize("case", ANSWERS, ids=[c.name for c in ANSWERS])
+def test_an_answer(case: Case) -> None:
+    check(POLICY.answer(SeatClock(case.bank_ms, case.strikes), t(case.asked), t(case.at)), case)
 
 
 def test_a_ruling_changes_no_clock_until_the_match_adopts_it() -> None:
@@ -99,10 +103,7 @@ TIMEOUTS = [
 
 @pytest.mark.parametrize("case", TIMEOUTS, ids=[c.name for c in TIMEOUTS])
 def test_a_timeout(case: Case) -> None:
-    v = POLICY.time_out(SeatClock(case.bank_ms, case.strikes), t(case.asked), t(case.at))
-    assert v.ruling is case.ruling
-    assert v.clock.bank_ms == pytest.approx(case.bank_after, abs=1e-6)
-    assert v.clock.strikes == case.strikes_after
+    check(POLICY.time_out(SeatClock(case.bank_ms, case.strikes), t(case.asked), t(case.at)), case)
 
 
 def test_one_strike_allowed_forfeits_at_the_first_timeout() -> None:

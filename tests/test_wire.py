@@ -110,22 +110,21 @@ def test_rule_options_and_proto_fields_are_the_same_names() -> None:
         assert f.has_presence or f.enum_type.values_by_number[0].name.endswith("_UNSPECIFIED"), f.name
 
 
-def test_kicked_six_points_crosses_the_wire() -> None:
-    assert wire.rules_to_pb(RuleSet(kicked_six_points=1)).kicked_six_points == 1
-    assert wire.rules_from_pb(pb.RuleSet(kicked_six_points=1)) == RuleSet(kicked_six_points=1)
-    assert wire.rules_from_pb(pb.RuleSet()).kicked_six_points == 2
-    with pytest.raises(wire.WireError, match="kicked_six_points must be 1 or 2, not 3"):
-        wire.rules_from_pb(pb.RuleSet(kicked_six_points=3))
+@pytest.mark.parametrize(("option", "value", "default", "bad", "error"), [
+    ("kicked_six_points", 1, 2, 3, "kicked_six_points must be 1 or 2, not 3"),
+    ("hang_jack_points", 2, 3, 1, "hang_jack_points must be a whole number of at least 2, not 1"),
+])
+def test_point_options_cross_the_wire(option: str, value: int, default: int, bad: int, error: str) -> None:
+    assert getattr(wire.rules_to_pb(RuleSet(**{option: value})), option) == value
+    assert wire.rules_from_pb(pb.RuleSet(**{option: value})) == RuleSet(**{option: value})
+    assert getattr(wire.rules_from_pb(pb.RuleSet()), option) == default
+    with pytest.raises(wire.WireError, match=error):
+        wire.rules_from_pb(pb.RuleSet(**{option: bad}))
+
+
+def test_an_unknown_deal_in_is_a_wire_error() -> None:
     with pytest.raises(wire.WireError, match=r"rules\.deal_in: unknown value 9"):
         wire.rules_from_pb(pb.RuleSet(deal_in=9))  # type: ignore[arg-type]
-
-
-def test_hang_jack_points_crosses_the_wire() -> None:
-    assert wire.rules_to_pb(RuleSet(hang_jack_points=2)).hang_jack_points == 2
-    assert wire.rules_from_pb(pb.RuleSet(hang_jack_points=4)) == RuleSet(hang_jack_points=4)
-    assert wire.rules_from_pb(pb.RuleSet()).hang_jack_points == 3
-    with pytest.raises(wire.WireError, match="hang_jack_points must be a whole number of at least 2, not 1"):
-        wire.rules_from_pb(pb.RuleSet(hang_jack_points=1))
 
 
 def test_unset_rules_take_rulebook_defaults() -> None:
