@@ -26,7 +26,8 @@ import pytest
 
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
-from arena.play.referees import RefereeConnection, RefereePool
+from arena.play.referees import DnsWatch, RefereeConnection, RefereePool, connect_referees, referee_channel
+from tests.netns_helpers import netns
 from tests.test_arena_e2e import ROOT, arena, one_line_error, rows, verify_records
 
 pytestmark = pytest.mark.slow
@@ -370,3 +371,51 @@ def test_healthcheck_command(tmp_path: Path) -> None:
                           capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     assert gone.returncode == 1 and "UNAVAILABLE" in gone.stderr
+
+
+def test_a_vanished_referee_address_is_given_up_within_the_connect_timeout() -> None:
+    """A referee address whose packets are dropped (a killed Swarm task's): the arena's connection
+    attempt gives up on its own (UNAVAILABLE) well inside a 10 s call deadline, where gRPC's default
+    (a 20 s connect timeout) would let the call run into its deadline (DEADLINE_EXCEEDED)."""
+    with netns() as ns:
+        ns.run("iptables", "-A", "INPUT", "-p", "tcp", "-j", "DROP")
+        channel = referee_channel(f"{ns.ns_ip}:50051")
+        try:
+            with pytest.raises(grpc.RpcError) as got:
+                pb_grpc.AdminServiceStub(channel).ListMatches(pb.ListMatchesRequest(), timeout=10)
+        finally:
+            channel.close()
+    assert got.value.code() == grpc.StatusCode.UNAVAILABLE, got.value
+
+
+def test_dns_watch_retires_a_referee_gone_from_dns_and_adds_a_new_one(referees: list[Referee]) -> None:
+    """DnsWatch: an address that appears in a referee name's answer and takes the admin token joins the
+    pool; one that leaves a non-empty answer is retired at the next round (no game goes to it); an
+    empty answer (a failed lookup) retires nothing; an address back in DNS (a restart) joins again.
+    Two names (one port each: both referees are on 127.0.0.1); the answers are the test's."""
+    referees.extend([Referee(), Referee()])
+    first, second = (r.address for r in referees)
+    pool = connect_referees([first], TOKEN)
+    names = [f"dns:ra:{first.rsplit(':', 1)[1]}", f"dns:rb:{second.rsplit(':', 1)[1]}"]
+    answers: dict[str, list[str]] = {"ra": ["127.0.0.1"], "rb": []}
+    events: list[str] = []
+    watch = DnsWatch(pool, names, TOKEN, events.append, lookup=lambda name, port: answers[name])
+    try:
+        watch.check()
+        assert [c.address for c in pool.alive] == [first] and events == []
+        answers["rb"] = ["127.0.0.1"]  # the second referee's replica starts
+        watch.check()
+        assert [c.address for c in pool.alive] == [first, second]
+        answers["rb"] = ["127.0.0.2"]  # its task is gone; another address (nothing listens) took its place
+        watch.check()
+        assert [c.address for c in pool.alive] == [first] and pool.retired == {second: "gone from DNS"}
+        assert all(pool.acquire() is pool.alive[0] for _ in range(3))
+        answers["ra"] = []  # a failed lookup of the other name
+        watch.check()
+        assert [c.address for c in pool.alive] == [first]
+        answers.update(ra=["127.0.0.1"], rb=["127.0.0.1"])  # restarted at its old address
+        watch.check()
+        assert [c.address for c in pool.alive] == [first, second]
+    finally:
+        pool.close()
+    assert [e.split(":")[0] for e in events] == [f"referee {second.split(':')[0]}"] * 3, events

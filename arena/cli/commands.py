@@ -213,7 +213,7 @@ def make_runner(
     if args.simulate is not None:
         return SimulatedRunner(delay_s=args.simulate, target=config.rules.target), lambda: None
     from arena.play.game import GrpcGameRunner
-    from arena.play.referees import CONNECT_TIMEOUT_S, connect_referees, resolve_referees
+    from arena.play.referees import CONNECT_TIMEOUT_S, DnsWatch, connect_referees, resolve_referees
 
     addresses, token = referee_addresses(config, args)
     if not addresses and not args.verbose:
@@ -239,7 +239,14 @@ def make_runner(
     def on_event(message: str) -> None:
         console.print(f"[yellow]referee failure:[/yellow] {escape(message)}", soft_wrap=True, highlight=False)
 
+    def on_dns(message: str) -> None:
+        console.print(f"referees: {escape(message)}", soft_wrap=True, highlight=False)
+
+    # a referee gone from DNS (its container or task died) is retired before a game is sent to it
+    watch = DnsWatch(pool, addresses, token, on_dns).start()
+
     def close() -> None:
+        watch.stop()
         pool.close()
         if sandbox is not None:
             sandbox.close()

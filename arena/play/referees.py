@@ -1,8 +1,9 @@
 """The referees a tournament plays on: reached and checked once at start-up (one authenticated admin
-call each, :func:`connect_referees`), found through DNS (``dns:NAME:PORT``, :func:`resolve_referees`),
-or one embedded in this process; each game goes to the live referee with the fewest games in flight
-(:class:`RefereePool`), and a referee that failed a game and no longer answers its health check is
-retired.
+call each, :func:`connect_referees`), found through DNS (``dns:NAME:PORT``, :func:`resolve_referees`)
+and watched while a tournament plays (:class:`DnsWatch`: a referee gone from DNS is retired, a new
+one joins), or one embedded in this process; each game goes to the live referee with the fewest
+games in flight (:class:`RefereePool`), and a referee that failed a game and no longer answers its
+health check is retired.
 
 A referee that cannot be used at all raises :class:`RefereeError` (the run stops; the games stored so
 far are kept); one that fails mid-game raises :class:`RefereeFailure` (that attempt is discarded and
@@ -16,7 +17,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,20 @@ from allfours.v1 import referee_pb2_grpc as pb_grpc
 CONNECT_TIMEOUT_S = 3.0
 #: Seconds a referee that failed a game has to answer its health check with SERVING (else it is retired).
 PROBE_TIMEOUT_S = 2.0
+#: Options of the arena's channels to external referees. A connection attempt to an address that has
+#: vanished (a killed Swarm task: its packets are dropped, nothing answers) gives up after 2 s, not
+#: gRPC's default 20 s (``grpc.min_reconnect_backoff_ms`` is also the least connect timeout), and
+#: attempts are at most 2 s apart; an open connection is pinged every 5 s (the referee allows that:
+#: referee/server.py) and closed when a ping is unanswered for 3 s (a node that went away mid-game).
+REFEREE_CHANNEL_OPTIONS = (
+    ("grpc.min_reconnect_backoff_ms", 2000),
+    ("grpc.initial_reconnect_backoff_ms", 500),
+    ("grpc.max_reconnect_backoff_ms", 2000),
+    ("grpc.keepalive_time_ms", 5000),
+    ("grpc.keepalive_timeout_ms", 3000),
+)
+#: Seconds between two lookups of a referee DNS name while a tournament plays (:class:`DnsWatch`).
+DNS_WATCH_S = 1.0
 
 
 class RefereeError(RuntimeError):
@@ -137,6 +152,11 @@ def _wait_for_admin_access(conn: RefereeConnection, timeout: float) -> None:
         time.sleep(0.2)
 
 
+def referee_channel(address: str) -> grpc.Channel:
+    """A channel to the external referee at ``address`` with :data:`REFEREE_CHANNEL_OPTIONS`."""
+    return grpc.insecure_channel(address, options=REFEREE_CHANNEL_OPTIONS)
+
+
 def connect_referee(
     address: str | None, token: str | None, timeout: float = CONNECT_TIMEOUT_S, host: str = "127.0.0.1"
 ) -> RefereeConnection:
@@ -165,7 +185,7 @@ def connect_referee(
     elif not token:
         raise ValueError("an external referee needs its admin token")
     assert token is not None
-    channel = grpc.insecure_channel(address)
+    channel = referee_channel(address) if embedded is None else grpc.insecure_channel(address)
     conn = RefereeConnection(address, token, channel, pb_grpc.AdminServiceStub(channel), embedded)
     try:
         _wait_for_admin_access(conn, timeout)
@@ -238,6 +258,12 @@ class RefereePool:
             self._retired[k] = why
             return True
 
+    def add(self, conn: RefereeConnection) -> None:
+        """Use ``conn`` too from now on (a referee that appeared in DNS: :class:`DnsWatch`)."""
+        with self._lock:
+            self.conns.append(conn)
+            self._load.append(0)
+
     def embedded_loop(self) -> asyncio.AbstractEventLoop | None:
         """The event loop of the referee this process started, if any (the lobby serves on it too)."""
         return next((c.embedded.loop for c in self.conns if c.embedded is not None), None)
@@ -291,11 +317,7 @@ def resolve_referees(addresses: Sequence[str], wait_s: float = DNS_WAIT_S) -> li
         deadline = time.monotonic() + wait_s
         last: list[str] = []
         while True:
-            try:
-                infos = socket.getaddrinfo(name, int(port), type=socket.SOCK_STREAM)
-                found = sorted({f"[{i[4][0]}]" if ":" in i[4][0] else i[4][0] for i in infos})
-            except OSError:
-                found = []
+            found = lookup_name(name, int(port))
             if found and found == last:
                 break
             if time.monotonic() > deadline:
@@ -306,3 +328,82 @@ def resolve_referees(addresses: Sequence[str], wait_s: float = DNS_WAIT_S) -> li
             time.sleep(1.0)
         out.extend(f"{ip}:{port}" for ip in found)
     return list(dict.fromkeys(out))
+
+def lookup_name(name: str, port: int) -> list[str]:
+    """Every address of DNS ``name`` as ``IP`` (IPv6 in brackets), sorted; ``[]`` when the lookup fails."""
+    try:
+        infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
+    except OSError:
+        return []
+    return sorted({f"[{i[4][0]}]" if ":" in i[4][0] else i[4][0] for i in infos})
+
+
+class DnsWatch:
+    """Keeps a :class:`RefereePool` in step with the DNS names of its referees while a tournament plays.
+
+    Every ``interval_s`` seconds each ``dns:NAME:PORT`` of ``addresses`` is looked up again. A referee
+    found through that name and no longer in a non-empty answer (its container or Swarm task is gone:
+    docker's DNS drops it at once) is retired, so no game is sent to a vanished address (whose
+    connection attempt would stall); an empty or failed answer retires nothing. An address that
+    appears (a referee restarted, or scaled up) is connected (:func:`connect_referee`, one
+    authenticated call) and joins the pool. ``on_event`` gets one line for each change.
+    """
+
+    def __init__(
+        self,
+        pool: RefereePool,
+        addresses: Sequence[str],
+        token: str | None,
+        on_event: Callable[[str], None] | None = None,
+        interval_s: float = DNS_WATCH_S,
+        lookup: Callable[[str, int], list[str]] = lookup_name,
+    ):
+        self.pool = pool
+        self.names = [a.removeprefix(DNS_PREFIX).rpartition(":") for a in addresses if a.startswith(DNS_PREFIX)]
+        self.fixed = {a for a in addresses if not a.startswith(DNS_PREFIX)}
+        self._seen = {c.address for c in pool.conns}  # a referee retired for failing is not added again
+        self._gone: set[str] = set()  # retired for leaving DNS: welcome back if it reappears (a restart)
+        self.token = token
+        self.on_event = on_event or (lambda message: None)
+        self.interval_s = interval_s
+        self.lookup = lookup
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="referee-dns-watch", daemon=True)
+
+    def start(self) -> DnsWatch:
+        """Watch in a background thread (nothing to watch without a ``dns:`` address); returns self."""
+        if self.names:
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop watching (waits for a round in progress)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.check()
+
+    def check(self) -> None:
+        """One round: look every name up, retire the referees gone from DNS, connect the new ones."""
+        answers = [[f"{ip}:{port}" for ip in self.lookup(name, int(port))] for name, _, port in self.names]
+        found = {a for answer in answers for a in answer}
+        alive = {c.address: c for c in self.pool.alive}
+        if all(answers):  # an empty or failed answer proves nothing
+            for address, conn in alive.items():
+                if address not in found and address not in self.fixed and self.pool.retire(conn, "gone from DNS"):
+                    self._gone.add(address)
+                    self.on_event(f"referee {address} is gone from DNS: retired ({len(self.pool.alive)} left)")
+        for address in sorted(found):
+            if self._stop.is_set() or address in alive or (address in self._seen and address not in self._gone):
+                continue
+            try:
+                conn = connect_referee(address, self.token, timeout=CONNECT_TIMEOUT_S)
+            except RefereeError:
+                continue  # not answering yet: the next round tries again
+            self._seen.add(address)
+            self._gone.discard(address)
+            self.pool.add(conn)
+            self.on_event(f"referee {address} appeared in DNS: added ({len(self.pool.alive)} in play)")
