@@ -34,6 +34,7 @@ from arena.lobby.tokens import TokenBook, token_digest
 from arena.play.referees import RefereePool, connect_referee
 from referee import wire
 from tests.conftest import require
+from tests.netns_helpers import netns
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTANT = '["{python}", "-m", "arena.testing.instant_bot"]'
@@ -369,6 +370,42 @@ def test_remote_workers_with_tokens(tmp_path: Path) -> None:
     assert len(games) == 6 and all(g["terminations"] == ["normal"] * 4 for g in games), games
     check_partners_apart(games)
     assert all(all(w is not None for w in g["workers"]) for g in games)
+
+
+def test_a_remote_worker_on_another_machine_is_told_a_referee_it_reaches(tmp_path: Path) -> None:
+    """A lobby on a non-loopback address with the embedded referee: a remote worker in a network
+    namespace of its own (its 127.0.0.1 is not the arena's) plays every game normally, so it was told
+    a referee address it reaches (the lobby's host), not 127.0.0.1. A wildcard lobby without
+    --referee-advertise is refused at start with one line (workers could not be told an address)."""
+    with netns() as ns:
+        port = free_port()
+        bots = worker_bot("near") + '\n[[bots]]\nname = "far"\nremote = true\n'
+        cfg = write_config(tmp_path, bots, players=2, gpp=2, extra=f'lobby = "{ns.host_ip}:{port}"\nno_show_s = 60')
+        token = arena("token", str(cfg), "far").stdout.strip()
+        arena_proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress",
+                                       "--bootstrap", "50"], cwd=ROOT, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True)
+        worker = subprocess.Popen(
+            ns.argv(sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--arena",
+                    f"{ns.host_ip}:{port}", "--name", "far", "--log-level", "warning", "--reconnect", "60"),
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "ALLFOURS_BOT_TOKEN": token},
+        )
+        try:
+            out, err = arena_proc.communicate(timeout=240)
+        finally:
+            for p in (arena_proc, worker):
+                p.kill()
+                p.wait(10)
+    assert arena_proc.returncode == 0, out + err
+    games = rows(cfg)
+    assert len(games) == 2 and all(g["terminations"] == ["normal"] * 2 for g in games), games
+    assert all(None not in g["workers"] for g in games), games
+    cfg.write_text(cfg.read_text().replace(f'lobby = "{ns.host_ip}:{port}"', f'lobby = "0.0.0.0:{port}"'))
+    (tmp_path / "out").rename(tmp_path / "out-before")
+    refused = run(cfg, timeout=60)
+    lines = refused.stderr.strip().splitlines()
+    assert refused.returncode == 2 and len(lines) == 1 and "--referee-advertise" in lines[0], refused.stderr
 
 
 def test_a_remote_bot_that_never_comes_forfeits_by_no_show(tmp_path: Path) -> None:

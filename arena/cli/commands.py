@@ -13,6 +13,7 @@ token a referee refuses); 130 when interrupted. Errors are one line on stderr, w
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import sys
 import threading
@@ -230,7 +231,8 @@ def make_runner(
         console.print(f"referees: {', '.join(addresses)} -> {', '.join(found)}", highlight=False, soft_wrap=True)
     timeout = DNS_CONNECT_TIMEOUT_S if found != addresses else CONNECT_TIMEOUT_S  # replicas may still be starting
     try:
-        pool = connect_referees(found, token, timeout, host=sandbox.gateway if sandbox is not None else "127.0.0.1")
+        host, advertise = (sandbox.gateway, None) if sandbox is not None else embedded_referee_host(config, args, found)
+        pool = connect_referees(found, token, timeout, host, advertise)
     except BaseException:
         if sandbox is not None:
             sandbox.close()
@@ -257,6 +259,48 @@ def make_runner(
         sandbox.allow(int(pool.conns[0].address.rsplit(":", 1)[1]))
         console.print(f"container bots on network {sandbox.network_name} ({sandbox.subnet})", highlight=False)
     return GrpcGameRunner(config, pool, output, on_event=on_event, sandbox=sandbox, live=args.live), close
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def embedded_referee_host(
+    config: TournamentConfig, args: argparse.Namespace, referees: Sequence[str]
+) -> tuple[str, str | None]:
+    """Where the embedded referee listens and the host remote workers are told to dial it at.
+
+    Remote workers (``remote = true`` bots) reach the lobby at ``tournament.lobby``'s host, so the
+    referee must be reachable there too: loopback lobby -> ``127.0.0.1`` (as before); a specific
+    host -> that host (``--referee-advertise`` may name another); a wildcard (``0.0.0.0``, ``::``)
+    -> listen on it and advertise ``--referee-advertise``, which is then required. External
+    referees at loopback addresses cannot be dialed by remote workers either.
+
+    :raises UsageError: one line, when remote workers could not reach the referee they are told.
+    """
+    advertise = getattr(args, "referee_advertise", None)
+    remote = any(b.mode == "remote" for b in config.bots)
+    host = config.lobby.rpartition(":")[0].strip("[]")
+    if not remote or _is_loopback(host):
+        return "127.0.0.1", advertise
+    if referees:
+        local = [a for a in referees if _is_loopback(a.rpartition(":")[0])]
+        if local:
+            raise UsageError(f"remote workers dial the lobby at {config.lobby} but would be told referee {local[0]}, "
+                             "which only this machine reaches: give the referees by an address the workers reach")
+        return "127.0.0.1", None
+    try:
+        wildcard = ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        wildcard = False
+    if wildcard and not advertise:
+        raise UsageError(f"the lobby listens on {config.lobby} for remote workers, who cannot reach the embedded "
+                         "referee there: give --referee-advertise HOST (this machine's address the workers dial) or "
+                         "a specific host in tournament.lobby")
+    return host, advertise
 
 
 def open_sandbox(config: TournamentConfig, output: Path, addresses: Sequence[str]) -> Any:

@@ -41,6 +41,9 @@ def _add_run(sub: Any) -> None:
     run.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples for intervals")
     run.add_argument("--verbose", action="store_true", help="show the embedded referee's log")
     run.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    run.add_argument("--referee-advertise", metavar="HOST",
+                     help="the host remote workers are told to dial the embedded referee at (default: "
+                     "tournament.lobby's host; needed when that is 0.0.0.0 or ::)")
     run.add_argument("--live", action="store_true",
                      help="write running games' public events to OUTPUT/live/ for `arena web`'s spectators "
                      "(default: off, the arena then asks the referee for each result alone: cheaper)")
@@ -96,6 +99,7 @@ def _add_serve(sub: Any) -> None:
     srv.add_argument("config", help="tournament config (TOML)")
     srv.add_argument("--referee", metavar="HOST:PORT", action="append", help="as for run")
     srv.add_argument("--admin-token", metavar="T", help="as for run")
+    srv.add_argument("--referee-advertise", metavar="HOST", help="as for run")
     srv.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
     srv.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples for intervals")
     srv.add_argument("--verbose", action="store_true", help="show the embedded referee's log")

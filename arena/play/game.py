@@ -637,7 +637,7 @@ class GrpcGameRunner:
             match_id=match_id,
             seat=seat,
             ticket=ticket,
-            referee=conn.address,
+            referee=conn.advertise or conn.address,
             referee_tls=False,
             rules=self.rules_pb,
             time_control=self.tc_pb,

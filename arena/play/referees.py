@@ -92,6 +92,9 @@ class RefereeConnection:
     channel: grpc.Channel
     admin: pb_grpc.AdminServiceStub
     embedded: Any = None
+    #: the ``host:port`` lobby workers are told to dial (an embedded referee's reachable address;
+    #: None: ``address``)
+    advertise: str | None = None
     _closed: bool = field(default=False, repr=False)
 
     @property
@@ -275,10 +278,15 @@ class RefereePool:
 
 
 def connect_referees(
-    addresses: Sequence[str], token: str | None, timeout: float = CONNECT_TIMEOUT_S, host: str = "127.0.0.1"
+    addresses: Sequence[str],
+    token: str | None,
+    timeout: float = CONNECT_TIMEOUT_S,
+    host: str = "127.0.0.1",
+    advertise: str | None = None,
 ) -> RefereePool:
     """A :class:`RefereePool` of the referees at ``addresses`` (all checked at once, see
-    :func:`connect_referee`), or of one embedded referee on ``host`` when ``addresses`` is empty.
+    :func:`connect_referee`), or of one embedded referee on ``host`` when ``addresses`` is empty;
+    lobby workers are told to dial that one at ``advertise`` (a host name or IP; None: ``host``).
 
     :raises RefereeError: naming the first referee that is unreachable or refuses the token.
     """
@@ -286,6 +294,8 @@ def connect_referees(
     try:
         for address in addresses or [None]:
             conns.append(connect_referee(address, token, timeout, host))
+            if address is None and advertise:
+                conns[-1].advertise = f"{advertise}:{conns[-1].address.rsplit(':', 1)[1]}"
     except BaseException:
         for c in conns:
             c.close()
