@@ -15,7 +15,8 @@ Python SDK (docs/deploy.md, "Container bots"). Every container is:
   container, nor the partner seat of its own side), whose gateway is the host. An internal bridge
   still reaches every service of the host through that gateway, so :class:`Sandbox` adds an iptables
   chain on INPUT for the bridge that accepts only the allowed ports (the referee's, the lobby's) and
-  drops the rest.
+  drops the rest. The containers' resolver (Docker's, at 127.0.0.11) forwards names it does not
+  know only to the gateway (``dns``), which that chain drops: no name lookup leaves the machine.
 
 Everything carries the labels :data:`LABEL_RUN` (a key derived from the tournament's output folder)
 and :data:`LABEL_TOURNAMENT` (its name). :meth:`Sandbox.open` first removes what an earlier run of
@@ -322,6 +323,11 @@ class Sandbox:
                     type="json-file", config={"max-size": limits.log_max_size, "max-file": str(limits.log_files)}
                 ),
                 network=self.network_name,
+                # Docker's resolver in the container (127.0.0.11) answers the network's own names and
+                # forwards any other name to these servers, from the container's network namespace:
+                # the gateway alone, whose port 53 the firewall chain drops. So no query for a name
+                # outside the tournament leaves (the daemon's own upstream is never asked).
+                dns=[str(self.gateway)],
                 init=True,
                 stop_signal="SIGTERM",
                 hostname="bot",
