@@ -90,21 +90,52 @@ def check_demo(results: Path) -> list[dict[str, Any]]:
     return played
 
 
-def test_readme_compose_command_plays_the_demo(env: dict[str, str], tmp_path: Path) -> None:
-    results = tmp_path / "results"
-    results.mkdir()
+def _compose_containers(client: Any, project: str, service: str | None = None) -> list[dict[str, Any]]:
+    """The low-level list of a compose project's containers (all states), of one service if given."""
+    labels = [f"com.docker.compose.project={project}"]
+    if service:
+        labels.append(f"com.docker.compose.service={service}")
+    return list(client.api.containers(all=True, filters={"label": labels}))
+
+
+def test_readme_compose_command_outlives_a_referee_killed_mid_run(env: dict[str, str], tmp_path: Path) -> None:
+    """The README's compose command with one referee container killed after the first stored games:
+    the arena retires it and plays on (12 of 12 games, each once), the command exits with the
+    arena's status 0, and the stack is taken down (no container or network of the project left)."""
+    client = docker_client()
+    project = env["COMPOSE_PROJECT_NAME"]
+    results = tmp_path / "results"  # not created: the command makes the results folder itself
+    out = tmp_path / "compose.out"
     e = {**env, "ALLFOURS_RESULTS": str(results)}
     try:
-        r = subprocess.run(["bash", "-c", f"set -euo pipefail; {readme_command('compose-command')}"], cwd=ROOT, env=e,
-                           capture_output=True, text=True, timeout=900)
+        with out.open("w") as sink:
+            proc = subprocess.Popen(["bash", "-c", f"set -euo pipefail; {readme_command('compose-command')}"],
+                                    cwd=ROOT, env=e, stdout=sink, stderr=subprocess.STDOUT, text=True)
+            try:
+                _wait("the first stored results", lambda: stored(results) >= 2 or proc.poll() is not None, 900)
+                referees = [c for c in _compose_containers(client, project, "referee") if c["State"] == "running"]
+                assert len(referees) == 2, (referees, out.read_text()[-3000:])
+                victim = referees[0]
+                victim_ip = next(iter(victim["NetworkSettings"]["Networks"].values()))["IPAddress"]
+                client.api.kill(victim["Id"])
+                code = proc.wait(timeout=600)
+                # what the command left behind, before this test's own clean-up
+                left = [c["Names"] for c in _compose_containers(client, project)]
+                nets = client.networks.list(filters={"label": f"com.docker.compose.project={project}"})
+                left += [n.name for n in nets]
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
     finally:
         run(["docker-compose", "down", "--remove-orphans", "-t", "5"], e, timeout=120)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    log = out.read_text()
+    assert code == 0, log[-3000:]
     played = check_demo(results)
-    assert len({g["referee"] for g in played}) == 2, "the games were spread over both referees"
-    client = docker_client()
-    project = f"com.docker.compose.project={env['COMPOSE_PROJECT_NAME']}"
-    assert client.containers.list(all=True, filters={"label": project}) == []
+    used = {g["referee"] for g in played}
+    assert f"{victim_ip}:50051" in used and len(used) == 2, used
+    assert "taking the stack down" in log
+    assert left == [], left
 
 
 def _stack_containers(client: Any, service: str) -> list[Any]:
@@ -118,42 +149,191 @@ def _wait(what: str, cond: Any, timeout: float) -> None:
         time.sleep(0.5)
 
 
-def test_swarm_stack_survives_a_referee_killed_mid_tournament(env: dict[str, str], tmp_path: Path) -> None:
-    """``docker stack deploy`` of compose.yaml on a one-node swarm: referees found by DNS (dnsrr); one
-    is killed after the first results; its games are played again on the other; every game once."""
+def fresh_clone(dest: Path) -> Path:
+    """The repository's files as a fresh clone has them (tracked and new files; nothing git ignores:
+    no arena-out/, no docker/build-ca.pem, no .venv)."""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True,
+                            check=True, timeout=60).stdout.decode().split("\0")
+    for rel in filter(None, listed):
+        src = ROOT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    return dest
+
+
+def test_documented_swarm_steps_from_a_fresh_clone_survive_a_killed_referee(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """docs/deploy.md's Swarm step, verbatim (`docker/swarm-demo.sh`), in a fresh clone on a one-node
+    swarm with no image registry (tokens, base image, build, the results folder, deploy, follow, tear
+    down); one referee task is killed after the first stored results: the arena retires it and the
+    store holds every game exactly once; the stack and its network are gone at the end."""
     client = docker_client()
-    results = tmp_path / "results"
-    results.mkdir()
-    e = {**env, "ALLFOURS_RESULTS": str(results)}
-    r = run(["docker-compose", "build"], e, timeout=900)
-    assert r.returncode == 0, r.stderr[-3000:]
+    clone = fresh_clone(tmp_path / "clone")
+    results = clone / "arena-out" / "compose"  # the default: made by the script (a bind mount's source)
+    (step,) = [x.strip() for x in (ROOT / "docs" / "deploy.md").read_text().splitlines()
+               if x.strip().startswith("bash docker/swarm-demo.sh")]
+    e = {k: v for k, v in env.items() if not k.startswith("ALLFOURS_")}  # the script draws the tokens
+    e["ALLFOURS_STACK"] = STACK
+    out = tmp_path / "swarm.out"
     joined = client.info()["Swarm"]["LocalNodeState"] == "active"
-    if not joined:
-        r = run([DOCKER, "swarm", "init", "--advertise-addr", "127.0.0.1", "--listen-addr", "127.0.0.1:2377"], e)
-        assert r.returncode == 0, r.stderr
     try:
-        r = run([DOCKER, "stack", "deploy", "-c", "compose.yaml", "--resolve-image", "never", STACK], e)
-        assert r.returncode == 0, r.stderr
-        _wait("the first stored results", lambda: stored(results) >= 2, 300)
-        victims = _stack_containers(client, "referee")
-        assert len(victims) == 2, victims
-        victim = victims[0]
-        victim_ip = next(iter(victim.attrs["NetworkSettings"]["Networks"].values()))["IPAddress"]
-        victim.kill()
-        arena = client.services.get(f"{STACK}_arena")
-        _wait("the arena's task to complete", lambda: any(
-            t["Status"]["State"] in ("complete", "failed") for t in arena.tasks()), 600)
-        assert [t["Status"]["State"] for t in arena.tasks()] == ["complete"], arena.tasks()
-        logs = run([DOCKER, "service", "logs", "--raw", f"{STACK}_arena"], e).stdout
+        with out.open("w") as sink:
+            proc = subprocess.Popen(["bash", "-c", step], cwd=clone, env=e, stdout=sink, stderr=subprocess.STDOUT)
+            try:
+                _wait("the first stored results", lambda: stored(results) >= 2 or proc.poll() is not None, 900)
+                victims = _stack_containers(client, "referee")
+                assert len(victims) == 2, (victims, out.read_text()[-3000:])
+                victim = victims[0]
+                victim_ip = next(iter(victim.attrs["NetworkSettings"]["Networks"].values()))["IPAddress"]
+                victim.kill()
+                code = proc.wait(timeout=900)
+                left = client.api.containers(all=True, filters={"label": f"com.docker.stack.namespace={STACK}"})
+                left += client.networks.list(filters={"label": f"com.docker.stack.namespace={STACK}"})
+            finally:
+                if proc.poll() is None:
+                    proc.terminate()
+                    proc.wait(180)
     finally:
         run([DOCKER, "stack", "rm", STACK], e)
-        # the low-level list: the high-level one inspects each container, which may be gone by then
-        _wait("the stack's containers to go", lambda: not client.api.containers(
-            all=True, filters={"label": f"com.docker.stack.namespace={STACK}"}), 120)
-        if not joined:
+        if not joined and client.info()["Swarm"]["LocalNodeState"] == "active":
             run([DOCKER, "swarm", "leave", "--force"], e, timeout=60)
+    logs = out.read_text()
+    assert code == 0, logs[-3000:]
     assert "referees: dns:referee:50051 -> " in logs
-    assert "it will be played again from its seed" in logs, logs[-3000:]
+    assert "retired" in logs, logs[-3000:]
     played = check_demo(results)
     used = {g["referee"] for g in played}
-    assert f"{victim_ip}:50051" in used and len(used) == 2, used
+    assert f"{victim_ip}:50051" in used, used
+    assert left == [], left
+    assert client.info()["Swarm"]["LocalNodeState"] == ("active" if joined else "inactive")
+
+
+def test_swarm_steps_report_a_rejected_task(env: dict[str, str], tmp_path: Path) -> None:
+    """`docker stack deploy` succeeds though the swarm rejects a task (here the arena's, given a bind
+    mount whose source does not exist on the node by an extra compose file); the script reports the
+    rejection with the swarm's error in one line, fails, and removes the stack."""
+    client = docker_client()
+    missing = tmp_path / "not-on-the-node"
+    extra = tmp_path / "extra.yaml"
+    extra.write_text(f'version: "3.8"\nservices:\n  arena:\n    volumes:\n      - {missing}:/extra\n')
+    e = {k: v for k, v in env.items() if not k.startswith("ALLFOURS_")}
+    e.update(ALLFOURS_STACK=f"{STACK}r", ALLFOURS_SKIP_BUILD="1", ALLFOURS_RESULTS=str(tmp_path / "results"),
+             ALLFOURS_COMPOSE_FILES=str(extra))
+    joined = client.info()["Swarm"]["LocalNodeState"] == "active"
+    try:
+        r = run(["bash", "docker/swarm-demo.sh"], e, timeout=300)
+        left = client.api.containers(all=True, filters={"label": f"com.docker.stack.namespace={STACK}r"})
+    finally:
+        run([DOCKER, "stack", "rm", f"{STACK}r"], e)
+        if not joined and client.info()["Swarm"]["LocalNodeState"] == "active":
+            run([DOCKER, "swarm", "leave", "--force"], e, timeout=60)
+    assert r.returncode == 1, r.stderr[-2000:]
+    assert "the swarm rejected tasks of the stack" in r.stderr
+    rejected = [x for x in r.stderr.splitlines() if x.startswith(f"{STACK}r_arena.")]
+    assert rejected and "bind source path does not exist" in rejected[0], r.stderr[-2000:]
+    assert left == []
+
+
+#: The last step of docs/deploy.md's "Several machines", run on the manager (the arena's node).
+SEVERAL_MACHINES_STEP = (
+    "ALLFOURS_SKIP_BUILD=1 ALLFOURS_RESULTS=/srv/results ALLFOURS_COMPOSE_FILES=docker/placement.yaml "
+    "bash docker/swarm-demo.sh"
+)
+
+
+class SwarmNodes:
+    """``n`` swarm nodes as privileged docker-in-docker containers (docker/swarm-node-image.sh) on a
+    bridge network of their own, all labelled for clean-up; node 1 also gets ``results`` at
+    /srv/results (the arena's results folder, read by the test on the host)."""
+
+    def __init__(self, client: Any, image: str, n: int, results: Path):
+        self.client = client
+        self.prefix = f"{STACK}-node"
+        self.labels = {"org.allfours.test": self.prefix}
+        self.net = client.networks.create(f"{self.prefix}s", driver="bridge", labels=self.labels)
+        self.nodes: list[Any] = []
+        for k in range(1, n + 1):
+            mounts = {str(results): {"bind": "/srv/results", "mode": "rw"}} if k == 1 else {}
+            self.nodes.append(client.containers.run(
+                image, name=f"{self.prefix}{k}", hostname=f"node{k}", privileged=True, detach=True, init=True,
+                network=self.net.name, labels=self.labels, volumes=mounts))
+
+    def sh(self, k: int, script: str, timeout: float = 120, stdin: bytes | None = None) -> str:
+        """Run ``script`` (bash) on node ``k`` (1-based); its stdout, or fail with its output."""
+        r = subprocess.run([DOCKER, "exec", "-i", self.nodes[k - 1].name, "bash", "-c", script], input=stdin,
+                           capture_output=True, timeout=timeout)
+        assert r.returncode == 0, f"node{k}: {script}: {r.stdout[-1500:]!r} {r.stderr[-1500:]!r}"
+        return r.stdout.decode()
+
+    def ip(self, k: int) -> str:
+        self.nodes[k - 1].reload()
+        return str(self.nodes[k - 1].attrs["NetworkSettings"]["Networks"][self.net.name]["IPAddress"])
+
+    def close(self) -> None:
+        for c in self.client.containers.list(all=True, filters={"label": f"org.allfours.test={self.prefix}"}):
+            c.remove(force=True, v=True)
+        self.net.remove()
+
+
+def test_three_machines_swarm_with_a_node_stopped_mid_run(env: dict[str, str], tmp_path: Path) -> None:
+    """docs/deploy.md, "Several machines", step by step on three nodes (docker-in-docker containers of
+    the Debian base): swarm init and join, the images loaded on each node with docker save | docker
+    load (no registry), the arena's node labelled, the results folder and the repository on it, then
+    `docker/swarm-demo.sh` with docker/placement.yaml: the arena on node 1, referees and bot workers on
+    nodes 2 and 3. Node 3 is killed (power off) after the first stored results: every game is stored
+    exactly once."""
+    client = docker_client()
+    assert SEVERAL_MACHINES_STEP in (ROOT / "docs" / "deploy.md").read_text()  # the docs say what this does
+    r = run(["bash", "docker/swarm-node-image.sh"], env, timeout=1200)
+    assert r.returncode == 0, r.stderr[-2000:]
+    node_image = r.stdout.strip().splitlines()[-1]
+    r = run(["docker-compose", "build"], env, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    results = tmp_path / "results"
+    results.mkdir()
+    image = tmp_path / "allfours.tar"
+    subprocess.run([DOCKER, "save", "-o", str(image), "allfours:dev"], check=True, timeout=600)
+    clone = fresh_clone(tmp_path / "clone")
+    nodes = SwarmNodes(client, node_image, 3, results)
+    out = tmp_path / "swarm.out"
+    try:
+        for k in (1, 2, 3):
+            nodes.sh(k, "for i in $(seq 60); do docker info >/dev/null 2>&1 && exit 0; sleep 1; done; exit 1")
+        manager = nodes.ip(1)
+        nodes.sh(1, f"docker swarm init --advertise-addr {manager}")
+        token = nodes.sh(1, "docker swarm join-token -q worker").strip()
+        for k in (2, 3):
+            nodes.sh(k, f"docker swarm join --token {token} {manager}:2377")
+        for k in (1, 2, 3):  # docs: docker save allfours:dev | ssh NODE docker load
+            nodes.sh(k, "docker load -q", timeout=600, stdin=image.read_bytes())
+        nodes.sh(1, "docker node update --label-add arena=1 node1")
+        tar = subprocess.run(["tar", "-C", str(clone), "-c", "."], capture_output=True, check=True, timeout=120).stdout
+        nodes.sh(1, "mkdir -p /srv/allfours && tar -C /srv/allfours -x", stdin=tar)
+        with out.open("w") as sink:
+            proc = subprocess.Popen(
+                [DOCKER, "exec", nodes.nodes[0].name, "bash", "-c", f"cd /srv/allfours && {SEVERAL_MACHINES_STEP}"],
+                stdout=sink, stderr=subprocess.STDOUT)
+            try:
+                _wait("the first stored results", lambda: stored(results) >= 2 or proc.poll() is not None, 900)
+                placed = nodes.sh(1, "docker stack ps allfours --filter desired-state=running "
+                                     "--format '{{.Name}} {{.Node}}'").split("\n")
+                nodes.nodes[2].kill()  # node 3: power off
+                code = proc.wait(timeout=900)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait(30)
+    finally:
+        nodes.close()
+    log = out.read_text()
+    assert code == 0, log[-3000:]
+    where = dict(line.split() for line in placed if line.strip())
+    assert {n for t, n in where.items() if t.startswith("allfours_arena.")} == {"node1"}, where
+    elsewhere = {n for t, n in where.items() if not t.startswith("allfours_arena.")}
+    assert elsewhere == {"node2", "node3"}, where
+    played = games(results)
+    assert len(played) == DEMO_GAMES and len({g["game_id"] for g in played}) == DEMO_GAMES
+    with sqlite3.connect(results / "arena.sqlite") as db:
+        assert db.execute("select count(*), count(distinct game_id) from games").fetchone() == (DEMO_GAMES,) * 2

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The compose demo (README, "Run the demo in containers"; docs/deploy.md, compose.yaml): two referees,
+# the arena and the sample bots' worker services on Debian's docker-compose 1.29, the results in
+# ${ALLFOURS_RESULTS:-arena-out/compose}. Exits with the arena's own exit status.
+#
+# Why not `docker-compose up --exit-code-from arena`: it implies --abort-on-container-exit, so a
+# referee that dies mid-run stops the whole stack, though the arena retires that referee and plays
+# its game again on the other. Here the stack runs detached, the arena's log is followed, and the
+# script waits for the arena's container alone; a dead referee is the arena's business.
+# The stack is always taken down: on success, on failure, on Ctrl-C (the EXIT trap).
+#
+# Tokens: each ALLFOURS_* token already in the environment is kept, the others are drawn here.
+# ALLFOURS_BASE: the base image (default: made here with docker/base-image.sh node, no registry).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DOCKER="${DOCKER:-/usr/bin/docker}"
+for v in ALLFOURS_ADMIN_TOKEN ALLFOURS_TOKEN_RANDOM ALLFOURS_TOKEN_HEURISTIC ALLFOURS_TOKEN_NODEJS; do
+  if [ -z "${!v:-}" ]; then export "$v=$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')"; fi
+done
+ALLFOURS_BASE="${ALLFOURS_BASE:-$(bash docker/base-image.sh node)}"
+export ALLFOURS_BASE
+[ -e docker/build-ca.pem ] || cp /etc/ssl/certs/ca-certificates.crt docker/build-ca.pem
+mkdir -p "${ALLFOURS_RESULTS:-arena-out/compose}"
+
+follow=""
+code_file=$(mktemp)
+down() {
+  status=$?
+  trap - EXIT INT TERM
+  if [ -n "$follow" ]; then kill "$follow" 2>/dev/null || true; fi
+  rm -f "$code_file"
+  echo "compose-demo: taking the stack down" >&2
+  docker-compose down --remove-orphans -t 5 >/dev/null 2>&1 \
+    || echo "compose-demo: docker-compose down failed; run it by hand" >&2
+  exit "$status"
+}
+trap down EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+docker-compose build
+docker-compose up -d --scale referee=2 --scale nodejs=2
+arena=$(docker-compose ps -q arena)
+[ -n "$arena" ] || { echo "compose-demo: the arena's container did not start" >&2; exit 1; }
+docker-compose logs -f --no-color --no-log-prefix arena &
+follow=$!
+# `wait` on a background job lets the INT/TERM traps run at once (a foreground command would delay them)
+"$DOCKER" wait "$arena" >"$code_file" &
+wait $!
+code=$(cat "$code_file")
+[ -n "$code" ] || { echo "compose-demo: lost the arena's container" >&2; exit 1; }
+sleep 1  # the last lines of the arena's log
+echo "compose-demo: the arena exited with status $code" >&2
+exit "$code"
