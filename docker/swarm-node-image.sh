@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # A Swarm node as a container: several machines on one (tests/test_docker_swarm_nodes.py; docs/deploy.md,
 # "Several machines"). The Debian base of docker/base-image.sh (python) with Debian's docker.io and
-# iptables; run it privileged, with a volume on /var/lib/docker, and it starts its own dockerd
-# (--no-new-privileges, as scripts/setup.d/10-docker.sh starts the host's). Prints the image's tag,
+# iptables; run it privileged (or, where the daemon cannot give every capability, with the ones it
+# can, seccomp/apparmor/systempaths unconfined and /sys/fs/cgroup mounted: tests/test_docker_compose.py),
+# with a volume on /var/lib/docker, and it starts its own dockerd (--no-new-privileges, as
+# scripts/setup.d/10-docker.sh starts the host's). Prints the image's tag,
 # a hash of this file and of the base: built once, then reused. Needs root and Debian's /usr/bin/docker.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import time
@@ -138,6 +139,31 @@ def test_readme_compose_command_outlives_a_referee_killed_mid_run(env: dict[str,
     assert left == [], left
 
 
+def test_readme_compose_command_takes_the_stack_down_on_ctrl_c(env: dict[str, str], tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT to the command's process group, as a terminal sends it) once the stack runs: the
+    command exits 130 and leaves no container or network of the project."""
+    client = docker_client()
+    project = f"{env['COMPOSE_PROJECT_NAME']}i"
+    e = {**env, "ALLFOURS_RESULTS": str(tmp_path / "results"), "COMPOSE_PROJECT_NAME": project}
+    proc = subprocess.Popen(["bash", "-c", f"set -euo pipefail; {readme_command('compose-command')}"], cwd=ROOT,
+                            env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        _wait("the arena's container", lambda: proc.poll() is not None or any(
+            c["State"] == "running" for c in _compose_containers(client, project, "arena")), 900)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=180)
+        left = [c["Names"] for c in _compose_containers(client, project)]
+        left += [n.name for n in client.networks.list(filters={"label": f"com.docker.compose.project={project}"})]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        run(["docker-compose", "down", "--remove-orphans", "-t", "5"], e, timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    assert "taking the stack down" in err and left == [], (left, err[-2000:])
+
+
 def _stack_containers(client: Any, service: str) -> list[Any]:
     return client.containers.list(filters={"label": f"com.docker.swarm.service.name={STACK}_{service}"})
 
@@ -243,10 +269,20 @@ SEVERAL_MACHINES_STEP = (
 )
 
 
+#: Capabilities of a node container: every one this machine's daemon may give (a privileged
+#: container asks for all the kernel knows, and this machine's bounding set lacks SYS_RESOURCE).
+NODE_CAPS = ["CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID", "SETPCAP",
+             "LINUX_IMMUTABLE", "NET_BIND_SERVICE", "NET_BROADCAST", "NET_ADMIN", "NET_RAW", "IPC_LOCK", "IPC_OWNER",
+             "SYS_MODULE", "SYS_RAWIO", "SYS_CHROOT", "SYS_PTRACE", "SYS_PACCT", "SYS_ADMIN", "SYS_BOOT", "SYS_NICE",
+             "SYS_TIME", "SYS_TTY_CONFIG", "MKNOD", "LEASE", "AUDIT_WRITE", "AUDIT_CONTROL", "SETFCAP",
+             "MAC_OVERRIDE", "MAC_ADMIN", "SYSLOG", "WAKE_ALARM", "BLOCK_SUSPEND", "AUDIT_READ"]
+
+
 class SwarmNodes:
-    """``n`` swarm nodes as privileged docker-in-docker containers (docker/swarm-node-image.sh) on a
-    bridge network of their own, all labelled for clean-up; node 1 also gets ``results`` at
-    /srv/results (the arena's results folder, read by the test on the host)."""
+    """``n`` swarm nodes as docker-in-docker containers (docker/swarm-node-image.sh) on a bridge network
+    of their own, all labelled for clean-up: not privileged (see :data:`NODE_CAPS`) but unconfined, with
+    the host's cgroup tree (each node's dockerd puts its containers under ``/<name>``); node 1 also gets
+    ``results`` at /srv/results (the arena's results folder, read by the test on the host)."""
 
     def __init__(self, client: Any, image: str, n: int, results: Path):
         self.client = client
@@ -255,10 +291,14 @@ class SwarmNodes:
         self.net = client.networks.create(f"{self.prefix}s", driver="bridge", labels=self.labels)
         self.nodes: list[Any] = []
         for k in range(1, n + 1):
-            mounts = {str(results): {"bind": "/srv/results", "mode": "rw"}} if k == 1 else {}
+            mounts = {"/sys/fs/cgroup": {"bind": "/sys/fs/cgroup", "mode": "rw"}}
+            if k == 1:
+                mounts[str(results)] = {"bind": "/srv/results", "mode": "rw"}
             self.nodes.append(client.containers.run(
-                image, name=f"{self.prefix}{k}", hostname=f"node{k}", privileged=True, detach=True, init=True,
-                network=self.net.name, labels=self.labels, volumes=mounts))
+                image, ["dockerd", "--no-new-privileges", "--cgroup-parent", f"/{self.prefix}{k}"],
+                name=f"{self.prefix}{k}", hostname=f"node{k}", detach=True, init=True, network=self.net.name,
+                labels=self.labels, volumes=mounts, tmpfs={"/run": ""}, cap_add=NODE_CAPS,
+                security_opt=["seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"]))
 
     def sh(self, k: int, script: str, timeout: float = 120, stdin: bytes | None = None) -> str:
         """Run ``script`` (bash) on node ``k`` (1-based); its stdout, or fail with its output."""
@@ -272,9 +312,14 @@ class SwarmNodes:
         return str(self.nodes[k - 1].attrs["NetworkSettings"]["Networks"][self.net.name]["IPAddress"])
 
     def close(self) -> None:
+        """Remove the nodes (their containers die with them), their volumes, network and cgroups."""
         for c in self.client.containers.list(all=True, filters={"label": f"org.allfours.test={self.prefix}"}):
             c.remove(force=True, v=True)
         self.net.remove()
+        for top in Path("/sys/fs/cgroup").glob(f"*/{self.prefix}*"):  # the nodes' containers' (empty now)
+            for d in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+                d.rmdir()
+            top.rmdir()
 
 
 def test_three_machines_swarm_with_a_node_stopped_mid_run(env: dict[str, str], tmp_path: Path) -> None:
