@@ -290,15 +290,26 @@ class SwarmNodes:
         self.labels = {"org.allfours.test": self.prefix}
         self.net = client.networks.create(f"{self.prefix}s", driver="bridge", labels=self.labels)
         self.nodes: list[Any] = []
+        try:
+            self._start(image, n, results)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, image: str, n: int, results: Path) -> None:
         for k in range(1, n + 1):
-            mounts = {"/sys/fs/cgroup": {"bind": "/sys/fs/cgroup", "mode": "rw"}}
-            if k == 1:
-                mounts[str(results)] = {"bind": "/srv/results", "mode": "rw"}
-            self.nodes.append(client.containers.run(
-                image, ["dockerd", "--no-new-privileges", "--cgroup-parent", f"/{self.prefix}{k}"],
-                name=f"{self.prefix}{k}", hostname=f"node{k}", detach=True, init=True, network=self.net.name,
-                labels=self.labels, volumes=mounts, tmpfs={"/run": ""}, cap_add=NODE_CAPS,
-                security_opt=["seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"]))
+            # the CLI: the SDK cannot say systempaths=unconfined (no masked or read-only /proc paths)
+            extra = ["-v", f"{results}:/srv/results"] if k == 1 else []
+            r = subprocess.run(
+                [DOCKER, "run", "-d", "--name", f"{self.prefix}{k}", "--hostname", f"node{k}", "--init",
+                 "--network", self.net.name, "--label", f"org.allfours.test={self.prefix}", "--tmpfs", "/run",
+                 "-v", "/var/lib/docker", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", *extra,
+                 *(f"--cap-add={c}" for c in NODE_CAPS),
+                 *(f"--security-opt={o}=unconfined" for o in ("seccomp", "apparmor", "systempaths")),
+                 image, "dockerd", "--no-new-privileges", "--cgroup-parent", f"/{self.prefix}{k}"],
+                capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0, r.stderr
+            self.nodes.append(self.client.containers.get(f"{self.prefix}{k}"))
 
     def sh(self, k: int, script: str, timeout: float = 120, stdin: bytes | None = None) -> str:
         """Run ``script`` (bash) on node ``k`` (1-based); its stdout, or fail with its output."""
