@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A Swarm node as a container: several machines on one (tests/test_docker_swarm_nodes.py; docs/deploy.md,
+# A Swarm node as a container: several machines on one (tests/test_docker_compose.py; docs/deploy.md,
 # "Several machines"). The Debian base of docker/base-image.sh (python) with Debian's docker.io and
 # iptables; run it privileged (or, where the daemon cannot give every capability, with the ones it
 # can, seccomp/apparmor/systempaths unconfined and /sys/fs/cgroup mounted: tests/test_docker_compose.py),
