@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 PROBE = r"""
 import socket, struct, sys
 gateway = sys.argv[1]
-for name in ("outside-helper.example", "exfil.attacker.test"):
+for name in ("exfil.attacker.test",):
     try:
         socket.getaddrinfo(name, 80)
         print("LOOKUP", name, "resolved")
@@ -102,8 +102,9 @@ def test_control_a_plain_network_lookup_reaches_the_canary() -> None:
         gateway = _gateway(net)
         canary = CanaryResolver(gateway)
         try:
-            client.containers.run(base_image("python"), ["python3", "-c", PROBE, gateway], network=net.name,
-                                  dns=[gateway], remove=True)
+            lookup = "import socket\ntry:\n    socket.getaddrinfo('control.attacker.test', 80)\nexcept OSError: pass"
+            client.containers.run(base_image("python"), ["python3", "-c", lookup], network=net.name,
+                                  dns=[gateway], remove=True)  # through Docker's resolver (127.0.0.11) only
         finally:
             canary.close()
     finally:
@@ -131,7 +132,7 @@ def test_a_bot_container_sends_no_query_for_an_outside_name(tmp_path: Path) -> N
         sandbox.close()
     lines = log.read_text().splitlines()
     assert code == 0, lines
-    assert [x.rsplit(" ", 1)[1] for x in lines if x.startswith("LOOKUP")] == ["failed", "failed"], lines
+    assert [x.rsplit(" ", 1)[1] for x in lines if x.startswith("LOOKUP")] == ["failed"], lines
     assert {x for x in lines if x.startswith("RAW")} == {f"RAW {gateway} no answer", "RAW 127.0.0.11 no answer"}
     assert canary.queries == []
     assert leftovers(client, key) == []
