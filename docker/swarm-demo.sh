@@ -41,7 +41,9 @@ if [ "${ALLFOURS_SKIP_BUILD:-}" != 1 ]; then
 fi
 
 inited=""
+gwbridge=""  # swarm init makes the bridge docker_gwbridge, which swarm leave keeps: removed if made here
 if [ "$("$DOCKER" info --format '{{.Swarm.LocalNodeState}}')" != active ]; then
+  "$DOCKER" network inspect docker_gwbridge >/dev/null 2>&1 || gwbridge=1
   addr="${ALLFOURS_SWARM_ADDR:-127.0.0.1}"
   say "this node is in no swarm: docker swarm init --advertise-addr $addr"
   "$DOCKER" swarm init --advertise-addr "$addr" --listen-addr "$addr:2377" >/dev/null
@@ -60,7 +62,11 @@ teardown() {
       && [ -z "$("$DOCKER" network ls -q --filter "label=com.docker.stack.namespace=$STACK")" ] && break
     sleep 1
   done
-  if [ -n "$inited" ]; then say "docker swarm leave --force"; "$DOCKER" swarm leave --force >/dev/null || true; fi
+  if [ -n "$inited" ]; then
+    say "docker swarm leave --force"
+    "$DOCKER" swarm leave --force >/dev/null || true
+    if [ -n "$gwbridge" ]; then "$DOCKER" network rm docker_gwbridge >/dev/null 2>&1 || true; fi
+  fi
   exit "$status"
 }
 trap teardown EXIT

@@ -234,6 +234,8 @@ def test_documented_swarm_steps_from_a_fresh_clone_survive_a_killed_referee(
     assert f"{victim_ip}:50051" in used, used
     assert left == [], left
     assert client.info()["Swarm"]["LocalNodeState"] == ("active" if joined else "inactive")
+    if not joined:  # swarm init's bridge goes with the swarm the script made
+        assert not client.networks.list(names=["docker_gwbridge"])
 
 
 def test_swarm_steps_report_a_rejected_task(env: dict[str, str], tmp_path: Path) -> None:
