@@ -301,9 +301,7 @@ def test_a_worker_killed_mid_game_forfeits_only_that_game_and_is_restarted(tmp_p
 def test_a_bot_whose_workers_keep_dying_forfeits_its_games_at_once(tmp_path: Path) -> None:
     dying = '["{python}", "-c", "import sys; sys.exit(\'no weights\')"]'
     cfg = write_config(tmp_path, worker_bot("dying", dying) + worker_bot("fine"), gpp=4)
-    start = time.monotonic()
     done = run(cfg)
-    elapsed = time.monotonic() - start
     assert done.returncode == 0, done.stdout + done.stderr
     games = rows(cfg)
     assert len(games) == 4
@@ -313,8 +311,8 @@ def test_a_bot_whose_workers_keep_dying_forfeits_its_games_at_once(tmp_path: Pat
         (reason,) = g["reasons"]
         assert reason.startswith(f"side {side} (dying) forfeited: broken: its workers died 3 times in a row")
         assert "no weights" in reason
-    # join_ms is 20 s: the games were not left to time out
-    assert elapsed < 20, elapsed
+    # The reason above says "broken", not no_show: the games were forfeited at once, not left to run
+    # out join_ms (20 s); an outcome, so a busy machine cannot fail it.
 
 
 # ------------------------------------------------------------------------------------ remote workers
