@@ -25,7 +25,7 @@ import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO, TypeAlias
+from typing import TextIO, TypeAlias
 
 #: Bumped when the record format changes; written in the header as ``record_version``.
 RECORD_VERSION = 1
@@ -152,7 +152,7 @@ def _open_private(path: Path) -> TextIO:
         raise
 
 
-def read_record(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+def read_record(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, object]]]:
     """Parse record lines into ``(line number, object)``; blank lines are skipped.
 
     :raises RecordError: naming the line for text that is not a JSON object with a ``type``.

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from referee.dealing import SHUFFLE_VERSION, deck_for, first_dealer_by_cut, parse_seed, verify_commitment
 from referee.record import RECORD_VERSION, RecordError, read_record
@@ -74,14 +74,14 @@ def _fail(msg: str, line: int | None = None) -> NoReturn:
     raise _Fail(msg, line)
 
 
-def _int(o: dict[str, Any], key: str) -> int:
+def _int(o: dict[str, object], key: str) -> int:
     v = o.get(key)
     if not isinstance(v, int) or isinstance(v, bool):
         _fail(f"{o['type']}.{key} must be a whole number, not {v!r}")
     return v
 
 
-def _opt_side(o: dict[str, Any], key: str) -> int | None:
+def _opt_side(o: dict[str, object], key: str) -> int | None:
     v = o.get(key)
     if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v not in (0, 1)):
         _fail(f"{o['type']}.{key} must be a side (0 or 1) or null, not {v!r}")
@@ -135,10 +135,10 @@ def verify_lines(lines: Iterable[str]) -> str:
 class _Verifier:
     """The state of one verification, line by line (see :func:`verify_lines`)."""
 
-    def __init__(self, items: list[tuple[int, dict[str, Any]]]) -> None:
+    def __init__(self, items: list[tuple[int, dict[str, object]]]) -> None:
         self.items = items
         self.header = items[0][1]
-        self.result: dict[str, Any] = {}
+        self.result: dict[str, object] = {}
         self.seed = b""
         self.rules = RuleSet()
         self.games = 0
@@ -165,10 +165,11 @@ class _Verifier:
             _fail(f"unknown record_version {h.get('record_version')!r} (this verifier knows {RECORD_VERSION})")
         if h.get("shuffle", SHUFFLE_VERSION) != SHUFFLE_VERSION:
             _fail(f"unknown shuffle {h.get('shuffle')!r} (this verifier knows {SHUFFLE_VERSION})")
-        if not isinstance(h.get("rules"), dict):
-            _fail(f"header.rules must be an object, not {h.get('rules')!r}")
+        rules = h.get("rules")
+        if not isinstance(rules, dict):
+            _fail(f"header.rules must be an object, not {rules!r}")
         try:
-            self.rules = RuleSet.from_dict(h["rules"])
+            self.rules = RuleSet.from_dict(rules)
         except (ValueError, TypeError) as e:
             _fail(f"bad rules: {e}")
         players = self.rules.players
@@ -203,12 +204,13 @@ class _Verifier:
             self.seed = parse_seed(str(last.get("seed", "")))
         except ValueError as e:
             _fail(str(e), ns)
-        if not verify_commitment(self.seed, h["seed_commitment"]):
-            _fail(f"the seed does not hash to the header's commitment {h['seed_commitment']}", ns)
+        commitment = h.get("seed_commitment")
+        if not isinstance(commitment, str) or not verify_commitment(self.seed, commitment):
+            _fail(f"the seed does not hash to the header's commitment {commitment}", ns)
 
     # ------------------------------------------------------------------ lines
 
-    def line(self, o: dict[str, Any]) -> None:
+    def line(self, o: dict[str, object]) -> None:
         """Check one line after the shape check (the header line included: nothing more to do)."""
         t = o.get("type")
         if o is self.header:
@@ -217,13 +219,13 @@ class _Verifier:
             _fail(f"unknown line type {t!r} (record version {RECORD_VERSION} has {', '.join(LINE_TYPES)})")
         getattr(self, f"_{t}")(o)
 
-    def _header(self, o: dict[str, Any]) -> None:
+    def _header(self, o: dict[str, object]) -> None:
         _fail("a second header line")
 
-    def _seed(self, o: dict[str, Any]) -> None:
+    def _seed(self, o: dict[str, object]) -> None:
         pass  # checked with the shape
 
-    def _game(self, o: dict[str, Any]) -> None:
+    def _game(self, o: dict[str, object]) -> None:
         if self.in_game:
             _fail(f"game {self.game + 1} starts before game {self.game} ended (no game_end line)")
         self.game += 1
@@ -237,12 +239,13 @@ class _Verifier:
             expected = fd if fd is not None else first_dealer_by_cut(self.seed, self.rules.players)
         else:
             expected = self.next_dealer
-        if _int(o, "dealer") != expected:
-            _fail(f"game {game}: the first dealer should be seat {expected}, record says {o.get('dealer')}")
-        self.state = new_game(self.rules, o["dealer"])
+        dealer = _int(o, "dealer")
+        if dealer != expected:
+            _fail(f"game {game}: the first dealer should be seat {expected}, record says {dealer}")
+        self.state = new_game(self.rules, dealer)
         self.in_game = True
 
-    def _deal(self, o: dict[str, Any]) -> None:
+    def _deal(self, o: dict[str, object]) -> None:
         state = self.state
         if state is None or not self.in_game or state.phase is not Phase.DEAL:
             phase = state.phase.value if state is not None and self.in_game else "no game"
@@ -250,10 +253,11 @@ class _Verifier:
         expected_deal = state.deal_number + 1
         if o.get("game") != self.game or o.get("deal") != expected_deal:
             _fail(f"expected game {self.game} deal {expected_deal}, got game {o.get('game')} deal {o.get('deal')}")
-        if not isinstance(o.get("deck"), list):
-            _fail(f"deal.deck must be a list of 52 cards, not {o.get('deck')!r}")
+        deck_in = o.get("deck")
+        if not isinstance(deck_in, list):
+            _fail(f"deal.deck must be a list of 52 cards, not {deck_in!r}")
         try:
-            deck = parse_deck(o["deck"])
+            deck = parse_deck(deck_in)
         except ValueError as e:
             _fail(f"bad deck: {e}")
         want = deck_for(self.seed, self.game, expected_deal)
@@ -271,13 +275,13 @@ class _Verifier:
             _fail(f"{what} outside a game")
         return self.state
 
-    def _seat(self, o: dict[str, Any]) -> int:
+    def _seat(self, o: dict[str, object]) -> int:
         seat = _int(o, "seat")
         if not 0 <= seat < self.rules.players:
             _fail(f"{o['type']}.seat {seat} does not exist at a table of {self.rules.players}")
         return seat
 
-    def _action(self, o: dict[str, Any]) -> None:
+    def _action(self, o: dict[str, object]) -> None:
         state = self._playing("an action")
         seat = self._seat(o)
         seq = _int(o, "seq")
@@ -315,7 +319,7 @@ class _Verifier:
             _fail(f"the action {o.get('action')!r} of seat {seat} does not apply: {e}")
         self.n_actions += 1
 
-    def _rejected(self, o: dict[str, Any]) -> None:
+    def _rejected(self, o: dict[str, object]) -> None:
         self.n_rejected += 1
         seat = self._seat(o)
         if o.get("reason") == "protocol_error":
@@ -346,7 +350,7 @@ class _Verifier:
             return
         _fail(f"the action {o.get('action')!r} of seat {seat} was rejected but is legal")
 
-    def _game_end(self, o: dict[str, Any]) -> None:
+    def _game_end(self, o: dict[str, object]) -> None:
         state = self._playing("a game end")
         game = self.game
         if o.get("game") != game:
@@ -380,7 +384,7 @@ class _Verifier:
         self.next_dealer = next_seat(state.dealer, self.rules.players)
         self.in_game = False
 
-    def _result(self, o: dict[str, Any]) -> None:
+    def _result(self, o: dict[str, object]) -> None:
         status = o.get("status")
         if status not in STATUSES:
             _fail(f"result.status must be one of {', '.join(STATUSES)}, not {status!r}")
@@ -391,7 +395,9 @@ class _Verifier:
         players = self.rules.players
         if not isinstance(seats, list) or len(seats) != players or not all(isinstance(s, dict) for s in seats):
             _fail(f"result.seats must hold one object per seat ({players})")
-        names = self.header["seat_names"]
+        names = self.header.get("seat_names")
+        if not isinstance(names, list) or len(names) != players:
+            _fail(f"header.seat_names must hold one name per seat ({players}), not {names!r}")
         terms: list[str] = []
         for i, s in enumerate(seats):
             if s.get("seat") != i or s.get("name") != names[i]:
