@@ -17,6 +17,7 @@ import string
 import tomllib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -578,7 +579,7 @@ def _parse_time_control(p: _Problems, tc_raw: Any) -> dict[str, int]:
         if k not in _TC_KEYS:
             continue
         key = f"tournament.time_control.{k}"
-        value = p.check(lambda key=key, v=v: _int(p.path, key, v, 1, MAX_TIME_CONTROL), None)
+        value = p.check(partial(_int, p.path, key, v, 1, MAX_TIME_CONTROL), None)
         if value is None:
             continue
         try:  # the referee's own validation, and what the protocol can carry

@@ -229,7 +229,7 @@ def resolve_choice(choice: object, legal: tuple[Action, ...]) -> Action:
         action = Play(choice)
     if action not in legal:
         raise IllegalChoice(choice, legal, "not a legal action now")
-    return action  # type: ignore[return-value]
+    return action
 
 
 @runtime_checkable

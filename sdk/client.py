@@ -139,8 +139,8 @@ class BotClient:
                         return result
                     why = "the stream ended without MatchEnd"
                 except grpc.RpcError as e:
-                    code = e.code()  # type: ignore[attr-defined]
-                    why = f"{code.name}: {e.details()}"  # type: ignore[attr-defined]
+                    code = e.code()
+                    why = f"{code.name}: {e.details()}"
                     if code in FATAL_CODES or (code == grpc.StatusCode.PERMISSION_DENIED and self.info is None):
                         raise ClientError(f"the referee at {self.referee} refused the seat: {why}") from None
                 now = time.monotonic()

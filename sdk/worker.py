@@ -114,8 +114,8 @@ class LobbyWorker:
                     self._session(stub)
                     why = "the stream ended"
                 except grpc.RpcError as e:
-                    code = e.code()  # type: ignore[attr-defined]
-                    why = f"{code.name}: {e.details()}"  # type: ignore[attr-defined]
+                    code = e.code()
+                    why = f"{code.name}: {e.details()}"
                     if code in FATAL_CODES:
                         raise WorkerError(f"lobby {self.lobby} refused the worker: {why}") from None
                 if self._registered:  # a session that got as far as Registered, however it ended

@@ -19,7 +19,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from rich.console import Console
 from rich.markup import escape
@@ -325,6 +325,12 @@ def open_sandbox(config: TournamentConfig, output: Path, addresses: Sequence[str
     return sandbox
 
 
+class ErrorLine(Protocol):
+    """Prints ``label: message`` as one line on the error console (``label`` is ``error`` unless given)."""
+
+    def __call__(self, message: str, label: str = "error") -> None: ...
+
+
 def run_command(args: argparse.Namespace, console: Console, err: Console | None = None) -> int:
     """``arena run``: see the module docstring for the exit status."""
     from arena.play.referees import RefereeError
@@ -465,6 +471,7 @@ def _serve_league(
         closers.insert(0, web.stop)
         league.after_game.append(lambda result, t: web.notify())
         refreshed.append(web.notify)
+    assert league.tournament is not None  # open() set it or raised
     league.publish(league.tournament)
     console.print("serving: SIGHUP re-reads the config, SIGTERM stops", highlight=False)
     league.serve()
@@ -489,7 +496,7 @@ def _start_web(args: argparse.Namespace, output: Path, publisher: LivePublisher,
 def _open_and_play(
     args: argparse.Namespace,
     console: Console,
-    error: Callable[[str], None],
+    error: ErrorLine,
     config: TournamentConfig,
     output: Path,
     get_runner: Callable[[], GameRunner],
@@ -554,7 +561,7 @@ def _open_lobby(config: TournamentConfig, t: Tournament, runner: GameRunner, out
 def _play(
     args: argparse.Namespace,
     console: Console,
-    error: Callable[[str], None],
+    error: ErrorLine,
     config: TournamentConfig,
     t: Tournament,
     pending: Sequence[ScheduledGame],
@@ -611,7 +618,7 @@ def _play(
 def _check_bots(
     args: argparse.Namespace,
     console: Console,
-    error: Callable[[str], None],
+    error: ErrorLine,
     runner: GameRunner,
     pending: Sequence[ScheduledGame],
 ) -> int:

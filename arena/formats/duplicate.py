@@ -99,7 +99,7 @@ def _variances(
     def within(values: np.ndarray, squares: np.ndarray, count: np.ndarray) -> np.ndarray:
         """Squared deviations from each block's mean, summed over blocks (sum x^2 - (sum x)^2 / n)."""
         sums = np.add.reduceat(values, starts, axis=1)
-        return (np.add.reduceat(squares, starts, axis=1) - sums**2 / count).sum(axis=1)
+        return np.asarray((np.add.reduceat(squares, starts, axis=1) - sums**2 / count).sum(axis=1))
 
     game_ss = within(first + second, first**2 + second**2, 2 * sizes)
     means = (first + second) / 2.0

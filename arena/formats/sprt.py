@@ -111,7 +111,7 @@ def _tilted(p: np.ndarray, shift: np.ndarray) -> np.ndarray:
         return float(np.sum(p * shift / (1.0 + x * shift)))
 
     eps = 1e-9
-    x = brentq(constraint, -1.0 / hi + eps, -1.0 / lo - eps, xtol=1e-15, rtol=1e-15, maxiter=500)
+    x = float(brentq(constraint, -1.0 / hi + eps, -1.0 / lo - eps, xtol=1e-15, rtol=1e-15, maxiter=500))
     return p / (1.0 + x * shift)
 
 

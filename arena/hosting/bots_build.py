@@ -19,6 +19,7 @@ own error line).
 from __future__ import annotations
 
 import importlib.metadata
+import inspect
 import json
 import re
 import shutil
@@ -118,7 +119,7 @@ def make_context(build: BotBuild, into: Path, ca_bundle: Path) -> None:
         shutil.copyfile(DOCKER_DIR / "bot-python.Dockerfile", into / "Dockerfile")
         (into / "sdk-requirements.txt").write_text(_sdk_requirements(), encoding="utf-8")
         for pkg in (allfours, referee, sdk):
-            src = Path(pkg.__file__).parent
+            src = Path(inspect.getfile(pkg)).parent
             shutil.copytree(src, into / "allfours" / src.name, ignore=_SKIP)
     else:
         shutil.copyfile(DOCKER_DIR / "bot-node.Dockerfile", into / "Dockerfile")

@@ -87,7 +87,7 @@ class _Reconnect(Exception):
 def _illegal_card(req: pb.DecisionRequest) -> str | None:
     """A card the seat may not play now: one of its own that is not legal, else one it does not hold."""
     legal = {a.card for a in req.legal_actions if a.kind == pb.ACTION_KIND_PLAY}
-    hand = list(req.observation.hand)
+    hand: list[str] = list(req.observation.hand)
     for c in hand:
         if c not in legal:
             return c

@@ -21,7 +21,7 @@ import contextlib
 import hashlib
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import grpc
 
@@ -87,7 +87,18 @@ def _unknown_field(number: int, payload: bytes) -> bytes:
     return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
-def with_unknown_field(msg: Any) -> Any:
+class _Message(Protocol):
+    """What :func:`with_unknown_field` uses of a protobuf message."""
+
+    def SerializeToString(self) -> bytes: ...
+
+    def ParseFromString(self, data: bytes) -> object: ...
+
+
+M = TypeVar("M", bound=_Message)
+
+
+def with_unknown_field(msg: M) -> M:
     """A copy of ``msg`` carrying an extra field it does not define (a newer referee's field)."""
     out = type(msg)()
     out.ParseFromString(msg.SerializeToString() + _unknown_field(UNKNOWN_FIELD, b"from a newer protocol"))
