@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, TypeVar
 
 from arena.hosting.sandbox import Limits
 from referee import wire
@@ -189,29 +189,55 @@ class TournamentConfig:
         """
         return hashlib.sha256(json.dumps(self.league_identity(), sort_keys=True).encode()).hexdigest()
 
-    def league_identity(self) -> dict[str, Any]:
+    def league_identity(self) -> LeagueIdentity:
         """:meth:`identity` without the bots and ``games_per_pairing`` (see :meth:`league_fingerprint`)."""
-        return {k: v for k, v in self.identity().items() if k not in ("bots", "games_per_pairing")}
-
-    def identity(self) -> dict[str, Any]:
-        """The JSON-ready fields the :meth:`fingerprint` is taken of (compare two with :func:`identity_changes`)."""
-        return {
+        out: LeagueIdentity = {
             "name": self.name,
             "players": self.players,
-            "games_per_pairing": self.games_per_pairing,
             "master_seed": self.master_seed.hex() if self.master_seed else None,
             "rules": self.rules.to_dict(),
             "time_control": dict(sorted(self.time_control.items())),
+        }
+        if self.sprt:
+            out["sprt"] = self.sprt.to_dict()
+        return out
+
+    def identity(self) -> ConfigIdentity:
+        """The JSON-ready fields the :meth:`fingerprint` is taken of (compare two with :func:`identity_changes`)."""
+        return {
+            **self.league_identity(),
+            "games_per_pairing": self.games_per_pairing,
             "bots": [[b.name, b.version] for b in self.bots],
-            **({"sprt": self.sprt.to_dict()} if self.sprt else {}),
         }
 
 
-def _flat_identity(identity: Mapping[str, Any]) -> dict[str, Any]:
+class LeagueIdentity(TypedDict):
+    """What may never change in one output folder (JSON, kept in the store's meta table to name what a
+    later config changed): the tournament's ``name`` and ``players``, its ``master_seed`` (hex, None
+    unless the config fixes one), ``rules`` (:meth:`RuleSet.to_dict`), ``time_control`` (option ->
+    milliseconds or count, sorted) and ``sprt`` (:meth:`SprtSettings.to_dict`, only for that format)."""
+
+    name: str
+    players: int
+    master_seed: str | None
+    rules: dict[str, object]
+    time_control: dict[str, int]
+    sprt: NotRequired[dict[str, object]]
+
+
+class ConfigIdentity(LeagueIdentity):
+    """A :class:`LeagueIdentity` plus what one run of a tournament fixes too: ``games_per_pairing`` and
+    the ``bots`` as ``[name, version]`` pairs in config order."""
+
+    games_per_pairing: int
+    bots: list[list[str]]
+
+
+def _flat_identity(identity: Mapping[str, object]) -> dict[str, object]:
     """An :meth:`TournamentConfig.identity` as config keys -> values (bots by name: ``bots.<name>.version``)."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for k, v in identity.items():
-        if k == "bots":
+        if k == "bots" and isinstance(v, list):
             out["bots"] = ", ".join(str(b[0]) for b in v)
             out.update({f"bots.{b[0]}.version": b[1] for b in v})
         elif isinstance(v, Mapping):
@@ -221,7 +247,7 @@ def _flat_identity(identity: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def identity_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+def identity_changes(old: Mapping[str, object], new: Mapping[str, object]) -> list[str]:
     """What differs between two :meth:`TournamentConfig.identity` values, one entry per config key,
     e.g. ``["tournament.rules.target: 7 -> 8", "bots.node.version: '2' -> '3'"]`` (``unset`` when absent)."""
     a, b = _flat_identity(old), _flat_identity(new)

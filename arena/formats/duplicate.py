@@ -37,9 +37,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 import numpy as np
 
@@ -63,13 +63,31 @@ class Efficiency:
     ratio: float
     ratio_ci: tuple[float, float]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> EfficiencyJson:
         """JSON-ready, rounded to 4 significant decimals."""
-        out = asdict(self)
-        for k in ("score", "var_game", "var_paired", "ratio"):
-            out[k] = round(out[k], 4)
-        out["ratio_ci"] = [round(x, 4) for x in self.ratio_ci]
-        return out
+        return {
+            "pairs": self.pairs,
+            "pairings": self.pairings,
+            "games": self.games,
+            "score": round(self.score, 4),
+            "var_game": round(self.var_game, 4),
+            "var_paired": round(self.var_paired, 4),
+            "ratio": round(self.ratio, 4),
+            "ratio_ci": [round(x, 4) for x in self.ratio_ci],
+        }
+
+
+class EfficiencyJson(TypedDict):
+    """:meth:`Efficiency.to_dict`: its fields, ``ratio_ci`` as ``[low, high]``."""
+
+    pairs: int
+    pairings: int
+    games: int
+    score: float
+    var_game: float
+    var_paired: float
+    ratio: float
+    ratio_ci: list[float]
 
 
 def complete_pairs(games: Sequence[Game]) -> dict[tuple[str, str], np.ndarray]:
@@ -164,9 +182,23 @@ class Precision:
     target: float
     games_needed: int
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready."""
-        return {**asdict(self), "half_width": round(self.half_width, 1)}
+    def to_dict(self) -> PrecisionJson:
+        """JSON-ready (``half_width`` to 0.1 Elo)."""
+        return {
+            "half_width": round(self.half_width, 1),
+            "games": self.games,
+            "target": self.target,
+            "games_needed": self.games_needed,
+        }
+
+
+class PrecisionJson(TypedDict):
+    """:meth:`Precision.to_dict`: its fields."""
+
+    half_width: float
+    games: int
+    target: float
+    games_needed: int
 
 
 def games_needed(ratings: Mapping[str, Any], target: float = 20.0) -> Precision | None:
@@ -191,16 +223,45 @@ def games_needed(ratings: Mapping[str, Any], target: float = 20.0) -> Precision 
 STUDY_FILE = Path(__file__).with_name("duplicate_study.json")
 
 
-def study() -> dict[str, Any] | None:
-    """The sample-bot study (:data:`STUDY_FILE`), or None if it is missing or unreadable."""
+class StudyMatchup(EfficiencyJson):
+    """One matchup of the study: ``players`` at the table, ``matchup`` (``first-second`` bot names), its
+    :class:`EfficiencyJson`, and the games one pairing needs for ±20 Elo with and without duplicate pairs
+    (``{"duplicate": n, "independent": n}``, when the score share is strictly between 0 and 1)."""
+
+    players: int
+    matchup: str
+    games_for_20_elo: NotRequired[dict[str, int]]
+
+
+class DuplicateStudy(TypedDict):
+    """:data:`STUDY_FILE`: ``pairs_per_matchup``, the ``results`` one :class:`StudyMatchup` each, and
+    ``cpu_s`` (CPU seconds the study took)."""
+
+    pairs_per_matchup: int
+    results: list[StudyMatchup]
+    cpu_s: NotRequired[float]
+
+
+def study() -> DuplicateStudy | None:
+    """The sample-bot study (:data:`STUDY_FILE`, committed as ``benchmarks/duplicate.py --write`` wrote it),
+    or None if it is missing or unreadable."""
     try:
         data = json.loads(STUDY_FILE.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) else None
+    return cast(DuplicateStudy, data) if isinstance(data, dict) else None
 
 
-def precision_facts(ratings: Mapping[str, Any], games: Sequence[Game], target: float = 20.0) -> dict[str, Any]:
+class PrecisionFacts(TypedDict):
+    """:func:`precision_facts`: the widest interval ``now`` (None without games), the ``efficiency`` of
+    this tournament's duplicate pairs (None without complete pairs) and the leaderboard's ``lines``."""
+
+    now: PrecisionJson | None
+    efficiency: EfficiencyJson | None
+    lines: list[str]
+
+
+def precision_facts(ratings: Mapping[str, Any], games: Sequence[Game], target: float = 20.0) -> PrecisionFacts:
     """What the leaderboard says about precision: the widest interval now and the games for ``±target``
     (:func:`games_needed`), the duplicate efficiency measured on ``games`` (:func:`efficiency`, 200
     resamples) and on the sample bots (:func:`study`), as JSON-ready values and ``lines`` of text."""

@@ -26,7 +26,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -183,7 +183,7 @@ class Store:
         self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     def claim(
-        self, fingerprint: str, master_seed_hex: str, commitment: str, identity: dict[str, Any] | None = None
+        self, fingerprint: str, master_seed_hex: str, commitment: str, identity: Mapping[str, object] | None = None
     ) -> str:
         """Bind this store to one tournament, or check that it already is; returns the master seed hex.
 

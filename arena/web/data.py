@@ -18,10 +18,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias, TypedDict
 
 from arena.ratings.fit import DEFAULT_BOOTSTRAP, games_from_mapping
 from arena.ratings.publication import LivePublisher, final_ratings
@@ -39,6 +39,21 @@ _COLUMNS = (
     "game_id, match_id, pair_id, side0, side1, score0, score1, winner, reasons, record_path, seed, first_dealer,"
     " duration_s, extra"
 )
+
+
+#: A parameter of a query: text, a whole number or NULL.
+SqlParam: TypeAlias = str | int | None
+
+
+class GamesPage(TypedDict):
+    """:meth:`WebData.games`: the ``games`` of the page (:meth:`WebData.game_row` rows, newest first),
+    the ``total`` games the filter selects, this ``page`` (1-based), ``per_page`` and the ``pages``."""
+
+    games: list[dict[str, Any]]
+    total: int
+    page: int
+    per_page: int
+    pages: int
 
 
 class NotFound(LookupError):
@@ -76,10 +91,10 @@ class GamesQuery:
         if self.page < 1 or not 1 <= self.per_page <= MAX_PER_PAGE:
             raise BadQuery(f"page must be >= 1 and per_page between 1 and {MAX_PER_PAGE}")
 
-    def where(self) -> tuple[str, list[Any]]:
+    def where(self) -> tuple[str, list[SqlParam]]:
         """The SQL condition and its parameters."""
         cond: list[str] = []
-        args: list[Any] = []
+        args: list[SqlParam] = []
         if self.bot:
             cond.append("(side0 = ? OR side1 = ?)")
             args += [self.bot, self.bot]
@@ -120,7 +135,7 @@ class WebData:
         db.execute("PRAGMA query_only = ON")
         return db
 
-    def _query(self, sql: str, args: Any = ()) -> list[tuple[Any, ...]]:
+    def _query(self, sql: str, args: Sequence[SqlParam] = ()) -> list[tuple[Any, ...]]:
         db = self._connect()
         if db is None:
             return []
@@ -194,7 +209,9 @@ class WebData:
         return result
 
     # ------------------------------------------------------------------ games
-    def _results(self, where: str, args: list[Any], tail: str = " ORDER BY stored_at, game_id") -> list[GameResult]:
+    def _results(
+        self, where: str, args: Sequence[SqlParam], tail: str = " ORDER BY stored_at, game_id"
+    ) -> list[GameResult]:
         rows = self._query(f"SELECT {_COLUMNS} FROM games{where}{tail}", args)
         return [
             GameResult(
@@ -222,7 +239,7 @@ class WebData:
         row["replay_open"] = pair_done or revealed
         return row
 
-    def games(self, q: GamesQuery) -> dict[str, Any]:
+    def games(self, q: GamesQuery) -> GamesPage:
         """A page of the games list, newest first: ``{"games": [row], "total", "page", "per_page", "pages"}``.
 
         :raises BadQuery: see :meth:`GamesQuery.check`.

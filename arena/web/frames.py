@@ -13,7 +13,7 @@ per-seat view holds exactly what that seat could see at that moment and nothing 
 
 The deck orders of the record's ``deal`` lines and its ``seed`` line never reach a frame.
 
-A frame (JSON-ready dict)::
+A frame (JSON-ready: :class:`Frame`)::
 
     {"i": 0, "game": 1, "deal": 1, "kind": "deal" | "game" | "action" | "rejected" | "game_end" | "result",
      "text": "seat 1 (heuristic) begs", "events": ["kick JH", "side 0 scores 3 for kick (3-0)"],
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from referee.events import Event, step_events
 from referee.rules import (
@@ -59,7 +59,102 @@ class RecordReplayError(ValueError):
     """A record line that cannot be replayed (malformed, or an action the engine refuses)."""
 
 
-def _cards(cards: Iterable[Any]) -> list[str]:
+class TrickView(TypedDict):
+    """A completed trick of the deal: who ``leader`` led, the ``cards`` in play order, the ``winner`` seat."""
+
+    leader: int
+    cards: list[str]
+    winner: int | None
+
+
+class PointsView(TypedDict):
+    """Points scored in the deal: ``value`` points to ``side`` for ``kind`` (``kick``, ``high``, ...)."""
+
+    side: int
+    kind: str
+    value: int
+
+
+class TableView(TypedDict, total=False):
+    """The table of a frame, from one observation (:func:`observation_frame` sets every key; a frame
+    before the first game has none). Cards in notation (``"TH"``); ``hands`` per seat, ``None`` for a
+    hand the view may not see; ``exposed`` as ``[seat, card]``."""
+
+    phase: str
+    dealer: int
+    to_act: int | None
+    scores: list[int]
+    trump: str | None
+    kicks: list[str]
+    begged: bool
+    hands: list[list[str] | None]
+    hand_sizes: list[int]
+    exposed: list[list[int | str]]
+    called: str | None
+    trick_leader: int
+    trick: list[str]
+    tricks: list[TrickView]
+    points: list[PointsView]
+
+
+class WonTrick(TypedDict):
+    """The trick a step completed: its ``winner`` seat and its ``cards``."""
+
+    winner: int | None
+    cards: list[str]
+
+
+class ResultSeat(TypedDict):
+    """One seat of the record's result line, as a frame shows it (``detail`` blank for another seat's
+    view of a seat); each value as the record has it, None when absent."""
+
+    seat: int | None
+    name: str | None
+    termination: str | None
+    detail: str | None
+    strikes: int | None
+    illegal: int | None
+
+
+class FrameStep(TypedDict, total=False):
+    """What a step adds to its frame: ``won_trick`` (a trick completed), ``seat`` (who acted or was
+    refused), ``final_scores`` (a game's end), ``result_seats`` and ``winner`` (the match's result)."""
+
+    won_trick: WonTrick
+    seat: int
+    final_scores: list[int]
+    result_seats: list[ResultSeat]
+    winner: int | None
+
+
+class Frame(TableView, FrameStep):
+    """One step of the replay (see the module docstring): ``i`` (its index), ``game`` and ``deal``
+    numbers, ``kind`` of step, its ``text`` and the ``events`` it caused as text, ``trick_done``,
+    ``games_won`` per side, the :class:`TableView` after it and what the :class:`FrameStep` adds."""
+
+    i: int
+    game: int
+    deal: int
+    kind: str
+    text: str
+    events: list[str]
+    trick_done: bool
+    games_won: list[int]
+
+
+class Replay(TypedDict):
+    """:func:`replay_frames`: the ``view`` (:data:`ALL` or a seat), ``players``, ``seat_names``,
+    ``rules`` (:meth:`RuleSet.to_dict`), the header's ``games`` and the ``frames``."""
+
+    view: str | int
+    players: int
+    seat_names: list[str]
+    rules: dict[str, Any]
+    games: int | None
+    frames: list[Frame]
+
+
+def _cards(cards: Iterable[object]) -> list[str]:
     return [str(c) for c in cards]
 
 
@@ -99,7 +194,7 @@ def describe_action(action: Action, seat: int, names: Sequence[str], out_of_turn
     return f"{who} {verb}" + (" (timed out: the first legal action)" if by == "timeout" else "")
 
 
-def observation_frame(obs: Observation, hands: Sequence[Sequence[Any] | None]) -> dict[str, Any]:
+def observation_frame(obs: Observation, hands: Sequence[Sequence[object] | None]) -> TableView:
     """The table of a frame from one observation (the public part) and the ``hands`` to show."""
     return {
         "phase": obs.phase.value,
@@ -130,38 +225,44 @@ class FrameBuilder:
     rules: RuleSet
     names: list[str]
     view: str | int = ALL
-    frames: list[dict[str, Any]] = field(default_factory=list)
+    frames: list[Frame] = field(default_factory=list)
     state: State | None = None
     game: int = 0
     games_won: list[int] = field(default_factory=lambda: [0, 0])
 
-    def _frame(self, kind: str, text: str, events: Sequence[Event] = (), **extra: Any) -> None:
+    def _frame(self, kind: str, text: str, events: Sequence[Event] = (), **step: Unpack[FrameStep]) -> None:
         state = self.state
-        base: dict[str, Any] = {
+        won: FrameStep = {}
+        for e in events:
+            if e.kind == "trick_won":  # the table may already be cleared for the next deal
+                won = {"won_trick": {"winner": e.seat, "cards": _cards(e.cards)}}
+        frame: Frame = {
             "i": len(self.frames),
             "game": self.game,
             "deal": 0 if state is None else state.deal_number,
             "kind": kind,
             "text": text,
             "events": [t for t in (describe_event(e, self.names) for e in events) if t],
-            "trick_done": False,
+            "trick_done": bool(won),
             "games_won": list(self.games_won),
+            **self._table(state),
+            **won,
+            **step,
         }
-        if state is not None:
-            n = self.rules.players
-            if self.view == ALL:
-                hands: list[Any] = [observe(state, s).hand for s in range(n)]
-                obs = observe(state, 0)
-            else:
-                obs = observe(state, int(self.view))
-                hands = [obs.hand if s == self.view else None for s in range(n)]
-            base.update(observation_frame(obs, hands))
-        for e in events:
-            if e.kind == "trick_won":  # the table may already be cleared for the next deal
-                base["trick_done"] = True
-                base["won_trick"] = {"winner": e.seat, "cards": _cards(e.cards)}
-        base.update(extra)
-        self.frames.append(base)
+        self.frames.append(frame)
+
+    def _table(self, state: State | None) -> TableView:
+        """The table as :attr:`view` sees it after the step (none before the first game)."""
+        if state is None:
+            return {}
+        n = self.rules.players
+        if self.view == ALL:
+            hands: list[tuple[object, ...] | None] = [observe(state, s).hand for s in range(n)]
+            obs = observe(state, 0)
+        else:
+            obs = observe(state, int(self.view))
+            hands = [obs.hand if s == self.view else None for s in range(n)]
+        return observation_frame(obs, hands)
 
     def line(self, o: Mapping[str, Any]) -> None:
         """Apply one record line (see docs/record.md) and add its frame.
@@ -218,8 +319,15 @@ class FrameBuilder:
         self._frame("game_end", f"game {o['game']} over{how}: {s0}-{s1}, {who}", final_scores=[s0, s1])
 
     def _on_result(self, o: Mapping[str, Any]) -> None:
-        seats = [
-            {k: s.get(k) for k in ("seat", "name", "termination", "detail", "strikes", "illegal")}
+        seats: list[ResultSeat] = [
+            {
+                "seat": s.get("seat"),
+                "name": s.get("name"),
+                "termination": s.get("termination"),
+                "detail": s.get("detail"),
+                "strikes": s.get("strikes"),
+                "illegal": s.get("illegal"),
+            }
             for s in o.get("seats", [])
         ]
         if self.view != ALL:  # the record keeps the engine's full message, which may name a held card
@@ -253,7 +361,7 @@ def header_info(header: Mapping[str, Any]) -> tuple[RuleSet, list[str]]:
     return rules, names
 
 
-def replay_frames(lines: Sequence[Mapping[str, Any]], view: str | int = ALL) -> dict[str, Any]:
+def replay_frames(lines: Sequence[Mapping[str, Any]], view: str | int = ALL) -> Replay:
     """The viewer's data for a record given as parsed lines (header first): ``{"view", "players",
     "seat_names", "rules", "games", "frames"}``. The header's other fields (commitment, time control)
     are public; the seed line and decks are never included.

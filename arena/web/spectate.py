@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from arena.report import live
 from arena.web.data import NotFound, WebData
-from arena.web.frames import replay_frames
+from arena.web.frames import Replay, replay_frames
 
 
-def spectator_replay(data: WebData, game_id: str, delay: int) -> dict[str, Any]:
+class SpectatorReplay(Replay):
+    """A running game's :class:`Replay` so far, ``running`` (true), the ``delay_deals`` spectators are
+    kept behind, ``hidden_from`` (the first step not shown: ``"game G deal D"``, None when all is shown)
+    and the ``game_id``."""
+
+    running: bool
+    delay_deals: int
+    hidden_from: str | None
+    game_id: str
+
+
+def spectator_replay(data: WebData, game_id: str, delay: int) -> SpectatorReplay:
     """The viewer data of running game ``game_id`` up to what a spectator may see now, plus
     ``{"running": true, "hidden_from": "game G deal D" | None, "delay_deals": delay}``.
 
@@ -36,10 +45,10 @@ def spectator_replay(data: WebData, game_id: str, delay: int) -> dict[str, Any]:
     cut = live.visible_cut(own, twins, delay)
     replay = replay_frames(lines[: max(cut, 1)])
     nxt = lines[cut] if cut < len(lines) else None
-    replay.update(
-        running=True,
-        delay_deals=delay,
-        hidden_from=None if nxt is None else f"game {nxt['game']} deal {nxt['deal']}",
-        game_id=game_id,
-    )
-    return replay
+    return {
+        **replay,
+        "running": True,
+        "delay_deals": delay,
+        "hidden_from": None if nxt is None else f"game {nxt['game']} deal {nxt['deal']}",
+        "game_id": game_id,
+    }

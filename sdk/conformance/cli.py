@@ -15,9 +15,8 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -27,7 +26,7 @@ from sdk.conformance.checks import CHECKS, Check, Mode, checks_of
 from sdk.conformance.launch import Limits, run_scenario
 from sdk.conformance.lobby import run_lobby
 from sdk.conformance.logs import RunLog
-from sdk.conformance.scenarios import build_scenarios
+from sdk.conformance.scenarios import RuleOptions, RuleValue, build_scenarios
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,21 +51,22 @@ class Report:
 _DEFAULTS = Limits()
 
 
-def parse_rules(text: str | None) -> dict[str, Any]:
+def parse_rules(text: str | None) -> dict[str, RuleValue]:
     """``"deal_in=ones,hang_jack=false"`` as rule options (values: ints, true/false, or text).
 
     :raises ValueError: naming a malformed item, an unknown option or a bad value.
     """
-    out: dict[str, Any] = {}
+    out: dict[str, RuleValue] = {}
     for item in filter(None, (t.strip() for t in (text or "").split(","))):
         key, eq, value = item.partition("=")
         if not eq:
             raise ValueError(f"--rules: {item!r} is not KEY=VALUE")
-        v: Any = value.strip()
-        if v.lower() in ("true", "false"):
-            v = v.lower() == "true"
-        elif v.lstrip("-").isdigit():
-            v = int(v)
+        text_value = value.strip()
+        v: RuleValue = text_value
+        if text_value.lower() in ("true", "false"):
+            v = text_value.lower() == "true"
+        elif text_value.lstrip("-").isdigit():
+            v = int(text_value)
         out[key.strip()] = v
     if "players" in out:
         raise ValueError("--rules: set the number of players with --players")
@@ -99,8 +99,9 @@ def selected_checks(only: Sequence[str], players: int, mode: Mode = Mode.PER_GAM
     return chosen, skips
 
 
-async def run_checks(command: Sequence[str], checks: Sequence[Check], players: int, rules: dict[str, Any],
-                     limits: Limits, on_log: Any = None, mode: Mode = Mode.PER_GAME) -> Report:
+async def run_checks(command: Sequence[str], checks: Sequence[Check], players: int, rules: RuleOptions,
+                     limits: Limits, on_log: Callable[[RunLog], None] | None = None,
+                     mode: Mode = Mode.PER_GAME) -> Report:
     """Run each scenario the checks need once, in order (per game: one bot process each; lobby mode: all
     as Assignments to one worker), then judge every check.
 
@@ -210,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0 if passed else 1
 
 
-def _progress(console: Console) -> Any:
+def _progress(console: Console) -> Callable[[RunLog], None]:
     def show(log: RunLog) -> None:
         tail = f" — {log.failure}" if log.failure else ""
         ending = "" if log.lobby is not None else f", exit {log.exit_code}"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TypeAlias
 
 from referee.dealing import shuffle
 from referee.rules import Card, Phase, RuleSet, Suit, deal, new_game
@@ -132,12 +132,18 @@ def trump_for(label: str, rules: RuleSet, dealer: int, seat: int) -> tuple[Card,
     raise AssertionError(f"no deck found for {label}")  # pragma: no cover - 200 shuffles always find one
 
 
-def _rules(base: Mapping[str, Any], **override: Any) -> RuleSet:
+#: A rule option's value (a :class:`RuleSet` field's): a whole number, true/false or text.
+RuleValue: TypeAlias = int | bool | str
+#: Rule options by :class:`RuleSet` field name, e.g. ``{"deal_in": "ones"}`` (every other at its default).
+RuleOptions: TypeAlias = Mapping[str, RuleValue]
+
+
+def _rules(base: RuleOptions, **override: RuleValue) -> RuleSet:
     return RuleSet.from_dict({**base, **override})
 
 
 #: The rule options each ``rules-…`` check sets (every other option at its default).
-RULE_OPTIONS: dict[str, dict[str, Any]] = {
+RULE_OPTIONS: dict[str, RuleOptions] = {
     "rules-deal-in-ones": {"deal_in": "ones"},
     "rules-target-21": {"target": 21},
     "rules-hang-jack-off": {"hang_jack": False},
@@ -146,7 +152,7 @@ RULE_OPTIONS: dict[str, dict[str, Any]] = {
 }
 
 
-def build_scenarios(players: int = 4, rules: Mapping[str, Any] | None = None) -> dict[str, Scenario]:
+def build_scenarios(players: int = 4, rules: RuleOptions | None = None) -> dict[str, Scenario]:
     """Every scenario by name. ``players`` (2 or 4) and ``rules`` (rule options by name, e.g.
     ``{"deal_in": "ones"}``) set the general scenarios; the ``players-2``/``players-4``, kick and
     ``rules-…`` scenarios set what they test.
@@ -154,7 +160,7 @@ def build_scenarios(players: int = 4, rules: Mapping[str, Any] | None = None) ->
     Seats: the general scenarios put the bot at seat 0 or 1; ``players-4`` at seat 3 (so a bot that
     indexes a two-entry list by seat fails there) and ``players-2`` at seat 1.
     """
-    base = {**(rules or {}), "players": players}
+    base: dict[str, RuleValue] = {**(rules or {}), "players": players}
     n = players
     general = _rules(base)
     basic = Scenario("basic", n, 0, n - 1, general, decision_ms=2000)
