@@ -19,7 +19,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, TYPE_CHECKING, Protocol
 
 from rich.console import Console
 from rich.markup import escape
@@ -49,13 +49,18 @@ from arena.tournament.runner import (
     run_games,
 )
 from arena.tournament.schedule import ScheduledGame
-from arena.tournament.store import GameResult, StoreMismatch
+from arena.tournament.store import GameResult, Store, StoreMismatch
+
+if TYPE_CHECKING:  # imported where used: docker, the lobby and the web start only when a run needs them
+    from arena.hosting.sandbox import Sandbox
+    from arena.lobby.setup import LobbySetup
+    from arena.web import WebServer
 
 #: Console width when output is not a terminal (a pipe, a CI log) and ``COLUMNS`` is not set.
 PIPE_WIDTH = 120
 
 
-def make_console(file: Any = None, stderr: bool = False) -> Console:
+def make_console(file: IO[str] | None = None, stderr: bool = False) -> Console:
     """A console on ``file`` (default stdout, or stderr): when that is not a terminal and ``COLUMNS`` is
     unset it is :data:`PIPE_WIDTH` wide, not rich's 80, so the leaderboard table is not wrapped in logs."""
     stream = file if file is not None else (sys.stderr if stderr else sys.stdout)
@@ -155,7 +160,7 @@ def token_command(args: argparse.Namespace, console: Console, err: Console) -> i
 
 
 
-def _token_from_env(args: argparse.Namespace, store: Any, err: Console, error: Callable[[str], int]) -> int:
+def _token_from_env(args: argparse.Namespace, store: Store, err: Console, error: Callable[[str], int]) -> int:
     """``arena token … --from-env VAR``: store the SHA-256 of the token in ``$VAR`` for the bot (once)."""
     from arena.lobby.tokens import token_digest
 
@@ -205,7 +210,7 @@ def referee_addresses(config: TournamentConfig, args: argparse.Namespace) -> tup
 
 def make_runner(
     config: TournamentConfig, args: argparse.Namespace, output: Path, console: Console
-) -> tuple[GameRunner, Any]:
+) -> tuple[GameRunner, Callable[[], None]]:
     """The game runner for ``args`` and a closer to call at the end (stops an embedded referee).
 
     :raises arena.play.referees.RefereeError: if a referee is unreachable or refuses the admin token.
@@ -231,7 +236,10 @@ def make_runner(
         console.print(f"referees: {', '.join(addresses)} -> {', '.join(found)}", highlight=False, soft_wrap=True)
     timeout = DNS_CONNECT_TIMEOUT_S if found != addresses else CONNECT_TIMEOUT_S  # replicas may still be starting
     try:
-        host, advertise = (sandbox.gateway, None) if sandbox is not None else embedded_referee_host(config, args, found)
+        if sandbox is not None and sandbox.gateway:  # open() set it
+            host, advertise = sandbox.gateway, None
+        else:
+            host, advertise = embedded_referee_host(config, args, found)
         pool = connect_referees(found, token, timeout, host, advertise)
     except BaseException:
         if sandbox is not None:
@@ -303,7 +311,7 @@ def embedded_referee_host(
     return host, advertise
 
 
-def open_sandbox(config: TournamentConfig, output: Path, addresses: Sequence[str]) -> Any:
+def open_sandbox(config: TournamentConfig, output: Path, addresses: Sequence[str]) -> Sandbox | None:
     """The container sandbox (:class:`arena.hosting.sandbox.Sandbox`, opened) when the tournament has container
     bots, else None. Leftovers of an earlier run of this tournament are removed first.
 
@@ -479,7 +487,7 @@ def _serve_league(
     return 0
 
 
-def _start_web(args: argparse.Namespace, output: Path, publisher: LivePublisher, console: Console) -> Any:
+def _start_web(args: argparse.Namespace, output: Path, publisher: LivePublisher, console: Console) -> WebServer:
     """``arena serve --web PORT``: the web app of ``output`` in a thread of this process, sharing the
     league's ratings ``publisher``; prints its address. :raises UsageError: if the port cannot be bound."""
     from arena.web import start_in_thread
@@ -539,7 +547,9 @@ def _open_and_play(
         t.store.close()
 
 
-def _open_lobby(config: TournamentConfig, t: Tournament, runner: GameRunner, output: Path, console: Console) -> Any:
+def _open_lobby(
+    config: TournamentConfig, t: Tournament, runner: GameRunner, output: Path, console: Console
+) -> LobbySetup | None:
     """Start the lobby and the lobby bots' workers when the config has any (else None); print where."""
     from arena.play.game import GrpcGameRunner
 

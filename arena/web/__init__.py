@@ -22,13 +22,29 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, TypedDict, Unpack
+
+if TYPE_CHECKING:  # imported where used: `arena serve` without --web starts neither
+    import uvicorn
+    from starlette.applications import Starlette
+
+    from arena.ratings.publication import LivePublisher
+
+
+class AppOptions(TypedDict, total=False):
+    """The options of :func:`arena.web.app.create_app` besides the output folder (see there)."""
+
+    spectator_delay: int
+    record: Path | None
+    bootstrap: int | None
+    publisher: LivePublisher | None
 
 #: Seconds uvicorn waits for open streams (live updates) when it stops.
 GRACEFUL_S = 1
 
 
-def _config(app: Any, host: str, port: int) -> Any:
+def _config(app: Starlette, host: str, port: int) -> uvicorn.Config:
     import uvicorn
 
     return uvicorn.Config(
@@ -37,20 +53,20 @@ def _config(app: Any, host: str, port: int) -> Any:
     )
 
 
-def _server(app: Any, host: str, port: int) -> Any:
+def _server(app: Starlette, host: str, port: int) -> uvicorn.Server:
     """A uvicorn server of ``app`` that ends the app's live-update streams first when it is told to stop
     (by a signal, or :meth:`WebServer.stop`), so that stopping never waits for an open page."""
     import uvicorn
 
     class Server(uvicorn.Server):
-        def handle_exit(self, sig: int, frame: Any) -> None:
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             app.state.web.close_streams()
             super().handle_exit(sig, frame)
 
     return Server(_config(app, host, port))
 
 
-def serve(output: Path, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
+def serve(output: Path, host: str = "127.0.0.1", port: int = 8000, **options: Unpack[AppOptions]) -> None:
     """Serve ``output`` until interrupted (``options``: see :func:`arena.web.app.create_app`).
 
     :raises OSError: if the address cannot be bound.
@@ -64,9 +80,9 @@ def serve(output: Path, host: str = "127.0.0.1", port: int = 8000, **options: An
 class WebServer:
     """A web app running in a background thread (see :func:`start_in_thread`)."""
 
-    server: Any
+    server: uvicorn.Server
     thread: threading.Thread
-    app: Any
+    app: Starlette
     port: int
 
     def notify(self) -> None:
@@ -80,7 +96,9 @@ class WebServer:
         self.thread.join(timeout)
 
 
-def start_in_thread(output: Path, host: str = "127.0.0.1", port: int = 0, **options: Any) -> WebServer:
+def start_in_thread(
+    output: Path, host: str = "127.0.0.1", port: int = 0, **options: Unpack[AppOptions]
+) -> WebServer:
     """Start the app of ``output`` on ``host:port`` (0: a free port) in a daemon thread; returns once
     it accepts connections (at most 10 s).
 
