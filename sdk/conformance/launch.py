@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO
 
 import grpc
 
@@ -126,11 +126,11 @@ async def run_scenario(scenario: Scenario, command: Sequence[str], limits: Limit
     return log
 
 
-def output_tail(out: Any) -> str:
+def output_tail(out: IO[bytes]) -> str:
     """The last TAIL_BYTES of the bot's output file ``out``, decoded (bad bytes replaced)."""
     out.seek(0, os.SEEK_END)
     out.seek(max(0, out.tell() - TAIL_BYTES))
-    return str(out.read().decode("utf-8", "replace"))
+    return out.read().decode("utf-8", "replace")
 
 
 async def play_beside(ref: ScriptedReferee, proc: asyncio.subprocess.Process, limits: Limits,

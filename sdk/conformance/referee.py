@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -120,7 +121,7 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
     :param clock: seconds since the bot's launch (for the log).
     """
 
-    def __init__(self, scenario: Scenario, ticket: str, clock: Any) -> None:
+    def __init__(self, scenario: Scenario, ticket: str, clock: Callable[[], float]) -> None:
         self.sc = scenario
         self.ticket = ticket
         self.clock = clock
