@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, TypeVar
+from typing import TYPE_CHECKING, NotRequired, TypedDict, TypeVar
 
 from arena.hosting.sandbox import Limits
 from referee import wire
@@ -65,7 +65,7 @@ class ConfigError(ValueError):
     ``"<file>: <problem>"`` when the file cannot be read or is not TOML (key ``"-"``). ``errors`` is
     ``(e,)``; a :class:`ConfigErrors` holds several."""
 
-    def __init__(self, path: str, key: str, problem: str, value: Any = None, *, show_value: bool = True):
+    def __init__(self, path: str, key: str, problem: str, value: object = None, *, show_value: bool = True):
         self.path, self.key, self.problem, self.value = path, key, problem, value
         suffix = f" (got {value!r})" if show_value else ""
         where = f"{key}: " if key != "-" else ""  # "-": the whole file (unreadable, not TOML)
@@ -293,7 +293,7 @@ _IMAGE = re.compile(r"[a-z0-9][a-z0-9_./:@-]{0,254}")
 _MEMORY = re.compile(r"(\d+)\s*([kmg]?)b?", re.IGNORECASE)
 
 
-def _int(path: str, key: str, value: Any, lo: int, hi: int | None = None) -> int:
+def _int(path: str, key: str, value: object, lo: int, hi: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(path, key, "must be a whole number", value)
     if value < lo or (hi is not None and value > hi):
@@ -302,7 +302,7 @@ def _int(path: str, key: str, value: Any, lo: int, hi: int | None = None) -> int
     return value
 
 
-def _str(path: str, key: str, value: Any) -> str:
+def _str(path: str, key: str, value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(path, key, "must be a non-empty string", value)
     return value
@@ -360,7 +360,7 @@ class _Problems:
         self.path = path
         self.errors: list[ConfigError] = []
 
-    def add(self, key: str, problem: str, value: Any = None, *, show_value: bool = True) -> None:
+    def add(self, key: str, problem: str, value: object = None, *, show_value: bool = True) -> None:
         """Note one problem at ``key``."""
         self.errors.append(ConfigError(self.path, key, problem, value, show_value=show_value))
 
@@ -380,7 +380,7 @@ class _Problems:
             raise ConfigErrors(self.errors)
 
 
-def _unknown(p: _Problems, where: str, data: Mapping[str, Any], known: Collection[str]) -> None:
+def _unknown(p: _Problems, where: str, data: Mapping[str, object], known: Collection[str]) -> None:
     """Note every key of ``data`` not in ``known``, with a "did you mean" when one is close."""
     for extra in sorted(set(data) - set(known)):
         key = f"{where}.{extra}" if where else extra
@@ -389,7 +389,7 @@ def _unknown(p: _Problems, where: str, data: Mapping[str, Any], known: Collectio
         p.add(key, f"unknown key ({hint})", data[extra])
 
 
-def parse_config(data: Mapping[str, Any], path: str = "<config>", base: Path | None = None) -> TournamentConfig:
+def parse_config(data: Mapping[str, object], path: str = "<config>", base: Path | None = None) -> TournamentConfig:
     """Validate a decoded TOML document into a :class:`TournamentConfig`.
 
     Every problem in the document is reported at once (a key whose value is bad is left out of the
@@ -448,7 +448,7 @@ def _check_lobby_bots(p: _Problems, bots: tuple[BotSpec, ...], part: _Tournament
 
 
 
-def _parse_sprt(p: _Problems, t: Mapping[str, Any], bots: Sequence[str]) -> SprtSettings | None:
+def _parse_sprt(p: _Problems, t: Mapping[str, object], bots: Sequence[str]) -> SprtSettings | None:
     """``tournament.format`` and ``[tournament.sprt]``: the SPRT settings when the format is ``"sprt"``."""
     fmt = t.get("format", "round_robin")
     raw = t.get("sprt")
@@ -509,20 +509,20 @@ class _TournamentPart:
     remote_in_4p: bool
 
 
-def _parse_name(path: str, value: Any) -> str:
+def _parse_name(path: str, value: object) -> str:
     name = _str(path, "tournament.name", value)
     if any(ch in name for ch in "/\\\x00"):
         raise ConfigError(path, "tournament.name", "may not contain slashes", name)
     return name
 
 
-def _parse_players(path: str, value: Any) -> int:
+def _parse_players(path: str, value: object) -> int:
     if value not in (2, 4) or isinstance(value, bool):
         raise ConfigError(path, "tournament.players", "must be 2 or 4", value)
     return int(value)
 
 
-def _parse_gpp(path: str, value: Any) -> int:
+def _parse_gpp(path: str, value: object) -> int:
     gpp = _int(path, "tournament.games_per_pairing", value, 2, MAX_GAMES_PER_PAIRING)
     if gpp % 2:
         raise ConfigError(
@@ -534,7 +534,7 @@ def _parse_gpp(path: str, value: Any) -> int:
     return gpp
 
 
-def _parse_seed(path: str, raw: Any) -> bytes | None:
+def _parse_seed(path: str, raw: object) -> bytes | None:
     if raw is None:
         return None
     if not isinstance(raw, str):
@@ -545,7 +545,7 @@ def _parse_seed(path: str, raw: Any) -> bytes | None:
         raise ConfigError(path, "tournament.master_seed", "must be 64 hex digits (32 bytes)", raw) from None
 
 
-def _parse_referees(p: _Problems, refs_raw: Any) -> tuple[str, ...]:
+def _parse_referees(p: _Problems, refs_raw: object) -> tuple[str, ...]:
     if not isinstance(refs_raw, list) or not all(isinstance(r, str) for r in refs_raw):
         p.add("tournament.referees", 'must be a list of "host:port" strings', refs_raw)
         return ()
@@ -562,14 +562,14 @@ def _parse_referees(p: _Problems, refs_raw: Any) -> tuple[str, ...]:
     return tuple(referees)
 
 
-def _parse_token_env(path: str, value: Any) -> str:
+def _parse_token_env(path: str, value: object) -> str:
     token_env = _str(path, "tournament.admin_token_env", value)
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", token_env):
         raise ConfigError(path, "tournament.admin_token_env", "must be an environment variable name", token_env)
     return token_env
 
 
-def _parse_rules(p: _Problems, rules_raw: Any, players: int) -> RuleSet:
+def _parse_rules(p: _Problems, rules_raw: object, players: int) -> RuleSet:
     """The rule options (checked by :class:`RuleSet`, and key by key for what the protocol can carry)."""
     default = RuleSet.from_dict({"players": players})
     if not isinstance(rules_raw, dict):
@@ -594,7 +594,7 @@ def _parse_rules(p: _Problems, rules_raw: Any, players: int) -> RuleSet:
     return rules
 
 
-def _parse_time_control(p: _Problems, tc_raw: Any) -> dict[str, int]:
+def _parse_time_control(p: _Problems, tc_raw: object) -> dict[str, int]:
     """The time-control options the config sets (each checked by the referee's own validation)."""
     if not isinstance(tc_raw, dict):
         p.add("tournament.time_control", "must be a table", tc_raw)
@@ -617,7 +617,7 @@ def _parse_time_control(p: _Problems, tc_raw: Any) -> dict[str, int]:
     return tc
 
 
-def _parse_tournament(p: _Problems, t: Mapping[str, Any], base: Path) -> _TournamentPart:
+def _parse_tournament(p: _Problems, t: Mapping[str, object], base: Path) -> _TournamentPart:
     """The ``[tournament]`` table; problems are noted in ``p``."""
     path = p.path
     _unknown(p, "tournament", t, _TOURNAMENT_KEYS)
@@ -649,13 +649,13 @@ def _parse_tournament(p: _Problems, t: Mapping[str, Any], base: Path) -> _Tourna
     )
 
 
-def _bool(path: str, key: str, value: Any) -> bool:
+def _bool(path: str, key: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(path, key, "must be true or false", value)
     return value
 
 
-def _parse_lobby(path: str, value: Any) -> str:
+def _parse_lobby(path: str, value: object) -> str:
     lobby = _str(path, "tournament.lobby", value)
     host, sep, port = lobby.rpartition(":")
     if not sep or not host or not port.isdigit() or int(port) > 65535 or any(c.isspace() for c in lobby):
@@ -663,7 +663,7 @@ def _parse_lobby(path: str, value: Any) -> str:
     return lobby
 
 
-def _parse_lobby_tls(p: _Problems, t: Mapping[str, Any], base: Path) -> tuple[str, str] | None:
+def _parse_lobby_tls(p: _Problems, t: Mapping[str, object], base: Path) -> tuple[str, str] | None:
     """``lobby_tls_cert`` and ``lobby_tls_key`` (both or neither), resolved against the config's folder."""
     cert, key = t.get("lobby_tls_cert"), t.get("lobby_tls_key")
     if cert is None and key is None:
@@ -679,7 +679,7 @@ def _parse_lobby_tls(p: _Problems, t: Mapping[str, Any], base: Path) -> tuple[st
     return pair if all(pair) else None
 
 
-def _parse_command(p: _Problems, where: str, cmd: Any, mode: str) -> tuple[str, ...]:
+def _parse_command(p: _Problems, where: str, cmd: object, mode: str) -> tuple[str, ...]:
     if mode == "remote":
         if cmd is not None:
             p.add(f"{where}.command", "a remote bot has no command (its workers dial the lobby)", cmd)
@@ -699,7 +699,7 @@ def _parse_command(p: _Problems, where: str, cmd: Any, mode: str) -> tuple[str, 
     return tuple(cmd)
 
 
-def _parse_mode(p: _Problems, where: str, b: Mapping[str, Any]) -> tuple[str, int]:
+def _parse_mode(p: _Problems, where: str, b: Mapping[str, object]) -> tuple[str, int]:
     """A bot's ``mode`` (``remote = true`` is ``mode = "remote"``) and ``workers`` (0: automatic)."""
     remote = p.check(lambda: _bool(p.path, f"{where}.remote", b.get("remote", False)), False)
     mode = b.get("mode", "remote" if remote else "per_game")
@@ -716,7 +716,7 @@ def _parse_mode(p: _Problems, where: str, b: Mapping[str, Any]) -> tuple[str, in
     return str(mode), workers
 
 
-def _parse_bot(p: _Problems, where: str, b: Mapping[str, Any], base: Path, token_env: str) -> BotSpec:
+def _parse_bot(p: _Problems, where: str, b: Mapping[str, object], base: Path, token_env: str) -> BotSpec:
     """One ``[[bots]]`` entry; problems are noted in ``p``."""
     path = p.path
     _unknown(p, where, b, _BOT_KEYS)
@@ -755,7 +755,7 @@ def _parse_bot(p: _Problems, where: str, b: Mapping[str, Any], base: Path, token
     return BotSpec(bname, str(version), cmd, cwd, dict(env), mode=mode, workers=workers)
 
 
-def _parse_bots(p: _Problems, bots_raw: Any, base: Path, token_env: str) -> tuple[BotSpec, ...]:
+def _parse_bots(p: _Problems, bots_raw: object, base: Path, token_env: str) -> tuple[BotSpec, ...]:
     """The ``[[bots]]`` entries (at least two, unique names); problems are noted in ``p``."""
     if not isinstance(bots_raw, list) or len(bots_raw) < 2:
         shown = None if bots_raw is None else len(bots_raw) if isinstance(bots_raw, list) else bots_raw
@@ -777,7 +777,7 @@ def _parse_bots(p: _Problems, bots_raw: Any, base: Path, token_env: str) -> tupl
     return tuple(bots)
 
 
-def _container(path: str, where: str, b: Mapping[str, Any]) -> tuple[str, Limits]:
+def _container(path: str, where: str, b: Mapping[str, object]) -> tuple[str, Limits]:
     """A container bot's image and limits (``cpus`` 0.05-64, ``memory`` MiB as a number or ``"512m"``/``"1g"``
     32 MiB-64 GiB, ``pids`` 8-4096); ``command`` and ``cwd`` are refused beside ``image``."""
     for key in ("command", "cwd"):
