@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 # Re-exported: the SDK's event type is the referee's (one definition, referee/events.py).
 from referee.events import EVENT_KINDS as EVENT_KINDS
@@ -319,7 +319,7 @@ def bot_name(bot: object) -> str:
     return str(getattr(bot, "name", "") or type(bot).__name__)
 
 
-def call_hook(bot: object, hook: str, arg: Any) -> None:
+def call_hook(bot: object, hook: str, arg: object) -> None:
     """Call ``bot.<hook>(arg)`` if the bot has that hook (duck-typed bots may lack it)."""
     fn = getattr(bot, hook, None)
     if callable(fn):

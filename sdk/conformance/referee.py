@@ -71,7 +71,7 @@ class BotGone(Exception):
 @dataclass(eq=False)
 class _Stream:
     number: int
-    out: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
+    out: asyncio.Queue[pb.PlayResponse | str] = field(default_factory=asyncio.Queue)  # str: CLOSE or DROP
     closed: bool = False
 
 
@@ -180,7 +180,7 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
             pass
         self.inbox.put_nowait(("ended", st, self.clock()))
 
-    def _send(self, msg: Any) -> None:
+    def _send(self, msg: pb.PlayResponse | str) -> None:
         if self.stream is not None and not self.stream.closed:
             self.stream.out.put_nowait(msg)
 
