@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict, cast
 
@@ -63,31 +63,13 @@ class Efficiency:
     ratio: float
     ratio_ci: tuple[float, float]
 
-    def to_dict(self) -> EfficiencyJson:
-        """JSON-ready, rounded to 4 significant decimals."""
-        return {
-            "pairs": self.pairs,
-            "pairings": self.pairings,
-            "games": self.games,
-            "score": round(self.score, 4),
-            "var_game": round(self.var_game, 4),
-            "var_paired": round(self.var_paired, 4),
-            "ratio": round(self.ratio, 4),
-            "ratio_ci": [round(x, 4) for x in self.ratio_ci],
-        }
-
-
-class EfficiencyJson(TypedDict):
-    """:meth:`Efficiency.to_dict`: its fields, ``ratio_ci`` as ``[low, high]``."""
-
-    pairs: int
-    pairings: int
-    games: int
-    score: float
-    var_game: float
-    var_paired: float
-    ratio: float
-    ratio_ci: list[float]
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready: the fields, floats rounded to 4 decimals, ``ratio_ci`` as ``[low, high]``."""
+        out = asdict(self)
+        for k in ("score", "var_game", "var_paired", "ratio"):
+            out[k] = round(out[k], 4)
+        out["ratio_ci"] = [round(x, 4) for x in self.ratio_ci]
+        return out
 
 
 def complete_pairs(games: Sequence[Game]) -> dict[tuple[str, str], np.ndarray]:
@@ -182,23 +164,9 @@ class Precision:
     target: float
     games_needed: int
 
-    def to_dict(self) -> PrecisionJson:
-        """JSON-ready (``half_width`` to 0.1 Elo)."""
-        return {
-            "half_width": round(self.half_width, 1),
-            "games": self.games,
-            "target": self.target,
-            "games_needed": self.games_needed,
-        }
-
-
-class PrecisionJson(TypedDict):
-    """:meth:`Precision.to_dict`: its fields."""
-
-    half_width: float
-    games: int
-    target: float
-    games_needed: int
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready: the fields, ``half_width`` to 0.1 Elo."""
+        return {**asdict(self), "half_width": round(self.half_width, 1)}
 
 
 def games_needed(ratings: Mapping[str, Any], target: float = 20.0) -> Precision | None:
@@ -223,13 +191,16 @@ def games_needed(ratings: Mapping[str, Any], target: float = 20.0) -> Precision 
 STUDY_FILE = Path(__file__).with_name("duplicate_study.json")
 
 
-class StudyMatchup(EfficiencyJson):
-    """One matchup of the study: ``players`` at the table, ``matchup`` (``first-second`` bot names), its
-    :class:`EfficiencyJson`, and the games one pairing needs for ±20 Elo with and without duplicate pairs
-    (``{"duplicate": n, "independent": n}``, when the score share is strictly between 0 and 1)."""
+class StudyMatchup(TypedDict):
+    """One matchup of the study: ``players`` at the table, ``matchup`` (``first-second`` bot names), the
+    ``ratio`` and ``ratio_ci`` the leaderboard quotes and the rest of :meth:`Efficiency.to_dict`, and
+    the games one pairing needs for ±20 Elo with and without duplicate pairs (``{"duplicate": n,
+    "independent": n}``, when the score share is strictly between 0 and 1)."""
 
     players: int
     matchup: str
+    ratio: float
+    ratio_ci: list[float]
     games_for_20_elo: NotRequired[dict[str, int]]
 
 
@@ -253,11 +224,12 @@ def study() -> DuplicateStudy | None:
 
 
 class PrecisionFacts(TypedDict):
-    """:func:`precision_facts`: the widest interval ``now`` (None without games), the ``efficiency`` of
-    this tournament's duplicate pairs (None without complete pairs) and the leaderboard's ``lines``."""
+    """:func:`precision_facts`: the widest interval ``now`` (:meth:`Precision.to_dict`, None without
+    games), the ``efficiency`` of this tournament's duplicate pairs (:meth:`Efficiency.to_dict`, None
+    without complete pairs) and the leaderboard's ``lines``."""
 
-    now: PrecisionJson | None
-    efficiency: EfficiencyJson | None
+    now: dict[str, object] | None
+    efficiency: dict[str, object] | None
     lines: list[str]
 
 
