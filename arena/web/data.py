@@ -45,6 +45,10 @@ _COLUMNS = (
 SqlParam: TypeAlias = str | int | None
 
 
+#: When the ratings were computed: :meth:`WebData.version` and :meth:`WebData.bootstrap_mark`.
+RatingsKey: TypeAlias = tuple[tuple[int, float], int | None]
+
+
 class GamesPage(TypedDict):
     """:meth:`WebData.games`: the ``games`` of the page (:meth:`WebData.game_row` rows, newest first),
     the ``total`` games the filter selects, this ``page`` (1-based), ``per_page`` and the ``pages``."""
@@ -124,7 +128,7 @@ class WebData:
         self.bootstrap = bootstrap
         self.publisher = publisher
         self._lock = threading.Lock()
-        self._ratings: tuple[Any, dict[str, Any]] | None = None
+        self._ratings: tuple[RatingsKey, dict[str, Any]] | None = None  # the last ratings and their key
 
     # ------------------------------------------------------------------ database
     def _connect(self) -> sqlite3.Connection | None:

@@ -27,7 +27,7 @@ from referee.rules.seats import side_of
 HERE = Path(__file__).parent
 
 
-def script_json(value: Any) -> str:
+def script_json(value: object) -> str:
     """JSON safe inside ``<script type="application/json">``: ``<``, ``>`` and ``&`` as ``\\u`` escapes."""
     text = json.dumps(value, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
