@@ -104,14 +104,55 @@ def test_no_prior_when_the_mle_exists() -> None:
     assert rate(THREE, bootstrap=0)["prior"] is False
 
 
-def test_disconnected_components_are_reported() -> None:
+def test_disconnected_components_are_reported_not_rated() -> None:
+    """Two groups that never met: ratings across them would be the prior's invention (issue 23), so
+    only the first of equal groups is rated and the other is listed with why."""
     games = series("A", "B", 15, 20) + series("C", "D", 10, 20)
     result = rate(games, bootstrap=0)
     assert result["components"] == [["A", "B"], ["C", "D"]]
-    assert result["prior"] is True
+    assert set(result["ratings"]) == {"A", "B"} and result["ranking"] == ["A", "B"]
+    assert result["prior"] is False
+    assert elos(result) == pytest.approx(elos(rate(series("A", "B", 15, 20), bootstrap=0)), abs=0.01)
+    why = "no games link it to the rated group (A, B)"
+    assert result["unrated"] == [{"bot": "C", "why": why}, {"bot": "D", "why": why}]
+    assert "C" not in result["matrix"] and all(e["better"] in "AB" for e in result["los"])
+
+
+def test_the_largest_group_is_rated_and_a_smaller_one_reported() -> None:
+    games = THREE + series("D", "E", 10, 20)
+    result = rate(games, bootstrap=50)
+    assert set(result["ratings"]) == {"A", "B", "C"}
+    assert elos(result) == pytest.approx(elos(rate(THREE, bootstrap=50)), abs=0.01)
+    assert [u["bot"] for u in result["unrated"]] == ["D", "E"]
+    assert result["games"] == len(games)
+
+
+def test_the_anchor_chooses_the_rated_group() -> None:
+    result = rate(THREE + series("D", "E", 15, 20), anchor=("E", 1000.0), bootstrap=0)
+    assert elos(result) == pytest.approx({"D": 1000 + D75, "E": 1000.0}, abs=0.01)
+    assert [u["bot"] for u in result["unrated"]] == ["A", "B", "C"]
+
+
+def test_an_entrant_without_games_is_reported_and_does_not_move_the_others() -> None:
+    """A new entrant with no games yet used to rate at the pool mean, and to force the virtual-draw
+    prior on every other bot (the games graph was no longer connected)."""
+    result = rate(THREE, names=["D"], bootstrap=0)
+    assert "D" not in result["ratings"] and result["unrated"] == [{"bot": "D", "why": "no games"}]
+    assert result["prior"] is False
+    assert elos(result) == pytest.approx({"A": 1500 + D75, "B": 1500.0, "C": 1500 - D75}, abs=0.01)
+
+
+def test_an_incomplete_pairing_graph_is_rated() -> None:
+    """A ladder leaves most pairings unplayed: a chain A-B-C-D at 75% each (no other pairing) is a tree,
+    so the maximum likelihood fits each edge exactly: neighbours D75 apart."""
+    games = series("A", "B", 15, 20, "ab") + series("B", "C", 15, 20, "bc") + series("C", "D", 15, 20, "cd")
+    result = rate(games, bootstrap=100)
     r = elos(result)
-    assert r["A"] > r["B"] and r["C"] == pytest.approx(r["D"], abs=0.01)
-    assert all(math.isfinite(v) for v in r.values())
+    assert result["prior"] is False and result["unrated"] == []
+    assert r["A"] - r["B"] == pytest.approx(D75, abs=0.01) and r["C"] - r["D"] == pytest.approx(D75, abs=0.01)
+    assert sum(r.values()) / 4 == pytest.approx(1500, abs=0.01)
+    assert all(v["ci"][0] < v["elo"] < v["ci"][1] for v in result["ratings"].values())
+    assert "C" not in result["matrix"]["A"]
 
 
 def test_single_bot_and_no_games() -> None:
@@ -120,6 +161,8 @@ def test_single_bot_and_no_games() -> None:
         "solo": {"elo": 1500.0, "ci": [1500.0, 1500.0], "ci_method": "anchor", "games": 0, "score": 0.0}
     }
     assert rate([], bootstrap=10)["ratings"] == {}
+    nobody = rate([], names=["x", "y"], bootstrap=10)
+    assert nobody["ratings"] == {} and nobody["unrated"] == [{"bot": "x", "why": "no games"}, {"bot": "y", "why": "no games"}]
 
 
 def test_matrix() -> None:

@@ -19,17 +19,22 @@ Only differences are identified. By default the ratings are shifted so that thei
 
 Degenerate cases (stated, not hidden)
 -------------------------------------
+Any pairing graph will do (a ladder leaves most pairings unplayed): only the bots linked by games
+can be compared. So when the bots fall into separate groups that never met (the weakly connected
+``"components"`` of the games graph), one group is rated — the anchor's, else the largest, the first
+of equal ones — and every other bot is listed in ``"unrated"`` with why (``"no games"``, or ``"no games
+link it to the rated group (A, B, ...)"``) instead of being given a rating the prior would invent. A
+bot without games is rated only when it is the only bot (at the anchor).
+
 The maximum exists exactly when the "scored against" graph is strongly connected (Zermelo 1929;
 Ford 1957): for every split of the bots into two groups, each group scored something (a win or a
-draw) against the other. It does not exist when a bot won or lost every game, or when the bots fall
-into separate groups that never met. In those cases, **and only then**, every bot gets
+draw) against the other. Within the rated group it does not exist when a bot won or lost every
+game. In that case, **and only then**, every bot gets
 :data:`PRIOR_DRAWS` = 1 virtual draw against a virtual reference player fixed at the pool's level
 (strength 0 before anchoring; it is not reported). That keeps every rating finite (a bot that won
 every game sits a finite distance above its opponents: tests/test_arena_ratings.py solves one case by
-hand) while barely moving ratings with many games. The output says so: ``"prior": true`` and the
-``"components"`` of the games graph (weakly connected groups; ratings across two groups are not
-comparable, only the prior ties them). A single bot (or no games) rates at the anchor with ``ci`` equal
-to its rating. The same rule applies to each bootstrap resample separately.
+hand) while barely moving ratings with many games. The output says so: ``"prior": true``. A single
+bot rates at the anchor with ``ci`` equal to its rating. The same rule applies to each bootstrap resample separately.
 
 Intervals and likelihood of superiority
 ---------------------------------------
@@ -671,21 +676,24 @@ def rate(
     :param anchor: ``(name, rating)`` to pin one bot; ``None`` puts the pool mean at 1500.
     :param bootstrap: number of resamples for ``ci`` and LOS (0: normal approximation).
     :param seed: seed of the bootstrap's ``numpy.random.default_rng``; the result is a function of the inputs.
-    :param names: extra bots to include even with no games (they rate at the pool level, via the prior).
+    :param names: extra bots to include even with no games (listed in ``"unrated"``, unless alone).
     :returns: ``{"ratings": {name: {"elo", "ci": [lo, hi], "ci_method", "ci_note"?, "ci_bootstrap"?,
         "games", "score"}}, "ranking": [names best first], "los": [{"better", "worse", "los", "method"}],
         "los_method", "bootstrap_min_units", "matrix": {a: {b: {"games", "score", "pct"}}}, "anchor",
-        "prior", "components", "bootstrap", "seed", "games"}`` (see the module docstring). Ratings are
+        "prior", "components", "unrated": [{"bot", "why"}], "bootstrap", "seed", "games"}`` (see the
+        module docstring: only one group linked by games is rated; ``games`` counts every game). Ratings are
         rounded to 0.01 Elo, LOS and percentages to 4 decimals.
     :raises ValueError: if the anchor names no rated bot, or ``bootstrap`` is negative.
     """
     if bootstrap < 0:
         raise ValueError(f"bootstrap must be >= 0, not {bootstrap}")
-    p = pairings(games, names)
+    every = pairings(games, names)
+    components = _components(every.n, every)
+    rated, unrated = _rated_group(every, components, anchor)
+    p = every if len(rated) == every.n else pairings([g for g in games if g.a in rated], rated)
     bots = p.bots
     anchor_index, anchor_rating = _anchor_of(anchor, bots)
-    components = _components(p.n, p)
-    fit = _fit(p, p.played, p.scored, len(components) == 1, want_covariance=True)
+    fit = _fit(p, p.played, p.scored, True, want_covariance=True)
     elo = _anchored(fit.theta, anchor_index, anchor_rating)
     ranking = sorted(range(p.n), key=lambda k: (-elo[k], bots[k]))
     fixed = anchor_index if anchor_index is not None else (0 if p.n == 1 else None)  # rating fixed by definition
@@ -709,11 +717,38 @@ def rate(
         "matrix": _matrix(p, bots),
         "anchor": {"bot": anchor[0], "rating": anchor_rating} if anchor else {"pool_mean": POOL_MEAN},
         "prior": fit.prior,
-        "components": [[bots[k] for k in comp] for comp in components],
+        "components": [[every.bots[k] for k in comp] for comp in components],
+        "unrated": unrated,
         "bootstrap": bootstrap,
         "seed": seed,
         "games": len(games),
     }
+
+
+def _rated_group(
+    p: Pairings, components: Sequence[Sequence[int]], anchor: tuple[str, float] | None
+) -> tuple[set[str], list[dict[str, str]]]:
+    """The bots to rate and the others, reported: ``({names}, [{"bot", "why"}])`` (issue 23).
+
+    Ratings are comparable only within a group linked by games, so one group is rated: the anchor's,
+    else the largest (the first of equal ones). A bot without games is rated only when it is the only
+    bot. The others get no rating (the prior would invent one): ``why`` is ``"no games"`` or names
+    the rated group.
+    """
+    if anchor is not None and anchor[0] in p.bots:
+        main = next(c for c in components if p.bots.index(anchor[0]) in c)
+    else:
+        main = max(components, key=len, default=[])
+        main = main if len(main) > 1 or p.n == 1 else []
+    rated = {p.bots[k] for k in main}
+    games = np.bincount(p.i, p.played, p.n) + np.bincount(p.j, p.played, p.n)
+    group = ", ".join(p.bots[k] for k in main)
+    unrated = [
+        {"bot": b, "why": "no games" if games[k] == 0 else f"no games link it to the rated group ({group})"}
+        for k, b in enumerate(p.bots)
+        if b not in rated
+    ]
+    return rated, unrated
 
 
 def _anchor_of(anchor: tuple[str, float] | None, bots: Sequence[str]) -> tuple[int | None, float]:
