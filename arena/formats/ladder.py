@@ -1,0 +1,548 @@
+"""The ladder: choose the next duplicate pair by what it teaches, so a large field is ranked without a
+full round robin (issue 23).
+
+A round robin of ``N`` entrants needs ``N (N - 1) / 2`` pairings; the ladder plays only the duplicate
+pairs (two games on the same deal, sides swapped: the unit of the arena) that most reduce the doubt
+about the ranking, and says why it chose each. The choice is a pure function of the master seed, the
+stored games, the field, the budget and the day: a restart that rebuilds the ladder from the stored
+results chooses the same next pair.
+
+The ladder's own fit
+--------------------
+To choose it needs a rating and an uncertainty for every entrant after every game, including new
+entrants without games. It fits Bradley–Terry strengths ``theta`` (natural-log units, Elo =
+``theta * 400 / ln 10``) by maximum a posteriori with a Gaussian prior ``N(0, prior_sd)`` on each
+(:attr:`Rules.prior_sd`, 400 Elo): the log-posterior is concave and has a maximum on any pairing graph.
+Newton steps solve with the sparse information (the games' weighted Laplacian plus the prior's
+precision) by conjugate gradients, warm-started from the last fit, so a game more costs one or two
+steps. Each entrant's variance is the inverse of its information plus the first correction for its
+opponents' own uncertainty: ``var_i = 1/H_ii + sum_j H_ij**2 / (H_ii**2 H_jj)``. The strengths are
+rounded to 1e-7 nats (4e-6 Elo) after the fit, so a fit from scratch (a restart) and a warm one give
+the same numbers and the same choice. This fit serves the choice only: the published ratings stay
+:func:`arena.ratings.rate`'s (which reports an entrant linked to nobody instead of rating it).
+
+The rule (:meth:`Ladder.next_pairs`)
+------------------------------------
+1. **New entrants first.** An entrant with fewer than :attr:`Rules.new_pairs` duplicate pairs plays
+   across the field: its ``k``-th pair goes to the opponent nearest the quantile ``q_k`` of the
+   ranking (0.5, 0.25, 0.75, 0.125, ...: the base-2 van der Corput sequence), preferring opponents it
+   has not met. Reason :attr:`Reason.NEW_ENTRANT`.
+2. **Then the most informative undecided pair** among ranking neighbours (each entrant with the
+   :attr:`Rules.window` next entrants below it). For a pairing with strength difference ``d`` and
+   variance ``v`` (the two entrants' variances summed):
+   ``value = undecided * gain / (1 + pairs)`` where ``undecided = 2 Phi(-|d| / sqrt v)`` (1 for a coin
+   flip, 0 for a settled order), ``gain = v w / (1 + v w)`` the share of ``v`` one more duplicate pair
+   removes (``w = 2 p (1 - p)``, the information of two games at expected score ``p``) and ``pairs``
+   the duplicate pairs the two have already played (opponents vary). A **resolved** pairing (below)
+   has no value and is never chosen. Reason :attr:`Reason.CLOSEST_UNDECIDED`, or
+   :attr:`Reason.WIDEST_INTERVAL` when one of the two has one of the widest tenth of intervals.
+3. **Ties** (equal values, as in a field of new entrants with no games) go by a hash of the master
+   seed and the entrants' labels (HMAC-SHA256), never by the order of a dict or of the results.
+4. Choosing several pairs at once (idle workers), each chosen pair counts as played for the budgets,
+   shares and pair counts of the next choice, and shrinks its entrants' variances by one pair's
+   information; so do the ``pending`` pairs (chosen earlier, not yet stored).
+
+Budgets and fair shares
+-----------------------
+:class:`Budget` caps games (a duplicate pair is two) per entrant per day, per entrant in all, and in
+total; an entrant out of budget is not chosen. **Fair shares**: an entrant past its new pairs plays
+at most ``fair_share`` (2) times the median of the field's pairs today (at least one pair), so no
+entrant soaks up the games of a day. Days are UTC days of :attr:`Played.at` and of ``now``.
+
+The settled rule
+----------------
+A **neighbour gap** (two entrants next to each other in the ranking) is resolved when its difference
+is at least :attr:`Rules.z` (1.96) standard deviations, or when its 95% interval is narrower than
+``±width`` Elo (:attr:`Rules.width`: the two are as close as anyone needs to know). When every gap of
+the field is resolved and no entrant is new, the ladder stops choosing: :attr:`Stop.SETTLED`. Every
+other way it can stop has its own :class:`Stop` (a budget spent, the undecided pairs waiting for
+fair shares, too few entrants).
+
+Scale: ``benchmarks/ladder.py`` measures the choice among 1,000 entrants and the fit after a game.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.linalg import cg
+from scipy.special import erfc, expit
+
+#: Elo points per natural-log unit of strength.
+ELO_PER_NAT = 400.0 / math.log(10.0)
+#: Seconds in a (UTC) day: the unit of the per-day budgets and fair shares.
+DAY_S = 86400
+_LABEL = b"allfours/arena/v1/ladder"
+_NEWTON_TOL = 1e-9
+_ROUND = 7  # decimals of the rounded strengths (nats)
+_MAX_STEP = 2.0  # nats: a longer Newton step (from far away, e.g. a bot that lost every game) is shortened
+
+
+class Reason(StrEnum):
+    """Why a pair was chosen (the board shows the value)."""
+
+    NEW_ENTRANT = "new entrant across the field"
+    CLOSEST_UNDECIDED = "closest undecided pair"
+    WIDEST_INTERVAL = "widest interval"
+
+
+class Stop(StrEnum):
+    """Why the ladder chose fewer pairs than asked (the board shows the value)."""
+
+    SETTLED = "settled: every neighbour gap is resolved"
+    TOTAL_BUDGET = "the total budget is spent"
+    ENTRANT_BUDGETS = "fewer than two entrants have games left in their budget"
+    DAY_BUDGETS = "today's budgets are spent: play resumes tomorrow"
+    FAIR_SHARES = "the undecided pairs wait for fair shares (their entrants played twice the median today)"
+    TOO_FEW = "fewer than two entrants"
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Games (a duplicate pair is two) the ladder may choose; ``None``: no limit.
+
+    :raises ValueError: on a negative limit.
+    """
+
+    per_entrant_per_day: int | None = None
+    per_entrant: int | None = None
+    total: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("per_entrant_per_day", "per_entrant", "total"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"budget {name} must be >= 0 games or None, not {value}")
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """The ladder's parameters (see the module docstring).
+
+    ``new_pairs``: duplicate pairs a new entrant plays across the field; ``fair_share``: most pairs a
+    day as a multiple of the field's median; ``window``: ranking neighbours below each entrant that are
+    candidates; ``z``: standard deviations that resolve a neighbour gap; ``width``: Elo half-width of a
+    difference's 95% interval that resolves it too (``None``: only ``z``); ``prior_sd``: Elo sd of the
+    fit's prior.
+
+    :raises ValueError: on a parameter out of range.
+    """
+
+    new_pairs: int = 4
+    fair_share: float = 2.0
+    window: int = 8
+    z: float = 1.96
+    width: float | None = None
+    prior_sd: float = 400.0
+
+    def __post_init__(self) -> None:
+        if self.new_pairs < 0 or self.window < 1 or self.fair_share < 1 or self.z <= 0 or self.prior_sd <= 0:
+            raise ValueError(f"ladder rules out of range: {self}")
+        if self.width is not None and self.width <= 0:
+            raise ValueError(f"ladder width must be > 0 Elo or None, not {self.width}")
+
+
+@dataclass(frozen=True, slots=True)
+class Played:
+    """One stored game: ``a`` and ``b`` (side 0 and side 1), ``score`` (``a``'s: 1, 0.5 or 0), the
+    duplicate ``pair`` id (its two games are one pair; ``None``: the game is a unit of its own) and
+    ``at`` (when it was stored, Unix seconds: its UTC day counts for the per-day budget).
+
+    :raises ValueError: on equal entrants or a score that is not 1, 0.5 or 0.
+    """
+
+    a: str
+    b: str
+    score: float
+    pair: str | None = None
+    at: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.a == self.b or self.score not in (0.0, 0.5, 1.0):
+            raise ValueError(f"a game needs two entrants and a score of 1, 0.5 or 0, got {self}")
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """A duplicate pair to play: entrants ``a`` and ``b``, why, and the ladder's view of the pairing:
+    ``gap`` (Elo, ``a`` minus ``b``), ``gap_sd`` (Elo) and ``undecided`` (``2 Phi(-|gap| / gap_sd)``)."""
+
+    a: str
+    b: str
+    reason: Reason
+    gap: float
+    gap_sd: float
+    undecided: float
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The pairs chosen (best first) and, when fewer than asked, why (``stop``; ``None``: as many as asked)."""
+
+    choices: list[Choice]
+    stop: Stop | None
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """One entrant as the ladder sees it: ``elo`` (its fit, pool mean 0), ``sd`` (Elo), duplicate
+    ``pairs`` played, ``games_today``, ``new`` (still in its first pairs), ``settled`` (both its
+    neighbour gaps resolved)."""
+
+    name: str
+    elo: float
+    sd: float
+    pairs: int
+    games_today: int
+    new: bool
+    settled: bool
+
+
+def van_der_corput(k: int) -> float:
+    """The ``k``-th (0-based) point of the base-2 van der Corput sequence from 1: 0.5, 0.25, 0.75, 0.125, ..."""
+    n, q, out = k + 1, 0.5, 0.0
+    while n:
+        out += q * (n & 1)
+        n, q = n >> 1, q / 2
+    return out
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser on uint64 values (wrapping arithmetic): a well-spread tie-break key."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+class Ladder:
+    """The ladder's state: the stored games reduced to pairings, and the fit; :meth:`add` a game,
+    :meth:`next_pairs` to choose. Not thread-safe (the arena's main thread owns it)."""
+
+    def __init__(self, master_seed: bytes, rules: Rules | None = None):
+        self.master_seed, self.rules = master_seed, rules or Rules()
+        self.names: list[str] = []
+        self._index: dict[str, int] = {}
+        self._hash: list[int] = []
+        self._row: dict[tuple[int, int], int] = {}  # (i, j), i < j -> pairing row
+        self._pi: list[int] = []
+        self._pj: list[int] = []
+        self._games: list[float] = []
+        self._score: list[float] = []  # i's score
+        self._pairs: list[int] = []  # duplicate pairs (units) per pairing
+        self._units: set[tuple[int, str]] = set()
+        self._days: dict[int, dict[int, int]] = {}  # day -> entrant -> games
+        self._played = 0  # games
+        self._theta = np.zeros(0)
+        self._var = np.zeros(0)
+        self._fitted = True
+
+    # ------------------------------------------------------------------ state
+
+    def entrant(self, name: str) -> int:
+        """The index of ``name``, adding it (with no games) if it is new."""
+        k = self._index.get(name)
+        if k is None:
+            k = self._index[name] = len(self.names)
+            self.names.append(name)
+            digest = hmac.new(self.master_seed, _LABEL + name.encode(), hashlib.sha256).digest()
+            self._hash.append(int.from_bytes(digest[:8], "big"))
+            self._fitted = False
+        return k
+
+    def add(self, game: Played) -> None:
+        """Count one stored game (O(1); the fit waits for the next choice)."""
+        a, b = self.entrant(game.a), self.entrant(game.b)
+        i, j, s = (a, b, game.score) if a < b else (b, a, 1.0 - game.score)
+        row = self._row.get((i, j))
+        if row is None:
+            row = self._row[(i, j)] = len(self._pi)
+            self._pi.append(i), self._pj.append(j), self._games.append(0.0), self._score.append(0.0)
+            self._pairs.append(0)
+        self._games[row] += 1.0
+        self._score[row] += s
+        unit = (row, game.pair if game.pair is not None else f"\0{self._played}")
+        if unit not in self._units:
+            self._units.add(unit)
+            self._pairs[row] += 1
+        day = self._days.setdefault(int(game.at // DAY_S), {})
+        day[a], day[b] = day.get(a, 0) + 1, day.get(b, 0) + 1
+        self._played += 1
+        self._fitted = False
+
+    def extend(self, games: Iterable[Played]) -> None:
+        """:meth:`add` each of ``games``."""
+        for g in games:
+            self.add(g)
+
+    @property
+    def games(self) -> int:
+        """Games counted."""
+        return self._played
+
+    # ------------------------------------------------------------------ the fit
+
+    def fit(self) -> None:
+        """Fit the strengths and variances (see the module docstring); a no-op when nothing changed."""
+        if self._fitted:
+            return
+        n, lam = len(self.names), (ELO_PER_NAT / self.rules.prior_sd) ** 2
+        theta = np.zeros(n)
+        theta[: len(self._theta)] = self._theta
+        i, j = np.array(self._pi, dtype=np.int64), np.array(self._pj, dtype=np.int64)
+        g, s = np.array(self._games), np.array(self._score)
+        for _ in range(50):
+            p = expit(theta[i] - theta[j])
+            resid, w = s - g * p, g * p * (1.0 - p)
+            grad = np.bincount(i, resid, n) - np.bincount(j, resid, n) - lam * theta
+            diag = np.bincount(i, w, n) + np.bincount(j, w, n) + lam
+            info = csr_matrix(
+                (
+                    np.concatenate([-w, -w, diag]),
+                    (np.concatenate([i, j, np.arange(n)]), np.concatenate([j, i, np.arange(n)])),
+                ),
+                (n, n),
+            )
+            step, _ = cg(info, grad, x0=grad / diag, rtol=1e-8, atol=0.0, maxiter=10 * n + 100, M=_jacobi(diag))
+            size = np.abs(step).max(initial=0.0)
+            theta += step * min(1.0, _MAX_STEP / size) if size else 0.0
+            if size < _NEWTON_TOL:
+                break
+        theta = np.round(theta, _ROUND)  # the same numbers from any start, hence the same choice
+        p = expit(theta[i] - theta[j])
+        w = g * p * (1.0 - p)
+        diag = np.bincount(i, w, n) + np.bincount(j, w, n) + lam
+        spill = np.bincount(i, w**2 / diag[j], n) + np.bincount(j, w**2 / diag[i], n)
+        self._theta, self._var = theta, np.round(1.0 / diag + spill / diag**2, 12)  # sums in any order: rounded
+        self._fitted = True
+
+    def elo(self, name: str) -> float:
+        """``name``'s strength by the ladder's fit, in Elo around the pool mean 0."""
+        self.fit()
+        return float(self._theta[self._index[name]] * ELO_PER_NAT)
+
+    # ------------------------------------------------------------------ the choice
+
+    def next_pairs(
+        self,
+        field: Sequence[str],
+        budget: Budget | None = None,
+        now: float = 0.0,
+        count: int = 1,
+        pending: Iterable[tuple[str, str]] = (),
+    ) -> Plan:
+        """Choose up to ``count`` duplicate pairs among ``field`` (the entrants that may play now).
+
+        :param now: Unix seconds: today's UTC day for the per-day budget and fair shares.
+        :param pending: pairs ``(a, b)`` chosen earlier and not yet stored: counted as played.
+        :returns: the :class:`Plan`; see the module docstring for the rule.
+        :raises ValueError: if ``field`` names an entrant twice or ``count`` is negative.
+        """
+        if len(set(field)) != len(field) or count < 0:
+            raise ValueError(f"need distinct entrants and count >= 0, got {list(field)}, {count}")
+        view = _View(self, [self.entrant(x) for x in field], budget or Budget(), int(now // DAY_S))
+        for a, b in pending:
+            view.take(self.entrant(a), self.entrant(b))
+        choices: list[Choice] = []
+        while len(choices) < count:
+            choice = view.choose()
+            if isinstance(choice, Stop):
+                return Plan(choices, choice)
+            choices.append(choice)
+        return Plan(choices, None)
+
+    def standings(self, field: Sequence[str], now: float = 0.0) -> list[Standing]:
+        """Each entrant of ``field`` as the ladder sees it, best first (for the board)."""
+        view = _View(self, [self.entrant(x) for x in field], Budget(), int(now // DAY_S))
+        order, settled = view.ranking(), view.settled_entrants()
+        return [
+            Standing(
+                self.names[k],
+                round(float(view.theta[k] * ELO_PER_NAT), 2),
+                round(float(math.sqrt(view.var[k]) * ELO_PER_NAT), 2),
+                int(view.pairs[k]),
+                int(view.today[k]),
+                bool(view.new[k]),
+                bool(settled[k]),
+            )
+            for k in order
+        ]
+
+
+def _jacobi(diag: np.ndarray) -> csr_matrix:
+    n = len(diag)
+    return csr_matrix((1.0 / diag, (np.arange(n), np.arange(n))), (n, n))
+
+
+class _View:
+    """One call's working copy: the fit, the counts with the pending and chosen pairs, and the rule."""
+
+    def __init__(self, ladder: Ladder, field: list[int], budget: Budget, day: int):
+        ladder.fit()
+        self.ladder, self.rules, self.budget = ladder, ladder.rules, budget
+        n = len(ladder.names)
+        self.field = np.array(field, dtype=np.int64)
+        self.theta, self.var = ladder._theta.copy(), ladder._var.copy()
+        self.hash = np.array(ladder._hash, dtype=np.uint64)
+        i, j = np.array(ladder._pi, dtype=np.int64), np.array(ladder._pj, dtype=np.int64)
+        units = np.array(ladder._pairs, dtype=np.int64)
+        self.pairs = np.bincount(i, units, n) + np.bincount(j, units, n)
+        self.games = np.bincount(i, ladder._games, n) + np.bincount(j, ladder._games, n)
+        today = ladder._days.get(day, {})
+        self.today = np.zeros(n)
+        self.today[list(today)] = list(today.values())
+        self.played = ladder._played
+        self.met = dict(zip(zip(ladder._pi, ladder._pj, strict=True), ladder._pairs, strict=True))
+        self.new = self.pairs < self.rules.new_pairs
+
+    def take(self, a: int, b: int) -> None:
+        """Count a chosen (or pending) pair: budgets, shares, pair counts and one pair's information."""
+        for k in (a, b):
+            self.pairs[k] += 1
+            self.games[k] += 2
+            self.today[k] += 2
+        key = (min(a, b), max(a, b))
+        self.met[key] = self.met.get(key, 0) + 1
+        self.played += 2
+        p = float(expit(self.theta[a] - self.theta[b]))
+        for k in (a, b):
+            self.var[k] = 1.0 / (1.0 / self.var[k] + 2.0 * p * (1.0 - p))
+        self.new = self.pairs < self.rules.new_pairs
+
+    def ranking(self) -> np.ndarray:
+        """The field's entrant indices, strongest first (ties by the seeded hash)."""
+        f = self.field
+        return f[np.lexsort((self.hash[f], -self.theta[f]))]
+
+    def eligible(self) -> np.ndarray:
+        """Per entrant (all, bool): in the field, with a pair's games left in every budget and its share."""
+        b, ok = self.budget, np.zeros(len(self.theta), dtype=bool)
+        ok[self.field] = True
+        if b.per_entrant is not None:
+            ok &= self.games + 2 <= b.per_entrant
+        if b.per_entrant_per_day is not None:
+            ok &= self.today + 2 <= b.per_entrant_per_day
+        median = float(np.median(self.today[self.field] / 2)) if len(self.field) else 0.0
+        share = max(math.ceil(self.rules.fair_share * median), 1)
+        return ok & (self.new | (self.today / 2 < share))
+
+    def resolved(self, d: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Whether gaps ``d`` with variances ``v`` (nats) are resolved (see the module docstring)."""
+        sd = np.sqrt(v)
+        out = np.abs(d) >= self.rules.z * sd
+        if self.rules.width is not None:
+            out |= 1.959963984540054 * sd * ELO_PER_NAT <= self.rules.width
+        return out
+
+    def settled_entrants(self) -> np.ndarray:
+        """Per entrant (all, bool): not new and both its neighbour gaps in the field's ranking resolved."""
+        order = self.ranking()
+        gaps = self.resolved(self.theta[order[:-1]] - self.theta[order[1:]], self.var[order[:-1]] + self.var[order[1:]])
+        ok = np.ones(len(order), dtype=bool)
+        ok[:-1] &= gaps
+        ok[1:] &= gaps
+        out = np.zeros(len(self.theta), dtype=bool)
+        out[order] = ok & ~self.new[order]
+        return out
+
+    def choose(self) -> Choice | Stop:
+        """The next pair, counted as taken; or why there is none."""
+        if len(self.field) < 2:
+            return Stop.TOO_FEW
+        if self.budget.total is not None and self.played + 2 > self.budget.total:
+            return Stop.TOTAL_BUDGET
+        if not self.new[self.field].any() and self.settled_entrants()[self.field].all():
+            return Stop.SETTLED
+        ok = self.eligible()
+        choice = self._new_entrant(ok)
+        if choice is None:
+            choice = self._most_informative(ok)
+        if isinstance(choice, Choice):
+            self.take(self.ladder._index[choice.a], self.ladder._index[choice.b])
+        return choice
+
+    def _choice(self, a: int, b: int, reason: Reason) -> Choice:
+        d, v = float(self.theta[a] - self.theta[b]), float(self.var[a] + self.var[b])
+        return Choice(
+            self.ladder.names[a],
+            self.ladder.names[b],
+            reason,
+            round(d * ELO_PER_NAT, 2),
+            round(math.sqrt(v) * ELO_PER_NAT, 2),
+            round(float(erfc(abs(d) / math.sqrt(2 * v))), 4),
+        )
+
+    def _new_entrant(self, ok: np.ndarray) -> Choice | None:
+        """The new entrant with the fewest pairs (ties by hash) against the opponent nearest its next
+        quantile of the ranking, preferring one it has not met; None if no new entrant can play."""
+        f = self.field
+        new = f[self.new[f] & ok[f]]
+        if not len(new):
+            return None
+        me = int(new[np.lexsort((self.hash[new], self.pairs[new]))[0]])
+        order = self.ranking()
+        rank = np.flatnonzero(ok[order] & (order != me))
+        if not len(rank):
+            return None
+        target = van_der_corput(int(self.pairs[me])) * (len(order) - 1)
+        others = order[rank]
+        met = np.array([self.met.get((min(me, int(o)), max(me, int(o))), 0) for o in others])
+        best = np.lexsort((self.hash[others] ^ self.hash[me], np.abs(rank - target), met))[0]
+        return self._choice(me, int(others[best]), Reason.NEW_ENTRANT)
+
+    def _most_informative(self, ok: np.ndarray) -> Choice | Stop:
+        """The candidate neighbour pairing of highest value (module docstring, rule 2), or why none."""
+        order = self.ranking()
+        live = order[ok[order] & ~self.new[order]]
+        if len(live) < 2:
+            return self._why_none(ok)
+        a = np.concatenate([live[:-s] for s in range(1, min(self.rules.window, len(live) - 1) + 1)])
+        b = np.concatenate([live[s:] for s in range(1, min(self.rules.window, len(live) - 1) + 1)])
+        d, v = self.theta[a] - self.theta[b], self.var[a] + self.var[b]
+        p = expit(d)
+        vw = v * 2.0 * p * (1.0 - p)
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
+        met = np.array([self.met.get(k, 0) for k in zip(lo.tolist(), hi.tolist(), strict=True)])
+        value = np.where(self.resolved(d, v), 0.0, erfc(np.abs(d) / np.sqrt(2 * v)) * vw / (1 + vw) / (1 + met))
+        best = int(np.lexsort((_mix(self.hash[lo] ^ (self.hash[hi] << np.uint64(1))), -value))[0])
+        if value[best] <= 0:
+            return self._why_none(ok)
+        wide = max(self.var[a[best]], self.var[b[best]]) >= np.quantile(self.var[self.field], 0.9)
+        reason = Reason.WIDEST_INTERVAL if wide else Reason.CLOSEST_UNDECIDED
+        return self._choice(int(a[best]), int(b[best]), reason)
+
+    def _why_none(self, ok: np.ndarray) -> Stop:
+        """Why no pair can be chosen now."""
+        unsettled = ~self.settled_entrants()[self.field]
+        if not unsettled.any():
+            return Stop.SETTLED
+        b, f = self.budget, self.field
+        if b.per_entrant is not None and (self.games[f] + 2 <= b.per_entrant).sum() < 2:
+            return Stop.ENTRANT_BUDGETS
+        if b.per_entrant_per_day is not None and (self.today[f] + 2 <= b.per_entrant_per_day).sum() < 2:
+            return Stop.DAY_BUDGETS
+        return Stop.FAIR_SHARES
+
+
+def next_pairs(
+    field: Sequence[str],
+    results: Iterable[Played],
+    budget: Budget | None = None,
+    now: float = 0.0,
+    *,
+    master_seed: bytes,
+    rules: Rules | None = None,
+    count: int = 1,
+    pending: Iterable[tuple[str, str]] = (),
+) -> Plan:
+    """The ladder's choice from the stored ``results`` alone (what a restart computes): a
+    :class:`Ladder` built from them, then :meth:`Ladder.next_pairs`. See the module docstring."""
+    ladder = Ladder(master_seed, rules)
+    ladder.extend(results)
+    return ladder.next_pairs(field, budget, now, count, pending)
