@@ -98,8 +98,8 @@ class Stop(StrEnum):
 
     SETTLED = "settled: every neighbour gap is resolved"
     TOTAL_BUDGET = "the total budget is spent"
-    ENTRANT_BUDGETS = "fewer than two entrants have games left in their budget"
-    DAY_BUDGETS = "today's budgets are spent: play resumes tomorrow"
+    ENTRANT_BUDGETS = "the entrants of the undecided pairs have spent their budgets"
+    DAY_BUDGETS = "the entrants of the undecided pairs have spent today's budgets: play resumes tomorrow"
     FAIR_SHARES = "the undecided pairs wait for fair shares (their entrants played twice the median today)"
     TOO_FEW = "fewer than two entrants"
 
@@ -241,6 +241,8 @@ class Ladder:
         self._played = 0  # games
         self._theta = np.zeros(0)
         self._var = np.zeros(0)
+        self._w = np.zeros(0)  # per pairing: the information of its games at the fit
+        self._diag = np.zeros(0)  # per entrant: its information (with the prior's)
         self._fitted = True
 
     # ------------------------------------------------------------------ state
@@ -320,6 +322,7 @@ class Ladder:
         diag = np.bincount(i, w, n) + np.bincount(j, w, n) + lam
         spill = np.bincount(i, w**2 / diag[j], n) + np.bincount(j, w**2 / diag[i], n)
         self._theta, self._var = theta, np.round(1.0 / diag + spill / diag**2, 12)  # sums in any order: rounded
+        self._w, self._diag = w, np.round(diag, 12)
         self._fitted = True
 
     def elo(self, name: str) -> float:
@@ -398,8 +401,29 @@ class _View:
         self.today = np.zeros(n)
         self.today[list(today)] = list(today.values())
         self.played = ladder._played
-        self.met = dict(zip(zip(ladder._pi, ladder._pj, strict=True), ladder._pairs, strict=True))
+        self.diag = ladder._diag
+        keys = i * n + j
+        by_key = np.argsort(keys)
+        self.keys, self.row_pairs, self.row_w = keys[by_key], units[by_key], ladder._w[by_key]
+        self.taken: dict[int, int] = {}  # pairing key -> pairs chosen or pending in this call
         self.new = self.pairs < self.rules.new_pairs
+
+    def pairing(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For pairings ``a[k]``-``b[k]``: ``(pairs played or taken, variance of the difference, nats)``.
+
+        The variance is ``var_a + var_b - 2 cov`` with the covariance's first term ``w_ab / (H_aa H_bb)``
+        (``w_ab`` the information of their games): two entrants who met know their difference better
+        than their levels."""
+        n = len(self.theta)
+        key = np.minimum(a, b) * n + np.maximum(a, b)
+        pos = np.minimum(np.searchsorted(self.keys, key), max(len(self.keys) - 1, 0))
+        found = self.keys[pos] == key if len(self.keys) else np.zeros(len(key), dtype=bool)
+        met = np.where(found, self.row_pairs[pos] if len(self.keys) else 0, 0)
+        w = np.where(found, self.row_w[pos] if len(self.keys) else 0.0, 0.0)
+        for k, c in self.taken.items():
+            met = met + c * (key == k)
+        v = self.var[a] + self.var[b] - 2.0 * w / (self.diag[a] * self.diag[b])
+        return met, np.maximum(v, 1e-12)
 
     def take(self, a: int, b: int) -> None:
         """Count a chosen (or pending) pair: budgets, shares, pair counts and one pair's information."""
@@ -407,8 +431,8 @@ class _View:
             self.pairs[k] += 1
             self.games[k] += 2
             self.today[k] += 2
-        key = (min(a, b), max(a, b))
-        self.met[key] = self.met.get(key, 0) + 1
+        key = min(a, b) * len(self.theta) + max(a, b)
+        self.taken[key] = self.taken.get(key, 0) + 1
         self.played += 2
         p = float(expit(self.theta[a] - self.theta[b]))
         for k in (a, b):
@@ -443,7 +467,7 @@ class _View:
     def settled_entrants(self) -> np.ndarray:
         """Per entrant (all, bool): not new and both its neighbour gaps in the field's ranking resolved."""
         order = self.ranking()
-        gaps = self.resolved(self.theta[order[:-1]] - self.theta[order[1:]], self.var[order[:-1]] + self.var[order[1:]])
+        gaps = self.resolved(self.theta[order[:-1]] - self.theta[order[1:]], self.pairing(order[:-1], order[1:])[1])
         ok = np.ones(len(order), dtype=bool)
         ok[:-1] &= gaps
         ok[1:] &= gaps
@@ -468,7 +492,7 @@ class _View:
         return choice
 
     def _choice(self, a: int, b: int, reason: Reason) -> Choice:
-        d, v = float(self.theta[a] - self.theta[b]), float(self.var[a] + self.var[b])
+        d, v = float(self.theta[a] - self.theta[b]), float(self.pairing(np.array([a]), np.array([b]))[1][0])
         return Choice(
             self.ladder.names[a],
             self.ladder.names[b],
@@ -492,7 +516,7 @@ class _View:
             return None
         target = van_der_corput(int(self.pairs[me])) * (len(order) - 1)
         others = order[rank]
-        met = np.array([self.met.get((min(me, int(o)), max(me, int(o))), 0) for o in others])
+        met = self.pairing(np.full(len(others), me), others)[0]
         best = np.lexsort((self.hash[others] ^ self.hash[me], np.abs(rank - target), met))[0]
         return self._choice(me, int(others[best]), Reason.NEW_ENTRANT)
 
@@ -504,11 +528,10 @@ class _View:
             return self._why_none(ok)
         a = np.concatenate([live[:-s] for s in range(1, min(self.rules.window, len(live) - 1) + 1)])
         b = np.concatenate([live[s:] for s in range(1, min(self.rules.window, len(live) - 1) + 1)])
-        d, v = self.theta[a] - self.theta[b], self.var[a] + self.var[b]
+        (met, v), d = self.pairing(a, b), self.theta[a] - self.theta[b]
         p = expit(d)
         vw = v * 2.0 * p * (1.0 - p)
         lo, hi = np.minimum(a, b), np.maximum(a, b)
-        met = np.array([self.met.get(k, 0) for k in zip(lo.tolist(), hi.tolist(), strict=True)])
         value = np.where(self.resolved(d, v), 0.0, erfc(np.abs(d) / np.sqrt(2 * v)) * vw / (1 + vw) / (1 + met))
         best = int(np.lexsort((_mix(self.hash[lo] ^ (self.hash[hi] << np.uint64(1))), -value))[0])
         if value[best] <= 0:
@@ -518,14 +541,22 @@ class _View:
         return self._choice(int(a[best]), int(b[best]), reason)
 
     def _why_none(self, ok: np.ndarray) -> Stop:
-        """Why no pair can be chosen now."""
-        unsettled = ~self.settled_entrants()[self.field]
-        if not unsettled.any():
+        """Why no pair can be chosen now: what holds back the entrants of the unresolved neighbour gaps."""
+        order = self.ranking()
+        d = self.theta[order[:-1]] - self.theta[order[1:]]
+        open_gaps = ~self.resolved(d, self.pairing(order[:-1], order[1:])[1])
+        if not open_gaps.any():
             return Stop.SETTLED
-        b, f = self.budget, self.field
-        if b.per_entrant is not None and (self.games[f] + 2 <= b.per_entrant).sum() < 2:
+        held = np.unique(np.concatenate([order[:-1][open_gaps], order[1:][open_gaps]]))
+        held = held[~ok[held]]
+        b = self.budget
+        spent = np.zeros(len(self.theta), dtype=bool) if b.per_entrant is None else self.games + 2 > b.per_entrant
+        today = np.zeros(len(self.theta), dtype=bool)
+        if b.per_entrant_per_day is not None:
+            today = self.today + 2 > b.per_entrant_per_day
+        if len(held) and spent[held].all():
             return Stop.ENTRANT_BUDGETS
-        if b.per_entrant_per_day is not None and (self.today[f] + 2 <= b.per_entrant_per_day).sum() < 2:
+        if len(held) and (spent | today)[held].all():
             return Stop.DAY_BUDGETS
         return Stop.FAIR_SHARES
 

@@ -1,0 +1,209 @@
+"""The ladder's choice rule on small explicit fields (arena/formats/ladder.py, issue 23).
+
+Fields are written as duplicate pairs with their points: ``pairs("A", "B", 2, 2, 1)`` is three pairs
+in which A scored 2, 2 and 1 of the 2 points (a pair is two games with the sides swapped).
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from arena.formats.ladder import (
+    DAY_S,
+    Budget,
+    Ladder,
+    Played,
+    Reason,
+    Rules,
+    Stop,
+    next_pairs,
+    van_der_corput,
+)
+from arena.ratings import Game, rate
+
+SEED = bytes(range(32))
+
+
+def pairs(a: str, b: str, *points: float, at: float = 0.0, tag: str = "") -> list[Played]:
+    """One duplicate pair per value of ``points`` (a's points of 2: 0, 0.5, ..., 2), a on side 0 first."""
+    out = []
+    for k, x in enumerate(points):
+        first = 1.0 if x >= 1 else x
+        pid = f"{tag}{a}-{b}-{k}"
+        out += [Played(a, b, first, pid, at), Played(b, a, 1.0 - (x - first), pid, at)]
+    return out
+
+
+def names_of(choice) -> set[str]:
+    return {choice.a, choice.b}
+
+
+# A strong, B and C level (a coin flip after many pairs), D weak: every other gap is settled.
+TIE = (
+    pairs("A", "B", *[2] * 8) + pairs("A", "C", *[2] * 8) + pairs("B", "C", *[1] * 6)
+    + pairs("B", "D", *[2] * 8) + pairs("C", "D", *[2] * 8)
+)  # fmt: skip
+FIELD = ["A", "B", "C", "D"]
+
+
+def test_points_helper() -> None:
+    assert [g.score for g in pairs("A", "B", 2, 1.5, 1, 0)] == [1, 0, 1, 0.5, 1, 1, 0, 1]
+
+
+def test_a_tie_between_two_close_entrants_gets_the_next_game() -> None:
+    plan = next_pairs(FIELD, TIE, master_seed=SEED)
+    assert plan.stop is None and len(plan.choices) == 1
+    (choice,) = plan.choices
+    assert names_of(choice) == {"B", "C"} and choice.reason is Reason.CLOSEST_UNDECIDED
+    assert choice.gap == 0.0 and choice.undecided == 1.0 and choice.gap_sd > 0
+
+
+def test_a_settled_far_pair_gets_no_game() -> None:
+    far = pairs("A", "B", *[2] * 10)
+    assert next_pairs(["A", "B"], far, master_seed=SEED).choices == []
+    assert next_pairs(["A", "B"], far, master_seed=SEED).stop is Stop.SETTLED
+    # in the tie field no pair with A or D is ever chosen, however many are asked for
+    plan = next_pairs(FIELD, TIE, master_seed=SEED, count=5)
+    assert plan.choices and all(names_of(c) == {"B", "C"} for c in plan.choices)
+
+
+def test_a_settled_field_stops_and_says_so() -> None:
+    chain = pairs("A", "B", *[2] * 6) + pairs("B", "C", *[2] * 6) + pairs("C", "D", *[2] * 6)
+    ladder = Ladder(SEED)
+    ladder.extend(chain)
+    assert ladder.next_pairs(FIELD) .stop is Stop.SETTLED
+    assert [s.name for s in ladder.standings(FIELD)] == FIELD and all(s.settled for s in ladder.standings(FIELD))
+
+
+def test_a_width_settles_a_pair_that_stays_level() -> None:
+    level = pairs("A", "B", *[1] * 40)
+    assert next_pairs(["A", "B"], level, master_seed=SEED).choices  # undecided by z: plays on
+    plan = next_pairs(["A", "B"], level, master_seed=SEED, rules=Rules(width=120.0))
+    assert plan.choices == [] and plan.stop is Stop.SETTLED
+
+
+def test_a_new_entrant_plays_first_and_across_the_field() -> None:
+    order = [f"E{k}" for k in range(9)]  # E0 strongest; each beats the next 1.5 to 0.5 a pair
+    chain = [g for a, b in zip(order, order[1:], strict=False) for g in pairs(a, b, *[1.5] * 6)]
+    field = [*order, "new"]
+    plan = next_pairs(field, chain + TIE[:0], master_seed=SEED, count=4)
+    assert plan.stop is None
+    assert all(c.a == "new" and c.reason is Reason.NEW_ENTRANT for c in plan.choices)
+    opponents = [order.index(c.b) for c in plan.choices]
+    assert len(set(opponents)) == 4
+    assert 3 <= opponents[0] <= 5  # the middle of the field first (quantile 0.5)
+    assert min(opponents) <= 2 and max(opponents) >= 6  # then the top and the bottom
+    assert rate([Game(g.a, g.b, g.score, g.pair) for g in chain], names=field, bootstrap=0)["unrated"] == [
+        {"bot": "new", "why": "no games"}
+    ]
+
+
+def test_van_der_corput() -> None:
+    assert [van_der_corput(k) for k in range(7)] == [0.5, 0.25, 0.75, 0.125, 0.625, 0.375, 0.875]
+
+
+def test_the_choice_is_deterministic_and_seeded() -> None:
+    """Equal values (no games yet) are broken by the seeded hash: the same for any order of the field
+    or of the results, different for another master seed."""
+    field = [f"bot{k}" for k in range(12)]
+    first = next_pairs(field, [], master_seed=SEED, count=6).choices
+    assert next_pairs(list(reversed(field)), [], master_seed=SEED, count=6).choices == first
+    others = {tuple(tuple(sorted(names_of(c))) for c in next_pairs(field, [], master_seed=bytes([s] * 32),
+                                                                     count=6).choices) for s in range(5)}
+    assert len(others) > 1
+    shuffled = TIE[:]
+    random.Random(3).shuffle(shuffled)
+    assert next_pairs(FIELD, shuffled, master_seed=SEED, count=3) == next_pairs(FIELD, TIE, master_seed=SEED, count=3)
+
+
+def play(a: str, b: str, strength: dict[str, float], rng: random.Random, tag: str) -> list[Played]:
+    """A simulated duplicate pair (logistic, 400-point scale)."""
+    p = 1.0 / (1.0 + 10 ** ((strength[b] - strength[a]) / 400))
+    return [Played(a, b, float(rng.random() < p), tag), Played(b, a, float(rng.random() >= p), tag)]
+
+
+def test_a_restart_from_the_stored_results_resumes_the_same_way() -> None:
+    """The live ladder (a game at a time, warm fits, choices between) and a ladder rebuilt from the
+    stored games (a restart) choose the same next pairs at every step."""
+    rng = random.Random(5)
+    strength = {f"bot{k}": rng.gauss(0, 200) for k in range(16)}
+    field = sorted(strength)
+    live, stored = Ladder(SEED), []
+    for t in range(80):
+        plan = live.next_pairs(field, count=2)
+        assert plan == next_pairs(field, stored, master_seed=SEED, count=2), t
+        pair = play(plan.choices[0].a, plan.choices[0].b, strength, rng, f"d{t}")
+        stored += pair
+        live.extend(pair)
+
+
+def test_fair_shares_hold_an_entrant_to_twice_the_median_of_the_day() -> None:
+    """On a new day everyone has played nothing: the one undecided pair gets its game, then waits."""
+    plan = next_pairs(FIELD, TIE, master_seed=SEED, now=DAY_S, count=3)
+    assert [names_of(c) for c in plan.choices] == [{"B", "C"}]
+    assert plan.stop is Stop.FAIR_SHARES
+    # a field of many entrants all rated level: nobody gets more than twice the median pairs
+    rng = random.Random(2)
+    field = [f"bot{k}" for k in range(10)]
+    games = [g for k in range(30) for g in play(*rng.sample(field, 2), dict.fromkeys(field, 0.0), rng, f"w{k}")]
+    ladder = Ladder(SEED, Rules(new_pairs=0))
+    ladder.extend(games)
+    plan = ladder.next_pairs(field, now=DAY_S, count=40)
+    per = {x: sum(x in names_of(c) for c in plan.choices) for x in field}
+    median = sorted(per.values())[len(per) // 2 - 1 : len(per) // 2 + 1]
+    assert max(per.values()) <= 2 * max(1, sum(median) / 2), per
+
+
+def test_budgets() -> None:
+    ten = TIE[:10]  # 10 games
+    plan = next_pairs(FIELD, TIE, Budget(total=len(TIE) + 2), master_seed=SEED, count=3)
+    assert len(plan.choices) == 1 and plan.stop is Stop.TOTAL_BUDGET
+    assert next_pairs(FIELD, ten, Budget(total=10), master_seed=SEED).stop is Stop.TOTAL_BUDGET
+    games_of_b = sum("B" in (g.a, g.b) for g in TIE)
+    plan = next_pairs(FIELD, TIE, Budget(per_entrant=games_of_b + 2), master_seed=SEED, count=3)
+    assert [names_of(c) for c in plan.choices] == [{"B", "C"}] and plan.stop is Stop.ENTRANT_BUDGETS
+    today = pairs("X", "Y", 1, 1, at=3 * DAY_S + 10)
+    assert next_pairs(["X", "Y"], today, Budget(per_entrant_per_day=4), now=3 * DAY_S + 99,
+                      master_seed=SEED).stop is Stop.DAY_BUDGETS  # fmt: skip
+    assert next_pairs(["X", "Y"], today, Budget(per_entrant_per_day=4), now=4 * DAY_S, master_seed=SEED).choices
+
+
+def test_pending_pairs_count_as_played() -> None:
+    alone = next_pairs(FIELD, TIE, Budget(total=len(TIE) + 2), master_seed=SEED, pending=[("B", "C")])
+    assert alone.choices == [] and alone.stop is Stop.TOTAL_BUDGET
+
+
+def test_too_few_entrants_and_bad_input() -> None:
+    assert next_pairs(["A"], [], master_seed=SEED).stop is Stop.TOO_FEW
+    with pytest.raises(ValueError, match="distinct"):
+        next_pairs(["A", "A"], [], master_seed=SEED)
+    with pytest.raises(ValueError, match="per_entrant"):
+        Budget(per_entrant=-2)
+    with pytest.raises(ValueError, match="two entrants"):
+        Played("A", "A", 1.0)
+    with pytest.raises(ValueError, match="width"):
+        Rules(width=0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5), st.sampled_from([0, 0.5, 1, 1.5, 2])), max_size=30),
+    st.integers(0, 12),
+    st.one_of(st.none(), st.integers(0, 30)),
+)
+def test_choices_respect_the_field_and_the_budgets(results, count, per_entrant) -> None:
+    names = [f"e{k}" for k in range(6)]
+    games = [g for k, (a, b, x) in enumerate(results) if a != b for g in pairs(names[a], names[b], x, tag=f"{k}:")]
+    field = names[:5]
+    plan = next_pairs(field, games, Budget(per_entrant=per_entrant), master_seed=SEED, count=count)
+    assert len(plan.choices) <= count and (plan.stop is None) == (len(plan.choices) == count)
+    played = {x: sum(x in (g.a, g.b) for g in games) for x in names}
+    for c in plan.choices:
+        assert c.a != c.b and {c.a, c.b} <= set(field)
+        for x in (c.a, c.b):
+            played[x] += 2
+            assert per_entrant is None or played[x] <= per_entrant
