@@ -27,8 +27,8 @@ Every schedule's games are rated the same way, by :func:`arena.ratings.rate` (``
 unrated entrant counts at the bottom), and compared with the truth: ``spearman`` (rank correlation) and
 ``top10_precision`` (share of the true top 10 in the rated top 10); ``openskill`` also reports its own
 ``mu``'s (``spearman_mu``). ``ladder_games_to_full_rr_spearman``: the games after which the ladder's
-Spearman (checked every 100 pairs, up to ``--reach-share`` of the full round robin's games) first
-reached the full round robin's.
+Spearman (checked every 100 pairs, or a hundredth of the round robin, up to ``--reach-share`` of the
+full round robin's games) first reached the full round robin's.
 
 Scale (``--scale`` entrants, a field filled with 5 random pairs per entrant): ``choose_ms`` (median of
 100 choices of the next pair, fit done), ``fit_after_game_ms`` (median time to count one more pair and
@@ -66,7 +66,7 @@ from arena.publication import live_ratings  # noqa: E402
 from arena.ratings import Game, rate  # noqa: E402
 
 NATS_PER_ELO = math.log(10.0) / 400.0
-CHECK_EVERY = 100  # pairs between the ladder's Spearman checks
+CHECK_EVERY = 100  # most pairs between the ladder's Spearman checks (a hundredth of the round robin if fewer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +129,7 @@ def run_ladder(field: Field, budget: int, reach: float, cap: int) -> tuple[dict[
     """The ladder's figures at ``budget`` pairs, and the games after which its Spearman first reached
     ``reach`` (checked every :data:`CHECK_EVERY` pairs, up to ``cap`` pairs; None if not by then)."""
     ladder, games, at_budget, reached = Ladder(field.rng.bytes(32)), [], None, None
+    every = max(1, min(CHECK_EVERY, len(field.names) * (len(field.names) - 1) // 200))
     index = {n: k for k, n in enumerate(field.names)}
     for t in range(1, max(budget, cap) + 1):
         choice = ladder.next_pairs(field.names).choices[0]
@@ -137,7 +138,7 @@ def run_ladder(field: Field, budget: int, reach: float, cap: int) -> tuple[dict[
         ladder.extend(Played(g.a, g.b, g.score, g.pair) for g in pair)
         if t == budget:
             at_budget = score(field, games)
-        if reached is None and t % CHECK_EVERY == 0 and score(field, games)["spearman"] >= reach:
+        if reached is None and t % every == 0 and score(field, games)["spearman"] >= reach:
             reached = len(games)
         if at_budget is not None and (reached is not None or t >= cap):
             break

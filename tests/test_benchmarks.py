@@ -71,3 +71,30 @@ def test_load_benchmark_prints_dispatch_memory_and_drops(tmp_path: Path) -> None
     assert re.search(r"dispatch loaded:\s+p50 [\d.]+ ms\s+p99 [\d.]+ ms", out), out
     assert re.search(r"referee RSS:\s+before [\d.]+ MiB\s+peak [\d.]+ MiB", out), out
     assert "0 seats without MatchEnd, 0 matches not completed, 0 stream errors  (none)" in out, out
+
+
+@pytest.mark.slow
+def test_ladder_benchmark_prints_its_table(tmp_path: Path) -> None:
+    args = ["--entrants", "12", "--pairs-per-entrant", "2", "--seeds", "1", "2", "--scale", "30", "--reach-share", "1"]
+    out = run("ladder.py", *args, cwd=tmp_path)
+    figures = json.loads(out)
+    schedules = {"ladder", "round_robin", "random", "openskill", "round_robin_full"}
+    assert figures["budget_pairs"] == 24 and figures["seeds"] == [1, 2], out
+    for run_ in figures["runs"]:
+        assert schedules <= set(run_), out
+        for kind in schedules - {"round_robin_full"}:
+            assert run_[kind]["games"] == 48, (kind, out)  # the same budget for every schedule
+        assert run_["round_robin_full"]["games"] == 2 * 66, out
+        for kind in schedules:
+            assert -1 <= run_[kind]["spearman"] <= 1 and 0 <= run_[kind]["top10_precision"] <= 1, out
+        reached = run_["ladder_games_to_full_rr_spearman"]
+        assert reached is None or 0 < reached <= 2 * 66, out
+    assert set(figures["summary"]["ladder"]) == {"games", "spearman", "top10_precision"}, out
+    assert set(figures["floors"]) == {
+        "ladder_spearman_at_least_0.90",
+        "ladder_above_random_every_seed",
+        "ladder_reaches_full_rr_within_25pct",
+    }, out
+    scale = figures["scale"]
+    assert scale["entrants"] == 30 and scale["choose_ms"] > 0 and scale["fit_after_game_ms"] > 0, out
+    assert scale["live_publication_ms"] > 0 and scale["fit_over_live"] > 0, out

@@ -13,12 +13,16 @@ To choose it needs a rating and an uncertainty for every entrant after every gam
 entrants without games. It fits Bradley–Terry strengths ``theta`` (natural-log units, Elo =
 ``theta * 400 / ln 10``) by maximum a posteriori with a Gaussian prior ``N(0, prior_sd)`` on each
 (:attr:`Rules.prior_sd`, 400 Elo): the log-posterior is concave and has a maximum on any pairing graph.
-Newton steps solve with the sparse information (the games' weighted Laplacian plus the prior's
-precision) by conjugate gradients, warm-started from the last fit, so a game more costs one or two
-steps. Each entrant's variance is the inverse of its information plus the first correction for its
-opponents' own uncertainty: ``var_i = 1/H_ii + sum_j H_ij**2 / (H_ii**2 H_jj)``. The strengths are
-rounded to 1e-7 nats (4e-6 Elo) after the fit, so a fit from scratch (a restart) and a warm one give
-the same numbers and the same choice. This fit serves the choice only: the published ratings stay
+Newton steps from zero solve with the sparse information (the games' weighted Laplacian plus the
+prior's precision) by Jacobi-preconditioned conjugate gradients: milliseconds for a thousand
+entrants. Adding a game only updates its pairing's counts (O(1)); the fit runs once before the next
+choice, always from zero and in a canonical order (entrants by label), so the same stored games give
+bit-identical numbers however they arrived: a restart chooses exactly as the live ladder would have.
+Each entrant's variance is the inverse of its information plus the first correction for its
+opponents' own uncertainty, ``var_i = 1/H_ii + sum_j H_ij**2 / (H_ii**2 H_jj)``; the variance of a
+pairing's difference subtracts the first covariance term, ``var_a + var_b - 2 w_ab / (H_aa H_bb)``
+(``w_ab`` the information of their own games): an approximation, on the safe side (an isolated
+pair's is twice the exact one). This fit serves the choice only: the published ratings stay
 :func:`arena.ratings.rate`'s (which reports an entrant linked to nobody instead of rating it).
 
 The rule (:meth:`Ladder.next_pairs`)
@@ -72,7 +76,6 @@ from enum import StrEnum
 
 import numpy as np
 from scipy.sparse import csr_matrix
-from scipy.sparse.linalg import cg
 from scipy.special import erfc, expit
 
 #: Elo points per natural-log unit of strength.
@@ -81,7 +84,7 @@ ELO_PER_NAT = 400.0 / math.log(10.0)
 DAY_S = 86400
 _LABEL = b"allfours/arena/v1/ladder"
 _NEWTON_TOL = 1e-9
-_ROUND = 7  # decimals of the rounded strengths (nats)
+_MAX_NEWTON = 100
 _MAX_STEP = 2.0  # nats: a longer Newton step (from far away, e.g. a bot that lost every game) is shortened
 
 
@@ -141,6 +144,7 @@ class Rules:
     z: float = 1.96
     width: float | None = None
     prior_sd: float = 400.0
+    value: str = "pair"
 
     def __post_init__(self) -> None:
         if self.new_pairs < 0 or self.window < 1 or self.fair_share < 1 or self.z <= 0 or self.prior_sd <= 0:
@@ -291,38 +295,27 @@ class Ladder:
     # ------------------------------------------------------------------ the fit
 
     def fit(self) -> None:
-        """Fit the strengths and variances (see the module docstring); a no-op when nothing changed."""
+        """Fit the strengths and variances (see the module docstring); a no-op when nothing changed.
+
+        The fit runs in a canonical order (entrants by label, pairings by their labels) from zero, so the
+        same stored games give bit-identical numbers whatever order they were added in (a restart)."""
         if self._fitted:
             return
         n, lam = len(self.names), (ELO_PER_NAT / self.rules.prior_sd) ** 2
-        theta = np.zeros(n)
-        theta[: len(self._theta)] = self._theta
-        i, j = np.array(self._pi, dtype=np.int64), np.array(self._pj, dtype=np.int64)
+        rank = np.empty(n, dtype=np.int64)
+        rank[np.argsort(np.array(self.names, dtype=str), kind="stable")] = np.arange(n)
+        ri, rj = rank[np.array(self._pi, dtype=np.int64)], rank[np.array(self._pj, dtype=np.int64)]
         g, s = np.array(self._games), np.array(self._score)
-        for _ in range(50):
-            p = expit(theta[i] - theta[j])
-            resid, w = s - g * p, g * p * (1.0 - p)
-            grad = np.bincount(i, resid, n) - np.bincount(j, resid, n) - lam * theta
-            diag = np.bincount(i, w, n) + np.bincount(j, w, n) + lam
-            info = csr_matrix(
-                (
-                    np.concatenate([-w, -w, diag]),
-                    (np.concatenate([i, j, np.arange(n)]), np.concatenate([j, i, np.arange(n)])),
-                ),
-                (n, n),
-            )
-            step, _ = cg(info, grad, x0=grad / diag, rtol=1e-8, atol=0.0, maxiter=10 * n + 100, M=_jacobi(diag))
-            size = np.abs(step).max(initial=0.0)
-            theta += step * min(1.0, _MAX_STEP / size) if size else 0.0
-            if size < _NEWTON_TOL:
-                break
-        theta = np.round(theta, _ROUND)  # the same numbers from any start, hence the same choice
-        p = expit(theta[i] - theta[j])
-        w = g * p * (1.0 - p)
-        diag = np.bincount(i, w, n) + np.bincount(j, w, n) + lam
-        spill = np.bincount(i, w**2 / diag[j], n) + np.bincount(j, w**2 / diag[i], n)
-        self._theta, self._var = theta, np.round(1.0 / diag + spill / diag**2, 12)  # sums in any order: rounded
-        self._w, self._diag = w, np.round(diag, 12)
+        a, b, s = np.minimum(ri, rj), np.maximum(ri, rj), np.where(ri < rj, s, g - s)
+        order = np.lexsort((b, a))
+        a, b, g, s = a[order], b[order], g[order], s[order]
+        theta = _map_strengths(a, b, g, s, n, lam)
+        w = g * expit(theta[a] - theta[b]) * expit(theta[b] - theta[a])
+        diag = np.bincount(a, w, n) + np.bincount(b, w, n) + lam
+        spill = np.bincount(a, w**2 / diag[b], n) + np.bincount(b, w**2 / diag[a], n)
+        self._theta, self._diag, self._var = theta[rank], diag[rank], (1.0 / diag + spill / diag**2)[rank]
+        self._w = np.empty(len(w))
+        self._w[order] = w
         self._fitted = True
 
     def elo(self, name: str) -> float:
@@ -378,9 +371,47 @@ class Ladder:
         ]
 
 
-def _jacobi(diag: np.ndarray) -> csr_matrix:
-    n = len(diag)
-    return csr_matrix((1.0 / diag, (np.arange(n), np.arange(n))), (n, n))
+def _map_strengths(a: np.ndarray, b: np.ndarray, g: np.ndarray, s: np.ndarray, n: int, lam: float) -> np.ndarray:
+    """The maximum a posteriori strengths (nats) of ``n`` entrants from pairings ``a < b`` with ``g`` games
+    and ``a``'s score ``s``, a Gaussian prior of precision ``lam`` on each: Newton from zero, each step
+    solved by :func:`_conjugate_gradients` on the sparse information; a step longer than
+    :data:`_MAX_STEP` is shortened (far from the maximum, e.g. a bot that lost every game)."""
+    theta, diagonal = np.zeros(n), np.arange(n)
+    rows, cols = np.concatenate([a, b, diagonal]), np.concatenate([b, a, diagonal])
+    info = csr_matrix((np.arange(1.0, len(rows) + 1), (rows, cols)), (n, n))
+    place = info.data.astype(np.int64) - 1  # where each (row, col) landed: the pattern is built once
+    for _ in range(_MAX_NEWTON):
+        p = expit(theta[a] - theta[b])
+        resid, w = s - g * p, g * p * (1.0 - p)
+        grad = np.bincount(a, resid, n) - np.bincount(b, resid, n) - lam * theta
+        diag = np.bincount(a, w, n) + np.bincount(b, w, n) + lam
+        info.data = np.concatenate([-w, -w, diag])[place]
+        step = _conjugate_gradients(info, grad, diag)
+        size = float(np.abs(step).max(initial=0.0))
+        theta += step * min(1.0, _MAX_STEP / size) if size else 0.0
+        if size < _NEWTON_TOL:
+            break
+    return theta
+
+
+def _conjugate_gradients(matrix: csr_matrix, rhs: np.ndarray, diag: np.ndarray, rtol: float = 1e-10) -> np.ndarray:
+    """``x`` with ``matrix @ x = rhs`` (symmetric positive definite) by conjugate gradients, Jacobi
+    preconditioned (``diag``), to a residual of ``rtol`` times ``|rhs|``."""
+    x = rhs / diag
+    r = rhs - matrix @ x
+    z = r / diag
+    direction, rz, stop = z.copy(), float(r @ z), (rtol * float(np.linalg.norm(rhs))) ** 2
+    for _ in range(10 * len(rhs) + 100):
+        if float(r @ r) <= stop or rz == 0.0:
+            break
+        image = matrix @ direction
+        alpha = rz / float(direction @ image)
+        x += alpha * direction
+        r -= alpha * image
+        z = r / diag
+        rz, previous = float(r @ z), rz
+        direction = z + (rz / previous) * direction
+    return x
 
 
 class _View:
@@ -532,7 +563,17 @@ class _View:
         p = expit(d)
         vw = v * 2.0 * p * (1.0 - p)
         lo, hi = np.minimum(a, b), np.maximum(a, b)
-        value = np.where(self.resolved(d, v), 0.0, erfc(np.abs(d) / np.sqrt(2 * v)) * vw / (1 + vw) / (1 + met))
+        undecided = erfc(np.abs(d) / np.sqrt(2 * v))
+        if self.rules.value == "rank":
+            n = len(self.theta)
+            stake = np.bincount(a, undecided, n) + np.bincount(b, undecided, n)  # expected misorders per entrant
+            w = 2.0 * p * (1.0 - p)
+            cut_a = w * self.var[a] / (1 + w * self.var[b])
+            cut_b = w * self.var[b] / (1 + w * self.var[a])
+            gain = stake[a] * cut_a / (1 + cut_a) + stake[b] * cut_b / (1 + cut_b)
+            value = np.where(self.resolved(d, v), 0.0, gain / (1 + met))
+        else:
+            value = np.where(self.resolved(d, v), 0.0, undecided * vw / (1 + vw) / (1 + met))
         best = int(np.lexsort((_mix(self.hash[lo] ^ (self.hash[hi] << np.uint64(1))), -value))[0])
         if value[best] <= 0:
             return self._why_none(ok)
