@@ -144,7 +144,6 @@ class Rules:
     z: float = 1.96
     width: float | None = None
     prior_sd: float = 400.0
-    value: str = "pair"
 
     def __post_init__(self) -> None:
         if self.new_pairs < 0 or self.window < 1 or self.fair_share < 1 or self.z <= 0 or self.prior_sd <= 0:
@@ -245,8 +244,9 @@ class Ladder:
         self._played = 0  # games
         self._theta = np.zeros(0)
         self._var = np.zeros(0)
-        self._w = np.zeros(0)  # per pairing: the information of its games at the fit
         self._diag = np.zeros(0)  # per entrant: its information (with the prior's)
+        self._fit = _Arrays.of(self, np.zeros(0))
+        self._field: tuple[tuple[str, ...], np.ndarray] = ((), np.zeros(0, dtype=np.int64))
         self._fitted = True
 
     # ------------------------------------------------------------------ state
@@ -314,8 +314,9 @@ class Ladder:
         diag = np.bincount(a, w, n) + np.bincount(b, w, n) + lam
         spill = np.bincount(a, w**2 / diag[b], n) + np.bincount(b, w**2 / diag[a], n)
         self._theta, self._diag, self._var = theta[rank], diag[rank], (1.0 / diag + spill / diag**2)[rank]
-        self._w = np.empty(len(w))
-        self._w[order] = w
+        row_w = np.empty(len(w))
+        row_w[order] = w
+        self._fit = _Arrays.of(self, row_w)
         self._fitted = True
 
     def elo(self, name: str) -> float:
@@ -342,7 +343,7 @@ class Ladder:
         """
         if len(set(field)) != len(field) or count < 0:
             raise ValueError(f"need distinct entrants and count >= 0, got {list(field)}, {count}")
-        view = _View(self, [self.entrant(x) for x in field], budget or Budget(), int(now // DAY_S))
+        view = _View(self, self._indices(field), budget or Budget(), int(now // DAY_S))
         for a, b in pending:
             view.take(self.entrant(a), self.entrant(b))
         choices: list[Choice] = []
@@ -353,9 +354,16 @@ class Ladder:
             choices.append(choice)
         return Plan(choices, None)
 
+    def _indices(self, field: Sequence[str]) -> np.ndarray:
+        """The entrant indices of ``field`` (entering new names), kept for the next call with the same field."""
+        key = tuple(field)
+        if key != self._field[0]:
+            self._field = (key, np.array([self.entrant(x) for x in field], dtype=np.int64))
+        return self._field[1]
+
     def standings(self, field: Sequence[str], now: float = 0.0) -> list[Standing]:
         """Each entrant of ``field`` as the ladder sees it, best first (for the board)."""
-        view = _View(self, [self.entrant(x) for x in field], Budget(), int(now // DAY_S))
+        view = _View(self, self._indices(field), Budget(), int(now // DAY_S))
         order, settled = view.ranking(), view.settled_entrants()
         return [
             Standing(
@@ -414,30 +422,54 @@ def _conjugate_gradients(matrix: csr_matrix, rhs: np.ndarray, diag: np.ndarray, 
     return x
 
 
+@dataclass(frozen=True, slots=True)
+class _Arrays:
+    """What every choice reads, built once per fit: per entrant its seeded ``hash``, duplicate ``pairs``
+    and ``games``; per pairing, sorted by ``key = i * n + j``: ``keys``, ``row_pairs`` and ``row_w`` (the
+    information of its games at the fit)."""
+
+    hash: np.ndarray
+    pairs: np.ndarray
+    games: np.ndarray
+    keys: np.ndarray
+    row_pairs: np.ndarray
+    row_w: np.ndarray
+
+    @classmethod
+    def of(cls, ladder: Ladder, row_w: np.ndarray) -> _Arrays:
+        n = len(ladder.names)
+        i, j = np.array(ladder._pi, dtype=np.int64), np.array(ladder._pj, dtype=np.int64)
+        units, games = np.array(ladder._pairs, dtype=np.int64), np.array(ladder._games)
+        by_key = np.argsort(i * n + j)
+        return cls(
+            np.array(ladder._hash, dtype=np.uint64),
+            np.bincount(i, units, n).astype(np.int64) + np.bincount(j, units, n).astype(np.int64),
+            np.bincount(i, games, n) + np.bincount(j, games, n),
+            (i * n + j)[by_key],
+            units[by_key],
+            row_w[by_key],
+        )
+
+
 class _View:
     """One call's working copy: the fit, the counts with the pending and chosen pairs, and the rule."""
 
     def __init__(self, ladder: Ladder, field: list[int], budget: Budget, day: int):
         ladder.fit()
         self.ladder, self.rules, self.budget = ladder, ladder.rules, budget
+        fit = ladder._fit
         n = len(ladder.names)
-        self.field = np.array(field, dtype=np.int64)
-        self.theta, self.var = ladder._theta.copy(), ladder._var.copy()
-        self.hash = np.array(ladder._hash, dtype=np.uint64)
-        i, j = np.array(ladder._pi, dtype=np.int64), np.array(ladder._pj, dtype=np.int64)
-        units = np.array(ladder._pairs, dtype=np.int64)
-        self.pairs = np.bincount(i, units, n) + np.bincount(j, units, n)
-        self.games = np.bincount(i, ladder._games, n) + np.bincount(j, ladder._games, n)
+        self.field = field
+        self.theta, self.var, self.diag, self.hash = ladder._theta, ladder._var.copy(), ladder._diag, fit.hash
+        self.pairs, self.games = fit.pairs.copy(), fit.games.copy()
         today = ladder._days.get(day, {})
         self.today = np.zeros(n)
         self.today[list(today)] = list(today.values())
         self.played = ladder._played
-        self.diag = ladder._diag
-        keys = i * n + j
-        by_key = np.argsort(keys)
-        self.keys, self.row_pairs, self.row_w = keys[by_key], units[by_key], ladder._w[by_key]
+        self.keys, self.row_pairs, self.row_w = fit.keys, fit.row_pairs, fit.row_w
         self.taken: dict[int, int] = {}  # pairing key -> pairs chosen or pending in this call
         self.new = self.pairs < self.rules.new_pairs
+        self._ranking = self.field[np.lexsort((self.hash[self.field], -self.theta[self.field]))]
 
     def pairing(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For pairings ``a[k]``-``b[k]``: ``(pairs played or taken, variance of the difference, nats)``.
@@ -472,8 +504,7 @@ class _View:
 
     def ranking(self) -> np.ndarray:
         """The field's entrant indices, strongest first (ties by the seeded hash)."""
-        f = self.field
-        return f[np.lexsort((self.hash[f], -self.theta[f]))]
+        return self._ranking
 
     def eligible(self) -> np.ndarray:
         """Per entrant (all, bool): in the field, with a pair's games left in every budget and its share."""
@@ -563,17 +594,7 @@ class _View:
         p = expit(d)
         vw = v * 2.0 * p * (1.0 - p)
         lo, hi = np.minimum(a, b), np.maximum(a, b)
-        undecided = erfc(np.abs(d) / np.sqrt(2 * v))
-        if self.rules.value == "rank":
-            n = len(self.theta)
-            stake = np.bincount(a, undecided, n) + np.bincount(b, undecided, n)  # expected misorders per entrant
-            w = 2.0 * p * (1.0 - p)
-            cut_a = w * self.var[a] / (1 + w * self.var[b])
-            cut_b = w * self.var[b] / (1 + w * self.var[a])
-            gain = stake[a] * cut_a / (1 + cut_a) + stake[b] * cut_b / (1 + cut_b)
-            value = np.where(self.resolved(d, v), 0.0, gain / (1 + met))
-        else:
-            value = np.where(self.resolved(d, v), 0.0, undecided * vw / (1 + vw) / (1 + met))
+        value = np.where(self.resolved(d, v), 0.0, erfc(np.abs(d) / np.sqrt(2 * v)) * vw / (1 + vw) / (1 + met))
         best = int(np.lexsort((_mix(self.hash[lo] ^ (self.hash[hi] << np.uint64(1))), -value))[0])
         if value[best] <= 0:
             return self._why_none(ok)
