@@ -1,10 +1,10 @@
 """The ladder against a round robin, random pairing and OpenSkill matchmaking on a simulated field (issue 23).
 
     python benchmarks/ladder.py [--entrants 200] [--pairs-per-entrant 10] [--seeds 1 2 3 4 5]
-                                [--scale 1000] [--reach-share 0.4]
+                                [--scale 1000] [--reach-share 0.6] [--middling-sd 150]
 
 The field: ``--entrants`` entrants with known strengths, like a real field: 5% strong (Elo N(400, 80)),
-80% middling (N(0, 150)) and 15% broken (N(-700, 100): they lose nearly every game). A duplicate pair
+80% middling (N(0, 150); ``--middling-sd``) and 15% broken (N(-700, 100): they lose nearly every game). A duplicate pair
 of ``a`` and ``b`` is two games on one deal with the sides swapped: the deal favours side 0 by a luck of
 N(0, 1) nats, so ``a`` wins game one with probability ``sigmoid(d + luck)`` and game two (on the other
 side) with ``sigmoid(d - luck)``, ``d`` the true difference in nats (``benchmarks/ratings.py``'s model;
@@ -86,12 +86,16 @@ class Field:
         return [Game(x, y, float(first), tag), Game(y, x, float(not second), tag)]
 
 
-def make_field(entrants: int, seed: int) -> Field:
+def make_field(entrants: int, seed: int, middling_sd: float = 150.0) -> Field:
     """A field like a real one (module docstring); names in a seeded order unrelated to strength."""
     rng = np.random.default_rng(seed)
     strong, broken = max(1, round(0.05 * entrants)), max(1, round(0.15 * entrants))
     elo = np.concatenate(
-        [rng.normal(400, 80, strong), rng.normal(0, 150, entrants - strong - broken), rng.normal(-700, 100, broken)]
+        [
+            rng.normal(400, 80, strong),
+            rng.normal(0, middling_sd, entrants - strong - broken),
+            rng.normal(-700, 100, broken),
+        ]
     )
     rng.shuffle(elo)
     return Field([f"bot{k:04d}" for k in range(entrants)], elo, rng)
@@ -190,11 +194,13 @@ def index_of(field: Field, name: str) -> int:
     return int(name[3:])
 
 
-def one_seed(entrants: int, pairs_per_entrant: int, seed: int, reach_share: float) -> dict[str, Any]:
+def one_seed(
+    entrants: int, pairs_per_entrant: int, seed: int, reach_share: float, middling_sd: float
+) -> dict[str, Any]:
     """Every schedule on one field (``seed``); see the module docstring."""
     budget = entrants * pairs_per_entrant
     full_pairs = entrants * (entrants - 1) // 2
-    field = make_field(entrants, seed)
+    field = make_field(entrants, seed, middling_sd)
     order = round_robin_order(entrants, field.rng)
     full = score(field, run_fixed(field, order))
     out: dict[str, Any] = {"seed": seed, "round_robin_full": full}
@@ -267,12 +273,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--pairs-per-entrant", type=int, default=10)
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     p.add_argument("--scale", type=int, default=1000, help="entrants for the timings (0: skip)")
-    p.add_argument("--reach-share", type=float, default=0.4, help="most of the full round robin the ladder plays")
+    p.add_argument("--reach-share", type=float, default=0.6, help="most of the full round robin the ladder plays")
+    p.add_argument("--middling-sd", type=float, default=150.0, help="Elo spread of the middling 80%%")
     args = p.parse_args(argv)
-    runs = [one_seed(args.entrants, args.pairs_per_entrant, s, args.reach_share) for s in args.seeds]
+    runs = [one_seed(args.entrants, args.pairs_per_entrant, s, args.reach_share, args.middling_sd) for s in args.seeds]
     out: dict[str, Any] = {
         "entrants": args.entrants,
         "pairs_per_entrant": args.pairs_per_entrant,
+        "middling_sd": args.middling_sd,
         "budget_pairs": args.entrants * args.pairs_per_entrant,
         "seeds": args.seeds,
         "summary": summary(runs),

@@ -92,12 +92,12 @@ def test_a_new_entrant_plays_first_and_across_the_field() -> None:
     chain = [g for a, b in itertools.pairwise(order) for g in pairs(a, b, *[1.5] * 6)]
     field = [*order, "new"]
     plan = next_pairs(field, chain, master_seed=SEED, count=4)
-    assert plan.stop is None
-    assert all(c.a == "new" and c.reason is Reason.NEW_ENTRANT for c in plan.choices)
-    opponents = [order.index(c.b) for c in plan.choices]
-    assert len(set(opponents)) == 4
+    assert plan.stop is None and Rules().new_pairs == 3
+    assert all(c.a == "new" and c.reason is Reason.NEW_ENTRANT for c in plan.choices[:3])
+    assert plan.choices[3].reason is not Reason.NEW_ENTRANT  # its first three pairs are played
+    opponents = [order.index(c.b) for c in plan.choices[:3]]
     assert 3 <= opponents[0] <= 5  # the middle of the field first (quantile 0.5)
-    assert min(opponents) <= 2 and max(opponents) >= 6  # then the top and the bottom
+    assert opponents[1] >= 6 and opponents[2] <= 2  # then the lower and the upper quartile
     assert rate([Game(g.a, g.b, g.score, g.pair) for g in chain], names=field, bootstrap=0)["unrated"] == [
         {"bot": "new", "why": "no games"}
     ]

@@ -138,7 +138,7 @@ class Rules:
     :raises ValueError: on a parameter out of range.
     """
 
-    new_pairs: int = 4
+    new_pairs: int = 3
     fair_share: float = 2.0
     window: int = 8
     z: float = 1.96
