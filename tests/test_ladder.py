@@ -97,7 +97,7 @@ def test_a_new_entrant_plays_first_and_across_the_field() -> None:
     assert plan.choices[3].reason is not Reason.NEW_ENTRANT  # its first three pairs are played
     opponents = [order.index(c.b) for c in plan.choices[:3]]
     assert 3 <= opponents[0] <= 5  # the middle of the field first (quantile 0.5)
-    assert opponents[1] >= 6 and opponents[2] <= 2  # then the lower and the upper quartile
+    assert opponents[1] <= 2 and opponents[2] >= 6  # then the upper and the lower quartile (best first)
     assert rate([Game(g.a, g.b, g.score, g.pair) for g in chain], names=field, bootstrap=0)["unrated"] == [
         {"bot": "new", "why": "no games"}
     ]
