@@ -162,7 +162,8 @@ def test_single_bot_and_no_games() -> None:
     }
     assert rate([], bootstrap=10)["ratings"] == {}
     nobody = rate([], names=["x", "y"], bootstrap=10)
-    assert nobody["ratings"] == {} and nobody["unrated"] == [{"bot": "x", "why": "no games"}, {"bot": "y", "why": "no games"}]
+    assert nobody["ratings"] == {}
+    assert nobody["unrated"] == [{"bot": "x", "why": "no games"}, {"bot": "y", "why": "no games"}]
 
 
 def test_matrix() -> None:
