@@ -1,7 +1,7 @@
 """The ladder against a round robin, random pairing and OpenSkill matchmaking on a simulated field (issue 23).
 
     python benchmarks/ladder.py [--entrants 200] [--pairs-per-entrant 10] [--seeds 1 2 3 4 5]
-                                [--scale 1000] [--reach-share 0.6] [--middling-sd 150]
+                                [--scale 1000] [--reach-share 0.6] [--middling-sd 150] [--batch 4]
 
 The field: ``--entrants`` entrants with known strengths, like a real field: 5% strong (Elo N(400, 80)),
 80% middling (N(0, 150); ``--middling-sd``) and 15% broken (N(-700, 100): they lose nearly every game). A duplicate pair
@@ -13,7 +13,8 @@ without the luck it is ``arena.runner.SimulatedRunner``'s logistic model).
 Schedules, each at the same budget of ``entrants * pairs-per-entrant`` duplicate pairs (2,000 pairs,
 4,000 games for 200 entrants):
 
-- ``ladder``: :class:`arena.formats.ladder.Ladder` with its default rules, one pair at a time;
+- ``ladder``: :class:`arena.formats.ladder.Ladder` with its default rules, choosing ``--batch`` (4)
+  pairs at a time (as for four idle workers: one fit per four pairs);
 - ``round_robin``: the round robin's rounds (circle method, entrants in a seeded order: every entrant
   plays once a round), cut at the budget; ``round_robin_full``: all ``N (N - 1) / 2`` pairings, one
   duplicate pair each;
@@ -61,7 +62,7 @@ from scipy.stats import spearmanr  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from arena.formats.ladder import Ladder, Played  # noqa: E402
+from arena.formats.ladder import Choice, Ladder, Played  # noqa: E402
 from arena.publication import live_ratings  # noqa: E402
 from arena.ratings import Game, rate  # noqa: E402
 
@@ -129,14 +130,17 @@ def round_robin_order(n: int, rng: np.random.Generator) -> list[tuple[int, int]]
     return out
 
 
-def run_ladder(field: Field, budget: int, reach: float, cap: int) -> tuple[dict[str, Any], int | None]:
+def run_ladder(field: Field, budget: int, reach: float, cap: int, batch: int) -> tuple[dict[str, Any], int | None]:
     """The ladder's figures at ``budget`` pairs, and the games after which its Spearman first reached
-    ``reach`` (checked every :data:`CHECK_EVERY` pairs, up to ``cap`` pairs; None if not by then)."""
+    ``reach`` (checked every :data:`CHECK_EVERY` pairs, up to ``cap`` pairs; None if not by then).
+    The ladder chooses ``batch`` pairs at a time (as for that many idle workers)."""
     ladder, games, at_budget, reached = Ladder(field.rng.bytes(32)), [], None, None
     every = max(1, min(CHECK_EVERY, len(field.names) * (len(field.names) - 1) // 200))
     index = {n: k for k, n in enumerate(field.names)}
+    queue: list[Choice] = []
     for t in range(1, max(budget, cap) + 1):
-        choice = ladder.next_pairs(field.names).choices[0]
+        queue = queue or ladder.next_pairs(field.names, count=batch).choices[::-1]
+        choice = queue.pop()
         pair = field.play(index[choice.a], index[choice.b], f"d{t}")
         games += pair
         ladder.extend(Played(g.a, g.b, g.score, g.pair) for g in pair)
@@ -195,7 +199,7 @@ def index_of(field: Field, name: str) -> int:
 
 
 def one_seed(
-    entrants: int, pairs_per_entrant: int, seed: int, reach_share: float, middling_sd: float
+    entrants: int, pairs_per_entrant: int, seed: int, reach_share: float, middling_sd: float, batch: int
 ) -> dict[str, Any]:
     """Every schedule on one field (``seed``); see the module docstring."""
     budget = entrants * pairs_per_entrant
@@ -208,9 +212,10 @@ def one_seed(
     picks = [tuple(int(x) for x in field.rng.choice(entrants, 2, replace=False)) for _ in range(budget)]
     out["random"] = score(field, run_fixed(field, picks))
     out["openskill"] = run_openskill(field, budget)
-    out["ladder"], reached = run_ladder(field, budget, full["spearman"], int(reach_share * full_pairs))
+    out["ladder"], reached = run_ladder(field, budget, full["spearman"], int(reach_share * full_pairs), batch)
     out["ladder_games_to_full_rr_spearman"] = reached
     out["ladder_share_of_full_rr"] = None if reached is None else round(reached / full["games"], 4)
+    print(f"seed {seed}: {json.dumps(out)}", file=sys.stderr, flush=True)
     return out
 
 
@@ -275,12 +280,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--scale", type=int, default=1000, help="entrants for the timings (0: skip)")
     p.add_argument("--reach-share", type=float, default=0.6, help="most of the full round robin the ladder plays")
     p.add_argument("--middling-sd", type=float, default=150.0, help="Elo spread of the middling 80%%")
+    p.add_argument("--batch", type=int, default=4, help="pairs the ladder chooses at a time")
     args = p.parse_args(argv)
-    runs = [one_seed(args.entrants, args.pairs_per_entrant, s, args.reach_share, args.middling_sd) for s in args.seeds]
+    runs = [
+        one_seed(args.entrants, args.pairs_per_entrant, s, args.reach_share, args.middling_sd, args.batch)
+        for s in args.seeds
+    ]
     out: dict[str, Any] = {
         "entrants": args.entrants,
         "pairs_per_entrant": args.pairs_per_entrant,
         "middling_sd": args.middling_sd,
+        "batch": args.batch,
         "budget_pairs": args.entrants * args.pairs_per_entrant,
         "seeds": args.seeds,
         "summary": summary(runs),

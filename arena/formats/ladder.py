@@ -382,7 +382,8 @@ class Ladder:
 def _map_strengths(a: np.ndarray, b: np.ndarray, g: np.ndarray, s: np.ndarray, n: int, lam: float) -> np.ndarray:
     """The maximum a posteriori strengths (nats) of ``n`` entrants from pairings ``a < b`` with ``g`` games
     and ``a``'s score ``s``, a Gaussian prior of precision ``lam`` on each: Newton from zero, each step
-    solved by :func:`_conjugate_gradients` on the sparse information; a step longer than
+    solved by :func:`_conjugate_gradients` on the sparse information (loosely while the gradient is large:
+    inexact Newton); a step longer than
     :data:`_MAX_STEP` is shortened (far from the maximum, e.g. a bot that lost every game)."""
     theta, diagonal = np.zeros(n), np.arange(n)
     rows, cols = np.concatenate([a, b, diagonal]), np.concatenate([b, a, diagonal])
@@ -394,7 +395,7 @@ def _map_strengths(a: np.ndarray, b: np.ndarray, g: np.ndarray, s: np.ndarray, n
         grad = np.bincount(a, resid, n) - np.bincount(b, resid, n) - lam * theta
         diag = np.bincount(a, w, n) + np.bincount(b, w, n) + lam
         info.data = np.concatenate([-w, -w, diag])[place]
-        step = _conjugate_gradients(info, grad, diag)
+        step = _conjugate_gradients(info, grad, diag, rtol=min(0.1, max(1e-10, float(np.abs(grad).max()))))
         size = float(np.abs(step).max(initial=0.0))
         theta += step * min(1.0, _MAX_STEP / size) if size else 0.0
         if size < _NEWTON_TOL:
