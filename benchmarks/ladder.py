@@ -4,11 +4,12 @@
                                 [--scale 1000] [--reach-share 0.6] [--middling-sd 150] [--batch 4]
 
 The field: ``--entrants`` entrants with known strengths, like a real field: 5% strong (Elo N(400, 80)),
-80% middling (N(0, 150); ``--middling-sd``) and 15% broken (N(-700, 100): they lose nearly every game). A duplicate pair
-of ``a`` and ``b`` is two games on one deal with the sides swapped: the deal favours side 0 by a luck of
-N(0, 1) nats, so ``a`` wins game one with probability ``sigmoid(d + luck)`` and game two (on the other
-side) with ``sigmoid(d - luck)``, ``d`` the true difference in nats (``benchmarks/ratings.py``'s model;
-without the luck it is ``arena.runner.SimulatedRunner``'s logistic model).
+80% middling (N(0, 150); ``--middling-sd``) and 15% broken (N(-700, 100): they lose nearly every
+game). A duplicate pair of ``a`` and ``b`` is two games on one deal with the sides swapped: the deal
+favours side 0 by a luck of N(0, 1) nats, so ``a`` wins game one with probability ``sigmoid(d + luck)``
+and game two (on the other side) with ``sigmoid(d - luck)``, ``d`` the true difference in nats
+(``benchmarks/ratings.py``'s model; without the luck it is ``arena.runner.SimulatedRunner``'s
+logistic model).
 
 Schedules, each at the same budget of ``entrants * pairs-per-entrant`` duplicate pairs (2,000 pairs,
 4,000 games for 200 entrants):
