@@ -8,7 +8,7 @@ The field: ``--entrants`` entrants with known strengths, like a real field: 5% s
 game). A duplicate pair of ``a`` and ``b`` is two games on one deal with the sides swapped: the deal
 favours side 0 by a luck of N(0, 1) nats, so ``a`` wins game one with probability ``sigmoid(d + luck)``
 and game two (on the other side) with ``sigmoid(d - luck)``, ``d`` the true difference in nats
-(``benchmarks/ratings.py``'s model; without the luck it is ``arena.runner.SimulatedRunner``'s
+(``benchmarks/ratings.py``'s model; without the luck it is ``arena.tournament.runner.SimulatedRunner``'s
 logistic model).
 
 Schedules, each at the same budget of ``entrants * pairs-per-entrant`` duplicate pairs (2,000 pairs,
@@ -34,7 +34,7 @@ full round robin's games) first reached the full round robin's.
 
 Scale (``--scale`` entrants, a field filled with 5 random pairs per entrant): ``choose_ms`` (median of
 100 choices of the next pair, fit done), ``fit_after_game_ms`` (median time to count one more pair and
-refit, warm) against ``live_publication_ms`` (``arena.publication.live_ratings`` on the same games, best
+refit, warm) against ``live_publication_ms`` (``arena.ratings.publication.live_ratings`` on the same games, best
 of 2): the time the league spends on ratings after each game today. Prints one JSON object.
 """
 
@@ -64,8 +64,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from arena.formats.ladder import Choice, Ladder, Played  # noqa: E402
-from arena.publication import live_ratings  # noqa: E402
-from arena.ratings import Game, rate  # noqa: E402
+from arena.ratings.publication import live_ratings  # noqa: E402
+from arena.ratings.fit import Game, rate  # noqa: E402
 
 NATS_PER_ELO = math.log(10.0) / 400.0
 CHECK_EVERY = 100  # most pairs between the ladder's Spearman checks (a hundredth of the round robin if fewer)

@@ -24,7 +24,7 @@ from arena.formats.ladder import (
     next_pairs,
     van_der_corput,
 )
-from arena.ratings import Game, rate
+from arena.ratings.fit import Game, rate
 
 SEED = bytes(range(32))
 
