@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from referee.dealing import check_seed, commitment
 from referee.rules.seats import side_of
 
-__all__ = ["ScheduledGame", "commitment", "make_schedule", "pair_seed"]
+__all__ = ["ScheduledGame", "commitment", "make_schedule", "pair_games", "pair_seed", "pairing_number"]
 
 PAIR_LABEL = b"allfours/arena/v1/pair"
 
@@ -81,6 +81,39 @@ def pairing_number(i: int, j: int) -> int:
     return j * (j - 1) // 2 + i
 
 
+def pair_games(
+    name: str, first: tuple[int, str], second: tuple[int, str], k: int, players: int, master_seed: bytes
+) -> list[ScheduledGame]:
+    """The two games of duplicate pair ``k`` of the pairing of entrants ``first = (i, label)`` and
+    ``second = (j, label)``, ``i < j`` (their stable numbers): ids ``<name>-p<i>-<j>-g<2k>``/``g<2k+1>``,
+    pair id ``<name>-p<i>-<j>-d<k>``, the seed :func:`pair_seed` of pairing ``pairing_number(i, j)``.
+
+    :raises ValueError: if ``i >= j`` or ``k < 0``, or a seed that is not 32 bytes.
+    """
+    (i, bot_i), (j, bot_j) = first, second
+    if not 0 <= i < j:
+        raise ValueError(f"a pairing's entrant numbers must be 0 <= i < j, got {i}, {j}")
+    pairing = pairing_number(i, j)
+    seed = pair_seed(master_seed, pairing, k)
+    games = []
+    for swapped in (False, True):
+        sides = (bot_j, bot_i) if swapped else (bot_i, bot_j)
+        games.append(
+            ScheduledGame(
+                game_id=f"{name}-p{i}-{j}-g{2 * k + int(swapped)}",
+                pair_id=f"{name}-p{i}-{j}-d{k}",
+                pairing=pairing,
+                pair=k,
+                sides=sides,
+                seats=seats_for(sides, players),
+                seed=seed,
+                first_dealer=k % players,
+                swapped=swapped,
+            )
+        )
+    return games
+
+
 def make_schedule(
     name: str,
     bots: Sequence[str],
@@ -111,24 +144,8 @@ def make_schedule(
     pairs = sorted(
         (pairing_number(i, j), i, a, j, b) for x, (i, a) in enumerate(entrants) for (j, b) in entrants[x + 1 :]
     )
-    for pairing, i, bot_i, j, bot_j in pairs:
+    for _, i, bot_i, j, bot_j in pairs:
         for k in range(games_per_pairing // 2):
-            seed = pair_seed(master_seed, pairing, k)
-            for swapped in (False, True):
-                sides = (bot_j, bot_i) if swapped else (bot_i, bot_j)
-                g = 2 * k + int(swapped)
-                games.append(
-                    ScheduledGame(
-                        game_id=f"{name}-p{i}-{j}-g{g}",
-                        pair_id=f"{name}-p{i}-{j}-d{k}",
-                        pairing=pairing,
-                        pair=k,
-                        sides=sides,
-                        seats=seats_for(sides, players),
-                        seed=seed,
-                        first_dealer=k % players,
-                        swapped=swapped,
-                    )
-                )
+            games += pair_games(name, (i, bot_i), (j, bot_j), k, players, master_seed)
     return games
 

@@ -94,7 +94,9 @@ class GameResult:
     ``winner``: 0, 1, or ``None`` (no winner, e.g. both sides failed: a draw for ratings);
     ``reasons``: termination reasons, human-readable (e.g. ``"side 0 reached 14"``, ``"seat 1
     (random) timed out"``); ``record_path``: the match record, relative to the output folder, if any;
-    ``duration_s``: wall time of the game in seconds; ``extra``: JSON-ready details.
+    ``duration_s``: wall time of the game in seconds; ``extra``: JSON-ready details; ``stored_at``:
+    when the store wrote it (Unix seconds; ``None`` until then: :meth:`Store.results` fills it, the
+    ladder's per-day budget counts by it).
     """
 
     game_id: str
@@ -109,6 +111,7 @@ class GameResult:
     first_dealer: int
     duration_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    stored_at: float | None = field(default=None, compare=False)  # the store's, not the game's
 
     @property
     def score_a(self) -> float:
@@ -311,7 +314,7 @@ class Store:
         """All stored results; in the order of the game ids ``order`` when given (others last), else by id."""
         rows = self._db.execute(
             "SELECT game_id, match_id, pair_id, side0, side1, score0, score1, winner, reasons, record_path,"
-            " seed, first_dealer, duration_s, extra FROM games ORDER BY game_id"
+            " seed, first_dealer, duration_s, extra, stored_at FROM games ORDER BY game_id"
         ).fetchall()
         out = [
             GameResult(
@@ -327,6 +330,7 @@ class Store:
                 r[11],
                 r[12],
                 json.loads(r[13]),
+                r[14],
             )
             for r in rows
         ]
