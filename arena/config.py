@@ -28,6 +28,7 @@ from referee.rules import RuleSet
 from referee.wire import TimeControl
 
 if TYPE_CHECKING:
+    from arena.formats.ladder import Settings as LadderSettings
     from arena.formats.sprt import SprtSettings
 
 #: Environment variable holding a seat's ticket, set for every bot process.
@@ -164,6 +165,7 @@ class TournamentConfig:
     lobby_tls: tuple[str, str] | None = None
     no_show_s: int = DEFAULT_NO_SHOW_S
     remote_in_4p: bool = True
+    ladder: LadderSettings | None = None  # format = "ladder" (arena/formats/ladder_run.py)
 
     @property
     def uses_lobby(self) -> bool:
@@ -204,11 +206,14 @@ class TournamentConfig:
 
     def identity(self) -> ConfigIdentity:
         """The JSON-ready fields the :meth:`fingerprint` is taken of (compare two with :func:`identity_changes`)."""
-        return {
+        out: ConfigIdentity = {
             **self.league_identity(),
             "games_per_pairing": self.games_per_pairing,
             "bots": [[b.name, b.version] for b in self.bots],
         }
+        if self.ladder:
+            out["ladder"] = self.ladder.to_dict()
+        return out
 
 
 class LeagueIdentity(TypedDict):
@@ -227,10 +232,12 @@ class LeagueIdentity(TypedDict):
 
 class ConfigIdentity(LeagueIdentity):
     """A :class:`LeagueIdentity` plus what one run of a tournament fixes too: ``games_per_pairing`` and
-    the ``bots`` as ``[name, version]`` pairs in config order."""
+    the ``bots`` as ``[name, version]`` pairs in config order, and a ladder's budgets and rules (``ladder``,
+    only for that format: a league may raise its budgets, so they are no part of the league's identity)."""
 
     games_per_pairing: int
     bots: list[list[str]]
+    ladder: NotRequired[dict[str, float | int | None]]
 
 
 def _flat_identity(identity: Mapping[str, object]) -> dict[str, object]:
@@ -277,6 +284,7 @@ _TOURNAMENT_KEYS = {
     "bot_log_bytes",
     "format",
     "sprt",
+    "ladder",
     "lobby",
     "lobby_tls_cert",
     "lobby_tls_key",
@@ -284,8 +292,12 @@ _TOURNAMENT_KEYS = {
     "remote_in_4p",
 }
 #: ``tournament.format``: every pairing plays ``games_per_pairing`` games, or a candidate plays a baseline
-#: until the SPRT decides (at most ``games_per_pairing`` games).
-FORMATS = ("round_robin", "sprt")
+#: until the SPRT decides (at most ``games_per_pairing`` games), or the ladder chooses the next duplicate
+#: pairs from the ratings so far (``[tournament.ladder]``; ``games_per_pairing`` is not used).
+FORMATS = ("round_robin", "sprt", "ladder")
+#: ``[tournament.ladder]``: the budgets (games) and the rules the config may set.
+_LADDER_INTS = ("per_entrant_per_day", "per_entrant", "total", "new_pairs")
+_LADDER_NUMBERS = ("width", "fair_share")
 _SPRT_KEYS = {"candidate", "baseline", "elo0", "elo1", "alpha", "beta", "model"}
 _TC_KEYS = {f.name for f in fields(TimeControl)}
 _BOT_KEYS = {"name", "version", "command", "cwd", "env", "image", "cpus", "memory", "pids", "mode", "workers", "remote"}
@@ -411,6 +423,7 @@ def parse_config(data: Mapping[str, object], path: str = "<config>", base: Path 
     token_env = part.admin_token_env if part else ENV_ADMIN_TOKEN
     bots = _parse_bots(p, data.get("bots"), base, token_env)
     sprt = _parse_sprt(p, t, [b.name for b in bots]) if isinstance(t, dict) else None
+    ladder = _parse_ladder(p, t) if isinstance(t, dict) else None
     if part is not None:
         _check_lobby_bots(p, bots, part)
     p.raise_any()
@@ -434,6 +447,7 @@ def parse_config(data: Mapping[str, object], path: str = "<config>", base: Path 
         part.lobby_tls,
         part.no_show_s,
         part.remote_in_4p,
+        ladder,
     )
 
 
@@ -455,7 +469,7 @@ def _parse_sprt(p: _Problems, t: Mapping[str, object], bots: Sequence[str]) -> S
     if fmt not in FORMATS:
         p.add("tournament.format", f"must be one of {list(FORMATS)}", fmt)
         return None
-    if fmt == "round_robin":
+    if fmt != "sprt":
         if raw is not None:
             p.add("tournament.sprt", 'is only for format = "sprt"', raw, show_value=False)
         return None
@@ -485,6 +499,43 @@ def _parse_sprt(p: _Problems, t: Mapping[str, object], bots: Sequence[str]) -> S
         )
     except ValueError as e:
         p.add("tournament.sprt", str(e), raw, show_value=False)
+        return None
+
+
+def _parse_ladder(p: _Problems, t: Mapping[str, Any]) -> LadderSettings | None:
+    """``[tournament.ladder]`` when ``tournament.format`` is ``"ladder"``: budgets in games
+    (``per_entrant_per_day``, ``per_entrant``, ``total``; each optional) and the rules ``width`` (Elo),
+    ``new_pairs`` and ``fair_share`` (arena/formats/ladder.py)."""
+    raw = t.get("ladder")
+    if t.get("format") != "ladder":
+        if raw is not None:
+            p.add("tournament.ladder", 'is only for format = "ladder"', raw, show_value=False)
+        return None
+    raw = {} if raw is None else raw
+    if not isinstance(raw, dict):
+        p.add("tournament.ladder", "must be a table (per_entrant_per_day, per_entrant, total, width, ...)", raw)
+        return None
+    _unknown(p, "tournament.ladder", raw, (*_LADDER_INTS, *_LADDER_NUMBERS))
+    values: dict[str, Any] = {}
+    for key in _LADDER_INTS:
+        if key in raw:
+            values[key] = p.check(lambda key=key: _int(p.path, f"tournament.ladder.{key}", raw[key], 0), None)
+    for key in _LADDER_NUMBERS:
+        value = raw.get(key)
+        if key in raw and (isinstance(value, bool) or not isinstance(value, int | float)):
+            p.add(f"tournament.ladder.{key}", "must be a number", value)
+        elif key in raw:
+            values[key] = float(value)
+    from arena.formats.ladder import Budget, Rules, Settings  # here: numpy and scipy, as for the SPRT
+
+    budget_keys, rules = ("per_entrant_per_day", "per_entrant", "total"), {}
+    for key in ("new_pairs", "width", "fair_share"):
+        if values.get(key) is not None:
+            rules[key] = values[key]
+    try:
+        return Settings(Budget(**{k: values.get(k) for k in budget_keys}), Rules(**rules))
+    except ValueError as e:
+        p.add("tournament.ladder", str(e), raw, show_value=False)
         return None
 
 

@@ -153,6 +153,26 @@ class Rules:
 
 
 @dataclass(frozen=True, slots=True)
+class Settings:
+    """A ladder tournament's ``[tournament.ladder]`` table: its :class:`Budget` and :class:`Rules`."""
+
+    budget: Budget
+    rules: Rules
+
+    def to_dict(self) -> dict[str, float | int | None]:
+        """JSON-ready: the budget's three limits (games) and the rules' ``width``, ``new_pairs``, ``fair_share``."""
+        b, r = self.budget, self.rules
+        return {
+            "per_entrant_per_day": b.per_entrant_per_day,
+            "per_entrant": b.per_entrant,
+            "total": b.total,
+            "width": r.width,
+            "new_pairs": r.new_pairs,
+            "fair_share": r.fair_share,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Played:
     """One stored game: ``a`` and ``b`` (side 0 and side 1), ``score`` (``a``'s: 1, 0.5 or 0), the
     duplicate ``pair`` id (its two games are one pair; ``None``: the game is a unit of its own) and
