@@ -339,6 +339,13 @@ class ErrorLine(Protocol):
     def __call__(self, message: str, label: str = "error") -> None: ...
 
 
+def check_ladder_total(config: TournamentConfig) -> None:
+    """:raises ConfigError: for a ladder without a total budget (``arena run`` must end; ``arena serve`` need not)."""
+    if config.ladder is not None and config.ladder.budget.total is None:
+        raise ConfigError(config.source, "tournament.ladder.total", "`arena run` of a ladder needs a total budget "
+                          "(games); a ladder without one is a league: `arena serve`", show_value=False)
+
+
 def run_command(args: argparse.Namespace, console: Console, err: Console | None = None) -> int:
     """``arena run``: see the module docstring for the exit status."""
     from arena.play.referees import RefereeError
@@ -357,6 +364,7 @@ def run_command(args: argparse.Namespace, console: Console, err: Console | None 
     output = Path(args.output).resolve() if args.output else config.output
     try:
         check_bot_cwds(config, output)
+        check_ladder_total(config)
     except ConfigError as e:
         error(str(e), "config error")
         return 2
@@ -516,6 +524,8 @@ def _open_and_play(
         error(str(e))
         return 2
     try:
+        if config.ladder is not None:
+            return _run_ladder(args, console, error, t, output, get_runner)
         pending = t.store.pending(t.schedule)
         console.print(
             f"tournament {config.name}: {len(t.schedule)} games scheduled, "
@@ -545,6 +555,51 @@ def _open_and_play(
         return 0
     finally:
         t.store.close()
+
+
+def _run_ladder(
+    args: argparse.Namespace,
+    console: Console,
+    error: ErrorLine,
+    t: Tournament,
+    output: Path,
+    get_runner: Callable[[], GameRunner],
+) -> int:
+    """``arena run`` of a ladder: ask it for the next pairs, play them, until it stops (its total budget
+    spent, settled, or waiting for tomorrow's budgets); then publish. One line per plan: the pairs and why."""
+    import json
+    import time
+
+    from arena.formats.ladder_run import LadderRun
+    from arena.tournament.runner import LADDER_KEY
+
+    ladder = LadderRun(t)
+    console.print(f"tournament {t.config.name}: a ladder, {t.store.count()} games stored, total budget "
+                  f"{t.config.ladder.budget.total if t.config.ladder else None} games; "
+                  f"master seed commitment {t.commitment}", soft_wrap=True, highlight=False)
+    runner, setup, checked = None, None, False
+    try:
+        while True:
+            now = time.time()
+            games = ladder.next_games(max(1, (t.config.concurrency + 1) // 2), now)
+            t.store.set_meta(LADDER_KEY, json.dumps(ladder.board(now)))
+            console.print(escape(ladder.plan_line()), soft_wrap=True, highlight=False)
+            if not games:
+                break
+            if runner is None:
+                runner = get_runner()
+                if hasattr(runner, "use_entrants"):
+                    runner.use_entrants(t.entrants)
+                setup = _open_lobby(t.config, t, runner, output, console)
+            code = _play(args, console, error, t.config, t, games, runner, ladder=ladder, check=not checked)
+            checked = True
+            if code:
+                return code
+    finally:
+        if setup is not None:
+            setup.stop()
+    publish_tournament(t, output, args.bootstrap, console)
+    return 0
 
 
 def _open_lobby(
@@ -577,20 +632,23 @@ def _play(
     pending: Sequence[ScheduledGame],
     runner: GameRunner,
     test: SprtRun | None = None,
+    *, ladder: Any = None, check: bool = True,
 ) -> int:
     """Play the ``pending`` games with a progress bar; returns 0, or the exit status of a failure.
 
     :param test: an sprt tournament's test: once it decides, no new game starts.
+    :param ladder: a ladder's :class:`arena.formats.ladder_run.LadderRun`, fed each stored game (no bar);
+        ``check``: check the bots first (:func:`_check_bots`; a ladder checks before its first games only).
     """
     from arena.play.referees import RefereeError
 
-    code = _check_bots(args, console, error, runner, pending)
+    code = _check_bots(args, console, error, runner, pending) if check else 0
     if code:
         return code
     stop = threading.Event()
     try:
         with progress_bar(
-            len(t.schedule), len(t.schedule) - len(pending), console, enabled=not args.no_progress
+            len(t.schedule), len(t.schedule) - len(pending), console, enabled=not args.no_progress and not ladder
         ) as advance:
 
             seen = failures.Failures()
@@ -601,6 +659,8 @@ def _play(
                 advance(1, seen.summary())
                 if written:
                     metrics.game_stored(result)
+                if written and ladder is not None:
+                    ladder.add(result)
                 if test is not None and written and test.add(result):
                     stop.set()
                 failed = [r for r in result.reasons if not r.startswith("side ") or "forfeit" in r]

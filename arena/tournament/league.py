@@ -9,6 +9,10 @@ in :attr:`League.after_game` is called; when every game is played the service wa
   field named and the old config kept; remote bots' tokens are read again (revoked ones are dropped);
 - ``SIGTERM`` / ``SIGINT``: the games in flight finish, the workers, lobby and referees stop, exit 0.
 
+A ladder (``format = "ladder"``, :mod:`arena.formats.ladder_run`) has no schedule: the loop asks it for
+the next pairs (one a two games of concurrency), plays them, and asks again; when it stops (settled, a
+budget spent) it says why once and waits, asking again after SIGHUP (a new entrant) and at UTC midnight.
+
 A restart (even after SIGKILL) resumes: stored games stay, games in flight are played again from their
 seeds, remote workers dial the lobby again by themselves. The master seed is never revealed by
 ``serve`` (a league has no last game); ``arena run`` reveals it once every scheduled game is played.
@@ -21,8 +25,10 @@ serve loop publish again once no game is being played.
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +38,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from arena.config import ConfigError, TournamentConfig, check_bot_cwds, load_config
-from arena.tournament.runner import Tournament, open_tournament, run_games
+from arena.tournament.runner import LADDER_KEY, Tournament, open_tournament, run_games
 from arena.tournament.store import GameResult, StoreMismatch
 
 #: Seconds between two looks at the stop, reload and republish requests while no game is played.
@@ -64,6 +70,8 @@ class League:
     tournament: Tournament | None = None
     runner: Any = None
     setup: Any = None
+    ladder: Any = None  # a LadderRun (arena/formats/ladder_run.py) for format = "ladder"
+    asked: tuple[int, str] | None = None  # a stopped ladder: (UTC day, stop) it was last asked on
 
     def request_stop(self) -> None:
         """Stop after the games in flight (thread- and signal-safe)."""
@@ -106,6 +114,14 @@ class League:
             else:
                 self.setup.update(config, t.store)
             self.runner.attach_lobby(self.setup.lobby, self.setup.kinds)
+        if config.ladder is not None:
+            from arena.formats.ladder_run import LadderRun
+
+            self.ladder, self.asked = LadderRun(t), None
+            self._note(f"{config.name}: a ladder of {len(t.entrants)} bots, {t.store.count()} games stored; "
+                       f"{len(t.labels)} entrants in all")
+            return
+        self.ladder = None
         pending = t.store.pending(t.schedule)
         self._note(f"{config.name}: {len(t.entrants)} bots, {len(t.schedule)} games scheduled, "
                    f"{len(pending)} to play; {len(t.labels)} entrants in all")
@@ -125,6 +141,9 @@ class League:
         assert t is not None
         if not written:
             return
+        if self.ladder is not None:
+            self.ladder.add(result)
+            t.store.set_meta(LADDER_KEY, json.dumps(self.ladder.board(time.time())))
         self.publish(t)
         for fn in list(self.after_game):
             fn(result, t)
@@ -134,7 +153,7 @@ class League:
         while not self.stop.is_set():
             t = self.tournament
             assert t is not None
-            pending = t.store.pending(t.schedule)
+            pending = self._ladder_games(t) if self.ladder is not None else t.store.pending(t.schedule)
             if pending and not self.halt.is_set():
                 run_games(pending, self.runner, t.store, t.config.concurrency, self._stored, self.halt)
             else:
@@ -146,6 +165,22 @@ class League:
                 self.reload.clear()
                 self.halt.clear()
                 self._reopen()
+
+    def _ladder_games(self, t: Tournament) -> list[Any]:
+        """A ladder's next games (half-played pairs first, then a pair per two games of concurrency); when
+        it stopped, say why once and ask again only on a new UTC day (DAY_BUDGETS) or after SIGHUP."""
+        from arena.formats.ladder import DAY_S
+
+        now = time.time()
+        if self.asked is not None and self.asked[0] == int(now // DAY_S):
+            return []
+        games = self.ladder.next_games(max(1, (t.config.concurrency + 1) // 2), now)
+        t.store.set_meta(LADDER_KEY, json.dumps(self.ladder.board(now)))
+        self._note(self.ladder.plan_line())
+        if not games:
+            self.asked = (int(now // DAY_S), self.ladder.plan_line())
+            self.publish(t)
+        return games
 
     def close(self) -> None:
         """Stop the workers and the lobby, close the store."""

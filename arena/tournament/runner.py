@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -34,11 +34,18 @@ COMMITMENT_FILE = "commitment.json"
 #: The meta key of the tournament's public facts (JSON, :func:`public_facts` and ``entrants``: every entrant's
 #: label, as ratings.json lists them), read by ``arena web``.
 FACTS_KEY = "public_facts"
+#: The meta key of a ladder tournament's board (JSON, :meth:`arena.formats.ladder_run.LadderRun.board`):
+#: standings, why the last pairs were chosen, why it stopped; published with the ratings and on the web.
+LADDER_KEY = "ladder_board"
 
 
 def public_facts(config: TournamentConfig, commit: str, scheduled: int) -> dict[str, Any]:
     """JSON-ready public facts of a tournament (never the master seed): name, players,
-    games_per_pairing, bots {name: version}, rules, config_fingerprint, commitment, scheduled."""
+    games_per_pairing, bots {name: version}, rules, config_fingerprint, commitment, scheduled (a
+    ladder's: its total budget, or None), and ``format`` ("ladder" for a ladder)."""
+    if config.ladder is not None:
+        return {**public_facts(replace(config, ladder=None), commit, 0), "format": "ladder",
+                "scheduled": config.ladder.budget.total, "config_fingerprint": config.fingerprint()}
     return {
         "name": config.name,
         "players": config.players,
@@ -107,7 +114,7 @@ def open_tournament(config: TournamentConfig, output: Path | None = None) -> Tou
         raise
     spec = {(b.name, b.version): b for b in config.bots}
     active = [e for e in every if (e.name, e.version) in spec]
-    schedule = make_schedule(
+    schedule = [] if config.ladder is not None else make_schedule(  # a ladder chooses its games as it goes
         config.name,
         [e.label for e in active],
         config.games_per_pairing,

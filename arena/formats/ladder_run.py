@@ -1,0 +1,142 @@
+"""The ``format = "ladder"`` tournament: the next duplicate pairs come from :mod:`arena.formats.ladder`
+(the choice by what a pair teaches), not from a fixed schedule.
+
+A :class:`LadderRun` is built from the stored results (so a restart resumes exactly: the same stored
+games give the same next pairs) and fed each new one (:meth:`LadderRun.add`). :meth:`LadderRun.next_games`
+returns the games to play now: first the missing game of every half-played pair (a pair interrupted by a
+stop or a crash is finished before anything new), else the two games of each pair the ladder chooses.
+A chosen pair of entrants ``a``, ``b`` with stable numbers ``i < j`` is pair ``k`` of pairing
+``pairing_number(i, j)``, ``k`` one more than the highest pair of that pairing stored or in flight
+(0 for the first): its ids (``<name>-p<i>-<j>-d<k>``) and deal seed
+(:func:`arena.tournament.schedule.pair_seed`) are the round robin's, so the master seed still names
+every deck. :meth:`LadderRun.board` is what the leaderboard shows (standings, why the last pairs were
+chosen, why the ladder stopped); it is kept in the store's meta (:data:`arena.tournament.runner.LADDER_KEY`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict
+from typing import Any
+
+from arena.formats.ladder import Ladder, Plan, Played, Stop
+from arena.tournament.runner import Tournament
+from arena.tournament.schedule import ScheduledGame, pair_games
+from arena.tournament.store import GameResult
+
+#: ``<name>-p<i>-<j>-d<k>``: the entrants' numbers and the pair number of a pair id.
+PAIR_ID = re.compile(r"-p(\d+)-(\d+)-d(\d+)$")
+#: Stops after which a ladder tournament is complete (``arena run`` reveals the master seed).
+FINAL_STOPS = (Stop.SETTLED, Stop.TOTAL_BUDGET)
+
+
+class LadderRun:
+    """The ladder of one tournament (a config with ``ladder`` settings), kept up to date as results arrive.
+
+    :param t: the open tournament; its stored results are counted at once.
+    :raises ValueError: if the config has no ladder settings.
+    """
+
+    def __init__(self, t: Tournament):
+        settings = t.config.ladder
+        if settings is None:
+            raise ValueError("not a ladder tournament")
+        self.name, self.players, self.master_seed = t.config.name, t.config.players, t.master_seed
+        self.budget = settings.budget
+        self.ladder = Ladder(t.master_seed, settings.rules)
+        self.numbers = {e.label: e.number for e in t.store.entrants()}
+        self.labels = {n: label for label, n in self.numbers.items()}
+        self.active = [label for label in t.labels if label in t.entrants]
+        self.top: dict[tuple[int, int], int] = {}  # pairing (i, j) -> highest pair number stored
+        self.halves: dict[str, set[str]] = {}  # pair id -> game ids stored
+        self.last: Plan | None = None
+        for result in t.store.results():
+            self.add(result)
+
+    def add(self, result: GameResult) -> None:
+        """Count one stored game (its ``stored_at`` gives its day; now if unset)."""
+        at = result.stored_at if result.stored_at is not None else time.time()
+        self.ladder.add(Played(result.sides[0], result.sides[1], result.score_a, result.pair_id, at))
+        self.halves.setdefault(result.pair_id, set()).add(result.game_id)
+        m = PAIR_ID.search(result.pair_id)
+        if m:
+            i, j, k = (int(x) for x in m.groups())
+            self.top[(i, j)] = max(self.top.get((i, j), -1), k)
+
+    def _pair(self, i: int, j: int, k: int) -> list[ScheduledGame]:
+        return pair_games(self.name, (i, self.labels[i]), (j, self.labels[j]), k, self.players, self.master_seed)
+
+    def unfinished(self) -> list[ScheduledGame]:
+        """The missing game of every half-played pair whose entrants are both active, by pair id."""
+        out = []
+        for pair_id in sorted(p for p, ids in self.halves.items() if len(ids) == 1):
+            m = PAIR_ID.search(pair_id)
+            if m is None:
+                continue
+            i, j, k = (int(x) for x in m.groups())
+            if self.labels.get(i) in self.active and self.labels.get(j) in self.active:
+                out += [g for g in self._pair(i, j, k) if g.game_id not in self.halves[pair_id]]
+        return out
+
+    def next_games(self, count: int, now: float, in_flight: Sequence[ScheduledGame] = ()) -> list[ScheduledGame]:
+        """The games to play now: the half-played pairs' missing games if any, else both games of each of
+        up to ``count`` pairs the ladder chooses (:attr:`last` keeps its plan); empty: the ladder stopped.
+
+        :param now: Unix seconds (the day of the per-day budgets).
+        :param in_flight: games started and not yet stored: their pairs count as played.
+        """
+        flying = {g.game_id for g in in_flight}
+        finish = [g for g in self.unfinished() if g.game_id not in flying]
+        if finish:
+            return finish
+        pending = list({g.pair_id: g.sides for g in in_flight}.values())
+        self.last = plan = self.ladder.next_pairs(self.active, self.budget, now, count, pending)
+        top = dict(self.top)
+        for g in in_flight:
+            m = PAIR_ID.search(g.pair_id)
+            if m:
+                i, j, k = (int(x) for x in m.groups())
+                top[(i, j)] = max(top.get((i, j), -1), k)
+        games: list[ScheduledGame] = []
+        for choice in plan.choices:
+            i, j = sorted((self.numbers[choice.a], self.numbers[choice.b]))
+            top[(i, j)] = k = top.get((i, j), -1) + 1
+            games += self._pair(i, j, k)
+        return games
+
+    def plan_line(self) -> str:
+        """One line on the last plan: the pairs chosen and why, or why the ladder stopped."""
+        plan = self.last
+        if plan is None:
+            return "ladder: finishing half-played pairs"
+        chosen = "; ".join(f"{c.a} v {c.b} ({c.reason.value})" for c in plan.choices)
+        stop = f"stopped: {plan.stop.value}" if plan.stop is not None else ""
+        return "ladder: " + " · ".join(x for x in (chosen, stop) if x)
+
+    def board(self, now: float) -> dict[str, Any]:
+        """JSON-ready: ``standings`` (per entrant, best first: name, elo, sd, pairs, games_today, new,
+        settled), ``plan`` (the last pairs chosen: a, b, reason, gap, gap_sd, undecided), ``reasons``
+        (the distinct reasons of the plan), ``stop`` (why it chose fewer than asked, or null), ``budget``
+        and ``games`` (counted by the ladder)."""
+        plan = self.last
+        choices = [] if plan is None else [{**asdict(c), "reason": c.reason.value} for c in plan.choices]
+        return {
+            "standings": [asdict(s) for s in self.ladder.standings(self.active, now)] if len(self.active) else [],
+            "plan": choices,
+            "reasons": list(dict.fromkeys(c["reason"] for c in choices)),
+            "stop": plan.stop.value if plan is not None and plan.stop is not None else None,
+            "budget": {k: getattr(self.budget, k) for k in ("per_entrant_per_day", "per_entrant", "total")},
+            "games": self.ladder.games,
+        }
+
+    def finished(self) -> bool:
+        """Whether the last plan stopped for good (settled, or the total budget spent) with nothing chosen."""
+        plan = self.last
+        return plan is not None and not plan.choices and plan.stop in FINAL_STOPS
+
+
+def pairs_of(games: Iterable[ScheduledGame]) -> list[str]:
+    """The distinct pair ids of ``games``, in order."""
+    return list(dict.fromkeys(g.pair_id for g in games))
