@@ -9,8 +9,10 @@ Files written by :func:`write_outputs` (all UTF-8):
   ``terminations`` (one per seat: ``normal``, ``timeout``, ``no_show``, …), ``referee`` and
   ``failures`` (one per seat: :class:`arena.report.failures.Failures` as a dict);
 - ``ratings.json`` — the :func:`arena.ratings.fit.rate` result plus ``tournament`` (name, bots and
-  versions, config fingerprint, master seed commitment, ``failures`` per bot, and the revealed
-  ``master_seed`` once every game is played — ``null`` before);
+  versions, config fingerprint, master seed commitment, ``failures`` per bot, the revealed
+  ``master_seed`` once every game is played — ``null`` before — and for a ladder ``ladder``: its
+  standings, the last pairs chosen with their reasons and why it stopped,
+  :meth:`arena.formats.ladder_run.LadderRun.board`);
 - ``ratings.csv`` — rank, bot, version, elo, ci_low, ci_high, games, score, los_next, ci_method;
 - ``leaderboard.html`` — self-contained (inline CSS and SVG, no scripts or external assets), rendered
   by :func:`arena.web.render.leaderboard_html` with the live page's templates: the table with
@@ -33,13 +35,14 @@ from typing import Any
 from rich.console import Console
 
 from arena.formats.duplicate import precision_facts
+from arena.formats.ladder_run import FINAL_STOPS
 from arena.formats.sprt_run import SprtRun
 from arena.ratings.fit import games_from_mapping, history
 from arena.ratings.publication import LivePublisher, final_ratings
 from arena.report import failures
 from arena.report.figures import los_next
 from arena.report.terminal import failures_table, ratings_table
-from arena.tournament.runner import Tournament, public_facts
+from arena.tournament.runner import LADDER_KEY, Tournament, public_facts
 from arena.tournament.store import GameResult, games_rows
 
 
@@ -143,8 +146,14 @@ def publish_tournament(
     """
     results = t.store.results(order=[g.game_id for g in t.schedule])
     test = SprtRun(t.config, t.schedule, results) if t.config.sprt else None
-    complete = reveal and (not t.store.pending(t.schedule) or (test is not None and test.test.decided))
+    board = json.loads(t.store.get_meta(LADDER_KEY) or "null") if t.config.ladder else None
+    if board is not None:  # a ladder is complete once it stopped for good with nothing left to play
+        complete = reveal and board["stop"] in [s.value for s in FINAL_STOPS] and not board["plan"]
+    else:
+        complete = reveal and (not t.store.pending(t.schedule) or (test is not None and test.test.decided))
     facts = tournament_facts(t, complete)
+    if board is not None:
+        facts["ladder"] = board
     if test is not None:
         facts["sprt"] = test.test.to_dict()
     facts["failures"] = {n: f.to_dict() for n, f in failures.tally(results, [b.name for b in t.config.bots]).items()}

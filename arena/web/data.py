@@ -25,7 +25,7 @@ from typing import Any, TypeAlias, TypedDict
 
 from arena.ratings.fit import DEFAULT_BOOTSTRAP, games_from_mapping
 from arena.ratings.publication import LivePublisher, final_ratings
-from arena.tournament.runner import DB_NAME, FACTS_KEY
+from arena.tournament.runner import DB_NAME, FACTS_KEY, LADDER_KEY
 from arena.tournament.store import GameResult
 
 #: Games of one duplicate pair (arena/tournament/schedule.py): both share the deal seed, hence every deck.
@@ -168,7 +168,8 @@ class WebData:
     # ------------------------------------------------------------------ tournament
     def facts(self) -> dict[str, Any]:
         """The public facts (name, players, bots {name: version}, rules, commitment, scheduled, played,
-        and ``master_seed`` — ``None`` until the arena has revealed it: ``finished_at`` is in the meta
+        ``ladder`` for a ladder (:data:`arena.tournament.runner.LADDER_KEY`), and ``master_seed`` — ``None``
+        until the arena has revealed it: ``finished_at`` is in the meta
         table, set by ``arena run`` when it publishes the seed; ``arena serve`` never reveals it)."""
         raw = self._meta(FACTS_KEY)
         facts: dict[str, Any] = json.loads(raw) if raw else {}
@@ -179,6 +180,9 @@ class WebData:
         # seed (every game played, or an SPRT decided); a league (`arena serve`) never does
         revealed = self._meta("finished_at") is not None
         facts["master_seed"] = self._meta("master_seed") if revealed else None
+        board = self._meta(LADDER_KEY)
+        if board:  # a ladder: standings, why the last pairs were chosen, why it stopped
+            facts["ladder"] = json.loads(board)
         return facts
 
     def revealed(self) -> bool:
@@ -197,10 +201,10 @@ class WebData:
         ``"publication": "live"``; the bootstrap, ``"final"``, once the background refresh covers these
         games — as ``arena serve`` publishes), else the bootstrap now (``"final"``)."""
         key = (self.version(), self.bootstrap_mark())
+        facts = self.facts()  # fresh each time: a ladder's board changes without a new game (it stopped)
         with self._lock:
             if self._ratings is not None and self._ratings[0] == key:
-                return self._ratings[1]
-        facts = self.facts()
+                return {**self._ratings[1], "tournament": facts}
         rows = [r.rating_row() for r in self._results("", [])]
         names = facts.get("entrants") or list(facts.get("bots") or {})
         games = games_from_mapping(rows)
