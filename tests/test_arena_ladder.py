@@ -1,0 +1,298 @@
+"""The ladder as a tournament format (``format = "ladder"``, arena/formats/ladder_run.py): the config,
+ids and deal seeds of the chosen pairs, half-played pairs first, a restart that chooses the same next
+games, the per-day budget counted from the stored games, ``arena run`` with a total budget (simulated and
+with the real example config), and a real ``arena serve`` ladder that grows by a new entrant and plays it
+first, stops and resumes the same way, and shows why on its web page.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from arena.config import ConfigError, load_config, parse_config
+from arena.formats.ladder import Budget, Reason, Stop
+from arena.formats.ladder_run import LadderRun
+from arena.tournament.runner import SimulatedRunner, open_tournament, run_games
+from arena.tournament.schedule import pair_seed, pairing_number
+
+ROOT = Path(__file__).resolve().parent.parent
+
+HEAD = """
+[tournament]
+name = "lad"
+players = 2
+format = "ladder"
+concurrency = {concurrency}
+output = "out"
+master_seed = "{seed}"
+
+[tournament.ladder]
+{ladder}
+
+[tournament.time_control]
+join_ms = 20000
+grace_ms = 1000
+"""
+SEED = "ab" * 32
+
+
+def bot(name: str, mode: str = "first") -> str:
+    return (f'\n[[bots]]\nname = "{name}"\nversion = "1"\nmode = "worker"\n'
+            f'command = ["{{python}}", "-m", "arena.testing.instant_bot", "--mode", "{mode}"]\ncwd = "{ROOT}"\n')
+
+
+def write(cfg: Path, ladder: str, names: list[str], concurrency: int = 2) -> Path:
+    cfg.write_text(HEAD.format(concurrency=concurrency, seed=SEED, ladder=ladder) + "".join(bot(n) for n in names))
+    return cfg
+
+
+def arena(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([sys.executable, "-m", "arena.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr
+    return done
+
+
+# ---------------------------------------------------------------------- config
+
+
+def test_the_ladder_table_is_parsed_into_budget_and_rules(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path / "l.toml", "per_entrant_per_day = 40\ntotal = 100\nwidth = 30\nnew_pairs = 2",
+                            ["a", "b"]))
+    assert cfg.ladder is not None
+    assert cfg.ladder.budget == Budget(per_entrant_per_day=40, per_entrant=None, total=100)
+    assert (cfg.ladder.rules.width, cfg.ladder.rules.new_pairs, cfg.ladder.rules.fair_share) == (30.0, 2, 2.0)
+    raised = load_config(write(tmp_path / "m.toml", "total = 500", ["a", "b"]))
+    assert cfg.league_fingerprint() == raised.league_fingerprint()  # a league may raise its budgets
+
+
+@pytest.mark.parametrize(
+    ("ladder", "fmt", "error"),
+    [
+        ("total = -2", "ladder", "tournament.ladder.total: must be >= 0"),
+        ("totl = 2", "ladder", "did you mean 'total'"),
+        ("width = 'wide'", "ladder", "tournament.ladder.width: must be a number"),
+        ("fair_share = 0.5", "ladder", "ladder rules out of range"),
+        ("total = 2", "round_robin", 'tournament.ladder: is only for format = "ladder"'),
+    ],
+)
+def test_a_bad_ladder_table_is_one_line_naming_the_key(ladder: str, fmt: str, error: str) -> None:
+    data = {"tournament": {"name": "x", "format": fmt, "ladder": dict([_kv(ladder)])},
+            "bots": [{"name": "a", "command": ["x"]}, {"name": "b", "command": ["x"]}]}
+    with pytest.raises(ConfigError) as e:
+        parse_config(data)
+    assert error in str(e.value) and "\n" not in str(e.value)
+
+
+def _kv(line: str) -> tuple[str, object]:
+    import tomllib
+
+    return next(iter(tomllib.loads(line).items()))
+
+
+def test_arena_run_of_a_ladder_needs_a_total_budget(tmp_path: Path) -> None:
+    done = arena("run", str(write(tmp_path / "l.toml", "per_entrant = 10", ["a", "b"])), "--simulate", "0")
+    assert done.returncode == 2
+    assert "tournament.ladder.total: `arena run` of a ladder needs a total budget" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------------- the run, simulated
+
+
+def _open(tmp_path: Path, ladder: str, names: list[str]):  # type: ignore[no-untyped-def]
+    return open_tournament(load_config(write(tmp_path / "l.toml", ladder, names)), tmp_path / "out")
+
+
+STRENGTHS = {"a": 300.0, "b": 100.0, "c": 0.0, "d": -200.0, "e": -250.0}
+
+
+def test_chosen_pairs_take_the_round_robins_ids_and_seeds(tmp_path: Path) -> None:
+    t = _open(tmp_path, "total = 200", list(STRENGTHS))
+    run, seed = LadderRun(t), bytes.fromhex(SEED)
+    for _ in range(12):
+        games = run.next_games(2, time.time())
+        run_games(games, SimulatedRunner(STRENGTHS), t.store, on_result=lambda r, ok: ok and run.add(r))
+    by_pair: dict[tuple[int, int], list[int]] = {}
+    for g in t.store.results():
+        i, j, k = (int(x) for x in g.pair_id.rsplit("-p", 1)[1].replace("-d", "-").split("-"))
+        assert i < j and g.game_id in (f"lad-p{i}-{j}-g{2 * k}", f"lad-p{i}-{j}-g{2 * k + 1}")
+        assert g.seed_hex == pair_seed(seed, pairing_number(i, j), k).hex()
+        assert {g.sides[0], g.sides[1]} == {t.labels[i], t.labels[j]}
+        by_pair.setdefault((i, j), []).append(k)
+    for ks in by_pair.values():  # pair numbers of a pairing run 0, 1, 2, ... (each pair's two games)
+        assert sorted(ks) == sorted([k for k in range(len(ks) // 2) for _ in (0, 1)])
+    t.store.close()
+
+
+def test_a_restart_finishes_half_played_pairs_then_chooses_the_same_games(tmp_path: Path) -> None:
+    t = _open(tmp_path, "total = 200", list(STRENGTHS))
+    run = LadderRun(t)
+    for _ in range(8):
+        games = run.next_games(2, time.time())
+        run_games(games, SimulatedRunner(STRENGTHS), t.store, on_result=lambda r, ok: ok and run.add(r))
+    games = run.next_games(2, time.time())
+    assert len(games) == 4
+    run_games(games[:1], SimulatedRunner(STRENGTHS), t.store)  # a stop after one game of the first pair
+    t.store.close()
+
+    t = _open(tmp_path, "total = 200", list(STRENGTHS))
+    again = LadderRun(t)
+    finish = again.next_games(2, time.time())
+    assert [g.game_id for g in finish] == [games[1].game_id]  # the half-played pair first
+    run_games(finish, SimulatedRunner(STRENGTHS), t.store, on_result=lambda r, ok: ok and again.add(r))
+    t.store.close()
+    t = _open(tmp_path, "total = 200", list(STRENGTHS))
+    fresh = LadderRun(t)  # the same stored results, read in another order: the same next games
+    now = time.time()
+    assert [g.game_id for g in fresh.next_games(3, now)] == [g.game_id for g in again.next_games(3, now)]
+    t.store.close()
+
+
+def test_the_day_budget_counts_the_games_stored_today(tmp_path: Path) -> None:
+    cfg = write(tmp_path / "l.toml", "per_entrant_per_day = 4\ntotal = 100", ["a", "b", "c", "d"])
+    done = arena("run", str(cfg), "--simulate", "0", "--no-progress", "--bootstrap", "20")
+    assert done.returncode == 0, done.stderr
+    assert f"stopped: {Stop.DAY_BUDGETS.value}" in done.stdout
+    published = json.loads((tmp_path / "out" / "ratings.json").read_text())
+    assert all(r["games"] <= 4 for r in published["ratings"].values())
+    assert published["tournament"]["ladder"]["stop"] == Stop.DAY_BUDGETS.value
+    assert published["tournament"]["master_seed"] is None  # play resumes tomorrow: not the end
+    again = arena("run", str(cfg), "--simulate", "0", "--no-progress", "--bootstrap", "20")
+    assert again.returncode == 0 and "(lad-" not in again.stdout  # same day: nothing more is played
+    assert json.loads((tmp_path / "out" / "ratings.json").read_text())["tournament"]["played"] == published[
+        "tournament"]["played"]
+
+
+def test_arena_run_plays_the_total_budget_and_publishes_the_board(tmp_path: Path) -> None:
+    cfg = write(tmp_path / "l.toml", "total = 30", ["a", "b", "c", "d", "e"])
+    done = arena("run", str(cfg), "--simulate", "0", "--no-progress", "--bootstrap", "20")
+    assert done.returncode == 0, done.stderr
+    published = json.loads((tmp_path / "out" / "ratings.json").read_text())
+    assert published["tournament"]["played"] == 30
+    board = published["tournament"]["ladder"]
+    assert board["stop"] == Stop.TOTAL_BUDGET.value and board["games"] == 30
+    assert [s["name"] for s in board["standings"]] and sum(s["pairs"] for s in board["standings"]) == 30
+    assert published["tournament"]["master_seed"] == SEED  # the budget is spent: the tournament is over
+    assert Reason.NEW_ENTRANT.value in done.stdout
+    assert "ladder" in (tmp_path / "out" / "leaderboard.html").read_text()
+
+
+# ---------------------------------------------------------------------- real bots
+
+
+@pytest.mark.slow
+def test_the_example_ladder_from_the_docs_runs(tmp_path: Path) -> None:
+    done = arena("run", "examples/ladder.toml", "--output", str(tmp_path / "out"), "--no-progress",
+                 "--bootstrap", "20", timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    published = json.loads((tmp_path / "out" / "ratings.json").read_text())
+    assert published["tournament"]["played"] == 40
+    assert published["tournament"]["ladder"]["stop"] == Stop.TOTAL_BUDGET.value
+    assert set(published["ratings"]) == {"heuristic", "random", "first", "coin"}
+
+
+def _wait_played(out: Path, n: int, proc: subprocess.Popen[str], timeout: float = 240) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        try:
+            published = json.loads((out / "ratings.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            published = None
+        if published and published["tournament"]["played"] >= n:
+            return published
+        time.sleep(0.3)
+    raise AssertionError(f"fewer than {n} games stored after {timeout} s")
+
+
+def _serve(cfg: Path, port: int | None = None) -> subprocess.Popen[str]:
+    web = ["--web", str(port)] if port is not None else []
+    return subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", str(cfg), "--bootstrap", "20", *web],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _stop(proc: subprocess.Popen[str]) -> str:
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in out + err, err[-4000:]
+    return out
+
+
+def _in_stored_order(out: Path) -> list[tuple[str, str, str]]:
+    import sqlite3
+
+    db = sqlite3.connect(f"{(out / 'arena.sqlite').as_uri()}?mode=ro", uri=True)
+    try:
+        return db.execute("SELECT game_id, side0, side1 FROM games ORDER BY stored_at").fetchall()
+    finally:
+        db.close()
+
+
+def _games(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "games.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_a_served_ladder_grows_plays_the_new_entrant_first_and_resumes_the_same_way(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    out, cfg = tmp_path / "out", tmp_path / "l.toml"
+    write(cfg, "total = 12", ["one", "two", "three"])
+    proc = _serve(cfg, port)
+    try:
+        first = _wait_played(out, 12, proc)
+        deadline = time.monotonic() + 60
+        while first["tournament"]["ladder"]["stop"] != Stop.TOTAL_BUDGET.value and time.monotonic() < deadline:
+            time.sleep(0.3)
+            first = json.loads((out / "ratings.json").read_text())
+        assert first["tournament"]["ladder"]["stop"] == Stop.TOTAL_BUDGET.value
+        before = {g["game_id"] for g in _games(out)}
+        assert len(before) == 12
+
+        write(cfg, "total = 40", ["one", "two", "three", "four"])
+        proc.send_signal(signal.SIGHUP)
+        grown = _wait_played(out, 14, proc)
+        new = [g for g in _in_stored_order(out) if g[0] not in before]
+        assert all("four" in g[1:] for g in new[:2]), new  # the new entrant's first pair comes first
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/ratings", timeout=30) as r:
+            api = json.loads(r.read())
+        assert api["tournament"]["ladder"]["standings"] and api["tournament"]["format"] == "ladder"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as r:
+            page = r.read().decode()
+        assert 'id="ladder-why"' in page and 'id="ladder"' in page
+        assert any(reason in page for reason in (Reason.NEW_ENTRANT.value, Reason.CLOSEST_UNDECIDED.value,
+                                                 Reason.WIDEST_INTERVAL.value, Stop.TOTAL_BUDGET.value))
+        assert grown["tournament"]["ladder"]["reasons"] or grown["tournament"]["ladder"]["stop"]
+        _wait_played(out, 20, proc)
+    finally:
+        if proc.poll() is None:
+            served = _stop(proc)
+    assert "four v " in served and "(new entrant across the field)" in served
+
+    stored = {g["game_id"] for g in _games(out)}
+    t = open_tournament(load_config(cfg), out)
+    try:
+        expected = [g.game_id for g in LadderRun(t).next_games(1, time.time())]
+    finally:
+        t.store.close()
+    assert expected and not set(expected) & stored
+    proc = _serve(cfg)
+    try:
+        _wait_played(out, len(stored) + len(expected), proc)
+    finally:
+        _stop(proc)
+    after = [g["game_id"] for g in _games(out) if g["game_id"] not in stored]
+    assert set(expected) <= set(after), (expected, after)
