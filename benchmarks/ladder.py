@@ -64,8 +64,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from arena.formats.ladder import Choice, Ladder, Played  # noqa: E402
-from arena.ratings.publication import live_ratings  # noqa: E402
 from arena.ratings.fit import Game, rate  # noqa: E402
+from arena.ratings.publication import live_ratings  # noqa: E402
 
 NATS_PER_ELO = math.log(10.0) / 400.0
 CHECK_EVERY = 100  # most pairs between the ladder's Spearman checks (a hundredth of the round robin if fewer)
