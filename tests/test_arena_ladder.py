@@ -296,3 +296,27 @@ def test_a_served_ladder_grows_plays_the_new_entrant_first_and_resumes_the_same_
         _stop(proc)
     after = [g["game_id"] for g in _games(out) if g["game_id"] not in stored]
     assert set(expected) <= set(after), (expected, after)
+
+
+@pytest.mark.slow
+def test_the_leaderboard_in_chromium_says_why_the_ladder_chose_and_stopped(tmp_path: Path) -> None:
+    from web_helpers import chromium
+
+    from arena.web import start_in_thread
+
+    cfg = write(tmp_path / "l.toml", "total = 16", ["a", "b", "c", "d"])
+    assert arena("run", str(cfg), "--simulate", "0", "--no-progress", "--bootstrap", "20").returncode == 0
+    board = json.loads((tmp_path / "out" / "ratings.json").read_text())["tournament"]["ladder"]
+    server = start_in_thread(tmp_path / "out", "127.0.0.1", 0, bootstrap=20)
+    try:
+        with chromium() as browser:
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{server.port}/")
+            why = page.locator("#ladder-why").text_content() or ""
+            assert Stop.TOTAL_BUDGET.value in why and "16 games played of a total budget of 16" in why, why
+            names = page.locator("#ladder td.bot").all_text_contents()
+            assert names == [s["name"] for s in board["standings"]]
+            pairs = page.locator("#ladder td.pairs").all_text_contents()
+            assert sum(int(x) for x in pairs) == 16  # 8 pairs, each counted for both its entrants
+    finally:
+        server.stop()
