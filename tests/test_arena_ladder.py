@@ -8,6 +8,7 @@ first, stops and resumes the same way, and shows why on its web page.
 from __future__ import annotations
 
 import json
+import math
 import signal
 import subprocess
 import sys
@@ -170,6 +171,21 @@ def test_the_day_budget_counts_the_games_stored_today(tmp_path: Path) -> None:
     assert again.returncode == 0 and "(lad-" not in again.stdout  # same day: nothing more is played
     assert json.loads((tmp_path / "out" / "ratings.json").read_text())["tournament"]["played"] == published[
         "tournament"]["played"]
+
+
+def test_fair_shares_hold_a_close_pair_to_twice_the_median_of_the_day(tmp_path: Path) -> None:
+    # two level bots at the top and a field far below: the ladder would spend every game on the close pair
+    strengths = {"a": 0.0, "b": 0.0, "c": -900.0, "d": -1000.0, "e": -1100.0, "f": -1200.0}
+    t = _open(tmp_path, "total = 400", list(strengths))
+    run = LadderRun(t)
+    while games := run.next_games(2, time.time()):
+        run_games(games, SimulatedRunner(strengths), t.store, on_result=lambda r, ok: ok and run.add(r))
+    pairs = {s["name"]: s["pairs"] for s in run.board(time.time())["standings"]}
+    t.store.close()
+    median = sorted(pairs.values())[len(pairs) // 2 - 1 : len(pairs) // 2 + 1]
+    share = max(3, math.ceil(2 * sum(median) / 2))  # past its 3 new pairs, twice the median
+    assert max(pairs.values()) <= share, pairs
+    assert run.last is not None and run.last.stop == Stop.FAIR_SHARES  # and it says why it waits
 
 
 def test_arena_run_plays_the_total_budget_and_publishes_the_board(tmp_path: Path) -> None:
