@@ -25,7 +25,7 @@ Schedules, each at the same budget of ``entrants * pairs-per-entrant`` duplicate
   ``sqrt(2 beta^2 / c^2) exp(-(mu_a - mu_b)^2 / (2 c^2))``, ``c^2 = 2 beta^2 + sigma_a^2 + sigma_b^2``
   (ties by the seeded RNG), rated after each game.
 
-Every schedule's games are rated the same way, by :func:`arena.ratings.rate` (``bootstrap=0``; an
+Every schedule's games are rated the same way, by :func:`arena.ratings.fit.rate` (``bootstrap=0``; an
 unrated entrant counts at the bottom), and compared with the truth: ``spearman`` (rank correlation) and
 ``top10_precision`` (share of the true top 10 in the rated top 10); ``openskill`` also reports its own
 ``mu``'s (``spearman_mu``). ``ladder_games_to_full_rr_spearman``: the games after which the ladder's

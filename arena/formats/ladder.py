@@ -23,7 +23,7 @@ opponents' own uncertainty, ``var_i = 1/H_ii + sum_j H_ij**2 / (H_ii**2 H_jj)``;
 pairing's difference subtracts the first covariance term, ``var_a + var_b - 2 w_ab / (H_aa H_bb)``
 (``w_ab`` the information of their own games): an approximation, on the safe side (an isolated
 pair's is twice the exact one). This fit serves the choice only: the published ratings stay
-:func:`arena.ratings.rate`'s (which reports an entrant linked to nobody instead of rating it).
+:func:`arena.ratings.fit.rate`'s (which reports an entrant linked to nobody instead of rating it).
 
 The rule (:meth:`Ladder.next_pairs`)
 ------------------------------------

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -136,7 +136,3 @@ class LadderRun:
         plan = self.last
         return plan is not None and not plan.choices and plan.stop in FINAL_STOPS
 
-
-def pairs_of(games: Iterable[ScheduledGame]) -> list[str]:
-    """The distinct pair ids of ``games``, in order."""
-    return list(dict.fromkeys(g.pair_id for g in games))
