@@ -336,3 +336,16 @@ def test_the_leaderboard_in_chromium_says_why_the_ladder_chose_and_stopped(tmp_p
             assert sum(int(x) for x in pairs) == 16  # 8 pairs, each counted for both its entrants
     finally:
         server.stop()
+
+
+def test_the_leaderboard_lists_the_unrated_bots_with_why() -> None:
+    from arena.ratings.fit import Game
+    from arena.ratings.publication import final_ratings
+    from arena.web.render import leaderboard_html
+
+    games = [Game("a", "b", 1.0, "d0"), Game("b", "a", 0.0, "d0"), Game("a", "b", 0.0, "d1"), Game("b", "a", 1.0, "d1")]
+    ratings = final_ratings(games, ["a", "b", "newcomer"], bootstrap=10)
+    assert [u["bot"] for u in ratings["unrated"]] == ["newcomer"]
+    page = leaderboard_html(ratings, {"name": "lad", "players": 2, "bots": {}}, [])
+    unrated = page[page.index('id="unrated"'):].split("</p>")[0]
+    assert "newcomer" in unrated and ratings["unrated"][0]["why"] in unrated
