@@ -10,7 +10,7 @@ in :attr:`League.after_game` is called; when every game is played the service wa
 - ``SIGTERM`` / ``SIGINT``: the games in flight finish, the workers, lobby and referees stop, exit 0.
 
 A ladder (``format = "ladder"``, :mod:`arena.formats.ladder_run`) has no schedule: the loop asks it for
-the next pairs (one a two games of concurrency), plays them, and asks again; when it stops (settled, a
+the next pairs (one for every two games of concurrency), plays them, and asks again; when it stops (settled, a
 budget spent) it says why once and waits, asking again after SIGHUP (a new entrant) and at UTC midnight.
 
 A restart (even after SIGKILL) resumes: stored games stay, games in flight are played again from their
