@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, NotRequired, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, TypeVar
 
 from arena.hosting.sandbox import Limits
 from referee import wire
@@ -206,11 +206,18 @@ class TournamentConfig:
 
     def identity(self) -> ConfigIdentity:
         """The JSON-ready fields the :meth:`fingerprint` is taken of (compare two with :func:`identity_changes`)."""
+        league = self.league_identity()
         out: ConfigIdentity = {
-            **self.league_identity(),
+            "name": league["name"],
+            "players": league["players"],
+            "master_seed": league["master_seed"],
+            "rules": league["rules"],
+            "time_control": league["time_control"],
             "games_per_pairing": self.games_per_pairing,
             "bots": [[b.name, b.version] for b in self.bots],
         }
+        if "sprt" in league:
+            out["sprt"] = league["sprt"]
         if self.ladder:
             out["ladder"] = self.ladder.to_dict()
         return out
@@ -519,12 +526,14 @@ def _parse_ladder(p: _Problems, t: Mapping[str, Any]) -> LadderSettings | None:
     values: dict[str, Any] = {}
     for key in _LADDER_INTS:
         if key in raw:
-            values[key] = p.check(lambda key=key: _int(p.path, f"tournament.ladder.{key}", raw[key], 0), None)
+            values[key] = p.check(partial(_int, p.path, f"tournament.ladder.{key}", raw[key], 0), None)
     for key in _LADDER_NUMBERS:
         value = raw.get(key)
-        if key in raw and (isinstance(value, bool) or not isinstance(value, int | float)):
+        if key not in raw:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
             p.add(f"tournament.ladder.{key}", "must be a number", value)
-        elif key in raw:
+        else:
             values[key] = float(value)
     from arena.formats.ladder import Budget, Rules, Settings  # here: numpy and scipy, as for the SPRT
 

@@ -52,6 +52,7 @@ from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import GameResult, Store, StoreMismatch
 
 if TYPE_CHECKING:  # imported where used: docker, the lobby and the web start only when a run needs them
+    from arena.formats.ladder_run import LadderRun
     from arena.hosting.sandbox import Sandbox
     from arena.lobby.setup import LobbySetup
     from arena.web import WebServer
@@ -632,7 +633,7 @@ def _play(
     pending: Sequence[ScheduledGame],
     runner: GameRunner,
     test: SprtRun | None = None,
-    *, ladder: Any = None, check: bool = True,
+    *, ladder: LadderRun | None = None, check: bool = True,
 ) -> int:
     """Play the ``pending`` games with a progress bar; returns 0, or the exit status of a failure.
 
