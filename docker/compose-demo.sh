@@ -23,11 +23,15 @@ export ALLFOURS_BASE
 mkdir -p "${ALLFOURS_RESULTS:-arena-out/compose}"
 
 follow=""
+job=""
 code_file=$(mktemp)
 down() {
   status=$?
   trap - EXIT INT TERM
   if [ -n "$follow" ]; then kill "$follow" 2>/dev/null || true; fi
+  # a build or `up -d` under way finishes first (it ignores Ctrl-C, see in_background): taking the stack
+  # down while containers are still being created left some behind
+  if [ -n "$job" ]; then wait "$job" 2>/dev/null || true; fi
   rm -f "$code_file"
   echo "compose-demo: taking the stack down" >&2
   docker-compose down --remove-orphans -t 5 >/dev/null 2>&1 \
@@ -38,8 +42,21 @@ trap down EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-docker-compose build
-docker-compose up -d --scale referee=2 --scale nodejs=2
+# in_background CMD...: run CMD as a background job and wait for it with `wait`, so a Ctrl-C runs the INT
+# trap at once (and the EXIT trap takes the stack down). In the foreground, a Ctrl-C during `up -d` was
+# lost in full test runs and the demo played to its end (exit 0); a background job of this script
+# ignores SIGINT, so docker-compose itself is never cut off halfway.
+in_background() {
+  local status=0
+  "$@" &
+  job=$!
+  wait "$job" || status=$?
+  job=""
+  return "$status"
+}
+
+in_background docker-compose build
+in_background docker-compose up -d --scale referee=2 --scale nodejs=2
 arena=$(docker-compose ps -q arena)
 [ -n "$arena" ] || { echo "compose-demo: the arena's container did not start" >&2; exit 1; }
 docker-compose logs -f --no-color --no-log-prefix arena &
