@@ -119,11 +119,18 @@ class BotSpec:
     limits: Limits = field(default_factory=Limits)
     mode: str = "per_game"
     workers: int = 0
+    sandbox: str = "bwrap"
 
     @property
     def in_container(self) -> bool:
         """True for a container bot (``image``; started in the sandbox, :mod:`arena.hosting.sandbox`)."""
         return self.image is not None
+
+    @property
+    def jailed(self) -> bool:
+        """True for a local process bot (per game or worker) that runs in bubblewrap's namespaces
+        (:mod:`arena.hosting.jail`); False for a container or remote bot, or one with ``sandbox = "none"``."""
+        return not self.in_container and self.mode != "remote" and self.sandbox != "none"
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,7 +314,10 @@ _LADDER_INTS = ("per_entrant_per_day", "per_entrant", "total", "new_pairs")
 _LADDER_NUMBERS = ("width", "fair_share")
 _SPRT_KEYS = {"candidate", "baseline", "elo0", "elo1", "alpha", "beta", "model"}
 _TC_KEYS = {f.name for f in fields(TimeControl)}
-_BOT_KEYS = {"name", "version", "command", "cwd", "env", "image", "cpus", "memory", "pids", "mode", "workers", "remote"}
+_BOT_KEYS = {"name", "version", "command", "cwd", "env", "image", "cpus", "memory", "pids", "mode", "workers", "remote",
+             "sandbox"}
+#: The values of a bot's ``sandbox`` key: bubblewrap's namespaces (the default), or none (a trusted bot).
+SANDBOX_KINDS = ("bwrap", "none")
 _IMAGE = re.compile(r"[a-z0-9][a-z0-9_./:@-]{0,254}")
 _MEMORY = re.compile(r"(\d+)\s*([kmg]?)b?", re.IGNORECASE)
 
@@ -789,6 +799,8 @@ def _parse_bot(p: _Problems, where: str, b: Mapping[str, object], base: Path, to
         if mode == "remote":
             p.add(f"{where}.image", "a remote bot runs elsewhere: drop image or remote", b["image"])
         image, limits = p.check(lambda: _container(path, where, b), ("", Limits()))
+        if "sandbox" in b:
+            p.add(f"{where}.sandbox", "a container bot is always sandboxed (docs/deploy.md): drop it", b["sandbox"])
         env = b.get("env", {})
         if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
             p.add(f"{where}.env", "must be a table of string values", env)
@@ -812,7 +824,13 @@ def _parse_bot(p: _Problems, where: str, b: Mapping[str, object], base: Path, to
                 "a bot may not be given the referees' admin token (it could read every match's cards)",
                 show_value=False,
             )
-    return BotSpec(bname, str(version), cmd, cwd, dict(env), mode=mode, workers=workers)
+    sandbox = b.get("sandbox", "bwrap")
+    if sandbox not in SANDBOX_KINDS:
+        p.add(f"{where}.sandbox", f"must be one of {list(SANDBOX_KINDS)} (\"none\": a trusted bot, unsandboxed)",
+              sandbox)
+    elif mode == "remote" and "sandbox" in b:
+        p.add(f"{where}.sandbox", "a remote bot runs elsewhere: drop sandbox or remote", sandbox)
+    return BotSpec(bname, str(version), cmd, cwd, dict(env), mode=mode, workers=workers, sandbox=str(sandbox))
 
 
 def _parse_bots(p: _Problems, bots_raw: object, base: Path, token_env: str) -> tuple[BotSpec, ...]:
@@ -874,6 +892,10 @@ def check_bot_cwds(config: TournamentConfig, output: Path, arena_cwd: Path | Non
         if b.in_container or b.mode == "remote":
             continue  # a container sees none of the host's folders; a remote bot runs elsewhere
         cwd = Path(b.cwd).resolve() if b.cwd else here
+        if b.jailed and (cwd == out or cwd in out.parents):
+            raise ConfigError(config.source, f"bots[{k}].cwd",
+                              f"holds the output folder {out} (the master seed, the records): a sandboxed bot sees "
+                              "its whole working directory; give it a folder of its own", b.cwd or str(here))
         if cwd == out or out in cwd.parents:
             problem = f"is inside the output folder {out}, which holds the master seed: start bots elsewhere"
             if b.cwd:

@@ -481,15 +481,19 @@ class RefereeServer:
     :param tls: ``(certificate chain PEM bytes, private key PEM bytes)`` for TLS, or ``None``.
     :param keep_finished: finished matches held in memory at most (newest first), see :class:`Registry`.
     :param keep_finished_s: seconds a finished match is held in memory after it ended.
-    :raises RuntimeError: from :meth:`start` if the port cannot be bound.
+    :param unix_socket: also listen (plaintext) on this ``unix:PATH`` socket, or ``None`` (the arena's
+        sandboxed bots reach the embedded referee only there: arena/hosting/jail.py).
+    :raises RuntimeError: from :meth:`start` if the port (or the socket) cannot be bound.
     :raises ValueError: from :meth:`start` if ``record_dir`` is not a directory that can be created and
         written (see :func:`prepare_record_dir`).
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, admin_token: str | None = None,
                  record_dir: Path | str | None = None, tls: tuple[bytes, bytes] | None = None,
-                 keep_finished: int = KEEP_FINISHED, keep_finished_s: float = KEEP_FINISHED_S) -> None:
+                 keep_finished: int = KEEP_FINISHED, keep_finished_s: float = KEEP_FINISHED_S,
+                 unix_socket: str | None = None) -> None:
         self.host = host
+        self.unix_socket = unix_socket
         self.port = port
         self.admin_token = admin_token or secrets.token_urlsafe(24)
         self.record_dir = Path(record_dir) if record_dir is not None else None
@@ -529,6 +533,8 @@ class RefereeServer:
         if not bound:
             how = " with the TLS certificate and key (a matching PEM pair?)" if self.tls is not None else ""
             raise RuntimeError(f"could not bind {addr}{how}")
+        if self.unix_socket is not None and not server.add_insecure_port(self.unix_socket):
+            raise RuntimeError(f"could not bind {self.unix_socket}")
         self.port = bound
         await server.start()
         self._server = server

@@ -231,7 +231,13 @@ def make_runner(
         # the embedded referee logs every match event; keep the terminal for the progress bar
         structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
 
-    sandbox = open_sandbox(config, output, addresses)
+    jail = open_jail(config, addresses)
+    try:
+        sandbox = open_sandbox(config, output, addresses)
+    except BaseException:
+        if jail is not None:
+            jail.close()
+        raise
     found = resolve_referees(addresses)
     if found != addresses:
         console.print(f"referees: {', '.join(addresses)} -> {', '.join(found)}", highlight=False, soft_wrap=True)
@@ -241,10 +247,13 @@ def make_runner(
             host, advertise = sandbox.gateway, None
         else:
             host, advertise = embedded_referee_host(config, args, found)
-        pool = connect_referees(found, token, timeout, host, advertise)
+        pool = connect_referees(found, token, timeout, host, advertise,
+                                unix_socket=jail.referee_socket if jail is not None else None)
     except BaseException:
         if sandbox is not None:
             sandbox.close()
+        if jail is not None:
+            jail.close()
         raise
 
     def on_event(message: str) -> None:
@@ -261,13 +270,38 @@ def make_runner(
         pool.close()
         if sandbox is not None:
             sandbox.close()
+        if jail is not None:
+            jail.close()
 
     if addresses and found == addresses:
         console.print(f"referees: {', '.join(addresses)}", highlight=False)
     if sandbox is not None:
         sandbox.allow(int(pool.conns[0].address.rsplit(":", 1)[1]))
         console.print(f"container bots on network {sandbox.network_name} ({sandbox.subnet})", highlight=False)
-    return GrpcGameRunner(config, pool, output, on_event=on_event, sandbox=sandbox, live=args.live), close
+    return GrpcGameRunner(config, pool, output, on_event=on_event, sandbox=sandbox, live=args.live, jail=jail), close
+
+
+def open_jail(config: TournamentConfig, addresses: Sequence[str]) -> Any:
+    """The process sandbox (:class:`arena.hosting.jail.Jail`) when some local process bot is sandboxed
+    (``sandbox = "bwrap"``, the default), else None.
+
+    :raises UsageError: ``bwrap`` missing (one line naming the package ``bubblewrap``), or sandboxed bots
+        with external referees (a sandboxed bot reaches only the embedded referee's unix socket).
+    """
+    jailed = [b.name for b in config.bots if b.jailed]
+    if not jailed:
+        return None
+    if addresses:
+        raise UsageError(
+            f"sandboxed process bots ({', '.join(jailed)}) reach only the embedded referee, over a unix socket: "
+            'drop --referee and tournament.referees, or set sandbox = "none" for trusted bots (docs/arena.md)'
+        )
+    from arena.hosting.jail import Jail, JailError
+
+    try:
+        return Jail.open()
+    except JailError as e:
+        raise UsageError(str(e)) from None
 
 
 def _is_loopback(host: str) -> bool:
@@ -464,7 +498,7 @@ def _serve_league(
 
     def runner_for(cfg: TournamentConfig) -> GrpcGameRunner:
         return GrpcGameRunner(cfg, first.pool, output, on_event=first.on_event, sandbox=first.sandbox,
-                              live=first.live)
+                              live=first.live, jail=first.jail)
 
     refreshed: list[Callable[[], None]] = []  # run (in the refresher's thread) after each background bootstrap
 
@@ -617,7 +651,7 @@ def _open_lobby(
         console.print(f"[yellow]workers:[/yellow] {escape(message)}", soft_wrap=True, highlight=False)
 
     setup = open_lobby(config, t.store, output / "logs", runner.secret_names, runner.secret_values, on_event,
-                       runner.sandbox, loop=runner.pool.embedded_loop())
+                       runner.sandbox, loop=runner.pool.embedded_loop(), jail=runner.jail)
     runner.attach_lobby(setup.lobby, setup.kinds)
     tls = " (TLS)" if config.lobby_tls else ""
     console.print(f"lobby: {setup.lobby.address}{tls}", highlight=False)

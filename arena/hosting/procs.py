@@ -20,7 +20,8 @@ Every descendant is tracked, one of two ways (:func:`containment`, decided once 
   (``PR_SET_CHILD_SUBREAPER``): orphans of the bot become the shepherd's children instead of init's,
   and it ends them all when the bot exits or it is told to stop.
 
-Both put the bot in a new session (its process group is the last resort).
+Both put the bot in a new session (its process group is the last resort). A sandboxed bot
+(``jail``, :mod:`arena.hosting.jail`) is ``bwrap`` inside this containment, and in its own pid namespace.
 
 **Output.** stdout and stderr go through a pipe to a pump thread that writes the first ``log_limit``
 bytes to ``log_path`` (created 0600), then a line ``[arena: output truncated at N bytes; the rest is
@@ -47,6 +48,10 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from arena.hosting.jail import Jail
 
 #: Seconds between SIGTERM and SIGKILL when a bot and its descendants are ended.
 GRACE_S = 2.0
@@ -223,12 +228,16 @@ class BotProcess:
         log_path: Path,
         log_limit: int,
         prefer: Containment | None = None,
+        jail: Jail | None = None,
     ) -> BotProcess:
-        """Start ``argv`` (no shell) in ``cwd`` with exactly ``env``; output to ``log_path`` (capped).
+        """Start ``argv`` (no shell) in ``cwd`` with exactly ``env``; output to ``log_path`` (capped);
+        inside ``jail``'s namespaces when given (:meth:`arena.hosting.jail.Jail.wrap`).
 
         :raises OSError: (e.g. :class:`FileNotFoundError`) if the command or ``cwd`` cannot be used.
         """
         _check_command(argv, cwd, env)
+        if jail is not None:
+            argv = jail.wrap(argv, cwd)
         kind, base = containment(prefer)
         cgroup = None
         if kind is Containment.CGROUP and base is not None:

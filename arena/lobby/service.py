@@ -103,6 +103,8 @@ class Lobby:
     :param host: / :param port: where to listen (port 0: any free one; read :attr:`address`).
     :param tls: ``(certificate chain PEM, private key PEM)`` to serve TLS, or None.
     :param on_change: called (from the lobby's thread) after every change, besides setting :attr:`wake`.
+    :param unix_socket: also listen (plaintext) on this ``unix:PATH`` socket, for sandboxed local
+        workers (arena/hosting/jail.py), or None.
     """
 
     def __init__(
@@ -114,10 +116,12 @@ class Lobby:
         tls: tuple[bytes, bytes] | None = None,
         on_change: Callable[[], None] | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
+        unix_socket: str | None = None,
     ):
         self.tournament = tournament
         self.tokens = tokens
         self.host, self.port, self.tls = host, port, tls
+        self.unix_socket = unix_socket
         self.on_change = on_change
         self.wake = threading.Event()
         self._lock = threading.Lock()
@@ -161,6 +165,8 @@ class Lobby:
         if not bound:
             how = " with the TLS certificate and key (a matching PEM pair?)" if self.tls else ""
             raise RuntimeError(f"the lobby could not bind {addr}{how}")
+        if self.unix_socket is not None and not server.add_insecure_port(self.unix_socket):
+            raise RuntimeError(f"the lobby could not bind {self.unix_socket}")
         self.port = bound
         await server.start()
         self._server = server

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arena.config import ConfigError, TournamentConfig
+from arena.hosting.jail import Jail
 from arena.hosting.sandbox import Sandbox
 from arena.hosting.workers import make_worker_kind
 from arena.hosting.workers.kind import WorkerContext, WorkerKind
@@ -79,12 +80,16 @@ def open_lobby(
     on_event: Callable[[str], None] = lambda message: None,
     sandbox: Sandbox | None = None,
     loop: asyncio.AbstractEventLoop | None = None,
+    jail: Jail | None = None,
 ) -> LobbySetup:
     """Start the lobby and every lobby bot's workers (see the module docstring).
 
     With a ``sandbox`` (container bots) the lobby listens on the sandbox network's gateway (at the
     port of ``tournament.lobby``), the only address of the host its containers reach, and that port
     is let through the sandbox's firewall chain.
+
+    With a ``jail`` (sandboxed process bots, :mod:`arena.hosting.jail`) the lobby also listens on the
+    jail's unix socket, the only way a sandboxed local worker reaches it.
 
     ``loop``: serve the lobby on this running event loop (the embedded referee's:
     :meth:`arena.play.referees.RefereePool.embedded_loop`) rather than a loop of its own; stop the
@@ -100,7 +105,8 @@ def open_lobby(
     host, _, port = config.lobby.rpartition(":")
     if sandbox is not None and sandbox.gateway:
         host = sandbox.gateway
-    lobby = Lobby(config.name, TokenBook(), host.strip("[]"), int(port), tls, loop=loop)
+    lobby = Lobby(config.name, TokenBook(), host.strip("[]"), int(port), tls, loop=loop,
+                  unix_socket=jail.lobby_socket if jail is not None else None)
     try:
         lobby.start()
     except RuntimeError as e:
@@ -118,7 +124,7 @@ def open_lobby(
     config_dir = str(Path(config.source).resolve().parent)
     setup.ctx = ctx = WorkerContext(
         lobby, log_dir, config_dir, secret_names, secret_values, lobby.wake.set, on_event, config.bot_log_bytes,
-        config.lobby_tls[0] if config.lobby_tls else None,
+        config.lobby_tls[0] if config.lobby_tls else None, jail,
     )
     try:
         for kind in kinds.values():

@@ -52,6 +52,7 @@ from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import referee_pb2 as pb
 from arena import metrics
 from arena.config import ENV_ADMIN_TOKEN, ENV_REFEREE, ENV_TICKET, BotSpec, TournamentConfig
+from arena.hosting.jail import Jail
 from arena.hosting.procs import BotProcess, stop_all
 from arena.hosting.sandbox import BotContainer, Sandbox, SandboxError
 from arena.lobby.seats import LobbyBot, SeatWait
@@ -166,8 +167,11 @@ class GrpcGameRunner:
         lobby: Lobby | None = None,
         kinds: Mapping[str, WorkerKind] | None = None,
         live: bool = False,
+        jail: Jail | None = None,
     ):
         self.config = config
+        #: the process sandbox of the bots with ``sandbox = "bwrap"`` (arena/hosting/jail.py); None: none is jailed
+        self.jail = jail
         #: write running games' public events for `arena web`'s spectators (see :meth:`_watch`)
         self.live = live
         self.sandbox = sandbox
@@ -556,7 +560,8 @@ class GrpcGameRunner:
                     metrics.WORKERS.labels(name).inc()
             else:
                 procs.append(None)
-                self._assign(conn, worker, created.match_id, seat, ticket, notes)
+                referee = self._referee_for(conn, self.bots[name], worker=True)
+                self._assign(referee, worker, created.match_id, seat, ticket, notes)
 
     def _await_result(
         self, conn: RefereeConnection, game: ScheduledGame, mid: str, procs: Sequence[Seat]
@@ -627,17 +632,25 @@ class GrpcGameRunner:
                                  f"limit ({mib} MiB): oom")
         return oom
 
+    def _referee_for(self, conn: RefereeConnection, bot: BotSpec, worker: bool = False) -> str:
+        """The referee's address as ``bot``'s process dials it: its unix socket inside the sandbox
+        (arena/hosting/jail.py) for a sandboxed bot, else ``host:port`` (for a lobby ``worker``, the
+        address remote workers are told, ``--referee-advertise``'s, when there is one)."""
+        if bot.jailed and self.jail is not None:
+            return self.jail.referee_inside()
+        return (conn.advertise or conn.address) if worker else conn.address
+
     def _assign(
-        self, conn: RefereeConnection, worker: WorkerRef, match_id: str, seat: int, ticket: str, notes: list[str]
+        self, referee: str, worker: WorkerRef, match_id: str, seat: int, ticket: str, notes: list[str]
     ) -> None:
-        """Send ``worker`` the Assignment of ``seat`` (a worker that has just left gets nothing: the
-        referee then forfeits the seat by no-show, and a note says why)."""
+        """Send ``worker`` the Assignment of ``seat`` on the referee at ``referee`` (a worker that has
+        just left gets nothing: the referee then forfeits the seat by no-show, and a note says why)."""
         assert self.lobby is not None
         assignment = lpb.Assignment(
             match_id=match_id,
             seat=seat,
             ticket=ticket,
-            referee=conn.advertise or conn.address,
+            referee=referee,
             referee_tls=False,
             rules=self.rules_pb,
             time_control=self.tc_pb,
@@ -650,17 +663,18 @@ class GrpcGameRunner:
     ) -> Seat:
         if bot.in_container:
             return self._launch_container(conn, bot, seat, ticket, log_dir, notes)
+        referee = self._referee_for(conn, bot)
         argv = expand_command(
             bot,
             {
                 "python": sys.executable,
                 "config_dir": self.config_dir,
                 "ticket": ticket,
-                "referee": conn.address,
+                "referee": referee,
                 "seat": str(seat),
             },
         )
-        env = bot_environment(bot, ticket, conn.address, self.secret_names, self.secret_values)
+        env = bot_environment(bot, ticket, referee, self.secret_names, self.secret_values)
         try:
             return BotProcess.start(
                 argv,
@@ -668,6 +682,7 @@ class GrpcGameRunner:
                 env=env,
                 log_path=log_dir / f"seat{seat}.log",
                 log_limit=self.config.bot_log_bytes,
+                jail=self.jail if bot.jailed else None,
             )
         except OSError as e:
             if bot.cwd is not None and not Path(bot.cwd).is_dir():

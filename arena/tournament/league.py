@@ -109,7 +109,7 @@ class League:
             if self.setup is None:
                 self.setup = open_lobby(config, t.store, self.output / "logs", self.runner.secret_names,
                                         self.runner.secret_values, lambda m: self._note(m, "workers"),
-                                        loop=self.runner.pool.embedded_loop())
+                                        loop=self.runner.pool.embedded_loop(), jail=self.runner.jail)
                 self._note(f"lobby: {self.setup.lobby.address}")
             else:
                 self.setup.update(config, t.store)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 from arena.config import BotSpec
 
 if TYPE_CHECKING:
+    from arena.hosting.jail import Jail
     from arena.lobby.service import Lobby
 
 
@@ -32,6 +33,8 @@ class WorkerContext:
     log_limit: int = 1 << 20
     #: the lobby's certificate file when it serves TLS (local workers trust it: ALLFOURS_TLS_CA)
     tls_ca: str | None = None
+    #: the process sandbox of sandboxed local workers (:mod:`arena.hosting.jail`), or None
+    jail: Jail | None = None
 
 
 class WorkerKind(Protocol):

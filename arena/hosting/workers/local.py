@@ -8,7 +8,10 @@ environment minus its secrets, the bot's ``env`` table, and: ``ALLFOURS_LOBBY`` 
 ``ALLFOURS_TLS_CA`` (the lobby's certificate) when the lobby serves TLS. ``python -m sdk.run
 module:Class`` and ``node sample_bots/js/bot.js`` read these and serve the lobby. Output goes to
 ``<output>/logs/workers/<bot>/worker<k>.log`` (the n-th restart of that place to
-``worker<k>.restart<n>.log``), capped at ``tournament.bot_log_bytes``.
+``worker<k>.restart<n>.log``), capped at ``tournament.bot_log_bytes``. A sandboxed worker
+(:mod:`arena.hosting.jail`) is told the lobby's unix socket inside its sandbox instead
+(``unix:/run/allfours/lobby.sock``, plaintext, no ``ALLFOURS_TLS_CA``) and no ``ALLFOURS_WORKER_PARENT``
+(its pid namespace hides the arena; ``--die-with-parent`` ends it with the arena instead).
 
 A process that exits is restarted after a back-off (:data:`BACKOFF_S`: 0.5 s, doubling, at most
 30 s; back to 0.5 s once a worker finishes a game). Its game in progress, if any, is forfeited by
@@ -30,7 +33,7 @@ from arena.hosting.procs import BotProcess, stop_all
 from arena.hosting.workers.kind import WorkerContext
 from arena.lobby.tokens import token_digest
 from arena.play.environment import expand_command, log_tail, worker_environment
-from sdk.worker import TLS_CA_ENV
+from sdk.worker import PARENT_ENV, TLS_CA_ENV
 
 #: Deaths in a row without a finished game after which a bot is broken.
 MAX_DEATHS = 3
@@ -104,13 +107,18 @@ class LocalWorkers:
         token = ctx.lobby.tokens.issue(self.bot.name)
         slot.digest = token_digest(token)
         argv = expand_command(self.bot, {"python": sys.executable, "config_dir": ctx.config_dir})
-        env = worker_environment(self.bot, ctx.lobby.address, token, ctx.secret_names, ctx.secret_values)
-        if ctx.tls_ca is not None:
-            env[TLS_CA_ENV] = ctx.tls_ca
+        jail = ctx.jail if self.bot.jailed else None
+        if jail is not None:  # the lobby's unix socket (plaintext, on this machine); no arena pid in its pid namespace
+            env = worker_environment(self.bot, jail.lobby_inside(), token, ctx.secret_names, ctx.secret_values)
+            env.pop(PARENT_ENV)
+        else:
+            env = worker_environment(self.bot, ctx.lobby.address, token, ctx.secret_names, ctx.secret_values)
+            if ctx.tls_ca is not None:
+                env[TLS_CA_ENV] = ctx.tls_ca
         slot.starts += 1
         try:
             slot.proc = BotProcess.start(argv, cwd=self.bot.cwd, env=env, log_path=self.log_dir / slot.log_name,
-                                         log_limit=ctx.log_limit)
+                                         log_limit=ctx.log_limit, jail=jail)
         except OSError as e:
             slot.proc = None
             ctx.lobby.tokens.revoke(slot.digest)

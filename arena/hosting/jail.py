@@ -1,0 +1,164 @@
+"""Process bots in their own namespaces, without docker: Debian's ``bubblewrap`` (``bwrap``).
+
+Every local bot process (one per seat per game, and every lobby worker) with ``sandbox = "bwrap"`` (the
+default) is started as ``bwrap [options] -- ARGV`` (:meth:`Jail.wrap`), inside the containment of
+:mod:`arena.hosting.procs`. What the bot then sees and reaches:
+
+- **files**: an empty root with, read-only, ``/usr`` (and the ``/bin``, ``/lib``… links of a merged-usr
+  system), ``/etc/ld.so.cache``, the Python runtime of the arena (its virtualenv ``sys.prefix`` and the
+  interpreter's ``sys.base_prefix``, at their own paths), the bot-facing packages ``sdk/``,
+  ``allfours/``, ``referee/`` and the ``proto/`` folder (public code: a Python bot imports the SDK, the
+  Node.js bot loads the .proto files), and the bot's own folder (its ``cwd``); a private ``/tmp``
+  (tmpfs, mounted first so that a bot folder under ``/tmp`` is still bound over it; also
+  ``HOME`` and ``TMPDIR``), its own ``/proc`` and a minimal ``/dev``. Not the arena's
+  output folder (``arena.sqlite`` with the unrevealed master seed, the records, other seats' logs),
+  not the home folder, not the rest of the repository (``arena.config.check_bot_cwds`` refuses a
+  sandboxed bot whose folder holds the output folder).
+- **network**: a network namespace of its own (only a loopback nobody else is on), so nothing on the
+  machine or beyond; the referee and the lobby listen on unix sockets too, in a folder of the run
+  (:attr:`Jail.sockets`) bound at :data:`SOCKET_DIR` inside, so the bot is told
+  ``ALLFOURS_REFEREE=unix:/run/allfours/referee.sock`` and ``ALLFOURS_LOBBY=unix:/run/allfours/lobby.sock``.
+- **processes**: its own pid namespace (when its first process ends, the kernel kills every other one
+  in it), ``--die-with-parent``, a new session (no terminal to inject input into), every capability
+  dropped and a user namespace whose only user is ``nobody`` (65534, which is the arena's user outside).
+
+Why these options (checked as root in this project's environment, kernel 6.18, bubblewrap 0.8):
+run as root, bwrap without ``--unshare-user`` keeps every capability of the host's root in the
+sandbox (``CapEff`` all set: it could mount or ``mknod`` its way out), so the user namespace and
+``--cap-drop ALL`` are always given; ``--unshare-all`` alone only *tries* a user namespace.
+``--proc /proc`` mounts a fresh proc in the new pid namespace, which works here. A unix socket on a
+read-only bind mount can still be connected to (the read-only flag governs files and folders), so the
+socket folder is bound read-only and the bot cannot replace a socket with its own.
+
+A missing ``bwrap`` is :class:`JailError` with one line naming the package (:func:`find_bwrap`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: The Debian package that provides ``bwrap``.
+PACKAGE = "bubblewrap"
+#: Where the run's socket folder appears inside every sandbox.
+SOCKET_DIR = "/run/allfours"
+#: The socket file names in that folder.
+REFEREE_SOCKET = "referee.sock"
+LOBBY_SOCKET = "lobby.sock"
+#: The user and group a sandboxed bot runs as (nobody).
+NOBODY = "65534"
+
+
+class JailError(RuntimeError):
+    """Sandboxed bots cannot be started here (``str(e)`` is one line)."""
+
+
+def find_bwrap(path: str | None = None) -> str:
+    """The ``bwrap`` executable on ``path`` (default: ``$PATH``).
+
+    :raises JailError: naming the package when it is not there.
+    """
+    found = shutil.which("bwrap", path=path if path is not None else os.environ.get("PATH", os.defpath))
+    if found is None:
+        raise JailError(
+            f"process bots run sandboxed with bwrap, which is not installed: install Debian's package {PACKAGE} "
+            f"(apt-get install {PACKAGE}; scripts/setup.sh does), or set sandbox = \"none\" for a trusted bot"
+        )
+    return found
+
+
+def _runtime_paths() -> list[Path]:
+    """The folders every sandboxed bot sees read-only besides ``/usr``: the Python runtime and the
+    bot-facing packages (their folders as this process imports them) and the repository's ``proto/``."""
+    import allfours
+    import referee
+    import sdk
+
+    paths = [Path(sys.prefix), Path(sys.base_prefix)]
+    paths += [Path(m.__file__ or "").resolve().parent for m in (sdk, allfours, referee)]
+    proto = Path(allfours.__file__ or "").resolve().parents[1] / "proto"
+    if proto.is_dir():
+        paths.append(proto)
+    return [p for p in dict.fromkeys(paths) if p.is_dir() and not _under(p, Path("/usr"))]
+
+
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _root_links() -> list[str]:
+    """``/bin``, ``/lib``, ``/lib64``, ``/sbin`` as this system has them: symlinks into ``/usr`` (merged
+    usr, as Debian) are made again, real folders are bound read-only."""
+    args: list[str] = []
+    for name in ("bin", "lib", "lib32", "lib64", "sbin"):
+        top = Path("/") / name
+        if top.is_symlink():
+            args += ["--symlink", os.readlink(top), str(top)]
+        elif top.is_dir():
+            args += ["--ro-bind", str(top), str(top)]
+    return args
+
+
+@dataclass
+class Jail:
+    """One run's sandbox for process bots: ``bwrap`` and the folder of the unix sockets the referee and
+    the lobby listen on (made by :meth:`open`, removed by :meth:`close`)."""
+
+    bwrap: str
+    sockets: Path
+    runtime: list[Path] = field(default_factory=_runtime_paths)
+
+    @classmethod
+    def open(cls, path: str | None = None) -> Jail:
+        """Find ``bwrap`` and make the socket folder (``/tmp/allfours-XXXX``, 0700: a unix socket's
+        path is at most 107 bytes, so not under a deep output folder).
+
+        :raises JailError: when ``bwrap`` is missing.
+        """
+        return cls(find_bwrap(path), Path(tempfile.mkdtemp(prefix="allfours-")))
+
+    @property
+    def referee_socket(self) -> str:
+        """The referee's socket on this machine (``unix:PATH``: what it listens on)."""
+        return f"unix:{self.sockets / REFEREE_SOCKET}"
+
+    @property
+    def lobby_socket(self) -> str:
+        """The lobby's socket on this machine (``unix:PATH``)."""
+        return f"unix:{self.sockets / LOBBY_SOCKET}"
+
+    @staticmethod
+    def referee_inside() -> str:
+        """The referee's address as a sandboxed bot dials it."""
+        return f"unix:{SOCKET_DIR}/{REFEREE_SOCKET}"
+
+    @staticmethod
+    def lobby_inside() -> str:
+        """The lobby's address as a sandboxed bot dials it."""
+        return f"unix:{SOCKET_DIR}/{LOBBY_SOCKET}"
+
+    def wrap(self, argv: Sequence[str], cwd: str | None) -> list[str]:
+        """``argv`` run by ``bwrap`` in the sandbox (see the module docstring), in ``cwd`` (default: the
+        arena's working directory), which the bot sees read-only as its own folder."""
+        folder = str(Path(cwd or os.getcwd()).resolve())
+        args = [self.bwrap, "--unshare-all", "--unshare-user", "--uid", NOBODY, "--gid", NOBODY,
+                "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--hostname", "bot",
+                "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr", *_root_links()]
+        if Path("/etc/ld.so.cache").exists():
+            args += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+        for p in self.runtime:
+            args += ["--ro-bind", str(p), str(p)]
+        args += ["--ro-bind", folder, folder, "--proc", "/proc", "--dev", "/dev",
+                 "--ro-bind", str(self.sockets), SOCKET_DIR, "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp",
+                 "--chdir", folder, "--", *argv]
+        return args
+
+    def close(self) -> None:
+        """Remove the socket folder (after the referee and the lobby stopped)."""
+        shutil.rmtree(self.sockets, ignore_errors=True)
+
