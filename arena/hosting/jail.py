@@ -5,7 +5,7 @@ default) is started as ``bwrap [options] -- ARGV`` (:meth:`Jail.wrap`), inside t
 :mod:`arena.hosting.procs`. What the bot then sees and reaches:
 
 - **files**: an empty root with, read-only, ``/usr`` (and the ``/bin``, ``/lib``… links of a merged-usr
-  system), ``/etc/ld.so.cache``, the Python runtime of the arena (its virtualenv ``sys.prefix`` and the
+  system), ``/etc/ld.so.cache`` and ``/etc/ssl/certs`` (public CA certificates), the Python runtime of the arena (its virtualenv ``sys.prefix`` and the
   interpreter's ``sys.base_prefix``, at their own paths), the bot-facing packages ``sdk/``,
   ``allfours/``, ``referee/`` and the ``proto/`` folder (public code: a Python bot imports the SDK, the
   Node.js bot loads the .proto files), and the bot's own folder (its ``cwd``); a private ``/tmp``
@@ -149,8 +149,9 @@ class Jail:
         args = [self.bwrap, "--unshare-all", "--unshare-user", "--uid", NOBODY, "--gid", NOBODY,
                 "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--hostname", "bot",
                 "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr", *_root_links()]
-        if Path("/etc/ld.so.cache").exists():
-            args += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+        for public in ("/etc/ld.so.cache", "/etc/ssl/certs"):  # the linker's cache; CA certificates (Node reads them)
+            if Path(public).exists():
+                args += ["--ro-bind", public, public]
         for p in self.runtime:
             args += ["--ro-bind", str(p), str(p)]
         args += ["--ro-bind", folder, folder, "--proc", "/proc", "--dev", "/dev",

@@ -119,6 +119,9 @@ def tournament_facts(t: Tournament, complete: bool) -> dict[str, Any]:
         **public_facts(t.config, t.commitment, len(t.schedule)),
         "bots": {label: b.version for label, b in t.entrants.items()},
         "entrants": list(t.labels),
+        # local process bots the organiser trusted to run outside the sandbox (sandbox = "none")
+        "unsandboxed": [label for label, b in t.entrants.items() if b.sandbox == "none" and not b.in_container
+                        and b.mode != "remote"],
         "master_seed": t.master_seed.hex() if complete else None,
         "played": t.store.count(),
     }

@@ -1,0 +1,231 @@
+"""Process bots run sandboxed (bubblewrap, arena/hosting/jail.py): end to end with `arena run`.
+
+A hostile bot (per game, and as a lobby worker) tries to read the arena's database (the unrevealed
+master seed), the records and the other seats' logs, the host's home and the repository, to connect
+to a canary listener this test starts on 127.0.0.1, and to leave a detached child behind. Each is
+blocked and its games end normally. The same code run as a trusted bot (``sandbox = "none"``) reads
+the database and reaches its own canary (so the probes work), and is named in the leaderboard's notes.
+A missing ``bwrap`` is a one-line error naming the package.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("bwrap") is None and os.environ.get("CI") != "true",
+                       reason="needs Debian's bubblewrap (scripts/setup.sh installs it)"),
+]
+
+HOSTILE = '''"""A hostile bot: probes what its sandbox must block (once, at import), then plays its first legal action."""
+import os, socket, subprocess, sys
+
+from sdk.bot import Bot, Context
+
+
+def probe(name, attempt):
+    who = os.environ["PROBE_WHO"]
+    try:
+        print(f"PROBE {who} {name}: open {attempt()}", flush=True)
+    except Exception as e:  # the sandbox's answer
+        print(f"PROBE {who} {name}: blocked {type(e).__name__}", flush=True)
+
+
+def home_files():
+    home = os.environ["PROBE_HOME"]
+    files = [n for n in os.listdir(home) if os.path.isfile(os.path.join(home, n))]
+    if not files:
+        raise FileNotFoundError(home)
+    return files
+
+
+out = os.environ["PROBE_OUTPUT"]
+probe("db", lambda: len(open(os.path.join(out, "arena.sqlite"), "rb").read(100)))
+probe("records", lambda: os.listdir(os.path.join(out, "records")))
+probe("logs", lambda: os.listdir(os.path.join(out, "logs")))
+probe("home", home_files)
+probe("repository", lambda: os.listdir(os.environ["PROBE_REPO"] + "/arena"))
+probe("canary", lambda: socket.create_connection(("127.0.0.1", int(os.environ["PROBE_CANARY"])), 3).close())
+marker = os.environ["PROBE_MARKER"]
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", marker], start_new_session=True,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(f"PROBE {os.environ['PROBE_WHO']} child: started", flush=True)
+
+
+class HostileBot(Bot):
+    name = "hostile"
+
+    def act(self, ctx: Context):
+        return ctx.legal[0]
+'''
+
+
+class Canary:
+    """A TCP listener on 127.0.0.1 that counts the connections it accepts."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            conn.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def canaries() -> Iterator[tuple[Canary, Canary]]:
+    """The canary the sandboxed bots are pointed at, and the trusted bot's (the control)."""
+    pair = Canary(), Canary()
+    yield pair
+    for c in pair:
+        c.close()
+
+
+def arena_run(config: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "arena.cli", "run", str(config), "--no-progress",
+                           "--bootstrap", "0"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {})})
+
+
+def write_config(tmp: Path, bots: str) -> Path:
+    config = tmp / "cup.toml"
+    config.write_text(f'''
+[tournament]
+name = "cup"
+players = 2
+games_per_pairing = 2
+output = "{tmp / 'out'}"
+[tournament.rules]
+target = 3
+{bots}''')
+    return config
+
+
+def bot_entry(name: str, folder: Path, canary: int, marker: str, extra: str = "") -> str:
+    env = (f'{{ PROBE_WHO = "{name}", PROBE_OUTPUT = "{folder.parent / "out"}", PROBE_HOME = "{Path.home()}", PROBE_REPO = "{ROOT}", '
+           f'PROBE_CANARY = "{canary}", PROBE_MARKER = "{marker}" }}')
+    return f'''
+[[bots]]
+name = "{name}"
+command = ["{{python}}", "-m", "sdk.run", "hostile:HostileBot"]
+cwd = "{folder}"
+env = {env}
+{extra}
+'''
+
+
+def probes(out: Path) -> dict[str, dict[str, set[str]]]:
+    """Per bot, each probe's outcomes (``open`` / ``blocked`` / ``started``) over every bot log of ``out``."""
+    seen: dict[str, dict[str, set[str]]] = {}
+    for log in (out / "logs").rglob("*.log"):
+        for line in log.read_text().splitlines():
+            if line.startswith("PROBE "):
+                who, name, outcome = line[len("PROBE "):].replace(":", "", 1).split(" ", 2)
+                seen.setdefault(who, {}).setdefault(name, set()).add(outcome.split()[0])
+    return seen
+
+
+def left_behind(marker: str) -> list[int]:
+    """Pids of live processes carrying ``marker`` on their command line."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and marker.encode() in (d / "cmdline").read_bytes():
+                pids.append(int(d.name))
+        except OSError:
+            continue
+    return pids
+
+
+def test_hostile_bots_are_blocked_and_a_trusted_one_is_named(tmp_path: Path, canaries: tuple[Canary, Canary]) -> None:
+    jailed, control = canaries
+    folder = tmp_path / "hostile"
+    folder.mkdir()
+    (folder / "hostile.py").write_text(HOSTILE)
+    marker = f"allfours-left-behind-{uuid.uuid4().hex}"
+    config = write_config(tmp_path, bot_entry("hostile", folder, jailed.port, marker)
+                          + bot_entry("hostile-worker", folder, jailed.port, marker, 'mode = "worker"\nworkers = 1')
+                          + bot_entry("trusted", folder, control.port, marker, 'sandbox = "none"'))
+    done = arena_run(config)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = tmp_path / "out"
+    games = [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
+    assert len(games) == 6
+    for g in games:
+        assert g["terminations"] == ["normal", "normal"] and g["winner"] in (0, 1), g
+    seen = probes(out)
+    everything = ("db", "records", "logs", "home", "repository", "canary")
+    for who in ("hostile", "hostile-worker"):
+        assert {name: seen[who].get(name) for name in everything} == {name: {"blocked"} for name in everything}, who
+        assert seen[who]["child"] == {"started"}
+    assert jailed.accepted == 0
+    # the control: the same probes, unsandboxed, reach the database and their canary
+    assert seen["trusted"]["db"] == {"open"} and control.accepted >= 1
+    assert left_behind(marker) == []
+    ratings = json.loads((out / "ratings.json").read_text())
+    assert ratings["tournament"]["unsandboxed"] == ["trusted"]
+    page = (out / "leaderboard.html").read_text()
+    assert 'id="unsandboxed"' in page and "trusted" in page.split('id="unsandboxed"')[1].split("</p>")[0]
+
+
+def test_missing_bwrap_is_one_line_naming_the_package(tmp_path: Path) -> None:
+    folder = tmp_path / "hostile"
+    folder.mkdir()
+    (folder / "hostile.py").write_text(HOSTILE)
+    config = write_config(tmp_path, bot_entry("a", folder, 1, "m") + bot_entry("b", folder, 1, "m"))
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    done = arena_run(config, {"PATH": str(empty)})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "bubblewrap" in lines[0] and "bwrap" in lines[0], done.stderr
+    assert not (tmp_path / "out" / "arena.sqlite").exists()
+
+
+def test_a_sandboxed_bot_whose_folder_holds_the_output_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "cup.toml"
+    config.write_text(f'''
+[tournament]
+name = "cup"
+players = 2
+output = "{tmp_path / 'bots' / 'out'}"
+[[bots]]
+name = "a"
+command = ["{{python}}", "-m", "sdk.run", "x:X"]
+cwd = "{tmp_path / 'bots'}"
+[[bots]]
+name = "b"
+command = ["{{python}}", "-m", "sdk.run", "x:X"]
+cwd = "{tmp_path / 'bots'}"
+sandbox = "none"
+''')
+    (tmp_path / "bots").mkdir()
+    done = arena_run(config)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "bots[0].cwd" in lines[0] and "holds the output folder" in lines[0], done.stderr
