@@ -49,15 +49,19 @@ target = 7
 decision_ms = 5000
 join_ms = 20000
 grace_ms = 500
+# external referees: a sandboxed bot reaches only the embedded referee's socket (docs/arena.md)
 [[bots]]
 name = "first"
 command = ["{python}", "-m", "arena.testing.instant_bot"]
+sandbox = "none"
 [[bots]]
 name = "second"
 command = ["{python}", "-m", "arena.testing.instant_bot"]
+sandbox = "none"
 [[bots]]
 name = "third"
 command = ["{python}", "-m", "arena.testing.instant_bot"]
+sandbox = "none"
 """
 
 
