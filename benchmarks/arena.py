@@ -57,6 +57,7 @@ from _seats import MD, cpu_s, referee_in_child  # noqa: E402  (benchmarks/_seats
 from allfours.v1 import referee_pb2 as pb  # noqa: E402
 from allfours.v1 import referee_pb2_grpc as pb_grpc  # noqa: E402
 from arena.config import TournamentConfig, parse_config  # noqa: E402
+from arena.hosting.jail import Jail  # noqa: E402
 from arena.lobby.setup import open_lobby  # noqa: E402
 from arena.play.game import GrpcGameRunner  # noqa: E402
 from arena.play.referees import connect_referee  # noqa: E402
@@ -121,15 +122,16 @@ def tournament(args: argparse.Namespace, mode: str, gpp: int, live: bool = False
     with tempfile.TemporaryDirectory() as tmp:
         config = _config(tmp, args, mode, gpp)
         t = open_tournament(config)
-        conn = connect_referee(None, None)
+        jail = Jail.open()  # the bots run sandboxed, over unix sockets, as `arena run` runs them by default
+        conn = connect_referee(None, None, unix_socket=jail.referee_socket)
         setup = None
         try:
-            runner = GrpcGameRunner(config, conn, Path(tmp), live=live)
+            runner = GrpcGameRunner(config, conn, Path(tmp), live=live, jail=jail)
             ready_s = 0.0
             if mode == "worker":
                 t0 = time.perf_counter()
                 setup = open_lobby(config, t.store, Path(tmp) / "logs", runner.secret_names, runner.secret_values,
-                                   loop=conn.embedded.loop)
+                                   loop=conn.embedded.loop, jail=jail)
                 runner.attach_lobby(setup.lobby, setup.kinds)
                 want = {name: len(kind.pids()) for name, kind in setup.kinds.items()}  # type: ignore[attr-defined]
                 while any(setup.lobby.counts().get(b, (0, 0))[1] < n for b, n in want.items()):
@@ -155,6 +157,7 @@ def tournament(args: argparse.Namespace, mode: str, gpp: int, live: bool = False
             if setup is not None:
                 setup.stop()
             conn.close()
+            jail.close()
         results = t.store.results()
         t.store.close()
     n = len(results)

@@ -31,7 +31,7 @@ pytestmark = [
                        reason="needs Debian's bubblewrap (scripts/setup.sh installs it)"),
 ]
 
-HOSTILE = '''"""A hostile bot: probes what its sandbox must block (once, at import), then plays its first legal action."""
+HOSTILE = '''"""A hostile bot: probes what its sandbox must block (once, at import), then plays a legal action."""
 import os, socket, subprocess, sys
 
 from sdk.bot import Bot, Context
@@ -126,8 +126,8 @@ target = 3
 
 
 def bot_entry(name: str, folder: Path, canary: int, marker: str, extra: str = "") -> str:
-    env = (f'{{ PROBE_WHO = "{name}", PROBE_OUTPUT = "{folder.parent / "out"}", PROBE_HOME = "{Path.home()}", PROBE_REPO = "{ROOT}", '
-           f'PROBE_CANARY = "{canary}", PROBE_MARKER = "{marker}" }}')
+    env = (f'{{ PROBE_WHO = "{name}", PROBE_OUTPUT = "{folder.parent / "out"}", PROBE_HOME = "{Path.home()}", '
+           f'PROBE_REPO = "{ROOT}", PROBE_CANARY = "{canary}", PROBE_MARKER = "{marker}" }}')
     return f'''
 [[bots]]
 name = "{name}"

@@ -5,8 +5,9 @@ default) is started as ``bwrap [options] -- ARGV`` (:meth:`Jail.wrap`), inside t
 :mod:`arena.hosting.procs`. What the bot then sees and reaches:
 
 - **files**: an empty root with, read-only, ``/usr`` (and the ``/bin``, ``/lib``… links of a merged-usr
-  system), ``/etc/ld.so.cache`` and ``/etc/ssl/certs`` (public CA certificates), the Python runtime of the arena (its virtualenv ``sys.prefix`` and the
-  interpreter's ``sys.base_prefix``, at their own paths), the bot-facing packages ``sdk/``,
+  system), ``/etc/ld.so.cache`` and ``/etc/ssl/certs`` (public CA certificates), the Python runtime
+  of the arena (its virtualenv ``sys.prefix`` and the interpreter's ``sys.base_prefix``, at their own
+  paths), the bot-facing packages ``sdk/``,
   ``allfours/``, ``referee/`` and the ``proto/`` folder (public code: a Python bot imports the SDK, the
   Node.js bot loads the .proto files), and the bot's own folder (its ``cwd``); a private ``/tmp``
   (tmpfs, mounted first so that a bot folder under ``/tmp`` is still bound over it; also

@@ -170,8 +170,10 @@ class GrpcGameRunner:
         jail: Jail | None = None,
     ):
         self.config = config
-        #: the process sandbox of the bots with ``sandbox = "bwrap"`` (arena/hosting/jail.py); None: none is jailed
+        #: the process sandbox of the bots with ``sandbox = "bwrap"`` (arena/hosting/jail.py)
         self.jail = jail
+        if jail is None and any(b.jailed for b in config.bots):
+            raise ValueError('sandboxed process bots need a Jail (arena.hosting.jail), or sandbox = "none"')
         #: write running games' public events for `arena web`'s spectators (see :meth:`_watch`)
         self.live = live
         self.sandbox = sandbox
