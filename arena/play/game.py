@@ -9,8 +9,9 @@ with the fewest games in flight. For each game :meth:`GrpcGameRunner.play`:
    the schedule, one game, the scheduled seed and first dealer → match id, seed commitment, tickets;
 2. starts one process per seat (:class:`arena.hosting.procs.BotProcess`: everything it starts is tracked and
    ends with it; its output is capped at ``tournament.bot_log_bytes``) from the bot's ``command`` with
-   ``ALLFOURS_TICKET`` (that seat's ticket) and ``ALLFOURS_REFEREE`` (``host:port``) in its
-   environment (the arena's own environment without any admin token: :func:`arena.play.environment.bot_environment`);
+   ``ALLFOURS_TICKET`` (that seat's ticket) and ``ALLFOURS_REFEREE`` (``host:port``; for a sandboxed
+   bot, :mod:`arena.hosting.jail`, the referee's unix socket inside its sandbox) in its environment
+   (the arena's own environment without any admin token: :func:`arena.play.environment.bot_environment`);
    placeholders in the command are replaced: ``{python}`` (the arena's interpreter),
    ``{config_dir}``, ``{ticket}``, ``{referee}``, ``{seat}``. Each process's output goes to
    ``<output>/logs/<game id>/seat<k>.log``;
@@ -154,6 +155,9 @@ class GrpcGameRunner:
     :param live: write each running game's public events to ``<output>/live/`` for ``arena web``'s
         spectators (``arena run --live``; on in ``arena serve``). Off, the arena asks the referee for
         the result alone, which is cheaper (docs/arena.md, Benchmark).
+    :param jail: the process sandbox (:mod:`arena.hosting.jail`) of the bots with ``sandbox = "bwrap"``
+        (the default); their referee must listen on its socket (``unix_socket=jail.referee_socket``).
+    :raises ValueError: sandboxed bots without a ``jail`` (they are never run unsandboxed by mistake).
     """
 
     def __init__(
