@@ -276,7 +276,8 @@ def test_a_pool_of_workers_plays_100_games_partners_on_two_workers(tmp_path: Pat
 def test_a_worker_killed_mid_game_forfeits_only_that_game_and_is_restarted(tmp_path: Path) -> None:
     once = tmp_path / "crashed"
     crashy = f'["{{python}}", "-m", "arena.testing.instant_bot", "--mode", "crash", "--after", "3", "--once", "{once}"]'
-    cfg = write_config(tmp_path, worker_bot("crashy", crashy) + worker_bot("steady"), gpp=8)
+    # unsandboxed: its --once marker is a file it writes on this machine (a sandboxed bot cannot)
+    cfg = write_config(tmp_path, worker_bot("crashy", crashy, 'sandbox = "none"') + worker_bot("steady"), gpp=8)
     done = run(cfg)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "crashed").exists()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import shutil
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -210,9 +211,12 @@ def referee_addresses(config: TournamentConfig, args: argparse.Namespace) -> tup
 
 
 def make_runner(
-    config: TournamentConfig, args: argparse.Namespace, output: Path, console: Console
+    config: TournamentConfig, args: argparse.Namespace, output: Path, console: Console, league: bool = False
 ) -> tuple[GameRunner, Callable[[], None]]:
     """The game runner for ``args`` and a closer to call at the end (stops an embedded referee).
+
+    ``league`` (``arena serve``): sandboxed bots may join later (SIGHUP), so the embedded referee gets
+    its unix socket whenever ``bwrap`` is there, even if no bot of ``config`` is sandboxed yet.
 
     :raises arena.play.referees.RefereeError: if a referee is unreachable or refuses the admin token.
     :raises UsageError: for bad referee arguments.
@@ -231,7 +235,7 @@ def make_runner(
         # the embedded referee logs every match event; keep the terminal for the progress bar
         structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
 
-    jail = open_jail(config, addresses)
+    jail = open_jail(config, addresses, league)
     try:
         sandbox = open_sandbox(config, output, addresses)
     except BaseException:
@@ -281,22 +285,24 @@ def make_runner(
     return GrpcGameRunner(config, pool, output, on_event=on_event, sandbox=sandbox, live=args.live, jail=jail), close
 
 
-def open_jail(config: TournamentConfig, addresses: Sequence[str]) -> Any:
+def open_jail(config: TournamentConfig, addresses: Sequence[str], league: bool = False) -> Any:
     """The process sandbox (:class:`arena.hosting.jail.Jail`) when some local process bot is sandboxed
-    (``sandbox = "bwrap"``, the default), else None.
+    (``sandbox = "bwrap"``, the default), else None; for a ``league`` on the embedded referee also
+    when none is yet, if ``bwrap`` is there (a sandboxed bot may join on SIGHUP).
 
     :raises UsageError: ``bwrap`` missing (one line naming the package ``bubblewrap``), or sandboxed bots
         with external referees (a sandboxed bot reaches only the embedded referee's unix socket).
     """
+    from arena.hosting.jail import Jail, JailError
+
     jailed = [b.name for b in config.bots if b.jailed]
     if not jailed:
-        return None
+        return Jail.open() if league and not addresses and shutil.which("bwrap") else None
     if addresses:
         raise UsageError(
             f"sandboxed process bots ({', '.join(jailed)}) reach only the embedded referee, over a unix socket: "
             'drop --referee and tournament.referees, or set sandbox = "none" for trusted bots (docs/arena.md)'
         )
-    from arena.hosting.jail import Jail, JailError
 
     try:
         return Jail.open()
@@ -492,11 +498,16 @@ def _serve_league(
     from arena.play.game import GrpcGameRunner
     from arena.tournament.league import League, install_signals
 
-    first, close = make_runner(config, args, output, console)
+    first, close = make_runner(config, args, output, console, league=True)
     closers.append(close)
     assert isinstance(first, GrpcGameRunner)
 
     def runner_for(cfg: TournamentConfig) -> GrpcGameRunner:
+        """The runner of a (re-read) config. :raises ConfigError: sandboxed bots without a sandbox
+        (bwrap missing, or external referees), so the league keeps its old config."""
+        if first.jail is None and any(b.jailed for b in cfg.bots):
+            raise ConfigError(cfg.source, "bots", 'sandboxed process bots need bwrap (Debian\'s bubblewrap) and '
+                              'the embedded referee: install it and restart, or set sandbox = "none"', show_value=False)
         return GrpcGameRunner(cfg, first.pool, output, on_event=first.on_event, sandbox=first.sandbox,
                               live=first.live, jail=first.jail)
 
