@@ -13,6 +13,7 @@ token a referee refuses); 130 when interrupted. Errors are one line on stderr, w
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import os
 import shutil
@@ -235,30 +236,24 @@ def make_runner(
         # the embedded referee logs every match event; keep the terminal for the progress bar
         structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
 
-    jail = open_jail(config, addresses, league)
-    try:
-        sandbox = open_sandbox(config, output, addresses)
-    except BaseException:
+    with contextlib.ExitStack() as undo:  # what is opened is closed again if a later step fails
+        jail = open_jail(config, addresses, league)
         if jail is not None:
-            jail.close()
-        raise
-    found = resolve_referees(addresses)
-    if found != addresses:
-        console.print(f"referees: {', '.join(addresses)} -> {', '.join(found)}", highlight=False, soft_wrap=True)
-    timeout = DNS_CONNECT_TIMEOUT_S if found != addresses else CONNECT_TIMEOUT_S  # replicas may still be starting
-    try:
+            undo.callback(jail.close)
+        sandbox = open_sandbox(config, output, addresses)
+        if sandbox is not None:
+            undo.callback(sandbox.close)
+        found = resolve_referees(addresses)
+        if found != addresses:
+            console.print(f"referees: {', '.join(addresses)} -> {', '.join(found)}", highlight=False, soft_wrap=True)
+        timeout = DNS_CONNECT_TIMEOUT_S if found != addresses else CONNECT_TIMEOUT_S  # replicas may still be starting
         if sandbox is not None and sandbox.gateway:  # open() set it
             host, advertise = sandbox.gateway, None
         else:
             host, advertise = embedded_referee_host(config, args, found)
         pool = connect_referees(found, token, timeout, host, advertise,
                                 unix_socket=jail.referee_socket if jail is not None else None)
-    except BaseException:
-        if sandbox is not None:
-            sandbox.close()
-        if jail is not None:
-            jail.close()
-        raise
+        isolation = undo.pop_all()
 
     def on_event(message: str) -> None:
         console.print(f"[yellow]referee failure:[/yellow] {escape(message)}", soft_wrap=True, highlight=False)
@@ -272,10 +267,7 @@ def make_runner(
     def close() -> None:
         watch.stop()
         pool.close()
-        if sandbox is not None:
-            sandbox.close()
-        if jail is not None:
-            jail.close()
+        isolation.close()  # the container sandbox, then the process sandbox's sockets
 
     if addresses and found == addresses:
         console.print(f"referees: {', '.join(addresses)}", highlight=False)

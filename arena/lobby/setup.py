@@ -71,6 +71,29 @@ def _read(path: str, key: str, config: TournamentConfig) -> bytes:
         raise ConfigError(config.source, f"tournament.{key}", f"cannot read it: {e.strerror}", path) from None
 
 
+def _start_lobby(
+    config: TournamentConfig, sandbox: Sandbox | None, loop: asyncio.AbstractEventLoop | None, jail: Jail | None
+) -> Lobby:
+    """The started lobby of :func:`open_lobby`. :raises ConfigError: as :func:`open_lobby`."""
+    tls = None
+    if config.lobby_tls is not None:
+        cert, key = config.lobby_tls
+        tls = (_read(cert, "lobby_tls_cert", config), _read(key, "lobby_tls_key", config))
+    host, _, port = config.lobby.rpartition(":")
+    if sandbox is not None and sandbox.gateway:
+        host = sandbox.gateway
+    lobby = Lobby(config.name, TokenBook(), host.strip("[]"), int(port), tls, loop=loop,
+                  unix_socket=jail.lobby_socket if jail is not None else None)
+    try:
+        lobby.start()
+    except RuntimeError as e:
+        lobby.stop()
+        raise ConfigError(config.source, "tournament.lobby", f"cannot listen there: {e}", config.lobby) from None
+    if sandbox is not None:
+        sandbox.allow(int(lobby.address.rsplit(":", 1)[1]))
+    return lobby
+
+
 def open_lobby(
     config: TournamentConfig,
     store: Store,
@@ -98,22 +121,7 @@ def open_lobby(
     :raises ConfigError: naming ``tournament.lobby`` when it cannot listen there, or a TLS file that
         cannot be read.
     """
-    tls = None
-    if config.lobby_tls is not None:
-        cert, key = config.lobby_tls
-        tls = (_read(cert, "lobby_tls_cert", config), _read(key, "lobby_tls_key", config))
-    host, _, port = config.lobby.rpartition(":")
-    if sandbox is not None and sandbox.gateway:
-        host = sandbox.gateway
-    lobby = Lobby(config.name, TokenBook(), host.strip("[]"), int(port), tls, loop=loop,
-                  unix_socket=jail.lobby_socket if jail is not None else None)
-    try:
-        lobby.start()
-    except RuntimeError as e:
-        lobby.stop()
-        raise ConfigError(config.source, "tournament.lobby", f"cannot listen there: {e}", config.lobby) from None
-    if sandbox is not None:
-        sandbox.allow(int(lobby.address.rsplit(":", 1)[1]))
+    lobby = _start_lobby(config, sandbox, loop, jail)
     kinds = {
         b.name: make_worker_kind(b, config.players, config.concurrency, sandbox, lobby.address)
         for b in config.bots
