@@ -229,3 +229,28 @@ sandbox = "none"
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "bots[0].cwd" in lines[0] and "holds the output folder" in lines[0], done.stderr
+
+
+def test_the_sandbox_alone_leaves_nothing_behind(tmp_path: Path) -> None:
+    """Without the cgroup or the shepherd (plain ``subprocess``): a bot that starts a child, one in a
+    new session and a double-forked daemon, then exits, takes all three with it (its pid namespace),
+    and one killed from outside does too (``--die-with-parent`` and the namespace)."""
+    from arena.hosting.jail import Jail
+    from tests.test_arena_procs import NASTY, tagged, wait_for
+
+    jail = Jail.open()
+    try:
+        tag = f"allfours-jail-{uuid.uuid4().hex}"
+        done = subprocess.run(jail.wrap([sys.executable, "-c", NASTY, tag, "1"], str(tmp_path)), capture_output=True,
+                              text=True, timeout=60)
+        assert done.stdout == "started\n", done.stderr
+        assert wait_for(lambda: not tagged(tag), 5.0), f"leftovers: {tagged(tag)}"
+        tag = f"allfours-jail-{uuid.uuid4().hex}"
+        bot = subprocess.Popen(jail.wrap([sys.executable, "-c", NASTY, tag, "300"], str(tmp_path)),
+                               stdout=subprocess.DEVNULL)
+        assert wait_for(lambda: len(tagged(tag)) == 3), tagged(tag)
+        bot.kill()  # bwrap itself, SIGKILL: no chance to clean up
+        bot.wait(10)
+        assert wait_for(lambda: not tagged(tag), 5.0), f"leftovers: {tagged(tag)}"
+    finally:
+        jail.close()
