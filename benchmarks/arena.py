@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -58,6 +59,7 @@ from allfours.v1 import referee_pb2 as pb  # noqa: E402
 from allfours.v1 import referee_pb2_grpc as pb_grpc  # noqa: E402
 from arena.config import TournamentConfig, parse_config  # noqa: E402
 from arena.hosting.jail import Jail  # noqa: E402
+from arena.hosting.shepherd import descendants  # noqa: E402
 from arena.lobby.setup import open_lobby  # noqa: E402
 from arena.play.game import GrpcGameRunner  # noqa: E402
 from arena.play.referees import connect_referee  # noqa: E402
@@ -67,8 +69,14 @@ from referee.server import tune_gc  # noqa: E402
 
 
 def _cpu_s(pids: list[int]) -> float:
-    """CPU seconds (user + system) the processes ``pids`` have used so far (0 for one gone)."""
-    return sum(cpu_s(pid) for pid in pids if Path(f"/proc/{pid}").exists())
+    """CPU seconds (user + system) the processes ``pids`` and their descendants have used so far (0 for
+    one gone): a sandboxed worker's pid is bwrap's, the worker itself runs below it."""
+    every = [q for pid in pids for q in (pid, *descendants(pid))]
+    total = 0.0
+    for pid in every:
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            total += cpu_s(pid)
+    return total
 
 
 async def _seat(address: str, ticket: str) -> None:

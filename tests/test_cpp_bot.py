@@ -72,8 +72,9 @@ def test_the_cpp_bot_plays_a_tournament(tmp_path: Path) -> None:
 
 def test_the_demo_seats_the_cpp_bot() -> None:
     demo = load_config(ROOT / "examples/demo.toml")
-    commands = {b.name: b.command for b in demo.bots}
-    assert commands["cpp"][0] == "sample_bots/cpp/build/allfours-cpp-bot"
+    cpp = next(b for b in demo.bots if b.name == "cpp")
+    assert Path(cpp.cwd or "") == ROOT / "sample_bots/cpp" and cpp.command[0] == "build/allfours-cpp-bot"
+    assert cpp.jailed  # sandboxed, seeing its own folder
 
 
 def test_the_cpp_worker_leaves_once_its_arena_is_gone() -> None:
