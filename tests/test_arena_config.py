@@ -58,6 +58,7 @@ def test_good_config(tmp_path: Path) -> None:
     assert (full.decision_ms, full.bank_ms, full.max_strikes, full.join_ms) == (250, 2000, 3, 30000)
     assert [b.name for b in c.bots] == ["random", "node"]
     assert c.bots[1].command == ("node", "bot.js") and c.bots[1].cwd == str(tmp_path / "bots/js")
+    assert c.bots[1].sandbox == "bwrap" and c.bots[1].jailed  # sandboxed unless the config says "none"
     assert c.bots[1].env == {"LEVEL": "3"}
 
 
@@ -94,6 +95,12 @@ def test_fingerprint_ignores_how_bots_start_but_not_what_they_are(tmp_path: Path
         # a container bot runs its image: a command beside it would be ignored, so it is refused
         ('cwd = "bots/js"', 'image = "ghcr.io/x/bot:1"', "bots[1].command", "image's entry point"),
         ('cwd = "bots/js"', 'cpus = 1', "bots[1].cpus", "container limit"),
+        # the process sandbox: bubblewrap or none; a container is always sandboxed, a remote bot runs elsewhere
+        ('cwd = "bots/js"', 'sandbox = "docker"', "bots[1].sandbox", "'docker'"),
+        ('command = ["node", "bot.js"]\ncwd = "bots/js"', 'image = "x:1"\nsandbox = "none"', "bots[1].sandbox",
+         "always sandboxed"),
+        ('command = ["node", "bot.js"]\ncwd = "bots/js"', 'remote = true\nsandbox = "none"', "bots[1].sandbox",
+         "runs elsewhere"),
         ('command = ["node", "bot.js"]\ncwd = "bots/js"', 'image = "x:1"\nmemory = "12q"', "bots[1].memory", "12q"),
         ('command = ["node", "bot.js"]\ncwd = "bots/js"', 'image = "x:1"\nmemory = 16', "bots[1].memory", "32"),
         ('command = ["node", "bot.js"]\ncwd = "bots/js"', 'image = "x:1"\npids = 100000', "bots[1].pids", "4096"),
