@@ -254,3 +254,28 @@ def test_the_sandbox_alone_leaves_nothing_behind(tmp_path: Path) -> None:
         assert wait_for(lambda: not tagged(tag), 5.0), f"leftovers: {tagged(tag)}"
     finally:
         jail.close()
+
+
+def test_socket_folders_of_gone_arenas_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An arena killed with SIGKILL leaves its socket folder; the next one removes it (only socket
+    folders of processes that are gone)."""
+    import tempfile
+
+    from arena.hosting.jail import Jail
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = tmp_path / f"allfours-{gone.stdout.strip()}-abc"
+    stale.mkdir()
+    socket.socket(socket.AF_UNIX).bind(str(stale / "referee.sock"))
+    alive = tmp_path / f"allfours-{os.getpid()}-def"
+    alive.mkdir()
+    other = tmp_path / "allfours-1-xyz"  # pid 1 lives
+    other.mkdir()
+    jail = Jail.open()
+    try:
+        assert not stale.exists() and alive.exists() and other.exists()
+        assert jail.sockets.parent == tmp_path and jail.sockets.name.startswith(f"allfours-{os.getpid()}-")
+    finally:
+        jail.close()
+    assert not jail.sockets.exists()

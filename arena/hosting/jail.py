@@ -105,6 +105,19 @@ def _root_links() -> list[str]:
     return args
 
 
+def _sweep_stale(tmp: Path) -> None:
+    """Remove the socket folders (``allfours-<pid>-…`` holding only sockets) of arena processes that are gone."""
+    for d in tmp.glob("allfours-*-*"):
+        pid = d.name.split("-")[1]
+        if not pid.isdigit() or Path(f"/proc/{pid}").exists():
+            continue
+        try:
+            if d.is_dir() and all(f.is_socket() for f in d.iterdir()):
+                shutil.rmtree(d, ignore_errors=True)
+        except OSError:
+            continue
+
+
 @dataclass
 class Jail:
     """One run's sandbox for process bots: ``bwrap`` and the folder of the unix sockets the referee and
@@ -116,12 +129,15 @@ class Jail:
 
     @classmethod
     def open(cls, path: str | None = None) -> Jail:
-        """Find ``bwrap`` and make the socket folder (``/tmp/allfours-XXXX``, 0700: a unix socket's
-        path is at most 107 bytes, so not under a deep output folder).
+        """Find ``bwrap`` and make the socket folder (``/tmp/allfours-<arena pid>-XXXX``, 0700: a unix
+        socket's path is at most 107 bytes, so not under a deep output folder). Folders left by arena
+        processes that are gone (killed with SIGKILL) are removed first.
 
         :raises JailError: when ``bwrap`` is missing.
         """
-        return cls(find_bwrap(path), Path(tempfile.mkdtemp(prefix="allfours-")))
+        bwrap = find_bwrap(path)
+        _sweep_stale(Path(tempfile.gettempdir()))
+        return cls(bwrap, Path(tempfile.mkdtemp(prefix=f"allfours-{os.getpid()}-")))
 
     @property
     def referee_socket(self) -> str:
