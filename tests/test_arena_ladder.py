@@ -43,11 +43,13 @@ join_ms = 20000
 grace_ms = 1000
 """
 SEED = "ab" * 32
+#: The test bot's folder: all a sandboxed bot sees of the repository (the arena's own test bot imports arena).
+BOT_DIR = ROOT / "arena"
 
 
 def bot(name: str, mode: str = "first") -> str:
     return (f'\n[[bots]]\nname = "{name}"\nversion = "1"\nmode = "worker"\n'
-            f'command = ["{{python}}", "-m", "arena.testing.instant_bot", "--mode", "{mode}"]\ncwd = "{ROOT}"\n')
+            f'command = ["{{python}}", "-m", "arena.testing.instant_bot", "--mode", "{mode}"]\ncwd = "{BOT_DIR}"\n')
 
 
 def write(cfg: Path, ladder: str, names: list[str], concurrency: int = 2) -> Path:

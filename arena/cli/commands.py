@@ -55,6 +55,7 @@ from arena.tournament.store import GameResult, Store, StoreMismatch
 
 if TYPE_CHECKING:  # imported where used: docker, the lobby and the web start only when a run needs them
     from arena.formats.ladder_run import LadderRun
+    from arena.hosting.jail import Jail
     from arena.hosting.sandbox import Sandbox
     from arena.lobby.setup import LobbySetup
     from arena.web import WebServer
@@ -229,13 +230,7 @@ def make_runner(
 
     addresses, token = referee_addresses(config, args)
     if not addresses and not args.verbose:
-        import logging
-
-        import structlog
-
-        # the embedded referee logs every match event; keep the terminal for the progress bar
-        structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
-
+        _quiet_embedded_referee()
     with contextlib.ExitStack() as undo:  # what is opened is closed again if a later step fails
         jail = open_jail(config, addresses, league)
         if jail is not None:
@@ -277,7 +272,17 @@ def make_runner(
     return GrpcGameRunner(config, pool, output, on_event=on_event, sandbox=sandbox, live=args.live, jail=jail), close
 
 
-def open_jail(config: TournamentConfig, addresses: Sequence[str], league: bool = False) -> Any:
+def _quiet_embedded_referee() -> None:
+    """Warnings only from the embedded referee's log, which has a line for every match event: the
+    terminal is kept for the progress bar."""
+    import logging
+
+    import structlog
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+
+
+def open_jail(config: TournamentConfig, addresses: Sequence[str], league: bool = False) -> Jail | None:
     """The process sandbox (:class:`arena.hosting.jail.Jail`) when some local process bot is sandboxed
     (``sandbox = "bwrap"``, the default), else None; for a ``league`` on the embedded referee also
     when none is yet, if ``bwrap`` is there (a sandboxed bot may join on SIGHUP).
