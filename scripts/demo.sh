@@ -6,6 +6,9 @@
 # A bot that cannot be prepared is left out of the tournament, said in one line with the reason
 # (`demo: left out nodejs (…); cpp (…)`), and the others play (output: arena-out/demo-without-…);
 # with every bot seated this is exactly `arena run examples/demo.toml` (output: arena-out/demo).
+# Either way every seated bot runs sandboxed, as demo.toml says (bubblewrap: Debian's `bubblewrap`;
+# without it arena run stops at once with one line naming the package): the generated config keeps
+# each bot's table, its own folder (cwd) included, and sits beside demo.toml so those paths stay right.
 # Run it with the project installed (`pip install -e .`, the README's command does). Extra arguments
 # go to `arena run`. Exit status: arena run's.
 set -euo pipefail

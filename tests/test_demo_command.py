@@ -1,6 +1,6 @@
 """The README's demo command on a machine without the C++ toolchain or Node.js (issue 24): the demo
 (scripts/demo.sh) seats the sample bots that can run, says in one line which it left out and why,
-and the others play the tournament to its leaderboard.
+and the others play the tournament to its leaderboard, sandboxed as in the full demo (bubblewrap).
 
 The machine is this one with a PATH that lacks node, npm, cmake and g++ (every other program of
 /usr/bin and /bin is linked into the test's own bin folder).
@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from arena.config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -42,7 +44,8 @@ def bare_path(tmp: Path) -> str:
 
 def test_demo_seats_the_bots_that_can_run_and_says_which_it_left_out(tmp_path: Path) -> None:
     """The demo part of the README command (after `pip install -e .`) with no node and no C++ toolchain:
-    one line names nodejs and cpp and why, the Python sample bots play every game to the end."""
+    one line names nodejs and cpp and why, the Python sample bots play every game to the end, each in
+    its sandbox (seeing its own folder, not the repository; none named unsandboxed on the leaderboard)."""
     command = readme_command("demo-command")
     demo = command.split("pip install -e . && ", 1)[1]  # this venv has the project installed already
     env = {**os.environ, "PATH": bare_path(tmp_path)}
@@ -58,6 +61,10 @@ def test_demo_seats_the_bots_that_can_run_and_says_which_it_left_out(tmp_path: P
         assert len(games) == 20 and {g["a"] for g in games} | {g["b"] for g in games} == {"random", "heuristic"}
         assert all(g["terminations"] == ["normal"] * 4 for g in games)
         assert (out_dir / "leaderboard.html").stat().st_size > 0
+        assert 'id="unsandboxed"' not in (out_dir / "leaderboard.html").read_text()
+        seated = load_config(ROOT / "examples" / ".demo-without-nodejs-cpp.toml").bots
+        assert [b.name for b in seated] == ["random", "heuristic"]
+        assert all(b.jailed and b.cwd == str(ROOT / "sample_bots") for b in seated), seated
     finally:
         subprocess.run(["rm", "-rf", str(out_dir)], check=True)
         (ROOT / "examples" / ".demo-without-nodejs-cpp.toml").unlink(missing_ok=True)
