@@ -18,23 +18,19 @@ from collections.abc import Callable, Iterator, Mapping
 from prometheus_client import REGISTRY, Counter, Gauge
 from prometheus_client.core import GaugeMetricFamily
 
-from arena.tournament.store import GameResult
+from arena.tournament.result import GameResult
 from referee.rules.seats import side_of
 
 GAMES_STORED = Counter("allfours_arena_games_stored", "Game results written to the arena's store")
 FORFEITS = Counter("allfours_arena_forfeits", "A bot's forfeited seats in stored games", ["bot", "reason"])
 WORKERS = Gauge("allfours_arena_workers", "A bot's workers running now (per-game: processes/containers)", ["bot"])
 
-#: Seat terminations that are not a forfeit of that seat.
-NOT_FORFEITS = frozenset({"normal", "other_seat_forfeited", "aborted", ""})
-
-
 def game_stored(result: GameResult) -> None:
     """Count one stored result and its forfeited seats (seat k plays for side k % 2)."""
     GAMES_STORED.inc()
-    for seat, reason in enumerate(result.extra.get("terminations", ())):
-        if reason not in NOT_FORFEITS:
-            FORFEITS.labels(result.sides[side_of(seat)], reason).inc()
+    for seat, reason in enumerate(result.terminations):
+        if reason.forfeits:
+            FORFEITS.labels(result.sides[side_of(seat)], reason.value).inc()
 
 
 class _LobbyCollector:

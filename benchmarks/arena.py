@@ -63,8 +63,9 @@ from arena.hosting.shepherd import descendants  # noqa: E402
 from arena.lobby.setup import open_lobby  # noqa: E402
 from arena.play.game import GrpcGameRunner  # noqa: E402
 from arena.play.referees import connect_referee  # noqa: E402
+from arena.tournament.result import GameResult  # noqa: E402
 from arena.tournament.runner import open_tournament, run_games  # noqa: E402
-from arena.tournament.store import GameResult  # noqa: E402
+from referee.outcome import Termination  # noqa: E402
 from referee.server import tune_gc  # noqa: E402
 
 
@@ -169,11 +170,11 @@ def tournament(args: argparse.Namespace, mode: str, gpp: int, live: bool = False
         results = t.store.results()
         t.store.close()
     n = len(results)
-    played = sum(1 for r in results if r.extra.get("terminations") == ["normal"] * args.players)
+    played = sum(1 for r in results if r.terminations == (Termination.NORMAL,) * args.players)
     out: dict[str, Any] = {"games": n, "played_normally": played, "wall_s": round(wall, 3),
                            "games_per_s": round(n / wall, 2)}
     if mode == "worker":
-        phases = {k: sum(r.extra.get("phases_ms", {}).get(k, 0.0) for r in results) / n
+        phases = {k: sum((r.phases_ms or {}).get(k, 0.0) for r in results) / n
                   for k in ("create", "play", "record")}
         phases["store"] = store_s[0] * 1000 / n
         slot_ms = wall * 1000 * config.concurrency / n  # one game slot's wall time per game

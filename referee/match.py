@@ -49,6 +49,7 @@ from referee import metrics, wire
 from referee.clock import ClockPolicy, Instant, Ruling, SeatClock, Verdict
 from referee.dealing import commitment, deck_for, first_dealer_by_cut
 from referee.events import Event, step_events
+from referee.outcome import MatchStatus, Termination
 from referee.record import RECORD_VERSION, RecordWriter
 from referee.rules import (
     ENGINE_VERSION,
@@ -1189,13 +1190,13 @@ class Match:
 
     def _record_result(self, games_won: list[int], winner: int, forfeited_side: int) -> None:
         """The record's ``result`` and ``seed`` lines (then it is closed), and the match's metrics."""
-        status = wire.enum_name(pb.MatchStatus, self.status, "MATCH_STATUS_")
+        status = MatchStatus.from_pb(self.status).value
         self.record.write(
             "result", status=status,
             winner=None if winner < 0 else winner, forfeited_side=None if forfeited_side < 0 else forfeited_side,
             games_won=games_won,
             seats=[{"seat": o.seat, "name": o.name, "bot_name": o.bot_name, "bot_version": o.bot_version,
-                    "termination": wire.enum_name(pb.Termination, o.termination, "TERMINATION_"),
+                    "termination": Termination.from_pb(o.termination).value,
                     "detail": o.full_detail, "strikes": o.clock.strikes, "illegal": o.illegal,
                     "protocol_errors": o.protocol_errors, "bank_left_ms": o.clock.bank_left_ms,
                     "bot_counts": {"exceptions": o.bot_counts.exceptions, "fallbacks": o.bot_counts.fallbacks}}
@@ -1203,9 +1204,7 @@ class Match:
         self.record.write("seed", seed=self.seed.hex())
         metrics.match_finished(
             status,
-            [wire.enum_name(pb.Termination, o.termination, "TERMINATION_") for o in self.seats
-             if o.termination not in (pb.TERMINATION_NORMAL, pb.TERMINATION_OTHER_SEAT_FORFEITED,
-                                      pb.TERMINATION_ABORTED)],
+            [t.value for t in (Termination.from_pb(o.termination) for o in self.seats) if t.forfeits],
             self.latencies,
         )
         self.record.close()

@@ -33,6 +33,7 @@ from collections.abc import Iterable
 from typing import NoReturn
 
 from referee.dealing import SHUFFLE_VERSION, deck_for, first_dealer_by_cut, parse_seed, verify_commitment
+from referee.outcome import ARENA_ONLY, MatchStatus, Termination
 from referee.record import RECORD_VERSION, RecordError, read_record
 from referee.rules import (
     Phase,
@@ -50,12 +51,13 @@ from referee.rules.cards import parse_deck
 
 #: Every line type of a record version 1 (docs/record.md).
 LINE_TYPES = ("header", "game", "deal", "action", "rejected", "game_end", "result", "seed")
-#: Seat terminations (``allfours.v1.Termination`` names, lower case, without the prefix).
-TERMINATIONS = ("normal", "timeout", "illegal", "disconnect", "protocol_error", "no_show", "aborted",
-                "other_seat_forfeited")
+#: Seat terminations a record may hold: the referee's (:class:`referee.outcome.Termination` without
+#: the arena's own and ``unspecified``).
+TERMINATIONS = tuple(t.value for t in Termination if t not in ARENA_ONLY and t != Termination.UNSPECIFIED)
 #: The terminations that forfeit the match for the seat's side.
-FORFEITS = ("timeout", "illegal", "disconnect", "protocol_error", "no_show")
-STATUSES = ("completed", "forfeited", "aborted")
+FORFEITS = tuple(t for t in TERMINATIONS if Termination(t).forfeits)
+#: The statuses of an ended match.
+STATUSES = (MatchStatus.COMPLETED.value, MatchStatus.FORFEITED.value, MatchStatus.ABORTED.value)
 
 
 class VerifyError(ValueError):

@@ -36,6 +36,7 @@ import grpc
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
 from referee import wire
+from referee.outcome import MatchStatus, Termination
 from referee.rules import Action, side_of
 from sdk.bot import (
     Context,
@@ -76,8 +77,8 @@ def match_end_from_pb(result: pb.MatchResult, seat: int) -> MatchEnd:
     wins = (result.games_won[0], result.games_won[1]) if len(result.games_won) == 2 else (0, 0)
     return MatchEnd(
         games=games, wins=wins, winner=wire.optional(result.winner),
-        status=wire.enum_name(pb.MatchStatus, result.status, "MATCH_STATUS_"),
-        termination=wire.enum_name(pb.Termination, mine.termination, "TERMINATION_") if mine else "unspecified",
+        status=MatchStatus.from_pb(result.status).value,
+        termination=(Termination.from_pb(mine.termination) if mine else Termination.UNSPECIFIED).value,
         detail=mine.detail if mine else "",
     )
 

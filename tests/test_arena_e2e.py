@@ -156,7 +156,9 @@ def test_bot_failures_are_results(tmp_path: Path) -> None:
                 f"side {sides.index('missing')} (missing) forfeited: the bot failed its check before the first "
                 "game: could not start '/nonexistent/bot-binary': No such file or directory"
             ), reasons
-            assert g["record"] is None and g["terminations"] == ["not_started"] * 4
+            assert g["record"] is None and g["scores"] == [0, 0], g  # no point was played
+            assert g["terminations"] == ["not_started" if (g["a"], g["b"])[seat % 2] == "missing"
+                                         else "other_seat_forfeited" for seat in range(4)], g
         else:
             assert loser == "crasher"
             assert "disconnect" in reasons and "exited with status 1" in reasons
@@ -164,6 +166,49 @@ def test_bot_failures_are_results(tmp_path: Path) -> None:
     assert ratings["ranking"] == ["good", "crasher", "missing"]
     # the matches played (the crasher's forfeits included) are audited; the check's forfeits had none
     verify_records(tmp_path / "out", [g for g in games if g["record"] is not None])
+
+
+CRASH_BEFORE_DISCONNECT = """
+[tournament]
+name = "crashing"
+players = 2
+games_per_pairing = 2
+concurrency = 2
+output = "out"
+[tournament.time_control]
+join_ms = 10000
+decision_ms = 200
+max_strikes = 2
+grace_ms = 60000
+[[bots]]
+name = "good"
+command = ["{python}", "-m", "arena.testing.instant_bot"]
+[[bots]]
+name = "crasher"
+command = ["{python}", "-m", "arena.testing.instant_bot", "--mode", "crash", "--after", "1"]
+"""
+
+
+def test_a_crash_reads_crash_whatever_the_time_control(tmp_path: Path) -> None:
+    """A process that crashes mid-game while strikes come faster than the reconnection grace: the
+    referee sees a timeout first, the arena says what happened: ``crash`` with its exit status, first
+    in the seat's reason (issue 24, "Reasons come first")."""
+    cfg = tmp_path / "crashing.toml"
+    cfg.write_text(CRASH_BEFORE_DISCONNECT)
+    done = arena(str(cfg), "--bootstrap", "0", timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    games = rows(tmp_path / "out")
+    assert len(games) == 2
+    for g in games:
+        crasher = (g["a"], g["b"]).index("crasher")
+        assert g["winner"] == 1 - crasher, g
+        assert g["terminations"][crasher] == "crash" and g["terminations"][1 - crasher] == "other_seat_forfeited", g
+        seat_line = next(r for r in g["reasons"] if r.startswith(f"seat {crasher} (crasher)"))
+        assert seat_line.startswith(f"seat {crasher} (crasher) crash: process exited with status 1 before the match "
+                                    "ended"), seat_line
+        assert "the referee saw timeout" in seat_line, seat_line
+        assert g["failures"][crasher]["crashes"] == 1, g
+    verify_records(tmp_path / "out", games)
 
 
 HANGING = """
@@ -480,7 +525,7 @@ def test_bot_failures_are_counted_and_shown_while_the_progress_bar_runs(tmp_path
     crasher_games = [g for g in games if "crasher" in (g["a"], g["b"])]
     assert len(crasher_games) == 4
     for g in crasher_games:  # each forfeit printed as it happened, above the bar
-        assert f"{g['game_id']}: " in done.stdout and "(crasher) disconnect" in done.stdout
+        assert f"{g['game_id']}: " in done.stdout and "(crasher) crash: process exited with status 1" in done.stdout
     facts = json.loads((out / "ratings.json").read_text())["tournament"]["failures"]
     newcomer, crasher, instant = facts["newcomer"], facts["crasher"], facts["instant"]
     assert newcomer["exceptions"] == newcomer["fallbacks"] > 4 and newcomer["crashes"] == 0

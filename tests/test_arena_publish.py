@@ -11,9 +11,10 @@ from rich.console import Console
 from arena.ratings.fit import games_from_mapping, rate
 from arena.report.publish import write_outputs
 from arena.report.terminal import progress_bar, ratings_table
+from arena.tournament.result import GameResult
 from arena.tournament.runner import SimulatedRunner
 from arena.tournament.schedule import make_schedule
-from arena.tournament.store import GameResult, games_rows
+from arena.tournament.store import games_rows
 from arena.web.render import leaderboard_html
 
 

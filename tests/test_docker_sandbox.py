@@ -173,7 +173,8 @@ def test_memory_forks_floods_and_sigterm_change_only_their_own_games(
             name = sides[seat % 2]  # seat k plays for side k % 2
             if name == "hog" and (term != "other_seat_forfeited" or "plain" in sides):
                 assert term == "oom", g
-                assert any("killed at its memory limit (64 MiB): oom" in x for x in g["reasons"]), g
+                assert any(x.startswith(f"seat {seat} (hog) oom: container was killed at its memory limit (64 MiB)")
+                           for x in g["reasons"]), g
             elif name in ("plain", "stubborn"):
                 assert term in ("normal", "other_seat_forfeited"), g  # only the hostile side's seat forfeits
         if "hog" in sides and "plain" in sides:
@@ -187,6 +188,28 @@ def test_memory_forks_floods_and_sigterm_change_only_their_own_games(
             assert int(line.split()[4]) < 32, line
     assert leftovers(client, run_key(out)) == []
     assert bot_processes("hostile:HostileBot") == []
+
+
+def test_a_bot_stopped_at_its_pids_limit_says_so(client: Any, hostile_image: str, tmp_path: Path) -> None:
+    """A bot that forks until its pids limit refuses, then stops answering: the referee sees a timeout,
+    the seat reads ``pids`` first (issue 24, "Reasons come first")."""
+    def bot(name: str, mode: str, extra: str = "") -> str:
+        return f'[[bots]]\nname = "{name}"\nimage = "{hostile_image}"\nenv = {{ HOSTILE = "{mode}" }}\n{extra}\n'
+
+    cfg = write_config(tmp_path, 2, [bot("plain", "none"), bot("forker", "forkhang", "pids = 32")], gpp=2)
+    r = run_arena(cfg, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    out = tmp_path / "out"
+    played = games(out)
+    assert len(played) == 2
+    for g in played:
+        forker = [g["a"], g["b"]].index("forker")
+        assert g["winner"] == 1 - forker, g
+        assert g["terminations"][forker] == "pids", g
+        line = next(x for x in g["reasons"] if x.startswith(f"seat {forker} (forker)"))
+        assert line.startswith(f"seat {forker} (forker) pids: container reached its pids limit (32)"), line
+        assert "the referee saw timeout" in line, line
+    assert leftovers(client, run_key(out)) == []
 
 
 def test_arena_killed_leaves_nothing_behind(client: Any, hostile_image: str, tmp_path: Path) -> None:

@@ -59,7 +59,9 @@ decision_ms = 2000
         assert sides[g["winner"]] != "hog", g
     first_hog = next(g for g in played if "hog" in (g["a"], g["b"]))
     assert "oom" in first_hog["terminations"], first_hog
-    assert any("killed at its memory limit (64 MiB): oom" in x for x in first_hog["reasons"]), first_hog
+    hog_seat = first_hog["terminations"].index("oom")
+    assert any(x.startswith(f"seat {hog_seat} (hog) oom: worker container was killed at its memory limit (64 MiB)")
+               for x in first_hog["reasons"]), first_hog
     logs = sorted((tmp_path / "out" / "logs" / "workers").glob("*/worker*.log"))
     assert {p.parent.name for p in logs} == {"a", "b", "hog"}
     assert leftovers(client, run_key(tmp_path / "out")) == []

@@ -83,7 +83,7 @@ CASES: dict[str, list[Moment]] = {
 def test_seat_wait(case: str) -> None:
     wait = SeatWait()
     for m in CASES[case]:
-        assert wait.check(m.now, m.bots) == m.forfeits, (case, m.now)
+        assert {bot: str(why) for bot, why in wait.check(m.now, m.bots).items()} == m.forfeits, (case, m.now)
 
 
 def test_the_wait_is_a_property_of_the_bot() -> None:

@@ -42,6 +42,7 @@ from arena.report import failures
 from arena.report.publish import publish_tournament
 from arena.report.terminal import progress_bar
 from arena.tournament.lock import OutputLocked, lock_output
+from arena.tournament.result import GameResult
 from arena.tournament.runner import (
     DB_NAME,
     GameRunner,
@@ -51,7 +52,7 @@ from arena.tournament.runner import (
     run_games,
 )
 from arena.tournament.schedule import ScheduledGame
-from arena.tournament.store import GameResult, Store, StoreMismatch
+from arena.tournament.store import Store, StoreMismatch
 
 if TYPE_CHECKING:  # imported where used: docker, the lobby and the web start only when a run needs them
     from arena.formats.ladder_run import LadderRun

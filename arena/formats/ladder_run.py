@@ -24,7 +24,7 @@ from typing import Any
 from arena.formats.ladder import Ladder, Plan, Played, Stop
 from arena.tournament.runner import Tournament
 from arena.tournament.schedule import ScheduledGame, pair_games
-from arena.tournament.store import GameResult
+from arena.tournament.result import GameResult
 
 #: ``<name>-p<i>-<j>-d<k>``: the entrants' numbers and the pair number of a pair id.
 PAIR_ID = re.compile(r"-p(\d+)-(\d+)-d(\d+)$")

@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from arena.config import TournamentConfig
 from arena.formats.sprt import SequentialTest, candidate_points, run_in_order
 from arena.ratings.fit import games_from_mapping
+from arena.tournament.result import GameResult
 from arena.tournament.schedule import ScheduledGame
-from arena.tournament.store import GameResult, games_rows
+from arena.tournament.store import games_rows
 
 
 class SprtRun:

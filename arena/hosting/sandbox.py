@@ -106,7 +106,9 @@ def docker_client(timeout: int = DOCKER_TIMEOUT_S) -> Any:
 @dataclass
 class BotContainer:
     """One running bot container with the interface of :class:`arena.hosting.procs.BotProcess` (``pid``,
-    :meth:`poll`, :meth:`wait`, :meth:`stop`). ``oom_killed`` is set once it has exited."""
+    :meth:`poll`, :meth:`wait`, :meth:`stop`). ``oom_killed`` is set once it has exited;
+    ``pids_limited`` once its pids limit refused a process or thread, as seen while it ran (its
+    cgroup's ``pids.events``, read at each :meth:`poll` and before :meth:`stop` ends it)."""
 
     container: Any
     name: str
@@ -114,6 +116,7 @@ class BotContainer:
     log_limit: int = LOG_COPY_BYTES
     returncode: int | None = None
     oom_killed: bool = False
+    pids_limited: bool = False
     _logs_copied: bool = field(default=False, repr=False)
     _signalled: bool = field(default=False, repr=False)
 
@@ -141,6 +144,7 @@ class BotContainer:
             self.returncode = -signal.SIGKILL  # removed under us: it is gone
             return self.returncode
         state = self.container.attrs.get("State", {})
+        self.pids_limited = self.pids_limited or _pids_limit_reached(str(self.container.id))
         if state.get("Status") in ("exited", "dead"):
             self.oom_killed = bool(state.get("OOMKilled"))
             code = int(state.get("ExitCode", -1))
@@ -177,6 +181,28 @@ class BotContainer:
         with contextlib.suppress(Exception):
             self.container.remove(force=True, v=True)
         return self.returncode
+
+
+#: Where a container's pids cgroup keeps ``pids.events`` (``max N``: N forks refused at the limit):
+#: cgroup v1 (cgroupfs driver), v2 with the systemd driver, v2 with cgroupfs.
+_PIDS_EVENTS = (
+    "/sys/fs/cgroup/pids/docker/{id}/pids.events",
+    "/sys/fs/cgroup/system.slice/docker-{id}.scope/pids.events",
+    "/sys/fs/cgroup/docker/{id}/pids.events",
+)
+
+
+def _pids_limit_reached(container_id: str) -> bool:
+    """Whether the running container ``container_id``'s pids limit has refused a fork (False when its
+    cgroup cannot be read: it has exited, or this host keeps it elsewhere)."""
+    for pattern in _PIDS_EVENTS:
+        try:
+            text = Path(pattern.format(id=container_id)).read_text()
+        except OSError:
+            continue
+        counts = dict(line.split() for line in text.splitlines() if len(line.split()) == 2)
+        return int(counts.get("max", "0")) > 0
+    return False
 
 
 def _copy_logs(container: Any, path: Path, limit: int) -> None:

@@ -17,6 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from arena.tournament.result import Unplayed
+from referee.outcome import Termination
+
 #: Least time, seconds, a local worker pool gets to connect before its games are forfeited as no-show.
 LOCAL_WORKER_START_S = 30
 
@@ -49,18 +52,18 @@ class SeatWait:
 
     short_since: dict[str, float] = field(default_factory=dict)
 
-    def check(self, now: float, bots: Mapping[str, LobbyBot]) -> dict[str, str]:
+    def check(self, now: float, bots: Mapping[str, LobbyBot]) -> dict[str, Unplayed]:
         """The bots of one game that forfeit at time ``now``, each with its reason (``"broken: …"`` or
         ``"no_show: too few workers connected for N s"``); empty when the game may go on (reserve
         its workers, or wait for them). Remembers when each bot was first seen short."""
-        failed: dict[str, str] = {}
+        failed: dict[str, Unplayed] = {}
         for name, bot in bots.items():
             if bot.broken:
-                failed[name] = f"broken: {bot.broken}"
+                failed[name] = Unplayed(Termination.BROKEN, bot.broken)
             elif bot.connected < bot.seats:
                 since = self.short_since.setdefault(name, now)
                 if now - since >= bot.wait_s:
-                    failed[name] = f"no_show: too few workers connected for {bot.wait_s} s"
+                    failed[name] = Unplayed(Termination.NO_SHOW, f"too few workers connected for {bot.wait_s} s")
             else:
                 self.short_since.pop(name, None)
         return failed

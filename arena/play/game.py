@@ -37,6 +37,7 @@ stays pending and is played on the next run.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import signal
 import sys
@@ -59,11 +60,11 @@ from arena.hosting.sandbox import BotContainer, Sandbox, SandboxError
 from arena.lobby.seats import LobbyBot, SeatWait
 from arena.play.environment import bot_environment, expand_command, log_tail
 from arena.play.referees import RefereeConnection, RefereeError, RefereeFailure, RefereePool, rpc_status
-from arena.report.failures import Failures
 from arena.report.live import LIVE_KINDS_PB, LiveLog
+from arena.tournament.result import Failures, GameResult, Unplayed, forfeit_result
 from arena.tournament.schedule import ScheduledGame
-from arena.tournament.store import GameResult
 from referee import wire
+from referee.outcome import CONSEQUENCES, MatchStatus, Termination
 
 if TYPE_CHECKING:
     from arena.hosting.workers.kind import WorkerKind
@@ -78,13 +79,16 @@ MAX_WATCH_S = 30 * 24 * 3600.0
 Seat = BotProcess | BotContainer | None
 
 
-def _termination(value: int, unknown: str) -> str:
-    """The short name of a ``Termination`` value (``"no_show"``), or ``unknown`` for a value this build
-    does not know (a newer referee)."""
-    try:
-        return wire.enum_name(pb.Termination, value, "TERMINATION_")
-    except ValueError:
-        return unknown
+@dataclass(frozen=True)
+class SeatCause:
+    """What the arena saw kill a seat's bot (its container at its memory or pids limit, its process
+    exiting with a failure status): ``termination`` (``oom``, ``pids``, ``crash``) and ``text`` (one
+    line, e.g. ``"process exited with status 1 before the match ended (last output: …)"``). It comes
+    before what the referee saw of it (a timeout or a disconnect, whichever the time control made
+    first: :data:`referee.outcome.CONSEQUENCES`)."""
+
+    termination: Termination
+    text: str
 
 
 @dataclass
@@ -116,16 +120,13 @@ class _SeatEnds:
     early: list[int | None]
     codes: list[int | None]
     workers: list[WorkerRef | None]
-    forfeited: dict[int, int]
+    forfeited: dict[int, Termination]
 
 
-def _forfeited(result: pb.MatchResult) -> dict[int, int]:
-    """seat -> its ``Termination`` value, for the seats whose own failure ended the match."""
-    return {
-        s.seat: s.termination
-        for s in result.seats
-        if s.termination not in (pb.TERMINATION_NORMAL, pb.TERMINATION_OTHER_SEAT_FORFEITED)
-    }
+def _forfeited(result: pb.MatchResult) -> dict[int, Termination]:
+    """seat -> its termination, for the seats whose own failure ended the match."""
+    terms = {int(s.seat): Termination.from_pb(s.termination) for s in result.seats}
+    return {seat: t for seat, t in terms.items() if t.forfeits}
 
 
 def _failures(seat: pb.SeatResult, crashed: bool) -> Failures:
@@ -274,7 +275,9 @@ class GrpcGameRunner:
             pending for the next run), or a referee refuses the match (exit status 2).
         """
         if any(name in self.broken for name in game.sides):
-            return self._forfeit_broken(game)
+            why = "the bot failed its check before the first game: "
+            return forfeit_result(game, {name: Unplayed(Termination.NOT_STARTED, why + self.broken[name])
+                                         for name in game.sides if name in self.broken})
         tried: list[str] = []
         failures: list[str] = []
         for attempt in range(self.max_attempts):
@@ -301,8 +304,8 @@ class GrpcGameRunner:
                 self.pool.release(conn)
         why = failures[-1] if failures else "no referee was left to play it"
         if not self.pool.alive:
-            retired = "; ".join(f"{a} ({w})" for a, w in self.pool.retired.items())
-            raise RefereeError(f"no referee left: {retired or why}")
+            gone = "; ".join(f"{a} ({w})" for a, w in self.pool.retired.items())
+            raise RefereeError(f"no referee left: {gone or why}")
         raise RefereeError(f"{game.game_id} failed on {len(failures)} attempts, last: {why}")
 
     def check_bots(self, names: Sequence[str]) -> dict[str, str]:
@@ -375,7 +378,7 @@ class GrpcGameRunner:
             return f"its process exited with status {early[1]} before joining{last}"
         return f"it did not join within join_ms ({self.tc.join_ms} ms)"
 
-    def _watch_start(self, conn: RefereeConnection, match_id: str, procs: Sequence[BotProcess | None]) -> bool:
+    def _watch_start(self, conn: RefereeConnection, match_id: str, procs: Sequence[Seat]) -> bool:
         """Watch a practice match until its game starts (True: every seat joined) or it ends, ``join_ms``
         (+ 5 s) pass, or one of ``procs`` exits (False)."""
         call = conn.admin.WatchMatch(
@@ -418,34 +421,11 @@ class GrpcGameRunner:
                      game.seed) as spectators:
             for msg in stream:
                 if msg.WhichOneof("msg") == "result":
-                    return msg.result
+                    result: pb.MatchResult = msg.result
+                    return result
                 if msg.event.kind in LIVE_KINDS_PB:
                     spectators.event(wire.event_from_pb(msg.event))
         return None
-
-    def _forfeit_broken(self, game: ScheduledGame) -> GameResult:
-        """The result of a game with a bot that failed its check: its side forfeits at once (both: no winner)."""
-        broken = [side for side, name in enumerate(game.sides) if name in self.broken]
-        winner = None if len(broken) == 2 else 1 - broken[0]
-        reasons = [
-            f"side {side} ({game.sides[side]}) forfeited: the bot failed its check before the first game: "
-            f"{self.broken[game.sides[side]]}"
-            for side in broken
-        ]
-        target = self.config.rules.target
-        return GameResult(
-            game_id=game.game_id,
-            match_id=f"forfeit-{game.game_id}",
-            pair_id=game.pair_id,
-            sides=game.sides,
-            scores=(target if winner == 0 else 0, target if winner == 1 else 0),
-            winner=winner,
-            reasons=tuple(reasons),
-            record_path=None,
-            seed_hex=game.seed.hex(),
-            first_dealer=game.first_dealer,
-            extra={"status": "FORFEITED_BEFORE_START", "terminations": ["not_started"] * len(game.seats)},
-        )
 
     def _reserve_again(self, game: ScheduledGame) -> list[WorkerRef | None]:
         """Workers for a game played again after a referee failure: wait up to ``no_show_s`` for them.
@@ -495,19 +475,17 @@ class GrpcGameRunner:
                     metrics.WORKERS.labels(name).dec()
         ends = _SeatEnds(procs, early, codes, list(workers), _forfeited(result))
         crashed = self._crashed(ends)
-        oom = self._process_notes(game, ends, log_dir, notes) + self._worker_notes(game, ends.workers, notes)
-        res = self._result(game, mid, result, record, notes, time.perf_counter() - clock.start)
-        for seat in oom:
-            if seat in ends.forfeited:  # its forfeit's own reason: the referee saw only a disconnect
-                res.extra["terminations"][seat] = "oom"
-        res.extra["referee"] = conn.address
-        res.extra["failures"] = [_failures(s, crashed[s.seat] or s.seat in oom).to_dict() for s in result.seats]
-        res.extra["phases_ms"] = clock.phases_ms()
-        if workers:
-            res.extra["workers"] = [None if w is None else w.worker_id for w in workers]
-        if attempt:
-            res.extra["attempt"] = attempt + 1
-        return res
+        causes = {**self._process_causes(game, ends, log_dir, notes), **self._worker_causes(game, ends.workers, notes)}
+        res = self._result(game, mid, result, record, notes, causes)
+        return dataclasses.replace(
+            res,
+            duration_s=time.perf_counter() - clock.start,
+            referee=conn.address,
+            failures=tuple(_failures(s, crashed[s.seat] or s.seat in causes) for s in result.seats),
+            phases_ms=clock.phases_ms(),
+            workers=tuple(None if w is None else w.worker_id for w in workers) if workers else None,
+            attempt=attempt + 1,
+        )
 
     def _create_match(self, conn: RefereeConnection, game: ScheduledGame) -> pb.CreateMatchResponse:
         """``AdminService.CreateMatch`` for ``game`` (one game, its seed and first dealer).
@@ -516,7 +494,7 @@ class GrpcGameRunner:
         :raises RefereeFailure: if the call fails otherwise (the game is tried on another referee).
         """
         try:
-            return conn.admin.CreateMatch(
+            created: pb.CreateMatchResponse = conn.admin.CreateMatch(
                 pb.CreateMatchRequest(
                     rules=self.rules_pb,
                     seat_names=list(game.seats),
@@ -528,6 +506,7 @@ class GrpcGameRunner:
                 metadata=conn.metadata,
                 timeout=30,
             )
+            return created
         except grpc.RpcError as e:
             if e.code() in (
                 grpc.StatusCode.UNAUTHENTICATED,
@@ -591,52 +570,66 @@ class GrpcGameRunner:
 
     def _crashed(self, ends: _SeatEnds) -> list[bool]:
         """Per seat: a per-game seat whose process did not start or failed, or a worker that left mid-game."""
-        at_worker = [seat < len(ends.workers) and ends.workers[seat] is not None for seat in range(len(ends.procs))]
+        workers = [ends.workers[seat] if seat < len(ends.workers) else None for seat in range(len(ends.procs))]
         return [
-            (p is None and not at_worker[seat])
-            or (at_worker[seat] and self.lobby is not None and self.lobby.gone(ends.workers[seat]) is not None)
+            (p is None and workers[seat] is None)
+            or (self._left(workers[seat]) is not None)
             or ends.early[seat] not in (None, 0)
             or ends.codes[seat] not in (None, 0, -signal.SIGTERM, -signal.SIGKILL)
             for seat, p in enumerate(ends.procs)
         ]
 
-    def _process_notes(self, game: ScheduledGame, ends: _SeatEnds, log_dir: Path, notes: list[str]) -> list[int]:
-        """Add a note per seat whose process or container failed (killed at its memory limit, ended
-        before the match with its last words, or a non-zero exit); returns the seats killed for memory."""
-        oom: list[int] = []
+    def _left(self, worker: WorkerRef | None) -> str | None:
+        """Why ``worker`` left the lobby, or None (still there, or no worker)."""
+        return None if worker is None or self.lobby is None else self.lobby.gone(worker)
+
+    def _process_causes(
+        self, game: ScheduledGame, ends: _SeatEnds, log_dir: Path, notes: list[str]
+    ) -> dict[int, SeatCause]:
+        """Per seat whose process or container failed, what killed it: at its memory limit (``oom``),
+        at its pids limit (``pids``), an exit with a failure status before the match ended (``crash``,
+        with its last words); a note for the rest (an exit status 0 before the match ended, a failure
+        status when stopped)."""
+        causes: dict[int, SeatCause] = {}
         for seat, code in enumerate(ends.codes):
             proc = ends.procs[seat]
-            who = f"seat {seat} ({game.seats[seat]}) {'container' if isinstance(proc, BotContainer) else 'process'}"
+            kind = "container" if isinstance(proc, BotContainer) else "process"
+            limits = self.bots[game.seats[seat]].limits
+            early = ends.early[seat]
+            when = "before joining" if ends.forfeited.get(seat) == Termination.NO_SHOW else "before the match ended"
+            tail = log_tail(log_dir / f"seat{seat}.log") if early is not None and seat in ends.forfeited else ""
+            last = f" (last output: {tail})" if tail else ""
             if isinstance(proc, BotContainer) and proc.oom_killed:
-                oom.append(seat)
-                mib = self.bots[game.seats[seat]].limits.memory_mb
-                notes.append(f"{who} was killed at its memory limit ({mib} MiB): oom")
-            elif ends.early[seat] is not None and seat in ends.forfeited:
-                # it ended before the match did and its seat forfeited: say so, with its last words
-                forfeit = ends.forfeited[seat]
-                when = "before joining" if forfeit == pb.TERMINATION_NO_SHOW else "before the match ended"
-                tail = log_tail(log_dir / f"seat{seat}.log")
-                last = f" (last output: {tail})" if tail else ""
-                notes.append(f"{who} exited with status {ends.early[seat]} {when}{last}")
+                causes[seat] = SeatCause(Termination.OOM, f"container was killed at its memory limit "
+                                                          f"({limits.memory_mb} MiB)")
+            elif isinstance(proc, BotContainer) and proc.pids_limited:
+                causes[seat] = SeatCause(Termination.PIDS, f"container reached its pids limit ({limits.pids}); "
+                                                           f"exit status {code}")
+            elif early not in (None, 0, -signal.SIGTERM, -signal.SIGKILL) and seat in ends.forfeited:
+                causes[seat] = SeatCause(Termination.CRASH, f"{kind} exited with status {early} {when}{last}")
+            elif early is not None and seat in ends.forfeited:  # ended on its own: say so, with its last words
+                notes.append(f"seat {seat} ({game.seats[seat]}) {kind} exited with status {early} {when}{last}")
             elif code not in (None, 0, -signal.SIGTERM, -signal.SIGKILL):
-                notes.append(f"{who} exited with status {code}")
-        return oom
+                notes.append(f"seat {seat} ({game.seats[seat]}) {kind} exited with status {code}")
+        return causes
 
-    def _worker_notes(self, game: ScheduledGame, workers: Sequence[WorkerRef | None], notes: list[str]) -> list[int]:
-        """Add a note per lobby worker that left during the game (and whose container, if it was one,
-        was killed at its memory limit); returns the seats killed for memory."""
-        oom: list[int] = []
+    def _worker_causes(
+        self, game: ScheduledGame, workers: Sequence[WorkerRef | None], notes: list[str]
+    ) -> dict[int, SeatCause]:
+        """Add a note per lobby worker that left during the game; returns the seats whose worker
+        container was killed at its memory limit (``oom``)."""
+        causes: dict[int, SeatCause] = {}
         for seat, worker in enumerate(workers):
-            left = None if worker is None or self.lobby is None else self.lobby.gone(worker)
-            if worker is not None and left is not None:
-                notes.append(f"seat {seat} ({game.seats[seat]}) worker {worker.worker_id} left during the game: {left}")
-                killed = getattr(self.kinds.get(game.seats[seat]), "killed_for_memory", None)
-                if killed is not None and killed(worker.digest):
-                    oom.append(seat)
-                    mib = self.bots[game.seats[seat]].limits.memory_mb
-                    notes.append(f"seat {seat} ({game.seats[seat]}) worker container was killed at its memory "
-                                 f"limit ({mib} MiB): oom")
-        return oom
+            left = self._left(worker)
+            if worker is None or left is None:
+                continue
+            notes.append(f"seat {seat} ({game.seats[seat]}) worker {worker.worker_id} left during the game: {left}")
+            killed = getattr(self.kinds.get(game.seats[seat]), "killed_for_memory", None)
+            if killed is not None and killed(worker.digest):
+                mib = self.bots[game.seats[seat]].limits.memory_mb
+                what = f"worker container was killed at its memory limit ({mib} MiB)"
+                causes[seat] = SeatCause(Termination.OOM, what)
+        return causes
 
     def _referee_for(self, conn: RefereeConnection, bot: BotSpec, worker: bool = False) -> str:
         """The referee's address as ``bot``'s process dials it: its unix socket inside the sandbox
@@ -752,9 +745,11 @@ class GrpcGameRunner:
         match_id: str,
         result: pb.MatchResult,
         record: str,
-        notes: list[str],
-        duration: float,
+        notes: Sequence[str],
+        causes: Mapping[int, SeatCause],
     ) -> GameResult:
+        """The stored result of a match: each failing seat's reason leads with the arena's cause when
+        it saw one (``causes``: ``oom``, ``pids``, ``crash``), then what the referee saw."""
         scores = (0, 0)
         reasons: list[str] = []
         if result.games:
@@ -762,10 +757,7 @@ class GrpcGameRunner:
             scores = (int(g.scores[0]), int(g.scores[1])) if len(g.scores) == 2 else scores
             if g.winner >= 0 and not g.forfeited:
                 reasons.append(f"side {g.winner} ({game.sides[g.winner]}) reached {scores[g.winner]}")
-        for s in result.seats:
-            if s.termination not in (pb.TERMINATION_NORMAL, pb.TERMINATION_OTHER_SEAT_FORFEITED):
-                what = _termination(s.termination, str(s.termination))
-                reasons.append(f"seat {s.seat} ({s.name}) {what}" + (f": {s.detail}" if s.detail else ""))
+        terminations = [self._seat_reason(s, causes.get(int(s.seat)), reasons) for s in result.seats]
         if result.forfeited_side >= 0:
             reasons.append(f"side {result.forfeited_side} ({game.sides[result.forfeited_side]}) forfeited")
         reasons.extend(notes)
@@ -783,37 +775,24 @@ class GrpcGameRunner:
             record_path=record,
             seed_hex=game.seed.hex(),
             first_dealer=game.first_dealer,
-            duration_s=duration,
-            extra={
-                "think_ms": think_ms,
-                "status": pb.MatchStatus.Name(result.status),
-                "terminations": [_termination(s.termination, "") for s in result.seats],
-            },
+            status=MatchStatus.from_pb(result.status),
+            terminations=tuple(terminations),
+            think_ms=think_ms,
         )
 
-
-def forfeit_result(game: ScheduledGame, failed: Mapping[str, str]) -> GameResult:
-    """The result of a game decided without a match: the sides of the bots in ``failed`` (bot name ->
-    ``"<termination>: <why>"``, e.g. ``"no_show: …"``, ``"broken: …"``) forfeit; no winner when both do.
-
-    The match id is ``"forfeit-<game id>"`` (no referee was involved); there is no record.
-    """
-    lost = [side for side in (0, 1) if game.sides[side] in failed]
-    winner = None if len(lost) != 1 else 1 - lost[0]
-    reasons = tuple(f"side {side} ({game.sides[side]}) forfeited: {failed[game.sides[side]]}" for side in lost)
-    terminations = [failed[b].split(":")[0] if b in failed else "other_seat_forfeited" for b in game.seats]
-    return GameResult(
-        game_id=game.game_id,
-        match_id=f"forfeit-{game.game_id}",
-        pair_id=game.pair_id,
-        sides=game.sides,
-        scores=(0, 0),
-        winner=winner,
-        reasons=reasons,
-        record_path=None,
-        seed_hex=game.seed.hex(),
-        first_dealer=game.first_dealer,
-        duration_s=0.0,
-        extra={"status": "FORFEITED_BEFORE_PLAY", "terminations": terminations},
-    )
-
+    @staticmethod
+    def _seat_reason(seat: pb.SeatResult, cause: SeatCause | None, reasons: list[str]) -> Termination:
+        """One seat's termination, and its reason appended to ``reasons`` when it failed: the arena's
+        ``cause`` first when the referee saw only its consequence (or any forfeit, for a memory or pids
+        limit), e.g. ``seat 1 (x) crash: process exited with status 1 before the match ended (the
+        referee saw disconnect: …)``."""
+        term = Termination.from_pb(seat.termination)
+        if not term.forfeits and term != Termination.UNSPECIFIED:
+            return term
+        saw = term.value if term != Termination.UNSPECIFIED else str(int(seat.termination))
+        saw += f": {seat.detail}" if seat.detail else ""
+        if cause is not None and term.forfeits and (term in CONSEQUENCES or cause.termination != Termination.CRASH):
+            reasons.append(f"seat {seat.seat} ({seat.name}) {cause.termination}: {cause.text} (the referee saw {saw})")
+            return cause.termination
+        reasons.append(f"seat {seat.seat} ({seat.name}) {saw}")
+        return term

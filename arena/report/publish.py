@@ -42,8 +42,9 @@ from arena.ratings.publication import LivePublisher, final_ratings
 from arena.report import failures
 from arena.report.figures import los_next
 from arena.report.terminal import failures_table, ratings_table
+from arena.tournament.result import GameResult
 from arena.tournament.runner import LADDER_KEY, Tournament, public_facts
-from arena.tournament.store import GameResult, games_rows
+from arena.tournament.store import games_rows
 
 
 def write_outputs(
@@ -165,8 +166,10 @@ def publish_tournament(
     rows = games_rows(results)
     games = games_from_mapping(rows)
     names = list(t.labels)
-    live = publisher is not None
-    ratings = publisher.ratings(games, names) if live else final_ratings(games, names, bootstrap=bootstrap)
+    if publisher is not None:
+        ratings = publisher.ratings(games, names)
+    else:
+        ratings = final_ratings(games, names, bootstrap=bootstrap)
     if ratings.get("publication") != "live":
         ratings = {**ratings, "history": history(games, names=names)}
     facts["precision"] = precision_facts(ratings, games)

@@ -38,8 +38,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from arena.config import ConfigError, TournamentConfig, check_bot_cwds, load_config
+from arena.tournament.result import GameResult
 from arena.tournament.runner import LADDER_KEY, Tournament, open_tournament, run_games
-from arena.tournament.store import GameResult, StoreMismatch
+from arena.tournament.store import StoreMismatch
 
 #: Seconds between two looks at the stop, reload and republish requests while no game is played.
 IDLE_S = 0.5

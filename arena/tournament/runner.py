@@ -21,12 +21,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from arena.config import BotSpec, TournamentConfig, identity_changes
 from arena.ratings.elo import expected_score
+from arena.tournament.result import GameResult
 from arena.tournament.schedule import ScheduledGame, make_schedule
-from arena.tournament.store import GameResult, Store, StoreMismatch
+from arena.tournament.store import Store, StoreMismatch
 from referee.dealing import commitment, fresh_seed
 
 DB_NAME = "arena.sqlite"
@@ -176,6 +177,7 @@ def _write_commitment(out: Path, config: TournamentConfig, commit: str) -> None:
 Start = Callable[[], GameResult] | GameResult | None
 
 
+@runtime_checkable
 class Starter(Protocol):
     """A game runner that decides when each game can start (the lobby's: when workers are idle).
 
@@ -216,7 +218,7 @@ def run_games(
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, not {concurrency}")
-    starter = runner if hasattr(runner, "start") else None
+    starter = runner if isinstance(runner, Starter) else None
     wake = starter.wake if starter is not None else threading.Event()
     stored = _Stored(store, on_result)
     todo = list(games)

@@ -27,10 +27,11 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arena.tournament.result import GameResult, Json
 from arena.tournament.schedule import ScheduledGame
 
 SCHEMA_VERSION = "1"
@@ -51,7 +52,7 @@ CREATE TABLE IF NOT EXISTS games (
     seed         TEXT NOT NULL,      -- hex match seed
     first_dealer INTEGER NOT NULL,
     duration_s   REAL NOT NULL,
-    extra        TEXT NOT NULL,      -- JSON object (e.g. bots' thinking time)
+    extra        TEXT NOT NULL,      -- JSON object: the result's details (GameResult.details)
     stored_at    REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS bot_tokens (
@@ -84,62 +85,6 @@ class Entrant:
     label: str
     name: str
     version: str
-
-
-@dataclass(frozen=True, slots=True)
-class GameResult:
-    """The result of one scheduled game as the arena stores it.
-
-    ``sides``: bot names on side 0 and side 1; ``scores``: game points of side 0 and side 1;
-    ``winner``: 0, 1, or ``None`` (no winner, e.g. both sides failed: a draw for ratings);
-    ``reasons``: termination reasons, human-readable (e.g. ``"side 0 reached 14"``, ``"seat 1
-    (random) timed out"``); ``record_path``: the match record, relative to the output folder, if any;
-    ``duration_s``: wall time of the game in seconds; ``extra``: JSON-ready details; ``stored_at``:
-    when the store wrote it (Unix seconds; ``None`` until then: :meth:`Store.results` fills it, the
-    ladder's per-day budget counts by it).
-    """
-
-    game_id: str
-    match_id: str
-    pair_id: str
-    sides: tuple[str, str]
-    scores: tuple[int, int]
-    winner: int | None
-    reasons: tuple[str, ...]
-    record_path: str | None
-    seed_hex: str
-    first_dealer: int
-    duration_s: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
-    stored_at: float | None = field(default=None, compare=False)  # the store's, not the game's
-
-    @property
-    def score_a(self) -> float:
-        """Side 0's score for ratings: 1 win, 0 loss, 0.5 no winner."""
-        return 0.5 if self.winner is None else 1.0 - float(self.winner)
-
-    def rating_row(self) -> dict[str, Any]:
-        """The games.jsonl line: the ratings input (``a``, ``b``, ``score``, ``pair``) plus details;
-        ``terminations`` (the referee's per seat, e.g. ``["normal", "timeout"]``), ``referee``
-        (``host:port``) and ``failures`` (per seat: :class:`arena.report.failures.Failures` as dicts) when the
-        game was played on a referee; ``workers`` (the lobby's worker id per seat, null at a per-game
-        seat) when some seat was played by a worker."""
-        return {
-            "a": self.sides[0],
-            "b": self.sides[1],
-            "score": self.score_a,
-            "pair": self.pair_id,
-            "game_id": self.game_id,
-            "match_id": self.match_id,
-            "scores": list(self.scores),
-            "winner": self.winner,
-            "reasons": list(self.reasons),
-            "record": self.record_path,
-            "seed": self.seed_hex,
-            "first_dealer": self.first_dealer,
-            "duration_s": round(self.duration_s, 4),
-            **{k: self.extra[k] for k in ("terminations", "referee", "failures", "workers") if k in self.extra},
-        }
 
 
 class Store:
@@ -295,7 +240,7 @@ class Store:
                 result.seed_hex,
                 result.first_dealer,
                 result.duration_s,
-                json.dumps(result.extra, sort_keys=True),
+                json.dumps(result.details(), sort_keys=True),
                 time.time(),
             ),
         )
@@ -317,22 +262,7 @@ class Store:
             " seed, first_dealer, duration_s, extra, stored_at FROM games ORDER BY game_id"
         ).fetchall()
         out = [
-            GameResult(
-                r[0],
-                r[1],
-                r[2],
-                (r[3], r[4]),
-                (r[5], r[6]),
-                r[7],
-                tuple(json.loads(r[8])),
-                r[9],
-                r[10],
-                r[11],
-                r[12],
-                json.loads(r[13]),
-                r[14],
-            )
-            for r in rows
+            GameResult.from_stored((*r[:8], json.loads(r[8]), *r[9:13]), json.loads(r[13]), r[14]) for r in rows
         ]
         if order is not None:
             rank = {gid: k for k, gid in enumerate(order)}
@@ -344,6 +274,6 @@ class Store:
         return int(self._db.execute("SELECT COUNT(*) FROM games").fetchone()[0])
 
 
-def games_rows(results: Sequence[GameResult]) -> list[dict[str, Any]]:
+def games_rows(results: Sequence[GameResult]) -> list[dict[str, Json]]:
     """The games.jsonl rows of ``results`` (see :meth:`GameResult.rating_row`)."""
     return [r.rating_row() for r in results]

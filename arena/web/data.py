@@ -25,13 +25,15 @@ from typing import Any, TypeAlias, TypedDict
 
 from arena.ratings.fit import DEFAULT_BOOTSTRAP, games_from_mapping
 from arena.ratings.publication import LivePublisher, final_ratings
+from arena.tournament.result import GameResult
 from arena.tournament.runner import DB_NAME, FACTS_KEY, LADDER_KEY
-from arena.tournament.store import GameResult
+from referee.outcome import Termination
 
 #: Games of one duplicate pair (arena/tournament/schedule.py): both share the deal seed, hence every deck.
 PAIR_SIZE = 2
-#: The termination kinds a seat can end with (docs/arena.md, Bot failures).
-TERMINATIONS = ("normal", "timeout", "no_show", "disconnect", "protocol_error", "illegal", "other_seat_forfeited")
+#: The termination kinds a stored seat can end with (docs/arena.md, Bot failures): the referee's and
+#: the arena's own (:class:`referee.outcome.Termination`; not ``aborted``: an aborted match is never stored).
+TERMINATIONS = tuple(t.value for t in Termination if t not in (Termination.UNSPECIFIED, Termination.ABORTED))
 #: Largest page of the games list.
 MAX_PER_PAGE = 200
 
@@ -221,13 +223,7 @@ class WebData:
         self, where: str, args: Sequence[SqlParam], tail: str = " ORDER BY stored_at, game_id"
     ) -> list[GameResult]:
         rows = self._query(f"SELECT {_COLUMNS} FROM games{where}{tail}", args)
-        return [
-            GameResult(
-                r[0], r[1], r[2], (r[3], r[4]), (r[5], r[6]), r[7], tuple(json.loads(r[8])), r[9], r[10], r[11],
-                r[12], json.loads(r[13]),
-            )
-            for r in rows
-        ]
+        return [GameResult.from_stored((*r[:8], json.loads(r[8]), *r[9:13]), json.loads(r[13])) for r in rows]
 
     def _pair_done(self, pair_ids: list[str]) -> set[str]:
         if not pair_ids:

@@ -22,7 +22,11 @@ import jinja2
 from arena.report.failures import Failures
 from arena.report.figures import history_chart, interval_note, interval_text, intervals_method, los_next, rating_chart
 from arena.report.terminal import failure_rows
+from referee.outcome import NOT_A_FORFEIT
 from referee.rules.seats import side_of
+
+#: games.jsonl terminations that are not a failure of the seat
+_NOT_FAILURES = frozenset(t.value for t in NOT_A_FORFEIT)
 
 HERE = Path(__file__).parent
 
@@ -47,7 +51,7 @@ def forfeits_by_bot(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, in
     for r in rows:
         sides = (r["a"], r["b"])
         for seat, term in enumerate(r.get("terminations", [])):
-            if term in ("normal", "other_seat_forfeited"):
+            if term in _NOT_FAILURES:
                 continue
             bot = out.setdefault(sides[side_of(seat)], {})
             bot[term] = bot.get(term, 0) + 1

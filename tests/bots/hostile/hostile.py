@@ -12,6 +12,8 @@ seat's log. Between attacks it plays a random legal action.
   (``PROBE_DB``, a host path) and its environment for the admin token.
 - ``oom``: at its first decision, allocates memory until it is killed.
 - ``forkbomb``: at its first decision, forks until the pids limit stops it, then plays on.
+- ``forkhang``: at its first decision, forks until the pids limit stops it, then never answers (as a
+  bot whose threads the limit refused).
 - ``flood``: at its first decision, writes 1 GB to stdout, then plays on.
 - ``sigterm``: ignores SIGTERM and, after the match, never exits.
 """
@@ -149,5 +151,8 @@ class HostileBot(Bot):
     def act(self, ctx: Context) -> Action:
         if not self.attacked:
             self.attacked = True
-            {"oom": eat_memory, "forkbomb": fork_bomb, "flood": flood}.get(self.mode, lambda: None)()
+            {"oom": eat_memory, "forkbomb": fork_bomb, "forkhang": fork_bomb, "flood": flood}.get(
+                self.mode, lambda: None)()
+        if self.mode == "forkhang":
+            time.sleep(3600)
         return ctx.rng.choice(ctx.legal)
