@@ -22,9 +22,9 @@ from dataclasses import asdict
 from typing import Any
 
 from arena.formats.ladder import Ladder, Plan, Played, Stop
+from arena.tournament.result import GameResult
 from arena.tournament.runner import Tournament
 from arena.tournament.schedule import ScheduledGame, pair_games
-from arena.tournament.result import GameResult
 
 #: ``<name>-p<i>-<j>-d<k>``: the entrants' numbers and the pair number of a pair id.
 PAIR_ID = re.compile(r"-p(\d+)-(\d+)-d(\d+)$")

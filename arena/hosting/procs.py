@@ -48,7 +48,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from arena.hosting.jail import Jail
@@ -336,12 +336,20 @@ class BotProcess:
         return self.popen.returncode
 
 
-def stop_all(procs: Sequence[BotProcess | None], exit_wait_s: float = EXIT_WAIT_S) -> list[int | None]:
-    """:meth:`BotProcess.stop` on every process at once (in parallel, so the waits overlap); returns
-    each exit status (None for a process that was never started)."""
+class Stoppable(Protocol):
+    """A bot's process or container (:class:`BotProcess`, :class:`arena.hosting.sandbox.BotContainer`)."""
+
+    def stop(self, exit_wait_s: float = EXIT_WAIT_S) -> int | None:
+        """Stop it (see :meth:`BotProcess.stop`); returns its exit status."""
+        ...
+
+
+def stop_all(procs: Sequence[Stoppable | None], exit_wait_s: float = EXIT_WAIT_S) -> list[int | None]:
+    """:meth:`BotProcess.stop` on every process (or container) at once (in parallel, so the waits
+    overlap); returns each exit status (None for a process that was never started)."""
     codes: list[int | None] = [None] * len(procs)
 
-    def stop(k: int, p: BotProcess) -> None:
+    def stop(k: int, p: Stoppable) -> None:
         codes[k] = p.stop(exit_wait_s)
 
     threads = [threading.Thread(target=stop, args=(k, p)) for k, p in enumerate(procs) if p is not None]

@@ -299,7 +299,8 @@ def connect_referees(
     """
     conns: list[RefereeConnection] = []
     try:
-        for address in addresses or [None]:
+        targets: list[str | None] = [*addresses] or [None]
+        for address in targets:
             conns.append(connect_referee(address, token, timeout, host, unix_socket))
             if address is None and advertise:
                 conns[-1].advertise = f"{advertise}:{conns[-1].address.rsplit(':', 1)[1]}"
@@ -352,7 +353,8 @@ def lookup_name(name: str, port: int) -> list[str]:
         infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
     except OSError:
         return []
-    return sorted({f"[{i[4][0]}]" if ":" in i[4][0] else i[4][0] for i in infos})
+    ips = {str(i[4][0]) for i in infos}
+    return sorted(f"[{ip}]" if ":" in ip else ip for ip in ips)
 
 
 class DnsWatch:

@@ -71,7 +71,7 @@ def rating_chart(ratings: Mapping[str, Any]) -> str:
     height = row * len(items) + 40
 
     def x(v: float) -> float:
-        return left + (v - lo) / (hi - lo) * width
+        return float(left + (v - lo) / (hi - lo) * width)
 
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 40}" height="{height}" '
@@ -117,10 +117,10 @@ def history_chart(points: Sequence[Mapping[str, Any]]) -> str:
     last = points[-1]["games"]
 
     def x(n: float) -> float:
-        return left + n / last * width
+        return float(left + n / last * width)
 
     def y(v: float) -> float:
-        return top + (hi - v) / (hi - lo) * height
+        return float(top + (hi - v) / (hi - lo) * height)
 
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 20}" height="{top + height + 40}" '

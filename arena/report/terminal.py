@@ -121,7 +121,10 @@ def progress_bar(
             nonlocal done
             done += n
             elapsed = max(time.monotonic() - start, 1e-9)
-            extra = {} if failures is None else {"failures": escape(failures)}
-            prog.update(task, advance=n, rate=f"{(done - base) / elapsed:.2f} games/s", **extra)
+            rate = f"{(done - base) / elapsed:.2f} games/s"
+            if failures is None:
+                prog.update(task, advance=n, rate=rate)
+            else:
+                prog.update(task, advance=n, rate=rate, failures=escape(failures))
 
         yield advance

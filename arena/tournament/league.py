@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -40,7 +40,11 @@ from rich.markup import escape
 from arena.config import ConfigError, TournamentConfig, check_bot_cwds, load_config
 from arena.tournament.result import GameResult
 from arena.tournament.runner import LADDER_KEY, Tournament, open_tournament, run_games
+from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import StoreMismatch
+
+if TYPE_CHECKING:  # imported where used: only a ladder needs it
+    from arena.formats.ladder_run import LadderRun
 
 #: Seconds between two looks at the stop, reload and republish requests while no game is played.
 IDLE_S = 0.5
@@ -71,7 +75,7 @@ class League:
     tournament: Tournament | None = None
     runner: Any = None
     setup: Any = None
-    ladder: Any = None  # a LadderRun (arena/formats/ladder_run.py) for format = "ladder"
+    ladder: LadderRun | None = None  # for format = "ladder" (arena/formats/ladder_run.py)
     asked: tuple[int, str] | None = None  # a stopped ladder: (UTC day, stop) it was last asked on
 
     def request_stop(self) -> None:
@@ -154,7 +158,7 @@ class League:
         while not self.stop.is_set():
             t = self.tournament
             assert t is not None
-            pending = self._ladder_games(t) if self.ladder is not None else t.store.pending(t.schedule)
+            pending = self._ladder_games(t, self.ladder) if self.ladder is not None else t.store.pending(t.schedule)
             if pending and not self.halt.is_set():
                 run_games(pending, self.runner, t.store, t.config.concurrency, self._stored, self.halt)
             else:
@@ -167,7 +171,7 @@ class League:
                 self.halt.clear()
                 self._reopen()
 
-    def _ladder_games(self, t: Tournament) -> list[Any]:
+    def _ladder_games(self, t: Tournament, ladder: LadderRun) -> list[ScheduledGame]:
         """A ladder's next games (half-played pairs first, then a pair per two games of concurrency); when
         it stopped, say why once and ask again only on a new UTC day (DAY_BUDGETS) or after SIGHUP."""
         from arena.formats.ladder import DAY_S
@@ -175,11 +179,11 @@ class League:
         now = time.time()
         if self.asked is not None and self.asked[0] == int(now // DAY_S):
             return []
-        games = self.ladder.next_games(max(1, (t.config.concurrency + 1) // 2), now)
-        t.store.set_meta(LADDER_KEY, json.dumps(self.ladder.board(now)))
-        self._note(self.ladder.plan_line())
+        games = ladder.next_games(max(1, (t.config.concurrency + 1) // 2), now)
+        t.store.set_meta(LADDER_KEY, json.dumps(ladder.board(now)))
+        self._note(ladder.plan_line())
         if not games:
-            self.asked = (int(now // DAY_S), self.ladder.plan_line())
+            self.asked = (int(now // DAY_S), ladder.plan_line())
             self.publish(t)
         return games
 
