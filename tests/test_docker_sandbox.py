@@ -146,21 +146,23 @@ def test_probing_bots_reach_nothing_but_the_referee(client: Any, hostile_image: 
     assert leftovers(client, run_key(tmp_path / "out")) == []
 
 
+def hostile_bot(image: str, name: str, mode: str, extra: str = "") -> str:
+    """A config's ``[[bots]]`` entry: the hostile image in attack ``mode``, with ``extra`` lines."""
+    return f'[[bots]]\nname = "{name}"\nimage = "{image}"\nenv = {{ HOSTILE = "{mode}" }}\n{extra}\n'
+
+
 def test_memory_forks_floods_and_sigterm_change_only_their_own_games(
     client: Any, hostile_image: str, tmp_path: Path
 ) -> None:
     """A bot past its memory (forfeit, reason ``oom``), a fork bomb (stopped by the pids limit), 1 GB
     to stdout (the copied log stays under 1 MiB) and a bot ignoring SIGTERM (killed after the grace),
     each against a plain container bot; then nothing is left."""
-    def bot(name: str, mode: str, extra: str = "") -> str:
-        return f'[[bots]]\nname = "{name}"\nimage = "{hostile_image}"\nenv = {{ HOSTILE = "{mode}" }}\n{extra}\n'
-
     cfg = write_config(tmp_path, 2, [
-        bot("plain", "none"),
-        bot("hog", "oom", "memory = 64"),
-        bot("forker", "forkbomb", "pids = 32"),
-        bot("flooder", "flood"),
-        bot("stubborn", "sigterm"),
+        hostile_bot(hostile_image, "plain", "none"),
+        hostile_bot(hostile_image, "hog", "oom", "memory = 64"),
+        hostile_bot(hostile_image, "forker", "forkbomb", "pids = 32"),
+        hostile_bot(hostile_image, "flooder", "flood"),
+        hostile_bot(hostile_image, "stubborn", "sigterm"),
     ], gpp=2, concurrency=3)
     r = run_arena(cfg, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
@@ -193,10 +195,8 @@ def test_memory_forks_floods_and_sigterm_change_only_their_own_games(
 def test_a_bot_stopped_at_its_pids_limit_says_so(client: Any, hostile_image: str, tmp_path: Path) -> None:
     """A bot that forks until its pids limit refuses, then stops answering: the referee sees a timeout,
     the seat reads ``pids`` first (issue 24, "Reasons come first")."""
-    def bot(name: str, mode: str, extra: str = "") -> str:
-        return f'[[bots]]\nname = "{name}"\nimage = "{hostile_image}"\nenv = {{ HOSTILE = "{mode}" }}\n{extra}\n'
-
-    cfg = write_config(tmp_path, 2, [bot("plain", "none"), bot("forker", "forkhang", "pids = 32")], gpp=2)
+    bots = [hostile_bot(hostile_image, "plain", "none"), hostile_bot(hostile_image, "forker", "forkhang", "pids = 32")]
+    cfg = write_config(tmp_path, 2, bots, gpp=2)
     r = run_arena(cfg, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     out = tmp_path / "out"

@@ -83,7 +83,9 @@ CASES: dict[str, list[Moment]] = {
 def test_seat_wait(case: str) -> None:
     wait = SeatWait()
     for m in CASES[case]:
-        assert {bot: str(why) for bot, why in wait.check(m.now, m.bots).items()} == m.forfeits, (case, m.now)
+        got = wait.check(m.now, m.bots)
+        assert {bot: u.why for bot, u in got.items()} == m.forfeits, (case, m.now)
+        assert all(u.why.startswith(f"{u.termination}: ") for u in got.values()), got
 
 
 def test_the_wait_is_a_property_of_the_bot() -> None:

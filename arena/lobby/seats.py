@@ -59,11 +59,12 @@ class SeatWait:
         failed: dict[str, Unplayed] = {}
         for name, bot in bots.items():
             if bot.broken:
-                failed[name] = Unplayed(Termination.BROKEN, bot.broken)
+                failed[name] = Unplayed(Termination.BROKEN, f"broken: {bot.broken}")
             elif bot.connected < bot.seats:
                 since = self.short_since.setdefault(name, now)
                 if now - since >= bot.wait_s:
-                    failed[name] = Unplayed(Termination.NO_SHOW, f"too few workers connected for {bot.wait_s} s")
+                    why = f"no_show: too few workers connected for {bot.wait_s} s"
+                    failed[name] = Unplayed(Termination.NO_SHOW, why)
             else:
                 self.short_since.pop(name, None)
         return failed

@@ -789,7 +789,8 @@ class GrpcGameRunner:
         term = Termination.from_pb(seat.termination)
         if not term.forfeits and term != Termination.UNSPECIFIED:
             return term
-        saw = term.value if term != Termination.UNSPECIFIED else str(int(seat.termination))
+        unknown = term == Termination.UNSPECIFIED and seat.termination  # a newer referee's value: its number
+        saw = str(int(seat.termination)) if unknown else term.value
         saw += f": {seat.detail}" if seat.detail else ""
         if cause is not None and term.forfeits and (term in CONSEQUENCES or cause.termination != Termination.CRASH):
             reasons.append(f"seat {seat.seat} ({seat.name}) {cause.termination}: {cause.text} (the referee saw {saw})")

@@ -33,13 +33,11 @@ Json = None | bool | int | float | str | list["Json"] | dict[str, "Json"]
 @dataclass(frozen=True, slots=True)
 class Unplayed:
     """Why a bot's side forfeits a game without a match: its seats' ``termination`` (``not_started``,
-    ``broken``, ``no_show``) and ``why`` (one line). ``str()`` gives ``"broken: 3 deaths in a row"``."""
+    ``broken``, ``no_show``) and ``why``, the reason's text (one line, e.g. ``"broken: its workers
+    died 3 times in a row"``, ``"the bot failed its check before the first game: …"``)."""
 
     termination: Termination
     why: str
-
-    def __str__(self) -> str:
-        return f"{self.termination.value}: {self.why}"
 
 
 @dataclass(slots=True)

@@ -10,7 +10,8 @@ only the lobby and the referees are reachable, no other container). Its environm
 ``ALLFOURS_BOT_TOKEN`` (a token made for this one container, revoked when it exits) and
 ``ALLFOURS_BOT_NAME``: nothing of the arena's. Its output is copied (capped at
 ``tournament.bot_log_bytes``) to ``<output>/logs/workers/<bot>/worker<k>.log`` when it exits. A
-container killed at its memory limit is reported as ``killed at its memory limit … (oom)``.
+container killed at its memory limit is reported as ``killed at its memory limit … (oom)``, and its
+forfeited seat reads ``oom`` (:meth:`arena.play.game.GrpcGameRunner._worker_causes`).
 """
 
 from __future__ import annotations
