@@ -129,6 +129,11 @@ def _forfeited(result: pb.MatchResult) -> dict[int, Termination]:
     return {seat: t for seat, t in terms.items() if t.forfeits}
 
 
+def _killed_for_memory(cause: SeatCause | None) -> bool:
+    """Whether ``cause`` is a container killed at its memory limit (a crash in the failure counts)."""
+    return cause is not None and cause.termination == Termination.OOM
+
+
 def _failures(seat: pb.SeatResult, crashed: bool) -> Failures:
     """One seat's failure counts from the referee's report, plus whether its bot crashed."""
     return Failures(
@@ -481,7 +486,8 @@ class GrpcGameRunner:
             res,
             duration_s=time.perf_counter() - clock.start,
             referee=conn.address,
-            failures=tuple(_failures(s, crashed[s.seat] or s.seat in causes) for s in result.seats),
+            failures=tuple(_failures(s, crashed[s.seat] or _killed_for_memory(causes.get(s.seat)))
+                           for s in result.seats),
             phases_ms=clock.phases_ms(),
             workers=tuple(None if w is None else w.worker_id for w in workers) if workers else None,
             attempt=attempt + 1,
@@ -787,13 +793,14 @@ class GrpcGameRunner:
         limit), e.g. ``seat 1 (x) crash: process exited with status 1 before the match ended (the
         referee saw disconnect: …)``."""
         term = Termination.from_pb(seat.termination)
-        if not term.forfeits and term != Termination.UNSPECIFIED:
-            return term
-        unknown = term == Termination.UNSPECIFIED and seat.termination  # a newer referee's value: its number
-        saw = str(int(seat.termination)) if unknown else term.value
-        saw += f": {seat.detail}" if seat.detail else ""
-        if cause is not None and term.forfeits and (term in CONSEQUENCES or cause.termination != Termination.CRASH):
-            reasons.append(f"seat {seat.seat} ({seat.name}) {cause.termination}: {cause.text} (the referee saw {saw})")
-            return cause.termination
-        reasons.append(f"seat {seat.seat} ({seat.name}) {saw}")
+        who = f"seat {seat.seat} ({seat.name})"
+        if term.forfeits or term == Termination.UNSPECIFIED:
+            unknown = term == Termination.UNSPECIFIED and seat.termination  # a newer referee's value: its number
+            saw = (str(int(seat.termination)) if unknown else term.value) + (f": {seat.detail}" if seat.detail else "")
+            if cause is not None and term.forfeits and (term in CONSEQUENCES or cause.termination != Termination.CRASH):
+                reasons.append(f"{who} {cause.termination}: {cause.text} (the referee saw {saw})")
+                return cause.termination
+            reasons.append(f"{who} {saw}")
+        if cause is not None:  # not what ended its part (e.g. killed for memory after a normal end): a note
+            reasons.append(f"{who} {cause.text}")
         return term
