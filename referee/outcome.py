@@ -11,7 +11,8 @@ the referee's :data:`CONSEQUENCES` (what the referee saw of a bot that had alrea
 
 Adding a termination reason: a member here (with its line in docs/arena.md, "Bot failures"), and the
 code that decides it (the referee's ``Forfeit`` in referee/match.py, or the arena's cause in
-arena/play/game.py, ``_seat_causes``); a referee reason also needs its proto value (referee.proto).
+arena/play/game.py, ``_process_causes`` / ``_worker_causes``); a referee reason also needs its proto
+value (referee.proto). docs/architecture.md, "A new termination reason", lists the files.
 """
 
 from __future__ import annotations

@@ -36,7 +36,9 @@ def client() -> Any:
 
 @pytest.fixture(scope="module")
 def hostile_image(client: Any) -> str:
-    return build_bot(HOSTILE, "hostile", "1", base_image("python"), entry="hostile:HostileBot")
+    # version 2: the bot with the forkhang mode (a tag is shared by every checkout on one dockerd: an
+    # older checkout's build of version 1 must not stand in for it)
+    return build_bot(HOSTILE, "hostile", "2", base_image("python"), entry="hostile:HostileBot")
 
 
 def write_config(path: Path, players: int, bots: list[str], gpp: int = 2, concurrency: int = 2) -> Path:
@@ -146,6 +148,15 @@ def test_probing_bots_reach_nothing_but_the_referee(client: Any, hostile_image: 
     assert leftovers(client, run_key(tmp_path / "out")) == []
 
 
+def play_all(cfg: Path, n: int) -> tuple[Path, list[dict[str, Any]]]:
+    """``arena run`` ``cfg`` to its end (exit 0, ``n`` games); returns the output folder and its games."""
+    r = run_arena(cfg, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    played = games(cfg.parent / "out")
+    assert len(played) == n
+    return cfg.parent / "out", played
+
+
 def hostile_bot(image: str, name: str, mode: str, extra: str = "") -> str:
     """A config's ``[[bots]]`` entry: the hostile image in attack ``mode``, with ``extra`` lines."""
     return f'[[bots]]\nname = "{name}"\nimage = "{image}"\nenv = {{ HOSTILE = "{mode}" }}\n{extra}\n'
@@ -164,11 +175,7 @@ def test_memory_forks_floods_and_sigterm_change_only_their_own_games(
         hostile_bot(hostile_image, "flooder", "flood"),
         hostile_bot(hostile_image, "stubborn", "sigterm"),
     ], gpp=2, concurrency=3)
-    r = run_arena(cfg, timeout=600)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    out = tmp_path / "out"
-    played = games(out)
-    assert len(played) == 20
+    out, played = play_all(cfg, 20)
     for g in played:
         sides = [g["a"], g["b"]]
         for seat, term in enumerate(g["terminations"]):
@@ -197,11 +204,7 @@ def test_a_bot_stopped_at_its_pids_limit_says_so(client: Any, hostile_image: str
     the seat reads ``pids`` first (issue 24, "Reasons come first")."""
     bots = [hostile_bot(hostile_image, "plain", "none"), hostile_bot(hostile_image, "forker", "forkhang", "pids = 32")]
     cfg = write_config(tmp_path, 2, bots, gpp=2)
-    r = run_arena(cfg, timeout=600)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    out = tmp_path / "out"
-    played = games(out)
-    assert len(played) == 2
+    out, played = play_all(cfg, 2)
     for g in played:
         forker = [g["a"], g["b"]].index("forker")
         assert g["winner"] == 1 - forker, g
