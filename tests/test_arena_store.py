@@ -60,7 +60,8 @@ def test_a_game_is_written_once(tmp_path: Path) -> None:
         replay = SimulatedRunner(strengths={"a": 400}).play(schedule[0])  # same game, other outcome
         assert store.record(replay) is False
         assert store.count() == 1
-        assert store.results() == [result]
+        assert store.results() == [result]  # when it was stored is the store's, not the game's: not compared
+        assert result.stored_at is None and store.results()[0].stored_at is not None
         assert store.pending(schedule) == schedule[1:]
     db = sqlite3.connect(tmp_path / "s.sqlite")
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
