@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,9 @@ from tests.docker_helpers import ROOT, base_image, build_bot, docker_client, lef
 
 pytestmark = pytest.mark.slow
 HOSTILE = ROOT / "tests" / "bots" / "hostile"
+#: In the environment of every hostile bot this test module starts (:func:`hostile_bot`): another
+#: checkout running these tests on the same machine starts the same image with the same command line.
+RUN_TAG = f"HOSTILE_RUN={uuid.uuid4().hex}"
 
 
 @pytest.fixture(scope="module")
@@ -73,10 +77,20 @@ def games(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "games.jsonl").read_text().splitlines() if line.strip()]
 
 
-def bot_processes(marker: str) -> list[str]:
-    """Host processes (containers' included) whose command line names ``marker``."""
+def bot_processes(marker: str, tag: str = RUN_TAG) -> list[str]:
+    """This module's host processes (containers' included) whose command line names ``marker``: those
+    with ``tag`` in their environment (one that exited before it was read is not left over)."""
     r = subprocess.run(["pgrep", "-af", marker], capture_output=True, text=True, timeout=10)
-    return [line for line in r.stdout.splitlines() if "pgrep" not in line]
+    return [line for line in r.stdout.splitlines() if "pgrep" not in line and tag in _environment(line)]
+
+
+def _environment(pgrep_line: str) -> list[str]:
+    """The ``NAME=value`` entries of the process of one ``pgrep -a`` line (``[]`` once it is gone)."""
+    try:
+        raw = Path(f"/proc/{pgrep_line.split()[0]}/environ").read_bytes()
+    except (FileNotFoundError, ProcessLookupError):
+        return []
+    return raw.decode(errors="replace").split("\0")
 
 
 class HostService:
@@ -157,9 +171,11 @@ def play_all(cfg: Path, n: int) -> tuple[Path, list[dict[str, Any]]]:
     return cfg.parent / "out", played
 
 
-def hostile_bot(image: str, name: str, mode: str, extra: str = "") -> str:
-    """A config's ``[[bots]]`` entry: the hostile image in attack ``mode``, with ``extra`` lines."""
-    return f'[[bots]]\nname = "{name}"\nimage = "{image}"\nenv = {{ HOSTILE = "{mode}" }}\n{extra}\n'
+def hostile_bot(image: str, name: str, mode: str, extra: str = "", run_tag: str = RUN_TAG) -> str:
+    """A config's ``[[bots]]`` entry: the hostile image in attack ``mode`` (and ``run_tag`` in its
+    environment), with ``extra`` lines."""
+    tag, value = run_tag.split("=")
+    return f'[[bots]]\nname = "{name}"\nimage = "{image}"\nenv = {{ HOSTILE = "{mode}", {tag} = "{value}" }}\n{extra}\n'
 
 
 def test_memory_forks_floods_and_sigterm_change_only_their_own_games(
@@ -217,26 +233,28 @@ def test_a_bot_stopped_at_its_pids_limit_says_so(client: Any, hostile_image: str
 
 def test_arena_killed_leaves_nothing_behind(client: Any, hostile_image: str, tmp_path: Path) -> None:
     """SIGKILL to the arena mid-game: the reaper removes its containers, network and firewall chain;
-    a leftover labelled with the run key is removed when the tournament starts again."""
-    cfg = write_config(tmp_path, 2, [
-        f'[[bots]]\nname = "a"\nimage = "{hostile_image}"\nenv = {{ HOSTILE = "sigterm" }}\n',
-        f'[[bots]]\nname = "b"\nimage = "{hostile_image}"\nenv = {{ HOSTILE = "sigterm" }}\n',
-    ], gpp=2, concurrency=2)
+    a leftover labelled with the run key is removed when the tournament starts again. While it plays,
+    :func:`bot_processes` sees its bots (the control of the other tests' no-process-left checks)."""
+    mine = f"HOSTILE_RUN={uuid.uuid4().hex}"  # not the module's: an earlier test's bots may still be exiting
+    bots = [hostile_bot(hostile_image, name, "sigterm", run_tag=mine) for name in ("a", "b")]
+    cfg = write_config(tmp_path, 2, bots, gpp=2, concurrency=2)
     key = run_key(tmp_path / "out")
     arena = subprocess.Popen([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress"], cwd=tmp_path,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not client.containers.list(filters={"label": f"org.allfours.run={key}"}):
+        while time.monotonic() < deadline and not bot_processes("hostile:HostileBot", mine):
             time.sleep(0.2)
         assert client.containers.list(filters={"label": f"org.allfours.run={key}"}), "no bot container started"
+        assert bot_processes("hostile:HostileBot", mine), "this test's bot processes are not found by their tag"
     finally:
         os.kill(arena.pid, signal.SIGKILL)
         arena.wait(10)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and leftovers(client, key):
+    while time.monotonic() < deadline and (leftovers(client, key) or bot_processes("hostile:HostileBot", mine)):
         time.sleep(0.5)
     assert leftovers(client, key) == []
+    assert bot_processes("hostile:HostileBot", mine) == []
     # a leftover from an earlier run (say the reaper was killed too) is removed at the next start
     stray = client.containers.run(hostile_image, name=f"allfours-{key}-stray", detach=True,
                                   labels={"org.allfours.run": key}, entrypoint=["sleep", "600"], network_mode="none")
