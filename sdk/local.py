@@ -18,6 +18,9 @@ Command line (one ``module:Class`` per seat, repeated round the table if fewer a
 
     python -m sdk.local sample_bots.heuristic:HeuristicBot sample_bots.random_bot:RandomBot \\
         --players 4 --games 10 --seed 1
+
+With ``--duplicate`` and two bots it spars instead (``sdk.spar``): ``--games`` games in duplicate
+pairs, and the first bot's Elo difference with its 95% interval and decision times per phase.
 """
 
 from __future__ import annotations
@@ -211,8 +214,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seed", default=None, help="match seed: 64 hex digits, or any text (hashed)")
     p.add_argument("--rules", default=None, help='rule options as JSON, e.g. \'{"target": 7}\'')
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--duplicate", action="store_true",
+                   help="spar: two bots, --games games in duplicate pairs (same decks, sides swapped); "
+                        "prints the Elo difference of the first with its 95%% interval (sdk.spar)")
     args = p.parse_args(argv)
     players = args.players or 4
+    if args.duplicate:
+        from sdk import spar  # sdk.spar plays through this module
+
+        if len(args.bots) != 2:
+            p.error(f"--duplicate spars two bots (MYBOT OTHERBOT), not {len(args.bots)}")
+        return spar.run(p, args.bots[0], args.bots[1], players, max(1, args.games // 2), args.seed or "spar",
+                        args.rules, args.json)
     if len(args.bots) > players:
         p.error(f"{len(args.bots)} bots named for {players} seats")
     try:

@@ -1,0 +1,321 @@
+"""SearchBot: Perfect Information Monte Carlo over deals consistent with what the seat has seen.
+
+For every decision with more than one legal action (docs/search-bot.md has the whole method):
+
+1. **Sample** a deal of the unseen cards consistent with the observation
+   (``sample_bots.search.infer``: hand sizes, exposed and kicked cards, voids shown in play).
+2. **Evaluate** each legal action on that deal with every hand open (``sample_bots.search.fast``):
+   an exact alpha-beta search of the rest of the deal when it is small enough (a node cap per
+   sample), else a quick open-handed playout. The value is the seat's side's chance of winning the
+   game after the deal's count (High, Low, Jack or Hang Jack, Game, in order, stopping at the target),
+   so a point near the target weighs more than one at the start.
+3. Repeat until the **work budget** is spent (``ms`` times ``NODES_PER_MS`` search nodes) or
+   ``samples`` deals are done, and play the action with the best mean.
+
+Beg or stand, give one or run the pack are decided the same way on sampled deals that include the
+undealt stock, so a run of the pack is dealt out in each sample; the dealer's answer to a beg is
+taken to be the one worse for the beggar on average over the samples. A call is valued by playing
+the called card, a pass by letting its holder choose.
+
+Determinism: the budget counts search nodes, not milliseconds, and every random draw comes from
+``ctx.rng`` (seeded by the match seed, seat and decision) mixed with the bot's ``seed``; so the same
+match seed, ``seed`` and ``ms`` give the same actions on any machine at any load. ``ms`` is converted
+at ``NODES_PER_MS`` (measured on the project's machine, one core): wall time is about ``ms`` there.
+The one exception: when the referee's clock (``ctx.time_left_ms``) is below four budgets, the budget
+shrinks to a quarter of what is left (a bot must not lose on time).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from referee.rules import (
+    BEG,
+    GIVE_ONE,
+    PASS,
+    RUN_PACK,
+    STAND,
+    Action,
+    Call,
+    Observation,
+    Phase,
+    Play,
+)
+from sdk.bot import Bot, Context
+
+from sample_bots.search.fast import (
+    JACK_OFFSET,
+    POINTS,
+    Budget,
+    DealValue,
+    OutOfNodes,
+    Position,
+    card_id,
+    dealt_facts,
+    playout,
+    solve,
+    trick_winner_index,
+    win_probability,
+)
+from sample_bots.search.infer import Deal, Knowledge, knowledge, sample_deal
+
+#: Default time per decision (milliseconds of work at NODES_PER_MS).
+DEFAULT_MS = 200
+#: Search nodes per millisecond on the reference machine (one core); see docs/search-bot.md.
+NODES_PER_MS = 100
+#: What sampling one deal and setting it up costs, in nodes (measured: about a third of a millisecond).
+SAMPLE_COST = 35
+#: Default most deals sampled per decision (a late position is solved this often in a few ms).
+DEFAULT_SAMPLES = 48
+#: Deals with at most this many cards left in the hands are searched exactly (four each at a table of
+#: four, nine each head to head) ...
+EXACT_CARDS = 18
+#: ... within this many nodes per sampled deal; past it, that sample is valued by playouts.
+SOLVE_CAP = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class _Setting:
+    """What every evaluation of one decision shares: the seat's knowledge, side, rules and budget."""
+
+    obs: Observation
+    know: Knowledge
+    side: int
+    budget: Budget
+
+
+class SearchBot(Bot):
+    """Perfect Information Monte Carlo search (module docstring).
+
+    :param ms: work per decision in milliseconds (converted to ``ms * NODES_PER_MS`` search nodes).
+    :param samples: most deals sampled per decision.
+    :param seed: mixed into every decision's random draws (the same seed: the same play).
+    :raises ValueError: for ``ms`` or ``samples`` below 1.
+    """
+
+    name = "search"
+    version = "1"
+
+    def __init__(self, ms: int = DEFAULT_MS, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> None:
+        if ms < 1 or samples < 1:
+            raise ValueError(f"ms and samples must be at least 1, not ms={ms!r} samples={samples!r}")
+        self.ms = ms
+        self.samples = samples
+        self.seed = seed
+        #: Search nodes and sampled deals of the last decision searched (for benchmarks and tests).
+        self.last_nodes = 0
+        self.last_samples = 0
+
+    def act(self, ctx: Context) -> Action:
+        """The action with the best mean value over sampled deals; always one of ``ctx.legal``."""
+        legal = ctx.legal
+        if len(legal) == 1:
+            return legal[0]
+        ms = self.ms
+        if 0 < ctx.time_left_ms < 4 * ms:
+            ms = max(1, ctx.time_left_ms // 4)
+        rng = random.Random(f"{self.seed}/{ctx.rng.getrandbits(64)}")
+        obs = ctx.observation
+        setting = _Setting(obs, knowledge(obs), ctx.side, Budget(ms * NODES_PER_MS))
+        choose = {Phase.PLAY: self._play, Phase.CALL: self._call, Phase.BEG: self._beg,
+                  Phase.DEALER: self._dealer}[obs.phase]
+        action = choose(setting, legal, rng)
+        self.last_nodes = setting.budget.used
+        return action if action in legal else legal[0]
+
+    # ------------------------------------------------------------------------- sampling loop
+
+    def _means(self, s: _Setting, rng: random.Random, count: int,
+               values: Callable[[Deal], list[float]]) -> list[float]:
+        """The mean over sampled deals of ``values(deal)`` (``count`` numbers a deal), sampling until
+        the budget is spent or ``self.samples`` deals are done (at least one)."""
+        totals = [0.0] * count
+        done = 0
+        while done < self.samples and (done == 0 or s.budget.left > 0):
+            for i, v in enumerate(values(sample_deal(s.know, rng))):
+                totals[i] += v
+            done += 1
+            s.budget.left -= SAMPLE_COST
+            s.budget.used += SAMPLE_COST
+        self.last_samples = done
+        return [t / done for t in totals]
+
+    # ------------------------------------------------------------------------- play and call
+
+    def _play(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
+        moves = [a for a in legal if isinstance(a, Play)]
+        ids = [card_id(a.card) for a in moves]
+        means = self._means(s, rng, len(moves), lambda deal: _after_each(s, _position(s, deal), ids))
+        return moves[_best(means)]
+
+    def _call(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
+        calls = [a for a in legal if isinstance(a, Call)]
+        ids = [card_id(a.card) for a in calls]
+
+        def values(deal: Deal) -> list[float]:
+            pos, value = _position(s, deal)
+            forced = _after_each(s, (pos, value), ids)
+            return [*forced, _evaluate(pos.copy(), value, s.budget)]
+
+        means = self._means(s, rng, len(calls) + 1, values)
+        best = _best(means)
+        return calls[best] if best < len(calls) else PASS
+
+    # ------------------------------------------------------------------------- beg, give, run
+
+    def _beg(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
+        stand, give, run = self._means(s, rng, 3, lambda deal: _before_play(s, deal))
+        return BEG if min(give, run) > stand else STAND
+
+    def _dealer(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
+        _, give, run = self._means(s, rng, 3, lambda deal: _before_play(s, deal))
+        return GIVE_ONE if give >= run else RUN_PACK
+
+
+class QuickSearchBot(SearchBot):
+    """The search bot's fast level: 50 ms of work a decision."""
+
+    name = "search-quick"
+
+    def __init__(self, ms: int = 50, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> None:
+        super().__init__(ms=ms, samples=samples, seed=seed)
+
+
+def _best(means: list[float]) -> int:
+    """The index of the greatest mean (the first on a tie)."""
+    return max(range(len(means)), key=lambda i: (means[i], -i))
+
+
+# --------------------------------------------------------------------------- one sampled deal
+
+
+def _position(s: _Setting, deal: Deal) -> tuple[Position, DealValue]:
+    """The deal in play as the search's :class:`Position`, and what its end is worth to the seat's side."""
+    obs, k = s.obs, s.know
+    n = k.players
+    taken = [0, 0]
+    jack_taker = -1
+    jack = k.trump * 13 + JACK_OFFSET
+    for t in obs.tricks:
+        cards = [card_id(c) for c in t.cards]
+        side = (t.leader + trick_winner_index(cards, k.trump)) % n & 1
+        taken[side] += sum(POINTS[c] for c in cards)
+        if jack in cards:
+            jack_taker = side
+    dealt = [deal.hands[i] | k.played[i] for i in range(n)]
+    high, low, jack_side, total = dealt_facts(dealt, k.trump)
+    rules = obs.rules
+    pos = Position(n, k.trump, list(deal.hands), obs.trick_leader, [card_id(c) for c in obs.trick], taken,
+                   jack_taker, total, rules.undertrump_ban, rules.void_may_discard)
+    value = DealValue.build(s.side, obs.scores, rules.target, high, low, jack_side, rules.hang_jack)
+    return pos, value
+
+
+def _after_each(s: _Setting, start: tuple[Position, DealValue], moves: list[int]) -> list[float]:
+    """The value of the deal after each card in ``moves`` is played by the seat to act.
+
+    All moves of one sample get the same evaluator: an exact search (one node cap for the sample,
+    one transposition table) when the deal is small, else (or when the cap is hit) playouts.
+    """
+    pos, value = start
+    if _small(pos):
+        cap = Budget(min(SOLVE_CAP, max(s.budget.left, 1)))
+        table: dict[tuple[int, ...], tuple[float, float]] = {}
+        try:
+            out = []
+            for m in moves:
+                p = pos.copy()
+                p.play(m)
+                out.append(solve(p, value, cap, table=table))
+            return out
+        except OutOfNodes:
+            pass
+        finally:
+            s.budget.left -= cap.used
+            s.budget.used += cap.used
+    out = []
+    for m in moves:
+        p = pos.copy()
+        p.play(m)
+        out.append(playout(p, value, s.budget))
+    return out
+
+
+def _small(pos: Position) -> bool:
+    """Whether the deal is small enough to search exactly: at most 16 cards in the hands at a table
+    of four, ``EXACT_CARDS`` head to head."""
+    return sum(bin(h).count("1") for h in pos.hands) <= (16 if pos.players == 4 else EXACT_CARDS)
+
+
+def _evaluate(pos: Position, value: DealValue, budget: Budget) -> float:
+    """The value of one position: exact when small and within the cap, else a playout."""
+    if _small(pos):
+        cap = Budget(min(SOLVE_CAP, max(budget.left, 1)))
+        try:
+            return solve(pos.copy(), value, cap)
+        except OutOfNodes:
+            pass
+        finally:
+            budget.left -= cap.used
+            budget.used += cap.used
+    return playout(pos, value, budget)
+
+
+def _before_play(s: _Setting, deal: Deal) -> list[float]:
+    """``[stand, give one, run the pack]``: the value to the seat's side of each way the deal may go
+    on from the beg (docs/rules.md, The deal 3-4), on one sampled deal."""
+    obs, k = s.obs, s.know
+    n = k.players
+    beggar_side = (obs.dealer + 1) % n & 1
+    stand = _fresh_deal(s, deal.hands, k.trump, obs.scores)
+    scores = list(obs.scores)
+    scores[beggar_side] += 1
+    if scores[beggar_side] >= obs.rules.target:
+        give = 1.0 if beggar_side == s.side else 0.0
+    else:
+        give = _fresh_deal(s, deal.hands, k.trump, (scores[0], scores[1]))
+    return [stand, give, _run_pack(s, deal)]
+
+
+def _fresh_deal(s: _Setting, hands: list[int], trump: int, scores: tuple[int, int]) -> float:
+    """The value of a deal about to be played from its first lead, with these hands, trump and scores."""
+    rules = s.obs.rules
+    high, low, jack_side, total = dealt_facts(hands, trump)
+    leader = (s.obs.dealer + 1) % s.know.players
+    pos = Position(s.know.players, trump, list(hands), leader, [], [0, 0], -1, total, rules.undertrump_ban,
+                   rules.void_may_discard)
+    value = DealValue.build(s.side, scores, rules.target, high, low, jack_side, rules.hang_jack)
+    return _evaluate(pos, value, s.budget)
+
+
+_KICK_POINTS = {12: 1, 9: 3}  # ace, jack (rank - 2); a six scores rules.kicked_six_points
+
+
+def _run_pack(s: _Setting, deal: Deal) -> float:
+    """Run the pack on the sampled stock (docs/rules.md, The deal 4): 3 more cards each and a new kick
+    until the kick's suit differs from the begged one; a dry pack is valued by the scores alone."""
+    obs, k = s.obs, s.know
+    n, rules = k.players, obs.rules
+    hands = list(deal.hands)
+    scores = list(obs.scores)
+    dealer_side = obs.dealer & 1
+    at = 0
+    while True:
+        if len(deal.stock) - at < 3 * n + 1:
+            mine, theirs = scores[s.side], scores[1 - s.side]
+            return win_probability(rules.target - mine, rules.target - theirs)
+        for i in range(n):
+            for c in deal.stock[at + 3 * i:at + 3 * i + 3]:
+                hands[(obs.dealer + 1 + i) % n] |= 1 << c
+        at += 3 * n
+        kick = deal.stock[at]
+        at += 1
+        points = rules.kicked_six_points if kick % 13 == 4 else _KICK_POINTS.get(kick % 13, 0)
+        scores[dealer_side] += points
+        if scores[dealer_side] >= rules.target:
+            return 1.0 if dealer_side == s.side else 0.0
+        if kick // 13 != k.trump:
+            return _fresh_deal(s, hands, kick // 13, (scores[0], scores[1]))
+

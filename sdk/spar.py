@@ -1,0 +1,200 @@
+"""Sparring: duplicate pairs between two bots in-process, the Elo difference with its 95% interval.
+
+A **duplicate pair** is two games on the same decks (the same match seed: the same deals and first
+dealer) with the sides swapped: bot A holds side 0's seats in the first game and side 1's in the
+second, so the luck of the cards cancels out and far fewer games tell two bots apart. Both seats of a
+side are the same bot (a fresh object per seat). One game per match (to the rules' target).
+
+    python -m sdk.spar mybot:MyBot sample_bots.search:SearchBot --pairs 50 --players 4
+    python -m sdk.local mybot:MyBot sample_bots.search:SearchBot --games 100 --duplicate   # the same
+
+The Elo difference is ``400 log10(s / (1 - s))`` of A's mean score ``s`` over the games (win 1, loss
+0). The 95% interval is the normal interval of the mean over **pairs** (a pair's score, the mean of
+its two games, is one independent draw), mapped through the same formula; a mean of 0 or 1 is
+clamped to ``1/(4 pairs)`` from the edge so the figures stay finite. Decision times are wall clock
+milliseconds of each ``act`` call of bot A, per phase (beg, dealer, play, call).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from referee.rules import RuleSet
+from sdk.bot import Context, load_bot
+from sdk.local import play_local
+
+#: 97.5% quantile of the standard normal: the half width of a 95% interval in standard errors.
+Z95 = 1.959964
+
+
+def elo_of(score: float) -> float:
+    """The Elo difference that gives an expected score ``score`` (0 < score < 1)."""
+    return 400.0 * math.log10(score / (1.0 - score))
+
+
+@dataclass(frozen=True, slots=True)
+class EloInterval:
+    """``elo`` of A over B with the 95% interval ``[ci_low, ci_high]`` from ``pairs`` pair scores;
+    ``score`` is A's mean score (0..1)."""
+
+    elo: float
+    ci_low: float
+    ci_high: float
+    pairs: int
+    score: float
+
+
+def elo_interval(pair_scores: Sequence[float]) -> EloInterval:
+    """The Elo difference and its 95% interval from each pair's mean score (module docstring).
+
+    :raises ValueError: without any pair.
+    """
+    n = len(pair_scores)
+    if n == 0:
+        raise ValueError("no pairs played: an Elo difference needs at least one pair")
+    mean = sum(pair_scores) / n
+    se = statistics.stdev(pair_scores) / math.sqrt(n) if n > 1 else 0.5
+    edge = 1.0 / (4 * n)
+
+    def clamp(p: float) -> float:
+        return min(1.0 - edge, max(edge, p))
+
+    return EloInterval(elo=elo_of(clamp(mean)), ci_low=elo_of(clamp(mean - Z95 * se)),
+                       ci_high=elo_of(clamp(mean + Z95 * se)), pairs=n, score=mean)
+
+
+class _Timed:
+    """A bot that records the wall and the CPU (its thread's) milliseconds of each ``act`` call per
+    phase in ``result``; every other attribute (hooks, ``name``) is the wrapped bot's."""
+
+    def __init__(self, bot: object, result: SparResult) -> None:
+        self._bot = bot
+        self._result = result
+
+    def act(self, ctx: Context) -> object:
+        start, cpu = time.perf_counter(), time.thread_time()
+        choice = self._bot.act(ctx)  # type: ignore[attr-defined]
+        phase = ctx.phase.value
+        self._result.times.setdefault(phase, []).append((time.perf_counter() - start) * 1000.0)
+        self._result.cpu.setdefault(phase, []).append((time.thread_time() - cpu) * 1000.0)
+        return choice
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._bot, name)
+
+
+@dataclass(slots=True)
+class SparResult:
+    """What :func:`spar` measured: A's ``scores`` per pair (0, 0.5 or 1) and A's decision times in
+    milliseconds per phase: wall clock (``times``) and CPU of the deciding thread (``cpu``: what the
+    decision costs on one core, whatever the machine's load)."""
+
+    scores: list[float] = field(default_factory=list)
+    times: dict[str, list[float]] = field(default_factory=dict)
+    cpu: dict[str, list[float]] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, object]:
+        """A JSON-ready summary: ``elo``, ``ci_low``, ``ci_high``, ``pairs``, ``score``,
+        ``decision_ms_p50``/``_p99`` (wall) and ``decision_cpu_ms_p50``/``_p99`` over all of A's
+        decisions, and ``phase_ms`` (wall p50, p99, count per phase)."""
+        iv = elo_interval(self.scores)
+        every = [t for ts in self.times.values() for t in ts]
+        cpu = [t for ts in self.cpu.values() for t in ts]
+        return {
+            "elo": round(iv.elo, 1), "ci_low": round(iv.ci_low, 1), "ci_high": round(iv.ci_high, 1),
+            "pairs": iv.pairs, "score": round(iv.score, 4),
+            "decision_ms_p50": round(percentile(every, 50), 1), "decision_ms_p99": round(percentile(every, 99), 1),
+            "decision_cpu_ms_p50": round(percentile(cpu, 50), 1),
+            "decision_cpu_ms_p99": round(percentile(cpu, 99), 1),
+            "phase_ms": {ph: {"p50": round(percentile(ts, 50), 1), "p99": round(percentile(ts, 99), 1),
+                              "decisions": len(ts)} for ph, ts in sorted(self.times.items())},
+        }
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (nearest rank) of ``values``; 0.0 for none."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q / 100.0 * len(ordered)) - 1))]
+
+
+def spar(make_a: Callable[[], object], make_b: Callable[[], object], players: int = 4, pairs: int = 10,
+         label: str = "spar", rules: RuleSet | None = None,
+         progress: Callable[[int, SparResult], None] | None = None) -> SparResult:
+    """Play ``pairs`` duplicate pairs of A (``make_a()`` per seat) against B (module docstring).
+
+    Pair ``k`` uses the match seed SHA-256 of ``"<label>/<players>/<k>"``. ``progress(k, result)`` is
+    called after each pair.
+
+    :raises ValueError: for ``pairs < 1`` or a bad table size.
+    """
+    if pairs < 1:
+        raise ValueError(f"pairs must be at least 1, not {pairs}")
+    rules = rules if rules is not None else RuleSet(players=players)
+    result = SparResult()
+    for k in range(pairs):
+        seed = hashlib.sha256(f"{label}/{rules.players}/{k}".encode()).digest()
+        score = 0.0
+        for a_side in (0, 1):
+            bots = [_Timed(make_a(), result) if s % 2 == a_side else make_b() for s in range(rules.players)]
+            winner = play_local(bots, rules=rules, seed=seed).match.games[0].winner
+            score += 0.5 if winner is None else float(winner == a_side)
+        result.scores.append(score / 2)
+        if progress is not None:
+            progress(k, result)
+    return result
+
+
+def format_summary(name_a: str, name_b: str, players: int, summary: dict[str, object]) -> str:
+    """Human-readable lines for :meth:`SparResult.summary`."""
+    lines = [f"{name_a} vs {name_b}, {players} players, {summary['pairs']} duplicate pairs: "
+             f"Elo {summary['elo']:+} (95% {summary['ci_low']:+} .. {summary['ci_high']:+}), "
+             f"score {summary['score']}"]
+    phases = summary["phase_ms"]
+    assert isinstance(phases, dict)
+    for phase, t in phases.items():
+        lines.append(f"  {name_a} {phase:<7} {t['decisions']:>5} decisions, ms p50 {t['p50']}, p99 {t['p99']}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``python -m sdk.spar`` command. Exit status 0; 2 on a usage error."""
+    p = argparse.ArgumentParser(prog="python -m sdk.spar", description=__doc__.split("\n\n")[0])
+    p.add_argument("a", metavar="MYBOT", help="module:Class of the bot measured")
+    p.add_argument("b", metavar="OTHERBOT", help="module:Class of its opponent")
+    p.add_argument("--pairs", type=int, default=20, help="duplicate pairs (2 games each; default 20)")
+    p.add_argument("--players", type=int, choices=(2, 4), default=4)
+    p.add_argument("--seed", default="spar", help="label the pairs' match seeds are made from")
+    p.add_argument("--rules", default=None, help='rule options as JSON, e.g. \'{"target": 7}\'')
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    args = p.parse_args(argv)
+    return run(p, args.a, args.b, args.players, args.pairs, args.seed, args.rules, args.json)
+
+
+def run(p: argparse.ArgumentParser, a: str, b: str, players: int, pairs: int, seed: str, rules_json: str | None,
+        as_json: bool) -> int:
+    """Check the arguments, spar, print the result (shared by ``sdk.spar`` and ``sdk.local --duplicate``)."""
+    if pairs < 1:
+        p.error(f"at least one pair is needed, not {pairs}")
+    try:
+        rules = RuleSet.from_dict({**(json.loads(rules_json) if rules_json else {}), "players": players})
+        load_bot(a), load_bot(b)
+    except ValueError as e:
+        p.error(str(e))
+    result = spar(lambda: load_bot(a), lambda: load_bot(b), players, pairs, seed, rules)
+    summary = result.summary()
+    print(json.dumps(summary, indent=2) if as_json else format_summary(a, b, players, summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""The search bot (sample_bots/search, docs/search-bot.md): its fast representation agrees with the
+engine, its solver with a plain minimax over the engine, it only plays legal actions, it is
+deterministic for a seed, it finds the known positions of tests/search_positions/, and it beats the
+random bot. Budgets are tiny (a few ms of work) so the file stays quick; strength is measured by
+benchmarks/strength.py, not here.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from referee.rules import (
+    CANONICAL_DECK,
+    Phase,
+    Play,
+    RuleSet,
+    State,
+    apply,
+    deal,
+    legal_actions,
+    legal_cards,
+    new_game,
+    observe,
+)
+from sample_bots.random_bot import RandomBot
+from sample_bots.search import SearchBot
+from sample_bots.search.fast import (
+    SUIT_INDEX,
+    Budget,
+    DealValue,
+    card_id,
+    dealt_facts,
+    mask_of,
+    position_of_state,
+    solve,
+)
+from sdk.bot import Context, decision_rng
+from sdk.local import play_local
+
+
+def random_state(seed: int, players: int, undertrump_ban: bool, void_may_discard: bool, cards: int,
+                 target: int = 1000) -> State:
+    """A state reached by random legal actions from a shuffled deal: the first moment (phase PLAY)
+    with at most ``cards`` cards left in the hands, or the last PLAY state of the deal."""
+    rng = random.Random(seed)
+    rules = RuleSet(players=players, undertrump_ban=undertrump_ban, void_may_discard=void_may_discard,
+                    target=target)
+    state = new_game(rules, dealer=rng.randrange(players))
+    while True:
+        if state.phase is Phase.DEAL:
+            deck = list(CANONICAL_DECK)
+            rng.shuffle(deck)
+            state = deal(state, deck)
+            continue
+        if state.phase is Phase.PLAY and sum(map(len, state.hands)) <= cards:
+            return state
+        state = apply(state, rng.choice(legal_actions(state)))
+
+
+def deal_awards(state: State) -> dict[str, int]:
+    """The engine's count of the deal just finished in ``state`` (the next is not dealt yet): kind -> side."""
+    number = len(state.deals)
+    return {p.kind: p.side for p in state.points if p.deal == number and p.kind not in ("kick", "one")}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32), players=st.sampled_from([2, 4]), undertrump_ban=st.booleans(),
+       void_may_discard=st.booleans(), cards=st.integers(1, 40))
+def test_fast_position_agrees_with_engine(seed: int, players: int, undertrump_ban: bool, void_may_discard: bool,
+                                          cards: int) -> None:
+    """Played in lockstep to the end of the deal with random cards, the fast position has the engine's
+    seat to act, legal cards and trick winners at every step, and its count (High, Low, Jack or Hang
+    Jack, Game) is the engine's."""
+    state = random_state(seed, players, undertrump_ban, void_may_discard, cards)
+    pos, dealt = position_of_state(state)
+    rng = random.Random(seed)
+    number = len(state.deals)
+    while state.phase is Phase.PLAY and len(state.deals) == number:
+        assert pos.to_act == state.to_act
+        assert pos.legal() == mask_of(legal_cards(state.hands[state.to_act], state.trick, state.trump, state.rules))
+        action = rng.choice(legal_actions(state))
+        assert isinstance(action, Play)
+        state = apply(state, action)
+        pos.play(card_id(action.card))
+        if not state.trick and state.phase is Phase.PLAY:
+            assert pos.leader == state.trick_leader
+    awards = deal_awards(state)
+    high, low, jack_side, _ = dealt_facts(dealt, SUIT_INDEX[state.deals[-1].trump])
+    assert (awards.get("high", -1), awards.get("low", -1)) == (high, low)
+    jack = awards.get("jack", awards.get("hang_jack", -1))
+    assert jack == (pos.jack_taker if jack_side >= 0 else -1)
+    assert ("hang_jack" in awards) == (jack >= 0 and jack != jack_side)
+    assert awards.get("game", 2) == pos.game_side()
+
+
+def engine_minimax(state: State, value: DealValue, number: int) -> float:
+    """The value of ``state`` to ``value.side`` by plain minimax over the engine's own legal actions and
+    count (no pruning, no table): the reference the fast solver must equal."""
+    if state.phase is not Phase.PLAY or len(state.deals) != number:
+        awards = deal_awards(state)
+        jack = awards.get("jack", awards.get("hang_jack", 2))
+        return value.table[awards.get("game", 2)][jack]
+    assert state.to_act is not None
+    results = [engine_minimax(apply(state, a), value, number) for a in legal_actions(state)]
+    return max(results) if state.to_act % 2 == value.side else min(results)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32), players=st.sampled_from([2, 4]), undertrump_ban=st.booleans(),
+       void_may_discard=st.booleans(), side=st.sampled_from([0, 1]),
+       scores=st.tuples(st.integers(0, 13), st.integers(0, 13)))
+def test_solver_equals_engine_minimax(seed: int, players: int, undertrump_ban: bool, void_may_discard: bool,
+                                      side: int, scores: tuple[int, int]) -> None:
+    """On small random positions the alpha-beta solver (table, merged equal cards, early stops) gives
+    exactly the value of a plain minimax over the engine."""
+    state = random_state(seed, players, undertrump_ban, void_may_discard, 8 if players == 4 else 6)
+    pos, dealt = position_of_state(state)
+    high, low, jack_side, _ = dealt_facts(dealt, pos.trump)
+    value = DealValue.build(side, scores, 14, high, low, jack_side, True)
+    assert solve(pos, value, Budget(10**6)) == pytest.approx(engine_minimax(state, value, len(state.deals)))
+
+
+# --------------------------------------------------------------------------- the bot
+
+
+def context(state: State, seed: int = 1) -> Context:
+    """The context local mode would give the seat to act in ``state``."""
+    seat = state.to_act
+    assert seat is not None
+    return Context(observation=observe(state, seat), legal=legal_actions(state), time_left_ms=10_000, bank_ms=0,
+                   seat=seat, side=seat % 2, rules=state.rules, rng=decision_rng("test", seat, seed))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32), players=st.sampled_from([2, 4]), undertrump_ban=st.booleans(),
+       void_may_discard=st.booleans(), cards=st.integers(1, 48), bot_seed=st.integers(0, 100))
+def test_bot_only_plays_legal_actions(seed: int, players: int, undertrump_ban: bool, void_may_discard: bool,
+                                      cards: int, bot_seed: int) -> None:
+    """In random positions of every phase the bot's action is one of the legal ones."""
+    rng = random.Random(seed)
+    rules = RuleSet(players=players, undertrump_ban=undertrump_ban, void_may_discard=void_may_discard)
+    state = new_game(rules, dealer=rng.randrange(players), scores=(rng.randrange(14), rng.randrange(14)))
+    deck = list(CANONICAL_DECK)
+    rng.shuffle(deck)
+    state = deal(state, deck)
+    bot = SearchBot(ms=2, samples=4, seed=bot_seed)
+    while state.phase not in (Phase.OVER, Phase.DEAL) and sum(map(len, state.hands)) > cards:
+        assert bot.act(context(state, rng.randrange(10**6))) in legal_actions(state)
+        state = apply(state, rng.choice(legal_actions(state)))
+
+
+def test_bot_is_deterministic_for_a_seed() -> None:
+    """The same match seed and bot seed give the same match; the budget counts nodes, not time."""
+    def match(bot_seed: int) -> tuple[object, ...]:
+        bots = [SearchBot(ms=3, samples=6, seed=bot_seed), RandomBot(), SearchBot(ms=3, samples=6, seed=bot_seed),
+                RandomBot()]
+        return play_local(bots, seed="determinism").match.games
+
+    assert match(7) == match(7)
+
+
+def test_bot_beats_random() -> None:
+    """A few quick games: at 5 ms of work a decision it wins most games against random, both table sizes."""
+    wins = 0
+    for players in (2, 4):
+        for k in range(3):
+            side = k % 2
+            bots = [SearchBot(ms=5, samples=8) if s % 2 == side else RandomBot() for s in range(players)]
+            wins += play_local(bots, rules=RuleSet(players=players), seed=f"beats-random-{k}").match.games[0].winner == side
+    assert wins >= 5
