@@ -7,24 +7,40 @@ benchmarks/strength.py, not here.
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+import json
 import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from referee.replay import replay
 from referee.rules import (
+    BEG,
     CANONICAL_DECK,
+    GIVE_ONE,
+    RUN_PACK,
+    STAND,
+    Action,
     Phase,
     Play,
     RuleSet,
     State,
+    Suit,
+    action_from_do,
     apply,
     deal,
     legal_actions,
     legal_cards,
     new_game,
     observe,
+    parse_action,
+    parse_deck,
 )
 from sample_bots.random_bot import RandomBot
 from sample_bots.search import SearchBot
@@ -40,6 +56,7 @@ from sample_bots.search.fast import (
 )
 from sdk.bot import Context, decision_rng
 from sdk.local import play_local
+from tests.scenario_check import mismatches
 
 
 def random_state(seed: int, players: int, undertrump_ban: bool, void_may_discard: bool, cards: int,
@@ -172,3 +189,122 @@ def test_bot_beats_random() -> None:
             bots = [SearchBot(ms=5, samples=8) if s % 2 == side else RandomBot() for s in range(players)]
             wins += play_local(bots, rules=RuleSet(players=players), seed=f"beats-random-{k}").match.games[0].winner == side
     assert wins >= 5
+
+
+# --------------------------------------------------------------------------- known positions
+
+POSITIONS = sorted((Path(__file__).parent / "search_positions").glob("*.json"))
+
+
+def load_position(path: Path) -> tuple[State, Action, dict[str, Any]]:
+    """A known position (the replay format of tests/scenarios plus ``choice``, the forced action):
+    the state after its actions, the forced action and the file's data."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    state = deal(new_game(RuleSet.from_dict(data["rules"]), data["dealer"], tuple(data["scores"])),
+                 parse_deck(data["decks"][0]))
+    for a in data["actions"]:
+        state = apply(state, action_from_do(a["do"], a.get("card")), a["seat"])
+    return state, parse_action(data["choice"]), data
+
+
+def hidden_hands(state: State, seat: int) -> Iterator[State]:
+    """Every deal of a 2-player ``state`` that ``seat`` cannot tell from the real one: the opponent's
+    hidden cards are any of the unseen cards (its exposed cards kept, the suits it showed void in
+    excluded; default rules). The stock plays no part once play has begun."""
+    assert state.players == 2 and state.trump is not None
+    other = 1 - seat
+    obs = observe(state, seat)
+    played = [c for t in obs.tricks for c in t.cards] + list(obs.trick)
+    exposed = [c for s, c in obs.exposed if s == other]
+    seen = set(obs.hand) | set(obs.kicks) | set(played) | set(exposed)
+    voids: set[Suit] = set()
+    tricks = [(t.leader, t.cards) for t in obs.tricks] + ([(obs.trick_leader, obs.trick)] if obs.trick else [])
+    for leader, cards in tricks:
+        led = cards[0].suit
+        for i, c in enumerate(cards[1:], 1):
+            if (leader + i) % 2 == other and c.suit is not led:
+                voids.add(led)
+                if c.suit is not state.trump:
+                    voids.add(state.trump)
+    pool = [c for c in CANONICAL_DECK if c not in seen and c.suit not in voids]
+    record = state.deals[-1]
+    gone = tuple(c for c in record.hands[other] if c not in state.hands[other])
+    for combo in itertools.combinations(pool, len(state.hands[other]) - len(exposed)):
+        hand = (*exposed, *combo)
+        hands = tuple(hand if s == other else state.hands[s] for s in range(2))
+        dealt = tuple((*gone, *hand) if s == other else record.hands[s] for s in range(2))
+        yield dataclasses.replace(state, hands=hands,
+                                  deals=(*state.deals[:-1], dataclasses.replace(record, hands=dealt)))
+
+
+def outcome(state: State, side: int, number: int) -> float:
+    """The result for ``side`` of the rest of deal ``number`` with best play by both sides, by plain
+    minimax over the engine: 1 for a game won, 0 for one lost, else 0.5 plus a hundredth per point
+    of lead."""
+    if state.phase is Phase.OVER:
+        return float(state.winner == side)
+    if state.phase is Phase.DEAL or len(state.deals) != number:
+        return 0.5 + (state.scores[side] - state.scores[1 - side]) / 100
+    assert state.to_act is not None
+    results = [outcome(apply(state, a), side, number) for a in legal_actions(state)]
+    return max(results) if state.to_act % 2 == side else min(results)
+
+
+def check_forced(state: State, choice: Action) -> None:
+    """Exhaustive: in every deal the seat to act cannot tell from this one, ``choice`` does at least as
+    well as every other legal action, and for each other action some deal where it does worse."""
+    seat = state.to_act
+    assert seat is not None
+    others = [a for a in legal_actions(state) if a != choice]
+    worse = dict.fromkeys(others, False)
+    for placed in hidden_hands(state, seat):
+        best = outcome(apply(placed, choice), seat % 2, len(state.deals))
+        for a in others:
+            v = outcome(apply(placed, a), seat % 2, len(state.deals))
+            assert v <= best, f"{a} beats {choice} in the deal with hands {placed.hands}"
+            worse[a] = worse[a] or v < best
+    assert all(worse.values()), f"not forced: {choice} never beats {[a for a, w in worse.items() if not w]}"
+
+
+def check_forced_before_play(state: State, choice: Action, data: dict[str, Any]) -> None:
+    """Beg and run-the-pack positions: the other action loses the game in every deal the seat cannot
+    tell from this one, and ``choice`` does not lose at once on the recorded deck.
+
+    Begging: the dealer holds an exposed trump and the beggar none, so after a stand the dealer is
+    dealt the highest trump in play, and High, counted first, wins the game; random play of the
+    recorded deal confirms it. Running: giving one puts the beggars at the target before any card is played.
+    """
+    seat = state.to_act
+    assert seat is not None
+    side = seat % 2
+    rng = random.Random(0)
+    if choice == BEG:
+        assert not any(c.suit is state.trump for c in state.hands[seat])
+        assert any(c.suit is state.trump for s, c in observe(state, seat).exposed if s % 2 != side)
+        for _ in range(20):
+            s = apply(state, STAND)
+            while s.phase in (Phase.PLAY, Phase.CALL):
+                s = apply(s, rng.choice(legal_actions(s)))
+            assert s.phase is Phase.OVER and s.winner != side
+        given = apply(apply(state, BEG), GIVE_ONE)
+        assert given.phase is Phase.OVER and given.winner == side
+        assert apply(apply(state, BEG), RUN_PACK).winner in (None, side)
+    else:
+        assert choice == RUN_PACK
+        given = apply(state, GIVE_ONE)
+        assert given.phase is Phase.OVER and given.winner != side
+        assert apply(state, RUN_PACK).winner in (None, side)
+
+
+@pytest.mark.parametrize("path", POSITIONS, ids=[p.stem for p in POSITIONS])
+def test_known_position(path: Path) -> None:
+    """Each known position replays as its ``expect`` says, its choice is forced (shown by exhaustive
+    solving over the engine), and the bot finds it for every seed tried."""
+    state, choice, data = load_position(path)
+    assert not mismatches(data["expect"], replay(data))
+    if state.phase in (Phase.PLAY, Phase.CALL):
+        check_forced(state, choice)
+    else:
+        check_forced_before_play(state, choice, data)
+    for seed in range(5):
+        assert SearchBot(ms=20, samples=24, seed=seed).act(context(state, seed)) == choice, f"seed {seed}"
