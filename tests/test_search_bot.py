@@ -54,34 +54,17 @@ from sample_bots.search.fast import (
     position_of_state,
     solve,
 )
+from sample_bots.search.reference import deal_awards, engine_minimax, random_play_state
 from sdk.bot import Context, decision_rng
 from sdk.local import play_local
 from tests.scenario_check import mismatches
 
 
-def random_state(seed: int, players: int, undertrump_ban: bool, void_may_discard: bool, cards: int,
-                 target: int = 1000) -> State:
-    """A state reached by random legal actions from a shuffled deal: the first moment (phase PLAY)
-    with at most ``cards`` cards left in the hands, or the last PLAY state of the deal."""
-    rng = random.Random(seed)
-    rules = RuleSet(players=players, undertrump_ban=undertrump_ban, void_may_discard=void_may_discard,
-                    target=target)
-    state = new_game(rules, dealer=rng.randrange(players))
-    while True:
-        if state.phase is Phase.DEAL:
-            deck = list(CANONICAL_DECK)
-            rng.shuffle(deck)
-            state = deal(state, deck)
-            continue
-        if state.phase is Phase.PLAY and sum(map(len, state.hands)) <= cards:
-            return state
-        state = apply(state, rng.choice(legal_actions(state)))
-
-
-def deal_awards(state: State) -> dict[str, int]:
-    """The engine's count of the deal just finished in ``state`` (the next is not dealt yet): kind -> side."""
-    number = len(state.deals)
-    return {p.kind: p.side for p in state.points if p.deal == number and p.kind not in ("kick", "one")}
+def random_state(seed: int, players: int, undertrump_ban: bool, void_may_discard: bool, cards: int) -> State:
+    """A PLAY state with at most ``cards`` cards in the hands, reached at random; target 1000 so
+    every deal's count is complete."""
+    rules = RuleSet(players=players, undertrump_ban=undertrump_ban, void_may_discard=void_may_discard, target=1000)
+    return random_play_state(seed, rules, cards)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -112,18 +95,6 @@ def test_fast_position_agrees_with_engine(seed: int, players: int, undertrump_ba
     assert jack == (pos.jack_taker if jack_side >= 0 else -1)
     assert ("hang_jack" in awards) == (jack >= 0 and jack != jack_side)
     assert awards.get("game", 2) == pos.game_side()
-
-
-def engine_minimax(state: State, value: DealValue, number: int) -> float:
-    """The value of ``state`` to ``value.side`` by plain minimax over the engine's own legal actions and
-    count (no pruning, no table): the reference the fast solver must equal."""
-    if state.phase is not Phase.PLAY or len(state.deals) != number:
-        awards = deal_awards(state)
-        jack = awards.get("jack", awards.get("hang_jack", 2))
-        return value.table[awards.get("game", 2)][jack]
-    assert state.to_act is not None
-    results = [engine_minimax(apply(state, a), value, number) for a in legal_actions(state)]
-    return max(results) if state.to_act % 2 == value.side else min(results)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -308,3 +279,13 @@ def test_known_position(path: Path) -> None:
         check_forced_before_play(state, choice, data)
     for seed in range(5):
         assert SearchBot(ms=20, samples=24, seed=seed).act(context(state, seed)) == choice, f"seed {seed}"
+
+
+def test_solver_values_a_tied_game() -> None:
+    """Regression: a deal whose card points end level (no Game) was searched past its last card and
+    valued -1 or 2; here both sides end on 8 of 16 card points with best play."""
+    state = random_play_state(33, RuleSet(players=2, target=1000), 8)
+    pos, dealt = position_of_state(state)
+    high, low, jack_side, _ = dealt_facts(dealt, pos.trump)
+    value = DealValue.build(0, (7, 9), 14, high, low, jack_side, True)
+    assert solve(pos, value, Budget(10**6)) == engine_minimax(state, value, len(state.deals)) == value.table[2][2]

@@ -372,7 +372,10 @@ def _outcome_bounds(pos: Position, value: DealValue) -> tuple[float, float]:
     """The least and greatest value the deal can still end with, from what is decided already."""
     half = pos.total / 2
     a, b = pos.taken
-    games = (0,) if a > half else (1,) if b > half else (0, 1, 2)
+    if a + b == pos.total:  # every card point taken: Game is settled, a tie included
+        games: tuple[int, ...] = (pos.game_side(),)
+    else:
+        games = (0,) if a > half else (1,) if b > half else (0, 1, 2)
     if value.jack_side < 0:
         jacks: tuple[int, ...] = (2,)
     elif pos.jack_taker >= 0:
@@ -406,10 +409,13 @@ def _search(pos: Position, value: DealValue, budget: Budget, alpha: float, beta:
                 return klo
             alpha, beta = max(alpha, klo), min(beta, khi)
             lo, hi = max(lo, klo), min(hi, khi)
+    legal = pos.legal()
+    if not legal:  # every card played
+        return end_value(pos, value)
     a0, b0 = alpha, beta
     maximise = (pos.to_act & 1) == value.side
     best = -1.0 if maximise else 2.0
-    for card in distinct_moves(pos, pos.legal()):
+    for card in distinct_moves(pos, legal):
         undo = pos.play(card)
         v = _search(pos, value, budget, alpha, beta, table)
         pos.unplay(card, undo)
