@@ -9,7 +9,8 @@ target each) of ``SearchBot(ms=--ms)`` against the opponent, and prints one JSON
 ``decision_ms_p50``, ``decision_ms_p99`` (wall clock of every decision the search bot was asked,
 including those with one legal action), the same in CPU milliseconds of the deciding thread
 (``decision_cpu_ms_*``: the cost on one core, whatever else runs), the per-phase times, and the
-machine's load average when the row ended. Progress goes to stderr, one line per row.
+machine's load average when the row ended. Progress goes to stderr: every 10 pairs the row so
+far (``"partial": true``), and each finished row.
 
 Floors (issue 21): against heuristic at the default ``ms``, both table sizes, ``elo >= 150`` and
 ``ci_low > 75``; ``decision_ms_p99 <= 1000``; at ``--ms 50``, ``ci_low > 0``.
@@ -35,14 +36,14 @@ from sdk.spar import spar  # noqa: E402
 OPPONENTS = {"heuristic": HeuristicBot, "random": RandomBot}
 
 
-def _progress(players: int, name: str):  # type: ignore[no-untyped-def]
-    """A ``spar`` progress callback: a line to stderr every 10 pairs."""
+def _progress(players: int, name: str, ms: int):  # type: ignore[no-untyped-def]
+    """A ``spar`` progress callback: every 10 pairs, the row so far as one JSON line to stderr."""
 
     def report(k: int, result) -> None:  # type: ignore[no-untyped-def]
         if (k + 1) % 10 == 0:
-            s = result.summary()
-            print(f"# {players}p v {name}: {k + 1} pairs, elo {s['elo']} [{s['ci_low']}, {s['ci_high']}]",
-                  file=sys.stderr, flush=True)
+            row = {"players": players, "opponent": name, "ms": ms, **result.summary(),
+                   "load_avg": [round(x, 2) for x in os.getloadavg()], "partial": True}
+            print(json.dumps(row), file=sys.stderr, flush=True)
 
     return report
 
@@ -63,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     for players in args.players:
         for name in args.opponents:
             result = spar(lambda: SearchBot(ms=args.ms), OPPONENTS[name], players, args.pairs,
-                          f"{args.seed}/{name}", progress=_progress(players, name))
+                          f"{args.seed}/{name}", progress=_progress(players, name, args.ms))
             row = {"players": players, "opponent": name, "ms": args.ms, **result.summary(),
                    "load_avg": [round(x, 2) for x in os.getloadavg()]}
             rows.append(row)

@@ -11,6 +11,8 @@ import dataclasses
 import itertools
 import json
 import random
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from arena.sandbox import run_key
 from referee.replay import replay
 from referee.rules import (
     BEG,
@@ -57,7 +60,9 @@ from sample_bots.search.fast import (
 from sample_bots.search.reference import deal_awards, engine_minimax, random_play_state
 from sdk.bot import Context, decision_rng
 from sdk.local import play_local
+from tests.docker_helpers import ROOT, base_image, build_bot, docker_client, leftovers
 from tests.scenario_check import mismatches
+from tests.test_conformance import LOBBY, PER_GAME, run_suite, statuses
 
 
 def random_state(seed: int, players: int, undertrump_ban: bool, void_may_discard: bool, cards: int) -> State:
@@ -158,7 +163,8 @@ def test_bot_beats_random() -> None:
         for k in range(3):
             side = k % 2
             bots = [SearchBot(ms=5, samples=8) if s % 2 == side else RandomBot() for s in range(players)]
-            wins += play_local(bots, rules=RuleSet(players=players), seed=f"beats-random-{k}").match.games[0].winner == side
+            result = play_local(bots, rules=RuleSet(players=players), seed=f"beats-random-{k}")
+            wins += result.match.games[0].winner == side
     assert wins >= 5
 
 
@@ -289,3 +295,49 @@ def test_solver_values_a_tied_game() -> None:
     high, low, jack_side, _ = dealt_facts(dealt, pos.trump)
     value = DealValue.build(0, (7, 9), 14, high, low, jack_side, True)
     assert solve(pos, value, Budget(10**6)) == engine_minimax(state, value, len(state.deals)) == value.table[2][2]
+
+
+# --------------------------------------------------------------------------- everywhere a bot goes
+
+SEARCH_BOT = (sys.executable, "-m", "sdk.run", "sample_bots.search:SearchBot", "--log-level", "warning")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lobby", [False, True], ids=["per-game", "lobby"])
+def test_search_bot_passes_the_conformance_suite(lobby: bool) -> None:
+    """At its default level, as one process per game and as a lobby worker."""
+    out = run_suite(*SEARCH_BOT, extra=("--lobby",) if lobby else ())
+    assert statuses(out) == (LOBBY if lobby else PER_GAME), json.dumps(out, indent=1)
+
+
+@pytest.mark.slow
+def test_search_bot_plays_in_a_container(tmp_path: Path) -> None:
+    """Built with `arena bots build sample_bots --entry search:SearchBot` (the package's relative
+    imports make it a top-level package in the image), it plays container games to a normal end."""
+    client = docker_client()
+    tag = build_bot(ROOT / "sample_bots", "searchbot", "1", base_image("python"), entry="search:QuickSearchBot")
+    cfg = tmp_path / "t.toml"
+    cfg.write_text(f"""[tournament]
+name = "search-container"
+players = 2
+games_per_pairing = 2
+concurrency = 2
+output = "out"
+[tournament.time_control]
+join_ms = 20000
+
+[[bots]]
+name = "random"
+command = ["{{python}}", "-m", "sdk.run", "sample_bots.random_bot:RandomBot"]
+
+[[bots]]
+name = "search"
+image = "{tag}"
+memory = 256
+""")
+    r = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    played = [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
+    assert len(played) == 2 and all(g["terminations"] == ["normal", "normal"] for g in played), played
+    assert leftovers(client, run_key(tmp_path / "out")) == []

@@ -45,7 +45,7 @@ from referee.rules import (
 )
 from sdk.bot import Bot, Context
 
-from sample_bots.search.fast import (
+from .fast import (
     JACK_OFFSET,
     POINTS,
     Budget,
@@ -59,7 +59,7 @@ from sample_bots.search.fast import (
     trick_winner_index,
     win_probability,
 )
-from sample_bots.search.infer import Deal, Knowledge, knowledge, sample_deal
+from .infer import Deal, Knowledge, knowledge, sample_deal
 
 #: Default time per decision (milliseconds of work at NODES_PER_MS).
 DEFAULT_MS = 200
@@ -180,6 +180,15 @@ class QuickSearchBot(SearchBot):
     name = "search-quick"
 
     def __init__(self, ms: int = 50, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> None:
+        super().__init__(ms=ms, samples=samples, seed=seed)
+
+
+class DemoSearchBot(SearchBot):
+    """The level of the README demo (examples/demo.toml): 10 ms of work a decision."""
+
+    name = "search-demo"
+
+    def __init__(self, ms: int = 10, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> None:
         super().__init__(ms=ms, samples=samples, seed=seed)
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from referee.rules import Observation, Phase
 
-from sample_bots.search.fast import ALL_CARDS, SUIT_INDEX, SUIT_MASK, card_id, cards_in, mask_of
+from .fast import ALL_CARDS, SUIT_INDEX, SUIT_MASK, card_id, cards_in, mask_of
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ import random
 
 from referee.rules import CANONICAL_DECK, Phase, RuleSet, State, apply, deal, legal_actions, new_game
 
-from sample_bots.search.fast import DealValue
+from .fast import DealValue
 
 
 def random_play_state(seed: int, rules: RuleSet, cards: int) -> State:
