@@ -11,8 +11,10 @@ side are the same bot (a fresh object per seat). One game per match (to the rule
 The Elo difference is ``400 log10(s / (1 - s))`` of A's mean score ``s`` over the games (win 1, loss
 0). The 95% interval is the normal interval of the mean over **pairs** (a pair's score, the mean of
 its two games, is one independent draw), mapped through the same formula; a mean of 0 or 1 is
-clamped to ``1/(4 pairs)`` from the edge so the figures stay finite. Decision times are wall clock
-milliseconds of each ``act`` call of bot A, per phase (beg, dealer, play, call).
+clamped to ``1/(4 pairs)`` from the edge so the figures stay finite, and when every pair scored
+alike (no spread to measure) the interval takes the widest spread a pair's score can have, 0.5.
+Decision times are wall clock milliseconds of each ``act`` call of bot A, per phase (beg, dealer,
+play, call); the summary adds the CPU milliseconds of the deciding thread.
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ def elo_interval(pair_scores: Sequence[float]) -> EloInterval:
     if n == 0:
         raise ValueError("no pairs played: an Elo difference needs at least one pair")
     mean = sum(pair_scores) / n
-    se = statistics.stdev(pair_scores) / math.sqrt(n) if n > 1 else 0.5
+    spread = statistics.stdev(pair_scores) if n > 1 else 0.0
+    se = (spread or 0.5) / math.sqrt(n)  # no spread seen (one pair, or all alike): assume the widest, 0.5
     edge = 1.0 / (4 * n)
 
     def clamp(p: float) -> float:

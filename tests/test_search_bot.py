@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import math
 import random
 import subprocess
 import sys
@@ -60,6 +61,7 @@ from sample_bots.search.fast import (
 from sample_bots.search.reference import deal_awards, engine_minimax, random_play_state
 from sdk.bot import Context, decision_rng
 from sdk.local import play_local
+from sdk.spar import elo_interval, elo_of
 from tests.docker_helpers import ROOT, base_image, build_bot, docker_client, leftovers
 from tests.scenario_check import mismatches
 from tests.test_conformance import LOBBY, PER_GAME, run_suite, statuses
@@ -341,3 +343,38 @@ memory = 256
     played = [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
     assert len(played) == 2 and all(g["terminations"] == ["normal", "normal"] for g in played), played
     assert leftovers(client, run_key(tmp_path / "out")) == []
+
+
+# --------------------------------------------------------------------------- sparring (sdk.spar)
+
+
+def test_elo_interval_from_pair_scores() -> None:
+    """A mean score of 3/4 is +190.8 Elo; the interval is over pairs and widest when no spread is seen."""
+    iv = elo_interval([1.0, 0.5, 1.0, 0.5])
+    assert iv.elo == pytest.approx(400 * math.log10(3)) and iv.pairs == 4
+    assert iv.ci_low < iv.elo < iv.ci_high
+    even = elo_interval([0.5, 0.5])
+    assert even.elo == 0 and even.ci_low == pytest.approx(-even.ci_high) and even.ci_high > 200
+    assert elo_interval([1.0]).elo == pytest.approx(elo_of(0.75))  # a perfect score is clamped: finite
+    with pytest.raises(ValueError, match="no pairs played"):
+        elo_interval([])
+
+
+def test_local_duplicate_spars_two_bots() -> None:
+    """`python -m sdk.local A B --games 4 --duplicate`: two duplicate pairs, the Elo line and the times."""
+    r = subprocess.run([sys.executable, "-m", "sdk.local", "sample_bots.heuristic:HeuristicBot",
+                        "sample_bots.random_bot:RandomBot", "--games", "4", "--duplicate", "--players", "2", "--json"],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["pairs"] == 2 and out["ci_low"] <= out["elo"] <= out["ci_high"]
+    assert set(out["phase_ms"]) >= {"play"} and out["phase_ms"]["play"]["decisions"] > 0
+
+
+def test_spar_usage_errors_are_one_line() -> None:
+    """Three bots, or a bot that cannot be loaded, are usage errors (status 2, one line)."""
+    random_bot = "sample_bots.random_bot:RandomBot"
+    for args in (["a:A", "b:B", "c:C", "--duplicate"], ["nosuch:Bot", random_bot, "--duplicate"]):
+        r = subprocess.run([sys.executable, "-m", "sdk.local", *args], capture_output=True, text=True, timeout=60,
+                           cwd=ROOT)
+        assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith("python -m sdk.local: error:")
