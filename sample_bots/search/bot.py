@@ -156,8 +156,12 @@ class SearchBot(Bot):
 
         def values(deal: Deal) -> list[float]:
             pos, value = _position(s, deal)
-            forced = _after_each(s, (pos, value), ids)
-            return [*forced, _evaluate(pos.copy(), value, s.budget)]
+            items: list[float | tuple[Position, DealValue]] = []
+            for card in ids:  # called: the holder must play it
+                p = pos.copy()
+                p.play(card)
+                items.append((p, value))
+            return _evaluate_all([*items, (pos, value)], s.budget)  # passed: the holder chooses
 
         means = self._means(s, rng, len(calls) + 1, values)
         best = _best(means)
@@ -223,53 +227,43 @@ def _position(s: _Setting, deal: Deal) -> tuple[Position, DealValue]:
 
 
 def _after_each(s: _Setting, start: tuple[Position, DealValue], moves: list[int]) -> list[float]:
-    """The value of the deal after each card in ``moves`` is played by the seat to act.
-
-    All moves of one sample get the same evaluator: an exact search (one node cap for the sample,
-    one transposition table) when the deal is small, else (or when the cap is hit) playouts.
-    """
+    """The value of the deal after each card in ``moves`` is played by the seat to act."""
     pos, value = start
-    if _small(pos):
-        cap = Budget(min(SOLVE_CAP, max(s.budget.left, 1)))
-        table: dict[tuple[int, ...], tuple[float, float]] = {}
-        try:
-            out = []
-            for m in moves:
-                p = pos.copy()
-                p.play(m)
-                out.append(solve(p, value, cap, table=table))
-            return out
-        except OutOfNodes:
-            pass
-        finally:
-            s.budget.left -= cap.used
-            s.budget.used += cap.used
-    out = []
+    items: list[float | tuple[Position, DealValue]] = []
     for m in moves:
         p = pos.copy()
         p.play(m)
-        out.append(playout(p, value, s.budget))
-    return out
+        items.append((p, value))
+    return _evaluate_all(items, s.budget)
+
+
+def _evaluate_all(items: list[float | tuple[Position, DealValue]], budget: Budget) -> list[float]:
+    """The values of the alternatives of one sampled deal: a number is already a value, a position is
+    searched. All positions get the same evaluator, so one evaluator's bias cannot pick the action:
+    an exact search (one node cap for them all, a transposition table per deal) when every one is
+    small, else (or when the cap is hit) a playout each."""
+    positions = [x for x in items if not isinstance(x, float)]
+    solved: list[float] | None = None
+    if all(_small(p) for p, _ in positions):
+        cap = Budget(min(SOLVE_CAP, max(budget.left, 1)))
+        tables: dict[int, dict[tuple[int, ...], tuple[float, float]]] = {}
+        try:
+            solved = [solve(p.copy(), v, cap, table=tables.setdefault(id(v), {})) for p, v in positions]
+        except OutOfNodes:
+            pass
+        finally:
+            budget.left -= cap.used
+            budget.used += cap.used
+    if solved is None:
+        solved = [playout(p.copy(), v, budget) for p, v in positions]
+    values = iter(solved)
+    return [x if isinstance(x, float) else next(values) for x in items]
 
 
 def _small(pos: Position) -> bool:
     """Whether the deal is small enough to search exactly: at most 16 cards in the hands at a table
     of four, ``EXACT_CARDS`` head to head."""
     return sum(bin(h).count("1") for h in pos.hands) <= (16 if pos.players == 4 else EXACT_CARDS)
-
-
-def _evaluate(pos: Position, value: DealValue, budget: Budget) -> float:
-    """The value of one position: exact when small and within the cap, else a playout."""
-    if _small(pos):
-        cap = Budget(min(SOLVE_CAP, max(budget.left, 1)))
-        try:
-            return solve(pos.copy(), value, cap)
-        except OutOfNodes:
-            pass
-        finally:
-            budget.left -= cap.used
-            budget.used += cap.used
-    return playout(pos, value, budget)
 
 
 def _before_play(s: _Setting, deal: Deal) -> list[float]:
@@ -281,30 +275,32 @@ def _before_play(s: _Setting, deal: Deal) -> list[float]:
     stand = _fresh_deal(s, deal.hands, k.trump, obs.scores)
     scores = list(obs.scores)
     scores[beggar_side] += 1
+    give: float | tuple[Position, DealValue]
     if scores[beggar_side] >= obs.rules.target:
         give = 1.0 if beggar_side == s.side else 0.0
     else:
         give = _fresh_deal(s, deal.hands, k.trump, (scores[0], scores[1]))
-    return [stand, give, _run_pack(s, deal)]
+    return _evaluate_all([stand, give, _run_pack(s, deal)], s.budget)
 
 
-def _fresh_deal(s: _Setting, hands: list[int], trump: int, scores: tuple[int, int]) -> float:
-    """The value of a deal about to be played from its first lead, with these hands, trump and scores."""
+def _fresh_deal(s: _Setting, hands: list[int], trump: int, scores: tuple[int, int]) -> tuple[Position, DealValue]:
+    """A deal about to be played from its first lead, with these hands, trump and scores, and its value."""
     rules = s.obs.rules
     high, low, jack_side, total = dealt_facts(hands, trump)
     leader = (s.obs.dealer + 1) % s.know.players
     pos = Position(s.know.players, trump, list(hands), leader, [], [0, 0], -1, total, rules.undertrump_ban,
                    rules.void_may_discard)
     value = DealValue.build(s.side, scores, rules.target, high, low, jack_side, rules.hang_jack)
-    return _evaluate(pos, value, s.budget)
+    return pos, value
 
 
 _KICK_POINTS = {12: 1, 9: 3}  # ace, jack (rank - 2); a six scores rules.kicked_six_points
 
 
-def _run_pack(s: _Setting, deal: Deal) -> float:
+def _run_pack(s: _Setting, deal: Deal) -> float | tuple[Position, DealValue]:
     """Run the pack on the sampled stock (docs/rules.md, The deal 4): 3 more cards each and a new kick
-    until the kick's suit differs from the begged one; a dry pack is valued by the scores alone."""
+    until the kick's suit differs from the begged one. The deal then played, or the value when a kick
+    ends the game or the pack runs dry (valued by the scores alone)."""
     obs, k = s.obs, s.know
     n, rules = k.players, obs.rules
     hands = list(deal.hands)
