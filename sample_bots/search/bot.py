@@ -237,14 +237,14 @@ def _after_each(s: _Setting, start: tuple[Position, DealValue], moves: list[int]
     return _evaluate_all(items, s.budget)
 
 
-def _evaluate_all(items: list[float | tuple[Position, DealValue]], budget: Budget) -> list[float]:
+def _evaluate_all(items: list[float | tuple[Position, DealValue]], budget: Budget, exact: bool = True) -> list[float]:
     """The values of the alternatives of one sampled deal: a number is already a value, a position is
     searched. All positions get the same evaluator, so one evaluator's bias cannot pick the action:
-    an exact search (one node cap for them all, a transposition table per deal) when every one is
-    small, else (or when the cap is hit) a playout each."""
+    an exact search (one node cap for them all, a transposition table per deal) when ``exact`` and
+    every one is small, else (or when the cap is hit) a playout each."""
     positions = [x for x in items if not isinstance(x, float)]
     solved: list[float] | None = None
-    if all(_small(p) for p, _ in positions):
+    if exact and all(_small(p) for p, _ in positions):
         cap = Budget(min(SOLVE_CAP, max(budget.left, 1)))
         tables: dict[int, dict[tuple[int, ...], tuple[float, float]]] = {}
         try:
@@ -280,7 +280,9 @@ def _before_play(s: _Setting, deal: Deal) -> list[float]:
         give = 1.0 if beggar_side == s.side else 0.0
     else:
         give = _fresh_deal(s, deal.hands, k.trump, (scores[0], scores[1]))
-    return _evaluate_all([stand, give, _run_pack(s, deal)], s.budget)
+    # Playouts only: a whole deal (and a run of the pack) is too large to solve on many samples, and
+    # the choice before play needs many samples more than exact values.
+    return _evaluate_all([stand, give, _run_pack(s, deal)], s.budget, exact=False)
 
 
 def _fresh_deal(s: _Setting, hands: list[int], trump: int, scores: tuple[int, int]) -> tuple[Position, DealValue]:
