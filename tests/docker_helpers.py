@@ -6,6 +6,7 @@ Images are made the way a host without an image registry makes them: the Debian 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -62,3 +63,31 @@ def leftovers(client: Any, key: str) -> list[str]:
     rules = subprocess.run(["iptables", "-S"], capture_output=True, text=True, timeout=30).stdout
     found += [f"iptables {line}" for line in rules.splitlines() if f"AF-{key}" in line]
     return found
+
+
+def play_against_random_in_container(tmp_path: Path, name: str, tag: str, memory_mib: int) -> list[dict[str, Any]]:
+    """A 2-game 2-player tournament (``arena run``) of the container bot ``tag`` against the Python
+    random bot: the games played (games.jsonl), after checking the run ended with status 0."""
+    cfg = tmp_path / "t.toml"
+    cfg.write_text(f"""[tournament]
+name = "{name}-container"
+players = 2
+games_per_pairing = 2
+concurrency = 2
+output = "out"
+[tournament.time_control]
+join_ms = 20000
+
+[[bots]]
+name = "random"
+command = ["{{python}}", "-m", "sdk.run", "sample_bots.random_bot:RandomBot"]
+
+[[bots]]
+name = "{name}"
+image = "{tag}"
+memory = {memory_mib}
+""")
+    r = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    return [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ import pytest
 
 from arena.hosting.bots_build import DOCKER_DIR, BuildError, plan_build
 from arena.hosting.sandbox import run_key
-from tests.docker_helpers import ROOT, base_image, build_bot, docker_client, leftovers
+from tests.docker_helpers import ROOT, base_image, build_bot, docker_client, leftovers, play_against_random_in_container
 
 
 def test_plan_finds_the_kind_and_entry(tmp_path: Path) -> None:
@@ -61,28 +60,6 @@ def test_node_bot_built_from_debian_packages_plays_in_a_container(tmp_path: Path
     client = docker_client()
     tag = build_bot(ROOT / "sample_bots" / "js", "jsbot", "1", base_image("node"))
     assert client.images.get(tag).labels["org.allfours.bot"] == "jsbot"
-    cfg = tmp_path / "t.toml"
-    cfg.write_text(f"""[tournament]
-name = "node-container"
-players = 2
-games_per_pairing = 2
-concurrency = 2
-output = "out"
-[tournament.time_control]
-join_ms = 20000
-
-[[bots]]
-name = "random"
-command = ["{{python}}", "-m", "sdk.run", "sample_bots.random_bot:RandomBot"]
-
-[[bots]]
-name = "js"
-image = "{tag}"
-memory = 128
-""")
-    r = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    played = [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
+    played = play_against_random_in_container(tmp_path, "js", tag, 128)
     assert len(played) == 2 and all(g["terminations"] == ["normal", "normal"] for g in played), played
     assert leftovers(client, run_key(tmp_path / "out")) == []

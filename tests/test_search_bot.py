@@ -62,7 +62,14 @@ from sample_bots.search.reference import deal_awards, engine_minimax, random_pla
 from sdk.bot import Context, decision_rng
 from sdk.local import play_local
 from sdk.spar import elo_interval, elo_of
-from tests.docker_helpers import ROOT, base_image, build_bot, docker_client, leftovers
+from tests.docker_helpers import (
+    ROOT,
+    base_image,
+    build_bot,
+    docker_client,
+    leftovers,
+    play_against_random_in_container,
+)
 from tests.scenario_check import mismatches
 from tests.test_conformance import LOBBY, PER_GAME, run_suite, statuses
 
@@ -318,29 +325,7 @@ def test_search_bot_plays_in_a_container(tmp_path: Path) -> None:
     imports make it a top-level package in the image), it plays container games to a normal end."""
     client = docker_client()
     tag = build_bot(ROOT / "sample_bots", "searchbot", "1", base_image("python"), entry="search:QuickSearchBot")
-    cfg = tmp_path / "t.toml"
-    cfg.write_text(f"""[tournament]
-name = "search-container"
-players = 2
-games_per_pairing = 2
-concurrency = 2
-output = "out"
-[tournament.time_control]
-join_ms = 20000
-
-[[bots]]
-name = "random"
-command = ["{{python}}", "-m", "sdk.run", "sample_bots.random_bot:RandomBot"]
-
-[[bots]]
-name = "search"
-image = "{tag}"
-memory = 256
-""")
-    r = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    played = [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
+    played = play_against_random_in_container(tmp_path, "search", tag, 256)
     assert len(played) == 2 and all(g["terminations"] == ["normal", "normal"] for g in played), played
     assert leftovers(client, run_key(tmp_path / "out")) == []
 

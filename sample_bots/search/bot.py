@@ -13,8 +13,9 @@ For every decision with more than one legal action (docs/search-bot.md has the w
    ``samples`` deals are done, and play the action with the best mean.
 
 Beg or stand, give one or run the pack are decided the same way on sampled deals that include the
-undealt stock, so a run of the pack is dealt out in each sample; the dealer's answer to a beg is
-taken to be the one worse for the beggar on average over the samples. A call is valued by playing
+undealt stock, so a run of the pack is dealt out in each sample, each way valued by a playout (many
+samples matter more there than exact values); the dealer's answer to a beg is taken to be the one
+worse for the beggar on average over the samples. A call is valued by playing
 the called card, a pass by letting its holder choose.
 
 Determinism: the budget counts search nodes, not milliseconds, and every random draw comes from
