@@ -64,8 +64,9 @@ from .infer import Deal, Knowledge, knowledge, sample_deal
 
 #: Default time per decision (milliseconds of work at NODES_PER_MS).
 DEFAULT_MS = 200
-#: Search nodes per millisecond on the reference machine (one core); see docs/search-bot.md.
-NODES_PER_MS = 100
+#: Search nodes per millisecond of CPU on the project's machine (measured in play: 330-345; see
+#: docs/search-bot.md): ``ms`` is about the CPU milliseconds a decision costs on one core at most.
+NODES_PER_MS = 300
 #: What sampling one deal and setting it up costs, in nodes (measured: about a third of a millisecond).
 SAMPLE_COST = 35
 #: Default most deals sampled per decision (a late position is solved this often in a few ms).
@@ -189,11 +190,11 @@ class QuickSearchBot(SearchBot):
 
 
 class DemoSearchBot(SearchBot):
-    """The level of the README demo (examples/demo.toml): 10 ms of work a decision."""
+    """The level of the README demo (examples/demo.toml): 3 ms of work a decision."""
 
     name = "search-demo"
 
-    def __init__(self, ms: int = 10, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> None:
+    def __init__(self, ms: int = 3, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> None:
         super().__init__(ms=ms, samples=samples, seed=seed)
 
 
@@ -262,9 +263,9 @@ def _evaluate_all(items: list[float | tuple[Position, DealValue]], budget: Budge
 
 
 def _small(pos: Position) -> bool:
-    """Whether the deal is small enough to search exactly: at most 16 cards in the hands at a table
-    of four, ``EXACT_CARDS`` head to head."""
-    return sum(bin(h).count("1") for h in pos.hands) <= (16 if pos.players == 4 else EXACT_CARDS)
+    """Whether the deal is small enough to search exactly: at most 20 cards in the hands at a table
+    of four (five tricks), ``EXACT_CARDS`` head to head."""
+    return sum(bin(h).count("1") for h in pos.hands) <= (20 if pos.players == 4 else EXACT_CARDS)
 
 
 def _before_play(s: _Setting, deal: Deal) -> list[float]:
