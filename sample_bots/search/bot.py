@@ -21,7 +21,8 @@ the called card, a pass by letting its holder choose.
 Determinism: the budget counts search nodes, not milliseconds, and every random draw comes from
 ``ctx.rng`` (seeded by the match seed, seat and decision) mixed with the bot's ``seed``; so the same
 match seed, ``seed`` and ``ms`` give the same actions on any machine at any load. ``ms`` is converted
-at ``NODES_PER_MS`` (measured on the project's machine, one core): wall time is about ``ms`` there.
+at ``NODES_PER_MS`` (the CPU rate measured on the project's machine): a decision costs at most about
+``ms`` of CPU on one core there.
 The one exception: when the referee's clock (``ctx.time_left_ms``) is below four budgets, the budget
 shrinks to a quarter of what is left (a bot must not lose on time).
 """
