@@ -149,7 +149,7 @@ def test_missing_file_and_bad_toml(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["demo", "small", "referees"])
 def test_examples_parse(name: str) -> None:
     c = load_config(Path(__file__).resolve().parent.parent / "examples" / f"{name}.toml")
-    assert c.name == name and len(c.bots) == (4 if name == "demo" else 3)  # the demo also seats the C++ bot
+    assert c.name == name and len(c.bots) == (5 if name == "demo" else 3)  # the demo also seats C++ and search
     assert c.referees == (("127.0.0.1:50051", "127.0.0.1:50052") if name == "referees" else ())
 
 
