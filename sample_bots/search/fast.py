@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from referee.rules import CANONICAL_DECK, Card, Phase, RuleSet, State, Suit
+from referee.rules import Card, Phase, RuleSet, State, Suit
 
 #: The four suits in card-number order (C D H S), as ``CANONICAL_DECK`` orders them.
 SUITS: tuple[Suit, ...] = tuple(Suit)
@@ -45,10 +45,6 @@ ALL_CARDS = (1 << 52) - 1
 def card_id(card: Card) -> int:
     """The card's number: ``suit * 13 + rank - 2``."""
     return SUIT_INDEX[card.suit] * 13 + int(card.rank) - 2
-
-
-#: Number -> the engine's shared Card instance (``CANONICAL_DECK`` is in number order).
-CARD_OF: tuple[Card, ...] = CANONICAL_DECK
 
 
 def mask_of(cards: object) -> int:

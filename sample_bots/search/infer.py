@@ -22,7 +22,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from referee.rules import Observation, Phase
+from referee.rules import Observation
 
 from .fast import ALL_CARDS, SUIT_INDEX, SUIT_MASK, card_id, cards_in, mask_of
 
@@ -146,7 +146,3 @@ def _try_deal(k: Knowledge, rng: random.Random, use_voids: bool) -> Deal | None:
     rng.shuffle(stock)
     return Deal(hands, stock)
 
-
-def in_play(obs: Observation) -> bool:
-    """Whether the observation is of a deal with a trump on the table (every phase but DEAL and OVER)."""
-    return obs.trump is not None and obs.phase in (Phase.BEG, Phase.DEALER, Phase.PLAY, Phase.CALL)
