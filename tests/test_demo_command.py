@@ -44,8 +44,10 @@ def bare_path(tmp: Path) -> str:
 
 def test_demo_seats_the_bots_that_can_run_and_says_which_it_left_out(tmp_path: Path) -> None:
     """The demo part of the README command (after `pip install -e .`) with no node and no C++ toolchain:
-    one line names nodejs and cpp and why, the Python sample bots play every game to the end, each in
-    its sandbox (seeing its own folder, not the repository; none named unsandboxed on the leaderboard)."""
+    one line names nodejs and cpp and why, the Python sample bots (random, heuristic and the search bot at
+    its demo level) play every game to the end (3 pairings of examples/demo.toml's games_per_pairing),
+    each in its sandbox (seeing its own folder, not the repository; none named unsandboxed on the
+    leaderboard)."""
     command = readme_command("demo-command")
     demo = command.split("pip install -e . && ", 1)[1]  # this venv has the project installed already
     env = {**os.environ, "PATH": bare_path(tmp_path)}
@@ -58,13 +60,14 @@ def test_demo_seats_the_bots_that_can_run_and_says_which_it_left_out(tmp_path: P
         said = [x for x in r.stderr.splitlines() if x.startswith("demo: left out")]
         assert len(said) == 1 and "nodejs (no node" in said[0] and "cpp (cmake not found" in said[0], r.stderr
         games = [json.loads(x) for x in (out_dir / "games.jsonl").read_text().splitlines()]
-        assert len(games) == 20 and {g["a"] for g in games} | {g["b"] for g in games} == {"random", "heuristic"}
+        seated = {g["a"] for g in games} | {g["b"] for g in games}
+        assert len(games) == 18 and seated == {"random", "heuristic", "search"}
         assert all(g["terminations"] == ["normal"] * 4 for g in games)
         assert (out_dir / "leaderboard.html").stat().st_size > 0
         assert 'id="unsandboxed"' not in (out_dir / "leaderboard.html").read_text()
-        seated = load_config(ROOT / "examples" / ".demo-without-nodejs-cpp.toml").bots
-        assert [b.name for b in seated] == ["random", "heuristic"]
-        assert all(b.jailed and b.cwd == str(ROOT / "sample_bots") for b in seated), seated
+        bots = load_config(ROOT / "examples" / ".demo-without-nodejs-cpp.toml").bots
+        assert [b.name for b in bots] == ["random", "heuristic", "search"]
+        assert all(b.jailed and b.cwd == str(ROOT / "sample_bots") for b in bots), bots
     finally:
         subprocess.run(["rm", "-rf", str(out_dir)], check=True)
         (ROOT / "examples" / ".demo-without-nodejs-cpp.toml").unlink(missing_ok=True)

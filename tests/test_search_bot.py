@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arena.config import load_config
-from arena.sandbox import run_key
+from arena.hosting.sandbox import run_key
 from referee.replay import replay
 from referee.rules import (
     BEG,
