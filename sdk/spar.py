@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from referee.rules import RuleSet
 from sdk.bot import Context, load_bot
-from sdk.local import play_local
+from sdk.local_table import play_local
 
 #: 97.5% quantile of the standard normal: the half width of a 95% interval in standard errors.
 Z95 = 1.959964

@@ -1,0 +1,183 @@
+"""Local mode's table: play bots against each other in-process through the engine, no referee, no network.
+
+The engine of ``sdk.local`` (whose command line, ``python -m sdk.local``, also spars through
+``sdk.spar``, which plays through this module: hence two modules, no import cycle). The decks come
+from the match seed exactly as the referee derives them (``referee.dealing``: ``deck_for(seed, game,
+deal)``; the first dealer of the match by ``first_dealer_by_cut(seed, players)``), so a local match
+with a seed deals the same cards as a refereed one with that seed, and bots get the same events. Bots
+see only ``observe(state, seat)`` and ``legal_actions(state)``. Import it as ``from sdk.local import
+play_local`` (sdk/local.py names it too).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from referee.dealing import check_seed, commitment, deck_for, first_dealer_by_cut, fresh_seed
+from referee.events import step_events
+from referee.rules import (
+    Phase,
+    RuleSet,
+    apply,
+    deal,
+    legal_actions,
+    new_game,
+    next_seat,
+    observe,
+    side_of,
+)
+from sdk.bot import (
+    Context,
+    Event,
+    HookDispatcher,
+    MatchEnd,
+    MatchInfo,
+    bot_name,
+    call_hook,
+    decision_rng,
+    resolve_choice,
+)
+
+#: Nominal per-decision time reported to bots in local mode (milliseconds; not enforced).
+LOCAL_TIME_MS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class LocalResult:
+    """The outcome of :func:`play_local`.
+
+    - ``seed``: the match seed (64 hex digits) — rerun with it to replay every deal.
+    - ``rules``: the rule options; ``bots``: each seat's bot name, seat order.
+    - ``match``: the :class:`~sdk.bot.MatchEnd` (per-game scores and winners, games won per side).
+    - ``decisions``: number of decisions the bots made in all.
+    """
+
+    seed: str
+    rules: RuleSet
+    bots: tuple[str, ...]
+    match: MatchEnd
+    decisions: int
+
+    def summary(self) -> str:
+        """A few human-readable lines: the seats, each game's score, games won per side."""
+        lines = [f"seed {self.seed}", f"rules {json.dumps(self.rules.to_dict(), sort_keys=True)}"]
+        for seat, name in enumerate(self.bots):
+            lines.append(f"seat {seat} (side {seat % 2}): {name}")
+        for g in self.match.games:
+            lines.append(f"game {g.game}: {g.scores[0]}-{g.scores[1]}, side {g.winner} wins")
+        w = self.match.wins
+        who = "a tie" if self.match.winner is None else f"side {self.match.winner} wins the match"
+        lines.append(f"games won: side 0 {w[0]}, side 1 {w[1]}: {who}")
+        return "\n".join(lines)
+
+
+def seed_bytes(seed: bytes | str | int | None) -> bytes:
+    """A 32-byte match seed from ``seed``.
+
+    ``None``: a fresh random seed; 32 ``bytes``: itself; a ``str`` of 64 hex digits: those bytes;
+    any other ``str`` or an ``int``: SHA-256 of its text (so ``"1"`` and ``1`` are handy short seeds).
+    """
+    if seed is None:
+        return fresh_seed()
+    if isinstance(seed, bytes | bytearray):
+        return check_seed(bytes(seed))
+    text = str(seed).strip()
+    if len(text) == 64:
+        try:
+            return bytes.fromhex(text)
+        except ValueError:
+            pass
+    return hashlib.sha256(text.encode()).digest()
+
+
+def play_local(
+    bots: Sequence[object],
+    rules: RuleSet | None = None,
+    seed: bytes | str | int | None = None,
+    games: int = 1,
+) -> LocalResult:
+    """Play a match of ``games`` games between ``bots`` (one per seat, seat order) in-process.
+
+    Like the referee: game 1's first dealer is chosen by the cut, each later game starts with the
+    deal passing to the right of the previous game's last dealer (docs/rules.md, Match); deal ``d`` of
+    game ``g`` uses ``deck_for(seed, g, d)``. Bots get the same events and hooks as over gRPC.
+
+    :param bots: ``rules.players`` bot objects (each with ``act(ctx)``); seat ``s`` is ``bots[s]``,
+        side ``s % 2``. The same object may not sit in two seats (bots may keep per-seat memory).
+    :param rules: rule options; default ``RuleSet(players=len(bots))``.
+    :param seed: the match seed (see :func:`seed_bytes`); the result records it.
+    :param games: number of games (each to the target), 1 or more.
+    :returns: a :class:`LocalResult`.
+    :raises ValueError: on a wrong number of bots, a repeated bot object or ``games < 1``.
+    :raises sdk.bot.IllegalChoice: if a bot returns an action that is not legal (a bug to fix).
+    """
+    rules = rules if rules is not None else RuleSet(players=len(bots))
+    if len(bots) != rules.players:
+        raise ValueError(f"{rules.players} players need {rules.players} bots, got {len(bots)}")
+    if len({id(b) for b in bots}) != len(bots):
+        raise ValueError("give each seat its own bot object (bots may remember things per seat)")
+    if games < 1:
+        raise ValueError(f"games must be at least 1, not {games}")
+    key = seed_bytes(seed)
+    table = _Table(bots, rules, "local-" + key.hex()[:16], commitment(key))
+    for seat, bot in enumerate(bots):
+        call_hook(bot, "on_welcome", MatchInfo(match_id=table.match_id, seat=seat, rules=rules, games=games,
+                                               commitment=table.commitment,
+                                               seat_names=tuple(bot_name(b) for b in bots)))
+    dealer = first_dealer_by_cut(key, rules.players)
+    for game in range(1, games + 1):
+        dealer = next_seat(table.play_game(key, game, dealer), rules.players)
+    ends = tuple(table.hooks[0].games)
+    wins = (sum(1 for g in ends if g.winner == 0), sum(1 for g in ends if g.winner == 1))
+    winner = None if wins[0] == wins[1] else (0 if wins[0] > wins[1] else 1)
+    match = MatchEnd(games=ends, wins=wins, winner=winner)
+    for bot in bots:
+        call_hook(bot, "on_match_end", match)
+    return LocalResult(seed=key.hex(), rules=rules, bots=tuple(bot_name(b) for b in bots), match=match,
+                       decisions=table.decision)
+
+
+class _Table:
+    """One local match in progress: the bots, their hook dispatchers and the decision counter."""
+
+    def __init__(self, bots: Sequence[object], rules: RuleSet, match_id: str, seed_commitment: str) -> None:
+        self.bots = bots
+        self.rules = rules
+        self.match_id = match_id
+        self.commitment = seed_commitment
+        self.hooks = [HookDispatcher(b, rules.players) for b in bots]
+        self.decision = 0
+
+    def emit(self, events: Sequence[Event]) -> None:
+        for ev in events:
+            for h in self.hooks:
+                h.event(ev)
+
+    def play_game(self, key: bytes, game: int, dealer: int) -> int:
+        """Play game ``game`` from ``dealer``; returns the dealer of its last deal."""
+        rules = self.rules
+        state = new_game(rules, dealer)
+        self.emit([Event("game_started", game=game, deal=0, dealer=dealer)])
+        while state.phase is not Phase.OVER:
+            prev = state
+            if state.phase is Phase.DEAL:
+                state = deal(state, deck_for(key, game, state.deal_number + 1))
+                self.emit(step_events(game, prev, state, None, None))
+                continue
+            seat = state.to_act
+            assert seat is not None
+            legal = legal_actions(state)
+            self.decision += 1
+            ctx = Context(observation=observe(state, seat), legal=legal, time_left_ms=LOCAL_TIME_MS, bank_ms=0,
+                          seat=seat, side=side_of(seat), rules=rules,
+                          rng=decision_rng(self.commitment, seat, self.decision), match_id=self.match_id,
+                          game=game, decision=self.decision)
+            action = resolve_choice(self.bots[seat].act(ctx), legal)  # type: ignore[attr-defined]
+            state = apply(state, action, seat)
+            self.emit(step_events(game, prev, state, action, seat))
+        self.emit([Event("game_ended", game=game, deal=state.deal_number, scores=state.scores,
+                         winner=state.winner)])
+        return state.dealer
