@@ -55,6 +55,7 @@ from sample_bots.search.fast import (
     DealValue,
     card_id,
     dealt_facts,
+    hanged_jack_points,
     mask_of,
     position_of_state,
     solve,
@@ -123,7 +124,7 @@ def test_solver_equals_engine_minimax(seed: int, players: int, undertrump_ban: b
     state = random_state(seed, players, undertrump_ban, void_may_discard, 8 if players == 4 else 6)
     pos, dealt = position_of_state(state)
     high, low, jack_side, _ = dealt_facts(dealt, pos.trump)
-    value = DealValue.build(side, scores, 14, high, low, jack_side, True)
+    value = DealValue.build(side, scores, 14, high, low, jack_side, 3)
     assert solve(pos, value, Budget(10**6)) == pytest.approx(engine_minimax(state, value, len(state.deals)))
 
 
@@ -299,8 +300,19 @@ def test_solver_values_a_tied_game() -> None:
     state = random_play_state(33, RuleSet(players=2, target=1000), 8)
     pos, dealt = position_of_state(state)
     high, low, jack_side, _ = dealt_facts(dealt, pos.trump)
-    value = DealValue.build(0, (7, 9), 14, high, low, jack_side, True)
+    value = DealValue.build(0, (7, 9), 14, high, low, jack_side, 3)
     assert solve(pos, value, Budget(10**6)) == engine_minimax(state, value, len(state.deals)) == value.table[2][2]
+
+
+@pytest.mark.parametrize(("rules", "points"), [(RuleSet(), 3), (RuleSet(hang_jack_points=4), 4),
+                                               (RuleSet(hang_jack=False, hang_jack_points=4), 1)])
+def test_a_hanged_jack_is_worth_the_rules_points(rules: RuleSet, points: int) -> None:
+    """Regression: the value counted a hanged jack as 3 whatever ``hang_jack_points`` said. Side 0 at
+    10 of 14, dealt no jack, reaches the target by taking side 1's jack only when it is worth 4."""
+    assert hanged_jack_points(rules) == points
+    value = DealValue.build(0, (10, 0), 14, -1, -1, 1, points)
+    assert (value.table[2][0] == 1.0) == (points == 4)  # no Game (a tie), side 0 hangs the jack
+    assert value.table[2][1] < 1.0  # side 1 keeps its jack: 1 point to side 1
 
 
 # --------------------------------------------------------------------------- everywhere a bot goes

@@ -56,6 +56,7 @@ from .fast import (
     Position,
     card_id,
     dealt_facts,
+    hanged_jack_points,
     playout,
     solve,
     trick_winner_index,
@@ -225,7 +226,8 @@ def _position(s: _Setting, deal: Deal) -> tuple[Position, DealValue]:
     rules = obs.rules
     pos = Position(n, k.trump, list(deal.hands), obs.trick_leader, [card_id(c) for c in obs.trick], taken,
                    jack_taker, total, rules.undertrump_ban, rules.void_may_discard)
-    value = DealValue.build(s.side, obs.scores, rules.target, high, low, jack_side, rules.hang_jack)
+    value = DealValue.build(s.side, obs.scores, rules.target, high, low, jack_side,
+                            hanged_jack_points(rules))
     return pos, value
 
 
@@ -295,7 +297,8 @@ def _fresh_deal(s: _Setting, hands: list[int], trump: int, scores: tuple[int, in
     leader = (s.obs.dealer + 1) % s.know.players
     pos = Position(s.know.players, trump, list(hands), leader, [], [0, 0], -1, total, rules.undertrump_ban,
                    rules.void_may_discard)
-    value = DealValue.build(s.side, scores, rules.target, high, low, jack_side, rules.hang_jack)
+    value = DealValue.build(s.side, scores, rules.target, high, low, jack_side,
+                            hanged_jack_points(rules))
     return pos, value
 
 

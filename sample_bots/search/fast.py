@@ -135,7 +135,8 @@ class DealValue:
 
     - ``scores``: points per side now (the match score of this game); ``target``;
     - ``high_side``, ``low_side``: the sides dealt the highest and lowest trump (``-1``: no trump in
-      play); ``jack_side``: the side dealt the trump jack (``-1``: not in play); ``hang_jack``;
+      play); ``jack_side``: the side dealt the trump jack (``-1``: not in play); ``hanged_jack``: what
+      the jack scores taken by the side not dealt it (:func:`hanged_jack_points`);
     - ``table[game][jack]``: the value (win probability of ``side`` after the count) when ``game``
       is the side that scores Game (``2``: a tie) and ``jack`` the side that took the jack (``2``:
       the jack was not in play). The count follows docs/rules.md, Scoring 1-4 in order and stops at
@@ -148,18 +149,24 @@ class DealValue:
     high_side: int
     low_side: int
     jack_side: int
-    hang_jack: bool
+    hanged_jack: int
     table: tuple[tuple[float, ...], ...] = field(default=((),))
 
     @staticmethod
     def build(side: int, scores: tuple[int, int], target: int, high_side: int, low_side: int,
-              jack_side: int, hang_jack: bool) -> DealValue:
+              jack_side: int, hanged_jack: int) -> DealValue:
         """The value with its ``table`` filled in."""
         table = tuple(tuple(_count_value(side, scores, target, [
             (high_side, 1), (low_side, 1),
-            (jack, 3 if hang_jack and jack != jack_side else 1) if jack < 2 else (-1, 0),
+            (jack, hanged_jack if jack != jack_side else 1) if jack < 2 else (-1, 0),
             (game, 1) if game < 2 else (-1, 0)]) for jack in range(3)) for game in range(3))
-        return DealValue(side, scores, target, high_side, low_side, jack_side, hang_jack, table)
+        return DealValue(side, scores, target, high_side, low_side, jack_side, hanged_jack, table)
+
+
+def hanged_jack_points(rules: RuleSet) -> int:
+    """What the trump jack scores when the side not dealt it takes it: ``rules.hang_jack_points`` (3 by
+    default) with Hang Jack on, else 1 like any jack (docs/rules.md, Scoring)."""
+    return rules.hang_jack_points if rules.hang_jack else 1
 
 
 def _count_value(side: int, scores: tuple[int, int], target: int, awards: list[tuple[int, int]]) -> float:
