@@ -207,6 +207,29 @@ def test_missing_bwrap_is_one_line_naming_the_package(tmp_path: Path) -> None:
     assert not (tmp_path / "out" / "arena.sqlite").exists()
 
 
+def test_a_bwrap_that_cannot_make_namespaces_is_one_line_at_start(tmp_path: Path) -> None:
+    """bwrap installed where it cannot work (a container without user namespaces, a kernel that forbids
+    them): the run stops at start with one line quoting bwrap's own reason, before any game, instead of
+    every bot failing to start and every game being forfeited."""
+    folder = tmp_path / "hostile"
+    folder.mkdir()
+    (folder / "hostile.py").write_text(HOSTILE)
+    config = write_config(tmp_path, bot_entry("a", folder, 1, "m") + bot_entry("b", folder, 1, "m"))
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    bwrap = fake / "bwrap"  # what Debian's bwrap says in a default docker container
+    bwrap.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace, likely because the kernel "
+                     "does not allow non-privileged user namespaces.' >&2\nexit 1\n")
+    bwrap.chmod(0o755)
+    done = arena_run(config, {"PATH": f"{fake}:{os.environ['PATH']}"})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "No permissions to create new namespace" in lines[0], done.stderr
+    assert 'sandbox = "none"' in lines[0], lines[0]
+    assert not (tmp_path / "out" / "arena.sqlite").exists()
+
+
 def test_a_sandboxed_bot_whose_folder_holds_the_output_is_refused(tmp_path: Path) -> None:
     config = tmp_path / "cup.toml"
     config.write_text(f'''

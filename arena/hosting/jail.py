@@ -38,12 +38,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+#: Seconds the start-up probe (:meth:`Jail.probe`) may take: a Python that starts and exits at once.
+PROBE_TIMEOUT_S = 60.0
 #: The Debian package that provides ``bwrap``.
 PACKAGE = "bubblewrap"
 #: Where the run's socket folder appears inside every sandbox.
@@ -133,11 +136,34 @@ class Jail:
         socket's path is at most 107 bytes, so not under a deep output folder). Folders left by arena
         processes that are gone (killed with SIGKILL) are removed first.
 
-        :raises JailError: when ``bwrap`` is missing.
+        :raises JailError: when ``bwrap`` is missing, or cannot make a sandbox here (:meth:`probe`).
         """
         bwrap = find_bwrap(path)
         _sweep_stale(Path(tempfile.gettempdir()))
-        return cls(bwrap, Path(tempfile.mkdtemp(prefix=f"allfours-{os.getpid()}-")))
+        jail = cls(bwrap, Path(tempfile.mkdtemp(prefix=f"allfours-{os.getpid()}-")))
+        try:
+            jail.probe()
+        except BaseException:
+            jail.close()
+            raise
+        return jail
+
+    def probe(self) -> None:
+        """Start one empty process in the sandbox, so a ``bwrap`` that cannot make its namespaces here (a
+        container without user namespaces, a kernel that forbids them) stops the run at once, before any
+        game, rather than every bot failing to start and every game being forfeited.
+
+        :raises JailError: one line quoting bwrap's own reason.
+        """
+        try:
+            done = subprocess.run(self.wrap([sys.executable, "-c", "pass"], str(self.sockets)), capture_output=True,
+                                  text=True, timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise JailError(f"bwrap cannot start a sandboxed process here: {e}") from None
+        if done.returncode != 0:
+            said = next((x.strip() for x in done.stderr.splitlines() if x.strip()), f"exit status {done.returncode}")
+            raise JailError(f"bwrap cannot make the bots' sandbox here ({said[:300]}): run the arena where user "
+                            'namespaces are allowed, or opt trusted bots out with sandbox = "none"')
 
     @property
     def referee_socket(self) -> str:
