@@ -6,14 +6,32 @@
 # A bot that cannot be prepared is left out of the tournament, said in one line with the reason
 # (`demo: left out nodejs (…); cpp (…)`), and the others play (output: arena-out/demo-without-…);
 # with every bot seated this is exactly `arena run examples/demo.toml` (output: arena-out/demo).
-# Either way every seated bot runs sandboxed, as demo.toml says (bubblewrap: Debian's `bubblewrap`;
-# without it arena run stops at once with one line naming the package): the generated config keeps
+# Either way every seated bot runs sandboxed, as demo.toml says (bubblewrap: Debian's `bubblewrap`,
+# installed first when missing and this user may; without it arena run stops at once with one line
+# naming the package): the generated config keeps
 # each bot's table, its own folder (cwd) included, and sits beside demo.toml so those paths stay right.
 # Run it with the project installed (`pip install -e .`, the README's command does). Extra arguments
 # go to `arena run`. Exit status: arena run's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 left=()
+
+# The bots' sandbox: Debian's bubblewrap, installed here when missing and this user may (root or sudo),
+# as the README's test command does through scripts/setup.sh; otherwise arena run says in one line
+# which package to install.
+need_bwrap() {
+  command -v bwrap >/dev/null && return 0
+  command -v apt-get >/dev/null || return 0
+  local sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    sudo -n true 2>/dev/null || return 0
+    sudo="sudo -n"
+  fi
+  echo "demo: installing Debian's bubblewrap (the bots' sandbox)" >&2
+  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+      bubblewrap; } >/dev/null 2>&1 || echo "demo: could not install bubblewrap" >&2
+}
+need_bwrap
 
 why_nodejs() {
   command -v node >/dev/null || { echo "no node: install Node.js >= 18 and npm"; return; }
