@@ -16,8 +16,8 @@ environment variables that the arena sets. Modes (``--after N``: once ``N`` deci
   stops reading after Welcome; ``slow``: waits ``--delay-ms`` before each answer.
 - ``garbage``: answers with malformed actions; ``illegal``: first an illegal card, then a legal
   action; ``illegal_forever``: only illegal cards; ``unheld_forever``: only cards it does not hold.
-- ``outofturn``: once, after ``N`` answers, when it leads a trick it also plays another card with seq 0
-  (out of turn); ``resume``: after ``N`` answers drops the connection, reconnects after ``--delay-ms``;
+- ``outofturn``: once, after ``N`` answers, at its first play after which another seat is to act (a
+  card that leaves the trick unfinished) it also plays another card with seq 0 (out of turn); ``resume``: after ``N`` answers drops the connection, reconnects after ``--delay-ms``;
   ``duplicate``: sends each answer twice, and the seq of its own previous request.
 
 Every message received is appended to ``--log`` as one JSON line (for the leak tests). Exit status:
@@ -102,6 +102,14 @@ def _play_card(card: str) -> pb.Action:
     return pb.Action(kind=pb.ACTION_KIND_PLAY, card=card)
 
 
+def _another_acts_next(req: pb.DecisionRequest, choice: pb.Action) -> bool:
+    """Is another seat to act once ``choice`` is played: a card that leaves the trick unfinished (a
+    finished trick's winner may be this seat)? Every seat plays such a card in each trick but the one
+    it plays last, so ``outofturn`` fires in the first trick wherever the seat sits in it."""
+    players = len(req.observation.hand_sizes)
+    return choice.kind == pb.ACTION_KIND_PLAY and len(req.observation.trick) + 1 < players
+
+
 def _answer(b: Behaviour, req: pb.DecisionRequest, rng: random.Random, previous_seq: int,
             due: bool) -> list[pb.PlayRequest]:
     """The messages a bot of mode ``b.mode`` sends for ``req`` (see the module docstring); ``due``:
@@ -124,9 +132,9 @@ def _answer(b: Behaviour, req: pb.DecisionRequest, rng: random.Random, previous_
         out.append(_decision(req.seq, choice))
         if previous_seq:  # a stale seq of this seat's own (a seq sent to another seat is a protocol error)
             out.append(_decision(previous_seq, choice))
-    leads = choice.kind == pb.ACTION_KIND_PLAY and not req.observation.trick
-    if mode == "outofturn" and due and not b.done_once and leads:
-        # Leading: the other seats play next, so this seq-0 play is surely out of turn.
+    if mode == "outofturn" and due and not b.done_once and _another_acts_next(req, choice):
+        # Sent right after the answer on the same stream: the referee has moved on to another seat
+        # when it reads this seq-0 play, so it is surely out of turn (and exposed).
         others = [c for c in req.observation.hand if c != choice.card]
         if others:
             b.done_once = True
