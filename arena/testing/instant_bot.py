@@ -16,8 +16,9 @@ environment variables that the arena sets. Modes (``--after N``: once ``N`` deci
   stops reading after Welcome; ``slow``: waits ``--delay-ms`` before each answer.
 - ``garbage``: answers with malformed actions; ``illegal``: first an illegal card, then a legal
   action; ``illegal_forever``: only illegal cards; ``unheld_forever``: only cards it does not hold.
-- ``outofturn``: once, after ``N`` answers, at its first play after which another seat is to act (a
-  card that leaves the trick unfinished) it also plays another card with seq 0 (out of turn); ``resume``: after ``N`` answers drops the connection, reconnects after ``--delay-ms``;
+- ``outofturn``: after ``N`` answers, at each play after which another seat is to act (a card that
+  leaves the trick unfinished) it also plays another card with seq 0 (out of turn), until a request
+  shows a card of its own exposed (a seq-0 play read late, when it is to act again, is an answer); ``resume``: after ``N`` answers drops the connection, reconnects after ``--delay-ms``;
   ``duplicate``: sends each answer twice, and the seq of its own previous request.
 
 Every message received is appended to ``--log`` as one JSON line (for the leak tests). Exit status:
@@ -76,7 +77,7 @@ class Behaviour:
     keep_log: bool = False
     #: Every message received, as JSON lines (written to ``--log`` at exit), when ``keep_log``.
     log: list[str] = field(default_factory=list)
-    #: The one-off fault (``resume``, ``outofturn``) has happened.
+    #: The one-off fault (``resume``; ``outofturn``: a card of this seat is exposed) has happened.
     done_once: bool = False
 
 
@@ -132,12 +133,13 @@ def _answer(b: Behaviour, req: pb.DecisionRequest, rng: random.Random, previous_
         out.append(_decision(req.seq, choice))
         if previous_seq:  # a stale seq of this seat's own (a seq sent to another seat is a protocol error)
             out.append(_decision(previous_seq, choice))
-    if mode == "outofturn" and due and not b.done_once and _another_acts_next(req, choice):
-        # Sent right after the answer on the same stream: the referee has moved on to another seat
-        # when it reads this seq-0 play, so it is surely out of turn (and exposed).
-        others = [c for c in req.observation.hand if c != choice.card]
-        if others:
-            b.done_once = True
+    if mode == "outofturn" and due and not b.done_once:
+        if any(e.seat == req.observation.seat for e in req.observation.exposed):
+            b.done_once = True  # the referee has exposed a card of this seat: done
+        elif _another_acts_next(req, choice) and (others := [c for c in req.observation.hand if c != choice.card]):
+            # Sent right after the answer: the referee has usually moved on to another seat when it
+            # reads this seq-0 play (exposed); if it comes late (that seat answered first, and this one
+            # is to act again), it is an answer or a rejection, and the next chance tries again.
             out.append(_decision(0, _play_card(others[0])))
     return out
 
