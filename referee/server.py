@@ -60,7 +60,7 @@ from referee import wire
 from referee.dealing import check_seed, fresh_seed
 from referee.match import CLOSE, Connection, Match, SeatUnavailable, now
 from referee.rules.errors import quote
-from referee.streams import Undecodable, add_stream_method, first_message
+from referee.streams import M, Undecodable, add_service, add_stream_method, decoded, first_message
 
 log = structlog.get_logger("referee.server")
 
@@ -377,10 +377,14 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
         self.record_dir = record_dir
         self.accepting = accepting
 
-    async def _auth(self, context: grpc.aio.ServicerContext) -> None:
+    async def _auth(self, request: M | Undecodable, context: grpc.aio.ServicerContext) -> M:
+        """``request`` once the caller's token is checked (UNAUTHENTICATED first, whatever it sent: a
+        caller without the token learns nothing), or INVALID_ARGUMENT in one line for bytes that are not
+        the method's request (registered by :func:`referee.streams.add_service`)."""
         if not _bears_admin_token(context, self.token):
             await context.abort(grpc.StatusCode.UNAUTHENTICATED,
                                 "admin calls need metadata 'authorization: Bearer <admin token>'")
+        return await decoded(request, context)
 
     async def _match(self, match_id: str, context: grpc.aio.ServicerContext) -> Match:
         m = self.registry.matches.get(match_id)
@@ -392,28 +396,28 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
         assert m is not None
         return m
 
-    async def CreateMatch(self, request: pb.CreateMatchRequest,
+    async def CreateMatch(self, request: pb.CreateMatchRequest | Undecodable,
                           context: grpc.aio.ServicerContext) -> pb.CreateMatchResponse:
         """Create a match and start it (it waits ``join_ms`` for its seats).
 
         Errors: UNAUTHENTICATED (token), UNAVAILABLE (shutting down), INVALID_ARGUMENT (bad rules, seat
         names, seed or time control), INTERNAL (the record file cannot be created in the record directory).
         """
-        await self._auth(context)
+        req: pb.CreateMatchRequest = await self._auth(request, context)
         if not self.accepting.is_set():
             await context.abort(grpc.StatusCode.UNAVAILABLE, "the referee is shutting down")
         try:
-            rules = wire.rules_from_pb(request.rules)
-            tc = wire.time_control_from_pb(request.time_control)
-            seed = check_seed(request.seed) if request.seed else fresh_seed()
-            first_dealer = request.first_dealer if request.HasField("first_dealer") else None
-            names = list(request.seat_names)
+            rules = wire.rules_from_pb(req.rules)
+            tc = wire.time_control_from_pb(req.time_control)
+            seed = check_seed(req.seed) if req.seed else fresh_seed()
+            first_dealer = req.first_dealer if req.HasField("first_dealer") else None
+            names = list(req.seat_names)
             if any(not n.strip() for n in names):
                 raise ValueError("seat_names must not be empty strings")
             match_id = uuid.uuid4().hex[:16]
             tickets = [new_ticket() for _ in names]
             path = self.record_dir / f"{match_id}.jsonl" if self.record_dir is not None else None
-            match = Match(match_id, rules, names, request.games or 1, seed, first_dealer, tc, tickets,
+            match = Match(match_id, rules, names, req.games or 1, seed, first_dealer, tc, tickets,
                           record_path=path, on_end=self.registry.ended)
         except ValueError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
@@ -427,12 +431,12 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
                  seed_commitment=match.commitment)
         return pb.CreateMatchResponse(match_id=match_id, seed_commitment=match.commitment, tickets=tickets)
 
-    async def WatchMatch(self, request: pb.WatchMatchRequest,
+    async def WatchMatch(self, request: pb.WatchMatchRequest | Undecodable,
                          context: grpc.aio.ServicerContext) -> AsyncIterator[pb.WatchMatchResponse]:
         """Every public event from the start, then the result (only the result with ``result_only``)."""
-        await self._auth(context)
-        match = await self._match(request.match_id, context)
-        if request.result_only:
+        req: pb.WatchMatchRequest = await self._auth(request, context)
+        match = await self._match(req.match_id, context)
+        if req.result_only:
             yield pb.WatchMatchResponse(result=await match.wait())
             return
         q = match.watch()
@@ -445,7 +449,7 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
         finally:
             match.watchers.discard(q)
 
-    async def GetRecord(self, request: pb.GetRecordRequest,
+    async def GetRecord(self, request: pb.GetRecordRequest | Undecodable,
                         context: grpc.aio.ServicerContext) -> pb.GetRecordResponse:
         """The whole record of a match that is over (``complete`` is then always true).
 
@@ -453,19 +457,19 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
         is not over: the record holds every deck order and rejected actions, which would show hidden
         cards of a running match.
         """
-        await self._auth(context)
-        match = await self._match(request.match_id, context)
+        req: pb.GetRecordRequest = await self._auth(request, context)
+        match = await self._match(req.match_id, context)
         if not match.finished:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
                                 f"match {match.id} is not over ({pb.MatchStatus.Name(match.status)}): its record "
                                 f"holds hidden cards; GetRecord it once WatchMatch has given the result")
         return pb.GetRecordResponse(lines=match.record.lines, complete=True)
 
-    async def ListMatches(self, request: pb.ListMatchesRequest,
+    async def ListMatches(self, request: pb.ListMatchesRequest | Undecodable,
                           context: grpc.aio.ServicerContext) -> pb.ListMatchesResponse:
         """The matches held in memory, oldest first: every running one and the finished ones still
         kept (see :class:`Registry`)."""
-        await self._auth(context)
+        await self._auth(request, context)
         return pb.ListMatchesResponse(matches=[
             pb.MatchSummary(match_id=m.id, status=m.status, seat_names=m.seat_names,
                             seed_commitment=m.commitment) for m in self.registry.matches.values()])
@@ -518,8 +522,8 @@ class RefereeServer:
             prepare_record_dir(self.record_dir)
         server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS)
         add_referee_service(RefereeServicer(self.registry), server)
-        pb_grpc.add_AdminServiceServicer_to_server(
-            AdminServicer(self.registry, self.admin_token, self.record_dir, self._accepting), server)
+        add_service(server, pb.DESCRIPTOR.services_by_name["AdminService"],
+                    AdminServicer(self.registry, self.admin_token, self.record_dir, self._accepting), pb)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         reflection.enable_server_reflection(
             (*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,

@@ -6,7 +6,9 @@ Both are bidirectional streams whose first client message must be one kind of a 
 - :func:`add_stream_method` registers a stream method with a decoder that never raises: bytes that
   do not decode become :class:`Undecodable` (gRPC would otherwise end the stream with UNKNOWN and a
   Python exception's text, or end a running stream as if the peer had gone);
-- :func:`first_message` waits for the first message and refuses a wrong one with one line.
+- :func:`first_message` waits for the first message and refuses a wrong one with one line;
+- :func:`add_service` registers a whole service (the referee's AdminService) with that decoder, so its
+  handlers answer undecodable requests with one line too (:func:`decoded`).
 
 The one-line statuses are documented in docs/protocol.md (the Play and the lobby tables).
 """
@@ -16,10 +18,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import Any, TypeVar
 
 import grpc
+from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.message import DecodeError, Message
+
+M = TypeVar("M", bound=Message)
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,36 @@ def add_stream_method(server: grpc.aio.Server, service: str, method: str, behavi
         response_serializer=response_type.SerializeToString)}
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
     server.add_registered_method_handlers(service, handlers)
+
+
+def add_service(server: grpc.aio.Server, service: ServiceDescriptor, servicer: object, messages: ModuleType) -> None:
+    """Register every method of ``service`` (e.g. ``pb.DESCRIPTOR.services_by_name["AdminService"]``)
+    on ``servicer`` as the generated ``add_*Servicer_to_server`` does, but decoding requests with
+    :func:`tolerant_decoder`: a handler gets an :class:`Undecodable` for bytes that are not its request
+    type (``messages``: the ``*_pb2`` module defining the request and response types)."""
+    handlers = {}
+    for m in service.methods:
+        request, response = getattr(messages, m.input_type.name), getattr(messages, m.output_type.name)
+        kind = _HANDLER_KINDS[(m.client_streaming, m.server_streaming)]
+        handlers[m.name] = kind(getattr(servicer, m.name), request_deserializer=tolerant_decoder(request),
+                                response_serializer=response.SerializeToString)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service.full_name, handlers),))
+    server.add_registered_method_handlers(service.full_name, handlers)
+
+
+_HANDLER_KINDS: dict[tuple[bool, bool], Callable[..., grpc.RpcMethodHandler]] = {
+    (False, False): grpc.unary_unary_rpc_method_handler, (False, True): grpc.unary_stream_rpc_method_handler,
+    (True, False): grpc.stream_unary_rpc_method_handler, (True, True): grpc.stream_stream_rpc_method_handler}
+
+
+async def decoded(request: M | Undecodable, context: grpc.aio.ServicerContext) -> M:
+    """A unary request registered by :func:`add_service`, or the RPC aborted with INVALID_ARGUMENT and
+    :meth:`Undecodable.detail` (``the request is not a CreateMatchRequest (3 bytes that do not decode as
+    allfours.v1.CreateMatchRequest)``)."""
+    if isinstance(request, Undecodable):
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.detail("the request"))
+    assert not isinstance(request, Undecodable)
+    return request
 
 
 async def first_message(context: grpc.aio.ServicerContext, timeout_s: float, expected: str) -> Any:

@@ -316,3 +316,27 @@ def test_a_long_protocol_version_is_quoted_short_in_the_status(referee: RefereeP
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     detail = e.value.details() or ""
     assert len(detail) < 150 and detail.isprintable() and "(60004 chars)" in detail, detail
+
+
+@pytest.mark.parametrize(("method", "streams"), [("CreateMatch", False), ("ListMatches", False),
+                                                 ("GetRecord", False), ("WatchMatch", True)])
+def test_admin_rpcs_answer_undecodable_bytes_in_one_line_after_the_token(referee: RefereeProc, method: str,
+                                                                        streams: bool) -> None:
+    """issue 24, item 9: bytes that are not the Admin request are INVALID_ARGUMENT in one line naming their
+    size, as on Play (not UNKNOWN with Python's DecodeError text); the token is checked first, so a
+    caller without it learns nothing (docs/protocol.md, Admin service)."""
+    path = f"/allfours.v1.AdminService/{method}"
+    kind = referee.channel.unary_stream if streams else referee.channel.unary_unary
+    call = kind(path, request_serializer=lambda b: b, response_deserializer=lambda b: b)
+
+    def status(metadata: tuple[tuple[str, str], ...]) -> tuple[grpc.StatusCode, str]:
+        with pytest.raises(grpc.RpcError) as e:
+            got = call(GARBAGE[0], metadata=metadata, timeout=10)
+            list(got) if streams else got
+        return e.value.code(), e.value.details()
+
+    code, details = status(MD)
+    request = f"{method}Request"
+    assert (code, details) == (grpc.StatusCode.INVALID_ARGUMENT, f"the request is not a {request} (3 bytes that "
+                                                                 f"do not decode as allfours.v1.{request})")
+    assert status((("authorization", "Bearer wrong"),))[0] == grpc.StatusCode.UNAUTHENTICATED
