@@ -142,10 +142,11 @@ class TournamentConfig:
     absolute folder; ``time_control`` holds only the options the config sets (the referee's defaults,
     :class:`referee.wire.TimeControl`, apply to the others); ``source`` is the config file's path.
     ``referees`` lists external referees (``host:port``; empty: the arena starts an embedded one) and
-    ``admin_token_env`` names the environment variable holding their admin token. ``lobby`` is where
-    the lobby listens (``host:port``, port 0: any free one), ``lobby_tls`` the (certificate, key) file
-    paths to serve it with TLS, ``no_show_s`` how long a bot's games wait for its first worker, and
-    ``remote_in_4p`` False refuses remote bots in the 4-player format (their two seats may be one
+    ``admin_token_env`` names the environment variable holding their admin token; ``referee_tls_ca`` the
+    certificate file they serve TLS with (or its CA): the arena and its workers then speak TLS to them.
+    ``lobby`` is where the lobby listens (``host:port``, port 0: any free one), ``lobby_tls`` the
+    (certificate, key) file paths to serve it with TLS, ``no_show_s`` how long a bot's games wait for
+    its first worker, and ``remote_in_4p`` False refuses remote bots in the 4-player format (their two seats may be one
     program: the arena cannot see inside another machine).
     """
 
@@ -170,6 +171,7 @@ class TournamentConfig:
     sprt: SprtSettings | None = None  # format = "sprt" (arena/formats/sprt_run.py); None: a round robin
     lobby: str = DEFAULT_LOBBY
     lobby_tls: tuple[str, str] | None = None
+    referee_tls_ca: str | None = None
     no_show_s: int = DEFAULT_NO_SHOW_S
     remote_in_4p: bool = True
     ladder: LadderSettings | None = None  # format = "ladder" (arena/formats/ladder_run.py)
@@ -302,6 +304,7 @@ _TOURNAMENT_KEYS = {
     "lobby",
     "lobby_tls_cert",
     "lobby_tls_key",
+    "referee_tls_ca",
     "no_show_s",
     "remote_in_4p",
 }
@@ -462,6 +465,7 @@ def parse_config(data: Mapping[str, object], path: str = "<config>", base: Path 
         sprt,
         part.lobby,
         part.lobby_tls,
+        part.referee_tls_ca,
         part.no_show_s,
         part.remote_in_4p,
         ladder,
@@ -575,6 +579,7 @@ class _TournamentPart:
     bot_log_bytes: int
     lobby: str
     lobby_tls: tuple[str, str] | None
+    referee_tls_ca: str | None
     no_show_s: int
     remote_in_4p: bool
 
@@ -712,6 +717,7 @@ def _parse_tournament(p: _Problems, t: Mapping[str, object], base: Path) -> _Tou
         ),
         lobby=p.check(lambda: _parse_lobby(path, t.get("lobby", DEFAULT_LOBBY)), DEFAULT_LOBBY),
         lobby_tls=_parse_lobby_tls(p, t, base),
+        referee_tls_ca=_parse_referee_tls_ca(p, t, base),
         no_show_s=p.check(
             lambda: _int(path, "tournament.no_show_s", t.get("no_show_s", DEFAULT_NO_SHOW_S), 1, 30 * 24 * 3600), 1
         ),
@@ -747,6 +753,15 @@ def _parse_lobby_tls(p: _Problems, t: Mapping[str, object], base: Path) -> tuple
         p.check(lambda: str((base / _str(p.path, "tournament.lobby_tls_key", key)).resolve()), ""),
     )
     return pair if all(pair) else None
+
+
+def _parse_referee_tls_ca(p: _Problems, t: Mapping[str, object], base: Path) -> str | None:
+    """``referee_tls_ca``: the external referees' certificate (or CA) file, resolved against the config's
+    folder (the embedded referee speaks plaintext on this machine whatever it says)."""
+    ca = t.get("referee_tls_ca")
+    if ca is None:
+        return None
+    return p.check(lambda: str((base / _str(p.path, "tournament.referee_tls_ca", ca)).resolve()), None)
 
 
 def _parse_command(p: _Problems, where: str, cmd: object, mode: str) -> tuple[str, ...]:
@@ -877,6 +892,17 @@ def _container(path: str, where: str, b: Mapping[str, object]) -> tuple[str, Lim
                           b.get("memory"))
     pids = _int(path, f"{where}.pids", b.get("pids", limits.pids), 8, 4096)
     return image, Limits(cpus=float(cpus), memory_mb=int(memory), pids=pids)
+
+
+def read_config_file(config: TournamentConfig, key: str, path: str) -> bytes:
+    """The bytes of the file at ``path`` that the config's ``tournament.<key>`` names (a certificate, a key).
+
+    :raises ConfigError: naming ``key`` when the file cannot be read.
+    """
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise ConfigError(config.source, f"tournament.{key}", f"cannot read it: {e.strerror}", path) from None
 
 
 def check_bot_cwds(config: TournamentConfig, output: Path, arena_cwd: Path | None = None) -> None:

@@ -26,7 +26,16 @@ from collections.abc import Sequence
 
 from sdk.bot import bot_name, load_bot
 from sdk.client import ClientError, run_bot
-from sdk.worker import LOBBY_ENV, NAME_ENV, TOKEN_ENV, LobbyWorker, run_workers, sdk_player
+from sdk.worker import (
+    LOBBY_ENV,
+    NAME_ENV,
+    REFEREE_TLS_CA_ENV,
+    TOKEN_ENV,
+    LobbyWorker,
+    referee_tls_ca,
+    run_workers,
+    sdk_player,
+)
 
 #: Environment variable holding the join ticket.
 TICKET_ENV = "ALLFOURS_TICKET"
@@ -107,7 +116,12 @@ def _serve(args: argparse.Namespace, first_bot: object, tls_ca: bytes | None) ->
     """Worker mode: ``args.workers`` lobby workers until they leave; returns the exit status."""
     name = args.name or os.environ.get(NAME_ENV) or bot_name(first_bot)
     version = args.version or str(getattr(first_bot, "version", "") or "0")
-    play = sdk_player(lambda: load_bot(args.bot), name, version, tls_ca)
+    try:
+        referee_ca = referee_tls_ca(tls_ca)
+    except OSError as e:
+        print(f"sdk.run: {REFEREE_TLS_CA_ENV} {os.environ[REFEREE_TLS_CA_ENV]}: {e.strerror}", file=sys.stderr)
+        return 2
+    play = sdk_player(lambda: load_bot(args.bot), name, version, referee_ca)
     played, errors = run_workers(
         lambda stop: LobbyWorker(play, args.arena, args.token, name, version, games=args.games, tls_ca=tls_ca,
                                  reconnect_s=args.reconnect, stop=stop),

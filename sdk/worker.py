@@ -37,8 +37,25 @@ LOBBY_ENV = "ALLFOURS_LOBBY"
 TOKEN_ENV = "ALLFOURS_BOT_TOKEN"
 #: Environment variable holding the bot's name in the tournament config.
 NAME_ENV = "ALLFOURS_BOT_NAME"
-#: Environment variable holding the PEM file of the CA/certificate to trust for TLS (lobby and referee).
+#: Environment variable holding the PEM file of the CA/certificate to trust for TLS (lobby and referee);
+#: set, the lobby is dialled with TLS.
 TLS_CA_ENV = "ALLFOURS_TLS_CA"
+#: Environment variable holding the PEM file to trust for a referee that serves TLS (an Assignment with
+#: ``referee_tls``) when the lobby does not: the arena sets it for its local workers from
+#: ``tournament.referee_tls_ca``; unset, :data:`TLS_CA_ENV`'s file is trusted for both.
+REFEREE_TLS_CA_ENV = "ALLFOURS_REFEREE_TLS_CA"
+
+
+def referee_tls_ca(lobby_ca: bytes | None) -> bytes | None:
+    """The PEM to trust for a TLS referee: :data:`REFEREE_TLS_CA_ENV`'s file, else ``lobby_ca``.
+
+    :raises OSError: if the file cannot be read.
+    """
+    path = os.environ.get(REFEREE_TLS_CA_ENV)
+    if not path:
+        return lobby_ca
+    with open(path, "rb") as f:
+        return f.read()
 #: Environment variable holding the process id of the arena that started this (local) worker.
 PARENT_ENV = "ALLFOURS_WORKER_PARENT"
 

@@ -34,6 +34,7 @@ from arena.config import (
     check_bot_cwds,
     load_config,
     parse_address,
+    read_config_file,
 )
 from arena.formats.sprt_run import SprtRun
 from arena.lobby.tokens import MIN_GIVEN_TOKEN
@@ -247,8 +248,9 @@ def make_runner(
             host, advertise = sandbox.gateway, None
         else:
             host, advertise = embedded_referee_host(config, args, found)
+        tls_ca = read_config_file(config, "referee_tls_ca", config.referee_tls_ca) if config.referee_tls_ca else None
         pool = connect_referees(found, token, timeout, host, advertise,
-                                unix_socket=jail.referee_socket if jail is not None else None)
+                                unix_socket=jail.referee_socket if jail is not None else None, tls_ca=tls_ca)
         isolation = undo.pop_all()
 
     def on_event(message: str) -> None:
@@ -258,7 +260,7 @@ def make_runner(
         console.print(f"referees: {escape(message)}", soft_wrap=True, highlight=False)
 
     # a referee gone from DNS (its container or task died) is retired before a game is sent to it
-    watch = DnsWatch(pool, addresses, token, on_dns).start()
+    watch = DnsWatch(pool, addresses, token, on_dns, tls_ca=tls_ca).start()
 
     def close() -> None:
         watch.stop()

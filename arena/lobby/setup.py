@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from arena.config import ConfigError, TournamentConfig
+from arena.config import ConfigError, TournamentConfig, read_config_file
 from arena.hosting.jail import Jail
 from arena.hosting.sandbox import Sandbox
 from arena.hosting.workers import make_worker_kind
@@ -64,13 +64,6 @@ class LobbySetup:
         self.lobby.stop()
 
 
-def _read(path: str, key: str, config: TournamentConfig) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError as e:
-        raise ConfigError(config.source, f"tournament.{key}", f"cannot read it: {e.strerror}", path) from None
-
-
 def _start_lobby(
     config: TournamentConfig, sandbox: Sandbox | None, loop: asyncio.AbstractEventLoop | None, jail: Jail | None
 ) -> Lobby:
@@ -78,7 +71,7 @@ def _start_lobby(
     tls = None
     if config.lobby_tls is not None:
         cert, key = config.lobby_tls
-        tls = (_read(cert, "lobby_tls_cert", config), _read(key, "lobby_tls_key", config))
+        tls = (read_config_file(config, "lobby_tls_cert", cert), read_config_file(config, "lobby_tls_key", key))
     host, _, port = config.lobby.rpartition(":")
     if sandbox is not None and sandbox.gateway:
         host = sandbox.gateway
@@ -132,7 +125,7 @@ def open_lobby(
     config_dir = str(Path(config.source).resolve().parent)
     setup.ctx = ctx = WorkerContext(
         lobby, log_dir, config_dir, secret_names, secret_values, lobby.wake.set, on_event, config.bot_log_bytes,
-        config.lobby_tls[0] if config.lobby_tls else None, jail,
+        config.lobby_tls[0] if config.lobby_tls else None, config.referee_tls_ca, jail,
     )
     try:
         for kind in kinds.values():

@@ -551,8 +551,10 @@ class GrpcGameRunner:
                     metrics.WORKERS.labels(name).inc()
             else:
                 procs.append(None)
-                referee = self._referee_for(conn, self.bots[name], worker=True)
-                self._assign(referee, worker, created.match_id, seat, ticket, notes)
+                bot = self.bots[name]
+                referee = self._referee_for(conn, bot, worker=True)
+                tls = conn.tls and not (bot.jailed and self.jail is not None)
+                self._assign(referee, tls, worker, created.match_id, seat, ticket, notes)
 
     def _await_result(
         self, conn: RefereeConnection, game: ScheduledGame, mid: str, procs: Sequence[Seat]
@@ -646,9 +648,10 @@ class GrpcGameRunner:
         return (conn.advertise or conn.address) if worker else conn.address
 
     def _assign(
-        self, referee: str, worker: WorkerRef, match_id: str, seat: int, ticket: str, notes: list[str]
+        self, referee: str, tls: bool, worker: WorkerRef, match_id: str, seat: int, ticket: str, notes: list[str]
     ) -> None:
-        """Send ``worker`` the Assignment of ``seat`` on the referee at ``referee`` (a worker that has
+        """Send ``worker`` the Assignment of ``seat`` on the referee at ``referee``, over TLS when ``tls``
+        (an external TLS referee; a sandboxed bot dials the embedded one's unix socket) (a worker that has
         just left gets nothing: the referee then forfeits the seat by no-show, and a note says why)."""
         assert self.lobby is not None
         assignment = lpb.Assignment(
@@ -656,7 +659,7 @@ class GrpcGameRunner:
             seat=seat,
             ticket=ticket,
             referee=referee,
-            referee_tls=False,
+            referee_tls=tls,
             rules=self.rules_pb,
             time_control=self.tc_pb,
         )

@@ -85,7 +85,8 @@ def rpc_status(e: grpc.RpcError) -> str:
 @dataclass
 class RefereeConnection:
     """An admin connection to a referee: ``address`` (``host:port``), ``token``, the Admin stub, and
-    the embedded :class:`referee.server.ThreadedReferee` if the arena started one."""
+    the embedded :class:`referee.server.ThreadedReferee` if the arena started one; ``tls``: the referee
+    serves TLS (its seats' workers are told so in their Assignment)."""
 
     address: str
     token: str
@@ -95,6 +96,7 @@ class RefereeConnection:
     #: the ``host:port`` lobby workers are told to dial (an embedded referee's reachable address;
     #: None: ``address``)
     advertise: str | None = None
+    tls: bool = False
     _closed: bool = field(default=False, repr=False)
 
     @property
@@ -155,9 +157,13 @@ def _wait_for_admin_access(conn: RefereeConnection, timeout: float) -> None:
         time.sleep(0.2)
 
 
-def referee_channel(address: str) -> grpc.Channel:
-    """A channel to the external referee at ``address`` with :data:`REFEREE_CHANNEL_OPTIONS`."""
-    return grpc.insecure_channel(address, options=REFEREE_CHANNEL_OPTIONS)
+def referee_channel(address: str, tls_ca: bytes | None = None) -> grpc.Channel:
+    """A channel to the external referee at ``address`` with :data:`REFEREE_CHANNEL_OPTIONS`; over TLS
+    trusting ``tls_ca`` (PEM) when given."""
+    if tls_ca is None:
+        return grpc.insecure_channel(address, options=REFEREE_CHANNEL_OPTIONS)
+    credentials = grpc.ssl_channel_credentials(root_certificates=tls_ca)
+    return grpc.secure_channel(address, credentials, options=REFEREE_CHANNEL_OPTIONS)
 
 
 def connect_referee(
@@ -166,8 +172,10 @@ def connect_referee(
     timeout: float = CONNECT_TIMEOUT_S,
     host: str = "127.0.0.1",
     unix_socket: str | None = None,
+    tls_ca: bytes | None = None,
 ) -> RefereeConnection:
-    """Connect to the referee at ``address`` with admin ``token``, or start an embedded one.
+    """Connect to the referee at ``address`` with admin ``token``, or start an embedded one; with
+    ``tls_ca`` (PEM: the certificate an external referee serves, or its CA) over TLS.
 
     Without ``address`` a :class:`referee.server.ThreadedReferee` is started in this process on
     ``host`` (default ``127.0.0.1``; the sandbox's gateway when container bots play), port 0, with a
@@ -193,8 +201,12 @@ def connect_referee(
     elif not token:
         raise ValueError("an external referee needs its admin token")
     assert token is not None
-    channel = referee_channel(address) if embedded is None else grpc.insecure_channel(address)
-    conn = RefereeConnection(address, token, channel, pb_grpc.AdminServiceStub(channel), embedded)
+    if embedded is not None:
+        channel = grpc.insecure_channel(address)
+    else:
+        channel = referee_channel(address, tls_ca)
+    tls = embedded is None and tls_ca is not None
+    conn = RefereeConnection(address, token, channel, pb_grpc.AdminServiceStub(channel), embedded, tls=tls)
     try:
         _wait_for_admin_access(conn, timeout)
     except BaseException:
@@ -289,11 +301,12 @@ def connect_referees(
     host: str = "127.0.0.1",
     advertise: str | None = None,
     unix_socket: str | None = None,
+    tls_ca: bytes | None = None,
 ) -> RefereePool:
     """A :class:`RefereePool` of the referees at ``addresses`` (all checked at once, see
-    :func:`connect_referee`), or of one embedded referee on ``host`` (and ``unix_socket``) when
-    ``addresses`` is empty; lobby workers are told to dial that one at ``advertise`` (a host name
-    or IP; None: ``host``).
+    :func:`connect_referee`; over TLS with ``tls_ca``), or of one embedded referee on ``host`` (and
+    ``unix_socket``) when ``addresses`` is empty; lobby workers are told to dial that one at
+    ``advertise`` (a host name or IP; None: ``host``).
 
     :raises RefereeError: naming the first referee that is unreachable or refuses the token.
     """
@@ -301,7 +314,7 @@ def connect_referees(
     try:
         targets: list[str | None] = [*addresses] or [None]
         for address in targets:
-            conns.append(connect_referee(address, token, timeout, host, unix_socket))
+            conns.append(connect_referee(address, token, timeout, host, unix_socket=unix_socket, tls_ca=tls_ca))
             if address is None and advertise:
                 conns[-1].advertise = f"{advertise}:{conns[-1].address.rsplit(':', 1)[1]}"
     except BaseException:
@@ -365,7 +378,7 @@ class DnsWatch:
     docker's DNS drops it at once) is retired, so no game is sent to a vanished address (whose
     connection attempt would stall); an empty or failed answer retires nothing. An address that
     appears (a referee restarted, or scaled up) is connected (:func:`connect_referee`, one
-    authenticated call) and joins the pool. ``on_event`` gets one line for each change.
+    authenticated call, over TLS with ``tls_ca``) and joins the pool. ``on_event`` gets one line for each change.
     """
 
     def __init__(
@@ -376,6 +389,7 @@ class DnsWatch:
         on_event: Callable[[str], None] | None = None,
         interval_s: float = DNS_WATCH_S,
         lookup: Callable[[str, int], list[str]] = lookup_name,
+        tls_ca: bytes | None = None,
     ):
         self.pool = pool
         self.names = [a.removeprefix(DNS_PREFIX).rpartition(":") for a in addresses if a.startswith(DNS_PREFIX)]
@@ -386,6 +400,7 @@ class DnsWatch:
         self.on_event = on_event or (lambda message: None)
         self.interval_s = interval_s
         self.lookup = lookup
+        self.tls_ca = tls_ca
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="referee-dns-watch", daemon=True)
 
@@ -419,7 +434,7 @@ class DnsWatch:
             if self._stop.is_set() or address in alive or (address in self._seen and address not in self._gone):
                 continue
             try:
-                conn = connect_referee(address, self.token, timeout=CONNECT_TIMEOUT_S)
+                conn = connect_referee(address, self.token, timeout=CONNECT_TIMEOUT_S, tls_ca=self.tls_ca)
             except RefereeError:
                 continue  # not answering yet: the next round tries again
             self._seen.add(address)

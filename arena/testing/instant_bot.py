@@ -18,7 +18,8 @@ environment variables that the arena sets. Modes (``--after N``: once ``N`` deci
   action; ``illegal_forever``: only illegal cards; ``unheld_forever``: only cards it does not hold.
 - ``outofturn``: after ``N`` answers, at each play after which another seat is to act (a card that
   leaves the trick unfinished) it also plays another card with seq 0 (out of turn), until a request
-  shows a card of its own exposed (a seq-0 play read late, when it is to act again, is an answer); ``resume``: after ``N`` answers drops the connection, reconnects after ``--delay-ms``;
+  shows a card of its own exposed (a seq-0 play read late, when it is to act again, is an answer);
+  ``resume``: after ``N`` answers drops the connection, reconnects after ``--delay-ms``;
   ``duplicate``: sends each answer twice, and the seq of its own previous request.
 
 Every message received is appended to ``--log`` as one JSON line (for the leak tests). Exit status:
@@ -54,7 +55,7 @@ from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
 from arena.config import ENV_REFEREE, ENV_TICKET
-from sdk.worker import LOBBY_ENV, NAME_ENV, TLS_CA_ENV, TOKEN_ENV, LobbyWorker, WorkerError
+from sdk.worker import LOBBY_ENV, NAME_ENV, TLS_CA_ENV, TOKEN_ENV, LobbyWorker, WorkerError, referee_tls_ca
 
 PROTOCOL_VERSION = "allfours.v1"
 MODES = ("first", "random", "crash", "exit", "hang", "frozen", "slow", "garbage", "illegal", "illegal_forever",
@@ -252,7 +253,7 @@ def _serve_lobby(b: Behaviour, once: str | None) -> int:
     """Worker mode: play assignments until the lobby or the arena goes; a crash ends the process."""
     ca = os.environ.get(TLS_CA_ENV)
     tls_ca = open(ca, "rb").read() if ca else None  # noqa: SIM115 - a small file, read once
-    seats = _Seats(tls_ca)
+    seats = _Seats(referee_tls_ca(tls_ca))
 
     def play_seat(a: lpb.Assignment) -> None:
         seat = Behaviour(b.mode, b.after, b.delay_ms, b.seed, b.protocol)

@@ -202,9 +202,13 @@ function loadProto() {
 
 // Play one seat of one match with `ticket` at `referee` ("host:port"). Resolves once MatchEnd came;
 // rejects with an Error (message: one line) if the seat is refused or the referee stays unreachable.
-function playMatch(proto, referee, ticket, opts) {
+// `tls`: the referee serves TLS (an Assignment's referee_tls): trust ALLFOURS_REFEREE_TLS_CA's file,
+// else ALLFOURS_TLS_CA's.
+function playMatch(proto, referee, ticket, opts, tls = false) {
   return new Promise((resolve, reject) => {
-    const client = new proto.RefereeService(referee, grpc.credentials.createInsecure(), {
+    const ca = process.env.ALLFOURS_REFEREE_TLS_CA || process.env.ALLFOURS_TLS_CA;
+    const creds = tls ? grpc.credentials.createSsl(ca ? fs.readFileSync(ca) : null) : grpc.credentials.createInsecure();
+    const client = new proto.RefereeService(referee, creds, {
       'grpc.keepalive_time_ms': 20000,
       'grpc.keepalive_timeout_ms': 10000,
     });
@@ -357,7 +361,7 @@ function serveLobby(proto, opts) {
         backoff = 100;
       } else if (resp.msg === 'assignment') {
         const a = resp.assignment;
-        playMatch(proto, a.referee, a.ticket, opts)
+        playMatch(proto, a.referee, a.ticket, opts, a.referee_tls)
           .catch((e) => log(`match ${a.match_id}: ${e.message}`))
           .then(() => { if (!over) call.write({ ready: { match_id: a.match_id } }); });
       }

@@ -33,6 +33,9 @@ class WorkerContext:
     log_limit: int = 1 << 20
     #: the lobby's certificate file when it serves TLS (local workers trust it: ALLFOURS_TLS_CA)
     tls_ca: str | None = None
+    #: the external referees' certificate file when they serve TLS (``tournament.referee_tls_ca``; local
+    #: workers trust it for the referee: ALLFOURS_REFEREE_TLS_CA)
+    referee_tls_ca: str | None = None
     #: the process sandbox of sandboxed local workers (:mod:`arena.hosting.jail`), or None
     jail: Jail | None = None
 

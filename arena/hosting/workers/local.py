@@ -33,7 +33,7 @@ from arena.hosting.procs import BotProcess, stop_all
 from arena.hosting.workers.kind import WorkerContext
 from arena.lobby.tokens import token_digest
 from arena.play.environment import expand_command, log_tail, worker_environment
-from sdk.worker import PARENT_ENV, TLS_CA_ENV
+from sdk.worker import PARENT_ENV, REFEREE_TLS_CA_ENV, TLS_CA_ENV
 
 #: Deaths in a row without a finished game after which a bot is broken.
 MAX_DEATHS = 3
@@ -115,6 +115,8 @@ class LocalWorkers:
             env = worker_environment(self.bot, ctx.lobby.address, token, ctx.secret_names, ctx.secret_values)
             if ctx.tls_ca is not None:
                 env[TLS_CA_ENV] = ctx.tls_ca
+            if ctx.referee_tls_ca is not None:  # an external TLS referee (no sandboxed bot plays on one)
+                env[REFEREE_TLS_CA_ENV] = ctx.referee_tls_ca
         slot.starts += 1
         try:
             slot.proc = BotProcess.start(argv, cwd=self.bot.cwd, env=env, log_path=self.log_dir / slot.log_name,
