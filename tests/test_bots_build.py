@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -63,3 +64,21 @@ def test_node_bot_built_from_debian_packages_plays_in_a_container(tmp_path: Path
     played = play_against_random_in_container(tmp_path, "js", tag, 128)
     assert len(played) == 2 and all(g["terminations"] == ["normal", "normal"] for g in played), played
     assert leftovers(client, run_key(tmp_path / "out")) == []
+
+
+@pytest.mark.slow
+def test_a_python_bot_without_requirements_txt_builds(tmp_path: Path) -> None:
+    """issue 24, item 9: requirements.txt is optional (docs/containers.md): a folder with only the bot's
+    module builds (Docker 20.10 failed it: ``COPY failed: no source files were specified``)."""
+    client = docker_client()
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    shutil.copyfile(ROOT / "sample_bots" / "random_bot.py", folder / "plain.py")
+    tag = build_bot(folder, "plainbot", "1", base_image("python"), entry="plain:RandomBot")
+    try:
+        assert client.images.get(tag).labels["org.allfours.bot"] == "plainbot"
+        probe = ["python", "-c", "import plain, sdk; print(plain.RandomBot.__name__)"]
+        out = client.containers.run(tag, entrypoint=probe, remove=True, network_disabled=True)
+        assert out.decode().strip() == "RandomBot"
+    finally:
+        client.images.remove(tag, force=True)

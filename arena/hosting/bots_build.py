@@ -118,6 +118,9 @@ def make_context(build: BotBuild, into: Path, ca_bundle: Path) -> None:
     if build.kind == "python":
         shutil.copyfile(DOCKER_DIR / "bot-python.Dockerfile", into / "Dockerfile")
         (into / "sdk-requirements.txt").write_text(_sdk_requirements(), encoding="utf-8")
+        # Always there (empty without one): the Dockerfile copies it by name (see its header).
+        own = build.folder / "requirements.txt"
+        (into / "bot-requirements.txt").write_bytes(own.read_bytes() if own.is_file() else b"")
         for pkg in (allfours, referee, sdk):
             src = Path(inspect.getfile(pkg)).parent
             shutil.copytree(src, into / "allfours" / src.name, ignore=_SKIP)
