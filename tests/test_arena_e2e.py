@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -19,6 +20,7 @@ import pytest
 
 from referee.dealing import verify_commitment
 from tests.bots.nasty import live_with_tag
+from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -540,3 +542,27 @@ def test_bot_failures_are_counted_and_shown_while_the_progress_bar_runs(tmp_path
     assert any(line.split("│")[1:3] == [" newcomer ", "        0 "] for line in table.splitlines()), table
     page = (out / "leaderboard.html").read_text()
     assert "<h2>Bot failures</h2>" in page and f'<td class="loss">{newcomer["exceptions"]}</td>' in page
+
+
+def test_a_node_stack_trace_shows_its_error_line_in_the_last_output(tmp_path: Path) -> None:
+    """issue 24, item 9: the last output of a Node.js bot that dies of a missing module names the cause
+    (its first error line), not only the trace's last two lines (``}`` and ``Node.js v20``)."""
+    require(shutil.which("node") is not None, "node is not installed (scripts/setup.sh installs it)")
+    cfg = tmp_path / "node.toml"
+    cfg.write_text("""[tournament]
+name = "nodefail"
+players = 2
+games_per_pairing = 2
+output = "out"
+[[bots]]
+name = "nomodule"
+command = ["node", "-e", "require('allfours-no-such-module')"]
+[[bots]]
+name = "instant"
+command = ["{python}", "-m", "arena.testing.instant_bot"]
+""")
+    done = arena(str(cfg), "--bootstrap", "0", "--skip-broken", timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    reasons = " | ".join(r for g in rows(tmp_path / "out") for r in g["reasons"])
+    assert "(last output: Error: Cannot find module 'allfours-no-such-module' | … | " in reasons, reasons
+    assert "Node.js v" in reasons, reasons

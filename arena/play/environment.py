@@ -5,6 +5,7 @@ Admin API), and the last lines of its log quoted when it fails."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
@@ -72,7 +73,9 @@ def worker_environment(
 
 
 def log_tail(path: Path) -> str:
-    """The last :data:`TAIL_LINES` non-empty lines of a log file, joined with `` | `` ('' if none)."""
+    """The last :data:`TAIL_LINES` non-empty lines of a log file, joined with `` | `` ('' if none),
+    after the last error line before them when they do not hold it (a stack trace's cause, e.g. Node's
+    ``Error: Cannot find module 'x'``, ends far above its last lines): ``err | … | tail``."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
@@ -80,6 +83,16 @@ def log_tail(path: Path) -> str:
             text = f.read().decode("utf-8", "replace")
     except OSError:
         return ""
-    lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()][-TAIL_LINES:]
-    out = " | ".join(lines)
-    return out if len(out) <= TAIL_CHARS else "…" + out[-TAIL_CHARS:]
+    lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+    tail = " | ".join(lines[-TAIL_LINES:])
+    named = any(_ERROR_LINE.match(x) for x in lines[-TAIL_LINES:])
+    cause = None if named else next((x for x in reversed(lines[:-TAIL_LINES]) if _ERROR_LINE.match(x)), None)
+    if cause is not None:
+        cause = cause if len(cause) <= TAIL_CHARS // 2 else cause[: TAIL_CHARS // 2] + "…"
+        tail = tail if len(cause) + len(tail) <= TAIL_CHARS else "…" + tail[-(TAIL_CHARS - len(cause)):]
+        return f"{cause} | … | {tail}"
+    return tail if len(tail) <= TAIL_CHARS else "…" + tail[-TAIL_CHARS:]
+
+
+#: A line that names an error: ``Error: …``, ``TypeError: …``, ``ModuleNotFoundError: …``, ``java.io.IOException: …``.
+_ERROR_LINE = re.compile(r"[\w.$]*(Error|Exception)(\s*\[\w+\])?: \S")
