@@ -35,6 +35,7 @@ from sdk.worker import (
     referee_tls_ca,
     run_workers,
     sdk_player,
+    warn_secret_in_argv,
 )
 
 #: Environment variable holding the join ticket.
@@ -73,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the command line, load the bot and play (see the module docstring). :returns: the exit status."""
     p = _parser()
+    warn_secret_in_argv("sdk.run", sys.argv[1:] if argv is None else argv, "--token", TOKEN_ENV)
     args = p.parse_args(argv)
     tls_ca = None
     if args.tls_ca:

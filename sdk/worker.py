@@ -19,9 +19,10 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import grpc
 
@@ -44,6 +45,14 @@ TLS_CA_ENV = "ALLFOURS_TLS_CA"
 #: ``referee_tls``) when the lobby does not: the arena sets it for its local workers from
 #: ``tournament.referee_tls_ca``; unset, :data:`TLS_CA_ENV`'s file is trusted for both.
 REFEREE_TLS_CA_ENV = "ALLFOURS_REFEREE_TLS_CA"
+
+
+def warn_secret_in_argv(prog: str, argv: Sequence[str], option: str, instead: str) -> None:
+    """One line on stderr when ``option`` (``--token``) was given in ``argv``: a command line shows in
+    ``ps`` to every local user, the environment (``instead``: where to put it) does not."""
+    if any(a == option or a.startswith(option + "=") for a in argv):
+        print(f"{prog}: warning: {option} is visible to every local user (ps); set {instead} instead",
+              file=sys.stderr, flush=True)
 
 
 def referee_tls_ca(lobby_ca: bytes | None) -> bytes | None:

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = """[tournament]
@@ -44,3 +47,41 @@ def test_token_from_env(tmp_path: Path) -> None:
         rows = db.execute("select bot, digest from bot_tokens").fetchall()
     assert rows == [("far", hashlib.sha256(good.encode()).hexdigest())]
     assert token(cfg, "near", value=good).returncode == 2  # not a remote bot
+
+
+def _warnings(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if "visible to every local user" in line]
+
+
+def test_a_token_on_the_command_line_is_warned_about_in_one_line(tmp_path: Path) -> None:
+    """issue 24, item 9: a token in argv shows in ``ps`` to every local user: sdk.run, the Node.js bot
+    and ``arena run`` warn in one stderr line naming the environment variable; none from the variable."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    lobby = "127.0.0.1:9"  # discard port on loopback: nothing listens, the worker gives up at once
+    sdk_run = [sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--arena", lobby,
+               "--reconnect", "0"]
+    given = subprocess.run([*sdk_run, "--token", "tok-argv-1234567890"], capture_output=True, text=True,
+                           timeout=60, env=env, cwd=ROOT)
+    assert _warnings(given.stderr) == ["sdk.run: warning: --token is visible to every local user (ps); "
+                                       "set ALLFOURS_BOT_TOKEN instead"]
+    from_env = subprocess.run(sdk_run, capture_output=True, text=True, timeout=60, cwd=ROOT,
+                              env={**env, "ALLFOURS_BOT_TOKEN": "tok-env-1234567890"})
+    assert from_env.stderr and _warnings(from_env.stderr) == []
+    # The warning comes first, before the config is read (this one does not exist).
+    arena_run = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(tmp_path / "none.toml"),
+                                "--admin-token", "adm-argv-1234567890"], capture_output=True, text=True,
+                               timeout=60, env=env, cwd=ROOT)
+    assert arena_run.returncode == 2
+    assert _warnings(arena_run.stderr) == ["arena: warning: --admin-token is visible to every local user (ps); "
+                                           "set the admin token's environment variable instead"]
+    require(shutil.which("node") is not None and (ROOT / "sample_bots/js/node_modules").is_dir(),
+            "node or sample_bots/js/node_modules missing (npm ci --prefix sample_bots/js)")
+    node = subprocess.Popen(["node", "sample_bots/js/bot.js", "--arena", lobby, "--token", "tok-argv-1234567890"],
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
+    try:
+        assert node.stderr is not None
+        first = node.stderr.readline().strip()  # printed at start; then it dials the lobby for 300 s
+    finally:
+        node.kill()
+        node.wait(10)
+    assert first == "bot.js: warning: --token is visible to every local user (ps); set ALLFOURS_BOT_TOKEN instead"

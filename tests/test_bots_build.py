@@ -68,7 +68,7 @@ def test_node_bot_built_from_debian_packages_plays_in_a_container(tmp_path: Path
 
 @pytest.mark.slow
 def test_a_python_bot_without_requirements_txt_builds(tmp_path: Path) -> None:
-    """issue 24, item 9: requirements.txt is optional (docs/containers.md): a folder with only the bot's
+    """issue 24, item 9: requirements.txt is optional (docs/deploy.md): a folder with only the bot's
     module builds (Docker 20.10 failed it: ``COPY failed: no source files were specified``)."""
     client = docker_client()
     folder = tmp_path / "plain"

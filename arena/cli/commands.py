@@ -762,6 +762,10 @@ def _check_bots(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``arena`` console script; returns the exit status."""
+    from sdk.worker import warn_secret_in_argv
+
+    warn_secret_in_argv("arena", sys.argv[1:] if argv is None else argv, "--admin-token",
+                        "the admin token's environment variable")
     args = parser().parse_args(argv)
     console = make_console()
     err = make_console(stderr=True)

@@ -63,7 +63,11 @@ function parseArgs(argv) {
     if (a === '--referee') opts.referee = next();
     else if (a === '--ticket') opts.ticket = next();
     else if (a === '--arena') opts.arena = next();
-    else if (a === '--token') opts.token = next();
+    else if (a === '--token') {
+      // argv shows in `ps` to every local user; the environment does not
+      process.stderr.write('bot.js: warning: --token is visible to every local user (ps); set ALLFOURS_BOT_TOKEN instead\n');
+      opts.token = next();
+    }
     else if (a === '--name') opts.name = next();
     else if (a === '--version') opts.version = next();
     else if (a === '--connect-timeout-ms') opts.connectTimeoutMs = Number(next());
