@@ -222,3 +222,55 @@ def test_context_helpers() -> None:
         assert ctx.trump is not None
     assert isinstance(plays[0].rng, random.Random)
     assert parse_action(str(plays[0].legal[0])) == plays[0].legal[0]
+
+
+GOAWAY_CLIENT = """
+import sys, time
+import sdk  # as a bot or worker does, before grpc
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+ch = grpc.insecure_channel(sys.argv[1], options=[("grpc.keepalive_time_ms", 500),
+                                                 ("grpc.keepalive_permit_without_calls", 1),
+                                                 ("grpc.http2.max_pings_without_data", 0)])
+watch = health_pb2_grpc.HealthStub(ch).Watch(health_pb2.HealthCheckRequest())
+next(watch)
+print("watching", flush=True)
+try:
+    next(watch)
+except grpc.RpcError as e:
+    print("ended", e.code().name, file=sys.stderr, flush=True)
+"""
+
+
+@pytest.mark.parametrize("user_setting", [None, "INFO"])
+def test_grpc_core_lines_below_warnings_are_quiet_unless_the_user_asks(user_setting: str | None) -> None:
+    """issue 24, item 9: a bot process importing the SDK sets GRPC_VERBOSITY=ERROR unless it is set, so
+    gRPC's INFO lines (``Got goaway``, here from a referee's too_many_pings GOAWAY) stay out of its
+    output; errors still show, and a user's own setting wins."""
+    import os
+    import subprocess
+    import sys
+    from concurrent import futures
+    from pathlib import Path
+
+    import grpc
+    from grpc_health.v1 import health, health_pb2_grpc
+
+    from referee.server import SERVER_OPTIONS
+
+    server = grpc.server(futures.ThreadPoolExecutor(2), options=SERVER_OPTIONS)
+    health_pb2_grpc.add_HealthServicer_to_server(health.HealthServicer(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    env = {k: v for k, v in os.environ.items() if k != "GRPC_VERBOSITY"}
+    if user_setting:
+        env["GRPC_VERBOSITY"] = user_setting
+    root = Path(__file__).resolve().parents[1]
+    client = subprocess.Popen([sys.executable, "-c", GOAWAY_CLIENT, f"127.0.0.1:{port}"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env={**env, "PYTHONPATH": str(root)}, cwd=root)
+    try:
+        _, err = client.communicate(timeout=120)  # the server sends GOAWAY too_many_pings within seconds
+    finally:
+        server.stop(0)
+    assert "ended UNAVAILABLE" in err and "too_many_pings" in err, err  # the ERROR line shows
+    assert ("Got goaway" in err) == (user_setting == "INFO"), err
