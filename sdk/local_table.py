@@ -67,11 +67,16 @@ class LocalResult:
         for seat, name in enumerate(self.bots):
             lines.append(f"seat {seat} (side {seat % 2}): {name}")
         for g in self.match.games:
-            lines.append(f"game {g.game}: {g.scores[0]}-{g.scores[1]}, side {g.winner} wins")
+            lines.append(f"game {g.game}: {g.scores[0]}-{g.scores[1]}, {self.side(g.winner)} wins")
         w = self.match.wins
-        who = "a tie" if self.match.winner is None else f"side {self.match.winner} wins the match"
-        lines.append(f"games won: side 0 {w[0]}, side 1 {w[1]}: {who}")
+        who = "a tie" if self.match.winner is None else f"{self.side(self.match.winner)} wins the match"
+        lines.append(f"games won: {self.side(0)} {w[0]}, {self.side(1)} {w[1]}: {who}")
         return "\n".join(lines)
+
+    def side(self, side: int) -> str:
+        """``side 0 (HeuristicBot)``: a side and the bots in its seats (``A & B`` when partners differ)."""
+        names = dict.fromkeys(n for seat, n in enumerate(self.bots) if seat % 2 == side)
+        return f"side {side} ({' & '.join(names)})"
 
 
 def seed_bytes(seed: bytes | str | int | None) -> bytes:

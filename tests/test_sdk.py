@@ -274,3 +274,16 @@ def test_grpc_core_lines_below_warnings_are_quiet_unless_the_user_asks(user_sett
         server.stop(0)
     assert "ended UNAVAILABLE" in err and "too_many_pings" in err, err  # the ERROR line shows
     assert ("Got goaway" in err) == (user_setting == "INFO"), err
+
+
+def test_local_summary_names_the_bot_of_each_winning_side(capsys: pytest.CaptureFixture[str]) -> None:
+    """issue 24, item 9: ``python -m sdk.local`` says which bot won, not only ``side 0 wins``."""
+    assert main(["sample_bots.heuristic:HeuristicBot", "sample_bots.random_bot:RandomBot", "--players", "2",
+                 "--games", "3", "--seed", "7"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    names = {0: "side 0 (heuristic)", 1: "side 1 (random)"}
+    games = [x for x in out if x.startswith("game ")]
+    assert len(games) == 3 and all(any(x.endswith(f", {n} wins") for n in names.values()) for x in games), games
+    last = out[-1]
+    assert last.startswith(f"games won: {names[0]} ") and f", {names[1]} " in last, last
+    assert last.endswith(("(heuristic) wins the match", "(random) wins the match", "a tie")), last
