@@ -5,8 +5,9 @@ Protocol (proto/allfours/v1/lobby.proto, docs/protocol.md "Workers and the lobby
 Assignments; for each, play the seat on the referee's ``Play`` stream with the ticket (the same
 :class:`sdk.client.BotClient` a per-game bot uses), then send Ready. A lost lobby connection (the
 arena restarting) is dialled again with back-off for ``reconnect_s`` seconds; a refused token or
-registration (UNAUTHENTICATED, INVALID_ARGUMENT, RESOURCE_EXHAUSTED) ends the worker with
-:class:`WorkerError` at once.
+registration (UNAUTHENTICATED, INVALID_ARGUMENT, a message over the lobby's 16 KiB limit:
+RESOURCE_EXHAUSTED) ends the worker with :class:`WorkerError` at once; a full pool (RESOURCE_EXHAUSTED
+"… workers connected: dial again later") is dialled again like a lost lobby.
 
 Environment (set by the arena for its own local workers; a remote worker may use them too):
 ``ALLFOURS_LOBBY`` (``host:port``), ``ALLFOURS_BOT_TOKEN``, ``ALLFOURS_BOT_NAME``, and
@@ -68,10 +69,21 @@ def referee_tls_ca(lobby_ca: bytes | None) -> bytes | None:
 #: Environment variable holding the process id of the arena that started this (local) worker.
 PARENT_ENV = "ALLFOURS_WORKER_PARENT"
 
-#: Codes after which dialling again cannot help.
+#: Codes after which dialling again cannot help (RESOURCE_EXHAUSTED: see :func:`is_final`).
 FATAL_CODES = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.INVALID_ARGUMENT,
                grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNIMPLEMENTED,
                grpc.StatusCode.PERMISSION_DENIED)
+#: The lobby's refusal of one worker too many (docs/protocol.md): RESOURCE_EXHAUSTED, but a worker
+#: may leave, so it is worth dialling again; any other RESOURCE_EXHAUSTED (a message over the lobby's
+#: 16 KiB receive limit: ``Received message larger than max``) is final.
+POOL_FULL = "workers connected: dial again later"
+
+
+def is_final(code: grpc.StatusCode, details: str | None) -> bool:
+    """Whether the lobby's refusal ``code`` with ``details`` ends the worker (dialling again cannot help)."""
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and POOL_FULL in (details or ""):
+        return False
+    return code in FATAL_CODES
 
 #: Plays one assignment to its end; errors it raises are logged and the worker carries on.
 PlaySeat = Callable[[lpb.Assignment], None]
@@ -142,7 +154,7 @@ class LobbyWorker:
                 except grpc.RpcError as e:
                     code = e.code()
                     why = f"{code.name}: {e.details()}"
-                    if code in FATAL_CODES:
+                    if is_final(code, e.details()):
                         raise WorkerError(f"lobby {self.lobby} refused the worker: {why}") from None
                 if self._registered:  # a session that got as far as Registered, however it ended
                     window_end = time.monotonic() + self.reconnect_s

@@ -10,6 +10,7 @@ no_show; the lobby drops a frozen worker within 15 s.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import signal
@@ -21,6 +22,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -527,3 +529,68 @@ def test_a_new_token_never_starts_with_a_dash(monkeypatch: pytest.MonkeyPatch) -
     made = iter(["-" + "a" * 31, "b" * 32])
     monkeypatch.setattr(tokens_module.secrets, "token_urlsafe", lambda n: next(made))
     assert tokens_module.new_token() == "b" * 32
+
+
+def test_a_full_pool_is_retried_and_an_oversized_message_is_final(lobby: Lobby,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """issue 24, item 9: both are RESOURCE_EXHAUSTED (docs/protocol.md): "already has N workers" is worth
+    dialling again (a worker may leave), a message over the lobby's 16 KiB limit never is."""
+    from sdk.worker import LobbyWorker, WorkerError
+
+    token = lobby.tokens.issue("alpha")
+    big = LobbyWorker(lambda a: None, lobby.address, token, "alpha" * 4000, reconnect_s=60)
+    with pytest.raises(WorkerError) as e:
+        big.run()  # at once: dialling again would send the same 20 kB
+    assert "RESOURCE_EXHAUSTED" in str(e.value) and "16384" in str(e.value), e.value
+    monkeypatch.setattr(lobby_module, "MAX_WORKERS_PER_BOT", 1)
+    with grpc.insecure_channel(lobby.address) as ch:
+        leave = threading.Event()
+
+        def held_open() -> Iterator[lpb.ConnectRequest]:
+            yield register(token, "alpha")
+            leave.wait(120)  # the stream stays open (a half-close leaves the lobby)
+
+        first = lpb_grpc.LobbyServiceStub(ch).Connect(held_open(), timeout=120)
+        assert next(first).WhichOneof("msg") == "registered"
+        assert refusal(lobby, register(token, "alpha")) == (
+            grpc.StatusCode.RESOURCE_EXHAUSTED, "bot 'alpha' already has 1 workers connected: dial again later")
+        second = LobbyWorker(lambda a: None, lobby.address, token, "alpha", reconnect_s=60)
+        errors: list[str] = []
+        thread = threading.Thread(target=_run_collecting, args=(second, errors))
+        retries = _Retries()
+        logging.getLogger("sdk.worker").addHandler(retries)
+        logging.getLogger("sdk.worker").setLevel(logging.INFO)
+        thread.start()
+        try:
+            assert retries.refused.wait(60) or errors, "the second worker was not refused"
+            assert not errors, errors  # refused, and dialling again (it was final: WorkerError)
+            first.cancel()  # the first worker leaves: the second, dialling again, takes its place
+            leave.set()
+            deadline = time.monotonic() + 60
+            while not second.worker_id and thread.is_alive() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert second.worker_id and not errors, errors
+        finally:
+            logging.getLogger("sdk.worker").removeHandler(retries)
+            second.stop.set()
+            lobby.stop()
+            thread.join(30)
+
+
+class _Retries(logging.Handler):
+    """Sets ``refused`` once the worker logs that it dials again after RESOURCE_EXHAUSTED."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refused = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "RESOURCE_EXHAUSTED" in record.getMessage():
+            self.refused.set()
+
+
+def _run_collecting(worker: Any, errors: list[str]) -> None:
+    try:
+        worker.run()
+    except Exception as e:
+        errors.append(str(e))

@@ -288,7 +288,7 @@ class Lobby:
         with self._lock:
             if sum(w.bot == bot for w in self._workers.values()) >= MAX_WORKERS_PER_BOT:
                 raise _Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                               f"bot {bot!r} already has {MAX_WORKERS_PER_BOT} workers connected")
+                               f"bot {bot!r} already has {MAX_WORKERS_PER_BOT} workers connected: dial again later")
             w = WorkerRef(f"w{next(self._ids)}", bot, reg.bot_version[:64], peer[:100], token_digest(reg.token))
             self._workers[w.worker_id] = w
         log.info("lobby_worker_registered", worker=w.worker_id, bot=bot, peer=w.peer)

@@ -382,7 +382,10 @@ function serveLobby(proto, opts) {
       backoff = Math.min(backoff * 2, 5000);
     };
     call.on('error', (err) => {
-      if (LOBBY_FATAL.has(err.code)) {
+      // RESOURCE_EXHAUSTED is final for a message over the lobby's 16 KiB limit, but not for a full
+      // pool ("… workers connected: dial again later"): a worker may leave (docs/protocol.md).
+      const poolFull = err.code === grpc.status.RESOURCE_EXHAUSTED && /workers connected: dial again later/.test(err.details || '');
+      if (LOBBY_FATAL.has(err.code) && !poolFull) {
         console.error(`bot.js: lobby ${opts.arena} refused the worker: ${err.details || err.message}`);
         process.exit(1);
       }
