@@ -16,7 +16,7 @@ import re
 import string
 import tomllib
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, TypeVar
@@ -855,19 +855,33 @@ def _parse_bots(p: _Problems, bots_raw: object, base: Path, token_env: str) -> t
         p.add("bots", "need at least two [[bots]] entries", shown)
         if not isinstance(bots_raw, list):
             return ()
-    bots: list[BotSpec] = []
-    seen: set[str] = set()
+    bots: list[tuple[str, BotSpec]] = []
     for k, b in enumerate(bots_raw):
         where = f"bots[{k}]"
         if not isinstance(b, dict):
             p.add(where, "must be a table", b)
             continue
-        bot = _parse_bot(p, where, b, base, token_env)
-        if bot.name and bot.name in seen:
-            p.add(f"{where}.name", "duplicate bot name", bot.name)
-        seen.add(bot.name)
-        bots.append(bot)
-    return tuple(bots)
+        bots.append((where, _parse_bot(p, where, b, base, token_env)))
+    return _entrants(p, bots)
+
+
+def _entrants(p: _Problems, bots: list[tuple[str, BotSpec]]) -> tuple[BotSpec, ...]:
+    """The bots as entrants: a name given once is the entrant's name; a name given with several
+    versions (the SPRT's candidate and baseline, a league's old and new) makes one entrant per version,
+    named ``name@version`` (e.g. ``heuristic@2``) in results, ratings, tokens and logs. The same
+    name and version twice is noted in ``p`` (``duplicate bot name``)."""
+    versions: dict[str, list[str]] = {}
+    for where, bot in bots:
+        if bot.name and bot.version in versions.setdefault(bot.name, []):
+            p.add(f"{where}.name", f"duplicate bot name (and version {bot.version!r}: give each a version "
+                                   "of its own to enter both, as name@version)", bot.name)
+        versions.setdefault(bot.name, []).append(bot.version)
+    out: list[BotSpec] = []
+    for _, bot in bots:
+        if len(set(versions.get(bot.name, []))) > 1:
+            bot = replace(bot, name=f"{bot.name}@{bot.version}")
+        out.append(bot)
+    return tuple(out)
 
 
 def _container(path: str, where: str, b: Mapping[str, object]) -> tuple[str, Limits]:

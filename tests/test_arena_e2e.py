@@ -566,3 +566,27 @@ command = ["{python}", "-m", "arena.testing.instant_bot"]
     reasons = " | ".join(r for g in rows(tmp_path / "out") for r in g["reasons"])
     assert "(last output: Error: Cannot find module 'allfours-no-such-module' | … | " in reasons, reasons
     assert "Node.js v" in reasons, reasons
+
+
+def test_two_versions_of_one_bot_play_as_name_at_version_entrants(tmp_path: Path) -> None:
+    """issue 24, item 9: one name with two versions is two entrants, ``name@version`` (the SPRT's
+    candidate and baseline, a league's old and new version); one name twice with one version is refused."""
+    head = """[tournament]
+name = "versions"
+players = 2
+games_per_pairing = 2
+output = "out"
+"""
+    bot = '\n[[bots]]\nname = "instant"\nversion = "{v}"\ncommand = ["{{python}}", "-m", "arena.testing.instant_bot"]\n'
+    cfg = tmp_path / "v.toml"
+    cfg.write_text(head + bot.format(v="1") + bot.format(v="2"))
+    done = arena(str(cfg), "--bootstrap", "0", timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    games = rows(tmp_path / "out")
+    assert len(games) == 2 and {(g["a"], g["b"]) for g in games} == {("instant@1", "instant@2"),
+                                                                      ("instant@2", "instant@1")}
+    assert all(g["terminations"] == ["normal", "normal"] for g in games), games
+    assert "instant@1" in done.stdout and "instant@2" in done.stdout
+    cfg.write_text(head + bot.format(v="1") + bot.format(v="1"))
+    again = arena(str(cfg), "--bootstrap", "0", timeout=120)
+    assert again.returncode == 2 and "bots[1].name" in again.stderr and "duplicate" in again.stderr, again.stderr
