@@ -93,6 +93,45 @@ def _environment(pgrep_line: str) -> list[str]:
     return raw.decode(errors="replace").split("\0")
 
 
+CANARY = """
+import socket
+srv = socket.create_server(("0.0.0.0", 8080))
+print("listening", flush=True)
+while True:
+    srv.accept()[0].close()
+    print("accepted", flush=True)
+"""
+
+
+class Canary:
+    """Stands for the internet: a listener in a container on docker's default bridge, which a bot's
+    container could reach only through the host's forwarding (as any address beyond the machine)."""
+
+    def __init__(self, client: Any, image: str):
+        self.client = client
+        self.container = client.containers.run(image, entrypoint=["python", "-c", CANARY], detach=True,
+                                               labels={"org.allfours.test": "canary"}, network="bridge")
+        deadline = time.monotonic() + 60
+        while b"listening" not in self.container.logs() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.container.reload()
+        self.address = f"{self.container.attrs['NetworkSettings']['Networks']['bridge']['IPAddress']}:8080"
+
+    def reachable_from_a_plain_container(self) -> bool:
+        """The control: a container on the same default bridge connects."""
+        ip, port = self.address.split(":")
+        probe = f"import socket; socket.create_connection(('{ip}', {port}), timeout=10); print('ok')"
+        out = self.client.containers.run(self.container.image.id, entrypoint=["python", "-c", probe], remove=True,
+                                         network="bridge")
+        return bool(out.decode().strip() == "ok")
+
+    def accepted(self) -> int:
+        return int(self.container.logs().decode().count("accepted"))
+
+    def close(self) -> None:
+        self.container.remove(force=True)
+
+
 class HostService:
     """A TCP service of the host on docker0's address (a docker network, never the outside): the
     probe bots try it; an internal bridge would reach it but for the sandbox's INPUT rule."""
@@ -125,22 +164,28 @@ class HostService:
 
 def test_probing_bots_reach_nothing_but_the_referee(client: Any, hostile_image: str, tmp_path: Path) -> None:
     """4 players, two container bots (so each side's partners are two containers of one bot): no bot
-    reaches the internet, the host's other services, another container (its partner's included), the
-    arena's database or an admin token; every game is played to a normal end."""
+    reaches the internet (a canary on another docker network, reached only by forwarding: no test sends
+    anything outside this machine, issue 24, item 9), the host's other services, another container (its
+    partner's included), the arena's database or an admin token; every game is played to a normal end."""
     host = HostService(client)
+    outside = Canary(client, hostile_image)
     try:
         with socket.create_connection(tuple(host.address.rsplit(":", 1)), timeout=5):  # the control: it is up
             pass
+        assert outside.reachable_from_a_plain_container(), "the control: the canary listens"
         db = tmp_path / "out" / "arena.sqlite"
-        env = f'env = {{ HOSTILE = "probe", PROBE_HOST = "{host.address}", PROBE_DB = "{db}" }}'
+        env = (f'env = {{ HOSTILE = "probe", PROBE_HOST = "{host.address}", PROBE_DB = "{db}", '
+               f'PROBE_OUTSIDE = "{outside.address}" }}')
         cfg = write_config(tmp_path, 4, [
             f'[[bots]]\nname = "a"\nimage = "{hostile_image}"\n{env}\n',
             f'[[bots]]\nname = "b"\nimage = "{hostile_image}"\n{env}\n',
         ], gpp=2, concurrency=1)
         r = run_arena(cfg)
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+        assert outside.accepted() == 1, "only the control connection reached the canary"
     finally:
         host.close()
+        outside.close()
     assert host.accepted == 1, "only the test's own control connection reached the host service"
     played = games(tmp_path / "out")
     assert len(played) == 2

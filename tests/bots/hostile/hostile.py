@@ -4,8 +4,10 @@ The attack is chosen by the environment variable ``HOSTILE`` (the tournament con
 prints one ``PROBE <what>: <outcome>`` line per finding to stdout, which the arena copies to the
 seat's log. Between attacks it plays a random legal action.
 
-- ``probe`` (at start, before joining): listens on TCP :data:`PEER_PORT`; tries the internet
-  (``192.0.2.1:80``, a TEST-NET address: no packet can leave a correctly isolated container), the host
+- ``probe`` (at start, before joining): listens on TCP :data:`PEER_PORT`; tries "the internet": the
+  canary ``PROBE_OUTSIDE`` (``ip:port``), a listener the test runs in a container on another docker
+  network, reached only through the host's forwarding as the internet would be (no test sends a
+  packet to an address outside this machine, not even a reserved one); the host
   (``PROBE_HOST`` = ``ip:port``, a service the test runs on the network's gateway), every other
   address of its /24 on :data:`PEER_PORT` (the other bots' and its partner's containers), its own
   address (the control: the scan does find a listener it may reach), the arena's database
@@ -71,7 +73,8 @@ def probe() -> None:
     """Run every probe of the ``probe`` attack (see the module docstring)."""
     threading.Thread(target=_listen, daemon=True).start()
     time.sleep(3.0)  # the other seats' containers start their listeners meanwhile
-    report("internet", try_connect("192.0.2.1", 80))
+    outside, outside_port = os.environ["PROBE_OUTSIDE"].rsplit(":", 1)
+    report("internet", try_connect(outside, int(outside_port)))
     host, port = os.environ["PROBE_HOST"].rsplit(":", 1)
     report("host", try_connect(host, int(port)))
     me = own_address()
