@@ -91,7 +91,8 @@ def test_fingerprint_ignores_how_bots_start_but_not_what_they_are(tmp_path: Path
         ('master_seed = "' + "ab" * 32, 'master_seed = "' + "ab" * 31, "tournament.master_seed", "abab"),
         ("concurrency = 3", "concurrency = 0", "tournament.concurrency", "0"),
         ('command = ["node", "bot.js"]', 'command = "node bot.js"', "bots[1].command", "'node bot.js'"),
-        ('name = "node"', 'name = "random"', "bots[1].name", "'random'"),
+        # one name twice with one version (with two versions they are two entrants: name@version)
+        ('name = "node"\nversion = "2"', 'name = "random"\nversion = "1.0"', "bots[1].name", "'random'"),
         # a container bot runs its image: a command beside it would be ignored, so it is refused
         ('cwd = "bots/js"', 'image = "ghcr.io/x/bot:1"', "bots[1].command", "image's entry point"),
         ('cwd = "bots/js"', 'cpus = 1', "bots[1].cpus", "container limit"),
