@@ -48,3 +48,45 @@ def test_every_return_form_the_docs_list(choice: object, action: object) -> None
     assert resolve_choice(choice, legal) == action  # type: ignore[arg-type]
     with pytest.raises(IllegalChoice):
         resolve_choice(choice, tuple(a for a in legal if a != action))  # type: ignore[arg-type]
+
+
+BOT_AUTHORS = DOC.parent / "bot-authors.md"
+
+
+@pytest.mark.slow
+def test_bot_authors_python_path_runs_as_written(tmp_path: Path) -> None:
+    """issue 24, item 9: docs/bot-authors.md's Python steps, followed literally in a copy of the
+    repository's layout (mybot.py at the root, the config beside the demo): the tournament runs and
+    mybot plays in it (a copy of demo.toml at the root broke: its paths are relative to its folder)."""
+    import shutil
+    import subprocess
+    import sys
+
+    doc = BOT_AUTHORS.read_text()
+    root = DOC.parent.parent
+    section = doc[doc.index("## Python"):doc.index("## Any language")]
+    (tmp_path / "mybot.py").write_text(re.search(r"```python\n(.*?)```", section, re.S).group(1)  # type: ignore[union-attr]
+                                       .replace("\n   ", "\n").removeprefix("   "))
+    for name in ("sample_bots", "sdk", "referee", "allfours", "arena"):
+        (tmp_path / name).symlink_to(root / name)
+    (tmp_path / "examples").mkdir()
+    assert "cp examples/demo.toml examples/my.toml" in section
+    shutil.copyfile(root / "examples" / "demo.toml", tmp_path / "examples" / "my.toml")
+    cfg = tmp_path / "examples" / "my.toml"
+    text = cfg.read_text()
+    assert 'set `name = "my"` and `output = "../arena-out/my"`' in section
+    text = re.sub(r'(?m)^name = "demo"', 'name = "my"', text)
+    text = re.sub(r'(?m)^output = "[^"]*"', 'output = "../arena-out/my"', text)
+    block = re.search(r"```toml\n(.*?)```", section, re.S).group(1)  # type: ignore[union-attr]
+    text += "\n" + "\n".join(line.strip() for line in block.splitlines()) + "\n"
+    # Only to keep the test short: 2 games a pairing (the doc's copy plays the demo's 20).
+    cfg.write_text(re.sub(r"(?m)^games_per_pairing = \d+", "games_per_pairing = 2", text))
+    assert "run `arena run examples/my.toml`" in section
+    done = subprocess.run([sys.executable, "-m", "arena.cli", "run", "examples/my.toml", "--no-progress",
+                           "--bootstrap", "0"], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    import json
+
+    games = [json.loads(x) for x in (tmp_path / "arena-out" / "my" / "games.jsonl").read_text().splitlines()]
+    mine = [g for g in games if "mybot" in (g["a"], g["b"])]
+    assert mine and all(g["terminations"] == ["normal"] * 4 for g in mine), mine
