@@ -235,3 +235,53 @@ def test_spectator_page_shows_the_delayed_game(page: Any, server: WebServer, out
         for log in logs:
             log.close()
         s.stop()
+
+
+def test_the_live_badge_turns_off_once_the_run_has_ended(page: Any, out: Path, server: WebServer) -> None:
+    """issue 24, item 9: "live" while an arena holds the output folder, "run ended" once it lets go."""
+    from arena.tournament.lock import lock_output
+
+    with lock_output(out):  # what `arena run` holds while it plays
+        page.goto(f"http://127.0.0.1:{server.port}/")
+        wait_for_text(page, "#live-state", lambda t: t == "live")
+        assert "on" in (page.locator("#live-dot").get_attribute("class") or "")
+    wait_for_text(page, "#live-state", lambda t: t == "run ended", timeout_s=30)
+    assert "on" not in (page.locator("#live-dot").get_attribute("class") or "")
+
+
+def test_arena_web_on_a_busy_port_and_before_the_folder_exists(tmp_path: Path) -> None:
+    """issue 24, item 9: a busy port is one line and exit 2, as ``arena serve --web`` (it printed
+    "serving …", then uvicorn's error, and exited 3); started before ``arena run`` made the folder, it
+    says in one line that it waits, then serves it."""
+    import socket
+    import urllib.request
+
+    busy = socket.create_server(("127.0.0.1", 0))
+    port = busy.getsockname()[1]
+    try:
+        done = subprocess.run([sys.executable, "-m", "arena.cli", "web", str(tmp_path), "--port", str(port)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+    finally:
+        busy.close()
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == f"error: --port {port} on 127.0.0.1: Address already in use", done.stderr
+    folder = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "web", str(folder), "--port", str(port)], cwd=ROOT,
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stderr is not None
+        assert proc.stderr.readline().strip() == f"waiting for {folder} (arena run makes it; Ctrl-C stops)"
+        folder.mkdir()
+        assert proc.stderr.readline().startswith(f"serving {folder} on http://127.0.0.1:{port}/")
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/games", timeout=5) as r:
+                    assert r.status == 200
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, "arena web did not serve the folder once it appeared"
+                time.sleep(0.2)
+    finally:
+        proc.terminate()
+        proc.wait(15)

@@ -19,6 +19,7 @@ import os
 import shutil
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol
@@ -95,7 +96,7 @@ def bots_build_command(args: argparse.Namespace, console: Console, err: Console)
 
 def web_command(args: argparse.Namespace, err: Console) -> int:
     """``arena web``: serve until interrupted; exit 2 on bad arguments (one line)."""
-    from arena.web import serve
+    from arena.web import bind, serve
 
     def error(message: str) -> int:
         err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
@@ -111,10 +112,18 @@ def web_command(args: argparse.Namespace, err: Console) -> int:
     if record is not None and not record.is_file():
         return error(f"--record {args.record!r}: no such file")
     output = Path(args.output).resolve() if args.output else record.parent  # type: ignore[union-attr]
-    if not output.is_dir():
+    if not output.is_dir() and not output.parent.is_dir():
         return error(f"{args.output!r}: no such folder")
+    try:
+        sock = bind(args.host, args.port)
+    except OSError as e:
+        return error(f"--port {args.port} on {args.host}: {e.strerror or e}")
+    if not output.is_dir():  # `arena web` started right after `arena run`, which makes the folder
+        err.print(f"waiting for {output} (arena run makes it; Ctrl-C stops)", soft_wrap=True, highlight=False)
+        while not output.is_dir():
+            time.sleep(0.5)
     err.print(f"serving {output} on http://{args.host}:{args.port}/ (Ctrl-C stops)", soft_wrap=True, highlight=False)
-    serve(output, args.host, args.port, spectator_delay=args.delay, record=record)
+    serve(output, sock, spectator_delay=args.delay, record=record)
     return 0
 
 

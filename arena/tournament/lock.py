@@ -79,3 +79,17 @@ def lock_output(folder: Path) -> Iterator[Path]:
                 os.ftruncate(fd, 0)
     finally:
         os.close(fd)
+
+
+def held(folder: Path, locks: Path = Path("/proc/locks")) -> bool:
+    """Whether an arena process holds ``folder``'s lock now (a run or a league is going on), read from
+    the kernel's lock table without taking the lock (taking it, even shared and briefly, could refuse
+    an ``arena run`` starting at that moment). False when there is no lock file."""
+    try:
+        st = (Path(folder) / LOCK_NAME).stat()
+        table = locks.read_text()
+    except OSError:
+        return False
+    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    return any(line.split()[1] == "FLOCK" and line.split()[5] == dev for line in table.splitlines()
+               if len(line.split()) > 5)

@@ -4,7 +4,7 @@ Interface (small on purpose, for ``arena serve`` and tests):
 
 - :func:`arena.web.app.create_app` ``(output, spectator_delay=1, record=None) -> Starlette``: the
   ASGI app of one output folder; ``app.state.web.notify()`` wakes the live pages at once.
-- :func:`serve` ``(output, host, port, ...)``: run it with uvicorn until interrupted (``arena web``).
+- :func:`serve` ``(output, bind(host, port), ...)``: run it with uvicorn until interrupted (``arena web``).
 - :func:`start_in_thread` ``(output, host, port, ...) -> WebServer``: run it in a background thread
   of the calling process (``arena serve --web PORT``): ``.port``, ``.notify()`` after each stored
   game, ``.stop()``.
@@ -66,14 +66,28 @@ def _server(app: Starlette, host: str, port: int) -> uvicorn.Server:
     return Server(_config(app, host, port))
 
 
-def serve(output: Path, host: str = "127.0.0.1", port: int = 8000, **options: Unpack[AppOptions]) -> None:
-    """Serve ``output`` until interrupted (``options``: see :func:`arena.web.app.create_app`).
+def bind(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (0: a free port), for :func:`serve` or :func:`start_in_thread`.
 
-    :raises OSError: if the address cannot be bound.
+    :raises OSError: if the address cannot be bound (e.g. ``Address already in use``).
     """
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def serve(output: Path, sock: socket.socket, **options: Unpack[AppOptions]) -> None:
+    """Serve ``output`` on the bound ``sock`` (:func:`bind`: a busy port is an error before anything is
+    printed) until interrupted (``options``: see :func:`arena.web.app.create_app`)."""
     from arena.web.app import create_app
 
-    _server(create_app(output, **options), host, port).run()
+    host, port = sock.getsockname()[:2]
+    _server(create_app(output, **options), host, port).run(sockets=[sock])
 
 
 @dataclass
@@ -107,9 +121,7 @@ def start_in_thread(
     """
     from arena.web.app import create_app
 
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    sock = bind(host, port)
     app = create_app(output, **options)
     server = _server(app, host, sock.getsockname()[1])
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="arena-web", daemon=True)

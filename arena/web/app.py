@@ -37,6 +37,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arena.ratings.publication import LivePublisher
 from arena.report import live
+from arena.tournament.lock import held
 from arena.web.data import TERMINATIONS, BadQuery, GamesQuery, NotFound, NotYet, WebData
 from arena.web.frames import ALL, RecordReplayError, replay_frames
 from arena.web.render import HERE, board_context, templates
@@ -221,7 +222,8 @@ async def events(request: Request) -> Response:
                 if now != last:
                     last = now
                     idle = 0.0
-                    yield f"event: games\ndata: {json.dumps({'played': now[0], 'live': now[2]})}\n\n"
+                    data = {"played": now[0], "live": now[2], "running": now[4]}
+                    yield f"event: games\ndata: {json.dumps(data)}\n\n"
                 elif idle >= 15:
                     idle = 0.0
                     yield ": keep-alive\n\n"
@@ -235,11 +237,13 @@ async def events(request: Request) -> Response:
     return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
 
 
-def live_version(app: WebApp) -> tuple[int, float, int, int | None]:
+def live_version(app: WebApp) -> tuple[int, float, int, int | None, bool]:
     """(games stored, last stored time, live files' summed progress, games the newest background
-    bootstrap covers): what the stream watches."""
+    bootstrap covers, whether an arena is running on the folder: :func:`arena.tournament.lock.held`):
+    what the stream watches."""
     count, last = app.data.version()
-    return count, last, live.progress_mark(app.data.output), app.data.bootstrap_mark()
+    running = held(app.data.output)
+    return count, last, live.progress_mark(app.data.output), app.data.bootstrap_mark(), running
 
 
 async def viewer(request: Request) -> Response:

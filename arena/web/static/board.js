@@ -12,9 +12,12 @@
     if (games.ok) document.getElementById("games").innerHTML = await games.text();
   }
   const source = new EventSource("/events");
-  source.addEventListener("open", function () { dot.classList.add("on"); state.textContent = "live"; });
   source.addEventListener("error", function () { dot.classList.remove("on"); state.textContent = "reconnecting…"; });
-  source.addEventListener("games", function () {
+  source.addEventListener("games", function (e) {
+    // "live" while an arena runs on this folder; once the run has ended the page is final.
+    const running = JSON.parse(e.data).running;
+    dot.classList.toggle("on", running);
+    state.textContent = running ? "live" : "run ended";
     if (first) { first = false; return; }  // the page was rendered with this state already
     refresh().catch(function () {});
   });
