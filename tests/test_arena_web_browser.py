@@ -89,7 +89,7 @@ def test_leaderboard_loads_and_shows_a_script_name_as_text(page: Any, server: We
     assert EVIL in page.locator("td.bot").all_text_contents()
     assert page.locator("svg circle").count() == 2  # the chart, one dot a bot
     assert page.locator("#games-table a.replay").count() == 2
-    wait_for_text(page, "#live-state", lambda t: t == "live")
+    wait_for_text(page, "#live-state", lambda t: t == "run ended")  # no arena holds this folder
     if SHOTS:
         page.screenshot(path=str(Path(SHOTS) / "web-leaderboard.png"), full_page=True)
 
@@ -148,6 +148,7 @@ def test_viewer_steps_through_a_whole_game_to_the_count(page: Any, server: WebSe
     end = next(o for o in lines if o["type"] == "game_end")
     page.goto(url(server, f"/games/{g['game_id']}"))
     n = frame_count(page)
+    page.keyboard.press("Home")
     assert page.locator("#seat-0 .card").count() == 0  # before the first deal
     shown_scores = []
     for _ in range(n - 1):
@@ -181,6 +182,7 @@ def test_seat_view_never_draws_a_hidden_card(page: Any, server: WebServer, out: 
     known = list(seat_knowledge(lines, seat))
     page.goto(url(server, f"/games/{g['game_id']}?seat={seat}"))
     assert frame_count(page) == len(known)
+    page.keyboard.press("Home")  # it opens at the first step with cards
     for k, (_, _, hidden) in enumerate(known):
         if k:
             page.keyboard.press("ArrowRight")
@@ -285,3 +287,37 @@ def test_arena_web_on_a_busy_port_and_before_the_folder_exists(tmp_path: Path) -
     finally:
         proc.terminate()
         proc.wait(15)
+
+
+def test_replays_open_at_the_first_cards_link_steps_and_say_what_happened(page: Any, server: WebServer,
+                                                                         out: Path) -> None:
+    """issue 24, item 9: the viewer opens at the first step with cards (not an empty table), its address
+    names the step (#step=12, and such an address opens there), and "This step" says what happened."""
+    g = games_of(out)[0]
+    page.goto(url(server, f"/games/{g['game_id']}"))
+    first = page.evaluate("window.arenaViewer.frames().findIndex(f => (f.hands || []).some(h => h && h.length))")
+    assert first > 0 and page.evaluate("window.arenaViewer.at()") == first
+    assert page.locator("#seat-0 .card").count() == 6 and page.url.endswith(f"#step={first + 1}")
+    assert page.locator("#events li.what").text_content() == page.locator("#step-text").text_content() != ""
+    page.goto(url(server, f"/games/{g['game_id']}#step=12"))
+    page.reload()  # a new page load at that address (goto with only a new hash does not reload)
+    assert page.evaluate("window.arenaViewer.at()") == 11
+    assert (page.locator("#position").text_content() or "").startswith("step 12 of")
+    page.keyboard.press("ArrowRight")
+    assert page.url.endswith("#step=13")
+    assert page.locator("#events li.what").text_content() == page.locator("#step-text").text_content() != ""
+
+
+def test_static_replays_have_the_seat_views(page: Any, out: Path) -> None:
+    """issue 24, item 9: each static replay links a page per seat, which draws only that seat's cards."""
+    g = games_of(out)[1]
+    lines = record_lines(out / g["record"])
+    page.goto((out / "replays" / f"{g['game_id']}.html").as_uri())
+    page.wait_for_selector("#step-text:not(:empty)")
+    page.click("#view-seat-1")
+    page.wait_for_load_state()
+    page.wait_for_selector("#step-text:not(:empty)")
+    assert page.url.startswith("file://") and f"{g['game_id']}.seat1.html" in page.url
+    assert page.evaluate("window.arenaViewer.frames().length") == len(list(seat_knowledge(lines, 1)))
+    assert page.locator("#seat-1 .card:not(.back)").count() == 6
+    assert page.locator("#seat-3 .card.back").count() == 6 and page.locator("#seat-3 .card:not(.back)").count() == 0

@@ -1,7 +1,8 @@
 """Static copies of the replay viewer, linked from the static ``leaderboard.html`` (offline publishing).
 
 :func:`write_static_replays` writes ``<output>/replays/<game id>.html`` for each game with a record
-— the viewer page with its frames (all hands) inline, ``app.css`` and ``viewer.js`` beside it — so
+— the viewer page with its frames (all hands) inline, and each seat's view (``<game id>.seat<K>.html``,
+linked from it), ``app.css`` and ``viewer.js`` beside them — so
 the leaderboard and every replay open from the file system (``file://``), without a server. A page
 is written once (records do not change). As on the live site, a game is exported only when both
 games of its duplicate pair are stored (they share every deal).
@@ -48,12 +49,19 @@ def write_static_replays(output: Path, games: Sequence[Mapping[str, Any]]) -> di
         if not target.exists():
             try:
                 lines = read_record_file(output / "records", output / str(g["record"]))
-                replay = replay_frames(lines, ALL)
+                views = [ALL, *range(replay_frames(lines, ALL)["players"])]
+                pages = {v: page.render(replay=replay_frames(lines, v), game=g, view=v, static_copy=True,
+                                        asset_base="") for v in views}
             except (NotFound, RecordReplayError, OSError):
                 continue
-            html = page.render(replay=replay, game=g, view=ALL, static_copy=True, asset_base="")
-            tmp = target.with_name(target.name + ".tmp")
-            tmp.write_text(html, encoding="utf-8")
-            tmp.replace(target)
+            for v, html in sorted(pages.items(), key=lambda p: p[0] == ALL):  # the all-hands page last:
+                _write(folder / (f"{gid}.html" if v == ALL else f"{gid}.seat{v}.html"), html)  # it marks done
         out[gid] = f"{REPLAYS_DIR}/{gid}.html"
     return out
+
+
+def _write(target: Path, html: str) -> None:
+    """Write ``html`` to ``target`` at once (a reader never sees half a page)."""
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(target)

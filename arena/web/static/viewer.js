@@ -5,6 +5,16 @@
   const data = JSON.parse(document.getElementById("replay-data").textContent);
   let frames = data.frames;
   let at = 0;
+  // A frame with cards on the table: the page opens at the first one (not the empty table before
+  // the first deal), unless its address names a step (#step=12, counted from 1 as shown).
+  function hasCards(f) {
+    return (f.hands || []).some(function (h) { return h && h.length; }) ||
+      (f.hand_sizes || []).some(function (n) { return n > 0; });
+  }
+  function stepInHash() {
+    const m = /^#step=(\d+)$/.exec(window.location.hash);
+    return m ? Number(m[1]) - 1 : null;
+  }
   const SUITS = { S: "♠", H: "♥", D: "♦", C: "♣" };
   const $ = function (id) { return document.getElementById(id); };
 
@@ -66,6 +76,7 @@
     const f = frames[at];
     if (!f) return;
     $("step-text").textContent = f.text;
+    if (window.location.hash !== "#step=" + (at + 1)) history.replaceState(null, "", "#step=" + (at + 1));
     $("position").textContent = "step " + (at + 1) + " of " + frames.length + " · game " + f.game + " · deal " + f.deal;
     $("slider").max = String(frames.length - 1);
     $("slider").value = String(at);
@@ -75,7 +86,7 @@
     for (let s = 0; s < data.players; s++) felt.appendChild(renderSeat(f, s, pos[s]));
     felt.appendChild(renderCenter(f));
     const ev = $("events");
-    ev.replaceChildren();
+    ev.replaceChildren(el("li", "what", f.text));  // what happened, then the step's public events
     (f.events || []).forEach(function (t) { ev.appendChild(el("li", "", t)); });
     if (f.result_seats) f.result_seats.forEach(function (s) {
       ev.appendChild(el("li", "", "seat " + s.seat + " (" + s.name + "): " + s.termination + (s.detail ? " — " + s.detail : "")));
@@ -124,6 +135,9 @@
       render();
     }, 3000);
   }
+  window.addEventListener("hashchange", function () { const k = stepInHash(); if (k !== null && k !== at) go(k); });
   window.arenaViewer = { frames: function () { return frames; }, at: function () { return at; } };
-  render();
+  const named = stepInHash();
+  const firstWithCards = frames.findIndex(hasCards);
+  go(named !== null ? named : Math.max(0, firstWithCards));
 })();
