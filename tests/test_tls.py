@@ -3,11 +3,13 @@ with ``python -m sdk.run --tls-ca`` play a match to the end; plaintext is refuse
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -33,9 +35,10 @@ def make_cert(d: Path) -> tuple[Path, Path]:
     return cert, key
 
 
-def test_tls_match_end_to_end_and_plaintext_refused(tmp_path: Path) -> None:
-    cert, key = make_cert(tmp_path)
-    env = {**os.environ, "ALLFOURS_ADMIN_TOKEN": TOKEN, "PYTHONPATH": str(ROOT)}
+@contextlib.contextmanager
+def tls_referee(tmp_path: Path, env: dict[str, str]) -> Iterator[str]:
+    """``referee serve`` with the certificate of :func:`make_cert` (made in ``tmp_path`` beforehand): its address."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     ref = subprocess.Popen([sys.executable, "-m", "referee.cli", "serve", "--port", "0", "--tls-cert", str(cert),
                             "--tls-key", str(key), "--log-level", "warning"],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
@@ -43,7 +46,16 @@ def test_tls_match_end_to_end_and_plaintext_refused(tmp_path: Path) -> None:
         assert ref.stdout is not None
         line = ref.stdout.readline()
         assert line.startswith("PORT "), line
-        address = f"127.0.0.1:{line.split()[1]}"
+        yield f"127.0.0.1:{line.split()[1]}"
+    finally:
+        ref.terminate()
+        ref.wait(15)
+
+
+def test_tls_match_end_to_end_and_plaintext_refused(tmp_path: Path) -> None:
+    cert = make_cert(tmp_path)[0]
+    env = {**os.environ, "ALLFOURS_ADMIN_TOKEN": TOKEN, "PYTHONPATH": str(ROOT)}
+    with tls_referee(tmp_path, env) as address:
         creds = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
         with grpc.secure_channel(address, creds) as ch:
             admin = pb_grpc.AdminServiceStub(ch)
@@ -67,34 +79,22 @@ def test_tls_match_end_to_end_and_plaintext_refused(tmp_path: Path) -> None:
             with pytest.raises(grpc.RpcError) as e:
                 pb_grpc.AdminServiceStub(plain).ListMatches(pb.ListMatchesRequest(), metadata=MD, timeout=5)
             assert e.value.code() == grpc.StatusCode.UNAVAILABLE  # type: ignore[attr-defined]
-    finally:
-        ref.terminate()
-        ref.wait(15)
 
 
 def test_workers_of_a_tls_referee_are_told_tls(tmp_path: Path) -> None:
     """issue 24, item 9: with ``referee_tls_ca`` the arena speaks TLS to its external referee and each
     Assignment says ``referee_tls`` (it said plaintext always: every seat of a worker bot was a no-show)."""
-    cert, key = make_cert(tmp_path)
+    make_cert(tmp_path)  # cert.pem, named by the config below
     env = {**os.environ, "ALLFOURS_ADMIN_TOKEN": TOKEN, "PYTHONPATH": str(ROOT)}
-    ref = subprocess.Popen([sys.executable, "-m", "referee.cli", "serve", "--port", "0", "--tls-cert", str(cert),
-                            "--tls-key", str(key), "--log-level", "warning"],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
-    try:
-        assert ref.stdout is not None
-        line = ref.stdout.readline()
-        assert line.startswith("PORT "), line
+    with tls_referee(tmp_path, env) as address:
         bots = "".join(f'\n[[bots]]\nname = "{n}"\nmode = "worker"\ncommand = ["{{python}}", "-m", '
                        f'"arena.testing.instant_bot"]\ncwd = "{ROOT}"\n' for n in ("a", "b"))
         cfg = tmp_path / "tls.toml"
         cfg.write_text(f'[tournament]\nname = "tls"\nplayers = 2\ngames_per_pairing = 2\noutput = "out"\n'
-                       f'referees = ["127.0.0.1:{line.split()[1]}"]\nreferee_tls_ca = "cert.pem"\n'
+                       f'referees = ["{address}"]\nreferee_tls_ca = "cert.pem"\n'
                        f'[tournament.time_control]\njoin_ms = 20000\n{bots}')
         done = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress", "--bootstrap",
                                "50"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
         assert done.returncode == 0, done.stdout + done.stderr
         games = [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
         assert len(games) == 2 and all(g["terminations"] == ["normal"] * 2 for g in games), games
-    finally:
-        ref.terminate()
-        ref.wait(15)
