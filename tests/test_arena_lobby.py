@@ -594,3 +594,39 @@ def _run_collecting(worker: Any, errors: list[str]) -> None:
         worker.run()
     except Exception as e:
         errors.append(str(e))
+
+
+def test_the_nodejs_worker_dials_a_full_pool_again(lobby: Lobby, monkeypatch: pytest.MonkeyPatch) -> None:
+    """issue 24, item 9: the Node.js bot treats the lobby's "already has N workers" as worth dialling
+    again (it exited on every RESOURCE_EXHAUSTED), and gets the place once a worker leaves."""
+    require(shutil.which("node") is not None and (ROOT / "sample_bots/js/node_modules").is_dir(),
+            "node or sample_bots/js/node_modules missing (npm ci --prefix sample_bots/js)")
+    monkeypatch.setattr(lobby_module, "MAX_WORKERS_PER_BOT", 1)
+    token = lobby.tokens.issue("alpha")
+    leave = threading.Event()
+
+    def held_open() -> Iterator[lpb.ConnectRequest]:
+        yield register(token, "alpha")
+        leave.wait(120)
+
+    with grpc.insecure_channel(lobby.address) as ch:
+        first = lpb_grpc.LobbyServiceStub(ch).Connect(held_open(), timeout=120)
+        assert next(first).WhichOneof("msg") == "registered"
+        node = subprocess.Popen(["node", "sample_bots/js/bot.js", "--arena", lobby.address, "--name", "alpha"],
+                                cwd=ROOT, env={**os.environ, "ALLFOURS_BOT_TOKEN": token}, text=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            assert node.stderr is not None
+            line = node.stderr.readline()  # refused: a full pool, and it says it dials again
+            assert "RESOURCE_EXHAUSTED" in line or "8:" in line, line
+            assert "dialling again" in line, line
+            first.cancel()
+            leave.set()
+            line = node.stderr.readline()
+            while line and "registered at" not in line:
+                line = node.stderr.readline()
+            assert "registered at" in line, line
+        finally:
+            leave.set()
+            node.kill()
+            node.wait(10)

@@ -378,6 +378,7 @@ function serveLobby(proto, opts) {
         log(`cannot reach the lobby at ${opts.arena}: ${why}`);
         process.exit(1);
       }
+      log(`lobby connection lost (${why}); dialling again in ${backoff} ms`);
       setTimeout(connect, backoff);
       backoff = Math.min(backoff * 2, 5000);
     };
