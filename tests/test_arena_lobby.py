@@ -321,14 +321,11 @@ def test_a_bot_whose_workers_keep_dying_forfeits_its_games_at_once(tmp_path: Pat
 # ------------------------------------------------------------------------------------ remote workers
 
 
-def remote_worker(port: int, token: str, name: str, *extra: str, env_token: bool = False) -> subprocess.Popen[str]:
+def remote_worker(port: int, token: str, name: str, *extra: str) -> subprocess.Popen[str]:
+    """``sdk.run`` as a remote worker, its token in the environment as the docs say (not ``--token``)."""
     args = [sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--arena", f"127.0.0.1:{port}",
             "--name", name, "--log-level", "warning", "--reconnect", "60", *extra]
-    env = dict(os.environ)
-    if env_token:
-        env["ALLFOURS_BOT_TOKEN"] = token
-    else:
-        args += ["--token", token]
+    env = {**os.environ, "ALLFOURS_BOT_TOKEN": token}
     return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
@@ -360,7 +357,7 @@ def test_remote_workers_with_tokens(tmp_path: Path) -> None:
             lines = err.strip().splitlines()
             assert bad.returncode == 1 and len(lines) == 1, err
             assert "UNAUTHENTICATED" in lines[0] and why in lines[0], lines
-        workers.append(remote_worker(port, new, "far", "--workers", "2", env_token=True))
+        workers.append(remote_worker(port, new, "far", "--workers", "2"))
         out, err = arena_proc.communicate(timeout=240)
         assert arena_proc.returncode == 0, out + err
     finally:
