@@ -201,10 +201,7 @@ def connect_referee(
     elif not token:
         raise ValueError("an external referee needs its admin token")
     assert token is not None
-    if embedded is not None:
-        channel = grpc.insecure_channel(address)
-    else:
-        channel = referee_channel(address, tls_ca)
+    channel = grpc.insecure_channel(address) if embedded is not None else referee_channel(address, tls_ca)
     tls = embedded is None and tls_ca is not None
     conn = RefereeConnection(address, token, channel, pb_grpc.AdminServiceStub(channel), embedded, tls=tls)
     try:
