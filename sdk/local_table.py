@@ -67,7 +67,8 @@ class LocalResult:
         for seat, name in enumerate(self.bots):
             lines.append(f"seat {seat} (side {seat % 2}): {name}")
         for g in self.match.games:
-            lines.append(f"game {g.game}: {g.scores[0]}-{g.scores[1]}, {self.side(g.winner)} wins")
+            won = "no winner" if g.winner is None else f"{self.side(g.winner)} wins"
+            lines.append(f"game {g.game}: {g.scores[0]}-{g.scores[1]}, {won}")
         w = self.match.wins
         who = "a tie" if self.match.winner is None else f"{self.side(self.match.winner)} wins the match"
         lines.append(f"games won: {self.side(0)} {w[0]}, {self.side(1)} {w[1]}: {who}")

@@ -129,8 +129,8 @@ def _serve(args: argparse.Namespace, first_bot: object, tls_ca: bytes | None) ->
                                  reconnect_s=args.reconnect, stop=stop),
         args.workers,
     )
-    for e in dict.fromkeys(errors):
-        print(f"sdk.run: {e}", file=sys.stderr, flush=True)
+    for error in dict.fromkeys(errors):
+        print(f"sdk.run: {error}", file=sys.stderr, flush=True)
     print(f"worker mode: {played} matches played", flush=True)
     return 1 if errors else 0
 
