@@ -98,3 +98,28 @@ def test_workers_of_a_tls_referee_are_told_tls(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stdout + done.stderr
         games = [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
         assert len(games) == 2 and all(g["terminations"] == ["normal"] * 2 for g in games), games
+
+
+def test_a_tls_referee_that_joins_through_dns_is_dialled_over_tls(tmp_path: Path) -> None:
+    """DnsWatch connects a referee that appears under a ``dns:`` name with the run's ``referee_tls_ca``
+    (it dialled plaintext, which a TLS referee refuses, so the new referee never joined); the pool's
+    first referee is the same TLS one, reached through :func:`connect_referees`."""
+    from arena.play.referees import DnsWatch, connect_referees
+
+    cert = make_cert(tmp_path)[0].read_bytes()
+    env = {**os.environ, "ALLFOURS_ADMIN_TOKEN": TOKEN, "PYTHONPATH": str(ROOT)}
+    with tls_referee(tmp_path, env) as address:
+        port = int(address.rsplit(":", 1)[1])
+        pool = connect_referees([address], TOKEN, tls_ca=cert)
+        try:
+            assert [c.tls for c in pool.conns] == [True]
+            # the name answers with the same referee under another spelling of its address: to the
+            # watch, 127.0.0.1:PORT left the name and localhost:PORT is a new referee
+            watch = DnsWatch(pool, [f"dns:referee:{port}"], TOKEN, lookup=lambda name, p: ["localhost"],
+                             tls_ca=cert)
+            watch.check()
+            joined = [c for c in pool.alive if c.address == f"localhost:{port}"]
+            assert len(joined) == 1 and joined[0].tls and joined[0].healthy()
+            assert pool.retired == {address: "gone from DNS"}
+        finally:
+            pool.close()
