@@ -88,7 +88,7 @@ def test_workers_of_a_tls_referee_are_told_tls(tmp_path: Path) -> None:
     env = {**os.environ, "ALLFOURS_ADMIN_TOKEN": TOKEN, "PYTHONPATH": str(ROOT)}
     with tls_referee(tmp_path, env) as address:
         bots = "".join(f'\n[[bots]]\nname = "{n}"\nmode = "worker"\ncommand = ["{{python}}", "-m", '
-                       f'"arena.testing.instant_bot"]\ncwd = "{ROOT}"\n' for n in ("a", "b"))
+                       f'"arena.testing.instant_bot"]\ncwd = "{ROOT}"\nsandbox = "none"\n' for n in ("a", "b"))
         cfg = tmp_path / "tls.toml"
         cfg.write_text(f'[tournament]\nname = "tls"\nplayers = 2\ngames_per_pairing = 2\noutput = "out"\n'
                        f'referees = ["{address}"]\nreferee_tls_ca = "cert.pem"\n'
