@@ -69,6 +69,9 @@ def test_bot_authors_python_path_runs_as_written(tmp_path: Path) -> None:
                                        .replace("\n   ", "\n").removeprefix("   "))
     for name in ("sample_bots", "sdk", "referee", "allfours", "arena"):
         (tmp_path / name).symlink_to(root / name)
+    assert "`mkdir mybots && cp mybot.py mybots/`" in section
+    (tmp_path / "mybots").mkdir()
+    shutil.copyfile(tmp_path / "mybot.py", tmp_path / "mybots" / "mybot.py")
     (tmp_path / "examples").mkdir()
     assert "cp examples/demo.toml examples/my.toml" in section
     shutil.copyfile(root / "examples" / "demo.toml", tmp_path / "examples" / "my.toml")
