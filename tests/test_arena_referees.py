@@ -271,6 +271,55 @@ def test_games_spread_over_two_referees_one_killed(tmp_path: Path, referees: lis
     assert not survivor.live_matches()
 
 
+WORKERS_CONFIG = """
+[tournament]
+name = "pools"
+players = 4
+games_per_pairing = 8
+concurrency = 2
+master_seed = "%s"
+output = "out"
+no_show_s = 2
+referees = ["%s", "%s"]
+admin_token_env = "ARENA_TEST_TOKEN"
+[tournament.time_control]
+decision_ms = 5000
+join_ms = 20000
+grace_ms = 500
+""" + "".join(
+    f'[[bots]]\nname = "{name}"\nmode = "worker"\nworkers = 2\nsandbox = "none"\n'
+    'command = ["{python}", "-m", "arena.testing.instant_bot", "--mode", "slow", "--delay-ms", "5"]\n'
+    for name in ("first", "second", "third")
+)
+
+
+def test_lobby_workers_of_a_match_lost_with_its_referee_stay_with_its_replay(
+    tmp_path: Path, referees: list[Referee]
+) -> None:
+    """Three bots with two lobby workers each, 4-player games (a game takes all the workers of its two
+    bots), two games at once, and one of the two referees SIGKILLed mid-game. The lost game's
+    workers, once they give up on the dead referee, are held for its replay: no other game may take
+    them first (the replay would wait past ``no_show_s`` while the other games kept the pools busy,
+    and the run would stop with "no workers to play it again"). All 24 games are stored once."""
+    referees.extend([Referee(), Referee()])
+    doomed, survivor = referees
+    cfg = tmp_path / "pools.toml"
+    cfg.write_text(WORKERS_CONFIG % ("5c" * 32, doomed.address, survivor.address))
+    out = tmp_path / "out"
+    run = Arena(str(cfg), env={"ARENA_TEST_TOKEN": TOKEN})
+    deadline = time.monotonic() + 120
+    while not (len(stored(out)) >= 2 and doomed.live_matches()):
+        assert time.monotonic() < deadline and run.proc.poll() is None, run.text
+        time.sleep(0.01)
+    doomed.kill()
+    assert run.wait() == 0, run.text
+    games = rows(out)
+    assert len(games) == 24 and len({g["game_id"] for g in games}) == 24
+    assert all(g["terminations"] == ["normal"] * 4 for g in games), games
+    assert "not stored" in run.text and "no workers to play it again" not in run.text, run.text
+    assert not survivor.live_matches()
+
+
 def test_no_referee_left_then_the_next_run_finishes(tmp_path: Path, referees: list[Referee]) -> None:
     """The only referee shuts down mid-game (SIGTERM, no grace: it aborts its live matches): the run
     stops (exit 1) with the stored games intact and the aborted games unstored; the same command

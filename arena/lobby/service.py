@@ -74,7 +74,9 @@ class WorkerRef:
     """One connected worker, as the scheduler sees it.
 
     ``state`` is ``"idle"``, ``"reserved"`` (picked for a game, no assignment yet) or ``"busy"``
-    (playing ``match_id``); ``left`` is why it went (``None`` while connected).
+    (playing ``match_id``); ``left`` is why it went (``None`` while connected); ``held``: its match
+    was lost with its referee, and its Ready makes it reserved for the replay, not idle
+    (:meth:`Lobby.hold`).
     """
 
     worker_id: str
@@ -86,6 +88,7 @@ class WorkerRef:
     match_id: str = ""
     games: int = 0
     left: str | None = None
+    held: bool = False
     _outbox: asyncio.Queue[lpb.ConnectResponse | None] = field(default_factory=asyncio.Queue, repr=False)
 
 
@@ -231,12 +234,53 @@ class Lobby:
         return out
 
     def release(self, workers: Sequence[WorkerRef | None]) -> None:
-        """Give back reserved workers that were not assigned (their game could not start)."""
+        """Give back reserved workers that were not assigned (their game could not start), and let
+        held ones (:meth:`hold`) go: idle now, or when their lost match is over."""
         with self._lock:
             for w in workers:
-                if w is not None and w.state == "reserved" and w.left is None:
-                    w.state = "idle"
+                if w is None:
+                    continue
+                if w.held or w.state == "reserved":
+                    w.held = False
+                    if w.state == "reserved" and w.left is None:
+                        w.state = "idle"
         self._changed()
+
+    def hold(self, workers: Sequence[WorkerRef | None], match_id: str) -> None:
+        """Keep the workers of a game whose match ``match_id`` was lost with its referee for the game's
+        replay (a worker reserved for it and never assigned, as when CreateMatch failed, too).
+
+        A worker still busy with the lost match (it tries the dead referee until its grace period
+        ends) becomes *reserved*, not idle, when it sends Ready, so no other game takes it meanwhile:
+        with small pools the other games would keep it busy past the replay's wait (``no_show_s``).
+        Take them back with :meth:`reclaim`; :meth:`release` lets them go.
+        """
+        with self._lock:
+            for w in workers:
+                if w is not None and (w.state == "reserved" or (w.state == "busy" and w.match_id == match_id)):
+                    w.held = True
+
+    def reclaim(self, workers: Sequence[WorkerRef | None]) -> list[WorkerRef | None] | None:
+        """The held ``workers`` (:meth:`hold`) again, seat by seat, once none is busy with the lost
+        match any more; a worker that left or was not held is replaced by an idle worker of its bot.
+        None (nothing reserved): wait and ask again."""
+        with self._lock:
+            if any(w is not None and w.held and w.left is None and w.state == "busy" for w in workers):
+                return None
+            out: list[WorkerRef | None] = []
+            for w in workers:
+                if w is None or (w.held and w.left is None):
+                    out.append(w)
+                    continue
+                spare = sorted((x for x in self._workers.values() if x.bot == w.bot and x.state == "idle"
+                                and all(x is not o for o in out)), key=lambda x: x.games)
+                if not spare:
+                    return None
+                out.append(spare[0])
+            for w in out:
+                if w is not None:
+                    w.state, w.held = "reserved", False
+        return out
 
     def assign(self, worker: WorkerRef, assignment: lpb.Assignment) -> bool:
         """Send ``assignment`` to a reserved ``worker``; False if it has left (nothing sent)."""
@@ -301,7 +345,7 @@ class Lobby:
                 raise _Refusal(grpc.StatusCode.INVALID_ARGUMENT,
                                f"Ready names match {match_id[:80]!r}, but this worker was given "
                                f"{w.match_id or 'no match'!r}")
-            w.state, w.match_id = "idle", ""
+            w.state, w.match_id = ("reserved" if w.held else "idle"), ""  # held: for its game's replay
             w.games += 1
             self._games[w.digest] = self._games.get(w.digest, 0) + 1
         self._changed()

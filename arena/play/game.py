@@ -287,17 +287,15 @@ class GrpcGameRunner:
         failures: list[str] = []
         for attempt in range(self.max_attempts):
             if attempt and workers:
-                workers = self._reserve_again(game)
+                workers = self._reserve_again(game, workers)
             conn = self.pool.acquire(avoid=tried)
             if conn is None:
-                if workers and self.lobby is not None:
-                    self.lobby.release(workers)
                 break
             try:
                 return self._play_on(conn, game, attempt, workers or ())
             except RefereeFailure as e:
                 if workers and self.lobby is not None:
-                    self.lobby.release(workers)
+                    self.lobby.hold(workers, e.match_id)
                 tried.append(conn.address)
                 failures.append(str(e))
                 retired = not conn.healthy() and self.pool.retire(conn, str(e))
@@ -307,6 +305,8 @@ class GrpcGameRunner:
                     self._event(f"referee {conn.address} retired for the rest of this run ({left} left)")
             finally:
                 self.pool.release(conn)
+        if workers and self.lobby is not None:
+            self.lobby.release(workers)  # reserved or held for a replay that will not be played now
         why = failures[-1] if failures else "no referee was left to play it"
         if not self.pool.alive:
             gone = "; ".join(f"{a} ({w})" for a, w in self.pool.retired.items())
@@ -432,20 +432,21 @@ class GrpcGameRunner:
                     spectators.event(wire.event_from_pb(msg.event))
         return None
 
-    def _reserve_again(self, game: ScheduledGame) -> list[WorkerRef | None]:
-        """Workers for a game played again after a referee failure: wait up to ``no_show_s`` for them.
+    def _reserve_again(self, game: ScheduledGame, held: Sequence[WorkerRef | None]) -> list[WorkerRef | None]:
+        """The workers of ``game``'s lost match (held for it: :meth:`Lobby.hold`), for its replay after a
+        referee failure: wait up to ``no_show_s`` for them to be done with the lost match (a worker
+        that left is replaced by another of its bot).
 
         :raises RefereeError: if they do not come (the game stays pending for the next run).
         """
         assert self.lobby is not None
         deadline = time.monotonic() + self.config.no_show_s
         while time.monotonic() < deadline:
-            got = self.seat_workers(game)
-            if isinstance(got, list):
+            got = self.lobby.reclaim(held)
+            if got is not None:
                 return got
-            if isinstance(got, GameResult):
-                break
             time.sleep(0.1)
+        self.lobby.release(held)
         raise RefereeError(f"{game.game_id}: no workers to play it again after a referee failure")
 
     def _play_on(
@@ -567,13 +568,13 @@ class GrpcGameRunner:
         try:
             result = self._watch(conn, game, mid)
         except grpc.RpcError as e:
-            raise RefereeFailure(conn.address, f"match {mid} lost: {rpc_status(e)}") from None
+            raise RefereeFailure(conn.address, f"match {mid} lost: {rpc_status(e)}", mid) from None
         early = [None if p is None else p.poll() for p in procs]
         if result is None:
-            raise RefereeFailure(conn.address, f"match {mid}: the watch stream ended without a result")
+            raise RefereeFailure(conn.address, f"match {mid}: the watch stream ended without a result", mid)
         if result.status == pb.MATCH_STATUS_ABORTED:
             detail = next((s.detail for s in result.seats if s.detail), "")
-            raise RefereeFailure(conn.address, f"match {mid} aborted by the referee: {detail or 'no reason'}")
+            raise RefereeFailure(conn.address, f"match {mid} aborted by the referee: {detail or 'no reason'}", mid)
         return result, early
 
     def _crashed(self, ends: _SeatEnds) -> list[bool]:
@@ -732,13 +733,15 @@ class GrpcGameRunner:
                 rec = conn.admin.GetRecord(pb.GetRecordRequest(match_id=match_id), metadata=conn.metadata, timeout=30)
             except grpc.RpcError as e:
                 if e.code() != grpc.StatusCode.FAILED_PRECONDITION or time.monotonic() > deadline:
-                    raise RefereeFailure(conn.address, f"match {match_id}: no record: {rpc_status(e)}") from None
+                    why = f"match {match_id}: no record: {rpc_status(e)}"
+                    raise RefereeFailure(conn.address, why, match_id) from None
                 time.sleep(0.05)
                 continue
             if rec.complete:
                 break
             if time.monotonic() > deadline:
-                raise RefereeFailure(conn.address, f"match {match_id}: the record is incomplete after the result")
+                why = f"match {match_id}: the record is incomplete after the result"
+                raise RefereeFailure(conn.address, why, match_id)
             time.sleep(0.05)
         rel = Path("records") / f"{game.game_id}.jsonl"
         path = self.output / rel
