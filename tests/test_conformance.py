@@ -252,3 +252,21 @@ def test_usage_errors_exit_2_with_one_line(args: list[str], words: str) -> None:
                           text=True, timeout=60)
     assert proc.returncode == 2
     assert words in proc.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_memory_is_sampled_at_the_hello_not_only_every_100_ms(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bot that takes 300 MiB before its Hello and exits right after a short match may live between two
+    of the watcher's 100 ms samples on a busy machine (``--break limits`` passed in a full CI run): the
+    peak is also taken at the Hello, so the ``limits`` check sees it without the periodic samples."""
+    from sdk.conformance import launch
+
+    async def no_periodic_samples(pgid: int, log: object) -> None:
+        await asyncio.Event().wait()  # the watcher never samples: only the fixed moments remain
+
+    monkeypatch.setattr(launch, "watch_memory", no_periodic_samples)
+    scenario = build_scenarios()["basic"]
+    bot = (sys.executable, "-m", "tests.bots.broken", "--break", "limits")
+    log = asyncio.run(launch.run_scenario(scenario, bot, Limits()))
+    assert log.hellos and log.match_end_sent, log.failure
+    assert log.peak_rss_mib >= 300, log.peak_rss_mib

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import secrets
 import signal
@@ -71,10 +72,18 @@ def _group_peak_rss_mib(pgid: int) -> float:
     return total_kib / 1024
 
 
+def sample_memory(pgid: int, log: RunLog) -> None:
+    """Raise ``log.peak_rss_mib`` to the peak of process group ``pgid`` now (while it is alive: an exited
+    process's peak is gone with it)."""
+    log.peak_rss_mib = max(log.peak_rss_mib, _group_peak_rss_mib(pgid))
+
+
 async def watch_memory(pgid: int, log: RunLog) -> None:
-    """Keep ``log.peak_rss_mib`` at the peak of process group ``pgid``, sampled every 100 ms (until cancelled)."""
+    """Keep ``log.peak_rss_mib`` at the peak of process group ``pgid``, sampled every 100 ms (until
+    cancelled). A bot that allocates before its Hello and plays a short match may exit between two
+    samples on a busy machine, so the callers also sample at fixed moments (the Hello; before the kill)."""
     while True:
-        log.peak_rss_mib = max(log.peak_rss_mib, _group_peak_rss_mib(pgid))
+        sample_memory(pgid, log)
         await asyncio.sleep(0.1)
 
 
@@ -159,6 +168,7 @@ async def play_beside(ref: ScriptedReferee, proc: asyncio.subprocess.Process, li
 async def _supervise(ref: ScriptedReferee, proc: asyncio.subprocess.Process, limits: Limits, t0: float) -> RunLog:
     """One scenario, one bot process: the match, then its exit; the process group is killed at the end."""
     memory = asyncio.ensure_future(watch_memory(proc.pid, ref.log))
+    ref.on_hello = functools.partial(sample_memory, proc.pid, ref.log)  # the bot is alive at its Hello
     exited = asyncio.ensure_future(proc.wait())
     log = ref.log
     try:

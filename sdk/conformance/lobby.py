@@ -34,7 +34,16 @@ from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import lobby_pb2_grpc as lpb_grpc
 from arena.config import ENV_REFEREE, ENV_TICKET
 from referee import wire
-from sdk.conformance.launch import Limits, bot_argv, kill_group, output_tail, play_beside, start_referee, watch_memory
+from sdk.conformance.launch import (
+    Limits,
+    bot_argv,
+    kill_group,
+    output_tail,
+    play_beside,
+    sample_memory,
+    start_referee,
+    watch_memory,
+)
 from sdk.conformance.logs import LobbyLog, RegisterSeen, RunLog
 from sdk.conformance.scenarios import Scenario
 from sdk.worker import LOBBY_ENV, NAME_ENV, PARENT_ENV, TOKEN_ENV
@@ -164,6 +173,8 @@ async def run_lobby(scenarios: Sequence[Scenario], command: Sequence[str], limit
                 logs[sc.name] = await _assignment(lobby, sc, proc, limits, clock)
         finally:
             memory.cancel()
+            if proc.returncode is None:
+                sample_memory(proc.pid, peak)  # the worker's peak, before the kill takes it away
             lobby.close()
             kill_group(proc)
             await proc.wait()

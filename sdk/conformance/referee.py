@@ -137,6 +137,8 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
         self.games_done: list[pb.GameResult] = []
         self.gone_until = 0.0
         self.dropped: set[int] = set()
+        #: Called at each Hello (the launcher samples the bot's memory then), or None.
+        self.on_hello: Callable[[], None] | None = None
 
     # ------------------------------------------------------------------------------ streams
 
@@ -155,6 +157,8 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
         hello = first.hello if first.WhichOneof("msg") == "hello" else pb.Hello()
         self.log.hellos.append(HelloSeen(st.number, self.clock(), hello.ticket, hello.protocol_version,
                                          hello.bot_name, first.WhichOneof("msg") == "hello"))
+        if self.on_hello is not None:
+            self.on_hello()
         reader = asyncio.ensure_future(self._read(context, st))
         self.inbox.put_nowait(("stream", st, self.clock()))
         try:
