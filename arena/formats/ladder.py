@@ -241,7 +241,8 @@ def _mix(x: np.ndarray) -> np.ndarray:
     """SplitMix64's finaliser on uint64 values (wrapping arithmetic): a well-spread tie-break key."""
     x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
+    x = x ^ (x >> np.uint64(31))
+    return x
 
 
 class Ladder:
@@ -262,9 +263,9 @@ class Ladder:
         self._units: set[tuple[int, str]] = set()
         self._days: dict[int, dict[int, int]] = {}  # day -> entrant -> games
         self._played = 0  # games
-        self._theta = np.zeros(0)
-        self._var = np.zeros(0)
-        self._diag = np.zeros(0)  # per entrant: its information (with the prior's)
+        self._theta: np.ndarray = np.zeros(0)
+        self._var: np.ndarray = np.zeros(0)
+        self._diag: np.ndarray = np.zeros(0)  # per entrant: its information (with the prior's)
         self._fit = _Arrays.of(self, np.zeros(0))
         self._field: tuple[tuple[str, ...], np.ndarray] = ((), np.zeros(0, dtype=np.int64))
         self._fitted = True
@@ -289,7 +290,10 @@ class Ladder:
         row = self._row.get((i, j))
         if row is None:
             row = self._row[(i, j)] = len(self._pi)
-            self._pi.append(i), self._pj.append(j), self._games.append(0.0), self._score.append(0.0)
+            self._pi.append(i)
+            self._pj.append(j)
+            self._games.append(0.0)
+            self._score.append(0.0)
             self._pairs.append(0)
         self._games[row] += 1.0
         self._score[row] += s
@@ -426,7 +430,7 @@ def _map_strengths(a: np.ndarray, b: np.ndarray, g: np.ndarray, s: np.ndarray, n
 def _conjugate_gradients(matrix: csr_matrix, rhs: np.ndarray, diag: np.ndarray, rtol: float = 1e-10) -> np.ndarray:
     """``x`` with ``matrix @ x = rhs`` (symmetric positive definite) by conjugate gradients, Jacobi
     preconditioned (``diag``), to a residual of ``rtol`` times ``|rhs|``."""
-    x = rhs / diag
+    x: np.ndarray = rhs / diag
     r = rhs - matrix @ x
     z = r / diag
     direction, rz, stop = z.copy(), float(r @ z), (rtol * float(np.linalg.norm(rhs))) ** 2
@@ -475,7 +479,7 @@ class _Arrays:
 class _View:
     """One call's working copy: the fit, the counts with the pending and chosen pairs, and the rule."""
 
-    def __init__(self, ladder: Ladder, field: list[int], budget: Budget, day: int):
+    def __init__(self, ladder: Ladder, field: np.ndarray, budget: Budget, day: int):
         ladder.fit()
         self.ladder, self.rules, self.budget = ladder, ladder.rules, budget
         fit = ladder._fit
@@ -542,7 +546,7 @@ class _View:
     def resolved(self, d: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Whether gaps ``d`` with variances ``v`` (nats) are resolved (see the module docstring)."""
         sd = np.sqrt(v)
-        out = np.abs(d) >= self.rules.z * sd
+        out: np.ndarray = np.abs(d) >= self.rules.z * sd
         if self.rules.width is not None:
             out |= 1.959963984540054 * sd * ELO_PER_NAT <= self.rules.width
         return out
@@ -567,9 +571,7 @@ class _View:
         if not self.new[self.field].any() and self.settled_entrants()[self.field].all():
             return Stop.SETTLED
         ok = self.eligible()
-        choice = self._new_entrant(ok)
-        if choice is None:
-            choice = self._most_informative(ok)
+        choice = self._new_entrant(ok) or self._most_informative(ok)
         if isinstance(choice, Choice):
             self.take(self.ladder._index[choice.a], self.ladder._index[choice.b])
         return choice

@@ -15,7 +15,7 @@ ELO_PER_NAT = ELO_SCALE / math.log(10.0)
 
 def expected_score(elo: float) -> float:
     """Expected score per game (0 to 1) of a side ``elo`` Elo points stronger (negative: weaker)."""
-    return 1.0 / (1.0 + 10.0 ** (-elo / ELO_SCALE))
+    return 1.0 / (1.0 + math.pow(10.0, -elo / ELO_SCALE))
 
 
 def elo_of_score(score: float) -> float:

@@ -138,7 +138,7 @@ class GamesFileError(ValueError):
     """A line of a games file is not a valid game; the message names the file and line number."""
 
 
-def parse_game(obj: Any) -> Game:
+def parse_game(obj: object) -> Game:
     """A :class:`Game` from one decoded JSON object ``{"a", "b", "score", "pair"?}``.
 
     :raises ValueError: naming the offending key and value.
@@ -226,9 +226,9 @@ def pairings(games: Sequence[Game], names: Iterable[str] = ()) -> Pairings:
     bots = sorted({x for a, b, _ in units for x in (a, b)} | set(names))
     idx = {b: k for k, b in enumerate(bots)}
     per: dict[tuple[int, int], dict[tuple[int, int], int]] = {}
-    for (a, b, _), (g, half) in units.items():
+    for (a, b, _), (played, half) in units.items():
         counts = per.setdefault((idx[a], idx[b]), {})
-        counts[(g, half)] = counts.get((g, half), 0) + 1
+        counts[(played, half)] = counts.get((played, half), 0) + 1
     keys = sorted(per)
     outcomes = [per[k] for k in keys]
     return Pairings(
@@ -336,7 +336,7 @@ _SAFE_STEP = 5e-3
 _MAX_CHORD = 30
 
 
-def _maximise(q: _Problem, theta: np.ndarray, chord: Any = None) -> np.ndarray:
+def _maximise(q: _Problem, theta: np.ndarray, chord: np.ndarray | None = None) -> np.ndarray:
     """The maximum of ``q``'s log-likelihood from ``theta`` (length ``q.size``), by damped Newton steps.
 
     :param chord: the lower Cholesky factor (:func:`_cholesky`) of the information at ``theta``, used
@@ -376,6 +376,7 @@ def _cholesky(info: np.ndarray) -> np.ndarray:
 
     :raises numpy.linalg.LinAlgError: if the matrix is not positive definite.
     """
+    factor: np.ndarray  # scipy's LAPACK wrappers are untyped
     factor, status = dpotrf(info, lower=True, clean=False)
     if status != 0:
         raise np.linalg.LinAlgError(f"information matrix not positive definite (dpotrf info {status})")
@@ -387,7 +388,7 @@ class _Fit:
     theta: np.ndarray  # natural-log strengths of the n bots; theta[0] = 0 unless the prior was used
     prior: bool
     covariance: np.ndarray | None  # n x n, of theta (zero row and column for a gauge-fixed bot)
-    chord: Any = None  # Cholesky factor of the free information at theta (no prior only)
+    chord: np.ndarray | None = None  # Cholesky factor of the free information at theta (no prior only)
 
 
 def _fit(
@@ -460,7 +461,8 @@ def _sum_distributions(unit: np.ndarray, count: int) -> np.ndarray:
     size = next_fast_len(width, real=True)
     out = np.fft.irfft(np.fft.rfft(unit, size, axis=1) ** count, size, axis=1)[:, :width]
     out[out < 1e-14 * out.max(axis=1, keepdims=True)] = 0.0
-    return out / out.sum(axis=1, keepdims=True)
+    out /= out.sum(axis=1, keepdims=True)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -541,9 +543,9 @@ def resampled_totals(p: Pairings, rng: np.random.Generator, resamples: int) -> I
         size = min(chunk, resamples - start)
         scored = np.empty((size, len(p.played)))
         played = np.tile(p.played, (size, 1))
-        for members, table, observed, widen in tables:
-            drawn = table.draw(rng.random((size, len(members)))) / 2.0
-            scored[:, members] = np.clip(observed + (drawn - observed) * widen, 0.0, p.played[members])
+        for index, table, observed, widen in tables:
+            drawn = table.draw(rng.random((size, len(index)))) / 2.0
+            scored[:, index] = np.clip(observed + (drawn - observed) * widen, 0.0, p.played[index])
         for k in mixed:
             kinds = sorted(p.outcomes[k])
             units = sum(p.outcomes[k].values())
