@@ -47,7 +47,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import math  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -64,10 +63,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from arena.formats.ladder import Choice, Ladder, Played  # noqa: E402
+from arena.ratings.elo import ELO_PER_NAT  # noqa: E402
 from arena.ratings.fit import Game, rate  # noqa: E402
 from arena.ratings.publication import live_ratings  # noqa: E402
 
-NATS_PER_ELO = math.log(10.0) / 400.0
 CHECK_EVERY = 100  # most pairs between the ladder's Spearman checks (a hundredth of the round robin if fewer)
 
 
@@ -81,7 +80,7 @@ class Field:
 
     def play(self, a: int, b: int, tag: str) -> list[Game]:
         """One duplicate pair of ``a`` and ``b`` (see the module docstring): two games, ``a`` on side 0 first."""
-        d, luck = (self.elo[a] - self.elo[b]) * NATS_PER_ELO, self.rng.normal()
+        d, luck = (self.elo[a] - self.elo[b]) / ELO_PER_NAT, self.rng.normal()
         first = self.rng.random() < expit(d + luck)
         second = self.rng.random() < expit(d - luck)  # a wins the second game (on side 1)
         x, y = self.names[a], self.names[b]

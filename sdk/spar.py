@@ -8,11 +8,13 @@ side are the same bot (a fresh object per seat). One game per match (to the rule
     python -m sdk.spar mybot:MyBot sample_bots.search:SearchBot --pairs 50 --players 4
     python -m sdk.local mybot:MyBot sample_bots.search:SearchBot --games 100 --duplicate   # the same
 
-The Elo difference is ``400 log10(s / (1 - s))`` of A's mean score ``s`` over the games (win 1, loss
-0). The 95% interval is the normal interval of the mean over **pairs** (a pair's score, the mean of
-its two games, is one independent draw), mapped through the same formula; a mean of 0 or 1 is
-clamped to ``1/(4 pairs)`` from the edge so the figures stay finite, and when every pair scored
-alike (no spread to measure) the interval takes the widest spread a pair's score can have, 0.5.
+The Elo difference is ``400 log10(s / (1 - s))`` (:func:`arena.ratings.elo.elo_of_score`, the arena's
+one Elo scale: this module runs where the arena is installed, never in a bot's image) of A's mean score
+``s`` over the games (win 1, loss 0). The 95% interval is the normal interval of the mean over
+**pairs** (a pair's score, the mean of its two games, is one independent draw), mapped through the
+same formula; a mean of 0 or 1 is clamped to ``1/(4 pairs)`` from the edge so the figures stay
+finite, and when every pair scored alike (no spread to measure) the interval takes the widest spread
+a pair's score can have, 0.5.
 Decision times are wall clock milliseconds of each ``act`` call of bot A, per phase (beg, dealer,
 play, call); the summary adds the CPU milliseconds of the deciding thread.
 """
@@ -29,17 +31,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from arena.ratings.elo import elo_of_score
 from referee.rules import RuleSet
 from sdk.bot import Context, load_bot
 from sdk.local_table import play_local
 
 #: 97.5% quantile of the standard normal: the half width of a 95% interval in standard errors.
 Z95 = 1.959964
-
-
-def elo_of(score: float) -> float:
-    """The Elo difference that gives an expected score ``score`` (0 < score < 1)."""
-    return 400.0 * math.log10(score / (1.0 - score))
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +68,8 @@ def elo_interval(pair_scores: Sequence[float]) -> EloInterval:
     def clamp(p: float) -> float:
         return min(1.0 - edge, max(edge, p))
 
-    return EloInterval(elo=elo_of(clamp(mean)), ci_low=elo_of(clamp(mean - Z95 * se)),
-                       ci_high=elo_of(clamp(mean + Z95 * se)), pairs=n, score=mean)
+    return EloInterval(elo=elo_of_score(clamp(mean)), ci_low=elo_of_score(clamp(mean - Z95 * se)),
+                       ci_high=elo_of_score(clamp(mean + Z95 * se)), pairs=n, score=mean)
 
 
 class _Timed:

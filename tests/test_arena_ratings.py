@@ -7,17 +7,21 @@ Three bots with A-B 75%, B-C 75%, A-C 90% fit that model exactly, so the MLE rep
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arena.ratings.fit import Game, GamesFileError, history, parse_anchor, rate, read_games
+
+ROOT = Path(__file__).resolve().parents[1]
 
 D75 = 400 * math.log10(3)  # 190.848...
 
@@ -381,3 +385,37 @@ def test_history_checkpoints() -> None:
     assert set(points[0]["ratings"]) == {"A", "B"}  # C has not played in the first 30 games
     assert len(history(games * 20)) <= 40 and history(games * 20)[-1]["games"] == 270 * 20
     assert history([]) == []
+
+
+#: Where code may live that computes with the Elo scale's 400 (issue 20, item 6: one place).
+ELO_SCALE_HOME = "arena/ratings/elo.py"
+
+
+def elo_scale_sites(root: Path) -> list[str]:
+    """``path:line expression`` for every arithmetic with the number 400 in the product code and the
+    benchmarks outside :data:`ELO_SCALE_HOME` (docstrings may show the formula; code imports the scale)."""
+    found = []
+    for package in ("referee", "sdk", "arena", "sample_bots", "benchmarks"):
+        for path in sorted((root / package).rglob("*.py")):
+            if path.name.endswith("_pb2.py") or "node_modules" in path.parts:
+                continue
+            if path.relative_to(root).as_posix() == ELO_SCALE_HOME:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if isinstance(node, ast.BinOp) and any(
+                    isinstance(x, ast.Constant) and type(x.value) in (int, float) and x.value == 400
+                    for x in (node.left, node.right)
+                ):
+                    found.append(f"{path.relative_to(root).as_posix()}:{node.lineno} {ast.unparse(node)}")
+    return found
+
+
+def test_the_elo_scale_is_written_once() -> None:
+    found = elo_scale_sites(ROOT)
+    assert not found, f"the Elo scale typed again (import it from {ELO_SCALE_HOME}):\n" + "\n".join(found)
+
+
+def test_the_elo_scale_check_sees_a_second_scale(tmp_path: Path) -> None:
+    (tmp_path / "arena").mkdir()
+    (tmp_path / "arena" / "m.py").write_text("import math\nNATS = math.log(10.0) / 400.0\n")
+    assert elo_scale_sites(tmp_path) == ["arena/m.py:2 math.log(10.0) / 400.0"]

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from arena.config import load_config
 from arena.hosting.sandbox import run_key
+from arena.ratings.elo import elo_of_score
 from referee.replay import replay
 from referee.rules import (
     BEG,
@@ -63,7 +64,7 @@ from sample_bots.search.fast import (
 from sample_bots.search.reference import deal_awards, engine_minimax, random_play_state
 from sdk.bot import Context, decision_rng
 from sdk.local import play_local
-from sdk.spar import elo_interval, elo_of, spar
+from sdk.spar import elo_interval, spar
 from tests.docker_helpers import (
     ROOT,
     base_image,
@@ -355,7 +356,7 @@ def test_elo_interval_from_pair_scores() -> None:
     assert iv.ci_low < iv.elo < iv.ci_high
     even = elo_interval([0.5, 0.5])
     assert even.elo == 0 and even.ci_low == pytest.approx(-even.ci_high) and even.ci_high > 200
-    assert elo_interval([1.0]).elo == pytest.approx(elo_of(0.75))  # a perfect score is clamped: finite
+    assert elo_interval([1.0]).elo == pytest.approx(elo_of_score(0.75))  # a perfect score is clamped: finite
     with pytest.raises(ValueError, match="no pairs played"):
         elo_interval([])
 

@@ -78,8 +78,8 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.special import erfc, expit
 
-#: Elo points per natural-log unit of strength.
-ELO_PER_NAT = 400.0 / math.log(10.0)
+from arena.ratings.elo import ELO_PER_NAT
+
 #: Seconds in a (UTC) day: the unit of the per-day budgets and fair shares.
 DAY_S = 86400
 _LABEL = b"allfours/arena/v1/ladder"
