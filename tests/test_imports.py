@@ -154,3 +154,28 @@ def test_no_private_names_across_modules() -> None:
 def test_the_cycle_finder_reports_a_cycle() -> None:
     graph = {"a": [Edge("a", "b", 1)], "b": [Edge("b", "c", 2)], "c": [Edge("c", "a", 3)], "d": []}
     assert [_show(c) for c in cycles(graph)] == ["a (line 1) -> b (line 2) -> c (line 3) -> a"]
+
+
+def rooms_tree(doc: str) -> str:
+    """The ``arena/`` tree of docs/architecture.md ("The arena's rooms"): the code block that starts
+    with ``arena/``."""
+    start = doc.index("```\narena/\n")
+    return doc[start : doc.index("```", start + 4)]
+
+
+def unmapped(root: Path = ROOT) -> list[str]:
+    """The arena's modules and rooms the tree of docs/architecture.md does not name (``__init__`` and
+    ``__main__`` aside): a file by its name, a room (a folder) as ``name/``."""
+    tree = rooms_tree((root / "docs" / "architecture.md").read_text())
+    missing = []
+    for path in sorted((root / "arena").rglob("*.py")):
+        if path.name not in ("__init__.py", "__main__.py") and path.name not in tree:
+            missing.append(path.relative_to(root).as_posix())
+        if path.name == "__init__.py" and path.parent != root / "arena" and f"{path.parent.name}/" not in tree:
+            missing.append(path.parent.relative_to(root).as_posix() + "/")
+    return missing
+
+
+def test_the_rooms_map_names_every_arena_module() -> None:
+    missing = unmapped()
+    assert not missing, "docs/architecture.md's tree of the arena's rooms lacks:\n" + "\n".join(missing)

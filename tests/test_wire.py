@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -240,3 +241,21 @@ def test_every_event_of_random_games_survives_the_wire() -> None:
     assert seen <= set(EVENT_KINDS)
     extra = Event("game_ended", game=2, deal=5, scores=(14, 9), winner=0, forfeited=True)
     assert wire.event_from_pb(wire.event_to_pb(extra)) == extra
+
+
+#: The docs that name every rule option: the rulebook (its default), the config file's
+#: ``[tournament.rules]`` and the replay format's ``rules`` object.
+RULE_DOCS = ("docs/rules.md", "docs/tournament-config.md", "docs/formats.md")
+
+
+def test_every_rule_option_is_documented() -> None:
+    """A new RuleSet option touches ruleset.py, its rule in engine.py, its proto field (the test above)
+    and these docs (docs/architecture.md, "A new rule option"): each names it as ``name`` or ``name =``."""
+    root = Path(__file__).resolve().parents[1]
+    missing = [
+        f"{doc}: {f.name}"
+        for doc in RULE_DOCS
+        for f in dataclasses.fields(RuleSet)
+        if f"`{f.name}`" not in (text := (root / doc).read_text()) and f"\n{f.name} =" not in text
+    ]
+    assert not missing, "rule options the docs do not name:\n" + "\n".join(missing)
