@@ -418,4 +418,4 @@ def test_the_elo_scale_is_written_once() -> None:
 def test_the_elo_scale_check_sees_a_second_scale(tmp_path: Path) -> None:
     (tmp_path / "arena").mkdir()
     (tmp_path / "arena" / "m.py").write_text("import math\nNATS = math.log(10.0) / 400.0\n")
-    assert elo_scale_sites(tmp_path) == ["arena/m.py:2 math.log(10.0) / 400.0"]
+    assert elo_scale_sites(tmp_path) == [f"{Path('arena', 'm.py').as_posix()}:2 math.log(10.0) / 400.0"]
