@@ -36,15 +36,15 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict, cast
+from typing import NotRequired, TypedDict, cast
 
 import numpy as np
 
 from arena.ratings.elo import score_per_elo
-from arena.ratings.fit import Game
+from arena.ratings.fit import Game, RatingTable
 
 Z95 = 1.959963984540054
 
@@ -169,7 +169,7 @@ class Precision:
         return {**asdict(self), "half_width": round(self.half_width, 1)}
 
 
-def games_needed(ratings: Mapping[str, Any], target: float = 20.0) -> Precision | None:
+def games_needed(ratings: RatingTable, target: float = 20.0) -> Precision | None:
     """Scale the games played to the games needed for every interval to be ``±target`` Elo or better.
 
     :param ratings: an :func:`arena.ratings.fit.rate` result.
@@ -233,7 +233,7 @@ class PrecisionFacts(TypedDict):
     lines: list[str]
 
 
-def precision_facts(ratings: Mapping[str, Any], games: Sequence[Game], target: float = 20.0) -> PrecisionFacts:
+def precision_facts(ratings: RatingTable, games: Sequence[Game], target: float = 20.0) -> PrecisionFacts:
     """What the leaderboard says about precision: the widest interval now and the games for ``±target``
     (:func:`games_needed`), the duplicate efficiency measured on ``games`` (:func:`efficiency`, 200
     resamples) and on the sample bots (:func:`study`), as JSON-ready values and ``lines`` of text."""

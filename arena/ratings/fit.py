@@ -93,7 +93,7 @@ import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
 import numpy as np
 from scipy.fft import next_fast_len
@@ -132,6 +132,112 @@ class Game:
             raise ValueError(f"a game needs two different bots, got {self.a!r} twice")
         if self.score not in _VALID_SCORES:
             raise ValueError(f"score must be 1, 0.5 or 0, not {self.score!r}")
+
+
+class BotRating(TypedDict):
+    """One rated bot of a :class:`RatingTable`: its Elo, the 95% interval ``ci`` ``[low, high]`` (Elo)
+    and how it was made (``ci_method``: ``"bootstrap"``, ``"normal"`` or ``"anchor"``; ``ci_note``:
+    why the bootstrap alone was not trusted; ``ci_bootstrap``: the bootstrap's interval whenever one was
+    computed), its games and score (see the module docstring)."""
+
+    elo: float
+    ci: list[float]
+    ci_method: str
+    ci_note: NotRequired[str]
+    ci_bootstrap: NotRequired[list[float]]
+    games: int
+    score: float
+
+
+class _IntervalNotes(TypedDict, total=False):
+    """The optional keys of a :class:`BotRating`, in their place between ``ci_method`` and ``games``."""
+
+    ci_note: str
+    ci_bootstrap: list[float]
+
+
+class NeighbourLos(TypedDict):
+    """The likelihood (0-1) that ``better`` is better than ``worse``, the bot ranked just below it;
+    ``method``: ``"bootstrap"`` or ``"normal"``."""
+
+    better: str
+    worse: str
+    los: float
+    method: str
+
+
+class PairingScore(TypedDict):
+    """One bot's ``games`` against another, its ``score`` and its share ``pct`` (0-1) of the points."""
+
+    games: int
+    score: float
+    pct: float
+
+
+class Anchor(TypedDict, total=False):
+    """What fixes the scale: the anchored ``bot`` and its ``rating``, or the ``pool_mean`` (no anchor)."""
+
+    bot: str
+    rating: float
+    pool_mean: float
+
+
+class Unrated(TypedDict):
+    """A bot left out of the ratings, and why (``"no games"``, or no games link it to the rated group)."""
+
+    bot: str
+    why: str
+
+
+class RatingPoint(TypedDict):
+    """A bot's Elo and 95% interval ``[low, high]`` at one checkpoint of :func:`history`."""
+
+    elo: float
+    ci: list[float]
+
+
+class HistoryPoint(TypedDict):
+    """The ratings after the first ``games`` games (:func:`history`)."""
+
+    games: int
+    ratings: dict[str, RatingPoint]
+
+
+class LastBootstrap(TypedDict):
+    """The newest finished background bootstrap beside live ratings: the ``games`` it covers and each
+    bot's interval ``ci`` (:class:`arena.ratings.publication.LivePublisher`)."""
+
+    games: int
+    ci: dict[str, list[float]]
+
+
+class RatingTable(TypedDict):
+    """What :func:`rate` returns, JSON-ready (ratings.json holds it): ``ratings`` best first,
+    ``ranking`` (names, best first), the LOS of each bot over the next, the score ``matrix``, how the
+    scale is fixed, whether the prior was used, the groups linked by games (``components``) and the
+    ``unrated`` bots, the bootstrap's resamples and seed, and the number of games.
+
+    Publishing adds the rest (:mod:`arena.ratings.publication`): ``publication`` (``"live"``: normal
+    intervals at once; ``"final"``: the bootstrap's), ``intervals`` (how they were made, one phrase),
+    ``last_bootstrap`` beside live ratings, and ``history`` (:func:`history`) with final ones."""
+
+    ratings: dict[str, BotRating]
+    ranking: list[str]
+    los: list[NeighbourLos]
+    los_method: str
+    bootstrap_min_units: int
+    matrix: dict[str, dict[str, PairingScore]]
+    anchor: Anchor
+    prior: bool
+    components: list[list[str]]
+    unrated: list[Unrated]
+    bootstrap: int
+    seed: int
+    games: int
+    publication: NotRequired[Literal["live", "final"]]
+    intervals: NotRequired[str]
+    last_bootstrap: NotRequired[LastBootstrap]
+    history: NotRequired[list[HistoryPoint]]
 
 
 class GamesFileError(ValueError):
@@ -672,19 +778,16 @@ def rate(
     bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
     names: Iterable[str] = (),
-) -> dict[str, Any]:
+) -> RatingTable:
     """Rate ``games``; returns the JSON-ready result described in the module docstring.
 
     :param anchor: ``(name, rating)`` to pin one bot; ``None`` puts the pool mean at 1500.
     :param bootstrap: number of resamples for ``ci`` and LOS (0: normal approximation).
     :param seed: seed of the bootstrap's ``numpy.random.default_rng``; the result is a function of the inputs.
     :param names: extra bots to include even with no games (listed in ``"unrated"``, unless alone).
-    :returns: ``{"ratings": {name: {"elo", "ci": [lo, hi], "ci_method", "ci_note"?, "ci_bootstrap"?,
-        "games", "score"}}, "ranking": [names best first], "los": [{"better", "worse", "los", "method"}],
-        "los_method", "bootstrap_min_units", "matrix": {a: {b: {"games", "score", "pct"}}}, "anchor",
-        "prior", "components", "unrated": [{"bot", "why"}], "bootstrap", "seed", "games"}`` (see the
-        module docstring: only one group linked by games is rated; ``games`` counts every game). Ratings are
-        rounded to 0.01 Elo, LOS and percentages to 4 decimals.
+    :returns: the :class:`RatingTable` (see the module docstring: only one group linked by games is
+        rated; ``games`` counts every game). Ratings are rounded to 0.01 Elo, LOS and percentages to 4
+        decimals.
     :raises ValueError: if the anchor names no rated bot, or ``bootstrap`` is negative.
     """
     if bootstrap < 0:
@@ -717,7 +820,7 @@ def rate(
         "los_method": _summary(los_methods, "bootstrap" if bootstrap > 0 else "normal"),
         "bootstrap_min_units": BOOTSTRAP_MIN_UNITS,
         "matrix": _matrix(p, bots),
-        "anchor": {"bot": anchor[0], "rating": anchor_rating} if anchor else {"pool_mean": POOL_MEAN},
+        "anchor": Anchor(bot=anchor[0], rating=anchor_rating) if anchor else Anchor(pool_mean=POOL_MEAN),
         "prior": fit.prior,
         "components": [[every.bots[k] for k in comp] for comp in components],
         "unrated": unrated,
@@ -729,7 +832,7 @@ def rate(
 
 def _rated_group(
     p: Pairings, components: Sequence[Sequence[int]], anchor: tuple[str, float] | None
-) -> tuple[set[str], list[dict[str, str]]]:
+) -> tuple[set[str], list[Unrated]]:
     """The bots to rate and the others, reported: ``({names}, [{"bot", "why"}])`` (issue 23).
 
     Ratings are comparable only within a group linked by games, so one group is rated: the anchor's,
@@ -746,7 +849,7 @@ def _rated_group(
     games = np.bincount(p.i, p.played, p.n) + np.bincount(p.j, p.played, p.n)
     group = ", ".join(p.bots[k] for k in main)
     unrated = [
-        {"bot": b, "why": "no games" if games[k] == 0 else f"no games link it to the rated group ({group})"}
+        Unrated(bot=b, why="no games" if games[k] == 0 else f"no games link it to the rated group ({group})")
         for k, b in enumerate(p.bots)
         if b not in rated
     ]
@@ -764,29 +867,31 @@ def _anchor_of(anchor: tuple[str, float] | None, bots: Sequence[str]) -> tuple[i
 
 
 def _entries(p: Pairings, elo: np.ndarray, iv: _Intervals, fixed: int | None,
-             ranking: Sequence[int]) -> dict[str, dict[str, Any]]:
+             ranking: Sequence[int]) -> dict[str, BotRating]:
     """``{name: {"elo", "ci", "ci_method", "ci_note"?, "ci_bootstrap"?, "games", "score"}}``, best first."""
     per_bot_games = np.bincount(p.i, p.played, p.n) + np.bincount(p.j, p.played, p.n)
     per_bot_score = np.bincount(p.i, p.scored, p.n) + np.bincount(p.j, p.played - p.scored, p.n)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, BotRating] = {}
     for k in ranking:
-        entry: dict[str, Any] = {
+        notes: _IntervalNotes = {}
+        if k in iv.notes:
+            notes["ci_note"] = iv.notes[k]
+        if iv.boot_ci and k != fixed:
+            notes["ci_bootstrap"] = [round(iv.boot_ci[k][0], 2), round(iv.boot_ci[k][1], 2)]
+        out[p.bots[k]] = {
             "elo": round(float(elo[k]), 2),
             "ci": [round(iv.ci[k][0], 2), round(iv.ci[k][1], 2)],
             "ci_method": iv.method[k],
+            **notes,
+            "games": int(per_bot_games[k]),
+            "score": float(per_bot_score[k]),
         }
-        if k in iv.notes:
-            entry["ci_note"] = iv.notes[k]
-        if iv.boot_ci and k != fixed:
-            entry["ci_bootstrap"] = [round(iv.boot_ci[k][0], 2), round(iv.boot_ci[k][1], 2)]
-        entry["games"], entry["score"] = int(per_bot_games[k]), float(per_bot_score[k])
-        out[p.bots[k]] = entry
     return out
 
 
-def _matrix(p: Pairings, bots: Sequence[str]) -> dict[str, dict[str, dict[str, float]]]:
+def _matrix(p: Pairings, bots: Sequence[str]) -> dict[str, dict[str, PairingScore]]:
     """Each bot's games, score and score share against each bot it met."""
-    matrix: dict[str, dict[str, dict[str, float]]] = {a: {} for a in bots}
+    matrix: dict[str, dict[str, PairingScore]] = {a: {} for a in bots}
     for i, j, g, s in zip(p.i.tolist(), p.j.tolist(), p.played.tolist(), p.scored.tolist(), strict=True):
         matrix[bots[i]][bots[j]] = {"games": int(g), "score": s, "pct": round(s / g, 4)}
         matrix[bots[j]][bots[i]] = {"games": int(g), "score": g - s, "pct": round((g - s) / g, 4)}
@@ -852,7 +957,7 @@ HISTORY_POINTS = 40
 
 def history(
     games: Sequence[Game], every: int = 0, names: Iterable[str] = (), anchor: tuple[str, float] | None = None
-) -> list[dict[str, Any]]:
+) -> list[HistoryPoint]:
     """Each bot's rating and 95% interval after every ``every`` games (in the order given), and after the last.
 
     The intervals are the normal approximation (``bootstrap=0``: a bootstrap per checkpoint would cost
@@ -868,7 +973,7 @@ def history(
         return []
     step = max(every, math.ceil(len(games) / HISTORY_POINTS), 1)
     marks = [*range(step, len(games), step), len(games)]
-    out = []
+    out: list[HistoryPoint] = []
     for n in marks:
         result = rate(games[:n], anchor=anchor, bootstrap=0, names=names)
         out.append({"games": n, "ratings": {b: {"elo": r["elo"], "ci": r["ci"]} for b, r in result["ratings"].items()}})

@@ -24,14 +24,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from arena.ratings.fit import DEFAULT_BOOTSTRAP, Game, rate
+from arena.ratings.fit import DEFAULT_BOOTSTRAP, Game, RatingTable, rate
 
 
 def live_ratings(
     games: Sequence[Game], names: Iterable[str] = (), anchor: tuple[str, float] | None = None
-) -> dict[str, Any]:
+) -> RatingTable:
     """The :func:`arena.ratings.fit.rate` result with normal-approximation intervals, marked live."""
     result = rate(games, anchor=anchor, bootstrap=0, names=names)
     return {**result, "publication": "live", "intervals": "normal approximation"}
@@ -43,7 +42,7 @@ def final_ratings(
     anchor: tuple[str, float] | None = None,
     bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
-) -> dict[str, Any]:
+) -> RatingTable:
     """The :func:`arena.ratings.fit.rate` result with bootstrap intervals, marked final."""
     result = rate(games, anchor=anchor, bootstrap=bootstrap, seed=seed, names=names)
     return {**result, "publication": "final", "intervals": "bootstrap" if bootstrap else "normal approximation"}
@@ -55,7 +54,7 @@ class Refreshed:
     ``games`` games."""
 
     games: int
-    ratings: dict[str, Any]
+    ratings: RatingTable
 
 
 class BootstrapRefresher:
@@ -145,7 +144,7 @@ class LivePublisher:
     ):
         self.refresher = BootstrapRefresher(bootstrap, seed, on_done)
 
-    def ratings(self, games: Sequence[Game], names: Iterable[str] = ()) -> dict[str, Any]:
+    def ratings(self, games: Sequence[Game], names: Iterable[str] = ()) -> RatingTable:
         """The ratings to publish now for ``games`` (see the class docstring)."""
         names = list(names)
         done = self.refresher.latest()

@@ -6,14 +6,17 @@ history."""
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the shapes only: the pages and tables need no numpy
+    from arena.ratings.fit import BotRating, HistoryPoint, RatingTable
 
 #: The mark of an interval for which the bootstrap alone was not trusted (see :func:`arena.ratings.fit.rate`).
 MARK = "*"
 
 
-def interval_note(ratings: Mapping[str, Any]) -> str:
+def interval_note(ratings: RatingTable) -> str:
     """The footnote for intervals marked :data:`MARK` ('' if none is), with each bot's method and reason."""
     marked = [(n, r) for n, r in ratings["ratings"].items() if r.get("ci_note")]
     if not marked:
@@ -27,19 +30,19 @@ def interval_note(ratings: Mapping[str, Any]) -> str:
     )
 
 
-def interval_text(r: Mapping[str, Any], digits: int) -> str:
+def interval_text(r: BotRating, digits: int) -> str:
     """A rating's 95% interval as ``[lo, hi]`` with ``digits`` decimals, marked :data:`MARK` when the
     bootstrap alone was not trusted for it."""
     mark = MARK if r.get("ci_note") else ""
     return f"[{r['ci'][0]:.{digits}f}, {r['ci'][1]:.{digits}f}]{mark}"
 
 
-def los_next(ratings: Mapping[str, Any]) -> dict[str, float]:
+def los_next(ratings: RatingTable) -> dict[str, float]:
     """bot -> the likelihood (0-1) that it is better than the bot ranked just below it."""
     return {e["better"]: e["los"] for e in ratings.get("los", [])}
 
 
-def intervals_method(ratings: Mapping[str, Any]) -> str:
+def intervals_method(ratings: RatingTable) -> str:
     """How the 95% intervals of ``ratings`` were made, one line (the leaderboards show it): the normal
     approximation (marked live when published before the bootstrap, :mod:`arena.ratings.publication`) or the
     bootstrap with its resamples."""
@@ -56,7 +59,7 @@ def intervals_method(ratings: Mapping[str, Any]) -> str:
     return text
 
 
-def rating_chart(ratings: Mapping[str, Any]) -> str:
+def rating_chart(ratings: RatingTable) -> str:
     """An inline SVG of every bot's rating (a dot) with its 95% interval (a bar), bots in ranking order."""
     items = list(ratings["ratings"].items())
     if not items:
@@ -103,7 +106,7 @@ def rating_chart(ratings: Mapping[str, Any]) -> str:
 _COLOURS = ("#4a6fa5", "#c0392b", "#27ae60", "#8e44ad", "#d35400", "#16a085", "#7f8c8d", "#b7950b")
 
 
-def history_chart(points: Sequence[Mapping[str, Any]]) -> str:
+def history_chart(points: Sequence[HistoryPoint]) -> str:
     """An inline SVG of each bot's rating after every checkpoint of :func:`arena.ratings.fit.history`, with
     its 95% interval as a shaded band (colours repeat after eight bots; hover a line for its name)."""
     if len(points) < 2:

@@ -37,7 +37,7 @@ from rich.console import Console
 from arena.formats.duplicate import precision_facts
 from arena.formats.ladder_run import FINAL_STOPS
 from arena.formats.sprt_run import SprtRun
-from arena.ratings.fit import games_from_mapping, history
+from arena.ratings.fit import RatingTable, games_from_mapping, history
 from arena.ratings.publication import LivePublisher, final_ratings
 from arena.report import failures
 from arena.report.figures import los_next
@@ -50,7 +50,7 @@ from arena.tournament.store import games_rows
 def write_outputs(
     output: Path,
     results: Sequence[GameResult],
-    ratings: Mapping[str, Any],
+    ratings: RatingTable,
     tournament: Mapping[str, Any],
 ) -> dict[str, Path]:
     """Write games.jsonl, ratings.json, ratings.csv and leaderboard.html into ``output``.
@@ -88,7 +88,7 @@ def _atomic_write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def _csv(ratings: Mapping[str, Any], tournament: Mapping[str, Any]) -> str:
+def _csv(ratings: RatingTable, tournament: Mapping[str, Any]) -> str:
     import io
 
     buf = io.StringIO()
@@ -136,7 +136,7 @@ def publish_tournament(
     *,
     reveal: bool = True,
     publisher: LivePublisher | None = None,
-) -> dict[str, Any]:
+) -> RatingTable:
     """Rate every stored game and write the output files; print the table to ``console`` if given.
 
     The master seed is revealed once every scheduled game is played, unless ``reveal`` is False (a

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import fields as dataclass_fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -24,8 +24,11 @@ from rich.table import Table
 from arena.report import failures
 from arena.report.figures import interval_note, interval_text, los_next
 
+if TYPE_CHECKING:
+    from arena.ratings.fit import RatingTable
 
-def ratings_table(ratings: Mapping[str, Any], tournament: Mapping[str, Any] | None = None) -> Table:
+
+def ratings_table(ratings: RatingTable, tournament: Mapping[str, Any] | None = None) -> Table:
     """A rich table of the ranking: rank, bot, version, Elo, 95% interval, games, score, LOS vs next.
 
     Intervals are whole Elo points and never wrapped (a pipe or CI log gets one line a bot); an

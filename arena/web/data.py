@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias, TypedDict
 
-from arena.ratings.fit import DEFAULT_BOOTSTRAP, games_from_mapping
+from arena.ratings.fit import DEFAULT_BOOTSTRAP, RatingTable, games_from_mapping
 from arena.ratings.publication import LivePublisher, final_ratings
 from arena.tournament.result import GameResult
 from arena.tournament.runner import DB_NAME, FACTS_KEY, LADDER_KEY
@@ -49,6 +49,13 @@ SqlParam: TypeAlias = str | int | None
 
 #: When the ratings were computed: :meth:`WebData.version` and :meth:`WebData.bootstrap_mark`.
 RatingsKey: TypeAlias = tuple[tuple[int, float], int | None]
+
+
+class RatingsPage(RatingTable):
+    """:meth:`WebData.ratings`, the ratings.json shape: the published :class:`RatingTable` and the
+    ``tournament``'s public facts (:meth:`WebData.facts`)."""
+
+    tournament: dict[str, Any]
 
 
 class GamesPage(TypedDict):
@@ -130,7 +137,7 @@ class WebData:
         self.bootstrap = bootstrap
         self.publisher = publisher
         self._lock = threading.Lock()
-        self._ratings: tuple[RatingsKey, dict[str, Any]] | None = None  # the last ratings and their key
+        self._ratings: tuple[RatingsKey, RatingsPage] | None = None  # the last ratings and their key
 
     # ------------------------------------------------------------------ database
     def _connect(self) -> sqlite3.Connection | None:
@@ -197,7 +204,7 @@ class WebData:
         done = self.publisher.refresher.latest() if self.publisher is not None else None
         return done.games if done is not None else None
 
-    def ratings(self) -> dict[str, Any]:
+    def ratings(self) -> RatingsPage:
         """The ratings.json shape for the games stored now (recomputed only when a game was added or a
         background bootstrap finished): from :attr:`publisher` when set (live at once, marked
         ``"publication": "live"``; the bootstrap, ``"final"``, once the background refresh covers these
@@ -213,7 +220,7 @@ class WebData:
         publisher = self.publisher
         rated = final_ratings(games, names, bootstrap=self.bootstrap) if publisher is None else publisher.ratings(
             games, names)
-        result = {**rated, "tournament": facts}
+        result: RatingsPage = {**rated, "tournament": facts}
         with self._lock:
             self._ratings = (key, result)
         return result

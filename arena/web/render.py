@@ -15,7 +15,7 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 
@@ -24,6 +24,9 @@ from arena.report.figures import history_chart, interval_note, interval_text, in
 from arena.report.terminal import failure_rows
 from referee.outcome import NOT_A_FORFEIT
 from referee.rules.seats import side_of
+
+if TYPE_CHECKING:
+    from arena.ratings.fit import RatingTable
 
 #: games.jsonl terminations that are not a failure of the seat
 _NOT_FAILURES = frozenset(t.value for t in NOT_A_FORFEIT)
@@ -59,7 +62,7 @@ def forfeits_by_bot(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, in
 
 
 def board_context(
-    ratings: Mapping[str, Any],
+    ratings: RatingTable,
     facts: Mapping[str, Any],
     rows: Sequence[Mapping[str, Any]],
     running: Sequence[Mapping[str, Any]] = (),
@@ -98,7 +101,7 @@ def _href(path: str) -> str:
 
 
 def leaderboard_html(
-    ratings: Mapping[str, Any],
+    ratings: RatingTable,
     tournament: Mapping[str, Any],
     games: Sequence[Mapping[str, Any]],
     replays: Mapping[str, str] | None = None,
