@@ -270,6 +270,7 @@ def test_record_file_mode_and_cli_errors(out: Path) -> None:
     assert r.status_code == 200 and '"view":2' in r.text
     for args, message in (
         (["web"], "error: give an output folder, or --record FILE"),
+        (["web", "--record", ""], "error: give an output folder, or --record FILE"),  # was an AttributeError
         (["web", str(out), "--delay", "0"], "error: --delay must be at least 1 deal, not 0"),
         (["web", str(out), "--port", "70000"], "error: --port must be between 1 and 65535, not 70000"),
         (["web", "--record", "/no/such.jsonl"], "error: --record '/no/such.jsonl': no such file"),

@@ -102,7 +102,7 @@ def web_command(args: argparse.Namespace, err: Console) -> int:
         err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
         return 2
 
-    if args.record is None and args.output is None:
+    if not args.record and not args.output:  # an empty argument names nothing either
         return error("give an output folder, or --record FILE")
     if args.delay < 1:
         return error(f"--delay must be at least 1 deal, not {args.delay}")
@@ -111,7 +111,7 @@ def web_command(args: argparse.Namespace, err: Console) -> int:
     record = Path(args.record).resolve() if args.record else None
     if record is not None and not record.is_file():
         return error(f"--record {args.record!r}: no such file")
-    output = Path(args.output).resolve() if args.output else record.parent  # type: ignore[union-attr]
+    output = record.parent if record is not None and not args.output else Path(args.output).resolve()
     if not output.is_dir() and not output.parent.is_dir():
         return error(f"{args.output!r}: no such folder")
     try:
