@@ -192,6 +192,17 @@ class Starter(Protocol):
         ...
 
 
+class _InOrder:
+    """A plain :class:`GameRunner` as a :class:`Starter`: every game can start at once."""
+
+    def __init__(self, runner: GameRunner):
+        self.runner = runner
+        self.wake = threading.Event()
+
+    def start(self, game: ScheduledGame) -> Start:
+        return functools.partial(self.runner.play, game)
+
+
 #: Seconds the run loop sleeps at most between looks when games wait for workers (no-show clocks).
 IDLE_POLL_S = 0.5
 
@@ -218,8 +229,8 @@ def run_games(
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, not {concurrency}")
-    starter = runner if isinstance(runner, Starter) else None
-    wake = starter.wake if starter is not None else threading.Event()
+    starter = runner if isinstance(runner, Starter) else _InOrder(runner)
+    wake = starter.wake
     stored = _Stored(store, on_result)
     todo = list(games)
 
@@ -232,7 +243,7 @@ def run_games(
             while todo or running:
                 wake.clear()
                 if not halted():
-                    for result in _start_games(todo, runner, starter, pool, running, concurrency, wake):
+                    for result in _start_games(todo, starter, pool, running, concurrency, wake):
                         stored.add(result)
                 if not running and (not todo or halted()):
                     break
@@ -281,8 +292,7 @@ class _Stored:
 
 def _start_games(
     todo: list[ScheduledGame],
-    runner: GameRunner | Starter,
-    starter: Starter | None,
+    starter: Starter,
     pool: ThreadPoolExecutor,
     running: set[Future[GameResult]],
     concurrency: int,
@@ -294,13 +304,10 @@ def _start_games(
     k = 0
     while k < len(todo) and len(running) < concurrency:
         game = todo[k]
-        if starter is None:
-            got: Start = functools.partial(runner.play, game)  # type: ignore[union-attr]
-        elif game.seats in waiting:
+        if game.seats in waiting:
             k += 1
             continue
-        else:
-            got = starter.start(game)
+        got = starter.start(game)
         if got is None:
             waiting.add(game.seats)
             k += 1
