@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from dataclasses import fields as dataclass_fields
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
@@ -38,7 +38,7 @@ def ratings_table(ratings: RatingTable, tournament: Mapping[str, Any] | None = N
     los = los_next(ratings)
     note = interval_note(ratings)
     table = Table(title=str((tournament or {}).get("name", "ratings")), caption=note or None, caption_justify="left")
-    for col, just, wrap in (
+    columns: tuple[tuple[str, JustifyMethod, bool], ...] = (  # heading, justified, may wrap
         ("#", "right", False),
         ("bot", "left", True),
         ("version", "left", True),
@@ -47,8 +47,9 @@ def ratings_table(ratings: RatingTable, tournament: Mapping[str, Any] | None = N
         ("games", "right", False),
         ("score", "right", False),
         ("LOS next", "right", False),
-    ):
-        table.add_column(col, justify=just, no_wrap=not wrap)  # type: ignore[arg-type]
+    )
+    for col, just, wrap in columns:
+        table.add_column(col, justify=just, no_wrap=not wrap)
     for k, (name, r) in enumerate(ratings["ratings"].items(), start=1):
         lv = los.get(name)
         table.add_row(

@@ -62,7 +62,7 @@ class ContainerWorkers(LocalWorkers):
         env = {**self.bot.env, LOBBY_ENV: self.lobby_address, TOKEN_ENV: token, NAME_ENV: self.bot.name}
         slot.starts += 1
         try:
-            slot.proc = self.sandbox.start(  # type: ignore[assignment]
+            slot.proc = self.sandbox.start(
                 self.bot.image, self.bot.name, f"worker{slot.index}-{slot.starts}", env, self.bot.limits,
                 self.log_dir / slot.log_name, log_limit=ctx.log_limit,
             )

@@ -27,6 +27,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from arena.config import BotSpec
 from arena.hosting.procs import BotProcess, stop_all
@@ -45,12 +46,38 @@ MAX_BACKOFF_S = 30.0
 POLL_S = 0.1
 
 
+class _LogWriter(Protocol):
+    def join(self, timeout: float | None = None) -> None:
+        """Return once the output is in the log (or after ``timeout`` seconds)."""
+        ...
+
+
+class WorkerProcess(Protocol):
+    """What a pool's place holds: a :class:`arena.hosting.procs.BotProcess`, or a container
+    (:class:`arena.hosting.sandbox.BotContainer`, the container pool's) with the same interface:
+    ``pid`` (a container's name stands for it), ``pump`` (joined once the output is in the log)."""
+
+    @property
+    def pid(self) -> int | str: ...
+
+    @property
+    def pump(self) -> _LogWriter: ...
+
+    def poll(self) -> int | None:
+        """The exit status once it has exited, else None."""
+        ...
+
+    def stop(self, exit_wait_s: float = ...) -> int | None:
+        """Stop it and all it started; returns its exit status."""
+        ...
+
+
 @dataclass
 class Slot:
     """One place in the pool: its current process (None while waiting to restart) and its token's digest."""
 
     index: int
-    proc: BotProcess | None = None
+    proc: WorkerProcess | None = None
     digest: str = ""
     restart_at: float = 0.0
     starts: int = 0
@@ -96,8 +123,9 @@ class LocalWorkers:
         self._thread = threading.Thread(target=self._watch, name=f"workers-{self.bot.name}", daemon=True)
         self._thread.start()
 
-    def pids(self) -> list[int]:
-        """The process ids of the running workers (for tests and diagnostics)."""
+    def pids(self) -> list[int | str]:
+        """The process ids of the running workers (containers' names for containers; for tests and
+        diagnostics)."""
         with self._lock:
             return [s.proc.pid for s in self._slots if s.proc is not None and s.proc.poll() is None]
 
