@@ -326,7 +326,7 @@ def call_hook(bot: object, hook: str, arg: object) -> None:
         fn(arg)
 
 
-def load_bot(spec: str) -> object:
+def load_bot(spec: str) -> BotLike:
     """Import ``"package.module:ClassName"`` and return a new instance (constructed with no arguments).
 
     :raises ValueError: if ``spec`` is not ``module:Class``, the module or class cannot be found, or
@@ -345,7 +345,7 @@ def load_bot(spec: str) -> object:
         factory = getattr(module, attr)
     except AttributeError:
         raise ValueError(f"module {module_name!r} has no {attr!r} ({spec!r})") from None
-    bot = factory()
-    if not callable(getattr(bot, "act", None)):
+    bot: object = factory()
+    if not isinstance(bot, BotLike) or not callable(bot.act):
         raise ValueError(f"{spec!r} made a {type(bot).__name__}, which has no act(ctx) method")
     return bot

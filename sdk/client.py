@@ -39,6 +39,7 @@ from referee import wire
 from referee.outcome import MatchStatus, Termination
 from referee.rules import Action, side_of
 from sdk.bot import (
+    BotLike,
     Context,
     GameEnd,
     HookDispatcher,
@@ -92,7 +93,7 @@ class BotClient:
     :param tls_ca: PEM root certificate(s) to trust when the referee serves TLS (``None`` = plaintext).
     """
 
-    def __init__(self, bot: object, referee: str, ticket: str, name: str | None = None,
+    def __init__(self, bot: BotLike, referee: str, ticket: str, name: str | None = None,
                  version: str | None = None, connect_timeout_s: float = 15.0,
                  tls_ca: bytes | None = None) -> None:
         self.bot = bot
@@ -226,7 +227,7 @@ class BotClient:
         """The bot's legal choice, or the first legal action if it fails or chooses badly (counted in
         :attr:`counts`: an exception, and a fallback move)."""
         try:
-            return resolve_choice(self.bot.act(ctx), ctx.legal)  # type: ignore[attr-defined]
+            return resolve_choice(self.bot.act(ctx), ctx.legal)
         except IllegalChoice as e:
             log.warning("seq %d: %s; sending the first legal action %s instead", ctx.decision, e, ctx.legal[0])
         except Exception:
@@ -292,7 +293,7 @@ def _action_text(a: pb.Action) -> str:
         return repr(a)
 
 
-def run_bot(bot: object, referee: str, ticket: str, name: str | None = None, version: str | None = None,
+def run_bot(bot: BotLike, referee: str, ticket: str, name: str | None = None, version: str | None = None,
             connect_timeout_s: float = 15.0, tls_ca: bytes | None = None) -> MatchEnd:
     """Play one match for ``bot`` at ``referee`` (``host:port``) with ``ticket``; return its end.
 

@@ -30,6 +30,7 @@ from referee.rules import (
     side_of,
 )
 from sdk.bot import (
+    BotLike,
     Context,
     Event,
     HookDispatcher,
@@ -100,7 +101,7 @@ def seed_bytes(seed: bytes | str | int | None) -> bytes:
 
 
 def play_local(
-    bots: Sequence[object],
+    bots: Sequence[BotLike],
     rules: RuleSet | None = None,
     seed: bytes | str | int | None = None,
     games: int = 1,
@@ -149,7 +150,7 @@ def play_local(
 class _Table:
     """One local match in progress: the bots, their hook dispatchers and the decision counter."""
 
-    def __init__(self, bots: Sequence[object], rules: RuleSet, match_id: str, seed_commitment: str) -> None:
+    def __init__(self, bots: Sequence[BotLike], rules: RuleSet, match_id: str, seed_commitment: str) -> None:
         self.bots = bots
         self.rules = rules
         self.match_id = match_id
@@ -181,7 +182,7 @@ class _Table:
                           seat=seat, side=side_of(seat), rules=rules,
                           rng=decision_rng(self.commitment, seat, self.decision), match_id=self.match_id,
                           game=game, decision=self.decision)
-            action = resolve_choice(self.bots[seat].act(ctx), legal)  # type: ignore[attr-defined]
+            action = resolve_choice(self.bots[seat].act(ctx), legal)
             state = apply(state, action, seat)
             self.emit(step_events(game, prev, state, action, seat))
         self.emit([Event("game_ended", game=game, deal=state.deal_number, scores=state.scores,

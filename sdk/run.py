@@ -24,7 +24,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from sdk.bot import bot_name, load_bot
+from sdk.bot import BotLike, bot_name, load_bot
 from sdk.client import ClientError, run_bot
 from sdk.worker import (
     LOBBY_ENV,
@@ -114,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _serve(args: argparse.Namespace, first_bot: object, tls_ca: bytes | None) -> int:
+def _serve(args: argparse.Namespace, first_bot: BotLike, tls_ca: bytes | None) -> int:
     """Worker mode: ``args.workers`` lobby workers until they leave; returns the exit status."""
     name = args.name or os.environ.get(NAME_ENV) or bot_name(first_bot)
     version = args.version or str(getattr(first_bot, "version", "") or "0")

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from arena.ratings.elo import elo_of_score
 from referee.rules import RuleSet
-from sdk.bot import Context, load_bot
+from sdk.bot import BotLike, Choice, Context, load_bot
 from sdk.local_table import play_local
 
 #: 97.5% quantile of the standard normal: the half width of a 95% interval in standard errors.
@@ -76,13 +76,13 @@ class _Timed:
     """A bot that records the wall and the CPU (its thread's) milliseconds of each ``act`` call per
     phase in ``result``; every other attribute (hooks, ``name``) is the wrapped bot's."""
 
-    def __init__(self, bot: object, result: SparResult) -> None:
+    def __init__(self, bot: BotLike, result: SparResult) -> None:
         self._bot = bot
         self._result = result
 
-    def act(self, ctx: Context) -> object:
+    def act(self, ctx: Context) -> Choice:
         start, cpu = time.perf_counter(), time.thread_time()
-        choice = self._bot.act(ctx)  # type: ignore[attr-defined]
+        choice = self._bot.act(ctx)
         phase = ctx.phase.value
         self._result.times.setdefault(phase, []).append((time.perf_counter() - start) * 1000.0)
         self._result.cpu.setdefault(phase, []).append((time.thread_time() - cpu) * 1000.0)
@@ -128,7 +128,7 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q / 100.0 * len(ordered)) - 1))]
 
 
-def spar(make_a: Callable[[], object], make_b: Callable[[], object], players: int = 4, pairs: int = 10,
+def spar(make_a: Callable[[], BotLike], make_b: Callable[[], BotLike], players: int = 4, pairs: int = 10,
          label: str = "spar", rules: RuleSet | None = None,
          progress: Callable[[int, SparResult], None] | None = None) -> SparResult:
     """Play ``pairs`` duplicate pairs of A (``make_a()`` per seat) against B (module docstring).

@@ -24,12 +24,16 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import grpc
 
 from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import lobby_pb2_grpc as lpb_grpc
 from referee import wire
+
+if TYPE_CHECKING:
+    from sdk.bot import BotLike
 
 log = logging.getLogger("sdk.worker")
 
@@ -211,7 +215,7 @@ class LobbyWorker:
             call.cancel()
 
 
-def sdk_player(make_bot: Callable[[], object], name: str, version: str | None = None,
+def sdk_player(make_bot: Callable[[], BotLike], name: str, version: str | None = None,
                tls_ca: bytes | None = None) -> PlaySeat:
     """A :data:`PlaySeat` that plays each assignment with a fresh bot from ``make_bot`` through
     :class:`sdk.client.BotClient` (TLS to the referee when the assignment says so, with ``tls_ca``)."""

@@ -6,6 +6,7 @@ Source: docs/rules.md, "Table and cards". Ranks high to low ``A K Q J T 9 8 7 6 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum, IntEnum
@@ -169,8 +170,7 @@ def parse_deck(texts: Iterable[str]) -> tuple[Card, ...]:
     """
     deck = parse_cards(texts)
     if len(deck) != 52 or len(set(deck)) != 52:
-        seen: set[Card] = set()
-        dup = sorted({str(c) for c in deck if c in seen or seen.add(c)})  # type: ignore[func-returns-value]
+        dup = sorted(str(c) for c, n in Counter(deck).items() if n > 1)
         missing = sorted(str(c) for c in CANONICAL_DECK if c not in set(deck))
         raise ValueError(
             f"a deck must hold each of the 52 cards once: got {len(deck)} cards; "

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TypeVar, cast
 
 T = TypeVar("T")
 
@@ -41,6 +41,7 @@ def _draft_class(cls: type) -> type:
 
 def _fields(cls: type) -> list[dataclasses.Field[object]]:
     """The fields of ``cls``, refusing a class whose construction is more than storing fields."""
+    # typeshed does not declare the dataclass parameters a class keeps (__dataclass_params__)
     if not (dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
             and "__slots__" in cls.__dict__):
         raise TypeError(f"{cls.__name__} is not a frozen slotted dataclass")
@@ -53,13 +54,13 @@ def _fields(cls: type) -> list[dataclasses.Field[object]]:
     return out
 
 
-def _compile(cls: type, name: str, source: str, env: dict[str, object]) -> Callable[..., object]:
+def _compile(cls: type[T], name: str, source: str, env: dict[str, object]) -> Callable[..., T]:
     namespace: dict[str, object] = {"_new": object.__new__, "_Draft": _draft_class(cls), "_cls": cls, **env}
     exec(compile(source, f"<{cls.__name__} {name}>", "exec"), namespace)
     fn = namespace[name]
     assert callable(fn)
     fn.__doc__ = f"``{cls.__name__}(...)`` / ``replace``, built without the frozen ``__init__``.\n\n{source}"
-    return fn
+    return cast("Callable[..., T]", fn)  # exec'd code has no static type: ``source`` returns a ``cls``
 
 
 def maker(cls: type[T]) -> Callable[..., T]:
@@ -79,8 +80,7 @@ def maker(cls: type[T]) -> Callable[..., T]:
             params.append(f"{f.name}=_d_{f.name}")
     body = "".join(f"    _v.{f.name} = {f.name}\n" for f in fields)
     source = f"def make({', '.join(params)}):\n    _v = _new(_Draft)\n{body}    _v.__class__ = _cls\n    return _v\n"
-    fn: Callable[..., T] = _compile(cls, "make", source, env)  # type: ignore[assignment]
-    return fn
+    return _compile(cls, "make", source, env)
 
 
 def replacer(cls: type[T]) -> Callable[..., T]:
@@ -94,5 +94,4 @@ def replacer(cls: type[T]) -> Callable[..., T]:
     # _K: the sentinel as a local (a little cheaper to load than a global, 21 times a call).
     source = (f"def replace(_old, /, {params}, *, _K=_KEEP):\n    _v = _new(_Draft)\n{body}"
               f"    _v.__class__ = _cls\n    return _v\n")
-    fn: Callable[..., T] = _compile(cls, "replace", source, {"_KEEP": _KEEP})  # type: ignore[assignment]
-    return fn
+    return _compile(cls, "replace", source, {"_KEEP": _KEEP})

@@ -323,6 +323,7 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
     def _stage_unknown(self, msg: pb.PlayResponse) -> pb.PlayResponse:
         """Send a message of an unknown kind; return ``msg`` with an unknown event and unknown fields."""
         self._send(with_unknown_field(pb.PlayResponse()))
+        # an EventKind no build knows, on purpose: the stubs type kind as the enum, which cannot name it
         odd = pb.Event(kind=UNKNOWN_EVENT_KIND, game=msg.decision_request.game, seat=-1, side=-1, winner=-1,  # type: ignore[arg-type]
                        dealer=-1, target_seat=-1)
         self._send(pb.PlayResponse(events=pb.EventBatch(events=[with_unknown_field(odd)])))
@@ -429,9 +430,9 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
                                              sent.time_left_ms, sent.stream, resent=True, answered_at=sent.answered_at))
         self._send(again)
 
-    def _reject(self, seq: int, reason: int, text: str, action: pb.Action) -> None:
+    def _reject(self, seq: int, reason: pb.Reason, text: str, action: pb.Action) -> None:
         self.log.rejections.append((seq, text))
-        self._send(pb.PlayResponse(action_rejected=pb.ActionRejected(seq=seq, reason=reason, message=text,  # type: ignore[arg-type]
+        self._send(pb.PlayResponse(action_rejected=pb.ActionRejected(seq=seq, reason=reason, message=text,
                                                                      action=action)))
 
     def _on_message(self, st: _Stream, m: pb.PlayRequest, at: float, sent: RequestSent, state: State,
