@@ -93,7 +93,7 @@ import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 import numpy as np
 from scipy.fft import next_fast_len
@@ -946,7 +946,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def games_from_mapping(rows: Iterable[Mapping[str, Any]]) -> list[Game]:
+def games_from_mapping(rows: Iterable[Mapping[str, object]]) -> list[Game]:
     """Games from already-decoded rows (as in games.jsonl). :raises ValueError: on a bad row."""
     return [parse_game(dict(r)) for r in rows]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
+from typing import TypedDict
 
 from arena.tournament.schedule import ScheduledGame
 from referee.outcome import MatchStatus, Termination
@@ -28,6 +29,57 @@ _SINGULAR = {
 }
 #: JSON as the store and games.jsonl hold it.
 Json = None | bool | int | float | str | list["Json"] | dict[str, "Json"]
+
+
+class SeatDetails(TypedDict, total=False):
+    """The per-seat details a game has, in games.jsonl and the store alike: ``terminations``
+    (:class:`Termination` values), and for a game on a referee ``referee`` (``host:port``) and
+    ``failures`` (:meth:`Failures.to_dict`), ``workers`` (the lobby's worker id, None at a per-game seat)."""
+
+    terminations: list[str]
+    referee: str
+    failures: list[dict[str, int]]
+    workers: list[str | None]
+
+
+class StoredDetails(SeatDetails, total=False):
+    """The store's ``extra`` column (:meth:`GameResult.details`): the seats' details, the match's
+    ``status`` (:class:`MatchStatus` value), and for a game on a referee ``think_ms``, ``phases_ms``
+    (create / play / record) and ``attempt`` (when not the first)."""
+
+    status: str
+    think_ms: int
+    phases_ms: dict[str, float]
+    attempt: int
+
+
+class GameFacts(SeatDetails):
+    """A game as games.jsonl and the web show it, but its deal ``seed`` (:class:`GameRow`): the ratings'
+    input ``a``, ``b``, ``score`` (``a``'s: 1, 0.5, 0) and ``pair``; the game's ids, ``scores`` per
+    side, ``winner`` (side or None), ``reasons``, ``record`` (path in the output folder),
+    ``first_dealer``, ``duration_s``; and the details the game has: ``terminations`` (per seat,
+    :class:`Termination` values), ``referee``, ``failures`` (per seat, :meth:`Failures.to_dict`),
+    ``workers`` (per seat)."""
+
+    a: str
+    b: str
+    score: float
+    pair: str
+    game_id: str
+    match_id: str
+    scores: list[int]
+    winner: int | None
+    reasons: list[str]
+    record: str | None
+    first_dealer: int
+    duration_s: float
+
+
+class GameRow(GameFacts):
+    """One line of games.jsonl (:meth:`GameResult.rating_row`): the :class:`GameFacts` and the deal
+    ``seed`` (hex; public once the master seed is)."""
+
+    seed: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,11 +169,11 @@ class GameResult:
         """Side 0's score for ratings: 1 win, 0 loss, 0.5 no winner."""
         return 0.5 if self.winner is None else 1.0 - float(self.winner)
 
-    def rating_row(self) -> dict[str, Json]:
-        """The games.jsonl line: the ratings input (``a``, ``b``, ``score``, ``pair``) plus details;
-        ``terminations`` (per seat, e.g. ``["normal", "timeout"]``), ``referee``, ``failures`` and
-        ``workers`` when the game has them (see the class)."""
-        row: dict[str, Json] = {
+    def rating_row(self) -> GameRow:
+        """The games.jsonl line (:class:`GameRow`): the ratings input (``a``, ``b``, ``score``, ``pair``)
+        plus details; ``terminations`` (per seat, e.g. ``["normal", "timeout"]``), ``referee``,
+        ``failures`` and ``workers`` when the game has them (see the class)."""
+        row: GameRow = {
             "a": self.sides[0],
             "b": self.sides[1],
             "score": self.score_a,
@@ -135,29 +187,34 @@ class GameResult:
             "seed": self.seed_hex,
             "first_dealer": self.first_dealer,
             "duration_s": round(self.duration_s, 4),
+            **self.seat_details(),
         }
-        details = self.details()
-        row.update({k: details[k] for k in ("terminations", "referee", "failures", "workers") if k in details})
         return row
 
-    def details(self) -> dict[str, Json]:
-        """The details as the store's ``extra`` column holds them (only those the game has)."""
-        out: dict[str, Json] = {}
-        if self.status is not None:
-            out["status"] = self.status.value
+    def seat_details(self) -> SeatDetails:
+        """The per-seat details this game has (see :class:`SeatDetails`)."""
+        out: SeatDetails = {}
         if self.terminations:
             out["terminations"] = [t.value for t in self.terminations]
         if self.referee is not None:
-            out["think_ms"] = self.think_ms or 0
             out["referee"] = self.referee
-            out["failures"] = [dict(f.to_dict()) for f in self.failures]
-        if self.phases_ms is not None:
-            out["phases_ms"] = dict(self.phases_ms)
+            out["failures"] = [f.to_dict() for f in self.failures]
         if self.workers is not None:
             out["workers"] = list(self.workers)
+        return out
+
+    def details(self) -> StoredDetails:
+        """The details as the store's ``extra`` column holds them (only those the game has)."""
+        out: StoredDetails = {}
+        if self.status is not None:
+            out["status"] = self.status.value
+        if self.referee is not None:
+            out["think_ms"] = self.think_ms or 0
+        if self.phases_ms is not None:
+            out["phases_ms"] = dict(self.phases_ms)
         if self.attempt != 1:
             out["attempt"] = self.attempt
-        return out
+        return {**self.seat_details(), **out}
 
     @classmethod
     def from_stored(

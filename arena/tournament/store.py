@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arena.tournament.result import GameResult, Json
+from arena.tournament.result import GameResult, GameRow
 from arena.tournament.schedule import ScheduledGame
 
 SCHEMA_VERSION = "1"
@@ -274,6 +274,6 @@ class Store:
         return int(self._db.execute("SELECT COUNT(*) FROM games").fetchone()[0])
 
 
-def games_rows(results: Sequence[GameResult]) -> list[dict[str, Json]]:
+def games_rows(results: Sequence[GameResult]) -> list[GameRow]:
     """The games.jsonl rows of ``results`` (see :meth:`GameResult.rating_row`)."""
     return [r.rating_row() for r in results]

@@ -38,7 +38,16 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from arena.ratings.publication import LivePublisher
 from arena.report import live
 from arena.tournament.lock import held
-from arena.web.data import TERMINATIONS, BadQuery, GamesQuery, NotFound, NotYet, WebData
+from arena.web.data import (
+    TERMINATIONS,
+    BadQuery,
+    GamesQuery,
+    LinkedGameRow,
+    NotFound,
+    NotYet,
+    PublicGameRow,
+    WebData,
+)
 from arena.web.frames import ALL, RecordReplayError, replay_frames
 from arena.web.render import HERE, board_context, templates
 from arena.web.spectate import spectator_replay
@@ -290,19 +299,17 @@ async def api_games(request: Request) -> Response:
     app: WebApp = request.app.state.web
     q = games_query(request)
     page = await run_in_threadpool(app.data.games, q)
-    for g in page["games"]:
-        _links(g)
-    return JSONResponse(page)
+    return JSONResponse({**page, "games": [_links(g) for g in page["games"]]})
 
 
-def _links(g: dict[str, Any]) -> dict[str, Any]:
-    """Replace the record's file path by the API's record link (``None`` while the replay is closed)."""
+def _links(g: PublicGameRow) -> LinkedGameRow:
+    """The row with the API's record link in place of the record's file path, and the replay page
+    (``None`` while the replay is closed)."""
     from urllib.parse import quote
 
     gid = quote(g["game_id"], safe="")
-    g["record"] = f"/api/games/{gid}/record" if g.get("replay_open") and g.get("record") else None
-    g["viewer"] = f"/games/{gid}" if g["record"] else None
-    return g
+    record = f"/api/games/{gid}/record" if g.get("replay_open") and g.get("record") else None
+    return {**g, "record": record, "viewer": f"/games/{gid}" if record else None}
 
 
 async def api_game(request: Request) -> Response:

@@ -21,11 +21,11 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeAlias, TypedDict
+from typing import Any, NotRequired, TypeAlias, TypedDict
 
 from arena.ratings.fit import DEFAULT_BOOTSTRAP, RatingTable, games_from_mapping
 from arena.ratings.publication import LivePublisher, final_ratings
-from arena.tournament.result import GameResult
+from arena.tournament.result import GameFacts, GameResult
 from arena.tournament.runner import DB_NAME, FACTS_KEY, LADDER_KEY
 from referee.outcome import Termination
 
@@ -51,6 +51,21 @@ SqlParam: TypeAlias = str | int | None
 RatingsKey: TypeAlias = tuple[tuple[int, float], int | None]
 
 
+class PublicGameRow(GameFacts):
+    """:meth:`WebData.game_row`: a games.jsonl row without its ``seed`` until the master seed is
+    revealed, and ``replay_open`` (both games of its duplicate pair stored, or the seed revealed)."""
+
+    seed: NotRequired[str]
+    replay_open: bool
+
+
+class LinkedGameRow(PublicGameRow):
+    """A :class:`PublicGameRow` as the JSON API sends it: ``record`` the API's record link and ``viewer``
+    the replay page, both ``None`` while the replay is closed."""
+
+    viewer: str | None
+
+
 class RatingsPage(RatingTable):
     """:meth:`WebData.ratings`, the ratings.json shape: the published :class:`RatingTable` and the
     ``tournament``'s public facts (:meth:`WebData.facts`)."""
@@ -62,7 +77,7 @@ class GamesPage(TypedDict):
     """:meth:`WebData.games`: the ``games`` of the page (:meth:`WebData.game_row` rows, newest first),
     the ``total`` games the filter selects, this ``page`` (1-based), ``per_page`` and the ``pages``."""
 
-    games: list[dict[str, Any]]
+    games: list[PublicGameRow]
     total: int
     page: int
     per_page: int
@@ -242,12 +257,11 @@ class WebData:
         )
         return {r[0] for r in rows}
 
-    def game_row(self, result: GameResult, pair_done: bool, revealed: bool) -> dict[str, Any]:
+    def game_row(self, result: GameResult, pair_done: bool, revealed: bool) -> PublicGameRow:
         """The public row of one game (see the module docstring)."""
-        row = result.rating_row()
+        row: PublicGameRow = {**result.rating_row(), "replay_open": pair_done or revealed}
         if not revealed:
-            row.pop("seed", None)
-        row["replay_open"] = pair_done or revealed
+            del row["seed"]
         return row
 
     def games(self, q: GamesQuery) -> GamesPage:
@@ -271,7 +285,7 @@ class WebData:
             "pages": max(1, -(-total // q.per_page)),
         }
 
-    def game(self, game_id: str) -> dict[str, Any]:
+    def game(self, game_id: str) -> PublicGameRow:
         """One game's public row.
 
         :raises NotFound: for an unknown id.

@@ -12,21 +12,24 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from arena.report.live import PAIR_SIZE
 from arena.web.data import NotFound, read_record_file
 from arena.web.frames import ALL, RecordReplayError, replay_frames
 from arena.web.render import HERE, templates
 
+if TYPE_CHECKING:
+    from arena.tournament.result import GameRow
+
 #: Folder of the static viewer pages, below the output folder.
 REPLAYS_DIR = "replays"
 _ASSETS = ("app.css", "viewer.js")
 
 
-def write_static_replays(output: Path, games: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+def write_static_replays(output: Path, games: Sequence[GameRow]) -> dict[str, str]:
     """Write the missing viewer pages of ``games`` (games.jsonl rows); returns game id -> page path
     relative to ``output`` for every game that has one. A record that cannot be read or replayed is
     skipped (``python -m referee.verify`` says why).

@@ -27,6 +27,7 @@ from referee.rules.seats import side_of
 
 if TYPE_CHECKING:
     from arena.ratings.fit import RatingTable
+    from arena.tournament.result import GameFacts, GameRow
 
 #: games.jsonl terminations that are not a failure of the seat
 _NOT_FAILURES = frozenset(t.value for t in NOT_A_FORFEIT)
@@ -47,7 +48,7 @@ def templates() -> jinja2.Environment:
     return env
 
 
-def forfeits_by_bot(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+def forfeits_by_bot(rows: Sequence[GameFacts]) -> dict[str, dict[str, int]]:
     """Per bot, how many times one of its seats ended with each failure termination (``timeout``,
     ``no_show``, …; ``normal`` and ``other_seat_forfeited`` are not failures)."""
     out: dict[str, dict[str, int]] = {}
@@ -64,7 +65,7 @@ def forfeits_by_bot(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, in
 def board_context(
     ratings: RatingTable,
     facts: Mapping[str, Any],
-    rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[GameFacts],
     running: Sequence[Mapping[str, Any]] = (),
     rate: float | None = None,
 ) -> dict[str, Any]:
@@ -103,7 +104,7 @@ def _href(path: str) -> str:
 def leaderboard_html(
     ratings: RatingTable,
     tournament: Mapping[str, Any],
-    games: Sequence[Mapping[str, Any]],
+    games: Sequence[GameRow],
     replays: Mapping[str, str] | None = None,
 ) -> str:
     """The static, self-contained leaderboard page: the live page's board (:func:`board_context`) and
