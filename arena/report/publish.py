@@ -28,9 +28,8 @@ from __future__ import annotations
 import csv
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
@@ -43,7 +42,7 @@ from arena.report import failures
 from arena.report.figures import los_next
 from arena.report.terminal import failures_table, ratings_table
 from arena.tournament.result import GameResult
-from arena.tournament.runner import LADDER_KEY, Tournament, public_facts
+from arena.tournament.runner import LADDER_KEY, Tournament, TournamentFacts, public_facts
 from arena.tournament.store import games_rows
 
 
@@ -51,7 +50,7 @@ def write_outputs(
     output: Path,
     results: Sequence[GameResult],
     ratings: RatingTable,
-    tournament: Mapping[str, Any],
+    tournament: TournamentFacts,
 ) -> dict[str, Path]:
     """Write games.jsonl, ratings.json, ratings.csv and leaderboard.html into ``output``.
 
@@ -88,7 +87,7 @@ def _atomic_write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def _csv(ratings: RatingTable, tournament: Mapping[str, Any]) -> str:
+def _csv(ratings: RatingTable, tournament: TournamentFacts) -> str:
     import io
 
     buf = io.StringIO()
@@ -114,7 +113,7 @@ def _csv(ratings: RatingTable, tournament: Mapping[str, Any]) -> str:
     return buf.getvalue()
 
 
-def tournament_facts(t: Tournament, complete: bool) -> dict[str, Any]:
+def tournament_facts(t: Tournament, complete: bool) -> TournamentFacts:
     """JSON-ready facts published with the ratings; the master seed only when ``complete``."""
     return {
         **public_facts(t.config, t.commitment, len(t.schedule)),

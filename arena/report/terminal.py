@@ -3,7 +3,7 @@ bar (rich; one line a bot in a pipe or a CI log)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import fields as dataclass_fields
 from typing import TYPE_CHECKING, Any
@@ -26,9 +26,10 @@ from arena.report.figures import interval_note, interval_text, los_next
 
 if TYPE_CHECKING:
     from arena.ratings.fit import RatingTable
+    from arena.tournament.runner import TournamentFacts
 
 
-def ratings_table(ratings: RatingTable, tournament: Mapping[str, Any] | None = None) -> Table:
+def ratings_table(ratings: RatingTable, tournament: TournamentFacts | None = None) -> Table:
     """A rich table of the ranking: rank, bot, version, Elo, 95% interval, games, score, LOS vs next.
 
     Intervals are whole Elo points and never wrapped (a pipe or CI log gets one line a bot); an
@@ -65,7 +66,7 @@ def ratings_table(ratings: RatingTable, tournament: Mapping[str, Any] | None = N
     return table
 
 
-def failure_rows(tournament: Mapping[str, Any] | None) -> list[tuple[str, failures.Failures]]:
+def failure_rows(tournament: TournamentFacts | None) -> list[tuple[str, failures.Failures]]:
     """(bot, counts) in the ratings' order, from the ``failures`` facts (see :mod:`arena.report.failures`)."""
     out = []
     for name, data in (tournament or {}).get("failures", {}).items():
@@ -75,7 +76,7 @@ def failure_rows(tournament: Mapping[str, Any] | None) -> list[tuple[str, failur
     return out
 
 
-def failures_table(tournament: Mapping[str, Any] | None, order: Sequence[str] = ()) -> Table:
+def failures_table(tournament: TournamentFacts | None, order: Sequence[str] = ()) -> Table:
     """A rich table of each bot's failures (forfeited games, exceptions in its ``act``, fallback moves,
     rejected actions, timeouts, crashes), bots in ``order`` first."""
     table = Table(title="bot failures")

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypedDict, runtime_checkable
 
 from arena.config import BotSpec, TournamentConfig, identity_changes
 from arena.ratings.elo import expected_score
@@ -29,6 +29,9 @@ from arena.tournament.result import GameResult
 from arena.tournament.schedule import ScheduledGame, make_schedule
 from arena.tournament.store import Store, StoreMismatch
 from referee.dealing import commitment, fresh_seed
+
+if TYPE_CHECKING:
+    from arena.formats.duplicate import PrecisionFacts
 
 DB_NAME = "arena.sqlite"
 COMMITMENT_FILE = "commitment.json"
@@ -40,7 +43,34 @@ FACTS_KEY = "public_facts"
 LADDER_KEY = "ladder_board"
 
 
-def public_facts(config: TournamentConfig, commit: str, scheduled: int) -> dict[str, Any]:
+class TournamentFacts(TypedDict, total=False):
+    """A tournament's public facts, JSON (ratings.json's ``tournament``, the pages): :func:`public_facts`
+    (``name``, ``players``, ``games_per_pairing``, ``bots`` {name: version}, ``rules``,
+    ``config_fingerprint``, ``commitment``, ``scheduled``, ``format`` for a ladder), what the store and
+    the publication add (``entrants``, ``unsandboxed``, ``master_seed`` once revealed, ``played``, a
+    ladder's board, the SPRT's state, ``failures`` per bot, ``precision``). Every key is optional to a
+    reader: a page may show a folder whose tournament has not stored its facts yet."""
+
+    name: str
+    players: int
+    games_per_pairing: int
+    bots: dict[str, str]
+    rules: dict[str, object]
+    config_fingerprint: str
+    commitment: str | None  # None on a page of a folder whose seed is not committed yet
+    scheduled: int | None
+    format: str
+    entrants: list[str]
+    unsandboxed: list[str]
+    master_seed: str | None
+    played: int
+    ladder: dict[str, object]
+    sprt: dict[str, object]
+    failures: dict[str, dict[str, int]]
+    precision: PrecisionFacts
+
+
+def public_facts(config: TournamentConfig, commit: str, scheduled: int) -> TournamentFacts:
     """JSON-ready public facts of a tournament (never the master seed): name, players,
     games_per_pairing, bots {name: version}, rules, config_fingerprint, commitment, scheduled (a
     ladder's: its total budget, or None), and ``format`` ("ladder" for a ladder)."""

@@ -26,7 +26,7 @@ from typing import Any, NotRequired, TypeAlias, TypedDict
 from arena.ratings.fit import DEFAULT_BOOTSTRAP, RatingTable, games_from_mapping
 from arena.ratings.publication import LivePublisher, final_ratings
 from arena.tournament.result import GameFacts, GameResult
-from arena.tournament.runner import DB_NAME, FACTS_KEY, LADDER_KEY
+from arena.tournament.runner import DB_NAME, FACTS_KEY, LADDER_KEY, TournamentFacts
 from referee.outcome import Termination
 
 #: Games of one duplicate pair (arena/tournament/schedule.py): both share the deal seed, hence every deck.
@@ -70,7 +70,7 @@ class RatingsPage(RatingTable):
     """:meth:`WebData.ratings`, the ratings.json shape: the published :class:`RatingTable` and the
     ``tournament``'s public facts (:meth:`WebData.facts`)."""
 
-    tournament: dict[str, Any]
+    tournament: TournamentFacts
 
 
 class GamesPage(TypedDict):
@@ -190,13 +190,13 @@ class WebData:
         return {r[0] for r in self._query("SELECT game_id FROM games")}
 
     # ------------------------------------------------------------------ tournament
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> TournamentFacts:
         """The public facts (name, players, bots {name: version}, rules, commitment, scheduled, played,
         ``ladder`` for a ladder (:data:`arena.tournament.runner.LADDER_KEY`), and ``master_seed`` — ``None``
         until the arena has revealed it: ``finished_at`` is in the meta
         table, set by ``arena run`` when it publishes the seed; ``arena serve`` never reveals it)."""
         raw = self._meta(FACTS_KEY)
-        facts: dict[str, Any] = json.loads(raw) if raw else {}
+        facts: TournamentFacts = json.loads(raw) if raw else {}
         facts.setdefault("name", self.output.name)
         facts.setdefault("commitment", self._meta("commitment"))
         facts["played"] = self.version()[0]

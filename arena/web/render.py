@@ -28,6 +28,7 @@ from referee.rules.seats import side_of
 if TYPE_CHECKING:
     from arena.ratings.fit import RatingTable
     from arena.tournament.result import GameFacts, GameRow
+    from arena.tournament.runner import TournamentFacts
 
 #: games.jsonl terminations that are not a failure of the seat
 _NOT_FAILURES = frozenset(t.value for t in NOT_A_FORFEIT)
@@ -64,7 +65,7 @@ def forfeits_by_bot(rows: Sequence[GameFacts]) -> dict[str, dict[str, int]]:
 
 def board_context(
     ratings: RatingTable,
-    facts: Mapping[str, Any],
+    facts: TournamentFacts,
     rows: Sequence[GameFacts],
     running: Sequence[Mapping[str, Any]] = (),
     rate: float | None = None,
@@ -103,7 +104,7 @@ def _href(path: str) -> str:
 
 def leaderboard_html(
     ratings: RatingTable,
-    tournament: Mapping[str, Any],
+    tournament: TournamentFacts,
     games: Sequence[GameRow],
     replays: Mapping[str, str] | None = None,
 ) -> str:
@@ -111,7 +112,7 @@ def leaderboard_html(
     every game of ``games`` (games.jsonl rows) with its record and, from ``replays`` (game id -> the
     static viewer page, :mod:`arena.web.export`), its replay linked; the stylesheet inline, no script,
     nothing fetched. Every name is HTML-escaped."""
-    facts = {
+    facts: TournamentFacts = {
         **tournament,
         "name": tournament.get("name", "tournament"),
         "played": tournament.get("played", len(games)),
