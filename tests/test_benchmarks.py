@@ -36,6 +36,14 @@ def test_referee_benchmark_prints_its_figures(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_referee_work_benchmark_prints_its_figures(tmp_path: Path) -> None:
+    out = run("referee_work.py", "--matches", "2", "--games", "1", "--profile", cwd=tmp_path)
+    assert re.search(r"decisions:\s+[1-9]\d* in 2 matches", out), out
+    assert re.search(r"submit \(CPU\):\s+p50 [\d.]+ us\s+mean [\d.]+ us", out), out
+    assert re.search(r"all \(CPU\):\s+[\d.]+ us a decision", out) and "referee/match.py" in out, out
+
+
+@pytest.mark.slow
 def test_arena_benchmark_prints_its_figures(tmp_path: Path) -> None:
     out = run("arena.py", "--bots", "2", "--games-per-pairing", "2", "--players", "2", "--per-game-games", "2",
               cwd=tmp_path)
