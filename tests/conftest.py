@@ -9,6 +9,7 @@ facility through ``scripts/setup.sh`` and a skip there would hide a test that ne
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
@@ -26,3 +27,11 @@ def require(available: bool, why: str) -> None:
     if IN_CI:
         pytest.fail(f"CI must run this test but {why}", pytrace=False)
     pytest.skip(why)
+
+
+def terminal_default_sigint() -> None:
+    """``preexec_fn`` for a command a test interrupts as a terminal's Ctrl-C would: SIGINT at its default,
+    as a terminal's shell starts commands. A test run started in the background of a non-interactive
+    shell (``… &``: CI harnesses) has SIGINT ignored, children inherit that, and bash cannot trap a
+    signal ignored on entry: the script under test would never see the interrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

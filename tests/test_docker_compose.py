@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import require
+from tests.conftest import require, terminal_default_sigint
 from tests.docker_helpers import DOCKER, ROOT, base_image, docker_client
 
 pytestmark = pytest.mark.slow
@@ -147,7 +147,7 @@ def test_readme_compose_command_takes_the_stack_down_on_ctrl_c(env: dict[str, st
     e = {**env, "ALLFOURS_RESULTS": str(tmp_path / "results"), "COMPOSE_PROJECT_NAME": project}
     proc = subprocess.Popen(["bash", "-c", f"set -euo pipefail; {readme_command('compose-command')}"], cwd=ROOT,
                             env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=terminal_default_sigint)
     try:
         # once any container of the stack runs (the referees start before the arena, so a quick demo
         # cannot end between two looks); a command that ended by itself first fails the 130 below

@@ -1,0 +1,84 @@
+"""docker/compose-demo.sh's Ctrl-C handling at each of its steps, with stand-in `docker-compose` and
+`docker` commands (no daemon, so the moment of the interrupt is chosen, not raced as with the real
+stack in test_docker_compose.py): wherever the interrupt lands, the script exits 130, takes the stack
+down last, and never goes on to follow the arena. The stand-in docker-compose catches SIGINT and
+ends normally, as the real (Python) one does.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import terminal_default_sigint
+
+ROOT = Path(__file__).resolve().parent.parent
+
+FAKE_COMPOSE = """#!{python}
+import os, pathlib, sys, time
+log = pathlib.Path(os.environ["FAKE_LOG"])
+with log.open("a") as f:
+    f.write(" ".join(sys.argv[1:]) + "\\n")
+pathlib.Path(os.environ["FAKE_LOG"] + "." + sys.argv[1]).touch()  # "this step is under way"
+if sys.argv[1] == os.environ["FAKE_STEP"]:  # the step to interrupt lasts; the others end at once
+    try:
+        time.sleep(8)
+    except KeyboardInterrupt:
+        pass  # as docker-compose does: it catches the interrupt and ends normally
+if sys.argv[1] == "ps":
+    print("0123456789ab")
+"""
+
+FAKE_DOCKER = """#!/bin/sh
+# `docker wait ID`: the arena's container ends with status 0 after a while
+echo "docker $*" >> "$FAKE_LOG"
+touch "$FAKE_LOG.wait"
+sleep 8
+echo 0
+"""
+
+
+@pytest.mark.parametrize("step", ["build", "up", "ps", "logs", "wait"])
+def test_ctrl_c_at_each_step_takes_the_stack_down(tmp_path: Path, step: str) -> None:
+    """Ctrl-C (SIGINT to the process group) while ``step`` runs: exit 130, ``down`` called last."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "docker-compose").write_text(FAKE_COMPOSE.format(python=sys.executable))
+    (bin_dir / "docker").write_text(FAKE_DOCKER)
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    log = tmp_path / "calls.log"
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "DOCKER": str(bin_dir / "docker"),
+        "FAKE_LOG": str(log),
+        "FAKE_STEP": step,
+        "ALLFOURS_BASE": "allfours-base-node:test",  # given: the script makes no base image
+        "ALLFOURS_RESULTS": str(tmp_path / "results"),
+    }
+    proc = subprocess.Popen(["bash", "docker/compose-demo.sh"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=terminal_default_sigint)
+    try:
+        deadline = time.monotonic() + 60
+        while not Path(f"{log}.{step}").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    calls = log.read_text().splitlines()
+    assert proc.returncode == 130, (calls, err)
+    assert err.rstrip().endswith("compose-demo: taking the stack down"), err
+    assert calls[-1] == "down --remove-orphans -t 5", calls
+    assert "the arena exited" not in err, err  # it did not play on
