@@ -1,0 +1,179 @@
+"""Safe intake of a submitted archive: a tar (optionally gzip) unpacked into a fresh folder.
+
+Every byte of an archive is hostile. :func:`unpack` reads the archive as a stream (never seeks, never
+trusts a header's size) and refuses, with one line each (:class:`IntakeError`):
+
+- a path that escapes the folder (absolute, or with a ``..`` part, or under a link);
+- a symbolic link whose target is absolute or leaves the folder; a hard link to anything but a
+  regular file unpacked before it in the same archive;
+- a device, a FIFO, or any other kind of member than a file, a folder or a link;
+- more members than ``limits.files``;
+- more unpacked bytes than ``limits.unpacked_bytes``, counted while writing: an archive that
+  expands to gigabytes is stopped at the limit;
+- an archive that is not a tar (or tar.gz).
+
+Files are written with mode 0644 (0755 when the archive marks them executable), never following a
+link (``O_NOFOLLOW | O_EXCL``); owners, times and other modes in the archive are ignored. The upload's
+own size (``limits.upload_bytes``) is checked by the receiver, :func:`check_upload`.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import shutil
+import stat
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+#: Bytes copied at a time while unpacking (the unpacked size is counted per chunk).
+CHUNK = 64 * 1024
+
+
+class IntakeError(ValueError):
+    """An archive refused; ``str(e)`` is one line saying why."""
+
+
+@dataclass(frozen=True, slots=True)
+class IntakeLimits:
+    """``upload_bytes`` of the archive; ``unpacked_bytes`` and ``files`` of what it holds."""
+
+    upload_bytes: int
+    unpacked_bytes: int
+    files: int
+
+
+def check_upload(received: int, limits: IntakeLimits) -> None:
+    """:raises IntakeError: ``received`` bytes of archive are over the upload limit."""
+    if received > limits.upload_bytes:
+        raise IntakeError(f"the archive is over the upload limit of {limits.upload_bytes} bytes")
+
+
+def _safe_name(name: str) -> str:
+    """The member's path, normalised, relative. :raises IntakeError: absolute or escaping."""
+    if name.startswith("/") or "\\" in name or "\x00" in name:
+        raise IntakeError(f"{name!r}: a path escaping the submission's folder (absolute)")
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise IntakeError(f"{name!r}: a path escaping the submission's folder (..)")
+    return "/".join(parts)
+
+
+def _inside(root: Path, path: Path) -> bool:
+    """Whether ``path``'s folder, with every link resolved, is ``root`` or below it."""
+    parent = path.parent.resolve()
+    return parent == root or root in parent.parents
+
+
+@dataclass
+class _Unpacking:
+    """The running counts of one :func:`unpack`."""
+
+    root: Path
+    limits: IntakeLimits
+    files: int = 0
+    written: int = 0
+
+    def target(self, rel: str) -> Path:
+        """Where member ``rel`` goes. :raises IntakeError: its folder is reached through a link out."""
+        path = self.root / rel
+        if not _inside(self.root, path):
+            raise IntakeError(f"{rel!r}: a path escaping the submission's folder (through a link)")
+        return path
+
+    def count(self, name: str) -> None:
+        self.files += 1
+        if self.files > self.limits.files:
+            raise IntakeError(f"more than {self.limits.files} files in the archive (the file-count limit)")
+
+    def copy(self, src: IO[bytes], path: Path, executable: bool) -> None:
+        """Write ``src`` to the new file ``path``, counting the bytes against the unpacked limit."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o755 if executable else 0o644)
+        with os.fdopen(fd, "wb") as out:
+            while chunk := src.read(CHUNK):
+                self.written += len(chunk)
+                if self.written > self.limits.unpacked_bytes:
+                    limit = self.limits.unpacked_bytes
+                    raise IntakeError(f"the archive unpacks to more than {limit} bytes (the unpacked-size limit)")
+                out.write(chunk)
+
+
+def _symlink(u: _Unpacking, rel: str, member: tarfile.TarInfo) -> None:
+    target = member.linkname
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(rel), target))
+    if target.startswith("/") or joined == ".." or joined.startswith("../"):
+        raise IntakeError(f"{rel!r}: a link leaving the submission's folder (to {target!r})")
+    path = u.target(rel)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(target, path)
+
+
+def _hardlink(u: _Unpacking, rel: str, member: tarfile.TarInfo) -> None:
+    source = _safe_name(member.linkname)
+    src = u.target(source)
+    if not source or not src.is_file() or src.is_symlink():
+        raise IntakeError(f"{rel!r}: a hard link to {member.linkname!r}, not a file unpacked before it")
+    with open(src, "rb") as f:
+        u.copy(f, u.target(rel), bool(member.mode & 0o111))
+
+
+def _check_links(root: Path) -> None:
+    """Every link, resolved in full once all is unpacked, names something inside ``root`` (a chain of
+    links each inside may still lead out: ``a -> .``, ``b -> a/..``). :raises IntakeError: one that does not."""
+    for path in root.rglob("*"):
+        if path.is_symlink():
+            real = Path(os.path.realpath(path))
+            if not (real == root or root in real.parents) or not real.exists():
+                rel = path.relative_to(root).as_posix()
+                raise IntakeError(f"{rel!r}: a link leaving the submission's folder (or to nothing)")
+
+
+def _member(u: _Unpacking, tar: tarfile.TarFile, member: tarfile.TarInfo) -> None:
+    """Unpack one member (see the module docstring). :raises IntakeError: as :func:`unpack`."""
+    rel = _safe_name(member.name)
+    u.count(rel)
+    if not rel:
+        return
+    if member.isdir():
+        u.target(rel).mkdir(parents=True, exist_ok=True)
+    elif member.issym():
+        _symlink(u, rel, member)
+    elif member.islnk():
+        _hardlink(u, rel, member)
+    elif member.isreg():
+        src = tar.extractfile(member)
+        assert src is not None
+        u.copy(src, u.target(rel), bool(member.mode & 0o111))
+    else:
+        kind = "a device" if member.ischr() or member.isblk() else "a FIFO" if member.isfifo() else "a special file"
+        raise IntakeError(f"{rel!r}: {kind} (only files, folders and links inside are taken)")
+
+
+def unpack(archive: IO[bytes], into: Path, limits: IntakeLimits) -> int:
+    """Unpack the tar stream ``archive`` into the new folder ``into`` (made here; removed again on a
+    refusal); returns how many members it held. :raises IntakeError: see the module docstring."""
+    into.mkdir(mode=0o700, parents=True, exist_ok=False)
+    u = _Unpacking(into.resolve(), limits)
+    try:
+        with tarfile.open(fileobj=archive, mode="r|*") as tar:
+            for member in tar:
+                _member(u, tar, member)
+    except IntakeError:
+        shutil.rmtree(into, ignore_errors=True)
+        raise
+    except (tarfile.TarError, EOFError, OSError, UnicodeError) as e:
+        shutil.rmtree(into, ignore_errors=True)
+        raise IntakeError(f"not a readable tar or tar.gz archive: {' '.join(str(e).split())[:200]}") from None
+    try:
+        _check_links(u.root)
+    except IntakeError:
+        shutil.rmtree(into, ignore_errors=True)
+        raise
+    for path in into.rglob("*"):
+        if not path.is_symlink() and stat.S_ISDIR(path.stat().st_mode):
+            path.chmod(0o755)
+    into.chmod(0o755)
+    return u.files

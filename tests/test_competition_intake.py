@@ -1,0 +1,173 @@
+"""Safe intake of submitted archives (arena/competition/intake.py): a table of hostile archives, each
+refused with its one line and nothing written outside the submission's folder; and the competitor's
+packer (arena/competition/client.py: pack) refusing what cannot be submitted."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from arena.competition.client import SubmitError, pack
+from arena.competition.intake import IntakeError, IntakeLimits, check_upload, unpack
+
+LIMITS = IntakeLimits(upload_bytes=64 * 1024, unpacked_bytes=256 * 1024, files=20)
+
+
+def _tar(add: Callable[[tarfile.TarFile], None], mode: str = "w:gz") -> io.BytesIO:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode=mode) as tar:  # type: ignore[call-overload]
+        add(tar)
+    buf.seek(0)
+    return buf
+
+
+def _file(name: str, data: bytes = b"x") -> Callable[[tarfile.TarFile], None]:
+    def add(tar: tarfile.TarFile) -> None:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return add
+
+
+def _member(name: str, kind: bytes, linkname: str = "") -> Callable[[tarfile.TarFile], None]:
+    def add(tar: tarfile.TarFile) -> None:
+        info = tarfile.TarInfo(name)
+        info.type = kind
+        info.linkname = linkname
+        tar.addfile(info)
+    return add
+
+
+def _all(*adds: Callable[[tarfile.TarFile], None]) -> Callable[[tarfile.TarFile], None]:
+    def add(tar: tarfile.TarFile) -> None:
+        for a in adds:
+            a(tar)
+    return add
+
+
+def _many_files(tar: tarfile.TarFile) -> None:
+    for k in range(LIMITS.files + 1):
+        _file(f"f{k}.py")(tar)
+
+
+def _bomb(mib: int = 8) -> io.BytesIO:
+    """A gzip of a few KiB whose tar declares a 1 GiB file of zeros (it expands past any limit)."""
+    raw = io.BytesIO()
+    info = tarfile.TarInfo("zeros.bin")
+    info.size = 1024**3
+    raw.write(info.tobuf(format=tarfile.GNU_FORMAT))
+    zeros = bytes(1024 * 1024)
+    packed = io.BytesIO()
+    with gzip.GzipFile(fileobj=packed, mode="wb", compresslevel=9) as gz:
+        gz.write(raw.getvalue())
+        for _ in range(mib):  # MiB of zeros: far over the 256 KiB limit, far short of the declared size
+            gz.write(zeros)
+    packed.seek(0)
+    return packed
+
+
+HOSTILE = [
+    ("dotdot", lambda: _tar(_file("../evil.py")), "a path escaping the submission's folder (..)"),
+    ("nested dotdot", lambda: _tar(_file("a/../../evil.py")), "a path escaping the submission's folder (..)"),
+    ("absolute", lambda: _tar(_file("/tmp/evil.py")), "a path escaping the submission's folder (absolute)"),
+    ("symlink out", lambda: _tar(_member("etc", tarfile.SYMTYPE, "/etc")), "a link leaving the submission's folder"),
+    ("symlink up", lambda: _tar(_member("up", tarfile.SYMTYPE, "../..")), "a link leaving the submission's folder"),
+    ("chained links out", lambda: _tar(_all(_member("a", tarfile.SYMTYPE, "."), _member("b", tarfile.SYMTYPE, "a/.."))),
+     "a link leaving the submission's folder"),
+    ("write through a link", lambda: _tar(_all(_member("d", tarfile.SYMTYPE, "."),
+                                               _member("e", tarfile.SYMTYPE, "d/.."), _file("e/evil.py"))),
+     "through a link"),
+    ("hard link out", lambda: _tar(_member("passwd", tarfile.LNKTYPE, "/etc/passwd")),
+     "a path escaping the submission's folder (absolute)"),
+    ("hard link to nothing", lambda: _tar(_member("h", tarfile.LNKTYPE, "missing.py")), "not a file unpacked before"),
+    ("char device", lambda: _tar(_member("null", tarfile.CHRTYPE)), "a device"),
+    ("block device", lambda: _tar(_member("sda", tarfile.BLKTYPE)), "a device"),
+    ("fifo", lambda: _tar(_member("pipe", tarfile.FIFOTYPE)), "a FIFO"),
+    ("too many files", lambda: _tar(_many_files), f"more than {LIMITS.files} files"),
+    ("big file", lambda: _tar(_file("big.bin", bytes(LIMITS.unpacked_bytes + 1))), "the unpacked-size limit"),
+    ("gzip bomb", _bomb, "the unpacked-size limit"),
+    ("not a tar", lambda: io.BytesIO(b"PK\x03\x04 this is a zip"), "not a readable tar"),
+]
+
+
+@pytest.mark.parametrize(("case", "make", "line"), HOSTILE, ids=[c for c, _, _ in HOSTILE])
+def test_a_hostile_archive_is_refused_with_its_line(tmp_path: Path, case: str, make: Callable[[], io.BytesIO],
+                                                     line: str) -> None:
+    before = set(os.listdir(tmp_path))
+    with pytest.raises(IntakeError) as e:
+        unpack(make(), tmp_path / "sub" / "bot", LIMITS)
+    assert line in str(e.value), str(e.value)
+    assert "\n" not in str(e.value)
+    assert not (tmp_path / "sub" / "bot").exists()  # nothing kept of a refused archive
+    assert set(os.listdir(tmp_path)) == before | {"sub"}
+    assert not (tmp_path / "evil.py").exists() and not Path("/tmp/evil.py").exists()
+
+
+class _Counting(io.BytesIO):
+    """An archive that counts the bytes read from it."""
+
+    taken = 0
+
+    def read(self, n: int | None = -1) -> bytes:
+        data = super().read(n)
+        self.taken += len(data)
+        return data
+
+
+def test_the_bomb_is_stopped_at_the_limit_not_at_its_end(tmp_path: Path) -> None:
+    """Counted while unpacking: the archive is read only a little past the unpacked limit, not to its end."""
+    bomb = _Counting(_bomb(mib=64).getvalue())
+    with pytest.raises(IntakeError, match="the unpacked-size limit"):
+        unpack(bomb, tmp_path / "bot", LIMITS)
+    assert bomb.taken < len(bomb.getvalue()) / 4
+
+
+def test_an_upload_over_its_limit_is_refused() -> None:
+    check_upload(LIMITS.upload_bytes, LIMITS)
+    with pytest.raises(IntakeError, match="over the upload limit of 65536 bytes"):
+        check_upload(LIMITS.upload_bytes + 1, LIMITS)
+
+
+def test_a_good_archive_unpacks_with_safe_modes(tmp_path: Path) -> None:
+    def add(tar: tarfile.TarFile) -> None:
+        _file("bot/main.py", b"print(1)\n")(tar)
+        info = tarfile.TarInfo("run.sh")
+        info.size, info.mode, info.uid = 3, 0o4777, 0  # setuid and world-writable in the archive
+        tar.addfile(info, io.BytesIO(b"ok\n"))
+        _member("alias.py", tarfile.SYMTYPE, "bot/main.py")(tar)
+        _member("copy.py", tarfile.LNKTYPE, "bot/main.py")(tar)
+
+    n = unpack(_tar(add), tmp_path / "bot", LIMITS)
+    root = tmp_path / "bot"
+    assert n == 4
+    assert (root / "bot" / "main.py").read_bytes() == b"print(1)\n"
+    assert (root / "alias.py").read_bytes() == b"print(1)\n" and (root / "alias.py").is_symlink()
+    assert (root / "copy.py").read_bytes() == b"print(1)\n" and not (root / "copy.py").is_symlink()
+    assert oct((root / "run.sh").stat().st_mode & 0o7777) == oct(0o755)
+
+
+def test_pack_refuses_a_link_out_a_fifo_and_a_big_file(tmp_path: Path) -> None:
+    bot = tmp_path / "bot"
+    bot.mkdir()
+    (bot / "main.py").write_text("x = 1\n")
+    (bot / "node_modules").mkdir()
+    (bot / "node_modules" / "skipped.js").write_text("")
+    names = tarfile.open(fileobj=io.BytesIO(pack(bot)), mode="r:gz").getnames()
+    assert sorted(names) == ["main.py"]
+    (bot / "secret").symlink_to("/etc/passwd")
+    with pytest.raises(SubmitError, match="secret: a link leaving the folder"):
+        pack(bot)
+    (bot / "secret").unlink()
+    os.mkfifo(bot / "pipe")
+    with pytest.raises(SubmitError, match="pipe: a device, FIFO or socket"):
+        pack(bot)
+    (bot / "pipe").unlink()
+    (bot / "big.bin").write_bytes(bytes(2048))
+    with pytest.raises(SubmitError, match="big.bin: 2048 bytes, over the 1024 bytes"):
+        pack(bot, max_file_bytes=1024)
