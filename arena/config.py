@@ -175,11 +175,13 @@ class TournamentConfig:
     no_show_s: int = DEFAULT_NO_SHOW_S
     remote_in_4p: bool = True
     ladder: LadderSettings | None = None  # format = "ladder" (arena/formats/ladder_run.py)
+    competition: CompetitionSettings | None = None  # [competition]: strangers submit bots (arena/competition/)
 
     @property
     def uses_lobby(self) -> bool:
-        """True if some bot plays through the lobby (worker or remote mode)."""
-        return any(b.mode != "per_game" for b in self.bots)
+        """True if some bot plays through the lobby (worker or remote mode), or competitors submit bots
+        (the Submission service is served on the lobby's port)."""
+        return self.competition is not None or any(b.mode != "per_game" for b in self.bots)
 
     def fingerprint(self) -> str:
         """SHA-256 (hex) of everything that decides which games are played and how.
@@ -433,7 +435,7 @@ def parse_config(data: Mapping[str, object], path: str = "<config>", base: Path 
     """
     base = (base or Path.cwd()).resolve()
     p = _Problems(path)
-    _unknown(p, "", data, ("tournament", "bots"))
+    _unknown(p, "", data, ("tournament", "bots", "competition"))
     t = data.get("tournament")
     part: _TournamentPart | None = None
     if isinstance(t, dict):
@@ -446,6 +448,7 @@ def parse_config(data: Mapping[str, object], path: str = "<config>", base: Path 
     ladder = _parse_ladder(p, t) if isinstance(t, dict) else None
     if part is not None:
         _check_lobby_bots(p, bots, part)
+    competition = _parse_competition(p, data["competition"]) if "competition" in data else None
     p.raise_any()
     assert part is not None
     return TournamentConfig(
@@ -469,6 +472,7 @@ def parse_config(data: Mapping[str, object], path: str = "<config>", base: Path 
         part.no_show_s,
         part.remote_in_4p,
         ladder,
+        competition,
     )
 
 
@@ -723,6 +727,78 @@ def _parse_tournament(p: _Problems, t: Mapping[str, object], base: Path) -> _Tou
         ),
         remote_in_4p=p.check(lambda: _bool(path, "tournament.remote_in_4p", t.get("remote_in_4p", True)), True),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class CompetitionSettings:
+    """The ``[competition]`` table: strangers submit their own bots (docs/competition.md).
+
+    Limits: ``submissions_per_day`` per competitor (UTC days), ``in_play`` entrants per competitor
+    scheduled at once (older versions retire from scheduling, their games kept), ``upload_bytes`` of
+    one archive, ``unpacked_bytes`` and ``files`` of its contents, ``build_s`` seconds of one image
+    build, ``image_bytes`` of the built image. ``base_python`` / ``base_node`` replace the official
+    base images of builds (``arena bots build --base``; offline hosts: docker/base-image.sh).
+    ``cpus`` / ``memory_mb`` are the submitted bots' container limits. Images are tagged
+    ``IMAGE_PREFIX/NAME:VERSION``. ``checks``: the conformance checks of the validation episode
+    (empty: every per-game check; ``python -m sdk.conformance --list``).
+    """
+
+    submissions_per_day: int = 5
+    in_play: int = 1
+    upload_bytes: int = 8 * 1024 * 1024
+    unpacked_bytes: int = 64 * 1024 * 1024
+    files: int = 2000
+    build_s: int = 600
+    image_bytes: int = 2 * 1024 * 1024 * 1024
+    base_python: str | None = None
+    base_node: str | None = None
+    cpus: float = 1.0
+    memory_mb: int = 512
+    image_prefix: str = "allfours-submissions"
+    checks: tuple[str, ...] = ()
+
+
+#: ``[competition]``'s whole-number limits: (key, least, most).
+_COMPETITION_INTS = (
+    ("submissions_per_day", 1, 10_000),
+    ("in_play", 1, 100),
+    ("upload_bytes", 1024, 1024**3),
+    ("unpacked_bytes", 1024, 16 * 1024**3),
+    ("files", 1, 1_000_000),
+    ("build_s", 10, 24 * 3600),
+    ("image_bytes", 1024**2, 64 * 1024**3),
+    ("memory_mb", 32, 65536),
+)
+
+
+def _parse_competition(p: _Problems, raw: object) -> CompetitionSettings | None:
+    """The ``[competition]`` table (its keys: :class:`CompetitionSettings`); problems are noted in ``p``."""
+    if not isinstance(raw, dict):
+        p.add("competition", "must be a table", raw)
+        return None
+    _unknown(p, "competition", raw,
+             {k for k, _, _ in _COMPETITION_INTS} | {"base_python", "base_node", "cpus", "image_prefix", "checks"})
+    out: dict[str, Any] = {}
+    for key, lo, hi in _COMPETITION_INTS:
+        if key in raw:
+            out[key] = p.check(partial(_int, p.path, f"competition.{key}", raw[key], lo, hi), lo)
+    checks = raw.get("checks", [])
+    if not isinstance(checks, list) or not all(isinstance(c, str) and c.isprintable() for c in checks):
+        p.add("competition.checks", "must be a list of conformance check names (python -m sdk.conformance --list)",
+              checks)
+        checks = []
+    out["checks"] = tuple(checks)
+    for key in ("base_python", "base_node", "image_prefix"):
+        if key in raw:
+            value = raw[key]
+            if not isinstance(value, str) or not _IMAGE.fullmatch(value):
+                p.add(f"competition.{key}", "must be a docker image name such as debian-python:1", value)
+            out[key] = str(value)
+    cpus = raw.get("cpus", 1.0)
+    if isinstance(cpus, bool) or not isinstance(cpus, int | float) or not 0.05 <= cpus <= 64:
+        p.add("competition.cpus", "must be a number of cores between 0.05 and 64", cpus)
+        cpus = 1.0
+    return CompetitionSettings(**out, cpus=float(cpus))
 
 
 def _bool(path: str, key: str, value: object) -> bool:

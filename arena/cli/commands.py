@@ -363,13 +363,14 @@ def embedded_referee_host(
 
 def open_sandbox(config: TournamentConfig, output: Path, addresses: Sequence[str]) -> Sandbox | None:
     """The container sandbox (:class:`arena.hosting.sandbox.Sandbox`, opened) when the tournament has container
-    bots, else None. Leftovers of an earlier run of this tournament are removed first.
+    bots or a competition (its accepted submissions play in containers), else None. Leftovers of an earlier
+    run of this tournament are removed first.
 
     :raises UsageError: container bots with external referees (the containers reach only the host's
         gateway on their network, where the embedded referee listens).
     :raises arena.hosting.sandbox.SandboxError: docker unreachable, the network or firewall rules failing.
     """
-    if not any(b.in_container for b in config.bots):
+    if not any(b.in_container for b in config.bots) and config.competition is None:
         return None
     if addresses:
         raise UsageError(
@@ -532,6 +533,12 @@ def _serve_league(
         t, output, args.bootstrap, None, reveal=False, publisher=publisher), runner_for)
     refreshed.append(league.request_republish)
     closers.insert(0, league.close)
+    if config.competition is not None:
+        from arena.competition.setup import open_competition
+
+        closers.insert(0, open_competition(config.competition, output, league,
+                                           lambda m: console.print(f"[cyan]competition:[/cyan] {escape(m)}",
+                                                                   soft_wrap=True, highlight=False)))
     install_signals(league)
     try:
         league.open(config)
@@ -795,6 +802,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return serve_command(args, console, err)
         if args.command == "token":
             return token_command(args, console, err)
+        if args.command in ("competitor", "competition", "submit", "submissions"):
+            from arena.cli.competing import competing_command
+
+            return competing_command(args, console, err)
     except KeyboardInterrupt:
         err.print("interrupted: stored games are kept; run the same command to resume", highlight=False)
         return 130

@@ -15,7 +15,8 @@ def parser() -> argparse.ArgumentParser:
     """The parser of every ``arena`` sub-command."""
     p = argparse.ArgumentParser(prog="arena", description="All Fours bot tournaments.")
     sub = p.add_subparsers(dest="command", required=True)
-    for add in (_add_run, _add_web, _add_bots, _add_serve, _add_token):
+    for add in (_add_run, _add_web, _add_bots, _add_serve, _add_token, _add_competitor, _add_competition, _add_submit,
+                _add_submissions):
         add(sub)
     return p
 
@@ -122,3 +123,49 @@ def _add_token(sub: Any) -> None:
     tok.add_argument("--from-env", metavar="VAR", help="accept the token held by environment variable VAR (at least "
                      f"{MIN_GIVEN_TOKEN} characters, e.g. made with secrets.token_urlsafe(24)) instead of making one; "
                      "nothing is printed (compose.yaml: the arena and the bot's worker service share it)")
+
+
+def _add_competitor(sub: Any) -> None:
+    """``arena competitor add CONFIG NAME [--revoke]``, ``arena competitor list CONFIG``: competitors."""
+    comp = sub.add_parser("competitor", help="competitors who submit their own bots (docs/competition.md)")
+    verbs = comp.add_subparsers(dest="competitor_command", required=True)
+    add = verbs.add_parser("add", help="print a new token for competitor NAME, once (or revoke it)")
+    add.add_argument("config", help="league config (TOML) with a [competition] table")
+    add.add_argument("name", help="the competitor's name")
+    add.add_argument("--revoke", action="store_true", help="revoke NAME's token (its submissions and games stay)")
+    add.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
+    ls = verbs.add_parser("list", help="list the competitors and whether their tokens are live")
+    ls.add_argument("config", help="league config (TOML)")
+    ls.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
+
+
+def _add_competition(sub: Any) -> None:
+    """``arena competition freeze CONFIG``: stop taking submissions."""
+    comp = sub.add_parser("competition", help="a competition's lifecycle (docs/competition.md)")
+    verbs = comp.add_subparsers(dest="competition_command", required=True)
+    freeze = verbs.add_parser("freeze", help="stop taking submissions (a running arena serve refuses them at once)")
+    freeze.add_argument("config", help="league config (TOML)")
+    freeze.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
+
+
+def _arena_options(p: Any) -> None:
+    p.add_argument("--arena", required=True, metavar="HOST:PORT", help="the arena's lobby address")
+    p.add_argument("--tls-ca", metavar="PEM", help="trust this certificate (the arena serves TLS)")
+
+
+def _add_submit(sub: Any) -> None:
+    """``arena submit DIR --arena HOST:PORT``: submit a bot (token in ALLFOURS_COMPETITOR_TOKEN)."""
+    s = sub.add_parser("submit", help="submit a bot's folder to a competition (token: $ALLFOURS_COMPETITOR_TOKEN)")
+    s.add_argument("folder", metavar="DIR", help="the bot's folder (package.json: Node.js; else Python)")
+    _arena_options(s)
+    s.add_argument("--name", help="the bot's name (default: the folder's name, lower case)")
+    s.add_argument("--version", default="next", help="the bot's version (default: next, one more than the last)")
+    s.add_argument("--entry", default="", help="module:Class (Python) or the entry file (Node.js; default: main)")
+    s.add_argument("--wait", action="store_true", help="follow the submission's status to the end")
+    s.add_argument("--wait-timeout", type=float, default=3600.0, metavar="S", help="stop following after S seconds")
+
+
+def _add_submissions(sub: Any) -> None:
+    """``arena submissions --arena HOST:PORT``: my submissions."""
+    s = sub.add_parser("submissions", help="list my submissions (token: $ALLFOURS_COMPETITOR_TOKEN)")
+    _arena_options(s)

@@ -132,17 +132,20 @@ def make_context(build: BotBuild, into: Path, ca_bundle: Path) -> None:
         shutil.copytree(proto, into / "proto", ignore=shutil.ignore_patterns("*.yaml", "*.md"))
 
 
-def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST_CA_BUNDLE, client: Any = None) -> str:
-    """Build ``build``'s image; returns its id.
+def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST_CA_BUNDLE, client: Any = None,
+                timeout_s: int = BUILD_TIMEOUT_S) -> str:
+    """Build ``build``'s image; returns its id. ``timeout_s``: the build is given up when docker sends
+    nothing for that long (a given ``client`` keeps its own timeout).
 
-    :raises BuildError: with the build's error line, or when docker is unreachable.
+    :raises BuildError: with the build's error line, when it timed out, or when docker is unreachable.
     """
     import docker.errors
+    import requests.exceptions
 
     from arena.hosting.sandbox import SandboxError, docker_client
 
     try:
-        client = client or docker_client(timeout=BUILD_TIMEOUT_S)
+        client = client or docker_client(timeout=timeout_s)
     except SandboxError as e:
         raise BuildError(str(e)) from None
     args = {"BOT_ENTRY": build.entry}
@@ -159,7 +162,7 @@ def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST
                 rm=True,
                 forcerm=True,
                 pull=False,
-                timeout=BUILD_TIMEOUT_S,
+                timeout=timeout_s,
             )
         except docker.errors.BuildError as e:
             lines = [str(x.get("stream") or x.get("error") or "").strip() for x in e.build_log]
@@ -167,4 +170,6 @@ def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST
             raise BuildError(f"the build of {build.tag} failed: {' '.join(last.split())[:400]}") from None
         except docker.errors.APIError as e:
             raise BuildError(f"docker refused the build of {build.tag}: {e.explanation or e}") from None
+        except requests.exceptions.ReadTimeout:
+            raise BuildError(f"the build of {build.tag} went over the build time limit of {timeout_s} s") from None
     return str(image.id)

@@ -108,6 +108,8 @@ class Lobby:
     :param on_change: called (from the lobby's thread) after every change, besides setting :attr:`wake`.
     :param unix_socket: also listen (plaintext) on this ``unix:PATH`` socket, for sandboxed local
         workers (arena/hosting/jail.py), or None.
+    :param services: functions that add more services to the lobby's ``grpc.aio.Server`` before it
+        starts (the competition's Submission service: same port, same TLS).
     """
 
     def __init__(
@@ -120,8 +122,10 @@ class Lobby:
         on_change: Callable[[], None] | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
         unix_socket: str | None = None,
+        services: Sequence[Callable[[grpc.aio.Server], None]] = (),
     ):
         self.tournament = tournament
+        self.services = tuple(services)
         self.tokens = tokens
         self.host, self.port, self.tls = host, port, tls
         self.unix_socket = unix_socket
@@ -160,6 +164,8 @@ class Lobby:
         server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS)
         add_stream_method(server, LOBBY_SERVICE, "Connect", _Servicer(self).Connect,
                           lpb.ConnectRequest, lpb.ConnectResponse)
+        for add in self.services:
+            add(server)
         addr = f"{self.host}:{self.port}"
         if self.tls is not None:
             bound = server.add_secure_port(addr, grpc.ssl_server_credentials([(self.tls[1], self.tls[0])]))

@@ -9,9 +9,10 @@ returned :class:`LobbySetup` is stopped at the end of the run (workers first, th
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from arena.config import ConfigError, TournamentConfig, read_config_file
 from arena.hosting.jail import Jail
@@ -65,7 +66,8 @@ class LobbySetup:
 
 
 def _start_lobby(
-    config: TournamentConfig, sandbox: Sandbox | None, loop: asyncio.AbstractEventLoop | None, jail: Jail | None
+    config: TournamentConfig, sandbox: Sandbox | None, loop: asyncio.AbstractEventLoop | None, jail: Jail | None,
+    services: Sequence[Callable[[Any], None]] = (),
 ) -> Lobby:
     """The started lobby of :func:`open_lobby`. :raises ConfigError: as :func:`open_lobby`."""
     tls = None
@@ -76,7 +78,7 @@ def _start_lobby(
     if sandbox is not None and sandbox.gateway:
         host = sandbox.gateway
     lobby = Lobby(config.name, TokenBook(), host.strip("[]"), int(port), tls, loop=loop,
-                  unix_socket=jail.lobby_socket if jail is not None else None)
+                  unix_socket=jail.lobby_socket if jail is not None else None, services=services)
     try:
         lobby.start()
     except RuntimeError as e:
@@ -97,6 +99,7 @@ def open_lobby(
     sandbox: Sandbox | None = None,
     loop: asyncio.AbstractEventLoop | None = None,
     jail: Jail | None = None,
+    services: Sequence[Callable[[Any], None]] = (),
 ) -> LobbySetup:
     """Start the lobby and every lobby bot's workers (see the module docstring).
 
@@ -107,6 +110,8 @@ def open_lobby(
     With a ``jail`` (sandboxed process bots, :mod:`arena.hosting.jail`) the lobby also listens on the
     jail's unix socket, the only way a sandboxed local worker reaches it.
 
+    ``services``: more gRPC services on the lobby's server (:class:`arena.lobby.service.Lobby`).
+
     ``loop``: serve the lobby on this running event loop (the embedded referee's:
     :meth:`arena.play.referees.RefereePool.embedded_loop`) rather than a loop of its own; stop the
     lobby (:meth:`LobbySetup.stop`) before that loop stops.
@@ -114,7 +119,7 @@ def open_lobby(
     :raises ConfigError: naming ``tournament.lobby`` when it cannot listen there, or a TLS file that
         cannot be read.
     """
-    lobby = _start_lobby(config, sandbox, loop, jail)
+    lobby = _start_lobby(config, sandbox, loop, jail, services)
     kinds = {
         b.name: make_worker_kind(b, config.players, config.concurrency, sandbox, lobby.address)
         for b in config.bots

@@ -77,6 +77,8 @@ class League:
     setup: Any = None
     ladder: LadderRun | None = None  # for format = "ladder" (arena/formats/ladder_run.py)
     asked: tuple[int, str] | None = None  # a stopped ladder: (UTC day, stop) it was last asked on
+    grow: Callable[[TournamentConfig], TournamentConfig] | None = None  # adds entrants (a competition's)
+    lobby_services: list[Callable[[Any], None]] = field(default_factory=list)  # more services on the lobby
 
     def request_stop(self) -> None:
         """Stop after the games in flight (thread- and signal-safe)."""
@@ -103,6 +105,8 @@ class League:
         """
         from arena.lobby.setup import open_lobby
 
+        if self.grow is not None:
+            config = self.grow(config)
         t = open_tournament(config, self.output)
         old, self.tournament = self.tournament, t
         if old is not None:
@@ -114,7 +118,8 @@ class League:
             if self.setup is None:
                 self.setup = open_lobby(config, t.store, self.output / "logs", self.runner.secret_names,
                                         self.runner.secret_values, lambda m: self._note(m, "workers"),
-                                        loop=self.runner.pool.embedded_loop(), jail=self.runner.jail)
+                                        loop=self.runner.pool.embedded_loop(), jail=self.runner.jail,
+                                        services=self.lobby_services)
                 self._note(f"lobby: {self.setup.lobby.address}")
             else:
                 self.setup.update(config, t.store)

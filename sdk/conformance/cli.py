@@ -101,9 +101,10 @@ def selected_checks(only: Sequence[str], players: int, mode: Mode = Mode.PER_GAM
 
 async def run_checks(command: Sequence[str], checks: Sequence[Check], players: int, rules: RuleOptions,
                      limits: Limits, on_log: Callable[[RunLog], None] | None = None,
-                     mode: Mode = Mode.PER_GAME) -> Report:
+                     mode: Mode = Mode.PER_GAME, socket_dir: str | None = None) -> Report:
     """Run each scenario the checks need once, in order (per game: one bot process each; lobby mode: all
-    as Assignments to one worker), then judge every check.
+    as Assignments to one worker), then judge every check. ``socket_dir``: per game, the scripted referee
+    listens on a unix socket in that folder (:func:`sdk.conformance.launch.start_referee`).
 
     :raises ValueError: for a check that is not of ``mode`` (see :func:`selected_checks`), or a command
         with an unknown placeholder.
@@ -118,7 +119,7 @@ async def run_checks(command: Sequence[str], checks: Sequence[Check], players: i
         logs = await run_lobby(needed, command, limits)
     for sc in needed:
         if sc.name not in logs:
-            logs[sc.name] = await run_scenario(sc, command, limits)
+            logs[sc.name] = await run_scenario(sc, command, limits, socket_dir)
         if on_log is not None:
             on_log(logs[sc.name])
     out = []
@@ -169,6 +170,9 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"seconds from launch to Hello (lobby mode: Register) (default {_DEFAULTS.startup_s:g})")
     p.add_argument("--memory-limit", type=float, default=_DEFAULTS.memory_mib, metavar="MIB",
                    help=f"peak resident memory of the bot's processes (default {_DEFAULTS.memory_mib:g})")
+    p.add_argument("--socket-dir", metavar="DIR", default=None,
+                   help="the scripted referee listens on a unix socket in DIR (the bot gets unix:DIR/...): for a "
+                        "bot in a container without a network, with DIR mounted at the same path")
     p.add_argument("--list", action="store_true", help="list the checks (with --lobby: of lobby mode) and exit")
     return p
 
@@ -198,7 +202,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=opts.json, width=None if sys.stdout.isatty() else 150)
     try:
         report = asyncio.run(run_checks(command, checks, opts.players, rules, limits,
-                                        on_log=None if opts.json else _progress(console), mode=mode))
+                                        on_log=None if opts.json else _progress(console), mode=mode,
+                                        socket_dir=opts.socket_dir))
     except (OSError, ValueError) as e:
         p.error(f"cannot start the bot {command[0]!r}: {e}")
     outcomes = report.outcomes + skips

@@ -100,24 +100,37 @@ def kill_group(proc: asyncio.subprocess.Process) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-async def start_referee(scenario: Scenario, clock: Callable[[], float]) -> tuple[ScriptedReferee, grpc.aio.Server, str]:
-    """A scripted referee for ``scenario`` with a fresh ticket, serving on 127.0.0.1 (any free port)."""
+async def start_referee(scenario: Scenario, clock: Callable[[], float],
+                        socket_dir: str | None = None) -> tuple[ScriptedReferee, grpc.aio.Server, str]:
+    """A scripted referee for ``scenario`` with a fresh ticket, serving on 127.0.0.1 (any free port), or
+    with a ``socket_dir`` on the unix socket ``unix:SOCKET_DIR/referee-SCENARIO.sock`` (mode 0666: a bot
+    in a container without a network, the folder mounted at the same path, reaches it as any user)."""
     ref = ScriptedReferee(scenario, secrets.token_urlsafe(18), clock)
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 * 1024)])
     pb_grpc.add_RefereeServiceServicer_to_server(ref, server)
+    if socket_dir is not None:
+        path = os.path.join(socket_dir, f"referee-{scenario.name}.sock")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        server.add_insecure_port(f"unix:{path}")
+        await server.start()
+        os.chmod(path, 0o666)
+        return ref, server, f"unix:{path}"
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     return ref, server, f"127.0.0.1:{port}"
 
 
-async def run_scenario(scenario: Scenario, command: Sequence[str], limits: Limits) -> RunLog:
-    """Play ``scenario`` with the bot started by ``command``; return what happened.
+async def run_scenario(scenario: Scenario, command: Sequence[str], limits: Limits,
+                       socket_dir: str | None = None) -> RunLog:
+    """Play ``scenario`` with the bot started by ``command``; return what happened (``socket_dir``: the
+    referee listens on a unix socket there, :func:`start_referee`).
 
     :raises ValueError: for a command with an unknown placeholder.
     :raises OSError: if the command cannot be started (not found, not executable).
     """
     t0 = time.monotonic()
-    ref, server, address = await start_referee(scenario, lambda: time.monotonic() - t0)
+    ref, server, address = await start_referee(scenario, lambda: time.monotonic() - t0, socket_dir)
     ticket = ref.ticket
     argv = bot_argv(command, ticket, address, scenario.bot_seat)
     env = {**os.environ, ENV_TICKET: ticket, ENV_REFEREE: address}

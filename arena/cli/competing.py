@@ -1,0 +1,143 @@
+"""The competition's commands (docs/competition.md): the host's ``arena competitor add|list`` and
+``arena competition freeze``; the competitor's ``arena submit`` and ``arena submissions``.
+
+Exit status: 0; 1 when the arena refuses (the status code and its one line) or a followed submission
+ends rejected or failed; 2 on bad arguments or config (one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from arena.config import ConfigError, load_config
+
+
+class _Usage(Exception):
+    """A one-line usage error (exit status 2)."""
+
+
+def competing_command(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """Run ``arena competitor``, ``competition``, ``submit`` or ``submissions`` (see the module docstring)."""
+    import grpc
+
+    def error(message: str, status: int) -> int:
+        err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
+        return status
+
+    try:
+        if args.command == "competitor":
+            return _competitor(args, console, err)
+        if args.command == "competition":
+            return _freeze(args, err)
+        if args.command == "submit":
+            return _submit(args, console, err)
+        return _submissions(args, console)
+    except (_Usage, ConfigError, ValueError) as e:
+        return error(str(e), 2)
+    except grpc.RpcError as e:
+        return error(f"{e.code().name}: {e.details()}", 1)
+
+
+def _output(args: argparse.Namespace) -> Path:
+    """The output folder of ``args.config`` (``--output`` first). :raises _Usage: no [competition] table."""
+    config = load_config(args.config)
+    if config.competition is None:
+        raise _Usage(f"{config.source}: no [competition] table: add one to take submissions (docs/competition.md)")
+    return Path(args.output).resolve() if args.output else config.output
+
+
+def _competitor(args: argparse.Namespace, console: Console, err: Console) -> int:
+    from arena.competition.book import CompetitionBook
+
+    output = _output(args)
+    with CompetitionBook(output) as book:
+        if args.competitor_command == "list":
+            for name, live in book.competitors():
+                console.print(f"{name}\t{'live' if live else 'revoked'}", highlight=False, soft_wrap=True)
+            return 0
+        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", args.name):
+            raise _Usage(f"competitor name {args.name!r}: use 1 to 64 letters, digits, '_', '.', '-'")
+        if args.revoke:
+            done = book.revoke_competitor(args.name)
+            err.print(f"{args.name}: token revoked" if done else f"{args.name}: no live token", highlight=False)
+            return 0
+        token = book.add_competitor(args.name)
+    console.print(token, highlight=False, soft_wrap=True)
+    err.print(f"competitor token for {args.name}: shown once, keep it secret; they submit with "
+              "ALLFOURS_COMPETITOR_TOKEN=TOKEN arena submit DIR --arena HOST:PORT", highlight=False, soft_wrap=True)
+    return 0
+
+
+def _freeze(args: argparse.Namespace, err: Console) -> int:
+    from arena.competition.book import CompetitionBook
+    from arena.competition.desk import FROZEN_KEY
+
+    with CompetitionBook(_output(args)) as book:
+        if book.get_meta(FROZEN_KEY) is None:
+            book.set_meta(FROZEN_KEY, repr(time.time()))
+    err.print("submissions are frozen: the arena refuses new ones", highlight=False)
+    return 0
+
+
+def _client(args: argparse.Namespace) -> Any:
+    from arena.competition.client import ENV_COMPETITOR_TOKEN, SubmissionClient
+
+    token = os.environ.get(ENV_COMPETITOR_TOKEN, "")
+    if not token:
+        raise _Usage(f"set ${ENV_COMPETITOR_TOKEN} to your competitor token (the host made it for you)")
+    ca = Path(args.tls_ca).read_bytes() if args.tls_ca else None
+    return SubmissionClient(args.arena, token, ca)
+
+
+def _line(sub: Any) -> str:
+    """One submission as a line: id, entrant, status, and the step and reason of a rejection."""
+    why = f" ({sub.step}: {sub.reason})" if sub.status in ("rejected", "failed") else ""
+    retired = " [retired]" if sub.retired else ""
+    return f"#{sub.id} {sub.entrant} {sub.status}{why}{retired}"
+
+
+def _submit(args: argparse.Namespace, console: Console, err: Console) -> int:
+    from arena.competition.client import pack
+
+    name = args.name or Path(args.folder).resolve().name.lower()
+    archive = pack(args.folder)
+    client = _client(args)
+    try:
+        sub = client.submit(archive, name, args.version, args.entry)
+        console.print(str(sub.id), highlight=False)
+        err.print(f"submitted: {_line(sub)}", highlight=False, soft_wrap=True)
+        if not args.wait:
+            return 0
+
+        def show(s: Any) -> None:
+            err.print(_line(s), highlight=False, soft_wrap=True)
+            if s.status in ("rejected", "failed") and s.log_tail:
+                err.print(s.log_tail, highlight=False, soft_wrap=True, markup=False)
+
+        last = client.follow(sub.id, show, args.wait_timeout)
+    finally:
+        client.close()
+    return 1 if last.status in ("rejected", "failed") else 0
+
+
+def _submissions(args: argparse.Namespace, console: Console) -> int:
+    client = _client(args)
+    try:
+        subs = client.list()
+    finally:
+        client.close()
+    table = Table("id", "entrant", "status", "games", "reason")
+    for s in subs:
+        table.add_row(str(s.id), s.entrant + (" (retired)" if s.retired else ""), s.status, str(s.games),
+                      f"{s.step}: {s.reason}" if s.step else s.reason)
+    console.print(table)
+    return 0

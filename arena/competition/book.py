@@ -1,0 +1,246 @@
+"""The competition's book: competitors (token digests only) and their submissions, in SQLite.
+
+One file, ``OUTPUT/competition.sqlite`` (0600, WAL, ``synchronous=FULL``), beside the league's store.
+Thread-safe: the Submission service (the lobby's event loop), the build queue (its own thread) and the
+CLI use it; one lock guards the connection.
+
+A submission's status moves ``received → building → validating → accepted → playing → rated``, or
+ends ``rejected`` (with the failing step and a reason) or ``failed`` (the arena's own fault, with a
+reason). :meth:`CompetitionBook.resume` puts a submission that was building or validating when the
+arena stopped back to ``received``: the queue builds it again from its kept folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from arena.lobby.tokens import MAX_FIELD, new_token, token_digest
+
+#: The book's file name in the output folder.
+BOOK_NAME = "competition.sqlite"
+#: Every status, in the order a good submission passes them (docs/competition.md).
+STATUSES = ("received", "building", "validating", "accepted", "playing", "rated", "rejected", "failed")
+#: Statuses of a submission still on its way (the build queue's work).
+IN_QUEUE = ("received", "building", "validating")
+#: Statuses of an entrant that is (or will be) scheduled.
+IN_PLAY = ("accepted", "playing", "rated")
+#: Seconds in a (UTC) day: the per-day submission limit counts submissions since the day began.
+DAY_S = 86_400
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS competitors (
+    name TEXT PRIMARY KEY, digest TEXT, created_at REAL NOT NULL, revoked_at REAL);
+CREATE TABLE IF NOT EXISTS submissions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    competitor TEXT NOT NULL, name TEXT NOT NULL, version TEXT NOT NULL,
+    kind TEXT NOT NULL, entry TEXT NOT NULL, status TEXT NOT NULL,
+    step TEXT NOT NULL DEFAULT '', reason TEXT NOT NULL DEFAULT '', log_tail TEXT NOT NULL DEFAULT '',
+    image TEXT NOT NULL DEFAULT '', created_at REAL NOT NULL, updated_at REAL NOT NULL,
+    retired INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (name, version));
+"""
+
+
+class BookError(ValueError):
+    """A request the book refuses; ``str(e)`` is one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    """One submission: ``id``; its ``competitor``; the bot's ``name`` and ``version`` (enrolled as
+    ``name@version``); ``kind`` (``python``, ``node``); ``entry`` (``module:Class`` or a file);
+    ``status`` (one of :data:`STATUSES`); ``step`` and ``reason`` of a rejection; ``log_tail`` (the
+    failing step's output, at most a few KiB); ``image`` (the built tag); times in UNIX seconds;
+    ``retired`` (no longer scheduled: a newer version took its place)."""
+
+    id: int
+    competitor: str
+    name: str
+    version: str
+    kind: str
+    entry: str
+    status: str
+    step: str
+    reason: str
+    log_tail: str
+    image: str
+    created_at: float
+    updated_at: float
+    retired: bool
+
+    @property
+    def entrant(self) -> str:
+        """The entrant's name in the league: ``name@version``."""
+        return f"{self.name}@{self.version}"
+
+
+_COLUMNS = ("id, competitor, name, version, kind, entry, status, step, reason, log_tail, image, created_at, "
+            "updated_at, retired")
+
+
+def _submission(r: tuple[object, ...]) -> Submission:
+    """A row of :data:`_COLUMNS` as a :class:`Submission`."""
+    t = [str(x) for x in r]
+    return Submission(int(t[0]), t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], float(t[11]),
+                      float(t[12]), bool(r[13]))
+
+
+class CompetitionBook:
+    """The open book of one output folder (see the module docstring).
+
+    :raises sqlite3.Error: if the file cannot be opened.
+    """
+
+    def __init__(self, output: str | Path):
+        self.path = Path(output) / BOOK_NAME
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
+        with contextlib.suppress(OSError):
+            os.chmod(self.path, 0o600)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(self.path), isolation_level=None, timeout=30.0, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> CompetitionBook:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------- meta
+    def get_meta(self, key: str) -> str | None:
+        """The value stored for ``key``, or None."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set ``key`` to ``value``."""
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    # ---------------------------------------------------------------- competitors
+    def add_competitor(self, name: str) -> str:
+        """Register ``name`` and return its new token (kept only as its SHA-256: print it once).
+
+        :raises BookError: a name already registered and not revoked.
+        """
+        token = new_token()
+        with self._lock:
+            row = self._db.execute("SELECT revoked_at FROM competitors WHERE name = ?", (name,)).fetchone()
+            if row is not None and row[0] is None:
+                raise BookError(f"competitor {name!r} already has a token; only its SHA-256 is kept, so it cannot "
+                                "be shown again: revoke it with --revoke, then add the competitor again")
+            self._db.execute("INSERT OR REPLACE INTO competitors VALUES (?, ?, ?, NULL)",
+                             (name, token_digest(token), time.time()))
+        return token
+
+    def revoke_competitor(self, name: str) -> bool:
+        """Revoke ``name``'s token (its submissions and entrants stay); False if it had none."""
+        with self._lock:
+            cur = self._db.execute("UPDATE competitors SET revoked_at = ?, digest = NULL WHERE name = ? "
+                                   "AND revoked_at IS NULL", (time.time(), name))
+        return cur.rowcount > 0
+
+    def competitors(self) -> list[tuple[str, bool]]:
+        """Every competitor's name and whether its token is live, by name."""
+        with self._lock:
+            rows = self._db.execute("SELECT name, revoked_at IS NULL FROM competitors ORDER BY name").fetchall()
+        return [(str(n), bool(live)) for n, live in rows]
+
+    def competitor_for(self, token: str) -> str | None:
+        """The competitor a presented token belongs to, or None (unknown, revoked, or too long)."""
+        if not token or len(token) > MAX_FIELD:
+            return None
+        with self._lock:
+            row = self._db.execute("SELECT name FROM competitors WHERE digest = ? AND revoked_at IS NULL",
+                                   (token_digest(token),)).fetchone()
+        return None if row is None else str(row[0])
+
+    # ---------------------------------------------------------------- submissions
+    def add_submission(self, competitor: str, name: str, version: str, kind: str, entry: str) -> Submission:
+        """A new ``received`` submission. :raises BookError: ``name@version`` was submitted before, or
+        ``name`` belongs to another competitor."""
+        now = time.time()
+        with self._lock:
+            owner = self._db.execute("SELECT competitor FROM submissions WHERE name = ? LIMIT 1", (name,)).fetchone()
+            if owner is not None and owner[0] != competitor:
+                raise BookError(f"the bot name {name!r} belongs to another competitor: choose another --name")
+            try:
+                cur = self._db.execute(
+                    "INSERT INTO submissions (competitor, name, version, kind, entry, status, created_at, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?, 'received', ?, ?)", (competitor, name, version, kind, entry, now, now))
+            except sqlite3.IntegrityError:
+                raise BookError(f"{name}@{version} was submitted before: give a new --version") from None
+        return self._one(int(cur.lastrowid or 0))
+
+    def next_version(self, name: str) -> str:
+        """The version ``"next"`` stands for: one more than the highest whole-number version of ``name``."""
+        with self._lock:
+            rows = self._db.execute("SELECT version FROM submissions WHERE name = ?", (name,)).fetchall()
+        return str(max((int(v) for (v,) in rows if str(v).isdigit()), default=0) + 1)
+
+    def set_status(self, sid: int, status: str, step: str = "", reason: str = "", log_tail: str = "",
+                   image: str | None = None) -> None:
+        """Move submission ``sid`` to ``status`` (with a rejection's ``step``, ``reason``, ``log_tail``)."""
+        assert status in STATUSES, status
+        with self._lock:
+            self._db.execute(
+                "UPDATE submissions SET status = ?, step = ?, reason = ?, log_tail = ?, image = COALESCE(?, image),"
+                " updated_at = ? WHERE id = ?", (status, step, reason, log_tail[-4096:], image, time.time(), sid))
+
+    def retire(self, sid: int) -> None:
+        """Take submission ``sid`` out of scheduling (its games stay)."""
+        with self._lock:
+            self._db.execute("UPDATE submissions SET retired = 1, updated_at = ? WHERE id = ?", (time.time(), sid))
+
+    def _one(self, sid: int) -> Submission:
+        found = self.submissions(sid=sid)
+        if not found:
+            raise BookError(f"no submission {sid}")
+        return found[0]
+
+    def get(self, sid: int) -> Submission | None:
+        """Submission ``sid``, or None."""
+        found = self.submissions(sid=sid)
+        return found[0] if found else None
+
+    def submissions(self, competitor: str | None = None, sid: int | None = None,
+                    statuses: tuple[str, ...] = STATUSES) -> list[Submission]:
+        """Submissions (of one ``competitor``, or one ``sid``, in ``statuses``), oldest first."""
+        marks = ",".join("?" * len(statuses))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_COLUMNS} FROM submissions WHERE (? IS NULL OR competitor = ?) AND (? IS NULL OR id = ?)"
+                f" AND status IN ({marks}) ORDER BY id", (competitor, competitor, sid, sid, *statuses)).fetchall()
+        return [_submission(r) for r in rows]
+
+    def count_since(self, competitor: str, since: float) -> int:
+        """How many submissions ``competitor`` made since UNIX time ``since``."""
+        with self._lock:
+            row = self._db.execute("SELECT COUNT(*) FROM submissions WHERE competitor = ? AND created_at >= ?",
+                                   (competitor, since)).fetchone()
+        return int(row[0])
+
+    def resume(self) -> list[Submission]:
+        """After a restart: submissions that were building or validating go back to ``received``
+        (built again); returns every submission still in the queue, oldest first."""
+        with self._lock:
+            self._db.execute("UPDATE submissions SET status = 'received', updated_at = ?, reason = "
+                             "'the arena restarted during this step; it runs again' "
+                             "WHERE status IN ('building', 'validating')", (time.time(),))
+        return self.submissions(statuses=IN_QUEUE)

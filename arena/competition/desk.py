@@ -1,0 +1,155 @@
+"""The competition desk: what the Submission service decides, without gRPC (docs/competition.md).
+
+:class:`Desk` checks a competitor's limits and freeze (:class:`Refused` with a kind and one line),
+takes an uploaded archive in (:mod:`arena.competition.intake`, then ``arena bots build``'s
+:func:`arena.hosting.bots_build.plan_build` finds the kind and entry), keeps the submission in the
+book and wakes the build queue; :meth:`Desk.grow` adds the accepted entrants to the league's config
+(``name@version``, container bots with the competition's limits); :meth:`Desk.after_game` moves an
+entrant to ``playing``, then ``rated`` once none of its scheduled games is pending.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import secrets
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from arena.competition.book import DAY_S, IN_PLAY, BookError, CompetitionBook, Submission
+from arena.competition.intake import IntakeError, IntakeLimits, unpack
+from arena.competition.pipeline import submission_folder
+from arena.config import BotSpec, CompetitionSettings, TournamentConfig
+from arena.hosting.sandbox import Limits
+from arena.tournament.result import GameResult
+from arena.tournament.runner import Tournament
+
+#: The book's meta key set by ``arena competition freeze``.
+FROZEN_KEY = "frozen_at"
+#: What a "version" of "next" or empty asks for.
+NEXT = ("", "next")
+
+
+class Refused(Exception):
+    """A request the desk refuses: ``kind`` is ``invalid``, ``exhausted``, ``frozen``, ``exists``,
+    ``denied`` or ``not_found``; ``str(e)`` is one line."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """A submission's header: the bot's ``name``, ``version`` (or ``next``), ``kind`` (``""``: found
+    from the files; ``python``, ``node``) and ``entry``."""
+
+    name: str
+    version: str
+    kind: str
+    entry: str
+
+
+@dataclass
+class Desk:
+    """See the module docstring. ``wake`` tells the build queue a submission arrived."""
+
+    settings: CompetitionSettings
+    output: Path
+    book: CompetitionBook
+    wake: Callable[[], None]
+    games: dict[str, int] = dataclasses.field(default_factory=dict)
+    _counted: bool = False
+
+    @property
+    def limits(self) -> IntakeLimits:
+        """The intake's limits of ``[competition]``."""
+        s = self.settings
+        return IntakeLimits(s.upload_bytes, s.unpacked_bytes, s.files)
+
+    def check_open(self, competitor: str, now: float) -> None:
+        """:raises Refused: submissions frozen, or ``competitor`` at the per-day limit (with when to retry)."""
+        frozen = self.book.get_meta(FROZEN_KEY)
+        if frozen is not None:
+            raise Refused("frozen", f"submissions are frozen since {_utc(float(frozen))}: the final evaluation is on")
+        day = now - now % DAY_S
+        made = self.book.count_since(competitor, day)
+        if made >= self.settings.submissions_per_day:
+            retry = day + DAY_S
+            raise Refused("exhausted", f"{made} submissions today, the limit of a day: try again after "
+                                       f"{_utc(retry)} (in {int(retry - now)} s)")
+
+    def owned(self, competitor: str, sid: int) -> Submission:
+        """Submission ``sid`` if it is ``competitor``'s. :raises Refused: none, or another's."""
+        sub = self.book.get(sid)
+        if sub is None:
+            raise Refused("not_found", f"no submission {sid}")
+        if sub.competitor != competitor:
+            raise Refused("denied", f"submission {sid} is not yours")
+        return sub
+
+    def receive(self, competitor: str, header: Header, archive: IO[bytes]) -> Submission:
+        """Unpack ``archive``, check the bot (kind, entry), keep it as a ``received`` submission and wake
+        the queue. :raises Refused: ``invalid`` (one line from the intake or the plan), ``exists``."""
+        from arena.hosting.bots_build import BuildError, plan_build
+
+        version = self.book.next_version(header.name) if header.version in NEXT else header.version
+        incoming = self.output / "submissions" / f"incoming-{secrets.token_hex(8)}"
+        try:
+            unpack(archive, incoming / "bot", self.limits)
+            plan = plan_build(incoming / "bot", header.name, version, header.entry or None)
+            if header.kind and header.kind != plan.kind:
+                raise Refused("invalid", f"kind {header.kind} was given, but the files make a {plan.kind} bot")
+            sub = self.book.add_submission(competitor, header.name, version, plan.kind, plan.entry)
+        except (IntakeError, BuildError) as e:
+            shutil.rmtree(incoming, ignore_errors=True)
+            raise Refused("invalid", str(e)) from None
+        except BookError as e:
+            shutil.rmtree(incoming, ignore_errors=True)
+            raise Refused("exists", str(e)) from None
+        except Refused:
+            shutil.rmtree(incoming, ignore_errors=True)
+            raise
+        final = submission_folder(self.output, sub.id).parent
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(incoming, final)
+        self.wake()
+        return sub
+
+    def grow(self, config: TournamentConfig) -> TournamentConfig:
+        """``config`` with every accepted, unretired submission as a container bot ``name@version``."""
+        taken = {b.name for b in config.bots}
+        s = self.settings
+        extra = tuple(
+            BotSpec(sub.entrant, sub.version, (), image=sub.image, limits=Limits(cpus=s.cpus, memory_mb=s.memory_mb))
+            for sub in self.book.submissions(statuses=IN_PLAY)
+            if not sub.retired and sub.entrant not in taken
+        )
+        return dataclasses.replace(config, bots=config.bots + extra)
+
+    def after_game(self, result: GameResult, t: Tournament) -> None:
+        """Count the game for its entrants; move them to ``playing``, or ``rated`` when none of their
+        scheduled games is pending."""
+        if not self._counted:
+            self._counted = True
+            for r in t.store.results():
+                for name in set(r.sides):
+                    self.games[name] = self.games.get(name, 0) + 1
+        else:
+            for name in set(result.sides):
+                self.games[name] = self.games.get(name, 0) + 1
+        pending = {name for g in t.store.pending(t.schedule) for name in g.seats}
+        for sub in self.book.submissions(statuses=("accepted", "playing")):
+            if sub.entrant in result.sides or sub.entrant not in pending:
+                status = "playing" if sub.entrant in pending else "rated"
+                if status != sub.status and self.games.get(sub.entrant, 0) > 0:
+                    self.book.set_status(sub.id, status, image=sub.image)
+
+
+def _utc(t: float) -> str:
+    """UNIX seconds as ``2026-12-03T00:00:00Z``."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))

@@ -1,0 +1,134 @@
+"""The build queue: one submission at a time from ``received`` to ``accepted`` or ``rejected``.
+
+A thread (:class:`BuildQueue`) takes the oldest ``received`` submission, builds its image with the
+machinery of ``arena bots build`` (:mod:`arena.hosting.bots_build`: the project's Dockerfiles, the
+bot's unpacked folder as the only user content of the build context, ``[competition] build_s`` as the
+time limit), refuses an image over ``image_bytes``, validates it (:mod:`arena.competition.validate`),
+and on a pass retires the competitor's oldest entrants over ``in_play`` and calls ``enroll`` (the
+league grows at once: :meth:`arena.tournament.league.League.request_reload`). A rejection names its
+step (``build``, ``image``, ``validation``) with a one-line reason and the log tail; the arena's own
+trouble (docker unreachable) marks the submission ``failed``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from arena.competition.book import IN_PLAY, CompetitionBook, Submission
+from arena.competition.validate import Verdict, validate_image
+from arena.config import CompetitionSettings
+
+#: Seconds the queue's thread sleeps between looks when nothing wakes it.
+POLL_S = 2.0
+#: A validation: (image tag, key labelling its containers, submission) -> verdict.
+Validator = Callable[[str, str, Submission], Verdict]
+
+
+def submission_folder(output: Path, sid: int) -> Path:
+    """Where submission ``sid``'s unpacked files are kept (``OUTPUT/submissions/ID/bot``)."""
+    return output / "submissions" / str(sid) / "bot"
+
+
+@dataclass
+class BuildQueue:
+    """The queue's thread and what it needs (see the module docstring). :meth:`start`, :meth:`wake`
+    (a submission arrived), :meth:`stop`."""
+
+    book: CompetitionBook
+    settings: CompetitionSettings
+    output: Path
+    enroll: Callable[[], None]
+    note: Callable[[str], None]
+    validator: Validator | None = None
+    client: Any = None
+
+    def __post_init__(self) -> None:
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="competition-builds", daemon=True)
+
+    def start(self) -> None:
+        """Resume what a restart interrupted (:meth:`CompetitionBook.resume`), then serve the queue."""
+        waiting = self.book.resume()
+        if waiting:
+            self.note(f"{len(waiting)} submission(s) in the build queue")
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Look at the queue now (thread-safe)."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Stop after the submission under way (its status is resumed on the next start)."""
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(POLL_S)
+            self._wake.clear()
+            for sub in self.book.submissions(statuses=("received",)):
+                if self._stop.is_set():
+                    return
+                self.process(sub)
+
+    def process(self, sub: Submission) -> None:
+        """Take ``sub`` through build and validation to its status (see the module docstring)."""
+        from arena.hosting.bots_build import BuildError
+
+        self.book.set_status(sub.id, "building")
+        try:
+            image = self._build(sub)
+        except BuildError as e:
+            step = "image" if "image limit" in str(e) else "build"
+            self.book.set_status(sub.id, "rejected", step, str(e), log_tail=str(e))
+            self.note(f"submission {sub.id} ({sub.entrant}) rejected at its {step}: {e}")
+            return
+        except Exception as e:  # docker gone, disk full: not the competitor's fault
+            self.book.set_status(sub.id, "failed", "build", f"the arena could not build it: {type(e).__name__}: {e}")
+            return
+        self.book.set_status(sub.id, "validating", image=image)
+        verdict = (self.validator or self._validate)(image, f"sub{sub.id}", sub)
+        if not verdict.passed:
+            reason = f"failing checks: {', '.join(verdict.failing)}"
+            self.book.set_status(sub.id, "rejected", "validation", reason, verdict.detail)
+            self.note(f"submission {sub.id} ({sub.entrant}) rejected by validation: {reason}")
+            return
+        self.book.set_status(sub.id, "accepted", image=image)
+        self._retire_old(sub)
+        self.note(f"submission {sub.id} accepted: {sub.entrant} enters the league")
+        self.enroll()
+
+    def _validate(self, image: str, key: str, sub: Submission) -> Verdict:
+        s = self.settings
+        return validate_image(image, f"{s.image_prefix}-{key}", s.checks, s.cpus, s.memory_mb)
+
+    def _build(self, sub: Submission) -> str:
+        """Build ``sub``'s image; returns its tag. :raises BuildError: the build failed, took over
+        ``build_s``, or made an image over ``image_bytes`` (which is then removed)."""
+        from arena.hosting.bots_build import BuildError, build_image, plan_build
+        from arena.hosting.sandbox import docker_client
+
+        s = self.settings
+        tag = f"{s.image_prefix}/{sub.name}:{sub.version}"
+        plan = plan_build(submission_folder(self.output, sub.id), sub.name, sub.version, sub.entry or None, tag)
+        base = s.base_node if plan.kind == "node" else s.base_python
+        client = self.client or docker_client(timeout=s.build_s)
+        image_id = build_image(plan, base, client=client, timeout_s=s.build_s)
+        size = int(client.images.get(image_id).attrs.get("Size", 0))
+        if size > s.image_bytes:
+            client.images.remove(tag, force=True)
+            raise BuildError(f"the image is {size} bytes, over the image limit of {s.image_bytes} bytes")
+        return tag
+
+    def _retire_old(self, sub: Submission) -> None:
+        """Keep at most ``in_play`` scheduled entrants of ``sub``'s competitor: retire the oldest."""
+        live = [x for x in self.book.submissions(sub.competitor, statuses=IN_PLAY) if not x.retired]
+        for old in live[: max(0, len(live) - self.settings.in_play)]:
+            self.book.retire(old.id)
+            self.note(f"{old.entrant} retires from scheduling (its games are kept): {sub.entrant} takes its place")

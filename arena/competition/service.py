@@ -1,0 +1,125 @@
+"""The Submission gRPC service (proto/allfours/v1/submission.proto), served on the lobby's server.
+
+Every call is authenticated by the competitor's token in the metadata ``authorization: Bearer TOKEN``
+(UNAUTHENTICATED, one line, otherwise) and reaches only the caller's submissions (PERMISSION_DENIED).
+What is decided lives in :class:`arena.competition.desk.Desk`; this module moves bytes and maps its
+refusals to status codes. An upload is spooled to a temporary file (the upload limit is counted as the
+chunks arrive) and unpacked in a worker thread, off the event loop the embedded referee shares.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from typing import Any, NoReturn
+
+import grpc
+
+from allfours.v1 import submission_pb2 as spb
+from allfours.v1 import submission_pb2_grpc as spb_grpc
+from arena.competition.book import Submission
+from arena.competition.desk import Desk, Header, Refused
+from arena.competition.intake import IntakeError, check_upload
+
+#: The metadata key of the competitor's token (``Bearer TOKEN``).
+AUTH_KEY = "authorization"
+#: Most bytes of one chunk (the lobby's server takes messages of at most 16 KiB).
+CHUNK_BYTES = 12 * 1024
+#: Seconds a Submit stream may take in all.
+UPLOAD_TIMEOUT_S = 600.0
+_KINDS = {spb.SUBMISSION_KIND_UNSPECIFIED: "", spb.SUBMISSION_KIND_PYTHON: "python",
+          spb.SUBMISSION_KIND_NODE: "node"}
+_CODES = {"invalid": grpc.StatusCode.INVALID_ARGUMENT, "exhausted": grpc.StatusCode.RESOURCE_EXHAUSTED,
+          "frozen": grpc.StatusCode.FAILED_PRECONDITION, "exists": grpc.StatusCode.ALREADY_EXISTS,
+          "denied": grpc.StatusCode.PERMISSION_DENIED, "not_found": grpc.StatusCode.NOT_FOUND}
+
+
+def token_of(metadata: Any) -> str:
+    """The bearer token in gRPC ``metadata`` (pairs of key and value), or ``""``."""
+    for key, value in metadata or ():
+        if key == AUTH_KEY and isinstance(value, str) and value.startswith("Bearer "):
+            return value[len("Bearer "):].strip()
+    return ""
+
+
+def submission_pb(sub: Submission, games: int = 0) -> spb.Submission:
+    """The wire form of ``sub``."""
+    return spb.Submission(id=sub.id, name=sub.name, version=sub.version, entrant=sub.entrant, status=sub.status,
+                          step=sub.step, reason=sub.reason, log_tail=sub.log_tail, created_at=sub.created_at,
+                          updated_at=sub.updated_at, retired=sub.retired, games=games)
+
+
+class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
+    """The service over a :class:`Desk` (see the module docstring)."""
+
+    def __init__(self, desk: Desk):
+        self.desk = desk
+
+    async def _who(self, context: grpc.aio.ServicerContext) -> str:
+        token = token_of(context.invocation_metadata())
+        competitor = self.desk.book.competitor_for(token) if token else None
+        if competitor is None:
+            why = "no competitor token (metadata authorization: Bearer TOKEN)" if not token else \
+                "unknown or revoked competitor token"
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, why)
+        assert competitor is not None
+        return competitor
+
+    async def _refuse(self, context: grpc.aio.ServicerContext, e: Refused) -> NoReturn:
+        await context.abort(_CODES[e.kind], str(e))
+        raise AssertionError("abort returned")  # pragma: no cover
+
+    def _pb(self, sub: Submission) -> spb.Submission:
+        return submission_pb(sub, self.desk.games.get(sub.entrant, 0))
+
+    async def Submit(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> spb.SubmitResponse:
+        competitor = await self._who(context)
+        first = await anext(aiter(request_iterator), None)
+        if first is None or first.WhichOneof("msg") != "header":
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first message of Submit must be a SubmitHeader")
+        assert first is not None
+        h = first.header
+        header = Header(h.name, h.version, _KINDS.get(h.kind, ""), h.entry)
+        try:
+            self.desk.check_open(competitor, time.time())
+        except Refused as e:
+            await self._refuse(context, e)
+        with tempfile.TemporaryFile(prefix="allfours-upload-") as spool:
+            received = 0
+            async for msg in request_iterator:
+                if msg.WhichOneof("msg") != "chunk":
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "after the header, only chunks")
+                received += len(msg.chunk)
+                try:
+                    check_upload(received, self.desk.limits)
+                except IntakeError as e:
+                    await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
+                spool.write(msg.chunk)
+            spool.seek(0)
+            try:
+                sub = await asyncio.to_thread(self.desk.receive, competitor, header, spool)
+            except Refused as e:
+                await self._refuse(context, e)
+        return spb.SubmitResponse(submission=self._pb(sub))
+
+    async def ListSubmissions(self, request: spb.ListSubmissionsRequest,
+                              context: grpc.aio.ServicerContext) -> spb.ListSubmissionsResponse:
+        competitor = await self._who(context)
+        return spb.ListSubmissionsResponse(submissions=[self._pb(s) for s in self.desk.book.submissions(competitor)])
+
+    async def GetSubmission(self, request: spb.GetSubmissionRequest,
+                            context: grpc.aio.ServicerContext) -> spb.GetSubmissionResponse:
+        competitor = await self._who(context)
+        try:
+            sub = self.desk.owned(competitor, int(request.id))
+        except Refused as e:
+            await self._refuse(context, e)
+        return spb.GetSubmissionResponse(submission=self._pb(sub))
+
+
+def add_to_server(desk: Desk) -> Any:
+    """A function that adds the service over ``desk`` to a ``grpc.aio.Server`` (the lobby's)."""
+    def add(server: grpc.aio.Server) -> None:
+        spb_grpc.add_SubmissionServiceServicer_to_server(SubmissionServicer(desk), server)
+    return add

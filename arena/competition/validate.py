@@ -1,0 +1,91 @@
+"""The validation episode: the conformance suite (:mod:`sdk.conformance`) against a built image.
+
+Each scenario starts the image in a container with no network at all (``--network none``), read-only,
+no capabilities, the submission's memory, CPU and process limits, as the bot user; the scripted
+referee listens on a unix socket in a fresh folder mounted at the same path (``--socket-dir``), the
+only thing the container reaches. Every container of a validation carries the label
+``org.allfours.validate=KEY`` and is removed afterwards, whatever happened.
+
+:func:`validate_image` returns a :class:`Verdict`: passed, or the failing checks with what the bot did.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+#: Debian's docker CLI (the conformance suite starts each scenario's bot with it).
+DOCKER = shutil.which("docker") or "/usr/bin/docker"
+#: The label every validation container carries (value: the validation's key).
+LABEL = "org.allfours.validate"
+#: Seconds the whole suite may take before the submission is rejected.
+VALIDATE_TIMEOUT_S = 900
+#: Seconds from a container's launch to its Hello (a container starts slower than a process).
+STARTUP_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """``passed``; ``failing``: the names of the failing checks; ``detail``: what the bot did in each (or
+    why the suite could not run), for the competitor."""
+
+    passed: bool
+    failing: tuple[str, ...]
+    detail: str
+
+
+def container_command(image: str, key: str, socket_dir: str, cpus: float, memory_mb: int) -> list[str]:
+    """The ``docker run`` argv of one scenario's bot (see the module docstring)."""
+    return [DOCKER, "run", "--rm", "--init", "--network", "none", "--read-only",
+            "--tmpfs", "/tmp:rw,noexec,nosuid,nodev,size=16m", "--cap-drop", "ALL",
+            "--security-opt", "no-new-privileges", "--memory", f"{memory_mb}m", "--memory-swap", f"{memory_mb}m",
+            "--pids-limit", "64", "--cpus", f"{cpus:g}", "--user", "10001:10001", "--ipc", "private",
+            "--label", f"{LABEL}={key}", "-v", f"{socket_dir}:{socket_dir}",
+            "-e", "ALLFOURS_TICKET", "-e", "ALLFOURS_REFEREE", image]
+
+
+def remove_containers(key: str) -> None:
+    """Remove every container of validation ``key`` (docker CLI; errors ignored)."""
+    ids = subprocess.run([DOCKER, "ps", "-aq", "--filter", f"label={LABEL}={key}"], capture_output=True,
+                         text=True, timeout=60).stdout.split()
+    if ids:
+        subprocess.run([DOCKER, "rm", "-f", *ids], capture_output=True, timeout=120)
+
+
+def _verdict(stdout: str, stderr: str) -> Verdict:
+    """The verdict of the suite's ``--json`` output (or why it could not run)."""
+    try:
+        report = json.loads(stdout)
+    except ValueError:
+        return Verdict(False, ("suite",), f"the conformance suite did not run: {stderr.strip()[-1500:]}")
+    failing = [c for c in report.get("checks", []) if c.get("status") == "fail"]
+    lines = [f"{c['check']}: expected {c['expected']}; the bot: {c['did']}" for c in failing]
+    if report.get("failure"):
+        lines.append(str(report["failure"]))
+    return Verdict(bool(report.get("passed")), tuple(str(c["check"]) for c in failing), "\n".join(lines))
+
+
+def validate_image(image: str, key: str, checks: Sequence[str], cpus: float = 1.0, memory_mb: int = 512,
+                   players: int = 2) -> Verdict:
+    """Run the conformance ``checks`` (empty: every per-game check) against ``image`` (see the module
+    docstring); ``key`` labels its containers."""
+    with tempfile.TemporaryDirectory(prefix="allfours-validate-") as sockets:
+        argv = [sys.executable, "-m", "sdk.conformance", "--json", "--players", str(players),
+                "--startup-limit", str(STARTUP_S), "--memory-limit", str(memory_mb), "--socket-dir", sockets]
+        for check in checks:
+            argv += ["--only", check]
+        argv += ["--", *container_command(image, key, sockets, cpus, memory_mb)]
+        os.chmod(sockets, 0o755)
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=VALIDATE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return Verdict(False, ("suite",), f"the conformance suite took over {VALIDATE_TIMEOUT_S} s")
+        finally:
+            remove_containers(key)
+    return _verdict(r.stdout, r.stderr)

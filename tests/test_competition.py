@@ -1,0 +1,272 @@
+"""A competition (docs/competition.md, issue 22) with real processes, a real dockerd and real sockets.
+
+The host makes competitor tokens (`arena competitor add`: printed once, only the SHA-256 kept); `arena
+serve` with a [competition] table serves the Submission service on the lobby's port; competitors submit
+with `arena submit`: a good Python bot is built, validated by the conformance suite in a container
+without a network, enrolled as name@version without SIGHUP, plays and is rated; a bot that breaks the
+protocol is rejected with its failing checks; hostile archives are refused with their line; a quota is
+hit with when to retry; a competitor is refused another's submission; freeze stops submissions; a
+restart of `arena serve` mid-build loses nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from arena.competition.client import SubmissionClient, pack
+from arena.config import ConfigError, parse_config
+from tests.docker_helpers import base_image, docker_client
+
+ROOT = Path(__file__).resolve().parent.parent
+PREFIX = "allfours-compete-test"
+
+CONFIG = """
+[tournament]
+name = "{name}"
+players = 2
+games_per_pairing = 2
+concurrency = 2
+output = "out"
+lobby = "127.0.0.1:{port}"
+[tournament.time_control]
+join_ms = 30000
+grace_ms = 1000
+
+[competition]
+submissions_per_day = {per_day}
+base_python = "{base}"
+image_prefix = "{prefix}"
+checks = ["join", "players-2"]
+upload_bytes = 200000
+
+[[bots]]
+name = "one"
+sandbox = "none"
+command = ["{{python}}", "-m", "arena.testing.instant_bot"]
+cwd = "{root}"
+
+[[bots]]
+name = "two"
+sandbox = "none"
+command = ["{{python}}", "-m", "arena.testing.instant_bot"]
+cwd = "{root}"
+"""
+
+GOOD = (ROOT / "sample_bots" / "random_bot.py").read_text()
+BROKEN = '''
+from sdk.bot import Bot
+
+
+class Broken(Bot):
+    name = "broken"
+
+    def act(self, ctx):
+        raise SystemExit(3)  # leaves at its first decision: breaks the protocol
+'''
+
+
+def arena(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([sys.executable, "-m", "arena.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr
+    return done
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_the_competition_table_has_defaults_and_one_line_errors(tmp_path: Path) -> None:
+    bots = [{"name": n, "command": ["x"]} for n in ("a", "b")]
+    c = parse_config({"tournament": {"name": "t"}, "bots": bots, "competition": {}}, base=tmp_path).competition
+    assert c is not None and c.submissions_per_day == 5 and c.in_play == 1 and c.checks == ()
+    assert parse_config({"tournament": {"name": "t"}, "bots": bots}, base=tmp_path).competition is None
+    with pytest.raises(ConfigError) as e:
+        parse_config({"tournament": {"name": "t"}, "bots": bots,
+                      "competition": {"submissions_per_day": 0, "bogus": 1}}, "c.toml", base=tmp_path)
+    lines = str(e.value).splitlines()
+    assert any("competition.submissions_per_day" in ln and "0" in ln for ln in lines), lines
+    assert any("competition.bogus" in ln for ln in lines), lines
+
+
+def test_competitor_tokens_are_printed_once_and_kept_as_digests(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(CONFIG.format(name="tok", port=0, per_day=2, base="x", prefix=PREFIX, root=ROOT))
+    made = arena("competitor", "add", str(cfg), "alice")
+    assert made.returncode == 0, made.stderr
+    token = made.stdout.strip()
+    assert len(token) >= 32 and "\n" not in token  # 24 random bytes: 192 bits
+    again = arena("competitor", "add", str(cfg), "alice")
+    assert again.returncode == 2 and "already has a token" in again.stderr and token not in again.stdout
+    book = tmp_path / "out" / "competition.sqlite"
+    assert token.encode() not in book.read_bytes()
+    assert oct(book.stat().st_mode & 0o777) == oct(0o600)
+    listed = arena("competitor", "list", str(cfg))
+    assert listed.stdout.split() == ["alice", "live"]
+    assert arena("competitor", "add", str(cfg), "alice", "--revoke").returncode == 0
+    assert arena("competitor", "list", str(cfg)).stdout.split() == ["alice", "revoked"]
+    fresh = arena("competitor", "add", str(cfg), "alice")
+    assert fresh.returncode == 0 and fresh.stdout.strip() != token
+    bad = arena("competitor", "add", str(cfg), "../x")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def _hostile_archive() -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        info = tarfile.TarInfo("../escape.py")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+    return buf.getvalue()
+
+
+class Serve:
+    """A running `arena serve` of the competition config, its output lines collected."""
+
+    def __init__(self, cfg: Path, log: Path):
+        self.cfg, self.log = cfg, log
+        self.proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", str(cfg), "--bootstrap", "20"],
+                                     cwd=ROOT, stdout=log.open("a"), stderr=subprocess.STDOUT, text=True)
+
+    def wait_for(self, text: str, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in self.log.read_text():
+            assert self.proc.poll() is None, self.log.read_text()[-3000:]
+            assert time.monotonic() < deadline, f"no {text!r} in: {self.log.read_text()[-3000:]}"
+            time.sleep(0.3)
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        return int(self.proc.returncode)
+
+
+@pytest.fixture
+def league(tmp_path: Path) -> Iterator[tuple[Path, int, Serve]]:
+    client = docker_client()
+    base = base_image("python")
+    port = free_port()
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(CONFIG.format(name=f"cmp{os.getpid()}", port=port, per_day=2, base=base, prefix=PREFIX, root=ROOT))
+    serve = Serve(cfg, tmp_path / "serve.log")
+    try:
+        serve.wait_for("serving:")
+        yield cfg, port, serve
+    finally:
+        assert serve.stop() == 0, serve.log.read_text()[-3000:]
+        for image in client.images.list(name=PREFIX):
+            for tag in image.tags:
+                client.images.remove(tag, force=True)
+
+
+def _bot(folder: Path, source: str, module: str) -> Path:
+    folder.mkdir()
+    (folder / f"{module}.py").write_text(source)
+    return folder
+
+
+def _status(cfg: Path, sid: int) -> tuple[str, str, str]:
+    db = sqlite3.connect(cfg.parent / "out" / "competition.sqlite")
+    try:
+        row = db.execute("SELECT status, step, reason FROM submissions WHERE id = ?", (sid,)).fetchone()
+    finally:
+        db.close()
+    return str(row[0]), str(row[1]), str(row[2])
+
+
+def _code(call: Any) -> tuple[grpc.StatusCode, str]:
+    with pytest.raises(grpc.RpcError) as e:
+        call()
+    return e.value.code(), e.value.details()
+
+
+def test_competitors_submit_and_the_league_grows(league: tuple[Path, int, Serve], tmp_path: Path) -> None:
+    cfg, port, serve = league
+    address = f"127.0.0.1:{port}"
+    tokens = {n: arena("competitor", "add", str(cfg), n).stdout.strip() for n in ("alice", "bob")}
+    anon = SubmissionClient(address, "")
+    code, details = _code(anon.list)
+    assert code == grpc.StatusCode.UNAUTHENTICATED and "\n" not in details
+    code, _ = _code(SubmissionClient(address, "not-a-token").list)
+    assert code == grpc.StatusCode.UNAUTHENTICATED
+
+    good = _bot(tmp_path / "goodbot", GOOD, "random_bot")
+    env = {"ALLFOURS_COMPETITOR_TOKEN": tokens["alice"]}
+    done = arena("submit", str(good), "--arena", address, "--name", "rando", "--entry", "random_bot:RandomBot",
+                 "--wait", env=env, timeout=900)
+    assert done.returncode == 0, done.stderr
+    sid = int(done.stdout.strip())
+    assert "rando@1 received" in done.stderr and "rando@1 rated" in done.stderr, done.stderr
+    for seen in ("building", "validating"):
+        assert seen in done.stderr or "accepted" in done.stderr
+    assert "SIGHUP" not in serve.log.read_text()
+
+    bob = SubmissionClient(address, tokens["bob"])
+    code, details = _code(lambda: bob.get(sid))
+    assert code == grpc.StatusCode.PERMISSION_DENIED and details == f"submission {sid} is not yours"
+    code, details = _code(lambda: bob.submit(_hostile_archive(), "evil"))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "escaping the submission's folder" in details
+    code, details = _code(lambda: bob.submit(os.urandom(300_000), "big"))
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "upload limit" in details
+
+    broken = _bot(tmp_path / "broken", BROKEN, "broken")
+    rejected = arena("submit", str(broken), "--arena", address, "--entry", "broken:Broken", "--wait",
+                     env={"ALLFOURS_COMPETITOR_TOKEN": tokens["bob"]}, timeout=900)
+    assert rejected.returncode == 1, rejected.stderr
+    assert "broken@1 rejected (validation: failing checks: players-2" in rejected.stderr, rejected.stderr
+
+    bob.submit(pack(broken), "broken", entry="broken:Broken")  # the second of bob's day
+    code, details = _code(lambda: bob.submit(pack(broken), "broken", entry="broken:Broken"))
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "try again after" in details, details
+
+    mine = arena("submissions", "--arena", address, env=env)
+    assert mine.returncode == 0 and "rando@1" in mine.stdout and "broken" not in mine.stdout
+    ratings = (cfg.parent / "out" / "ratings.json").read_text()
+    assert '"rando@1"' in ratings
+
+    assert arena("competition", "freeze", str(cfg)).returncode == 0
+    code, details = _code(lambda: SubmissionClient(address, tokens["alice"]).submit(pack(good), "rando",
+                                                                                   entry="random_bot:RandomBot"))
+    assert code == grpc.StatusCode.FAILED_PRECONDITION and "frozen" in details
+
+
+def test_a_restart_mid_build_resumes_the_submission(league: tuple[Path, int, Serve], tmp_path: Path) -> None:
+    cfg, port, serve = league
+    token = arena("competitor", "add", str(cfg), "carol").stdout.strip()
+    good = _bot(tmp_path / "goodbot", GOOD, "random_bot")
+    sub = SubmissionClient(f"127.0.0.1:{port}", token).submit(pack(good), "carol-bot", entry="random_bot:RandomBot")
+    deadline = time.monotonic() + 120
+    while _status(cfg, sub.id)[0] == "received":
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    serve.proc.kill()  # SIGKILL: nothing is told
+    serve.proc.wait(30)
+    again = Serve(cfg, serve.log)
+    serve.proc = again.proc
+    again.wait_for("serving:")
+    deadline = time.monotonic() + 900
+    while _status(cfg, sub.id)[0] not in ("accepted", "playing", "rated", "rejected", "failed"):
+        assert time.monotonic() < deadline, _status(cfg, sub.id)
+        time.sleep(1)
+    assert _status(cfg, sub.id)[0] in ("accepted", "playing", "rated"), _status(cfg, sub.id)
