@@ -141,8 +141,15 @@ class Serve:
 
     def __init__(self, cfg: Path, log: Path):
         self.cfg, self.log = cfg, log
-        self.proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", str(cfg), "--bootstrap", "20"],
+        self.proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", str(cfg), "--bootstrap", "20",
+                                      "--web", "0"],
                                      cwd=ROOT, stdout=log.open("a"), stderr=subprocess.STDOUT, text=True)
+
+    @property
+    def web(self) -> str:
+        """The web app's base URL (from its line ``web: http://…/``)."""
+        line = next(ln for ln in self.log.read_text().splitlines() if ln.startswith("web: "))
+        return line.split()[1].rstrip("/")
 
     def wait_for(self, text: str, timeout: float = 120) -> None:
         deadline = time.monotonic() + timeout
@@ -207,9 +214,9 @@ def test_competitors_submit_and_the_league_grows(league: tuple[Path, int, Serve]
     address = f"127.0.0.1:{port}"
     tokens = {n: arena("competitor", "add", str(cfg), n).stdout.strip() for n in ("alice", "bob")}
     anon = SubmissionClient(address, "")
-    code, details = _code(anon.list)
+    code, details = _code(anon.submissions)
     assert code == grpc.StatusCode.UNAUTHENTICATED and "\n" not in details
-    code, _ = _code(SubmissionClient(address, "not-a-token").list)
+    code, _ = _code(SubmissionClient(address, "not-a-token").submissions)
     assert code == grpc.StatusCode.UNAUTHENTICATED
 
     good = _bot(tmp_path / "goodbot", GOOD, "random_bot")
@@ -272,3 +279,80 @@ def test_a_restart_mid_build_resumes_the_submission(league: tuple[Path, int, Ser
         assert time.monotonic() < deadline, _status(cfg, sub.id)
         time.sleep(1)
     assert _status(cfg, sub.id)[0] in ("accepted", "playing", "rated"), _status(cfg, sub.id)
+
+
+def _worker(port: int, token: str, name: str, log: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--arena",
+                             f"127.0.0.1:{port}", "--token", token, "--name", name, "--workers", "2", "--reconnect"],
+                            cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT, text=True)
+
+
+def test_a_remote_entry_registered_through_the_api_plays(league: tuple[Path, int, Serve], tmp_path: Path) -> None:
+    cfg, port, serve = league
+    token = arena("competitor", "add", str(cfg), "erin").stdout.strip()
+    erin = SubmissionClient(f"127.0.0.1:{port}", token)
+    sub, bot_token = erin.register_remote("erin-remote")
+    assert sub.entrant == "erin-remote@1" and sub.status == "accepted" and len(bot_token) >= 32
+    store = (cfg.parent / "out" / "arena.sqlite").read_bytes()
+    assert bot_token.encode() not in store  # only its SHA-256
+    code, details = _code(lambda: erin.register_remote("erin-remote", "1"))
+    assert code == grpc.StatusCode.ALREADY_EXISTS and "give a new --version" in details
+    worker = _worker(port, bot_token, sub.entrant, tmp_path / "worker.log")
+    try:
+        last = erin.follow(sub.id, lambda s: None, 300)
+        assert last.status == "rated", (last.status, serve.log.read_text()[-2000:])
+        games = erin.games()
+        assert games and all(sub.entrant in (g.a, g.b) for g in games)
+    finally:
+        worker.terminate()
+        worker.wait(30)
+
+
+def test_a_competitor_sees_their_own_page_in_a_browser(league: tuple[Path, int, Serve], tmp_path: Path) -> None:
+    from web_helpers import chromium
+
+    cfg, port, serve = league
+    address = f"127.0.0.1:{port}"
+    tokens = {n: arena("competitor", "add", str(cfg), n).stdout.strip() for n in ("alice", "bob")}
+    with chromium() as browser:
+        alice_ctx = browser.new_context(accept_downloads=True)
+        page = alice_ctx.new_page()
+        urls: list[str] = []
+        page.on("request", lambda r: urls.append(r.url))
+        page.goto(f"{serve.web}/me")
+        page.fill("#token", tokens["alice"])
+        page.click("#login button")
+        assert page.inner_text("#who") == "alice"
+        cookie = next(c for c in alice_ctx.cookies() if c["name"] == "af_session")
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+
+        good = _bot(tmp_path / "goodbot", GOOD, "random_bot")
+        done = arena("submit", str(good), "--arena", address, "--name", "webbot", "--entry", "random_bot:RandomBot",
+                     "--wait", env={"ALLFOURS_COMPETITOR_TOKEN": tokens["alice"]}, timeout=900)
+        assert done.returncode == 0 and "webbot@1 rated" in done.stderr, done.stderr
+        page.reload()
+        assert page.inner_text("#submissions .status") == "rated"
+        log_link = page.locator("a.log").first
+        href = str(log_link.get_attribute("href"))
+        with page.expect_download() as dl:
+            log_link.click()
+        assert Path(dl.value.path()).stat().st_size >= 0 and dl.value.suggested_filename.endswith(".log")
+        page.locator("a.replay").first.click()
+        page.wait_for_url("**/games/*")
+        assert page.title()
+        assert not any(tokens["alice"] in u for u in urls)
+
+        game_id, seat = href.split("/")[-2], int(href.split("/")[-1])
+        other_seat = f"/me/logs/{game_id}/{1 - seat}"
+        assert page.goto(f"{serve.web}{other_seat}").status == 403  # the house bot's seat: not alice's
+        bob_ctx = browser.new_context()
+        bob = bob_ctx.new_page()
+        assert bob.goto(f"{serve.web}{href}").status == 401  # no session
+        bob.goto(f"{serve.web}/me")
+        bob.fill("#token", tokens["bob"])
+        bob.click("#login button")
+        refused = bob.goto(f"{serve.web}{href}")
+        assert refused.status == 403 and "is not yours" in refused.text()
+    code, _ = _code(lambda: SubmissionClient(address, tokens["bob"]).seat_log(game_id, seat))
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+    assert SubmissionClient(address, tokens["alice"]).seat_log(game_id, seat) is not None

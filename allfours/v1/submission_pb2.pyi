@@ -91,3 +91,61 @@ class Submission(_message.Message):
     retired: bool
     games: int
     def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., version: _Optional[str] = ..., entrant: _Optional[str] = ..., status: _Optional[str] = ..., step: _Optional[str] = ..., reason: _Optional[str] = ..., log_tail: _Optional[str] = ..., created_at: _Optional[float] = ..., updated_at: _Optional[float] = ..., retired: _Optional[bool] = ..., games: _Optional[int] = ...) -> None: ...
+
+class ListGamesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListGamesResponse(_message.Message):
+    __slots__ = ("games",)
+    GAMES_FIELD_NUMBER: _ClassVar[int]
+    games: _containers.RepeatedCompositeFieldContainer[Game]
+    def __init__(self, games: _Optional[_Iterable[_Union[Game, _Mapping]]] = ...) -> None: ...
+
+class Game(_message.Message):
+    __slots__ = ("game_id", "a", "b", "score_a", "score_b", "winner", "seats")
+    GAME_ID_FIELD_NUMBER: _ClassVar[int]
+    A_FIELD_NUMBER: _ClassVar[int]
+    B_FIELD_NUMBER: _ClassVar[int]
+    SCORE_A_FIELD_NUMBER: _ClassVar[int]
+    SCORE_B_FIELD_NUMBER: _ClassVar[int]
+    WINNER_FIELD_NUMBER: _ClassVar[int]
+    SEATS_FIELD_NUMBER: _ClassVar[int]
+    game_id: str
+    a: str
+    b: str
+    score_a: int
+    score_b: int
+    winner: int
+    seats: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, game_id: _Optional[str] = ..., a: _Optional[str] = ..., b: _Optional[str] = ..., score_a: _Optional[int] = ..., score_b: _Optional[int] = ..., winner: _Optional[int] = ..., seats: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class GetSeatLogRequest(_message.Message):
+    __slots__ = ("game_id", "seat")
+    GAME_ID_FIELD_NUMBER: _ClassVar[int]
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    game_id: str
+    seat: int
+    def __init__(self, game_id: _Optional[str] = ..., seat: _Optional[int] = ...) -> None: ...
+
+class GetSeatLogResponse(_message.Message):
+    __slots__ = ("text",)
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    text: bytes
+    def __init__(self, text: _Optional[bytes] = ...) -> None: ...
+
+class RegisterRemoteRequest(_message.Message):
+    __slots__ = ("name", "version")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    version: str
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
+
+class RegisterRemoteResponse(_message.Message):
+    __slots__ = ("submission", "bot_token")
+    SUBMISSION_FIELD_NUMBER: _ClassVar[int]
+    BOT_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    submission: Submission
+    bot_token: str
+    def __init__(self, submission: _Optional[_Union[Submission, _Mapping]] = ..., bot_token: _Optional[str] = ...) -> None: ...

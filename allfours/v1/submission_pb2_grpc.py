@@ -50,6 +50,21 @@ class SubmissionServiceStub:
                 request_serializer=allfours_dot_v1_dot_submission__pb2.GetSubmissionRequest.SerializeToString,
                 response_deserializer=allfours_dot_v1_dot_submission__pb2.GetSubmissionResponse.FromString,
                 _registered_method=True)
+        self.ListGames = channel.unary_unary(
+                '/allfours.v1.SubmissionService/ListGames',
+                request_serializer=allfours_dot_v1_dot_submission__pb2.ListGamesRequest.SerializeToString,
+                response_deserializer=allfours_dot_v1_dot_submission__pb2.ListGamesResponse.FromString,
+                _registered_method=True)
+        self.GetSeatLog = channel.unary_unary(
+                '/allfours.v1.SubmissionService/GetSeatLog',
+                request_serializer=allfours_dot_v1_dot_submission__pb2.GetSeatLogRequest.SerializeToString,
+                response_deserializer=allfours_dot_v1_dot_submission__pb2.GetSeatLogResponse.FromString,
+                _registered_method=True)
+        self.RegisterRemote = channel.unary_unary(
+                '/allfours.v1.SubmissionService/RegisterRemote',
+                request_serializer=allfours_dot_v1_dot_submission__pb2.RegisterRemoteRequest.SerializeToString,
+                response_deserializer=allfours_dot_v1_dot_submission__pb2.RegisterRemoteResponse.FromString,
+                _registered_method=True)
 
 
 class SubmissionServiceServicer:
@@ -83,6 +98,29 @@ class SubmissionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListGames(self, request, context):
+        """The games the caller's entrants played, oldest first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSeatLog(self, request, context):
+        """The end of the log of one of the caller's seats in a game (PERMISSION_DENIED for another's seat).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RegisterRemote(self, request, context):
+        """Register a remote bot (it runs on the competitor's machine and dials the lobby as a worker): it is
+        enrolled as name@version at once and its bot token is returned, once. Limits, freeze and name
+        ownership as for Submit.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SubmissionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -100,6 +138,21 @@ def add_SubmissionServiceServicer_to_server(servicer, server):
                     servicer.GetSubmission,
                     request_deserializer=allfours_dot_v1_dot_submission__pb2.GetSubmissionRequest.FromString,
                     response_serializer=allfours_dot_v1_dot_submission__pb2.GetSubmissionResponse.SerializeToString,
+            ),
+            'ListGames': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListGames,
+                    request_deserializer=allfours_dot_v1_dot_submission__pb2.ListGamesRequest.FromString,
+                    response_serializer=allfours_dot_v1_dot_submission__pb2.ListGamesResponse.SerializeToString,
+            ),
+            'GetSeatLog': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSeatLog,
+                    request_deserializer=allfours_dot_v1_dot_submission__pb2.GetSeatLogRequest.FromString,
+                    response_serializer=allfours_dot_v1_dot_submission__pb2.GetSeatLogResponse.SerializeToString,
+            ),
+            'RegisterRemote': grpc.unary_unary_rpc_method_handler(
+                    servicer.RegisterRemote,
+                    request_deserializer=allfours_dot_v1_dot_submission__pb2.RegisterRemoteRequest.FromString,
+                    response_serializer=allfours_dot_v1_dot_submission__pb2.RegisterRemoteResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -184,6 +237,87 @@ class SubmissionService:
             '/allfours.v1.SubmissionService/GetSubmission',
             allfours_dot_v1_dot_submission__pb2.GetSubmissionRequest.SerializeToString,
             allfours_dot_v1_dot_submission__pb2.GetSubmissionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListGames(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/allfours.v1.SubmissionService/ListGames',
+            allfours_dot_v1_dot_submission__pb2.ListGamesRequest.SerializeToString,
+            allfours_dot_v1_dot_submission__pb2.ListGamesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSeatLog(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/allfours.v1.SubmissionService/GetSeatLog',
+            allfours_dot_v1_dot_submission__pb2.GetSeatLogRequest.SerializeToString,
+            allfours_dot_v1_dot_submission__pb2.GetSeatLogResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RegisterRemote(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/allfours.v1.SubmissionService/RegisterRemote',
+            allfours_dot_v1_dot_submission__pb2.RegisterRemoteRequest.SerializeToString,
+            allfours_dot_v1_dot_submission__pb2.RegisterRemoteResponse.FromString,
             options,
             channel_credentials,
             insecure,

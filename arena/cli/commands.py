@@ -536,7 +536,7 @@ def _serve_league(
     if config.competition is not None:
         from arena.competition.setup import open_competition
 
-        closers.insert(0, open_competition(config.competition, output, league,
+        closers.insert(0, open_competition(config, output, league,
                                            lambda m: console.print(f"[cyan]competition:[/cyan] {escape(m)}",
                                                                    soft_wrap=True, highlight=False)))
     install_signals(league)

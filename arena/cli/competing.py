@@ -132,7 +132,7 @@ def _submit(args: argparse.Namespace, console: Console, err: Console) -> int:
 def _submissions(args: argparse.Namespace, console: Console) -> int:
     client = _client(args)
     try:
-        subs = client.list()
+        subs = client.submissions()
     finally:
         client.close()
     table = Table("id", "entrant", "status", "games", "reason")

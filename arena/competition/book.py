@@ -208,6 +208,14 @@ class CompetitionBook:
         with self._lock:
             self._db.execute("UPDATE submissions SET retired = 1, updated_at = ? WHERE id = ?", (time.time(), sid))
 
+    def retire_over(self, competitor: str, keep: int) -> list[Submission]:
+        """Retire ``competitor``'s oldest scheduled entrants beyond the newest ``keep``; returns them."""
+        live = [x for x in self.submissions(competitor, statuses=IN_PLAY) if not x.retired]
+        old = live[: max(0, len(live) - keep)]
+        for sub in old:
+            self.retire(sub.id)
+        return old
+
     def _one(self, sid: int) -> Submission:
         found = self.submissions(sid=sid)
         if not found:

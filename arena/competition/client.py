@@ -107,10 +107,27 @@ class SubmissionClient:
                                                       timeout=30).submission
         return sub
 
-    def list(self) -> list[spb.Submission]:
+    def submissions(self) -> list[spb.Submission]:
         """The caller's submissions, oldest first."""
         reply = self.stub.ListSubmissions(spb.ListSubmissionsRequest(), metadata=self.metadata, timeout=30)
         return list(reply.submissions)
+
+    def games(self) -> list[spb.Game]:
+        """The games of the caller's entrants, oldest first."""
+        return list(self.stub.ListGames(spb.ListGamesRequest(), metadata=self.metadata, timeout=30).games)
+
+    def seat_log(self, game_id: str, seat: int) -> bytes:
+        """The end of the log of the caller's ``seat`` in ``game_id``. :raises grpc.RpcError: PERMISSION_DENIED."""
+        reply = self.stub.GetSeatLog(spb.GetSeatLogRequest(game_id=game_id, seat=seat), metadata=self.metadata,
+                                     timeout=30)
+        return bytes(reply.text)
+
+    def register_remote(self, name: str, version: str = "next") -> tuple[spb.Submission, str]:
+        """Register a remote bot; returns its entry and its bot token (shown once)."""
+        reply = self.stub.RegisterRemote(spb.RegisterRemoteRequest(name=name, version=version),
+                                         metadata=self.metadata, timeout=30)
+        sub: spb.Submission = reply.submission
+        return sub, str(reply.bot_token)
 
     def follow(self, sid: int, on_change: Callable[[Any], None], timeout_s: float, poll_s: float = 1.0) -> Any:
         """Poll submission ``sid`` until it reaches a :data:`FINAL` status or ``timeout_s`` passes, calling

@@ -25,6 +25,7 @@ from arena.competition.intake import IntakeError, IntakeLimits, unpack
 from arena.competition.pipeline import submission_folder
 from arena.config import BotSpec, CompetitionSettings, TournamentConfig
 from arena.hosting.sandbox import Limits
+from arena.lobby.tokens import new_token, token_digest
 from arena.tournament.result import GameResult
 from arena.tournament.runner import Tournament
 
@@ -62,6 +63,8 @@ class Desk:
     output: Path
     book: CompetitionBook
     wake: Callable[[], None]
+    enroll: Callable[[], None] = lambda: None
+    players: int = 2
     games: dict[str, int] = dataclasses.field(default_factory=dict)
     _counted: bool = False
 
@@ -120,12 +123,41 @@ class Desk:
         self.wake()
         return sub
 
+    def register_remote(self, competitor: str, name: str, version: str) -> tuple[Submission, str]:
+        """Enroll a remote bot of ``competitor`` at once; returns its entry and its bot token (only the
+        token's SHA-256 is kept, in the league's store). :raises Refused: as :meth:`receive`."""
+        from arena.hosting.bots_build import BuildError, check_name_version
+        from arena.tournament.runner import DB_NAME
+        from arena.tournament.store import Store
+
+        version = self.book.next_version(name) if version in NEXT else version
+        try:
+            check_name_version(name, version)
+            sub = self.book.add_submission(competitor, name, version, "remote", "")
+        except BuildError as e:
+            raise Refused("invalid", str(e)) from None
+        except BookError as e:
+            raise Refused("exists", str(e)) from None
+        token = new_token()
+        with Store(self.output / DB_NAME) as store:
+            store.add_token(sub.entrant, token_digest(token))
+        self.book.set_status(sub.id, "accepted")
+        self.book.retire_over(competitor, self.settings.in_play)
+        self.enroll()
+        return self.owned(competitor, sub.id), token
+
+    def entrants(self, competitor: str) -> set[str]:
+        """Every entrant ``competitor`` ever had enrolled (retired ones too: their games stay theirs)."""
+        return {s.entrant for s in self.book.submissions(competitor, statuses=IN_PLAY)}
+
     def grow(self, config: TournamentConfig) -> TournamentConfig:
         """``config`` with every accepted, unretired submission as a container bot ``name@version``."""
         taken = {b.name for b in config.bots}
         s = self.settings
+        limits = Limits(cpus=s.cpus, memory_mb=s.memory_mb)
         extra = tuple(
-            BotSpec(sub.entrant, sub.version, (), image=sub.image, limits=Limits(cpus=s.cpus, memory_mb=s.memory_mb))
+            BotSpec(sub.entrant, sub.version, (), mode="remote") if sub.kind == "remote" else
+            BotSpec(sub.entrant, sub.version, (), image=sub.image, limits=limits)
             for sub in self.book.submissions(statuses=IN_PLAY)
             if not sub.retired and sub.entrant not in taken
         )

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arena.competition.book import IN_PLAY, CompetitionBook, Submission
+from arena.competition.book import CompetitionBook, Submission
 from arena.competition.validate import Verdict, validate_image
 from arena.config import CompetitionSettings
 
@@ -128,7 +128,5 @@ class BuildQueue:
 
     def _retire_old(self, sub: Submission) -> None:
         """Keep at most ``in_play`` scheduled entrants of ``sub``'s competitor: retire the oldest."""
-        live = [x for x in self.book.submissions(sub.competitor, statuses=IN_PLAY) if not x.retired]
-        for old in live[: max(0, len(live) - self.settings.in_play)]:
-            self.book.retire(old.id)
+        for old in self.book.retire_over(sub.competitor, self.settings.in_play):
             self.note(f"{old.entrant} retires from scheduling (its games are kept): {sub.entrant} takes its place")

@@ -20,6 +20,7 @@ from allfours.v1 import submission_pb2 as spb
 from allfours.v1 import submission_pb2_grpc as spb_grpc
 from arena.competition.book import Submission
 from arena.competition.desk import Desk, Header, Refused
+from arena.competition.games import NotYours, my_games, seat_log
 from arena.competition.intake import IntakeError, check_upload
 
 #: The metadata key of the competitor's token (``Bearer TOKEN``).
@@ -116,6 +117,37 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
         except Refused as e:
             await self._refuse(context, e)
         return spb.GetSubmissionResponse(submission=self._pb(sub))
+
+
+    async def ListGames(self, request: spb.ListGamesRequest,
+                        context: grpc.aio.ServicerContext) -> spb.ListGamesResponse:
+        competitor = await self._who(context)
+        d = self.desk
+        games = await asyncio.to_thread(my_games, d.output, d.entrants(competitor), d.players)
+        return spb.ListGamesResponse(games=[
+            spb.Game(game_id=g.game_id, a=g.a, b=g.b, score_a=g.scores[0], score_b=g.scores[1],
+                     winner=-1 if g.winner is None else g.winner, seats=list(g.seats)) for g in games])
+
+    async def GetSeatLog(self, request: spb.GetSeatLogRequest,
+                         context: grpc.aio.ServicerContext) -> spb.GetSeatLogResponse:
+        competitor = await self._who(context)
+        d = self.desk
+        try:
+            text = await asyncio.to_thread(seat_log, d.output, d.entrants(competitor), d.players,
+                                           request.game_id, int(request.seat))
+        except NotYours as e:
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, str(e))
+        return spb.GetSeatLogResponse(text=text)
+
+    async def RegisterRemote(self, request: spb.RegisterRemoteRequest,
+                             context: grpc.aio.ServicerContext) -> spb.RegisterRemoteResponse:
+        competitor = await self._who(context)
+        try:
+            self.desk.check_open(competitor, time.time())
+            sub, token = await asyncio.to_thread(self.desk.register_remote, competitor, request.name, request.version)
+        except Refused as e:
+            await self._refuse(context, e)
+        return spb.RegisterRemoteResponse(submission=self._pb(sub), bot_token=token)
 
 
 def add_to_server(desk: Desk) -> Any:

@@ -10,20 +10,22 @@ from arena.competition.book import CompetitionBook
 from arena.competition.desk import Desk
 from arena.competition.pipeline import BuildQueue
 from arena.competition.service import add_to_server
-from arena.config import CompetitionSettings
+from arena.config import TournamentConfig
 from arena.tournament.league import League
 
 
-def open_competition(settings: CompetitionSettings, output: Path, league: League,
+def open_competition(config: TournamentConfig, output: Path, league: League,
                      note: Callable[[str], None]) -> Callable[[], None]:
     """Hook the competition into ``league`` before it opens: its accepted entrants join the config
     (``league.grow``), the Submission service joins the lobby's server, each stored game moves its
     entrants' statuses, and an accepted submission re-opens the league at once (no SIGHUP). Starts
     the build queue (resuming what a restart interrupted); returns the closer (stops the queue, then
     closes the book)."""
+    settings = config.competition
+    assert settings is not None
     book = CompetitionBook(output)
     queue = BuildQueue(book, settings, output, league.request_reload, note)
-    desk = Desk(settings, output, book, queue.wake)
+    desk = Desk(settings, output, book, queue.wake, league.request_reload, config.players)
     league.grow = desk.grow
     league.lobby_services.append(add_to_server(desk))
     league.after_game.append(desk.after_game)

@@ -58,6 +58,14 @@ class BotBuild:
     version: str
 
 
+def check_name_version(name: str, version: str) -> None:
+    """:raises BuildError: a bot name or version that cannot name an image (one line)."""
+    if not _NAME.fullmatch(name):
+        raise BuildError(f"--name {name!r}: use lower-case letters, digits, '_', '.', '-' (an image name)")
+    if not _VERSION.fullmatch(version):
+        raise BuildError(f"--version {version!r}: use letters, digits, '_', '.', '-' (an image tag)")
+
+
 def plan_build(
     folder: str | Path, name: str, version: str, entry: str | None = None, tag: str | None = None
 ) -> BotBuild:
@@ -68,10 +76,7 @@ def plan_build(
     d = Path(folder)
     if not d.is_dir():
         raise BuildError(f"{folder}: not a folder")
-    if not _NAME.fullmatch(name):
-        raise BuildError(f"--name {name!r}: use lower-case letters, digits, '_', '.', '-' (an image name)")
-    if not _VERSION.fullmatch(version):
-        raise BuildError(f"--version {version!r}: use letters, digits, '_', '.', '-' (an image tag)")
+    check_name_version(name, version)
     pkg = d / "package.json"
     if pkg.is_file():
         try:

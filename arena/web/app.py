@@ -8,6 +8,7 @@ Routes (docs/arena.md, The web):
   ``/_board`` and ``/_games``);
 - ``/games/{id}`` the replay viewer (``?seat=K`` for one seat's view); ``/live`` running games and
   ``/live/{id}`` a running game for spectators, delayed (:mod:`arena.web.live`);
+- ``/me`` a competitor's own page, ``/me/logs/{id}/{seat}`` their seat logs (:mod:`arena.web.competitor`);
 - ``/api/ratings``, ``/api/games``, ``/api/games/{id}``, ``/api/games/{id}/record[?seat=K]``,
   ``/api/live``, ``/api/live/{id}``.
 
@@ -38,6 +39,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from arena.ratings.publication import LivePublisher
 from arena.report import live
 from arena.tournament.lock import held
+from arena.web import competitor
 from arena.web.data import (
     TERMINATIONS,
     BadQuery,
@@ -374,6 +376,7 @@ def create_app(
         Route("/api/games/{game_id:str}/record", g(api_record)),
         Route("/api/live", g(api_live)),
         Route("/api/live/{game_id:str}", g(api_live_game)),
+        *competitor.ROUTES,
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
     ]
 
@@ -392,4 +395,5 @@ def create_app(
 
     app = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(SecurityHeaders)])
     app.state.web = web
+    app.state.sessions = competitor.Sessions()
     return app

@@ -1,0 +1,75 @@
+"""A competitor's games and seat logs, read from the league's published files (the one place that
+decides which games, seats and logs are a competitor's: the gRPC service and the web view both ask it).
+
+A game is the competitor's when one of its sides is one of their entrants (``name@version``); their
+seats are the seats of that side (:func:`referee.rules.seats.side_of`); a seat log is
+``OUTPUT/logs/GAME_ID/seatK.log`` (:mod:`arena.play.game`), given only for their own seats
+(:class:`NotYours` otherwise, whatever the game or seat named).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+
+from referee.rules.seats import side_of
+
+#: What a game id looks like (anything else names no game: no path is built from it).
+GAME_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+#: Most bytes of a seat log handed out (its end).
+LOG_BYTES = 512 * 1024
+
+
+class NotYours(LookupError):
+    """A game or seat that is not the competitor's (or does not exist); ``str(e)`` is one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class MyGame:
+    """One of a competitor's games: ``game_id``, the two sides' entrants ``a`` and ``b``, the game points
+    ``scores`` of each side, ``winner`` (0, 1 or None), and ``seats``: the competitor's seats in it."""
+
+    game_id: str
+    a: str
+    b: str
+    scores: tuple[int, int]
+    winner: int | None
+    seats: tuple[int, ...]
+
+
+def my_games(output: Path, entrants: Collection[str], players: int) -> list[MyGame]:
+    """The games in ``OUTPUT/games.jsonl`` in which one of ``entrants`` played, oldest first."""
+    path = output / "games.jsonl"
+    if not entrants or not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        sides = (str(row["a"]), str(row["b"]))
+        seats = tuple(k for k in range(players) if sides[side_of(k)] in entrants)
+        if seats:
+            scores = row.get("scores") or [0, 0]
+            winner = row.get("winner")
+            out.append(MyGame(str(row["game_id"]), sides[0], sides[1], (int(scores[0]), int(scores[1])),
+                              None if winner is None else int(winner), seats))
+    return out
+
+
+def seat_log(output: Path, entrants: Collection[str], players: int, game_id: str, seat: int) -> bytes:
+    """The end (at most :data:`LOG_BYTES`) of the log of ``seat`` in ``game_id``, if that seat was one of
+    ``entrants``'. :raises NotYours: another's seat, an unknown game, or no log (one line)."""
+    if not GAME_ID.fullmatch(game_id) or not 0 <= seat < players:
+        raise NotYours(f"no seat {seat} of a game {game_id!r}")
+    game = next((g for g in my_games(output, entrants, players) if g.game_id == game_id), None)
+    if game is None or seat not in game.seats:
+        raise NotYours(f"seat {seat} of game {game_id} is not yours")
+    path = output / "logs" / game_id / f"seat{seat}.log"
+    if not path.is_file() or path.is_symlink():
+        raise NotYours(f"seat {seat} of game {game_id} has no log")
+    with path.open("rb") as f:
+        size = f.seek(0, 2)
+        f.seek(max(0, size - LOG_BYTES))
+        return f.read()

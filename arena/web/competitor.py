@@ -1,0 +1,144 @@
+"""A competitor's own pages (docs/competition.md): sign in with the competitor token, see my
+submissions with their statuses and reasons, my games (replays) and download my seat logs.
+
+- ``GET /me``: the sign-in form, or (signed in) my page; ``POST /me/login`` (form field ``token``): a
+  session cookie ``af_session`` (HttpOnly, SameSite=Strict, Path=/; the token is never in a URL and
+  never stored: the session maps a random id to the competitor, in memory); ``POST /me/logout``;
+- ``GET /me/logs/{game_id}/{seat}``: my seat's log as a download; another's seat, or no session, is
+  refused (403 / 401) — whatever the URL names (:func:`arena.competition.games.seat_log` decides).
+
+Only when the output folder holds a competition's book (``competition.sqlite``); otherwise 404.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from arena.competition.book import BOOK_NAME, CompetitionBook
+from arena.competition.games import NotYours, my_games, seat_log
+
+#: The session cookie's name.
+COOKIE = "af_session"
+#: Most bytes of a sign-in form.
+FORM_BYTES = 4096
+
+
+class Sessions:
+    """Signed-in competitors by random session id (in memory: a restart signs everyone out). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_id: dict[str, str] = {}
+
+    def open(self, competitor: str) -> str:
+        """A new session id for ``competitor``."""
+        sid = secrets.token_urlsafe(32)
+        with self._lock:
+            self._by_id[sid] = competitor
+        return sid
+
+    def who(self, sid: str | None) -> str | None:
+        """The competitor of session ``sid``, or None."""
+        with self._lock:
+            return self._by_id.get(sid or "")
+
+    def close(self, sid: str | None) -> None:
+        """End session ``sid``."""
+        with self._lock:
+            self._by_id.pop(sid or "", None)
+
+
+def _book(request: Request) -> CompetitionBook | None:
+    output: Path = request.app.state.web.data.output
+    if not (output / BOOK_NAME).is_file():
+        return None
+    return CompetitionBook(output)
+
+
+def _page(request: Request, status: int, **ctx: Any) -> Response:
+    return request.app.state.web.page("me.html", status, **ctx)  # type: ignore[no-any-return]
+
+
+async def me(request: Request) -> Response:
+    """``GET /me``: the sign-in form or my page."""
+    book = _book(request)
+    if book is None:
+        return _page(request, 404, error="this arena runs no competition")
+    sessions: Sessions = request.app.state.sessions
+    with book:
+        who = sessions.who(request.cookies.get(COOKIE))
+        if who is None:
+            return _page(request, 200, competitor=None)
+        subs = book.submissions(who)
+    entrants = {s.entrant for s in subs if s.status in ("accepted", "playing", "rated")}
+    output: Path = request.app.state.web.data.output
+    games = my_games(output, entrants, players_of(request))
+    failures = sum(1 for s in subs if s.status in ("rejected", "failed"))
+    return _page(request, 200, competitor=who, submissions=subs, games=games, failures=failures)
+
+
+def players_of(request: Request) -> int:
+    """Players a game (2 or 4) of the served tournament (its published facts; 2 when not known yet)."""
+    try:
+        facts = request.app.state.web.data.facts()
+        return int(facts.get("players", 2))
+    except Exception:
+        return 2
+
+
+async def login(request: Request) -> Response:
+    """``POST /me/login``: a session for the competitor whose token the form holds (303 to /me)."""
+    book = _book(request)
+    if book is None:
+        return _page(request, 404, error="this arena runs no competition")
+    body = (await request.body())[:FORM_BYTES].decode("utf-8", "replace")
+    token = (parse_qs(body).get("token") or [""])[0].strip()
+    with book:
+        who = book.competitor_for(token)
+    if who is None:
+        return _page(request, 401, competitor=None, error="unknown or revoked competitor token")
+    response = RedirectResponse("/me", status_code=303)
+    response.set_cookie(COOKIE, request.app.state.sessions.open(who), httponly=True, samesite="strict", path="/",
+                        secure=request.url.scheme == "https")
+    return response
+
+
+async def logout(request: Request) -> Response:
+    """``POST /me/logout``: end the session."""
+    request.app.state.sessions.close(request.cookies.get(COOKIE))
+    response = RedirectResponse("/me", status_code=303)
+    response.delete_cookie(COOKIE, path="/")
+    return response
+
+
+async def log_download(request: Request) -> Response:
+    """``GET /me/logs/{game_id}/{seat}``: my seat's log, as an attachment."""
+    book = _book(request)
+    who = request.app.state.sessions.who(request.cookies.get(COOKIE))
+    if book is None or who is None:
+        return Response("sign in first at /me\n", status_code=401, media_type="text/plain")
+    with book:
+        entrants = {s.entrant for s in book.submissions(who, statuses=("accepted", "playing", "rated"))}
+    game_id, seat = request.path_params["game_id"], request.path_params["seat"]
+    try:
+        text = seat_log(request.app.state.web.data.output, entrants, players_of(request), game_id, int(seat))
+    except NotYours as e:
+        return Response(f"{e}\n", status_code=403, media_type="text/plain")
+    return Response(text, media_type="text/plain; charset=utf-8",
+                    headers={"Content-Disposition": f'attachment; filename="{game_id}-seat{seat}.log"'})
+
+
+ROUTES = [
+    Route("/me", me),
+    Route("/me/login", login, methods=["POST"]),
+    Route("/me/logout", logout, methods=["POST"]),
+    Route("/me/logs/{game_id:str}/{seat:int}", log_download),
+]
