@@ -66,7 +66,7 @@ command = ["{{python}}", "-m", "arena.testing.instant_bot"]
 cwd = "{root}"
 """
 
-GOOD = (ROOT / "sample_bots" / "random_bot.py").read_text()
+GOOD = (ROOT / "sample_bots" / "random_bot.py").read_text() + "\nprint('hello from a good bot', file=__import__('sys').stderr)\n"
 BROKEN = '''
 from sdk.bot import Bot
 
@@ -336,7 +336,8 @@ def test_a_competitor_sees_their_own_page_in_a_browser(league: tuple[Path, int, 
         href = str(log_link.get_attribute("href"))
         with page.expect_download() as dl:
             log_link.click()
-        assert Path(dl.value.path()).stat().st_size >= 0 and dl.value.suggested_filename.endswith(".log")
+        assert "hello from a good bot" in Path(dl.value.path()).read_text()
+        assert dl.value.suggested_filename.endswith(".log")
         page.locator("a.replay").first.click()
         page.wait_for_url("**/games/*")
         assert page.title()
