@@ -49,6 +49,7 @@ grace_ms = 1000
 [competition]
 submissions_per_day = {per_day}
 base_python = "{base}"
+base_node = "{base_node}"
 image_prefix = "{prefix}"
 checks = ["join", "players-2"]
 upload_bytes = 200000
@@ -107,7 +108,7 @@ def test_the_competition_table_has_defaults_and_one_line_errors(tmp_path: Path) 
 
 def test_competitor_tokens_are_printed_once_and_kept_as_digests(tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
-    cfg.write_text(CONFIG.format(name="tok", port=0, per_day=2, base="x", prefix=PREFIX, root=ROOT))
+    cfg.write_text(CONFIG.format(name="tok", port=0, per_day=2, base="x", base_node="x", prefix=PREFIX, root=ROOT))
     made = arena("competitor", "add", str(cfg), "alice")
     assert made.returncode == 0, made.stderr
     token = made.stdout.strip()
@@ -172,10 +173,11 @@ class Serve:
 @pytest.fixture
 def league(tmp_path: Path) -> Iterator[tuple[Path, int, Serve]]:
     client = docker_client()
-    base = base_image("python")
+    base, base_node = base_image("python"), base_image("node")
     port = free_port()
     cfg = tmp_path / "c.toml"
-    cfg.write_text(CONFIG.format(name=f"cmp{os.getpid()}", port=port, per_day=2, base=base, prefix=PREFIX, root=ROOT))
+    cfg.write_text(CONFIG.format(name=f"cmp{os.getpid()}", port=port, per_day=2, base=base, base_node=base_node,
+                                 prefix=PREFIX, root=ROOT))
     serve = Serve(cfg, tmp_path / "serve.log")
     try:
         serve.wait_for("serving:")
@@ -303,6 +305,11 @@ def test_a_remote_entry_registered_through_the_api_plays(league: tuple[Path, int
         assert last.status == "rated", (last.status, serve.log.read_text()[-2000:])
         games = erin.games()
         assert games and all(sub.entrant in (g.a, g.b) for g in games)
+        newer, _ = erin.register_remote("erin-remote")  # in_play = 1: the older version retires
+        assert newer.entrant == "erin-remote@2"
+        by_id = {s.id: s for s in erin.submissions()}
+        assert by_id[sub.id].retired and not by_id[newer.id].retired
+        assert by_id[sub.id].games == len(games)  # its games are kept
     finally:
         worker.terminate()
         worker.wait(30)
@@ -357,3 +364,13 @@ def test_a_competitor_sees_their_own_page_in_a_browser(league: tuple[Path, int, 
     code, _ = _code(lambda: SubmissionClient(address, tokens["bob"]).seat_log(game_id, seat))
     assert code == grpc.StatusCode.PERMISSION_DENIED
     assert SubmissionClient(address, tokens["alice"]).seat_log(game_id, seat) is not None
+
+
+def test_a_good_nodejs_submission_is_accepted_and_rated(league: tuple[Path, int, Serve]) -> None:
+    cfg, port, serve = league
+    token = arena("competitor", "add", str(cfg), "dave").stdout.strip()
+    dave = SubmissionClient(f"127.0.0.1:{port}", token)
+    sub = dave.submit(pack(ROOT / "sample_bots" / "js"), "jsbot")  # node_modules is left out: npm ci rebuilds it
+    last = dave.follow(sub.id, lambda s: None, 900)
+    assert last.status == "rated", (last.status, last.step, last.reason, last.log_tail[-1500:])
+    assert '"jsbot@1"' in (cfg.parent / "out" / "ratings.json").read_text()
