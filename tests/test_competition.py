@@ -67,7 +67,8 @@ command = ["{{python}}", "-m", "arena.testing.instant_bot"]
 cwd = "{root}"
 """
 
-GOOD = (ROOT / "sample_bots" / "random_bot.py").read_text() + "\nprint('hello from a good bot', file=__import__('sys').stderr)\n"
+GOOD = ((ROOT / "sample_bots" / "random_bot.py").read_text()
+        + "\nprint('hello from a good bot', file=__import__('sys').stderr)\n")
 BROKEN = '''
 from sdk.bot import Bot
 
@@ -367,10 +368,48 @@ def test_a_competitor_sees_their_own_page_in_a_browser(league: tuple[Path, int, 
 
 
 def test_a_good_nodejs_submission_is_accepted_and_rated(league: tuple[Path, int, Serve]) -> None:
-    cfg, port, serve = league
+    cfg, port, _ = league
     token = arena("competitor", "add", str(cfg), "dave").stdout.strip()
     dave = SubmissionClient(f"127.0.0.1:{port}", token)
     sub = dave.submit(pack(ROOT / "sample_bots" / "js"), "jsbot")  # node_modules is left out: npm ci rebuilds it
     last = dave.follow(sub.id, lambda s: None, 900)
     assert last.status == "rated", (last.status, last.step, last.reason, last.log_tail[-1500:])
     assert '"jsbot@1"' in (cfg.parent / "out" / "ratings.json").read_text()
+
+
+def test_freeze_then_final_plays_the_chosen_entries(league: tuple[Path, int, Serve], tmp_path: Path) -> None:
+    import hashlib
+    import json
+
+    cfg, port, serve = league
+    address = f"127.0.0.1:{port}"
+    tokens = {n: arena("competitor", "add", str(cfg), n).stdout.strip() for n in ("fay", "gus")}
+    good = _bot(tmp_path / "goodbot", GOOD, "random_bot")
+    fay, gus = SubmissionClient(address, tokens["fay"]), SubmissionClient(address, tokens["gus"])
+    first = fay.submit(pack(good), "fay-bot", entry="random_bot:RandomBot")
+    assert fay.follow(first.id, lambda s: None, 900).status == "rated"
+    second = fay.submit(pack(good), "fay-bot", entry="random_bot:RandomBot")
+    assert fay.follow(second.id, lambda s: None, 900).status == "rated"
+    other = gus.submit(pack(good), "gus-bot", entry="random_bot:RandomBot")
+    assert gus.follow(other.id, lambda s: None, 900).status == "rated"
+    chose = arena("submit", "--select", str(first.id), "--arena", address,
+                  env={"ALLFOURS_COMPETITOR_TOKEN": tokens["fay"]})
+    assert chose.returncode == 0 and "fay-bot@1" in chose.stderr, chose.stderr
+    code, _ = _code(lambda: gus.select(first.id))
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+
+    frozen = arena("competition", "freeze", str(cfg))
+    committed = frozen.stdout.strip()
+    assert frozen.returncode == 0 and len(committed) == 64
+    code, details = _code(lambda: gus.submit(pack(good), "gus-bot", entry="random_bot:RandomBot"))
+    assert code == grpc.StatusCode.FAILED_PRECONDITION and "frozen" in details and "\n" not in details
+    assert serve.stop() == 0
+
+    final = arena("competition", "final", str(cfg), "--bootstrap", "20", timeout=900)
+    assert final.returncode == 0, final.stdout[-2000:] + final.stderr[-2000:]
+    published = json.loads((cfg.parent / "out" / "final" / "ratings.json").read_text())
+    assert published["publication"] == "final" and published["tournament"]["name"].endswith(" final")
+    assert sorted(published["ratings"]) == ["fay-bot@1", "gus-bot@1"]  # fay's choice, not her latest
+    assert published["ratings"]["fay-bot@1"]["games"] == 4  # twice the league's 2 a pairing
+    seed = published["tournament"]["master_seed"]
+    assert hashlib.sha256(bytes.fromhex(seed)).hexdigest() == committed

@@ -149,3 +149,15 @@ class RegisterRemoteResponse(_message.Message):
     submission: Submission
     bot_token: str
     def __init__(self, submission: _Optional[_Union[Submission, _Mapping]] = ..., bot_token: _Optional[str] = ...) -> None: ...
+
+class SelectSubmissionRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    def __init__(self, id: _Optional[int] = ...) -> None: ...
+
+class SelectSubmissionResponse(_message.Message):
+    __slots__ = ("submission",)
+    SUBMISSION_FIELD_NUMBER: _ClassVar[int]
+    submission: Submission
+    def __init__(self, submission: _Optional[_Union[Submission, _Mapping]] = ...) -> None: ...

@@ -65,6 +65,11 @@ class SubmissionServiceStub:
                 request_serializer=allfours_dot_v1_dot_submission__pb2.RegisterRemoteRequest.SerializeToString,
                 response_deserializer=allfours_dot_v1_dot_submission__pb2.RegisterRemoteResponse.FromString,
                 _registered_method=True)
+        self.SelectSubmission = channel.unary_unary(
+                '/allfours.v1.SubmissionService/SelectSubmission',
+                request_serializer=allfours_dot_v1_dot_submission__pb2.SelectSubmissionRequest.SerializeToString,
+                response_deserializer=allfours_dot_v1_dot_submission__pb2.SelectSubmissionResponse.FromString,
+                _registered_method=True)
 
 
 class SubmissionServiceServicer:
@@ -121,6 +126,14 @@ class SubmissionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SelectSubmission(self, request, context):
+        """Choose which of the caller's accepted entries plays the final evaluation (default: the latest
+        accepted). FAILED_PRECONDITION for a submission that was never accepted; allowed after the freeze.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SubmissionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -153,6 +166,11 @@ def add_SubmissionServiceServicer_to_server(servicer, server):
                     servicer.RegisterRemote,
                     request_deserializer=allfours_dot_v1_dot_submission__pb2.RegisterRemoteRequest.FromString,
                     response_serializer=allfours_dot_v1_dot_submission__pb2.RegisterRemoteResponse.SerializeToString,
+            ),
+            'SelectSubmission': grpc.unary_unary_rpc_method_handler(
+                    servicer.SelectSubmission,
+                    request_deserializer=allfours_dot_v1_dot_submission__pb2.SelectSubmissionRequest.FromString,
+                    response_serializer=allfours_dot_v1_dot_submission__pb2.SelectSubmissionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -318,6 +336,33 @@ class SubmissionService:
             '/allfours.v1.SubmissionService/RegisterRemote',
             allfours_dot_v1_dot_submission__pb2.RegisterRemoteRequest.SerializeToString,
             allfours_dot_v1_dot_submission__pb2.RegisterRemoteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SelectSubmission(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/allfours.v1.SubmissionService/SelectSubmission',
+            allfours_dot_v1_dot_submission__pb2.SelectSubmissionRequest.SerializeToString,
+            allfours_dot_v1_dot_submission__pb2.SelectSubmissionResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,5 +1,5 @@
 """The competition's commands (docs/competition.md): the host's ``arena competitor add|list`` and
-``arena competition freeze``; the competitor's ``arena submit`` and ``arena submissions``.
+``arena competition freeze|final``; the competitor's ``arena submit`` (``--select``) and ``arena submissions``.
 
 Exit status: 0; 1 when the arena refuses (the status code and its one line) or a followed submission
 ends rejected or failed; 2 on bad arguments or config (one line).
@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +35,10 @@ def competing_command(args: argparse.Namespace, console: Console, err: Console) 
     try:
         if args.command == "competitor":
             return _competitor(args, console, err)
+        if args.command == "competition" and args.competition_command == "freeze":
+            return _freeze(args, console, err)
         if args.command == "competition":
-            return _freeze(args, err)
+            return _final(args, console, err)
         if args.command == "submit":
             return _submit(args, console, err)
         return _submissions(args, console)
@@ -77,15 +78,36 @@ def _competitor(args: argparse.Namespace, console: Console, err: Console) -> int
     return 0
 
 
-def _freeze(args: argparse.Namespace, err: Console) -> int:
+def _freeze(args: argparse.Namespace, console: Console, err: Console) -> int:
     from arena.competition.book import CompetitionBook
-    from arena.competition.desk import FROZEN_KEY
+    from arena.competition.final import freeze
 
     with CompetitionBook(_output(args)) as book:
-        if book.get_meta(FROZEN_KEY) is None:
-            book.set_meta(FROZEN_KEY, repr(time.time()))
-    err.print("submissions are frozen: the arena refuses new ones", highlight=False)
+        committed = freeze(book)
+    console.print(committed, highlight=False)
+    err.print("submissions are frozen: the arena refuses new ones; the line above commits to the final's master "
+              "seed (arena competition final reveals it)", highlight=False, soft_wrap=True)
     return 0
+
+
+def _final(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """``arena competition final``: write OUTPUT/final/final.toml and play it as ``arena run`` does."""
+    from arena.cli.commands import run_command
+    from arena.competition.book import CompetitionBook
+    from arena.competition.final import write_final_config
+
+    config = load_config(args.config)
+    output = _output(args)
+    gpp = args.games_per_pairing or 2 * config.games_per_pairing
+    if gpp < 2 or gpp % 2:
+        raise _Usage(f"--games-per-pairing {gpp}: an even number, at least 2 (duplicate pairs)")
+    with CompetitionBook(output) as book:
+        path = write_final_config(config, book, output, gpp)
+    err.print(f"final evaluation: {path}", highlight=False, soft_wrap=True)
+    run = argparse.Namespace(config=str(path), referee=None, admin_token=None, output=None, bootstrap=args.bootstrap,
+                             verbose=False, no_progress=True, referee_advertise=None, live=False, metrics_port=None,
+                             metrics_host="127.0.0.1", skip_broken=True, simulate=None)
+    return run_command(run, console, err)
 
 
 def _client(args: argparse.Namespace) -> Any:
@@ -108,6 +130,16 @@ def _line(sub: Any) -> str:
 def _submit(args: argparse.Namespace, console: Console, err: Console) -> int:
     from arena.competition.client import pack
 
+    if args.select is not None:
+        client = _client(args)
+        try:
+            chosen = client.select(args.select)
+        finally:
+            client.close()
+        err.print(f"chosen for the final evaluation: {_line(chosen)}", highlight=False, soft_wrap=True)
+        return 0
+    if args.folder is None:
+        raise _Usage("give the bot's folder (or --select ID)")
     name = args.name or Path(args.folder).resolve().name.lower()
     archive = pack(args.folder)
     client = _client(args)

@@ -146,6 +146,12 @@ def _add_competition(sub: Any) -> None:
     freeze = verbs.add_parser("freeze", help="stop taking submissions (a running arena serve refuses them at once)")
     freeze.add_argument("config", help="league config (TOML)")
     freeze.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
+    final = verbs.add_parser("final", help="play the final evaluation of the frozen competition (OUTPUT/final)")
+    final.add_argument("config", help="league config (TOML)")
+    final.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
+    final.add_argument("--games-per-pairing", type=int, default=None, metavar="N",
+                       help="games of each pairing (even; default: twice the league's)")
+    final.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples for intervals")
 
 
 def _arena_options(p: Any) -> None:
@@ -156,8 +162,10 @@ def _arena_options(p: Any) -> None:
 def _add_submit(sub: Any) -> None:
     """``arena submit DIR --arena HOST:PORT``: submit a bot (token in ALLFOURS_COMPETITOR_TOKEN)."""
     s = sub.add_parser("submit", help="submit a bot's folder to a competition (token: $ALLFOURS_COMPETITOR_TOKEN)")
-    s.add_argument("folder", metavar="DIR", help="the bot's folder (package.json: Node.js; else Python)")
+    s.add_argument("folder", metavar="DIR", nargs="?", help="the bot's folder (package.json: Node.js; else Python)")
     _arena_options(s)
+    s.add_argument("--select", type=int, metavar="ID", help="instead of a folder: choose accepted submission ID "
+                   "for the final evaluation (default: the latest accepted)")
     s.add_argument("--name", help="the bot's name (default: the folder's name, lower case)")
     s.add_argument("--version", default="next", help="the bot's version (default: next, one more than the last)")
     s.add_argument("--entry", default="", help="module:Class (Python) or the entry file (Node.js; default: main)")

@@ -216,6 +216,22 @@ class CompetitionBook:
             self.retire(sub.id)
         return old
 
+    def select(self, competitor: str, sid: int) -> None:
+        """Make ``sid`` ``competitor``'s entry in the final evaluation (the caller checked it is theirs)."""
+        self.set_meta(f"selected:{competitor}", str(sid))
+
+    def finalists(self) -> list[Submission]:
+        """Each competitor's entry in the final evaluation: the one they selected (if it was accepted),
+        else their latest accepted; by competitor."""
+        out = []
+        for name, _ in self.competitors():
+            entries = self.submissions(name, statuses=IN_PLAY)
+            chosen = self.get_meta(f"selected:{name}")
+            pick = next((s for s in entries if str(s.id) == chosen), entries[-1] if entries else None)
+            if pick is not None:
+                out.append(pick)
+        return out
+
     def _one(self, sid: int) -> Submission:
         found = self.submissions(sid=sid)
         if not found:

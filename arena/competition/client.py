@@ -129,6 +129,12 @@ class SubmissionClient:
         sub: spb.Submission = reply.submission
         return sub, str(reply.bot_token)
 
+    def select(self, sid: int) -> spb.Submission:
+        """Choose submission ``sid`` for the final evaluation."""
+        sub: spb.Submission = self.stub.SelectSubmission(spb.SelectSubmissionRequest(id=sid), metadata=self.metadata,
+                                                         timeout=30).submission
+        return sub
+
     def follow(self, sid: int, on_change: Callable[[Any], None], timeout_s: float, poll_s: float = 1.0) -> Any:
         """Poll submission ``sid`` until it reaches a :data:`FINAL` status or ``timeout_s`` passes, calling
         ``on_change`` at each new status; returns the last seen."""

@@ -146,6 +146,14 @@ class Desk:
         self.enroll()
         return self.owned(competitor, sub.id), token
 
+    def select(self, competitor: str, sid: int) -> Submission:
+        """Choose ``competitor``'s final entry. :raises Refused: not theirs, or never accepted."""
+        sub = self.owned(competitor, sid)
+        if sub.status not in IN_PLAY:
+            raise Refused("frozen", f"submission {sid} is {sub.status}: only an accepted one can be chosen")
+        self.book.select(competitor, sid)
+        return sub
+
     def entrants(self, competitor: str) -> set[str]:
         """Every entrant ``competitor`` ever had enrolled (retired ones too: their games stay theirs)."""
         return {s.entrant for s in self.book.submissions(competitor, statuses=IN_PLAY)}

@@ -150,6 +150,16 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
         return spb.RegisterRemoteResponse(submission=self._pb(sub), bot_token=token)
 
 
+    async def SelectSubmission(self, request: spb.SelectSubmissionRequest,
+                               context: grpc.aio.ServicerContext) -> spb.SelectSubmissionResponse:
+        competitor = await self._who(context)
+        try:
+            sub = self.desk.select(competitor, int(request.id))
+        except Refused as e:
+            await self._refuse(context, e)
+        return spb.SelectSubmissionResponse(submission=self._pb(sub))
+
+
 def add_to_server(desk: Desk) -> Any:
     """A function that adds the service over ``desk`` to a ``grpc.aio.Server`` (the lobby's)."""
     def add(server: grpc.aio.Server) -> None:

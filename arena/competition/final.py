@@ -1,0 +1,90 @@
+"""The final evaluation (``arena competition freeze``, then ``arena competition final``).
+
+At the freeze a fresh master seed is drawn and only its commitment shown (:func:`freeze`); the final is
+a round robin of each competitor's chosen entry (:meth:`CompetitionBook.finalists`) with more games a
+pairing, played from that seed by ``arena run`` in ``OUTPUT/final`` (its own store, ratings and
+leaderboard, named ``NAME final``), written as an ordinary config file there (:func:`write_final_config`)
+so anyone can read what was played. Remote finalists keep their bot tokens (the digests are copied).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from pathlib import Path
+
+from arena.competition.book import CompetitionBook, Submission
+from arena.competition.desk import FROZEN_KEY
+from arena.config import TournamentConfig
+from referee.dealing import commitment
+
+#: The book's meta key of the final's master seed (hex), drawn at the freeze.
+SEED_KEY = "final_seed"
+#: The final's folder in the league's output folder.
+FINAL_DIR = "final"
+
+
+class FinalError(ValueError):
+    """A final that cannot be played; ``str(e)`` is one line."""
+
+
+def freeze(book: CompetitionBook) -> str:
+    """Stop submissions and draw the final's master seed (once); returns its commitment (SHA-256 hex)."""
+    if book.get_meta(FROZEN_KEY) is None:
+        book.set_meta(SEED_KEY, secrets.token_bytes(32).hex())
+        book.set_meta(FROZEN_KEY, repr(time.time()))
+    seed = book.get_meta(SEED_KEY)
+    assert seed is not None
+    return commitment(bytes.fromhex(seed))
+
+
+def _bot_table(sub: Submission, config: TournamentConfig) -> str:
+    """One ``[[bots]]`` table of a finalist (a container bot, or a remote one)."""
+    lines = ["[[bots]]", f"name = {json.dumps(sub.entrant)}", f"version = {json.dumps(sub.version)}"]
+    if sub.kind == "remote":
+        lines.append("remote = true")
+    else:
+        c = config.competition
+        assert c is not None
+        lines += [f"image = {json.dumps(sub.image)}", f"cpus = {c.cpus}", f"memory = {c.memory_mb}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_final_config(config: TournamentConfig, book: CompetitionBook, output: Path, games_per_pairing: int) -> Path:
+    """Write ``OUTPUT/final/final.toml``: the finalists, the seed drawn at the freeze, the league's rules
+    and time control. :raises FinalError: not frozen yet, or fewer than two finalists."""
+    seed = book.get_meta(SEED_KEY)
+    if book.get_meta(FROZEN_KEY) is None or seed is None:
+        raise FinalError("the competition is not frozen: run `arena competition freeze CONFIG` first")
+    finalists = book.finalists()
+    if len(finalists) < 2:
+        raise FinalError(f"{len(finalists)} competitor(s) with an accepted entry: a final needs two")
+    folder = output / FINAL_DIR
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    rules = "\n".join(f"{k} = {json.dumps(v)}" for k, v in config.rules.to_dict().items())
+    clock = "\n".join(f"{k} = {v}" for k, v in sorted(config.time_control.items()))
+    head = (f"[tournament]\nname = {json.dumps(config.name + ' final')}\nplayers = {config.players}\n"
+            f"games_per_pairing = {games_per_pairing}\nconcurrency = {config.concurrency}\n"
+            f"master_seed = \"{seed}\"\noutput = {json.dumps(str(folder))}\nlobby = {json.dumps(config.lobby)}\n"
+            f"[tournament.rules]\n{rules}\n[tournament.time_control]\n{clock}\n")
+    path = folder / "final.toml"
+    path.write_text(head + "\n" + "\n".join(_bot_table(s, config) for s in finalists), encoding="utf-8")
+    _copy_remote_tokens(finalists, output, folder)
+    return path
+
+
+def _copy_remote_tokens(finalists: list[Submission], league: Path, final: Path) -> None:
+    """Give the final's store the token digests remote finalists have in the league's."""
+    from arena.tournament.runner import DB_NAME
+    from arena.tournament.store import Store
+
+    remote = [s.entrant for s in finalists if s.kind == "remote"]
+    if not remote:
+        return
+    with Store(league / DB_NAME) as src, Store(final / DB_NAME) as dst:
+        have = dst.token_digests()
+        for name in remote:
+            for digest in src.token_digests(name).get(name, []):
+                if digest not in have.get(name, []):
+                    dst.add_token(name, digest)
