@@ -286,8 +286,28 @@ def test_a_restart_mid_build_resumes_the_submission(league: tuple[Path, int, Ser
 
 def _worker(port: int, token: str, name: str, log: Path) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--arena",
-                             f"127.0.0.1:{port}", "--token", token, "--name", name, "--workers", "2", "--reconnect"],
+                             f"127.0.0.1:{port}", "--token", token, "--name", name, "--workers", "2", "--reconnect",
+                             "60"],
                             cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT, text=True)
+
+
+def _get(url: str) -> str:
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return str(r.read().decode())
+
+
+def _board_rows(html: str) -> list[str]:
+    """The entrants of the board's ratings table."""
+    import re
+
+    return re.findall(r'<td class="l bot">([^<]+)</td>', html)
+
+
+def _wait_rated(client: SubmissionClient, sid: int) -> None:
+    last = client.follow(sid, lambda s: None, 300)
+    assert last.status == "rated", last
 
 
 def test_a_remote_entry_registered_through_the_api_plays(league: tuple[Path, int, Serve], tmp_path: Path) -> None:
@@ -300,20 +320,30 @@ def test_a_remote_entry_registered_through_the_api_plays(league: tuple[Path, int
     assert bot_token.encode() not in store  # only its SHA-256
     code, details = _code(lambda: erin.register_remote("erin-remote", "1"))
     assert code == grpc.StatusCode.ALREADY_EXISTS and "give a new --version" in details
-    worker = _worker(port, bot_token, sub.entrant, tmp_path / "worker.log")
+    workers = [_worker(port, bot_token, sub.entrant, tmp_path / "worker.log")]
     try:
         last = erin.follow(sub.id, lambda s: None, 300)
         assert last.status == "rated", (last.status, serve.log.read_text()[-2000:])
         games = erin.games()
         assert games and all(sub.entrant in (g.a, g.b) for g in games)
-        newer, _ = erin.register_remote("erin-remote")  # in_play = 1: the older version retires
+        assert all(g.score_a + g.score_b > 0 for g in games)  # played by the worker, not forfeited as no-shows
+        newer, newer_token = erin.register_remote("erin-remote")  # in_play = 1: the older version retires
+        workers.append(_worker(port, newer_token, newer.entrant, tmp_path / "worker2.log"))
         assert newer.entrant == "erin-remote@2"
         by_id = {s.id: s for s in erin.submissions()}
         assert by_id[sub.id].retired and not by_id[newer.id].retired
         assert by_id[sub.id].games == len(games)  # its games are kept
+        _wait_rated(erin, newer.id)
+        board = _get(f"{serve.web}/_board")
+        every = _get(f"{serve.web}/_board?versions=all")
+        shown, all_shown = _board_rows(board), _board_rows(every)
+        assert len([n for n in shown if n.startswith("erin-remote@")]) == 1  # the best-rated version alone
+        assert "1 other version(s) hidden" in board
+        assert {"erin-remote@1", "erin-remote@2"} <= set(all_shown)
     finally:
-        worker.terminate()
-        worker.wait(30)
+        for w in workers:
+            w.terminate()
+            w.wait(30)
 
 
 def test_a_competitor_sees_their_own_page_in_a_browser(league: tuple[Path, int, Serve], tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +56,22 @@ def my_games(output: Path, entrants: Collection[str], players: int) -> list[MyGa
             out.append(MyGame(str(row["game_id"]), sides[0], sides[1], (int(scores[0]), int(scores[1])),
                               None if winner is None else int(winner), seats))
     return out
+
+
+def hidden_versions(ranked: Sequence[str], owners: Mapping[str, str]) -> set[str]:
+    """The entrants a board leaves out by default: every competitor's versions but the best-rated
+    (``ranked``: the entrants best first; ``owners``: entrant -> competitor; entrants of no competitor,
+    the house bots, always show)."""
+    seen: set[str] = set()
+    hidden = set()
+    for name in ranked:
+        owner = owners.get(name)
+        if owner is None:
+            continue
+        if owner in seen:
+            hidden.add(name)
+        seen.add(owner)
+    return hidden
 
 
 def seat_log(output: Path, entrants: Collection[str], players: int, game_id: str, seat: int) -> bytes:

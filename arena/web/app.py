@@ -130,15 +130,17 @@ class WebApp:
         return HTMLResponse(self.env.get_template(name).render(**ctx), status_code=status)
 
     # ------------------------------------------------------------------ leaderboard
-    def board_context(self) -> dict[str, Any]:
+    def board_context(self, all_versions: bool = False) -> dict[str, Any]:
         """Everything the leaderboard's board shows (:func:`arena.web.render.board_context`), with the
-        games per second and the running games of a live league."""
+        games per second and the running games of a live league; in a competition each competitor's
+        best-rated version only, unless ``all_versions`` (``?versions=all``)."""
         ratings = self.data.ratings()
+        hidden = set() if all_versions else competitor.older_versions(self.data.output, list(ratings["ratings"]))
         rows = [r.rating_row() for r in self.data._results("", [])]
         times = self.data._query("SELECT MIN(stored_at), MAX(stored_at) FROM games")
         first, last = times[0] if times else (None, None)
         rate = (len(rows) - 1) / (last - first) if first and last and last > first and len(rows) > 1 else None
-        return board_context(ratings, ratings["tournament"], rows, running=self.running(), rate=rate)
+        return board_context(ratings, ratings["tournament"], rows, running=self.running(), rate=rate, hidden=hidden)
 
     def games_context(self, request: Request) -> dict[str, Any]:
         """The games list of the query in ``request``. :raises BadQuery: for a bad filter."""
@@ -201,14 +203,15 @@ async def index(request: Request) -> Response:
     app: WebApp = request.app.state.web
     if app.record is not None:
         return await viewer_of_file(request)
-    board = await run_in_threadpool(app.board_context)
+    board = await run_in_threadpool(app.board_context, request.query_params.get("versions") == "all")
     games = await run_in_threadpool(app.games_context, request)
     return app.page("leaderboard.html", **board, **games)
 
 
 async def board_part(request: Request) -> Response:
     app: WebApp = request.app.state.web
-    return app.page("_board.html", **await run_in_threadpool(app.board_context))
+    all_versions = request.query_params.get("versions") == "all"
+    return app.page("_board.html", **await run_in_threadpool(app.board_context, all_versions))
 
 
 async def games_part(request: Request) -> Response:

@@ -23,7 +23,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from arena.competition.book import BOOK_NAME, CompetitionBook
-from arena.competition.games import NotYours, my_games, seat_log
+from arena.competition.games import NotYours, hidden_versions, my_games, seat_log
 
 #: The session cookie's name.
 COOKIE = "af_session"
@@ -54,6 +54,16 @@ class Sessions:
         """End session ``sid``."""
         with self._lock:
             self._by_id.pop(sid or "", None)
+
+
+def older_versions(output: Path, ranked: list[str]) -> set[str]:
+    """The entrants the board leaves out by default in a competition (none without one):
+    :func:`arena.competition.games.hidden_versions` over the book's owners."""
+    if not (output / BOOK_NAME).is_file():
+        return set()
+    with CompetitionBook(output) as book:
+        owners = {s.entrant: s.competitor for s in book.submissions(statuses=("accepted", "playing", "rated"))}
+    return hidden_versions(ranked, owners)
 
 
 def _book(request: Request) -> CompetitionBook | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,12 +69,14 @@ def board_context(
     rows: Sequence[GameFacts],
     running: Sequence[Mapping[str, Any]] = (),
     rate: float | None = None,
+    hidden: Collection[str] = (),
 ) -> dict[str, Any]:
     """What ``_board.html`` shows: the ratings (a :func:`arena.ratings.fit.rate` result with its
     publication marks), the tournament's public ``facts`` (name, players, bots, commitment, scheduled,
     played, master seed; and when published: failures, sprt, precision), the forfeits counted from the
-    games.jsonl ``rows``, and for a live league the ``running`` games and ``rate`` (games a second)."""
-    names = list(ratings["ratings"])
+    games.jsonl ``rows``, and for a live league the ``running`` games and ``rate`` (games a second).
+    ``hidden``: entrants left out of the tables (a competition's older versions, unless asked for)."""
+    names = [n for n in ratings["ratings"] if n not in hidden]
     order = {name: k for k, name in enumerate(names)}
     failures = sorted(failure_rows(facts), key=lambda row: order.get(row[0], len(order)))
     history = ratings.get("history")
@@ -93,6 +95,7 @@ def board_context(
         "forfeits": forfeits_by_bot(rows),
         "rate": rate,
         "running": list(running),
+        "hidden": len(hidden),
     }
 
 

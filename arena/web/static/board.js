@@ -7,7 +7,7 @@
   let first = true;
   async function refresh() {
     const q = window.location.search;
-    const [board, games] = await Promise.all([fetch("/_board"), fetch("/_games" + q)]);
+    const [board, games] = await Promise.all([fetch("/_board" + q), fetch("/_games" + q)]);
     if (board.ok) document.getElementById("board").innerHTML = await board.text();
     if (games.ok) document.getElementById("games").innerHTML = await games.text();
   }
