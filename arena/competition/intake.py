@@ -4,12 +4,12 @@ Every byte of an archive is hostile. :func:`unpack` reads the archive as a strea
 trusts a header's size) and refuses, with one line each (:class:`IntakeError`):
 
 - a path that escapes the folder (absolute, or with a ``..`` part, or under a link);
-- a symbolic link whose target is absolute or leaves the folder; a hard link to anything but a
-  regular file unpacked before it in the same archive;
+- a symbolic link whose target is absolute or leaves the folder, or names a folder (a build copies
+  what links name); a hard link to anything but a regular file unpacked before it in the same archive;
 - a device, a FIFO, or any other kind of member than a file, a folder or a link;
 - more members than ``limits.files``;
-- more unpacked bytes than ``limits.unpacked_bytes``, counted while writing: an archive that
-  expands to gigabytes is stopped at the limit;
+- more unpacked bytes than ``limits.unpacked_bytes``, counted while writing (and each link counts its
+  file once more): an archive that expands to gigabytes is stopped at the limit;
 - an archive that is not a tar (or tar.gz).
 
 Files are written with mode 0644 (0755 when the archive marks them executable), never following a
@@ -120,15 +120,25 @@ def _hardlink(u: _Unpacking, rel: str, member: tarfile.TarInfo) -> None:
         u.copy(f, u.target(rel), bool(member.mode & 0o111))
 
 
-def _check_links(root: Path) -> None:
-    """Every link, resolved in full once all is unpacked, names something inside ``root`` (a chain of
-    links each inside may still lead out: ``a -> .``, ``b -> a/..``). :raises IntakeError: one that does not."""
+def _check_links(u: _Unpacking) -> None:
+    """Every link, resolved in full once all is unpacked, names a file inside the folder (a chain of
+    links each inside may still lead out: ``a -> .``, ``b -> a/..``). A link to a folder is refused (a
+    build copies what links name: ``a -> .`` would copy the tree into itself), and each link counts its
+    file's size against the unpacked limit (the build copies it once more). :raises IntakeError: one line."""
+    root = u.root
     for path in root.rglob("*"):
-        if path.is_symlink():
-            real = Path(os.path.realpath(path))
-            if not (real == root or root in real.parents) or not real.exists():
-                rel = path.relative_to(root).as_posix()
-                raise IntakeError(f"{rel!r}: a link leaving the submission's folder (or to nothing)")
+        if not path.is_symlink():
+            continue
+        rel = path.relative_to(root).as_posix()
+        real = Path(os.path.realpath(path))
+        if not (real == root or root in real.parents) or not real.exists():
+            raise IntakeError(f"{rel!r}: a link leaving the submission's folder (or to nothing)")
+        if real.is_dir():
+            raise IntakeError(f"{rel!r}: a link to a folder (links may name files only)")
+        u.written += real.stat().st_size
+        if u.written > u.limits.unpacked_bytes:
+            limit = u.limits.unpacked_bytes
+            raise IntakeError(f"the archive unpacks to more than {limit} bytes (the unpacked-size limit)")
 
 
 def _member(u: _Unpacking, tar: tarfile.TarFile, member: tarfile.TarInfo) -> None:
@@ -168,7 +178,7 @@ def unpack(archive: IO[bytes], into: Path, limits: IntakeLimits) -> int:
         shutil.rmtree(into, ignore_errors=True)
         raise IntakeError(f"not a readable tar or tar.gz archive: {' '.join(str(e).split())[:200]}") from None
     try:
-        _check_links(u.root)
+        _check_links(u)
     except IntakeError:
         shutil.rmtree(into, ignore_errors=True)
         raise
