@@ -127,6 +127,11 @@ def test_competitor_tokens_are_printed_once_and_kept_as_digests(tmp_path: Path) 
     assert fresh.returncode == 0 and fresh.stdout.strip() != token
     bad = arena("competitor", "add", str(cfg), "../x")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    early = arena("competition", "final", str(cfg))
+    assert early.returncode == 2 and "not frozen" in early.stderr and len(early.stderr.strip().splitlines()) == 1
+    assert arena("competition", "freeze", str(cfg)).returncode == 0
+    alone = arena("competition", "final", str(cfg))
+    assert alone.returncode == 2 and "a final needs two" in alone.stderr, alone.stderr
 
 
 def _hostile_archive() -> bytes:

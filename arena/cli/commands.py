@@ -802,6 +802,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return serve_command(args, console, err)
         if args.command == "token":
             return token_command(args, console, err)
+        if args.command == "competition" and args.competition_command == "final":
+            from arena.cli.competing import final_run_args
+
+            run = final_run_args(args, err)  # the final's config written, or an exit status
+            return run if isinstance(run, int) else run_command(run, console, err)
         if args.command in ("competitor", "competition", "submit", "submissions"):
             from arena.cli.competing import competing_command
 

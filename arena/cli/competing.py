@@ -35,10 +35,8 @@ def competing_command(args: argparse.Namespace, console: Console, err: Console) 
     try:
         if args.command == "competitor":
             return _competitor(args, console, err)
-        if args.command == "competition" and args.competition_command == "freeze":
-            return _freeze(args, console, err)
         if args.command == "competition":
-            return _final(args, console, err)
+            return _freeze(args, console, err)
         if args.command == "submit":
             return _submit(args, console, err)
         return _submissions(args, console)
@@ -90,24 +88,28 @@ def _freeze(args: argparse.Namespace, console: Console, err: Console) -> int:
     return 0
 
 
-def _final(args: argparse.Namespace, console: Console, err: Console) -> int:
-    """``arena competition final``: write OUTPUT/final/final.toml and play it as ``arena run`` does."""
-    from arena.cli.commands import run_command
+def final_run_args(args: argparse.Namespace, err: Console) -> argparse.Namespace | int:
+    """``arena competition final``: write the final's config (:func:`arena.competition.final.write_final_config`)
+    and return the ``arena run`` arguments that play it (:mod:`arena.cli.commands` runs them), or exit
+    status 2 after one line (not frozen, fewer than two finalists, a bad ``--games-per-pairing``)."""
     from arena.competition.book import CompetitionBook
     from arena.competition.final import write_final_config
 
-    config = load_config(args.config)
-    output = _output(args)
-    gpp = args.games_per_pairing or 2 * config.games_per_pairing
-    if gpp < 2 or gpp % 2:
-        raise _Usage(f"--games-per-pairing {gpp}: an even number, at least 2 (duplicate pairs)")
-    with CompetitionBook(output) as book:
-        path = write_final_config(config, book, output, gpp)
+    try:
+        config = load_config(args.config)
+        output = _output(args)
+        gpp = args.games_per_pairing or 2 * config.games_per_pairing
+        if gpp < 2 or gpp % 2:
+            raise _Usage(f"--games-per-pairing {gpp}: an even number, at least 2 (duplicate pairs)")
+        with CompetitionBook(output) as book:
+            path = write_final_config(config, book, output, gpp)
+    except (_Usage, ValueError) as e:
+        err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True, highlight=False)
+        return 2
     err.print(f"final evaluation: {path}", highlight=False, soft_wrap=True)
-    run = argparse.Namespace(config=str(path), referee=None, admin_token=None, output=None, bootstrap=args.bootstrap,
-                             verbose=False, no_progress=True, referee_advertise=None, live=False, metrics_port=None,
-                             metrics_host="127.0.0.1", skip_broken=True, simulate=None)
-    return run_command(run, console, err)
+    return argparse.Namespace(config=str(path), referee=None, admin_token=None, output=None, bootstrap=args.bootstrap,
+                              verbose=False, no_progress=True, referee_advertise=None, live=False, metrics_port=None,
+                              metrics_host="127.0.0.1", skip_broken=True, simulate=None)
 
 
 def _client(args: argparse.Namespace) -> Any:

@@ -52,7 +52,7 @@ def _bot_table(sub: Submission, config: TournamentConfig) -> str:
 
 
 def write_final_config(config: TournamentConfig, book: CompetitionBook, output: Path, games_per_pairing: int) -> Path:
-    """Write ``OUTPUT/final/final.toml``: the finalists, the seed drawn at the freeze, the league's rules
+    """Write ``<output>/final/final.toml``: the finalists, the seed drawn at the freeze, the league's rules
     and time control. :raises FinalError: not frozen yet, or fewer than two finalists."""
     seed = book.get_meta(SEED_KEY)
     if book.get_meta(FROZEN_KEY) is None or seed is None:
