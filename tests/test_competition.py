@@ -448,3 +448,28 @@ def test_freeze_then_final_plays_the_chosen_entries(league: tuple[Path, int, Ser
     assert published["ratings"]["fay-bot@1"]["games"] == 4  # twice the league's 2 a pairing
     seed = published["tournament"]["master_seed"]
     assert hashlib.sha256(bytes.fromhex(seed)).hexdigest() == committed
+
+
+def test_the_submission_service_speaks_the_lobbys_tls(tmp_path: Path) -> None:
+    """Same port, same TLS: with lobby_tls_cert/key the Submission service answers over TLS only."""
+    from tests.test_tls import make_cert
+
+    docker_client()
+    cert, key = make_cert(tmp_path)
+    port = free_port()
+    cfg = tmp_path / "c.toml"
+    text = CONFIG.format(name=f"cmptls{os.getpid()}", port=port, per_day=2, base="x", base_node="x", prefix=PREFIX,
+                         root=ROOT)
+    cfg.write_text(text.replace("[tournament.time_control]",
+                                f'lobby_tls_cert = "{cert}"\nlobby_tls_key = "{key}"\n[tournament.time_control]'))
+    serve = Serve(cfg, tmp_path / "serve.log")
+    try:
+        serve.wait_for("serving:")
+        token = arena("competitor", "add", str(cfg), "hal").stdout.strip()
+        env = {"ALLFOURS_COMPETITOR_TOKEN": token}
+        over_tls = arena("submissions", "--arena", f"localhost:{port}", "--tls-ca", str(cert), env=env)
+        assert over_tls.returncode == 0 and "entrant" in over_tls.stdout, over_tls.stderr
+        code, _ = _code(SubmissionClient(f"127.0.0.1:{port}", token).submissions)
+        assert code == grpc.StatusCode.UNAVAILABLE  # plaintext is not served
+    finally:
+        assert serve.stop() == 0, serve.log.read_text()[-2000:]
