@@ -4,6 +4,7 @@ submissions with their statuses and reasons, my games (replays) and download my 
 - ``GET /me``: the sign-in form, or (signed in) my page; ``POST /me/login`` (form field ``token``): a
   session cookie ``af_session`` (HttpOnly, SameSite=Strict, Path=/; the token is never in a URL and
   never stored: the session maps a random id to the competitor, in memory); ``POST /me/logout``;
+- ``GET /me/live/{game_id}/{seat}``: my seat's view of a running game (as my bot sees it);
 - ``GET /me/logs/{game_id}/{seat}``: my seat's log as a download; another's seat, or no session, is
   refused (403 / 401) — whatever the URL names (:func:`arena.competition.games.seat_log` decides).
 
@@ -24,6 +25,7 @@ from starlette.routing import Route
 
 from arena.competition.book import BOOK_NAME, CompetitionBook
 from arena.competition.games import NotYours, hidden_versions, my_games, seat_log
+from arena.report import live
 
 #: The session cookie's name.
 COOKIE = "af_session"
@@ -92,7 +94,8 @@ async def me(request: Request) -> Response:
     output: Path = request.app.state.web.data.output
     games = my_games(output, entrants, players_of(request))
     failures = sum(1 for s in subs if s.status in ("rejected", "failed"))
-    return _page(request, 200, competitor=who, submissions=subs, games=games, failures=failures)
+    running = my_running(output, entrants)
+    return _page(request, 200, competitor=who, submissions=subs, games=games, failures=failures, running=running)
 
 
 def players_of(request: Request) -> int:
@@ -146,9 +149,45 @@ async def log_download(request: Request) -> Response:
                     headers={"Content-Disposition": f'attachment; filename="{game_id}-seat{seat}.log"'})
 
 
+def my_running(output: Path, entrants: set[str]) -> list[dict[str, Any]]:
+    """The running games (:func:`arena.report.live.running_games`) with ``seats``: the seats of ``entrants``."""
+    out = []
+    for g in live.running_games(output):
+        seats = [k for k, name in enumerate(g.get("seat_names") or []) if name in entrants]
+        if seats:
+            out.append({**g, "seats": seats})
+    return out
+
+
+async def live_seat(request: Request) -> Response:
+    """``GET /me/live/{game_id}/{seat}``: my seat's view of a running game (what my bot sees, up to the
+    deal under way; reload for more); another's seat 403, no session 401, no such game 404."""
+    from arena.web.frames import replay_frames
+
+    book = _book(request)
+    who = request.app.state.sessions.who(request.cookies.get(COOKIE))
+    if book is None or who is None:
+        return Response("sign in first at /me\n", status_code=401, media_type="text/plain")
+    with book:
+        entrants = {s.entrant for s in book.submissions(who, statuses=("accepted", "playing", "rated"))}
+    output: Path = request.app.state.web.data.output
+    game_id, seat = request.path_params["game_id"], int(request.path_params["seat"])
+    path = live.live_files(output).get(game_id)
+    lines = live._read(path) if path is not None else []
+    if not lines:
+        return Response(f"no running game {game_id!r}\n", status_code=404, media_type="text/plain")
+    names = lines[0].get("seat_names") or []
+    if not 0 <= seat < len(names) or names[seat] not in entrants:
+        return Response(f"seat {seat} of game {game_id} is not yours\n", status_code=403, media_type="text/plain")
+    replay = replay_frames(live.record_lines(lines), seat)
+    game = {"game_id": game_id, "reasons": []}
+    return request.app.state.web.page("viewer.html", replay=replay, game=game, view=seat)  # type: ignore[no-any-return]
+
+
 ROUTES = [
     Route("/me", me),
     Route("/me/login", login, methods=["POST"]),
     Route("/me/logout", logout, methods=["POST"]),
     Route("/me/logs/{game_id:str}/{seat:int}", log_download),
+    Route("/me/live/{game_id:str}/{seat:int}", live_seat),
 ]
