@@ -740,7 +740,8 @@ class CompetitionSettings:
     base images of builds (``arena bots build --base``; offline hosts: docker/base-image.sh).
     ``cpus`` / ``memory_mb`` are the submitted bots' container limits. Images are tagged
     ``IMAGE_PREFIX/NAME:VERSION``. ``checks``: the conformance checks of the validation episode
-    (empty: every per-game check; ``python -m sdk.conformance --list``).
+    (empty: every per-game check; ``python -m sdk.conformance --list``). ``image_upload_bytes``: the
+    upload limit of a prebuilt image (``docker save``) instead of ``upload_bytes``.
     """
 
     submissions_per_day: int = 5
@@ -756,6 +757,7 @@ class CompetitionSettings:
     memory_mb: int = 512
     image_prefix: str = "allfours-submissions"
     checks: tuple[str, ...] = ()
+    image_upload_bytes: int = 512 * 1024 * 1024
 
 
 #: ``[competition]``'s whole-number limits: (key, least, most).
@@ -768,6 +770,7 @@ _COMPETITION_INTS = (
     ("build_s", 10, 24 * 3600),
     ("image_bytes", 1024**2, 64 * 1024**3),
     ("memory_mb", 32, 65536),
+    ("image_upload_bytes", 1024, 64 * 1024**3),
 )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import os
 import tarfile
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from arena.competition.client import SubmitError, pack
-from arena.competition.intake import IntakeError, IntakeLimits, check_upload, unpack
+from arena.competition.intake import IntakeError, IntakeLimits, check_upload, copy_image_archive, unpack
 
 LIMITS = IntakeLimits(upload_bytes=64 * 1024, unpacked_bytes=256 * 1024, files=20)
 
@@ -176,3 +177,39 @@ def test_pack_refuses_a_link_out_a_fifo_and_a_big_file(tmp_path: Path) -> None:
     (bot / "big.bin").write_bytes(bytes(2048))
     with pytest.raises(SubmitError, match=r"big\.bin: 2048 bytes, over the 1024 bytes"):
         pack(bot, max_file_bytes=1024)
+
+
+def _image_archive(manifest: object, *extra: Callable[[tarfile.TarFile], None]) -> io.BytesIO:
+    return _tar(_all(_file("abc/layer.tar", b"layer"), _file("cfg.json", b"{}"),
+                     _file("manifest.json", json.dumps(manifest).encode()),
+                     _file("repositories", b'{"python": {"3": "abc"}}'), *extra), mode="w")
+
+
+def test_an_image_archive_loses_its_tags(tmp_path: Path) -> None:
+    tags = ["python:3", "allfours-bots/champion:1"]
+    manifest = [{"Config": "cfg.json", "RepoTags": tags, "Layers": ["abc/layer.tar"]}]
+    copy_image_archive(_image_archive(manifest), tmp_path / "image.tar")
+    with tarfile.open(tmp_path / "image.tar") as tar:
+        names = tar.getnames()
+        kept = json.loads(tar.extractfile("manifest.json").read())  # type: ignore[union-attr]
+    assert "repositories" not in names and "abc/layer.tar" in names
+    assert kept == [{"Config": "cfg.json", "RepoTags": None, "Layers": ["abc/layer.tar"]}]
+
+
+IMAGE_REFUSED = [
+    ("two images", lambda: _image_archive([{}, {}]), "exactly one image"),
+    ("no manifest", lambda: _tar(_file("abc/layer.tar"), mode="w"), "no manifest.json"),
+    ("link out", lambda: _image_archive([{}], _member("x/layer.tar", tarfile.SYMTYPE, "../../etc/passwd")),
+     "a link leaving the archive"),
+    ("dotdot", lambda: _image_archive([{}], _file("../evil")), "escaping"),
+    ("fifo", lambda: _image_archive([{}], _member("p", tarfile.FIFOTYPE)), "a device, FIFO"),
+    ("not a tar", lambda: io.BytesIO(b"not a tar at all" * 100), "not a readable image archive"),
+]
+
+
+@pytest.mark.parametrize(("case", "make", "line"), IMAGE_REFUSED, ids=[c for c, _, _ in IMAGE_REFUSED])
+def test_a_hostile_image_archive_is_refused(tmp_path: Path, case: str, make: Callable[[], io.BytesIO],
+                                           line: str) -> None:
+    with pytest.raises(IntakeError, match=line):
+        copy_image_archive(make(), tmp_path / "image.tar")
+    assert not (tmp_path / "image.tar").exists()

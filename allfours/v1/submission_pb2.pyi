@@ -12,9 +12,11 @@ class SubmissionKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SUBMISSION_KIND_UNSPECIFIED: _ClassVar[SubmissionKind]
     SUBMISSION_KIND_PYTHON: _ClassVar[SubmissionKind]
     SUBMISSION_KIND_NODE: _ClassVar[SubmissionKind]
+    SUBMISSION_KIND_IMAGE: _ClassVar[SubmissionKind]
 SUBMISSION_KIND_UNSPECIFIED: SubmissionKind
 SUBMISSION_KIND_PYTHON: SubmissionKind
 SUBMISSION_KIND_NODE: SubmissionKind
+SUBMISSION_KIND_IMAGE: SubmissionKind
 
 class SubmitRequest(_message.Message):
     __slots__ = ("header", "chunk")

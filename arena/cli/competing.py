@@ -142,11 +142,13 @@ def _submit(args: argparse.Namespace, console: Console, err: Console) -> int:
         return 0
     if args.folder is None:
         raise _Usage("give the bot's folder (or --select ID)")
+    if args.image and not args.name:
+        raise _Usage("--image needs --name (an image archive has no folder name to take it from)")
     name = args.name or Path(args.folder).resolve().name.lower()
-    archive = pack(args.folder)
+    archive = Path(args.folder).read_bytes() if args.image else pack(args.folder)
     client = _client(args)
     try:
-        sub = client.submit(archive, name, args.version, args.entry)
+        sub = client.submit(archive, name, args.version, args.entry, image=args.image)
         console.print(str(sub.id), highlight=False)
         err.print(f"submitted: {_line(sub)}", highlight=False, soft_wrap=True)
         if not args.wait:

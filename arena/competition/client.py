@@ -94,9 +94,11 @@ class SubmissionClient:
         self.channel.close()
 
     def submit(self, archive: bytes, name: str, version: str = "next", entry: str = "",
-               timeout_s: float = 600.0) -> spb.Submission:
-        """Upload ``archive``; returns the new submission. :raises grpc.RpcError: the service's refusal."""
-        header = spb.SubmitHeader(name=name, version=version, entry=entry)
+               timeout_s: float = 600.0, image: bool = False) -> spb.Submission:
+        """Upload ``archive`` (a tar.gz of a folder, or with ``image`` a ``docker save`` tar); returns the
+        new submission. :raises grpc.RpcError: the service's refusal."""
+        kind = spb.SUBMISSION_KIND_IMAGE if image else spb.SUBMISSION_KIND_UNSPECIFIED
+        header = spb.SubmitHeader(name=name, version=version, entry=entry, kind=kind)
         sub: spb.Submission = self.stub.Submit(_chunks(header, archive), metadata=self.metadata,
                                                timeout=timeout_s).submission
         return sub

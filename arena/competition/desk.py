@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import IO
 
 from arena.competition.book import DAY_S, IN_PLAY, BookError, CompetitionBook, Submission
-from arena.competition.intake import IntakeError, IntakeLimits, unpack
-from arena.competition.pipeline import submission_folder
+from arena.competition.intake import IntakeError, IntakeLimits, copy_image_archive, unpack
+from arena.competition.pipeline import IMAGE_ARCHIVE, submission_folder
 from arena.config import BotSpec, CompetitionSettings, TournamentConfig
 from arena.hosting.sandbox import Limits
 from arena.lobby.tokens import new_token, token_digest
@@ -68,11 +68,12 @@ class Desk:
     games: dict[str, int] = dataclasses.field(default_factory=dict)
     _counted: bool = False
 
-    @property
-    def limits(self) -> IntakeLimits:
-        """The intake's limits of ``[competition]``."""
+    def limits(self, kind: str = "") -> IntakeLimits:
+        """The intake's limits of ``[competition]`` for a submission of ``kind`` (an ``image``'s upload
+        limit is ``image_upload_bytes``)."""
         s = self.settings
-        return IntakeLimits(s.upload_bytes, s.unpacked_bytes, s.files)
+        upload = s.image_upload_bytes if kind == "image" else s.upload_bytes
+        return IntakeLimits(upload, s.unpacked_bytes, s.files)
 
     def check_open(self, competitor: str, now: float) -> None:
         """:raises Refused: submissions frozen, or ``competitor`` at the per-day limit (with when to retry)."""
@@ -98,16 +99,13 @@ class Desk:
     def receive(self, competitor: str, header: Header, archive: IO[bytes]) -> Submission:
         """Unpack ``archive``, check the bot (kind, entry), keep it as a ``received`` submission and wake
         the queue. :raises Refused: ``invalid`` (one line from the intake or the plan), ``exists``."""
-        from arena.hosting.bots_build import BuildError, plan_build
+        from arena.hosting.bots_build import BuildError
 
         version = self.book.next_version(header.name) if header.version in NEXT else header.version
         incoming = self.output / "submissions" / f"incoming-{secrets.token_hex(8)}"
         try:
-            unpack(archive, incoming / "bot", self.limits)
-            plan = plan_build(incoming / "bot", header.name, version, header.entry or None)
-            if header.kind and header.kind != plan.kind:
-                raise Refused("invalid", f"kind {header.kind} was given, but the files make a {plan.kind} bot")
-            sub = self.book.add_submission(competitor, header.name, version, plan.kind, plan.entry)
+            kind, entry = self._take(archive, incoming, header, version)
+            sub = self.book.add_submission(competitor, header.name, version, kind, entry)
         except (IntakeError, BuildError) as e:
             shutil.rmtree(incoming, ignore_errors=True)
             raise Refused("invalid", str(e)) from None
@@ -122,6 +120,23 @@ class Desk:
         os.replace(incoming, final)
         self.wake()
         return sub
+
+    def _take(self, archive: IO[bytes], incoming: Path, header: Header, version: str) -> tuple[str, str]:
+        """Take the archive into ``incoming``: unpacked to ``bot/`` (its kind and entry found by ``arena bots
+        build``'s plan), or a prebuilt image copied to ``image.tar``; returns (kind, entry).
+        :raises IntakeError, BuildError, Refused: as :meth:`receive`."""
+        from arena.hosting.bots_build import check_name_version, plan_build
+
+        if header.kind == "image":
+            check_name_version(header.name, version)
+            incoming.mkdir(mode=0o700, parents=True)
+            copy_image_archive(archive, incoming / IMAGE_ARCHIVE)
+            return "image", ""
+        unpack(archive, incoming / "bot", self.limits())
+        plan = plan_build(incoming / "bot", header.name, version, header.entry or None)
+        if header.kind and header.kind != plan.kind:
+            raise Refused("invalid", f"kind {header.kind} was given, but the files make a {plan.kind} bot")
+        return plan.kind, plan.entry
 
     def register_remote(self, competitor: str, name: str, version: str) -> tuple[Submission, str]:
         """Enroll a remote bot of ``competitor`` at once; returns its entry and its bot token (only the

@@ -15,10 +15,15 @@ trusts a header's size) and refuses, with one line each (:class:`IntakeError`):
 Files are written with mode 0644 (0755 when the archive marks them executable), never following a
 link (``O_NOFOLLOW | O_EXCL``); owners, times and other modes in the archive are ignored. The upload's
 own size (``limits.upload_bytes``) is checked by the receiver, :func:`check_upload`.
+
+A prebuilt image (``docker save``) is not unpacked: :func:`copy_image_archive` copies it without the
+names it would give itself (its tags) and with the same refusals of paths and kinds.
 """
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import posixpath
 import shutil
@@ -187,3 +192,55 @@ def unpack(archive: IO[bytes], into: Path, limits: IntakeLimits) -> int:
             path.chmod(0o755)
     into.chmod(0o755)
     return u.files
+
+
+#: Most bytes of an image archive's manifest.json.
+MANIFEST_BYTES = 1024 * 1024
+
+
+def _manifest(raw: bytes) -> bytes:
+    """``manifest.json`` of a ``docker save`` archive with its tags dropped (``RepoTags`` null): loaded,
+    the image gets no name the archive chose (``python:3``, another bot's tag), only the arena's.
+    :raises IntakeError: not one image."""
+    try:
+        manifest = json.loads(raw)
+    except ValueError:
+        raise IntakeError("manifest.json is not JSON: not a `docker save` archive") from None
+    if not isinstance(manifest, list) or len(manifest) != 1 or not isinstance(manifest[0], dict):
+        raise IntakeError("an image archive must hold exactly one image (docker save IMAGE > bot.tar)")
+    manifest[0]["RepoTags"] = None
+    return json.dumps(manifest).encode()
+
+
+def copy_image_archive(archive: IO[bytes], into: Path) -> None:
+    """Copy the ``docker save`` tar ``archive`` to the new file ``into`` without its image names (see
+    :func:`_manifest`) and its ``repositories`` file, refusing what :func:`unpack` refuses of paths and
+    kinds (links must stay inside; devices, FIFOs). :raises IntakeError: one line."""
+    seen_manifest = False
+    try:
+        with tarfile.open(fileobj=archive, mode="r|*") as src, tarfile.open(into, mode="x") as out:
+            for member in src:
+                rel = _safe_name(member.name)
+                if rel == "repositories" or not rel:
+                    continue
+                if member.issym() or member.islnk():
+                    joined = posixpath.normpath(posixpath.join(posixpath.dirname(rel), member.linkname))
+                    if member.linkname.startswith("/") or joined == ".." or joined.startswith("../"):
+                        raise IntakeError(f"{rel!r}: a link leaving the archive (to {member.linkname!r})")
+                elif not (member.isreg() or member.isdir()):
+                    raise IntakeError(f"{rel!r}: a device, FIFO or special file in an image archive")
+                data = src.extractfile(member) if member.isreg() else None
+                if rel == "manifest.json" and data is not None:
+                    seen_manifest = True
+                    body = _manifest(data.read(MANIFEST_BYTES + 1)[:MANIFEST_BYTES + 1])
+                    member.size, data = len(body), io.BytesIO(body)
+                out.addfile(member, data)
+    except (tarfile.TarError, EOFError, OSError, UnicodeError) as e:
+        into.unlink(missing_ok=True)
+        raise IntakeError(f"not a readable image archive: {' '.join(str(e).split())[:200]}") from None
+    except IntakeError:
+        into.unlink(missing_ok=True)
+        raise
+    if not seen_manifest:
+        into.unlink(missing_ok=True)
+        raise IntakeError("no manifest.json: not a `docker save` archive")

@@ -28,6 +28,10 @@ POLL_S = 2.0
 Validator = Callable[[str, str, Submission], Verdict]
 
 
+#: A prebuilt image's archive in its submission's folder (``OUTPUT/submissions/ID/image.tar``).
+IMAGE_ARCHIVE = "image.tar"
+
+
 def submission_folder(output: Path, sid: int) -> Path:
     """Where submission ``sid``'s unpacked files are kept (``OUTPUT/submissions/ID/bot``)."""
     return output / "submissions" / str(sid) / "bot"
@@ -116,15 +120,36 @@ class BuildQueue:
 
         s = self.settings
         tag = f"{s.image_prefix}/{sub.name}:{sub.version}"
-        plan = plan_build(submission_folder(self.output, sub.id), sub.name, sub.version, sub.entry or None, tag)
-        base = s.base_node if plan.kind == "node" else s.base_python
         client = self.client or docker_client(timeout=s.build_s)
-        image_id = build_image(plan, base, client=client, timeout_s=s.build_s)
+        if sub.kind == "image":
+            image_id = self._load(client, sub, tag)
+        else:
+            plan = plan_build(submission_folder(self.output, sub.id), sub.name, sub.version, sub.entry or None, tag)
+            base = s.base_node if plan.kind == "node" else s.base_python
+            image_id = build_image(plan, base, client=client, timeout_s=s.build_s)
         size = int(client.images.get(image_id).attrs.get("Size", 0))
         if size > s.image_bytes:
             client.images.remove(tag, force=True)
             raise BuildError(f"the image is {size} bytes, over the image limit of {s.image_bytes} bytes")
         return tag
+
+    def _load(self, client: Any, sub: Submission, tag: str) -> str:
+        """Load a prebuilt image (its archive has no tags: :func:`arena.competition.intake.copy_image_archive`)
+        and tag it ``tag``; returns its id. :raises BuildError: docker refused it, or not one image."""
+        import docker.errors
+
+        from arena.hosting.bots_build import BuildError
+
+        path = submission_folder(self.output, sub.id).parent / IMAGE_ARCHIVE
+        try:
+            with path.open("rb") as f:
+                images = client.images.load(f)
+        except docker.errors.APIError as e:
+            raise BuildError(f"docker refused the image archive: {e.explanation or e}") from None
+        if len(images) != 1:
+            raise BuildError(f"the archive holds {len(images)} images, not one")
+        images[0].tag(tag)
+        return str(images[0].id)
 
     def _retire_old(self, sub: Submission) -> None:
         """Keep at most ``in_play`` scheduled entrants of ``sub``'s competitor: retire the oldest."""

@@ -30,7 +30,7 @@ CHUNK_BYTES = 12 * 1024
 #: Seconds a Submit stream may take in all.
 UPLOAD_TIMEOUT_S = 600.0
 _KINDS = {spb.SUBMISSION_KIND_UNSPECIFIED: "", spb.SUBMISSION_KIND_PYTHON: "python",
-          spb.SUBMISSION_KIND_NODE: "node"}
+          spb.SUBMISSION_KIND_NODE: "node", spb.SUBMISSION_KIND_IMAGE: "image"}
 _CODES = {"invalid": grpc.StatusCode.INVALID_ARGUMENT, "exhausted": grpc.StatusCode.RESOURCE_EXHAUSTED,
           "frozen": grpc.StatusCode.FAILED_PRECONDITION, "exists": grpc.StatusCode.ALREADY_EXISTS,
           "denied": grpc.StatusCode.PERMISSION_DENIED, "not_found": grpc.StatusCode.NOT_FOUND}
@@ -93,7 +93,7 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
                     await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "after the header, only chunks")
                 received += len(msg.chunk)
                 try:
-                    check_upload(received, self.desk.limits)
+                    check_upload(received, self.desk.limits(header.kind))
                 except IntakeError as e:
                     await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
                 spool.write(msg.chunk)
