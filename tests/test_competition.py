@@ -473,3 +473,42 @@ def test_the_submission_service_speaks_the_lobbys_tls(tmp_path: Path) -> None:
         assert code == grpc.StatusCode.UNAVAILABLE  # plaintext is not served
     finally:
         assert serve.stop() == 0, serve.log.read_text()[-2000:]
+
+
+def test_a_prebuilt_image_is_accepted_and_cannot_retag_others(league: tuple[Path, int, Serve], tmp_path: Path) -> None:
+    """`docker save` of a bot image, with a tag in its manifest naming another image (the victim): the
+    submission is loaded under the arena's own tag, validated and rated; the victim's tag is untouched."""
+    import json
+
+    from tests.docker_helpers import build_bot
+
+    cfg, port, _ = league
+    client = docker_client()
+    good = _bot(tmp_path / "goodbot", GOOD, "random_bot")
+    built = build_bot(good, "allfours-compete-img", "1", base_image("python"), entry="random_bot:RandomBot")
+    victim = f"{PREFIX}-victim:1"
+    client.images.get(base_image("python")).tag(victim)
+    victim_id = client.images.get(victim).id
+    try:
+        raw = subprocess.run(["docker", "save", built], capture_output=True, check=True, timeout=300).stdout
+        out = io.BytesIO()
+        with tarfile.open(fileobj=io.BytesIO(raw)) as src, tarfile.open(fileobj=out, mode="w") as dst:
+            for m in src.getmembers():
+                data = src.extractfile(m) if m.isreg() else None
+                if m.name == "manifest.json" and data is not None:
+                    manifest = json.loads(data.read())
+                    manifest[0]["RepoTags"] = [victim]
+                    body = json.dumps(manifest).encode()
+                    m.size, data = len(body), io.BytesIO(body)
+                dst.addfile(m, data)
+        archive = tmp_path / "bot.tar"
+        archive.write_bytes(out.getvalue())
+        token = arena("competitor", "add", str(cfg), "kim").stdout.strip()
+        done = arena("submit", str(archive), "--image", "--name", "kim-img", "--arena", f"127.0.0.1:{port}",
+                     "--wait", env={"ALLFOURS_COMPETITOR_TOKEN": token}, timeout=900)
+        assert done.returncode == 0 and "kim-img@1 rated" in done.stderr, done.stderr
+        assert client.images.get(victim).id == victim_id
+        assert client.images.get(f"{PREFIX}/kim-img:1").id == client.images.get(built).id
+    finally:
+        for tag in (victim, built):
+            client.images.remove(tag, force=True)
