@@ -2,8 +2,9 @@
 
 Each scenario starts the image in a container with no network at all (``--network none``), read-only,
 no capabilities, the submission's memory, CPU and process limits, as the bot user; the scripted
-referee listens on a unix socket in a fresh folder mounted at the same path (``--socket-dir``), the
-only thing the container reaches. Every container of a validation carries the label
+referee listens on a unix socket in a fresh folder mounted read-only at the same path
+(``--socket-dir``; connecting to a socket needs no write access to its file system), the only thing
+the container reaches, and a bot cannot write into the host's folder. Every container of a validation carries the label
 ``org.allfours.validate=KEY`` and is removed afterwards, whatever happened.
 
 :func:`validate_image` returns a :class:`Verdict`: passed, or the failing checks with what the bot did.
@@ -46,7 +47,7 @@ def container_command(image: str, key: str, socket_dir: str, cpus: float, memory
             "--tmpfs", "/tmp:rw,noexec,nosuid,nodev,size=16m", "--cap-drop", "ALL",
             "--security-opt", "no-new-privileges", "--memory", f"{memory_mb}m", "--memory-swap", f"{memory_mb}m",
             "--pids-limit", "64", "--cpus", f"{cpus:g}", "--user", "10001:10001", "--ipc", "private",
-            "--label", f"{LABEL}={key}", "-v", f"{socket_dir}:{socket_dir}",
+            "--label", f"{LABEL}={key}", "-v", f"{socket_dir}:{socket_dir}:ro",
             "-e", "ALLFOURS_TICKET", "-e", "ALLFOURS_REFEREE", image]
 
 
