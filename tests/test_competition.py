@@ -77,6 +77,7 @@ class Broken(Bot):
     name = "broken"
 
     def act(self, ctx):
+        print("broken bot gives up here", file=__import__("sys").stderr, flush=True)
         raise SystemExit(3)  # leaves at its first decision: breaks the protocol
 '''
 
@@ -251,6 +252,7 @@ def test_competitors_submit_and_the_league_grows(league: tuple[Path, int, Serve]
                      env={"ALLFOURS_COMPETITOR_TOKEN": tokens["bob"]}, timeout=900)
     assert rejected.returncode == 1, rejected.stderr
     assert "broken@1 rejected (validation: failing checks: players-2" in rejected.stderr, rejected.stderr
+    assert "broken bot gives up here" in rejected.stderr  # the bot's own log tail
 
     bob.submit(pack(broken), "broken", entry="broken:Broken")  # the second of bob's day
     code, details = _code(lambda: bob.submit(pack(broken), "broken", entry="broken:Broken"))

@@ -69,6 +69,9 @@ def _verdict(stdout: str, stderr: str) -> Verdict:
     lines = [f"{c['check']}: expected {c['expected']}; the bot: {c['did']}" for c in failing]
     if report.get("failure"):
         lines.append(str(report["failure"]))
+    for scenario, tail in (report.get("output_tails") or {}).items():
+        if str(tail).strip():
+            lines.append(f"the bot's own output ({scenario}):\n{str(tail).strip()[-1500:]}")
     return Verdict(bool(report.get("passed")), tuple(str(c["check"]) for c in failing), "\n".join(lines))
 
 

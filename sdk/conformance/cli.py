@@ -4,7 +4,9 @@ Runs the conformance checks of the mode (per game, or ``--lobby``: :mod:`sdk.con
 against the bot started by COMMAND and prints a table (check, pass or fail, what was expected, what
 the bot did) and a one-line summary; ``--json`` prints one JSON object instead
 (``{"summary", "mode", "passed", "failure", "checks": [{"check", "status", "expected", "did",
-"scenario"}]}``; ``failure`` is ``""`` or the one line saying why a lobby run stopped early). Exit
+"scenario"}], "output_tails": {scenario: text}}``; ``failure`` is ``""`` or the one line saying why a
+lobby run stopped early; ``output_tails`` the end of the bot's own output in each scenario with a
+failing check). Exit
 status: 0 if every check selected passed, 1 if one failed, 2 on a usage error (an unknown check or
 rule option, a check of the other mode, no command, a command that cannot be started).
 """
@@ -16,7 +18,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from rich.console import Console
 from rich.table import Table
@@ -42,10 +44,12 @@ class Outcome:
 
 @dataclass(slots=True)
 class Report:
-    """A run's rows and, when a lobby run stopped early, why (one line; else ``""``)."""
+    """A run's rows, when a lobby run stopped early why (one line; else ``""``), and ``tails``: the end
+    of the bot's own output in each scenario (scenario -> text)."""
 
     outcomes: list[Outcome]
     failure: str = ""
+    tails: dict[str, str] = field(default_factory=dict)
 
 
 _DEFAULTS = Limits()
@@ -128,7 +132,7 @@ async def run_checks(command: Sequence[str], checks: Sequence[Check], players: i
         out.append(Outcome(c.name, "pass" if v.passed else "fail", c.expected.format(**asdict(limits)), v.did,
                            c.scenario))
     lobby = next((log.lobby for log in logs.values() if log.lobby is not None), None)
-    return Report(out, lobby.fatal if lobby is not None else "")
+    return Report(out, lobby.fatal if lobby is not None else "", {n: log.stderr_tail for n, log in logs.items()})
 
 
 def print_table(outcomes: Sequence[Outcome], console: Console, mode: Mode = Mode.PER_GAME, failure: str = "") -> None:
@@ -209,8 +213,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     outcomes = report.outcomes + skips
     passed = all(o.status != "fail" for o in outcomes)
     if opts.json:
+        failing = {o.scenario for o in outcomes if o.status == "fail"}
         print(json.dumps({"summary": summary(outcomes), "mode": mode.value, "passed": passed,
-                          "failure": report.failure, "checks": [asdict(o) for o in outcomes]}, indent=1))
+                          "failure": report.failure, "checks": [asdict(o) for o in outcomes],
+                          "output_tails": {k: v for k, v in report.tails.items() if k in failing}}, indent=1))
     else:
         print_table(outcomes, console, mode, report.failure)
     return 0 if passed else 1
