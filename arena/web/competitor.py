@@ -132,14 +132,21 @@ async def logout(request: Request) -> Response:
     return response
 
 
+def _signed_in_entrants(request: Request) -> set[str] | None:
+    """The entrants of the signed-in competitor (retired ones too), or None without a session."""
+    who = request.app.state.sessions.who(request.cookies.get(COOKIE))
+    book = _book(request) if who is not None else None
+    if book is None or who is None:
+        return None
+    with book:
+        return {s.entrant for s in book.submissions(who, statuses=("accepted", "playing", "rated"))}
+
+
 async def log_download(request: Request) -> Response:
     """``GET /me/logs/{game_id}/{seat}``: my seat's log, as an attachment."""
-    book = _book(request)
-    who = request.app.state.sessions.who(request.cookies.get(COOKIE))
-    if book is None or who is None:
+    entrants = _signed_in_entrants(request)
+    if entrants is None:
         return Response("sign in first at /me\n", status_code=401, media_type="text/plain")
-    with book:
-        entrants = {s.entrant for s in book.submissions(who, statuses=("accepted", "playing", "rated"))}
     game_id, seat = request.path_params["game_id"], request.path_params["seat"]
     try:
         text = seat_log(request.app.state.web.data.output, entrants, players_of(request), game_id, int(seat))
@@ -164,12 +171,9 @@ async def live_seat(request: Request) -> Response:
     deal under way; reload for more); another's seat 403, no session 401, no such game 404."""
     from arena.web.frames import replay_frames
 
-    book = _book(request)
-    who = request.app.state.sessions.who(request.cookies.get(COOKIE))
-    if book is None or who is None:
+    entrants = _signed_in_entrants(request)
+    if entrants is None:
         return Response("sign in first at /me\n", status_code=401, media_type="text/plain")
-    with book:
-        entrants = {s.entrant for s in book.submissions(who, statuses=("accepted", "playing", "rated"))}
     output: Path = request.app.state.web.data.output
     game_id, seat = request.path_params["game_id"], int(request.path_params["seat"])
     path = live.live_files(output).get(game_id)
