@@ -64,20 +64,26 @@ from .fast import (
 )
 from .infer import Deal, Knowledge, knowledge, sample_deal
 
-#: Default time per decision (milliseconds of work at NODES_PER_MS).
-DEFAULT_MS = 200
+#: Default time per decision (milliseconds of work at NODES_PER_MS; the CPU p99 stays under half
+#: a second on one core, docs/search-bot.md).
+DEFAULT_MS = 400
 #: Search nodes per millisecond of CPU on the project's machine (measured in play: 330-345; see
 #: docs/search-bot.md): ``ms`` is about the CPU milliseconds a decision costs on one core at most.
 NODES_PER_MS = 300
 #: What sampling one deal and setting it up costs, in nodes (measured: about a third of a millisecond).
 SAMPLE_COST = 35
-#: Default most deals sampled per decision (a late position is solved this often in a few ms).
-DEFAULT_SAMPLES = 48
-#: Deals with at most this many cards left in the hands are searched exactly (four each at a table of
-#: four, nine each head to head) ...
+#: Default most deals sampled per decision in play (a late position is solved this often in a few ms).
+DEFAULT_SAMPLES = 96
+#: Beg or stand, give one or run the pack sample this many times ``samples`` deals: each is a cheap
+#: playout, and the choice (a point, or a new deal) weighs more than one card.
+DEAL_CHOICE_SAMPLES = 3
+#: Deals with at most this many cards left in the hands are searched exactly: at a table of four, the
+#: last seat to the first trick on (its 21 cards take up to about 9,000 nodes) ...
+EXACT_CARDS_FOUR = 21
+#: ... head to head, from nine cards each ...
 EXACT_CARDS = 18
 #: ... within this many nodes per sampled deal; past it, that sample is valued by playouts.
-SOLVE_CAP = 4000
+SOLVE_CAP = 12000
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,12 +138,13 @@ class SearchBot(Bot):
     # ------------------------------------------------------------------------- sampling loop
 
     def _means(self, s: _Setting, rng: random.Random, count: int,
-               values: Callable[[Deal], list[float]]) -> list[float]:
+               values: Callable[[Deal], list[float]], most: int = 0) -> list[float]:
         """The mean over sampled deals of ``values(deal)`` (``count`` numbers a deal), sampling until
-        the budget is spent or ``self.samples`` deals are done (at least one)."""
+        the budget is spent or ``most`` deals (``self.samples`` when 0) are done (at least one)."""
+        most = most or self.samples
         totals = [0.0] * count
         done = 0
-        while done < self.samples and (done == 0 or s.budget.left > 0):
+        while done < most and (done == 0 or s.budget.left > 0):
             for i, v in enumerate(values(sample_deal(s.know, rng))):
                 totals[i] += v
             done += 1
@@ -174,11 +181,13 @@ class SearchBot(Bot):
     # ------------------------------------------------------------------------- beg, give, run
 
     def _beg(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
-        stand, give, run = self._means(s, rng, 3, lambda deal: _before_play(s, deal))
+        stand, give, run = self._means(s, rng, 3, lambda deal: _before_play(s, deal),
+                                       DEAL_CHOICE_SAMPLES * self.samples)
         return BEG if min(give, run) > stand else STAND
 
     def _dealer(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
-        _, give, run = self._means(s, rng, 3, lambda deal: _before_play(s, deal))
+        _, give, run = self._means(s, rng, 3, lambda deal: _before_play(s, deal),
+                                   DEAL_CHOICE_SAMPLES * self.samples)
         return GIVE_ONE if give >= run else RUN_PACK
 
 
@@ -266,9 +275,9 @@ def _evaluate_all(items: list[float | tuple[Position, DealValue]], budget: Budge
 
 
 def _small(pos: Position) -> bool:
-    """Whether the deal is small enough to search exactly: at most 20 cards in the hands at a table
-    of four (five tricks), ``EXACT_CARDS`` head to head."""
-    return sum(bin(h).count("1") for h in pos.hands) <= (20 if pos.players == 4 else EXACT_CARDS)
+    """Whether the deal is small enough to search exactly: at most ``EXACT_CARDS_FOUR`` cards in the
+    hands at a table of four, ``EXACT_CARDS`` head to head."""
+    return sum(bin(h).count("1") for h in pos.hands) <= (EXACT_CARDS_FOUR if pos.players == 4 else EXACT_CARDS)
 
 
 def _before_play(s: _Setting, deal: Deal) -> list[float]:
