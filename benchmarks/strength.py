@@ -9,7 +9,9 @@ target each) of ``SearchBot(ms=--ms)`` against the opponent, and prints one JSON
 ``decision_ms_p50``, ``decision_ms_p99`` (wall clock of every decision the search bot was asked,
 including those with one legal action), the same in CPU milliseconds of the deciding thread
 (``decision_cpu_ms_*``: the cost on one core, whatever else runs), the per-phase times, and the
-machine's load average when the row ended. Progress goes to stderr: every 10 pairs the row so
+machine's load average when the row ended, and each pair's score (``pair_scores``, for adding up
+runs: ``--first-pair K`` plays pairs K, K+1, ... so two processes on two cores play disjoint pairs,
+and ``sdk.spar.elo_interval`` of their pair scores together is the longer run's row). Progress goes to stderr: every 10 pairs the row so
 far (``"partial": true``), and each finished row.
 
 Floors (issue 21): against heuristic at the default ``ms``, both table sizes, ``elo >= 150`` and
@@ -56,17 +58,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--players", type=int, nargs="+", default=[4, 2], choices=(2, 4))
     p.add_argument("--opponents", nargs="+", default=["heuristic", "random"], choices=sorted(OPPONENTS))
     p.add_argument("--seed", default="strength", help="label the pairs' match seeds are made from")
+    p.add_argument("--first-pair", type=int, default=0, help="number of the first pair (default 0)")
     args = p.parse_args(argv)
-    if args.pairs < 1 or args.ms < 1:
-        p.error("--pairs and --ms must be at least 1")
+    if args.pairs < 1 or args.ms < 1 or args.first_pair < 0:
+        p.error("--pairs and --ms must be at least 1, --first-pair at least 0")
     rows = []
     cpu = time.process_time()
     for players in args.players:
         for name in args.opponents:
             result = spar(lambda: SearchBot(ms=args.ms), OPPONENTS[name], players, args.pairs,
-                          f"{args.seed}/{name}", progress=_progress(players, name, args.ms))
-            row = {"players": players, "opponent": name, "ms": args.ms, **result.summary(),
-                   "load_avg": [round(x, 2) for x in os.getloadavg()]}
+                          f"{args.seed}/{name}", progress=_progress(players, name, args.ms), first=args.first_pair)
+            row = {"players": players, "opponent": name, "ms": args.ms, "first_pair": args.first_pair,
+                   **result.summary(), "load_avg": [round(x, 2) for x in os.getloadavg()],
+                   "pair_scores": result.scores}
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
     print(json.dumps({"rows": rows, "cpu_s": round(time.process_time() - cpu, 1)}, indent=2))

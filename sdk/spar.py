@@ -130,19 +130,20 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def spar(make_a: Callable[[], BotLike], make_b: Callable[[], BotLike], players: int = 4, pairs: int = 10,
          label: str = "spar", rules: RuleSet | None = None,
-         progress: Callable[[int, SparResult], None] | None = None) -> SparResult:
+         progress: Callable[[int, SparResult], None] | None = None, first: int = 0) -> SparResult:
     """Play ``pairs`` duplicate pairs of A (``make_a()`` per seat) against B (module docstring).
 
-    Pair ``k`` uses the match seed SHA-256 of ``"<label>/<players>/<k>"``. ``progress(k, result)`` is
-    called after each pair.
+    Pair ``k`` (``first``, ``first + 1``, ...) uses the match seed SHA-256 of
+    ``"<label>/<players>/<k>"``, so runs with disjoint ranges of pairs (one a core) add up to one
+    longer run. ``progress(k, result)`` is called after each pair.
 
-    :raises ValueError: for ``pairs < 1`` or a bad table size.
+    :raises ValueError: for ``pairs < 1``, ``first < 0`` or a bad table size.
     """
-    if pairs < 1:
-        raise ValueError(f"pairs must be at least 1, not {pairs}")
+    if pairs < 1 or first < 0:
+        raise ValueError(f"pairs must be at least 1 and first at least 0, not pairs={pairs} first={first}")
     rules = rules if rules is not None else RuleSet(players=players)
     result = SparResult()
-    for k in range(pairs):
+    for k in range(first, first + pairs):
         seed = hashlib.sha256(f"{label}/{rules.players}/{k}".encode()).digest()
         score = 0.0
         for a_side in (0, 1):

@@ -48,8 +48,10 @@ from referee.rules import (
     parse_action,
     parse_deck,
 )
+from sample_bots.heuristic import HeuristicBot
 from sample_bots.random_bot import RandomBot
 from sample_bots.search import SearchBot
+from sample_bots.search.bot import DEAL_CHOICE_SAMPLES
 from sample_bots.search.fast import (
     SUIT_INDEX,
     Budget,
@@ -166,6 +168,24 @@ def test_bot_is_deterministic_for_a_seed() -> None:
         return play_local(bots, seed="determinism").match.games
 
     assert match(7) == match(7)
+
+
+def test_beg_give_and_run_sample_more_deals_than_a_card() -> None:
+    """Beg or stand and give one or run the pack are valued by cheap playouts and weigh more than a
+    card: with the budget to spare they sample ``DEAL_CHOICE_SAMPLES`` times ``samples`` deals, a
+    card ``samples``."""
+    deck = list(CANONICAL_DECK)
+    random.Random(3).shuffle(deck)
+    state = deal(new_game(RuleSet(players=4), dealer=0, scores=(5, 5)), deck)
+    bot = SearchBot(ms=1000, samples=8)
+    for action in (BEG, GIVE_ONE):
+        assert state.phase in (Phase.BEG, Phase.DEALER)
+        bot.act(context(state))
+        assert bot.last_samples == DEAL_CHOICE_SAMPLES * 8
+        state = apply(state, action)
+    assert state.phase is Phase.PLAY and len(legal_actions(state)) > 1
+    bot.act(context(state))
+    assert bot.last_samples == 8
 
 
 def test_bot_beats_random() -> None:
@@ -379,3 +399,15 @@ def test_spar_usage_errors_are_one_line() -> None:
         r = subprocess.run([sys.executable, "-m", "sdk.local", *args], capture_output=True, text=True, timeout=60,
                            cwd=ROOT)
         assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith("python -m sdk.local: error:")
+
+
+def test_spar_runs_from_a_first_pair_add_up_to_one_run() -> None:
+    """Pairs ``first``, ``first + 1``, ... are the same games as in a run from pair 0, so runs with
+    disjoint ranges (one a core, ``benchmarks/strength.py --first-pair``) add up to one longer run."""
+    def scores(pairs: int, first: int) -> list[float]:
+        return spar(HeuristicBot, RandomBot, 2, pairs=pairs, label="shards", first=first).scores
+
+    whole = scores(4, 0)
+    assert scores(2, 0) + scores(2, 2) == whole
+    with pytest.raises(ValueError, match="first at least 0"):
+        spar(HeuristicBot, RandomBot, 2, pairs=1, first=-1)
