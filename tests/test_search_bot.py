@@ -51,7 +51,7 @@ from referee.rules import (
 from sample_bots.heuristic import HeuristicBot
 from sample_bots.random_bot import RandomBot
 from sample_bots.search import SearchBot
-from sample_bots.search.bot import DEAL_CHOICE_SAMPLES
+from sample_bots.search.bot import DEAL_CHOICE_SAMPLES, INDIFFERENT_SAMPLES
 from sample_bots.search.fast import (
     SUIT_INDEX,
     Budget,
@@ -186,6 +186,18 @@ def test_beg_give_and_run_sample_more_deals_than_a_card() -> None:
     assert state.phase is Phase.PLAY and len(legal_actions(state)) > 1
     bot.act(context(state))
     assert bot.last_samples == 8
+
+
+def test_bot_stops_sampling_when_the_choice_does_not_matter() -> None:
+    """At 13-13 High (counted first) ends the game whatever is played: every card has the same value
+    on every sampled deal, so the bot stops after ``INDIFFERENT_SAMPLES`` deals, not at ``samples``."""
+    deck = list(CANONICAL_DECK)
+    random.Random(3).shuffle(deck)
+    state = apply(deal(new_game(RuleSet(players=4), dealer=0, scores=(13, 13)), deck), STAND)
+    assert state.phase is Phase.PLAY and len(legal_actions(state)) > 1
+    bot = SearchBot(ms=1000, samples=40)
+    bot.act(context(state))
+    assert bot.last_samples == INDIFFERENT_SAMPLES
 
 
 def test_bot_beats_random() -> None:

@@ -74,6 +74,8 @@ NODES_PER_MS = 300
 SAMPLE_COST = 35
 #: Default most deals sampled per decision in play (a late position is solved this often in a few ms).
 DEFAULT_SAMPLES = 96
+#: Sampling stops when this many deals in a row gave every action the same value (the first ones).
+INDIFFERENT_SAMPLES = 8
 #: Beg or stand, give one or run the pack sample this many times ``samples`` deals: each is a cheap
 #: playout, and the choice (a point, or a new deal) weighs more than one card.
 DEAL_CHOICE_SAMPLES = 3
@@ -140,16 +142,23 @@ class SearchBot(Bot):
     def _means(self, s: _Setting, rng: random.Random, count: int,
                values: Callable[[Deal], list[float]], most: int = 0) -> list[float]:
         """The mean over sampled deals of ``values(deal)`` (``count`` numbers a deal), sampling until
-        the budget is spent or ``most`` deals (``self.samples`` when 0) are done (at least one)."""
+        the budget is spent or ``most`` deals (``self.samples`` when 0) are done (at least one), or
+        until ``INDIFFERENT_SAMPLES`` deals in a row gave every action the same value (the choice
+        does not matter: the deal's points are decided whatever is played)."""
         most = most or self.samples
         totals = [0.0] * count
         done = 0
+        indifferent = True
         while done < most and (done == 0 or s.budget.left > 0):
-            for i, v in enumerate(values(sample_deal(s.know, rng))):
+            deal_values = values(sample_deal(s.know, rng))
+            for i, v in enumerate(deal_values):
                 totals[i] += v
             done += 1
             s.budget.left -= SAMPLE_COST
             s.budget.used += SAMPLE_COST
+            indifferent = indifferent and max(deal_values) == min(deal_values)
+            if indifferent and done >= INDIFFERENT_SAMPLES:
+                break
         self.last_samples = done
         return [t / done for t in totals]
 
