@@ -8,6 +8,7 @@ benchmarks/strength.py, not here.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
 import json
 import math
@@ -362,9 +363,12 @@ def test_search_bot_passes_the_conformance_suite(lobby: bool) -> None:
 
 
 def test_the_demo_seats_the_search_bot_at_its_demo_level() -> None:
-    """The README demo (examples/demo.toml) plays the search bot as a worker at its cheap level."""
-    bots = {b.name: b for b in load_config(ROOT / "examples/demo.toml").bots}
+    """The README demo (examples/demo.toml) plays the search bot as a worker at its cheap level, on a
+    fixed master seed (every run shows the same leaderboard, docs/search-bot.md)."""
+    demo = load_config(ROOT / "examples/demo.toml")
+    bots = {b.name: b for b in demo.bots}
     assert "sample_bots.search:DemoSearchBot" in bots["search"].command and bots["search"].mode == "worker"
+    assert demo.master_seed == hashlib.sha256(b"All Fours demo").digest()
 
 
 @pytest.mark.slow

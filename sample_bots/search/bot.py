@@ -210,11 +210,11 @@ class QuickSearchBot(SearchBot):
 
 
 class DemoSearchBot(SearchBot):
-    """The level of the README demo (examples/demo.toml): 10 ms of work a decision."""
+    """The level of the README demo (examples/demo.toml): 13 ms of work a decision."""
 
     name = "search-demo"
 
-    def __init__(self, ms: int = 10, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> None:
+    def __init__(self, ms: int = 13, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> None:
         super().__init__(ms=ms, samples=samples, seed=seed)
 
 
