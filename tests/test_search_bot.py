@@ -51,7 +51,7 @@ from referee.rules import (
 )
 from sample_bots.heuristic import HeuristicBot
 from sample_bots.random_bot import RandomBot
-from sample_bots.search import SearchBot
+from sample_bots.search import NODES_PER_MS, SearchBot
 from sample_bots.search.bot import DEAL_CHOICE_SAMPLES, INDIFFERENT_SAMPLES
 from sample_bots.search.fast import (
     SUIT_INDEX,
@@ -199,6 +199,19 @@ def test_bot_stops_sampling_when_the_choice_does_not_matter() -> None:
     bot = SearchBot(ms=1000, samples=40)
     bot.act(context(state))
     assert bot.last_samples == INDIFFERENT_SAMPLES
+
+
+def test_bot_spends_at_most_an_eighth_of_the_time_left() -> None:
+    """With 320 ms left on the referee's clock a 160 ms bot works 40 ms (at NODES_PER_MS), so that a
+    decision answers in time even with an eighth of a core; with 10 s left, its whole 160 ms."""
+    deck = list(CANONICAL_DECK)
+    random.Random(3).shuffle(deck)
+    state = deal(new_game(RuleSet(players=4), dealer=0, scores=(5, 5)), deck)
+    bot = SearchBot(ms=160, samples=10_000)  # beg or stand: the node budget, not the samples, binds
+    bot.act(dataclasses.replace(context(state), time_left_ms=320))
+    assert 40 * NODES_PER_MS <= bot.last_nodes < 41 * NODES_PER_MS
+    bot.act(context(state))
+    assert 160 * NODES_PER_MS <= bot.last_nodes < 161 * NODES_PER_MS
 
 
 def test_bot_beats_random() -> None:

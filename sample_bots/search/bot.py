@@ -23,8 +23,9 @@ Determinism: the budget counts search nodes, not milliseconds, and every random 
 match seed, ``seed`` and ``ms`` give the same actions on any machine at any load. ``ms`` is converted
 at ``NODES_PER_MS`` (the CPU rate measured on the project's machine): a decision costs at most about
 ``ms`` of CPU on one core there.
-The one exception: when the referee's clock (``ctx.time_left_ms``) is below four budgets, the budget
-shrinks to a quarter of what is left (a bot must not lose on time).
+The one exception: when the referee's clock (``ctx.time_left_ms``) is below eight budgets, the budget
+shrinks to an eighth of what is left (a bot must not lose on time, even on a machine so loaded that
+it gets an eighth of a core).
 """
 
 from __future__ import annotations
@@ -126,8 +127,8 @@ class SearchBot(Bot):
         if len(legal) == 1:
             return legal[0]
         ms = self.ms
-        if 0 < ctx.time_left_ms < 4 * ms:
-            ms = max(1, ctx.time_left_ms // 4)
+        if 0 < ctx.time_left_ms < 8 * ms:
+            ms = max(1, ctx.time_left_ms // 8)
         rng = random.Random(f"{self.seed}/{ctx.rng.getrandbits(64)}")
         obs = ctx.observation
         setting = _Setting(obs, knowledge(obs), ctx.side, Budget(ms * NODES_PER_MS))
