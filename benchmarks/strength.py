@@ -11,8 +11,8 @@ including those with one legal action), the same in CPU milliseconds of the deci
 (``decision_cpu_ms_*``: the cost on one core, whatever else runs), the per-phase times, and the
 machine's load average when the row ended, and each pair's score (``pair_scores``, for adding up
 runs: ``--first-pair K`` plays pairs K, K+1, ... so two processes on two cores play disjoint pairs,
-and ``sdk.spar.elo_interval`` of their pair scores together is the longer run's row). Progress goes to stderr: every 10 pairs the row so
-far (``"partial": true``), and each finished row.
+and ``sdk.spar.elo_interval`` of their pair scores together is the longer run's row). Progress goes
+to stderr: every 10 pairs the row so far (``"partial": true``), and each finished row.
 
 Floors (issue 21): against heuristic at the default ``ms``, both table sizes, ``elo >= 150`` and
 ``ci_low > 75``; ``decision_ms_p99 <= 1000``; at ``--ms 50``, ``ci_low > 0``.
