@@ -171,13 +171,19 @@ def test_bot_is_deterministic_for_a_seed() -> None:
     assert match(7) == match(7)
 
 
+def shuffled_deal(scores: tuple[int, int]) -> State:
+    """A 4-player deal of a shuffled deck (seed 3: nothing scored by the kick), dealer seat 0, at
+    ``scores``: seat 1, the next after the dealer, is to beg or stand."""
+    deck = list(CANONICAL_DECK)
+    random.Random(3).shuffle(deck)
+    return deal(new_game(RuleSet(players=4), dealer=0, scores=scores), deck)
+
+
 def test_beg_give_and_run_sample_more_deals_than_a_card() -> None:
     """Beg or stand and give one or run the pack are valued by cheap playouts and weigh more than a
     card: with the budget to spare they sample ``DEAL_CHOICE_SAMPLES`` times ``samples`` deals, a
     card ``samples``."""
-    deck = list(CANONICAL_DECK)
-    random.Random(3).shuffle(deck)
-    state = deal(new_game(RuleSet(players=4), dealer=0, scores=(5, 5)), deck)
+    state = shuffled_deal(scores=(5, 5))
     bot = SearchBot(ms=1000, samples=8)
     for action in (BEG, GIVE_ONE):
         assert state.phase in (Phase.BEG, Phase.DEALER)
@@ -192,9 +198,7 @@ def test_beg_give_and_run_sample_more_deals_than_a_card() -> None:
 def test_bot_stops_sampling_when_the_choice_does_not_matter() -> None:
     """At 13-13 High (counted first) ends the game whatever is played: every card has the same value
     on every sampled deal, so the bot stops after ``INDIFFERENT_SAMPLES`` deals, not at ``samples``."""
-    deck = list(CANONICAL_DECK)
-    random.Random(3).shuffle(deck)
-    state = apply(deal(new_game(RuleSet(players=4), dealer=0, scores=(13, 13)), deck), STAND)
+    state = apply(shuffled_deal(scores=(13, 13)), STAND)
     assert state.phase is Phase.PLAY and len(legal_actions(state)) > 1
     bot = SearchBot(ms=1000, samples=40)
     bot.act(context(state))
@@ -204,9 +208,7 @@ def test_bot_stops_sampling_when_the_choice_does_not_matter() -> None:
 def test_bot_spends_at_most_an_eighth_of_the_time_left() -> None:
     """With 320 ms left on the referee's clock a 160 ms bot works 40 ms (at NODES_PER_MS), so that a
     decision answers in time even with an eighth of a core; with 10 s left, its whole 160 ms."""
-    deck = list(CANONICAL_DECK)
-    random.Random(3).shuffle(deck)
-    state = deal(new_game(RuleSet(players=4), dealer=0, scores=(5, 5)), deck)
+    state = shuffled_deal(scores=(5, 5))
     bot = SearchBot(ms=160, samples=10_000)  # beg or stand: the node budget, not the samples, binds
     bot.act(dataclasses.replace(context(state), time_left_ms=320))
     assert 40 * NODES_PER_MS <= bot.last_nodes < 41 * NODES_PER_MS
