@@ -52,7 +52,7 @@ from referee.rules import (
 from sample_bots.heuristic import HeuristicBot
 from sample_bots.random_bot import RandomBot
 from sample_bots.search import NODES_PER_MS, SearchBot
-from sample_bots.search.bot import DEAL_CHOICE_SAMPLES, INDIFFERENT_SAMPLES
+from sample_bots.search.bot import INDIFFERENT_SAMPLES
 from sample_bots.search.fast import (
     SUIT_INDEX,
     Budget,
@@ -177,22 +177,6 @@ def shuffled_deal(scores: tuple[int, int]) -> State:
     deck = list(CANONICAL_DECK)
     random.Random(3).shuffle(deck)
     return deal(new_game(RuleSet(players=4), dealer=0, scores=scores), deck)
-
-
-def test_beg_give_and_run_sample_more_deals_than_a_card() -> None:
-    """Beg or stand and give one or run the pack are valued by cheap playouts and weigh more than a
-    card: with the budget to spare they sample ``DEAL_CHOICE_SAMPLES`` times ``samples`` deals, a
-    card ``samples``."""
-    state = shuffled_deal(scores=(5, 5))
-    bot = SearchBot(ms=1000, samples=8)
-    for action in (BEG, GIVE_ONE):
-        assert state.phase in (Phase.BEG, Phase.DEALER)
-        bot.act(context(state))
-        assert bot.last_samples == DEAL_CHOICE_SAMPLES * 8
-        state = apply(state, action)
-    assert state.phase is Phase.PLAY and len(legal_actions(state)) > 1
-    bot.act(context(state))
-    assert bot.last_samples == 8
 
 
 def test_bot_stops_sampling_when_the_choice_does_not_matter() -> None:

@@ -1,6 +1,6 @@
 """The search bot: Perfect Information Monte Carlo with exact search of sampled deals (docs/search-bot.md).
 
-``SearchBot`` (400 ms of work a decision by default), ``QuickSearchBot`` (50 ms) and ``DemoSearchBot``
+``SearchBot`` (200 ms of work a decision by default), ``QuickSearchBot`` (50 ms) and ``DemoSearchBot``
 (13 ms, the README demo's level)::
 
     python -m sdk.local sample_bots.search:SearchBot sample_bots.heuristic:HeuristicBot --games 4

@@ -65,28 +65,24 @@ from .fast import (
 )
 from .infer import Deal, Knowledge, knowledge, sample_deal
 
-#: Default time per decision (milliseconds of work at NODES_PER_MS; the CPU p99 stays under half
-#: a second on one core, docs/search-bot.md).
-DEFAULT_MS = 400
+#: Default time per decision (milliseconds of work at NODES_PER_MS). Twice this, with twice the
+#: samples, measured no stronger (docs/search-bot.md).
+DEFAULT_MS = 200
 #: Search nodes per millisecond of CPU on the project's machine (measured in play: 330-345; see
 #: docs/search-bot.md): ``ms`` is about the CPU milliseconds a decision costs on one core at most.
 NODES_PER_MS = 300
 #: What sampling one deal and setting it up costs, in nodes (measured: about a third of a millisecond).
 SAMPLE_COST = 35
-#: Default most deals sampled per decision in play (a late position is solved this often in a few ms).
-DEFAULT_SAMPLES = 96
+#: Default most deals sampled per decision (a late position is solved this often in a few ms).
+DEFAULT_SAMPLES = 48
 #: Sampling stops when this many deals in a row gave every action the same value (the first ones).
 INDIFFERENT_SAMPLES = 8
-#: Beg or stand, give one or run the pack sample this many times ``samples`` deals: each is a cheap
-#: playout, and the choice (a point, or a new deal) weighs more than one card.
-DEAL_CHOICE_SAMPLES = 3
-#: Deals with at most this many cards left in the hands are searched exactly: at a table of four, the
-#: last seat to the first trick on (its 21 cards take up to about 9,000 nodes) ...
-EXACT_CARDS_FOUR = 21
-#: ... head to head, from nine cards each ...
+#: Deals with at most this many cards left in the hands are searched exactly (five each at a table of
+#: four, nine each head to head) ...
+EXACT_CARDS_FOUR = 20
 EXACT_CARDS = 18
 #: ... within this many nodes per sampled deal; past it, that sample is valued by playouts.
-SOLVE_CAP = 12000
+SOLVE_CAP = 4000
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,16 +137,15 @@ class SearchBot(Bot):
     # ------------------------------------------------------------------------- sampling loop
 
     def _means(self, s: _Setting, rng: random.Random, count: int,
-               values: Callable[[Deal], list[float]], most: int = 0) -> list[float]:
+               values: Callable[[Deal], list[float]]) -> list[float]:
         """The mean over sampled deals of ``values(deal)`` (``count`` numbers a deal), sampling until
-        the budget is spent or ``most`` deals (``self.samples`` when 0) are done (at least one), or
+        the budget is spent or ``self.samples`` deals are done (at least one), or
         until ``INDIFFERENT_SAMPLES`` deals in a row gave every action the same value (the choice
         does not matter: the deal's points are decided whatever is played)."""
-        most = most or self.samples
         totals = [0.0] * count
         done = 0
         indifferent = True
-        while done < most and (done == 0 or s.budget.left > 0):
+        while done < self.samples and (done == 0 or s.budget.left > 0):
             deal_values = values(sample_deal(s.know, rng))
             for i, v in enumerate(deal_values):
                 totals[i] += v
@@ -191,13 +186,11 @@ class SearchBot(Bot):
     # ------------------------------------------------------------------------- beg, give, run
 
     def _beg(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
-        stand, give, run = self._means(s, rng, 3, lambda deal: _before_play(s, deal),
-                                       DEAL_CHOICE_SAMPLES * self.samples)
+        stand, give, run = self._means(s, rng, 3, lambda deal: _before_play(s, deal))
         return BEG if min(give, run) > stand else STAND
 
     def _dealer(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
-        _, give, run = self._means(s, rng, 3, lambda deal: _before_play(s, deal),
-                                   DEAL_CHOICE_SAMPLES * self.samples)
+        _, give, run = self._means(s, rng, 3, lambda deal: _before_play(s, deal))
         return GIVE_ONE if give >= run else RUN_PACK
 
 
