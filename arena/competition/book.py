@@ -22,6 +22,9 @@ from pathlib import Path
 
 from arena.lobby.tokens import MAX_FIELD, new_token, token_digest
 
+#: Characters of a rejection's ``log_tail`` kept (its end, if longer).
+LOG_TAIL_CHARS = 4096
+
 #: The book's file name in the output folder.
 BOOK_NAME = "competition.sqlite"
 #: Every status, in the order a good submission passes them (docs/competition.md).
@@ -201,7 +204,8 @@ class CompetitionBook:
         with self._lock:
             self._db.execute(
                 "UPDATE submissions SET status = ?, step = ?, reason = ?, log_tail = ?, image = COALESCE(?, image),"
-                " updated_at = ? WHERE id = ?", (status, step, reason, log_tail[-4096:], image, time.time(), sid))
+                " updated_at = ? WHERE id = ?",
+                (status, step, reason, log_tail[-LOG_TAIL_CHARS:], image, time.time(), sid))
 
     def retire(self, sid: int) -> None:
         """Take submission ``sid`` out of scheduling (its games stay)."""

@@ -21,6 +21,8 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from arena.competition.book import LOG_TAIL_CHARS
+
 #: Debian's docker CLI (the conformance suite starts each scenario's bot with it).
 DOCKER = shutil.which("docker") or "/usr/bin/docker"
 #: The label every validation container carries (value: the validation's key).
@@ -59,8 +61,11 @@ def remove_containers(key: str) -> None:
         subprocess.run([DOCKER, "rm", "-f", *ids], capture_output=True, timeout=120)
 
 
-def _verdict(stdout: str, stderr: str) -> Verdict:
-    """The verdict of the suite's ``--json`` output (or why it could not run)."""
+def verdict_of(stdout: str, stderr: str) -> Verdict:
+    """The verdict of the suite's ``--json`` output (or why it could not run). Its ``detail`` fits in
+    :data:`LOG_TAIL_CHARS`: the failing checks first (only they cut, at their end, if they alone do not
+    fit), then the bot's output of as many scenarios as fit, each its last 1,500 characters at most
+    (the book keeps a detail's end, so an overlong one would lose the checks)."""
     try:
         report = json.loads(stdout)
     except ValueError:
@@ -68,10 +73,21 @@ def _verdict(stdout: str, stderr: str) -> Verdict:
     failing = [c for c in report.get("checks", []) if c.get("status") == "fail"]
     lines = [f"{c['check']}: expected {c['expected']}; the bot: {c['did']}" for c in failing]
     if report.get("failure"):
-        lines.append(str(report["failure"]))
-    for scenario, tail in (report.get("output_tails") or {}).items():
-        if str(tail).strip():
-            lines.append(f"the bot's own output ({scenario}):\n{str(tail).strip()[-1500:]}")
+        lines.append(str(report["failure"])[:600])
+    checks = "\n".join(lines)
+    if len(checks) > LOG_TAIL_CHARS - 100:
+        checks = checks[: LOG_TAIL_CHARS - 100] + " …"
+    lines = [checks] if checks else []
+    tails = [(str(s), str(t).strip()) for s, t in (report.get("output_tails") or {}).items() if str(t).strip()]
+    room = LOG_TAIL_CHARS - sum(len(line) + 1 for line in lines)
+    for k, (scenario, tail) in enumerate(tails):
+        head = f"the bot's own output ({scenario}):\n"
+        if room < len(head) + 200:
+            lines.append(f"(the bot's output of {len(tails) - k} more scenario(s) left out)")
+            break
+        shown = tail[-min(1500, room - len(head) - 80):]
+        lines.append(head + shown)
+        room -= len(head) + len(shown) + 1
     return Verdict(bool(report.get("passed")), tuple(str(c["check"]) for c in failing), "\n".join(lines))
 
 
@@ -92,4 +108,4 @@ def validate_image(image: str, key: str, checks: Sequence[str], cpus: float = 1.
             return Verdict(False, ("suite",), f"the conformance suite took over {VALIDATE_TIMEOUT_S} s")
         finally:
             remove_containers(key)
-    return _verdict(r.stdout, r.stderr)
+    return verdict_of(r.stdout, r.stderr)

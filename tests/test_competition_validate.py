@@ -1,0 +1,47 @@
+"""A validation's verdict (arena/competition/validate.py) from the conformance suite's real ``--json``
+output against a real broken bot process: what the competitor is shown keeps every failing check,
+first, even when the bot's own output is long (the book keeps only a detail's end)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arena.competition.book import LOG_TAIL_CHARS, CompetitionBook
+from arena.competition.validate import verdict_of
+
+pytestmark = pytest.mark.slow
+
+#: A bot that says a lot, then leaves at its first decision.
+CHATTY = '''
+import os
+from sdk import Bot, Context
+
+class Chatty(Bot):
+    def act(self, ctx: Context):
+        for k in range(60):
+            print(f"chatty bot: thinking hard, line {k} of 60", flush=True)
+        os._exit(3)
+'''
+
+
+def test_a_rejection_shows_every_failing_check_before_the_bots_output(tmp_path: Path) -> None:
+    (tmp_path / "chatty.py").write_text(CHATTY)
+    run = subprocess.run([sys.executable, "-m", "sdk.conformance", "--json", "--", sys.executable, "-m", "sdk.run",
+                          "chatty:Chatty"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    verdict = verdict_of(run.stdout, run.stderr)
+    assert not verdict.passed and len(verdict.failing) >= 10, verdict
+    assert len(verdict.detail) <= LOG_TAIL_CHARS
+    with CompetitionBook(tmp_path / "out") as book:
+        book.add_competitor("ann")
+        sub = book.add_submission("ann", "chatty", "1", "python", "chatty:Chatty")
+        book.set_status(sub.id, "rejected", "validation", "failing checks", verdict.detail)
+        shown = book.submissions("ann")[0].log_tail
+    first = shown.splitlines()[0]
+    assert first.startswith(f"{verdict.failing[0]}: expected "), first
+    for check in verdict.failing:
+        assert f"\n{check}: expected " in f"\n{shown}", check
+    assert "chatty bot: thinking hard" in shown and "more scenario(s) left out" in shown, shown[-600:]
