@@ -75,3 +75,33 @@ def test_hidden_versions_keep_each_competitors_best() -> None:
     owners = {"a@1": "ann", "a@2": "ann", "a@3": "ann", "b@1": "bo"}
     assert hidden_versions(ranked, owners) == {"a@1", "a@3"}
     assert hidden_versions(ranked, {}) == set()
+
+
+def test_a_rejections_log_tail_reads_left_to_right_within_the_page(tmp_path: Path, out: Path) -> None:
+    """The failing checks and the bot's output under a rejected submission: left-aligned and wrapped, so
+    the page does not grow sideways (the table's cells are right-aligned for numbers)."""
+    from web_helpers import chromium
+
+    from arena.web import start_in_thread
+
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy, ignore=shutil.ignore_patterns("live"))
+    tokens = _book(copy)
+    tail = "\n".join(f"check-{k}: expected a whole match played legally; the bot: " + "ended early " * 12
+                     for k in range(12))
+    with CompetitionBook(copy) as book:
+        sub = book.add_submission("ivy", "broken", "1", "python", "m:C")
+        book.set_status(sub.id, "rejected", "validation", "failing checks: check-0, …", tail)
+    server = start_in_thread(copy, "127.0.0.1", 0, bootstrap=20)
+    try:
+        with chromium() as browser:
+            page = browser.new_page(viewport={"width": 1000, "height": 800})
+            page.goto(f"http://127.0.0.1:{server.port}/me")
+            page.fill("#token", tokens["ivy"])
+            page.click("#login button")
+            shown = page.locator("#submissions pre").first
+            assert shown.inner_text().startswith("check-0: expected")
+            assert shown.evaluate("e => getComputedStyle(e).textAlign") == "left"
+            assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    finally:
+        server.stop()
