@@ -28,7 +28,7 @@ import grpc
 import pytest
 
 from arena.competition.client import SubmissionClient, pack
-from arena.config import ConfigError, parse_config
+from arena.config import ConfigError, check_bot_cwds, load_config, parse_config
 from tests.docker_helpers import base_image, docker_client
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,6 +106,18 @@ def test_the_competition_table_has_defaults_and_one_line_errors(tmp_path: Path) 
     lines = str(e.value).splitlines()
     assert any("competition.submissions_per_day" in ln and "0" in ln for ln in lines), lines
     assert any("competition.bogus" in ln for ln in lines), lines
+
+
+def test_the_hosts_example_config_loads_as_docs_competition_md_runs_it() -> None:
+    """docs/competition.md hosts from examples/competition.toml: it loads (house bots each in a folder of
+    their own, not the one holding the output), takes submissions, and listens on loopback only."""
+    c = load_config(ROOT / "examples" / "competition.toml")
+    assert c.competition is not None and c.lobby.startswith("127.0.0.1:") and c.lobby_tls is None
+    assert [b.name for b in c.bots] == ["random", "heuristic"]
+    assert {Path(str(b.cwd)).resolve() for b in c.bots} == {ROOT / "sample_bots"}
+    assert Path(c.output).resolve() == ROOT / "arena-out" / "spring-cup"
+    check_bot_cwds(c, Path(c.output), arena_cwd=ROOT)  # what `arena serve` refused in the old docs' config
+    assert "examples/competition.toml" in (ROOT / "docs" / "competition.md").read_text()
 
 
 def test_competitor_tokens_are_printed_once_and_kept_as_digests(tmp_path: Path) -> None:
