@@ -200,6 +200,34 @@ def test_a_worker_that_fails_in_the_lobby_gets_one_line_not_a_hang(how: str) -> 
         assert dids["lobby-register"] == DYING[how]
 
 
+#: A per-game bot that ends with status 3 at its first decision (``leaves``) or before its Hello (``never-joins``).
+LEAVING_BOT = """
+import os, sys
+from sdk import Bot
+from sdk.run import main
+
+class Leaver(Bot):
+    def act(self, ctx):
+        os._exit(3)
+
+if sys.argv[1] == "never-joins":
+    sys.exit(3)
+sys.modules["leaver"] = sys.modules["__main__"]
+sys.exit(main(["leaver:Leaver"]))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("how", "when"), [("leaves", "during the match"),
+                                           ("never-joins", "before it joined the match")])
+def test_a_bot_that_ends_says_whether_it_was_in_the_match(how: str, when: str) -> None:
+    """A competitor reads this line in a rejection: "before the match" for a bot that had joined and
+    left at its first decision sent them looking at its start-up."""
+    out = run_suite(sys.executable, "-c", LEAVING_BOT, how, extra=("--only", "players-2", "--startup-limit", "3"))
+    dids = {c["check"]: c["did"] for c in out["checks"]}  # type: ignore[attr-defined, index]
+    assert dids["players-2"].startswith(f"the bot's process ended (status 3) {when}"), dids
+
+
 @pytest.mark.slow
 def test_only_and_two_players() -> None:
     out = run_suite(sys.executable, "-m", "tests.bots.broken", extra=("--only", "phases", "--only", "pack-runs-dry",

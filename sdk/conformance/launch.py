@@ -165,12 +165,13 @@ async def play_beside(ref: ScriptedReferee, proc: asyncio.subprocess.Process, li
     try:
         done, _ = await asyncio.wait({match, exited}, timeout=limits.run_s, return_when=asyncio.FIRST_COMPLETED)
         if match not in done:
-            if exited in done:  # the bot ended before the match: give its last messages a moment
+            if exited in done:  # the bot ended before the match did: give its last messages a moment
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(asyncio.shield(match), 0.5)
             if not match.done():
                 match.cancel()
-                log.failure = log.failure or (f"the bot's process ended (status {proc.returncode}) before the match"
+                when = "during the match" if log.hellos else "before it joined the match"
+                log.failure = log.failure or (f"the bot's process ended (status {proc.returncode}) {when}"
                                               if exited.done() else f"the run took longer than {limits.run_s:.0f} s")
     finally:
         if not exited.done():
