@@ -265,6 +265,7 @@ def test_competitors_submit_and_the_league_grows(league: tuple[Path, int, Serve]
     assert rejected.returncode == 1, rejected.stderr
     assert "broken@1 rejected (validation: failing checks: players-2" in rejected.stderr, rejected.stderr
     assert "broken bot gives up here" in rejected.stderr  # the bot's own log tail
+    assert not docker_client().images.list(filters={"reference": f"{PREFIX}/broken:1"})  # a rejected image goes
 
     bob.submit(pack(broken), "broken", entry="broken:Broken")  # the second of bob's day
     code, details = _code(lambda: bob.submit(pack(broken), "broken", entry="broken:Broken"))

@@ -3,11 +3,12 @@
 A thread (:class:`BuildQueue`) takes the oldest ``received`` submission, builds its image with the
 machinery of ``arena bots build`` (:mod:`arena.hosting.bots_build`: the project's Dockerfiles, the
 bot's unpacked folder as the only user content of the build context, ``[competition] build_s`` as the
-time limit), refuses an image over ``image_bytes``, validates it (:mod:`arena.competition.validate`),
-and on a pass retires the competitor's oldest entrants over ``in_play`` and calls ``enroll`` (the
-league grows at once: :meth:`arena.tournament.league.League.request_reload`). A rejection names its
-step (``build``, ``image``, ``validation``) with a one-line reason and the log tail; the arena's own
-trouble (docker unreachable) marks the submission ``failed``.
+time limit), refuses (and removes) an image over ``image_bytes``, validates it
+(:mod:`arena.competition.validate`), and on a pass retires the competitor's oldest entrants over
+``in_play`` and calls ``enroll`` (the league grows at once:
+:meth:`arena.tournament.league.League.request_reload`). A rejection names its step (``build``,
+``image``, ``validation``) with a one-line reason and the log tail, and removes the image; the arena's
+own trouble (docker unreachable) marks the submission ``failed``.
 """
 
 from __future__ import annotations
@@ -101,12 +102,24 @@ class BuildQueue:
         if not verdict.passed:
             reason = f"failing checks: {', '.join(verdict.failing)}"
             self.book.set_status(sub.id, "rejected", "validation", reason, verdict.detail)
+            self._discard(image)
             self.note(f"submission {sub.id} ({sub.entrant}) rejected by validation: {reason}")
             return
         self.book.set_status(sub.id, "accepted", image=image)
         self._retire_old(sub)
         self.note(f"submission {sub.id} accepted: {sub.entrant} enters the league")
         self.enroll()
+
+    def _discard(self, tag: str) -> None:
+        """Remove a rejected submission's image: it never plays, and a competitor's day of rejected
+        builds would otherwise keep up to ``submissions_per_day`` x ``image_bytes`` on the host. The
+        tag (``IMAGE_PREFIX/NAME:VERSION``) is the submission's own; docker's errors are only noted."""
+        from arena.hosting.sandbox import docker_client
+
+        try:
+            (self.client or docker_client()).images.remove(tag, force=True)
+        except Exception as e:  # docker gone: the image stays, the rejection stands
+            self.note(f"the rejected image {tag} could not be removed: {type(e).__name__}: {e}")
 
     def _validate(self, image: str, key: str, sub: Submission) -> Verdict:
         s = self.settings
