@@ -5,12 +5,13 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from arena.hosting.bots_build import DOCKER_DIR, BuildError, plan_build
+from arena.hosting.bots_build import DOCKER_DIR, BuildError, build_image, plan_build
 from arena.hosting.sandbox import run_key
 from tests.docker_helpers import ROOT, base_image, build_bot, docker_client, leftovers, play_against_random_in_container
 
@@ -82,3 +83,33 @@ def test_a_python_bot_without_requirements_txt_builds(tmp_path: Path) -> None:
         assert out.decode().strip() == "RandomBot"
     finally:
         client.images.remove(tag, force=True)
+
+
+class _EndlessBuild:
+    """A docker client whose build sends a line every 20 ms and never ends (no daemon needed)."""
+
+    def __init__(self) -> None:
+        self.api = self
+        self.closed = False
+
+    def build(self, **_: Any) -> Any:
+        def lines() -> Any:
+            while not self.closed:
+                time.sleep(0.02)
+                yield {"stream": "still building\n"}
+
+        return lines()
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_build_that_keeps_talking_is_stopped_at_the_time_limit_in_all(tmp_path: Path) -> None:
+    """The build time limit counts in all, not only silence: a build streaming output past ``timeout_s``
+    is given up with one line, and its connection closed (docker stops a build whose client went)."""
+    (tmp_path / "chatty.py").write_text("class Bot:\n    pass\n")
+    plan = plan_build(tmp_path, "chatty", "1", "chatty:Bot", "allfours-test/chatty:1")
+    client = _EndlessBuild()
+    with pytest.raises(BuildError, match=r"^the build of allfours-test/chatty:1 went over the build time limit of 1 s$"):
+        build_image(plan, "allfours-base:none", client=client, timeout_s=1)
+    assert client.closed
