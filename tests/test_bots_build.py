@@ -110,6 +110,7 @@ def test_a_build_that_keeps_talking_is_stopped_at_the_time_limit_in_all(tmp_path
     (tmp_path / "chatty.py").write_text("class Bot:\n    pass\n")
     plan = plan_build(tmp_path, "chatty", "1", "chatty:Bot", "allfours-test/chatty:1")
     client = _EndlessBuild()
-    with pytest.raises(BuildError, match=r"^the build of allfours-test/chatty:1 went over the build time limit of 1 s$"):
+    over = r"^the build of allfours-test/chatty:1 went over the build time limit of 1 s$"
+    with pytest.raises(BuildError, match=over):
         build_image(plan, "allfours-base:none", client=client, timeout_s=1)
     assert client.closed

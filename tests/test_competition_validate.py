@@ -45,3 +45,33 @@ def test_a_rejection_shows_every_failing_check_before_the_bots_output(tmp_path: 
     for check in verdict.failing:
         assert f"\n{check}: expected " in f"\n{shown}", check
     assert "chatty bot: thinking hard" in shown and "more scenario(s) left out" in shown, shown[-600:]
+
+
+def test_an_image_over_the_size_limit_is_rejected_and_removed(tmp_path: Path) -> None:
+    """``image_bytes``: a real build of a good bot with the limit at its least (1 MiB) is rejected at
+    its ``image`` step with one line naming both sizes, and its image is removed (validation never runs)."""
+    from arena.competition.pipeline import BuildQueue, submission_folder
+    from arena.config import CompetitionSettings
+    from tests.docker_helpers import base_image, docker_client
+
+    client = docker_client()
+    out = tmp_path / "out"
+    settings = CompetitionSettings(image_bytes=1024**2, base_python=base_image("python"),
+                                   image_prefix="allfours-test-size")
+    with CompetitionBook(out) as book:
+        book.add_competitor("ann")
+        sub = book.add_submission("ann", "big", "1", "python", "big:RandomBot")
+        folder = submission_folder(out, sub.id)
+        folder.mkdir(parents=True)
+        (folder / "big.py").write_text((Path(__file__).parent.parent / "sample_bots" / "random_bot.py").read_text())
+        notes: list[str] = []
+
+        def never(*_: object) -> object:
+            raise AssertionError("an image over the limit was validated")
+
+        BuildQueue(book, settings, out, enroll=lambda: None, note=notes.append, validator=never,
+                   client=client).process(sub)
+        got = book.get(sub.id)
+    assert got is not None and (got.status, got.step) == ("rejected", "image"), got
+    assert got.reason.startswith("the image is ") and got.reason.endswith("over the image limit of 1048576 bytes")
+    assert not client.images.list(filters={"reference": "allfours-test-size/*"})
