@@ -33,10 +33,22 @@ class ContainerWorkers(LocalWorkers):
         self.lobby_address = lobby
         self._oom: set[str] = set()  # token digests of the workers killed at their memory limit
 
-    def killed_for_memory(self, digest: str) -> bool:
+    def killed_for_memory(self, digest: str, wait_s: float = 3.0) -> bool:
         """True if the worker that registered with the token of ``digest`` was killed at its memory
-        limit (the arena then gives its forfeited seat the reason ``oom``)."""
+        limit (the arena then gives its forfeited seat the reason ``oom``).
+
+        Asked when the worker has left its game: the pool's watcher may not have looked at its
+        container yet (it looks every ``POLL_S``; on a busy machine the game's end came first and the
+        seat read ``disconnect``), so its container is asked here, waiting up to ``wait_s`` seconds
+        for docker to report it exited."""
         with self._lock:
+            if digest in self._oom:
+                return True
+            proc = next((s.proc for s in self._slots if s.digest == digest), None)
+        if isinstance(proc, BotContainer) and proc.wait(wait_s) is not None and proc.oom_killed:
+            with self._lock:
+                self._oom.add(digest)
+        with self._lock:  # the watcher may have stopped the container meanwhile, and noted it
             return digest in self._oom
 
     def _check(self, slot: Slot) -> None:
