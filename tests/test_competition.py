@@ -285,14 +285,20 @@ def test_competitors_submit_and_the_league_grows(league: tuple[Path, int, Serve]
 def test_a_restart_mid_build_resumes_the_submission(league: tuple[Path, int, Serve], tmp_path: Path) -> None:
     cfg, port, serve = league
     token = arena("competitor", "add", str(cfg), "carol").stdout.strip()
-    good = _bot(tmp_path / "goodbot", GOOD, "random_bot")
+    # a good bot slow to start (20 s, within the startup limit): its validation outlasts the 10 s below
+    good = _bot(tmp_path / "goodbot", GOOD + "\n__import__(\"time\").sleep(20)\n", "random_bot")
     sub = SubmissionClient(f"127.0.0.1:{port}", token).submit(pack(good), "carol-bot", entry="random_bot:RandomBot")
     deadline = time.monotonic() + 300
-    while _status(cfg, sub.id)[0] not in ("building", "validating"):  # validation takes seconds: caught there
-        assert _status(cfg, sub.id)[0] == "received" and time.monotonic() < deadline, _status(cfg, sub.id)
+    while not (suites := _children(serve.proc.pid, "sdk.conformance")):  # validation takes seconds: caught there
+        assert _status(cfg, sub.id)[0] in ("received", "building", "validating"), _status(cfg, sub.id)
+        assert time.monotonic() < deadline, _status(cfg, sub.id)
         time.sleep(0.05)
-    serve.proc.kill()  # SIGKILL mid-build or mid-validation: nothing is told
+    serve.proc.kill()  # SIGKILL mid-validation: nothing is told
     serve.proc.wait(30)
+    deadline = time.monotonic() + 10  # the suite dies with the arena (it would wait on for the slow bot)
+    while any(_alive(pid) for pid in suites):
+        assert time.monotonic() < deadline, f"the conformance suite {suites} outlived the killed arena"
+        time.sleep(0.1)
     again = Serve(cfg, tmp_path / "serve-again.log")
     serve.proc, serve.log = again.proc, again.log
     again.wait_for("serving:")
@@ -302,6 +308,31 @@ def test_a_restart_mid_build_resumes_the_submission(league: tuple[Path, int, Ser
         assert time.monotonic() < deadline, _status(cfg, sub.id)
         time.sleep(1)
     assert _status(cfg, sub.id)[0] in ("accepted", "playing", "rated"), _status(cfg, sub.id)
+
+
+def _children(pid: int, needle: str) -> list[int]:
+    """The processes whose parent is ``pid`` and whose command line holds ``needle``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if int(stat[stat.rindex(")") + 2:].split()[1]) == pid and needle in cmd:
+            found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie, dead and waiting for its parent, is not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
 
 
 def _worker(port: int, token: str, name: str, log: Path) -> subprocess.Popen[str]:
