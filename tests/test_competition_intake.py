@@ -73,6 +73,20 @@ def _bomb(mib: int = 8) -> io.BytesIO:
     return packed
 
 
+def _header_bomb(mib: int = 64) -> io.BytesIO:
+    """A gzip of a few KiB whose first header is a GNU long name declared as ``mib`` MiB: tar reads such a
+    header whole into memory (300 KiB of upload took 1.2 GiB of the server's memory before the fix)."""
+    info = tarfile.TarInfo("././@LongLink")
+    info.type, info.size = tarfile.GNUTYPE_LONGNAME, mib * 1024 * 1024
+    packed = io.BytesIO()
+    with gzip.GzipFile(fileobj=packed, mode="wb", compresslevel=9) as gz:
+        gz.write(info.tobuf(format=tarfile.GNU_FORMAT))
+        for _ in range(mib):
+            gz.write(b"a" * 1024 * 1024)
+    packed.seek(0)
+    return packed
+
+
 HOSTILE = [
     ("dotdot", lambda: _tar(_file("../evil.py")), "a path escaping the submission's folder (..)"),
     ("nested dotdot", lambda: _tar(_file("a/../../evil.py")), "a path escaping the submission's folder (..)"),
@@ -98,6 +112,7 @@ HOSTILE = [
     ("too many files", lambda: _tar(_many_files), f"more than {LIMITS.files} files"),
     ("big file", lambda: _tar(_file("big.bin", bytes(LIMITS.unpacked_bytes + 1))), "the unpacked-size limit"),
     ("gzip bomb", _bomb, "the unpacked-size limit"),
+    ("long-name header bomb", _header_bomb, "over the 65536 bytes a name or pax header may take"),
     ("not a tar", lambda: io.BytesIO(b"PK\x03\x04 this is a zip"), "not a readable tar"),
 ]
 
@@ -132,6 +147,16 @@ def test_the_bomb_is_stopped_at_the_limit_not_at_its_end(tmp_path: Path) -> None
     with pytest.raises(IntakeError, match="the unpacked-size limit"):
         unpack(bomb, tmp_path / "bot", LIMITS)
     assert bomb.taken < len(bomb.getvalue()) / 4
+
+
+def test_a_header_bomb_is_refused_before_tar_reads_it(tmp_path: Path) -> None:
+    """The header's size is refused from the header: its declared megabytes are never read (into memory)."""
+    bomb = _Counting(_header_bomb(mib=64).getvalue())
+    with pytest.raises(IntakeError, match="a name or pax header may take"):
+        unpack(bomb, tmp_path / "bot", LIMITS)
+    assert bomb.taken < len(bomb.getvalue()) / 4
+    with pytest.raises(IntakeError, match="a name or pax header may take"):
+        copy_image_archive(_header_bomb(mib=1), tmp_path / "image.tar", IMAGE_BYTES)
 
 
 def test_an_upload_over_its_limit_is_refused() -> None:
@@ -179,6 +204,10 @@ def test_pack_refuses_a_link_out_a_fifo_and_a_big_file(tmp_path: Path) -> None:
         pack(bot, max_file_bytes=1024)
 
 
+#: The image limit the image-archive tests give.
+IMAGE_BYTES = 64 * 1024
+
+
 def _image_archive(manifest: object, *extra: Callable[[tarfile.TarFile], None]) -> io.BytesIO:
     return _tar(_all(_file("abc/layer.tar", b"layer"), _file("cfg.json", b"{}"),
                      _file("manifest.json", json.dumps(manifest).encode()),
@@ -188,7 +217,7 @@ def _image_archive(manifest: object, *extra: Callable[[tarfile.TarFile], None]) 
 def test_an_image_archive_loses_its_tags(tmp_path: Path) -> None:
     tags = ["python:3", "allfours-bots/champion:1"]
     manifest = [{"Config": "cfg.json", "RepoTags": tags, "Layers": ["abc/layer.tar"]}]
-    copy_image_archive(_image_archive(manifest), tmp_path / "image.tar")
+    copy_image_archive(_image_archive(manifest), tmp_path / "image.tar", IMAGE_BYTES)
     with tarfile.open(tmp_path / "image.tar") as tar:
         names = tar.getnames()
         kept = json.loads(tar.extractfile("manifest.json").read())  # type: ignore[union-attr]
@@ -204,6 +233,20 @@ IMAGE_REFUSED = [
     ("dotdot", lambda: _image_archive([{}], _file("../evil")), "escaping"),
     ("fifo", lambda: _image_archive([{}], _member("p", tarfile.FIFOTYPE)), "a device, FIFO"),
     ("not a tar", lambda: io.BytesIO(b"not a tar at all" * 100), "not a readable image archive"),
+    # docker load reads the last manifest.json it unpacked: a later link to a file of the archive's own
+    # making put back tags (seen with dockerd 20.10: `Loaded image: hostile22-victim:1`), retagging any image
+    ("manifest hard link", lambda: _image_archive([{}], _file("evil.json", b'[{"RepoTags": ["python:3"]}]'),
+                                                  _member("manifest.json", tarfile.LNKTYPE, "evil.json")),
+     "not one layer.tar naming another"),
+    ("manifest symlink", lambda: _image_archive([{}], _file("evil.json", b"[]"),
+                                                _member("manifest.json", tarfile.SYMTYPE, "evil.json")),
+     "not one layer.tar naming another"),
+    ("manifest twice", lambda: _image_archive([{}], _file("./manifest.json", b"[{}]")), "manifest.json twice"),
+    ("write through a link", lambda: _image_archive([{}], _member("d", tarfile.SYMTYPE, "."),
+                                                    _file("d/manifest.json", b"[{}]")),
+     "not one layer.tar naming another"),
+    ("over the image limit", lambda: _image_archive([{}], _file("big/layer.tar", bytes(IMAGE_BYTES))),
+     "more than 65536 bytes \\(the image limit\\)"),
 ]
 
 
@@ -211,5 +254,13 @@ IMAGE_REFUSED = [
 def test_a_hostile_image_archive_is_refused(tmp_path: Path, case: str, make: Callable[[], io.BytesIO],
                                            line: str) -> None:
     with pytest.raises(IntakeError, match=line):
-        copy_image_archive(make(), tmp_path / "image.tar")
+        copy_image_archive(make(), tmp_path / "image.tar", IMAGE_BYTES)
     assert not (tmp_path / "image.tar").exists()
+
+
+def test_a_shared_layer_link_is_kept(tmp_path: Path) -> None:
+    """What docker save makes of a layer two images share (``ID/layer.tar -> ../ID2/layer.tar``) passes."""
+    link = _member("def/layer.tar", tarfile.SYMTYPE, "../abc/layer.tar")
+    copy_image_archive(_image_archive([{}], link), tmp_path / "image.tar", IMAGE_BYTES)
+    with tarfile.open(tmp_path / "image.tar") as tar:
+        assert tar.getmember("def/layer.tar").linkname == "../abc/layer.tar"

@@ -130,7 +130,7 @@ class Desk:
         if header.kind == "image":
             check_name_version(header.name, version)
             incoming.mkdir(mode=0o700, parents=True)
-            copy_image_archive(archive, incoming / IMAGE_ARCHIVE)
+            copy_image_archive(archive, incoming / IMAGE_ARCHIVE, self.settings.image_bytes)
             return "image", ""
         unpack(archive, incoming / "bot", self.limits())
         plan = plan_build(incoming / "bot", header.name, version, header.entry or None)

@@ -10,6 +10,8 @@ trusts a header's size) and refuses, with one line each (:class:`IntakeError`):
 - more members than ``limits.files``;
 - more unpacked bytes than ``limits.unpacked_bytes``, counted while writing (and each link counts its
   file once more): an archive that expands to gigabytes is stopped at the limit;
+- a header over :data:`HEADER_BYTES` (a long name or a pax header: tar reads a header whole into memory, and
+  a small gzip can declare one of gigabytes);
 - an archive that is not a tar (or tar.gz).
 
 Files are written with mode 0644 (0755 when the archive marks them executable), never following a
@@ -17,7 +19,10 @@ link (``O_NOFOLLOW | O_EXCL``); owners, times and other modes in the archive are
 own size (``limits.upload_bytes``) is checked by the receiver, :func:`check_upload`.
 
 A prebuilt image (``docker save``) is not unpacked: :func:`copy_image_archive` copies it without the
-names it would give itself (its tags) and with the same refusals of paths and kinds.
+names it would give itself (its tags) and with the same refusals of paths, kinds and headers; its
+``manifest.json`` (the file naming the image) must be one regular file, and its links only what ``docker
+save`` makes (a layer two images share: ``ID/layer.tar`` naming another ``layer.tar``), so no later member
+can put back the tags; its members may hold at most ``most_bytes`` in all.
 """
 
 from __future__ import annotations
@@ -35,6 +40,11 @@ from typing import IO
 
 #: Bytes copied at a time while unpacking (the unpacked size is counted per chunk).
 CHUNK = 64 * 1024
+#: Most bytes of one member's long name, long link name or pax header (a path needs at most a few KiB).
+HEADER_BYTES = 64 * 1024
+#: Tar's header kinds whose data is read whole into memory before the member they describe.
+_HEADER_TYPES = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE,
+                 tarfile.SOLARIS_XHDTYPE)
 
 
 class IntakeError(ValueError):
@@ -48,6 +58,17 @@ class IntakeLimits:
     upload_bytes: int
     unpacked_bytes: int
     files: int
+
+
+class _TarInfo(tarfile.TarInfo):
+    """A member header that refuses a long-name or pax header over :data:`HEADER_BYTES` before tar reads it."""
+
+    def _proc_member(self, tar: tarfile.TarFile) -> tarfile.TarInfo:
+        """tarfile's documented hook for a member's header (see tarfile.TarInfo's comments)."""
+        if self.type in _HEADER_TYPES and self.size > HEADER_BYTES:
+            raise IntakeError(f"a header of {self.size} bytes, over the {HEADER_BYTES} bytes a name or pax header "
+                              "may take")
+        return super()._proc_member(tar)  # type: ignore[misc, no-any-return]
 
 
 def check_upload(received: int, limits: IntakeLimits) -> None:
@@ -173,7 +194,7 @@ def unpack(archive: IO[bytes], into: Path, limits: IntakeLimits) -> int:
     into.mkdir(mode=0o700, parents=True, exist_ok=False)
     u = _Unpacking(into.resolve(), limits)
     try:
-        with tarfile.open(fileobj=archive, mode="r|*") as tar:
+        with tarfile.open(fileobj=archive, mode="r|*", tarinfo=_TarInfo) as tar:
             for member in tar:
                 _member(u, tar, member)
     except IntakeError:
@@ -212,23 +233,37 @@ def _manifest(raw: bytes) -> bytes:
     return json.dumps(manifest).encode()
 
 
-def copy_image_archive(archive: IO[bytes], into: Path) -> None:
+def _image_member(rel: str, member: tarfile.TarInfo, seen_manifest: bool) -> None:
+    """Refuse what an image archive may not hold (see :func:`copy_image_archive`). :raises IntakeError: one line."""
+    if member.issym() or member.islnk():
+        joined = posixpath.normpath(posixpath.join(posixpath.dirname(rel), member.linkname))
+        if member.linkname.startswith("/") or joined == ".." or joined.startswith("../"):
+            raise IntakeError(f"{rel!r}: a link leaving the archive (to {member.linkname!r})")
+        if posixpath.basename(rel) != "layer.tar" or posixpath.basename(joined) != "layer.tar":
+            raise IntakeError(f"{rel!r}: a link in an image archive that is not one layer.tar naming another")
+    elif not (member.isreg() or member.isdir()):
+        raise IntakeError(f"{rel!r}: a device, FIFO or special file in an image archive")
+    if rel == "manifest.json" and (seen_manifest or not member.isreg()):
+        raise IntakeError("manifest.json twice or not a file: an image archive names its image in one manifest.json")
+
+
+def copy_image_archive(archive: IO[bytes], into: Path, most_bytes: int) -> None:
     """Copy the ``docker save`` tar ``archive`` to the new file ``into`` without its image names (see
     :func:`_manifest`) and its ``repositories`` file, refusing what :func:`unpack` refuses of paths and
-    kinds (links must stay inside; devices, FIFOs). :raises IntakeError: one line."""
+    kinds (links must stay inside; devices, FIFOs), a ``manifest.json`` that is a link or comes twice,
+    other links than ``docker save``'s, and members over ``most_bytes`` in all. :raises IntakeError: one line."""
     seen_manifest = False
+    total = 0
     try:
-        with tarfile.open(fileobj=archive, mode="r|*") as src, tarfile.open(into, mode="x") as out:
+        with tarfile.open(fileobj=archive, mode="r|*", tarinfo=_TarInfo) as src, tarfile.open(into, mode="x") as out:
             for member in src:
                 rel = _safe_name(member.name)
+                _image_member(rel, member, seen_manifest)
                 if rel == "repositories" or not rel:
                     continue
-                if member.issym() or member.islnk():
-                    joined = posixpath.normpath(posixpath.join(posixpath.dirname(rel), member.linkname))
-                    if member.linkname.startswith("/") or joined == ".." or joined.startswith("../"):
-                        raise IntakeError(f"{rel!r}: a link leaving the archive (to {member.linkname!r})")
-                elif not (member.isreg() or member.isdir()):
-                    raise IntakeError(f"{rel!r}: a device, FIFO or special file in an image archive")
+                total += member.size if member.isreg() else 0
+                if total > most_bytes:
+                    raise IntakeError(f"the image archive holds more than {most_bytes} bytes (the image limit)")
                 data = src.extractfile(member) if member.isreg() else None
                 if rel == "manifest.json" and data is not None:
                     seen_manifest = True
