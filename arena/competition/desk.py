@@ -14,6 +14,7 @@ import dataclasses
 import os
 import secrets
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -67,6 +68,7 @@ class Desk:
     players: int = 2
     games: dict[str, int] = dataclasses.field(default_factory=dict)
     _counted: bool = False
+    _adding: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
     def limits(self, kind: str = "") -> IntakeLimits:
         """The intake's limits of ``[competition]`` for a submission of ``kind`` (an ``image``'s upload
@@ -98,14 +100,19 @@ class Desk:
 
     def receive(self, competitor: str, header: Header, archive: IO[bytes]) -> Submission:
         """Unpack ``archive``, check the bot (kind, entry), keep it as a ``received`` submission and wake
-        the queue. :raises Refused: ``invalid`` (one line from the intake or the plan), ``exists``."""
+        the queue. The freeze and the per-day limit are checked again as the submission is kept (uploads
+        that passed :meth:`check_open` together cannot all be kept past the limit).
+        :raises Refused: ``invalid`` (one line from the intake or the plan), ``exists``, ``exhausted``,
+        ``frozen``."""
         from arena.hosting.bots_build import BuildError
 
         version = self.book.next_version(header.name) if header.version in NEXT else header.version
         incoming = self.output / "submissions" / f"incoming-{secrets.token_hex(8)}"
         try:
             kind, entry = self._take(archive, incoming, header, version)
-            sub = self.book.add_submission(competitor, header.name, version, kind, entry)
+            with self._adding:
+                self.check_open(competitor, time.time())
+                sub = self.book.add_submission(competitor, header.name, version, kind, entry)
         except (IntakeError, BuildError) as e:
             shutil.rmtree(incoming, ignore_errors=True)
             raise Refused("invalid", str(e)) from None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import time
-from typing import Any, NoReturn
+from typing import IO, Any, NoReturn
 
 import grpc
 
@@ -56,6 +56,8 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
 
     def __init__(self, desk: Desk):
         self.desk = desk
+        #: Competitors with an upload under way (one at a time each: every upload spools to disk).
+        self._uploading: set[str] = set()
 
     async def _who(self, context: grpc.aio.ServicerContext) -> str:
         token = token_of(context.invocation_metadata())
@@ -76,6 +78,19 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
 
     async def Submit(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> spb.SubmitResponse:
         competitor = await self._who(context)
+        if competitor in self._uploading:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                "an upload of yours is under way: one at a time, try again when it ends")
+        self._uploading.add(competitor)
+        try:
+            return await self._submit(competitor, request_iterator, context)
+        finally:
+            self._uploading.discard(competitor)
+
+    async def _submit(self, competitor: str, request_iterator: Any,
+                      context: grpc.aio.ServicerContext) -> spb.SubmitResponse:
+        """Submit's work for ``competitor``: the header, the chunks (the whole stream within
+        :data:`UPLOAD_TIMEOUT_S`), then the desk's :meth:`Desk.receive`."""
         first = await anext(aiter(request_iterator), None)
         if first is None or first.WhichOneof("msg") != "header":
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first message of Submit must be a SubmitHeader")
@@ -87,22 +102,32 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
         except Refused as e:
             await self._refuse(context, e)
         with tempfile.TemporaryFile(prefix="allfours-upload-") as spool:
-            received = 0
-            async for msg in request_iterator:
-                if msg.WhichOneof("msg") != "chunk":
-                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "after the header, only chunks")
-                received += len(msg.chunk)
-                try:
-                    check_upload(received, self.desk.limits(header.kind))
-                except IntakeError as e:
-                    await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
-                spool.write(msg.chunk)
+            try:
+                async with asyncio.timeout(UPLOAD_TIMEOUT_S):
+                    await self._spool(request_iterator, context, header, spool)
+            except TimeoutError:
+                await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                    f"the upload took over {UPLOAD_TIMEOUT_S:g} s: send the archive at once")
             spool.seek(0)
             try:
                 sub = await asyncio.to_thread(self.desk.receive, competitor, header, spool)
             except Refused as e:
                 await self._refuse(context, e)
         return spb.SubmitResponse(submission=self._pb(sub))
+
+    async def _spool(self, request_iterator: Any, context: grpc.aio.ServicerContext, header: Header,
+                     spool: IO[bytes]) -> None:
+        """Write the archive's chunks to ``spool``, refusing another message or more than the upload limit."""
+        received = 0
+        async for msg in request_iterator:
+            if msg.WhichOneof("msg") != "chunk":
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "after the header, only chunks")
+            received += len(msg.chunk)
+            try:
+                check_upload(received, self.desk.limits(header.kind))
+            except IntakeError as e:
+                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
+            spool.write(msg.chunk)
 
     async def ListSubmissions(self, request: spb.ListSubmissionsRequest,
                               context: grpc.aio.ServicerContext) -> spb.ListSubmissionsResponse:

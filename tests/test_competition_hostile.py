@@ -1,0 +1,128 @@
+"""A hostile competitor's uploads against the Submission service (issue 22): the per-day limit under
+concurrent uploads, one upload at a time per competitor, and a stalled upload. The service runs over a
+real loopback socket in a thread of this process (no docker: the build queue is not woken)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import tarfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from allfours.v1 import submission_pb2 as spb
+from allfours.v1 import submission_pb2_grpc as spb_grpc
+from arena.competition import service
+from arena.competition.book import CompetitionBook
+from arena.competition.desk import Desk, Header, Refused
+from arena.config import CompetitionSettings
+
+
+def _archive() -> bytes:
+    """A tar.gz of a Python bot ``bot:Bot`` (enough for the desk's plan; it is never built here)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        body = b"class Bot:\n    pass\n"
+        info = tarfile.TarInfo("bot.py")
+        info.size = len(body)
+        tar.addfile(info, io.BytesIO(body))
+    return buf.getvalue()
+
+
+def _desk(tmp_path: Path, per_day: int = 1) -> Desk:
+    return Desk(CompetitionSettings(submissions_per_day=per_day), tmp_path, CompetitionBook(tmp_path), lambda: None)
+
+
+def test_uploads_that_passed_the_check_together_do_not_pass_the_daily_limit(tmp_path: Path) -> None:
+    """Two uploads both pass Submit's early check (none kept yet); the second to be kept is refused."""
+    desk = _desk(tmp_path, per_day=1)
+    desk.book.add_competitor("eve")
+    desk.check_open("eve", 0.0)
+    desk.check_open("eve", 0.0)
+    desk.receive("eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(_archive()))
+    with pytest.raises(Refused, match="1 submissions today, the limit of a day") as e:
+        desk.receive("eve", Header("evebot", "2", "python", "bot:Bot"), io.BytesIO(_archive()))
+    assert e.value.kind == "exhausted"
+    assert len(desk.book.submissions("eve")) == 1
+    assert not list((tmp_path / "submissions").glob("incoming-*"))  # nothing left of the refused one
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, str, Desk]]:
+    """The service over a fresh desk on a loopback port: (address, eve's token, the desk)."""
+    desk = _desk(tmp_path, per_day=10)
+    token = desk.book.add_competitor("eve")
+    started, done = threading.Event(), threading.Event()
+    ports: list[int] = []
+
+    async def main() -> None:
+        server = grpc.aio.server()
+        service.add_to_server(desk)(server)
+        ports.append(server.add_insecure_port("127.0.0.1:0"))
+        await server.start()
+        started.set()
+        await asyncio.to_thread(done.wait)
+        await server.stop(None)
+
+    thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
+    thread.start()
+    assert started.wait(30)
+    yield f"127.0.0.1:{ports[0]}", token, desk
+    done.set()
+    thread.join(30)
+    desk.book.close()
+
+
+def _stalled(release: threading.Event) -> Iterator[spb.SubmitRequest]:
+    """A header, one chunk, then nothing until ``release`` (a competitor who never finishes)."""
+    yield spb.SubmitRequest(header=spb.SubmitHeader(name="evebot", version="1", kind=spb.SUBMISSION_KIND_PYTHON,
+                                                    entry="bot:Bot"))
+    yield spb.SubmitRequest(chunk=b"\x1f\x8b")
+    release.wait(60)
+
+
+def test_one_upload_at_a_time_per_competitor(served: tuple[str, str, Desk]) -> None:
+    """Every upload spools up to its limit to disk: a second one while the first is under way is refused."""
+    address, token, desk = served
+    under_way = threading.Event()
+    check = desk.check_open
+
+    def check_open(competitor: str, now: float) -> None:
+        check(competitor, now)
+        under_way.set()
+
+    desk.check_open = check_open  # type: ignore[method-assign]
+    meta = (("authorization", f"Bearer {token}"),)
+    release = threading.Event()
+    with grpc.insecure_channel(address) as channel:
+        stub = spb_grpc.SubmissionServiceStub(channel)
+        first = stub.Submit.future(_stalled(release), metadata=meta)
+        try:
+            assert under_way.wait(30)  # the first upload holds the competitor's slot
+            with pytest.raises(grpc.RpcError) as e:
+                stub.Submit(iter([spb.SubmitRequest(header=spb.SubmitHeader(name="evebot"))]), metadata=meta)
+            assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, e.value.details()
+            assert "an upload of yours is under way" in (e.value.details() or "")
+        finally:
+            release.set()
+            first.cancel()
+
+
+def test_a_stalled_upload_ends_at_the_upload_timeout(served: tuple[str, str, Desk],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    address, token, _ = served
+    monkeypatch.setattr(service, "UPLOAD_TIMEOUT_S", 1.0)
+    release = threading.Event()
+    with grpc.insecure_channel(address) as channel:
+        stub = spb_grpc.SubmissionServiceStub(channel)
+        try:
+            with pytest.raises(grpc.RpcError) as e:
+                stub.Submit(_stalled(release), metadata=(("authorization", f"Bearer {token}"),), timeout=60)
+        finally:
+            release.set()
+    assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED, e.value.details()
+    assert "the upload took over 1 s" in (e.value.details() or "")
