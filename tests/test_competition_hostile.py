@@ -126,3 +126,27 @@ def test_a_stalled_upload_ends_at_the_upload_timeout(served: tuple[str, str, Des
             release.set()
     assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED, e.value.details()
     assert "the upload took over 1 s" in (e.value.details() or "")
+
+
+def test_a_cross_site_form_cannot_sign_in_or_out(tmp_path: Path) -> None:
+    """Login CSRF: another site's form posting the attacker's token would sign the victim's browser in as
+    the attacker (SameSite guards sending a cookie, not setting one); a cross-site sign-out would end the
+    victim's session. Both are refused by the request's Origin / Sec-Fetch-Site, one line."""
+    from starlette.testclient import TestClient
+
+    from arena.web.app import create_app
+
+    with CompetitionBook(tmp_path) as book:
+        token = book.add_competitor("mal")
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    c = TestClient(create_app(tmp_path, bootstrap=20))
+    for foreign in ({"origin": "http://evil.test"}, {"sec-fetch-site": "cross-site"}, {"origin": "null"}):
+        r = c.post("/me/login", content=f"token={token}", headers={**form, **foreign}, follow_redirects=False)
+        assert r.status_code == 403 and "af_session" not in r.headers.get("set-cookie", ""), r.text
+        assert "another site" in r.text
+    ok = c.post("/me/login", content=f"token={token}", follow_redirects=False,
+                headers={**form, "origin": "http://testserver", "sec-fetch-site": "same-origin"})
+    assert ok.status_code == 303 and "af_session" in ok.headers["set-cookie"]
+    out = c.post("/me/logout", headers={"origin": "http://evil.test"}, follow_redirects=False)
+    assert out.status_code == 403 and "af_session" not in out.headers.get("set-cookie", "")
+    assert 'id="who"' in c.get("/me").text  # still signed in

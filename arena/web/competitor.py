@@ -3,7 +3,10 @@ submissions with their statuses and reasons, my games (replays) and download my 
 
 - ``GET /me``: the sign-in form, or (signed in) my page; ``POST /me/login`` (form field ``token``): a
   session cookie ``af_session`` (HttpOnly, SameSite=Strict, Path=/; the token is never in a URL and
-  never stored: the session maps a random id to the competitor, in memory); ``POST /me/logout``;
+  never stored: the session maps a random id to the competitor, in memory); ``POST /me/logout``; both
+  refuse (403) a form posted from another site (its ``Origin`` or ``Sec-Fetch-Site`` says so): SameSite
+  guards sending the cookie, not setting it, so another site's form could sign a browser in as the
+  attacker (login CSRF) or out;
 - ``GET /me/live/{game_id}/{seat}``: my seat's view of a running game (as my bot sees it);
 - ``GET /me/logs/{game_id}/{seat}``: my seat's log as a download; another's seat, or no session, is
   refused (403 / 401) — whatever the URL names (:func:`arena.competition.games.seat_log` decides).
@@ -17,7 +20,7 @@ import secrets
 import threading
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -107,8 +110,24 @@ def players_of(request: Request) -> int:
         return 2
 
 
+def _cross_site(request: Request) -> Response | None:
+    """A 403 for a form posted from another site (``Sec-Fetch-Site: cross-site``, or an ``Origin`` that is
+    names another host than the request's ``Host``; the scheme is not compared: behind a TLS proxy the
+    server sees http), else None. A request without either (curl, an old browser) passes."""
+    origin = request.headers.get("origin")
+    fetch_site = request.headers.get("sec-fetch-site", "")
+    host = request.headers.get("host", "")
+    if fetch_site == "cross-site" or (origin is not None and urlsplit(origin).netloc != host):
+        return Response("a form posted from another site is refused: sign in on this site's /me\n", status_code=403,
+                        media_type="text/plain")
+    return None
+
+
 async def login(request: Request) -> Response:
     """``POST /me/login``: a session for the competitor whose token the form holds (303 to /me)."""
+    refused = _cross_site(request)
+    if refused is not None:
+        return refused
     book = _book(request)
     if book is None:
         return _page(request, 404, error="this arena runs no competition")
@@ -126,6 +145,9 @@ async def login(request: Request) -> Response:
 
 async def logout(request: Request) -> Response:
     """``POST /me/logout``: end the session."""
+    refused = _cross_site(request)
+    if refused is not None:
+        return refused
     request.app.state.sessions.close(request.cookies.get(COOKIE))
     response = RedirectResponse("/me", status_code=303)
     response.delete_cookie(COOKIE, path="/")
