@@ -150,3 +150,19 @@ def test_a_cross_site_form_cannot_sign_in_or_out(tmp_path: Path) -> None:
     out = c.post("/me/logout", headers={"origin": "http://evil.test"}, follow_redirects=False)
     assert out.status_code == 403 and "af_session" not in out.headers.get("set-cookie", "")
     assert 'id="who"' in c.get("/me").text  # still signed in
+
+
+def test_a_house_bots_name_is_refused(tmp_path: Path) -> None:
+    """A host's bot entered in two versions is ``heuristic@1``, ``heuristic@2``: a competitor's
+    ``heuristic`` version 1 would be the same entrant, seeing the house bot's games and seat logs as
+    its own (and, registered as remote, a bot token for the house entrant)."""
+    desk = Desk(CompetitionSettings(), tmp_path, CompetitionBook(tmp_path), lambda: None,
+                house=frozenset({"heuristic"}))
+    desk.book.add_competitor("eve")
+    with pytest.raises(Refused, match="the bot name 'heuristic' belongs to the host's bots") as e:
+        desk.receive("eve", Header("heuristic", "1", "python", "bot:Bot"), io.BytesIO(_archive()))
+    assert e.value.kind == "exists"
+    with pytest.raises(Refused, match="belongs to the host's bots"):
+        desk.register_remote("eve", "heuristic", "1")
+    assert desk.book.submissions("eve") == []
+    assert desk.entrants("eve") == set()

@@ -58,7 +58,8 @@ class Header:
 
 @dataclass
 class Desk:
-    """See the module docstring. ``wake`` tells the build queue a submission arrived."""
+    """See the module docstring. ``wake`` tells the build queue a submission arrived; ``house``: the
+    host's bots' names (before any ``@version``), which no competitor may submit under."""
 
     settings: CompetitionSettings
     output: Path
@@ -67,6 +68,7 @@ class Desk:
     enroll: Callable[[], None] = lambda: None
     players: int = 2
     games: dict[str, int] = dataclasses.field(default_factory=dict)
+    house: frozenset[str] = frozenset()
     _counted: bool = False
     _adding: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
@@ -106,6 +108,7 @@ class Desk:
         ``frozen``."""
         from arena.hosting.bots_build import BuildError
 
+        self._check_not_house(header.name)
         version = self.book.next_version(header.name) if header.version in NEXT else header.version
         incoming = self.output / "submissions" / f"incoming-{secrets.token_hex(8)}"
         try:
@@ -127,6 +130,12 @@ class Desk:
         os.replace(incoming, final)
         self.wake()
         return sub
+
+    def _check_not_house(self, name: str) -> None:
+        """:raises Refused: ``exists``, ``name`` is a house bot's (its entrant ``name@version`` could be the
+        house bot's own, with its games, logs and token)."""
+        if name in self.house:
+            raise Refused("exists", f"the bot name {name!r} belongs to the host's bots: choose another --name")
 
     def _take(self, archive: IO[bytes], incoming: Path, header: Header, version: str) -> tuple[str, str]:
         """Take the archive into ``incoming``: unpacked to ``bot/`` (its kind and entry found by ``arena bots
@@ -152,6 +161,7 @@ class Desk:
         from arena.tournament.runner import DB_NAME
         from arena.tournament.store import Store
 
+        self._check_not_house(name)
         version = self.book.next_version(name) if version in NEXT else version
         try:
             check_name_version(name, version)
