@@ -32,6 +32,21 @@ def test_the_build_finds_the_projects_dockerfiles() -> None:
         assert (DOCKER_DIR / name).is_file(), name
 
 
+def test_a_node_entry_must_be_a_file_inside_the_folder(tmp_path: Path) -> None:
+    """A submission's package.json "main" (or --entry) naming a host file outside the folder was accepted
+    whenever that file existed: an oracle of which files the arena's host holds (issue 22's intake)."""
+    import json
+
+    (tmp_path / "package.json").write_text(json.dumps({"main": "../" * 12 + "etc/passwd"}))
+    with pytest.raises(BuildError, match="a file inside the folder") as e:
+        plan_build(tmp_path, "a", "1")
+    assert "\n" not in str(e.value)
+    with pytest.raises(BuildError, match="a file inside the folder"):
+        plan_build(tmp_path, "a", "1", "/etc/passwd")
+    (tmp_path / "bot.js").write_text("")
+    assert plan_build(tmp_path, "a", "1", "./bot.js").entry == "./bot.js"
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -67,6 +67,15 @@ def check_name_version(name: str, version: str) -> None:
         raise BuildError(f"--version {version!r}: use letters, digits, '_', '.', '-' (an image tag)")
 
 
+def _inside(folder: Path, entry: str) -> bool:
+    """Whether ``entry`` is a relative path that stays in ``folder`` (no ``..``, not absolute; links in
+    the folder resolved)."""
+    if entry.startswith("/") or ".." in entry.split("/"):
+        return False
+    root = folder.resolve()
+    return root in (folder / entry).resolve().parents
+
+
 def plan_build(
     folder: str | Path, name: str, version: str, entry: str | None = None, tag: str | None = None
 ) -> BotBuild:
@@ -85,6 +94,8 @@ def plan_build(
         except (OSError, ValueError, AttributeError) as e:
             raise BuildError(f"{pkg}: not a JSON object: {e}") from None
         entry = entry or main
+        if isinstance(entry, str) and not _inside(d, entry):
+            raise BuildError(f"--entry {entry!r}: the entry must be a file inside the folder")
         if not isinstance(entry, str) or not (d / entry).is_file():
             raise BuildError(
                 f"{folder}: no entry file: pass --entry FILE or set \"main\" in package.json (got {entry!r})"
