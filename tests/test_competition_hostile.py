@@ -166,3 +166,42 @@ def test_a_house_bots_name_is_refused(tmp_path: Path) -> None:
         desk.register_remote("eve", "heuristic", "1")
     assert desk.book.submissions("eve") == []
     assert desk.entrants("eve") == set()
+
+
+def test_a_prebuilt_image_declaring_a_volume_is_rejected(tmp_path: Path) -> None:
+    """``VOLUME /data`` in an image gives each of its containers a writable anonymous volume on the host's
+    disk, past ``--read-only`` and the 16 MiB /tmp: a bot could fill the host's disk. Refused at load."""
+    import os
+
+    from arena.competition.intake import copy_image_archive
+    from arena.competition.pipeline import IMAGE_ARCHIVE, BuildQueue, submission_folder
+    from arena.hosting.bots_build import BuildError
+    from tests.docker_helpers import docker_client
+
+    client = docker_client()
+    tag = f"allfours-test-volume:{os.getpid()}"
+    context = io.BytesIO()
+    with tarfile.open(fileobj=context, mode="w") as tar:
+        for name, body in (("Dockerfile", b"FROM scratch\nCOPY f /f\nVOLUME /data\n"), ("f", b"x")):
+            info = tarfile.TarInfo(name)
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body))
+    context.seek(0)
+    image, _ = client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True)
+    book = CompetitionBook(tmp_path)
+    settings = CompetitionSettings(image_prefix="allfours-test-volume-sub")
+    try:
+        saved = b"".join(image.save(named=True))
+        sub = book.add_submission("eve", "evevol", str(os.getpid()), "image", "")
+        folder = submission_folder(tmp_path, sub.id).parent
+        folder.mkdir(parents=True)
+        copy_image_archive(io.BytesIO(saved), folder / IMAGE_ARCHIVE, settings.image_bytes)
+        queue = BuildQueue(book, settings, tmp_path, lambda: None, lambda _: None, client=client)
+        with pytest.raises(BuildError, match="declares volumes") as e:
+            queue._build(sub)
+        assert "\n" not in str(e.value)
+        assert not client.images.list(name="allfours-test-volume-sub/evevol")
+        assert client.images.get(tag).id == image.id  # another's tag of the same image is left alone
+    finally:
+        client.images.remove(tag, force=True)
+        book.close()

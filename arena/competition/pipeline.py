@@ -13,6 +13,7 @@ own trouble (docker unreachable) marks the submission ``failed``.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -148,7 +149,8 @@ class BuildQueue:
 
     def _load(self, client: Any, sub: Submission, tag: str) -> str:
         """Load a prebuilt image (its archive has no tags: :func:`arena.competition.intake.copy_image_archive`)
-        and tag it ``tag``; returns its id. :raises BuildError: docker refused it, or not one image."""
+        and tag it ``tag``; returns its id. :raises BuildError: docker refused it, not one image, or it
+        declares volumes (``VOLUME``: writable space on the host's disk past ``--read-only``; removed again)."""
         import docker.errors
 
         from arena.hosting.bots_build import BuildError
@@ -162,6 +164,12 @@ class BuildQueue:
         if len(images) != 1:
             raise BuildError(f"the archive holds {len(images)} images, not one")
         images[0].tag(tag)
+        volumes = (images[0].attrs.get("Config") or {}).get("Volumes") or {}
+        if volumes:
+            with contextlib.suppress(docker.errors.APIError):  # by our tag: the same image may have others' tags
+                client.images.remove(tag)
+            raise BuildError(f"the image declares volumes ({', '.join(sorted(volumes))[:200]}): each container would "
+                             "get writable space on the host's disk; a bot writes only to /tmp")
         return str(images[0].id)
 
     def _retire_old(self, sub: Submission) -> None:
