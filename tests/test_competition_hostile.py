@@ -205,3 +205,21 @@ def test_a_prebuilt_image_declaring_a_volume_is_rejected(tmp_path: Path) -> None
     finally:
         client.images.remove(tag, force=True)
         book.close()
+
+
+def test_a_revoked_competitors_session_ends(tmp_path: Path) -> None:
+    """``arena competitor add --revoke`` takes the token away; a browser signed in before kept its
+    session (my page, my logs) until the arena restarted."""
+    from starlette.testclient import TestClient
+
+    from arena.web.app import create_app
+
+    with CompetitionBook(tmp_path) as book:
+        token = book.add_competitor("mal")
+    c = TestClient(create_app(tmp_path, bootstrap=20))
+    c.post("/me/login", content=f"token={token}", headers={"content-type": "application/x-www-form-urlencoded"})
+    assert 'id="who"' in c.get("/me").text
+    with CompetitionBook(tmp_path) as book:
+        assert book.revoke_competitor("mal")
+    assert 'id="who"' not in c.get("/me").text
+    assert c.get("/me/logs/g1/0").status_code == 401

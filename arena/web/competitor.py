@@ -87,9 +87,8 @@ async def me(request: Request) -> Response:
     book = _book(request)
     if book is None:
         return _page(request, 404, error="this arena runs no competition")
-    sessions: Sessions = request.app.state.sessions
     with book:
-        who = sessions.who(request.cookies.get(COOKIE))
+        who = _signed_in(request, book)
         if who is None:
             return _page(request, 200, competitor=None)
         subs = book.submissions(who)
@@ -154,13 +153,29 @@ async def logout(request: Request) -> Response:
     return response
 
 
+def _signed_in(request: Request, book: CompetitionBook) -> str | None:
+    """The competitor of the request's session, or None: no session, or their token was revoked since
+    (the session ends with it)."""
+    sessions: Sessions = request.app.state.sessions
+    sid = request.cookies.get(COOKIE)
+    who = sessions.who(sid)
+    if who is not None and (who, True) not in book.competitors():
+        sessions.close(sid)
+        return None
+    return who
+
+
 def _signed_in_entrants(request: Request) -> set[str] | None:
-    """The entrants of the signed-in competitor (retired ones too), or None without a session."""
-    who = request.app.state.sessions.who(request.cookies.get(COOKIE))
-    book = _book(request) if who is not None else None
-    if book is None or who is None:
+    """The entrants of the signed-in competitor (retired ones too), or None without a live session."""
+    if request.app.state.sessions.who(request.cookies.get(COOKIE)) is None:
+        return None
+    book = _book(request)
+    if book is None:
         return None
     with book:
+        who = _signed_in(request, book)
+        if who is None:
+            return None
         return {s.entrant for s in book.submissions(who, statuses=("accepted", "playing", "rated"))}
 
 
