@@ -223,3 +223,35 @@ def test_a_revoked_competitors_session_ends(tmp_path: Path) -> None:
         assert book.revoke_competitor("mal")
     assert 'id="who"' not in c.get("/me").text
     assert c.get("/me/logs/g1/0").status_code == 401
+
+
+def test_the_hosts_console_gets_no_escape_sequences_from_a_submission(tmp_path: Path) -> None:
+    """docker's refusal of an image archive quotes the archive's own file names: an ESC sequence in
+    them reached the host's console through the queue's notes (clearing it, retitling the terminal)."""
+    import json
+
+    from arena.competition.intake import copy_image_archive
+    from arena.competition.pipeline import IMAGE_ARCHIVE, BuildQueue, submission_folder
+    from tests.docker_helpers import docker_client
+
+    client = docker_client()
+    manifest = json.dumps([{"Config": "\x1b[2J\x1b]0;owned\x07.json", "RepoTags": None, "Layers": []}]).encode()
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w") as tar:
+        info = tarfile.TarInfo("manifest.json")
+        info.size = len(manifest)
+        tar.addfile(info, io.BytesIO(manifest))
+    archive.seek(0)
+    book = CompetitionBook(tmp_path)
+    try:
+        sub = book.add_submission("eve", "evesc", "1", "image", "")
+        folder = submission_folder(tmp_path, sub.id).parent
+        folder.mkdir(parents=True)
+        copy_image_archive(archive, folder / IMAGE_ARCHIVE, 1024 * 1024)
+        notes: list[str] = []
+        BuildQueue(book, CompetitionSettings(image_prefix="allfours-test-esc"), tmp_path, lambda: None,
+                   notes.append, client=client).process(sub)
+        assert book.get(sub.id).status == "rejected"  # type: ignore[union-attr]
+        assert notes and all(n.isprintable() for n in notes), notes
+    finally:
+        book.close()

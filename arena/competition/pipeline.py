@@ -23,11 +23,16 @@ from typing import Any
 from arena.competition.book import CompetitionBook, Submission
 from arena.competition.validate import Verdict, validate_image
 from arena.config import CompetitionSettings
+from referee.wire import plain_text
 
 #: Seconds the queue's thread sleeps between looks when nothing wakes it.
 POLL_S = 2.0
 #: A validation: (image tag, key labelling its containers, submission) -> verdict.
 Validator = Callable[[str, str, Submission], Verdict]
+
+
+#: Most characters of one note to the host's console (control characters dropped).
+NOTE_CHARS = 2000
 
 
 #: A prebuilt image's archive in its submission's folder (``OUTPUT/submissions/ID/image.tar``).
@@ -53,6 +58,10 @@ class BuildQueue:
     client: Any = None
 
     def __post_init__(self) -> None:
+        note = self.note
+        # A note quotes the submission's own words (docker's errors name its files): no escape sequence
+        # or other control character of theirs reaches the host's console.
+        self.note = lambda message: note(plain_text(message, NOTE_CHARS))
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="competition-builds", daemon=True)
@@ -159,8 +168,9 @@ class BuildQueue:
         try:
             with path.open("rb") as f:
                 images = client.images.load(f)
-        except docker.errors.APIError as e:
-            raise BuildError(f"docker refused the image archive: {e.explanation or e}") from None
+        except (docker.errors.APIError, docker.errors.ImageLoadError) as e:  # the archive's fault, not the arena's
+            why = plain_text(str(getattr(e, "explanation", None) or e), NOTE_CHARS)
+            raise BuildError(f"docker refused the image archive: {why}") from None
         if len(images) != 1:
             raise BuildError(f"the archive holds {len(images)} images, not one")
         images[0].tag(tag)
