@@ -167,12 +167,33 @@ def _check_links(u: _Unpacking) -> None:
             raise IntakeError(f"the archive unpacks to more than {limit} bytes (the unpacked-size limit)")
 
 
+def _short(rel: str) -> str:
+    """``rel`` quoted for a one-line error, cut to 100 characters."""
+    return repr(rel[:100]) + ("..." if len(rel) > 100 else "")
+
+
 def _member(u: _Unpacking, tar: tarfile.TarFile, member: tarfile.TarInfo) -> None:
-    """Unpack one member (see the module docstring). :raises IntakeError: as :func:`unpack`."""
+    """Unpack one member (see the module docstring). :raises IntakeError: as :func:`unpack`; the file
+    system's own refusals (a name given twice, a loop of links, a name too long) as one line without the
+    server's paths."""
     rel = _safe_name(member.name)
     u.count(rel)
     if not rel:
         return
+    try:
+        _write(u, tar, member, rel)
+    except FileExistsError:
+        raise IntakeError(f"{_short(rel)}: given twice (a file, a folder or a link of the same name)") from None
+    except RuntimeError:  # Path.resolve met a loop
+        raise IntakeError(f"{_short(rel)}: under a loop of links") from None
+    except OSError as e:
+        if e.errno is None:  # the stream's own trouble (a bad gzip), not the file system's
+            raise
+        raise IntakeError(f"{_short(rel)}: cannot be unpacked: {e.strerror}") from None
+
+
+def _write(u: _Unpacking, tar: tarfile.TarFile, member: tarfile.TarInfo, rel: str) -> None:
+    """Write member ``rel`` by its kind. :raises IntakeError, OSError, RuntimeError: see :func:`_member`."""
     if member.isdir():
         u.target(rel).mkdir(parents=True, exist_ok=True)
     elif member.issym():
