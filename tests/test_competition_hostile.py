@@ -255,3 +255,13 @@ def test_the_hosts_console_gets_no_escape_sequences_from_a_submission(tmp_path: 
         assert notes and all(n.isprintable() for n in notes), notes
     finally:
         book.close()
+
+
+def test_a_refusal_names_no_path_of_the_server(tmp_path: Path) -> None:
+    """``arena bots build``'s plan names the folder it was given: for a submission, the server's own
+    ``OUTPUT/submissions/incoming-...`` path went to the competitor."""
+    desk = _desk(tmp_path)
+    desk.book.add_competitor("eve")
+    with pytest.raises(Refused, match="the archive: a Python bot needs --entry module:Class") as e:
+        desk.receive("eve", Header("evebot", "1", "", ""), io.BytesIO(_archive()))
+    assert str(tmp_path) not in str(e.value)

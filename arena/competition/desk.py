@@ -117,8 +117,8 @@ class Desk:
                 self.check_open(competitor, time.time())
                 sub = self.book.add_submission(competitor, header.name, version, kind, entry)
         except (IntakeError, BuildError) as e:
-            shutil.rmtree(incoming, ignore_errors=True)
-            raise Refused("invalid", str(e)) from None
+            shutil.rmtree(incoming, ignore_errors=True)  # the plan names its folder: the server's path, not theirs
+            raise Refused("invalid", str(e).replace(str(incoming / "bot"), "the archive")) from None
         except BookError as e:
             shutil.rmtree(incoming, ignore_errors=True)
             raise Refused("exists", str(e)) from None
