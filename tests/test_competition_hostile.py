@@ -265,3 +265,29 @@ def test_a_refusal_names_no_path_of_the_server(tmp_path: Path) -> None:
     with pytest.raises(Refused, match="the archive: a Python bot needs --entry module:Class") as e:
         desk.receive("eve", Header("evebot", "1", "", ""), io.BytesIO(_archive()))
     assert str(tmp_path) not in str(e.value)
+
+
+def test_a_build_that_keeps_talking_stops_at_the_build_time_limit(tmp_path: Path) -> None:
+    """The build limit was docker's read timeout: a build printing a line a second (npm runs the
+    package's own preinstall script) never went quiet for ``build_s``, so it held the one-at-a-time
+    build queue as long as it liked. It is a limit on the whole build now."""
+    import json
+
+    from arena.hosting.bots_build import BuildError, build_image, plan_build
+    from tests.docker_helpers import base_image, docker_client
+
+    client = docker_client()
+    bot = tmp_path / "bot"
+    bot.mkdir()
+    (bot / "bot.js").write_text("")
+    script = "for i in $(seq 40); do echo still building $i; sleep 1; done"
+    (bot / "package.json").write_text(json.dumps({"name": "talker", "version": "1.0.0", "main": "bot.js",
+                                                  "scripts": {"preinstall": script}}))
+    plan = plan_build(bot, "allfours-test-talker", "1", tag="allfours-test-talker:1")
+    try:
+        with pytest.raises(BuildError, match="over the build time limit of 10 s") as e:
+            build_image(plan, base_image("node"), client=client, timeout_s=10)
+        assert "\n" not in str(e.value)
+    finally:
+        for image in client.images.list(name="allfours-test-talker"):
+            client.images.remove(image.id, force=True)

@@ -151,13 +151,14 @@ def make_context(build: BotBuild, into: Path, ca_bundle: Path) -> None:
 
 def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST_CA_BUNDLE, client: Any = None,
                 timeout_s: int = BUILD_TIMEOUT_S) -> str:
-    """Build ``build``'s image; returns its id. ``timeout_s``: the build's time limit, in all (a build
-    that streams output is stopped once it passes) and without output (docker sends nothing for that
-    long: the client's read timeout; a given ``client`` keeps its own).
+    """Build ``build``'s image; returns its id. ``timeout_s``: the whole build's time limit (a build that
+    keeps printing is stopped too: its connection is closed, which cancels it in dockerd).
 
-    :raises BuildError: with the build's error line, when it went over the time limit, or when docker is
-        unreachable.
+    :raises BuildError: with the build's error line, when it timed out, or when docker is unreachable.
     """
+    import docker.errors
+    import requests.exceptions
+
     from arena.hosting.sandbox import SandboxError, docker_client
 
     try:
@@ -167,48 +168,37 @@ def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST
     args = {"BOT_ENTRY": build.entry}
     if base:
         args["BASE"] = base
+    over = f"the build of {build.tag} went over the build time limit of {timeout_s} s"
     with tempfile.TemporaryDirectory(prefix="allfours-build-") as tmp:
         make_context(build, Path(tmp), ca_bundle)
-        return _stream_build(client, tmp, build, args, timeout_s)
-
-
-#: The classic builder's last line (older daemons send no ``aux`` ID).
-BUILT = re.compile(r"^Successfully built ([0-9a-f]+)$")
-
-
-def _stream_build(client: Any, context: str, build: BotBuild, args: dict[str, str], timeout_s: int) -> str:
-    """Run docker's build of ``context`` and follow its output until the image id, the build's error or
-    ``timeout_s`` seconds in all (the stream is closed: docker stops the build); returns the image id."""
-    import docker.errors
-    import requests.exceptions
-
-    over = f"the build of {build.tag} went over the build time limit of {timeout_s} s"
-    deadline = time.monotonic() + timeout_s
-    lines: list[str] = []
-    image_id = ""
-    try:
-        stream = client.api.build(path=context, tag=build.tag, buildargs=args, rm=True, forcerm=True, pull=False,
-                                  timeout=timeout_s, decode=True,
-                                  labels={"org.allfours.bot": build.name, "org.allfours.version": build.version})
         try:
-            for chunk in stream:
-                if "error" in chunk:
-                    last = str(chunk.get("error") or "").strip() or next((x for x in reversed(lines) if x), "")
-                    raise BuildError(f"the build of {build.tag} failed: {' '.join(last.split())[:400]}")
-                line = str(chunk.get("stream") or "").strip()
-                lines = [*lines[-20:], line]
-                built = BUILT.match(line)
-                image_id = str((chunk.get("aux") or {}).get("ID") or (built and built.group(1)) or image_id)
-                if time.monotonic() > deadline:
-                    client.api.close()  # the connection goes: docker stops the build
-                    raise BuildError(over)
-        finally:
-            stream.close()
-    except docker.errors.APIError as e:
-        raise BuildError(f"docker refused the build of {build.tag}: {e.explanation or e}") from None
-    except requests.exceptions.ReadTimeout:
-        raise BuildError(over) from None
+            stream = client.api.build(path=tmp, tag=build.tag, buildargs=args, rm=True, forcerm=True, pull=False,
+                                      labels={"org.allfours.bot": build.name, "org.allfours.version": build.version},
+                                      timeout=timeout_s, decode=True)
+            return _follow(stream, build.tag, time.monotonic() + timeout_s, over)
+        except docker.errors.APIError as e:
+            raise BuildError(f"docker refused the build of {build.tag}: {e.explanation or e}") from None
+        except requests.exceptions.ReadTimeout:
+            raise BuildError(over) from None
+
+
+def _follow(stream: Any, tag: str, deadline: float, over: str) -> str:
+    """Read a build's decoded output ``stream`` to its image id, or stop it (closing the stream) at
+    ``deadline`` (``time.monotonic()``). :raises BuildError: the build's error line, or ``over``."""
+    image_id, last = "", ""
+    try:
+        for chunk in stream:
+            if time.monotonic() > deadline:
+                raise BuildError(over)
+            if "error" in chunk:
+                raise BuildError(f"the build of {tag} failed: {' '.join(str(chunk['error']).split())[:400]}")
+            line = str(chunk.get("stream") or "").strip()
+            last = line or last
+            image_id = str((chunk.get("aux") or {}).get("ID") or "") or image_id
+            built = re.match(r"Successfully built ([0-9a-f]+)$", line)
+            image_id = built.group(1) if built else image_id
+    finally:
+        stream.close()
     if not image_id:
-        last = next((x for x in reversed(lines) if x), "")
-        raise BuildError(f"the build of {build.tag} ended without an image: {last[:400]}")
+        raise BuildError(f"the build of {tag} failed: {' '.join(last.split())[:400] or 'no image'}")
     return image_id
