@@ -291,3 +291,14 @@ def test_a_build_that_keeps_talking_stops_at_the_build_time_limit(tmp_path: Path
     finally:
         for image in client.images.list(name="allfours-test-talker"):
             client.images.remove(image.id, force=True)
+
+
+def test_remote_registrations_together_do_not_pass_the_daily_limit(tmp_path: Path) -> None:
+    """RegisterRemote checked the limit before the desk kept the entry: calls sent together all passed."""
+    desk = _desk(tmp_path, per_day=1)
+    desk.book.add_competitor("eve")
+    desk.register_remote("eve", "everemote", "1")
+    with pytest.raises(Refused, match="the limit of a day") as e:
+        desk.register_remote("eve", "everemote", "2")
+    assert e.value.kind == "exhausted"
+    assert [s.entrant for s in desk.book.submissions("eve")] == ["everemote@1"]

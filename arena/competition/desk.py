@@ -156,7 +156,8 @@ class Desk:
 
     def register_remote(self, competitor: str, name: str, version: str) -> tuple[Submission, str]:
         """Enroll a remote bot of ``competitor`` at once; returns its entry and its bot token (only the
-        token's SHA-256 is kept, in the league's store). :raises Refused: as :meth:`receive`."""
+        token's SHA-256 is kept, in the league's store); the freeze and the per-day limit are checked as it
+        is kept. :raises Refused: as :meth:`receive`."""
         from arena.hosting.bots_build import BuildError, check_name_version
         from arena.tournament.runner import DB_NAME
         from arena.tournament.store import Store
@@ -165,7 +166,9 @@ class Desk:
         version = self.book.next_version(name) if version in NEXT else version
         try:
             check_name_version(name, version)
-            sub = self.book.add_submission(competitor, name, version, "remote", "")
+            with self._adding:
+                self.check_open(competitor, time.time())
+                sub = self.book.add_submission(competitor, name, version, "remote", "")
         except BuildError as e:
             raise Refused("invalid", str(e)) from None
         except BookError as e:
