@@ -302,3 +302,16 @@ def test_remote_registrations_together_do_not_pass_the_daily_limit(tmp_path: Pat
         desk.register_remote("eve", "everemote", "2")
     assert e.value.kind == "exhausted"
     assert [s.entrant for s in desk.book.submissions("eve")] == ["everemote@1"]
+
+
+def test_a_competitor_signing_in_again_and_again_keeps_a_few_sessions() -> None:
+    """Every sign-in made a session kept in memory until the arena stopped: a script signing in in a
+    loop grew the web server without bound. A competitor keeps their newest few; older ones end."""
+    from arena.web.competitor import SESSIONS_EACH, Sessions
+
+    sessions = Sessions()
+    ids = [sessions.open("mal") for _ in range(SESSIONS_EACH + 50)]
+    other = sessions.open("ann")
+    assert sessions.who(ids[0]) is None and sessions.who(ids[-1]) == "mal"
+    assert sum(sessions.who(s) == "mal" for s in ids) == SESSIONS_EACH
+    assert sessions.who(other) == "ann"

@@ -36,17 +36,25 @@ COOKIE = "af_session"
 FORM_BYTES = 4096
 
 
+#: Most sessions of one competitor (their newest; signing in once more ends the oldest).
+SESSIONS_EACH = 16
+
+
 class Sessions:
-    """Signed-in competitors by random session id (in memory: a restart signs everyone out). Thread-safe."""
+    """Signed-in competitors by random session id (in memory: a restart signs everyone out; each
+    competitor keeps at most :data:`SESSIONS_EACH`). Thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_id: dict[str, str] = {}
 
     def open(self, competitor: str) -> str:
-        """A new session id for ``competitor``."""
+        """A new session id for ``competitor`` (their oldest session ends when they have too many)."""
         sid = secrets.token_urlsafe(32)
         with self._lock:
+            theirs = [k for k, who in self._by_id.items() if who == competitor]  # oldest first (insertion order)
+            for old in theirs[: max(0, len(theirs) - SESSIONS_EACH + 1)]:
+                del self._by_id[old]
             self._by_id[sid] = competitor
         return sid
 
