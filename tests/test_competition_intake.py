@@ -252,6 +252,8 @@ IMAGE_REFUSED = [
     ("write through a link", lambda: _image_archive([{}], _member("d", tarfile.SYMTYPE, "."),
                                                     _file("d/manifest.json", b"[{}]")),
      "not one layer.tar naming another"),
+    ("too many members", lambda: _image_archive([{}], *[_member(f"d{k}", tarfile.DIRTYPE) for k in range(1000)]),
+     "more than 1000 members in the image archive"),
     ("over the image limit", lambda: _image_archive([{}], _file("big/layer.tar", bytes(IMAGE_BYTES))),
      "more than 65536 bytes \\(the image limit\\)"),
 ]

@@ -22,7 +22,8 @@ A prebuilt image (``docker save``) is not unpacked: :func:`copy_image_archive` c
 names it would give itself (its tags) and with the same refusals of paths, kinds and headers; its
 ``manifest.json`` (the file naming the image) must be one regular file, and its links only what ``docker
 save`` makes (a layer two images share: ``ID/layer.tar`` naming another ``layer.tar``), so no later member
-can put back the tags; its members may hold at most ``most_bytes`` in all.
+can put back the tags; its members may hold at most ``most_bytes`` in all, and be at most
+:data:`IMAGE_MEMBERS` (``docker save`` writes a few a layer).
 """
 
 from __future__ import annotations
@@ -236,6 +237,9 @@ def unpack(archive: IO[bytes], into: Path, limits: IntakeLimits) -> int:
     return u.files
 
 
+#: Most members of an image archive (docker save writes a folder and three files a layer; an image has
+#: at most 127 layers).
+IMAGE_MEMBERS = 1000
 #: Most bytes of an image archive's manifest.json.
 MANIFEST_BYTES = 1024 * 1024
 
@@ -277,7 +281,10 @@ def copy_image_archive(archive: IO[bytes], into: Path, most_bytes: int) -> None:
     total = 0
     try:
         with tarfile.open(fileobj=archive, mode="r|*", tarinfo=_TarInfo) as src, tarfile.open(into, mode="x") as out:
-            for member in src:
+            for count, member in enumerate(src, 1):
+                if count > IMAGE_MEMBERS:
+                    raise IntakeError(f"more than {IMAGE_MEMBERS} members in the image archive (docker save writes "
+                                      "a few a layer)")
                 rel = _safe_name(member.name)
                 _image_member(rel, member, seen_manifest)
                 if rel == "repositories" or not rel:
