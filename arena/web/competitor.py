@@ -118,13 +118,18 @@ def players_of(request: Request) -> int:
 
 
 def _cross_site(request: Request) -> Response | None:
-    """A 403 for a form posted from another site (``Sec-Fetch-Site: cross-site``, or an ``Origin`` that is
-    names another host than the request's ``Host``; the scheme is not compared: behind a TLS proxy the
-    server sees http), else None. A request without either (curl, an old browser) passes."""
+    """A 403 for a form posted from another site, else None. ``Sec-Fetch-Site`` decides when the browser
+    sends it (only ``same-origin`` and ``none`` pass); else an ``Origin`` naming another host than the
+    request's ``Host`` is refused (the scheme is not compared: behind a TLS proxy the server sees http;
+    ``null``, which this site's own pages send under its no-referrer policy, passes). A request with
+    neither (curl) passes."""
+    fetch_site = request.headers.get("sec-fetch-site")
     origin = request.headers.get("origin")
-    fetch_site = request.headers.get("sec-fetch-site", "")
-    host = request.headers.get("host", "")
-    if fetch_site == "cross-site" or (origin is not None and urlsplit(origin).netloc != host):
+    if fetch_site is not None:
+        foreign = fetch_site not in ("same-origin", "none")
+    else:
+        foreign = origin not in (None, "null") and urlsplit(origin).netloc != request.headers.get("host", "")
+    if foreign:
         return Response("a form posted from another site is refused: sign in on this site's /me\n", status_code=403,
                         media_type="text/plain")
     return None
