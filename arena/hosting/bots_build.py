@@ -176,6 +176,10 @@ def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST
                                       labels={"org.allfours.bot": build.name, "org.allfours.version": build.version},
                                       timeout=timeout_s, decode=True)
             return _follow(stream, build.tag, time.monotonic() + timeout_s, over)
+        except BuildError as e:
+            if str(e) == over:
+                client.api.close()  # the connection goes with the stream: docker stops the build
+            raise
         except docker.errors.APIError as e:
             raise BuildError(f"docker refused the build of {build.tag}: {e.explanation or e}") from None
         except requests.exceptions.ReadTimeout:
