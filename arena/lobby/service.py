@@ -221,23 +221,28 @@ class Lobby:
         """One distinct idle worker per seat (``seats[k]`` is the bot of seat k; None: no worker
         there, e.g. a per-game seat), marked reserved; or None (nothing reserved) when some bot has too
         few idle workers. The workers that have played fewest games go first, so a pool shares the work."""
+        with self._lock:
+            out = self._pick_idle(seats)
+            for w in out or ():
+                if w is not None:
+                    w.state = "reserved"
+        return out
+
+    def _pick_idle(self, seats: Sequence[str | None]) -> list[WorkerRef | None] | None:
+        """:meth:`reserve`'s choice, made under the lock and marking nothing: one distinct idle worker per
+        seat that names a bot, fewest games first; None when some bot has too few idle workers."""
         need: dict[str, int] = {}
         for bot in seats:
             if bot is not None:
                 need[bot] = need.get(bot, 0) + 1
-        with self._lock:
-            picked: dict[str, list[WorkerRef]] = {}
-            for bot, n in need.items():
-                idle = sorted((w for w in self._workers.values() if w.bot == bot and w.state == "idle"),
-                              key=lambda w: w.games)
-                if len(idle) < n:
-                    return None
-                picked[bot] = idle[:n]
-            out = [None if bot is None else picked[bot].pop(0) for bot in seats]
-            for w in out:
-                if w is not None:
-                    w.state = "reserved"
-        return out
+        picked: dict[str, list[WorkerRef]] = {}
+        for bot, n in need.items():
+            idle = sorted((w for w in self._workers.values() if w.bot == bot and w.state == "idle"),
+                          key=lambda w: w.games)
+            if len(idle) < n:
+                return None
+            picked[bot] = idle[:n]
+        return [None if bot is None else picked[bot].pop(0) for bot in seats]
 
     def release(self, workers: Sequence[WorkerRef | None]) -> None:
         """Give back reserved workers that were not assigned (their game could not start), and let
@@ -273,16 +278,12 @@ class Lobby:
         with self._lock:
             if any(w is not None and w.held and w.left is None and w.state == "busy" for w in workers):
                 return None
-            out: list[WorkerRef | None] = []
-            for w in workers:
-                if w is None or (w.held and w.left is None):
-                    out.append(w)
-                    continue
-                spare = sorted((x for x in self._workers.values() if x.bot == w.bot and x.state == "idle"
-                                and all(x is not o for o in out)), key=lambda x: x.games)
-                if not spare:
-                    return None
-                out.append(spare[0])
+            kept = [w is None or (w.held and w.left is None) for w in workers]
+            need = [None if keep or w is None else w.bot for w, keep in zip(workers, kept, strict=True)]
+            spares = self._pick_idle(need)
+            if spares is None:
+                return None
+            out = [w if keep else spare for w, keep, spare in zip(workers, kept, spares, strict=True)]
             for w in out:
                 if w is not None:
                     w.state, w.held = "reserved", False
