@@ -29,6 +29,7 @@ import pytest
 
 from arena.competition.client import SubmissionClient, pack
 from arena.config import ConfigError, check_bot_cwds, load_config, parse_config
+from arena.hosting.shepherd import descendants
 from tests.docker_helpers import base_image, docker_client
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -311,18 +312,15 @@ def test_a_restart_mid_build_resumes_the_submission(league: tuple[Path, int, Ser
 
 
 def _children(pid: int, needle: str) -> list[int]:
-    """The processes whose parent is ``pid`` and whose command line holds ``needle``."""
+    """The live processes below ``pid`` whose command line holds ``needle``."""
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for kid in descendants(pid):
         try:
-            stat = (entry / "stat").read_text()
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cmd = Path(f"/proc/{kid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if int(stat[stat.rindex(")") + 2:].split()[1]) == pid and needle in cmd:
-            found.append(int(entry.name))
+        if needle in cmd:
+            found.append(kid)
     return found
 
 
