@@ -9,6 +9,7 @@ no_show; the lobby drops a frozen worker within 15 s.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -627,3 +628,60 @@ def test_the_nodejs_worker_dials_a_full_pool_again(lobby: Lobby, monkeypatch: py
             leave.set()
             node.kill()
             node.wait(10)
+
+
+def test_a_worker_done_with_its_match_stays_its_games_until_the_game_lets_it_go(lobby: Lobby) -> None:
+    """The race behind a red CI: a referee dies, the game's workers hear of it first and send Ready
+    before the arena's game has heard (it is still reading the dead referee's stream). They must not
+    go idle then: the scheduler would give them to another game, and the lost game's replay would
+    wait past ``no_show_s`` for them ("no workers to play it again"). A worker is its game's from
+    :meth:`Lobby.reserve` until :meth:`Lobby.release`; :meth:`Lobby.reclaim` takes it back for the replay."""
+    import queue
+
+    token = lobby.tokens.issue("alpha")
+    leave = threading.Event()
+    with grpc.insecure_channel(lobby.address) as ch:
+        outs: list[queue.Queue[str]] = [queue.Queue(), queue.Queue()]
+        got: queue.Queue[tuple[int, str]] = queue.Queue()
+
+        def requests(k: int) -> Iterator[lpb.ConnectRequest]:
+            yield register(token, "alpha")
+            while not leave.is_set():  # the stream stays open; Ready when the test says
+                with contextlib.suppress(queue.Empty):
+                    yield lpb.ConnectRequest(ready=lpb.Ready(match_id=outs[k].get(timeout=0.05)))
+
+        def read(k: int, stream: Any) -> None:
+            with contextlib.suppress(grpc.RpcError):
+                for msg in stream:
+                    got.put((k, msg.assignment.match_id if msg.WhichOneof("msg") == "assignment" else ""))
+
+        streams = [lpb_grpc.LobbyServiceStub(ch).Connect(requests(k), timeout=120) for k in range(2)]
+        readers = [threading.Thread(target=read, args=(k, s), daemon=True) for k, s in enumerate(streams)]
+        for t in readers:
+            t.start()
+        try:
+            deadline = time.monotonic() + 30
+            while lobby.counts().get("alpha") != (2, 2):
+                assert time.monotonic() < deadline, lobby.counts()
+                time.sleep(0.01)
+            game = lobby.reserve(["alpha"])
+            assert game is not None and game[0] is not None
+            mine = game[0]
+            assert lobby.assign(mine, lpb.Assignment(match_id="lost-match", referee="r:1", ticket="t"))
+            while (news := got.get(timeout=30))[1] != "lost-match":
+                pass
+            outs[news[0]].put("lost-match")  # the worker is done with the lost match before the arena knows
+            while mine.state == "busy":
+                assert time.monotonic() < deadline, mine
+                time.sleep(0.01)
+            assert mine.state == "reserved" and lobby.counts()["alpha"] == (2, 1)  # still the game's
+            assert lobby.reserve(["alpha", "alpha"]) is None  # another game cannot take it
+            assert lobby.reclaim(game) == [mine]  # the replay gets the same worker
+            lobby.release(game)
+            assert lobby.counts()["alpha"] == (2, 2) and mine.state == "idle"
+            lobby.release(game)  # a second release of the same game changes nothing
+            assert lobby.counts()["alpha"] == (2, 2)
+        finally:
+            leave.set()
+            for s in streams:
+                s.cancel()

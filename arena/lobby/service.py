@@ -4,13 +4,18 @@ A worker opens one ``LobbyService.Connect`` stream, registers with a bot token, 
 The arena's scheduler (another thread) asks :meth:`Lobby.reserve` for one idle worker per seat of a
 game — never the same worker twice, so partners are two workers — sends each an
 :class:`~allfours.v1.lobby_pb2.Assignment` with :meth:`Lobby.assign`, and the worker plays that seat
-on the referee. When its match is over the worker sends ``Ready`` and is idle again.
+on the referee. When its match is over the worker sends ``Ready``; it is idle again once its game has
+let it go (:meth:`Lobby.release`, when the arena has the game's result or gives up on it). Until then it
+stays the game's: a game whose match was lost with its referee plays again with the same workers
+(:meth:`Lobby.reclaim`), and no other game can take them meanwhile, however the worker's Ready and the
+arena's news of the failure are ordered.
 
 Interface for the scheduler (all methods thread-safe; the gRPC server runs on its own event loop, or
 on the one it is given: the embedded referee's, see ``loop``):
 
 - ``Lobby(tournament, tokens, host, port, tls, loop=None)``; :meth:`start` → ``host:port``; :meth:`stop`;
-- :meth:`reserve` ``(seat bot names) -> [WorkerRef] | None``; :meth:`release` (unused reservation);
+- :meth:`reserve` ``(seat bot names) -> [WorkerRef] | None``; :meth:`release` (the game is done with
+  them); :meth:`reclaim` (the same workers again, for a replay);
 - :meth:`assign` ``(worker, Assignment) -> bool`` (False: that worker is gone);
 - :meth:`gone` ``(worker) -> str | None`` (why it left, once it has), :meth:`counts` (per bot);
 - :attr:`wake`: a :class:`threading.Event` set on every change (a worker came, left or is idle
@@ -73,10 +78,10 @@ MAXIMUM_CONCURRENT_RPCS = 1024
 class WorkerRef:
     """One connected worker, as the scheduler sees it.
 
-    ``state`` is ``"idle"``, ``"reserved"`` (picked for a game, no assignment yet) or ``"busy"``
-    (playing ``match_id``); ``left`` is why it went (``None`` while connected); ``held``: its match
-    was lost with its referee, and its Ready makes it reserved for the replay, not idle
-    (:meth:`Lobby.hold`).
+    ``state`` is ``"idle"``, ``"reserved"`` (a game's, not playing: picked and not yet assigned, or
+    done with its match before the game let it go) or ``"busy"`` (playing ``match_id``); ``left`` is
+    why it went (``None`` while connected); ``claimed``: a game has it (from :meth:`Lobby.reserve`
+    until :meth:`Lobby.release`), so its Ready makes it reserved, not idle.
     """
 
     worker_id: str
@@ -88,7 +93,7 @@ class WorkerRef:
     match_id: str = ""
     games: int = 0
     left: str | None = None
-    held: bool = False
+    claimed: bool = False
     _outbox: asyncio.Queue[lpb.ConnectResponse | None] = field(default_factory=asyncio.Queue, repr=False)
 
 
@@ -219,13 +224,14 @@ class Lobby:
 
     def reserve(self, seats: Sequence[str | None]) -> list[WorkerRef | None] | None:
         """One distinct idle worker per seat (``seats[k]`` is the bot of seat k; None: no worker
-        there, e.g. a per-game seat), marked reserved; or None (nothing reserved) when some bot has too
-        few idle workers. The workers that have played fewest games go first, so a pool shares the work."""
+        there, e.g. a per-game seat), marked reserved and claimed by the caller's game until it
+        calls :meth:`release`; or None (nothing reserved) when some bot has too few idle workers. The
+        workers that have played fewest games go first, so a pool shares the work."""
         with self._lock:
             out = self._pick_idle(seats)
             for w in out or ():
                 if w is not None:
-                    w.state = "reserved"
+                    w.state, w.claimed = "reserved", True
         return out
 
     def _pick_idle(self, seats: Sequence[str | None]) -> list[WorkerRef | None] | None:
@@ -245,40 +251,26 @@ class Lobby:
         return [None if bot is None else picked[bot].pop(0) for bot in seats]
 
     def release(self, workers: Sequence[WorkerRef | None]) -> None:
-        """Give back reserved workers that were not assigned (their game could not start), and let
-        held ones (:meth:`hold`) go: idle now, or when their lost match is over."""
+        """The game is done with ``workers`` (from :meth:`reserve` or :meth:`reclaim`; call once per
+        game): each is idle now, or when it sends Ready for the match it is still playing."""
         with self._lock:
             for w in workers:
-                if w is None:
+                if w is None or not w.claimed:
                     continue
-                if w.held or w.state == "reserved":
-                    w.held = False
-                    if w.state == "reserved" and w.left is None:
-                        w.state = "idle"
+                w.claimed = False
+                if w.state == "reserved" and w.left is None:
+                    w.state = "idle"
         self._changed()
 
-    def hold(self, workers: Sequence[WorkerRef | None], match_id: str) -> None:
-        """Keep the workers of a game whose match ``match_id`` was lost with its referee for the game's
-        replay (a worker reserved for it and never assigned, as when CreateMatch failed, too).
-
-        A worker still busy with the lost match (it tries the dead referee until its grace period
-        ends) becomes *reserved*, not idle, when it sends Ready, so no other game takes it meanwhile:
-        with small pools the other games would keep it busy past the replay's wait (``no_show_s``).
-        Take them back with :meth:`reclaim`; :meth:`release` lets them go.
-        """
-        with self._lock:
-            for w in workers:
-                if w is not None and (w.state == "reserved" or (w.state == "busy" and w.match_id == match_id)):
-                    w.held = True
-
     def reclaim(self, workers: Sequence[WorkerRef | None]) -> list[WorkerRef | None] | None:
-        """The held ``workers`` (:meth:`hold`) again, seat by seat, once none is busy with the lost
-        match any more; a worker that left or was not held is replaced by an idle worker of its bot.
-        None (nothing reserved): wait and ask again."""
+        """The game's ``workers`` again, seat by seat, for a replay of a match lost with its referee,
+        once none is still busy with the lost match (a worker tries the dead referee until its grace
+        period ends); a worker that left is replaced by an idle worker of its bot. The result is
+        claimed by the game as :meth:`reserve`'s is. None (nothing changed): wait and ask again."""
         with self._lock:
-            if any(w is not None and w.held and w.left is None and w.state == "busy" for w in workers):
+            if any(w is not None and w.claimed and w.left is None and w.state == "busy" for w in workers):
                 return None
-            kept = [w is None or (w.held and w.left is None) for w in workers]
+            kept = [w is None or (w.claimed and w.left is None) for w in workers]
             need = [None if keep or w is None else w.bot for w, keep in zip(workers, kept, strict=True)]
             spares = self._pick_idle(need)
             if spares is None:
@@ -286,7 +278,7 @@ class Lobby:
             out = [w if keep else spare for w, keep, spare in zip(workers, kept, spares, strict=True)]
             for w in out:
                 if w is not None:
-                    w.state, w.held = "reserved", False
+                    w.state, w.claimed = "reserved", True
         return out
 
     def assign(self, worker: WorkerRef, assignment: lpb.Assignment) -> bool:
@@ -352,7 +344,7 @@ class Lobby:
                 raise _Refusal(grpc.StatusCode.INVALID_ARGUMENT,
                                f"Ready names match {match_id[:80]!r}, but this worker was given "
                                f"{w.match_id or 'no match'!r}")
-            w.state, w.match_id = ("reserved" if w.held else "idle"), ""  # held: for its game's replay
+            w.state, w.match_id = ("reserved" if w.claimed else "idle"), ""  # claimed: its game's still
             w.games += 1
             self._games[w.digest] = self._games.get(w.digest, 0) + 1
         self._changed()

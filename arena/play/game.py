@@ -273,29 +273,38 @@ class GrpcGameRunner:
 
         A :class:`RefereeFailure` (the referee went away, aborted the match, lost the record) is not a
         result: the referee is health-checked (and retired when it does not answer SERVING) and the
-        game is played again from its seed on another live referee, up to ``max_attempts`` times
-        (with freshly reserved workers for its lobby seats).
+        game is played again from its seed on another live referee, up to ``max_attempts`` times,
+        with the same lobby workers (a worker that left is replaced). The workers stay the game's
+        until it returns or raises, then they are released (:meth:`Lobby.release`).
 
         :raises RefereeError: when no referee is left, the attempts are used up (the game stays
             pending for the next run), or a referee refuses the match (exit status 2).
         """
-        if any(name in self.broken for name in game.sides):
-            why = "the bot failed its check before the first game: "
-            return forfeit_result(game, {name: Unplayed(Termination.NOT_STARTED, why + self.broken[name])
-                                         for name in game.sides if name in self.broken})
+        claimed = list(workers or ())
+        try:
+            if any(name in self.broken for name in game.sides):
+                why = "the bot failed its check before the first game: "
+                return forfeit_result(game, {name: Unplayed(Termination.NOT_STARTED, why + self.broken[name])
+                                             for name in game.sides if name in self.broken})
+            return self._attempts(game, claimed)
+        finally:
+            if claimed and self.lobby is not None:
+                self.lobby.release(claimed)  # idle now, or at their Ready; never before the game is done
+
+    def _attempts(self, game: ScheduledGame, workers: list[WorkerRef | None]) -> GameResult:
+        """:meth:`play`'s attempts; ``workers`` (the game's lobby seats, or empty) is updated in place
+        when a replay takes other workers (:meth:`_reserve_again`), so the caller releases those."""
         tried: list[str] = []
         failures: list[str] = []
         for attempt in range(self.max_attempts):
             if attempt and workers:
-                workers = self._reserve_again(game, workers)
+                workers[:] = self._reserve_again(game, workers)
             conn = self.pool.acquire(avoid=tried)
             if conn is None:
                 break
             try:
-                return self._play_on(conn, game, attempt, workers or ())
+                return self._play_on(conn, game, attempt, workers)
             except RefereeFailure as e:
-                if workers and self.lobby is not None:
-                    self.lobby.hold(workers, e.match_id)
                 tried.append(conn.address)
                 failures.append(str(e))
                 retired = not conn.healthy() and self.pool.retire(conn, str(e))
@@ -305,8 +314,6 @@ class GrpcGameRunner:
                     self._event(f"referee {conn.address} retired for the rest of this run ({left} left)")
             finally:
                 self.pool.release(conn)
-        if workers and self.lobby is not None:
-            self.lobby.release(workers)  # reserved or held for a replay that will not be played now
         why = failures[-1] if failures else "no referee was left to play it"
         if not self.pool.alive:
             gone = "; ".join(f"{a} ({w})" for a, w in self.pool.retired.items())
@@ -433,9 +440,9 @@ class GrpcGameRunner:
         return None
 
     def _reserve_again(self, game: ScheduledGame, held: Sequence[WorkerRef | None]) -> list[WorkerRef | None]:
-        """The workers of ``game``'s lost match (held for it: :meth:`Lobby.hold`), for its replay after a
-        referee failure: wait up to ``no_show_s`` for them to be done with the lost match (a worker
-        that left is replaced by another of its bot).
+        """The workers of ``game``'s lost match (still the game's: :meth:`Lobby.reclaim`), for its replay
+        after a referee failure: wait up to ``no_show_s`` for them to be done with the lost match (a
+        worker that left is replaced by another of its bot).
 
         :raises RefereeError: if they do not come (the game stays pending for the next run).
         """
@@ -446,7 +453,6 @@ class GrpcGameRunner:
             if got is not None:
                 return got
             time.sleep(0.1)
-        self.lobby.release(held)
         raise RefereeError(f"{game.game_id}: no workers to play it again after a referee failure")
 
     def _play_on(
