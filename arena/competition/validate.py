@@ -12,11 +12,9 @@ the container reaches, and a bot cannot write into the host's folder. Every cont
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -24,13 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arena.competition.book import LOG_TAIL_CHARS
+from arena.hosting.tether import tether_command
 
 #: Debian's docker CLI (the conformance suite starts each scenario's bot with it).
 DOCKER = shutil.which("docker") or "/usr/bin/docker"
 #: The label every validation container carries (value: the validation's key).
 LABEL = "org.allfours.validate"
-#: Linux prctl option: the signal a child gets when the thread that forked it ends.
-PR_SET_PDEATHSIG = 1
 #: Seconds the whole suite may take before the submission is rejected.
 VALIDATE_TIMEOUT_S = 900
 #: Seconds from a container's launch to its Hello (a container starts slower than a process).
@@ -55,15 +52,6 @@ def container_command(image: str, key: str, socket_dir: str, cpus: float, memory
             "--pids-limit", "64", "--cpus", f"{cpus:g}", "--user", "10001:10001", "--ipc", "private",
             "--label", f"{LABEL}={key}", "-v", f"{socket_dir}:{socket_dir}:ro",
             "-e", "ALLFOURS_TICKET", "-e", "ALLFOURS_REFEREE", image]
-
-
-def die_with_the_arena() -> None:
-    """``preexec_fn`` of the suite's process: it gets SIGKILL when the arena's thread that started it
-    ends (Linux ``prctl(PR_SET_PDEATHSIG)``), so an arena killed mid-validation leaves no suite running
-    on (the submission is validated again at the next start)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
 
 
 def remove_containers(key: str) -> None:
@@ -114,11 +102,11 @@ def validate_image(image: str, key: str, checks: Sequence[str], cpus: float = 1.
         for check in checks:
             argv += ["--only", check]
         argv += ["--", *container_command(image, key, sockets, cpus, memory_mb)]
+        argv = tether_command(argv)  # the suite dies with the arena (not preexec_fn: arena.hosting.tether)
         os.chmod(sockets, 0o755)
         remove_containers(key)  # left by a validation of this submission that a killed arena cut short
         try:
-            r = subprocess.run(argv, capture_output=True, text=True, timeout=VALIDATE_TIMEOUT_S,
-                               preexec_fn=die_with_the_arena)
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=VALIDATE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             return Verdict(False, ("suite",), f"the conformance suite took over {VALIDATE_TIMEOUT_S} s")
         finally:
