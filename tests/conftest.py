@@ -9,7 +9,7 @@ facility through ``scripts/setup.sh`` and a skip there would hide a test that ne
 from __future__ import annotations
 
 import os
-import signal
+import sys
 
 import pytest
 
@@ -29,9 +29,12 @@ def require(available: bool, why: str) -> None:
     pytest.skip(why)
 
 
-def terminal_default_sigint() -> None:
-    """``preexec_fn`` for a command a test interrupts as a terminal's Ctrl-C would: SIGINT at its default,
-    as a terminal's shell starts commands. A test run started in the background of a non-interactive
-    shell (``… &``: CI harnesses) has SIGINT ignored, children inherit that, and bash cannot trap a
-    signal ignored on entry: the script under test would never see the interrupt."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+def default_sigint(argv: list[str]) -> list[str]:
+    """``argv`` started with SIGINT at its default, for a command a test interrupts as a terminal's Ctrl-C
+    would, as a terminal's shell starts commands. A test run started in the background of a
+    non-interactive shell (``… &``: CI harnesses) has SIGINT ignored, children inherit that, and bash
+    cannot trap a signal ignored on entry: the script under test would never see the interrupt. A
+    Python that resets it and execs ``argv`` (same process), not ``preexec_fn``: Python code between
+    fork and exec in a process that has used gRPC can abort the child (arena/hosting/tether.py)."""
+    reset = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])"
+    return [sys.executable, "-c", reset, *argv]

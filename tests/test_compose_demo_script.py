@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import terminal_default_sigint
+from tests.conftest import default_sigint
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,9 +63,8 @@ def test_ctrl_c_at_each_step_takes_the_stack_down(tmp_path: Path, step: str) -> 
         "ALLFOURS_BASE": "allfours-base-node:test",  # given: the script makes no base image
         "ALLFOURS_RESULTS": str(tmp_path / "results"),
     }
-    proc = subprocess.Popen(["bash", "docker/compose-demo.sh"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=terminal_default_sigint)
+    proc = subprocess.Popen(default_sigint(["bash", "docker/compose-demo.sh"]), cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
         while not Path(f"{log}.{step}").exists():

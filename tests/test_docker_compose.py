@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import require, terminal_default_sigint
+from tests.conftest import default_sigint, require
 from tests.docker_helpers import DOCKER, ROOT, base_image, docker_client
 
 pytestmark = pytest.mark.slow
@@ -145,9 +145,9 @@ def test_readme_compose_command_takes_the_stack_down_on_ctrl_c(env: dict[str, st
     client = docker_client()
     project = f"{env['COMPOSE_PROJECT_NAME']}i"
     e = {**env, "ALLFOURS_RESULTS": str(tmp_path / "results"), "COMPOSE_PROJECT_NAME": project}
-    proc = subprocess.Popen(["bash", "-c", f"set -euo pipefail; {readme_command('compose-command')}"], cwd=ROOT,
-                            env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, preexec_fn=terminal_default_sigint)
+    command = default_sigint(["bash", "-c", f"set -euo pipefail; {readme_command('compose-command')}"])
+    proc = subprocess.Popen(command, cwd=ROOT, env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     try:
         # once any container of the stack runs (the referees start before the arena, so a quick demo
         # cannot end between two looks); a command that ended by itself first fails the 130 below
