@@ -14,15 +14,23 @@ are always separate processes), both servers with the garbage collector set up a
 sets it (:func:`referee.server.tune_gc`); ``--same-process`` runs server and clients on one event loop, which
 charges every extra asyncio hop twice. Prints the ratio of the referee's per-decision latency to
 the bare round trip (p50 and p99). Target (issue #3): ratio <= 1.5.
+
+``--baseline DIR`` adds a third server: the referee of another checkout (e.g. ``git archive main | tar
+-x -C /tmp/main``), in its own process, playing the same matches in the same interleaved rounds (the
+two referees take turns going first), so that a change is compared with the code before it on the
+same machine in the same minutes: the only comparison a noisy machine allows (docs/architecture.md,
+The referee's speed).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import multiprocessing as mp
 import os
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
@@ -96,6 +104,42 @@ def _serve(kind: str, conn: Any) -> None:
             await asyncio.get_running_loop().run_in_executor(None, conn.recv)
 
     asyncio.run(main())
+
+
+#: What a ``--baseline`` checkout runs (cwd = the checkout, so its own ``referee`` is imported): its
+#: referee on 127.0.0.1:0 with the GC tuned as ``referee serve`` tunes it, the address printed, until
+#: stdin closes.
+_BASELINE_SERVER = f"""
+import asyncio, sys
+from referee.cli import configure_logging
+from referee.server import start_server, tune_gc
+
+async def main():
+    configure_logging("warning")
+    async with start_server(port=0, admin_token={TOKEN!r}) as server:
+        tune_gc()
+        print(server.address, flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+asyncio.run(main())
+"""
+
+
+@asynccontextmanager
+async def baseline_in_child(checkout: Path) -> AsyncIterator[str]:
+    """The referee of the checkout ``checkout`` in its own process; yield its address."""
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    proc = subprocess.Popen([sys.executable, "-c", _BASELINE_SERVER], cwd=checkout, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        address = await asyncio.get_running_loop().run_in_executor(None, proc.stdout.readline)
+        if not address:
+            raise RuntimeError(f"the baseline referee in {checkout} did not start")
+        yield address.strip()
+    finally:
+        proc.stdin.close()
+        proc.wait(10)
 
 
 @asynccontextmanager
@@ -173,30 +217,43 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-async def measure(same_process: bool, seconds: float, matches: int, games: int, rounds: int) -> dict[str, Any]:
+async def measure(same_process: bool, seconds: float, matches: int, games: int, rounds: int,
+                  baseline: Path | None = None) -> dict[str, Any]:
     """Both measurements, interleaved: ``rounds`` rounds, each a slice of the bare ping-pong then a
     slice of the referee's matches, both servers up all along, so that the machine's drift (these
-    machines are noisy) falls on both alike. Samples are pooled over the rounds."""
+    machines are noisy) falls on both alike. Samples are pooled over the rounds. With ``baseline``
+    (a checkout), each round also plays as many matches on that checkout's referee, which goes first
+    in every other round."""
     host: Callable[[str], Any] = (lambda kind: echo_server() if kind == "bare" else referee_server()) \
         if same_process else server_in_child
     b: list[float] = []
     lat: list[float] = []
+    base_lat: list[float] = []
     decisions = games_played = 0
     elapsed = 0.0
     per_round: list[tuple[float, float]] = []
-    async with host("bare") as bare_address, host("referee") as referee_address:
+    async with contextlib.AsyncExitStack() as servers:
+        bare_address = await servers.enter_async_context(host("bare"))
+        referee_address = await servers.enter_async_context(host("referee"))
+        base_address = None if baseline is None else await servers.enter_async_context(baseline_in_child(baseline))
         await bare(bare_address, min(0.5, seconds / rounds))  # warm-up, not counted
-        await referee(referee_address, 1, 1)
+        for address in (referee_address, base_address):
+            if address is not None:
+                await referee(address, 1, 1)
         for r in range(rounds):
             share = matches // rounds + (1 if r < matches % rounds else 0)
             rb = await bare(bare_address, seconds / rounds)
+            if base_address is not None and r % 2:
+                base_lat += (await referee(base_address, max(1, share), games))[0]
             rl, d, g, e = await referee(referee_address, max(1, share), games)
+            if base_address is not None and not r % 2:
+                base_lat += (await referee(base_address, max(1, share), games))[0]
             b += rb
             lat += rl
             decisions, games_played, elapsed = decisions + d, games_played + g, elapsed + e
             per_round.append((pct(rl, 0.5) / pct(rb, 0.5), pct(rl, 0.99) / pct(rb, 0.99)))
-    return {"bare": b, "lat": lat, "decisions": decisions, "games": games_played, "elapsed": elapsed,
-            "per_round": per_round}
+    return {"bare": b, "lat": lat, "baseline": base_lat, "decisions": decisions, "games": games_played,
+            "elapsed": elapsed, "per_round": per_round}
 
 
 def main() -> None:
@@ -208,9 +265,11 @@ def main() -> None:
     p.add_argument("--games", type=int, default=3, help="games per match")
     p.add_argument("--rounds", type=int, default=10, help="interleaved rounds of bare then referee")
     p.add_argument("--same-process", action="store_true", help="servers and clients on one event loop")
+    p.add_argument("--baseline", type=Path, metavar="DIR",
+                   help="also measure the referee of this checkout, in the same rounds")
     a = p.parse_args()
     configure_logging("warning")
-    r = asyncio.run(measure(a.same_process, a.seconds, a.matches, a.games, max(1, a.rounds)))
+    r = asyncio.run(measure(a.same_process, a.seconds, a.matches, a.games, max(1, a.rounds), a.baseline))
     b, lat = r["bare"], r["lat"]
     bp50, bp99 = pct(b, 0.5) * 1e3, pct(b, 0.99) * 1e3
     rp50, rp99 = pct(lat, 0.5) * 1e3, pct(lat, 0.99) * 1e3
@@ -225,6 +284,10 @@ def main() -> None:
     rounds = "  ".join(f"{x:.2f}/{y:.2f}" for x, y in r["per_round"])
     print(f"rounds p50/p99:   {rounds}")
     print(f"ratio vs bare:    p50 {rp50 / bp50:.2f}  p99 {rp99 / bp99:.2f}  (target <= 1.5)")
+    if a.baseline is not None:
+        base = r["baseline"]
+        print(f"baseline ratio:   p50 {pct(base, 0.5) * 1e3 / bp50:.2f}  p99 {pct(base, 0.99) * 1e3 / bp99:.2f}  "
+              f"({a.baseline}: {len(base)} samples in the same rounds)")
 
 
 if __name__ == "__main__":
