@@ -106,7 +106,7 @@ def _serve(kind: str, conn: Any) -> None:
     asyncio.run(main())
 
 
-#: What a ``--baseline`` checkout runs (cwd = the checkout, so its own ``referee`` is imported): its
+#: What a checkout's referee runs for ``--baseline`` (cwd = the checkout, so its own ``referee`` is imported): its
 #: referee on 127.0.0.1:0 with the GC tuned as ``referee serve`` tunes it, the address printed, until
 #: stdin closes.
 _BASELINE_SERVER = f"""
@@ -126,7 +126,7 @@ asyncio.run(main())
 
 
 @asynccontextmanager
-async def baseline_in_child(checkout: Path) -> AsyncIterator[str]:
+async def checkout_in_child(checkout: Path) -> AsyncIterator[str]:
     """The referee of the checkout ``checkout`` in its own process; yield its address."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     proc = subprocess.Popen([sys.executable, "-c", _BASELINE_SERVER], cwd=checkout, env=env,
@@ -234,8 +234,10 @@ async def measure(same_process: bool, seconds: float, matches: int, games: int, 
     per_round: list[tuple[float, float]] = []
     async with contextlib.AsyncExitStack() as servers:
         bare_address = await servers.enter_async_context(host("bare"))
-        referee_address = await servers.enter_async_context(host("referee"))
-        base_address = None if baseline is None else await servers.enter_async_context(baseline_in_child(baseline))
+        # Against a baseline, this checkout's referee is started the same way as the baseline's.
+        referee_address = await servers.enter_async_context(
+            host("referee") if baseline is None else checkout_in_child(Path(__file__).resolve().parent.parent))
+        base_address = None if baseline is None else await servers.enter_async_context(checkout_in_child(baseline))
         await bare(bare_address, min(0.5, seconds / rounds))  # warm-up, not counted
         for address in (referee_address, base_address):
             if address is not None:
