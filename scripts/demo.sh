@@ -4,7 +4,8 @@
 #   - nodejs: `npm ci --prefix sample_bots/js` (needs Node.js >= 18 and npm);
 #   - cpp: `bash sample_bots/cpp/build.sh` (needs Debian's gRPC C++ toolchain: scripts/setup.sh).
 # A bot that cannot be prepared is left out of the tournament, said in one line with the reason
-# (`demo: left out nodejs (…); cpp (…)`), and the others play (output: arena-out/demo-without-…);
+# (`demo: left out nodejs (…); cpp (…)`), and the others play as many games as the full demo, in more
+# duplicate pairs a pairing (output: arena-out/demo-without-…);
 # with every bot seated this is exactly `arena run examples/demo.toml` (output: arena-out/demo).
 # Either way every seated bot runs sandboxed, as demo.toml says (bubblewrap: Debian's `bubblewrap`,
 # installed first when missing and this user may; without it arena run stops at once with one line
@@ -63,6 +64,7 @@ fi
 names=$(printf '%s\n' "${left[@]}" | cut -d' ' -f1 | paste -sd- -)
 config="examples/.demo-without-$names.toml"  # beside demo.toml: its relative paths stay right (git-ignored)
 python3 - "$config" "$names" <<'EOF'
+import re
 import sys
 from pathlib import Path
 
@@ -71,6 +73,14 @@ head, *bots = Path("examples/demo.toml").read_text().split("\n[[bots]]\n")
 kept = [b for b in bots if not any(f'name = "{n}"\n' in b for n in names)]
 head = head.replace('output = "../arena-out/demo"', f'output = "../arena-out/demo-without-{"-".join(names)}"')
 head = head.replace('name = "demo"', f'name = "demo-without-{"-".join(names)}"')
+# As many games as the full demo: fewer pairings play more duplicate pairs each (an even count), so the
+# board tells the seated bots apart as well as the full one does (3 bots: 3 pairings of 20 games).
+gpp = int(re.search(r"^games_per_pairing = (\d+)", head, re.M).group(1))
+games = gpp * len(bots) * (len(bots) - 1) // 2
+pairings = len(kept) * (len(kept) - 1) // 2
+more = max(gpp, 2 * round(games / pairings / 2))
+head = re.sub(r"^games_per_pairing = \d+ *#.*$", f"games_per_pairing = {more}  # {games} games, as the full demo",
+              head, count=1, flags=re.M)
 Path(config).write_text("\n[[bots]]\n".join([head, *kept]))
 EOF
 echo "demo: left out $(printf '%s; ' "${left[@]}" | sed 's/; $//'); the other sample bots play" >&2

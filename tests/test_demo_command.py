@@ -45,7 +45,7 @@ def bare_path(tmp: Path) -> str:
 def test_demo_seats_the_bots_that_can_run_and_says_which_it_left_out(tmp_path: Path) -> None:
     """The demo part of the README command (after `pip install -e .`) with no node and no C++ toolchain:
     one line names nodejs and cpp and why, the Python sample bots (random, heuristic and the search bot at
-    its demo level) play every game to the end (3 pairings of examples/demo.toml's games_per_pairing),
+    its demo level) play every game to the end, as many as the full demo (60: 3 pairings of 20 games),
     each in its sandbox (seeing its own folder, not the repository; none named unsandboxed on the
     leaderboard)."""
     command = readme_command("demo-command")
@@ -61,7 +61,7 @@ def test_demo_seats_the_bots_that_can_run_and_says_which_it_left_out(tmp_path: P
         assert len(said) == 1 and "nodejs (no node" in said[0] and "cpp (cmake not found" in said[0], r.stderr
         games = [json.loads(x) for x in (out_dir / "games.jsonl").read_text().splitlines()]
         seated = {g["a"] for g in games} | {g["b"] for g in games}
-        assert len(games) == 18 and seated == {"random", "heuristic", "search"}
+        assert len(games) == 60 and seated == {"random", "heuristic", "search"}
         assert all(g["terminations"] == ["normal"] * 4 for g in games)
         assert (out_dir / "leaderboard.html").stat().st_size > 0
         assert 'id="unsandboxed"' not in (out_dir / "leaderboard.html").read_text()
