@@ -288,6 +288,27 @@ def test_bot_client_reports_an_unreachable_referee() -> None:
         BotClient(HeuristicBot(), "127.0.0.1:9", "t", connect_timeout_s=0.5).run()
 
 
+@pytest.mark.parametrize("bot", ["python", "node"])
+def test_a_referee_address_that_takes_the_connection_and_never_answers_is_given_up(bot: str) -> None:
+    """An address that accepts TCP and never speaks (a killed referee's address can behave so on a
+    swarm's overlay network): the bot gives up with "cannot reach the referee" and exits 1, instead of
+    holding its seat for ever. The Node.js bot hung here (a worker of it never got back to the lobby,
+    and a lost game's replay waited past ``no_show_s``); the Python SDK gives up at gRPC's 20 s
+    handshake limit."""
+    import socket
+
+    if bot == "node":
+        require(NODE is not None and (ROOT / "sample_bots/js/node_modules").is_dir(),
+                "node or sample_bots/js/node_modules missing (npm ci --prefix sample_bots/js)")
+    with socket.create_server(("127.0.0.1", 0), backlog=16) as silent:  # listens, never accepts
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
+        argv = ([str(NODE), str(JS_BOT), "--connect-timeout-ms", "2000"] if bot == "node" else
+                [sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--connect-timeout", "2"])
+        r = subprocess.run([*argv, "--referee", address, "--ticket", "t"], cwd=ROOT, env=ENV, capture_output=True,
+                           text=True, timeout=120)
+    assert r.returncode == 1 and f"cannot reach the referee at {address}" in r.stderr, (r.returncode, r.stderr)
+
+
 class Proxy:
     """A TCP proxy to the referee whose connections can be cut, to force a transport error."""
 

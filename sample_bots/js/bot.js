@@ -237,8 +237,19 @@ function playMatch(proto, referee, ticket, opts, tls = false) {
         return;
       }
       log(`connection lost (${why}); reconnecting with the same ticket`);
-      setTimeout(connect, Math.min(backoff, windowEnd - now));
+      setTimeout(dial, Math.min(backoff, windowEnd - now));
       backoff = Math.min(backoff * 2, 1000);
+    }
+
+    // Every connection waits for the channel until windowEnd at most: an address that takes the TCP
+    // connection but never answers (a killed referee's, on some networks) would otherwise hold the
+    // call, and the seat with it, for ever; a worker would never get back to the lobby.
+    function dial() {
+      client.waitForReady(windowEnd, (err) => {
+        if (done) return;
+        if (err) fail(`cannot reach the referee at ${referee}: no connection within the reconnect window`);
+        else connect();
+      });
     }
 
     function connect() {
@@ -332,7 +343,7 @@ function playMatch(proto, referee, ticket, opts, tls = false) {
         bot_version: opts.version } });
     }
 
-    connect();
+    dial();
   });
 }
 
