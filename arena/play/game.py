@@ -574,13 +574,13 @@ class GrpcGameRunner:
         try:
             result = self._watch(conn, game, mid)
         except grpc.RpcError as e:
-            raise RefereeFailure(conn.address, f"match {mid} lost: {rpc_status(e)}", mid) from None
+            raise RefereeFailure(conn.address, f"match {mid} lost: {rpc_status(e)}") from None
         early = [None if p is None else p.poll() for p in procs]
         if result is None:
-            raise RefereeFailure(conn.address, f"match {mid}: the watch stream ended without a result", mid)
+            raise RefereeFailure(conn.address, f"match {mid}: the watch stream ended without a result")
         if result.status == pb.MATCH_STATUS_ABORTED:
             detail = next((s.detail for s in result.seats if s.detail), "")
-            raise RefereeFailure(conn.address, f"match {mid} aborted by the referee: {detail or 'no reason'}", mid)
+            raise RefereeFailure(conn.address, f"match {mid} aborted by the referee: {detail or 'no reason'}")
         return result, early
 
     def _crashed(self, ends: _SeatEnds) -> list[bool]:
@@ -740,14 +740,14 @@ class GrpcGameRunner:
             except grpc.RpcError as e:
                 if e.code() != grpc.StatusCode.FAILED_PRECONDITION or time.monotonic() > deadline:
                     why = f"match {match_id}: no record: {rpc_status(e)}"
-                    raise RefereeFailure(conn.address, why, match_id) from None
+                    raise RefereeFailure(conn.address, why) from None
                 time.sleep(0.05)
                 continue
             if rec.complete:
                 break
             if time.monotonic() > deadline:
                 why = f"match {match_id}: the record is incomplete after the result"
-                raise RefereeFailure(conn.address, why, match_id)
+                raise RefereeFailure(conn.address, why)
             time.sleep(0.05)
         rel = Path("records") / f"{game.game_id}.jsonl"
         path = self.output / rel

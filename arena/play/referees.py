@@ -66,14 +66,12 @@ class RefereeFailure(RuntimeError):
 
     The referee became unreachable, went away mid-game, aborted the match (its shutdown) or could not
     hand over the match record. Such a game is never stored as a result; it is played again from its
-    scheduled seed (same deal) on another referee, or on the next run. ``match_id``: the lost match
-    ("" when none was created).
+    scheduled seed (same deal) on another referee, or on the next run.
     """
 
-    def __init__(self, address: str, message: str, match_id: str = ""):
+    def __init__(self, address: str, message: str):
         super().__init__(f"referee {address}: {message}")
         self.address = address
-        self.match_id = match_id
 
 
 def rpc_status(e: grpc.RpcError) -> str:
