@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +28,15 @@ def require(available: bool, why: str) -> None:
     if IN_CI:
         pytest.fail(f"CI must run this test but {why}", pytrace=False)
     pytest.skip(why)
+
+
+def running(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie, dead and waiting for its parent, is not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
 
 
 def default_sigint(argv: list[str]) -> list[str]:

@@ -30,6 +30,7 @@ import pytest
 from arena.competition.client import SubmissionClient, pack
 from arena.config import ConfigError, check_bot_cwds, load_config, parse_config
 from arena.hosting.shepherd import descendants
+from tests.conftest import running
 from tests.docker_helpers import base_image, docker_client
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -297,7 +298,7 @@ def test_a_restart_mid_build_resumes_the_submission(league: tuple[Path, int, Ser
     serve.proc.kill()  # SIGKILL mid-validation: nothing is told
     serve.proc.wait(30)
     deadline = time.monotonic() + 10  # the suite dies with the arena (it would wait on for the slow bot)
-    while any(_alive(pid) for pid in suites):
+    while any(running(pid) for pid in suites):
         assert time.monotonic() < deadline, f"the conformance suite {suites} outlived the killed arena"
         time.sleep(0.1)
     again = Serve(cfg, tmp_path / "serve-again.log")
@@ -322,15 +323,6 @@ def _children(pid: int, needle: str) -> list[int]:
         if needle in cmd:
             found.append(kid)
     return found
-
-
-def _alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie, dead and waiting for its parent, is not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
 
 
 def _worker(port: int, token: str, name: str, log: Path) -> subprocess.Popen[str]:

@@ -20,6 +20,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from arena.hosting.tether import tether_command
+from tests.conftest import running
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -84,17 +85,9 @@ def test_a_tethered_child_dies_with_the_thread_that_started_it() -> None:
         time.sleep(0.01)
     parent.kill()
     parent.wait(30)
-    while _alive(child):  # reparented, then killed by the tether
+    while running(child):  # reparented, then killed by the tether
         assert time.monotonic() < deadline, f"tethered child {child} outlived its parent"
         time.sleep(0.05)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
 
 
 def test_the_tether_says_what_is_wrong_in_one_line() -> None:
