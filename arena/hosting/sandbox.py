@@ -61,6 +61,10 @@ STOP_GRACE_S = 2
 #: Bytes of a container's output copied into the arena's seat log at most (default; the arena passes
 #: ``tournament.bot_log_bytes``).
 LOG_COPY_BYTES = 1 << 20
+#: Seconds to wait, after a container we did not stop died by SIGKILL, for docker to mark it
+#: ``OOMKilled``: containerd's OOM event may reach dockerd after the exit event (docker 20.10 sets the
+#: mark when it comes), most often when dockerd is busy, e.g. copying another bot's flood of output.
+OOM_MARK_WAIT_S = 3.0
 
 
 class SandboxError(RuntimeError):
@@ -146,12 +150,27 @@ class BotContainer:
         state = self.container.attrs.get("State", {})
         self.pids_limited = self.pids_limited or _pids_limit_reached(str(self.container.id))
         if state.get("Status") in ("exited", "dead"):
-            self.oom_killed = bool(state.get("OOMKilled"))
             code = int(state.get("ExitCode", -1))
+            self.oom_killed = bool(state.get("OOMKilled")) or (
+                code == 128 + signal.SIGKILL and not self._signalled and self._late_oom_mark())
             if self._signalled and not self.oom_killed and code in (128 + signal.SIGTERM, 128 + signal.SIGKILL):
                 code = 128 - code  # stopped by us: like a process, -SIGTERM / -SIGKILL
             self.returncode = code
         return self.returncode
+
+    def _late_oom_mark(self) -> bool:
+        """Whether docker marks the exited container ``OOMKilled`` within :data:`OOM_MARK_WAIT_S`
+        seconds (asked for an unexplained SIGKILL only: the kernel's OOM killer is its usual sender)."""
+        deadline = time.monotonic() + OOM_MARK_WAIT_S
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            try:
+                self.container.reload()
+            except Exception:
+                return False
+            if self.container.attrs.get("State", {}).get("OOMKilled"):
+                return True
+        return False
 
     def wait(self, timeout: float) -> int | None:
         """Wait up to ``timeout`` seconds for the container to exit; returns :meth:`poll`."""
