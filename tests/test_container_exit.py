@@ -1,10 +1,12 @@
-"""How :class:`arena.hosting.sandbox.BotContainer` reads a bot container's end from docker's state,
-with a stand-in for the docker SDK's container (its ``reload`` walks through given states): no
-daemon needed, so the states docker's races produce can be given exactly."""
+"""How :class:`arena.hosting.sandbox.BotContainer` reads a bot container's end from docker's state
+and, when docker lost the OOM mark, from the kernel's log; with a stand-in for the docker SDK's
+container (its ``reload`` walks through given states) and a file for the kernel's log: no daemon
+needed, so the states docker's races produce can be given exactly."""
 
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,9 +19,9 @@ class Replayed:
     """A docker SDK container whose ``attrs["State"]`` is the next of ``states`` at each ``reload``
     (the last one repeats)."""
 
-    def __init__(self, *states: dict[str, Any]) -> None:
+    def __init__(self, *states: dict[str, Any], id: str = "0" * 64) -> None:
         self.states = list(states)
-        self.id = "0" * 64
+        self.id = id
         self.attrs: dict[str, Any] = {}
         self.reloads = 0
 
@@ -33,8 +35,20 @@ def exited(code: int, oom: bool) -> dict[str, Any]:
 
 
 @pytest.fixture(autouse=True)
-def short_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+def short_wait(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A one-second wait for a late mark, and an empty kernel log (a file); returns the log's path."""
     monkeypatch.setattr(sandbox, "OOM_MARK_WAIT_S", 1.0)
+    log = tmp_path / "kmsg"
+    log.write_text("6,1,100,-;eth0: link up\n")
+    monkeypatch.setattr(sandbox, "KERNEL_LOG", log)
+    return log
+
+
+def oom_kill_record(container_id: str) -> str:
+    """The kernel's record of an OOM kill in a docker container's cgroup (as Linux 6 writes it)."""
+    memcg = f"/docker/{container_id}"
+    return (f"6,1753,35183507272,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset={container_id},"
+            f"mems_allowed=0,oom_memcg={memcg},task_memcg={memcg},task=python,pid=18267,uid=10001\n")
 
 
 KILLED = 128 + signal.SIGKILL
@@ -63,4 +77,38 @@ def test_a_running_container_has_no_exit_yet() -> None:
     box = BotContainer(container=Replayed({"Status": "running"}, exited(0, False)), name="seat0")
     assert box.poll() is None
     assert box.poll() == 0
+    assert box.oom_killed is False
+
+
+HOG = "3f" * 32
+OTHER = "8a" * 32
+
+
+@pytest.mark.parametrize(("records", "oom"), [
+    ([oom_kill_record(HOG)], True),  # docker lost the mark; the kernel's log names this container
+    ([oom_kill_record(OTHER)], False),  # another container's kill
+    ([oom_kill_record(OTHER), "6,2,5,-;" + "x" * 9000 + "\n", oom_kill_record(HOG)], True),  # past a long record
+    ([], False),
+], ids=["this-container", "another-container", "after-a-long-record", "no-kill"])
+def test_a_kill_docker_did_not_mark_is_found_in_the_kernels_log(
+    short_wait: Path, records: list[str], oom: bool
+) -> None:
+    with short_wait.open("a") as f:
+        f.writelines(records)
+    box = BotContainer(container=Replayed(exited(KILLED, False), id=HOG), name="seat0")
+    assert box.poll() == KILLED
+    assert box.oom_killed is oom
+
+
+def test_an_unreadable_kernel_log_leaves_the_kill_unexplained(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(sandbox, "KERNEL_LOG", tmp_path / "missing")
+    box = BotContainer(container=Replayed(exited(KILLED, False), id=HOG), name="seat0")
+    assert box.poll() == KILLED
+    assert box.oom_killed is False
+
+
+def test_the_kernels_log_is_not_read_for_an_exit_that_is_no_kill(short_wait: Path) -> None:
+    short_wait.write_text(oom_kill_record(HOG))  # even a matching record does not turn an exit 1 into a kill
+    box = BotContainer(container=Replayed(exited(1, False), id=HOG), name="seat0")
+    assert box.poll() == 1
     assert box.oom_killed is False

@@ -242,7 +242,7 @@ def test_memory_forks_floods_and_sigterm_change_only_their_own_games(
         for seat, term in enumerate(g["terminations"]):
             name = sides[seat % 2]  # seat k plays for side k % 2
             if name == "hog" and (term != "other_seat_forfeited" or "plain" in sides):
-                assert term == "oom", g
+                assert term == "oom", (g.get("reasons"), g)
                 assert any(x.startswith(f"seat {seat} (hog) oom: container was killed at its memory limit (64 MiB)")
                            for x in g["reasons"]), g
             elif name in ("plain", "stubborn"):

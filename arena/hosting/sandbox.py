@@ -65,6 +65,11 @@ LOG_COPY_BYTES = 1 << 20
 #: ``OOMKilled``: containerd's OOM event may reach dockerd after the exit event (docker 20.10 sets the
 #: mark when it comes), most often when dockerd is busy, e.g. copying another bot's flood of output.
 OOM_MARK_WAIT_S = 3.0
+#: The kernel's log, where the OOM killer writes ``oom-kill:...,task_memcg=/docker/<id>,...`` for each
+#: kill: the witness of last resort when docker loses the mark (containerd drops the OOM event when
+#: the container's cgroup is gone before its watcher reads it, most often under load). Readable by
+#: root on the host; elsewhere unreadable, and such a kill reads as a crash with status 137.
+KERNEL_LOG = Path("/dev/kmsg")
 
 
 class SandboxError(RuntimeError):
@@ -152,7 +157,8 @@ class BotContainer:
         if state.get("Status") in ("exited", "dead"):
             code = int(state.get("ExitCode", -1))
             self.oom_killed = bool(state.get("OOMKilled")) or (
-                code == 128 + signal.SIGKILL and not self._signalled and self._late_oom_mark())
+                code == 128 + signal.SIGKILL and not self._signalled
+                and (self._late_oom_mark() or _kernel_killed_for_memory(str(self.container.id))))
             if self._signalled and not self.oom_killed and code in (128 + signal.SIGTERM, 128 + signal.SIGKILL):
                 code = 128 - code  # stopped by us: like a process, -SIGTERM / -SIGKILL
             self.returncode = code
@@ -222,6 +228,37 @@ def _pids_limit_reached(container_id: str) -> bool:
         counts = dict(line.split() for line in text.splitlines() if len(line.split()) == 2)
         return int(counts.get("max", "0")) > 0
     return False
+
+
+def _kernel_killed_for_memory(container_id: str) -> bool:
+    """Whether the kernel's log (:data:`KERNEL_LOG`) holds an OOM kill of a task in the cgroup of
+    container ``container_id`` (64 hex digits): a line ``oom-kill:…,task_memcg=…<id>…``. False when
+    the log cannot be read (not root, or not on the host)."""
+    try:
+        fd = os.open(KERNEL_LOG, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return False
+    def killed(line: str) -> bool:
+        return "oom-kill:" in line and container_id in line.partition("task_memcg=")[2]
+
+    rest = ""  # a line cut at the end of a chunk (a plain file; /dev/kmsg reads whole records)
+    try:
+        while True:
+            try:
+                chunk = os.read(fd, 8192)
+            except BlockingIOError:
+                chunk = b""  # the end of /dev/kmsg
+            except BrokenPipeError:
+                continue  # records overwritten while reading: go on with the next
+            if not chunk:
+                return killed(rest)
+            *lines, rest = (rest + chunk.decode("utf-8", "replace")).split("\n")
+            if any(map(killed, lines)):
+                return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _copy_logs(container: Any, path: Path, limit: int) -> None:
