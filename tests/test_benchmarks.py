@@ -45,6 +45,17 @@ def test_referee_benchmark_measures_a_baseline_checkout_in_the_same_rounds(tmp_p
 
 
 @pytest.mark.slow
+def test_referee_shape_benchmark_prints_each_shape_against_the_bare_ping_pong(tmp_path: Path) -> None:
+    out = run("referee_shape.py", "--seconds", "0.4", "--rounds", "1", cwd=tmp_path)
+    assert re.search(r"DecisionRequest:\s+[1-9]\d+ bytes", out), out
+    for shape in ("one stream, Pong \\(bare\\)", "one stream, DecisionRequest", "two streams, Pong",
+                  "two streams, DecisionRequest"):
+        assert re.search(shape + r":\s+p50 [\d.]+ ms\s+p99 [\d.]+ ms\s+ratio p50 [\d.]+\s+\([1-9]\d* round trips\)",
+                         out), (shape, out)
+    assert re.search(r"\(bare\):\s+p50 [\d.]+ ms\s+p99 [\d.]+ ms\s+ratio p50 1\.00", out), out
+
+
+@pytest.mark.slow
 def test_referee_work_benchmark_prints_its_figures(tmp_path: Path) -> None:
     out = run("referee_work.py", "--matches", "2", "--games", "1", "--profile", cwd=tmp_path)
     assert re.search(r"decisions:\s+[1-9]\d* in 2 matches", out), out
