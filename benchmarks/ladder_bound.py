@@ -42,6 +42,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import itertools  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Iterator, Sequence  # noqa: E402
@@ -55,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ladder import CHECK_EVERY, Field, make_field, round_robin_order, run_fixed, score  # noqa: E402
 
+from arena.formats.ladder import Ladder, Played  # noqa: E402
 from arena.ratings.elo import ELO_PER_NAT  # noqa: E402
 from arena.ratings.fit import Game  # noqa: E402
 
@@ -139,7 +141,7 @@ def greedy_pairs(theta: np.ndarray, total: int, batch: int, spearman: bool = Fal
     """The oracle's sequence of ``total`` duplicate pairs (module docstring): a chain of the true
     ranking, then ``batch`` best pairs of distinct entrants at a time."""
     design, order = Design(theta, spearman), np.argsort(-theta)
-    for a, b in zip(order[:-1], order[1:], strict=True):
+    for a, b in itertools.pairwise(order):
         design.add(int(a), int(b))
         yield int(a), int(b)
     made = len(order) - 1
@@ -158,6 +160,21 @@ def greedy_pairs(theta: np.ndarray, total: int, batch: int, spearman: bool = Fal
             made += 1
             if made >= total or len(used) >= 2 * batch:
                 break
+
+
+def ladder_pairs(field: Field, total: int, batch: int) -> list[tuple[int, int]]:
+    """The pairs :class:`arena.formats.ladder.Ladder` chooses (``batch`` at a time, its default rules) while
+    its games are played on ``field``, up to ``total`` (fewer if it stops)."""
+    ladder, index, out = Ladder(field.rng.bytes(32)), {n: k for k, n in enumerate(field.names)}, []
+    while len(out) < total:
+        plan = ladder.next_pairs(field.names, count=min(batch, total - len(out)))
+        if not plan.choices:
+            break
+        for c in plan.choices:
+            a, b = index[c.a], index[c.b]
+            ladder.extend(Played(g.a, g.b, g.score, g.pair) for g in field.play(a, b, f"l{len(out)}"))
+            out.append((a, b))
+    return out
 
 
 def window_pairs(theta: np.ndarray, w: int, total: int) -> Iterator[tuple[int, int]]:
@@ -211,6 +228,19 @@ def expected_reach(theta: np.ndarray, pairs: Sequence[tuple[int, int]], target: 
     return hi * every
 
 
+def expected(
+    theta: np.ndarray, pairs: Sequence[tuple[int, int]], quarter: int, target: float, every: int
+) -> dict[str, Any]:
+    """A design's normal-approximation figures: expected Spearman and ``F`` after ``quarter`` pairs, and
+    the share of the round robin's ``4 * quarter`` pairs after which its expected Spearman reaches ``target``."""
+    at = expected_reach(theta, pairs, target, every)
+    return {
+        "expected_spearman_at_25pct": round(expected_spearman(theta, pairs[:quarter]), 4),
+        "F_pred_at_25pct": round(predicted(theta, pairs[:quarter]), 1),
+        "expected_reach_share": None if at is None else round(at / (4 * quarter), 4),
+    }
+
+
 def first_reach(
     field: Field, pairs: Iterator[tuple[int, int]], target: float, every: int, quarter: int
 ) -> dict[str, Any]:
@@ -230,7 +260,13 @@ def first_reach(
 
 
 def one_seed(
-    entrants: int, seed: int, reach_share: float, windows: Sequence[int], batch: int, middling_sd: float
+    entrants: int,
+    seed: int,
+    reach_share: float,
+    windows: Sequence[int],
+    batch: int,
+    middling_sd: float,
+    with_ladder: bool = True,
 ) -> dict[str, Any]:
     """The round robin as ``benchmarks/ladder.py`` plays it, then each design on the same field."""
     field = make_field(entrants, seed, middling_sd)
@@ -255,12 +291,11 @@ def one_seed(
     for name, pairs in designs.items():
         reached = first_reach(field, iter(pairs), full["spearman"], every, quarter)
         reached["share"] = None if reached["games"] is None else round(reached["games"] / full["games"], 4)
-        reached["expected_spearman_at_25pct"] = round(expected_spearman(theta, pairs[:quarter]), 4)
-        reached["F_pred_at_25pct"] = round(predicted(theta, pairs[:quarter]), 1)
-        at = expected_reach(theta, pairs, rr_expected, every)
-        reached["expected_reach_share"] = None if at is None else round(at / full_pairs, 4)
-        out[name] = reached
-        print(f"seed {seed} {name}: {json.dumps(reached)}", file=sys.stderr, flush=True)
+        out[name] = reached | expected(theta, pairs, quarter, rr_expected, every)
+        print(f"seed {seed} {name}: {json.dumps(out[name])}", file=sys.stderr, flush=True)
+    if with_ladder:  # last: its games draw on the field's RNG as it goes
+        out["ladder"] = expected(theta, ladder_pairs(field, cap, batch=4), quarter, rr_expected, every)
+        print(f"seed {seed} ladder: {json.dumps(out['ladder'])}", file=sys.stderr, flush=True)
     return out
 
 
@@ -273,9 +308,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--windows", type=int, nargs="*", default=[4, 32], help="w of the window designs")
     p.add_argument("--batch", type=int, default=10, help="pairs the greedy oracle adds per refresh")
     p.add_argument("--middling-sd", type=float, default=150.0, help="Elo spread of the middling 80%%")
+    p.add_argument("--no-ladder", action="store_true", help="skip the real ladder's design")
     args = p.parse_args(argv)
     runs = [
-        one_seed(args.entrants, s, args.reach_share, args.windows, args.batch, args.middling_sd) for s in args.seeds
+        one_seed(args.entrants, s, args.reach_share, args.windows, args.batch, args.middling_sd, not args.no_ladder)
+        for s in args.seeds
     ]
     print(json.dumps({"entrants": args.entrants, "middling_sd": args.middling_sd, "runs": runs}, indent=2))
     return 0

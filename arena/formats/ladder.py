@@ -140,7 +140,7 @@ class Rules:
 
     new_pairs: int = 3
     fair_share: float = 2.0
-    window: int = 8
+    window: int = 32
     z: float = 1.96
     width: float | None = None
     prior_sd: float = 400.0
@@ -495,6 +495,7 @@ class _View:
         self.taken: dict[int, int] = {}  # pairing key -> pairs chosen or pending in this call
         self.new = self.pairs < self.rules.new_pairs
         self._ranking = self.field[np.lexsort((self.hash[self.field], -self.theta[self.field]))]
+        self._crowding: np.ndarray | None = None
 
     def pairing(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For pairings ``a[k]``-``b[k]``: ``(pairs played or taken, variance of the difference, nats)``.
@@ -611,19 +612,32 @@ class _View:
         live = order[ok[order] & ~self.new[order]]
         if len(live) < 2:
             return self._why_none(ok)
-        a = np.concatenate([live[:-s] for s in range(1, min(self.rules.window, len(live) - 1) + 1)])
-        b = np.concatenate([live[s:] for s in range(1, min(self.rules.window, len(live) - 1) + 1)])
+        a, b = _neighbours(live, self.rules.window)
         (met, v), d = self.pairing(a, b), self.theta[a] - self.theta[b]
         p = expit(d)
-        vw = v * 2.0 * p * (1.0 - p)
-        lo, hi = np.minimum(a, b), np.maximum(a, b)
-        value = np.where(self.resolved(d, v), 0.0, erfc(np.abs(d) / np.sqrt(2 * v)) * vw / (1 + vw) / (1 + met))
-        best = int(np.lexsort((_mix(self.hash[lo] ^ (self.hash[hi] << np.uint64(1))), -value))[0])
+        urgency = self.crowding() ** 2 * self.var**2
+        value = np.where(self.resolved(d, v), 0.0, 2.0 * p * (1.0 - p) * (urgency[a] + urgency[b]) / (1 + met))
+        top = np.flatnonzero(value == value.max())
+        lo, hi = np.minimum(a[top], b[top]), np.maximum(a[top], b[top])
+        best = int(top[np.argmin(_mix(self.hash[lo] ^ (self.hash[hi] << np.uint64(1))))])
         if value[best] <= 0:
             return self._why_none(ok)
         wide = max(self.var[a[best]], self.var[b[best]]) >= np.quantile(self.var[self.field], 0.9)
         reason = Reason.WIDEST_INTERVAL if wide else Reason.CLOSEST_UNDECIDED
         return self._choice(int(a[best]), int(b[best]), reason)
+
+    def crowding(self) -> np.ndarray:
+        """Per entrant (all; 0 outside the field): how crowded the ranking is around it, in entrants per
+        nat at the scale of the doubt, ``rho_i = sum_j phi(d_ij / s_ij) / s_ij`` over its :attr:`Rules.window`
+        ranking neighbours either side, ``s_ij**2 = var_i + var_j`` (the fit's variances, before this call's
+        choices). An entrant's expected rank error is about ``rho_i`` times its rating's sd."""
+        if self._crowding is None:
+            order, n = self.ranking(), len(self.theta)
+            a, b = _neighbours(order, self.rules.window)
+            s2 = self.ladder._var[a] + self.ladder._var[b]
+            near = np.exp(-0.5 * (self.theta[a] - self.theta[b]) ** 2 / s2) / np.sqrt(2.0 * np.pi * s2)
+            self._crowding = np.bincount(a, near, n) + np.bincount(b, near, n)
+        return self._crowding
 
     def _why_none(self, ok: np.ndarray) -> Stop:
         """Why no pair can be chosen now: what holds back the entrants of the unresolved neighbour gaps."""
@@ -644,6 +658,14 @@ class _View:
         if len(held) and (spent | today)[held].all():
             return Stop.DAY_BUDGETS
         return Stop.FAIR_SHARES
+
+
+def _neighbours(order: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every pairing of an entrant of ``order`` with each of its ``window`` next entrants: ``(a, b)``."""
+    reach = range(1, min(window, len(order) - 1) + 1)
+    if not reach:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate([order[:-s] for s in reach]), np.concatenate([order[s:] for s in reach])
 
 
 def next_pairs(
