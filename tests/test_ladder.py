@@ -72,6 +72,23 @@ def test_a_settled_far_pair_gets_no_game() -> None:
     assert plan.choices and all(names_of(c) == {"B", "C"} for c in plan.choices)
 
 
+def test_a_crowded_group_gets_the_next_game_before_an_isolated_pair() -> None:
+    """Four level entrants (three pairs each pairing) and, far below, two level entrants with three pairs
+    and so wider intervals: a rank error is likelier where the ranking is crowded, so the next games go
+    to the group of four (the rule before it chose the isolated pair, for its wider intervals)."""
+    crowd = [f"X{k}" for k in range(4)]
+    group = [g for a, b in itertools.combinations(crowd, 2) for g in pairs(a, b, 1, 1, 1, tag="c")]
+    crowded = group + pairs("Y0", "Y1", 1, 1, 1) + pairs("X3", "Y0", *[2] * 8)
+    ladder = Ladder(SEED)
+    ladder.extend(crowded)
+    field = [*crowd, "Y0", "Y1"]
+    sd = {s.name: s.sd for s in ladder.standings(field)}
+    assert min(sd["Y0"], sd["Y1"]) > max(sd[x] for x in crowd)
+    plan = ladder.next_pairs(field, count=3)
+    assert plan.stop is None and all(names_of(c) <= set(crowd) for c in plan.choices)
+    assert all(c.reason is Reason.CLOSEST_UNDECIDED for c in plan.choices)
+
+
 def test_a_settled_field_stops_and_says_so() -> None:
     chain = pairs("A", "B", *[2] * 6) + pairs("B", "C", *[2] * 6) + pairs("C", "D", *[2] * 6)
     ladder = Ladder(SEED)
