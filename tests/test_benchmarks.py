@@ -126,3 +126,20 @@ def test_ladder_benchmark_prints_its_table(tmp_path: Path) -> None:
     scale = figures["scale"]
     assert scale["entrants"] == 30 and scale["choose_ms"] > 0 and scale["fit_after_game_ms"] > 0, out
     assert scale["live_publication_ms"] > 0 and scale["fit_over_live"] > 0, out
+
+
+@pytest.mark.slow
+def test_ladder_bound_study_prints_each_design_per_seed(tmp_path: Path) -> None:
+    args = ["--entrants", "12", "--seeds", "1", "--reach-share", "1", "--windows", "2", "--batch", "2"]
+    figures = json.loads(run("ladder_bound.py", *args, cwd=tmp_path))
+    assert figures["entrants"] == 12 and [r["seed"] for r in figures["runs"]] == [1], figures
+    (seed,) = figures["runs"]
+    assert seed["round_robin_full"]["games"] == 2 * 66 and seed["round_robin_F_pred"] > 0, seed
+    for name in ("greedy_spearman", "greedy_kendall", "window_2"):
+        design = seed[name]
+        assert design["games"] is None or 0 < design["games"] <= 2 * 66, (name, seed)
+        assert design["share"] is None or 0 < design["share"] <= 1, (name, seed)
+    for name in ("greedy_spearman", "greedy_kendall", "window_2", "ladder"):
+        assert -1 <= seed[name]["expected_spearman_at_25pct"] <= 1 and seed[name]["F_pred_at_25pct"] >= 0, seed
+        reach = seed[name]["expected_reach_share"]
+        assert reach is None or 0 < reach <= 1, (name, seed)

@@ -31,15 +31,18 @@ The rule (:meth:`Ladder.next_pairs`)
    across the field: its ``k``-th pair goes to the opponent nearest the quantile ``q_k`` of the
    ranking (0.5, 0.25, 0.75, 0.125, ...: the base-2 van der Corput sequence), preferring opponents it
    has not met. Reason :attr:`Reason.NEW_ENTRANT`.
-2. **Then the most informative undecided pair** among ranking neighbours (each entrant with the
-   :attr:`Rules.window` next entrants below it). For a pairing with strength difference ``d`` and
-   variance ``v`` (the two entrants' variances summed):
-   ``value = undecided * gain / (1 + pairs)`` where ``undecided = 2 Phi(-|d| / sqrt v)`` (1 for a coin
-   flip, 0 for a settled order), ``gain = v w / (1 + v w)`` the share of ``v`` one more duplicate pair
-   removes (``w = 2 p (1 - p)``, the information of two games at expected score ``p``) and ``pairs``
-   the duplicate pairs the two have already played (opponents vary). A **resolved** pairing (below)
-   has no value and is never chosen. Reason :attr:`Reason.CLOSEST_UNDECIDED`, or
-   :attr:`Reason.WIDEST_INTERVAL` when one of the two has one of the widest tenth of intervals.
+2. **Then the pair that most lowers the expected rank error** among ranking neighbours (each entrant
+   with the :attr:`Rules.window` (32) next entrants below it). An entrant's rank error is about its
+   rating's sd times how **crowded** the ranking is around it: ``rho_i = sum_j phi(d_ij / s_ij) / s_ij``
+   over its window neighbours (entrants per nat at the scale of the doubt, ``s_ij**2 = var_i + var_j``,
+   ``d_ij`` the strength difference). Spearman's correlation counts the squared rank error, about
+   ``rho_i**2 var_i``, and a duplicate pair of information ``w`` (``w = 2 p (1 - p)`` at expected
+   score ``p``) lowers it by about ``rho_i**2 var_i**2 w``. So ``urgency_i = rho_i**2 var_i**2`` and
+   ``value = w * (urgency_a + urgency_b) / (1 + pairs)``, ``pairs`` the duplicate pairs the two have
+   already played (opponents vary, as they would for an oracle: ``benchmarks/ladder_bound.py``). A
+   **resolved** pairing (below) has no value and is never chosen, however crowded: a settled far pair
+   gets nothing. Reason :attr:`Reason.CLOSEST_UNDECIDED`, or :attr:`Reason.WIDEST_INTERVAL` when one
+   of the two has one of the widest tenth of intervals.
 3. **Ties** (equal values, as in a field of new entrants with no games) go by a hash of the master
    seed and the entrants' labels (HMAC-SHA256), never by the order of a dict or of the results.
 4. Choosing several pairs at once (idle workers), each chosen pair counts as played for the budgets,
