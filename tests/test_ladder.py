@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import arena.formats.ladder as ladder_module
 from arena.formats.ladder import (
     DAY_S,
     Budget,
@@ -159,6 +160,22 @@ def test_a_restart_from_the_stored_results_resumes_the_same_way() -> None:
         pair = play(plan.choices[0].a, plan.choices[0].b, strength, rng, f"d{t}")
         stored += pair
         live.extend(pair)
+
+
+def test_the_shortlist_chooses_what_valuing_every_pairing_chooses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the pairings of highest bound are valued in full: with a shortlist of 3 and with none, a
+    ladder over 40 simulated entrants chooses the same pairs at every step."""
+    rng = random.Random(11)
+    strength = {f"bot{k}": rng.gauss(0, 150) for k in range(40)}
+    field = sorted(strength)
+    stored: list[Played] = []
+    for t in range(60):
+        monkeypatch.setattr(ladder_module, "_SHORTLIST", 3)
+        short = next_pairs(field, stored, master_seed=SEED, count=3)
+        monkeypatch.setattr(ladder_module, "_SHORTLIST", 10**9)
+        assert short == next_pairs(field, stored, master_seed=SEED, count=3), t
+        for c in short.choices:
+            stored += play(c.a, c.b, strength, rng, f"d{t}{c.a}")
 
 
 def test_fair_shares_hold_an_entrant_to_twice_the_median_of_the_day() -> None:
