@@ -46,8 +46,8 @@ Figures per design:
   Spearman first reached the round robin's (checked every 100 pairs, as ``benchmarks/ladder.py``
   checks the ladder's; ``null``: not within ``--reach-share``), and ``spearman_at_25pct``. This is the
   benchmark's own measure, and it is noisy: the round robin's Spearman is one draw (sd about 0.0005)
-  and a first crossing of a trajectory favours a design whose Spearman wanders (a ``window_4`` design,
-  expected 0.88 at a quarter with an sd of 0.09, can cross early by luck).
+  and a first crossing of a trajectory favours a design whose Spearman wanders (``window_4`` on seed 1,
+  played four times at a quarter: Spearman 0.88 on average, sd 0.09; yet one play crossed at 32%).
 
 Output: one JSON object, per seed the round robin's played and expected Spearman and each design's figures.
 """
