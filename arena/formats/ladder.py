@@ -88,6 +88,7 @@ DAY_S = 86400
 _LABEL = b"allfours/arena/v1/ladder"
 _NEWTON_TOL = 1e-9
 _MAX_NEWTON = 100
+_CROWDING_POWER = 2.0  # rank error squared (Spearman) grows with crowding squared
 _SHORTLIST = 256  # candidate pairings valued in full per choice (the rest only if one of them might win)
 _MAX_STEP = 2.0  # nats: a longer Newton step (from far away, e.g. a bot that lost every game) is shortened
 
@@ -624,7 +625,7 @@ class _View:
         a, b = _neighbours(live, self.rules.window)
         d = self.theta[a] - self.theta[b]
         p = expit(d)
-        urgency = self.crowding() ** 2 * self.var**2
+        urgency = self.crowding() ** _CROWDING_POWER * self.var**2
         bound = 2.0 * p * (1.0 - p) * (urgency[a] + urgency[b])
         pick = np.arange(len(a))
         if len(a) > _SHORTLIST:
