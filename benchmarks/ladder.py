@@ -30,7 +30,9 @@ unrated entrant counts at the bottom), and compared with the truth: ``spearman``
 ``top10_precision`` (share of the true top 10 in the rated top 10); ``openskill`` also reports its own
 ``mu``'s (``spearman_mu``). ``ladder_games_to_full_rr_spearman``: the games after which the ladder's
 Spearman (checked every 100 pairs, or a hundredth of the round robin, up to ``--reach-share`` of the
-full round robin's games) first reached the full round robin's.
+full round robin's games) first reached the full round robin's. One trajectory against one round
+robin's draw: luck moves it by about ten points of share; ``benchmarks/ladder_bound.py`` compares
+designs free of that luck, and what an oracle that knows the strengths reaches (docs/arena.md).
 
 Scale (``--scale`` entrants, a field filled with 5 random pairs per entrant): ``choose_ms`` (median of
 100 choices of the next pair, fit done), ``fit_after_game_ms`` (median time to count one more pair and
