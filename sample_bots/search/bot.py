@@ -59,11 +59,12 @@ from .fast import (
     dealt_facts,
     hanged_jack_points,
     playout,
+    playout_card,
     solve,
     trick_winner_index,
     win_probability,
 )
-from .infer import Deal, Knowledge, knowledge, sample_deal
+from .infer import Deal, Knowledge, knowledge, play_likelihood, sample_deal
 
 #: Default time per decision (milliseconds of work at NODES_PER_MS). Twice this, with twice the
 #: samples, measured no stronger (docs/search-bot.md).
@@ -111,13 +112,16 @@ class SearchBot(Bot):
     version = "1"
 
     def __init__(self, ms: int = DEFAULT_MS, samples: int = DEFAULT_SAMPLES, seed: int = 0,
-                 indifferent: int = 0) -> None:
+                 indifferent: int = 0, miss: float = 1.0, pre_cap: int = 0, pre_ms: int = 0) -> None:
         if ms < 1 or samples < 1:
             raise ValueError(f"ms and samples must be at least 1, not ms={ms!r} samples={samples!r}")
         self.ms = ms
         self.samples = samples
         self.seed = seed
         self.indifferent = indifferent
+        self.miss = miss
+        self.pre_cap = pre_cap
+        self.pre_ms = pre_ms
         #: Search nodes and sampled deals of the last decision searched (for benchmarks and tests).
         self.last_nodes = 0
         self.last_samples = 0
@@ -128,6 +132,8 @@ class SearchBot(Bot):
         if len(legal) == 1:
             return legal[0]
         ms = self.ms
+        if self.pre_ms and ctx.observation.phase in (Phase.BEG, Phase.DEALER):
+            ms = self.pre_ms
         if 0 < ctx.time_left_ms < 8 * ms:
             ms = max(1, ctx.time_left_ms // 8)
         rng = random.Random(f"{self.seed}/{ctx.rng.getrandbits(64)}")
@@ -149,19 +155,27 @@ class SearchBot(Bot):
         choice seems not to matter: the deal's points decided whatever is played)."""
         totals = [0.0] * count
         done = 0
+        weights = 0.0
         indifferent = True
+        rules = s.obs.rules
         while done < self.samples and (done == 0 or s.budget.left > 0):
-            deal_values = values(sample_deal(s.know, rng))
+            deal = sample_deal(s.know, rng)
+            weight, weighed = 1.0, 0
+            if self.miss < 1.0:
+                weight, weighed = play_likelihood(s.know, deal, rules.undertrump_ban, rules.void_may_discard,
+                                                  self.miss)
+            deal_values = values(deal)
             for i, v in enumerate(deal_values):
-                totals[i] += v
+                totals[i] += weight * v
+            weights += weight
             done += 1
-            s.budget.left -= SAMPLE_COST
-            s.budget.used += SAMPLE_COST
+            s.budget.left -= SAMPLE_COST + weighed
+            s.budget.used += SAMPLE_COST + weighed
             indifferent = indifferent and max(deal_values) == min(deal_values)
             if indifferent and done == self.indifferent:
                 break
         self.last_samples = done
-        return [t / done for t in totals]
+        return [t / weights for t in totals]
 
     # ------------------------------------------------------------------------- play and call
 
@@ -191,11 +205,11 @@ class SearchBot(Bot):
     # ------------------------------------------------------------------------- beg, give, run
 
     def _beg(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
-        stand, give, run = self._means(s, rng, 3, lambda deal: _before_play(s, deal))
+        stand, give, run = self._means(s, rng, 3, lambda deal: _before_play(s, deal, self.pre_cap))
         return BEG if min(give, run) > stand else STAND
 
     def _dealer(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
-        _, give, run = self._means(s, rng, 3, lambda deal: _before_play(s, deal))
+        _, give, run = self._means(s, rng, 3, lambda deal: _before_play(s, deal, self.pre_cap))
         return GIVE_ONE if give >= run else RUN_PACK
 
 
@@ -290,7 +304,7 @@ def _small(pos: Position) -> bool:
     return sum(bin(h).count("1") for h in pos.hands) <= (EXACT_CARDS_FOUR if pos.players == 4 else EXACT_CARDS)
 
 
-def _before_play(s: _Setting, deal: Deal) -> list[float]:
+def _before_play(s: _Setting, deal: Deal, cap: int = 0) -> list[float]:
     """``[stand, give one, run the pack]``: the value to the seat's side of each way the deal may go
     on from the beg (docs/rules.md, The deal 3-4), on one sampled deal."""
     obs, k = s.obs, s.know
@@ -306,7 +320,40 @@ def _before_play(s: _Setting, deal: Deal) -> list[float]:
         give = _fresh_deal(s, deal.hands, k.trump, (scores[0], scores[1]))
     # Playouts only: a whole deal (and a run of the pack) is too large to solve on many samples, and
     # the choice before play needs many samples more than exact values.
-    return _evaluate_all([stand, give, _run_pack(s, deal)], s.budget, exact=False)
+    items = [stand, give, _run_pack(s, deal)]
+    if cap:
+        return _evaluate_hybrid(items, s.budget, cap)
+    return _evaluate_all(items, s.budget, exact=False)
+
+
+def _evaluate_hybrid(items: list[float | tuple[Position, DealValue]], budget: Budget, cap: int) -> list[float]:
+    """Like :func:`_evaluate_all`, but each position is first played on by playouts until it is small
+    (:func:`_small`), then searched exactly (one cap of ``cap`` nodes for them all; past it, every
+    position is played out to its end)."""
+    positions = [x for x in items if not isinstance(x, float)]
+    shrunk = []
+    for p, v in positions:
+        q = p.copy()
+        n = 0
+        while not _small(q):
+            q.play(playout_card(q, q.legal()))
+            n += 1
+        budget.left -= n
+        budget.used += n
+        shrunk.append((q, v))
+    node_cap = Budget(min(cap, max(budget.left, 1)))
+    solved: list[float] | None = None
+    try:
+        solved = [solve(q.copy(), v, node_cap, table={}) for q, v in shrunk]
+    except OutOfNodes:
+        pass
+    finally:
+        budget.left -= node_cap.used
+        budget.used += node_cap.used
+    if solved is None:
+        solved = [playout(q, v, budget) for q, v in shrunk]
+    values = iter(solved)
+    return [x if isinstance(x, float) else next(values) for x in items]
 
 
 def _fresh_deal(s: _Setting, hands: list[int], trump: int, scores: tuple[int, int]) -> tuple[Position, DealValue]:

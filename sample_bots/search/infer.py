@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from referee.rules import Observation
 
-from .fast import ALL_CARDS, SUIT_INDEX, SUIT_MASK, card_id, cards_in, mask_of
+from .fast import ALL_CARDS, SUIT_INDEX, SUIT_MASK, Position, card_id, cards_in, mask_of, playout_card
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +48,7 @@ class Knowledge:
     voids: tuple[int, ...]
     unseen: int
     stock_size: int
+    tricks: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
 
 def knowledge(obs: Observation) -> Knowledge:
@@ -72,7 +73,8 @@ def knowledge(obs: Observation) -> Knowledge:
     in_hands = sum(obs.hand_sizes)
     stock = 52 - in_hands - sum(bin(m).count("1") for m in played) - len(obs.kicks)
     return Knowledge(obs.seat, n, trump, tuple(hands), tuple(obs.hand_sizes), tuple(played), tuple(voids),
-                     ALL_CARDS & ~seen, stock)
+                     ALL_CARDS & ~seen, stock, tuple((leader, tuple(card_id(c) for c in cards))
+                                                     for leader, cards in tricks))
 
 
 def _read_trick(leader: int, cards: list[int], trump: int, n: int, obs: Observation, played: list[int],
@@ -146,3 +148,38 @@ def _try_deal(k: Knowledge, rng: random.Random, use_voids: bool) -> Deal | None:
     rng.shuffle(stock)
     return Deal(hands, stock)
 
+
+
+def play_likelihood(k: Knowledge, deal: Deal, undertrump_ban: bool, void_may_discard: bool,
+                    miss: float) -> tuple[float, int]:
+    """How well ``deal`` explains the cards the other seats followed with this deal (card-play
+    inference), and how many plays were weighed.
+
+    The deal is replayed from its first lead with each seat's dealt hand (its sampled hand now and
+    the cards it played); at every card another seat played to a trick led by someone else, with a
+    choice of more than one card, a simple play model (``fast.playout_card``: take a trick worth
+    taking with the cheapest winner, smear points on the partner's trick, else throw the cheapest
+    card) is asked what that seat would have played. The weight is ``miss`` to the power of the
+    plays the model does not explain (1.0: every play explained), so a deal in which a seat that
+    threw a low card held a cheap winner for a trick with points counts less. Leads are not weighed
+    (a lead depends on a plan the model does not have).
+    """
+    n = k.players
+    if not k.tricks:
+        return 1.0, 0
+    hands = [deal.hands[s] | k.played[s] for s in range(n)]
+    pos = Position(n, k.trump, hands, k.tricks[0][0], [], [0, 0], -1, 0, undertrump_ban, void_may_discard)
+    weight = 1.0
+    weighed = 0
+    for leader, cards in k.tricks:
+        pos.leader = leader
+        for c in cards:
+            seat = pos.to_act
+            if pos.trick and seat != k.seat:
+                legal = pos.legal()
+                if legal & (legal - 1):
+                    weighed += 1
+                    if playout_card(pos, legal) != c:
+                        weight *= miss
+            pos.play(c)
+    return weight, weighed
