@@ -112,7 +112,8 @@ class SearchBot(Bot):
     version = "1"
 
     def __init__(self, ms: int = DEFAULT_MS, samples: int = DEFAULT_SAMPLES, seed: int = 0,
-                 indifferent: int = 0, miss: float = 1.0, pre_cap: int = 0, pre_ms: int = 0) -> None:
+                 indifferent: int = 0, miss: float = 1.0, partner_miss: float = 1.0, resample: int = 1,
+                 pre_cap: int = 0, pre_ms: int = 0) -> None:
         if ms < 1 or samples < 1:
             raise ValueError(f"ms and samples must be at least 1, not ms={ms!r} samples={samples!r}")
         self.ms = ms
@@ -120,6 +121,8 @@ class SearchBot(Bot):
         self.seed = seed
         self.indifferent = indifferent
         self.miss = miss
+        self.partner_miss = partner_miss
+        self.resample = resample
         self.pre_cap = pre_cap
         self.pre_ms = pre_ms
         #: Search nodes and sampled deals of the last decision searched (for benchmarks and tests).
@@ -157,25 +160,40 @@ class SearchBot(Bot):
         done = 0
         weights = 0.0
         indifferent = True
-        rules = s.obs.rules
         while done < self.samples and (done == 0 or s.budget.left > 0):
-            deal = sample_deal(s.know, rng)
-            weight, weighed = 1.0, 0
-            if self.miss < 1.0:
-                weight, weighed = play_likelihood(s.know, deal, rules.undertrump_ban, rules.void_may_discard,
-                                                  self.miss)
+            deal, weight, cost = self._draw(s, rng)
             deal_values = values(deal)
             for i, v in enumerate(deal_values):
                 totals[i] += weight * v
             weights += weight
             done += 1
-            s.budget.left -= SAMPLE_COST + weighed
-            s.budget.used += SAMPLE_COST + weighed
+            s.budget.left -= cost
+            s.budget.used += cost
             indifferent = indifferent and max(deal_values) == min(deal_values)
             if indifferent and done == self.indifferent:
                 break
         self.last_samples = done
         return [t / weights for t in totals]
+
+    def _draw(self, s: _Setting, rng: random.Random) -> tuple[Deal, float, int]:
+        """One sampled deal, its weight (card-play inference, ``infer.play_likelihood``) and its cost
+        in nodes; with ``self.resample`` above 1, that many deals are drawn and one is kept with
+        chance in proportion to its likelihood (weight 1)."""
+        rules = s.obs.rules
+        infer = (self.miss < 1.0 or self.partner_miss < 1.0) and bool(s.know.tricks)
+        drawn: list[tuple[Deal, float]] = []
+        cost = 0
+        for _ in range(self.resample if infer else 1):
+            deal = sample_deal(s.know, rng)
+            weight, weighed = 1.0, 0
+            if infer:
+                weight, weighed = play_likelihood(s.know, deal, rules.undertrump_ban, rules.void_may_discard,
+                                                  self.miss, self.partner_miss)
+            cost += SAMPLE_COST + weighed
+            drawn.append((deal, weight))
+        if len(drawn) == 1:
+            return drawn[0][0], drawn[0][1], cost
+        return rng.choices(drawn, [w for _, w in drawn])[0][0], 1.0, cost
 
     # ------------------------------------------------------------------------- play and call
 

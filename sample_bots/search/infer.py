@@ -151,7 +151,7 @@ def _try_deal(k: Knowledge, rng: random.Random, use_voids: bool) -> Deal | None:
 
 
 def play_likelihood(k: Knowledge, deal: Deal, undertrump_ban: bool, void_may_discard: bool,
-                    miss: float) -> tuple[float, int]:
+                    miss: float, partner_miss: float = 1.0) -> tuple[float, int]:
     """How well ``deal`` explains the cards the other seats followed with this deal (card-play
     inference), and how many plays were weighed.
 
@@ -159,9 +159,10 @@ def play_likelihood(k: Knowledge, deal: Deal, undertrump_ban: bool, void_may_dis
     the cards it played); at every card another seat played to a trick led by someone else, with a
     choice of more than one card, a simple play model (``fast.playout_card``: take a trick worth
     taking with the cheapest winner, smear points on the partner's trick, else throw the cheapest
-    card) is asked what that seat would have played. The weight is ``miss`` to the power of the
-    plays the model does not explain (1.0: every play explained), so a deal in which a seat that
-    threw a low card held a cheap winner for a trick with points counts less. Leads are not weighed
+    card) is asked what that seat would have played. The weight is ``miss`` (``partner_miss`` for the
+    partner's plays) to the power of the plays the model does not explain (1.0: every play
+    explained), so a deal in which a seat that threw a low card held a cheap winner for a trick with
+    points counts less. Leads are not weighed
     (a lead depends on a plan the model does not have).
     """
     n = k.players
@@ -175,11 +176,12 @@ def play_likelihood(k: Knowledge, deal: Deal, undertrump_ban: bool, void_may_dis
         pos.leader = leader
         for c in cards:
             seat = pos.to_act
-            if pos.trick and seat != k.seat:
+            factor = partner_miss if (seat - k.seat) % 2 == 0 else miss
+            if pos.trick and seat != k.seat and factor < 1.0:
                 legal = pos.legal()
                 if legal & (legal - 1):
                     weighed += 1
                     if playout_card(pos, legal) != c:
-                        weight *= miss
+                        weight *= factor
             pos.play(c)
     return weight, weighed
