@@ -113,7 +113,7 @@ class SearchBot(Bot):
 
     def __init__(self, ms: int = DEFAULT_MS, samples: int = DEFAULT_SAMPLES, seed: int = 0,
                  indifferent: int = 0, miss: float = 1.0, partner_miss: float = 1.0, resample: int = 1,
-                 pre_cap: int = 0, pre_ms: int = 0) -> None:
+                 leads: bool = False, pre_cap: int = 0, pre_ms: int = 0) -> None:
         if ms < 1 or samples < 1:
             raise ValueError(f"ms and samples must be at least 1, not ms={ms!r} samples={samples!r}")
         self.ms = ms
@@ -123,6 +123,7 @@ class SearchBot(Bot):
         self.miss = miss
         self.partner_miss = partner_miss
         self.resample = resample
+        self.leads = leads
         self.pre_cap = pre_cap
         self.pre_ms = pre_ms
         #: Search nodes and sampled deals of the last decision searched (for benchmarks and tests).
@@ -188,7 +189,7 @@ class SearchBot(Bot):
             weight, weighed = 1.0, 0
             if infer:
                 weight, weighed = play_likelihood(s.know, deal, rules.undertrump_ban, rules.void_may_discard,
-                                                  self.miss, self.partner_miss)
+                                                  self.miss, self.partner_miss, self.leads)
             cost += SAMPLE_COST + weighed
             drawn.append((deal, weight))
         if len(drawn) == 1:
