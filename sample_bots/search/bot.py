@@ -94,6 +94,7 @@ class _Setting:
     know: Knowledge
     side: int
     budget: Budget
+    edge: float = 0.5
 
 
 class SearchBot(Bot):
@@ -113,7 +114,7 @@ class SearchBot(Bot):
 
     def __init__(self, ms: int = DEFAULT_MS, samples: int = DEFAULT_SAMPLES, seed: int = 0,
                  indifferent: int = 0, miss: float = 1.0, partner_miss: float = 1.0, resample: int = 1,
-                 leads: bool = False, pre_cap: int = 0, pre_ms: int = 0) -> None:
+                 leads: bool = False, pre_cap: int = 0, pre_ms: int = 0, edge: float = 0.5) -> None:
         if ms < 1 or samples < 1:
             raise ValueError(f"ms and samples must be at least 1, not ms={ms!r} samples={samples!r}")
         self.ms = ms
@@ -124,6 +125,7 @@ class SearchBot(Bot):
         self.partner_miss = partner_miss
         self.resample = resample
         self.leads = leads
+        self.edge = edge
         self.pre_cap = pre_cap
         self.pre_ms = pre_ms
         #: Search nodes and sampled deals of the last decision searched (for benchmarks and tests).
@@ -142,7 +144,7 @@ class SearchBot(Bot):
             ms = max(1, ctx.time_left_ms // 8)
         rng = random.Random(f"{self.seed}/{ctx.rng.getrandbits(64)}")
         obs = ctx.observation
-        setting = _Setting(obs, knowledge(obs), ctx.side, Budget(ms * NODES_PER_MS))
+        setting = _Setting(obs, knowledge(obs), ctx.side, Budget(ms * NODES_PER_MS), self.edge)
         choose = {Phase.PLAY: self._play, Phase.CALL: self._call, Phase.BEG: self._beg,
                   Phase.DEALER: self._dealer}[obs.phase]
         action = choose(setting, legal, rng)
@@ -279,7 +281,7 @@ def _position(s: _Setting, deal: Deal) -> tuple[Position, DealValue]:
     pos = Position(n, k.trump, list(deal.hands), obs.trick_leader, [card_id(c) for c in obs.trick], taken,
                    jack_taker, total, rules.undertrump_ban, rules.void_may_discard)
     value = DealValue.build(s.side, obs.scores, rules.target, high, low, jack_side,
-                            hanged_jack_points(rules))
+                            hanged_jack_points(rules), s.edge)
     return pos, value
 
 
@@ -383,7 +385,7 @@ def _fresh_deal(s: _Setting, hands: list[int], trump: int, scores: tuple[int, in
     pos = Position(s.know.players, trump, list(hands), leader, [], [0, 0], -1, total, rules.undertrump_ban,
                    rules.void_may_discard)
     value = DealValue.build(s.side, scores, rules.target, high, low, jack_side,
-                            hanged_jack_points(rules))
+                            hanged_jack_points(rules), s.edge)
     return pos, value
 
 
@@ -403,7 +405,7 @@ def _run_pack(s: _Setting, deal: Deal) -> float | tuple[Position, DealValue]:
     while True:
         if len(deal.stock) - at < 3 * n + 1:
             mine, theirs = scores[s.side], scores[1 - s.side]
-            return win_probability(rules.target - mine, rules.target - theirs)
+            return win_probability(rules.target - mine, rules.target - theirs, s.edge)
         for i in range(n):
             for c in deal.stock[at + 3 * i:at + 3 * i + 3]:
                 hands[(obs.dealer + 1 + i) % n] |= 1 << c
