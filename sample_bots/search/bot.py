@@ -59,12 +59,11 @@ from .fast import (
     dealt_facts,
     hanged_jack_points,
     playout,
-    playout_card,
     solve,
     trick_winner_index,
     win_probability,
 )
-from .infer import Deal, Knowledge, knowledge, play_likelihood, sample_deal
+from .infer import Deal, Knowledge, knowledge, sample_deal
 
 #: Default time per decision (milliseconds of work at NODES_PER_MS). Twice this, with twice the
 #: samples, measured no stronger (docs/search-bot.md).
@@ -94,7 +93,6 @@ class _Setting:
     know: Knowledge
     side: int
     budget: Budget
-    edge: float = 0.5
 
 
 class SearchBot(Bot):
@@ -113,21 +111,13 @@ class SearchBot(Bot):
     version = "1"
 
     def __init__(self, ms: int = DEFAULT_MS, samples: int = DEFAULT_SAMPLES, seed: int = 0,
-                 indifferent: int = 0, miss: float = 1.0, partner_miss: float = 1.0, resample: int = 1,
-                 leads: bool = False, pre_cap: int = 0, pre_ms: int = 0, edge: float = 0.5) -> None:
+                 indifferent: int = 0) -> None:
         if ms < 1 or samples < 1:
             raise ValueError(f"ms and samples must be at least 1, not ms={ms!r} samples={samples!r}")
         self.ms = ms
         self.samples = samples
         self.seed = seed
         self.indifferent = indifferent
-        self.miss = miss
-        self.partner_miss = partner_miss
-        self.resample = resample
-        self.leads = leads
-        self.edge = edge
-        self.pre_cap = pre_cap
-        self.pre_ms = pre_ms
         #: Search nodes and sampled deals of the last decision searched (for benchmarks and tests).
         self.last_nodes = 0
         self.last_samples = 0
@@ -138,13 +128,11 @@ class SearchBot(Bot):
         if len(legal) == 1:
             return legal[0]
         ms = self.ms
-        if self.pre_ms and ctx.observation.phase in (Phase.BEG, Phase.DEALER):
-            ms = self.pre_ms
         if 0 < ctx.time_left_ms < 8 * ms:
             ms = max(1, ctx.time_left_ms // 8)
         rng = random.Random(f"{self.seed}/{ctx.rng.getrandbits(64)}")
         obs = ctx.observation
-        setting = _Setting(obs, knowledge(obs), ctx.side, Budget(ms * NODES_PER_MS), self.edge)
+        setting = _Setting(obs, knowledge(obs), ctx.side, Budget(ms * NODES_PER_MS))
         choose = {Phase.PLAY: self._play, Phase.CALL: self._call, Phase.BEG: self._beg,
                   Phase.DEALER: self._dealer}[obs.phase]
         action = choose(setting, legal, rng)
@@ -161,42 +149,19 @@ class SearchBot(Bot):
         choice seems not to matter: the deal's points decided whatever is played)."""
         totals = [0.0] * count
         done = 0
-        weights = 0.0
         indifferent = True
         while done < self.samples and (done == 0 or s.budget.left > 0):
-            deal, weight, cost = self._draw(s, rng)
-            deal_values = values(deal)
+            deal_values = values(sample_deal(s.know, rng))
             for i, v in enumerate(deal_values):
-                totals[i] += weight * v
-            weights += weight
+                totals[i] += v
             done += 1
-            s.budget.left -= cost
-            s.budget.used += cost
+            s.budget.left -= SAMPLE_COST
+            s.budget.used += SAMPLE_COST
             indifferent = indifferent and max(deal_values) == min(deal_values)
             if indifferent and done == self.indifferent:
                 break
         self.last_samples = done
-        return [t / weights for t in totals]
-
-    def _draw(self, s: _Setting, rng: random.Random) -> tuple[Deal, float, int]:
-        """One sampled deal, its weight (card-play inference, ``infer.play_likelihood``) and its cost
-        in nodes; with ``self.resample`` above 1, that many deals are drawn and one is kept with
-        chance in proportion to its likelihood (weight 1)."""
-        rules = s.obs.rules
-        infer = (self.miss < 1.0 or self.partner_miss < 1.0) and bool(s.know.tricks)
-        drawn: list[tuple[Deal, float]] = []
-        cost = 0
-        for _ in range(self.resample if infer else 1):
-            deal = sample_deal(s.know, rng)
-            weight, weighed = 1.0, 0
-            if infer:
-                weight, weighed = play_likelihood(s.know, deal, rules.undertrump_ban, rules.void_may_discard,
-                                                  self.miss, self.partner_miss, self.leads)
-            cost += SAMPLE_COST + weighed
-            drawn.append((deal, weight))
-        if len(drawn) == 1:
-            return drawn[0][0], drawn[0][1], cost
-        return rng.choices(drawn, [w for _, w in drawn])[0][0], 1.0, cost
+        return [t / done for t in totals]
 
     # ------------------------------------------------------------------------- play and call
 
@@ -226,11 +191,11 @@ class SearchBot(Bot):
     # ------------------------------------------------------------------------- beg, give, run
 
     def _beg(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
-        stand, give, run = self._means(s, rng, 3, lambda deal: _before_play(s, deal, self.pre_cap))
+        stand, give, run = self._means(s, rng, 3, lambda deal: _before_play(s, deal))
         return BEG if min(give, run) > stand else STAND
 
     def _dealer(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
-        _, give, run = self._means(s, rng, 3, lambda deal: _before_play(s, deal, self.pre_cap))
+        _, give, run = self._means(s, rng, 3, lambda deal: _before_play(s, deal))
         return GIVE_ONE if give >= run else RUN_PACK
 
 
@@ -281,7 +246,7 @@ def _position(s: _Setting, deal: Deal) -> tuple[Position, DealValue]:
     pos = Position(n, k.trump, list(deal.hands), obs.trick_leader, [card_id(c) for c in obs.trick], taken,
                    jack_taker, total, rules.undertrump_ban, rules.void_may_discard)
     value = DealValue.build(s.side, obs.scores, rules.target, high, low, jack_side,
-                            hanged_jack_points(rules), s.edge)
+                            hanged_jack_points(rules))
     return pos, value
 
 
@@ -325,7 +290,7 @@ def _small(pos: Position) -> bool:
     return sum(bin(h).count("1") for h in pos.hands) <= (EXACT_CARDS_FOUR if pos.players == 4 else EXACT_CARDS)
 
 
-def _before_play(s: _Setting, deal: Deal, cap: int = 0) -> list[float]:
+def _before_play(s: _Setting, deal: Deal) -> list[float]:
     """``[stand, give one, run the pack]``: the value to the seat's side of each way the deal may go
     on from the beg (docs/rules.md, The deal 3-4), on one sampled deal."""
     obs, k = s.obs, s.know
@@ -341,40 +306,7 @@ def _before_play(s: _Setting, deal: Deal, cap: int = 0) -> list[float]:
         give = _fresh_deal(s, deal.hands, k.trump, (scores[0], scores[1]))
     # Playouts only: a whole deal (and a run of the pack) is too large to solve on many samples, and
     # the choice before play needs many samples more than exact values.
-    items = [stand, give, _run_pack(s, deal)]
-    if cap:
-        return _evaluate_hybrid(items, s.budget, cap)
-    return _evaluate_all(items, s.budget, exact=False)
-
-
-def _evaluate_hybrid(items: list[float | tuple[Position, DealValue]], budget: Budget, cap: int) -> list[float]:
-    """Like :func:`_evaluate_all`, but each position is first played on by playouts until it is small
-    (:func:`_small`), then searched exactly (one cap of ``cap`` nodes for them all; past it, every
-    position is played out to its end)."""
-    positions = [x for x in items if not isinstance(x, float)]
-    shrunk = []
-    for p, v in positions:
-        q = p.copy()
-        n = 0
-        while not _small(q):
-            q.play(playout_card(q, q.legal()))
-            n += 1
-        budget.left -= n
-        budget.used += n
-        shrunk.append((q, v))
-    node_cap = Budget(min(cap, max(budget.left, 1)))
-    solved: list[float] | None = None
-    try:
-        solved = [solve(q.copy(), v, node_cap, table={}) for q, v in shrunk]
-    except OutOfNodes:
-        pass
-    finally:
-        budget.left -= node_cap.used
-        budget.used += node_cap.used
-    if solved is None:
-        solved = [playout(q, v, budget) for q, v in shrunk]
-    values = iter(solved)
-    return [x if isinstance(x, float) else next(values) for x in items]
+    return _evaluate_all([stand, give, _run_pack(s, deal)], s.budget, exact=False)
 
 
 def _fresh_deal(s: _Setting, hands: list[int], trump: int, scores: tuple[int, int]) -> tuple[Position, DealValue]:
@@ -385,7 +317,7 @@ def _fresh_deal(s: _Setting, hands: list[int], trump: int, scores: tuple[int, in
     pos = Position(s.know.players, trump, list(hands), leader, [], [0, 0], -1, total, rules.undertrump_ban,
                    rules.void_may_discard)
     value = DealValue.build(s.side, scores, rules.target, high, low, jack_side,
-                            hanged_jack_points(rules), s.edge)
+                            hanged_jack_points(rules))
     return pos, value
 
 
@@ -405,7 +337,7 @@ def _run_pack(s: _Setting, deal: Deal) -> float | tuple[Position, DealValue]:
     while True:
         if len(deal.stock) - at < 3 * n + 1:
             mine, theirs = scores[s.side], scores[1 - s.side]
-            return win_probability(rules.target - mine, rules.target - theirs, s.edge)
+            return win_probability(rules.target - mine, rules.target - theirs)
         for i in range(n):
             for c in deal.stock[at + 3 * i:at + 3 * i + 3]:
                 hands[(obs.dealer + 1 + i) % n] |= 1 << c

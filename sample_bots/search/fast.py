@@ -114,20 +114,19 @@ def trick_winner_index(trick: list[int], trump: int) -> int:
 
 
 @lru_cache(maxsize=4096)
-def win_probability(mine: int, theirs: int, edge: float = 0.5) -> float:
+def win_probability(mine: int, theirs: int) -> float:
     """The chance that a side needing ``mine`` points wins a race against one needing ``theirs``.
 
     A model, not a measurement: every point of the game goes to either side with chance 1/2, so
     this is the chance of ``mine`` heads before ``theirs`` tails (a negative binomial race). It
     weighs points by how close each side is to the target: at 13-13 a point decides the game, at
     0-0 it moves the chance by a few hundredths. 1.0 when ``mine <= 0``, 0.0 when ``theirs <= 0``.
-    ``edge``: the chance that the side needing ``mine`` takes each point (0.5: even odds).
     """
     if mine <= 0:
         return 1.0
     if theirs <= 0:
         return 0.0
-    return sum(math.comb(mine - 1 + k, k) * edge**mine * (1 - edge) ** k for k in range(theirs))
+    return sum(math.comb(mine - 1 + k, k) * 0.5 ** (mine + k) for k in range(theirs))
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,12 +154,12 @@ class DealValue:
 
     @staticmethod
     def build(side: int, scores: tuple[int, int], target: int, high_side: int, low_side: int,
-              jack_side: int, hanged_jack: int, edge: float = 0.5) -> DealValue:
+              jack_side: int, hanged_jack: int) -> DealValue:
         """The value with its ``table`` filled in."""
         table = tuple(tuple(_count_value(side, scores, target, [
             (high_side, 1), (low_side, 1),
             (jack, hanged_jack if jack != jack_side else 1) if jack < 2 else (-1, 0),
-            (game, 1) if game < 2 else (-1, 0)], edge) for jack in range(3)) for game in range(3))
+            (game, 1) if game < 2 else (-1, 0)]) for jack in range(3)) for game in range(3))
         return DealValue(side, scores, target, high_side, low_side, jack_side, hanged_jack, table)
 
 
@@ -170,8 +169,7 @@ def hanged_jack_points(rules: RuleSet) -> int:
     return rules.hang_jack_points if rules.hang_jack else 1
 
 
-def _count_value(side: int, scores: tuple[int, int], target: int, awards: list[tuple[int, int]],
-                 edge: float = 0.5) -> float:
+def _count_value(side: int, scores: tuple[int, int], target: int, awards: list[tuple[int, int]]) -> float:
     """Score ``awards`` (side, points) in order, stopping at the target; the win probability of ``side``."""
     s = [scores[0], scores[1]]
     for who, value in awards:
@@ -180,7 +178,7 @@ def _count_value(side: int, scores: tuple[int, int], target: int, awards: list[t
         s[who] += value
         if s[who] >= target:
             return 1.0 if who == side else 0.0
-    return win_probability(target - s[side], target - s[1 - side], edge)
+    return win_probability(target - s[side], target - s[1 - side])
 
 
 # --------------------------------------------------------------------------- a deal in play

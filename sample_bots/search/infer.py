@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from referee.rules import Observation
 
-from .fast import ALL_CARDS, POINTS, SUIT_INDEX, SUIT_MASK, Position, card_id, cards_in, mask_of, playout_card
+from .fast import ALL_CARDS, SUIT_INDEX, SUIT_MASK, card_id, cards_in, mask_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +48,6 @@ class Knowledge:
     voids: tuple[int, ...]
     unseen: int
     stock_size: int
-    tricks: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
 
 def knowledge(obs: Observation) -> Knowledge:
@@ -73,8 +72,7 @@ def knowledge(obs: Observation) -> Knowledge:
     in_hands = sum(obs.hand_sizes)
     stock = 52 - in_hands - sum(bin(m).count("1") for m in played) - len(obs.kicks)
     return Knowledge(obs.seat, n, trump, tuple(hands), tuple(obs.hand_sizes), tuple(played), tuple(voids),
-                     ALL_CARDS & ~seen, stock, tuple((leader, tuple(card_id(c) for c in cards))
-                                                     for leader, cards in tricks))
+                     ALL_CARDS & ~seen, stock)
 
 
 def _read_trick(leader: int, cards: list[int], trump: int, n: int, obs: Observation, played: list[int],
@@ -148,76 +146,3 @@ def _try_deal(k: Knowledge, rng: random.Random, use_voids: bool) -> Deal | None:
     rng.shuffle(stock)
     return Deal(hands, stock)
 
-
-
-def play_likelihood(k: Knowledge, deal: Deal, undertrump_ban: bool, void_may_discard: bool,
-                    miss: float, partner_miss: float = 1.0, leads: bool = False) -> tuple[float, int]:
-    """How well ``deal`` explains the cards the other seats followed with this deal (card-play
-    inference), and how many plays were weighed.
-
-    The deal is replayed from its first lead with each seat's dealt hand (its sampled hand now and
-    the cards it played); at every card another seat played to a trick led by someone else, with a
-    choice of more than one card, a simple play model (``fast.playout_card``: take a trick worth
-    taking with the cheapest winner, smear points on the partner's trick, else throw the cheapest
-    card) is asked what that seat would have played. The weight is ``miss`` (``partner_miss`` for the
-    partner's plays) to the power of the plays the model does not explain (1.0: every play
-    explained), so a deal in which a seat that threw a low card held a cheap winner for a trick with
-    points counts less. Leads are weighed only with ``leads`` (by :func:`lead_card`, from what the
-    leader could see).
-    """
-    n = k.players
-    if not k.tricks:
-        return 1.0, 0
-    hands = [deal.hands[s] | k.played[s] for s in range(n)]
-    pos = Position(n, k.trump, hands, k.tricks[0][0], [], [0, 0], -1, 0, undertrump_ban, void_may_discard)
-    weight = 1.0
-    weighed = 0
-    gone = ALL_CARDS & ~k.unseen  # seen by the seat: its hand, the kicks, the exposed and played cards
-    for m in (*k.hands, *k.played):
-        gone &= ~m  # ... leaving the kicks: out of play for every seat
-    for leader, cards in k.tricks:
-        pos.leader = leader
-        for c in cards:
-            seat = pos.to_act
-            factor = partner_miss if (seat - k.seat) % 2 == 0 else miss
-            if seat != k.seat and factor < 1.0 and (pos.trick or leads):
-                legal = pos.legal()
-                if legal & (legal - 1):
-                    weighed += 1
-                    model = (playout_card(pos, legal) if pos.trick
-                             else lead_card(pos.hands[seat], ALL_CARDS & ~pos.hands[seat] & ~gone, k.trump, n))
-                    if model != c:
-                        weight *= factor
-            gone |= 1 << c
-            pos.play(c)
-    return weight, weighed
-
-
-def lead_card(hand: int, unseen: int, trump: int, players: int) -> int:
-    """A simple lead from what the leader sees (``unseen``: the cards it cannot place): its top trump
-    when no unseen trump is higher (and it is not a jack an unseen trump could take), a low trump when
-    long in trumps, a plain card no unseen card can beat, else the lowest card without points of its
-    longest plain suit."""
-    trumps = hand & SUIT_MASK[trump]
-    out = unseen & SUIT_MASK[trump]
-    jack = trump * 13 + 9
-    if trumps and out:
-        top = trumps.bit_length() - 1
-        if out.bit_length() - 1 < top:
-            return top
-        count = bin(trumps).count("1")
-        if count >= 3 and count * players > bin(out).count("1") + count:
-            low = [c for c in cards_in(trumps) if c != jack and c % 13 < 8]
-            if low:
-                return low[0]
-    plain = [c for c in cards_in(hand) if c // 13 != trump]
-    masters = [c for c in plain if not out and not (unseen & SUIT_MASK[c // 13]) >> c]
-    if masters:
-        return max(masters, key=lambda c: (POINTS[c], c % 13))
-    if plain:
-        safe = [c for c in plain if not POINTS[c]] or plain
-        length = {c: bin(hand & SUIT_MASK[c // 13]).count("1") for c in safe}
-        longest = max(length.values())
-        return min((c for c in safe if length[c] == longest), key=lambda c: c % 13)
-    non_jack = [c for c in cards_in(trumps) if c != jack]
-    return non_jack[0] if non_jack else cards_in(trumps)[0]
