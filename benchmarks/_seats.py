@@ -1,5 +1,6 @@
-"""Shared by benchmarks/soak.py and benchmarks/load.py: a referee in its own process, its memory,
-and instant seats (first legal action) over real 127.0.0.1 sockets.
+"""Shared by benchmarks/soak.py, benchmarks/load.py, benchmarks/arena.py and benchmarks/referee_shape.py:
+a referee in its own process, its memory, and instant seats (first legal action) over real 127.0.0.1
+sockets.
 
 - :func:`referee_in_child` runs ``referee.server.RefereeServer`` (with ``tune_gc``, as ``referee
   serve`` does) in a spawned process and yields ``(address, pid)``;
@@ -81,13 +82,16 @@ def cpu_s(pid: int) -> float:
 class Played:
     """One match as its seats saw it: ``status`` (MatchStatus), ``ends`` (MatchEnd messages received,
     one per seat when nothing was dropped), ``decisions`` answered, ``latencies`` (s): from a seat
-    sending a Decision to the next DecisionRequest arriving at any seat of the match."""
+    sending a Decision to the next DecisionRequest arriving at any seat of the match; ``requests``:
+    the first ``keep`` DecisionRequests received, each as its serialized PlayResponse."""
 
     status: int = pb.MATCH_STATUS_UNSPECIFIED
     ends: int = 0
     decisions: int = 0
     latencies: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    keep: int = 0
+    requests: list[bytes] = field(default_factory=list)
 
 
 async def instant_seat(channel: grpc.aio.Channel, ticket: str, played: Played, clock: dict[str, float]) -> None:
@@ -101,6 +105,8 @@ async def instant_seat(channel: grpc.aio.Channel, ticket: str, played: Played, c
             if clock.get("sent"):
                 played.latencies.append(now - clock["sent"])
                 clock["sent"] = 0.0
+            if len(played.requests) < played.keep:
+                played.requests.append(resp.SerializeToString())
             req = resp.decision_request
             played.decisions += 1
             clock["sent"] = time.perf_counter()
@@ -112,14 +118,14 @@ async def instant_seat(channel: grpc.aio.Channel, ticket: str, played: Played, c
             return
 
 
-async def play_match(channel: grpc.aio.Channel, players: int = 4, games: int = 1) -> Played:
+async def play_match(channel: grpc.aio.Channel, players: int = 4, games: int = 1, keep: int = 0) -> Played:
     """Create one match on the referee behind ``channel`` and play all its seats (instant seats, each
-    on its own stream of ``channel``) to the end."""
+    on its own stream of ``channel``) to the end, keeping its first ``keep`` DecisionRequests."""
     admin = pb_grpc.AdminServiceStub(channel)
     created = await admin.CreateMatch(pb.CreateMatchRequest(
         rules=pb.RuleSet(players=players), seat_names=[f"s{i}" for i in range(players)], games=games,
         time_control=pb.TimeControl(decision_ms=10_000, join_ms=60_000)), metadata=MD)
-    played = Played()
+    played = Played(keep=keep)
     clock: dict[str, float] = {}
     results = await asyncio.gather(*(instant_seat(channel, t, played, clock) for t in created.tickets),
                                    return_exceptions=True)

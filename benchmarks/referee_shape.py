@@ -6,7 +6,7 @@ differ in three ways, and this script measures the first two without the third:
 1. **two streams**: a decision arrives on one seat's stream and the next request leaves on the other
    seat's (two channels, two TCP connections), where the bare ping-pong answers on the same stream;
 2. **a real-size message**: a DecisionRequest (a few hundred bytes: the observation, the legal
-   actions, the events) where the bare server sends an 8-byte Pong;
+   actions, the events) where the bare server sends a 4-byte Pong;
 3. the match's own work (the engine, the messages, the record, the clock): not here.
 
 A relay server (in its own process, the garbage collector tuned as ``referee serve`` tunes it, the
@@ -15,7 +15,8 @@ the paired stream, or on the same stream for a stream paired with itself. Four s
 in interleaved rounds (one sequential round trip at a time, like ``benchmarks/referee.py``): one stream
 with a Pong (the bare ping-pong), one stream with the DecisionRequest, two streams with a Pong, two
 streams with the DecisionRequest. The DecisionRequest is a real one: the twelfth of a 2-player match
-played first on the real referee in this process (its size is printed). Prints each shape's p50 and
+played first on the real referee (in its own process, instant seats: ``benchmarks/_seats.py``; a few
+hundred bytes, the size printed, varying with the deal). Prints each shape's p50 and
 p99 and its ratio to the bare ping-pong: what the referee's ratio would be if its own work cost
 nothing (docs/architecture.md, The referee's speed).
 """
@@ -36,12 +37,13 @@ import grpc
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # before benchmarks/ (referee.py here)
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
+from _seats import pct, play_match, referee_in_child  # benchmarks/_seats.py
+
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
 from referee.cli import configure_logging
-from referee.server import SERVER_OPTIONS, start_server, tune_gc
+from referee.server import SERVER_OPTIONS, tune_gc
 
-TOKEN = "bench"
 #: The shapes measured: (name, streams, answer with the real DecisionRequest).
 SHAPES = (("one stream, Pong (bare)", 1, False), ("one stream, DecisionRequest", 1, True),
           ("two streams, Pong", 2, False), ("two streams, DecisionRequest", 2, True))
@@ -93,28 +95,9 @@ def _serve(request: bytes, conn: Any) -> None:
 
 async def real_request(n: int = 12) -> bytes:
     """The ``n``-th DecisionRequest (as a serialized PlayResponse) of a 2-player match on the real referee."""
-    seen: list[bytes] = []
-
-    async def seat(address: str, ticket: str) -> None:
-        async with grpc.aio.insecure_channel(address) as ch:
-            call = pb_grpc.RefereeServiceStub(ch).Play()
-            await call.write(pb.PlayRequest(hello=pb.Hello(ticket=ticket, protocol_version="allfours.v1")))
-            while (resp := await call.read()) is not grpc.aio.EOF:
-                if resp.HasField("decision_request"):
-                    seen.append(resp.SerializeToString())
-                    req = resp.decision_request
-                    await call.write(pb.PlayRequest(decision=pb.Decision(seq=req.seq, action=req.legal_actions[0])))
-                elif resp.HasField("match_end"):
-                    await call.done_writing()
-                    return
-
-    async with start_server(port=0, admin_token=TOKEN) as server:
-        async with grpc.aio.insecure_channel(server.address) as ch:
-            created = await pb_grpc.AdminServiceStub(ch).CreateMatch(
-                pb.CreateMatchRequest(rules=pb.RuleSet(players=2), seat_names=["a", "b"], games=1),
-                metadata=(("authorization", f"Bearer {TOKEN}"),))
-        await asyncio.gather(*(seat(server.address, t) for t in created.tickets))
-    return seen[min(n, len(seen)) - 1]
+    async with referee_in_child() as (address, _pid), grpc.aio.insecure_channel(address) as channel:
+        played = await play_match(channel, players=2, games=1, keep=n)
+    return played.requests[-1]
 
 
 async def round_trips(address: str, pair: str, streams: int, big: bool, seconds: float) -> list[float]:
@@ -139,12 +122,6 @@ async def round_trips(address: str, pair: str, streams: int, big: bool, seconds:
         for call in calls:
             await call.done_writing()
     return lat
-
-
-def pct(xs: list[float], q: float) -> float:
-    """The ``q`` quantile of ``xs`` (nearest rank)."""
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
 async def measure(seconds: float, rounds: int) -> tuple[int, dict[str, list[float]]]:
