@@ -65,10 +65,12 @@ def test_referee_work_benchmark_prints_its_figures(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_arena_benchmark_prints_its_figures(tmp_path: Path) -> None:
-    out = run("arena.py", "--bots", "2", "--games-per-pairing", "2", "--players", "2", "--per-game-games", "2",
+    # 16 games: the processes' CPU is read from /proc/PID/stat in clock ticks (10 ms), and with 2 games
+    # the workers' whole share could fall between two ticks and read 0 (it did, in a landing's CI).
+    out = run("arena.py", "--bots", "2", "--games-per-pairing", "16", "--players", "2", "--per-game-games", "2",
               cwd=tmp_path)
     figures = json.loads(out)
-    assert figures["games"] == 2 and figures["played_normally"] == 2 and figures["per_game_games"] == 2, out
+    assert figures["games"] == 16 and figures["played_normally"] == 16 and figures["per_game_games"] == 2, out
     for key in ("games_per_s", "referee_games_per_s", "ratio", "per_game_games_per_s"):
         assert figures[key] > 0, out
     assert abs(figures["ratio"] - figures["games_per_s"] / figures["referee_games_per_s"]) < 0.01, out
