@@ -145,3 +145,63 @@ def test_ladder_bound_study_prints_each_design_per_seed(tmp_path: Path) -> None:
         assert -1 <= seed[name]["expected_spearman_at_25pct"] <= 1 and seed[name]["F_pred_at_25pct"] >= 0, seed
         reach = seed[name]["expected_reach_share"]
         assert reach is None or 0 < reach <= 1, (name, seed)
+
+
+def _load_benchmark(name: str):  # type: ignore[no-untyped-def]
+    """A benchmark script as a module (they are scripts, not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_bench_{name}", ROOT / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_seeing_search_bot_values_the_true_deal_only_in_its_phases() -> None:
+    """strength_ceiling's oracle hands the bot the referee's real hands and stock in the phases it sees,
+    and the sampled deals (never the truth for a whole game) in the others; the local table's own
+    ``observe`` is back in place afterwards."""
+    import sdk.local_table as local_table
+    from referee.rules import Phase
+    from sdk.local_table import play_local
+
+    ceiling = _load_benchmark("strength_ceiling")
+    observe = local_table.observe
+    seen: list[tuple[Phase, bool]] = []
+
+    class Spy(ceiling.SeeingSearchBot):  # type: ignore[misc, name-defined]
+        def act(self, ctx):  # type: ignore[no-untyped-def]
+            self.phase = ctx.phase
+            return super().act(ctx)
+
+        def _sample(self, know, rng):  # type: ignore[no-untyped-def]
+            deal = super()._sample(know, rng)
+            truth = self.oracle.true_deal()
+            seen.append((self.phase, deal.hands == truth.hands and deal.stock == truth.stock))
+            return deal
+
+    oracle = ceiling.Oracle()
+    with ceiling.watching(oracle):
+        bots = [Spy(oracle, ceiling.SEES["play"], ms=2), Spy(oracle, ceiling.SEES["pre"], ms=2)]
+        play_local(bots, seed="ceiling")
+    assert local_table.observe is observe and oracle.state is None
+    in_play = [true for phase, true in seen if phase is Phase.PLAY]
+    before = [true for phase, true in seen if phase in (Phase.BEG, Phase.DEALER)]
+    assert in_play and before, seen
+    # Seat 0 sees the deal in play, seat 1 before it; each seat's other phase is sampled.
+    assert any(in_play) and not all(in_play), seen
+    assert any(before) and not all(before), seen
+    with pytest.raises(RuntimeError, match="inside watching"):
+        oracle.true_deal()
+
+
+@pytest.mark.slow
+def test_strength_ceiling_prints_a_row_per_phase_seen(tmp_path: Path) -> None:
+    out = run("strength_ceiling.py", "--pairs", "1", "--ms", "2", "--players", "2", "--sees", "none", "all",
+              cwd=tmp_path)
+    figures = json.loads(out)
+    assert [r["sees"] for r in figures["rows"]] == ["none", "all"], out
+    for r in figures["rows"]:
+        assert r["pairs"] == 1 and len(r["pair_scores"]) == 1 and 0 <= r["score"] <= 1, out
+        assert r["ci_low"] <= r["elo"] <= r["ci_high"], out

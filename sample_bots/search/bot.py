@@ -151,7 +151,7 @@ class SearchBot(Bot):
         done = 0
         indifferent = True
         while done < self.samples and (done == 0 or s.budget.left > 0):
-            deal_values = values(sample_deal(s.know, rng))
+            deal_values = values(self._sample(s.know, rng))
             for i, v in enumerate(deal_values):
                 totals[i] += v
             done += 1
@@ -162,6 +162,12 @@ class SearchBot(Bot):
                 break
         self.last_samples = done
         return [t / done for t in totals]
+
+    def _sample(self, know: Knowledge, rng: random.Random) -> Deal:
+        """The next deal to value: one consistent with ``know`` (``infer.sample_deal``). The one place a
+        deal comes from, so a study may hand the bot the true deal instead
+        (``benchmarks/strength_ceiling.py``: how much stronger the bot would be if it saw every card)."""
+        return sample_deal(know, rng)
 
     # ------------------------------------------------------------------------- play and call
 

@@ -1,0 +1,151 @@
+"""What the search bot loses by not seeing the other hands: the same bot given the true deal, per phase.
+
+    python benchmarks/strength_ceiling.py [--pairs 60] [--ms 200] [--players 4] [--sees none pre play all]
+
+A study, not a bot: ``SeeingSearchBot`` is ``SearchBot`` except that in the phases it "sees" it values
+every action on the **true deal** (every hand and the undealt stock, read from the referee's state as
+the local table makes each observation) instead of on deals sampled from what its seat knows. The
+rows play duplicate pairs against the heuristic bot on the same decks as ``benchmarks/strength.py``
+(the same ``--seed`` and pair numbers), so each row's pair scores compare pair for pair with the
+honest bot's (``--sees none``). ``--sees``:
+
+- ``none``: the bot as it is (the baseline of the same run);
+- ``pre``: the true deal for beg or stand and give one or run the pack (it knows what a run deals);
+- ``play``: the true deal for every card and call (double dummy, every hand open);
+- ``all``: both.
+
+The difference between a row and ``none`` bounds what better inference (reading the hidden cards from
+what the seat has seen) could add in that phase with the bot's own evaluation; the evaluation itself is
+unchanged (playouts before play and in the first trick at four, exact search later). Prints one JSON
+object: per row ``players``, ``sees``, ``ms``, ``elo``, ``ci_low``, ``ci_high``, ``pairs``, ``score``
+and ``pair_scores`` (progress to stderr every 10 pairs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import sdk.local_table as local_table  # noqa: E402
+from referee.rules import Observation, Phase, State  # noqa: E402
+from sample_bots.heuristic import HeuristicBot  # noqa: E402
+from sample_bots.search import DEFAULT_MS, SearchBot  # noqa: E402
+from sample_bots.search.fast import card_id, mask_of  # noqa: E402
+from sample_bots.search.infer import Deal, Knowledge  # noqa: E402
+from sdk.bot import Context  # noqa: E402
+from sdk.spar import spar  # noqa: E402
+
+#: The phases each ``--sees`` choice gives the true deal in.
+SEES: dict[str, frozenset[Phase]] = {
+    "none": frozenset(),
+    "pre": frozenset({Phase.BEG, Phase.DEALER}),
+    "play": frozenset({Phase.PLAY, Phase.CALL}),
+    "all": frozenset({Phase.BEG, Phase.DEALER, Phase.PLAY, Phase.CALL}),
+}
+
+
+class Oracle:
+    """The referee's state at the decision being made (``state``: ``None`` outside :func:`watching`)."""
+
+    def __init__(self) -> None:
+        self.state: State | None = None
+
+    def true_deal(self) -> Deal:
+        """Every seat's hand now and the undealt stock in dealing order (top first).
+
+        :raises RuntimeError: outside :func:`watching` (no state to read).
+        """
+        if self.state is None:
+            raise RuntimeError("the oracle reads the state only inside watching(oracle)")
+        st = self.state
+        return Deal([mask_of(h) for h in st.hands], [card_id(c) for c in st.deck[st.pos:]])
+
+
+@contextmanager
+def watching(oracle: Oracle) -> Iterator[Oracle]:
+    """Within the block, every observation the local table makes (``sdk.local_table.observe``) first
+    records its state in ``oracle``; the table's own function is put back on exit."""
+    observe = local_table.observe
+
+    def recording(state: State, seat: int) -> Observation:
+        oracle.state = state
+        return observe(state, seat)
+
+    local_table.observe = recording  # type: ignore[assignment]
+    try:
+        yield oracle
+    finally:
+        local_table.observe = observe  # type: ignore[assignment]
+        oracle.state = None
+
+
+class SeeingSearchBot(SearchBot):
+    """``SearchBot`` valuing its actions on the true deal in ``phases`` (one deal: it is the only one)."""
+
+    name = "search-seeing"
+
+    def __init__(self, oracle: Oracle, phases: frozenset[Phase], ms: int = DEFAULT_MS) -> None:
+        super().__init__(ms=ms)
+        self.oracle = oracle
+        self.phases = phases
+        self._honest_samples = self.samples
+        self._sees = False
+
+    def act(self, ctx: Context):  # type: ignore[no-untyped-def]
+        """``SearchBot.act``, on the true deal when ``ctx.phase`` is one of ``phases``."""
+        self._sees = ctx.phase in self.phases
+        self.samples = 1 if self._sees else self._honest_samples
+        return super().act(ctx)
+
+    def _sample(self, know: Knowledge, rng: random.Random) -> Deal:
+        return self.oracle.true_deal() if self._sees else super()._sample(know, rng)
+
+
+def row(players: int, sees: str, ms: int, pairs: int, first: int, seed: str) -> dict[str, object]:
+    """One row: ``pairs`` duplicate pairs of the bot seeing in ``SEES[sees]`` against the heuristic bot."""
+    oracle = Oracle()
+
+    def progress(k: int, result) -> None:  # type: ignore[no-untyped-def]
+        if (k + 1 - first) % 10 == 0:
+            print(json.dumps({"players": players, "sees": sees, **result.summary(), "partial": True}),
+                  file=sys.stderr, flush=True)
+
+    with watching(oracle):
+        result = spar(lambda: SeeingSearchBot(oracle, SEES[sees], ms), HeuristicBot, players, pairs,
+                      f"{seed}/heuristic", progress=progress, first=first)
+    summary = result.summary()
+    return {"players": players, "sees": sees, "ms": ms, "first_pair": first,
+            **{k: summary[k] for k in ("elo", "ci_low", "ci_high", "pairs", "score")},
+            "pair_scores": result.scores}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the rows and print the JSON; returns 0."""
+    p = argparse.ArgumentParser(prog="benchmarks/strength_ceiling.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--pairs", type=int, default=60)
+    p.add_argument("--ms", type=int, default=DEFAULT_MS, help=f"search work per decision (default {DEFAULT_MS})")
+    p.add_argument("--players", type=int, nargs="+", default=[4], choices=(2, 4))
+    p.add_argument("--sees", nargs="+", default=list(SEES), choices=list(SEES))
+    p.add_argument("--seed", default="strength", help="label the pairs' match seeds are made from (as strength.py)")
+    p.add_argument("--first-pair", type=int, default=0, help="number of the first pair (default 0)")
+    args = p.parse_args(argv)
+    if args.pairs < 1 or args.ms < 1 or args.first_pair < 0:
+        p.error("--pairs and --ms must be at least 1, --first-pair at least 0")
+    cpu = time.process_time()
+    rows = [row(players, sees, args.ms, args.pairs, args.first_pair, args.seed)
+            for players in args.players for sees in args.sees]
+    print(json.dumps({"rows": rows, "cpu_s": round(time.process_time() - cpu, 1)}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
