@@ -205,3 +205,30 @@ def test_strength_ceiling_prints_a_row_per_phase_seen(tmp_path: Path) -> None:
     for r in figures["rows"]:
         assert r["pairs"] == 1 and len(r["pair_scores"]) == 1 and 0 <= r["score"] <= 1, out
         assert r["ci_low"] <= r["elo"] <= r["ci_high"], out
+
+
+@pytest.mark.slow
+def test_search_trials_print_a_row_per_trial_and_a_zero_margin_changes_nothing(tmp_path: Path) -> None:
+    trials = ["none", "ismcts", "beg-margin:0", "give-margin:0"]
+    out = run("search_trials.py", "--trial", *trials, "--pairs", "2", "--ms", "3", "--players", "2", cwd=tmp_path)
+    rows = {r["trial"]: r for r in json.loads(out)["rows"]}
+    assert list(rows) == trials, out
+    for r in rows.values():
+        assert r["pairs"] == 2 and len(r["pair_scores"]) == 2 and r["ci_low"] <= r["elo"] <= r["ci_high"], out
+        # Where the points came from. High is scored in every deal played out (at most once a deal: not
+        # in one whose pack ran dry, nor in the deal a kick ends the game in); one stand or beg a deal,
+        # but for a deal a game ends in at its first kick (at most one of each of the row's 4 games).
+        high = sum(r["points_per_deal"]["high"])
+        assert r["deals"] >= 4 and 0.5 < high <= 1.0, out
+        assert set(r["points_per_deal"]) <= {"kick", "one", "high", "low", "jack", "hang_jack", "game"}, out
+        assert {c.split()[0] for c in r["choices"]} <= {"trial", "heuristic"}, out
+        first_choices = sum(n for c, n in r["choices"].items() if c.endswith(("stood", "begged")))
+        assert r["deals"] - 4 <= first_choices <= r["deals"], out
+    # A margin of 0 is the bot's own rule: the same choices, so the same games.
+    assert rows["beg-margin:0"]["pair_scores"] == rows["give-margin:0"]["pair_scores"] == rows["none"]["pair_scores"]
+
+
+def test_search_trials_name_an_unknown_trial_in_one_line(tmp_path: Path) -> None:
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "search_trials.py"), "--trial", "deeper"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "unknown trial 'deeper'" in r.stderr.strip().splitlines()[-1], r.stderr

@@ -1,0 +1,241 @@
+"""Trials of other ways to decide, against the search bot as it is, on the same decks as strength.py.
+
+    python benchmarks/search_trials.py --trial ismcts [--pairs 60] [--ms 200] [--players 4] [--first-pair 0]
+
+Kept so that the fourth session's trials in docs/search-bot.md ("Measured strength") can be re-run
+from main; none of them is part of the bot (none measured stronger). ``--trial``:
+
+- ``none``: ``SearchBot`` as it is (the baseline; pair for pair the same as ``strength.py``);
+- ``ismcts``: every card chosen by single-observer Information Set MCTS (:class:`IsmctsBot`);
+- ``beg-margin:M``: beg only when the worse of give one and run the pack beats stand by more than
+  ``M`` (a negative ``M`` begs more readily);
+- ``give-margin:M``: as the dealer, give one when it is at least run the pack minus ``M`` (a positive
+  ``M`` gives more readily).
+
+Prints one JSON object: per row ``players``, ``trial``, ``ms``, ``first_pair``, ``elo``, ``ci_low``,
+``ci_high``, ``pairs``, ``score`` and ``pair_scores`` (against the heuristic bot, duplicate pairs);
+"paired" figures in the docs are the mean of the pair-for-pair difference from ``--trial none``.
+Each row also says where the points came from: ``deals`` played, ``points_per_deal`` (per kind of
+point: kick, one, high, low, jack, hang_jack, game; ``[trial's side, heuristic's side]``) and
+``choices`` (how often each side stood, begged, gave one and ran the pack), from the table's public
+events as one seat of the trial's side heard them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from referee.events import Event  # noqa: E402
+from referee.rules import BEG, GIVE_ONE, RUN_PACK, STAND, Action, Play  # noqa: E402
+from sample_bots.heuristic import HeuristicBot  # noqa: E402
+from sample_bots.search import DEFAULT_MS, SearchBot  # noqa: E402
+from sample_bots.search import bot as search  # noqa: E402
+from sample_bots.search.fast import Position, cards_in, playout  # noqa: E402
+from sdk.bot import Context, MatchInfo, call_hook  # noqa: E402
+from sdk.spar import spar  # noqa: E402
+
+#: UCB1's exploration constant, on values scaled to the deal's range (0 .. 1).
+EXPLORATION = 0.7
+
+
+@dataclass(slots=True)
+class Node:
+    """A node of the information-set tree: the card that led to it is its key in the parent's
+    ``children``; ``visits``, ``total`` (summed scaled value for the side that played the card) and
+    ``available`` (iterations in which the card was legal: UCB1's count for the parent)."""
+
+    children: dict[int, Node] = field(default_factory=dict)
+    visits: int = 0
+    total: float = 0.0
+    available: int = 0
+
+
+class IsmctsBot(SearchBot):
+    """``SearchBot`` whose cards are chosen by single-observer ISMCTS (Cowling, Powley and Whitehouse,
+    2012): one tree over what the seat has seen; each iteration samples a deal, descends by UCB1
+    among the cards legal on that deal, adds one node, finishes the deal with ``playout_card`` and
+    backs the value up (the opponents' nodes score its negation). Spends the whole node budget;
+    plays the most visited card. Beg, give or run and calls stay ``SearchBot``'s."""
+
+    name = "search-ismcts"
+
+    def _play(self, s: search._Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
+        moves = [a for a in legal if isinstance(a, Play)]
+        root = Node()
+        scale: tuple[float, float] | None = None
+        while scale is None or s.budget.left > 0:
+            pos, value = search._position(s, self._sample(s.know, rng))
+            s.budget.left -= search.SAMPLE_COST
+            s.budget.used += search.SAMPLE_COST
+            if scale is None:
+                flat = [v for row in value.table for v in row]
+                scale = (min(flat), max(max(flat) - min(flat), 0.02))
+            path = _descend(root, pos, s.side, rng, s.budget)
+            reward = (playout(pos, value, s.budget) - scale[0]) / scale[1]
+            for node, mine in path:
+                node.visits += 1
+                node.total += reward if mine else -reward
+        visits = [root.children[search.card_id(a.card)].visits if search.card_id(a.card) in root.children else -1
+                  for a in moves]
+        return moves[max(range(len(moves)), key=lambda i: (visits[i], -i))]
+
+
+def _descend(root: Node, pos: Position, side: int, rng: random.Random,
+             budget: search.Budget) -> list[tuple[Node, bool]]:
+    """Play down the tree on one sampled deal (``pos`` changes in place) until a card not tried yet is
+    added; the nodes passed, each with whether ``side`` played its card."""
+    node, path = root, []
+    while any(pos.hands):
+        budget.left -= 1
+        budget.used += 1
+        legal = cards_in(pos.legal())
+        mine = (pos.to_act & 1) == side
+        for card in legal:
+            if card in node.children:
+                node.children[card].available += 1
+        untried = [c for c in legal if c not in node.children]
+        if untried:
+            card = untried[int(rng.random() * len(untried))]
+            node.children[card] = child = Node(available=1)
+            pos.play(card)
+            path.append((child, mine))
+            return path
+        card = max(legal, key=lambda c: _ucb(node.children[c]))
+        pos.play(card)
+        node = node.children[card]
+        path.append((node, mine))
+    return path
+
+
+def _ucb(node: Node) -> float:
+    return node.total / node.visits + EXPLORATION * math.sqrt(math.log(node.available) / node.visits)
+
+
+class MarginBot(SearchBot):
+    """``SearchBot`` with margins on the choices before play (the module docstring's ``beg-margin`` and
+    ``give-margin``)."""
+
+    name = "search-margin"
+
+    def __init__(self, ms: int, beg_margin: float = 0.0, give_margin: float = 0.0) -> None:
+        super().__init__(ms=ms)
+        self.beg_margin = beg_margin
+        self.give_margin = give_margin
+
+    def _beg(self, s: search._Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
+        stand, give, run = self._means(s, rng, 3, lambda deal: search._before_play(s, deal))
+        return BEG if min(give, run) > stand + self.beg_margin else STAND
+
+    def _dealer(self, s: search._Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
+        _, give, run = self._means(s, rng, 3, lambda deal: search._before_play(s, deal))
+        return GIVE_ONE if give >= run - self.give_margin else RUN_PACK
+
+
+@dataclass(slots=True)
+class Tally:
+    """Where a row's points came from (the module docstring): ``deals``; ``points[kind]``: points to
+    the trial's side and to the heuristic's; ``choices``: ``"<side> <event kind>"`` counts."""
+
+    deals: int = 0
+    points: dict[str, list[int]] = field(default_factory=dict)
+    choices: Counter[str] = field(default_factory=Counter)
+
+    def hear(self, ev: Event, side: int) -> None:
+        """Count one public event; ``side`` is the trial's side in this game."""
+        if ev.kind == "deal_started":
+            self.deals += 1
+        elif ev.kind == "points_scored" and ev.side is not None and ev.points_kind:
+            self.points.setdefault(ev.points_kind, [0, 0])[0 if ev.side == side else 1] += ev.value
+        elif ev.kind in ("stood", "begged", "gave_one", "ran_pack") and ev.seat is not None:
+            self.choices[f"{'trial' if ev.seat % 2 == side else 'heuristic'} {ev.kind}"] += 1
+
+    def summary(self) -> dict[str, object]:
+        per_deal = {k: [round(v / max(self.deals, 1), 3) for v in pts] for k, pts in sorted(self.points.items())}
+        return {"deals": self.deals, "points_per_deal": per_deal, "choices": dict(sorted(self.choices.items()))}
+
+
+class Tallying:
+    """A trial's bot that also counts, in seat 0 or 1 only (one seat of its side), the events it hears."""
+
+    def __init__(self, bot: SearchBot, tally: Tally) -> None:
+        self.bot = bot
+        self.tally = tally
+        self.name = bot.name
+        self.seat: int | None = None
+
+    def act(self, ctx: Context) -> Action:
+        return self.bot.act(ctx)
+
+    def on_welcome(self, info: MatchInfo) -> None:
+        self.seat = info.seat
+        call_hook(self.bot, "on_welcome", info)
+
+    def on_event(self, ev: Event) -> None:
+        if self.seat is not None and self.seat < 2:
+            self.tally.hear(ev, self.seat % 2)
+        call_hook(self.bot, "on_event", ev)
+
+
+def make(trial: str, ms: int) -> Callable[[], SearchBot]:
+    """A factory of the trial's bot.
+
+    :raises ValueError: for an unknown trial or a margin that is not a number.
+    """
+    name, _, arg = trial.partition(":")
+    if name == "none" and not arg:
+        return lambda: SearchBot(ms=ms)
+    if name == "ismcts" and not arg:
+        return lambda: IsmctsBot(ms=ms)
+    if name in ("beg-margin", "give-margin") and arg:
+        margin = float(arg)
+        key = "beg_margin" if name == "beg-margin" else "give_margin"
+        return lambda: MarginBot(ms, **{key: margin})
+    raise ValueError(f"unknown trial {trial!r}: none, ismcts, beg-margin:M or give-margin:M")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the rows and print the JSON; returns 0."""
+    p = argparse.ArgumentParser(prog="benchmarks/search_trials.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--trial", nargs="+", default=["none", "ismcts"])
+    p.add_argument("--pairs", type=int, default=60)
+    p.add_argument("--ms", type=int, default=DEFAULT_MS, help=f"search work per decision (default {DEFAULT_MS})")
+    p.add_argument("--players", type=int, nargs="+", default=[4], choices=(2, 4))
+    p.add_argument("--seed", default="strength", help="label the pairs' match seeds are made from (as strength.py)")
+    p.add_argument("--first-pair", type=int, default=0, help="number of the first pair (default 0)")
+    args = p.parse_args(argv)
+    if args.pairs < 1 or args.ms < 1 or args.first_pair < 0:
+        p.error("--pairs and --ms must be at least 1, --first-pair at least 0")
+    try:
+        factories = {trial: make(trial, args.ms) for trial in args.trial}
+    except ValueError as e:
+        p.error(str(e))
+    cpu = time.process_time()
+    rows = []
+    for players in args.players:
+        for trial, factory in factories.items():
+            tally = Tally()
+            result = spar(lambda f=factory, t=tally: Tallying(f(), t), HeuristicBot, players, args.pairs,  # type: ignore[misc]
+                          f"{args.seed}/heuristic", first=args.first_pair)
+            summary = result.summary()
+            rows.append({"players": players, "trial": trial, "ms": args.ms, "first_pair": args.first_pair,
+                         **{k: summary[k] for k in ("elo", "ci_low", "ci_high", "pairs", "score")},
+                         "pair_scores": result.scores, **tally.summary()})
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    print(json.dumps({"rows": rows, "cpu_s": round(time.process_time() - cpu, 1)}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
