@@ -37,10 +37,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _pairs import add_pair_options, parse_pair_options  # noqa: E402
+
 from referee.events import Event  # noqa: E402
 from referee.rules import BEG, GIVE_ONE, RUN_PACK, STAND, Action, Play  # noqa: E402
 from sample_bots.heuristic import HeuristicBot  # noqa: E402
-from sample_bots.search import DEFAULT_MS, SearchBot  # noqa: E402
+from sample_bots.search import SearchBot  # noqa: E402
 from sample_bots.search import bot as search  # noqa: E402
 from sample_bots.search.fast import Position, cards_in, playout  # noqa: E402
 from sdk.bot import Context, MatchInfo, call_hook  # noqa: E402
@@ -209,14 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the rows and print the JSON; returns 0."""
     p = argparse.ArgumentParser(prog="benchmarks/search_trials.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--trial", nargs="+", default=["none", "ismcts"])
-    p.add_argument("--pairs", type=int, default=60)
-    p.add_argument("--ms", type=int, default=DEFAULT_MS, help=f"search work per decision (default {DEFAULT_MS})")
-    p.add_argument("--players", type=int, nargs="+", default=[4], choices=(2, 4))
-    p.add_argument("--seed", default="strength", help="label the pairs' match seeds are made from (as strength.py)")
-    p.add_argument("--first-pair", type=int, default=0, help="number of the first pair (default 0)")
-    args = p.parse_args(argv)
-    if args.pairs < 1 or args.ms < 1 or args.first_pair < 0:
-        p.error("--pairs and --ms must be at least 1, --first-pair at least 0")
+    add_pair_options(p, pairs=60, players=[4])
+    args = parse_pair_options(p, argv)
     try:
         factories = {trial: make(trial, args.ms) for trial in args.trial}
     except ValueError as e:

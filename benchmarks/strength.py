@@ -30,9 +30,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _pairs import add_pair_options, parse_pair_options  # noqa: E402
+
 from sample_bots.heuristic import HeuristicBot  # noqa: E402
 from sample_bots.random_bot import RandomBot  # noqa: E402
-from sample_bots.search import DEFAULT_MS, SearchBot  # noqa: E402
+from sample_bots.search import SearchBot  # noqa: E402
 from sdk.spar import spar  # noqa: E402
 
 OPPONENTS = {"heuristic": HeuristicBot, "random": RandomBot}
@@ -53,15 +55,9 @@ def _progress(players: int, name: str, ms: int):  # type: ignore[no-untyped-def]
 def main(argv: list[str] | None = None) -> int:
     """Run the rows and print the JSON; returns 0."""
     p = argparse.ArgumentParser(prog="benchmarks/strength.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--pairs", type=int, default=100)
-    p.add_argument("--ms", type=int, default=DEFAULT_MS, help=f"search work per decision (default {DEFAULT_MS})")
-    p.add_argument("--players", type=int, nargs="+", default=[4, 2], choices=(2, 4))
+    add_pair_options(p, pairs=100, players=[4, 2])
     p.add_argument("--opponents", nargs="+", default=["heuristic", "random"], choices=sorted(OPPONENTS))
-    p.add_argument("--seed", default="strength", help="label the pairs' match seeds are made from")
-    p.add_argument("--first-pair", type=int, default=0, help="number of the first pair (default 0)")
-    args = p.parse_args(argv)
-    if args.pairs < 1 or args.ms < 1 or args.first_pair < 0:
-        p.error("--pairs and --ms must be at least 1, --first-pair at least 0")
+    args = parse_pair_options(p, argv)
     rows = []
     cpu = time.process_time()
     for players in args.players:

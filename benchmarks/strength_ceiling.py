@@ -35,6 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _pairs import add_pair_options, parse_pair_options  # noqa: E402
+
 import sdk.local_table as local_table  # noqa: E402
 from referee.rules import Observation, Phase, State  # noqa: E402
 from sample_bots.heuristic import HeuristicBot  # noqa: E402
@@ -131,15 +133,9 @@ def row(players: int, sees: str, ms: int, pairs: int, first: int, seed: str) -> 
 def main(argv: list[str] | None = None) -> int:
     """Run the rows and print the JSON; returns 0."""
     p = argparse.ArgumentParser(prog="benchmarks/strength_ceiling.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--pairs", type=int, default=60)
-    p.add_argument("--ms", type=int, default=DEFAULT_MS, help=f"search work per decision (default {DEFAULT_MS})")
-    p.add_argument("--players", type=int, nargs="+", default=[4], choices=(2, 4))
+    add_pair_options(p, pairs=60, players=[4])
     p.add_argument("--sees", nargs="+", default=list(SEES), choices=list(SEES))
-    p.add_argument("--seed", default="strength", help="label the pairs' match seeds are made from (as strength.py)")
-    p.add_argument("--first-pair", type=int, default=0, help="number of the first pair (default 0)")
-    args = p.parse_args(argv)
-    if args.pairs < 1 or args.ms < 1 or args.first_pair < 0:
-        p.error("--pairs and --ms must be at least 1, --first-pair at least 0")
+    args = parse_pair_options(p, argv)
     cpu = time.process_time()
     rows = [row(players, sees, args.ms, args.pairs, args.first_pair, args.seed)
             for players in args.players for sees in args.sees]

@@ -147,10 +147,12 @@ def test_ladder_bound_study_prints_each_design_per_seed(tmp_path: Path) -> None:
         assert reach is None or 0 < reach <= 1, (name, seed)
 
 
-def _load_benchmark(name: str):  # type: ignore[no-untyped-def]
-    """A benchmark script as a module (they are scripts, not a package)."""
+def _load_benchmark(name: str, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """A benchmark script as a module (they are scripts, not a package), with the benchmarks' folder
+    on ``sys.path`` for this test, as when it runs as a script (its shared modules: ``_pairs``)."""
     import importlib.util
 
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     spec = importlib.util.spec_from_file_location(f"_bench_{name}", ROOT / "benchmarks" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -158,7 +160,7 @@ def _load_benchmark(name: str):  # type: ignore[no-untyped-def]
     return module
 
 
-def test_the_seeing_search_bot_values_the_true_deal_only_in_its_phases() -> None:
+def test_the_seeing_search_bot_values_the_true_deal_only_in_its_phases(monkeypatch: pytest.MonkeyPatch) -> None:
     """strength_ceiling's oracle hands the bot the referee's real hands and stock in the phases it sees,
     and the sampled deals (never the truth for a whole game) in the others; the local table's own
     ``observe`` is back in place afterwards."""
@@ -166,7 +168,7 @@ def test_the_seeing_search_bot_values_the_true_deal_only_in_its_phases() -> None
     from referee.rules import Phase
     from sdk.local_table import play_local
 
-    ceiling = _load_benchmark("strength_ceiling")
+    ceiling = _load_benchmark("strength_ceiling", monkeypatch)
     observe = local_table.observe
     seen: list[tuple[Phase, bool]] = []
 
