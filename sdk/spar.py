@@ -17,6 +17,12 @@ finite, and when every pair scored alike (no spread to measure) the interval tak
 a pair's score can have, 0.5.
 Decision times are wall clock milliseconds of each ``act`` call of bot A, per phase (beg, dealer,
 play, call); the summary adds the CPU milliseconds of the deciding thread.
+
+**Where the points went** (:class:`Tally`): the points each bot's side scored a deal, by kind (kick,
+one given, High, Low, Jack, Hang Jack, Game: docs/rules.md, Scoring), and how often each bot begged
+as the player to the dealer's right and gave one or ran the pack as dealer. On the same decks both
+ways, a difference by kind says where one bot gains on the other: the choices before play (kicks and
+ones), or the play (Jack, Hang Jack, Game; High and Low are the cards').
 """
 
 from __future__ import annotations
@@ -32,8 +38,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from arena.ratings.elo import elo_of_score
+from referee.events import Event
 from referee.rules import RuleSet
-from sdk.bot import BotLike, Choice, Context, load_bot
+from sdk.bot import BotLike, Choice, Context, call_hook, load_bot
 from sdk.local_table import play_local
 
 #: 97.5% quantile of the standard normal: the half width of a 95% interval in standard errors.
@@ -72,13 +79,58 @@ def elo_interval(pair_scores: Sequence[float]) -> EloInterval:
                        ci_high=elo_of_score(clamp(mean + Z95 * se)), pairs=n, score=mean)
 
 
+#: The kinds of points in the order the rules count them (docs/rules.md, The deal and Scoring).
+POINT_KINDS = ("kick", "one", "high", "low", "jack", "hang_jack", "game")
+#: The choices before play (events of those names): beg or stand, give one or run the pack.
+CHOICES = ("begged", "stood", "gave_one", "ran_pack")
+
+
+@dataclass(slots=True)
+class Tally:
+    """Where the points of a spar went (module docstring), from the public events of every game.
+
+    - ``deals``: deals played (a pack that ran dry and was dealt again counts twice);
+    - ``points[kind]``: ``[A's side, B's side]`` points scored of that kind (:data:`POINT_KINDS`);
+    - ``choices[kind]``: ``[A, B]``: how often each bot made that choice (:data:`CHOICES`).
+    """
+
+    deals: int = 0
+    points: dict[str, list[int]] = field(default_factory=lambda: {k: [0, 0] for k in POINT_KINDS})
+    choices: dict[str, list[int]] = field(default_factory=lambda: {k: [0, 0] for k in CHOICES})
+
+    def hear(self, ev: Event, a_side: int) -> None:
+        """Count one public event of a game in which A holds side ``a_side``."""
+        if ev.kind == "deal_started":
+            self.deals += 1
+        elif ev.kind == "points_scored" and ev.side is not None:
+            self.points.setdefault(ev.points_kind, [0, 0])[0 if ev.side == a_side else 1] += ev.value
+        elif ev.kind in self.choices and ev.seat is not None:
+            self.choices[ev.kind][0 if ev.seat % 2 == a_side else 1] += 1
+
+    def summary(self) -> dict[str, object]:
+        """JSON-ready: ``deals``; ``points_per_deal`` (kind, and ``all``: ``[A, B]`` a deal, 3
+        decimals); ``choices`` (kind: ``[A, B]`` counts)."""
+        n = max(self.deals, 1)
+        per_deal = {k: [round(a / n, 3), round(b / n, 3)] for k, (a, b) in self.points.items()}
+        per_deal["all"] = [round(sum(v[i] for v in self.points.values()) / n, 3) for i in (0, 1)]
+        return {"deals": self.deals, "points_per_deal": per_deal,
+                "choices": {k: list(v) for k, v in self.choices.items()}}
+
+
 class _Timed:
     """A bot that records the wall and the CPU (its thread's) milliseconds of each ``act`` call per
-    phase in ``result``; every other attribute (hooks, ``name``) is the wrapped bot's."""
+    phase in ``result``; every other attribute (hooks, ``name``) is the wrapped bot's. With ``a_side``
+    (one seat of A's side a game) it also counts the game's public events in ``result.tally``."""
 
-    def __init__(self, bot: BotLike, result: SparResult) -> None:
+    def __init__(self, bot: BotLike, result: SparResult, a_side: int | None = None) -> None:
         self._bot = bot
         self._result = result
+        self._a_side = a_side
+
+    def on_event(self, ev: Event) -> None:
+        if self._a_side is not None:
+            self._result.tally.hear(ev, self._a_side)
+        call_hook(self._bot, "on_event", ev)
 
     def act(self, ctx: Context) -> Choice:
         start, cpu = time.perf_counter(), time.thread_time()
@@ -96,16 +148,18 @@ class _Timed:
 class SparResult:
     """What :func:`spar` measured: A's ``scores`` per pair (0, 0.5 or 1) and A's decision times in
     milliseconds per phase: wall clock (``times``) and CPU of the deciding thread (``cpu``: what the
-    decision costs on one core, whatever the machine's load)."""
+    decision costs on one core, whatever the machine's load); where the points went (``tally``)."""
 
     scores: list[float] = field(default_factory=list)
     times: dict[str, list[float]] = field(default_factory=dict)
     cpu: dict[str, list[float]] = field(default_factory=dict)
+    tally: Tally = field(default_factory=Tally)
 
     def summary(self) -> dict[str, object]:
         """A JSON-ready summary: ``elo``, ``ci_low``, ``ci_high``, ``pairs``, ``score``,
         ``decision_ms_p50``/``_p99`` (wall) and ``decision_cpu_ms_p50``/``_p99`` over all of A's
-        decisions, and ``phase_ms`` (wall p50, p99, count per phase)."""
+        decisions, ``phase_ms`` (wall p50, p99, count per phase), and :meth:`Tally.summary`'s
+        ``deals``, ``points_per_deal`` and ``choices``."""
         iv = elo_interval(self.scores)
         every = [t for ts in self.times.values() for t in ts]
         cpu = [t for ts in self.cpu.values() for t in ts]
@@ -117,6 +171,7 @@ class SparResult:
             "decision_cpu_ms_p99": round(percentile(cpu, 99), 1),
             "phase_ms": {ph: {"p50": round(percentile(ts, 50), 1), "p99": round(percentile(ts, 99), 1),
                               "decisions": len(ts)} for ph, ts in sorted(self.times.items())},
+            **self.tally.summary(),
         }
 
 
@@ -147,7 +202,8 @@ def spar(make_a: Callable[[], BotLike], make_b: Callable[[], BotLike], players: 
         seed = hashlib.sha256(f"{label}/{rules.players}/{k}".encode()).digest()
         score = 0.0
         for a_side in (0, 1):
-            bots = [_Timed(make_a(), result) if s % 2 == a_side else make_b() for s in range(rules.players)]
+            bots = [_Timed(make_a(), result, a_side if s == a_side else None) if s % 2 == a_side else make_b()
+                    for s in range(rules.players)]
             winner = play_local(bots, rules=rules, seed=seed).match.games[0].winner
             score += 0.5 if winner is None else float(winner == a_side)
         result.scores.append(score / 2)
@@ -165,7 +221,22 @@ def format_summary(name_a: str, name_b: str, players: int, summary: dict[str, ob
     assert isinstance(phases, dict)
     for phase, t in phases.items():
         lines.append(f"  {name_a} {phase:<7} {t['decisions']:>5} decisions, ms p50 {t['p50']}, p99 {t['p99']}")
-    return "\n".join(lines)
+    return "\n".join(lines + _tally_lines(name_a, name_b, summary))
+
+
+def _tally_lines(name_a: str, name_b: str, summary: dict[str, object]) -> list[str]:
+    """The points a deal by kind and the choices before play, one line each (:meth:`Tally.summary`)."""
+    per_deal, choices = summary["points_per_deal"], summary["choices"]
+    assert isinstance(per_deal, dict) and isinstance(choices, dict)
+    name_a, name_b = name_a.rpartition(":")[2], name_b.rpartition(":")[2]
+    kinds = ", ".join(f"{k.replace('_', ' ')} {a:.2f}/{b:.2f}" for k, (a, b) in per_deal.items() if k != "all" and a + b)
+    lines = [f"  points a deal over {summary['deals']} deals, {name_a}/{name_b}: "
+             f"{per_deal['all'][0]:.2f}/{per_deal['all'][1]:.2f} ({kinds})"]
+    for i, name in enumerate((name_a, name_b)):
+        begs, stands, gives, runs = (choices[k][i] for k in CHOICES)
+        lines.append(f"  {name}: begged {begs} of {begs + stands} times to the dealer's right; "
+                     f"as dealer gave one {gives}, ran the pack {runs}")
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:

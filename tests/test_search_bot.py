@@ -67,7 +67,7 @@ from sample_bots.search.fast import (
 from sample_bots.search.reference import deal_awards, engine_minimax, random_play_state
 from sdk.bot import Context, decision_rng
 from sdk.local import play_local
-from sdk.spar import elo_interval, spar
+from sdk.spar import elo_interval, format_summary, spar
 from tests.docker_helpers import (
     ROOT,
     base_image,
@@ -409,6 +409,32 @@ def test_local_duplicate_spars_two_bots() -> None:
     out = json.loads(r.stdout)
     assert out["pairs"] == 2 and out["ci_low"] <= out["elo"] <= out["ci_high"]
     assert set(out["phase_ms"]) >= {"play"} and out["phase_ms"]["play"]["decisions"] > 0
+
+
+def test_spar_tally_adds_up_to_the_games_scores() -> None:
+    """Where the points went (``SparResult.tally``) adds up: each bot's points of every kind are its
+    side's final scores over the games (played again here with ``play_local``), every beg got one
+    answer from the other bot, and each one given is a point of kind "one" to the beggar's side."""
+    pairs, label = 3, "tally"
+    result = spar(HeuristicBot, RandomBot, 4, pairs=pairs, label=label)
+    finals = [0, 0]
+    for k in range(pairs):
+        seed = hashlib.sha256(f"{label}/4/{k}".encode()).digest()
+        for a_side in (0, 1):
+            bots = [HeuristicBot() if s % 2 == a_side else RandomBot() for s in range(4)]
+            scores = play_local(bots, seed=seed).match.games[0].scores
+            finals[0] += scores[a_side]
+            finals[1] += scores[1 - a_side]
+    tally = result.tally
+    assert [sum(v[i] for v in tally.points.values()) for i in (0, 1)] == finals
+    begged, gave, ran = tally.choices["begged"], tally.choices["gave_one"], tally.choices["ran_pack"]
+    assert begged[0] == gave[1] + ran[1] and begged[1] == gave[0] + ran[0]
+    assert tally.points["one"] == [gave[1], gave[0]]
+    assert tally.deals >= 2 * pairs and sum(begged) > 0
+    summary = result.summary()
+    assert summary["deals"] == tally.deals and set(summary["points_per_deal"]) >= {"kick", "high", "game", "all"}
+    text = format_summary("a:Mine", "b:Other", 4, summary)
+    assert f"points a deal over {tally.deals} deals, Mine/Other" in text and "Other: begged" in text
 
 
 def test_spar_usage_errors_are_one_line() -> None:
