@@ -15,10 +15,10 @@ from main; none of them is part of the bot (none measured stronger). ``--trial``
 Prints one JSON object: per row ``players``, ``trial``, ``ms``, ``first_pair``, ``elo``, ``ci_low``,
 ``ci_high``, ``pairs``, ``score`` and ``pair_scores`` (against the heuristic bot, duplicate pairs);
 "paired" figures in the docs are the mean of the pair-for-pair difference from ``--trial none``.
-Each row also says where the points came from: ``deals`` played, ``points_per_deal`` (per kind of
-point: kick, one, high, low, jack, hang_jack, game; ``[trial's side, heuristic's side]``) and
-``choices`` (how often each side stood, begged, gave one and ran the pack), from the table's public
-events as one seat of the trial's side heard them.
+Each row also says where the points came from (``sdk.spar.Tally``): ``deals`` played,
+``points_per_deal`` (per kind of point: kick, one, high, low, jack, hang_jack, game, and all;
+``[trial's side, heuristic's side]``) and ``choices`` (begged, stood, gave_one, ran_pack: ``[trial,
+heuristic]`` counts).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import math
 import random
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,13 +38,11 @@ sys.path.insert(0, str(ROOT))
 
 from _pairs import add_pair_options, parse_pair_options  # noqa: E402
 
-from referee.events import Event  # noqa: E402
 from referee.rules import BEG, GIVE_ONE, RUN_PACK, STAND, Action, Play  # noqa: E402
 from sample_bots.heuristic import HeuristicBot  # noqa: E402
 from sample_bots.search import SearchBot  # noqa: E402
 from sample_bots.search import bot as search  # noqa: E402
 from sample_bots.search.fast import Position, cards_in, playout  # noqa: E402
-from sdk.bot import Context, MatchInfo, call_hook  # noqa: E402
 from sdk.spar import spar  # noqa: E402
 
 #: UCB1's exploration constant, on values scaled to the deal's range (0 .. 1).
@@ -145,51 +142,6 @@ class MarginBot(SearchBot):
         return GIVE_ONE if give >= run - self.give_margin else RUN_PACK
 
 
-@dataclass(slots=True)
-class Tally:
-    """Where a row's points came from (the module docstring): ``deals``; ``points[kind]``: points to
-    the trial's side and to the heuristic's; ``choices``: ``"<side> <event kind>"`` counts."""
-
-    deals: int = 0
-    points: dict[str, list[int]] = field(default_factory=dict)
-    choices: Counter[str] = field(default_factory=Counter)
-
-    def hear(self, ev: Event, side: int) -> None:
-        """Count one public event; ``side`` is the trial's side in this game."""
-        if ev.kind == "deal_started":
-            self.deals += 1
-        elif ev.kind == "points_scored" and ev.side is not None and ev.points_kind:
-            self.points.setdefault(ev.points_kind, [0, 0])[0 if ev.side == side else 1] += ev.value
-        elif ev.kind in ("stood", "begged", "gave_one", "ran_pack") and ev.seat is not None:
-            self.choices[f"{'trial' if ev.seat % 2 == side else 'heuristic'} {ev.kind}"] += 1
-
-    def summary(self) -> dict[str, object]:
-        per_deal = {k: [round(v / max(self.deals, 1), 3) for v in pts] for k, pts in sorted(self.points.items())}
-        return {"deals": self.deals, "points_per_deal": per_deal, "choices": dict(sorted(self.choices.items()))}
-
-
-class Tallying:
-    """A trial's bot that also counts, in seat 0 or 1 only (one seat of its side), the events it hears."""
-
-    def __init__(self, bot: SearchBot, tally: Tally) -> None:
-        self.bot = bot
-        self.tally = tally
-        self.name = bot.name
-        self.seat: int | None = None
-
-    def act(self, ctx: Context) -> Action:
-        return self.bot.act(ctx)
-
-    def on_welcome(self, info: MatchInfo) -> None:
-        self.seat = info.seat
-        call_hook(self.bot, "on_welcome", info)
-
-    def on_event(self, ev: Event) -> None:
-        if self.seat is not None and self.seat < 2:
-            self.tally.hear(ev, self.seat % 2)
-        call_hook(self.bot, "on_event", ev)
-
-
 def make(trial: str, ms: int) -> Callable[[], SearchBot]:
     """A factory of the trial's bot.
 
@@ -221,13 +173,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for players in args.players:
         for trial, factory in factories.items():
-            tally = Tally()
-            result = spar(lambda f=factory, t=tally: Tallying(f(), t), HeuristicBot, players, args.pairs,  # type: ignore[misc]
-                          f"{args.seed}/heuristic", first=args.first_pair)
+            result = spar(factory, HeuristicBot, players, args.pairs, f"{args.seed}/heuristic", first=args.first_pair)
             summary = result.summary()
             rows.append({"players": players, "trial": trial, "ms": args.ms, "first_pair": args.first_pair,
                          **{k: summary[k] for k in ("elo", "ci_low", "ci_high", "pairs", "score")},
-                         "pair_scores": result.scores, **tally.summary()})
+                         "pair_scores": result.scores,
+                         **{k: summary[k] for k in ("deals", "points_per_deal", "choices")}})
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     print(json.dumps({"rows": rows, "cpu_s": round(time.process_time() - cpu, 1)}, indent=2))
     return 0

@@ -229,7 +229,8 @@ def _tally_lines(name_a: str, name_b: str, summary: dict[str, object]) -> list[s
     per_deal, choices = summary["points_per_deal"], summary["choices"]
     assert isinstance(per_deal, dict) and isinstance(choices, dict)
     name_a, name_b = name_a.rpartition(":")[2], name_b.rpartition(":")[2]
-    kinds = ", ".join(f"{k.replace('_', ' ')} {a:.2f}/{b:.2f}" for k, (a, b) in per_deal.items() if k != "all" and a + b)
+    kinds = ", ".join(f"{k.replace('_', ' ')} {a:.2f}/{b:.2f}"
+                      for k, (a, b) in per_deal.items() if k != "all" and a + b)
     lines = [f"  points a deal over {summary['deals']} deals, {name_a}/{name_b}: "
              f"{per_deal['all'][0]:.2f}/{per_deal['all'][1]:.2f} ({kinds})"]
     for i, name in enumerate((name_a, name_b)):
