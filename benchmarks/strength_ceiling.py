@@ -12,7 +12,11 @@ honest bot's (``--sees none``). ``--sees``:
 - ``none``: the bot as it is (the baseline of the same run);
 - ``pre``: the true deal for beg or stand and give one or run the pack (it knows what a run deals);
 - ``play``: the true deal for every card and call (double dummy, every hand open);
-- ``all``: both.
+- ``all``: both;
+- ``partner``: in play, the partner's true hand only (the opponents' hands still sampled from what the
+  seat knows, 48 deals as usual): what the partner's cards are worth to know, the most a signalling
+  convention between the two seats of a side could tell (at two players there is no partner: the
+  same as ``none``).
 
 The difference between a row and ``none`` bounds what better inference (reading the hidden cards from
 what the seat has seen) could add in that phase with the bot's own evaluation; the evaluation itself is
@@ -24,6 +28,7 @@ and ``pair_scores`` (progress to stderr every 10 pairs).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import sys
@@ -31,6 +36,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -46,12 +52,24 @@ from sample_bots.search.infer import Deal, Knowledge  # noqa: E402
 from sdk.bot import Context  # noqa: E402
 from sdk.spar import spar  # noqa: E402
 
-#: The phases each ``--sees`` choice gives the true deal in.
-SEES: dict[str, frozenset[Phase]] = {
-    "none": frozenset(),
-    "pre": frozenset({Phase.BEG, Phase.DEALER}),
-    "play": frozenset({Phase.PLAY, Phase.CALL}),
-    "all": frozenset({Phase.BEG, Phase.DEALER, Phase.PLAY, Phase.CALL}),
+
+class Sight(NamedTuple):
+    """What a ``--sees`` choice shows: the true deal (or only the partner's hand) in ``phases``. (A
+    named tuple, not a dataclass: tests load this file as a module that is not in ``sys.modules``.)"""
+
+    phases: frozenset[Phase]
+    partner_only: bool = False
+
+
+_PLAY = frozenset({Phase.PLAY, Phase.CALL})
+_BEFORE = frozenset({Phase.BEG, Phase.DEALER})
+#: What each ``--sees`` choice shows (the module docstring).
+SEES: dict[str, Sight] = {
+    "none": Sight(frozenset()),
+    "pre": Sight(_BEFORE),
+    "play": Sight(_PLAY),
+    "all": Sight(_BEFORE | _PLAY),
+    "partner": Sight(_PLAY, partner_only=True),
 }
 
 
@@ -91,25 +109,37 @@ def watching(oracle: Oracle) -> Iterator[Oracle]:
 
 
 class SeeingSearchBot(SearchBot):
-    """``SearchBot`` valuing its actions on the true deal in ``phases`` (one deal: it is the only one)."""
+    """``SearchBot`` valuing its actions on the true deal in ``sight.phases`` (one deal: it is the only
+    one), or with ``sight.partner_only`` on deals sampled with the partner's true hand in place."""
 
     name = "search-seeing"
 
-    def __init__(self, oracle: Oracle, phases: frozenset[Phase], ms: int = DEFAULT_MS) -> None:
+    def __init__(self, oracle: Oracle, sight: Sight, ms: int = DEFAULT_MS) -> None:
         super().__init__(ms=ms)
         self.oracle = oracle
-        self.phases = phases
+        self.sight = sight
         self._honest_samples = self.samples
         self._sees = False
 
     def act(self, ctx: Context):  # type: ignore[no-untyped-def]
-        """``SearchBot.act``, on the true deal when ``ctx.phase`` is one of ``phases``."""
-        self._sees = ctx.phase in self.phases
-        self.samples = 1 if self._sees else self._honest_samples
+        """``SearchBot.act``, seeing what ``sight`` shows when ``ctx.phase`` is one of its phases."""
+        self._sees = ctx.phase in self.sight.phases
+        self.samples = 1 if self._sees and not self.sight.partner_only else self._honest_samples
         return super().act(ctx)
 
     def _sample(self, know: Knowledge, rng: random.Random) -> Deal:
-        return self.oracle.true_deal() if self._sees else super()._sample(know, rng)
+        if not self._sees:
+            return super()._sample(know, rng)
+        deal = self.oracle.true_deal()
+        if not self.sight.partner_only:
+            return deal
+        if know.players != 4:
+            return super()._sample(know, rng)
+        partner = (know.seat + 2) % 4
+        hands = list(know.hands)
+        hands[partner] = deal.hands[partner]
+        return super()._sample(dataclasses.replace(know, hands=tuple(hands), unseen=know.unseen & ~deal.hands[partner]),
+                               rng)
 
 
 def row(players: int, sees: str, ms: int, pairs: int, first: int, seed: str) -> dict[str, object]:

@@ -198,6 +198,39 @@ def test_the_seeing_search_bot_values_the_true_deal_only_in_its_phases(monkeypat
         oracle.true_deal()
 
 
+def test_the_partner_seeing_bot_samples_around_its_partners_true_hand(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--sees partner``: in play every sampled deal holds the partner's true hand, while the opponents'
+    hands are still sampled (not always the truth); before play nothing is seen."""
+    from referee.rules import Phase
+    from sdk.local_table import play_local
+
+    ceiling = _load_benchmark("strength_ceiling", monkeypatch)
+    seen: list[tuple[Phase, bool, bool]] = []
+
+    class Spy(ceiling.SeeingSearchBot):  # type: ignore[misc, name-defined]
+        def act(self, ctx):  # type: ignore[no-untyped-def]
+            self.phase, self.seat = ctx.phase, ctx.seat
+            return super().act(ctx)
+
+        def _sample(self, know, rng):  # type: ignore[no-untyped-def]
+            deal = super()._sample(know, rng)
+            truth = self.oracle.true_deal()
+            partner, opponents = (self.seat + 2) % 4, ((self.seat + 1) % 4, (self.seat + 3) % 4)
+            seen.append((self.phase, deal.hands[partner] == truth.hands[partner],
+                         all(deal.hands[o] == truth.hands[o] for o in opponents)))
+            return deal
+
+    oracle = ceiling.Oracle()
+    with ceiling.watching(oracle):
+        play_local([Spy(oracle, ceiling.SEES["partner"], ms=2) for _ in range(4)], seed="partner")
+    in_play = [(partner, opponents) for phase, partner, opponents in seen if phase is Phase.PLAY]
+    before = [partner for phase, partner, _ in seen if phase in (Phase.BEG, Phase.DEALER)]
+    assert in_play and before, seen
+    assert all(partner for partner, _ in in_play), seen
+    assert not all(opponents for _, opponents in in_play), seen
+    assert not all(before), seen
+
+
 @pytest.mark.slow
 def test_strength_ceiling_prints_a_row_per_phase_seen(tmp_path: Path) -> None:
     out = run("strength_ceiling.py", "--pairs", "1", "--ms", "2", "--players", "2", "--sees", "none", "all",
