@@ -2,7 +2,7 @@
 
     python benchmarks/search_trials.py --trial ismcts [--pairs 60] [--ms 200] [--players 4] [--first-pair 0]
 
-Kept so that the fourth session's trials in docs/search-bot.md ("Measured strength") can be re-run
+Kept so that the fourth and fifth sessions' trials in docs/search-bot.md ("Measured strength") can be re-run
 from main; none of them is part of the bot (none measured stronger). ``--trial``:
 
 - ``none``: ``SearchBot`` as it is (the baseline; pair for pair the same as ``strength.py``);
@@ -10,7 +10,10 @@ from main; none of them is part of the bot (none measured stronger). ``--trial``
 - ``beg-margin:M``: beg only when the worse of give one and run the pack beats stand by more than
   ``M`` (a negative ``M`` begs more readily);
 - ``give-margin:M``: as the dealer, give one when it is at least run the pack minus ``M`` (a positive
-  ``M`` gives more readily).
+  ``M`` gives more readily);
+- ``ties:EPS``: every card as the search chooses it, except that the heuristic bot's card is played
+  when the search values it within ``EPS`` of the best (``ties:0``: only on exact ties) — the fifth
+  session's trial of a prior among cards the open-handed search cannot tell apart.
 
 Prints one JSON object: per row ``players``, ``trial``, ``ms``, ``first_pair``, ``elo``, ``ci_low``,
 ``ci_high``, ``pairs``, ``score`` and ``pair_scores`` (against the heuristic bot, duplicate pairs);
@@ -42,7 +45,8 @@ from referee.rules import BEG, GIVE_ONE, RUN_PACK, STAND, Action, Play  # noqa: 
 from sample_bots.heuristic import HeuristicBot  # noqa: E402
 from sample_bots.search import SearchBot  # noqa: E402
 from sample_bots.search import bot as search  # noqa: E402
-from sample_bots.search.fast import Position, cards_in, playout  # noqa: E402
+from sample_bots.search.fast import Position, card_id, cards_in, playout  # noqa: E402
+from sdk.bot import Context  # noqa: E402
 from sdk.spar import spar  # noqa: E402
 
 #: UCB1's exploration constant, on values scaled to the deal's range (0 .. 1).
@@ -142,6 +146,35 @@ class MarginBot(SearchBot):
         return GIVE_ONE if give >= run - self.give_margin else RUN_PACK
 
 
+class TieBot(SearchBot):
+    """``SearchBot`` that plays the heuristic bot's card whenever the search values it within ``eps``
+    of the best (the module docstring's ``ties``): a prior among cards the open-handed search cannot
+    tell apart."""
+
+    name = "search-ties"
+
+    def __init__(self, ms: int, eps: float) -> None:
+        super().__init__(ms=ms)
+        self.eps = eps
+        self.heuristic = HeuristicBot()
+        self.ctx: Context | None = None
+
+    def act(self, ctx: Context) -> Action:
+        self.ctx = ctx
+        return super().act(ctx)
+
+    def _play(self, s: search._Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
+        moves = [a for a in legal if isinstance(a, Play)]
+        ids = [card_id(a.card) for a in moves]
+        means = self._means(s, rng, len(moves), lambda deal: search._after_each(s, search._position(s, deal), ids))
+        best = search._best(means)
+        assert self.ctx is not None
+        theirs = self.heuristic.act(self.ctx)
+        if theirs in moves and means[best] - means[moves.index(theirs)] <= self.eps:
+            return theirs
+        return moves[best]
+
+
 def make(trial: str, ms: int) -> Callable[[], SearchBot]:
     """A factory of the trial's bot.
 
@@ -156,7 +189,10 @@ def make(trial: str, ms: int) -> Callable[[], SearchBot]:
         margin = float(arg)
         key = "beg_margin" if name == "beg-margin" else "give_margin"
         return lambda: MarginBot(ms, **{key: margin})
-    raise ValueError(f"unknown trial {trial!r}: none, ismcts, beg-margin:M or give-margin:M")
+    if name == "ties" and arg:
+        eps = float(arg)
+        return lambda: TieBot(ms, eps)
+    raise ValueError(f"unknown trial {trial!r}: none, ismcts, beg-margin:M, give-margin:M or ties:EPS")
 
 
 def main(argv: list[str] | None = None) -> int:

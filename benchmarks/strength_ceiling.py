@@ -35,8 +35,8 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -53,9 +53,9 @@ from sdk.bot import Context  # noqa: E402
 from sdk.spar import spar  # noqa: E402
 
 
-class Sight(NamedTuple):
-    """What a ``--sees`` choice shows: the true deal (or only the partner's hand) in ``phases``. (A
-    named tuple, not a dataclass: tests load this file as a module that is not in ``sys.modules``.)"""
+@dataclass(frozen=True, slots=True)
+class Sight:
+    """What a ``--sees`` choice shows: the true deal (or only the partner's hand) in ``phases``."""
 
     phases: frozenset[Phase]
     partner_only: bool = False

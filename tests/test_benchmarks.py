@@ -156,6 +156,7 @@ def _load_benchmark(name: str, monkeypatch: pytest.MonkeyPatch):  # type: ignore
     spec = importlib.util.spec_from_file_location(f"_bench_{name}", ROOT / "benchmarks" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
@@ -244,7 +245,7 @@ def test_strength_ceiling_prints_a_row_per_phase_seen(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_search_trials_print_a_row_per_trial_and_a_zero_margin_changes_nothing(tmp_path: Path) -> None:
-    trials = ["none", "ismcts", "beg-margin:0", "give-margin:0"]
+    trials = ["none", "ismcts", "beg-margin:0", "give-margin:0", "ties:0"]
     out = run("search_trials.py", "--trial", *trials, "--pairs", "2", "--ms", "3", "--players", "2", cwd=tmp_path)
     rows = {r["trial"]: r for r in json.loads(out)["rows"]}
     assert list(rows) == trials, out
@@ -261,6 +262,29 @@ def test_search_trials_print_a_row_per_trial_and_a_zero_margin_changes_nothing(t
         assert r["deals"] - 4 <= first_choices <= r["deals"], out
     # A margin of 0 is the bot's own rule: the same choices, so the same games.
     assert rows["beg-margin:0"]["pair_scores"] == rows["give-margin:0"]["pair_scores"] == rows["none"]["pair_scores"]
+
+
+def test_the_ties_trial_plays_the_heuristic_card_within_its_margin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ties:EPS``: with a margin wider than any value difference (1.0) every card is the heuristic
+    bot's; the choices before play stay the search's own."""
+    from referee.rules import Phase, Play
+    from sample_bots.heuristic import HeuristicBot
+    from sdk.local_table import play_local
+
+    trials = _load_benchmark("search_trials", monkeypatch)
+    compared = 0
+
+    class Check(trials.TieBot):  # type: ignore[misc, name-defined]
+        def act(self, ctx):  # type: ignore[no-untyped-def]
+            nonlocal compared
+            action = super().act(ctx)
+            if ctx.phase is Phase.PLAY and isinstance(action, Play):
+                assert action == HeuristicBot().act(ctx)
+                compared += 1
+            return action
+
+    play_local([Check(2, 1.0), HeuristicBot(), Check(2, 1.0), HeuristicBot()], seed="ties")
+    assert compared > 10
 
 
 def test_search_trials_name_an_unknown_trial_in_one_line(tmp_path: Path) -> None:
