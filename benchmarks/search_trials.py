@@ -45,7 +45,7 @@ from referee.rules import BEG, GIVE_ONE, RUN_PACK, STAND, Action, Play  # noqa: 
 from sample_bots.heuristic import HeuristicBot  # noqa: E402
 from sample_bots.search import SearchBot  # noqa: E402
 from sample_bots.search import bot as search  # noqa: E402
-from sample_bots.search.fast import Position, card_id, cards_in, playout  # noqa: E402
+from sample_bots.search.fast import Position, cards_in, playout  # noqa: E402
 from sdk.bot import Context  # noqa: E402
 from sdk.spar import spar  # noqa: E402
 
@@ -138,11 +138,11 @@ class MarginBot(SearchBot):
         self.give_margin = give_margin
 
     def _beg(self, s: search._Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
-        stand, give, run = self._means(s, rng, 3, lambda deal: search._before_play(s, deal))
+        stand, give, run = self._before_play_means(s, rng)
         return BEG if min(give, run) > stand + self.beg_margin else STAND
 
     def _dealer(self, s: search._Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
-        _, give, run = self._means(s, rng, 3, lambda deal: search._before_play(s, deal))
+        _, give, run = self._before_play_means(s, rng)
         return GIVE_ONE if give >= run - self.give_margin else RUN_PACK
 
 
@@ -164,9 +164,7 @@ class TieBot(SearchBot):
         return super().act(ctx)
 
     def _play(self, s: search._Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
-        moves = [a for a in legal if isinstance(a, Play)]
-        ids = [card_id(a.card) for a in moves]
-        means = self._means(s, rng, len(moves), lambda deal: search._after_each(s, search._position(s, deal), ids))
+        moves, means = self._card_means(s, legal, rng)
         best = search._best(means)
         assert self.ctx is not None
         theirs = self.heuristic.act(self.ctx)

@@ -128,13 +128,11 @@ class SeeingSearchBot(SearchBot):
         return super().act(ctx)
 
     def _sample(self, know: Knowledge, rng: random.Random) -> Deal:
-        if not self._sees:
+        if not self._sees or (self.sight.partner_only and know.players != 4):
             return super()._sample(know, rng)
         deal = self.oracle.true_deal()
         if not self.sight.partner_only:
             return deal
-        if know.players != 4:
-            return super()._sample(know, rng)
         partner = (know.seat + 2) % 4
         hands = list(know.hands)
         hands[partner] = deal.hands[partner]

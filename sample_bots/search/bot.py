@@ -172,10 +172,16 @@ class SearchBot(Bot):
     # ------------------------------------------------------------------------- play and call
 
     def _play(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
+        moves, means = self._card_means(s, legal, rng)
+        return moves[_best(means)]
+
+    def _card_means(self, s: _Setting, legal: tuple[Action, ...],
+                    rng: random.Random) -> tuple[list[Play], list[float]]:
+        """The cards the seat may play (``legal``'s plays, in order) and each one's mean value over
+        sampled deals: what ``_play`` chooses from (a benchmark may choose otherwise from the same)."""
         moves = [a for a in legal if isinstance(a, Play)]
         ids = [card_id(a.card) for a in moves]
-        means = self._means(s, rng, len(moves), lambda deal: _after_each(s, _position(s, deal), ids))
-        return moves[_best(means)]
+        return moves, self._means(s, rng, len(moves), lambda deal: _after_each(s, _position(s, deal), ids))
 
     def _call(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
         calls = [a for a in legal if isinstance(a, Call)]
@@ -197,12 +203,17 @@ class SearchBot(Bot):
     # ------------------------------------------------------------------------- beg, give, run
 
     def _beg(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
-        stand, give, run = self._means(s, rng, 3, lambda deal: _before_play(s, deal))
+        stand, give, run = self._before_play_means(s, rng)
         return BEG if min(give, run) > stand else STAND
 
     def _dealer(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
-        _, give, run = self._means(s, rng, 3, lambda deal: _before_play(s, deal))
+        _, give, run = self._before_play_means(s, rng)
         return GIVE_ONE if give >= run else RUN_PACK
+
+    def _before_play_means(self, s: _Setting, rng: random.Random) -> list[float]:
+        """``[stand, give one, run the pack]``: each way's mean value to the seat's side over sampled
+        deals (``_before_play``), what ``_beg`` and ``_dealer`` choose from."""
+        return self._means(s, rng, 3, lambda deal: _before_play(s, deal))
 
 
 class QuickSearchBot(SearchBot):
