@@ -291,3 +291,82 @@ def test_search_trials_name_an_unknown_trial_in_one_line(tmp_path: Path) -> None
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "search_trials.py"), "--trial", "deeper"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "unknown trial 'deeper'" in r.stderr.strip().splitlines()[-1], r.stderr
+
+
+def test_choice_outcomes_record_what_the_game_then_scored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each point's outcome of the chosen action is the game's own value at that deal's end (the
+    continuation replays the game exactly), the game is the local table's game on the same seed, and
+    the other actions' outcomes are continuations of their own."""
+    import hashlib
+
+    from sample_bots.heuristic import HeuristicBot
+    from sample_bots.search import SearchBot
+    from sdk.local_table import play_local
+
+    outcomes = _load_benchmark("choice_outcomes", monkeypatch)
+    made: list[object] = []
+    game = outcomes.play_game(1, ms=3, play_share=0.5, seed="t", sink=made.append)
+    assert made == game.points and {p.phase for p in game.points} == {"beg", "dealer", "play"}
+    for p in game.points:
+        assert p.outcomes[p.chosen] == game.deal_values[p.deal - 1], p
+        assert p.chosen == outcomes.bot_choice(p) and 0 <= p.heuristic < len(p.actions), p
+        assert len(p.means) == len(p.outcomes) == len(p.actions) >= 2, p
+        assert p.actions == {"beg": ["stand", "beg"], "dealer": ["give", "run"]}.get(p.phase, p.actions), p
+        assert all(0.0 <= v <= 1.0 for v in p.outcomes), p
+    assert any(len(set(p.outcomes)) > 1 for p in game.points)  # some choices changed what the deal scored
+    # The same game on the local table (game 1: the search bot is side 1) ends the same way.
+    local = play_local([HeuristicBot(), SearchBot(ms=3), HeuristicBot(), SearchBot(ms=3)],
+                       seed=hashlib.sha256(b"t/1").digest())
+    assert game.scores == local.match.games[0].scores and local.match.games[0].winner is not None
+    assert game.deal_values[-1] == (1.0 if local.match.games[0].winner == 1 else 0.0)
+
+
+def test_choice_outcomes_compare_ways_of_choosing_on_the_same_points(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Explicit points: each way of choosing gains what its changed choices' outcomes say."""
+    outcomes = _load_benchmark("choice_outcomes", monkeypatch)
+
+    def point(phase: str, means: list[float], outs: list[float], chosen: int, heuristic: int):  # type: ignore[no-untyped-def]
+        actions = {"beg": ["stand", "beg"], "dealer": ["give", "run"]}.get(phase, ["AS", "2S", "KH"])
+        return outcomes.Point(0, 1, 1, phase, (0, 0), actions, means, outs, chosen, heuristic)
+
+    points = [
+        point("beg", [0.5, 0.53], [0.6, 0.5], chosen=1, heuristic=1),  # beg by 0.03: a margin of 0.04 stands
+        point("beg", [0.5, 0.45], [0.2, 0.3], chosen=0, heuristic=1),
+        point("dealer", [0.4, 0.45], [0.3, 0.3], chosen=1, heuristic=0),  # run by 0.05
+        point("play", [0.2, 0.2, 0.1], [0.5, 0.4, 0.9], chosen=0, heuristic=1),  # the heuristic card ties
+    ]
+    assert [outcomes.bot_choice(p) for p in points] == [p.chosen for p in points]
+    report = outcomes.analyse(points, ["bot", "heuristic", "margin:0.04", "ties:0", "ties:0.01"])
+    beg, dealer, play = (report[k]["policies"] for k in ("beg", "dealer", "play"))
+    assert beg["bot"] == {"gain": 0.0, "se": 0.0, "changed": 0}
+    assert beg["margin:0.04"] == {"gain": 0.05, "se": 0.05, "changed": 1}  # gains 0.1 and 0
+    assert beg["heuristic"] == {"gain": 0.05, "se": 0.05, "changed": 1}
+    assert dealer["margin:0.04"]["changed"] == 0 and dealer["heuristic"] == {"gain": 0.0, "se": 0.0, "changed": 1}
+    assert dealer["ties:0.01"]["changed"] == 0  # the heuristic bot's answer is 0.05 worse to the search
+    assert play["ties:0"] == play["ties:0.01"] == play["heuristic"] == {"gain": -0.1, "se": 0.0, "changed": 1}
+    assert play["margin:0.04"]["changed"] == 0 and "calibration" not in report["play"]
+    # Calibration: outcomes' differences exactly 2 d - 0.1 give that line and the bins' means.
+    line = [point("beg", [0.5, 0.5 + d], [0.5, 0.5 + 2 * d - 0.1], chosen=int(d > 0), heuristic=0)
+            for d in (-0.1, 0.0, 0.1)]
+    cal = outcomes.calibration(line)
+    assert cal["slope"] == pytest.approx(2.0) and cal["intercept"] == pytest.approx(-0.1)
+    assert cal["bins"] == [1, 1, 1] and cal["D"] == pytest.approx([-0.3, -0.1, 0.1])
+    for bad in ("deeper", "margin:x", "ties:"):
+        with pytest.raises(ValueError, match="unknown way of choosing"):
+            outcomes.policy(bad)
+
+
+@pytest.mark.slow
+def test_choice_outcomes_read_back_what_they_wrote(tmp_path: Path) -> None:
+    out = run("choice_outcomes.py", "--games", "1", "--ms", "2", "--play-share", "0.2", "--out", "p.jsonl",
+              cwd=tmp_path)
+    figures = json.loads(out)
+    assert figures["points"] == len((tmp_path / "p.jsonl").read_text().splitlines()) > 0, out
+    assert json.loads(run("choice_outcomes.py", "--read", "p.jsonl", cwd=tmp_path)) == figures
+    (tmp_path / "bad.jsonl").write_text('{"game": 0}\n')
+    for args, said in ((["--games", "0"], "--games, --ms and --continue-ms must be at least 1"),
+                       (["--read", "bad.jsonl"], "bad.jsonl:1: not a point"),
+                       (["--policies", "best"], "unknown way of choosing 'best'")):
+        r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "choice_outcomes.py"), *args],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and said in r.stderr.strip().splitlines()[-1], r.stderr
