@@ -24,6 +24,8 @@ of means ``d`` (beg minus stand; run the pack minus give one) predicts the outco
 Ways of choosing (``--policies``): ``bot``; ``heuristic``; ``margin:M`` (before play, the second action
 — beg, run the pack — only when its mean beats the first's by more than ``M``; cards as the bot);
 ``ties:EPS`` (the heuristic bot's choice when the search values it within ``EPS`` of the bot's).
+``room`` bounds them all: what choosing with hindsight (the action whose continuation scored best)
+would gain a point, and on what share of points some other action did better.
 
 Reading the figures: a gain ``g`` a point is about ``2.5 g`` of a duplicate pair's score a phase (the
 search side makes about 2.7 beg and 2.5 dealer choices a game), and near the bot's pair score of 0.64,
@@ -279,6 +281,15 @@ def compare(points: Sequence[Point], choose: Callable[[Point], int]) -> dict[str
     return {"gain": round(float(gains.mean()), 4) if len(gains) else 0.0, "se": round(se, 4), "changed": changed}
 
 
+def room(points: Sequence[Point]) -> dict[str, float]:
+    """What hindsight could gain on ``points``: the mean of the best action's outcome less the chosen
+    one's (``gain``; an upper bound for every way of choosing, since it knows each continuation) and the
+    share of points where some action did better than the chosen one (``share``)."""
+    regrets = [max(p.outcomes) - p.outcomes[p.chosen] for p in points]
+    return {"gain": round(sum(regrets) / len(regrets), 4) if regrets else 0.0,
+            "share": round(sum(1 for r in regrets if r > 0) / len(regrets), 4) if regrets else 0.0}
+
+
 def calibration(points: Sequence[Point]) -> dict[str, object]:
     """How the search's ``d`` (second action's mean minus the first's) predicts the outcomes' ``D``:
     the least-squares ``slope`` and ``intercept`` of ``D`` on ``d``, and ``BINS`` groups of points by
@@ -307,7 +318,8 @@ def analyse(points: Sequence[Point], policies: Sequence[str] = DEFAULT_POLICIES)
         mine = [p for p in points if p.phase == phase]
         if not mine:
             continue
-        row: dict[str, object] = {"points": len(mine), "policies": {n: compare(mine, w) for n, w in ways.items()}}
+        row: dict[str, object] = {"points": len(mine), "room": room(mine),
+                                  "policies": {n: compare(mine, w) for n, w in ways.items()}}
         if phase != "play":
             row["calibration"] = calibration(mine)
         report[phase] = row

@@ -345,6 +345,11 @@ def test_choice_outcomes_compare_ways_of_choosing_on_the_same_points(monkeypatch
     assert dealer["ties:0.01"]["changed"] == 0  # the heuristic bot's answer is 0.05 worse to the search
     assert play["ties:0"] == play["ties:0.01"] == play["heuristic"] == {"gain": -0.1, "se": 0.0, "changed": 1}
     assert play["margin:0.04"]["changed"] == 0 and "calibration" not in report["play"]
+    # Hindsight: the beg points' best outcomes beat the chosen by 0.1 each; no other dealer answer scored
+    # more; the card 0.9 beat the chosen 0.5.
+    assert report["beg"]["room"] == {"gain": 0.1, "share": 1.0}
+    assert report["dealer"]["room"] == {"gain": 0.0, "share": 0.0}
+    assert report["play"]["room"] == {"gain": 0.4, "share": 1.0}
     # Calibration: outcomes' differences exactly 2 d - 0.1 give that line and the bins' means.
     line = [point("beg", [0.5, 0.5 + d], [0.5, 0.5 + 2 * d - 0.1], chosen=int(d > 0), heuristic=0)
             for d in (-0.1, 0.0, 0.1)]
