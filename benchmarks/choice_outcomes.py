@@ -81,6 +81,9 @@ PLAYERS = 4
 PHASES = {Phase.BEG: "beg", Phase.DEALER: "dealer", Phase.PLAY: "play"}
 #: How many groups of equal size the calibration splits the points into, by the search's ``d``.
 BINS = 4
+#: A game is "late" when either side has at least this many points (of the target's 14): the score
+#: then weighs on every choice, and the calibration is reported for those points apart.
+LATE = 10
 DEFAULT_POLICIES = ["heuristic", "margin:-0.02", "margin:0.02", "margin:0.05", "ties:0", "ties:0.01",
                     "ties:0.03"]
 
@@ -308,7 +311,9 @@ def calibration(points: Sequence[Point]) -> dict[str, object]:
 
 
 def analyse(points: Sequence[Point], policies: Sequence[str] = DEFAULT_POLICIES) -> dict[str, object]:
-    """Per phase: ``points``, each policy's :func:`compare` row and, before play, :func:`calibration`.
+    """Per phase: ``points``, :func:`room`, each policy's :func:`compare` row and, before play,
+    :func:`calibration` of all its points and (``calibration_late``) of those where a side has ``LATE``
+    points or more.
 
     :raises ValueError: for an unknown policy name (:func:`policy`).
     """
@@ -322,6 +327,9 @@ def analyse(points: Sequence[Point], policies: Sequence[str] = DEFAULT_POLICIES)
                                   "policies": {n: compare(mine, w) for n, w in ways.items()}}
         if phase != "play":
             row["calibration"] = calibration(mine)
+            late = [p for p in mine if max(p.scores) >= LATE]
+            if late:
+                row["calibration_late"] = calibration(late)
         report[phase] = row
     return report
 

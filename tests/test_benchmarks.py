@@ -356,6 +356,13 @@ def test_choice_outcomes_compare_ways_of_choosing_on_the_same_points(monkeypatch
     cal = outcomes.calibration(line)
     assert cal["slope"] == pytest.approx(2.0) and cal["intercept"] == pytest.approx(-0.1)
     assert cal["bins"] == [1, 1, 1] and cal["D"] == pytest.approx([-0.3, -0.1, 0.1])
+    late = [outcomes.Point(0, 9, 1, "beg", (outcomes.LATE, 3), ["stand", "beg"], [0.5, 0.5 + d], [0.5, 0.4 + d],
+                           int(d > 0), 0) for d in (-0.1, 0.1)]
+    split = outcomes.analyse(line + late, ["bot"])["beg"]
+    assert split["calibration"]["bins"] == [2, 1, 1, 1]  # all five points, in BINS groups
+    assert split["calibration_late"]["slope"] == pytest.approx(1.0)  # only the two late ones: D = d - 0.1
+    assert split["calibration_late"]["intercept"] == pytest.approx(-0.1)
+    assert "calibration_late" not in outcomes.analyse(line, ["bot"])["beg"]
     for bad in ("deeper", "margin:x", "ties:"):
         with pytest.raises(ValueError, match="unknown way of choosing"):
             outcomes.policy(bad)
