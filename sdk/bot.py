@@ -209,6 +209,7 @@ class IllegalChoice(ValueError):
     def __init__(self, choice: object, legal: tuple[Action, ...], why: str = "") -> None:
         self.choice = choice
         self.legal = legal
+        self.why = why
         legal_text = " ".join(str(a) for a in legal)
         super().__init__(f"bot chose {choice!r}{': ' + why if why else ''}; legal: {legal_text}")
 
@@ -329,8 +330,9 @@ def call_hook(bot: object, hook: str, arg: object) -> None:
 def load_bot(spec: str) -> BotLike:
     """Import ``"package.module:ClassName"`` and return a new instance (constructed with no arguments).
 
-    :raises ValueError: if ``spec`` is not ``module:Class``, the module or class cannot be found, or
-        the object has no ``act`` method.
+    :raises ValueError: if ``spec`` is not ``module:Class``, the module or class cannot be found, it is
+        not a class (or other callable), it cannot be made with no arguments, or what it makes has no
+        ``act`` method.
     """
     import importlib
 
@@ -345,7 +347,12 @@ def load_bot(spec: str) -> BotLike:
         factory = getattr(module, attr)
     except AttributeError:
         raise ValueError(f"module {module_name!r} has no {attr!r} ({spec!r})") from None
-    bot: object = factory()
+    if not callable(factory):
+        raise ValueError(f"{spec!r} is not a class (it is a {type(factory).__name__})")
+    try:
+        bot: object = factory()
+    except TypeError as e:
+        raise ValueError(f"{spec!r} cannot be made with no arguments ({e})") from e
     if not isinstance(bot, BotLike) or not callable(bot.act):
         raise ValueError(f"{spec!r} made a {type(bot).__name__}, which has no act(ctx) method")
     return bot

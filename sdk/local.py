@@ -30,18 +30,18 @@ import json
 import sys
 from collections.abc import Sequence
 
-from referee.rules import RuleSet
 from sdk import spar
-from sdk.bot import load_bot
-from sdk.local_table import LOCAL_TIME_MS, LocalResult, play_local, seed_bytes
+from sdk.bot import IllegalChoice, load_bot
+from sdk.local_table import LOCAL_TIME_MS, BotFailed, LocalResult, play_local, rules_option, seed_bytes
 
-__all__ = ["LOCAL_TIME_MS", "LocalResult", "main", "play_local", "result_to_dict", "seed_bytes"]
+__all__ = ["LOCAL_TIME_MS", "BotFailed", "LocalResult", "main", "play_local", "result_to_dict", "seed_bytes"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``python -m sdk.local`` command: play a local match and print the result.
 
-    :returns: the process exit status (0; 2 on a usage error).
+    :returns: the process exit status: 0; 1 when a bot fails (raises, exits or makes an illegal
+        choice: one line naming the seat, the bot and the decision); 2 on a usage error; 130 on Ctrl-C.
     """
     p = argparse.ArgumentParser(prog="python -m sdk.local", description=__doc__.split("\n\n")[0])
     p.add_argument("bots", nargs="+", metavar="module:Class",
@@ -56,21 +56,29 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="spar: two bots, --games games in duplicate pairs (same decks, sides swapped); "
                         "prints the Elo difference of the first with its 95%% interval (sdk.spar)")
     args = p.parse_args(argv)
-    players = args.players or 4
     if args.duplicate:
         if len(args.bots) != 2:
             p.error(f"--duplicate spars two bots (MYBOT OTHERBOT), not {len(args.bots)}")
-        return spar.run(p, args.bots[0], args.bots[1], players, max(1, args.games // 2), args.seed or "spar",
+        if args.games < 2 or args.games % 2:
+            p.error(f"--duplicate plays games in pairs: --games must be an even number of at least 2, "
+                    f"not {args.games}")
+        return spar.run(p, args.bots[0], args.bots[1], args.players, args.games // 2, args.seed or "spar",
                         args.rules, args.json)
-    if len(args.bots) > players:
-        p.error(f"{len(args.bots)} bots named for {players} seats")
+    if args.games < 1:
+        p.error(f"--games must be at least 1, not {args.games}")
     try:
-        options = json.loads(args.rules) if args.rules else {}
-        rules = RuleSet.from_dict({**options, "players": players})
-        bots = [load_bot(args.bots[s % len(args.bots)]) for s in range(players)]
+        rules = rules_option(args.rules, args.players)
+        if len(args.bots) > rules.players:
+            p.error(f"{len(args.bots)} bots named for {rules.players} seats")
+        bots = [load_bot(args.bots[s % len(args.bots)]) for s in range(rules.players)]
     except ValueError as e:
         p.error(str(e))
-    result = play_local(bots, rules=rules, seed=args.seed, games=args.games)
+    try:
+        result = play_local(bots, rules=rules, seed=args.seed, games=args.games)
+    except (BotFailed, IllegalChoice) as e:
+        return spar.fail(p, e)
+    except KeyboardInterrupt:
+        return spar.interrupted(p)
     if args.json:
         print(json.dumps(result_to_dict(result), indent=2))
     else:

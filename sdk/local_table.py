@@ -11,9 +11,10 @@ play_local`` (sdk/local.py names it too).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from referee.dealing import check_seed, commitment, deck_for, first_dealer_by_cut, fresh_seed
@@ -34,6 +35,7 @@ from sdk.bot import (
     Context,
     Event,
     HookDispatcher,
+    IllegalChoice,
     MatchEnd,
     MatchInfo,
     bot_name,
@@ -44,6 +46,65 @@ from sdk.bot import (
 
 #: Nominal per-decision time reported to bots in local mode (milliseconds; not enforced).
 LOCAL_TIME_MS = 10_000
+
+
+class BotFailed(RuntimeError):
+    """A bot raised (or called ``sys.exit``) in ``act`` or a hook during :func:`play_local`.
+
+    One line: ``seat S (module:Class) failed in game G, WHERE: Kind: message``, where WHERE is
+    ``decision N (phase)`` or the hook's name. ``seat``, ``bot`` (``module:Class``) and ``where`` are
+    attributes; the bot's own exception is ``__cause__`` (its traceback, for the bot's author).
+    """
+
+    def __init__(self, seat: int, bot: str, game: int, where: str, error: BaseException) -> None:
+        self.seat, self.bot, self.where = seat, bot, where
+        text = " ".join(str(error).split())[:300]  # one line, bounded: the bot's text is the bot's
+        super().__init__(f"seat {seat} ({bot}) failed in game {game}, {where}: {type(error).__name__}"
+                         f"{': ' + text if text else ''}")
+
+
+def bot_spec(bot: object) -> str:
+    """``module:Class`` of a bot object (what ``load_bot`` takes); of the bot inside a wrapper that
+    names it as a ``wrapped`` property (``sdk.spar``'s timer)."""
+    while isinstance(getattr(type(bot), "wrapped", None), property):
+        bot = getattr(bot, "wrapped")  # noqa: B009 (bot is an object: mypy knows no such attribute)
+    return f"{type(bot).__module__}:{type(bot).__qualname__}"
+
+
+@contextlib.contextmanager
+def blame(bot: object, seat: int, game: int, where: str) -> Iterator[None]:
+    """Turn what the bot raises inside the block into :class:`BotFailed` (an :class:`IllegalChoice`
+    stays one, with the seat and place added). A ``KeyboardInterrupt`` is the user's and passes."""
+    try:
+        yield
+    except IllegalChoice as e:
+        raise IllegalChoice(e.choice, e.legal, f"{e.why} (seat {seat}, {bot_spec(bot)}, game {game}, "
+                                               f"{where})") from None
+    except (Exception, SystemExit) as e:
+        raise BotFailed(seat, bot_spec(bot), game, where, e) from e
+
+
+def rules_option(text: str | None, players: int | None) -> RuleSet:
+    """The rule set of a command line's ``--rules JSON`` and ``--players N`` (either may be absent).
+
+    The table size is ``--players``, else the JSON's ``players``, else 4.
+
+    :raises ValueError: one line naming ``--rules``: not JSON, not a JSON object, a ``players`` that
+        differs from ``--players``, or a bad option (``RuleSet.from_dict``'s message).
+    """
+    options: object = {}
+    if text:
+        try:
+            options = json.loads(text)
+        except ValueError as e:
+            raise ValueError(f"--rules is not JSON ({e}); give rule options like '{{\"target\": 7}}'") from None
+    if not isinstance(options, dict):
+        raise ValueError(f"--rules must be a JSON object of rule options like '{{\"target\": 7}}', "
+                         f"not a {type(options).__name__}")
+    if players is not None and options.get("players", players) != players:
+        raise ValueError(f"--rules says players {options['players']!r} but --players {players}: give the "
+                         f"table size once")
+    return RuleSet.from_dict({**options, "players": players or options.get("players", 4)})
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +180,9 @@ def play_local(
     :param games: number of games (each to the target), 1 or more.
     :returns: a :class:`LocalResult`.
     :raises ValueError: on a wrong number of bots, a repeated bot object or ``games < 1``.
-    :raises sdk.bot.IllegalChoice: if a bot returns an action that is not legal (a bug to fix).
+    :raises sdk.bot.IllegalChoice: if a bot returns an action that is not legal (a bug to fix); the
+        message names the seat, the bot and the decision.
+    :raises BotFailed: if a bot raises (or exits) in ``act`` or a hook; its exception is the cause.
     """
     rules = rules if rules is not None else RuleSet(players=len(bots))
     if len(bots) != rules.players:
@@ -131,9 +194,10 @@ def play_local(
     key = seed_bytes(seed)
     table = _Table(bots, rules, "local-" + key.hex()[:16], commitment(key))
     for seat, bot in enumerate(bots):
-        call_hook(bot, "on_welcome", MatchInfo(match_id=table.match_id, seat=seat, rules=rules, games=games,
-                                               commitment=table.commitment,
-                                               seat_names=tuple(bot_name(b) for b in bots)))
+        with blame(bot, seat, 1, "on_welcome"):
+            call_hook(bot, "on_welcome", MatchInfo(match_id=table.match_id, seat=seat, rules=rules, games=games,
+                                                   commitment=table.commitment,
+                                                   seat_names=tuple(bot_name(b) for b in bots)))
     dealer = first_dealer_by_cut(key, rules.players)
     for game in range(1, games + 1):
         dealer = next_seat(table.play_game(key, game, dealer), rules.players)
@@ -141,8 +205,9 @@ def play_local(
     wins = (sum(1 for g in ends if g.winner == 0), sum(1 for g in ends if g.winner == 1))
     winner = None if wins[0] == wins[1] else (0 if wins[0] > wins[1] else 1)
     match = MatchEnd(games=ends, wins=wins, winner=winner)
-    for bot in bots:
-        call_hook(bot, "on_match_end", match)
+    for seat, bot in enumerate(bots):
+        with blame(bot, seat, games, "on_match_end"):
+            call_hook(bot, "on_match_end", match)
     return LocalResult(seed=key.hex(), rules=rules, bots=tuple(bot_name(b) for b in bots), match=match,
                        decisions=table.decision)
 
@@ -158,21 +223,22 @@ class _Table:
         self.hooks = [HookDispatcher(b, rules.players) for b in bots]
         self.decision = 0
 
-    def emit(self, events: Sequence[Event]) -> None:
+    def emit(self, events: Sequence[Event], game: int) -> None:
         for ev in events:
-            for h in self.hooks:
-                h.event(ev)
+            for seat, h in enumerate(self.hooks):
+                with blame(self.bots[seat], seat, game, "on_event"):
+                    h.event(ev)
 
     def play_game(self, key: bytes, game: int, dealer: int) -> int:
         """Play game ``game`` from ``dealer``; returns the dealer of its last deal."""
         rules = self.rules
         state = new_game(rules, dealer)
-        self.emit([Event("game_started", game=game, deal=0, dealer=dealer)])
+        self.emit([Event("game_started", game=game, deal=0, dealer=dealer)], game)
         while state.phase is not Phase.OVER:
             prev = state
             if state.phase is Phase.DEAL:
                 state = deal(state, deck_for(key, game, state.deal_number + 1))
-                self.emit(step_events(game, prev, state, None, None))
+                self.emit(step_events(game, prev, state, None, None), game)
                 continue
             seat = state.to_act
             assert seat is not None
@@ -182,9 +248,10 @@ class _Table:
                           seat=seat, side=side_of(seat), rules=rules,
                           rng=decision_rng(self.commitment, seat, self.decision), match_id=self.match_id,
                           game=game, decision=self.decision)
-            action = resolve_choice(self.bots[seat].act(ctx), legal)
+            with blame(self.bots[seat], seat, game, f"decision {self.decision} ({state.phase.value})"):
+                action = resolve_choice(self.bots[seat].act(ctx), legal)
             state = apply(state, action, seat)
-            self.emit(step_events(game, prev, state, action, seat))
+            self.emit(step_events(game, prev, state, action, seat), game)
         self.emit([Event("game_ended", game=game, deal=state.deal_number, scores=state.scores,
-                         winner=state.winner)])
+                         winner=state.winner)], game)
         return state.dealer

@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from arena.ratings.elo import elo_of_score
 from referee.events import Event
 from referee.rules import RuleSet
-from sdk.bot import BotLike, Choice, Context, call_hook, load_bot
-from sdk.local_table import play_local
+from sdk.bot import BotLike, Choice, Context, IllegalChoice, call_hook, load_bot
+from sdk.local_table import BotFailed, play_local, rules_option
 
 #: 97.5% quantile of the standard normal: the half width of a 95% interval in standard errors.
 Z95 = 1.959964
@@ -139,6 +139,11 @@ class _Timed:
         self._result.times.setdefault(phase, []).append((time.perf_counter() - start) * 1000.0)
         self._result.cpu.setdefault(phase, []).append((time.thread_time() - cpu) * 1000.0)
         return choice
+
+    @property
+    def wrapped(self) -> BotLike:
+        """The bot timed (``sdk.local_table.bot_spec`` names it, not this wrapper)."""
+        return self._bot
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._bot, name)
@@ -241,12 +246,15 @@ def _tally_lines(name_a: str, name_b: str, summary: dict[str, object]) -> list[s
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The ``python -m sdk.spar`` command. Exit status 0; 2 on a usage error."""
+    """The ``python -m sdk.spar`` command. Exit status 0; 1 when a bot fails (raises, exits or makes an
+    illegal choice: one line naming the seat, the bot and the decision); 2 on a usage error; 130 on
+    Ctrl-C."""
     p = argparse.ArgumentParser(prog="python -m sdk.spar", description=__doc__.split("\n\n")[0])
     p.add_argument("a", metavar="MYBOT", help="module:Class of the bot measured")
     p.add_argument("b", metavar="OTHERBOT", help="module:Class of its opponent")
     p.add_argument("--pairs", type=int, default=20, help="duplicate pairs (2 games each; default 20)")
-    p.add_argument("--players", type=int, choices=(2, 4), default=4)
+    p.add_argument("--players", type=int, choices=(2, 4), default=None,
+                   help="players at the table (default: the --rules' players, else 4)")
     p.add_argument("--seed", default="spar", help="label the pairs' match seeds are made from")
     p.add_argument("--rules", default=None, help='rule options as JSON, e.g. \'{"target": 7}\'')
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -254,20 +262,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run(p, args.a, args.b, args.players, args.pairs, args.seed, args.rules, args.json)
 
 
-def run(p: argparse.ArgumentParser, a: str, b: str, players: int, pairs: int, seed: str, rules_json: str | None,
-        as_json: bool) -> int:
-    """Check the arguments, spar, print the result (shared by ``sdk.spar`` and ``sdk.local --duplicate``)."""
+def run(p: argparse.ArgumentParser, a: str, b: str, players: int | None, pairs: int, seed: str,
+        rules_json: str | None, as_json: bool) -> int:
+    """Check the arguments, spar, print the result (shared by ``sdk.spar`` and ``sdk.local --duplicate``).
+
+    :returns: the exit status (:func:`main`); usage errors exit through ``p.error`` (2).
+    """
     if pairs < 1:
         p.error(f"at least one pair is needed, not {pairs}")
     try:
-        rules = RuleSet.from_dict({**(json.loads(rules_json) if rules_json else {}), "players": players})
+        rules = rules_option(rules_json, players)
         load_bot(a), load_bot(b)
     except ValueError as e:
         p.error(str(e))
-    result = spar(lambda: load_bot(a), lambda: load_bot(b), players, pairs, seed, rules)
+    try:
+        result = spar(lambda: load_bot(a), lambda: load_bot(b), rules.players, pairs, seed, rules)
+    except (BotFailed, IllegalChoice) as e:
+        return fail(p, e)
+    except KeyboardInterrupt:
+        return interrupted(p)
     summary = result.summary()
-    print(json.dumps(summary, indent=2) if as_json else format_summary(a, b, players, summary))
+    print(json.dumps(summary, indent=2) if as_json else format_summary(a, b, rules.players, summary))
     return 0
+
+
+def fail(p: argparse.ArgumentParser, error: Exception) -> int:
+    """Report a bot's failure in one line on stderr (``PROG: error: ...``); the exit status, 1."""
+    print(f"{p.prog}: error: {error}", file=sys.stderr)
+    return 1
+
+
+def interrupted(p: argparse.ArgumentParser) -> int:
+    """Report Ctrl-C in one line on stderr; the exit status, 130 (the shell's for SIGINT)."""
+    print(f"{p.prog}: interrupted", file=sys.stderr)
+    return 130
 
 
 if __name__ == "__main__":

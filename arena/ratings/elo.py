@@ -23,7 +23,7 @@ def elo_of_score(score: float) -> float:
 
     :raises ValueError: unless ``0 < score < 1``.
     """
-    return -ELO_SCALE * math.log10(1.0 / score - 1.0)
+    return ELO_SCALE * math.log10(score / (1.0 - score))  # an even score is +0.0, never -0.0
 
 
 def score_per_elo(score: float) -> float:

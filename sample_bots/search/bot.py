@@ -95,6 +95,15 @@ class _Setting:
     budget: Budget
 
 
+def _check_level(ms: object, samples: object, seed: object, indifferent: object) -> None:
+    """:raises ValueError: one line naming the first parameter that is not a whole number in range."""
+    for name, value, least in (("ms", ms, 1), ("samples", samples, 1), ("seed", seed, None),
+                               ("indifferent", indifferent, 0)):
+        if not isinstance(value, int) or isinstance(value, bool) or (least is not None and value < least):
+            at_least = "" if least is None else f" of at least {least}"
+            raise ValueError(f"SearchBot: {name} must be a whole number{at_least}, not {value!r}")
+
+
 class SearchBot(Bot):
     """Perfect Information Monte Carlo search (module docstring).
 
@@ -104,7 +113,8 @@ class SearchBot(Bot):
     :param indifferent: stop sampling after this many deals in a row on which every action had the same
         value (0: never). It saves CPU where nearly every decision spends its whole budget (the demo
         level), but the deals after them may still split the actions: it measured weaker at 50-400 ms.
-    :raises ValueError: for ``ms`` or ``samples`` below 1.
+    :raises ValueError: unless ``ms`` and ``samples`` are whole numbers of at least 1, ``seed`` a whole
+        number and ``indifferent`` one of at least 0 (``True``, ``2.5``, ``nan`` or ``"5"`` are not).
     """
 
     name = "search"
@@ -112,8 +122,7 @@ class SearchBot(Bot):
 
     def __init__(self, ms: int = DEFAULT_MS, samples: int = DEFAULT_SAMPLES, seed: int = 0,
                  indifferent: int = 0) -> None:
-        if ms < 1 or samples < 1:
-            raise ValueError(f"ms and samples must be at least 1, not ms={ms!r} samples={samples!r}")
+        _check_level(ms, samples, seed, indifferent)
         self.ms = ms
         self.samples = samples
         self.seed = seed

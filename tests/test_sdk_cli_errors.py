@@ -1,0 +1,182 @@
+"""Bad input to the local tools (``python -m sdk.local``, ``python -m sdk.spar``) and bots that fail in
+them: each a one-line error and a precise exit status, never a traceback (found by a hostile review,
+2026-12-03). Real processes: the bots are modules written to a temporary folder on ``PYTHONPATH``."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sdk import load_bot
+from sdk.local_table import BotFailed, play_local, rules_option
+
+ROOT = Path(__file__).resolve().parent.parent
+RANDOM = "sample_bots.random_bot:RandomBot"
+
+#: Bots that fail in each way a bot author's bot may, in a module the tests write.
+BAD_BOTS = '''
+import sys
+from sample_bots.random_bot import RandomBot
+
+class Raises(RandomBot):
+    def act(self, ctx):
+        raise ZeroDivisionError("the bot divided by zero")
+
+class Exits(RandomBot):
+    def act(self, ctx):
+        sys.exit(0)
+
+class Interrupted(RandomBot):
+    def act(self, ctx):
+        raise KeyboardInterrupt
+
+class HookRaises(RandomBot):
+    def on_event(self, event):
+        raise RuntimeError("hook broke")
+
+class Cheats(RandomBot):
+    def act(self, ctx):
+        return "beg" if ctx.phase.value == "play" else "9Z"
+
+class NeedsArgs(RandomBot):
+    def __init__(self, level):
+        super().__init__()
+
+NOT_A_CLASS = 42
+'''
+
+
+def _run(tmp_path: Path, module: str, *args: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "badbots.py").write_text(BAD_BOTS)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT, env=env)
+
+
+def _one_line(r: subprocess.CompletedProcess[str], status: int, *needles: str) -> str:
+    """The run's stderr is one line (no traceback), with exit ``status`` and every needle in it."""
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == status, (r.returncode, r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr, r.stderr
+    message = lines[-1]
+    assert all(n in message for n in needles), message
+    return message
+
+
+@pytest.mark.parametrize("module", ["sdk.local", "sdk.spar"])
+@pytest.mark.parametrize(("bot", "needles"), [
+    ("badbots:Raises", ("seat 0", "badbots:Raises", "ZeroDivisionError: the bot divided by zero")),
+    ("badbots:Exits", ("seat 0", "badbots:Exits", "SystemExit")),
+    ("badbots:HookRaises", ("badbots:HookRaises", "on_event", "RuntimeError: hook broke")),
+    ("badbots:Cheats", ("seat 0", "badbots:Cheats", "bot chose", "legal: ")),
+])
+def test_a_failing_bot_is_a_one_line_error_with_status_1(tmp_path: Path, module: str, bot: str,
+                                                         needles: tuple[str, ...]) -> None:
+    args = [bot, RANDOM, "--players", "2"] + (["--pairs", "1"] if module == "sdk.spar" else [])
+    r = _run(tmp_path, module, *args)
+    message = _one_line(r, 1, *needles)
+    assert message.startswith(f"python -m {module}: error: "), message
+    assert r.stdout == ""  # no result printed for a match that did not finish
+
+
+@pytest.mark.parametrize("module", ["sdk.local", "sdk.spar"])
+def test_an_interrupt_is_one_line_and_status_130(tmp_path: Path, module: str) -> None:
+    r = _run(tmp_path, module, "badbots:Interrupted", RANDOM, "--players", "2")
+    _one_line(r, 130, "interrupted")
+
+
+@pytest.mark.parametrize("module", ["sdk.local", "sdk.spar"])
+@pytest.mark.parametrize(("args", "needles"), [
+    (["--rules", "[1, 2]"], ("--rules", "a JSON object", "list")),
+    (["--rules", "null"], ("--rules", "a JSON object")),
+    (["--rules", "notjson"], ("--rules", "not JSON")),
+    (["--rules", '{"players": 2}', "--players", "4"], ("--rules", "players 2", "--players 4")),
+    (["--rules", '{"target": "x"}'], ("target",)),
+])
+def test_bad_rules_are_usage_errors(tmp_path: Path, module: str, args: list[str], needles: tuple[str, ...]) -> None:
+    r = _run(tmp_path, module, RANDOM, RANDOM, *args)
+    assert _one_line(r, 2, *needles).startswith(f"python -m {module}: error: ")
+
+
+@pytest.mark.parametrize("module", ["sdk.local", "sdk.spar"])
+@pytest.mark.parametrize(("bot", "needles"), [
+    ("badbots:NeedsArgs", ("badbots:NeedsArgs", "no arguments")),
+    ("badbots:NOT_A_CLASS", ("badbots:NOT_A_CLASS", "not a class")),
+])
+def test_a_bot_that_cannot_be_made_is_a_usage_error(tmp_path: Path, module: str, bot: str,
+                                                    needles: tuple[str, ...]) -> None:
+    _one_line(_run(tmp_path, module, bot, RANDOM), 2, *needles)
+
+
+@pytest.mark.parametrize(("args", "needles"), [
+    (["--games", "0"], ("--games", "at least 1", "0")),
+    (["--games", "0", "--duplicate"], ("--games", "even", "0")),
+    (["--games", "3", "--duplicate"], ("--games", "even", "3")),
+])
+def test_local_game_counts_are_checked(tmp_path: Path, args: list[str], needles: tuple[str, ...]) -> None:
+    _one_line(_run(tmp_path, "sdk.local", RANDOM, RANDOM, *args), 2, *needles)
+
+
+def test_the_rules_table_size_comes_from_rules_when_players_is_not_given(tmp_path: Path) -> None:
+    """``--rules '{"players": 2}'`` alone seats two (it was silently overridden by the default 4)."""
+    assert rules_option('{"players": 2}', None).players == 2
+    assert rules_option(None, None).players == 4 and rules_option(None, 2).players == 2
+    assert rules_option('{"players": 4}', 4).players == 4
+    r = _run(tmp_path, "sdk.local", RANDOM, "--rules", '{"players": 2, "target": 5}', "--json")
+    assert r.returncode == 0, r.stderr
+    assert '"players": 2' in r.stdout and '"target": 5' in r.stdout
+
+
+def test_play_local_names_the_seat_and_keeps_the_cause() -> None:
+    """In Python the failure is a :class:`BotFailed` whose ``__cause__`` is the bot's own exception
+    (its traceback for the author), with the seat, the bot and where it failed."""
+    class Broken:
+        def act(self, ctx: object) -> object:
+            raise ValueError("no idea")
+
+    from sample_bots.random_bot import RandomBot
+    with pytest.raises(BotFailed) as err:
+        play_local([RandomBot(), Broken()], seed="broken")
+    e = err.value
+    assert e.seat == 1 and e.bot.endswith(".Broken") and isinstance(e.__cause__, ValueError)
+    assert str(e).startswith(f"seat 1 ({e.bot}) failed in game 1, decision ")
+    assert str(e).endswith(": ValueError: no idea")
+
+
+def test_load_bot_errors_are_value_errors() -> None:
+    with pytest.raises(ValueError, match=r"'sdk\.spar:Z95' is not a class"):
+        load_bot("sdk.spar:Z95")  # a float
+    with pytest.raises(ValueError, match="cannot be made with no arguments"):
+        load_bot("sdk.local_table:BotFailed")  # a class whose constructor needs arguments
+
+
+def test_an_even_score_is_elo_plus_zero() -> None:
+    """An even score printed ``Elo -0.0`` (the negative zero of ``-400 log10(1)``)."""
+    from arena.ratings.elo import elo_of_score
+    from sdk.spar import SparResult, format_summary
+
+    assert math.copysign(1.0, elo_of_score(0.5)) == 1.0
+    result = SparResult(scores=[0.5, 1.0, 0.0])
+    text = format_summary("a:A", "b:B", 4, result.summary())
+    assert text.startswith("a:A vs b:B, 4 players, 3 duplicate pairs: Elo +0.0 (")
+
+
+@pytest.mark.parametrize(("kwargs", "needle"), [
+    ({"ms": float("nan")}, "ms must be a whole number of at least 1, not nan"),
+    ({"ms": float("inf")}, "ms must be"), ({"ms": True}, "ms must be"), ({"ms": "5"}, "ms must be"),
+    ({"ms": None}, "ms must be"), ({"ms": 0}, "ms must be"), ({"samples": 2.5}, "samples must be"),
+    ({"samples": 0}, "samples must be"), ({"seed": "x"}, "seed must be a whole number, not 'x'"),
+    ({"indifferent": -1}, "indifferent must be a whole number of at least 0"),
+])
+def test_search_bot_levels_are_checked(kwargs: dict[str, object], needle: str) -> None:
+    """The search bot's parameters (nan, infinity or ``True`` played with no budget or a wrong one)."""
+    from sample_bots.search import SearchBot
+
+    with pytest.raises(ValueError, match=needle):
+        SearchBot(**kwargs)  # type: ignore[arg-type]
+    assert SearchBot(ms=7, samples=3, seed=-2, indifferent=0).ms == 7
