@@ -39,10 +39,11 @@ import argparse
 import contextlib
 import hashlib
 import json
+import math
 import random
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TextIO
 
@@ -261,6 +262,8 @@ def policy(name: str) -> Callable[[Point], int]:
     except ValueError:
         number = None
         kind = ""
+    if number is not None and not math.isfinite(number):
+        kind = ""  # margin:nan would change nothing and ties:inf everything: neither is a way of choosing
     if kind == "bot" and not arg:
         return lambda p: p.chosen
     if kind == "heuristic" and not arg:
@@ -341,15 +344,65 @@ def read_points(paths: Sequence[str]) -> list[Point]:
     """
     points = []
     for path in paths:
-        for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{path}: not a file of points (not UTF-8 text: byte {e.start})") from None
+        for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:
-                raw = json.loads(line)
-                points.append(Point(**{**raw, "scores": tuple(raw["scores"])}))
-            except (ValueError, TypeError, KeyError) as e:
+                points.append(_point_from_json(json.loads(line)))
+            except (ValueError, TypeError) as e:
                 raise ValueError(f"{path}:{n}: not a point ({e})") from None
+    if not points:
+        raise ValueError(f"no points in {', '.join(paths)}")
     return points
+
+
+def _point_from_json(raw: object) -> Point:
+    """A :class:`Point` from one decoded JSON line, every field checked.
+
+    :raises ValueError: naming the first field that is missing, extra, of the wrong type or out of range.
+    """
+    if not isinstance(raw, dict):
+        raise ValueError(f"a JSON object is needed, not a {type(raw).__name__}")
+    names = [f.name for f in fields(Point)]
+    if missing := [k for k in names if k not in raw]:
+        raise ValueError(f"no {', '.join(missing)}")
+    if extra := sorted(set(raw) - set(names)):
+        raise ValueError(f"unknown field {', '.join(extra)}")
+    for key in ("game", "deal", "decision"):
+        _whole(raw[key], key)
+    if raw["phase"] not in PHASES.values():
+        raise ValueError(f"phase must be one of {', '.join(PHASES.values())}, not {raw['phase']!r}")
+    scores = raw["scores"]
+    if not isinstance(scores, list) or len(scores) != 2:
+        raise ValueError(f"scores must be a list of two, not {scores!r}")
+    actions = raw["actions"]
+    if not isinstance(actions, list) or len(actions) < 2 or not all(isinstance(a, str) for a in actions):
+        raise ValueError("actions must be a list of two or more names")
+    for key in ("means", "outcomes"):
+        values = raw[key]
+        if (not isinstance(values, list) or len(values) != len(actions)
+                or not all(_real(v) and (key == "means" or 0 <= v <= 1) for v in values)):
+            raise ValueError(f"{key} must be {len(actions)} finite numbers (one an action"
+                             f"{'' if key == 'means' else ', each within 0..1'})")
+    for key in ("chosen", "heuristic"):
+        if not 0 <= _whole(raw[key], key) < len(actions):
+            raise ValueError(f"{key} must index the actions (0..{len(actions) - 1}), not {raw[key]!r}")
+    return Point(**{**raw, "scores": (_whole(scores[0], "scores"), _whole(scores[1], "scores"))})
+
+
+def _real(v: object) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _whole(v: object, key: str) -> int:
+    """``v`` if it is a whole number of at least 0. :raises ValueError: naming ``key`` otherwise."""
+    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+        raise ValueError(f"{key} must be whole numbers of at least 0, not {v!r}")
+    return v
 
 
 def _writer(out: TextIO | None) -> Callable[[Point], None]:
@@ -375,10 +428,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", help="write each point as a JSON line here")
     p.add_argument("--read", nargs="+", help="analyse these files' points instead of playing")
     args = p.parse_args(argv)
-    if (args.games < 1 or args.ms < 1 or args.first_game < 0 or not 0 <= args.play_share <= 1
-            or (args.continue_ms is not None and args.continue_ms < 1)):
-        p.error("--games, --ms and --continue-ms must be at least 1, --first-game at least 0, "
-                "--play-share within 0..1")
+    if args.read and args.out:
+        p.error("--read analyses points already written: --out does not apply")
+    for flag, value, least in (("--games", args.games, 1), ("--ms", args.ms, 1), ("--first-game", args.first_game, 0),
+                               ("--continue-ms", args.continue_ms, 1)):
+        if value is not None and value < least:
+            p.error(f"{flag} must be at least {least}, not {value}")
+    if not 0 <= args.play_share <= 1:
+        p.error(f"--play-share must be within 0..1, not {args.play_share}")
     try:
         for name in args.policies:
             policy(name)
@@ -391,6 +448,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                                               _writer(out)).points]
     except (ValueError, OSError) as e:
         p.error(str(e))
+    except KeyboardInterrupt:  # the points made so far are in --out, line by line
+        print(f"{p.prog}: interrupted{'; the points so far are in ' + args.out if args.out else ''}",
+              file=sys.stderr)
+        return 130
     print(json.dumps({"points": len(points), **analyse(points, args.policies)}, indent=2))
     return 0
 

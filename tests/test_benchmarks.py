@@ -376,9 +376,38 @@ def test_choice_outcomes_read_back_what_they_wrote(tmp_path: Path) -> None:
     assert figures["points"] == len((tmp_path / "p.jsonl").read_text().splitlines()) > 0, out
     assert json.loads(run("choice_outcomes.py", "--read", "p.jsonl", cwd=tmp_path)) == figures
     (tmp_path / "bad.jsonl").write_text('{"game": 0}\n')
-    for args, said in ((["--games", "0"], "--games, --ms and --continue-ms must be at least 1"),
-                       (["--read", "bad.jsonl"], "bad.jsonl:1: not a point"),
+    good = json.loads((tmp_path / "p.jsonl").read_text().splitlines()[0])
+    for n, (change, why) in enumerate((  # each a point the analysis would have crashed on or misread
+            ({"chosen": 5}, "chosen must index the actions"), ({"chosen": -1}, "chosen must be whole numbers"),
+            ({"chosen": 1.0}, "chosen must be whole"), ({"heuristic": True}, "heuristic must be whole"),
+            ({"means": [0.5]}, "means must be"), ({"means": None}, "means must be"),
+            ({"outcomes": ["x"] * len(good["actions"])}, "outcomes must be"),
+            ({"outcomes": [2.0] * len(good["actions"])}, "each within 0..1"),
+            ({"phase": "kick"}, "phase must be one of beg, dealer, play"), ({"scores": 3}, "scores must be"),
+            ({"actions": "AS"}, "actions must be"), ({"extra": 1}, "unknown field extra"))):
+        (tmp_path / f"bad{n}.jsonl").write_text(json.dumps({**good, **change}) + "\n")
+        said = run_failing(tmp_path, "--read", f"bad{n}.jsonl")
+        assert f"bad{n}.jsonl:1: not a point (" in said and why in said, said
+    (tmp_path / "nan.jsonl").write_text(json.dumps({**good, "means": [float("nan")] * len(good["actions"])}) + "\n")
+    (tmp_path / "empty.jsonl").write_text("\n")
+    (tmp_path / "latin.jsonl").write_bytes(b"\xff\xfe")
+    for args, said in ((["--games", "0"], "--games must be at least 1, not 0"),
+                       (["--play-share", "2"], "--play-share must be within 0..1, not 2.0"),
+                       (["--continue-ms", "0"], "--continue-ms must be at least 1, not 0"),
+                       (["--read", "bad.jsonl"], "bad.jsonl:1: not a point (no deal, decision"),
+                       (["--read", "nan.jsonl"], "nan.jsonl:1: not a point (means must be"),
+                       (["--read", "empty.jsonl"], "no points in empty.jsonl"),
+                       (["--read", "latin.jsonl"], "latin.jsonl: not a file of points (not UTF-8 text"),
+                       (["--read", "p.jsonl", "--out", "q.jsonl"], "--out does not apply"),
+                       (["--policies", "margin:nan"], "unknown way of choosing 'margin:nan'"),
+                       (["--policies", "ties:inf"], "unknown way of choosing 'ties:inf'"),
                        (["--policies", "best"], "unknown way of choosing 'best'")):
-        r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "choice_outcomes.py"), *args],
-                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
-        assert r.returncode == 2 and said in r.stderr.strip().splitlines()[-1], r.stderr
+        assert said in run_failing(tmp_path, *args)
+
+
+def run_failing(cwd: Path, *args: str) -> str:
+    """Run choice_outcomes.py, which must fail as a usage error: its one-line message."""
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "choice_outcomes.py"), *args],
+                       cwd=cwd, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    return r.stderr.strip().splitlines()[-1]
