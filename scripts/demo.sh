@@ -29,8 +29,15 @@ need_bwrap() {
     sudo="sudo -n"
   fi
   echo "demo: installing Debian's bubblewrap (the bots' sandbox)" >&2
+  local log
+  log=$(mktemp)
   { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
-      bubblewrap; } >/dev/null 2>&1 || echo "demo: could not install bubblewrap" >&2
+      bubblewrap; } >"$log" 2>&1 || {
+    # apt's own last words say why (no network, a broken mirror, a lock held): show them, briefly.
+    echo "demo: could not install bubblewrap; apt said:" >&2
+    grep -E '^(E|W|Err):' "$log" | tail -3 | sed 's/^/  /' >&2
+  }
+  rm -f "$log"
 }
 need_bwrap
 

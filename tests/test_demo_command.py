@@ -71,3 +71,22 @@ def test_demo_seats_the_bots_that_can_run_and_says_which_it_left_out(tmp_path: P
     finally:
         subprocess.run(["rm", "-rf", str(out_dir)], check=True)
         (ROOT / "examples" / ".demo-without-nodejs-cpp.toml").unlink(missing_ok=True)
+
+
+def test_demo_says_why_bubblewrap_could_not_be_installed(tmp_path: Path) -> None:
+    """Without bubblewrap and with an apt that fails (no network in a fresh container), the demo says
+    apt's own error lines (they were hidden), then arena run stops with its one line naming the package."""
+    path = bare_path(tmp_path)
+    for name in ("bwrap", "apt-get"):
+        (tmp_path / "bin" / name).unlink(missing_ok=True)
+    apt = tmp_path / "bin" / "apt-get"
+    apt.write_text("#!/bin/sh\necho 'Reading package lists...'\n"
+                   "echo 'E: Unable to locate package bubblewrap' >&2\nexit 100\n")
+    apt.chmod(0o755)
+    r = subprocess.run(["bash", "scripts/demo.sh", "--no-progress"], cwd=ROOT, capture_output=True, text=True,
+                       env={**os.environ, "PATH": path}, timeout=300)
+    lines = r.stderr.splitlines()
+    assert r.returncode != 0, r.stdout[-2000:]
+    assert "demo: could not install bubblewrap; apt said:" in lines, r.stderr
+    assert "  E: Unable to locate package bubblewrap" in lines and "Reading package lists..." not in r.stderr
+    assert any("bubblewrap" in x and x.startswith("error:") for x in lines), r.stderr
