@@ -11,10 +11,9 @@ play_local`` (sdk/local.py names it too).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from referee.dealing import check_seed, commitment, deck_for, first_dealer_by_cut, fresh_seed
@@ -57,8 +56,10 @@ class BotFailed(RuntimeError):
     """
 
     def __init__(self, seat: int, bot: str, game: int, where: str, error: BaseException) -> None:
+        from referee.wire import plain_text  # here, not at the top: it loads protobuf, and only a failure needs it
+
         self.seat, self.bot, self.where = seat, bot, where
-        text = " ".join(str(error).split())[:300]  # one line, bounded: the bot's text is the bot's
+        text = plain_text(" ".join(str(error).split()), 300)  # one line, bounded, no control characters
         super().__init__(f"seat {seat} ({bot}) failed in game {game}, {where}: {type(error).__name__}"
                          f"{': ' + text if text else ''}")
 
@@ -71,17 +72,15 @@ def bot_spec(bot: object) -> str:
     return f"{type(bot).__module__}:{type(bot).__qualname__}"
 
 
-@contextlib.contextmanager
-def blame(bot: object, seat: int, game: int, where: str) -> Iterator[None]:
-    """Turn what the bot raises inside the block into :class:`BotFailed` (an :class:`IllegalChoice`
-    stays one, with the seat and place added). A ``KeyboardInterrupt`` is the user's and passes."""
-    try:
-        yield
-    except IllegalChoice as e:
-        raise IllegalChoice(e.choice, e.legal, f"{e.why} (seat {seat}, {bot_spec(bot)}, game {game}, "
-                                               f"{where})") from None
-    except (Exception, SystemExit) as e:
-        raise BotFailed(seat, bot_spec(bot), game, where, e) from e
+def blamed(error: BaseException, bot: object, seat: int, game: int, where: str) -> Exception:
+    """What to raise for ``error``, raised by ``bot`` in ``seat`` (``raise blamed(...) from error`` in an
+    ``except (Exception, SystemExit)``, so a ``KeyboardInterrupt`` stays the user's): an
+    :class:`IllegalChoice` stays one with the seat and place added; anything else is a :class:`BotFailed`.
+    A plain ``try`` at each call, not a context manager: the hooks run for every event at every seat."""
+    if isinstance(error, IllegalChoice):
+        return IllegalChoice(error.choice, error.legal, f"{error.why} (seat {seat}, {bot_spec(bot)}, "
+                                                        f"game {game}, {where})")
+    return BotFailed(seat, bot_spec(bot), game, where, error)
 
 
 def rules_option(text: str | None, players: int | None) -> RuleSet:
@@ -194,10 +193,12 @@ def play_local(
     key = seed_bytes(seed)
     table = _Table(bots, rules, "local-" + key.hex()[:16], commitment(key))
     for seat, bot in enumerate(bots):
-        with blame(bot, seat, 1, "on_welcome"):
+        try:
             call_hook(bot, "on_welcome", MatchInfo(match_id=table.match_id, seat=seat, rules=rules, games=games,
                                                    commitment=table.commitment,
                                                    seat_names=tuple(bot_name(b) for b in bots)))
+        except (Exception, SystemExit) as e:
+            raise blamed(e, bot, seat, 1, "on_welcome") from e
     dealer = first_dealer_by_cut(key, rules.players)
     for game in range(1, games + 1):
         dealer = next_seat(table.play_game(key, game, dealer), rules.players)
@@ -206,8 +207,10 @@ def play_local(
     winner = None if wins[0] == wins[1] else (0 if wins[0] > wins[1] else 1)
     match = MatchEnd(games=ends, wins=wins, winner=winner)
     for seat, bot in enumerate(bots):
-        with blame(bot, seat, games, "on_match_end"):
+        try:
             call_hook(bot, "on_match_end", match)
+        except (Exception, SystemExit) as e:
+            raise blamed(e, bot, seat, games, "on_match_end") from e
     return LocalResult(seed=key.hex(), rules=rules, bots=tuple(bot_name(b) for b in bots), match=match,
                        decisions=table.decision)
 
@@ -226,8 +229,10 @@ class _Table:
     def emit(self, events: Sequence[Event], game: int) -> None:
         for ev in events:
             for seat, h in enumerate(self.hooks):
-                with blame(self.bots[seat], seat, game, "on_event"):
+                try:
                     h.event(ev)
+                except (Exception, SystemExit) as e:
+                    raise blamed(e, self.bots[seat], seat, game, "on_event") from e
 
     def play_game(self, key: bytes, game: int, dealer: int) -> int:
         """Play game ``game`` from ``dealer``; returns the dealer of its last deal."""
@@ -248,8 +253,10 @@ class _Table:
                           seat=seat, side=side_of(seat), rules=rules,
                           rng=decision_rng(self.commitment, seat, self.decision), match_id=self.match_id,
                           game=game, decision=self.decision)
-            with blame(self.bots[seat], seat, game, f"decision {self.decision} ({state.phase.value})"):
+            try:
                 action = resolve_choice(self.bots[seat].act(ctx), legal)
+            except (Exception, SystemExit) as e:
+                raise blamed(e, self.bots[seat], seat, game, f"decision {self.decision} ({state.phase.value})") from e
             state = apply(state, action, seat)
             self.emit(step_events(game, prev, state, action, seat), game)
         self.emit([Event("game_ended", game=game, deal=state.deal_number, scores=state.scores,

@@ -148,6 +148,20 @@ def test_play_local_names_the_seat_and_keeps_the_cause() -> None:
     assert str(e).endswith(": ValueError: no idea")
 
 
+def test_a_bots_error_text_reaches_the_terminal_bounded_and_without_control_characters() -> None:
+    """The bot's exception text is the bot's: an escape sequence (here: clear the screen) or a flood must
+    not reach the user's terminal as it is (``referee.wire.plain_text``, as for every bot's text)."""
+    class Noisy:
+        def act(self, ctx: object) -> object:
+            raise ValueError("\x1b[2J\x1b[31mgotcha\u202e\n" + "x" * 5000)
+
+    from sample_bots.random_bot import RandomBot
+    with pytest.raises(BotFailed) as err:
+        play_local([Noisy(), RandomBot()], seed="noisy")
+    text = str(err.value)
+    assert text.isprintable() and "ValueError: [2J[31mgotcha" in text and len(text) < 500, text
+
+
 def test_load_bot_errors_are_value_errors() -> None:
     with pytest.raises(ValueError, match=r"'sdk\.spar:Z95' is not a class"):
         load_bot("sdk.spar:Z95")  # a float
