@@ -83,8 +83,12 @@ def test_demo_says_why_bubblewrap_could_not_be_installed(tmp_path: Path) -> None
     apt.write_text("#!/bin/sh\necho 'Reading package lists...'\n"
                    "echo 'E: Unable to locate package bubblewrap' >&2\nexit 100\n")
     apt.chmod(0o755)
-    r = subprocess.run(["bash", "scripts/demo.sh", "--no-progress"], cwd=ROOT, capture_output=True, text=True,
-                       env={**os.environ, "PATH": path}, timeout=300)
+    try:
+        r = subprocess.run(["bash", "scripts/demo.sh", "--no-progress"], cwd=ROOT, capture_output=True, text=True,
+                           env={**os.environ, "PATH": path}, timeout=300)
+    finally:  # the config demo.sh writes for the bots it seats, and any output, are this test's to remove
+        subprocess.run(["rm", "-rf", str(ROOT / "arena-out" / "demo-without-nodejs-cpp")], check=True)
+        (ROOT / "examples" / ".demo-without-nodejs-cpp.toml").unlink(missing_ok=True)
     lines = r.stderr.splitlines()
     assert r.returncode != 0, r.stdout[-2000:]
     assert "demo: could not install bubblewrap; apt said:" in lines, r.stderr
