@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -129,3 +130,19 @@ def test_a_build_that_keeps_talking_is_stopped_at_the_time_limit_in_all(tmp_path
     with pytest.raises(BuildError, match=over):
         build_image(plan, "allfours-base:none", client=client, timeout_s=1)
     assert client.closed
+
+
+def test_a_builds_own_code_is_held_to_the_build_memory_limit(tmp_path: Path) -> None:
+    """A Node.js bot's package.json scripts (``preinstall``) run as root inside the build, as do a Python
+    bot's sdists: a submitted bot's own code, which had no memory limit there (the host's memory was
+    its to take). A build whose code takes more than ``memory_mb`` fails with one line."""
+    docker_client()
+    (tmp_path / "bot.js").write_text("")
+    hog = "node -e \"const b = Buffer.alloc(600 * 1024 * 1024, 1); console.log(b.length)\""
+    (tmp_path / "package.json").write_text(f'{{"name": "hog", "version": "1.0.0", "main": "bot.js", '
+                                           f'"scripts": {{"preinstall": {json.dumps(hog)}}}}}')
+    plan = plan_build(tmp_path, "buildhog", "1", tag="allfours-test/buildhog:1")
+    with pytest.raises(BuildError, match=r"^the build of allfours-test/buildhog:1 failed: ") as e:
+        image = build_image(plan, base_image("node"), memory_mb=256, timeout_s=300)
+        docker_client().images.remove(image, force=True)
+    assert "\n" not in str(e.value)

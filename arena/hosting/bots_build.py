@@ -40,6 +40,9 @@ _ENTRY = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 _SKIP = shutil.ignore_patterns(".git", "node_modules", ".venv", "__pycache__", "*.pyc")
 #: Seconds a whole build may take.
 BUILD_TIMEOUT_S = 900
+#: MiB of memory (and memory+swap) of each container a build runs its steps in: pip's sdists and npm's
+#: scripts run the bot's own code there, as root.
+BUILD_MEMORY_MB = 2048
 
 
 class BuildError(RuntimeError):
@@ -150,9 +153,10 @@ def make_context(build: BotBuild, into: Path, ca_bundle: Path) -> None:
 
 
 def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST_CA_BUNDLE, client: Any = None,
-                timeout_s: int = BUILD_TIMEOUT_S) -> str:
+                timeout_s: int = BUILD_TIMEOUT_S, memory_mb: int = BUILD_MEMORY_MB) -> str:
     """Build ``build``'s image; returns its id. ``timeout_s``: the whole build's time limit (a build that
-    keeps printing is stopped too: its connection is closed, which cancels it in dockerd).
+    keeps printing is stopped too: its connection is closed, which cancels it in dockerd); ``memory_mb``:
+    the memory (and memory+swap) of each step's container.
 
     :raises BuildError: with the build's error line, when it timed out, or when docker is unreachable.
     """
@@ -166,6 +170,7 @@ def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST
     except SandboxError as e:
         raise BuildError(str(e)) from None
     args = {"BOT_ENTRY": build.entry}
+    memory = memory_mb * 1024 * 1024
     if base:
         args["BASE"] = base
     over = f"the build of {build.tag} went over the build time limit of {timeout_s} s"
@@ -174,6 +179,7 @@ def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST
         try:
             stream = client.api.build(path=tmp, tag=build.tag, buildargs=args, rm=True, forcerm=True, pull=False,
                                       labels={"org.allfours.bot": build.name, "org.allfours.version": build.version},
+                                      container_limits={"memory": memory, "memswap": memory},
                                       timeout=timeout_s, decode=True)
             return _follow(stream, build.tag, time.monotonic() + timeout_s, over)
         except BuildError as e:
