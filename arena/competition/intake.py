@@ -19,7 +19,8 @@ link (``O_NOFOLLOW | O_EXCL``); owners, times and other modes in the archive are
 own size (``limits.upload_bytes``) is checked by the receiver, :func:`check_upload`.
 
 A prebuilt image (``docker save``) is not unpacked: :func:`copy_image_archive` copies it without the
-names it would give itself (its tags) and with the same refusals of paths, kinds and headers; its
+names it would give itself (its tags) and with the same refusals of paths, kinds and headers, and refuses a
+compressed member (docker load would expand it: the image limit counts the archive's bytes); its
 ``manifest.json`` (the file naming the image) must be one regular file, and its links only what ``docker
 save`` makes (a layer two images share: ``ID/layer.tar`` naming another ``layer.tar``), so no later member
 can put back the tags; its members may hold at most ``most_bytes`` in all, and be at most
@@ -242,6 +243,9 @@ def unpack(archive: IO[bytes], into: Path, limits: IntakeLimits) -> int:
 IMAGE_MEMBERS = 1000
 #: Most bytes of an image archive's manifest.json.
 MANIFEST_BYTES = 1024 * 1024
+#: How the compressed streams that docker load expands begin (gzip, bzip2, xz, zstd): ``docker save``
+#: writes plain tars, and a compressed layer would take far more disk on load than the archive's bytes.
+_COMPRESSED = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd")
 
 
 def _manifest(raw: bytes) -> bytes:
@@ -293,6 +297,9 @@ def copy_image_archive(archive: IO[bytes], into: Path, most_bytes: int) -> None:
                 if total > most_bytes:
                     raise IntakeError(f"the image archive holds more than {most_bytes} bytes (the image limit)")
                 data = src.extractfile(member) if member.isreg() else None
+                if data is not None and data.peek(6)[:6].startswith(_COMPRESSED):  # type: ignore[attr-defined]
+                    raise IntakeError(f"{_short(rel)}: a compressed member (docker save writes plain layers, and "
+                                      "docker load would expand it past the image limit)")
                 if rel == "manifest.json" and data is not None:
                     seen_manifest = True
                     body = _manifest(data.read(MANIFEST_BYTES + 1)[:MANIFEST_BYTES + 1])
