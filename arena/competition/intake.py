@@ -20,11 +20,11 @@ own size (``limits.upload_bytes``) is checked by the receiver, :func:`check_uplo
 
 A prebuilt image (``docker save``) is not unpacked: :func:`copy_image_archive` copies it without the
 names it would give itself (its tags) and with the same refusals of paths, kinds and headers, and refuses a
-compressed member (docker load would expand it: the image limit counts the archive's bytes); its
-``manifest.json`` (the file naming the image) must be one regular file, and its links only what ``docker
-save`` makes (a layer two images share: ``ID/layer.tar`` naming another ``layer.tar``), so no later member
-can put back the tags; its members may hold at most ``most_bytes`` in all, and be at most
-:data:`IMAGE_MEMBERS` (``docker save`` writes a few a layer).
+compressed member or a layer holding a sparse file (docker load would expand them: the image limit counts
+the archive's bytes); its ``manifest.json`` (the file naming the image) must be one regular file, and its
+links only what ``docker save`` makes (a layer two images share: ``ID/layer.tar`` naming another
+``layer.tar``), so no later member can put back the tags; its members may hold at most ``most_bytes`` in
+all, and be at most :data:`IMAGE_MEMBERS` (``docker save`` writes a few a layer).
 """
 
 from __future__ import annotations
@@ -314,3 +314,24 @@ def copy_image_archive(archive: IO[bytes], into: Path, most_bytes: int) -> None:
     if not seen_manifest:
         into.unlink(missing_ok=True)
         raise IntakeError("no manifest.json: not a `docker save` archive")
+    try:
+        _check_layers(into)
+    except (IntakeError, tarfile.TarError, EOFError, OSError, KeyError, ValueError) as e:
+        into.unlink(missing_ok=True)
+        why = str(e) if isinstance(e, IntakeError) else f"a layer the manifest names is not a readable tar: {e!s:.200}"
+        raise IntakeError(why) from None
+
+
+def _check_layers(path: Path) -> None:
+    """Refuse a layer (a tar the manifest of the image archive ``path`` names) holding a sparse file: docker
+    load writes its holes out in full (a 20 KB archive loaded as an image of 100 MiB), past the image limit.
+    :raises IntakeError: one line; tarfile's, KeyError, ValueError: a layer missing or unreadable."""
+    with tarfile.open(path) as tar:
+        manifest = tar.extractfile("manifest.json")
+        assert manifest is not None
+        for layer in json.loads(manifest.read())[0].get("Layers") or []:
+            with tarfile.open(fileobj=tar.extractfile(str(layer)), mode="r|", tarinfo=_TarInfo) as files:
+                for member in files:
+                    if member.issparse():
+                        raise IntakeError(f"{_short(str(layer))}: a sparse file ({_short(member.name)}), which docker "
+                                          "load would write out in full past the image limit")
