@@ -55,13 +55,14 @@ def build_bot(folder: Path, name: str, version: str, base: str, entry: str | Non
 
 
 def leftovers(client: Any, key: str) -> list[str]:
-    """Everything run ``key`` left behind: containers, networks, volumes, the iptables chain."""
+    """Everything run ``key`` left behind: containers, networks, volumes, the iptables chains (the
+    tournament's and the build network's)."""
     flt = {"label": f"org.allfours.run={key}"}
     found = [f"container {c['Names']}" for c in client.api.containers(all=True, filters=flt)]
     found += [f"network {n.name}" for n in client.networks.list(filters=flt)]
     found += [f"volume {v.name}" for v in client.volumes.list(filters=flt)]
     rules = subprocess.run(["iptables", "-S"], capture_output=True, text=True, timeout=30).stdout
-    found += [f"iptables {line}" for line in rules.splitlines() if f"AF-{key}" in line]
+    found += [f"iptables {line}" for line in rules.splitlines() if f"AF-{key}" in line or f"AFB-{key}" in line]
     return found
 
 

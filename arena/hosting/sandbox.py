@@ -25,6 +25,10 @@ everything at the end; and a reaper process (``python -m arena.hosting.sandbox r
 :meth:`Sandbox.open` in its own session, does the same when the arena dies without closing (SIGKILL,
 a crash).
 
+The competition service's builds run strangers' code as root (npm and pip scripts): they run on the
+run's :class:`BuildNetwork`, made the same way (:func:`walled_network`) but not internal (package
+registries stay reachable) and with a chain that drops everything; :func:`cleanup` removes it too.
+
 Errors: :class:`SandboxError` (one line: docker unreachable, an image missing, iptables failing).
 """
 
@@ -291,6 +295,66 @@ def _iptables(*args: str, check: bool = True) -> bool:
     return r.returncode == 0
 
 
+def network_names(key: str, build: bool = False) -> tuple[str, str, str]:
+    """(docker network, bridge interface, iptables chain) of run ``key``: the tournament's bot network,
+    or with ``build`` the competition service's build network (:class:`BuildNetwork`)."""
+    if build:
+        return f"allfours-build-{key}", f"afb-{key}"[:15], f"AFB-{key}"
+    return f"allfours-{key}", f"af-{key}"[:15], f"AF-{key}"
+
+
+def walled_network(client: Any, name: str, bridge: str, chain: str, labels: Mapping[str, str],
+                   internal: bool) -> tuple[str, str | None]:
+    """Create the bridge network ``name`` (interface ``bridge``, no traffic between its containers) and
+    the iptables chain ``chain``, hooked into INPUT for ``bridge``, that drops everything (the host's
+    services are out of reach; :meth:`Sandbox.allow` opens ports). ``internal``: no route out either.
+    Returns (gateway, subnet).
+
+    :raises SandboxError: if docker refuses the network or iptables fails (one line).
+    """
+    try:
+        net = client.networks.create(
+            name,
+            driver="bridge",
+            internal=internal,
+            labels=dict(labels),
+            options={"com.docker.network.bridge.enable_icc": "false", "com.docker.network.bridge.name": bridge},
+        )
+        net.reload()
+        ipam = (net.attrs.get("IPAM") or {}).get("Config") or [{}]
+        gateway, subnet = ipam[0].get("Gateway"), ipam[0].get("Subnet")
+    except Exception as e:
+        raise SandboxError(f"cannot create the network {name}: {' '.join(str(e).split())}") from None
+    if not gateway:
+        raise SandboxError(f"the network {name} has no gateway address")
+    _iptables("-N", chain)
+    _iptables("-A", chain, "-j", "DROP")
+    _iptables("-I", "INPUT", "1", "-i", bridge, "-j", chain)
+    return str(gateway), subnet
+
+
+def _remove_chain(chain: str, bridge: str) -> list[str]:
+    """Unhook ``chain`` from INPUT and delete it (absent: nothing done); returns what was removed."""
+    removed: list[str] = []
+    while _iptables("-D", "INPUT", "-i", bridge, "-j", chain, check=False):
+        removed.append(f"iptables INPUT -> {chain}")
+    if _iptables("-F", chain, check=False):
+        _iptables("-X", chain, check=False)
+        removed.append(f"iptables chain {chain}")
+    return removed
+
+
+def _remove_network(net: Any) -> str:
+    """Disconnect whatever is still attached to the docker network ``net`` (a build under way), then
+    remove it; returns its name. :raises docker.errors.APIError: docker refused."""
+    net.reload()
+    for cid in (net.attrs.get("Containers") or {}):
+        with contextlib.suppress(Exception):
+            net.disconnect(cid, force=True)
+    net.remove()
+    return str(net.name)
+
+
 class Sandbox:
     """One tournament's bot containers, their network and firewall rules (see the module docstring).
 
@@ -305,9 +369,7 @@ class Sandbox:
         self.client = client
         self.key = key
         self.tournament = tournament
-        self.network_name = f"allfours-{key}"
-        self.bridge = f"af-{key}"[:15]
-        self.chain = f"AF-{key}"
+        self.network_name, self.bridge, self.chain = network_names(key)
         self.gateway: str | None = None
         self.subnet: str | None = None
         self._reaper: subprocess.Popen[bytes] | None = None
@@ -326,27 +388,8 @@ class Sandbox:
         :raises SandboxError: if the network or the firewall rules cannot be made.
         """
         self.cleanup()
-        try:
-            net = self.client.networks.create(
-                self.network_name,
-                driver="bridge",
-                internal=True,
-                labels=self.labels,
-                options={
-                    "com.docker.network.bridge.enable_icc": "false",
-                    "com.docker.network.bridge.name": self.bridge,
-                },
-            )
-            net.reload()
-            ipam = (net.attrs.get("IPAM") or {}).get("Config") or [{}]
-            self.gateway, self.subnet = ipam[0].get("Gateway"), ipam[0].get("Subnet")
-        except Exception as e:
-            raise SandboxError(f"cannot create the bot network {self.network_name}: {e}") from None
-        if not self.gateway:
-            raise SandboxError(f"the bot network {self.network_name} has no gateway address")
-        _iptables("-N", self.chain)
-        _iptables("-A", self.chain, "-j", "DROP")
-        _iptables("-I", "INPUT", "1", "-i", self.bridge, "-j", self.chain)
+        self.gateway, self.subnet = walled_network(self.client, self.network_name, self.bridge, self.chain,
+                                                   self.labels, internal=True)
         for port in allow_ports:
             self.allow(port)
         if reaper:
@@ -437,8 +480,56 @@ class Sandbox:
             self._reaper = None
 
 
+class BuildNetwork:
+    """The competition service's network for building strangers' bots (their npm and pip scripts run
+    as root in the build): a bridge that is *not* internal (the registries stay reachable: the traffic
+    is forwarded out through the host's default route, and so are the name lookups of Docker's
+    resolver) with inter-container traffic disabled, and an iptables chain on INPUT for its bridge that
+    drops everything: a build reaches no service of the host (the arena's gRPC services, the web, the
+    metrics), whatever address of the host it tries. It carries the run's labels, so :func:`cleanup`
+    (and the reaper) of run ``key`` removes it too.
+
+    :param client: a ``docker.DockerClient`` (:func:`docker_client`).
+    :param key: the run key (:func:`run_key`).
+    :param tournament: the tournament's name (a label).
+    """
+
+    def __init__(self, client: Any, key: str, tournament: str = ""):
+        if not re.fullmatch(r"[0-9a-f]{12}", key):
+            raise ValueError(f"a run key is 12 hex characters, got {key!r}")
+        self.client = client
+        self.name, self.bridge, self.chain = network_names(key, build=True)
+        self.labels = {LABEL_RUN: key, LABEL_TOURNAMENT: tournament, LABEL_ROLE: "build"}
+        self.gateway: str | None = None
+
+    def open(self) -> str:
+        """Replace what a crashed run left (this network, its chain), make the network and its chain;
+        returns the network's name (``network_mode`` of a build).
+
+        :raises SandboxError: if docker refuses the network or iptables fails (one line).
+        """
+        self.close()
+        self.gateway, _ = walled_network(self.client, self.name, self.bridge, self.chain, self.labels, internal=False)
+        return self.name
+
+    def close(self) -> list[str]:
+        """Remove the network (disconnecting a build still on it) and then its chain; returns what was
+        removed. Idempotent; docker's errors are ignored (:func:`cleanup` of the run key tries again)."""
+        import docker.errors
+
+        removed: list[str] = []
+        try:
+            removed.append(_remove_network(self.client.networks.get(self.name)))
+        except docker.errors.NotFound:
+            pass
+        except Exception:
+            return removed  # still there: its chain stays, so a build on it still reaches nothing
+        return removed + _remove_chain(self.chain, self.bridge)
+
+
 def cleanup(client: Any, key: str) -> list[str]:
-    """Remove the containers (with their anonymous volumes), networks and firewall chain of run ``key``."""
+    """Remove the containers (with their anonymous volumes), networks and firewall chains of run ``key``
+    (the tournament's and the build network's, :class:`BuildNetwork`)."""
     removed: list[str] = []
     flt = {"label": f"{LABEL_RUN}={key}"}
     with contextlib.suppress(Exception):
@@ -452,17 +543,13 @@ def cleanup(client: Any, key: str) -> list[str]:
             with contextlib.suppress(Exception):
                 v.remove(force=True)
                 removed.append(v.name)
-    chain, bridge = f"AF-{key}", f"af-{key}"[:15]
-    while _iptables("-D", "INPUT", "-i", bridge, "-j", chain, check=False):
-        removed.append(f"iptables INPUT -> {chain}")
-    if _iptables("-F", chain, check=False):
-        _iptables("-X", chain, check=False)
-        removed.append(f"iptables chain {chain}")
     with contextlib.suppress(Exception):
         for n in client.networks.list(filters=flt):
             with contextlib.suppress(Exception):
-                n.remove()
-                removed.append(n.name)
+                removed.append(_remove_network(n))
+    for build in (False, True):  # the networks first: a chain goes once nothing is left behind its bridge
+        _, bridge, chain = network_names(key, build)
+        removed += _remove_chain(chain, bridge)
     return removed
 
 
