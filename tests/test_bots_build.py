@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -146,3 +147,157 @@ def test_a_builds_own_code_is_held_to_the_build_memory_limit(tmp_path: Path) -> 
         image = build_image(plan, base_image("node"), memory_mb=256, timeout_s=300)
         docker_client().images.remove(image, force=True)
     assert "\n" not in str(e.value)
+
+
+#: A Node.js bot's ``preinstall`` script (run as root by ``npm install`` during the build): a TCP
+#: connection to the test's listener at each address of targets.json and at the build's default
+#: gateway, then a name lookup; one line each in probe.txt, which the image keeps.
+PROBE_JS = r"""
+const fs = require("fs"), net = require("net"), dns = require("dns");
+const t = JSON.parse(fs.readFileSync("targets.json", "utf8"));
+const route = fs.readFileSync("/proc/net/route", "utf8").split("\n").map((l) => l.split("\t"))
+  .find((f) => f[1] === "00000000");
+const gateway = route ? route[2].match(/../g).reverse().map((h) => parseInt(h, 16)).join(".") : null;
+const connect = (host) => new Promise((done) => {
+  const s = net.connect({ host, port: t.port, timeout: 3000 });
+  s.on("connect", () => { s.destroy(); done(`TCP ${host} connected`); });
+  s.on("timeout", () => { s.destroy(); done(`TCP ${host} failed: timeout`); });
+  s.on("error", (e) => done(`TCP ${host} failed: ${e.code}`));
+});
+(async () => {
+  const lines = [`GATEWAY ${gateway}`];
+  for (const host of [gateway, ...t.hosts].filter(Boolean)) lines.push(await connect(host));
+  const lookup = (e) => `DNS ${t.name} ${e ? "failed: " + e.code : "resolved"}`;
+  lines.push(await new Promise((done) => dns.lookup(t.name, (e) => done(lookup(e)))));
+  fs.writeFileSync("probe.txt", lines.join("\n") + "\n");
+})();
+"""
+
+
+class _Listener:
+    """A TCP listener on 0.0.0.0 (every address of the host), in a thread: the peers it accepted."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+
+        self.sock = socket.create_server(("0.0.0.0", 0))
+        self.sock.settimeout(0.2)
+        self.port = int(self.sock.getsockname()[1])
+        self.peers: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, peer = self.sock.accept()
+            except TimeoutError:
+                continue
+            self.peers.append(str(peer[0]))
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.sock.close()
+
+
+def _host_addresses() -> list[str]:
+    """The host's IPv4 addresses but loopback (docker0's 172.17.0.1 among them when docker runs)."""
+    r = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True, timeout=30)
+    found = [line.split()[3].split("/")[0] for line in r.stdout.splitlines() if len(line.split()) > 3]
+    return [a for a in dict.fromkeys(["172.17.0.1", *found]) if not a.startswith("127.")]
+
+
+def _probe_folder(folder: Path, port: int, name: str) -> None:
+    """A Node.js bot whose preinstall script runs :data:`PROBE_JS` against ``port`` and ``name``."""
+    import json
+
+    folder.mkdir(parents=True)
+    (folder / "bot.js").write_text("")
+    (folder / "probe.js").write_text(PROBE_JS)
+    (folder / "targets.json").write_text(json.dumps({"hosts": _host_addresses(), "port": port, "name": name}))
+    (folder / "package.json").write_text(json.dumps({"name": "prober", "version": "1.0.0", "main": "bot.js",
+                                                     "scripts": {"preinstall": "node probe.js"}}))
+
+
+@pytest.mark.slow
+def test_a_competition_build_reaches_no_service_of_the_host(tmp_path: Path) -> None:
+    """A submission's build runs its own code as root (npm's preinstall). On docker's default bridge it
+    reached every service of the host listening on 0.0.0.0 through the gateway (172.17.0.1). On the
+    competition's build network no address of the host answers, names still resolve (the build's
+    registries stay reachable), the build succeeds, and stopping the queue removes the network and
+    its firewall chain."""
+    import socket
+
+    from arena.competition.book import CompetitionBook
+    from arena.competition.pipeline import BuildQueue, submission_folder
+    from arena.competition.validate import Verdict
+    from arena.config import CompetitionSettings
+
+    client = docker_client()
+    out = tmp_path / "out"
+    settings = CompetitionSettings(base_node=base_image("node"), image_prefix="allfours-test-buildnet")
+    tag = f"{settings.image_prefix}/prober:1"
+    name = "registry.npmjs.org"
+    try:
+        socket.getaddrinfo(name, 443)
+        resolves = True
+    except OSError:
+        resolves = False  # an offline host: the build's lookup cannot succeed either
+    listener = _Listener()
+    try:
+        with CompetitionBook(out) as book:
+            book.add_competitor("eve")
+            sub = book.add_submission("eve", "prober", "1", "node", "")
+            _probe_folder(submission_folder(out, sub.id), listener.port, name)
+            queue = BuildQueue(book, settings, out, lambda: None, lambda _: None,
+                               validator=lambda *_: Verdict(True, (), ""), client=client)
+            queue.start()  # the queue's thread takes the submission, as in `arena serve`
+            try:
+                deadline = time.monotonic() + 600
+                while (got := book.get(sub.id)) is not None and got.status in ("received", "building"):
+                    assert time.monotonic() < deadline, "the build did not end in 600 s"
+                    time.sleep(0.5)
+                assert got is not None and got.status == "accepted", got
+                while_open = leftovers(client, run_key(out))
+            finally:
+                queue.stop()
+        probe = client.containers.run(tag, entrypoint=["cat", "/opt/bot/probe.txt"], remove=True,
+                                      network_disabled=True).decode()
+    finally:
+        listener.close()
+        with contextlib.suppress(Exception):
+            client.images.remove(tag, force=True)
+    tried = [line for line in probe.splitlines() if line.startswith("TCP ")]
+    assert len(tried) >= 3 and all(" failed: " in line for line in tried), probe
+    assert listener.peers == [], (listener.peers, probe)
+    assert f"DNS {name} resolved" in probe or not resolves, probe
+    assert any("allfours-build-" in x for x in while_open), while_open
+    assert leftovers(client, run_key(out)) == []
+
+
+@pytest.mark.slow
+def test_the_build_network_is_replaced_and_cleaned_up_by_run_key(tmp_path: Path) -> None:
+    """A crashed run's build network and chain are replaced by the next open (one INPUT hook, not two);
+    the run key's cleanup (the reaper's, ``python -m arena.hosting.sandbox clean``) removes them."""
+    from arena.hosting.sandbox import BuildNetwork, cleanup
+
+    client = docker_client()
+    key = run_key(tmp_path)
+    try:
+        BuildNetwork(client, key, "t").open()
+        again = BuildNetwork(client, key, "t")
+        assert again.open() == f"allfours-build-{key}" and again.gateway
+        rules = subprocess.run(["iptables", "-S", "INPUT"], capture_output=True, text=True, timeout=30).stdout
+        assert [line for line in rules.splitlines() if f"AFB-{key}" in line] == [
+            f"-A INPUT -i {again.bridge} -j AFB-{key}"], rules
+        assert sorted(leftovers(client, key)) == sorted([
+            f"network allfours-build-{key}", f"iptables -N AFB-{key}", f"iptables -A AFB-{key} -j DROP",
+            f"iptables -A INPUT -i {again.bridge} -j AFB-{key}"])
+    finally:
+        removed = cleanup(client, key)
+    assert f"allfours-build-{key}" in removed and f"iptables chain AFB-{key}" in removed, removed
+    assert leftovers(client, key) == []

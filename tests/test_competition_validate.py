@@ -52,7 +52,8 @@ def test_an_image_over_the_size_limit_is_rejected_and_removed(tmp_path: Path) ->
     its ``image`` step with one line naming both sizes, and its image is removed (validation never runs)."""
     from arena.competition.pipeline import BuildQueue, submission_folder
     from arena.config import CompetitionSettings
-    from tests.docker_helpers import base_image, docker_client
+    from arena.hosting.sandbox import run_key
+    from tests.docker_helpers import base_image, docker_client, leftovers
 
     client = docker_client()
     out = tmp_path / "out"
@@ -69,9 +70,13 @@ def test_an_image_over_the_size_limit_is_rejected_and_removed(tmp_path: Path) ->
         def never(*_: object) -> object:
             raise AssertionError("an image over the limit was validated")
 
-        BuildQueue(book, settings, out, enroll=lambda: None, note=notes.append, validator=never,
-                   client=client).process(sub)
+        queue = BuildQueue(book, settings, out, enroll=lambda: None, note=notes.append, validator=never, client=client)
+        try:
+            queue.process(sub)
+        finally:
+            queue.stop()  # removes the build network the build ran on
         got = book.get(sub.id)
     assert got is not None and (got.status, got.step) == ("rejected", "image"), got
     assert got.reason.startswith("the image is ") and got.reason.endswith("over the image limit of 1048576 bytes")
     assert not client.images.list(filters={"reference": "allfours-test-size/*"})
+    assert leftovers(client, run_key(out)) == []

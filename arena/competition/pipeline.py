@@ -8,7 +8,11 @@ time limit), refuses (and removes) an image over ``image_bytes``, validates it
 ``in_play`` and calls ``enroll`` (the league grows at once:
 :meth:`arena.tournament.league.League.request_reload`). A rejection names its step (``build``,
 ``image``, ``validation``) with a one-line reason and the log tail, and removes the image; the arena's
-own trouble (docker unreachable) marks the submission ``failed``.
+own trouble (docker unreachable, the build network failing) marks the submission ``failed``.
+
+Builds run the competitor's own code as root (npm's ``preinstall``, a pip sdist's ``setup.py``): they
+run on the run's build network (:class:`arena.hosting.sandbox.BuildNetwork`: the registries reachable,
+no service of the host), made before the first build and removed by :meth:`BuildQueue.stop`.
 """
 
 from __future__ import annotations
@@ -18,12 +22,15 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from arena.competition.book import CompetitionBook, Submission
 from arena.competition.validate import Verdict, validate_image
 from arena.config import CompetitionSettings
 from referee.wire import plain_text
+
+if TYPE_CHECKING:
+    from arena.hosting.sandbox import BuildNetwork
 
 #: Seconds the queue's thread sleeps between looks when nothing wakes it.
 POLL_S = 2.0
@@ -56,6 +63,7 @@ class BuildQueue:
     note: Callable[[str], None]
     validator: Validator | None = None
     client: Any = None
+    tournament: str = ""
 
     def __post_init__(self) -> None:
         note = self.note
@@ -65,6 +73,8 @@ class BuildQueue:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="competition-builds", daemon=True)
+        self._network: BuildNetwork | None = None  # made by the first build
+        self._network_lock = threading.Lock()
 
     def start(self) -> None:
         """Resume what a restart interrupted (:meth:`CompetitionBook.resume`), then serve the queue."""
@@ -78,10 +88,16 @@ class BuildQueue:
         self._wake.set()
 
     def stop(self) -> None:
-        """Stop after the submission under way (its status is resumed on the next start)."""
+        """Stop after the submission under way (its status is resumed on the next start), then remove
+        the build network and its firewall chain (a build still under way loses its network)."""
         self._stop.set()
         self._wake.set()
-        self._thread.join(timeout=5)
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        with self._network_lock:
+            if self._network is not None:
+                self._network.close()
+                self._network = None
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -100,12 +116,16 @@ class BuildQueue:
         try:
             image = self._build(sub)
         except BuildError as e:
+            if self._stop.is_set():  # stopping: the build lost its network; it runs again at the next start
+                return
             step = "image" if "image limit" in str(e) else "build"
             self.book.set_status(sub.id, "rejected", step, str(e), log_tail=str(e))
             self.note(f"submission {sub.id} ({sub.entrant}) rejected at its {step}: {e}")
             return
         except Exception as e:  # docker gone, disk full: not the competitor's fault
-            self.book.set_status(sub.id, "failed", "build", f"the arena could not build it: {type(e).__name__}: {e}")
+            if not self._stop.is_set():  # stopping: the build lost its network; it runs again at the next start
+                self.book.set_status(sub.id, "failed", "build", f"the arena could not build it: "
+                                     f"{type(e).__name__}: {e}")
             return
         self.book.set_status(sub.id, "validating", image=image)
         verdict = (self.validator or self._validate)(image, f"sub{sub.id}", sub)
@@ -149,12 +169,27 @@ class BuildQueue:
         else:
             plan = plan_build(submission_folder(self.output, sub.id), sub.name, sub.version, sub.entry or None, tag)
             base = s.base_node if plan.kind == "node" else s.base_python
-            image_id = build_image(plan, base, client=client, timeout_s=s.build_s)
+            image_id = build_image(plan, base, client=client, timeout_s=s.build_s, network=self._build_network(client))
         size = int(client.images.get(image_id).attrs.get("Size", 0))
         if size > s.image_bytes:
             client.images.remove(tag, force=True)
             raise BuildError(f"the image is {size} bytes, over the image limit of {s.image_bytes} bytes")
         return tag
+
+    def _build_network(self, client: Any) -> str:
+        """The name of the build network, made on first use (what a crashed run of this output left is
+        replaced). :raises arena.hosting.sandbox.SandboxError: docker or iptables failing, or the queue
+        stopping (its network is gone)."""
+        from arena.hosting.sandbox import BuildNetwork, SandboxError, run_key
+
+        with self._network_lock:
+            if self._stop.is_set():
+                raise SandboxError("the build queue is stopping")
+            if self._network is None:
+                network = BuildNetwork(client, run_key(self.output), self.tournament)
+                network.open()
+                self._network = network
+            return self._network.name
 
     def _load(self, client: Any, sub: Submission, tag: str) -> str:
         """Load a prebuilt image (its archive has no tags: :func:`arena.competition.intake.copy_image_archive`)

@@ -19,12 +19,12 @@ def open_competition(config: TournamentConfig, output: Path, league: League,
     """Hook the competition into ``league`` before it opens: its accepted entrants join the config
     (``league.grow``), the Submission service joins the lobby's server, each stored game moves its
     entrants' statuses, and an accepted submission re-opens the league at once (no SIGHUP). Starts
-    the build queue (resuming what a restart interrupted); returns the closer (stops the queue, then
-    closes the book)."""
+    the build queue (resuming what a restart interrupted); returns the closer (stops the queue and
+    removes its build network, then closes the book)."""
     settings = config.competition
     assert settings is not None
     book = CompetitionBook(output)
-    queue = BuildQueue(book, settings, output, league.request_reload, note)
+    queue = BuildQueue(book, settings, output, league.request_reload, note, tournament=config.name)
     house = frozenset(b.name.split("@")[0] for b in config.bots)
     desk = Desk(settings, output, book, queue.wake, league.request_reload, config.players, house=house)
     league.grow = desk.grow

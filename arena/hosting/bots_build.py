@@ -153,10 +153,12 @@ def make_context(build: BotBuild, into: Path, ca_bundle: Path) -> None:
 
 
 def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST_CA_BUNDLE, client: Any = None,
-                timeout_s: int = BUILD_TIMEOUT_S, memory_mb: int = BUILD_MEMORY_MB) -> str:
+                timeout_s: int = BUILD_TIMEOUT_S, memory_mb: int = BUILD_MEMORY_MB, network: str | None = None) -> str:
     """Build ``build``'s image; returns its id. ``timeout_s``: the whole build's time limit (a build that
     keeps printing is stopped too: its connection is closed, which cancels it in dockerd); ``memory_mb``:
-    the memory (and memory+swap) of each step's container.
+    the memory (and memory+swap) of each step's container. ``network``: the docker network the build's
+    steps run on (``network_mode``; None: docker's default bridge, from which the build reaches the
+    host's services; the competition service passes its :class:`arena.hosting.sandbox.BuildNetwork`).
 
     :raises BuildError: with the build's error line, when it timed out, or when docker is unreachable.
     """
@@ -180,7 +182,7 @@ def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST
             stream = client.api.build(path=tmp, tag=build.tag, buildargs=args, rm=True, forcerm=True, pull=False,
                                       labels={"org.allfours.bot": build.name, "org.allfours.version": build.version},
                                       container_limits={"memory": memory, "memswap": memory},
-                                      timeout=timeout_s, decode=True)
+                                      timeout=timeout_s, decode=True, network_mode=network)
             return _follow(stream, build.tag, time.monotonic() + timeout_s, over)
         except BuildError as e:
             if str(e) == over:
