@@ -16,7 +16,10 @@ honest bot's (``--sees none``). ``--sees``:
 - ``partner``: in play, the partner's true hand only (the opponents' hands still sampled from what the
   seat knows, 48 deals as usual): what the partner's cards are worth to know, the most a signalling
   convention between the two seats of a side could tell (at two players there is no partner: the
-  same as ``none``).
+  same as ``none``);
+- ``hands``: before play, every seat's true hand but not the order of the undealt pack (the stock's
+  cards shuffled anew for each of the usual 48 deals): the part of ``pre`` that reading the other
+  hands could win, the rest of ``pre`` being what a run of the pack will deal, which nobody can know.
 
 The difference between a row and ``none`` bounds what better inference (reading the hidden cards from
 what the seat has seen) could add in that phase with the bot's own evaluation; the evaluation itself is
@@ -55,10 +58,11 @@ from sdk.spar import spar  # noqa: E402
 
 @dataclass(frozen=True, slots=True)
 class Sight:
-    """What a ``--sees`` choice shows: the true deal (or only the partner's hand) in ``phases``."""
+    """What a ``--sees`` choice shows in ``phases``: the true ``deal`` (every hand and the stock in its
+    order), the ``partner``'s true hand only, or every true hand but the stock shuffled (``hands``)."""
 
     phases: frozenset[Phase]
-    partner_only: bool = False
+    shows: str = "deal"
 
 
 _PLAY = frozenset({Phase.PLAY, Phase.CALL})
@@ -69,7 +73,8 @@ SEES: dict[str, Sight] = {
     "pre": Sight(_BEFORE),
     "play": Sight(_PLAY),
     "all": Sight(_BEFORE | _PLAY),
-    "partner": Sight(_PLAY, partner_only=True),
+    "partner": Sight(_PLAY, shows="partner"),
+    "hands": Sight(_BEFORE, shows="hands"),
 }
 
 
@@ -110,7 +115,8 @@ def watching(oracle: Oracle) -> Iterator[Oracle]:
 
 class SeeingSearchBot(SearchBot):
     """``SearchBot`` valuing its actions on the true deal in ``sight.phases`` (one deal: it is the only
-    one), or with ``sight.partner_only`` on deals sampled with the partner's true hand in place."""
+    one); with ``sight.shows`` "partner" on deals sampled with the partner's true hand in place, with
+    "hands" on the true hands and the stock's cards in a new random order each deal."""
 
     name = "search-seeing"
 
@@ -124,15 +130,19 @@ class SeeingSearchBot(SearchBot):
     def act(self, ctx: Context):  # type: ignore[no-untyped-def]
         """``SearchBot.act``, seeing what ``sight`` shows when ``ctx.phase`` is one of its phases."""
         self._sees = ctx.phase in self.sight.phases
-        self.samples = 1 if self._sees and not self.sight.partner_only else self._honest_samples
+        self.samples = 1 if self._sees and self.sight.shows == "deal" else self._honest_samples
         return super().act(ctx)
 
     def _sample(self, know: Knowledge, rng: random.Random) -> Deal:
-        if not self._sees or (self.sight.partner_only and know.players != 4):
+        if not self._sees or (self.sight.shows == "partner" and know.players != 4):
             return super()._sample(know, rng)
         deal = self.oracle.true_deal()
-        if not self.sight.partner_only:
+        if self.sight.shows == "deal":
             return deal
+        if self.sight.shows == "hands":
+            stock = list(deal.stock)
+            rng.shuffle(stock)
+            return Deal(deal.hands, stock)
         partner = (know.seat + 2) % 4
         hands = list(know.hands)
         hands[partner] = deal.hands[partner]

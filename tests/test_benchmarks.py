@@ -232,6 +232,40 @@ def test_the_partner_seeing_bot_samples_around_its_partners_true_hand(monkeypatc
     assert not all(before), seen
 
 
+def test_the_hands_seeing_bot_knows_every_hand_before_play_but_not_the_packs_order(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--sees hands``: before play every sampled deal holds every seat's true hand and the stock's true
+    cards, in an order that is not always the pack's (what a run deals stays unknown); in play the
+    deals are sampled as usual."""
+    from referee.rules import Phase
+    from sdk.local_table import play_local
+
+    ceiling = _load_benchmark("strength_ceiling", monkeypatch)
+    seen: list[tuple[Phase, bool, bool, bool]] = []
+
+    class Spy(ceiling.SeeingSearchBot):  # type: ignore[misc, name-defined]
+        def act(self, ctx):  # type: ignore[no-untyped-def]
+            self.phase = ctx.phase
+            return super().act(ctx)
+
+        def _sample(self, know, rng):  # type: ignore[no-untyped-def]
+            deal = super()._sample(know, rng)
+            truth = self.oracle.true_deal()
+            seen.append((self.phase, deal.hands == truth.hands, sorted(deal.stock) == sorted(truth.stock),
+                         deal.stock == truth.stock))
+            return deal
+
+    oracle = ceiling.Oracle()
+    with ceiling.watching(oracle):
+        play_local([Spy(oracle, ceiling.SEES["hands"], ms=2) for _ in range(4)], seed="hands")
+    before = [facts for phase, *facts in seen if phase in (Phase.BEG, Phase.DEALER)]
+    in_play = [hands for phase, hands, _, _ in seen if phase is Phase.PLAY]
+    assert before and in_play, seen
+    assert all(hands and stock_cards for hands, stock_cards, _ in before), seen
+    assert not all(in_order for _, _, in_order in before), seen
+    assert not all(in_play), seen
+
+
 @pytest.mark.slow
 def test_strength_ceiling_prints_a_row_per_phase_seen(tmp_path: Path) -> None:
     out = run("strength_ceiling.py", "--pairs", "1", "--ms", "2", "--players", "2", "--sees", "none", "all",
