@@ -1,6 +1,6 @@
 """What the search bot loses by not seeing the other hands: the same bot given the true deal, per phase.
 
-    python benchmarks/strength_ceiling.py [--pairs 60] [--ms 200] [--players 4] [--sees none pre play all]
+    python benchmarks/strength_ceiling.py [--pairs 60] [--ms 200] [--players 4] [--sees none pre play all partner hands]
 
 A study, not a bot: ``SeeingSearchBot`` is ``SearchBot`` except that in the phases it "sees" it values
 every action on the **true deal** (every hand and the undealt stock, read from the referee's state as
