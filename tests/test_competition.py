@@ -287,8 +287,11 @@ def test_competitors_submit_and_the_league_grows(league: tuple[Path, int, Serve]
 def test_a_restart_mid_build_resumes_the_submission(league: tuple[Path, int, Serve], tmp_path: Path) -> None:
     cfg, port, serve = league
     token = arena("competitor", "add", str(cfg), "carol").stdout.strip()
-    # a good bot slow to start (20 s, within the startup limit): its validation outlasts the 10 s below
-    good = _bot(tmp_path / "goodbot", GOOD + "\n__import__(\"time\").sleep(20)\n", "random_bot")
+    # A good bot slow to start: 8 s, so an untethered suite would outlive the 4 s below (the arena is
+    # killed as soon as the suite starts, before its container is up), while its imports in a container
+    # of a busy machine keep 22 s of the 30 s startup limit (with 20 s of sleep, 10 s was too little:
+    # under load the restarted validation failed "join", the bot killed at the limit).
+    good = _bot(tmp_path / "goodbot", GOOD + "\n__import__(\"time\").sleep(8)\n", "random_bot")
     sub = SubmissionClient(f"127.0.0.1:{port}", token).submit(pack(good), "carol-bot", entry="random_bot:RandomBot")
     deadline = time.monotonic() + 300
     while not (suites := _children(serve.proc.pid, "sdk.conformance")):  # validation takes seconds: caught there
@@ -297,7 +300,7 @@ def test_a_restart_mid_build_resumes_the_submission(league: tuple[Path, int, Ser
         time.sleep(0.05)
     serve.proc.kill()  # SIGKILL mid-validation: nothing is told
     serve.proc.wait(30)
-    deadline = time.monotonic() + 10  # the suite dies with the arena (it would wait on for the slow bot)
+    deadline = time.monotonic() + 4  # the suite dies with the arena (it would wait on for the slow bot)
     while any(running(pid) for pid in suites):
         assert time.monotonic() < deadline, f"the conformance suite {suites} outlived the killed arena"
         time.sleep(0.1)
