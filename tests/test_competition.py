@@ -284,6 +284,34 @@ def test_competitors_submit_and_the_league_grows(league: tuple[Path, int, Serve]
     assert code == grpc.StatusCode.FAILED_PRECONDITION and "frozen" in details
 
 
+def test_the_hosts_commands_reach_a_serve_whose_pages_were_read(league: tuple[Path, int, Serve],
+                                                                 tmp_path: Path) -> None:
+    """The pages (/me, the board) open the book again inside `arena serve`; what the host's commands
+    write afterwards must still reach the running serve, and the freeze must outlive its stop. Seen
+    hosting by docs/competition.md: after a page was read, a competitor added later was refused, a
+    revoked token stayed live, a running serve accepted a submission after the freeze, and at its
+    stop the freeze and the committed seed were gone from the file (its WAL had been deleted under it)."""
+    cfg, port, serve = league
+    address = f"127.0.0.1:{port}"
+    ann = arena("competitor", "add", str(cfg), "ann").stdout.strip()
+    assert "sign in" in _get(serve.web + "/me")
+    _get(serve.web + "/")
+    ben = arena("competitor", "add", str(cfg), "ben").stdout.strip()
+    assert SubmissionClient(address, ben).submissions() == []
+    assert arena("competitor", "add", str(cfg), "ann", "--revoke").returncode == 0
+    code, _ = _code(SubmissionClient(address, ann).submissions)
+    assert code == grpc.StatusCode.UNAUTHENTICATED
+    frozen = arena("competition", "freeze", str(cfg))
+    assert frozen.returncode == 0
+    good = _bot(tmp_path / "goodbot", GOOD, "random_bot")
+    code, details = _code(lambda: SubmissionClient(address, ben).submit(pack(good), "ben-bot",
+                                                                         entry="random_bot:RandomBot"))
+    assert code == grpc.StatusCode.FAILED_PRECONDITION and "frozen" in details
+    assert serve.stop() == 0
+    again = arena("competition", "freeze", str(cfg))
+    assert again.stdout == frozen.stdout  # the same commitment: the seed drawn at the freeze is still there
+
+
 def test_a_restart_mid_build_resumes_the_submission(league: tuple[Path, int, Serve], tmp_path: Path) -> None:
     cfg, port, serve = league
     token = arena("competitor", "add", str(cfg), "carol").stdout.strip()

@@ -104,7 +104,13 @@ class CompetitionBook:
     def __init__(self, output: str | Path):
         self.path = Path(output) / BOOK_NAME
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
+        # create it 0600 only if it is not there: closing any descriptor of the file drops every POSIX lock
+        # this process holds on it, also those of another book's SQLite connection here (`arena serve`
+        # and its pages): another process's close then takes itself for the last one and deletes the WAL
+        # under the serve, which goes on alone on the deleted file (sqlite.org/howtocorrupt.html, 2.2)
+        if not self.path.exists():
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600))
         with contextlib.suppress(OSError):
             os.chmod(self.path, 0o600)
         self._lock = threading.Lock()
