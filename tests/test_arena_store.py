@@ -244,3 +244,23 @@ def test_a_changed_config_names_the_fields_that_changed(tmp_path: Path) -> None:
     t = open_tournament(load_config(path))  # a grown league: accepted
     t.store.close()
     assert "b@2" in t.labels and "b" in t.labels and len(t.schedule) == 6 * 8
+
+
+def test_a_store_opened_again_in_the_process_keeps_sharing_the_file_with_other_processes(tmp_path: Path) -> None:
+    """`arena serve`'s SIGHUP opens the league's store again before it closes the old one; the tokens
+    that `arena token` writes from another process afterwards must reach it, and its own writes them.
+    Opening the file with os.open to set its mode and closing that descriptor dropped the POSIX locks
+    of the serve's connection: the other process then took itself for the last connection, deleted the
+    WAL, and the two went on with different databases."""
+    path = tmp_path / DB_NAME
+    serve = Store(path)
+    Store(path).close()  # the reopen
+    opening = "import sys\nfrom arena.tournament.store import Store\nwith Store(sys.argv[1]) as s: "
+    subprocess.run([sys.executable, "-c", opening + "s.add_token('far', 'd1')", str(path)], check=True, timeout=60)
+    assert serve.token_digests("far") == {"far": ["d1"]}
+    serve.set_meta("seen", "yes")
+    done = subprocess.run([sys.executable, "-c", opening + "print(s.get_meta('seen'))", str(path)], check=True,
+                          timeout=60, capture_output=True, text=True)
+    serve.close()
+    assert done.stdout.strip() == "yes"
+    assert oct(path.stat().st_mode & 0o777) == oct(0o600)

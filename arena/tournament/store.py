@@ -101,7 +101,12 @@ class Store:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         # the file holds the master seed (every deck derives from it): readable by its owner only;
         # SQLite gives the -wal and -shm files the database file's permissions
-        os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
+        # created with os.open only if it is not there: closing a descriptor of the file drops every POSIX
+        # lock this process holds on it, also an open store's (SIGHUP opens the new before closing the
+        # old): another process's close then deletes the WAL under it (sqlite.org/howtocorrupt.html, 2.2)
+        if not self.path.exists():
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600))
         with contextlib.suppress(OSError):
             os.chmod(self.path, 0o600)
         self._db = sqlite3.connect(str(self.path), isolation_level=None, timeout=30.0)
