@@ -149,6 +149,22 @@ def test_competitor_tokens_are_printed_once_and_kept_as_digests(tmp_path: Path) 
     assert alone.returncode == 2 and "a final needs two" in alone.stderr, alone.stderr
 
 
+def test_freezing_a_config_without_competitors_is_refused_with_one_line(tmp_path: Path) -> None:
+    """A host who freezes the wrong config (examples/competition.toml instead of their copy) must hear
+    it: that froze an empty competition in a new folder, printed a commitment, and exited 0, while the
+    real one kept taking submissions."""
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(CONFIG.format(name="wrong", port=0, per_day=2, base="x", base_node="x", prefix=PREFIX, root=ROOT))
+    frozen = arena("competition", "freeze", str(cfg))
+    assert frozen.returncode == 2 and frozen.stdout == "", frozen.stdout
+    assert len(frozen.stderr.strip().splitlines()) == 1 and "no competitor" in frozen.stderr, frozen.stderr
+    assert not (tmp_path / "out" / "competition.sqlite").exists()
+    assert arena("competitor", "list", str(cfg)).returncode == 0  # a look leaves an empty book
+    assert arena("competition", "freeze", str(cfg)).returncode == 2
+    assert arena("competitor", "add", str(cfg), "ann").returncode == 0
+    assert arena("competition", "freeze", str(cfg)).returncode == 0
+
+
 def _hostile_archive() -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:

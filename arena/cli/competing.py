@@ -77,10 +77,17 @@ def _competitor(args: argparse.Namespace, console: Console, err: Console) -> int
 
 
 def _freeze(args: argparse.Namespace, console: Console, err: Console) -> int:
-    from arena.competition.book import CompetitionBook
+    from arena.competition.book import BOOK_NAME, CompetitionBook
     from arena.competition.final import freeze
 
-    with CompetitionBook(_output(args)) as book:
+    output = _output(args)
+    unknown = _Usage(f"{output}: no competitor was added there: is {args.config} the competition's config? "
+                     "(arena competitor add CONFIG NAME, arena competitor list CONFIG)")
+    if not (output / BOOK_NAME).is_file():
+        raise unknown  # a freeze of the wrong config made an empty competition there, frozen
+    with CompetitionBook(output) as book:
+        if not book.competitors():
+            raise unknown
         committed = freeze(book)
     console.print(committed, highlight=False)
     err.print("submissions are frozen: the arena refuses new ones; the line above commits to the final's master "
