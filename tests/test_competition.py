@@ -138,6 +138,9 @@ def test_competitor_tokens_are_printed_once_and_kept_as_digests(tmp_path: Path) 
     assert listed.stdout.split() == ["alice", "live"]
     assert arena("competitor", "add", str(cfg), "alice", "--revoke").returncode == 0
     assert arena("competitor", "list", str(cfg)).stdout.split() == ["alice", "revoked"]
+    typo = arena("competitor", "add", str(cfg), "alcie", "--revoke")  # a leaked token's owner mistyped
+    assert typo.returncode == 2 and "no competitor 'alcie'" in typo.stderr and "alice" in typo.stderr, typo.stderr
+    assert len(typo.stderr.strip().splitlines()) == 1
     fresh = arena("competitor", "add", str(cfg), "alice")
     assert fresh.returncode == 0 and fresh.stdout.strip() != token
     bad = arena("competitor", "add", str(cfg), "../x")

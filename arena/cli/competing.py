@@ -66,8 +66,12 @@ def _competitor(args: argparse.Namespace, console: Console, err: Console) -> int
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", args.name):
             raise _Usage(f"competitor name {args.name!r}: use 1 to 64 letters, digits, '_', '.', '-'")
         if args.revoke:
+            names = [name for name, _ in book.competitors()]
+            if args.name not in names:  # a mistyped name must not pass for a revoked token
+                raise _Usage(f"no competitor {args.name!r} (competitors: {', '.join(names) or 'none'})")
             done = book.revoke_competitor(args.name)
-            err.print(f"{args.name}: token revoked" if done else f"{args.name}: no live token", highlight=False)
+            err.print(f"{args.name}: token revoked" if done else f"{args.name}: token already revoked",
+                      highlight=False)
             return 0
         token = book.add_competitor(args.name)
     console.print(token, highlight=False, soft_wrap=True)
