@@ -331,6 +331,26 @@ def test_the_hosts_commands_reach_a_serve_whose_pages_were_read(league: tuple[Pa
     assert again.stdout == frozen.stdout  # the same commitment: the seed drawn at the freeze is still there
 
 
+def test_sighup_applies_a_changed_competition_table(league: tuple[Path, int, Serve], tmp_path: Path) -> None:
+    """`arena serve` re-reads its config on SIGHUP (docs/arena.md): that includes [competition]. Seen
+    hosting by docs/competition.md: a host who had left base_python out, then set it and sent SIGHUP,
+    saw the next submission built from the official image again (a registry this host cannot reach),
+    and nothing said that the change was not taken."""
+    cfg, port, serve = league
+    token = arena("competitor", "add", str(cfg), "uma").stdout.strip()
+    cfg.write_text(cfg.read_text().replace("upload_bytes = 200000", "upload_bytes = 1024"))
+    serve.proc.send_signal(signal.SIGHUP)
+    serve.wait_for("[competition] re-read: upload_bytes")
+    good = _bot(tmp_path / "goodbot", GOOD, "random_bot")
+    (good / "data.bin").write_bytes(os.urandom(4096))  # past the new limit, not the old one
+    code, details = _code(lambda: SubmissionClient(f"127.0.0.1:{port}", token).submit(
+        pack(good), "uma-bot", entry="random_bot:RandomBot"))
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "upload limit" in details, details
+    cfg.write_text(cfg.read_text().replace("[competition]", "[competitio]"))
+    serve.proc.send_signal(signal.SIGHUP)
+    serve.wait_for("the new config is refused, the old one stays")
+
+
 def test_a_restart_mid_build_resumes_the_submission(league: tuple[Path, int, Serve], tmp_path: Path) -> None:
     cfg, port, serve = league
     token = arena("competitor", "add", str(cfg), "carol").stdout.strip()

@@ -3,6 +3,7 @@ beside the league (:func:`open_competition`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,6 +31,21 @@ def open_competition(config: TournamentConfig, output: Path, league: League,
     league.grow = desk.grow
     league.lobby_services.append(add_to_server(desk))
     league.after_game.append(desk.after_game)
+
+    def reopened(new: TournamentConfig) -> None:
+        """SIGHUP: the limits, bases and checks of the [competition] table read again apply from the next
+        submission on (both read their settings at each use)."""
+        if new.competition is None:
+            note("the config has no [competition] table any more: submissions go on with the old one "
+                 "until arena serve starts again")
+            return
+        changed = [f.name for f in dataclasses.fields(new.competition)
+                   if getattr(new.competition, f.name) != getattr(desk.settings, f.name)]
+        if changed:
+            desk.settings = queue.settings = new.competition
+            note(f"[competition] re-read: {', '.join(changed)} changed")
+
+    league.reopened.append(reopened)
     queue.start()
 
     def close() -> None:

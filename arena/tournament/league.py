@@ -59,7 +59,8 @@ class League:
 
     :meth:`request_stop` ends the service and :meth:`request_reload` has the config read again (the
     signal handlers call them; so may an embedding program): either lets the games in flight finish
-    first. ``after_game`` callbacks run after each stored game.
+    first. ``after_game`` callbacks run after each stored game; ``reopened`` ones with the config that a
+    reload took (not after a refused one).
     """
 
     config_path: str
@@ -79,6 +80,7 @@ class League:
     asked: tuple[int, str] | None = None  # a stopped ladder: (UTC day, stop) it was last asked on
     grow: Callable[[TournamentConfig], TournamentConfig] | None = None  # adds entrants (a competition's)
     lobby_services: list[Callable[[Any], None]] = field(default_factory=list)  # more services on the lobby
+    reopened: list[Callable[[TournamentConfig], None]] = field(default_factory=list)  # a SIGHUP's config, taken
 
     def request_stop(self) -> None:
         """Stop after the games in flight (thread- and signal-safe)."""
@@ -145,6 +147,9 @@ class League:
             self.open(config)
         except (ConfigError, StoreMismatch) as e:
             self._note(f"the new config is refused, the old one stays: {e}", "reload")
+            return
+        for fn in list(self.reopened):
+            fn(config)
 
     def _stored(self, result: GameResult, written: bool) -> None:
         t = self.tournament
