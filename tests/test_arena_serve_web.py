@@ -155,6 +155,28 @@ def test_serve_publishes_live_after_each_game_then_the_bootstrap(tmp_path: Path)
         proc.wait(10)
 
 
+def test_a_served_league_says_its_seed_stays_secret(tmp_path: Path) -> None:
+    """Seen hosting by docs/competition.md: at 24 of 24 games played, the leaderboard of `arena serve`
+    said "master seed: (revealed when every game is played)", which a league never does (it has no
+    last game). Its pages and its leaderboard.html say so; `arena run`'s wording stays its own."""
+    cfg, port, log, out = write_config(tmp_path, 2), free_port(), tmp_path / "serve.log", tmp_path / "out"
+    proc = serve(cfg, port, log)
+    try:
+        poll("every game published", lambda: (lambda r: r and r["tournament"]["played"] == 2)(published(out)),
+             proc, log)
+        pages = {path: httpx.get(f"http://127.0.0.1:{port}{path}", timeout=10).text for path in ("/", "/_board")}
+        pages["leaderboard.html"] = (out / "leaderboard.html").read_text()
+        for where, text in pages.items():
+            seed = next(ln for ln in text.splitlines() if "master seed:" in ln)
+            assert "revealed when every game is played" not in seed, (where, seed)
+            assert "a league served by arena serve never reveals it" in seed, (where, seed)
+        stop(proc, log, port)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+
+
 def test_arena_web_marks_its_ratings_live_until_its_bootstrap(tmp_path: Path, monkeypatch: Any) -> None:
     """The web app on its own (`arena web`, no league) starts its own publisher: the same marking."""
     cfg = write_config(tmp_path, 2)

@@ -155,6 +155,8 @@ def publish_tournament(
     else:
         complete = reveal and (not t.store.pending(t.schedule) or (test is not None and test.test.decided))
     facts = tournament_facts(t, complete)
+    if not reveal:
+        facts["league"] = True
     if board is not None:
         facts["ladder"] = board
     if test is not None:

@@ -39,7 +39,7 @@ from rich.markup import escape
 
 from arena.config import ConfigError, TournamentConfig, check_bot_cwds, load_config
 from arena.tournament.result import GameResult
-from arena.tournament.runner import LADDER_KEY, Tournament, open_tournament, run_games
+from arena.tournament.runner import LADDER_KEY, LEAGUE_KEY, Tournament, open_tournament, run_games
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import StoreMismatch
 
@@ -110,6 +110,7 @@ class League:
         if self.grow is not None:
             config = self.grow(config)
         t = open_tournament(config, self.output)
+        t.store.set_meta(LEAGUE_KEY, "1")  # its pages say the seed stays secret (arena.web.data.WebData.facts)
         old, self.tournament = self.tournament, t
         if old is not None:
             old.store.close()

@@ -38,6 +38,8 @@ COMMITMENT_FILE = "commitment.json"
 #: The meta key of the tournament's public facts (JSON, :func:`public_facts` and ``entrants``: every entrant's
 #: label, as ratings.json lists them), read by ``arena web``.
 FACTS_KEY = "public_facts"
+#: The store's meta key ``arena serve`` sets on a league's store: its master seed is never revealed.
+LEAGUE_KEY = "served_as_league"
 #: The meta key of a ladder tournament's board (JSON, :meth:`arena.formats.ladder_run.LadderRun.board`):
 #: standings, why the last pairs were chosen, why it stopped; published with the ratings and on the web.
 LADDER_KEY = "ladder_board"
@@ -63,6 +65,7 @@ class TournamentFacts(TypedDict, total=False):
     entrants: list[str]
     unsandboxed: list[str]
     master_seed: str | None
+    league: bool  # served by ``arena serve``: the master seed stays secret (absent: ``arena run``)
     played: int
     ladder: dict[str, object]
     sprt: dict[str, object]

@@ -26,7 +26,7 @@ from typing import Any, NotRequired, TypeAlias, TypedDict
 from arena.ratings.fit import DEFAULT_BOOTSTRAP, RatingTable, games_from_mapping
 from arena.ratings.publication import LivePublisher, final_ratings
 from arena.tournament.result import GameFacts, GameResult
-from arena.tournament.runner import DB_NAME, FACTS_KEY, LADDER_KEY, TournamentFacts
+from arena.tournament.runner import DB_NAME, FACTS_KEY, LADDER_KEY, LEAGUE_KEY, TournamentFacts
 from referee.outcome import Termination
 
 #: Games of one duplicate pair (arena/tournament/schedule.py): both share the deal seed, hence every deck.
@@ -194,7 +194,8 @@ class WebData:
         """The public facts (name, players, bots {name: version}, rules, commitment, scheduled, played,
         ``ladder`` for a ladder (:data:`arena.tournament.runner.LADDER_KEY`), and ``master_seed`` — ``None``
         until the arena has revealed it: ``finished_at`` is in the meta
-        table, set by ``arena run`` when it publishes the seed; ``arena serve`` never reveals it)."""
+        table, set by ``arena run`` when it publishes the seed; ``arena serve`` never reveals it, and its
+        store's :data:`arena.tournament.runner.LEAGUE_KEY` makes ``league`` True while the seed is secret)."""
         raw = self._meta(FACTS_KEY)
         facts: TournamentFacts = json.loads(raw) if raw else {}
         facts.setdefault("name", self.output.name)
@@ -204,6 +205,8 @@ class WebData:
         # seed (every game played, or an SPRT decided); a league (`arena serve`) never does
         revealed = self._meta("finished_at") is not None
         facts["master_seed"] = self._meta("master_seed") if revealed else None
+        if not revealed and self._meta(LEAGUE_KEY) is not None:
+            facts["league"] = True
         board = self._meta(LADDER_KEY)
         if board:  # a ladder: standings, why the last pairs were chosen, why it stopped
             facts["ladder"] = json.loads(board)
