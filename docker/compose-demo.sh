@@ -21,6 +21,9 @@ ALLFOURS_BASE="${ALLFOURS_BASE:-$(bash docker/base-image.sh node)}"
 export ALLFOURS_BASE
 [ -e docker/build-ca.pem ] || cp /etc/ssl/certs/ca-certificates.crt docker/build-ca.pem
 mkdir -p "${ALLFOURS_RESULTS:-arena-out/compose}"
+# the results folder on this host (compose.yaml mounts it at /results, the path the arena prints)
+results=$(realpath "${ALLFOURS_RESULTS:-arena-out/compose}")
+results_sed=$(printf '%s' "$results" | sed 's/[\\|&]/\\&/g')
 
 follow=""
 job=""
@@ -59,7 +62,8 @@ in_background docker-compose build
 in_background docker-compose up -d --scale referee=2 --scale nodejs=2
 arena=$(docker-compose ps -q arena)
 [ -n "$arena" ] || { echo "compose-demo: the arena's container did not start" >&2; exit 1; }
-docker-compose logs -f --no-color --no-log-prefix arena &
+# the arena's `output: /results` is shown as the host's folder; $! is docker-compose's (sed ends with it)
+docker-compose logs -f --no-color --no-log-prefix arena > >(sed -u "s|^output: /results\\b|output: $results_sed|") &
 follow=$!
 # `wait` on a background job lets the INT/TERM traps run at once (a foreground command would delay them)
 "$DOCKER" wait "$arena" >"$code_file" &
@@ -67,5 +71,5 @@ wait $!
 code=$(cat "$code_file")
 [ -n "$code" ] || { echo "compose-demo: lost the arena's container" >&2; exit 1; }
 sleep 1  # the last lines of the arena's log
-echo "compose-demo: the arena exited with status $code" >&2
+echo "compose-demo: the arena exited with status $code; the results are in $results" >&2
 exit "$code"

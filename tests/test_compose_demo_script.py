@@ -33,36 +33,55 @@ if sys.argv[1] == os.environ["FAKE_STEP"]:  # the step to interrupt lasts; the o
         pass  # as docker-compose does: it catches the interrupt and ends normally
 if sys.argv[1] == "ps":
     print("0123456789ab")
+if sys.argv[1] == "logs":  # the arena's own line: its results folder inside its container
+    print("output: /results  (leaderboard.html, ratings.json, ratings.csv, games.jsonl)", flush=True)
 """
 
 FAKE_DOCKER = """#!/bin/sh
 # `docker wait ID`: the arena's container ends with status 0 after a while
 echo "docker $*" >> "$FAKE_LOG"
 touch "$FAKE_LOG.wait"
-sleep 8
+sleep "${FAKE_WAIT_S:-8}"
 echo 0
 """
 
 
-@pytest.mark.parametrize("step", ["build", "up", "ps", "logs", "wait"])
-def test_ctrl_c_at_each_step_takes_the_stack_down(tmp_path: Path, step: str) -> None:
-    """Ctrl-C (SIGINT to the process group) while ``step`` runs: exit 130, ``down`` called last."""
+def _stand_ins(tmp_path: Path, step: str) -> dict[str, str]:
+    """The stand-in commands in ``tmp_path/bin``; the script's environment (``step`` lasts)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "docker-compose").write_text(FAKE_COMPOSE.format(python=sys.executable))
     (bin_dir / "docker").write_text(FAKE_DOCKER)
     for f in bin_dir.iterdir():
         f.chmod(0o755)
-    log = tmp_path / "calls.log"
-    env = {
+    return {
         **os.environ,
         "PATH": f"{bin_dir}:{os.environ['PATH']}",
         "DOCKER": str(bin_dir / "docker"),
-        "FAKE_LOG": str(log),
+        "FAKE_LOG": str(tmp_path / "calls.log"),
         "FAKE_STEP": step,
         "ALLFOURS_BASE": "allfours-base-node:test",  # given: the script makes no base image
         "ALLFOURS_RESULTS": str(tmp_path / "results"),
     }
+
+
+def test_the_results_folder_printed_is_the_hosts(tmp_path: Path) -> None:
+    """Seen following README: the demo printed the arena's `output: /results`, the folder inside its
+    container; the host's folder (ALLFOURS_RESULTS, default arena-out/compose) is printed instead."""
+    env = {**_stand_ins(tmp_path, "none"), "FAKE_WAIT_S": "1"}
+    done = subprocess.run(["bash", "docker/compose-demo.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert f"output: {tmp_path / 'results'}  (leaderboard.html" in done.stdout, done.stdout
+    assert "/results " not in done.stdout.replace(str(tmp_path / "results"), "HOST"), done.stdout
+    assert f"the results are in {tmp_path / 'results'}" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("step", ["build", "up", "ps", "logs", "wait"])
+def test_ctrl_c_at_each_step_takes_the_stack_down(tmp_path: Path, step: str) -> None:
+    """Ctrl-C (SIGINT to the process group) while ``step`` runs: exit 130, ``down`` called last."""
+    env = _stand_ins(tmp_path, step)
+    log = tmp_path / "calls.log"
     proc = subprocess.Popen(default_sigint(["bash", "docker/compose-demo.sh"]), cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
