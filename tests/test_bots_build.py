@@ -66,6 +66,39 @@ def test_plan_errors_are_one_line(tmp_path: Path, args: tuple[Any, ...], message
     assert message in str(e.value) and "\n" not in str(e.value)
 
 
+@pytest.mark.parametrize(
+    "source",
+    ["class Other: pass\n", "import os\nNOSUCH = 1\n", "def helper():\n    return 'nosuch'\n"],
+)
+def test_an_entry_class_the_module_lacks_is_refused_at_once(tmp_path: Path, source: str) -> None:
+    """Seen entering a competition: `--entry alicebot:NoSuch` passed intake, then failed every one of the
+    ~19 validation checks, "module has no NoSuch" buried after them. Now one line before any build."""
+    (tmp_path / "alicebot.py").write_text(source)
+    r = subprocess.run([sys.executable, "-m", "arena.cli", "bots", "build", str(tmp_path), "--name", "alice",
+                        "--version", "1", "--entry", "alicebot:NoSuch"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--entry alicebot:NoSuch: alicebot.py defines or imports no NoSuch" in r.stderr, \
+        r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["class NoSuch: pass\n", "from other import NoSuch\n", "from other import Base as NoSuch\n",
+     "import other as NoSuch\n", "from other import *\n", "def __getattr__(name):\n    return object\n",
+     "NoSuch = make()\n", "try:\n    from a import NoSuch\nexcept ImportError:\n    pass\n",
+     "globals()['NoSuch'] = object\n", "class (broken\n", "for NoSuch in [1]:\n    pass\n"],
+)
+def test_an_entry_the_module_may_bind_passes_as_before(tmp_path: Path, source: str) -> None:
+    """The check refuses only what is sure: anything that binds the name, or that it cannot read, passes."""
+    (tmp_path / "alicebot.py").write_text(source)
+    assert plan_build(tmp_path, "alice", "1", "alicebot:NoSuch").entry == "alicebot:NoSuch"
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "NoSuch.py").write_text("")  # a submodule: unsure (an import elsewhere may bind it)
+    assert plan_build(tmp_path, "alice", "1", "pkg:NoSuch").entry == "pkg:NoSuch"
+
+
 def test_cli_refuses_a_bad_folder_with_status_2(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-m", "arena.cli", "bots", "build", str(tmp_path), "--name", "a",
                         "--version", "1"], capture_output=True, text=True, timeout=60)

@@ -305,3 +305,24 @@ def test_a_shared_layer_link_is_kept(tmp_path: Path) -> None:
     copy_image_archive(_image_archive([{}], link), tmp_path / "image.tar", IMAGE_BYTES)
     with tarfile.open(tmp_path / "image.tar") as tar:
         assert tar.getmember("def/layer.tar").linkname == "../abc/layer.tar"
+
+
+def test_the_desk_refuses_an_entry_class_the_module_lacks(tmp_path: Path) -> None:
+    """At intake, before the book or the build queue: one line (INVALID_ARGUMENT), nothing kept."""
+    from arena.competition.book import CompetitionBook
+    from arena.competition.desk import Desk, Header, Refused
+    from arena.config import CompetitionSettings
+
+    bot = tmp_path / "bot"
+    bot.mkdir()
+    (bot / "alicebot.py").write_text("from sdk.bot import Bot\n\n\nclass AliceBot(Bot):\n    name = 'alice'\n")
+    woken: list[int] = []
+    with CompetitionBook(tmp_path / "out") as book:
+        desk = Desk(CompetitionSettings(), tmp_path / "out", book, lambda: woken.append(1))
+        with pytest.raises(Refused) as e:
+            desk.receive("alice", Header("alicebot", "1", "", "alicebot:NoSuch"), io.BytesIO(pack(bot)))
+        assert e.value.kind == "invalid" and str(e.value) == "--entry alicebot:NoSuch: alicebot.py defines or " \
+            "imports no NoSuch", str(e.value)
+        assert book.submissions() == [] and woken == []
+        kept = desk.receive("alice", Header("alicebot", "1", "", "alicebot:AliceBot"), io.BytesIO(pack(bot)))
+        assert kept.status == "received" and woken == [1]

@@ -18,6 +18,7 @@ own error line).
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
 import inspect
 import json
@@ -110,8 +111,48 @@ def plan_build(
         module = entry.split(":")[0].replace(".", "/")
         if not ((d / f"{module}.py").is_file() or (d / module / "__init__.py").is_file()):
             raise BuildError(f"{folder}: --entry {entry}: no {module}.py in the folder")
+        _check_entry_class(d, module, entry)
         kind = "python"
     return BotBuild(d.resolve(), kind, entry, tag or f"allfours-bots/{name}:{version}", name, version)
+
+
+def _check_entry_class(folder: Path, module: str, entry: str) -> None:
+    """:raises BuildError: the entry's module surely binds no such name (see :func:`_may_bind`)."""
+    name = entry.split(":")[1]
+    path = folder / f"{module}.py"
+    if not path.is_file():
+        path = folder / module / "__init__.py"
+        if (path.parent / f"{name}.py").exists() or (path.parent / name).is_dir():
+            return  # a submodule: bound once something imports it
+    try:
+        tree = ast.parse(path.read_bytes(), filename=path.name)
+    except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
+        return  # unsure: python in the image may read it, or say why
+    if not _may_bind(tree, name):
+        shown = path.relative_to(folder).as_posix()
+        raise BuildError(f"--entry {entry}: {shown} defines or imports no {name}")
+
+
+def _may_bind(tree: ast.Module, name: str) -> bool:
+    """Whether ``tree`` may bind ``name`` as a module attribute: False only when sure it does not (no
+    definition, assignment, import or ``global`` of it anywhere, no ``from x import *``, no module
+    ``__getattr__``, no string constant ``name``, as a ``globals()[...]`` or ``setattr`` would use)."""
+    return any(_binds(node, name) for node in ast.walk(tree))
+
+
+def _binds(node: ast.AST, name: str) -> bool:
+    """Whether ``node`` may bind ``name`` (see :func:`_may_bind`)."""
+    if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+        return node.name in (name, "__getattr__")
+    if isinstance(node, ast.Name):
+        return node.id == name and not isinstance(node.ctx, ast.Load)
+    if isinstance(node, ast.alias):
+        return node.name == "*" or (node.asname or node.name.split(".")[0]) == name
+    if isinstance(node, ast.Global | ast.Nonlocal):
+        return name in node.names
+    if isinstance(node, ast.Constant):
+        return bool(node.value == name)
+    return name in {getattr(node, "name", None), getattr(node, "rest", None)}  # except ... as, match patterns
 
 
 def _sdk_requirements() -> str:
