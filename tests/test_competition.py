@@ -122,6 +122,23 @@ def test_the_hosts_example_config_loads_as_docs_competition_md_runs_it() -> None
     assert "examples/competition.toml" in (ROOT / "docs" / "competition.md").read_text()
 
 
+def test_a_failed_submission_is_not_counted_in_the_day(tmp_path: Path) -> None:
+    """`failed` is the arena's fault (docs/competition.md): it costs the competitor none of the day's
+    submissions; a rejected one does."""
+    from arena.competition.book import CompetitionBook
+    from arena.competition.desk import Desk, Refused
+    from arena.config import CompetitionSettings
+
+    with CompetitionBook(tmp_path) as book:
+        desk = Desk(CompetitionSettings(submissions_per_day=1), tmp_path, book, lambda: None)
+        sub = book.add_submission("eve", "evebot", "1", "python", "evebot:EveBot")
+        book.set_status(sub.id, "failed", "build", "the arena's base image is not on this host")
+        desk.check_open("eve", time.time())
+        book.set_status(book.add_submission("eve", "evebot", "2", "python", "evebot:EveBot").id, "rejected")
+        with pytest.raises(Refused, match="1 submissions today"):
+            desk.check_open("eve", time.time())
+
+
 def test_competitor_tokens_are_printed_once_and_kept_as_digests(tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text(CONFIG.format(name="tok", port=0, per_day=2, base="x", base_node="x", prefix=PREFIX, root=ROOT))
@@ -349,6 +366,36 @@ def test_sighup_applies_a_changed_competition_table(league: tuple[Path, int, Ser
     cfg.write_text(cfg.read_text().replace("[competition]", "[competitio]"))
     serve.proc.send_signal(signal.SIGHUP)
     serve.wait_for("the new config is refused, the old one stays")
+
+
+def test_a_missing_base_image_is_the_hosts_failure_not_the_competitors(tmp_path: Path) -> None:
+    """Seen hosting by docs/competition.md without base_python/base_node on a host that reaches no
+    registry: every source submission was rejected at its build with docker's "no such host", each
+    one costing the competitor a submission of their day. `arena serve` now says at its start which
+    key to set; such a build is `failed` (the arena's fault) with the host's fix, and not counted."""
+    missing = f"{PREFIX}-nobase:{os.getpid()}"  # on no host: not here, and no registry has it
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(CONFIG.format(name=f"nobase{os.getpid()}", port=free_port(), per_day=1, base=missing,
+                                 base_node=missing + "-node", prefix=PREFIX, root=ROOT))
+    serve = Serve(cfg, tmp_path / "serve.log")
+    try:
+        serve.wait_for("serving:")
+        log = serve.log.read_text()
+        for key, kind in (("base_python", "python"), ("base_node", "node")):
+            line = next((ln for ln in log.splitlines() if f"[competition] {key}" in ln), log)
+            assert "warning:" in line and f"bash docker/base-image.sh {kind}" in line, log
+        port = int(cfg.read_text().split('lobby = "127.0.0.1:')[1].split('"')[0])
+        env = {"ALLFOURS_COMPETITOR_TOKEN": arena("competitor", "add", str(cfg), "dora").stdout.strip()}
+        good = _bot(tmp_path / "goodbot", GOOD, "random_bot")
+        for version in ("1", "2"):  # the second is not refused for the day: the first was the host's fault
+            done = arena("submit", str(good), "--arena", f"127.0.0.1:{port}", "--name", "dora-bot", "--version",
+                         version, "--entry", "random_bot:RandomBot", "--wait", env=env, timeout=300)
+            assert done.returncode == 1, done.stderr
+            assert f"dora-bot@{version} failed (build: " in done.stderr and "base_python" in done.stderr, done.stderr
+            status, _, reason = _status(cfg, int(done.stdout.strip()))
+            assert status == "failed" and "\n" not in reason and "base-image.sh python" in reason, reason
+    finally:
+        assert serve.stop() == 0, serve.log.read_text()[-3000:]
 
 
 def test_a_restart_mid_build_resumes_the_submission(league: tuple[Path, int, Serve], tmp_path: Path) -> None:

@@ -264,10 +264,11 @@ class CompetitionBook:
         return [_submission(r) for r in rows]
 
     def count_since(self, competitor: str, since: float) -> int:
-        """How many submissions ``competitor`` made since UNIX time ``since``."""
+        """How many submissions ``competitor`` made since UNIX time ``since``, but for ``failed`` ones
+        (the arena's fault, such as a base image the host has not made: not the competitor's to pay)."""
         with self._lock:
-            row = self._db.execute("SELECT COUNT(*) FROM submissions WHERE competitor = ? AND created_at >= ?",
-                                   (competitor, since)).fetchone()
+            row = self._db.execute("SELECT COUNT(*) FROM submissions WHERE competitor = ? AND created_at >= ? "
+                                   "AND status != 'failed'", (competitor, since)).fetchone()
         return int(row[0])
 
     def resume(self) -> list[Submission]:

@@ -8,7 +8,8 @@ time limit), refuses (and removes) an image over ``image_bytes``, validates it
 ``in_play`` and calls ``enroll`` (the league grows at once:
 :meth:`arena.tournament.league.League.request_reload`). A rejection names its step (``build``,
 ``image``, ``validation``) with a one-line reason and the log tail, and removes the image; the arena's
-own trouble (docker unreachable, the build network failing) marks the submission ``failed``.
+own trouble (docker unreachable, the build network failing, a base image neither on the host nor
+pullable: :class:`BaseMissing`) marks the submission ``failed``, which the per-day limit does not count.
 
 Builds run the competitor's own code as root (npm's ``preinstall``, a pip sdist's ``setup.py``): they
 run on the run's build network (:class:`arena.hosting.sandbox.BuildNetwork`: the registries reachable,
@@ -40,6 +41,49 @@ Validator = Callable[[str, str, Submission], Verdict]
 
 #: Most characters of one note to the host's console (control characters dropped).
 NOTE_CHARS = 2000
+
+
+#: The ``[competition]`` key naming the base image of each kind of source build.
+BASE_KEYS = {"python": "base_python", "node": "base_node"}
+
+
+class BaseMissing(RuntimeError):
+    """A build's base image is not on this host and could not be pulled: the host's fault, not the
+    submission's; ``str(e)`` is one line naming the host's fix."""
+
+
+def base_of(settings: CompetitionSettings, kind: str) -> str:
+    """The base image a ``kind`` build uses: ``[competition] base_python``/``base_node``, else the
+    official image the project's Dockerfile names."""
+    from arena.hosting.bots_build import default_base
+
+    return str(getattr(settings, BASE_KEYS[kind]) or default_base(kind))
+
+
+def host_fix(kind: str) -> str:
+    """What a host without a registry does about a missing base image of ``kind`` (one clause)."""
+    return (f"set [competition] {BASE_KEYS[kind]} to a local image (make one: bash docker/base-image.sh {kind}), "
+            "then send arena serve SIGHUP")
+
+
+def on_host(client: Any, image: str) -> bool:
+    """Whether docker has ``image`` here (True when docker cannot say: only a sure absence counts)."""
+    import docker.errors
+
+    try:
+        client.images.get(image)
+    except docker.errors.ImageNotFound:
+        return False
+    except docker.errors.DockerException:
+        return True
+    return True
+
+
+def missing_bases(client: Any, settings: CompetitionSettings) -> list[str]:
+    """A warning line for each kind of build whose base image is not on this host."""
+    return [f"warning: {base}, the base image of {kind} submissions, is not on this host: their builds will pull "
+            f"it, and fail where no registry is reachable; {host_fix(kind)}"
+            for kind in BASE_KEYS if not on_host(client, base := base_of(settings, kind))]
 
 
 #: A prebuilt image's archive in its submission's folder (``OUTPUT/submissions/ID/image.tar``).
@@ -122,6 +166,10 @@ class BuildQueue:
             self.book.set_status(sub.id, "rejected", step, str(e), log_tail=str(e))
             self.note(f"submission {sub.id} ({sub.entrant}) rejected at its {step}: {e}")
             return
+        except BaseMissing as e:
+            self.book.set_status(sub.id, "failed", "build", str(e))
+            self.note(f"submission {sub.id} ({sub.entrant}) failed, not counted in {sub.competitor}'s day: {e}")
+            return
         except Exception as e:  # docker gone, disk full: not the competitor's fault
             if not self._stop.is_set():  # stopping: the build lost its network; it runs again at the next start
                 self.book.set_status(sub.id, "failed", "build", f"the arena could not build it: "
@@ -157,7 +205,8 @@ class BuildQueue:
 
     def _build(self, sub: Submission) -> str:
         """Build ``sub``'s image; returns its tag. :raises BuildError: the build failed, took over
-        ``build_s``, or made an image over ``image_bytes`` (which is then removed)."""
+        ``build_s``, or made an image over ``image_bytes`` (which is then removed). :raises BaseMissing:
+        its base image is not on the host and cannot be pulled."""
         from arena.hosting.bots_build import BuildError, build_image, plan_build
         from arena.hosting.sandbox import docker_client
 
@@ -168,7 +217,8 @@ class BuildQueue:
             image_id = self._load(client, sub, tag)
         else:
             plan = plan_build(submission_folder(self.output, sub.id), sub.name, sub.version, sub.entry or None, tag)
-            base = s.base_node if plan.kind == "node" else s.base_python
+            base = base_of(s, plan.kind)
+            _ensure_base(client, base, plan.kind)
             image_id = build_image(plan, base, client=client, timeout_s=s.build_s, network=self._build_network(client))
         size = int(client.images.get(image_id).attrs.get("Size", 0))
         if size > s.image_bytes:
@@ -221,3 +271,19 @@ class BuildQueue:
         """Keep at most ``in_play`` scheduled entrants of ``sub``'s competitor: retire the oldest."""
         for old in self.book.retire_over(sub.competitor, self.settings.in_play):
             self.note(f"{old.entrant} retires from scheduling (its games are kept): {sub.entrant} takes its place")
+
+
+def _ensure_base(client: Any, base: str, kind: str) -> None:
+    """Pull ``base`` unless docker has it (a host with a registry). :raises BaseMissing: the pull failed
+    (docker's own words, then the host's fix)."""
+    import docker.errors
+
+    if on_host(client, base):
+        return
+    try:
+        client.images.pull(base)
+    except docker.errors.DockerException as e:
+        why = " ".join(str(getattr(e, "explanation", None) or e).split())[:300]
+        raise BaseMissing(f"the arena's base image {base} is not on this host and could not be pulled ({why}); "
+                          f"not the bot's fault, and not counted in the day's submissions: the host is to "
+                          f"{host_fix(kind)}") from None

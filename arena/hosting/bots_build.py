@@ -116,6 +116,16 @@ def plan_build(
     return BotBuild(d.resolve(), kind, entry, tag or f"allfours-bots/{name}:{version}", name, version)
 
 
+def default_base(kind: str) -> str:
+    """The base image a ``kind`` (``python``, ``node``) build uses without ``--base``: the ``ARG BASE=``
+    default of the project's Dockerfile."""
+    text = (DOCKER_DIR / f"bot-{kind}.Dockerfile").read_text(encoding="utf-8")
+    found = re.search(r"^ARG BASE=(\S+)$", text, re.MULTILINE)
+    if found is None:
+        raise BuildError(f"docker/bot-{kind}.Dockerfile has no ARG BASE= line")
+    return found.group(1)
+
+
 def _check_entry_class(folder: Path, module: str, entry: str) -> None:
     """:raises BuildError: the entry's module surely binds no such name (see :func:`_may_bind`)."""
     name = entry.split(":")[1]
