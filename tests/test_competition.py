@@ -373,7 +373,9 @@ def test_a_missing_base_image_is_the_hosts_failure_not_the_competitors(tmp_path:
     registry: every source submission was rejected at its build with docker's "no such host", each
     one costing the competitor a submission of their day. `arena serve` now says at its start which
     key to set; such a build is `failed` (the arena's fault) with the host's fix, and not counted."""
-    missing = f"{PREFIX}-nobase:{os.getpid()}"  # on no host: not here, and no registry has it
+    # Not here, and its registry is this machine's port 9 (nothing listens): the pull the queue tries is
+    # refused on loopback, so the test sends nothing off the machine (a docker.io name would be looked up)
+    missing = f"127.0.0.1:9/allfours-nobase:{os.getpid()}"
     cfg = tmp_path / "c.toml"
     cfg.write_text(CONFIG.format(name=f"nobase{os.getpid()}", port=free_port(), per_day=1, base=missing,
                                  base_node=missing + "-node", prefix=PREFIX, root=ROOT))
