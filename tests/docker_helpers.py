@@ -6,11 +6,14 @@ Images are made the way a host without an image registry makes them: the Debian 
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +95,45 @@ memory = {memory_mib}
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     return [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
+
+
+class TcpCanary:
+    """A TCP listener of the host on ``host`` (``0.0.0.0``: every address of the host; never the
+    outside), in a thread: ``peers`` are the addresses it accepted, ``address`` is ``host:port``."""
+
+    def __init__(self, host: str = "0.0.0.0") -> None:
+        self.sock = socket.create_server((host, 0))
+        self.sock.settimeout(0.2)
+        self.port = int(self.sock.getsockname()[1])
+        self.address = f"{host}:{self.port}"
+        self.peers: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    @property
+    def accepted(self) -> int:
+        """How many connections it accepted."""
+        return len(self.peers)
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, peer = self.sock.accept()
+            except TimeoutError:
+                continue
+            self.peers.append(str(peer[0]))
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.sock.close()
+
+
+def host_service(client: Any) -> TcpCanary:
+    """A TCP service of the host on docker0's address (a docker network, never the outside): what a
+    bot or a build must not reach; an internal bridge would reach it but for the sandbox's INPUT rule."""
+    ipam = client.networks.get("bridge").attrs["IPAM"]["Config"][0]
+    bridge = ipam.get("Gateway") or str(next(ipaddress.ip_network(ipam["Subnet"]).hosts()))  # docker0
+    return TcpCanary(bridge)

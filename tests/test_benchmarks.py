@@ -8,7 +8,9 @@ import json
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -161,52 +163,23 @@ def _load_benchmark(name: str, monkeypatch: pytest.MonkeyPatch):  # type: ignore
     return module
 
 
-def test_the_seeing_search_bot_values_the_true_deal_only_in_its_phases(monkeypatch: pytest.MonkeyPatch) -> None:
-    """strength_ceiling's oracle hands the bot the referee's real hands and stock in the phases it sees,
-    and the sampled deals (never the truth for a whole game) in the others; the local table's own
-    ``observe`` is back in place afterwards."""
-    import sdk.local_table as local_table
-    from referee.rules import Phase
+@dataclass(frozen=True)
+class _Sampled:
+    """One deal a seeing bot valued its actions on, beside the true deal of that moment."""
+
+    phase: Any
+    seat: int
+    deal: Any
+    truth: Any
+
+
+def _play_seeing(monkeypatch: pytest.MonkeyPatch, sights: list[str], seed: str) -> tuple[Any, list[_Sampled]]:
+    """One local game of ``strength_ceiling.SeeingSearchBot`` at 2 ms, a seat for each of ``sights``
+    (its ``--sees`` name): the module, and every deal the bots sampled with the truth beside it."""
     from sdk.local_table import play_local
 
     ceiling = _load_benchmark("strength_ceiling", monkeypatch)
-    observe = local_table.observe
-    seen: list[tuple[Phase, bool]] = []
-
-    class Spy(ceiling.SeeingSearchBot):  # type: ignore[misc, name-defined]
-        def act(self, ctx):  # type: ignore[no-untyped-def]
-            self.phase = ctx.phase
-            return super().act(ctx)
-
-        def _sample(self, know, rng):  # type: ignore[no-untyped-def]
-            deal = super()._sample(know, rng)
-            truth = self.oracle.true_deal()
-            seen.append((self.phase, deal.hands == truth.hands and deal.stock == truth.stock))
-            return deal
-
-    oracle = ceiling.Oracle()
-    with ceiling.watching(oracle):
-        bots = [Spy(oracle, ceiling.SEES["play"], ms=2), Spy(oracle, ceiling.SEES["pre"], ms=2)]
-        play_local(bots, seed="ceiling")
-    assert local_table.observe is observe and oracle.state is None
-    in_play = [true for phase, true in seen if phase is Phase.PLAY]
-    before = [true for phase, true in seen if phase in (Phase.BEG, Phase.DEALER)]
-    assert in_play and before, seen
-    # Seat 0 sees the deal in play, seat 1 before it; each seat's other phase is sampled.
-    assert any(in_play) and not all(in_play), seen
-    assert any(before) and not all(before), seen
-    with pytest.raises(RuntimeError, match="inside watching"):
-        oracle.true_deal()
-
-
-def test_the_partner_seeing_bot_samples_around_its_partners_true_hand(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``--sees partner``: in play every sampled deal holds the partner's true hand, while the opponents'
-    hands are still sampled (not always the truth); before play nothing is seen."""
-    from referee.rules import Phase
-    from sdk.local_table import play_local
-
-    ceiling = _load_benchmark("strength_ceiling", monkeypatch)
-    seen: list[tuple[Phase, bool, bool]] = []
+    sampled: list[_Sampled] = []
 
     class Spy(ceiling.SeeingSearchBot):  # type: ignore[misc, name-defined]
         def act(self, ctx):  # type: ignore[no-untyped-def]
@@ -215,21 +188,65 @@ def test_the_partner_seeing_bot_samples_around_its_partners_true_hand(monkeypatc
 
         def _sample(self, know, rng):  # type: ignore[no-untyped-def]
             deal = super()._sample(know, rng)
-            truth = self.oracle.true_deal()
-            partner, opponents = (self.seat + 2) % 4, ((self.seat + 1) % 4, (self.seat + 3) % 4)
-            seen.append((self.phase, deal.hands[partner] == truth.hands[partner],
-                         all(deal.hands[o] == truth.hands[o] for o in opponents)))
+            sampled.append(_Sampled(self.phase, self.seat, deal, self.oracle.true_deal()))
             return deal
 
     oracle = ceiling.Oracle()
     with ceiling.watching(oracle):
-        play_local([Spy(oracle, ceiling.SEES["partner"], ms=2) for _ in range(4)], seed="partner")
-    in_play = [(partner, opponents) for phase, partner, opponents in seen if phase is Phase.PLAY]
-    before = [partner for phase, partner, _ in seen if phase in (Phase.BEG, Phase.DEALER)]
-    assert in_play and before, seen
-    assert all(partner for partner, _ in in_play), seen
-    assert not all(opponents for _, opponents in in_play), seen
-    assert not all(before), seen
+        play_local([Spy(oracle, ceiling.SEES[sight], ms=2) for sight in sights], seed=seed)
+    assert oracle.state is None
+    with pytest.raises(RuntimeError, match="inside watching"):
+        oracle.true_deal()
+    return ceiling, sampled
+
+
+def _before_play(s: _Sampled) -> bool:
+    from referee.rules import Phase
+
+    return s.phase in (Phase.BEG, Phase.DEALER)
+
+
+def _in_play(s: _Sampled) -> bool:
+    from referee.rules import Phase
+
+    return s.phase is Phase.PLAY
+
+
+def test_the_seeing_search_bot_values_the_true_deal_only_in_its_phases(monkeypatch: pytest.MonkeyPatch) -> None:
+    """strength_ceiling's oracle hands the bot the referee's real hands and stock in the phases it sees,
+    and the sampled deals (never the truth for a whole game) in the others; the local table's own
+    ``observe`` is back in place afterwards."""
+    import sdk.local_table as local_table
+
+    observe = local_table.observe
+    _, sampled = _play_seeing(monkeypatch, ["play", "pre"], "ceiling")
+    assert local_table.observe is observe
+    in_play = [s.deal == s.truth for s in sampled if _in_play(s)]
+    before = [s.deal == s.truth for s in sampled if _before_play(s)]
+    assert in_play and before, sampled
+    # Seat 0 sees the deal in play, seat 1 before it; each seat's other phase is sampled.
+    assert any(in_play) and not all(in_play), sampled
+    assert any(before) and not all(before), sampled
+
+
+def test_the_partner_seeing_bot_samples_around_its_partners_true_hand(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--sees partner``: in play every sampled deal holds the partner's true hand, while the opponents'
+    hands are still sampled (not always the truth); before play nothing is seen."""
+    _, sampled = _play_seeing(monkeypatch, ["partner"] * 4, "partner")
+
+    def partner(s: _Sampled) -> bool:
+        p = (s.seat + 2) % 4
+        return bool(s.deal.hands[p] == s.truth.hands[p])
+
+    def opponents(s: _Sampled) -> bool:
+        return all(s.deal.hands[(s.seat + k) % 4] == s.truth.hands[(s.seat + k) % 4] for k in (1, 3))
+
+    in_play = [s for s in sampled if _in_play(s)]
+    before = [s for s in sampled if _before_play(s)]
+    assert in_play and before, sampled
+    assert all(partner(s) for s in in_play), sampled
+    assert not all(opponents(s) for s in in_play), sampled
+    assert not all(partner(s) for s in before), sampled
 
 
 def test_the_hands_seeing_bot_knows_every_hand_before_play_but_not_the_packs_order(
@@ -237,33 +254,13 @@ def test_the_hands_seeing_bot_knows_every_hand_before_play_but_not_the_packs_ord
     """``--sees hands``: before play every sampled deal holds every seat's true hand and the stock's true
     cards, in an order that is not always the pack's (what a run deals stays unknown); in play the
     deals are sampled as usual."""
-    from referee.rules import Phase
-    from sdk.local_table import play_local
-
-    ceiling = _load_benchmark("strength_ceiling", monkeypatch)
-    seen: list[tuple[Phase, bool, bool, bool]] = []
-
-    class Spy(ceiling.SeeingSearchBot):  # type: ignore[misc, name-defined]
-        def act(self, ctx):  # type: ignore[no-untyped-def]
-            self.phase = ctx.phase
-            return super().act(ctx)
-
-        def _sample(self, know, rng):  # type: ignore[no-untyped-def]
-            deal = super()._sample(know, rng)
-            truth = self.oracle.true_deal()
-            seen.append((self.phase, deal.hands == truth.hands, sorted(deal.stock) == sorted(truth.stock),
-                         deal.stock == truth.stock))
-            return deal
-
-    oracle = ceiling.Oracle()
-    with ceiling.watching(oracle):
-        play_local([Spy(oracle, ceiling.SEES["hands"], ms=2) for _ in range(4)], seed="hands")
-    before = [facts for phase, *facts in seen if phase in (Phase.BEG, Phase.DEALER)]
-    in_play = [hands for phase, hands, _, _ in seen if phase is Phase.PLAY]
-    assert before and in_play, seen
-    assert all(hands and stock_cards for hands, stock_cards, _ in before), seen
-    assert not all(in_order for _, _, in_order in before), seen
-    assert not all(in_play), seen
+    _, sampled = _play_seeing(monkeypatch, ["hands"] * 4, "hands")
+    before = [s for s in sampled if _before_play(s)]
+    in_play = [s for s in sampled if _in_play(s)]
+    assert before and in_play, sampled
+    assert all(s.deal.hands == s.truth.hands and sorted(s.deal.stock) == sorted(s.truth.stock) for s in before)
+    assert not all(s.deal.stock == s.truth.stock for s in before), before
+    assert not all(s.deal.hands == s.truth.hands for s in in_play), in_play
 
 
 @pytest.mark.slow

@@ -15,7 +15,15 @@ import pytest
 
 from arena.hosting.bots_build import DOCKER_DIR, BuildError, build_image, plan_build
 from arena.hosting.sandbox import run_key
-from tests.docker_helpers import ROOT, base_image, build_bot, docker_client, leftovers, play_against_random_in_container
+from tests.docker_helpers import (
+    ROOT,
+    TcpCanary,
+    base_image,
+    build_bot,
+    docker_client,
+    leftovers,
+    play_against_random_in_container,
+)
 
 
 def test_plan_finds_the_kind_and_entry(tmp_path: Path) -> None:
@@ -207,36 +215,6 @@ const connect = (host) => new Promise((done) => {
 """
 
 
-class _Listener:
-    """A TCP listener on 0.0.0.0 (every address of the host), in a thread: the peers it accepted."""
-
-    def __init__(self) -> None:
-        import socket
-        import threading
-
-        self.sock = socket.create_server(("0.0.0.0", 0))
-        self.sock.settimeout(0.2)
-        self.port = int(self.sock.getsockname()[1])
-        self.peers: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, peer = self.sock.accept()
-            except TimeoutError:
-                continue
-            self.peers.append(str(peer[0]))
-            conn.close()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        self.sock.close()
-
-
 def _host_addresses() -> list[str]:
     """The host's IPv4 addresses but loopback (docker0's 172.17.0.1 among them when docker runs)."""
     r = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True, timeout=30)
@@ -280,7 +258,7 @@ def test_a_competition_build_reaches_no_service_of_the_host(tmp_path: Path) -> N
         resolves = True
     except OSError:
         resolves = False  # an offline host: the build's lookup cannot succeed either
-    listener = _Listener()
+    listener = TcpCanary()
     try:
         with CompetitionBook(out) as book:
             book.add_competitor("eve")

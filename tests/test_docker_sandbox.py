@@ -8,14 +8,12 @@ firewall chain.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -24,7 +22,7 @@ from typing import Any
 import pytest
 
 from arena.hosting.sandbox import run_key
-from tests.docker_helpers import ROOT, base_image, build_bot, docker_client, leftovers
+from tests.docker_helpers import ROOT, base_image, build_bot, docker_client, host_service, leftovers
 
 pytestmark = pytest.mark.slow
 HOSTILE = ROOT / "tests" / "bots" / "hostile"
@@ -132,42 +130,12 @@ class Canary:
         self.container.remove(force=True)
 
 
-class HostService:
-    """A TCP service of the host on docker0's address (a docker network, never the outside): the
-    probe bots try it; an internal bridge would reach it but for the sandbox's INPUT rule."""
-
-    def __init__(self, client: Any):
-        ipam = client.networks.get("bridge").attrs["IPAM"]["Config"][0]
-        bridge = ipam.get("Gateway") or str(next(ipaddress.ip_network(ipam["Subnet"]).hosts()))  # docker0
-        self.sock = socket.create_server((bridge, 0))
-        self.address = f"{bridge}:{self.sock.getsockname()[1]}"
-        self.accepted = 0
-        self.sock.settimeout(0.2)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            self.accepted += 1
-            conn.close()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        self.sock.close()
-
-
 def test_probing_bots_reach_nothing_but_the_referee(client: Any, hostile_image: str, tmp_path: Path) -> None:
     """4 players, two container bots (so each side's partners are two containers of one bot): no bot
     reaches the internet (a canary on another docker network, reached only by forwarding: no test sends
     anything outside this machine, issue 24, item 9), the host's other services, another container (its
     partner's included), the arena's database or an admin token; every game is played to a normal end."""
-    host = HostService(client)
+    host = host_service(client)
     outside = Canary(client, hostile_image)
     try:
         with socket.create_connection(tuple(host.address.rsplit(":", 1)), timeout=5):  # the control: it is up
@@ -317,7 +285,7 @@ def test_arena_killed_leaves_nothing_behind(client: Any, hostile_image: str, tmp
 def test_control_an_internal_network_alone_reaches_the_host(client: Any, hostile_image: str) -> None:
     """The control of the host probe: without the sandbox's INPUT chain, a container on an internal
     bridge does reach a host service through its gateway (so the probe above can see a leak)."""
-    host = HostService(client)
+    host = host_service(client)
     net = client.networks.create(f"allfours-control-{os.getpid()}", driver="bridge", internal=True)
     ip, port = host.address.rsplit(":", 1)
     try:
