@@ -80,10 +80,12 @@ def test_plan_errors_are_one_line(tmp_path: Path, args: tuple[Any, ...], message
 )
 def test_an_entry_class_the_module_lacks_is_refused_at_once(tmp_path: Path, source: str) -> None:
     """Seen entering a competition: `--entry alicebot:NoSuch` passed intake, then failed every one of the
-    ~19 validation checks, "module has no NoSuch" buried after them. Now one line before any build."""
+    ~19 validation checks, "module has no NoSuch" buried after them. Now one line before any build (the base
+    image is on a loopback registry, so a regression that built would still pull nothing off this machine)."""
     (tmp_path / "alicebot.py").write_text(source)
     r = subprocess.run([sys.executable, "-m", "arena.cli", "bots", "build", str(tmp_path), "--name", "alice",
-                        "--version", "1", "--entry", "alicebot:NoSuch"], capture_output=True, text=True, timeout=60)
+                        "--version", "1", "--entry", "alicebot:NoSuch", "--base", "127.0.0.1:9/none:1"],
+                       capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "--entry alicebot:NoSuch: alicebot.py defines or imports no NoSuch" in r.stderr, \
         r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr

@@ -12,8 +12,6 @@ arena stopped back to ``received``: the queue builds it again from its kept fold
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sqlite3
 import threading
 import time
@@ -21,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arena.lobby.tokens import MAX_FIELD, new_token, token_digest
+from arena.tournament.store import prepare_private_database
 
 #: Characters of a rejection's ``log_tail`` kept (its end, if longer).
 LOG_TAIL_CHARS = 4096
@@ -103,16 +102,7 @@ class CompetitionBook:
 
     def __init__(self, output: str | Path):
         self.path = Path(output) / BOOK_NAME
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        # create it 0600 only if it is not there: closing any descriptor of the file drops every POSIX lock
-        # this process holds on it, also those of another book's SQLite connection here (`arena serve`
-        # and its pages): another process's close then takes itself for the last one and deletes the WAL
-        # under the serve, which goes on alone on the deleted file (sqlite.org/howtocorrupt.html, 2.2)
-        if not self.path.exists():
-            with contextlib.suppress(FileExistsError):
-                os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600))
-        with contextlib.suppress(OSError):
-            os.chmod(self.path, 0o600)
+        prepare_private_database(self.path)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.path), isolation_level=None, timeout=30.0, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")

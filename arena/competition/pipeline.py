@@ -79,12 +79,22 @@ def on_host(client: Any, image: str) -> bool:
     return True
 
 
-def missing_bases(client: Any, settings: CompetitionSettings) -> list[str]:
-    """A warning line for each kind of build whose base image is not on this host."""
-    return [f"warning: {base}, the base image of {kind} submissions, is not on this host: their builds will pull "
-            f"it, and fail where no registry is reachable; {host_fix(kind)}"
-            for kind in BASE_KEYS if not on_host(client, base := base_of(settings, kind))]
+def warn_missing_bases(settings: CompetitionSettings, note: Callable[[str], None]) -> None:
+    """Note a warning line for each kind of build whose base image is not on this host (the host may
+    reach a registry: nothing is refused); nothing when docker does not answer (builds say so)."""
+    from arena.hosting.sandbox import SandboxError, docker_client
 
+    try:
+        client = docker_client()
+    except SandboxError:
+        return
+    try:
+        for kind in BASE_KEYS:
+            if not on_host(client, base := base_of(settings, kind)):
+                note(f"warning: {base}, the base image of {kind} submissions, is not on this host: their "
+                     f"builds will pull it, and fail where no registry is reachable; {host_fix(kind)}")
+    finally:
+        client.close()
 
 #: A prebuilt image's archive in its submission's folder (``OUTPUT/submissions/ID/image.tar``).
 IMAGE_ARCHIVE = "image.tar"

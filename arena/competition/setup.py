@@ -9,9 +9,9 @@ from pathlib import Path
 
 from arena.competition.book import CompetitionBook
 from arena.competition.desk import Desk
-from arena.competition.pipeline import BuildQueue, missing_bases
+from arena.competition.pipeline import BuildQueue, warn_missing_bases
 from arena.competition.service import add_to_server
-from arena.config import CompetitionSettings, TournamentConfig
+from arena.config import TournamentConfig
 from arena.tournament.league import League
 
 
@@ -57,18 +57,3 @@ def open_competition(config: TournamentConfig, output: Path, league: League,
 
     return close
 
-
-def warn_missing_bases(settings: CompetitionSettings, note: Callable[[str], None]) -> None:
-    """Note a warning line for each base image the builds would use that is not on this host (the host
-    may reach a registry: nothing is refused); nothing when docker does not answer (builds say so)."""
-    from arena.hosting.sandbox import SandboxError, docker_client
-
-    try:
-        client = docker_client()
-    except SandboxError:
-        return
-    try:
-        for line in missing_bases(client, settings):
-            note(line)
-    finally:
-        client.close()

@@ -64,6 +64,24 @@ CREATE TABLE IF NOT EXISTS bot_tokens (
 """
 
 
+
+def prepare_private_database(path: Path) -> None:
+    """Make ``path``'s folder (0700) and the SQLite file itself (0600, empty) unless it is there, and
+    set it 0600 if it is: SQLite gives the -wal and -shm files the database file's permissions.
+
+    The file is created with ``os.open`` only when absent, never opened and closed when present:
+    closing any descriptor of the file drops every POSIX lock this process holds on it, also those of
+    an open connection here (``arena serve``'s, or the old store's while SIGHUP opens the new):
+    another process's close then takes itself for the last one and deletes the WAL under that
+    connection, which goes on alone on the deleted file (sqlite.org/howtocorrupt.html, 2.2).
+    """
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not path.exists():
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600))
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o600)
+
 class StoreMismatch(RuntimeError):
     """The output folder holds a different tournament (its config fingerprint differs).
 
@@ -98,17 +116,8 @@ class Store:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        # the file holds the master seed (every deck derives from it): readable by its owner only;
-        # SQLite gives the -wal and -shm files the database file's permissions
-        # created with os.open only if it is not there: closing a descriptor of the file drops every POSIX
-        # lock this process holds on it, also an open store's (SIGHUP opens the new before closing the
-        # old): another process's close then deletes the WAL under it (sqlite.org/howtocorrupt.html, 2.2)
-        if not self.path.exists():
-            with contextlib.suppress(FileExistsError):
-                os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600))
-        with contextlib.suppress(OSError):
-            os.chmod(self.path, 0o600)
+        # the file holds the master seed (every deck derives from it): readable by its owner only
+        prepare_private_database(self.path)
         self._db = sqlite3.connect(str(self.path), isolation_level=None, timeout=30.0)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
