@@ -139,6 +139,36 @@ def test_a_failed_submission_is_not_counted_in_the_day(tmp_path: Path) -> None:
             desk.check_open("eve", time.time())
 
 
+def test_the_host_retries_failed_submissions_and_only_those(tmp_path: Path) -> None:
+    """`arena competition retry CONFIG [ID ...]`: a failed submission (the arena's fault) goes back to the
+    build queue keeping its version (before, the competitor had to submit it again as a new version);
+    a rejected or accepted one, or a wrong id, is one line and exit 2, and nothing changes."""
+    from arena.competition.book import CompetitionBook
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(CONFIG.format(name="retry", port=0, per_day=5, base="x", base_node="x", prefix=PREFIX, root=ROOT))
+    with CompetitionBook(tmp_path / "out") as book:
+        subs = [book.add_submission("eve", "evebot", str(v), "python", "evebot:EveBot") for v in (1, 2, 3, 4)]
+        book.set_status(subs[0].id, "failed", "build", "the arena's base image is not on this host")
+        book.set_status(subs[1].id, "rejected", "validation", "failing checks: join")
+        book.set_status(subs[2].id, "failed", "build", "the arena could not build it: DockerException")
+        book.set_status(subs[3].id, "accepted")
+    for wrong, line in ((subs[1].id, f"submission {subs[1].id} is rejected, not failed"),
+                        (subs[3].id, f"submission {subs[3].id} is accepted, not failed"), (99, "no submission 99")):
+        done = arena("competition", "retry", str(cfg), str(subs[0].id), str(wrong))
+        assert done.returncode == 2 and line in done.stderr and len(done.stderr.strip().splitlines()) == 1, done
+    assert [_status(cfg, s.id)[0] for s in subs] == ["failed", "rejected", "failed", "accepted"]
+    one = arena("competition", "retry", str(cfg), str(subs[2].id))
+    assert one.returncode == 0 and one.stdout.split() == [f"#{subs[2].id}", "evebot@3", "received"], one
+    assert [_status(cfg, s.id)[0] for s in subs] == ["failed", "rejected", "received", "accepted"]
+    rest = arena("competition", "retry", str(cfg))
+    assert rest.returncode == 0 and rest.stdout.split() == [f"#{subs[0].id}", "evebot@1", "received"], rest
+    assert "1 failed submission(s) back in the build queue" in rest.stderr, rest.stderr
+    assert _status(cfg, subs[0].id) == ("received", "", "retried by the host")
+    none = arena("competition", "retry", str(cfg))
+    assert none.returncode == 0 and none.stdout == "" and "no failed submission to retry" in none.stderr, none
+
+
 def test_competitor_tokens_are_printed_once_and_kept_as_digests(tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text(CONFIG.format(name="tok", port=0, per_day=2, base="x", base_node="x", prefix=PREFIX, root=ROOT))
@@ -372,7 +402,8 @@ def test_a_missing_base_image_is_the_hosts_failure_not_the_competitors(tmp_path:
     """Seen hosting by docs/competition.md without base_python/base_node on a host that reaches no
     registry: every source submission was rejected at its build with docker's "no such host", each
     one costing the competitor a submission of their day. `arena serve` now says at its start which
-    key to set; such a build is `failed` (the arena's fault) with the host's fix, and not counted."""
+    key to set; such a build is `failed` (the arena's fault) with the host's fix, and not counted; once the
+    host has mended it, `arena competition retry` builds the submission as it was made."""
     # Not here, and its registry is this machine's port 9 (nothing listens): the pull the queue tries is
     # refused on loopback, so the test sends nothing off the machine (a docker.io name would be looked up)
     missing = f"127.0.0.1:9/allfours-nobase:{os.getpid()}"
@@ -396,7 +427,20 @@ def test_a_missing_base_image_is_the_hosts_failure_not_the_competitors(tmp_path:
             assert f"dora-bot@{version} failed (build: " in done.stderr and "base_python" in done.stderr, done.stderr
             status, _, reason = _status(cfg, int(done.stdout.strip()))
             assert status == "failed" and "\n" not in reason and "base-image.sh python" in reason, reason
+        # the host mends it (here: the base under the name the config gives) and retries the second one:
+        # the running serve builds it as it was submitted, version and all; the first stays failed
+        subprocess.run(["docker", "tag", base_image("python"), missing], check=True, timeout=60)
+        retried = arena("competition", "retry", str(cfg), str(int(done.stdout.strip())))
+        assert retried.returncode == 0 and "dora-bot@2 received" in retried.stdout, retried
+        deadline = time.monotonic() + 900
+        while (status := _status(cfg, int(done.stdout.strip()))[0]) in ("received", "building", "validating"):
+            assert time.monotonic() < deadline, status
+            time.sleep(1)
+        assert status in ("accepted", "playing", "rated"), _status(cfg, int(done.stdout.strip()))
+        assert [s.split()[1:3] for s in arena("submissions", "--arena", f"127.0.0.1:{port}", env=env)
+                .stdout.splitlines()] == [["dora-bot@1", "failed"], ["dora-bot@2", status]]
     finally:
+        subprocess.run(["docker", "rmi", "-f", missing], capture_output=True, timeout=60)
         assert serve.stop() == 0, serve.log.read_text()[-3000:]
 
 

@@ -1,5 +1,5 @@
 """The competition's commands (docs/competition.md): the host's ``arena competitor add|list`` and
-``arena competition freeze|final``; the competitor's ``arena submit`` (``--select``) and ``arena submissions``.
+``arena competition freeze|retry|final``; the competitor's ``arena submit`` (``--select``) and ``arena submissions``.
 
 Exit status: 0; 1 when the arena refuses (the status code and its one line) or a followed submission
 ends rejected or failed; 2 on bad arguments or config (one line).
@@ -35,6 +35,8 @@ def competing_command(args: argparse.Namespace, console: Console, err: Console) 
     try:
         if args.command == "competitor":
             return _competitor(args, console, err)
+        if args.command == "competition" and args.competition_command == "retry":
+            return _retry(args, console, err)
         if args.command == "competition":
             return _freeze(args, console, err)
         if args.command == "submit":
@@ -96,6 +98,22 @@ def _freeze(args: argparse.Namespace, console: Console, err: Console) -> int:
     console.print(committed, highlight=False)
     err.print("submissions are frozen: the arena refuses new ones; the line above commits to the final's master "
               "seed (arena competition final reveals it)", highlight=False, soft_wrap=True)
+    return 0
+
+
+def _retry(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """``arena competition retry CONFIG [ID ...]``: failed submissions back to the build queue, a line each."""
+    from arena.competition.book import BOOK_NAME, CompetitionBook
+
+    output = _output(args)
+    if not (output / BOOK_NAME).is_file():
+        raise _Usage(f"{output}: no submission was made there: is {args.config} the competition's config?")
+    with CompetitionBook(output) as book:
+        retried = book.retry_failed(args.ids)  # BookError, a ValueError: exit 2 with its line
+    for sub in retried:
+        console.print(_line(sub), highlight=False, soft_wrap=True)
+    err.print(f"{len(retried)} failed submission(s) back in the build queue" if retried else
+              "no failed submission to retry", highlight=False, soft_wrap=True)
     return 0
 
 

@@ -140,12 +140,19 @@ def _add_competitor(sub: Any) -> None:
 
 
 def _add_competition(sub: Any) -> None:
-    """``arena competition freeze CONFIG``: stop taking submissions."""
+    """``arena competition freeze|retry|final CONFIG``: stop taking submissions, build failed ones again,
+    play the final."""
     comp = sub.add_parser("competition", help="a competition's lifecycle (docs/competition.md)")
     verbs = comp.add_subparsers(dest="competition_command", required=True)
     freeze = verbs.add_parser("freeze", help="stop taking submissions (a running arena serve refuses them at once)")
     freeze.add_argument("config", help="league config (TOML)")
     freeze.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
+    retry = verbs.add_parser("retry", help="build failed submissions again (the arena's fault, e.g. a missing base "
+                             "image, once mended); a running arena serve takes them at once")
+    retry.add_argument("config", help="league config (TOML)")
+    retry.add_argument("ids", metavar="ID", type=int, nargs="*",
+                       help="submissions to retry (default: every failed one)")
+    retry.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
     final = verbs.add_parser("final", help="play the final evaluation of the frozen competition (OUTPUT/final)")
     final.add_argument("config", help="league config (TOML)")
     final.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -260,6 +261,24 @@ class CompetitionBook:
             row = self._db.execute("SELECT COUNT(*) FROM submissions WHERE competitor = ? AND created_at >= ? "
                                    "AND status != 'failed'", (competitor, since)).fetchone()
         return int(row[0])
+
+    def retry_failed(self, ids: Sequence[int] = ()) -> list[Submission]:
+        """Put ``failed`` submissions (the arena's fault: a base image missing, docker gone) back in the
+        build queue as ``received``, keeping their name, version and files: those of ``ids``, or every
+        failed one when ``ids`` is empty. A running ``arena serve`` builds them at its next look
+        (``POLL_S``). Returns them, oldest first. :raises BookError: an id that is no submission, or one
+        that did not fail (its status named): a rejection is the competitor's to mend."""
+        for sid in ids:
+            status = self._one(sid).status
+            if status != "failed":
+                raise BookError(f"submission {sid} is {status}, not failed: only the arena's failures are retried")
+        chosen = [s for s in self.submissions(statuses=("failed",)) if not ids or s.id in ids]
+        with self._lock:
+            for sub in chosen:
+                self._db.execute("UPDATE submissions SET status = 'received', step = '', reason = 'retried by the "
+                                 "host', log_tail = '', updated_at = ? WHERE id = ? AND status = 'failed'",
+                                 (time.time(), sub.id))
+        return [self._one(sub.id) for sub in chosen]
 
     def resume(self) -> list[Submission]:
         """After a restart: submissions that were building or validating go back to ``received``

@@ -178,7 +178,8 @@ class BuildQueue:
             return
         except BaseMissing as e:
             self.book.set_status(sub.id, "failed", "build", str(e))
-            self.note(f"submission {sub.id} ({sub.entrant}) failed, not counted in {sub.competitor}'s day: {e}")
+            self.note(f"submission {sub.id} ({sub.entrant}) failed, not counted in {sub.competitor}'s day: {e} "
+                      f"(once mended: arena competition retry CONFIG {sub.id})")
             return
         except Exception as e:  # docker gone, disk full: not the competitor's fault
             if not self._stop.is_set():  # stopping: the build lost its network; it runs again at the next start
