@@ -66,6 +66,8 @@ def leftovers(client: Any, key: str) -> list[str]:
     found += [f"volume {v.name}" for v in client.volumes.list(filters=flt)]
     rules = subprocess.run(["iptables", "-S"], capture_output=True, text=True, timeout=30).stdout
     found += [f"iptables {line}" for line in rules.splitlines() if f"AF-{key}" in line or f"AFB-{key}" in line]
+    found += [f"cgroup {d}" for d in Path("/sys/fs/cgroup").glob(f"*/allfours-build-{key}")]
+    found += [f"cgroup {d}" for d in Path("/sys/fs/cgroup").glob(f"allfours-build-{key}")]
     return found
 
 

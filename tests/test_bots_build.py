@@ -301,8 +301,11 @@ def test_the_build_network_is_replaced_and_cleaned_up_by_run_key(tmp_path: Path)
             f"-A INPUT -i {again.bridge} -j AFB-{key}"], rules
         assert sorted(leftovers(client, key)) == sorted([
             f"network allfours-build-{key}", f"iptables -N AFB-{key}", f"iptables -A AFB-{key} -j DROP",
-            f"iptables -A INPUT -i {again.bridge} -j AFB-{key}"])
+            f"iptables -A INPUT -i {again.bridge} -j AFB-{key}", *[
+                f"cgroup {d}" for d in Path("/sys/fs/cgroup").glob(f"*/allfours-build-{key}")]])
+        assert again.cgroup_parent == f"/allfours-build-{key}"  # the builds' pids limit (cgroupfs driver)
     finally:
         removed = cleanup(client, key)
     assert f"allfours-build-{key}" in removed and f"iptables chain AFB-{key}" in removed, removed
+    assert f"cgroup allfours-build-{key}" in removed, removed
     assert leftovers(client, key) == []

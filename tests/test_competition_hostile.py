@@ -317,3 +317,57 @@ def test_a_competitor_signing_in_again_and_again_keeps_a_few_sessions() -> None:
     assert sessions.who(ids[0]) is None and sessions.who(ids[-1]) == "mal"
     assert sum(sessions.who(s) == "mal" for s in ids) == SESSIONS_EACH
     assert sessions.who(other) == "ann"
+
+
+def test_a_fork_bomb_in_a_build_stops_at_the_builds_pids_limit(tmp_path: Path) -> None:
+    """npm runs a Node submission's preinstall script as root in the build. Docker's build API has no
+    pids limit, so each step's container had none (``pids.max`` = max): a fork bomb there takes every
+    pid of the host (1500 sleepers of a build were 1500 processes of the host; ``kernel.pid_max`` is
+    32768, well within the build's 2 GiB). The competition's builds run under a parent cgroup with
+    :data:`arena.hosting.sandbox.BUILD_PIDS`; here a script that starts up to 1000 processes gets
+    fewer than that limit, the build still ends (and is accepted), and stopping the queue removes the
+    cgroup."""
+    import contextlib
+    import json
+    import time
+
+    from arena.competition.pipeline import BuildQueue, submission_folder
+    from arena.competition.validate import Verdict
+    from arena.hosting.sandbox import BUILD_PIDS, run_key
+    from tests.docker_helpers import base_image, docker_client, leftovers
+
+    client = docker_client()
+    out = tmp_path / "out"
+    settings = CompetitionSettings(base_node=base_image("node"), image_prefix="allfours-test-forks")
+    tag = f"{settings.image_prefix}/forker:1"
+    # the Node base image holds python3: it counts the processes it got, then ends them all
+    script = ("python3 -c \"import subprocess\nps = []\ntry:\n    for _ in range(1000): "
+              "ps.append(subprocess.Popen(['sleep', '60']))\nexcept OSError: pass\n"
+              "open('forked.txt', 'w').write(str(len(ps)))\nfor p in ps: p.kill(); p.wait()\"")
+    try:
+        with CompetitionBook(out) as book:
+            book.add_competitor("eve")
+            sub = book.add_submission("eve", "forker", "1", "node", "")
+            bot = submission_folder(out, sub.id)
+            bot.mkdir(parents=True)
+            (bot / "bot.js").write_text("")
+            (bot / "package.json").write_text(json.dumps({"name": "forker", "version": "1.0.0", "main": "bot.js",
+                                                          "scripts": {"preinstall": script}}))
+            queue = BuildQueue(book, settings, out, lambda: None, lambda _: None,
+                               validator=lambda *_: Verdict(True, (), ""), client=client)
+            queue.start()
+            try:
+                deadline = time.monotonic() + 600
+                while (got := book.get(sub.id)) is not None and got.status in ("received", "building"):
+                    assert time.monotonic() < deadline, "the build did not end in 600 s"
+                    time.sleep(0.5)
+                assert got is not None and got.status == "accepted", got
+            finally:
+                queue.stop()
+        forked = client.containers.run(tag, entrypoint=["cat", "/opt/bot/forked.txt"], remove=True,
+                                       network_disabled=True).decode()
+    finally:
+        with contextlib.suppress(Exception):
+            client.images.remove(tag, force=True)
+    assert 0 < int(forked) < BUILD_PIDS, f"the build's script started {forked} processes"
+    assert leftovers(client, run_key(out)) == []

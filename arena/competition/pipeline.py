@@ -230,17 +230,19 @@ class BuildQueue:
             plan = plan_build(submission_folder(self.output, sub.id), sub.name, sub.version, sub.entry or None, tag)
             base = base_of(s, plan.kind)
             _ensure_base(client, base, plan.kind)
-            image_id = build_image(plan, base, client=client, timeout_s=s.build_s, network=self._build_network(client))
+            network = self._build_network(client)
+            image_id = build_image(plan, base, client=client, timeout_s=s.build_s, network=network.name,
+                                   cgroup_parent=network.cgroup_parent)
         size = int(client.images.get(image_id).attrs.get("Size", 0))
         if size > s.image_bytes:
             client.images.remove(tag, force=True)
             raise BuildError(f"the image is {size} bytes, over the image limit of {s.image_bytes} bytes")
         return tag
 
-    def _build_network(self, client: Any) -> str:
-        """The name of the build network, made on first use (what a crashed run of this output left is
-        replaced). :raises arena.hosting.sandbox.SandboxError: docker or iptables failing, or the queue
-        stopping (its network is gone)."""
+    def _build_network(self, client: Any) -> BuildNetwork:
+        """The build network (its name, and the builds' parent cgroup: their pids limit), made on first use
+        (what a crashed run of this output left is replaced). :raises arena.hosting.sandbox.SandboxError:
+        docker, iptables or the cgroup failing, or the queue stopping (its network is gone)."""
         from arena.hosting.sandbox import BuildNetwork, SandboxError, run_key
 
         with self._network_lock:
@@ -250,7 +252,7 @@ class BuildQueue:
                 network = BuildNetwork(client, run_key(self.output), self.tournament)
                 network.open()
                 self._network = network
-            return self._network.name
+            return self._network
 
     def _load(self, client: Any, sub: Submission, tag: str) -> str:
         """Load a prebuilt image (its archive has no tags: :func:`arena.competition.intake.copy_image_archive`)

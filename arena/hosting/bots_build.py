@@ -19,6 +19,7 @@ own error line).
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.metadata
 import inspect
 import json
@@ -26,6 +27,7 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -204,12 +206,16 @@ def make_context(build: BotBuild, into: Path, ca_bundle: Path) -> None:
 
 
 def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST_CA_BUNDLE, client: Any = None,
-                timeout_s: int = BUILD_TIMEOUT_S, memory_mb: int = BUILD_MEMORY_MB, network: str | None = None) -> str:
+                timeout_s: int = BUILD_TIMEOUT_S, memory_mb: int = BUILD_MEMORY_MB, network: str | None = None,
+                cgroup_parent: str | None = None) -> str:
     """Build ``build``'s image; returns its id. ``timeout_s``: the whole build's time limit (a build that
     keeps printing is stopped too: its connection is closed, which cancels it in dockerd); ``memory_mb``:
     the memory (and memory+swap) of each step's container. ``network``: the docker network the build's
     steps run on (``network_mode``; None: docker's default bridge, from which the build reaches the
     host's services; the competition service passes its :class:`arena.hosting.sandbox.BuildNetwork`).
+    ``cgroup_parent``: the parent cgroup of the steps' containers (docker's ``cgroupparent``; the
+    competition service passes its build network's, whose pids limit stops a fork bomb of the bot's
+    own build scripts: docker's build API has no pids limit of its own).
 
     :raises BuildError: with the build's error line, when it timed out, or when docker is unreachable.
     """
@@ -230,10 +236,12 @@ def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST
     with tempfile.TemporaryDirectory(prefix="allfours-build-") as tmp:
         make_context(build, Path(tmp), ca_bundle)
         try:
-            stream = client.api.build(path=tmp, tag=build.tag, buildargs=args, rm=True, forcerm=True, pull=False,
-                                      labels={"org.allfours.bot": build.name, "org.allfours.version": build.version},
-                                      container_limits={"memory": memory, "memswap": memory},
-                                      timeout=timeout_s, decode=True, network_mode=network)
+            with _cgroup_parent(client, cgroup_parent):
+                stream = client.api.build(path=tmp, tag=build.tag, buildargs=args, rm=True, forcerm=True, pull=False,
+                                          labels={"org.allfours.bot": build.name,
+                                                  "org.allfours.version": build.version},
+                                          container_limits={"memory": memory, "memswap": memory},
+                                          timeout=timeout_s, decode=True, network_mode=network)
             return _follow(stream, build.tag, time.monotonic() + timeout_s, over)
         except BuildError as e:
             if str(e) == over:
@@ -243,6 +251,28 @@ def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST
             raise BuildError(f"docker refused the build of {build.tag}: {e.explanation or e}") from None
         except requests.exceptions.ReadTimeout:
             raise BuildError(over) from None
+
+
+@contextlib.contextmanager
+def _cgroup_parent(client: Any, parent: str | None) -> Iterator[None]:
+    """Within it, ``client``'s build requests carry ``cgroupparent=parent`` (the engine API's build
+    parameter, which the docker SDK does not pass: its ``container_limits`` takes four keys only)."""
+    if not parent:
+        yield
+        return
+    api = client.api
+    post = api._post
+
+    def with_parent(url: str, **kwargs: Any) -> Any:
+        if url.endswith("/build"):
+            kwargs["params"] = {**(kwargs.get("params") or {}), "cgroupparent": parent}
+        return post(url, **kwargs)
+
+    api._post = with_parent
+    try:
+        yield
+    finally:
+        del api._post  # the class's method again
 
 
 def _follow(stream: Any, tag: str, deadline: float, over: str) -> str:

@@ -480,6 +480,67 @@ class Sandbox:
             self._reaper = None
 
 
+#: Most processes and threads of a competition build's steps together (npm's and pip's scripts run the
+#: bot's own code there, as root): docker's build API has no pids limit, so a fork bomb in a build took
+#: every pid of the host (``kernel.pid_max``) before its 2 GiB of memory.
+BUILD_PIDS = 512
+#: The cgroup file systems (cgroup v1's pids hierarchy, or v2's unified one).
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def build_cgroup_name(key: str) -> str:
+    """The parent cgroup of run ``key``'s build steps (docker's ``cgroupparent``: a path from the root)."""
+    return f"allfours-build-{key}"
+
+
+def _build_cgroup_dirs(key: str) -> list[Path]:
+    """Where the parent cgroup of run ``key``'s builds is (or would be), in every hierarchy: with cgroup
+    v1 and the cgroupfs driver, runc makes it in each controller's hierarchy."""
+    name = build_cgroup_name(key)
+    return [d / name for d in sorted(CGROUP_ROOT.iterdir()) if d.is_dir()] + [CGROUP_ROOT / name] \
+        if CGROUP_ROOT.is_dir() else []
+
+
+def open_build_cgroup(client: Any, key: str, pids: int = BUILD_PIDS) -> str | None:
+    """Make the parent cgroup of run ``key``'s build steps with a pids limit of ``pids`` (processes and
+    threads of all its steps together); returns its ``cgroupparent`` (``/NAME``), or None when docker
+    uses the systemd cgroup driver (its parents are systemd slices, which this does not make: the builds
+    then have no pids limit, as docker's build API gives none).
+
+    :raises SandboxError: the cgroup cannot be made (not root, or ``/sys/fs/cgroup`` read-only)."""
+    try:
+        info = client.info()
+    except Exception as e:
+        raise SandboxError(f"docker info failed: {e}") from None
+    if str(info.get("CgroupDriver", "cgroupfs")) != "cgroupfs":
+        return None
+    name = build_cgroup_name(key)
+    if str(info.get("CgroupVersion", "1")) == "2":
+        folder = CGROUP_ROOT / name
+        with contextlib.suppress(OSError):  # the pids controller for the root's children (usually on)
+            (CGROUP_ROOT / "cgroup.subtree_control").write_text("+pids\n")
+    else:
+        folder = CGROUP_ROOT / "pids" / name
+    try:
+        folder.mkdir(exist_ok=True)
+        (folder / "pids.max").write_text(f"{pids}\n")
+    except OSError as e:
+        raise SandboxError(f"cannot limit the processes of the builds (cgroup {name}): {e.strerror} "
+                           "(arena serve takes submissions as root, on the docker host)") from None
+    return f"/{name}"
+
+
+def remove_build_cgroup(key: str) -> list[str]:
+    """Remove the parent cgroup of run ``key``'s builds from every hierarchy (each one that is there and
+    empty: a build still under way keeps it); returns what was removed (one name at most)."""
+    removed = False
+    for folder in _build_cgroup_dirs(key):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+            removed = True
+    return [f"cgroup {build_cgroup_name(key)}"] if removed else []
+
+
 class BuildNetwork:
     """The competition service's network for building strangers' bots (their npm and pip scripts run
     as root in the build): a bridge that is *not* internal (the registries stay reachable: the traffic
@@ -500,16 +561,26 @@ class BuildNetwork:
         self.client = client
         self.name, self.bridge, self.chain = network_names(key, build=True)
         self.labels = {LABEL_RUN: key, LABEL_TOURNAMENT: tournament, LABEL_ROLE: "build"}
+        self.key = key
         self.gateway: str | None = None
+        #: The builds' ``cgroupparent`` (:func:`open_build_cgroup`: their pids limit), set by :meth:`open`.
+        self.cgroup_parent: str | None = None
 
     def open(self) -> str:
-        """Replace what a crashed run left (this network, its chain), make the network and its chain;
-        returns the network's name (``network_mode`` of a build).
+        """Replace what a crashed run left (this network, its chain), make the network and its chain,
+        and the builds' parent cgroup (:attr:`cgroup_parent`); returns the network's name
+        (``network_mode`` of a build).
 
-        :raises SandboxError: if docker refuses the network or iptables fails (one line).
+        :raises SandboxError: if docker refuses the network, iptables fails or the cgroup cannot be
+            made (one line).
         """
         self.close()
         self.gateway, _ = walled_network(self.client, self.name, self.bridge, self.chain, self.labels, internal=False)
+        try:
+            self.cgroup_parent = open_build_cgroup(self.client, self.key)
+        except SandboxError:
+            self.close()
+            raise
         return self.name
 
     def close(self) -> list[str]:
@@ -524,7 +595,7 @@ class BuildNetwork:
             pass
         except Exception:
             return removed  # still there: its chain stays, so a build on it still reaches nothing
-        return removed + _remove_chain(self.chain, self.bridge)
+        return removed + _remove_chain(self.chain, self.bridge) + remove_build_cgroup(self.key)
 
 
 def cleanup(client: Any, key: str) -> list[str]:
@@ -550,7 +621,7 @@ def cleanup(client: Any, key: str) -> list[str]:
     for build in (False, True):  # the networks first: a chain goes once nothing is left behind its bridge
         _, bridge, chain = network_names(key, build)
         removed += _remove_chain(chain, bridge)
-    return removed
+    return removed + remove_build_cgroup(key)
 
 
 def _reap(key: str, pid: int, poll_s: float = 0.5) -> int:
