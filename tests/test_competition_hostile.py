@@ -358,7 +358,7 @@ def test_a_fork_bomb_in_a_build_stops_at_the_builds_pids_limit(tmp_path: Path) -
             queue.start()
             try:
                 deadline = time.monotonic() + 600
-                while (got := book.get(sub.id)) is not None and got.status in ("received", "building"):
+                while (got := book.get(sub.id)) is not None and got.status in ("received", "building", "validating"):
                     assert time.monotonic() < deadline, "the build did not end in 600 s"
                     time.sleep(0.5)
                 assert got is not None and got.status == "accepted", got
