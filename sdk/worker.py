@@ -7,7 +7,7 @@ Assignments; for each, play the seat on the referee's ``Play`` stream with the t
 arena restarting) is dialled again with back-off for ``reconnect_s`` seconds; a refused token or
 registration (UNAUTHENTICATED, INVALID_ARGUMENT, a message over the lobby's 16 KiB limit:
 RESOURCE_EXHAUSTED) ends the worker with :class:`WorkerError` at once; a full pool (RESOURCE_EXHAUSTED
-"… workers connected: dial again later") is dialled again like a lost lobby.
+"… workers connected: dial again later", or any refusal ending ``dial again later``) is dialled again like a lost lobby.
 
 Environment (set by the arena for its own local workers; a remote worker may use them too):
 ``ALLFOURS_LOBBY`` (``host:port``), ``ALLFOURS_BOT_TOKEN``, ``ALLFOURS_BOT_NAME``, and
@@ -81,11 +81,14 @@ FATAL_CODES = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.INVALID_ARGUMENT
 #: may leave, so it is worth dialling again; any other RESOURCE_EXHAUSTED (a message over the lobby's
 #: 16 KiB receive limit: ``Received message larger than max``) is final.
 POOL_FULL = "workers connected: dial again later"
+#: The end of every RESOURCE_EXHAUSTED of the lobby worth dialling again after: a full pool
+#: (:data:`POOL_FULL`), too many streams waiting to register (from this address, or in all).
+DIAL_AGAIN = "dial again later"
 
 
 def is_final(code: grpc.StatusCode, details: str | None) -> bool:
     """Whether the lobby's refusal ``code`` with ``details`` ends the worker (dialling again cannot help)."""
-    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and POOL_FULL in (details or ""):
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and (details or "").endswith(DIAL_AGAIN):
         return False
     return code in FATAL_CODES
 

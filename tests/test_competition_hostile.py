@@ -10,6 +10,7 @@ import tarfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -371,3 +372,74 @@ def test_a_fork_bomb_in_a_build_stops_at_the_builds_pids_limit(tmp_path: Path) -
             client.images.remove(tag, force=True)
     assert 0 < int(forked) < BUILD_PIDS, f"the build's script started {forked} processes"
     assert leftovers(client, run_key(out)) == []
+
+
+def test_silent_lobby_streams_of_one_address_do_not_stop_the_submission_service(tmp_path: Path) -> None:
+    """Every stream holds one of the lobby server's 1024 RPC slots before any token is seen (the lobby's
+    Connect waits 10 s for a Register). An anonymous client holding 1100 silent Connect streams made the
+    server refuse every other call, the Submission service's on the same port too ("Concurrent RPC
+    limit exceeded!"). Now the streams of one address waiting to register are capped: the rest are
+    refused at once, one line a worker dials again after, and a competitor's call still answers."""
+    from allfours.v1 import lobby_pb2_grpc as lpb_grpc
+    from arena.lobby.service import PENDING_PER_PEER, Lobby
+    from arena.lobby.tokens import TokenBook
+    from sdk.worker import is_final
+
+    desk = _desk(tmp_path, per_day=10)
+    token = desk.book.add_competitor("eve")
+    lobby = Lobby("t", TokenBook(), services=[service.add_to_server(desk)])
+    address = lobby.start()
+    flood = 1100
+
+    async def attack() -> tuple[list[tuple[grpc.StatusCode, str]], Any]:
+        release = asyncio.Event()
+
+        async def silent() -> Any:
+            await release.wait()
+            return
+            yield  # an async generator that sends nothing until released
+
+        channels = [grpc.aio.insecure_channel(address) for _ in range(8)]
+        calls = [lpb_grpc.LobbyServiceStub(channels[k % 8]).Connect(silent(), timeout=60) for k in range(flood)]
+        refused: list[tuple[grpc.StatusCode, str]] = []
+
+        async def follow(call: Any) -> None:
+            try:
+                async for _ in call:
+                    pass
+            except grpc.aio.AioRpcError as e:
+                refused.append((e.code(), e.details() or ""))
+
+        tasks = [asyncio.ensure_future(follow(c)) for c in calls]
+        # until the refusals stop coming (the server has seen every stream), within the lobby's 10 s
+        # for a Register (after which it ends every silent stream itself)
+        seen = -1
+        for _ in range(14):
+            await asyncio.sleep(0.5)
+            if len(refused) == seen and seen >= flood - 1024:
+                break
+            seen = len(refused)
+        async with grpc.aio.insecure_channel(address) as ch:
+            try:
+                answer: Any = await spb_grpc.SubmissionServiceStub(ch).ListSubmissions(
+                    spb.ListSubmissionsRequest(), metadata=(("authorization", f"Bearer {token}"),), timeout=30)
+            except grpc.aio.AioRpcError as e:
+                answer = (e.code(), e.details())
+        release.set()
+        await asyncio.gather(*tasks)
+        for c in channels:
+            await c.close()
+        return refused, answer
+
+    try:
+        refused, answer = asyncio.run(attack())
+    finally:
+        lobby.stop()
+        desk.book.close()
+    assert isinstance(answer, spb.ListSubmissionsResponse), answer
+    capped = [d for code, d in refused if code == grpc.StatusCode.RESOURCE_EXHAUSTED
+              and d == f"{PENDING_PER_PEER} streams of your address are waiting to register: dial again later"]
+    # all but the 16 allowed ended at once (now and then gRPC reports one aborted as it opened as CANCELLED)
+    assert len(refused) >= flood - PENDING_PER_PEER and len(capped) > flood // 2, refused[:3]
+    assert all(code == grpc.StatusCode.CANCELLED for code, d in refused if d not in capped), refused[:3]
+    assert not is_final(grpc.StatusCode.RESOURCE_EXHAUSTED, capped[0])  # a worker dials again

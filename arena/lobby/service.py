@@ -57,6 +57,14 @@ LOBBY_SERVICE = lpb.DESCRIPTOR.services_by_name["LobbyService"].full_name
 REGISTER_TIMEOUT_S = 10.0
 #: Most workers one bot may have connected at once (more are refused with RESOURCE_EXHAUSTED).
 MAX_WORKERS_PER_BOT = 64
+#: Most streams of one peer address (a TCP peer's host) waiting for their Register at once, and of all
+#: TCP peers together: a stream holds one of the server's :data:`MAXIMUM_CONCURRENT_RPCS` slots before
+#: any token is seen, so an anonymous client (or a submitted bot's container, which reaches the
+#: lobby on the sandbox network's gateway) holding 1024 silent streams made the lobby and the
+#: Submission service on its port refuse every call (RESOURCE_EXHAUSTED). More are refused at once,
+#: one line; the unix socket's peers (the arena's own workers) are not counted.
+PENDING_PER_PEER = 16
+PENDING_ALL = 256
 
 SERVER_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.keepalive_time_ms", KEEPALIVE_S * 1000),
@@ -148,6 +156,8 @@ class Lobby:
         self._server: grpc.aio.Server | None = None
         self._serving = False
         self._closing = False
+        #: Streams waiting for their Register, by the peer's host (only touched on the lobby's loop).
+        self._pending: dict[str, int] = {}
 
     # ------------------------------------------------------------------ life cycle
     @property
@@ -357,13 +367,21 @@ class Lobby:
         self._changed()
 
 
+def peer_host(peer: str) -> str | None:
+    """The host of a gRPC peer (``ipv4:1.2.3.4:5``, ``ipv6:[::1]:5``), or None for a unix socket's."""
+    kind, _, rest = peer.partition(":")
+    if kind == "unix" or not rest:
+        return None
+    return rest.rsplit(":", 1)[0]
+
+
 class _Servicer(lpb_grpc.LobbyServiceServicer):
     def __init__(self, lobby: Lobby):
         self.lobby = lobby
 
     async def Connect(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> None:
         """One worker's stream (see the proto for the status codes)."""
-        first = await first_message(context, REGISTER_TIMEOUT_S, "register")
+        first = await self._first(context)
         if first is None:
             return
         try:
@@ -400,6 +418,29 @@ class _Servicer(lpb_grpc.LobbyServiceServicer):
             await context.abort(refusal.code, str(refusal))
         if self.lobby._closing:
             await context.abort(grpc.StatusCode.UNAVAILABLE, "the arena is shutting down; connect again later")
+
+    async def _first(self, context: grpc.aio.ServicerContext) -> Any:
+        """The stream's Register (:func:`referee.streams.first_message`), or None; a TCP peer with
+        :data:`PENDING_PER_PEER` streams waiting for theirs, or all of them with :data:`PENDING_ALL`, is
+        refused (RESOURCE_EXHAUSTED, one line ending ``dial again later``: a worker dials again, as when its
+        bot's pool is full) before this one holds a slot for long."""
+        host = peer_host(context.peer() or "")
+        if host is None:
+            return await first_message(context, REGISTER_TIMEOUT_S, "register")
+        pending = self.lobby._pending
+        if pending.get(host, 0) >= PENDING_PER_PEER:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                f"{PENDING_PER_PEER} streams of your address are waiting to register: dial again later")
+        if sum(pending.values()) >= PENDING_ALL:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                f"{PENDING_ALL} streams are waiting to register: dial again later")
+        pending[host] = pending.get(host, 0) + 1
+        try:
+            return await first_message(context, REGISTER_TIMEOUT_S, "register")
+        finally:
+            pending[host] -= 1
+            if not pending[host]:
+                del pending[host]
 
     async def _read(self, context: grpc.aio.ServicerContext, w: WorkerRef) -> _Refusal | None:
         """Read Ready messages until the stream ends; returns a refusal for a message out of turn."""

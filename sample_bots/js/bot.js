@@ -395,8 +395,9 @@ function serveLobby(proto, opts) {
     };
     call.on('error', (err) => {
       // RESOURCE_EXHAUSTED is final for a message over the lobby's 16 KiB limit, but not for a full
-      // pool ("… workers connected: dial again later"): a worker may leave (docs/protocol.md).
-      const poolFull = err.code === grpc.status.RESOURCE_EXHAUSTED && /workers connected: dial again later/.test(err.details || '');
+      // pool ("… workers connected: dial again later"), or too many streams waiting to register
+      // ("… waiting to register: dial again later"): a worker may leave (docs/protocol.md).
+      const poolFull = err.code === grpc.status.RESOURCE_EXHAUSTED && /dial again later$/.test(err.details || '');
       if (LOBBY_FATAL.has(err.code) && !poolFull) {
         console.error(`bot.js: lobby ${opts.arena} refused the worker: ${err.details || err.message}`);
         process.exit(1);
