@@ -60,7 +60,7 @@ from referee import wire
 from referee.dealing import check_seed, fresh_seed
 from referee.match import CLOSE, Connection, Match, SeatUnavailable, now
 from referee.rules.errors import quote
-from referee.streams import M, Undecodable, add_service, add_stream_method, decoded, first_message
+from referee.streams import M, Pending, Undecodable, add_service, add_stream_method, decoded
 
 log = structlog.get_logger("referee.server")
 
@@ -68,6 +68,10 @@ log = structlog.get_logger("referee.server")
 ADMIN_TOKEN_ENV = "ALLFOURS_ADMIN_TOKEN"
 #: Seconds a new stream has to send its Hello.
 HELLO_TIMEOUT_S = 10.0
+#: Most Play streams of one TCP peer host waiting for their Hello at once (more are refused at once:
+#: :class:`referee.streams.Pending`): a bot's container holding 4000 silent streams (over 80
+#: connections) made the referee refuse every other seat's stream ("Concurrent RPC limit exceeded!").
+PENDING_HELLOS_PER_PEER = 128
 #: Seconds a stream may stay blocked writing to a peer that does not read before it is dropped.
 WRITE_TIMEOUT_S = 10.0
 
@@ -278,10 +282,11 @@ class RefereeServicer(pb_grpc.RefereeServiceServicer):
 
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
+        self.pending = Pending(PENDING_HELLOS_PER_PEER)
 
     async def Play(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> None:
         """One seat's stream. Status codes: see the proto (UNAUTHENTICATED, PERMISSION_DENIED, …)."""
-        first = await first_message(context, HELLO_TIMEOUT_S, "hello")
+        first = await self.pending.first_message(context, HELLO_TIMEOUT_S, "hello")
         if first is None:
             return
         hello = first.hello

@@ -119,3 +119,44 @@ async def first_message(context: grpc.aio.ServicerContext, timeout_s: float, exp
         await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                             f"the first message must be a {kind}, got {first.WhichOneof('msg')}")
     return first
+
+
+def peer_host(peer: str) -> str | None:
+    """The host of a gRPC peer (``ipv4:1.2.3.4:5``, ``ipv6:[::1]:5``), or None for a unix socket's."""
+    kind, _, rest = peer.partition(":")
+    if kind == "unix" or not rest:
+        return None
+    return rest.rsplit(":", 1)[0]
+
+
+class Pending:
+    """Streams waiting for their first message, counted by the TCP peer's host: each holds one of the
+    server's ``maximum_concurrent_rpcs`` slots before any ticket or token is seen, so one client holding
+    silent streams made the server refuse every other call ("Concurrent RPC limit exceeded!"). A
+    stream over ``per_peer`` of its host, or over ``in_all`` of all hosts, is refused at once
+    (RESOURCE_EXHAUSTED, one line ending ``dial again later``). A unix socket's peers are not counted
+    (they are the server's own machine's processes). Used on one event loop only."""
+
+    def __init__(self, per_peer: int, in_all: int | None = None) -> None:
+        self.per_peer, self.in_all = per_peer, in_all
+        self._by_host: dict[str, int] = {}
+
+    async def first_message(self, context: grpc.aio.ServicerContext, timeout_s: float, expected: str) -> Any:
+        """:func:`first_message`, or the stream refused as the class docstring says."""
+        host = peer_host(context.peer() or "")
+        if host is None:
+            return await first_message(context, timeout_s, expected)
+        kind = expected.capitalize()
+        if self._by_host.get(host, 0) >= self.per_peer:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{self.per_peer} streams of your address are "
+                                f"waiting to send a {kind}: dial again later")
+        if self.in_all is not None and sum(self._by_host.values()) >= self.in_all:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                f"{self.in_all} streams are waiting to send a {kind}: dial again later")
+        self._by_host[host] = self._by_host.get(host, 0) + 1
+        try:
+            return await first_message(context, timeout_s, expected)
+        finally:
+            self._by_host[host] -= 1
+            if not self._by_host[host]:
+                del self._by_host[host]

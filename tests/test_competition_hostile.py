@@ -438,8 +438,74 @@ def test_silent_lobby_streams_of_one_address_do_not_stop_the_submission_service(
         desk.book.close()
     assert isinstance(answer, spb.ListSubmissionsResponse), answer
     capped = [d for code, d in refused if code == grpc.StatusCode.RESOURCE_EXHAUSTED
-              and d == f"{PENDING_PER_PEER} streams of your address are waiting to register: dial again later"]
+              and d == f"{PENDING_PER_PEER} streams of your address are waiting to send a Register: dial again later"]
     # all but the 16 allowed ended at once (now and then gRPC reports one aborted as it opened as CANCELLED)
     assert len(refused) >= flood - PENDING_PER_PEER and len(capped) > flood // 2, refused[:3]
     assert all(code == grpc.StatusCode.CANCELLED for code, d in refused if d not in capped), refused[:3]
     assert not is_final(grpc.StatusCode.RESOURCE_EXHAUSTED, capped[0])  # a worker dials again
+
+
+def test_silent_play_streams_of_one_address_do_not_stop_the_referee(tmp_path: Path) -> None:
+    """A submitted bot reaches the embedded referee from its container (it must, to play). Every Play
+    stream holds one of the referee's 2048 RPC slots until its Hello (10 s): one bot holding 4000
+    silent streams over 80 connections made the referee refuse every other seat's stream ("Concurrent
+    RPC limit exceeded!"), so every other game of the league forfeited. The streams of one address
+    waiting for their Hello are capped now: another seat's stream (here a sandboxed process bot's, on the
+    referee's unix socket, as the slots are the server's whatever the address) is still answered."""
+    from allfours.v1 import referee_pb2 as pb
+    from allfours.v1 import referee_pb2_grpc as pb_grpc
+    from referee import wire
+    from referee.server import PENDING_HELLOS_PER_PEER, ThreadedReferee
+
+    flood = 4000
+
+    async def attack(address: str, sock: str) -> tuple[list[tuple[grpc.StatusCode, str]], tuple[grpc.StatusCode, str]]:
+        release = asyncio.Event()
+
+        async def silent() -> Any:
+            await release.wait()
+            return
+            yield
+
+        # each channel its own connection (channels to one address share theirs by default, and a
+        # connection carries 64 streams at most)
+        own = [("grpc.use_local_subchannel_pool", 1)]
+        channels = [grpc.aio.insecure_channel(address, options=own) for _ in range(80)]
+        calls = [pb_grpc.RefereeServiceStub(channels[k % 80]).Play(silent(), timeout=60) for k in range(flood)]
+        refused: list[tuple[grpc.StatusCode, str]] = []
+
+        async def follow(call: Any) -> None:
+            try:
+                async for _ in call:
+                    pass
+            except grpc.aio.AioRpcError as e:
+                refused.append((e.code(), e.details() or ""))
+
+        tasks = [asyncio.ensure_future(follow(c)) for c in calls]
+        seen = -1
+        for _ in range(14):  # until the refusals stop coming, within the referee's 10 s for a Hello
+            await asyncio.sleep(0.5)
+            if len(refused) == seen and seen > 0:
+                break
+            seen = len(refused)
+        async with grpc.aio.insecure_channel(sock) as ch:
+            hello = pb.PlayRequest(hello=pb.Hello(ticket="t-no-such", protocol_version=wire.PROTOCOL_VERSION))
+            try:
+                async for _ in pb_grpc.RefereeServiceStub(ch).Play(iter([hello]), timeout=30):
+                    pass
+                other = (grpc.StatusCode.OK, "")
+            except grpc.aio.AioRpcError as e:
+                other = (e.code(), e.details() or "")
+        release.set()
+        await asyncio.gather(*tasks)
+        for c in channels:
+            await c.close()
+        return refused, other
+
+    sock = f"unix:{tmp_path}/referee.sock"
+    with ThreadedReferee(unix_socket=sock) as ref:
+        refused, other = asyncio.run(attack(ref.address, sock))
+    assert other == (grpc.StatusCode.UNAUTHENTICATED, "unknown ticket"), other  # served: its ticket was read
+    line = f"{PENDING_HELLOS_PER_PEER} streams of your address are waiting to send a Hello: dial again later"
+    capped = [d for code, d in refused if code == grpc.StatusCode.RESOURCE_EXHAUSTED and d == line]
+    assert len(refused) >= flood - PENDING_HELLOS_PER_PEER and len(capped) > flood // 2, refused[:3]

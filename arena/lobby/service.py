@@ -43,7 +43,7 @@ from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import lobby_pb2_grpc as lpb_grpc
 from arena.lobby.tokens import MAX_FIELD, TokenBook, token_digest
 from referee import wire
-from referee.streams import Undecodable, add_stream_method, first_message
+from referee.streams import Pending, Undecodable, add_stream_method
 
 log = structlog.get_logger("arena.lobby.service")
 
@@ -156,8 +156,8 @@ class Lobby:
         self._server: grpc.aio.Server | None = None
         self._serving = False
         self._closing = False
-        #: Streams waiting for their Register, by the peer's host (only touched on the lobby's loop).
-        self._pending: dict[str, int] = {}
+        #: Streams waiting for their Register, by the peer's host.
+        self._pending = Pending(PENDING_PER_PEER, PENDING_ALL)
 
     # ------------------------------------------------------------------ life cycle
     @property
@@ -367,21 +367,13 @@ class Lobby:
         self._changed()
 
 
-def peer_host(peer: str) -> str | None:
-    """The host of a gRPC peer (``ipv4:1.2.3.4:5``, ``ipv6:[::1]:5``), or None for a unix socket's."""
-    kind, _, rest = peer.partition(":")
-    if kind == "unix" or not rest:
-        return None
-    return rest.rsplit(":", 1)[0]
-
-
 class _Servicer(lpb_grpc.LobbyServiceServicer):
     def __init__(self, lobby: Lobby):
         self.lobby = lobby
 
     async def Connect(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> None:
         """One worker's stream (see the proto for the status codes)."""
-        first = await self._first(context)
+        first = await self.lobby._pending.first_message(context, REGISTER_TIMEOUT_S, "register")
         if first is None:
             return
         try:
@@ -418,29 +410,6 @@ class _Servicer(lpb_grpc.LobbyServiceServicer):
             await context.abort(refusal.code, str(refusal))
         if self.lobby._closing:
             await context.abort(grpc.StatusCode.UNAVAILABLE, "the arena is shutting down; connect again later")
-
-    async def _first(self, context: grpc.aio.ServicerContext) -> Any:
-        """The stream's Register (:func:`referee.streams.first_message`), or None; a TCP peer with
-        :data:`PENDING_PER_PEER` streams waiting for theirs, or all of them with :data:`PENDING_ALL`, is
-        refused (RESOURCE_EXHAUSTED, one line ending ``dial again later``: a worker dials again, as when its
-        bot's pool is full) before this one holds a slot for long."""
-        host = peer_host(context.peer() or "")
-        if host is None:
-            return await first_message(context, REGISTER_TIMEOUT_S, "register")
-        pending = self.lobby._pending
-        if pending.get(host, 0) >= PENDING_PER_PEER:
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                f"{PENDING_PER_PEER} streams of your address are waiting to register: dial again later")
-        if sum(pending.values()) >= PENDING_ALL:
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                f"{PENDING_ALL} streams are waiting to register: dial again later")
-        pending[host] = pending.get(host, 0) + 1
-        try:
-            return await first_message(context, REGISTER_TIMEOUT_S, "register")
-        finally:
-            pending[host] -= 1
-            if not pending[host]:
-                del pending[host]
 
     async def _read(self, context: grpc.aio.ServicerContext, w: WorkerRef) -> _Refusal | None:
         """Read Ready messages until the stream ends; returns a refusal for a message out of turn."""
