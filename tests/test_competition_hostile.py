@@ -509,3 +509,56 @@ def test_silent_play_streams_of_one_address_do_not_stop_the_referee(tmp_path: Pa
     line = f"{PENDING_HELLOS_PER_PEER} streams of your address are waiting to send a Hello: dial again later"
     capped = [d for code, d in refused if code == grpc.StatusCode.RESOURCE_EXHAUSTED and d == line]
     assert len(refused) >= flood - PENDING_HELLOS_PER_PEER and len(capped) > flood // 2, refused[:3]
+
+
+def test_a_client_that_gets_the_arenas_tls_wrong_is_told_what_to_change(tmp_path: Path) -> None:
+    """A plaintext `arena submissions` against the arena's TLS port said only `UNAVAILABLE: failed to
+    connect to all addresses; last error: UNAVAILABLE: ipv4:127.0.0.1:PORT: Socket closed` (as for an
+    arena that is not there); --tls-ca against a plaintext port, or another certificate, an OpenSSL
+    code. Each now ends in what to change; a wrong token over TLS is one precise line."""
+    import os
+    import subprocess
+    import sys
+
+    from arena.lobby.service import Lobby
+    from arena.lobby.tokens import TokenBook
+    from tests.test_tls import make_cert
+
+    cert, key = make_cert(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    other_cert, _ = make_cert(other)
+    desk = _desk(tmp_path, per_day=10)
+    token = desk.book.add_competitor("eve")
+    tls = Lobby("t", TokenBook(), tls=(cert.read_bytes(), key.read_bytes()), services=[service.add_to_server(desk)])
+    plain = Lobby("t", TokenBook(), services=[service.add_to_server(desk)])
+    tls_address, plain_address = tls.start(), plain.start()
+    root = Path(__file__).resolve().parents[1]
+
+    def submissions(address: str, *extra: str, tok: str = token) -> tuple[int, str]:
+        env = {**os.environ, "ALLFOURS_COMPETITOR_TOKEN": tok, "PYTHONPATH": str(root)}
+        r = subprocess.run([sys.executable, "-m", "arena.cli", "submissions", "--arena", address, *extra],
+                           capture_output=True, text=True, timeout=120, env=env, cwd=root)
+        return r.returncode, r.stderr.strip()
+
+    try:
+        plaintext = submissions(tls_address)
+        no_tls_there = submissions(plain_address, "--tls-ca", str(cert))
+        another_cert = submissions(tls_address, "--tls-ca", str(other_cert))
+        wrong_token = submissions(tls_address, "--tls-ca", str(cert), tok="not-a-token")
+        right = submissions(tls_address, "--tls-ca", str(cert))
+    finally:
+        tls.stop()
+        plain.stop()
+        desk.book.close()
+    assert plaintext[0] == 1 and plaintext[1].endswith(
+        f"(does {tls_address} serve TLS? then pass --tls-ca with the certificate the host gives out)"), plaintext
+    assert no_tls_there[0] == 1 and no_tls_there[1].endswith(
+        f"({plain_address} does not speak TLS: leave out --tls-ca)"), no_tls_there
+    assert another_cert[0] == 1 and another_cert[1].endswith(
+        f"(the certificate of {tls_address} is not the one of --tls-ca {other_cert}: ask the host for theirs)"), \
+        another_cert
+    assert wrong_token == (1, "error: UNAUTHENTICATED: unknown or revoked competitor token"), wrong_token
+    assert right[0] == 0, right
+    for _, text in (plaintext, no_tls_there, another_cert, wrong_token):
+        assert "\n" not in text and token not in text

@@ -45,7 +45,25 @@ def competing_command(args: argparse.Namespace, console: Console, err: Console) 
     except (_Usage, ConfigError, ValueError) as e:
         return error(str(e), 2)
     except grpc.RpcError as e:
-        return error(f"{e.code().name}: {e.details()}", 1)
+        return error(f"{e.code().name}: {e.details()}{_tls_hint(e, args)}", 1)
+
+
+def _tls_hint(e: Any, args: argparse.Namespace) -> str:
+    """What to change when the connection failed over TLS, or for want of it (gRPC says only ``Socket
+    closed`` when a plaintext client meets the arena's TLS, and an OpenSSL code when a TLS client meets a
+    plaintext port or another certificate), else ``""``."""
+    import grpc
+
+    if e.code() != grpc.StatusCode.UNAVAILABLE:
+        return ""
+    details, ca, arena = str(e.details() or ""), getattr(args, "tls_ca", None), getattr(args, "arena", "")
+    if not ca and "Socket closed" in details:
+        return f" (does {arena} serve TLS? then pass --tls-ca with the certificate the host gives out)"
+    if ca and "WRONG_VERSION_NUMBER" in details:
+        return f" ({arena} does not speak TLS: leave out --tls-ca)"
+    if ca and "CERTIFICATE_VERIFY_FAILED" in details:
+        return f" (the certificate of {arena} is not the one of --tls-ca {ca}: ask the host for theirs)"
+    return ""
 
 
 def _output(args: argparse.Namespace) -> Path:
