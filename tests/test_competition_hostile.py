@@ -562,3 +562,43 @@ def test_a_client_that_gets_the_arenas_tls_wrong_is_told_what_to_change(tmp_path
     assert right[0] == 0, right
     for _, text in (plaintext, no_tls_there, another_cert, wrong_token):
         assert "\n" not in text and token not in text
+
+
+def test_revoking_a_competitor_revokes_their_remote_bots_tokens(tmp_path: Path) -> None:
+    """A remote bot (RegisterRemote) plays from the competitor's own machine with a lobby token of its
+    own. Revoking the competitor ended their competitor token and web sessions, but the remote bot's
+    token stayed valid: on a real `arena serve`, a revoked competitor's worker went on registering
+    and playing league games (after SIGHUP too). `arena competitor add --revoke` now revokes those
+    tokens as well (a running serve drops the workers on SIGHUP, as for `arena token --revoke`)."""
+    import os
+    import subprocess
+    import sys
+
+    from arena.tournament.runner import DB_NAME
+    from arena.tournament.store import Store
+
+    root = Path(__file__).resolve().parents[1]
+    cfg = tmp_path / "c.toml"
+    bot = '[[bots]]\nname = "{n}"\nversion = "1"\ncommand = ["{{python}}", "-m", "sdk.run", "x:X"]\n'
+    cfg.write_text('[tournament]\nname = "revoke"\nplayers = 2\noutput = "out"\n[competition]\n'
+                   + bot.format(n="h1") + bot.format(n="h2"))
+    env = {**os.environ, "PYTHONPATH": str(root)}
+
+    def arena(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "arena.cli", *args], capture_output=True, text=True,
+                              timeout=120, env=env, cwd=root)
+
+    added = arena("competitor", "add", str(cfg), "erin")
+    assert added.returncode == 0, added.stderr
+    out = tmp_path / "out"
+    with CompetitionBook(out) as book:
+        desk = Desk(CompetitionSettings(), out, book, lambda: None, players=2)
+        sub, token = desk.register_remote("erin", "erinbot", "next")
+    with Store(out / DB_NAME) as store:
+        assert store.token_digests(sub.entrant), "the remote bot has a token"
+    revoked = arena("competitor", "add", str(cfg), "erin", "--revoke")
+    assert revoked.returncode == 0, revoked.stderr
+    with Store(out / DB_NAME) as store:
+        assert store.token_digests(sub.entrant) == {}, revoked.stderr
+    assert f"erin's remote bots ({sub.entrant}): 1 token(s) revoked" in revoked.stderr, revoked.stderr
+    assert token not in revoked.stderr + revoked.stdout

@@ -92,6 +92,7 @@ def _competitor(args: argparse.Namespace, console: Console, err: Console) -> int
             done = book.revoke_competitor(args.name)
             err.print(f"{args.name}: token revoked" if done else f"{args.name}: token already revoked",
                       highlight=False)
+            _revoke_remote_bots(output, book, args.name, err)
             return 0
         token = book.add_competitor(args.name)
     console.print(token, highlight=False, soft_wrap=True)
@@ -167,6 +168,21 @@ def _client(args: argparse.Namespace) -> Any:
         raise _Usage(f"set ${ENV_COMPETITOR_TOKEN} to your competitor token (the host made it for you)")
     ca = Path(args.tls_ca).read_bytes() if args.tls_ca else None
     return SubmissionClient(args.arena, token, ca)
+
+
+def _revoke_remote_bots(output: Path, book: Any, competitor: str, err: Console) -> None:
+    """Revoke the lobby tokens of ``competitor``'s remote bots (``RegisterRemote``): their workers run on
+    the competitor's own machine, so a revoked competitor kept playing the league through them."""
+    from arena.tournament.runner import DB_NAME
+    from arena.tournament.store import Store
+
+    remote = [s.entrant for s in book.submissions(competitor) if s.kind == "remote"]
+    if not remote or not (output / DB_NAME).is_file():
+        return
+    with Store(output / DB_NAME) as store:
+        n = sum(store.revoke_tokens(entrant) for entrant in remote)
+    err.print(f"{competitor}'s remote bots ({', '.join(remote)}): {n} token(s) revoked; a running `arena serve` "
+              "drops their workers on SIGHUP", highlight=False, soft_wrap=True)
 
 
 def _line(sub: Any) -> str:
