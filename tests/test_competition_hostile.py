@@ -602,3 +602,51 @@ def test_revoking_a_competitor_revokes_their_remote_bots_tokens(tmp_path: Path) 
         assert store.token_digests(sub.entrant) == {}, revoked.stderr
     assert f"erin's remote bots ({sub.entrant}): 1 token(s) revoked" in revoked.stderr, revoked.stderr
     assert token not in revoked.stderr + revoked.stdout
+
+
+def test_a_build_that_fills_the_disk_is_stopped_at_the_image_limit(tmp_path: Path) -> None:
+    """Docker's build API has no disk limit, and the image's size was checked only once the build had
+    ended: a preinstall script could write to the host's disk (its container's layer under
+    /var/lib/docker) for the whole build time (600 s); here 400 MB went through with a limit of 64 MiB
+    before the build was rejected. The step's writable layer is watched now: past ``image_bytes`` the
+    step is killed and the submission rejected, saying why."""
+    import contextlib
+    import json
+    import time
+
+    from arena.competition.pipeline import BuildQueue, submission_folder
+    from arena.competition.validate import Verdict
+    from arena.hosting.sandbox import run_key
+    from tests.docker_helpers import base_image, docker_client, leftovers
+
+    client = docker_client()
+    out = tmp_path / "out"
+    limit = 64 << 20
+    settings = CompetitionSettings(base_node=base_image("node"), image_prefix="allfours-test-disk", image_bytes=limit)
+    tag = f"{settings.image_prefix}/filler:1"
+    script = "for i in $(seq 40); do dd if=/dev/zero of=fill$i bs=1M count=10 status=none; sleep 0.3; done"
+    try:
+        with CompetitionBook(out) as book:
+            book.add_competitor("eve")
+            sub = book.add_submission("eve", "filler", "1", "node", "")
+            bot = submission_folder(out, sub.id)
+            bot.mkdir(parents=True)
+            (bot / "bot.js").write_text("")
+            (bot / "package.json").write_text(json.dumps({"name": "filler", "version": "1.0.0", "main": "bot.js",
+                                                          "scripts": {"preinstall": script}}))
+            queue = BuildQueue(book, settings, out, lambda: None, lambda _: None,
+                               validator=lambda *_: Verdict(True, (), ""), client=client)
+            queue.start()
+            try:
+                deadline = time.monotonic() + 600
+                while (got := book.get(sub.id)) is not None and got.status in ("received", "building", "validating"):
+                    assert time.monotonic() < deadline, "the build did not end in 600 s"
+                    time.sleep(0.5)
+            finally:
+                queue.stop()
+    finally:
+        with contextlib.suppress(Exception):
+            client.images.remove(tag, force=True)
+    assert got is not None and got.status == "rejected" and got.step == "image", got
+    assert "a build step wrote" in got.reason and f"over the image limit of {limit} bytes" in got.reason, got.reason
+    assert leftovers(client, run_key(out)) == []

@@ -232,7 +232,7 @@ class BuildQueue:
             _ensure_base(client, base, plan.kind)
             network = self._build_network(client)
             image_id = build_image(plan, base, client=client, timeout_s=s.build_s, network=network.name,
-                                   cgroup_parent=network.cgroup_parent)
+                                   cgroup_parent=network.cgroup_parent, disk_bytes=s.image_bytes)
         size = int(client.images.get(image_id).attrs.get("Size", 0))
         if size > s.image_bytes:
             client.images.remove(tag, force=True)

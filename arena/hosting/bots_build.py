@@ -26,6 +26,7 @@ import json
 import re
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -207,7 +208,7 @@ def make_context(build: BotBuild, into: Path, ca_bundle: Path) -> None:
 
 def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST_CA_BUNDLE, client: Any = None,
                 timeout_s: int = BUILD_TIMEOUT_S, memory_mb: int = BUILD_MEMORY_MB, network: str | None = None,
-                cgroup_parent: str | None = None) -> str:
+                cgroup_parent: str | None = None, disk_bytes: int | None = None) -> str:
     """Build ``build``'s image; returns its id. ``timeout_s``: the whole build's time limit (a build that
     keeps printing is stopped too: its connection is closed, which cancels it in dockerd); ``memory_mb``:
     the memory (and memory+swap) of each step's container. ``network``: the docker network the build's
@@ -215,7 +216,10 @@ def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST
     host's services; the competition service passes its :class:`arena.hosting.sandbox.BuildNetwork`).
     ``cgroup_parent``: the parent cgroup of the steps' containers (docker's ``cgroupparent``; the
     competition service passes its build network's, whose pids limit stops a fork bomb of the bot's
-    own build scripts: docker's build API has no pids limit of its own).
+    own build scripts: docker's build API has no pids limit of its own). ``disk_bytes``: most bytes a
+    step may write (its container's writable layer, polled every :data:`DISK_POLL_S` s while it runs;
+    over it the step is killed and the build fails): docker's build API has no disk limit, and the
+    built image's size is known only once the build ends.
 
     :raises BuildError: with the build's error line, when it timed out, or when docker is unreachable.
     """
@@ -242,7 +246,12 @@ def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST
                                                   "org.allfours.version": build.version},
                                           container_limits={"memory": memory, "memswap": memory},
                                           timeout=timeout_s, decode=True, network_mode=network)
-            return _follow(stream, build.tag, time.monotonic() + timeout_s, over)
+            watch = _DiskWatch(client, disk_bytes) if disk_bytes else None
+            try:
+                return _follow(stream, build.tag, time.monotonic() + timeout_s, over, watch)
+            finally:
+                if watch is not None:
+                    watch.stop()
         except BuildError as e:
             if str(e) == over:
                 client.api.close()  # the connection goes with the stream: docker stops the build
@@ -275,17 +284,65 @@ def _cgroup_parent(client: Any, parent: str | None) -> Iterator[None]:
         del api._post  # the class's method again
 
 
-def _follow(stream: Any, tag: str, deadline: float, over: str) -> str:
+#: Seconds between two looks at the size of a build step's writable layer (:class:`_DiskWatch`).
+DISK_POLL_S = 1.0
+
+
+class _DiskWatch:
+    """Watches the container of the build step under way (:meth:`step`) in a thread and kills it once
+    its writable layer holds over ``limit`` bytes (``over`` then says so)."""
+
+    def __init__(self, client: Any, limit: int):
+        self.client, self.limit = client, limit
+        self.over: str | None = None
+        self._container: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="build-disk-watch", daemon=True)
+        self._thread.start()
+
+    def step(self, container: str) -> None:
+        """The build's current step runs in ``container`` (an id)."""
+        self._container = container
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(DISK_POLL_S):
+            cid = self._container
+            if cid is None:
+                continue
+            try:
+                api = self.client.api  # the engine API's size=1 (the SDK's inspect_container lacks it)
+                found = api._result(api._get(api._url("/containers/{0}/json", cid), params={"size": 1}), True)
+                size = int(found.get("SizeRw") or 0)
+            except Exception:  # the step ended meanwhile
+                continue
+            if size > self.limit:
+                self.over = f"a build step wrote {size} bytes, over the image limit of {self.limit} bytes"
+                with contextlib.suppress(Exception):
+                    self.client.api.kill(cid)
+                return
+
+
+def _follow(stream: Any, tag: str, deadline: float, over: str, watch: _DiskWatch | None = None) -> str:
     """Read a build's decoded output ``stream`` to its image id, or stop it (closing the stream) at
-    ``deadline`` (``time.monotonic()``). :raises BuildError: the build's error line, or ``over``."""
+    ``deadline`` (``time.monotonic()``); ``watch`` is told each step's container. :raises BuildError:
+    the build's error line (the disk watch's when it killed the step), or ``over``."""
     image_id, last = "", ""
     try:
         for chunk in stream:
             if time.monotonic() > deadline:
                 raise BuildError(over)
             if "error" in chunk:
+                if watch is not None and watch.over:
+                    raise BuildError(f"the build of {tag} failed: {watch.over}")
                 raise BuildError(f"the build of {tag} failed: {' '.join(str(chunk['error']).split())[:400]}")
             line = str(chunk.get("stream") or "").strip()
+            running = re.search(r"---> Running in ([0-9a-f]{12,64})\b", str(chunk.get("stream") or ""))
+            if running and watch is not None:
+                watch.step(running.group(1))
             last = line or last
             image_id = str((chunk.get("aux") or {}).get("ID") or "") or image_id
             built = re.match(r"Successfully built ([0-9a-f]+)$", line)
