@@ -313,10 +313,9 @@ class _DiskWatch:
             cid = self._container
             if cid is None:
                 continue
-            try:
-                api = self.client.api  # the engine API's size=1 (the SDK's inspect_container lacks it)
-                found = api._result(api._get(api._url("/containers/{0}/json", cid), params={"size": 1}), True)
-                size = int(found.get("SizeRw") or 0)
+            try:  # the list's size=True gives SizeRw (the SDK's inspect_container cannot ask for it)
+                found = self.client.api.containers(all=True, size=True, filters={"id": cid})
+                size = int(found[0].get("SizeRw") or 0) if found else 0
             except Exception:  # the step ended meanwhile
                 continue
             if size > self.limit:

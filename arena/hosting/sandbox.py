@@ -530,15 +530,27 @@ def open_build_cgroup(client: Any, key: str, pids: int = BUILD_PIDS) -> str | No
     return f"/{name}"
 
 
-def remove_build_cgroup(key: str) -> list[str]:
-    """Remove the parent cgroup of run ``key``'s builds from every hierarchy (each one that is there and
-    empty: a build still under way keeps it); returns what was removed (one name at most)."""
+#: Most seconds :func:`remove_build_cgroup` waits for the cgroups of a build step's container to go
+#: (a step killed or cancelled a moment ago is still being torn down by dockerd and runc).
+BUILD_CGROUP_WAIT_S = 15.0
+
+
+def remove_build_cgroup(key: str, wait_s: float = BUILD_CGROUP_WAIT_S) -> list[str]:
+    """Remove the parent cgroup of run ``key``'s builds from every hierarchy, waiting up to ``wait_s``
+    seconds while a step's container still holds a cgroup in it (a build still under way after that
+    keeps it: the run key's :func:`cleanup` removes it later); returns what was removed (one name at
+    most)."""
     removed = False
-    for folder in _build_cgroup_dirs(key):
-        with contextlib.suppress(OSError):
-            folder.rmdir()
-            removed = True
-    return [f"cgroup {build_cgroup_name(key)}"] if removed else []
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = [folder for folder in _build_cgroup_dirs(key) if folder.is_dir()]
+        for folder in left:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+                removed = True
+        if not any(folder.is_dir() for folder in left) or time.monotonic() >= deadline:
+            return [f"cgroup {build_cgroup_name(key)}"] if removed else []
+        time.sleep(0.2)
 
 
 class BuildNetwork:
