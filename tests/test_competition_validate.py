@@ -48,7 +48,8 @@ def test_a_rejection_shows_every_failing_check_before_the_bots_output(tmp_path: 
 
 
 def test_an_image_over_the_size_limit_is_rejected_and_removed(tmp_path: Path) -> None:
-    """``image_bytes``: a real build of a good bot with the limit at its least (1 MiB) is rejected at
+    """``image_bytes``: a real build of a good bot with the limit (64 MiB) under its base image's size but
+    over what its build steps write (so the steps' disk watch lets it through) is rejected at
     its ``image`` step with one line naming both sizes, and its image is removed (validation never runs)."""
     from arena.competition.pipeline import BuildQueue, submission_folder
     from arena.config import CompetitionSettings
@@ -57,7 +58,7 @@ def test_an_image_over_the_size_limit_is_rejected_and_removed(tmp_path: Path) ->
 
     client = docker_client()
     out = tmp_path / "out"
-    settings = CompetitionSettings(image_bytes=1024**2, base_python=base_image("python"),
+    settings = CompetitionSettings(image_bytes=64 * 1024**2, base_python=base_image("python"),
                                    image_prefix="allfours-test-size")
     with CompetitionBook(out) as book:
         book.add_competitor("ann")
@@ -77,6 +78,6 @@ def test_an_image_over_the_size_limit_is_rejected_and_removed(tmp_path: Path) ->
             queue.stop()  # removes the build network the build ran on
         got = book.get(sub.id)
     assert got is not None and (got.status, got.step) == ("rejected", "image"), got
-    assert got.reason.startswith("the image is ") and got.reason.endswith("over the image limit of 1048576 bytes")
+    assert got.reason.startswith("the image is ") and got.reason.endswith("over the image limit of 67108864 bytes")
     assert not client.images.list(filters={"reference": "allfours-test-size/*"})
     assert leftovers(client, run_key(out)) == []
