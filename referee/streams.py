@@ -103,7 +103,8 @@ async def first_message(context: grpc.aio.ServicerContext, timeout_s: float, exp
     None if the client closed the stream without sending one (a plain end, not an error).
 
     Aborts the RPC with INVALID_ARGUMENT and one line: ``no Hello within 10 s of opening the stream``;
-    :meth:`Undecodable.detail`; ``the first message must be a Hello, got register``.
+    :meth:`Undecodable.detail`; ``the first message must be a Hello, got register`` (or ``got an empty
+    PlayRequest (no field of its oneof msg set)`` for a message with nothing set: 0 bytes).
     """
     kind = expected.capitalize()
     try:
@@ -115,9 +116,10 @@ async def first_message(context: grpc.aio.ServicerContext, timeout_s: float, exp
         return None
     if isinstance(first, Undecodable):
         await context.abort(grpc.StatusCode.INVALID_ARGUMENT, first.detail())
-    if first.WhichOneof("msg") != expected:
-        await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                            f"the first message must be a {kind}, got {first.WhichOneof('msg')}")
+    which = first.WhichOneof("msg")
+    if which != expected:
+        got = which or f"an empty {first.DESCRIPTOR.name} (no field of its oneof msg set)"
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the first message must be a {kind}, got {got}")
     return first
 
 

@@ -92,6 +92,16 @@ def test_a_first_message_of_the_wrong_kind_is_named_in_one_line(referee: Referee
     assert list(raw_play(referee)(iter([]), timeout=10)) == []  # a stream closed at once is a plain end
 
 
+def test_an_empty_first_message_is_named_as_such_not_as_a_python_none(referee: RefereeProc) -> None:
+    """A client in another language that sends a PlayRequest with no field of ``msg`` set (0 bytes on the
+    wire: e.g. a oneof it forgot to fill) is told so in words it can act on, not ``got None``."""
+    with pytest.raises(grpc.RpcError) as e:
+        list(raw_play(referee)(iter([b""]), timeout=10))
+    assert (e.value.code(), e.value.details()) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "the first message must be a Hello, got an empty PlayRequest (no field of its oneof msg set)")
+
+
 def test_undecodable_bytes_after_hello_are_protocol_errors_that_forfeit(referee: RefereeProc) -> None:
     """item 4: after a valid Hello each undecodable message is a protocol error (ActionRejected, counted);
     ``max_protocol_errors`` of them forfeit with ``protocol_error``, not a silent disconnect."""
