@@ -93,3 +93,23 @@ def test_bot_authors_python_path_runs_as_written(tmp_path: Path) -> None:
     games = [json.loads(x) for x in (tmp_path / "arena-out" / "my" / "games.jsonl").read_text().splitlines()]
     mine = [g for g in games if "mybot" in (g["a"], g["b"])]
     assert mine and all(g["terminations"] == ["normal"] * 4 for g in mine), mine
+
+
+def test_bot_authors_cpp_stub_command_runs_as_written(tmp_path: Path) -> None:
+    """docs/bot-authors.md, "Any language" step 1: the C++ stub command, run as written in a folder
+    holding the repository's ``proto/``, makes the C++ message and gRPC stubs of referee.proto (it had
+    no ``-I`` and no .proto file: protoc then only says ``Missing input file``)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("protoc") is None or shutil.which("grpc_cpp_plugin") is None:
+        pytest.skip("protoc or grpc_cpp_plugin missing (scripts/setup.sh installs them)")
+    doc = BOT_AUTHORS.read_text()
+    step = doc[doc.index("1. **Generate stubs**"):doc.index("2. **Read your ticket")]
+    command = re.search(r"`([^`]*--cpp_out[^`]*)`", step).group(1)  # type: ignore[union-attr]
+    command = " ".join(command.split())
+    (tmp_path / "proto").symlink_to(DOC.parent.parent / "proto")
+    done = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (command, done.stderr[-2000:])
+    made = {p.name for p in tmp_path.rglob("referee*") if p.is_file()}
+    assert made == {"referee.pb.h", "referee.pb.cc", "referee.grpc.pb.h", "referee.grpc.pb.cc"}, (command, made)
