@@ -298,3 +298,51 @@ def test_memory_is_sampled_at_the_hello_not_only_every_100_ms(monkeypatch: pytes
     log = asyncio.run(launch.run_scenario(scenario, bot, Limits()))
     assert log.hellos and log.match_end_sent, log.failure
     assert log.peak_rss_mib >= 300, log.peak_rss_mib
+
+
+#: A per-game bot written without the SDK (raw bytes on the stream): at its first request it sends 3 bytes
+#: that are not a PlayRequest, then answers every request with its first legal action.
+GARBAGE_BOT = """
+import os, queue, grpc
+from allfours.v1 import referee_pb2 as pb
+
+out = queue.Queue()
+out.put(pb.PlayRequest(hello=pb.Hello(ticket=os.environ["ALLFOURS_TICKET"], protocol_version="allfours.v1",
+                                      bot_name="garbage")).SerializeToString())
+
+def requests():
+    while (b := out.get()) is not None:
+        yield b
+
+play = grpc.insecure_channel(os.environ["ALLFOURS_REFEREE"]).stream_stream(
+    "/allfours.v1.RefereeService/Play", request_serializer=lambda b: b,
+    response_deserializer=pb.PlayResponse.FromString)
+answered = set()
+for resp in play(requests()):
+    if resp.HasField("decision_request") and resp.decision_request.seq not in answered:
+        r = resp.decision_request
+        if not answered:
+            out.put(b"\\x0a\\xff\\x01")
+        answered.add(r.seq)
+        out.put(pb.PlayRequest(decision=pb.Decision(seq=r.seq, action=r.legal_actions[0])).SerializeToString())
+    elif resp.HasField("match_end"):
+        out.put(None)
+"""
+
+
+@pytest.mark.slow
+def test_bytes_that_are_not_a_play_request_are_rejected_as_the_referee_does_and_the_match_goes_on() -> None:
+    """A bot in another language that sends undecodable bytes: the real referee answers ActionRejected
+    (REASON_PROTOCOL_ERROR, one line naming their size) and plays on. The scripted referee had gRPC's plain
+    decoder: the bytes ended its reading of the stream as if the bot had gone, the bot was told nothing and
+    every request after them went unanswered (each check's run took minutes, a whole suite looked hung)."""
+    from sdk.conformance import launch
+
+    scenario = build_scenarios()["basic"]
+    log = asyncio.run(launch.run_scenario(scenario, (sys.executable, "-c", GARBAGE_BOT), Limits()))
+    assert log.match_end_sent and not log.failure, (log.failure, log.disconnects, log.stderr_tail)
+    assert not log.disconnects, log.disconnects
+    first = log.requests[0].seq
+    assert log.rejections[0] == (first, "the message is not a PlayRequest (3 bytes that do not decode as "
+                                        "allfours.v1.PlayRequest)"), log.rejections
+    assert not any(r.timed_out for r in log.requests), [r.seq for r in log.requests if r.timed_out]

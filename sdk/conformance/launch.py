@@ -27,8 +27,9 @@ from typing import IO
 
 import grpc
 
-from allfours.v1 import referee_pb2_grpc as pb_grpc
+from allfours.v1 import referee_pb2 as pb
 from arena.config import ENV_REFEREE, ENV_TICKET, expand_placeholders
+from referee.streams import add_stream_method
 from sdk.conformance.logs import RunLog
 from sdk.conformance.referee import ScriptedReferee
 from sdk.conformance.scenarios import Scenario
@@ -107,7 +108,9 @@ async def start_referee(scenario: Scenario, clock: Callable[[], float],
     in a container without a network, the folder mounted at the same path, reaches it as any user)."""
     ref = ScriptedReferee(scenario, secrets.token_urlsafe(18), clock)
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 * 1024)])
-    pb_grpc.add_RefereeServiceServicer_to_server(ref, server)
+    # Bytes that are not a PlayRequest reach the scripted referee as Undecodable (as they reach the real
+    # one), so it rejects them as the real referee does instead of losing the stream.
+    add_stream_method(server, "allfours.v1.RefereeService", "Play", ref.Play, pb.PlayRequest, pb.PlayResponse)
     if socket_dir is not None:
         path = os.path.join(socket_dir, f"referee-{scenario.name}.sock")
         with contextlib.suppress(FileNotFoundError):

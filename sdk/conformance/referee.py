@@ -47,6 +47,7 @@ from referee.rules import (
     partner_of,
     side_of,
 )
+from referee.streams import Undecodable
 from sdk.conformance.logs import DecisionSeen, HelloSeen, RequestSent, RunLog
 from sdk.conformance.scenarios import Scenario
 
@@ -154,9 +155,12 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
             return
         if first is grpc.aio.EOF:
             return
-        hello = first.hello if first.WhichOneof("msg") == "hello" else pb.Hello()
+        is_hello = not isinstance(first, Undecodable) and first.WhichOneof("msg") == "hello"
+        if isinstance(first, Undecodable):
+            self.log.notes.append(f"stream {st.number}: {first.detail()}")
+        hello = first.hello if is_hello else pb.Hello()
         self.log.hellos.append(HelloSeen(st.number, self.clock(), hello.ticket, hello.protocol_version,
-                                         hello.bot_name, first.WhichOneof("msg") == "hello"))
+                                         hello.bot_name, is_hello))
         if self.on_hello is not None:
             self.on_hello()
         reader = asyncio.ensure_future(self._read(context, st))
@@ -370,7 +374,7 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
                 continue
             st, m = item
             if st.number in self.dropped:  # sent on the stream the referee dropped: lost with it
-                if m.WhichOneof("msg") == "decision":
+                if not isinstance(m, Undecodable) and m.WhichOneof("msg") == "decision":
                     self.log.decisions.append(DecisionSeen(m.decision.seq, _action_text(m.decision.action), at,
                                                            st.number, "lost-with-stream", m.decision.seq))
                 continue
@@ -435,10 +439,13 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
         self._send(pb.PlayResponse(action_rejected=pb.ActionRejected(seq=seq, reason=reason, message=text,
                                                                      action=action)))
 
-    def _on_message(self, st: _Stream, m: pb.PlayRequest, at: float, sent: RequestSent, state: State,
+    def _on_message(self, st: _Stream, m: pb.PlayRequest | Undecodable, at: float, sent: RequestSent, state: State,
                     reject: bool) -> Action | str | None:
         """One message from the bot while ``sent`` is pending: the action to play, ``"rejected-on-purpose"``
         after the staged rejection, or ``None`` (nothing to play yet)."""
+        if isinstance(m, Undecodable):  # as the real referee: a protocol error, the stream stays open
+            self._reject(sent.seq, pb.REASON_PROTOCOL_ERROR, m.detail("the message"), pb.Action())
+            return None
         which = m.WhichOneof("msg")
         if which == "ping":
             self._send(pb.PlayResponse(pong=pb.Pong(nonce=m.ping.nonce)))
@@ -480,8 +487,12 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
             return "rejected-on-purpose"
         return action
 
-    def _handle_stale(self, st: _Stream, m: pb.PlayRequest, at: float) -> None:
-        """A message naming no pending request: a duplicate, a late answer, or an unknown seq."""
+    def _handle_stale(self, st: _Stream, m: pb.PlayRequest | Undecodable, at: float) -> None:
+        """A message naming no pending request: a duplicate, a late answer, an unknown seq, or bytes
+        that are not a PlayRequest."""
+        if isinstance(m, Undecodable):
+            self._reject(0, pb.REASON_PROTOCOL_ERROR, m.detail("the message"), pb.Action())
+            return
         which = m.WhichOneof("msg")
         if which == "ping":
             self._send(pb.PlayResponse(pong=pb.Pong(nonce=m.ping.nonce)))
