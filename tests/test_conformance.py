@@ -346,3 +346,54 @@ def test_bytes_that_are_not_a_play_request_are_rejected_as_the_referee_does_and_
     assert log.rejections[0] == (first, "the message is not a PlayRequest (3 bytes that do not decode as "
                                         "allfours.v1.PlayRequest)"), log.rejections
     assert not any(r.timed_out for r in log.requests), [r.seq for r in log.requests if r.timed_out]
+
+
+#: A per-game bot without the SDK that leaves its first stream at its first request (unanswered) and comes
+#: back at once with the same ticket, then answers every request with its first legal action and comes back
+#: again whenever its stream breaks.
+REJOINING_BOT = """
+import os, queue, grpc
+from allfours.v1 import referee_pb2 as pb
+
+hello = pb.PlayRequest(hello=pb.Hello(ticket=os.environ["ALLFOURS_TICKET"], protocol_version="allfours.v1",
+                                      bot_name="rejoiner"))
+play = grpc.insecure_channel(os.environ["ALLFOURS_REFEREE"]).stream_stream(
+    "/allfours.v1.RefereeService/Play", request_serializer=pb.PlayRequest.SerializeToString,
+    response_deserializer=pb.PlayResponse.FromString)
+left_once = False
+while True:
+    out = queue.Queue()
+    out.put(hello)
+    def requests(out=out):
+        while (m := out.get()) is not None:
+            yield m
+    call = play(requests())
+    answered = set()
+    try:
+        for resp in call:
+            if resp.HasField("decision_request"):
+                r = resp.decision_request
+                if not left_once:
+                    left_once = True
+                    call.cancel()
+                    break
+                if r.seq not in answered:
+                    answered.add(r.seq)
+                    out.put(pb.PlayRequest(decision=pb.Decision(seq=r.seq, action=r.legal_actions[0])))
+            elif resp.HasField("match_end"):
+                out.put(None)
+                raise SystemExit(0)
+    except grpc.RpcError:
+        pass
+    out.put(None)
+"""
+
+
+@pytest.mark.slow
+def test_resume_judges_the_stream_opened_after_the_drop_not_the_bots_own_earlier_reconnect() -> None:
+    """A bot that had already come back once on its own (its stream 2) and, after the staged drop of that
+    stream, answered the re-sent request on its stream 3 was failed: the check looked for the answer on
+    the first stream after stream 1 ("reconnected but did not answer the re-sent seq 10 on the new stream")."""
+    out = run_suite(sys.executable, "-c", REJOINING_BOT, extra=("--only", "resume"), timeout=120)
+    dids = {c["check"]: c["did"] for c in out["checks"]}  # type: ignore[attr-defined, index]
+    assert statuses(out) == {"resume": "pass"}, dids

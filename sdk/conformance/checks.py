@@ -170,7 +170,10 @@ def judge_resume(log: RunLog, _: Limits) -> Verdict:
     if not log.streams_dropped:
         return Verdict(False, log.failure or "the staged drop never happened")
     seq = log.streams_dropped[0]
-    later = [h for h in log.hellos if h.stream > 1]
+    # The stream the referee dropped is the one the request went out on (not always stream 1: a bot may
+    # have come back on its own before); the resume is judged on the first stream opened after it.
+    dropped = next((r.stream for r in log.requests if r.seq == seq and not r.resent), 1)
+    later = [h for h in log.hellos if h.stream > dropped]
     if not later:
         return Verdict(False, f"did not open a new stream after the referee dropped it (seq {seq} pending)"
                        + (f": {log.failure}" if log.failure else ""))
