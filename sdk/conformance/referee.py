@@ -444,14 +444,14 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
         """One message from the bot while ``sent`` is pending: the action to play, ``"rejected-on-purpose"``
         after the staged rejection, or ``None`` (nothing to play yet)."""
         if isinstance(m, Undecodable):  # as the real referee: a protocol error, the stream stays open
-            self._reject(sent.seq, pb.REASON_PROTOCOL_ERROR, m.detail("the message"), pb.Action())
+            self._reject(0, pb.REASON_PROTOCOL_ERROR, m.detail("the message"), pb.Action())
             return None
         which = m.WhichOneof("msg")
         if which == "ping":
             self._send(pb.PlayResponse(pong=pb.Pong(nonce=m.ping.nonce)))
             return None
         if which != "decision":
-            self._reject(sent.seq, pb.REASON_PROTOCOL_ERROR, f"conformance: unexpected {which or 'empty message'}",
+            self._reject(0, pb.REASON_PROTOCOL_ERROR, f"conformance: unexpected {which or 'empty message'}",
                          pb.Action())
             return None
         d = m.decision
