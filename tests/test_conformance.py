@@ -301,9 +301,10 @@ def test_memory_is_sampled_at_the_hello_not_only_every_100_ms(monkeypatch: pytes
 
 
 #: A per-game bot written without the SDK (raw bytes on the stream): at its first request it sends 3 bytes
-#: that are not a PlayRequest, then answers every request with its first legal action.
+#: that are not a PlayRequest (with the argument ``card``: a Decision playing card "ZZ"), then answers every
+#: request with its first legal action.
 GARBAGE_BOT = """
-import os, queue, grpc
+import os, queue, sys, grpc
 from allfours.v1 import referee_pb2 as pb
 
 out = queue.Queue()
@@ -322,7 +323,11 @@ for resp in play(requests()):
     if resp.HasField("decision_request") and resp.decision_request.seq not in answered:
         r = resp.decision_request
         if not answered:
-            out.put(b"\\x0a\\xff\\x01")
+            if sys.argv[1:] == ["card"]:  # a malformed Decision: no such card
+                out.put(pb.PlayRequest(decision=pb.Decision(seq=r.seq, action=pb.Action(
+                    kind=pb.ACTION_KIND_PLAY, card="ZZ"))).SerializeToString())
+            else:
+                out.put(b"\\x0a\\xff\\x01")
         answered.add(r.seq)
         out.put(pb.PlayRequest(decision=pb.Decision(seq=r.seq, action=r.legal_actions[0])).SerializeToString())
     elif resp.HasField("match_end"):
@@ -397,3 +402,19 @@ def test_resume_judges_the_stream_opened_after_the_drop_not_the_bots_own_earlier
     out = run_suite(sys.executable, "-c", REJOINING_BOT, extra=("--only", "resume"), timeout=120)
     dids = {c["check"]: c["did"] for c in out["checks"]}  # type: ignore[attr-defined, index]
     assert statuses(out) == {"resume": "pass"}, dids
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("how", "what"), [
+    ("bytes", "the message is not a PlayRequest (3 bytes that do not decode as allfours.v1.PlayRequest)"),
+    ("card", "malformed action: action.card: not a card: 'ZZ' (expected rank+suit such as 'TH')")])
+def test_a_malformed_first_answer_fails_like_an_illegal_one(how: str, what: str) -> None:
+    """The real referee forfeits a seat at its 3rd malformed message (max_protocol_errors), so a bot that
+    sends one before each answer loses every match; the suite passed it on every check. A malformed
+    message while a request is pending is now that request's first answer, and not a legal one."""
+    out = run_suite(sys.executable, "-c", GARBAGE_BOT, how, extra=("--only", "phases", "--only", "players-2"),
+                    timeout=120)
+    dids = {c["check"]: c["did"] for c in out["checks"]}  # type: ignore[attr-defined, index]
+    assert statuses(out) == {"phases": "fail", "players-2": "fail"}, dids
+    assert dids["players-2"] == f"seq 1 (beg): sent a malformed message ({what}), a protocol error", dids
+

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sdk.conformance.launch import Limits
-from sdk.conformance.logs import RunLog
+from sdk.conformance.logs import RequestSent, RunLog
 from sdk.conformance.scenarios import RULE_OPTIONS
 
 PROTOCOL_VERSION = "allfours.v1"
@@ -66,11 +66,17 @@ def _all_legal(log: RunLog, games: set[int] | None = None) -> str:
     for r in log.requests:
         if r.resent or (games is not None and r.game not in games):
             continue
+        if r.first_answer_malformed:
+            return _malformed(r)
         if r.first_answer is None:
             return f"no answer to seq {r.seq} ({r.phase}) within {r.time_left_ms} ms"
         if not r.first_answer_legal:
             return f"seq {r.seq} ({r.phase}): answered {r.first_answer}, not one of the legal actions"
     return ""
+
+
+def _malformed(r: RequestSent) -> str:
+    return f"seq {r.seq} ({r.phase}): sent a malformed message ({r.first_answer_malformed}), a protocol error"
 
 
 def _played(log: RunLog, why: str = "") -> Verdict:
@@ -98,6 +104,8 @@ def judge_join(log: RunLog, _: Limits) -> Verdict:
 def judge_phases(log: RunLog, _: Limits) -> Verdict:
     answered: dict[str, int] = {}
     for r in log.requests:
+        if not r.resent and r.first_answer_malformed:
+            return Verdict(False, _malformed(r))
         if r.resent or r.first_answer is None:
             continue
         if not r.first_answer_legal:

@@ -39,6 +39,9 @@ class RequestSent:
     first_answer_legal: bool = False
     first_answer_at: float | None = None
     timed_out: bool = False
+    #: What was wrong with a malformed message (a Decision the wire refuses, or bytes that are not a
+    #: PlayRequest) sent while this request was pending and before any well-formed answer, else empty.
+    first_answer_malformed: str = ""
 
 
 @dataclass(slots=True)

@@ -444,6 +444,7 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
         """One message from the bot while ``sent`` is pending: the action to play, ``"rejected-on-purpose"``
         after the staged rejection, or ``None`` (nothing to play yet)."""
         if isinstance(m, Undecodable):  # as the real referee: a protocol error, the stream stays open
+            self._malformed_answer(sent, m.detail("the message"))
             self._reject(0, pb.REASON_PROTOCOL_ERROR, m.detail("the message"), pb.Action())
             return None
         which = m.WhichOneof("msg")
@@ -464,6 +465,7 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
             action = wire.action_from_pb(d.action)
         except wire.WireError as e:
             seen.verdict = "malformed"
+            self._malformed_answer(sent, f"malformed action: {e}")
             self._reject(sent.seq, pb.REASON_PROTOCOL_ERROR, f"malformed action: {e}", d.action)
             return None
         first = sent.first_answer is None
@@ -486,6 +488,13 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
                          d.action)
             return "rejected-on-purpose"
         return action
+
+    @staticmethod
+    def _malformed_answer(sent: RequestSent, what: str) -> None:
+        """A malformed message while ``sent`` is pending: its first answer if none came before (the real
+        referee counts it towards max_protocol_errors, so it fails the checks an illegal answer fails)."""
+        if sent.first_answer is None and not sent.first_answer_malformed:
+            sent.first_answer_malformed = what
 
     def _handle_stale(self, st: _Stream, m: pb.PlayRequest | Undecodable, at: float) -> None:
         """A message naming no pending request: a duplicate, a late answer, an unknown seq, or bytes
