@@ -302,7 +302,8 @@ def test_memory_is_sampled_at_the_hello_not_only_every_100_ms(monkeypatch: pytes
 
 #: A per-game bot written without the SDK (raw bytes on the stream): at its first request it sends 3 bytes
 #: that are not a PlayRequest (with the argument ``card``: a Decision playing card "ZZ"), then answers every
-#: request with its first legal action.
+#: request with its first legal action (after an ActionRejected naming a request: its last one). No braces in
+#: it: the suite expands {placeholders} in a command.
 GARBAGE_BOT = """
 import os, queue, sys, grpc
 from allfours.v1 import referee_pb2 as pb
@@ -318,7 +319,7 @@ def requests():
 play = grpc.insecure_channel(os.environ["ALLFOURS_REFEREE"]).stream_stream(
     "/allfours.v1.RefereeService/Play", request_serializer=lambda b: b,
     response_deserializer=pb.PlayResponse.FromString)
-answered = set()
+answered, legal_of = set(), dict()
 for resp in play(requests()):
     if resp.HasField("decision_request") and resp.decision_request.seq not in answered:
         r = resp.decision_request
@@ -329,7 +330,11 @@ for resp in play(requests()):
             else:
                 out.put(b"\\x0a\\xff\\x01")
         answered.add(r.seq)
+        legal_of[r.seq] = list(r.legal_actions)
         out.put(pb.PlayRequest(decision=pb.Decision(seq=r.seq, action=r.legal_actions[0])).SerializeToString())
+    elif resp.HasField("action_rejected") and resp.action_rejected.seq in legal_of:  # retry: another action
+        seq = resp.action_rejected.seq
+        out.put(pb.PlayRequest(decision=pb.Decision(seq=seq, action=legal_of[seq][-1])).SerializeToString())
     elif resp.HasField("match_end"):
         out.put(None)
 """
@@ -418,3 +423,12 @@ def test_a_malformed_first_answer_fails_like_an_illegal_one(how: str, what: str)
     assert statuses(out) == {"phases": "fail", "players-2": "fail"}, dids
     assert dids["players-2"] == f"seq 1 (beg): sent a malformed message ({what}), a protocol error", dids
 
+
+@pytest.mark.slow
+def test_retry_is_judged_on_the_staged_rejection_not_on_one_of_undecodable_bytes() -> None:
+    """A rejection of undecodable bytes carries seq 0 (it names no request, as from the real referee); the
+    retry check took the first rejection's seq and, a bot's garbage coming before the staged rejection,
+    said "no new answer to seq 0 after ActionRejected" of a bot that did retry the staged one."""
+    out = run_suite(sys.executable, "-c", GARBAGE_BOT, "bytes", extra=("--only", "retry"), timeout=120)
+    dids = {c["check"]: c["did"] for c in out["checks"]}  # type: ignore[attr-defined, index]
+    assert statuses(out) == {"retry": "pass"}, dids

@@ -136,9 +136,10 @@ def judge_deadline(log: RunLog, _: Limits) -> Verdict:
 
 
 def judge_retry(log: RunLog, _: Limits) -> Verdict:
-    if not log.rejections:
+    # A rejection with seq 0 (undecodable bytes, an empty message) names no request: not the staged one.
+    seq = next((s for s, _ in log.rejections if s), 0)
+    if not seq:
         return Verdict(False, log.failure or "the staged rejection never happened (no answer to reject)")
-    seq = log.rejections[0][0]
     tries = [d for d in log.by_seq(seq) if d.verdict in ("answer", "illegal", "rejected-on-purpose")]
     if len(tries) < 2:
         return Verdict(False, f"no new answer to seq {seq} after ActionRejected (the first legal action was "
