@@ -165,6 +165,16 @@ if how == "never-registers":
 reg = lpb.Register(token=os.environ["ALLFOURS_BOT_TOKEN"], bot_name=os.environ["ALLFOURS_BOT_NAME"],
                    protocol_version="allfours.v1")
 with grpc.insecure_channel(os.environ["ALLFOURS_LOBBY"]) as channel:
+    if how.startswith("garbage"):  # bytes that are not a ConnectRequest, first or after the Register
+        sent = [lpb.ConnectRequest(register=reg).SerializeToString(), b"\\xff\\xff\\xff"]
+        connect = channel.stream_stream("/allfours.v1.LobbyService/Connect", request_serializer=lambda b: b,
+                                        response_deserializer=lpb.ConnectResponse.FromString)
+        try:
+            for resp in connect(iter(sent[1:] if how == "garbage-first" else sent)):
+                pass
+        except grpc.RpcError:
+            pass  # refused: the suite has stopped the run by now (its one line says why)
+        time.sleep(60)
     for resp in lpb_grpc.LobbyServiceStub(channel).Connect(iter([lpb.ConnectRequest(register=reg)])):
         if resp.WhichOneof("msg") == "assignment":
             if how == "dies-at-its-assignment":
@@ -178,6 +188,12 @@ DYING = {
                        "started by ALLFOURS_LOBBY?) (its last output: \"the worker's last words\")",
     "dies-at-its-assignment": "the worker's process ended with status 4 during conformance-basic "
                               "(its last output: \"the worker's last words\")",
+    "garbage-first": "the first message on the lobby stream is not a ConnectRequest (3 bytes that do not decode as "
+                     "allfours.v1.ConnectRequest): the arena's lobby refuses it (INVALID_ARGUMENT) and ends the stream "
+                     "(its last output: \"the worker's last words\")",
+    "garbage-after-register": "a message after Register is not a ConnectRequest (3 bytes that do not decode as "
+                              "allfours.v1.ConnectRequest): the arena's lobby refuses it (INVALID_ARGUMENT) and ends "
+                              "the stream (its last output: \"the worker's last words\")",
     "never-joins": "the worker did not join the referee of its Assignment conformance-basic: no stream with a "
                    "Hello within 10 s of its Assignment (its last output: \"the worker's last words\")",
 }
@@ -191,7 +207,8 @@ def test_a_worker_that_fails_in_the_lobby_gets_one_line_not_a_hang(how: str) -> 
     limit = ("--startup-limit", "1") if how == "never-registers" else ()
     out = run_suite(sys.executable, "-c", DYING_WORKER, how, extra=("--lobby", *limit), timeout=60)
     assert out["failure"] == DYING[how] and out["passed"] is False
-    registered = how in ("dies-at-its-assignment", "never-joins")  # in time and small: those two checks pass
+    # registered in time and small: those two checks pass
+    registered = how in ("dies-at-its-assignment", "never-joins", "garbage-after-register")
     assert statuses(out) == {c: ("pass" if registered and c in ("lobby-register", "limits") else "fail")
                              for c in LOBBY}
     dids = {c["check"]: c["did"] for c in out["checks"]}  # type: ignore[attr-defined, index]

@@ -34,6 +34,7 @@ from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import lobby_pb2_grpc as lpb_grpc
 from arena.config import ENV_REFEREE, ENV_TICKET
 from referee import wire
+from referee.streams import Undecodable, add_stream_method
 from sdk.conformance.launch import (
     Limits,
     bot_argv,
@@ -56,6 +57,8 @@ JOIN_S = 10.0
 BOT_NAME = "conformance-bot"
 #: Readies kept (a worker flooding the lobby is not remembered beyond this).
 MAX_READIES = 256
+#: The lobby service's full name (``allfours.v1.LobbyService``).
+LOBBY_SERVICE = lpb.DESCRIPTOR.services_by_name["LobbyService"].full_name
 #: Characters of the worker's last output line quoted in a fatal failure.
 LAST_WORDS_CHARS = 160
 
@@ -72,6 +75,8 @@ class ScriptedLobby(lpb_grpc.LobbyServiceServicer):
         self.clock = clock
         self.out: asyncio.Queue[lpb.ConnectResponse | None] | None = None
         self.registered = asyncio.Event()
+        #: Set with ``log.fatal`` when the worker's stream was refused as the arena's lobby refuses it.
+        self.refused = asyncio.Event()
         self.ready: asyncio.Queue[str] = asyncio.Queue(maxsize=MAX_READIES)
 
     async def Connect(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> None:
@@ -82,6 +87,10 @@ class ScriptedLobby(lpb_grpc.LobbyServiceServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"no Register within {REGISTER_S:g} s")
             return
         if first is grpc.aio.EOF:
+            return
+        if isinstance(first, Undecodable):  # as the arena's lobby: INVALID_ARGUMENT, one line
+            self._refuse(first.detail("the first message on the lobby stream"))
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, first.detail())
             return
         is_register = first.WhichOneof("msg") == "register"
         reg = first.register if is_register else lpb.Register()
@@ -101,10 +110,20 @@ class ScriptedLobby(lpb_grpc.LobbyServiceServicer):
     async def _read(self, context: grpc.aio.ServicerContext) -> None:
         with contextlib.suppress(grpc.RpcError, asyncio.CancelledError):
             while (msg := await context.read()) is not grpc.aio.EOF:
+                if isinstance(msg, Undecodable):  # the arena's lobby ends the stream (INVALID_ARGUMENT)
+                    self._refuse(msg.detail("a message after Register"))
+                    self.close()
+                    return
                 if msg.WhichOneof("msg") == "ready" and len(self.log.readies) < MAX_READIES:
                     self.log.readies.append((msg.ready.match_id[:80], self.clock()))
                     with contextlib.suppress(asyncio.QueueFull):
                         self.ready.put_nowait(msg.ready.match_id[:80])
+
+    def _refuse(self, why: str) -> None:
+        """The worker sent what the arena's lobby refuses, ending its stream: the run stops (``fatal``)."""
+        if not self.log.fatal:
+            self.log.fatal = f"{why}: the arena's lobby refuses it (INVALID_ARGUMENT) and ends the stream"
+        self.refused.set()
 
     def assign(self, assignment: lpb.Assignment) -> None:
         """Send ``assignment`` to the connected worker."""
@@ -151,7 +170,9 @@ async def run_lobby(scenarios: Sequence[Scenario], command: Sequence[str], limit
     clock = lambda: time.monotonic() - t0  # noqa: E731
     lobby = ScriptedLobby(secrets.token_urlsafe(18), BOT_NAME, clock)
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 * 1024)])
-    lpb_grpc.add_LobbyServiceServicer_to_server(lobby, server)
+    # Bytes that are not a ConnectRequest reach the scripted lobby as Undecodable (as they reach the
+    # arena's), so it refuses them as the arena does instead of losing the stream to gRPC's decoder.
+    add_stream_method(server, LOBBY_SERVICE, "Connect", lobby.Connect, lpb.ConnectRequest, lpb.ConnectResponse)
     address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
     await server.start()
     logs: dict[str, RunLog] = {}
@@ -199,13 +220,14 @@ def _last_line(text: str) -> str:
 async def _await_register(lobby: ScriptedLobby, proc: asyncio.subprocess.Process, timeout: float) -> None:
     """Wait up to ``timeout`` s for the worker's Register, or its exit; set ``fatal`` if none came."""
     registered = asyncio.ensure_future(lobby.registered.wait())
+    refused = asyncio.ensure_future(lobby.refused.wait())
     exited = asyncio.ensure_future(proc.wait())
     try:
-        await asyncio.wait({registered, exited}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({registered, refused, exited}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        registered.cancel()
-        exited.cancel()
-    if lobby.registered.is_set():
+        for waiting in (registered, refused, exited):
+            waiting.cancel()
+    if lobby.registered.is_set() or lobby.log.fatal:
         return
     if proc.returncode is not None:
         lobby.log.fatal = f"the worker's process ended with status {proc.returncode} before it registered at the lobby"
@@ -217,12 +239,13 @@ async def _await_register(lobby: ScriptedLobby, proc: asyncio.subprocess.Process
 async def _assignment(lobby: ScriptedLobby, sc: Scenario, proc: asyncio.subprocess.Process, limits: Limits,
                       clock: Callable[[], float]) -> RunLog:
     """One scenario in lobby mode: its referee, the Assignment, the match, then the worker's Ready.
-    Sets ``lobby.log.fatal`` when the worker has exited or did not join (the run cannot go on)."""
+    Sets ``lobby.log.fatal`` when the worker has exited or did not join (the run cannot go on), unless
+    the lobby refused its stream first (that is the cause)."""
     ref, server, address = await start_referee(sc, clock)
     try:
         if proc.returncode is not None:
-            lobby.log.fatal = (f"the worker's process ended with status {proc.returncode} after "
-                               f"{len(lobby.log.assigned)} Assignment(s)")
+            lobby.log.fatal = lobby.log.fatal or (f"the worker's process ended with status {proc.returncode} after "
+                                                  f"{len(lobby.log.assigned)} Assignment(s)")
             return ref.log
         lobby.assign(lpb.Assignment(match_id=ref.match_id, seat=sc.bot_seat, ticket=ref.ticket, referee=address,
                                     rules=wire.rules_to_pb(sc.rules), time_control=ref.time_control()))
@@ -232,7 +255,9 @@ async def _assignment(lobby: ScriptedLobby, sc: Scenario, proc: asyncio.subproce
             await lobby.wait_ready(ref.match_id, log.match_end_at or 0.0, limits.exit_s)
         ref.drain()
         log.wall_s = clock() - started
-        if proc.returncode is not None:
+        if lobby.log.fatal:  # the lobby refused the worker's stream meanwhile: the first cause is the one
+            pass
+        elif proc.returncode is not None:
             lobby.log.fatal = f"the worker's process ended with status {proc.returncode} during {ref.match_id}"
         elif not log.hellos:
             lobby.log.fatal = f"the worker did not join the referee of its Assignment {ref.match_id}: {log.failure}"
