@@ -291,12 +291,17 @@ def test_parse_rules() -> None:
     (["--lobby", "--only", "exit", "--", "true"], "exit: not a check of lobby mode (run without --lobby)"),
     (["--rules", "colour=red", "--", "true"], "unknown rule option"),
     (["--", "/nonexistent/bot"], "cannot start the bot"),
+    (["--", "{nosuch}"], "unknown placeholder {nosuch}"),
+    (["--lobby", "--", "{nosuch}"], "unknown placeholder {nosuch}"),
 ])
 def test_usage_errors_exit_2_with_one_line(args: list[str], words: str) -> None:
+    """The usage line and the error line, nothing after them (an unknown placeholder was followed by an
+    "Event loop is closed" traceback of the scripted referee's server, started before the bot)."""
     proc = subprocess.run([sys.executable, "-m", "sdk.conformance", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2
-    assert words in proc.stderr.strip().splitlines()[-1]
+    lines = proc.stderr.strip().splitlines()
+    assert words in lines[-1] and len(lines) <= 2 and lines[0].startswith("usage:"), proc.stderr
 
 
 @pytest.mark.slow

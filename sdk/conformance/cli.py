@@ -25,7 +25,7 @@ from rich.table import Table
 
 from referee.rules import RuleSet
 from sdk.conformance.checks import CHECKS, Check, Mode, checks_of
-from sdk.conformance.launch import Limits, run_scenario
+from sdk.conformance.launch import Limits, bot_argv, run_scenario
 from sdk.conformance.lobby import run_lobby
 from sdk.conformance.logs import RunLog
 from sdk.conformance.scenarios import RuleOptions, RuleValue, build_scenarios
@@ -116,6 +116,7 @@ async def run_checks(command: Sequence[str], checks: Sequence[Check], players: i
     """
     if wrong := [c.name for c in checks if mode not in c.modes]:
         raise ValueError(f"{', '.join(wrong)}: not a check of {mode.value} mode")
+    bot_argv(command, "", "", 0)  # an unknown placeholder raises here, before any server is started
     scenarios = build_scenarios(players, rules)
     needed = [scenarios[name] for name in dict.fromkeys(c.scenario for c in checks)]
     logs: dict[str, RunLog] = {}
