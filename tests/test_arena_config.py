@@ -182,10 +182,24 @@ def test_bot_environment_has_no_admin_token() -> None:
     from arena.config import BotSpec
     from arena.play.environment import bot_environment
 
-    base = {"PATH": "/bin", "ALLFOURS_ADMIN_TOKEN": "t1", "CUP_TOKEN": "t2", "COPY": "t2", "CLI": "t3"}
+    base = {"PATH": "/bin", "ALLFOURS_ADMIN_TOKEN": "t1", "CUP_TOKEN": "t2", "COPY": "t2", "CLI": "t3",
+            "ALLFOURS_COMPETITOR_TOKEN": "t4", "ALLFOURS_BOT_TOKEN": "t5", "MINE": "t5", "ALLFOURS_LOBBY": "h:2"}
     bot = BotSpec("b", "1", ("x",), env={"LEVEL": "3"})
     env = bot_environment(bot, "TICKET", "h:1", ("ALLFOURS_ADMIN_TOKEN", "CUP_TOKEN"), ("t3",), base=base)
-    assert env == {"PATH": "/bin", "LEVEL": "3", "ALLFOURS_TICKET": "TICKET", "ALLFOURS_REFEREE": "h:1"}
+    assert env == {"PATH": "/bin", "LEVEL": "3", "ALLFOURS_TICKET": "TICKET", "ALLFOURS_REFEREE": "h:1",
+                   "ALLFOURS_LOBBY": "h:2"}
+
+
+def test_a_local_worker_gets_its_own_token_not_the_shells() -> None:
+    """A host who submits (ALLFOURS_COMPETITOR_TOKEN) or runs a worker (ALLFOURS_BOT_TOKEN) in the shell of
+    `arena serve` passed those tokens to every local bot; a worker gets only its own."""
+    from arena.config import BotSpec
+    from arena.play.environment import worker_environment
+
+    base = {"PATH": "/bin", "ALLFOURS_COMPETITOR_TOKEN": "t4", "ALLFOURS_BOT_TOKEN": "t5"}
+    env = worker_environment(BotSpec("b", "1", ("x",)), "h:2", "own", base=base)
+    assert env["ALLFOURS_BOT_TOKEN"] == "own" and "ALLFOURS_COMPETITOR_TOKEN" not in env
+    assert "t4" not in env.values() and "t5" not in env.values()
 
 
 def test_every_error_in_the_file_at_once_with_did_you_mean(tmp_path: Path) -> None:

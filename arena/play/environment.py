@@ -42,14 +42,22 @@ def bot_environment(
     return {**env, **bot.env, ENV_TICKET: ticket, ENV_REFEREE: referee}
 
 
+#: Variables of the project's that hold a credential (``ALLFOURS_ADMIN_TOKEN``, a competitor's
+#: ``ALLFOURS_COMPETITOR_TOKEN``, a lobby worker's ``ALLFOURS_BOT_TOKEN``, ...): never passed on from the
+#: arena's environment (a host who also submits, or runs a worker, may have them set in that shell).
+PROJECT_SECRET = re.compile(r"ALLFOURS_\w*TOKEN\w*")
+
+
 def _clean_environment(
     secret_names: Collection[str], secret_values: Collection[str], base: Mapping[str, str] | None
 ) -> dict[str, str]:
-    """``base`` (default: the arena's environment) without the variables named in ``secret_names``
-    and without any variable holding one of their values or one of ``secret_values``."""
+    """``base`` (default: the arena's environment) without the variables named in ``secret_names`` or
+    matching :data:`PROJECT_SECRET`, and without any variable holding one of their values or one of
+    ``secret_values``."""
     base = dict(os.environ if base is None else base)
-    values = {v for v in secret_values if v} | {base[n] for n in secret_names if base.get(n)}
-    return {k: v for k, v in base.items() if k not in secret_names and v not in values}
+    names = set(secret_names) | {n for n in base if PROJECT_SECRET.fullmatch(n)}
+    values = {v for v in secret_values if v} | {base[n] for n in names if base.get(n)}
+    return {k: v for k, v in base.items() if k not in names and v not in values}
 
 
 def worker_environment(
