@@ -8,7 +8,7 @@ import asyncio
 import io
 import tarfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -329,11 +329,7 @@ def test_a_fork_bomb_in_a_build_stops_at_the_builds_pids_limit(tmp_path: Path) -
     fewer than that limit, the build still ends (and is accepted), and stopping the queue removes the
     cgroup."""
     import contextlib
-    import json
-    import time
 
-    from arena.competition.pipeline import BuildQueue, submission_folder
-    from arena.competition.validate import Verdict
     from arena.hosting.sandbox import BUILD_PIDS, run_key
     from tests.docker_helpers import base_image, docker_client, leftovers
 
@@ -346,25 +342,8 @@ def test_a_fork_bomb_in_a_build_stops_at_the_builds_pids_limit(tmp_path: Path) -
               "ps.append(subprocess.Popen(['sleep', '60']))\nexcept OSError: pass\n"
               "open('forked.txt', 'w').write(str(len(ps)))\nfor p in ps: p.kill(); p.wait()\"")
     try:
-        with CompetitionBook(out) as book:
-            book.add_competitor("eve")
-            sub = book.add_submission("eve", "forker", "1", "node", "")
-            bot = submission_folder(out, sub.id)
-            bot.mkdir(parents=True)
-            (bot / "bot.js").write_text("")
-            (bot / "package.json").write_text(json.dumps({"name": "forker", "version": "1.0.0", "main": "bot.js",
-                                                          "scripts": {"preinstall": script}}))
-            queue = BuildQueue(book, settings, out, lambda: None, lambda _: None,
-                               validator=lambda *_: Verdict(True, (), ""), client=client)
-            queue.start()
-            try:
-                deadline = time.monotonic() + 600
-                while (got := book.get(sub.id)) is not None and got.status in ("received", "building", "validating"):
-                    assert time.monotonic() < deadline, "the build did not end in 600 s"
-                    time.sleep(0.5)
-                assert got is not None and got.status == "accepted", got
-            finally:
-                queue.stop()
+        got = _build_with_preinstall(client, out, settings, "forker", script)
+        assert got.status == "accepted", got
         forked = client.containers.run(tag, entrypoint=["cat", "/opt/bot/forked.txt"], remove=True,
                                        network_disabled=True).decode()
     finally:
@@ -401,24 +380,7 @@ def test_silent_lobby_streams_of_one_address_do_not_stop_the_submission_service(
 
         channels = [grpc.aio.insecure_channel(address) for _ in range(8)]
         calls = [lpb_grpc.LobbyServiceStub(channels[k % 8]).Connect(silent(), timeout=60) for k in range(flood)]
-        refused: list[tuple[grpc.StatusCode, str]] = []
-
-        async def follow(call: Any) -> None:
-            try:
-                async for _ in call:
-                    pass
-            except grpc.aio.AioRpcError as e:
-                refused.append((e.code(), e.details() or ""))
-
-        tasks = [asyncio.ensure_future(follow(c)) for c in calls]
-        # until the refusals stop coming (the server has seen every stream), within the lobby's 10 s
-        # for a Register (after which it ends every silent stream itself)
-        seen = -1
-        for _ in range(14):
-            await asyncio.sleep(0.5)
-            if len(refused) == seen and seen >= flood - 1024:
-                break
-            seen = len(refused)
+        refused, tasks = await _follow_refusals(calls, lambda seen: seen >= flood - 1024)
         async with grpc.aio.insecure_channel(address) as ch:
             try:
                 answer: Any = await spb_grpc.SubmissionServiceStub(ch).ListSubmissions(
@@ -472,22 +434,7 @@ def test_silent_play_streams_of_one_address_do_not_stop_the_referee(tmp_path: Pa
         own = [("grpc.use_local_subchannel_pool", 1)]
         channels = [grpc.aio.insecure_channel(address, options=own) for _ in range(80)]
         calls = [pb_grpc.RefereeServiceStub(channels[k % 80]).Play(silent(), timeout=60) for k in range(flood)]
-        refused: list[tuple[grpc.StatusCode, str]] = []
-
-        async def follow(call: Any) -> None:
-            try:
-                async for _ in call:
-                    pass
-            except grpc.aio.AioRpcError as e:
-                refused.append((e.code(), e.details() or ""))
-
-        tasks = [asyncio.ensure_future(follow(c)) for c in calls]
-        seen = -1
-        for _ in range(14):  # until the refusals stop coming, within the referee's 10 s for a Hello
-            await asyncio.sleep(0.5)
-            if len(refused) == seen and seen > 0:
-                break
-            seen = len(refused)
+        refused, tasks = await _follow_refusals(calls, lambda seen: seen > 0)
         async with grpc.aio.insecure_channel(sock) as ch:
             hello = pb.PlayRequest(hello=pb.Hello(ticket="t-no-such", protocol_version=wire.PROTOCOL_VERSION))
             try:
@@ -611,11 +558,7 @@ def test_a_build_that_fills_the_disk_is_stopped_at_the_image_limit(tmp_path: Pat
     before the build was rejected. The step's writable layer is watched now: past ``image_bytes`` the
     step is killed and the submission rejected, saying why."""
     import contextlib
-    import json
-    import time
 
-    from arena.competition.pipeline import BuildQueue, submission_folder
-    from arena.competition.validate import Verdict
     from arena.hosting.sandbox import run_key
     from tests.docker_helpers import base_image, docker_client, leftovers
 
@@ -626,27 +569,67 @@ def test_a_build_that_fills_the_disk_is_stopped_at_the_image_limit(tmp_path: Pat
     tag = f"{settings.image_prefix}/filler:1"
     script = "for i in $(seq 40); do dd if=/dev/zero of=fill$i bs=1M count=10 status=none; sleep 0.3; done"
     try:
-        with CompetitionBook(out) as book:
-            book.add_competitor("eve")
-            sub = book.add_submission("eve", "filler", "1", "node", "")
-            bot = submission_folder(out, sub.id)
-            bot.mkdir(parents=True)
-            (bot / "bot.js").write_text("")
-            (bot / "package.json").write_text(json.dumps({"name": "filler", "version": "1.0.0", "main": "bot.js",
-                                                          "scripts": {"preinstall": script}}))
-            queue = BuildQueue(book, settings, out, lambda: None, lambda _: None,
-                               validator=lambda *_: Verdict(True, (), ""), client=client)
-            queue.start()
-            try:
-                deadline = time.monotonic() + 600
-                while (got := book.get(sub.id)) is not None and got.status in ("received", "building", "validating"):
-                    assert time.monotonic() < deadline, "the build did not end in 600 s"
-                    time.sleep(0.5)
-            finally:
-                queue.stop()
+        got = _build_with_preinstall(client, out, settings, "filler", script)
     finally:
         with contextlib.suppress(Exception):
             client.images.remove(tag, force=True)
     assert got is not None and got.status == "rejected" and got.step == "image", got
     assert "a build step wrote" in got.reason and f"over the image limit of {limit} bytes" in got.reason, got.reason
     assert leftovers(client, run_key(out)) == []
+
+
+def _build_with_preinstall(client: Any, out: Path, settings: CompetitionSettings, name: str, script: str) -> Any:
+    """Eve's Node.js submission ``name``@1 whose package.json runs ``script`` as its ``preinstall`` (the
+    competitor's own code, as root in the build), through a real build queue with a validator that passes
+    every image; returns the submission once the queue is done with it (at most 600 s)."""
+    import json
+    import time
+
+    from arena.competition.pipeline import BuildQueue, submission_folder
+    from arena.competition.validate import Verdict
+
+    with CompetitionBook(out) as book:
+        book.add_competitor("eve")
+        sub = book.add_submission("eve", name, "1", "node", "")
+        bot = submission_folder(out, sub.id)
+        bot.mkdir(parents=True)
+        (bot / "bot.js").write_text("")
+        (bot / "package.json").write_text(json.dumps({"name": name, "version": "1.0.0", "main": "bot.js",
+                                                      "scripts": {"preinstall": script}}))
+        queue = BuildQueue(book, settings, out, lambda: None, lambda _: None,
+                           validator=lambda *_: Verdict(True, (), ""), client=client)
+        queue.start()
+        try:
+            deadline = time.monotonic() + 600
+            while (got := book.get(sub.id)) is not None and got.status in ("received", "building", "validating"):
+                assert time.monotonic() < deadline, "the build did not end in 600 s"
+                time.sleep(0.5)
+        finally:
+            queue.stop()
+    assert got is not None
+    return got
+
+
+async def _follow_refusals(calls: list[Any], settled: Callable[[int], bool]) -> tuple[
+        list[tuple[grpc.StatusCode, str]], list[asyncio.Future[None]]]:
+    """Follow every streaming call of a flood, noting each refusal ``(code, details)`` in the returned list
+    (it fills on while the returned tasks run); return once the refusals stop coming (two looks 0.5 s
+    apart see as many, and ``settled(that many)``: the server has seen every stream), within 7 s, before
+    the server's 10 s for a first message ends every silent stream itself."""
+    refused: list[tuple[grpc.StatusCode, str]] = []
+
+    async def follow(call: Any) -> None:
+        try:
+            async for _ in call:
+                pass
+        except grpc.aio.AioRpcError as e:
+            refused.append((e.code(), e.details() or ""))
+
+    tasks = [asyncio.ensure_future(follow(c)) for c in calls]
+    seen = -1
+    for _ in range(14):
+        await asyncio.sleep(0.5)
+        if len(refused) == seen and settled(seen):
+            break
+        seen = len(refused)
+    return refused, tasks
