@@ -22,6 +22,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from arena.lobby.service import Lobby
 from arena.lobby.tokens import TokenBook, token_digest
 from arena.play.referees import RefereePool, connect_referee
 from referee import wire
+from referee.outcome import Termination
 from tests.conftest import require
 from tests.netns_helpers import netns
 
@@ -685,3 +687,74 @@ def test_a_worker_done_with_its_match_stays_its_games_until_the_game_lets_it_go(
             leave.set()
             for s in streams:
                 s.cancel()
+
+
+@dataclass(frozen=True)
+class LeftCase:
+    """A lobby worker's seat at the end of its game: whether the lobby has seen its stream close yet
+    (``lobby_saw``), what the referee made of the seat (``referee``), and whether its container was
+    killed at its memory limit (``killed``); ``cause`` is the arena's reason (None: the referee's
+    stands) and ``asked`` whether the pool was asked about the container."""
+
+    lobby_saw: bool
+    referee: Termination
+    killed: bool
+    cause: Termination | None
+    asked: bool
+
+
+WORKER_LEFT_CASES = {
+    "the lobby saw it leave, killed for memory": LeftCase(True, Termination.DISCONNECT, True, Termination.OOM, True),
+    # the CI failure: the referee's Play stream closed before the lobby's Connect stream was read
+    "the lobby has not seen it leave yet, the referee saw a disconnect":
+        LeftCase(False, Termination.DISCONNECT, True, Termination.OOM, True),
+    "a disconnect of a worker that was not killed": LeftCase(False, Termination.DISCONNECT, False, None, True),
+    "a timeout of a worker still connected: its container is not waited for":
+        LeftCase(False, Termination.TIMEOUT, True, None, False),
+    "played to the end": LeftCase(False, Termination.NORMAL, True, None, False),
+}
+
+
+@pytest.mark.parametrize("case", list(WORKER_LEFT_CASES))
+def test_a_worker_killed_for_memory_reads_oom_whichever_stream_closed_first(case: str) -> None:
+    """A worker container killed at its memory limit closes two streams: its Play stream to the referee
+    and its Connect stream to the lobby. On a busy machine the referee ended the match (a disconnect)
+    before the lobby's loop had read the close, and the seat read ``disconnect``, not ``oom``
+    (tests/test_docker_workers.py's hog, in a CI run). A seat the referee forfeited for a disconnect is
+    now asked about, as one the lobby saw leave."""
+    from arena.config import BotSpec
+    from arena.hosting.sandbox import Limits
+    from arena.lobby.service import WorkerRef
+    from arena.play.game import GrpcGameRunner, _SeatEnds
+    from arena.tournament.schedule import make_schedule
+
+    c = WORKER_LEFT_CASES[case]
+    game = make_schedule("oom", ["hog", "b"], 2, 2, bytes(32))[0]
+    seat = game.seats.index("hog")
+    workers = [WorkerRef(f"w{k}", name, "1", "peer", f"d{k}") for k, name in enumerate(game.seats)]
+    if c.lobby_saw:
+        workers[seat].left = "its connection closed"
+    asked: list[str] = []
+
+    class Lobby:
+        def gone(self, worker: WorkerRef) -> str | None:
+            return worker.left
+
+    class Pool:
+        def killed_for_memory(self, digest: str) -> bool:
+            asked.append(digest)
+            return c.killed
+
+    runner = GrpcGameRunner.__new__(GrpcGameRunner)
+    runner.lobby = Lobby()  # type: ignore[assignment]
+    runner.kinds = {"hog": Pool()}  # type: ignore[dict-item]
+    runner.bots = {"hog": BotSpec("hog", "1", (), image="hog:1", limits=Limits(memory_mb=64), mode="worker")}
+    forfeited = {seat: c.referee} if c.referee.forfeits else {}
+    ends = _SeatEnds([None] * 4, [None] * 4, [None] * 4, list(workers), forfeited)
+    notes: list[str] = []
+    causes = runner._worker_causes(game, ends, notes)
+    assert (causes[seat].termination if seat in causes else None) == c.cause
+    assert asked == ([f"d{seat}"] if c.asked else [])
+    if c.cause is not None:
+        assert causes[seat].text == "worker container was killed at its memory limit (64 MiB)"
+    assert len(notes) == int(c.lobby_saw)  # "left during the game" only for what the lobby saw

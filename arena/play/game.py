@@ -487,7 +487,7 @@ class GrpcGameRunner:
                     metrics.WORKERS.labels(name).dec()
         ends = _SeatEnds(procs, early, codes, list(workers), _forfeited(result))
         crashed = self._crashed(ends)
-        causes = {**self._process_causes(game, ends, log_dir, notes), **self._worker_causes(game, ends.workers, notes)}
+        causes = {**self._process_causes(game, ends, log_dir, notes), **self._worker_causes(game, ends, notes)}
         res = self._result(game, mid, result, record, notes, causes)
         return dataclasses.replace(
             res,
@@ -628,17 +628,20 @@ class GrpcGameRunner:
                 notes.append(f"seat {seat} ({game.seats[seat]}) {kind} exited with status {code}")
         return causes
 
-    def _worker_causes(
-        self, game: ScheduledGame, workers: Sequence[WorkerRef | None], notes: list[str]
-    ) -> dict[int, SeatCause]:
+    def _worker_causes(self, game: ScheduledGame, ends: _SeatEnds, notes: list[str]) -> dict[int, SeatCause]:
         """Add a note per lobby worker that left during the game; returns the seats whose worker
-        container was killed at its memory limit (``oom``)."""
+        container was killed at its memory limit (``oom``).
+
+        A worker killed for memory closes its Play stream (the referee forfeits it: ``disconnect``) and
+        its Connect stream (the lobby notes it left); on a busy machine the match can end before the
+        lobby has read its close, so a seat forfeited for a disconnect is asked about too."""
         causes: dict[int, SeatCause] = {}
-        for seat, worker in enumerate(workers):
+        for seat, worker in enumerate(ends.workers):
             left = self._left(worker)
-            if worker is None or left is None:
+            if worker is None or (left is None and ends.forfeited.get(seat) != Termination.DISCONNECT):
                 continue
-            notes.append(f"seat {seat} ({game.seats[seat]}) worker {worker.worker_id} left during the game: {left}")
+            if left is not None:
+                notes.append(f"seat {seat} ({game.seats[seat]}) worker {worker.worker_id} left during the game: {left}")
             killed = getattr(self.kinds.get(game.seats[seat]), "killed_for_memory", None)
             if killed is not None and killed(worker.digest):
                 mib = self.bots[game.seats[seat]].limits.memory_mb
