@@ -57,6 +57,31 @@ def build_bot(folder: Path, name: str, version: str, base: str, entry: str | Non
     return r.stdout.strip().splitlines()[-1]
 
 
+def file_in_image(client: Any, tag: str, path: str) -> str:
+    """The text of the file at ``path`` in image ``tag``, read from a created (never started) container
+    with ``get_archive``. Not ``containers.run(…, ["cat", path])``: dockerd waits at most 2 s for a
+    container's output to be copied once it exits, so on a busy machine ``cat`` can come back empty (a
+    CI run read ``''`` for a file that held a number).
+
+    :raises KeyError: if the image has no file there (docker's NotFound, as KeyError)."""
+    import io
+    import tarfile
+
+    import docker.errors
+
+    container = client.containers.create(tag, entrypoint=["true"], network_disabled=True)
+    try:
+        chunks, _ = container.get_archive(path)
+        with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
+            member = tar.extractfile(tar.getmembers()[0])
+            assert member is not None, f"{path} in {tag} is not a file"
+            return member.read().decode()
+    except docker.errors.NotFound:
+        raise KeyError(f"{tag} has no {path}") from None
+    finally:
+        container.remove(force=True)
+
+
 def leftovers(client: Any, key: str) -> list[str]:
     """Everything run ``key`` left behind: containers, networks, volumes, the iptables chains (the
     tournament's and the build network's)."""

@@ -21,6 +21,7 @@ from tests.docker_helpers import (
     base_image,
     build_bot,
     docker_client,
+    file_in_image,
     leftovers,
     play_against_random_in_container,
 )
@@ -270,8 +271,7 @@ def test_a_competition_build_reaches_no_service_of_the_host(tmp_path: Path) -> N
                 while_open = leftovers(client, run_key(out))
             finally:
                 queue.stop()
-        probe = client.containers.run(tag, entrypoint=["cat", "/opt/bot/probe.txt"], remove=True,
-                                      network_disabled=True).decode()
+        probe = file_in_image(client, tag, "/opt/bot/probe.txt")
     finally:
         listener.close()
         with contextlib.suppress(Exception):

@@ -331,7 +331,7 @@ def test_a_fork_bomb_in_a_build_stops_at_the_builds_pids_limit(tmp_path: Path) -
     import contextlib
 
     from arena.hosting.sandbox import BUILD_PIDS, run_key
-    from tests.docker_helpers import base_image, docker_client, leftovers
+    from tests.docker_helpers import base_image, docker_client, file_in_image, leftovers
 
     client = docker_client()
     out = tmp_path / "out"
@@ -344,8 +344,7 @@ def test_a_fork_bomb_in_a_build_stops_at_the_builds_pids_limit(tmp_path: Path) -
     try:
         got = _build_with_preinstall(client, out, settings, "forker", script)
         assert got.status == "accepted", got
-        forked = client.containers.run(tag, entrypoint=["cat", "/opt/bot/forked.txt"], remove=True,
-                                       network_disabled=True).decode()
+        forked = file_in_image(client, tag, "/opt/bot/forked.txt")
     finally:
         with contextlib.suppress(Exception):
             client.images.remove(tag, force=True)
