@@ -82,6 +82,31 @@ def file_in_image(client: Any, tag: str, path: str) -> str:
         container.remove(force=True)
 
 
+def output_in_image(client: Any, image: str, argv: list[str], **options: Any) -> str:
+    """What ``argv`` prints (stdout and stderr) in a container of ``image`` (docker ``run`` ``options``,
+    e.g. ``network``), removed after. The output goes to a file in the container, read with
+    :func:`file_in_image`'s ``get_archive``, not to its log (see there: on a busy machine the log of a
+    short-lived container can come back empty).
+
+    :raises AssertionError: if the command exits with a failure status (its output in the message)."""
+    import io
+    import tarfile
+
+    wrapped = ["sh", "-c", '"$@" > /tmp/allfours-output 2>&1', "sh", *argv]
+    container = client.containers.run(image, entrypoint=wrapped, detach=True, **options)
+    try:
+        code = container.wait(timeout=300)["StatusCode"]
+        chunks, _ = container.get_archive("/tmp/allfours-output")
+        with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
+            member = tar.extractfile(tar.getmembers()[0])
+            assert member is not None
+            out = member.read().decode()
+        assert code == 0, f"{argv} exited with status {code}: {out[-2000:]}"
+        return out
+    finally:
+        container.remove(force=True)
+
+
 def leftovers(client: Any, key: str) -> list[str]:
     """Everything run ``key`` left behind: containers, networks, volumes, the iptables chains (the
     tournament's and the build network's)."""

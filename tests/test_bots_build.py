@@ -23,6 +23,7 @@ from tests.docker_helpers import (
     docker_client,
     file_in_image,
     leftovers,
+    output_in_image,
     play_against_random_in_container,
 )
 
@@ -140,8 +141,7 @@ def test_a_python_bot_without_requirements_txt_builds(tmp_path: Path) -> None:
     try:
         assert client.images.get(tag).labels["org.allfours.bot"] == "plainbot"
         probe = ["python", "-c", "import plain, sdk; print(plain.RandomBot.__name__)"]
-        out = client.containers.run(tag, entrypoint=probe, remove=True, network_disabled=True)
-        assert out.decode().strip() == "RandomBot"
+        assert output_in_image(client, tag, probe, network_disabled=True).strip() == "RandomBot"
     finally:
         client.images.remove(tag, force=True)
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from arena.hosting.sandbox import run_key
-from tests.docker_helpers import ROOT, base_image, build_bot, docker_client, host_service, leftovers
+from tests.docker_helpers import ROOT, base_image, build_bot, docker_client, host_service, leftovers, output_in_image
 
 pytestmark = pytest.mark.slow
 HOSTILE = ROOT / "tests" / "bots" / "hostile"
@@ -119,9 +119,8 @@ class Canary:
         """The control: a container on the same default bridge connects."""
         ip, port = self.address.split(":")
         probe = f"import socket; socket.create_connection(('{ip}', {port}), timeout=10); print('ok')"
-        out = self.client.containers.run(self.container.image.id, entrypoint=["python", "-c", probe], remove=True,
-                                         network="bridge")
-        return bool(out.decode().strip() == "ok")
+        out = output_in_image(self.client, self.container.image.id, ["python", "-c", probe], network="bridge")
+        return out.strip() == "ok"
 
     def accepted(self) -> int:
         return int(self.container.logs().decode().count("accepted"))
