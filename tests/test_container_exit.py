@@ -112,3 +112,57 @@ def test_the_kernels_log_is_not_read_for_an_exit_that_is_no_kill(short_wait: Pat
     box = BotContainer(container=Replayed(exited(1, False), id=HOG), name="seat0")
     assert box.poll() == 1
     assert box.oom_killed is False
+
+
+class DeafToSigterm:
+    """A docker SDK container whose bot ignores SIGTERM and dies at SIGKILL; it exits (as docker reports
+    it) a few reloads after its kill. ``events`` (shared by several) records ``kill <name>`` and
+    ``exited <name>`` in the order they happened."""
+
+    def __init__(self, name: str, events: list[str], lock: Any) -> None:
+        self.name, self.events, self.lock = name, events, lock
+        self.id = name * 8
+        self.attrs: dict[str, Any] = {}
+        self.killed = False
+        self.reloads_since_kill = 0
+
+    def kill(self, signal: str = "SIGKILL") -> None:
+        if signal == "SIGKILL":
+            with self.lock:
+                self.events.append(f"kill {self.name}")
+            self.killed = True
+
+    def reload(self) -> None:
+        if self.killed:
+            self.reloads_since_kill += 1
+            if self.reloads_since_kill == 3:
+                with self.lock:
+                    self.events.append(f"exited {self.name}")
+        gone = self.reloads_since_kill >= 3
+        self.attrs = {"State": exited(KILLED, False) if gone else {"Status": "running"}}
+
+    def logs(self, **_: Any) -> bytes:
+        return b""
+
+    def remove(self, **_: Any) -> None:
+        pass
+
+
+def test_containers_stopped_together_are_killed_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four seats' bots that ignore SIGTERM, stopped together (:func:`arena.hosting.procs.stop_all`):
+    each SIGKILL waits until docker has seen the one before exit. Killed together, they died at the
+    same moment, and Debian's docker 20.10 deadlocked in libnetwork (moby/moby#46661) in a CI run."""
+    import threading
+
+    from arena.hosting.procs import stop_all
+
+    monkeypatch.setattr(sandbox, "STOP_GRACE_S", 0.3)
+    events: list[str] = []
+    lock = threading.Lock()
+    boxes = [BotContainer(container=DeafToSigterm(f"s{k}", events, lock), name=f"seat{k}") for k in range(4)]
+    codes = stop_all(boxes, exit_wait_s=0.2)
+    assert codes == [-signal.SIGKILL] * 4
+    assert len(events) == 8 and {e.split()[1] for e in events} == {"s0", "s1", "s2", "s3"}
+    for k in range(0, 8, 2):  # kill A, A exited, kill B, B exited, ...: never two kills in a row
+        kill, done = events[k].split(), events[k + 1].split()
+        assert kill[0] == "kill" and done == ["exited", kill[1]], events

@@ -42,6 +42,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -62,6 +63,15 @@ BOT_USER = "10001:10001"
 DOCKER_TIMEOUT_S = 30
 #: Seconds a bot container gets between SIGTERM and SIGKILL when stopped.
 STOP_GRACE_S = 2
+#: Seconds to wait for docker to report a SIGKILLed container exited.
+KILL_WAIT_S = 10
+#: Held while one bot container is killed (SIGKILL) and until docker has seen it exit: the arena kills
+#: one container at a time. Docker 20.10 (Debian 12's ``docker.io`` 20.10.24) can deadlock in libnetwork
+#: when several containers of one network exit at the same moment (``getSvcRecords`` against
+#: ``processEndpointDelete``: moby/moby#46661, fixed in libnetwork PR 2679): bots that ignore SIGTERM,
+#: stopped together, all died at the end of the same grace period, and every later docker call on
+#: that network hung (a CI run, 2026-12-03). Their SIGTERMs still go out together.
+_KILL_ONE_AT_A_TIME = threading.Lock()
 #: Bytes of a container's output copied into the arena's seat log at most (default; the arena passes
 #: ``tournament.bot_log_bytes``).
 LOG_COPY_BYTES = 1 << 20
@@ -190,20 +200,21 @@ class BotContainer:
         return self.returncode
 
     def stop(self, exit_wait_s: float = 2.0) -> int | None:
-        """Give the container ``exit_wait_s`` seconds to exit on its own, then ``docker stop`` it
-        (SIGTERM, :data:`STOP_GRACE_S`, SIGKILL); copy its output (at most :data:`LOG_COPY_BYTES`) into
-        ``log_path``, note whether it was killed for memory, and remove it. Returns its exit status
-        (``-SIGTERM``/``-SIGKILL`` when stopped here, like :meth:`arena.hosting.procs.BotProcess.stop`).
-        The same interface as :class:`arena.hosting.procs.BotProcess`, so
+        """Give the container ``exit_wait_s`` seconds to exit on its own, then stop it: SIGTERM,
+        :data:`STOP_GRACE_S` seconds, then SIGKILL, one container at a time (:data:`_KILL_ONE_AT_A_TIME`);
+        copy its output (at most :data:`LOG_COPY_BYTES`) into ``log_path``, note whether it was killed for
+        memory, and remove it. Returns its exit status (``-SIGTERM``/``-SIGKILL`` when stopped here, like
+        :meth:`arena.hosting.procs.BotProcess.stop`). The same interface as :class:`arena.hosting.procs.BotProcess`, so
         :func:`arena.hosting.procs.stop_all` ends both."""
         if self.wait(exit_wait_s) is None:
             self._signalled = True
             with contextlib.suppress(Exception):
-                self.container.stop(timeout=STOP_GRACE_S)
-            if self.wait(STOP_GRACE_S + 5) is None:
-                with contextlib.suppress(Exception):
-                    self.container.kill()
-                self.wait(5)
+                self.container.kill(signal="SIGTERM")
+            if self.wait(STOP_GRACE_S) is None:
+                with _KILL_ONE_AT_A_TIME:  # see there: never two containers SIGKILLed at once
+                    with contextlib.suppress(Exception):
+                        self.container.kill()
+                    self.wait(KILL_WAIT_S)
         if self.log_path is not None and not self._logs_copied:
             self._logs_copied = True
             _copy_logs(self.container, self.log_path, self.log_limit)
