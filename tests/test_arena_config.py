@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -184,10 +185,39 @@ def test_bot_environment_has_no_admin_token() -> None:
 
     base = {"PATH": "/bin", "ALLFOURS_ADMIN_TOKEN": "t1", "CUP_TOKEN": "t2", "COPY": "t2", "CLI": "t3",
             "ALLFOURS_COMPETITOR_TOKEN": "t4", "ALLFOURS_BOT_TOKEN": "t5", "MINE": "t5", "ALLFOURS_LOBBY": "h:2"}
-    bot = BotSpec("b", "1", ("x",), env={"LEVEL": "3"})
+    bot = BotSpec("b", "1", ("x",), env={"LEVEL": "3"}, sandbox="none")  # a trusted bot: all but secrets
     env = bot_environment(bot, "TICKET", "h:1", ("ALLFOURS_ADMIN_TOKEN", "CUP_TOKEN"), ("t3",), base=base)
     assert env == {"PATH": "/bin", "LEVEL": "3", "ALLFOURS_TICKET": "TICKET", "ALLFOURS_REFEREE": "h:1",
                    "ALLFOURS_LOBBY": "h:2"}
+
+
+HOST_ENVIRONMENT = {
+    "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC", "PYTHONPATH": "/src",
+    "VIRTUAL_ENV": "/venv", "HOME": "/root", "USER": "root", "SSH_AUTH_SOCK": "/tmp/ssh-x/agent.1",
+    "AWS_SECRET_ACCESS_KEY": "k1", "GITHUB_TOKEN": "k2", "DATABASE_URL": "postgres://u:p@db/x",
+    "ALLFOURS_LOBBY": "h:2", "ALLFOURS_TLS_CA": "/etc/ca.pem",
+}
+
+
+@pytest.mark.parametrize("worker", [False, True], ids=["per-game", "worker"])
+def test_a_sandboxed_bot_gets_only_the_variables_it_needs(worker: bool) -> None:
+    """A process-sandboxed bot (``sandbox = "bwrap"``, the default) got the whole environment of the
+    arena but its tokens: a host's cloud key, GitHub token or database URL reached every bot. Now it gets
+    only how to find programs and print text (:data:`arena.play.environment.JAIL_PASSES`, ``LC_*``),
+    its ``env`` table and what the arena gives it."""
+    from arena.config import BotSpec
+    from arena.play.environment import bot_environment, worker_environment
+
+    bot = BotSpec("b", "1", ("x",), env={"LEVEL": "3"})
+    if worker:
+        env = worker_environment(bot, "h:9", "own", base=HOST_ENVIRONMENT)
+        given = {"ALLFOURS_LOBBY": "h:9", "ALLFOURS_BOT_TOKEN": "own", "ALLFOURS_BOT_NAME": "b"}
+        assert env.pop("ALLFOURS_WORKER_PARENT") == str(os.getpid())
+    else:
+        env = bot_environment(bot, "TICKET", "h:1", base=HOST_ENVIRONMENT)
+        given = {"ALLFOURS_TICKET": "TICKET", "ALLFOURS_REFEREE": "h:1"}
+    kept = ("PATH", "LANG", "LC_ALL", "TZ", "PYTHONPATH", "VIRTUAL_ENV")
+    assert env == {**{k: HOST_ENVIRONMENT[k] for k in kept}, "LEVEL": "3", **given}
 
 
 def test_a_local_worker_gets_its_own_token_not_the_shells() -> None:

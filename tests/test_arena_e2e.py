@@ -305,7 +305,9 @@ def test_bots_never_see_admin_tokens_and_early_exits_are_explained(tmp_path: Pat
     cfg = tmp_path / "early.toml"
     cfg.write_text(EARLY)
     secrets = {"ALLFOURS_ADMIN_TOKEN": "adm-default-7f3a", "CUP_ADMIN_TOKEN": "adm-configured-9c1e",
-               "COPY_OF_TOKEN": "adm-configured-9c1e"}
+               "COPY_OF_TOKEN": "adm-configured-9c1e",
+               # a host's own credential: before, everything but the tokens reached a sandboxed bot
+               "AWS_SECRET_ACCESS_KEY": "host-cloud-3b7d"}
     done = arena(str(cfg), "--bootstrap", "0", "--skip-broken", timeout=120, env=secrets)
     assert done.returncode == 0, done.stdout + done.stderr
     out = tmp_path / "out"
@@ -327,7 +329,7 @@ def test_bots_never_see_admin_tokens_and_early_exits_are_explained(tmp_path: Pat
     assert len(logs) == 4
     for log in logs:
         env = json.loads(log.read_text().splitlines()[0])
-        assert env["ALLFOURS_TICKET"] and env["ALLFOURS_REFEREE"]
+        assert env["ALLFOURS_TICKET"] and env["ALLFOURS_REFEREE"] and env["PATH"] and env["HOME"] == "/tmp"
         assert not set(secrets) & set(env), sorted(set(secrets) & set(env))
         assert not set(secrets.values()) & set(env.values())
     # the output folder and the database (it holds the master seed) are the arena user's alone

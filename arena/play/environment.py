@@ -32,13 +32,14 @@ def bot_environment(
     base: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The environment of one bot process: ``base`` (default: the arena's environment) without its
-    secrets, plus the bot's ``env`` table, ``ALLFOURS_TICKET`` and ``ALLFOURS_REFEREE``.
+    secrets (for a process-sandboxed bot, only the variables of :data:`JAIL_PASSES`), plus the bot's
+    ``env`` table, ``ALLFOURS_TICKET`` and ``ALLFOURS_REFEREE``.
 
     Removed: every variable named in ``secret_names`` (the admin token variables), and every variable
     whose value is one of ``secret_values`` or of those variables' values (a copy of a token under
     another name). A bot holding an admin token could call the referee's Admin API.
     """
-    env = _clean_environment(secret_names, secret_values, base)
+    env = _passed_on(bot, _clean_environment(secret_names, secret_values, base))
     return {**env, **bot.env, ENV_TICKET: ticket, ENV_REFEREE: referee}
 
 
@@ -46,6 +47,25 @@ def bot_environment(
 #: ``ALLFOURS_COMPETITOR_TOKEN``, a lobby worker's ``ALLFOURS_BOT_TOKEN``, ...): never passed on from the
 #: arena's environment (a host who also submits, or runs a worker, may have them set in that shell).
 PROJECT_SECRET = re.compile(r"ALLFOURS_\w*TOKEN\w*")
+
+
+#: The variables of the arena's environment that reach a process-sandboxed bot (``sandbox = "bwrap"``):
+#: how to find programs and libraries and how to print text, nothing that could be a credential (a
+#: host's cloud keys or API tokens). The jail sets ``HOME`` and ``TMPDIR`` itself; a bot that needs more
+#: names it in its ``env`` table. Trusted bots (``sandbox = "none"``) run as the arena's own user, who can
+#: read the arena's environment anyway, and get all of it but the secrets.
+JAIL_PASSES = frozenset({
+    "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "PYTHONPATH", "PYTHONIOENCODING", "PYTHONUNBUFFERED",
+    "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV", "NODE_PATH", "GRPC_VERBOSITY",
+})
+
+
+def _passed_on(bot: BotSpec, env: dict[str, str]) -> dict[str, str]:
+    """``env`` as ``bot`` gets it: for a process-sandboxed bot only :data:`JAIL_PASSES` and the
+    locale's ``LC_*`` variables; for any other bot all of it."""
+    if not bot.jailed:
+        return env
+    return {k: v for k, v in env.items() if k in JAIL_PASSES or k.startswith("LC_")}
 
 
 def _clean_environment(
@@ -69,11 +89,12 @@ def worker_environment(
     base: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The environment of one local worker process (:mod:`arena.hosting.workers.local`): ``base`` without its
-    secrets (as :func:`bot_environment`), the bot's ``env`` table, and the lobby's address, this
-    worker's token, the bot's name and the arena's process id (see :mod:`sdk.worker`)."""
+    secrets (as :func:`bot_environment`; for a process-sandboxed bot, only :data:`JAIL_PASSES`), the
+    bot's ``env`` table, and the lobby's address, this worker's token, the bot's name and the arena's
+    process id (see :mod:`sdk.worker`)."""
     from sdk.worker import LOBBY_ENV, NAME_ENV, PARENT_ENV, TOKEN_ENV
 
-    env = _clean_environment(secret_names, secret_values, base)
+    env = _passed_on(bot, _clean_environment(secret_names, secret_values, base))
     for name in (ENV_TICKET, ENV_REFEREE):
         env.pop(name, None)
     extra = {LOBBY_ENV: lobby, TOKEN_ENV: token, NAME_ENV: bot.name, PARENT_ENV: str(os.getpid())}
