@@ -57,6 +57,21 @@ def build_bot(folder: Path, name: str, version: str, base: str, entry: str | Non
     return r.stdout.strip().splitlines()[-1]
 
 
+def _text_of(container: Any, path: str) -> str:
+    """The text of the file at ``path`` in ``container`` (created, running or exited), through docker's
+    ``get_archive`` (a tar stream of that one file).
+
+    :raises docker.errors.NotFound: if there is no such file."""
+    import io
+    import tarfile
+
+    chunks, _ = container.get_archive(path)
+    with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
+        member = tar.extractfile(tar.getmembers()[0])
+        assert member is not None, f"{path} is not a file"
+        return member.read().decode()
+
+
 def file_in_image(client: Any, tag: str, path: str) -> str:
     """The text of the file at ``path`` in image ``tag``, read from a created (never started) container
     with ``get_archive``. Not ``containers.run(…, ["cat", path])``: dockerd waits at most 2 s for a
@@ -64,18 +79,11 @@ def file_in_image(client: Any, tag: str, path: str) -> str:
     CI run read ``''`` for a file that held a number).
 
     :raises KeyError: if the image has no file there (docker's NotFound, as KeyError)."""
-    import io
-    import tarfile
-
     import docker.errors
 
     container = client.containers.create(tag, entrypoint=["true"], network_disabled=True)
     try:
-        chunks, _ = container.get_archive(path)
-        with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
-            member = tar.extractfile(tar.getmembers()[0])
-            assert member is not None, f"{path} in {tag} is not a file"
-            return member.read().decode()
+        return _text_of(container, path)
     except docker.errors.NotFound:
         raise KeyError(f"{tag} has no {path}") from None
     finally:
@@ -89,18 +97,11 @@ def output_in_image(client: Any, image: str, argv: list[str], **options: Any) ->
     short-lived container can come back empty).
 
     :raises AssertionError: if the command exits with a failure status (its output in the message)."""
-    import io
-    import tarfile
-
     wrapped = ["sh", "-c", '"$@" > /tmp/allfours-output 2>&1', "sh", *argv]
     container = client.containers.run(image, entrypoint=wrapped, detach=True, **options)
     try:
         code = container.wait(timeout=300)["StatusCode"]
-        chunks, _ = container.get_archive("/tmp/allfours-output")
-        with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
-            member = tar.extractfile(tar.getmembers()[0])
-            assert member is not None
-            out = member.read().decode()
+        out = _text_of(container, "/tmp/allfours-output")
         assert code == 0, f"{argv} exited with status {code}: {out[-2000:]}"
         return out
     finally:
