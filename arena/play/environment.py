@@ -39,7 +39,7 @@ def bot_environment(
     whose value is one of ``secret_values`` or of those variables' values (a copy of a token under
     another name). A bot holding an admin token could call the referee's Admin API.
     """
-    env = _passed_on(bot, _clean_environment(secret_names, secret_values, base))
+    env = _inherited(bot, secret_names, secret_values, base)
     return {**env, **bot.env, ENV_TICKET: ticket, ENV_REFEREE: referee}
 
 
@@ -60,24 +60,20 @@ JAIL_PASSES = frozenset({
 })
 
 
-def _passed_on(bot: BotSpec, env: dict[str, str]) -> dict[str, str]:
-    """``env`` as ``bot`` gets it: for a process-sandboxed bot only :data:`JAIL_PASSES` and the
-    locale's ``LC_*`` variables; for any other bot all of it."""
-    if not bot.jailed:
-        return env
-    return {k: v for k, v in env.items() if k in JAIL_PASSES or k.startswith("LC_")}
-
-
-def _clean_environment(
-    secret_names: Collection[str], secret_values: Collection[str], base: Mapping[str, str] | None
+def _inherited(
+    bot: BotSpec, secret_names: Collection[str], secret_values: Collection[str], base: Mapping[str, str] | None
 ) -> dict[str, str]:
-    """``base`` (default: the arena's environment) without the variables named in ``secret_names`` or
-    matching :data:`PROJECT_SECRET`, and without any variable holding one of their values or one of
-    ``secret_values``."""
+    """What ``bot`` gets of ``base`` (default: the arena's environment): never the variables named in
+    ``secret_names`` or matching :data:`PROJECT_SECRET`, nor any variable holding one of their values or
+    one of ``secret_values``; of the rest, a process-sandboxed bot gets only :data:`JAIL_PASSES` and the
+    locale's ``LC_*`` variables, any other bot all of it."""
     base = dict(os.environ if base is None else base)
     names = set(secret_names) | {n for n in base if PROJECT_SECRET.fullmatch(n)}
     values = {v for v in secret_values if v} | {base[n] for n in names if base.get(n)}
-    return {k: v for k, v in base.items() if k not in names and v not in values}
+    env = {k: v for k, v in base.items() if k not in names and v not in values}
+    if not bot.jailed:
+        return env
+    return {k: v for k, v in env.items() if k in JAIL_PASSES or k.startswith("LC_")}
 
 
 def worker_environment(
@@ -94,7 +90,7 @@ def worker_environment(
     process id (see :mod:`sdk.worker`)."""
     from sdk.worker import LOBBY_ENV, NAME_ENV, PARENT_ENV, TOKEN_ENV
 
-    env = _passed_on(bot, _clean_environment(secret_names, secret_values, base))
+    env = _inherited(bot, secret_names, secret_values, base)
     for name in (ENV_TICKET, ENV_REFEREE):
         env.pop(name, None)
     extra = {LOBBY_ENV: lobby, TOKEN_ENV: token, NAME_ENV: bot.name, PARENT_ENV: str(os.getpid())}
