@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import signal
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from arena.config import BotSpec
 from arena.hosting import sandbox
 from arena.hosting.sandbox import BotContainer
+from arena.hosting.workers.container import ContainerWorkers
 
 
 class Replayed:
@@ -112,6 +115,64 @@ def test_the_kernels_log_is_not_read_for_an_exit_that_is_no_kill(short_wait: Pat
     box = BotContainer(container=Replayed(exited(1, False), id=HOG), name="seat0")
     assert box.poll() == 1
     assert box.oom_killed is False
+
+
+
+class Removed:
+    """A docker SDK container already removed (by the pool's watcher, after it read the exit)."""
+
+    def __init__(self) -> None:
+        self.id = HOG
+        self.attrs: dict[str, Any] = {}
+
+    def reload(self) -> None:
+        raise RuntimeError("404 Client Error: No such container")
+
+
+@pytest.mark.parametrize(("records", "oom"), [([oom_kill_record(HOG)], True), ([oom_kill_record(OTHER)], False)],
+                         ids=["killed-for-memory", "another-container"])
+def test_a_container_removed_before_its_exit_was_read_asks_the_kernels_log(
+    short_wait: Path, records: list[str], oom: bool
+) -> None:
+    """A game's end asks about a worker the watcher has just removed: the kernel's log still says
+    whether it was killed for memory (before, such a kill read as a plain SIGKILL)."""
+    with short_wait.open("a") as f:
+        f.writelines(records)
+    box = BotContainer(container=Removed(), name="worker0")
+    assert box.poll() == -signal.SIGKILL
+    assert box.oom_killed is oom
+
+
+def _pool_with_one_worker(tmp_path: Path, container_id: str) -> tuple[ContainerWorkers, str]:
+    """A container-worker pool of one whose worker ran in container ``container_id``, then was
+    replaced (its slot now holds a new worker's token); returns the pool and the old token's digest."""
+    tokens = iter(["old-token", "new-token"])
+    issuer = SimpleNamespace(issue=lambda name: next(tokens), revoke=lambda digest: None)
+    ctx = SimpleNamespace(lobby=SimpleNamespace(tokens=issuer), log_limit=1 << 16, log_dir=tmp_path)
+    sandbox_ = SimpleNamespace(start=lambda *a, **k: BotContainer(container=Replayed({"Status": "running"},
+                                                                                   id=container_id), name="w"))
+    pool = ContainerWorkers(BotSpec("hog", "1", (), image="hog:1"), 1, sandbox_, "lobby:1")  # type: ignore[arg-type]
+    pool._ctx = ctx  # type: ignore[assignment]
+    slot = pool._slots[0]
+    pool._launch(slot)
+    old = slot.digest
+    slot.proc = None  # the watcher read its exit and stopped it ...
+    pool._launch(slot)  # ... and started the next worker in its place
+    assert slot.digest != old
+    return pool, old
+
+
+@pytest.mark.parametrize(("records", "oom"), [([oom_kill_record(HOG)], True), ([oom_kill_record(OTHER)], False)],
+                         ids=["killed-for-memory", "another-container"])
+def test_a_replaced_worker_killed_for_memory_is_still_known_by_its_token(
+    short_wait: Path, tmp_path: Path, records: list[str], oom: bool
+) -> None:
+    """The arena asks about a forfeited seat's worker by its token: after the pool replaced that worker,
+    the kernel's record of the container it ran in still answers (the CI's ``disconnect`` for ``oom``)."""
+    with short_wait.open("a") as f:
+        f.writelines(records)
+    pool, digest = _pool_with_one_worker(tmp_path, HOG)
+    assert pool.killed_for_memory(digest, wait_s=0.0) is oom
 
 
 class DeafToSigterm:

@@ -142,6 +142,9 @@ class BotContainer:
     pids_limited: bool = False
     _logs_copied: bool = field(default=False, repr=False)
     _signalled: bool = field(default=False, repr=False)
+    #: Held while the exit is read: the worker pool's watcher and a game's end may ask at once, and
+    #: one must not overwrite what the other found (a late OOM mark, the kernel's record).
+    _reading: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def pump(self) -> BotContainer:
@@ -158,13 +161,18 @@ class BotContainer:
         return self.name
 
     def poll(self) -> int | None:
-        """The exit status once the container has exited, else None (one docker call)."""
+        """The exit status once the container has exited, else None (one docker call; one thread at a time)."""
+        with self._reading:
+            return self._read_exit()
+
+    def _read_exit(self) -> int | None:
         if self.returncode is not None:
             return self.returncode
         try:
             self.container.reload()
-        except Exception:
-            self.returncode = -signal.SIGKILL  # removed under us: it is gone
+        except Exception:  # removed under us: it is gone, and only the kernel's log can say it was for memory
+            self.oom_killed = not self._signalled and kernel_killed_for_memory(str(self.container.id))
+            self.returncode = -signal.SIGKILL
             return self.returncode
         state = self.container.attrs.get("State", {})
         self.pids_limited = self.pids_limited or _pids_limit_reached(str(self.container.id))
@@ -172,7 +180,7 @@ class BotContainer:
             code = int(state.get("ExitCode", -1))
             self.oom_killed = bool(state.get("OOMKilled")) or (
                 code == 128 + signal.SIGKILL and not self._signalled
-                and (self._late_oom_mark() or _kernel_killed_for_memory(str(self.container.id))))
+                and (self._late_oom_mark() or kernel_killed_for_memory(str(self.container.id))))
             if self._signalled and not self.oom_killed and code in (128 + signal.SIGTERM, 128 + signal.SIGKILL):
                 code = 128 - code  # stopped by us: like a process, -SIGTERM / -SIGKILL
             self.returncode = code
@@ -245,7 +253,7 @@ def _pids_limit_reached(container_id: str) -> bool:
     return False
 
 
-def _kernel_killed_for_memory(container_id: str) -> bool:
+def kernel_killed_for_memory(container_id: str) -> bool:
     """Whether the kernel's log (:data:`KERNEL_LOG`) holds an OOM kill of a task in the cgroup of
     container ``container_id`` (64 hex digits): a line ``oom-kill:…,task_memcg=…<id>…``. False when
     the log cannot be read (not root, or not on the host)."""

@@ -17,7 +17,7 @@ forfeited seat reads ``oom`` (:meth:`arena.play.game.GrpcGameRunner._worker_caus
 from __future__ import annotations
 
 from arena.config import BotSpec
-from arena.hosting.sandbox import BotContainer, Sandbox, SandboxError
+from arena.hosting.sandbox import BotContainer, Sandbox, SandboxError, kernel_killed_for_memory
 from arena.hosting.workers.kind import WorkerContext
 from arena.hosting.workers.local import LocalWorkers, Slot
 from arena.lobby.tokens import token_digest
@@ -32,6 +32,7 @@ class ContainerWorkers(LocalWorkers):
         self.sandbox = sandbox
         self.lobby_address = lobby
         self._oom: set[str] = set()  # token digests of the workers killed at their memory limit
+        self._container_of: dict[str, str] = {}  # token digest -> the id of the container that registered with it
 
     def killed_for_memory(self, digest: str, wait_s: float = 3.0) -> bool:
         """True if the worker that registered with the token of ``digest`` was killed at its memory
@@ -40,16 +41,24 @@ class ContainerWorkers(LocalWorkers):
         Asked when the worker has left its game: the pool's watcher may not have looked at its
         container yet (it looks every ``POLL_S``; on a busy machine the game's end came first and the
         seat read ``disconnect``), so its container is asked here, waiting up to ``wait_s`` seconds
-        for docker to report it exited."""
+        for docker to report it exited. Last, the kernel's log is asked about that container's cgroup
+        (:func:`arena.hosting.sandbox.kernel_killed_for_memory`), whatever docker reported."""
         with self._lock:
             if digest in self._oom:
                 return True
             proc = next((s.proc for s in self._slots if s.digest == digest), None)
+            container_id = self._container_of.get(digest)
         if isinstance(proc, BotContainer) and proc.wait(wait_s) is not None and proc.oom_killed:
             with self._lock:
                 self._oom.add(digest)
         with self._lock:  # the watcher may have stopped the container meanwhile, and noted it
-            return digest in self._oom
+            if digest in self._oom:
+                return True
+        if container_id is not None and kernel_killed_for_memory(container_id):
+            with self._lock:
+                self._oom.add(digest)
+            return True
+        return False
 
     def _check(self, slot: Slot) -> None:
         proc = slot.proc
@@ -78,6 +87,7 @@ class ContainerWorkers(LocalWorkers):
                 self.bot.image, self.bot.name, f"worker{slot.index}-{slot.starts}", env, self.bot.limits,
                 self.log_dir / slot.log_name, log_limit=ctx.log_limit,
             )
+            self._container_of[slot.digest] = str(slot.proc.container.id)
         except SandboxError as e:
             slot.proc = None
             ctx.lobby.tokens.revoke(slot.digest)
