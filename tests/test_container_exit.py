@@ -5,6 +5,7 @@ needed, so the states docker's races produce can be given exactly."""
 
 from __future__ import annotations
 
+import itertools
 import signal
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,7 +16,7 @@ import pytest
 from arena.config import BotSpec
 from arena.hosting import sandbox
 from arena.hosting.sandbox import BotContainer
-from arena.hosting.workers.container import ContainerWorkers
+from arena.hosting.workers.container import REMEMBERED_PER_SLOT, ContainerWorkers
 
 
 class Replayed:
@@ -146,7 +147,7 @@ def test_a_container_removed_before_its_exit_was_read_asks_the_kernels_log(
 def _pool_with_one_worker(tmp_path: Path, container_id: str) -> tuple[ContainerWorkers, str]:
     """A container-worker pool of one whose worker ran in container ``container_id``, then was
     replaced (its slot now holds a new worker's token); returns the pool and the old token's digest."""
-    tokens = iter(["old-token", "new-token"])
+    tokens = (f"token-{n}" for n in itertools.count())
     issuer = SimpleNamespace(issue=lambda name: next(tokens), revoke=lambda digest: None)
     ctx = SimpleNamespace(lobby=SimpleNamespace(tokens=issuer), log_limit=1 << 16, log_dir=tmp_path)
     sandbox_ = SimpleNamespace(start=lambda *a, **k: BotContainer(container=Replayed({"Status": "running"},
@@ -173,6 +174,21 @@ def test_a_replaced_worker_killed_for_memory_is_still_known_by_its_token(
         f.writelines(records)
     pool, digest = _pool_with_one_worker(tmp_path, HOG)
     assert pool.killed_for_memory(digest, wait_s=0.0) is oom
+
+
+def test_a_pool_remembers_only_its_newest_containers(short_wait: Path, tmp_path: Path) -> None:
+    """A bot whose workers die at every game does not grow the pool's memory: only the newest
+    REMEMBERED_PER_SLOT containers a place are asked about; an older token is no longer known."""
+    with short_wait.open("a") as f:
+        f.write(oom_kill_record(HOG))
+    pool, first = _pool_with_one_worker(tmp_path, HOG)
+    slot = pool._slots[0]
+    for _ in range(10):
+        slot.proc = None
+        pool._launch(slot)
+    assert len(pool._container_of) == REMEMBERED_PER_SLOT
+    assert pool.killed_for_memory(slot.digest, wait_s=0.0) is True
+    assert pool.killed_for_memory(first, wait_s=0.0) is False
 
 
 class DeafToSigterm:

@@ -22,6 +22,10 @@ from arena.hosting.workers.kind import WorkerContext
 from arena.hosting.workers.local import LocalWorkers, Slot
 from arena.lobby.tokens import token_digest
 
+#: Containers remembered per place in the pool for :meth:`ContainerWorkers.killed_for_memory` (its
+#: current worker and the few before it), so the memory stays bounded however often workers die.
+REMEMBERED_PER_SLOT = 4
+
 
 class ContainerWorkers(LocalWorkers):
     """A pool of ``size`` worker containers of ``bot`` in ``sandbox``; the lobby listens at ``lobby``
@@ -32,7 +36,9 @@ class ContainerWorkers(LocalWorkers):
         self.sandbox = sandbox
         self.lobby_address = lobby
         self._oom: set[str] = set()  # token digests of the workers killed at their memory limit
-        self._container_of: dict[str, str] = {}  # token digest -> the id of the container that registered with it
+        #: token digest -> the id of the container that registered with it (the newest
+        #: :data:`REMEMBERED_PER_SLOT` per place in the pool: a worker is asked about when its game ends)
+        self._container_of: dict[str, str] = {}
 
     def killed_for_memory(self, digest: str, wait_s: float = 3.0) -> bool:
         """True if the worker that registered with the token of ``digest`` was killed at its memory
@@ -88,6 +94,8 @@ class ContainerWorkers(LocalWorkers):
                 self.log_dir / slot.log_name, log_limit=ctx.log_limit,
             )
             self._container_of[slot.digest] = str(slot.proc.container.id)
+            while len(self._container_of) > REMEMBERED_PER_SLOT * self.size:  # a bot dying at every game
+                del self._container_of[next(iter(self._container_of))]  # forget the oldest
         except SandboxError as e:
             slot.proc = None
             ctx.lobby.tokens.revoke(slot.digest)
