@@ -186,7 +186,8 @@ def test_a_pool_remembers_only_its_newest_containers(short_wait: Path, tmp_path:
     for _ in range(10):
         slot.proc = None
         pool._launch(slot)
-    assert len(pool._container_of) == REMEMBERED_PER_SLOT
+        pool._oom.add(slot.digest)  # each killed for memory, as the watcher notes it
+    assert len(pool._container_of) == REMEMBERED_PER_SLOT and len(pool._oom) <= REMEMBERED_PER_SLOT
     assert pool.killed_for_memory(slot.digest, wait_s=0.0) is True
     assert pool.killed_for_memory(first, wait_s=0.0) is False
 

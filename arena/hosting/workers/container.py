@@ -23,7 +23,8 @@ from arena.hosting.workers.local import LocalWorkers, Slot
 from arena.lobby.tokens import token_digest
 
 #: Containers remembered per place in the pool for :meth:`ContainerWorkers.killed_for_memory` (its
-#: current worker and the few before it), so the memory stays bounded however often workers die.
+#: current worker and the few before it; with them go their notes in ``_oom``), so the memory stays bounded
+#: however often workers die.
 REMEMBERED_PER_SLOT = 4
 
 
@@ -95,7 +96,9 @@ class ContainerWorkers(LocalWorkers):
             )
             self._container_of[slot.digest] = str(slot.proc.container.id)
             while len(self._container_of) > REMEMBERED_PER_SLOT * self.size:  # a bot dying at every game
-                del self._container_of[next(iter(self._container_of))]  # forget the oldest
+                oldest = next(iter(self._container_of))
+                del self._container_of[oldest]
+                self._oom.discard(oldest)
         except SandboxError as e:
             slot.proc = None
             ctx.lobby.tokens.revoke(slot.digest)
