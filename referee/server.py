@@ -88,6 +88,9 @@ SERVER_OPTIONS: list[tuple[str, int]] = [
     ("grpc.so_reuseport", 0),
 ]
 MAXIMUM_CONCURRENT_RPCS = 2048
+#: The RPCs at once on one sandboxed bot's own socket (:meth:`RefereeServer.listen_unix`): its seats'
+#: streams in every game it plays at once, and its silent streams (at most ``PENDING_HELLOS_PER_PEER``).
+BOT_SOCKET_RPCS = 512
 
 SERVICE_NAMES = (
     pb.DESCRIPTOR.services_by_name["RefereeService"].full_name,
@@ -280,9 +283,9 @@ def add_referee_service(servicer: RefereeServicer, server: grpc.aio.Server) -> N
 class RefereeServicer(pb_grpc.RefereeServiceServicer):
     """The seat stream: Hello -> Welcome, then decisions until MatchEnd (docs/protocol.md)."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, pending: Pending | None = None) -> None:
         self.registry = registry
-        self.pending = Pending(PENDING_HELLOS_PER_PEER)
+        self.pending = pending or Pending(PENDING_HELLOS_PER_PEER)
 
     async def Play(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> None:
         """One seat's stream. Status codes: see the proto (UNAUTHENTICATED, PERMISSION_DENIED, …)."""
@@ -509,6 +512,8 @@ class RefereeServer:
         self.tls = tls
         self.registry = Registry(keep_finished, keep_finished_s)
         self._server: grpc.aio.Server | None = None
+        #: One server a sandboxed bot (:meth:`listen_unix`), by its socket's address.
+        self._bot_servers: dict[str, grpc.aio.Server] = {}
         self._health = health.aio.HealthServicer() if hasattr(health, "aio") else health.HealthServicer()
         self._accepting = threading.Event()
 
@@ -553,6 +558,27 @@ class RefereeServer:
         log.info("referee_started", address=self.address, tls=self.tls is not None)
         return bound
 
+    async def listen_unix(self, address: str) -> None:
+        """Serve the seat streams (``Play``) and health on the unix socket ``address`` (``unix:PATH``) with
+        a server of its own: one sandboxed bot's socket (arena/hosting/jail.py). Its silent streams and
+        its RPC slots (:data:`BOT_SOCKET_RPCS`) are its own, so a bot that floods its socket with streams
+        that never say Hello only fails its own games, never another bot's or the admin calls
+        (a unix peer has no address to count it by on a shared socket). No AdminService there.
+
+        :raises RuntimeError: if the socket cannot be bound, or the referee is not running.
+        """
+        if self._server is None:
+            raise RuntimeError("the referee is not running")
+        if address in self._bot_servers:
+            return
+        server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=BOT_SOCKET_RPCS)
+        add_referee_service(RefereeServicer(self.registry, Pending(PENDING_HELLOS_PER_PEER, unix_key="bot")), server)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        if not server.add_insecure_port(address):
+            raise RuntimeError(f"could not bind {address}")
+        await server.start()
+        self._bot_servers[address] = server
+
     async def stop(self, grace_s: float = 5.0) -> None:
         """Graceful shutdown: NOT_SERVING, refuse new matches, let running matches finish for
         ``grace_s`` seconds, abort the rest (TERMINATION_ABORTED), wait up to :data:`STREAM_DRAIN_S`
@@ -576,8 +602,9 @@ class RefereeServer:
         streams = [t for t in self.registry.streams if not t.done()]
         if streams:
             await asyncio.wait(streams, timeout=STREAM_DRAIN_S)
-        await self._server.stop(1.0)
+        await asyncio.gather(self._server.stop(1.0), *(b.stop(1.0) for b in self._bot_servers.values()))
         self._server = None
+        self._bot_servers.clear()
         log.info("referee_stopped")
 
     async def wait_for_termination(self) -> None:
@@ -643,6 +670,13 @@ class ThreadedReferee:
         """Start the loop thread and the server; return the port."""
         self._thread.start()
         return asyncio.run_coroutine_threadsafe(self.server.start(), self._loop).result(30)
+
+    def listen_unix(self, address: str) -> None:
+        """:meth:`RefereeServer.listen_unix` on the referee's loop (from any thread).
+
+        :raises RuntimeError: as that method.
+        """
+        asyncio.run_coroutine_threadsafe(self.server.listen_unix(address), self._loop).result(30)
 
     def stop(self) -> None:
         """Stop the server gracefully and the loop thread."""

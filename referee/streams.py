@@ -136,16 +136,17 @@ class Pending:
     server's ``maximum_concurrent_rpcs`` slots before any ticket or token is seen, so one client holding
     silent streams made the server refuse every other call ("Concurrent RPC limit exceeded!"). A
     stream over ``per_peer`` of its host, or over ``in_all`` of all hosts, is refused at once
-    (RESOURCE_EXHAUSTED, one line ending ``dial again later``). A unix socket's peers are not counted
-    (they are the server's own machine's processes). Used on one event loop only."""
+    (RESOURCE_EXHAUSTED, one line ending ``dial again later``). A unix socket's peers carry no address:
+    with ``unix_key`` they are all counted as that one host (a server listening for one sandboxed bot
+    only: ``RefereeServer.listen_unix``), without it not at all. Used on one event loop only."""
 
-    def __init__(self, per_peer: int, in_all: int | None = None) -> None:
-        self.per_peer, self.in_all = per_peer, in_all
+    def __init__(self, per_peer: int, in_all: int | None = None, unix_key: str | None = None) -> None:
+        self.per_peer, self.in_all, self.unix_key = per_peer, in_all, unix_key
         self._by_host: dict[str, int] = {}
 
     async def first_message(self, context: grpc.aio.ServicerContext, timeout_s: float, expected: str) -> Any:
         """:func:`first_message`, or the stream refused as the class docstring says."""
-        host = peer_host(context.peer() or "")
+        host = peer_host(context.peer() or "") or self.unix_key
         if host is None:
             return await first_message(context, timeout_s, expected)
         kind = expected.capitalize()

@@ -632,3 +632,90 @@ async def _follow_refusals(calls: list[Any], settled: Callable[[int], bool]) -> 
             break
         seen = len(refused)
     return refused, tasks
+
+
+def test_a_sandboxed_bot_flooding_its_sockets_fails_only_its_own_games(tmp_path: Path) -> None:
+    """A sandboxed process bot reaches the embedded referee and the lobby over unix sockets, whose peers
+    carry no address to count them by: one bot opening 2600 streams that never say Hello took all 2048
+    RPC slots of the referee (and the lobby's 1024), and every other game of the run failed on
+    "Concurrent RPC limit exceeded!" until the arena gave up (a reviewer's `arena run`: rc 1). Now each
+    sandboxed bot dials sockets of its own (``Jail.for_bot``), served by servers of their own: the flood
+    is refused past the pending cap on the flooder's own socket, while another bot's socket and the
+    admin calls are answered."""
+    from allfours.v1 import lobby_pb2 as lpb
+    from allfours.v1 import lobby_pb2_grpc as lpb_grpc
+    from allfours.v1 import referee_pb2 as pb
+    from allfours.v1 import referee_pb2_grpc as pb_grpc
+    from arena.hosting.jail import LOBBY_SOCKET, REFEREE_SOCKET, Jail
+    from arena.lobby.service import PENDING_PER_PEER, Lobby
+    from arena.lobby.tokens import TokenBook
+    from referee import wire
+    from referee.server import PENDING_HELLOS_PER_PEER, ThreadedReferee
+
+    flood = 2600
+    hello = pb.PlayRequest(hello=pb.Hello(ticket="t-no-such", protocol_version=wire.PROTOCOL_VERSION))
+    register = lpb.ConnectRequest(register=lpb.Register(token="no-such-token", bot_name="honest",
+                                                        protocol_version=wire.PROTOCOL_VERSION))
+
+    async def answer(call: Any) -> tuple[grpc.StatusCode, str]:
+        try:
+            async for _ in call:
+                pass
+            return grpc.StatusCode.OK, ""
+        except grpc.aio.AioRpcError as e:
+            return e.code(), e.details() or ""
+
+    async def attack(hostile: Path, honest: Path, admin: str, token: str) -> dict[str, Any]:
+        release = asyncio.Event()
+
+        async def silent() -> Any:
+            await release.wait()
+            return
+            yield
+
+        own = [("grpc.use_local_subchannel_pool", 1)]
+        seen: dict[str, Any] = {}
+        for sock, stub, first in ((REFEREE_SOCKET, pb_grpc.RefereeServiceStub, hello),
+                                  (LOBBY_SOCKET, lpb_grpc.LobbyServiceStub, register)):
+            channels = [grpc.aio.insecure_channel(f"unix:{hostile / sock}", options=own) for _ in range(50)]
+            method = "Play" if sock == REFEREE_SOCKET else "Connect"
+            calls = [getattr(stub(channels[k % 50]), method)(silent(), timeout=60) for k in range(flood)]
+            seen[f"{sock} refused"], tasks = await _follow_refusals(calls, lambda n: n > 0)
+            for who, folder in (("honest", honest), ("hostile", hostile)):
+                async with grpc.aio.insecure_channel(f"unix:{folder / sock}") as ch:
+                    seen[f"{sock} {who}"] = await answer(getattr(stub(ch), method)(iter([first]), timeout=30))
+            async with grpc.aio.insecure_channel(admin) as ch:
+                listed = await pb_grpc.AdminServiceStub(ch).ListMatches(
+                    pb.ListMatchesRequest(), metadata=(("authorization", f"Bearer {token}"),), timeout=30)
+                seen[f"{sock} admin"] = type(listed).__name__
+            release.set()
+            await asyncio.gather(*tasks)
+            release.clear()
+            for c in channels:
+                await c.close()
+        return seen
+
+    sockets = tmp_path / "sockets"
+    sockets.mkdir()
+    jail = Jail("bwrap", sockets, runtime=[])
+    with ThreadedReferee() as ref:
+        lobby = Lobby("t", TokenBook(), loop=ref.loop)
+        lobby.start()
+        try:
+            hostile = jail.for_bot("hostile").sockets  # made before anyone listens: served once they do
+            jail.on_bot_folder(lambda d: ref.listen_unix(f"unix:{d / REFEREE_SOCKET}"))
+            jail.on_bot_folder(lambda d: lobby.listen_unix(f"unix:{d / LOBBY_SOCKET}"))
+            honest = jail.for_bot("honest").sockets
+            assert hostile != honest and hostile.parent == honest.parent == sockets
+            seen = asyncio.run(attack(hostile, honest, ref.address, ref.admin_token))
+        finally:
+            lobby.stop()
+    for sock, cap, kind in ((REFEREE_SOCKET, PENDING_HELLOS_PER_PEER, "Hello"),
+                            (LOBBY_SOCKET, PENDING_PER_PEER, "Register")):
+        line = f"{cap} streams of your address are waiting to send a {kind}: dial again later"
+        capped = [d for code, d in seen[f"{sock} refused"] if code == grpc.StatusCode.RESOURCE_EXHAUSTED and d == line]
+        assert len(capped) > flood // 2, seen[f"{sock} refused"][:3]
+        assert seen[f"{sock} hostile"] == (grpc.StatusCode.RESOURCE_EXHAUSTED, line)  # its own games fail
+        assert seen[f"{sock} admin"] == "ListMatchesResponse"
+    assert seen[f"{REFEREE_SOCKET} honest"] == (grpc.StatusCode.UNAUTHENTICATED, "unknown ticket")
+    assert seen[f"{LOBBY_SOCKET} honest"][0] == grpc.StatusCode.UNAUTHENTICATED, seen[f"{LOBBY_SOCKET} honest"]

@@ -302,3 +302,30 @@ def test_socket_folders_of_gone_arenas_are_removed(tmp_path: Path, monkeypatch: 
     finally:
         jail.close()
     assert not jail.sockets.exists()
+
+
+def test_a_sandboxed_bots_tmp_is_as_small_as_its_table_says(tmp_path: Path) -> None:
+    """A sandboxed bot's ``/tmp`` was a tmpfs with no size: a reviewer's bot wrote 2 GiB of the host's
+    memory there (tmpfs is RAM), and a few such bots could exhaust it. It is now ``tmpfs_mb`` (16 MiB by
+    default, as in a container): writing past it fails with ENOSPC inside the sandbox. Each bot also
+    sees only its own socket folder (``Jail.for_bot``)."""
+    from arena.hosting.jail import SOCKET_DIR, Jail
+
+    fill = ("import errno, os\nwritten = 0\ntry:\n    with open('/tmp/fill', 'wb') as f:\n"
+            "        for _ in range(64):\n            f.write(b'x' * (1 << 20)); f.flush(); written += 1\n"
+            "except OSError as e:\n    print('ENOSPC' if e.errno == errno.ENOSPC else e)\n"
+            f"print(written, sorted(os.listdir({SOCKET_DIR!r})))\n")
+    jail = Jail.open()
+    try:
+        small, other = jail.for_bot("small", tmpfs_mb=4), jail.for_bot("other")
+        (other.sockets / "marker").write_text("")
+        out = subprocess.run(small.wrap([sys.executable, "-c", fill], str(tmp_path)), capture_output=True,
+                             text=True, timeout=120)
+        default = subprocess.run(other.wrap([sys.executable, "-c", fill], str(tmp_path)), capture_output=True,
+                                 text=True, timeout=120)
+    finally:
+        jail.close()
+    assert out.stdout.splitlines()[0] == "ENOSPC", out.stdout + out.stderr
+    assert int(out.stdout.split()[1]) <= 4, out.stdout  # not a megabyte past its 4 MiB
+    assert default.stdout.splitlines()[0] == "ENOSPC" and int(default.stdout.split()[1]) <= 16, default.stdout
+    assert default.stdout.rstrip().endswith("['marker']") and out.stdout.rstrip().endswith("[]")  # own folder only

@@ -11,14 +11,20 @@ default) is started as ``bwrap [options] -- ARGV`` (:meth:`Jail.wrap`), inside t
   ``allfours/``, ``referee/`` and the ``proto/`` folder (public code: a Python bot imports the SDK, the
   Node.js bot loads the .proto files), and the bot's own folder (its ``cwd``); a private ``/tmp``
   (tmpfs, mounted first so that a bot folder under ``/tmp`` is still bound over it; also
-  ``HOME`` and ``TMPDIR``), its own ``/proc`` and a minimal ``/dev``. Not the arena's
+  ``HOME`` and ``TMPDIR``; its size is the bot's ``tmpfs_mb``, 16 MiB by default, as in a container),
+  its own ``/proc`` and a minimal ``/dev``. Not the arena's
   output folder (``arena.sqlite`` with the unrevealed master seed, the records, other seats' logs),
   not the home folder, not the rest of the repository (``arena.config.check_bot_cwds`` refuses a
   sandboxed bot whose folder holds the output folder).
 - **network**: a network namespace of its own (only a loopback nobody else is on), so nothing on the
-  machine or beyond; the referee and the lobby listen on unix sockets too, in a folder of the run
-  (:attr:`Jail.sockets`) bound at :data:`SOCKET_DIR` inside, so the bot is told
-  ``ALLFOURS_REFEREE=unix:/run/allfours/referee.sock`` and ``ALLFOURS_LOBBY=unix:/run/allfours/lobby.sock``.
+  machine or beyond; the referee and the lobby listen on unix sockets too, **one pair a bot**, in a
+  folder of the run (:meth:`Jail.for_bot`: ``<sockets>/<hash of the bot's name>/``) bound at
+  :data:`SOCKET_DIR` inside, so the bot is told ``ALLFOURS_REFEREE=unix:/run/allfours/referee.sock``
+  and ``ALLFOURS_LOBBY=unix:/run/allfours/lobby.sock``. Each bot's sockets are served by servers of
+  their own (``RefereeServer.listen_unix``, ``Lobby.listen_unix``): a unix peer has no address, so
+  on one shared socket a bot holding thousands of streams that never say Hello took every RPC slot
+  of the referee and the lobby and stopped every other bot's games; on its own sockets it can only
+  fail its own.
 - **processes**: its own pid namespace (when its first process ends, the kernel kills every other one
   in it), ``--die-with-parent``, a new session (no terminal to inject input into), every capability
   dropped and a user namespace whose only user is ``nobody`` (65534, which is the arena's user outside).
@@ -36,12 +42,14 @@ A missing ``bwrap`` is :class:`JailError` with one line naming the package (:fun
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,6 +64,8 @@ REFEREE_SOCKET = "referee.sock"
 LOBBY_SOCKET = "lobby.sock"
 #: The user and group a sandboxed bot runs as (nobody).
 NOBODY = "65534"
+#: The size of a sandboxed bot's ``/tmp`` (MiB) unless its table says ``tmpfs_mb`` (a container's default).
+TMPFS_MB = 16
 
 
 class JailError(RuntimeError):
@@ -109,13 +119,14 @@ def _root_links() -> list[str]:
 
 
 def _sweep_stale(tmp: Path) -> None:
-    """Remove the socket folders (``allfours-<pid>-…`` holding only sockets) of arena processes that are gone."""
+    """Remove the socket folders (``allfours-<pid>-…`` holding only sockets, in folders of their own) of
+    arena processes that are gone."""
     for d in tmp.glob("allfours-*-*"):
         pid = d.name.split("-")[1]
         if not pid.isdigit() or Path(f"/proc/{pid}").exists():
             continue
         try:
-            if d.is_dir() and all(f.is_socket() for f in d.iterdir()):
+            if d.is_dir() and all(f.is_socket() or f.is_dir() for f in d.rglob("*")):
                 shutil.rmtree(d, ignore_errors=True)
         except OSError:
             continue
@@ -129,6 +140,11 @@ class Jail:
     bwrap: str
     sockets: Path
     runtime: list[Path] = field(default_factory=_runtime_paths)
+    #: The size of the bot's ``/tmp`` in MiB.
+    tmpfs_mb: int = TMPFS_MB
+    _listeners: list[Callable[[Path], None]] = field(default_factory=list, repr=False)
+    _bots: dict[str, Path] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def open(cls, path: str | None = None) -> Jail:
@@ -165,16 +181,6 @@ class Jail:
             raise JailError(f"bwrap cannot make the bots' sandbox here ({said[:300]}): run the arena where user "
                             'namespaces are allowed, or opt trusted bots out with sandbox = "none"')
 
-    @property
-    def referee_socket(self) -> str:
-        """The referee's socket on this machine (``unix:PATH``: what it listens on)."""
-        return f"unix:{self.sockets / REFEREE_SOCKET}"
-
-    @property
-    def lobby_socket(self) -> str:
-        """The lobby's socket on this machine (``unix:PATH``)."""
-        return f"unix:{self.sockets / LOBBY_SOCKET}"
-
     @staticmethod
     def referee_inside() -> str:
         """The referee's address as a sandboxed bot dials it."""
@@ -185,13 +191,40 @@ class Jail:
         """The lobby's address as a sandboxed bot dials it."""
         return f"unix:{SOCKET_DIR}/{LOBBY_SOCKET}"
 
+    def on_bot_folder(self, listen: Callable[[Path], None]) -> None:
+        """Call ``listen(folder)`` for every bot's socket folder, those made already and each one
+        :meth:`for_bot` makes later: the referee and the lobby bind their sockets for that bot there
+        (``lambda d: referee.listen_unix(f"unix:{d}/referee.sock")``)."""
+        with self._lock:
+            self._listeners.append(listen)
+            for folder in self._bots.values():
+                listen(folder)
+
+    def for_bot(self, name: str, tmpfs_mb: int = TMPFS_MB) -> Jail:
+        """The sandbox of bot ``name``'s processes: this one with the bot's own socket folder (made, and
+        announced to :meth:`on_bot_folder`'s listeners, the first time) and a ``/tmp`` of ``tmpfs_mb``
+        MiB. Two bots never share a socket, so neither can crowd the other's out.
+
+        :raises RuntimeError: from a listener that cannot bind the bot's socket.
+        """
+        with self._lock:
+            folder = self._bots.get(name)
+            if folder is None:
+                folder = self.sockets / hashlib.sha256(name.encode()).hexdigest()[:16]
+                folder.mkdir(mode=0o700)
+                for listen in self._listeners:
+                    listen(folder)
+                self._bots[name] = folder
+        return Jail(self.bwrap, folder, self.runtime, tmpfs_mb)
+
     def wrap(self, argv: Sequence[str], cwd: str | None) -> list[str]:
         """``argv`` run by ``bwrap`` in the sandbox (see the module docstring), in ``cwd`` (default: the
         arena's working directory), which the bot sees read-only as its own folder."""
         folder = str(Path(cwd or os.getcwd()).resolve())
         args = [self.bwrap, "--unshare-all", "--unshare-user", "--uid", NOBODY, "--gid", NOBODY,
                 "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--hostname", "bot",
-                "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr", *_root_links()]
+                "--size", str(self.tmpfs_mb * 1024 * 1024), "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr",
+                *_root_links()]
         for public in ("/etc/ld.so.cache", "/etc/ssl/certs"):  # the linker's cache; CA certificates (Node reads them)
             if Path(public).exists():
                 args += ["--ro-bind", public, public]

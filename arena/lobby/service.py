@@ -80,6 +80,9 @@ SERVER_OPTIONS: list[tuple[str, Any]] = [
 ]
 #: Most streams the lobby serves at once.
 MAXIMUM_CONCURRENT_RPCS = 1024
+#: The RPCs at once on one sandboxed bot's own socket (:meth:`Lobby.listen_unix`): its workers' streams
+#: and its silent ones (at most ``PENDING_PER_PEER``).
+BOT_SOCKET_RPCS = 256
 
 
 @dataclass(eq=False)
@@ -154,6 +157,8 @@ class Lobby:
         self._loop = loop or asyncio.new_event_loop()
         self._thread = None if loop else threading.Thread(target=self._loop.run_forever, name="lobby", daemon=True)
         self._server: grpc.aio.Server | None = None
+        #: One server a sandboxed bot (:meth:`listen_unix`), by its socket's address.
+        self._bot_servers: dict[str, grpc.aio.Server] = {}
         self._serving = False
         self._closing = False
         #: Streams waiting for their Register, by the peer's host.
@@ -196,6 +201,31 @@ class Lobby:
         self._server = server
         return self.address
 
+    def listen_unix(self, address: str) -> None:
+        """Serve ``Connect`` on the unix socket ``address`` (``unix:PATH``) with a server of its own: one
+        sandboxed bot's socket (arena/hosting/jail.py), so its silent streams and its RPC slots
+        (:data:`BOT_SOCKET_RPCS`) are its own and a bot flooding it cannot keep another bot's workers
+        out. Callable from any thread.
+
+        :raises RuntimeError: if the socket cannot be bound, or the lobby is not serving.
+        """
+
+        async def _listen() -> None:
+            if self._server is None:
+                raise RuntimeError("the lobby is not serving")
+            if address in self._bot_servers:
+                return
+            server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=BOT_SOCKET_RPCS)
+            pending = Pending(PENDING_PER_PEER, PENDING_ALL, unix_key="bot")
+            add_stream_method(server, LOBBY_SERVICE, "Connect", _Servicer(self, pending).Connect,
+                              lpb.ConnectRequest, lpb.ConnectResponse)
+            if not server.add_insecure_port(address):
+                raise RuntimeError(f"the lobby could not bind {address}")
+            await server.start()
+            self._bot_servers[address] = server
+
+        asyncio.run_coroutine_threadsafe(_listen(), self._loop).result(30)
+
     def stop(self, grace_s: float = 1.0) -> None:
         """Close every worker's stream (they see UNAVAILABLE and may reconnect later) and stop serving
         (and the lobby's own loop; a loop it was given, the embedded referee's, is left running)."""
@@ -209,8 +239,9 @@ class Lobby:
                 workers = list(self._workers.values())
             for w in workers:
                 w._outbox.put_nowait(None)
-            if self._server is not None:
-                await self._server.stop(grace_s)
+            servers = [s for s in (self._server, *self._bot_servers.values()) if s is not None]
+            await asyncio.gather(*(s.stop(grace_s) for s in servers))
+            self._bot_servers.clear()
 
         asyncio.run_coroutine_threadsafe(_stop(), self._loop).result(grace_s + 10)
         if self._thread is not None:
@@ -368,12 +399,13 @@ class Lobby:
 
 
 class _Servicer(lpb_grpc.LobbyServiceServicer):
-    def __init__(self, lobby: Lobby):
+    def __init__(self, lobby: Lobby, pending: Pending | None = None):
         self.lobby = lobby
+        self.pending = pending or lobby._pending
 
     async def Connect(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> None:
         """One worker's stream (see the proto for the status codes)."""
-        first = await self.lobby._pending.first_message(context, REGISTER_TIMEOUT_S, "register")
+        first = await self.pending.first_message(context, REGISTER_TIMEOUT_S, "register")
         if first is None:
             return
         try:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.config import ConfigError, TournamentConfig, read_config_file
-from arena.hosting.jail import Jail
+from arena.hosting.jail import LOBBY_SOCKET, Jail
 from arena.hosting.sandbox import Sandbox
 from arena.hosting.workers import make_worker_kind
 from arena.hosting.workers.kind import WorkerContext, WorkerKind
@@ -77,13 +77,14 @@ def _start_lobby(
     host, _, port = config.lobby.rpartition(":")
     if sandbox is not None and sandbox.gateway:
         host = sandbox.gateway
-    lobby = Lobby(config.name, TokenBook(), host.strip("[]"), int(port), tls, loop=loop,
-                  unix_socket=jail.lobby_socket if jail is not None else None, services=services)
+    lobby = Lobby(config.name, TokenBook(), host.strip("[]"), int(port), tls, loop=loop, services=services)
     try:
         lobby.start()
     except RuntimeError as e:
         lobby.stop()
         raise ConfigError(config.source, "tournament.lobby", f"cannot listen there: {e}", config.lobby) from None
+    if jail is not None:  # each sandboxed bot's workers dial a socket of their own (arena/hosting/jail.py)
+        jail.on_bot_folder(lambda folder: lobby.listen_unix(f"unix:{folder / LOBBY_SOCKET}"))
     if sandbox is not None:
         sandbox.allow(int(lobby.address.rsplit(":", 1)[1]))
     return lobby
@@ -107,8 +108,8 @@ def open_lobby(
     port of ``tournament.lobby``), the only address of the host its containers reach, and that port
     is let through the sandbox's firewall chain.
 
-    With a ``jail`` (sandboxed process bots, :mod:`arena.hosting.jail`) the lobby also listens on the
-    jail's unix socket, the only way a sandboxed local worker reaches it.
+    With a ``jail`` (sandboxed process bots, :mod:`arena.hosting.jail`) the lobby also listens on a unix
+    socket of each sandboxed bot's own (``Jail.on_bot_folder``), the only way its local workers reach it.
 
     ``services``: more gRPC services on the lobby's server (:class:`arena.lobby.service.Lobby`).
 

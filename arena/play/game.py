@@ -162,7 +162,8 @@ class GrpcGameRunner:
         spectators (``arena run --live``; on in ``arena serve``). Off, the arena asks the referee for
         the result alone, which is cheaper (docs/arena.md, Benchmark).
     :param jail: the process sandbox (:mod:`arena.hosting.jail`) of the bots with ``sandbox = "bwrap"``
-        (the default); their referee must listen on its socket (``unix_socket=jail.referee_socket``).
+        (the default); the embedded referee must listen on each bot's socket (``Jail.on_bot_folder`` with
+        ``listen_unix``, as ``arena run`` does).
     :raises ValueError: sandboxed bots without a ``jail`` (they are never run unsandboxed by mistake).
     """
 
@@ -700,7 +701,7 @@ class GrpcGameRunner:
                 env=env,
                 log_path=log_dir / f"seat{seat}.log",
                 log_limit=self.config.bot_log_bytes,
-                jail=self.jail if bot.jailed else None,
+                jail=self.jail.for_bot(bot.name, bot.limits.tmpfs_mb) if bot.jailed and self.jail else None,
             )
         except OSError as e:
             if bot.cwd is not None and not Path(bot.cwd).is_dir():

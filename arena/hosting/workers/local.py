@@ -135,7 +135,7 @@ class LocalWorkers:
         token = ctx.lobby.tokens.issue(self.bot.name)
         slot.digest = token_digest(token)
         argv = expand_command(self.bot, {"python": sys.executable, "config_dir": ctx.config_dir})
-        jail = ctx.jail if self.bot.jailed else None
+        jail = ctx.jail.for_bot(self.bot.name, self.bot.limits.tmpfs_mb) if self.bot.jailed and ctx.jail else None
         if jail is not None:  # the lobby's unix socket (plaintext, on this machine); no arena pid in its pid namespace
             env = worker_environment(self.bot, jail.lobby_inside(), token, ctx.secret_names, ctx.secret_values)
             env.pop(PARENT_ENV)
