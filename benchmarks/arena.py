@@ -132,7 +132,7 @@ def tournament(args: argparse.Namespace, mode: str, gpp: int, live: bool = False
         config = _config(tmp, args, mode, gpp)
         t = open_tournament(config)
         jail = Jail.open()  # the bots run sandboxed, over unix sockets, as `arena run` runs them by default
-        conn = connect_referee(None, None, unix_socket=jail.referee_socket)
+        conn = connect_referee(None, None)  # the runner has it serve each bot's own socket
         setup = None
         try:
             runner = GrpcGameRunner(config, conn, Path(tmp), live=live, jail=jail)

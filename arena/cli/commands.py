@@ -61,7 +61,6 @@ if TYPE_CHECKING:  # imported where used: docker, the lobby and the web start on
     from arena.hosting.jail import Jail
     from arena.hosting.sandbox import Sandbox
     from arena.lobby.setup import LobbySetup
-    from arena.play.referees import RefereePool
     from arena.web import WebServer
 
 #: Console width when output is not a terminal (a pipe, a CI log) and ``COLUMNS`` is not set.
@@ -261,8 +260,6 @@ def make_runner(
         tls_ca = read_config_file(config, "referee_tls_ca", config.referee_tls_ca) if config.referee_tls_ca else None
         pool = connect_referees(found, token, timeout, host, advertise, tls_ca=tls_ca)
         isolation = undo.pop_all()
-    if jail is not None:
-        _listen_for_each_bot(jail, pool)
 
     def on_event(message: str) -> None:
         console.print(f"[yellow]referee failure:[/yellow] {escape(message)}", soft_wrap=True, highlight=False)
@@ -294,16 +291,6 @@ def _quiet_embedded_referee() -> None:
     import structlog
 
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
-
-
-def _listen_for_each_bot(jail: Jail, pool: RefereePool) -> None:
-    """Make the embedded referee (if this run started one) serve each sandboxed bot on a unix socket of
-    that bot's own (``Jail.on_bot_folder``), so no bot can take another's RPC slots (arena/hosting/jail.py)."""
-    from arena.hosting.jail import REFEREE_SOCKET
-
-    embedded = next((c.embedded for c in pool.conns if c.embedded is not None), None)
-    if embedded is not None:
-        jail.on_bot_folder(lambda folder: embedded.listen_unix(f"unix:{folder / REFEREE_SOCKET}"))
 
 
 def open_jail(config: TournamentConfig, addresses: Sequence[str], league: bool = False) -> Jail | None:

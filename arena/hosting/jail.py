@@ -144,6 +144,7 @@ class Jail:
     tmpfs_mb: int = TMPFS_MB
     _listeners: list[Callable[[Path], None]] = field(default_factory=list, repr=False)
     _bots: dict[str, Path] = field(default_factory=dict, repr=False)
+    _keys: set[object] = field(default_factory=set, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
@@ -191,11 +192,15 @@ class Jail:
         """The lobby's address as a sandboxed bot dials it."""
         return f"unix:{SOCKET_DIR}/{LOBBY_SOCKET}"
 
-    def on_bot_folder(self, listen: Callable[[Path], None]) -> None:
+    def on_bot_folder(self, listen: Callable[[Path], None], key: object = None) -> None:
         """Call ``listen(folder)`` for every bot's socket folder, those made already and each one
         :meth:`for_bot` makes later: the referee and the lobby bind their sockets for that bot there
-        (``lambda d: referee.listen_unix(f"unix:{d}/referee.sock")``)."""
+        (``lambda d: referee.listen_unix(f"unix:{d}/referee.sock")``). A second listener with the same
+        ``key`` (not None: e.g. the server it binds for) is not added again."""
         with self._lock:
+            if key is not None and key in self._keys:
+                return
+            self._keys.add(key)
             self._listeners.append(listen)
             for folder in self._bots.values():
                 listen(folder)

@@ -54,7 +54,7 @@ from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import referee_pb2 as pb
 from arena import metrics
 from arena.config import ENV_ADMIN_TOKEN, ENV_REFEREE, ENV_TICKET, BotSpec, TournamentConfig
-from arena.hosting.jail import Jail
+from arena.hosting.jail import REFEREE_SOCKET, Jail
 from arena.hosting.procs import BotProcess, stop_all
 from arena.hosting.sandbox import BotContainer, Sandbox, SandboxError
 from arena.lobby.seats import LobbyBot, SeatWait
@@ -145,6 +145,15 @@ def _failures(seat: pb.SeatResult, crashed: bool) -> Failures:
     )
 
 
+def _serve_each_bots_socket(jail: Jail, pool: RefereePool) -> None:
+    """Make the embedded referee (if the pool has one) serve each sandboxed bot on a unix socket of that
+    bot's own (``Jail.on_bot_folder``; once per referee), so no bot can take another's RPC slots
+    (arena/hosting/jail.py). External referees are not reached from the sandbox."""
+    embedded = next((c.embedded for c in pool.conns if c.embedded is not None), None)
+    if embedded is not None:
+        jail.on_bot_folder(lambda folder: embedded.listen_unix(f"unix:{folder / REFEREE_SOCKET}"), key=embedded)
+
+
 class GrpcGameRunner:
     """Plays scheduled games on one or more referees (see the module docstring). Thread-safe.
 
@@ -195,6 +204,8 @@ class GrpcGameRunner:
         #: per lobby bot, since when it has had too few workers (its games then wait, up to a no-show)
         self.seat_wait = SeatWait()
         self.pool = referees if isinstance(referees, RefereePool) else RefereePool([referees])
+        if jail is not None:
+            _serve_each_bots_socket(jail, self.pool)
         self.output = Path(output)
         self.on_event = on_event
         self.max_attempts = max_attempts or max(2, len(self.pool.conns) + 1)
