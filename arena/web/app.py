@@ -23,7 +23,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+import threading
+import weakref
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,8 @@ from arena.web.spectate import spectator_replay
 
 #: Most open live-update streams at once (each polls the database once a second).
 MAX_STREAMS = 64
+#: Most open live-update streams of one client address (one visitor cannot take every slot).
+MAX_STREAMS_PER_CLIENT = 8
 #: Seconds between two looks at the database for a live-update stream.
 POLL_S = 1.0
 
@@ -92,6 +96,57 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
+class StreamSlots:
+    """The live-update streams open now, in all and per client address. A slot is taken while the
+    request is answered, before its response starts (no await between the check and the count, so
+    concurrent requests cannot all pass), and given back once by :meth:`release`. Thread-safe (a
+    dropped response gives its slot back from the garbage collector)."""
+
+    def __init__(self, total: int, per_client: int) -> None:
+        self.total = total
+        self.per_client = per_client
+        self.open: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def take(self, client: str) -> str | None:
+        """Take a slot for ``client`` (its address): None if taken, else why not (one line)."""
+        with self._lock:
+            mine = self.open.get(client, 0)
+            if mine >= self.per_client:
+                return f"{mine} live-update streams of your address are open already: close one or reload later"
+            if sum(self.open.values()) >= self.total:
+                return "too many live-update streams; reload later"
+            self.open[client] = mine + 1
+            return None
+
+    def release(self, client: str) -> None:
+        """Give back a slot :meth:`take` gave ``client``."""
+        with self._lock:
+            left = self.open[client] - 1
+            if left:
+                self.open[client] = left
+            else:
+                del self.open[client]
+
+
+class SlotStream(StreamingResponse):
+    """A streaming response holding a :class:`StreamSlots` slot from its creation: given back once, when
+    it has been sent or failed (the stream ended, the client went, the task was cancelled), or when it
+    is dropped without ever being sent."""
+
+    def __init__(self, content: AsyncIterator[str], slots: StreamSlots, client: str, media_type: str,
+                 headers: Mapping[str, str]) -> None:
+        super().__init__(content, media_type=media_type, headers=headers)
+        self.release = weakref.finalize(self, slots.release, client)
+        self.release.atexit = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.release()
+
+
 class WebApp:
     """State of one app: the data source, the templates, the change counter for live updates.
 
@@ -104,7 +159,7 @@ class WebApp:
         self.spectator_delay = spectator_delay
         self.record = record
         self.env = templates()
-        self.streams = 0
+        self.streams = StreamSlots(MAX_STREAMS, MAX_STREAMS_PER_CLIENT)
         self.changed = asyncio.Event()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.closing = False
@@ -220,35 +275,41 @@ async def games_part(request: Request) -> Response:
 
 
 async def events(request: Request) -> Response:
-    """Server-Sent Events: ``event: games`` with ``{"played": N}`` when the stored games change."""
+    """Server-Sent Events: ``event: games`` with ``{"played": N}`` when the stored games change. A stream
+    takes its slot here, before the answer starts; with none free (:data:`MAX_STREAMS` in all,
+    :data:`MAX_STREAMS_PER_CLIENT` of the client's address) the answer is 503 with one line."""
     app: WebApp = request.app.state.web
-    if app.streams >= MAX_STREAMS:
-        return JSONResponse({"error": "too many live-update streams; reload later"}, status_code=503)
+    client = request.client.host if request.client is not None else ""
+    refused = app.streams.take(client)
+    if refused is not None:
+        return JSONResponse({"error": refused}, status_code=503)
+    try:
+        return SlotStream(live_updates(request, app), app.streams, client, "text/event-stream",
+                          {"Cache-Control": "no-store"})
+    except BaseException:
+        app.streams.release(client)
+        raise
 
-    async def stream() -> AsyncIterator[str]:
-        app.streams += 1
-        try:
-            last = None
+
+async def live_updates(request: Request, app: WebApp) -> AsyncIterator[str]:
+    """The events of one live-update stream, until the client goes or the server stops."""
+    last = None
+    idle = 0.0
+    yield "retry: 2000\n\n"
+    while not app.closing and not await request.is_disconnected():
+        now = await run_in_threadpool(live_version, app)
+        if now != last:
+            last = now
             idle = 0.0
-            yield "retry: 2000\n\n"
-            while not app.closing and not await request.is_disconnected():
-                now = await run_in_threadpool(live_version, app)
-                if now != last:
-                    last = now
-                    idle = 0.0
-                    data = {"played": now[0], "live": now[2], "running": now[4]}
-                    yield f"event: games\ndata: {json.dumps(data)}\n\n"
-                elif idle >= 15:
-                    idle = 0.0
-                    yield ": keep-alive\n\n"
-                app.changed.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(app.changed.wait(), POLL_S)
-                idle += POLL_S
-        finally:
-            app.streams -= 1
-
-    return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+            data = {"played": now[0], "live": now[2], "running": now[4]}
+            yield f"event: games\ndata: {json.dumps(data)}\n\n"
+        elif idle >= 15:
+            idle = 0.0
+            yield ": keep-alive\n\n"
+        app.changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(app.changed.wait(), POLL_S)
+        idle += POLL_S
 
 
 def live_version(app: WebApp) -> tuple[int, float, int, int | None, bool]:

@@ -1,0 +1,186 @@
+"""The live-update stream's limits (``/events``) against a real server on loopback: the slots are taken
+before the answer starts (concurrent requests cannot all pass the check), one client address holds at
+most ``MAX_STREAMS_PER_CLIENT`` of them (it cannot lock every other visitor out), and a slot comes back
+when its client goes. Other client addresses are other loopback addresses (127.0.0.K). Then the
+slot's own life in process: given back when a response is dropped unsent, cancelled, or cannot send."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import socket
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.requests import ClientDisconnect
+
+from arena.web import WebServer, start_in_thread
+from arena.web.app import MAX_STREAMS, MAX_STREAMS_PER_CLIENT, SlotStream, StreamSlots
+
+#: Seconds a test waits for the server to notice clients that went (it looks every second).
+GONE_S = 30
+
+
+@pytest.fixture
+def web(tmp_path: Path) -> Iterator[WebServer]:
+    """``arena web`` of an empty output folder in a thread of this process, on 127.0.0.1."""
+    (tmp_path / "out").mkdir()
+    server = start_in_thread(tmp_path / "out", "127.0.0.1", 0, bootstrap=0)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def ask(port: int, source: str = "127.0.0.1") -> socket.socket:
+    """A connection from ``source`` that has sent ``GET /events`` (its answer not read yet)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=20, source_address=(source, 0))
+    s.sendall(b"GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+    return s
+
+
+def answer(s: socket.socket) -> tuple[int, bytes]:
+    """The status of the answer on ``s`` and what came of its body with the head (enough for a short
+    refusal, whose body comes in the same write)."""
+    got = b""
+    while b"\r\n\r\n" not in got:
+        chunk = s.recv(4096)
+        assert chunk, f"the server closed the connection before answering: {got!r}"
+        got += chunk
+    head, _, body = got.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), body
+
+
+def statuses(socks: list[socket.socket]) -> Counter[int]:
+    return Counter(answer(s)[0] for s in socks)
+
+
+def close_all(socks: list[socket.socket]) -> None:
+    for s in socks:
+        s.close()
+
+
+def wait_all_released(server: WebServer) -> None:
+    """Wait (bounded) until the server has given back every slot of the clients that went."""
+    deadline = time.monotonic() + GONE_S
+    while server.app.state.web.streams.open:
+        assert time.monotonic() < deadline, f"slots still held: {server.app.state.web.streams.open}"
+        time.sleep(0.1)
+
+
+def test_one_client_holds_at_most_its_cap_of_streams_even_all_at_once(web: WebServer) -> None:
+    """Every request is sent before any answer is read: the old check (a counter raised only once the
+    answer streamed) let them all through (400 of 400 were 200). Now exactly the per-client cap get a
+    stream and the rest a one-line 503; another address still gets one; closed, the slots come back."""
+    extra = 12
+    socks = [ask(web.port) for _ in range(MAX_STREAMS_PER_CLIENT + extra)]
+    try:
+        got = [answer(s) for s in socks]
+        assert Counter(status for status, _ in got) == {200: MAX_STREAMS_PER_CLIENT, 503: extra}
+        refusal = next(body for status, body in got if status == 503)
+        assert json.loads(refusal) == {"error": f"{MAX_STREAMS_PER_CLIENT} live-update streams of your address "
+                                                "are open already: close one or reload later"}
+        other = ask(web.port, "127.0.0.2")
+        socks.append(other)
+        assert answer(other)[0] == 200
+    finally:
+        close_all(socks)
+    wait_all_released(web)
+    again = ask(web.port)
+    try:
+        assert answer(again)[0] == 200
+    finally:
+        again.close()
+
+
+def test_many_clients_together_get_no_more_than_the_total(web: WebServer) -> None:
+    """Clients of several addresses, each asking for its cap at once, all together past the total:
+    exactly the total get a stream."""
+    clients = MAX_STREAMS // MAX_STREAMS_PER_CLIENT + 1
+    socks = [ask(web.port, f"127.0.0.{k + 1}") for k in range(clients) for _ in range(MAX_STREAMS_PER_CLIENT)]
+    try:
+        assert statuses(socks) == {200: MAX_STREAMS, 503: clients * MAX_STREAMS_PER_CLIENT - MAX_STREAMS}
+    finally:
+        close_all(socks)
+    wait_all_released(web)
+
+
+def test_a_client_that_goes_before_its_answer_gives_its_slot_back(web: WebServer) -> None:
+    """Connections that send the request and close at once (before the stream's first byte could be
+    sent) leave no slot taken."""
+    for _ in range(MAX_STREAMS_PER_CLIENT * 2):
+        ask(web.port).close()
+    wait_all_released(web)
+    socks = [ask(web.port) for _ in range(MAX_STREAMS_PER_CLIENT)]
+    try:
+        assert statuses(socks) == {200: MAX_STREAMS_PER_CLIENT}
+    finally:
+        close_all(socks)
+
+
+async def _forever() -> AsyncIterator[str]:
+    """A stream that sends one event, then nothing until cancelled."""
+    yield "retry: 2000\n\n"
+    await asyncio.Event().wait()
+
+
+def test_a_stream_dropped_unsent_gives_its_slot_back() -> None:
+    """A response made (its slot taken) but never sent, e.g. the request's task ended first."""
+    slots = StreamSlots(total=2, per_client=1)
+    assert slots.take("a") is None
+    assert slots.take("a") == "1 live-update streams of your address are open already: close one or reload later"
+    response = SlotStream(_forever(), slots, "a", "text/event-stream", {})
+    assert slots.open == {"a": 1}
+    del response
+    gc.collect()
+    assert slots.open == {}
+
+
+@pytest.mark.parametrize("spec", ["2.3", "2.4"])
+def test_a_stream_cancelled_or_failing_to_send_gives_its_slot_back_once(spec: str) -> None:
+    """Both of Starlette's ways of streaming (listening for the disconnect below ASGI 2.4, or not): the
+    request's task cancelled mid-stream, and a send that fails (the client went) free the slot, once."""
+    slots = StreamSlots(total=2, per_client=2)
+    scope = {"type": "http", "asgi": {"spec_version": spec}}
+
+    async def receive() -> dict[str, str]:
+        await asyncio.Event().wait()
+        return {"type": "http.disconnect"}
+
+    async def cancelled() -> None:
+        assert slots.take("a") is None
+        response = SlotStream(_forever(), slots, "a", "text/event-stream", {})
+        first = asyncio.Event()
+
+        async def send(message: Any) -> None:
+            if message["type"] == "http.response.body":
+                first.set()
+
+        task = asyncio.create_task(response(scope, receive, send))
+        await first.wait()
+        assert slots.open == {"a": 1}
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert slots.open == {}
+        response.release()  # again: nothing more is given back
+        assert slots.open == {}
+
+    async def send_fails() -> None:
+        assert slots.take("b") is None
+        response = SlotStream(_forever(), slots, "b", "text/event-stream", {})
+
+        async def gone(message: Any) -> None:
+            raise OSError("the client went")
+
+        with pytest.raises((OSError, ClientDisconnect)):
+            await response(scope, receive, gone)
+        assert slots.open == {}
+
+    asyncio.run(cancelled())
+    asyncio.run(send_fails())
