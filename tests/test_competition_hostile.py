@@ -171,6 +171,59 @@ def test_a_house_bots_name_is_refused(tmp_path: Path) -> None:
     assert desk.entrants("eve") == set()
 
 
+#: Names a competitor could take to pass for the house bot ``house2``: equal to it once case and every
+#: character that is not a letter or digit are gone.
+HOUSE_LOOKALIKES = ["house2.", "house-2", "house_2", "house.2", "h-o-u-s-e-2", "house2-", "House-2", "HOUSE2"]
+
+
+@pytest.mark.parametrize("name", HOUSE_LOOKALIKES)
+def test_a_name_like_a_house_bots_is_refused(tmp_path: Path, name: str) -> None:
+    """``register_remote("house2.")`` was accepted (entrant ``house2.@1``) beside the house bot ``house2``:
+    on the leaderboard it passes for the host's bot. Refused as the house bot's own name is, one line."""
+    desk = Desk(CompetitionSettings(submissions_per_day=10), tmp_path, CompetitionBook(tmp_path), lambda: None,
+                house=frozenset({"house2"}))
+    desk.book.add_competitor("eve")
+    line = f"the bot name {name!r} is too like 'house2', a name of the host's bots: choose another --name"
+    with pytest.raises(Refused) as e:
+        desk.register_remote("eve", name, "1")
+    assert (e.value.kind, str(e.value)) == ("exists", line)
+    with pytest.raises(Refused) as e:
+        desk.receive("eve", Header(name, "1", "python", "bot:Bot"), io.BytesIO(_archive()))
+    assert (e.value.kind, str(e.value)) == ("exists", line)
+    assert desk.book.submissions("eve") == []
+
+
+@pytest.mark.parametrize("name", ["my-bot", "my_bot", "mybot.", "my.bot", "m-y-b-o-t", "mybot-"])
+def test_a_name_like_another_competitors_is_refused(tmp_path: Path, name: str) -> None:
+    """``mybot`` is mal's: eve's ``my-bot`` would pass for it. Refused as ``mybot`` itself is, one line."""
+    desk = _desk(tmp_path, per_day=10)
+    desk.book.add_competitor("mal")
+    desk.book.add_competitor("eve")
+    desk.register_remote("mal", "mybot", "1")
+    with pytest.raises(Refused) as e:
+        desk.register_remote("eve", name, "1")
+    assert (e.value.kind, str(e.value)) == (
+        "exists", f"the bot name {name!r} is too like 'mybot', another competitor's: choose another --name")
+    with pytest.raises(Refused, match=f"the bot name {name!r} is too like 'mybot', another competitor's"):
+        desk.receive("eve", Header(name, "1", "python", "bot:Bot"), io.BytesIO(_archive()))
+    assert desk.book.submissions("eve") == []
+
+
+def test_names_unlike_any_taken_one_still_work(tmp_path: Path) -> None:
+    """Other letters or digits make another name (``house3``, ``mybot2``, ``my-bots``), for anyone; and a
+    competitor's own names stay theirs, lookalikes of them included."""
+    desk = Desk(CompetitionSettings(submissions_per_day=10), tmp_path, CompetitionBook(tmp_path), lambda: None,
+                house=frozenset({"house2"}))
+    for who in ("mal", "eve"):
+        desk.book.add_competitor(who)
+    desk.register_remote("mal", "mybot", "1")
+    made = [desk.register_remote("eve", name, "1")[0] for name in ("house3", "mybot2", "my-bots", "house")]
+    made.append(desk.receive("eve", Header("ahouse2", "1", "python", "bot:Bot"), io.BytesIO(_archive())))
+    made += [desk.register_remote("mal", name, "next")[0] for name in ("mybot", "my-bot")]
+    assert [s.entrant for s in made] == ["house3@1", "mybot2@1", "my-bots@1", "house@1", "ahouse2@1",
+                                         "mybot@2", "my-bot@1"]
+
+
 def test_a_prebuilt_image_declaring_a_volume_is_rejected(tmp_path: Path) -> None:
     """``VOLUME /data`` in an image gives each of its containers a writable anonymous volume on the host's
     disk, past ``--read-only`` and the 16 MiB /tmp: a bot could fill the host's disk. Refused at load."""

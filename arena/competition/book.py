@@ -51,6 +51,13 @@ CREATE TABLE IF NOT EXISTS submissions (
 """
 
 
+def name_key(name: str) -> str:
+    """What two bot names must differ in: ``name`` case-folded, keeping only its letters and digits
+    (``house2.``, ``House-2`` and ``house_2`` are all ``house2``). Names with the same key are one name
+    as far as taking it goes: on a leaderboard one passes for the other."""
+    return "".join(c for c in name.casefold() if c.isalnum())
+
+
 class BookError(ValueError):
     """A request the book refuses; ``str(e)`` is one line."""
 
@@ -109,6 +116,7 @@ class CompetitionBook:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)
+        self._db.create_function("name_key", 1, name_key, deterministic=True)
 
     def close(self) -> None:
         """Close the connection."""
@@ -174,12 +182,10 @@ class CompetitionBook:
     # ---------------------------------------------------------------- submissions
     def add_submission(self, competitor: str, name: str, version: str, kind: str, entry: str) -> Submission:
         """A new ``received`` submission. :raises BookError: ``name@version`` was submitted before, or
-        ``name`` belongs to another competitor."""
+        ``name`` (or a name too like it: :func:`name_key`) belongs to another competitor."""
         now = time.time()
         with self._lock:
-            owner = self._db.execute("SELECT competitor FROM submissions WHERE name = ? LIMIT 1", (name,)).fetchone()
-            if owner is not None and owner[0] != competitor:
-                raise BookError(f"the bot name {name!r} belongs to another competitor: choose another --name")
+            self._check_name_free(competitor, name)
             try:
                 cur = self._db.execute(
                     "INSERT INTO submissions (competitor, name, version, kind, entry, status, created_at, updated_at)"
@@ -187,6 +193,21 @@ class CompetitionBook:
             except sqlite3.IntegrityError:
                 raise BookError(f"{name}@{version} was submitted before: give a new --version") from None
         return self._one(int(cur.lastrowid or 0))
+
+    def _check_name_free(self, competitor: str, name: str) -> None:
+        """:raises BookError: ``name`` belongs to another competitor, or, new, it is too like (the same
+        :func:`name_key` as) another competitor's name. A competitor's own names stay theirs. Call with
+        the lock held."""
+        owner = self._db.execute("SELECT competitor FROM submissions WHERE name = ? LIMIT 1", (name,)).fetchone()
+        if owner is not None:
+            if owner[0] != competitor:
+                raise BookError(f"the bot name {name!r} belongs to another competitor: choose another --name")
+            return
+        like = self._db.execute("SELECT name FROM submissions WHERE name_key(name) = ? AND competitor != ? "
+                                "ORDER BY id LIMIT 1", (name_key(name), competitor)).fetchone()
+        if like is not None:
+            raise BookError(f"the bot name {name!r} is too like {like[0]!r}, another competitor's: "
+                            "choose another --name")
 
     def next_version(self, name: str) -> str:
         """The version ``"next"`` stands for: one more than the highest whole-number version of ``name``."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from arena.competition.book import DAY_S, IN_PLAY, BookError, CompetitionBook, Submission
+from arena.competition.book import DAY_S, IN_PLAY, BookError, CompetitionBook, Submission, name_key
 from arena.competition.intake import IntakeError, IntakeLimits, copy_image_archive, unpack
 from arena.competition.pipeline import IMAGE_ARCHIVE, submission_folder
 from arena.config import BotSpec, CompetitionSettings, TournamentConfig
@@ -59,7 +59,8 @@ class Header:
 @dataclass
 class Desk:
     """See the module docstring. ``wake`` tells the build queue a submission arrived; ``house``: the
-    host's bots' names (before any ``@version``), which no competitor may submit under."""
+    host's bots' names (before any ``@version``), which no competitor may submit under, nor under a
+    name too like one (:func:`arena.competition.book.name_key`)."""
 
     settings: CompetitionSettings
     output: Path
@@ -133,9 +134,14 @@ class Desk:
 
     def _check_not_house(self, name: str) -> None:
         """:raises Refused: ``exists``, ``name`` is a house bot's (its entrant ``name@version`` could be the
-        house bot's own, with its games, logs and token)."""
+        house bot's own, with its games, logs and token), or too like one (the same :func:`name_key`: on
+        the leaderboard ``house2.@1`` passes for the house bot ``house2``)."""
         if name in self.house:
             raise Refused("exists", f"the bot name {name!r} belongs to the host's bots: choose another --name")
+        like = sorted(h for h in self.house if name_key(h) == name_key(name))
+        if like:
+            raise Refused("exists", f"the bot name {name!r} is too like {like[0]!r}, a name of the host's bots: "
+                                    "choose another --name")
 
     def _take(self, archive: IO[bytes], incoming: Path, header: Header, version: str) -> tuple[str, str]:
         """Take the archive into ``incoming``: unpacked to ``bot/`` (its kind and entry found by ``arena bots
