@@ -112,15 +112,21 @@ def test_many_clients_together_get_no_more_than_the_total(web: WebServer) -> Non
 
 def test_a_client_that_goes_before_its_answer_gives_its_slot_back(web: WebServer) -> None:
     """Connections that send the request and close at once (before the stream's first byte could be
-    sent) leave no slot taken."""
+    sent) leave no slot taken: the client soon gets its whole cap again. (When the server takes and
+    gives back their slots is not seen from here: the client asks again, bounded, until it does.)"""
     for _ in range(MAX_STREAMS_PER_CLIENT * 2):
         ask(web.port).close()
-    wait_all_released(web)
-    socks = [ask(web.port) for _ in range(MAX_STREAMS_PER_CLIENT)]
-    try:
-        assert statuses(socks) == {200: MAX_STREAMS_PER_CLIENT}
-    finally:
-        close_all(socks)
+    deadline = time.monotonic() + GONE_S
+    while True:
+        socks = [ask(web.port) for _ in range(MAX_STREAMS_PER_CLIENT)]
+        try:
+            got = statuses(socks)
+        finally:
+            close_all(socks)
+        if got == {200: MAX_STREAMS_PER_CLIENT}:
+            break
+        assert time.monotonic() < deadline, f"the slots of clients that went are still held: {got}"
+        wait_all_released(web)  # these answered: their slots are counted, so this wait is not too early
 
 
 async def _forever() -> AsyncIterator[str]:
