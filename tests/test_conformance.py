@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -40,10 +41,12 @@ LOBBY = {c.name: "pass" for c in checks_of(Mode.LOBBY)}
 MEMORY_LIMIT_MIB = "200"
 
 
-def run_suite(*bot: str, extra: tuple[str, ...] = (), timeout: float = 600) -> dict[str, object]:
-    """``python -m sdk.conformance --json … -- BOT…``: the parsed JSON (the exit status is checked)."""
-    proc = subprocess.run([sys.executable, "-m", "sdk.conformance", "--json", *extra, "--", *bot], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+def run_suite(*bot: str, extra: tuple[str, ...] = (), timeout: float = 600, cwd: Path = ROOT,
+              env: dict[str, str] | None = None) -> dict[str, object]:
+    """``python -m sdk.conformance --json … -- BOT…`` in ``cwd`` (with ``env``, else this one): the parsed
+    JSON (the exit status is checked)."""
+    proc = subprocess.run([sys.executable, "-m", "sdk.conformance", "--json", *extra, "--", *bot], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=timeout)
     out: dict[str, object] = json.loads(proc.stdout)
     assert proc.returncode == (0 if out["passed"] else 1), proc.stderr[-2000:]
     return out
@@ -77,6 +80,24 @@ def test_sample_bot_passes_every_check(name: str) -> None:
     require_sample_bot(name)
     out = run_suite(*SAMPLE_BOTS[name])
     assert statuses(out) == PER_GAME, json.dumps(out, indent=1)
+
+
+@pytest.mark.slow
+def test_a_copy_of_the_nodejs_bot_in_its_own_folder_finds_its_own_proto(tmp_path: Path) -> None:
+    """docs/bot-authors.md and docs/competition.md say: copy ``sample_bots/js`` into a folder of its own
+    with a copy of ``proto/``. Such a copy, outside the repository and without ALLFOURS_PROTO_DIR, joins
+    (it looked only in ``../../proto`` and died: ENOENT allfours/v1/referee.proto)."""
+    require_sample_bot("nodejs")
+    mine = tmp_path / "mybot"
+    mine.mkdir()
+    for name in ("bot.js", "package.json", "package-lock.json"):
+        shutil.copy(ROOT / "sample_bots/js" / name, mine / name)
+    shutil.copytree(ROOT / "proto", mine / "proto")
+    (mine / "node_modules").symlink_to(ROOT / "sample_bots/js/node_modules")
+    assert not (mine / ".." / ".." / "proto").exists()  # only the copy's own proto/ can serve
+    env = {k: v for k, v in os.environ.items() if k != "ALLFOURS_PROTO_DIR"} | {"PYTHONPATH": str(ROOT)}
+    out = run_suite("node", "bot.js", extra=("--only", "join"), cwd=mine, env=env, timeout=120)
+    assert statuses(out) == {"join": "pass"}, json.dumps(out, indent=1)
 
 
 @pytest.mark.slow

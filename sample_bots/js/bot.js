@@ -2,7 +2,8 @@
 // A simple All Fours bot in Node.js, speaking protocol allfours.v1 over gRPC.
 //
 // The .protos are loaded at run time with @grpc/proto-loader (no code generation step) from
-// ../../proto/allfours/v1/, relative to this file.
+// $ALLFOURS_PROTO_DIR/allfours/v1/ if set, else proto/allfours/v1/ beside this file if there is one (a
+// copy of this bot in a folder of its own), else ../../proto/allfours/v1/ (the repository's).
 //
 // Usage (one match):
 //   node bot.js --referee HOST:PORT --ticket T [--name NAME] [--version V] [--raise-every N]
@@ -195,9 +196,17 @@ function decide(strategy, obs, legal, counts) {
 
 // ------------------------------------------------------------------------------------ the stream
 
+// The folder holding allfours/v1/*.proto: $ALLFOURS_PROTO_DIR (a container image sets it,
+// docker/bot-node.Dockerfile), else a proto/ beside this file (a copy of this bot in a folder of its
+// own, docs/bot-authors.md), else the repository's (this file at sample_bots/js/).
+function protoRoot() {
+  if (process.env.ALLFOURS_PROTO_DIR) return process.env.ALLFOURS_PROTO_DIR;
+  const own = path.join(__dirname, 'proto');
+  return fs.existsSync(own) ? own : path.join(__dirname, '..', '..', 'proto');
+}
+
 function loadProto() {
-  // In a container image (docker/bot-node.Dockerfile) the .proto files are at $ALLFOURS_PROTO_DIR.
-  const root = process.env.ALLFOURS_PROTO_DIR || path.join(__dirname, '..', '..', 'proto');
+  const root = protoRoot();
   const def = protoLoader.loadSync(['allfours/v1/referee.proto', 'allfours/v1/lobby.proto'], {
     keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [root],
   });
