@@ -266,6 +266,23 @@ def test_a_bot_that_ends_says_whether_it_was_in_the_match(how: str, when: str) -
     assert dids["players-2"].startswith(f"the bot's process ended (status 3) {when}"), dids
 
 
+#: A bot that says why it cannot start, on stderr, and exits with status 1 before its Hello.
+DIES_AT_START = "import sys; print('cannot start: MARKER-no-such-config', file=sys.stderr); sys.exit(1)"
+
+
+@pytest.mark.slow
+def test_the_table_shows_the_bots_own_output_when_a_run_fails() -> None:
+    """docs/bot-authors.md: the bot's output is kept and its last 2 KiB shown when a run fails. The table
+    said only "the bot's process ended (status 1) before it joined the match", not why (the tail went to
+    ``--json`` only)."""
+    proc = subprocess.run([sys.executable, "-m", "sdk.conformance", "--only", "join", "--", sys.executable, "-c",
+                           DIES_AT_START], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert "cannot start: MARKER-no-such-config" in proc.stdout, proc.stdout
+    assert "the bot's own output (basic" in proc.stdout, proc.stdout
+    assert proc.stdout.rstrip().splitlines()[-1] == "conformance: 0 passed, 1 failed (join), 0 skipped"
+
+
 @pytest.mark.slow
 def test_only_and_two_players() -> None:
     out = run_suite(sys.executable, "-m", "tests.bots.broken", extra=("--only", "phases", "--only", "pack-runs-dry",

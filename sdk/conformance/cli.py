@@ -2,7 +2,8 @@
 
 Runs the conformance checks of the mode (per game, or ``--lobby``: :mod:`sdk.conformance.lobby`)
 against the bot started by COMMAND and prints a table (check, pass or fail, what was expected, what
-the bot did) and a one-line summary; ``--json`` prints one JSON object instead
+the bot did), the end of the bot's own output in each scenario with a failing check, and a one-line
+summary; ``--json`` prints one JSON object instead
 (``{"summary", "mode", "passed", "failure", "checks": [{"check", "status", "expected", "did",
 "scenario"}], "output_tails": {scenario: text}}``; ``failure`` is ``""`` or the one line saying why a
 lobby run stopped early; ``output_tails`` the end of the bot's own output in each scenario with a
@@ -17,7 +18,7 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from rich.console import Console
@@ -25,7 +26,7 @@ from rich.table import Table
 
 from referee.rules import RuleSet
 from sdk.conformance.checks import CHECKS, Check, Mode, checks_of
-from sdk.conformance.launch import Limits, bot_argv, run_scenario
+from sdk.conformance.launch import TAIL_BYTES, Limits, bot_argv, run_scenario
 from sdk.conformance.lobby import run_lobby
 from sdk.conformance.logs import RunLog
 from sdk.conformance.scenarios import RuleOptions, RuleValue, build_scenarios
@@ -136,8 +137,10 @@ async def run_checks(command: Sequence[str], checks: Sequence[Check], players: i
     return Report(out, lobby.fatal if lobby is not None else "", {n: log.stderr_tail for n, log in logs.items()})
 
 
-def print_table(outcomes: Sequence[Outcome], console: Console, mode: Mode = Mode.PER_GAME, failure: str = "") -> None:
-    """The table, the one line saying why a lobby run stopped early (if it did), and the summary."""
+def print_table(outcomes: Sequence[Outcome], console: Console, mode: Mode = Mode.PER_GAME, failure: str = "",
+                tails: Mapping[str, str] | None = None) -> None:
+    """The table, the bot's own output in the scenarios of failing checks (:func:`print_tails`), the one
+    line saying why a lobby run stopped early (if it did), and the summary."""
     title = "allfours.v1 conformance" + (" (lobby mode)" if mode is Mode.LOBBY else "")
     table = Table(title=title, show_lines=False)
     for col in ("check", "result", "expected", "the bot"):
@@ -146,9 +149,27 @@ def print_table(outcomes: Sequence[Outcome], console: Console, mode: Mode = Mode
     for o in outcomes:
         table.add_row(o.check, f"[{style[o.status]}]{o.status.upper()}[/]", o.expected, o.did)
     console.print(table)
+    print_tails(outcomes, tails or {}, console)
     if failure:
         console.print(f"[bold red]stopped:[/] {failure}", markup=True, highlight=False)
     console.print(summary(outcomes))
+
+
+def print_tails(outcomes: Sequence[Outcome], tails: Mapping[str, str], console: Console) -> None:
+    """The end of the bot's own output (its last :data:`TAIL_BYTES`) in each scenario of a failing check,
+    as it wrote it (no markup); scenarios with the same output (a lobby run's one worker) share one block."""
+    failing = dict.fromkeys(o.scenario for o in outcomes if o.status == "fail" and o.scenario in tails)
+    blocks: dict[str, list[str]] = {}
+    for scenario in failing:
+        blocks.setdefault(tails[scenario].rstrip(), []).append(scenario)
+    for text, scenarios in blocks.items():
+        where = ", ".join(scenarios)
+        if not text:
+            console.print(f"the bot's own output ({where}): nothing", markup=False, highlight=False)
+            continue
+        console.print(f"the bot's own output ({where}; its last {TAIL_BYTES // 1024} KiB at most):",
+                      style="bold", markup=False, highlight=False)
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
 def summary(outcomes: Sequence[Outcome]) -> str:
@@ -219,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                           "failure": report.failure, "checks": [asdict(o) for o in outcomes],
                           "output_tails": {k: v for k, v in report.tails.items() if k in failing}}, indent=1))
     else:
-        print_table(outcomes, console, mode, report.failure)
+        print_table(outcomes, console, mode, report.failure, report.tails)
     return 0 if passed else 1
 
 
