@@ -29,6 +29,7 @@ from referee.rules import Beg, Phase, RunPack, apply, deal, new_game
 from sdk.conformance.checks import CHECKS, Mode, checks_of
 from sdk.conformance.cli import parse_rules, run_checks, selected_checks
 from sdk.conformance.launch import Limits
+from sdk.conformance.logs import RequestSent, RunLog
 from sdk.conformance.referee import with_unknown_field
 from sdk.conformance.scenarios import build_scenarios
 from tests.conftest import require
@@ -302,6 +303,17 @@ def test_the_stacked_decks_stage_their_situations() -> None:
     phases = sc["phases"]
     state = deal(new_game(phases.rules, phases.first_dealer), phases.deck(1, 1))
     assert state.to_act == phases.bot_seat and any(c.suit is state.trump for c in state.hands[1])
+
+
+def test_the_phases_row_names_the_phases_asked_only_when_there_were_some() -> None:
+    """A bot that never joined was shown "(asked in: )", empty parentheses; one asked in some phases but
+    answering none of them legally is shown the phases it was asked in."""
+    judge = next(c.judge for c in CHECKS if c.name == "phases")
+    never = RunLog("phases", "t", failure="the bot's process ended (status 1) before it joined the match")
+    assert judge(never, Limits()).did == ("no legal answer in phase(s) beg, dealer, play, call; the bot's process "
+                                          "ended (status 1) before it joined the match")
+    asked = RunLog("phases", "t", requests=[RequestSent(1, 1, 1, "beg", [], 0.0, 1000, 1)])
+    assert judge(asked, Limits()).did == "no legal answer in phase(s) beg, dealer, play, call (asked in: beg)"
 
 
 def test_unknown_fields_survive_the_wire() -> None:

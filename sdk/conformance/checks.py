@@ -102,6 +102,8 @@ def judge_join(log: RunLog, _: Limits) -> Verdict:
 
 
 def judge_phases(log: RunLog, _: Limits) -> Verdict:
+    """Passes if the bot's first answer to a request was legal in each of beg, dealer, play and call; else
+    names the phases without one (and those it was asked in, if any)."""
     answered: dict[str, int] = {}
     for r in log.requests:
         if not r.resent and r.first_answer_malformed:
@@ -114,7 +116,8 @@ def judge_phases(log: RunLog, _: Limits) -> Verdict:
     missing = [p for p in ("beg", "dealer", "play", "call") if p not in answered]
     if missing:
         asked = sorted({r.phase for r in log.requests})
-        return Verdict(False, f"no legal answer in phase(s) {', '.join(missing)} (asked in: {', '.join(asked)})"
+        return Verdict(False, f"no legal answer in phase(s) {', '.join(missing)}"
+                       + (f" (asked in: {', '.join(asked)})" if asked else "")
                        + (f"; {log.failure}" if log.failure else ""))
     return Verdict(True, "legal answers in " + ", ".join(f"{p} x{answered[p]}" for p in ("beg", "dealer", "play",
                                                                                           "call")))
