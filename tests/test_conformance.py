@@ -354,6 +354,23 @@ def test_usage_errors_exit_2_with_one_line(args: list[str], words: str) -> None:
     assert words in lines[-1] and len(lines) <= 2 and lines[0].startswith("usage:"), proc.stderr
 
 
+@pytest.mark.parametrize("args", [["--list"], ["--only", "join", "--", sys.executable, "-c", DIES_AT_START]],
+                         ids=["list", "table"])
+def test_output_into_a_closed_pipe_ends_quietly(args: list[str]) -> None:
+    """``allfours-conformance --list | head`` ended in a BrokenPipeError traceback once ``head`` had gone:
+    now it stops quietly with status 1, as the table did already (rich's own handling) and as the Python
+    docs' note on SIGPIPE does. The reader is gone before the first line is written, so the write always
+    fails."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "sdk.conformance", *args], cwd=ROOT, stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (1, "")
+
+
 @pytest.mark.slow
 def test_memory_is_sampled_at_the_hello_not_only_every_100_ms(monkeypatch: pytest.MonkeyPatch) -> None:
     """A bot that takes 300 MiB before its Hello and exits right after a short match may live between two

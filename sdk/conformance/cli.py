@@ -8,8 +8,9 @@ summary; ``--json`` prints one JSON object instead
 "scenario"}], "output_tails": {scenario: text}}``; ``failure`` is ``""`` or the one line saying why a
 lobby run stopped early; ``output_tails`` the end of the bot's own output in each scenario with a
 failing check). Exit
-status: 0 if every check selected passed, 1 if one failed, 2 on a usage error (an unknown check or
-rule option, a check of the other mode, no command, a command that cannot be started).
+status: 0 if every check selected passed, 1 if one failed (or, quietly, if the reader of the output
+went away: ``--list | head``), 2 on a usage error (an unknown check or rule option, a check of the
+other mode, no command, a command that cannot be started).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -204,7 +206,20 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse the command line, run the checks, print; returns the exit status."""
+    """Parse the command line, run the checks, print; returns the exit status. If the reader of the
+    output goes away (``--list | head``) it stops quietly with status 1 (the Python docs' note on
+    SIGPIPE; rich does the same for the table)."""
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # a reader gone during the last lines shows here, not in the flush at exit
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 1
+    return status
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    """:func:`main` without its handling of a closed output."""
     args = list(sys.argv[1:] if argv is None else argv)
     command: list[str] = []
     if "--" in args:
