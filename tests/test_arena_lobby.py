@@ -371,6 +371,11 @@ def test_remote_workers_with_tokens(tmp_path: Path) -> None:
     assert len(games) == 6 and all(g["terminations"] == ["normal"] * 4 for g in games), games
     check_partners_apart(games)
     assert all(all(w is not None for w in g["workers"]) for g in games)
+    # a remote bot's workers may remember a game's cards: its pairs are two games dealt on their own
+    seeds: dict[str, set[str]] = {}
+    for g in games:
+        seeds.setdefault(g["pair"], set()).add(g["seed"])
+    assert len(seeds) == 3 and all(len(s) == 2 for s in seeds.values()), seeds
 
 
 def test_a_remote_worker_on_another_machine_is_told_a_referee_it_reaches(tmp_path: Path) -> None:

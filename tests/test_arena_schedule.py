@@ -62,6 +62,28 @@ def test_seed_derivation_known_answer() -> None:
     assert next(x for x in games if x.game_id == "t-p0-3-g0").pairing == 3  # (alpha, delta): 3 * 2 / 2 + 0
 
 
+def test_a_remote_entrants_pairs_are_two_games_dealt_on_their_own() -> None:
+    """A remote entrant's workers run on its author's machine and may remember every card of a game; in
+    the twin (same deal, sides swapped) they would hold the other side's cards and know its hands. So
+    in its pairings a pair's second game has a seed of its own (known answer below); every other
+    pairing is dealt as before, twins alike."""
+    plain = make_schedule("t", BOTS, 4, 4, MASTER)
+    games = make_schedule("t", BOTS, 4, 4, MASTER, independent={"gamma"})
+    assert [g.game_id for g in games] == [g.game_id for g in plain]
+    for first, second in zip(games[::2], games[1::2], strict=True):
+        assert first.pair_id == second.pair_id and second.sides == first.sides[::-1]
+        assert first.first_dealer == second.first_dealer
+        if "gamma" in first.sides:
+            label = b"allfours/arena/v1/pair-second" + first.pairing.to_bytes(4, "big") + first.pair.to_bytes(4, "big")
+            assert second.seed == hmac.new(MASTER, label, hashlib.sha256).digest() != first.seed
+            assert second.seed == pair_seed(MASTER, first.pairing, first.pair, second=True)
+        else:
+            assert second.seed == first.seed
+    assert [g.seed for g in games[::2]] == [g.seed for g in plain[::2]]  # first games: dealt as ever
+    changed = [g.game_id for g, p in zip(games, plain, strict=True) if g.seed != p.seed]
+    assert len(changed) == 3 * 2 and all("2" in g.split("-p")[1].split("-g")[0] for g in changed)
+
+
 def test_a_new_entrant_adds_pairings_and_changes_no_existing_game() -> None:
     """Growing the league: the old games (ids, seeds, sides, dealers) are all still there, unchanged; the new
     entrant's pairings come after them; raising games_per_pairing only appends pairs."""

@@ -49,6 +49,8 @@ class LadderRun:
         self.numbers = {e.label: e.number for e in t.store.entrants()}
         self.labels = {n: label for label, n in self.numbers.items()}
         self.active = [label for label in t.labels if label in t.entrants]
+        #: Remote entrants: their pairs are two independent games (arena/tournament/schedule.py).
+        self.remote = {label for label, bot in t.entrants.items() if bot.mode == "remote"}
         self.top: dict[tuple[int, int], int] = {}  # pairing (i, j) -> highest pair number stored
         self.halves: dict[str, set[str]] = {}  # pair id -> game ids stored
         self.last: Plan | None = None
@@ -66,7 +68,9 @@ class LadderRun:
             self.top[(i, j)] = max(self.top.get((i, j), -1), k)
 
     def _pair(self, i: int, j: int, k: int) -> list[ScheduledGame]:
-        return pair_games(self.name, (i, self.labels[i]), (j, self.labels[j]), k, self.players, self.master_seed)
+        a, b = self.labels[i], self.labels[j]
+        return pair_games(self.name, (i, a), (j, b), k, self.players, self.master_seed,
+                          independent=bool({a, b} & self.remote))
 
     def unfinished(self) -> list[ScheduledGame]:
         """The missing game of every half-played pair whose entrants are both active, by pair id."""

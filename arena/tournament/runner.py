@@ -155,6 +155,7 @@ def open_tournament(config: TournamentConfig, output: Path | None = None) -> Tou
         config.players,
         seed,
         numbers=[e.number for e in active],
+        independent={e.label for e in active if spec[(e.name, e.version)].mode == "remote"},
     )
     labels = [e.label for e in every]
     store.set_meta(FACTS_KEY, json.dumps({**public_facts(config, commit, len(schedule)), "entrants": labels},

@@ -13,7 +13,11 @@ renumbers — nor re-deals — an existing pairing). Each pairing plays
 - the first dealer rotates across pairs: pair ``k`` uses seat ``k % players``;
 - the match seed of pair ``k`` of pairing ``p`` is
   ``HMAC-SHA256(master_seed, b"allfours/arena/v1/pair" + p.to_bytes(4, "big") + k.to_bytes(4, "big"))``
-  (32 bytes), so one master seed re-derives every deal of the tournament.
+  (32 bytes), so one master seed re-derives every deal of the tournament;
+- except in a pairing with a **remote** entrant (``independent``): its workers run on someone else's
+  machine and may remember a game's cards, and in the twin they would then know the other side's
+  hands (each bot gets the other's cards). There the pair's second game is dealt from a seed of its
+  own, the same HMAC with ``b"allfours/arena/v1/pair-second"``: two independent games.
 
 Seats: side ``s`` holds seats ``s`` and ``s + 2`` at a 4-player table (partners sit opposite; the
 bot fills both, one process per seat) and seat ``s`` at a 2-player table.
@@ -28,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from referee.dealing import check_seed, commitment
@@ -37,6 +41,7 @@ from referee.rules.seats import side_of
 __all__ = ["ScheduledGame", "commitment", "make_schedule", "pair_games", "pair_seed", "pairing_number"]
 
 PAIR_LABEL = b"allfours/arena/v1/pair"
+SECOND_LABEL = b"allfours/arena/v1/pair-second"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,14 +65,15 @@ class ScheduledGame:
     swapped: bool
 
 
-def pair_seed(master_seed: bytes, pairing: int, pair: int) -> bytes:
-    """The 32-byte match seed of duplicate pair ``pair`` of pairing ``pairing`` (both 0-based).
+def pair_seed(master_seed: bytes, pairing: int, pair: int, second: bool = False) -> bytes:
+    """The 32-byte match seed of duplicate pair ``pair`` of pairing ``pairing`` (both 0-based); with
+    ``second``, the seed of the pair's second game when it is dealt on its own (module docstring).
 
     :raises ValueError: if ``master_seed`` is not 32 bytes or an index is negative.
     """
     if pairing < 0 or pair < 0:
         raise ValueError(f"pairing and pair numbers start at 0, got {pairing}, {pair}")
-    label = PAIR_LABEL + pairing.to_bytes(4, "big") + pair.to_bytes(4, "big")
+    label = (SECOND_LABEL if second else PAIR_LABEL) + pairing.to_bytes(4, "big") + pair.to_bytes(4, "big")
     return hmac.new(check_seed(master_seed), label, hashlib.sha256).digest()
 
 
@@ -82,11 +88,13 @@ def pairing_number(i: int, j: int) -> int:
 
 
 def pair_games(
-    name: str, first: tuple[int, str], second: tuple[int, str], k: int, players: int, master_seed: bytes
+    name: str, first: tuple[int, str], second: tuple[int, str], k: int, players: int, master_seed: bytes,
+    independent: bool = False,
 ) -> list[ScheduledGame]:
     """The two games of duplicate pair ``k`` of the pairing of entrants ``first = (i, label)`` and
     ``second = (j, label)``, ``i < j`` (their stable numbers): ids ``<name>-p<i>-<j>-g<2k>``/``g<2k+1>``,
-    pair id ``<name>-p<i>-<j>-d<k>``, the seed :func:`pair_seed` of pairing ``pairing_number(i, j)``.
+    pair id ``<name>-p<i>-<j>-d<k>``, the seed :func:`pair_seed` of pairing ``pairing_number(i, j)``
+    (the second game's own seed when ``independent``: a pairing with a remote entrant).
 
     :raises ValueError: if ``i >= j`` or ``k < 0``, or a seed that is not 32 bytes.
     """
@@ -98,6 +106,8 @@ def pair_games(
     games = []
     for swapped in (False, True):
         sides = (bot_j, bot_i) if swapped else (bot_i, bot_j)
+        if swapped and independent:
+            seed = pair_seed(master_seed, pairing, k, second=True)
         games.append(
             ScheduledGame(
                 game_id=f"{name}-p{i}-{j}-g{2 * k + int(swapped)}",
@@ -121,11 +131,14 @@ def make_schedule(
     players: int,
     master_seed: bytes,
     numbers: Sequence[int] | None = None,
+    independent: Collection[str] = (),
 ) -> list[ScheduledGame]:
     """Every game of the round robin, in play order (pairing number, then pair, then the two games).
 
     :param bots: entrant names (labels).
     :param numbers: each entrant's stable number (default ``0, 1, ...``): ids and seeds use these.
+    :param independent: the labels of remote entrants: their pairings' pairs are two independent games
+        (module docstring).
     :raises ValueError: on fewer than 2 or duplicate bots, an odd or non-positive
         ``games_per_pairing``, ``players`` not 2 or 4, or a seed that is not 32 bytes.
     """
@@ -146,6 +159,7 @@ def make_schedule(
     )
     for _, i, bot_i, j, bot_j in pairs:
         for k in range(games_per_pairing // 2):
-            games += pair_games(name, (i, bot_i), (j, bot_j), k, players, master_seed)
+            games += pair_games(name, (i, bot_i), (j, bot_j), k, players, master_seed,
+                                independent=bot_i in independent or bot_j in independent)
     return games
 
