@@ -3,6 +3,13 @@
 ``referee serve --port N [--host 127.0.0.1] [--admin-token T] [--tls-cert F --tls-key F]
 [--record-dir DIR] [--keep-finished 1000] [--keep-finished-s 600] [--grace 5] [--log-level info]``
 
+``referee create-match --referee HOST:PORT NAME NAME [NAME NAME] [--games 1] [--target 14]
+[--seed HEX] [--tls-ca F] [--json]``: one ``AdminService.CreateMatch`` with the admin token of
+``$ALLFOURS_ADMIN_TOKEN`` (never an option: a command line is visible to every local user), printing
+the match id, the seed commitment and each seat's ticket, so a bot author can seat their own bots by
+hand (``sdk.run ... --ticket=T``; docs/sdk.md). An unreachable referee exits 1, a refused token or
+request 2, each with one line.
+
 - The admin token comes from ``--admin-token`` or the environment variable ``ALLFOURS_ADMIN_TOKEN``;
   with neither, a random token is generated and printed on stderr.
 - Once bound, it prints ``PORT <n>`` (one line) on stdout and flushes, so a parent process that
@@ -22,16 +29,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import math
 import os
 import signal
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
+import grpc
 import structlog
 
+from allfours.v1 import referee_pb2 as pb
+from allfours.v1 import referee_pb2_grpc as pb_grpc
 from referee import metrics
 from referee.server import (
     ADMIN_TOKEN_ENV,
@@ -115,7 +126,19 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     s.add_argument("--metrics-port", type=_port, default=None,
                    help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off; docs/deploy.md)")
+    _create_match_parser(sub)
     return p
+
+
+def _create_match_parser(sub: Any) -> None:
+    c = sub.add_parser("create-match", help="create a match on a running referee and print its seats' tickets")
+    c.add_argument("seats", nargs="+", metavar="NAME", help="one name per seat, in seat order (2 or 4)")
+    c.add_argument("--referee", default="127.0.0.1:50051", help="the referee's HOST:PORT (default 127.0.0.1:50051)")
+    c.add_argument("--games", type=_count, default=1, help="games in the match (default 1)")
+    c.add_argument("--target", type=_count, default=None, help="points that win a game (default 14)")
+    c.add_argument("--seed", default="", help="the match seed, 64 hex digits (default: a fresh one)")
+    c.add_argument("--tls-ca", type=Path, help="PEM certificate the referee serves (or its CA): dial over TLS")
+    c.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
 
 
 class _ConfigError(Exception):
@@ -184,9 +207,59 @@ async def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _create_request(args: argparse.Namespace) -> pb.CreateMatchRequest:
+    """The CreateMatch request of ``referee create-match``'s options. :raises _ConfigError: bad options."""
+    if len(args.seats) not in (2, 4):
+        raise _ConfigError(f"give 2 or 4 seat names, not {len(args.seats)}")
+    try:
+        seed = bytes.fromhex(args.seed)
+    except ValueError:
+        seed = b"?"
+    if args.seed and len(seed) != 32:
+        raise _ConfigError("--seed must be 64 hex digits (32 bytes)")
+    rules = pb.RuleSet(players=len(args.seats))
+    if args.target is not None:
+        rules.target = args.target
+    return pb.CreateMatchRequest(rules=rules, seat_names=args.seats, games=args.games, seed=seed)
+
+
+def _create_match(args: argparse.Namespace) -> int:
+    """``referee create-match`` (module docstring); returns the exit status."""
+    token = os.environ.get(ADMIN_TOKEN_ENV)
+    try:
+        if not token:
+            raise _ConfigError(f"set the referee's admin token in ${ADMIN_TOKEN_ENV}")
+        request = _create_request(args)
+        ca = _read_pem("--tls-ca", args.tls_ca, b"-----BEGIN CERTIFICATE-----", "certificate") if args.tls_ca else None
+    except _ConfigError as e:
+        print(f"referee create-match: {e}", file=sys.stderr)
+        return 2
+    creds = grpc.ssl_channel_credentials(root_certificates=ca) if ca else None
+    with grpc.secure_channel(args.referee, creds) if creds else grpc.insecure_channel(args.referee) as channel:
+        try:
+            made = pb_grpc.AdminServiceStub(channel).CreateMatch(
+                request, metadata=(("authorization", f"Bearer {token}"),), timeout=15)
+        except grpc.RpcError as e:
+            code = e.code() if isinstance(e, grpc.Call) else grpc.StatusCode.UNKNOWN
+            detail = e.details() if isinstance(e, grpc.Call) else str(e)
+            reach = code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+            print(f"referee create-match: {args.referee}: {code.name}: {detail}", file=sys.stderr)
+            return 1 if reach else 2
+    if args.json:
+        print(json.dumps({"match_id": made.match_id, "seed_commitment": made.seed_commitment,
+                          "seats": args.seats, "tickets": list(made.tickets)}))
+    else:
+        print(f"match {made.match_id} (seed sha256 {made.seed_commitment})")
+        for seat, (name, ticket) in enumerate(zip(args.seats, made.tickets, strict=True)):
+            print(f"seat {seat} {name}: --ticket={ticket}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``referee`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
+    if args.command == "create-match":
+        return _create_match(args)
     configure_logging(args.log_level)
     if args.command == "serve":
         return asyncio.run(_serve(args))
