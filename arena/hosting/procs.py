@@ -23,6 +23,22 @@ Every descendant is tracked, one of two ways (:func:`containment`, decided once 
 Both put the bot in a new session (its process group is the last resort). A sandboxed bot
 (``jail``, :mod:`arena.hosting.jail`) is ``bwrap`` inside this containment, and in its own pid namespace.
 
+**Limits** (``cgroup`` mode). Each bot's cgroup has a memory limit (``memory.max``, ``memory_mb`` MiB,
+default :data:`MEMORY_MB`, and ``memory.swap.max`` 0: no swap beyond it; a sandboxed bot's ``/tmp``
+is memory too) and a pids limit (``pids.max``, default :data:`PIDS`: processes *and threads*, bwrap's
+two among them). A bot past its memory is killed by the kernel (:attr:`BotProcess.oom_killed`, from
+the cgroup's ``oom_kill`` count); a fork or thread past its pids limit fails (EAGAIN) and the bot goes
+on (:attr:`BotProcess.pids_limited`, from ``pids.events``). The arena's own cgroup must give its
+children the ``memory`` and ``pids`` controllers (its ``cgroup.subtree_control``): where it does not
+yet, the arena enables them, and as cgroup v2 allows that only in a cgroup without processes of its
+own (the root aside), the arena first moves itself and its children to a leaf ``allfours-<pid>-arena``
+of it (:func:`_enable_v2`; not when another program's process shares its cgroup; a later arena
+process started from that leaf makes its bots' cgroups beside it). On a hybrid host, whose ``memory``
+and ``pids`` controllers are cgroup v1 hierarchies, each bot also gets a cgroup of the same name under
+the arena's own in each of them (``memory.limit_in_bytes`` and ``memory.memsw.limit_in_bytes``,
+``pids.max``). A limit that cannot be set is not (the bot runs as it did without it) and one warning
+per arena process says so (structlog ``bot_limits_unavailable``), as under the subreaper, which sets none.
+
 **Output.** stdout and stderr go through a pipe to a pump thread that writes the first ``log_limit``
 bytes to ``log_path`` (created 0600), then a line ``[arena: output truncated at N bytes; the rest is
 discarded]``, and keeps draining (a bot writing without end is never blocked by the cap); at the end
@@ -40,6 +56,7 @@ import errno
 import itertools
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import subprocess
@@ -47,8 +64,11 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
+
+import structlog
 
 if TYPE_CHECKING:
     from arena.hosting.jail import Jail
@@ -62,6 +82,22 @@ CHUNK = 1 << 16
 #: The line written where a bot's log is cut (``limit``: bytes kept).
 TRUNCATED = "[arena: output truncated at {limit} bytes; the rest is discarded]"
 SHEPHERD = Path(__file__).resolve().parent / "shepherd.py"
+#: A bot process's memory limit, MiB, unless its config sets ``memory`` (and no swap beyond it): twice
+#: the SDK conformance check's 512 MiB, room for a sandboxed bot's ``/tmp`` (tmpfs is memory) and bwrap.
+MEMORY_MB = 1024
+#: A bot process's pids limit unless its config sets ``pids``: processes and threads at once. The sample
+#: bots use at most 15 (Python and gRPC; Node.js 7, C++ 11, with bwrap's two); runtimes that start a
+#: thread per core (the JVM, Go, V8's platform) need more on a large host; a fork bomb stops here.
+PIDS = 256
+#: The cgroup controllers of the limits.
+CONTROLLERS = ("memory", "pids")
+#: Where an arena process moves itself (under the cgroup it was in) so that its cgroup may give the
+#: bots' cgroups the controllers (:func:`_enable_v2`).
+ARENA_LEAF = "allfours-{pid}-arena"
+#: Per controller, the files of its limit: cgroup v2's, then v1's.
+_LIMIT_FILES = {"memory": ("memory.max", "memory.limit_in_bytes"), "pids": ("pids.max",)}
+
+log = structlog.get_logger("arena.hosting.procs")
 
 
 class Containment(enum.Enum):
@@ -74,6 +110,8 @@ class Containment(enum.Enum):
 _detected: tuple[Containment, Path | None] | None = None
 _detect_lock = threading.Lock()
 _counter = itertools.count()
+_places: dict[str, Path] | None = None
+_warned: set[str] = set()
 
 
 def _own_cgroup_dir() -> Path | None:
@@ -147,7 +185,9 @@ def containment(prefer: Containment | None = None) -> tuple[Containment, Path | 
     """The containment this process uses, and the cgroup folder new bot cgroups go under (or None).
 
     Decided once: cgroup v2 if a probe cgroup can be made and entered here, else the subreaper.
-    ``prefer=SUBREAPER`` forces the subreaper (tests run both ways).
+    ``prefer=SUBREAPER`` forces the subreaper (tests run both ways). The folder is this process's own
+    cgroup, or the one above when that is an arena's leaf (:data:`ARENA_LEAF`: this process was started
+    by an arena that moved itself there).
     """
     global _detected
     if prefer is Containment.SUBREAPER:
@@ -155,11 +195,249 @@ def containment(prefer: Containment | None = None) -> tuple[Containment, Path | 
     with _detect_lock:
         if _detected is None:
             base = _own_cgroup_dir()
+            if base is not None and _is_arena_leaf(base.name):
+                base = base.parent
             if base is not None:
                 _sweep_stale(base)
             ok = base is not None and _cgroup_works(base)
             _detected = (Containment.CGROUP, base) if ok else (Containment.SUBREAPER, None)
         return _detected
+
+
+def _is_arena_leaf(name: str) -> bool:
+    """Whether ``name`` is an arena's leaf cgroup (:data:`ARENA_LEAF`)."""
+    parts = name.split("-")
+    return len(parts) == 3 and parts[0] == "allfours" and parts[1].isdigit() and parts[2] == "arena"
+
+
+def _words(path: Path) -> set[str]:
+    """The words of a cgroup file such as ``cgroup.controllers`` (none if it cannot be read)."""
+    try:
+        return set(path.read_text().split())
+    except OSError:
+        return set()
+
+
+def _procs(cgroup: Path) -> list[int]:
+    """The processes in ``cgroup`` (its own, not its children's)."""
+    try:
+        return [int(x) for x in (cgroup / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    """Whether process ``pid`` is ``ancestor`` or one of its descendants (by ``/proc/<pid>/stat``)."""
+    for _ in range(256):
+        if pid == ancestor:
+            return True
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(stat.rpartition(")")[2].split()[1])
+        if pid <= 1:
+            return False
+    return False
+
+
+def _move_arena_down(base: Path) -> bool:
+    """Move this process and its descendants from ``base`` to its child ``allfours-<pid>-arena``
+    (:data:`ARENA_LEAF`, made here) so that ``base`` holds no process; False (``base`` left as it was, or
+    only some of them moved) when a process that is not this arena's is in ``base`` or a move fails."""
+    me = os.getpid()
+    leaf = base / ARENA_LEAF.format(pid=me)
+    try:
+        for _ in range(5):  # a child may fork while its parent moves
+            left = _procs(base)
+            if not left:
+                return True
+            if not all(_descends_from(pid, me) for pid in left):
+                return False
+            leaf.mkdir(exist_ok=True)
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError):
+                    (leaf / "cgroup.procs").write_text(str(pid))
+    except OSError:
+        return False
+    return not _procs(base)
+
+
+def _enable_v2(base: Path) -> set[str]:
+    """The controllers of :data:`CONTROLLERS` that cgroups made under ``base`` get: its
+    ``cgroup.subtree_control``, where those its ``cgroup.controllers`` offers are enabled if they are not.
+
+    Only the root cgroup (no ``cgroup.type``) may hold processes and give controllers at once: elsewhere
+    cgroup v2 refuses ``memory`` (EBUSY) and takes ``pids`` by making ``base`` a thread root whose child
+    cgroups can no longer take a process (every bot would fail to start). So this arena process and its
+    children move first to its leaf (:func:`_move_arena_down`), and nothing is enabled if they cannot;
+    the controllers are enabled in one write, which the kernel takes or refuses whole."""
+    control = base / "cgroup.subtree_control"
+    offered = _words(base / "cgroup.controllers")
+    want = [c for c in CONTROLLERS if c in offered and c not in _words(control)]
+    root = not (base / "cgroup.type").exists()
+    if want and (root or _move_arena_down(base)):
+        with contextlib.suppress(OSError):
+            control.write_text(" ".join(f"+{c}" for c in want))
+    return set(CONTROLLERS) & _words(control)
+
+
+def _own_v1_dir(controller: str) -> Path | None:
+    """This process's cgroup in the cgroup v1 hierarchy of ``controller`` (a hybrid host), or None."""
+    mount = None
+    with contextlib.suppress(OSError), open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            kind = right.split()
+            if kind[:1] == ["cgroup"] and len(kind) > 2 and controller in kind[2].split(","):
+                mount = left.split()[3:5]  # its root in the hierarchy, its mount point
+                break
+    if mount is None:
+        return None
+    root, point = mount
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/cgroup") as f:
+        for line in f:
+            _, names, path = line.rstrip("\n").split(":", 2)
+            if controller in names.split(","):
+                if root != "/" and (path == root or path.startswith(root + "/")):
+                    path = path[len(root):]
+                return Path(point) / path.lstrip("/")
+    return None
+
+
+def _has_limit_file(parent: Path, controller: str) -> bool:
+    """True if a cgroup made under ``parent`` has ``controller``'s limit file (a probe, removed)."""
+    probe = parent / f"allfours-{os.getpid()}-probe-{secrets.token_hex(4)}"
+    try:
+        probe.mkdir()
+    except OSError:
+        return False
+    try:
+        return any((probe / name).exists() for name in _LIMIT_FILES[controller])
+    finally:
+        _remove_cgroup(probe)
+
+
+def _find_places(base: Path) -> dict[str, Path]:
+    """Per controller of :data:`CONTROLLERS` that can limit bots here, the folder their cgroups for it
+    are made in: ``base`` (cgroup v2) when it gives its children the controller (:func:`_enable_v2`),
+    else this process's own cgroup in the controller's v1 hierarchy (a hybrid host) where one can be
+    made (empty ones of arena processes that are gone are removed first)."""
+    places = dict.fromkeys(sorted(_enable_v2(base)), base)
+    for c in CONTROLLERS:
+        own = None if c in places else _own_v1_dir(c)
+        if own is not None:
+            _sweep_stale(own)
+            if _has_limit_file(own, c):
+                places[c] = own
+    return places
+
+
+def _warn_once(why: str, controllers: Sequence[str]) -> None:
+    """One warning per arena process and reason: bot processes go without these limits."""
+    with _detect_lock:
+        if why in _warned:
+            return
+        _warned.add(why)
+    log.warning("bot_limits_unavailable", controllers=list(controllers), why=why)
+
+
+def limit_places() -> dict[str, Path]:
+    """Per controller that limits bot processes here, the folder their cgroups for it are made in
+    (:func:`_find_places`; none under the subreaper). Decided once per arena process, with one warning
+    naming the controllers that cannot."""
+    global _places
+    kind, base = containment()
+    with _detect_lock:
+        if _places is None:
+            _places = _find_places(base) if kind is Containment.CGROUP and base is not None else {}
+        places = dict(_places)
+    missing = [c for c in CONTROLLERS if c not in places]
+    if kind is not Containment.CGROUP:
+        _warn_once("bots run under the subreaper (no writable cgroup v2 here)", missing)
+    elif missing:
+        _warn_once(f"the arena's cgroup {base} cannot give bot cgroups these controllers (its "
+                   "cgroup.subtree_control; it holds another program's process, or they are not delegated)", missing)
+    return places
+
+
+def _write_limit(cgroup: Path, controller: str, memory_mb: int, pids: int) -> None:
+    """Write ``controller``'s limit in ``cgroup`` (cgroup v2's files, or v1's): memory without swap beyond
+    it, or pids. :raises OSError:"""
+    if controller == "pids":
+        (cgroup / "pids.max").write_text(str(pids))
+        return
+    limit = str(memory_mb << 20)
+    if (cgroup / "memory.max").exists():
+        (cgroup / "memory.max").write_text(limit)
+        if (cgroup / "memory.swap.max").exists():
+            (cgroup / "memory.swap.max").write_text("0")
+    else:
+        (cgroup / "memory.limit_in_bytes").write_text(limit)
+        if (cgroup / "memory.memsw.limit_in_bytes").exists():  # swap accounting on: memory+swap, the same
+            (cgroup / "memory.memsw.limit_in_bytes").write_text(limit)
+
+
+def _count(cgroup: Path | None, files: Sequence[str], key: str) -> int:
+    """The counter ``key`` (a ``key N`` line) of the first of ``files`` that ``cgroup`` has, else 0."""
+    if cgroup is None:
+        return 0
+    for name in files:
+        try:
+            lines = (cgroup / name).read_text().splitlines()
+        except OSError:
+            continue
+        counts = dict(line.split() for line in lines if len(line.split()) == 2)
+        return int(counts.get(key, "0"))
+    return 0
+
+
+@dataclass
+class _BotCgroups:
+    """One bot's cgroups: ``main`` (cgroup v2, its containment), ``extra`` (in cgroup v1 hierarchies, a
+    hybrid host's: for its limits), and per controller whose limit was written, the cgroup holding it."""
+
+    main: Path
+    extra: list[Path] = field(default_factory=list)
+    limited: dict[str, Path] = field(default_factory=dict)
+
+    @classmethod
+    def make(cls, base: Path, memory_mb: int, pids: int) -> _BotCgroups:
+        """Make a bot's cgroups under ``base`` and :func:`limit_places` and write its limits there (a
+        limit that cannot be written is warned about once and left out). :raises OSError: no ``main``."""
+        places = limit_places()
+        name = f"allfours-{os.getpid()}-{next(_counter)}-{secrets.token_hex(4)}"
+        made = cls(base / name)
+        made.main.mkdir()
+        for controller, parent in places.items():
+            cgroup = parent / name
+            try:
+                if cgroup != made.main and cgroup not in made.extra:
+                    cgroup.mkdir()
+                    made.extra.append(cgroup)
+                _write_limit(cgroup, controller, memory_mb, pids)
+                made.limited[controller] = cgroup
+            except OSError as e:
+                _warn_once(f"cannot write a {controller} limit under {parent}: {e.strerror or e}", [controller])
+        return made
+
+    def command(self, argv: Sequence[str]) -> list[str]:
+        """``argv`` run by ``/bin/sh`` once it has moved itself into each of these cgroups (exit 126 if not)."""
+        joins = "".join(f"echo 0 > {shlex.quote(str(c / 'cgroup.procs'))} || exit 126; " for c in self.extra)
+        return ["/bin/sh", "-c", joins + 'echo 0 > "$0/cgroup.procs" || exit 126; exec "$@"', str(self.main), *argv]
+
+    def oom_kills(self) -> int:
+        """How many of the bot's processes the kernel killed at its memory limit (``oom_kill``)."""
+        return _count(self.limited.get("memory"), ("memory.events", "memory.oom_control"), "oom_kill")
+
+    def forks_refused(self) -> int:
+        """How many forks or threads its pids limit refused (``pids.events``: ``max``)."""
+        return _count(self.limited.get("pids"), ("pids.events",), "max")
+
+    def remove(self, timeout_s: float = 5.0) -> None:
+        """Remove every one of them (emptied: see :func:`_remove_cgroup`)."""
+        for cgroup in (self.main, *self.extra):
+            _remove_cgroup(cgroup, timeout_s)
 
 
 def _check_command(argv: Sequence[str], cwd: str | None, env: Mapping[str, str]) -> None:
@@ -205,12 +483,24 @@ class _LogPump(threading.Thread):
 
 
 class BotProcess:
-    """One bot process and everything it starts (see the module docstring). Thread-safe."""
+    """One bot process and everything it starts (see the module docstring). Thread-safe.
 
-    def __init__(self, popen: subprocess.Popen[bytes], kind: Containment, cgroup: Path | None, pump: _LogPump):
+    ``cgroup`` is its cgroup v2 (None under the subreaper), ``limit_cgroups`` per controller whose limit
+    was set (``memory``, ``pids``) the cgroup holding it. Once it has ended (its own exit, or
+    :meth:`stop`), ``oom_killed`` says whether the kernel killed one of its processes at its memory
+    limit, and ``pids_limited`` whether its pids limit refused a fork or a thread.
+    """
+
+    def __init__(
+        self, popen: subprocess.Popen[bytes], kind: Containment, cgroups: _BotCgroups | None, pump: _LogPump
+    ):
         self.popen = popen
         self.kind = kind
-        self.cgroup = cgroup
+        self._cgroups = cgroups
+        self.cgroup = cgroups.main if cgroups is not None else None
+        self.limit_cgroups = dict(cgroups.limited) if cgroups is not None else {}
+        self.oom_killed = False
+        self.pids_limited = False
         self.pump = pump
         self.grace_s = GRACE_S
         self._ended = threading.Event()
@@ -229,9 +519,12 @@ class BotProcess:
         log_limit: int,
         prefer: Containment | None = None,
         jail: Jail | None = None,
+        memory_mb: int = MEMORY_MB,
+        pids: int = PIDS,
     ) -> BotProcess:
         """Start ``argv`` (no shell) in ``cwd`` with exactly ``env``; output to ``log_path`` (capped);
-        inside ``jail``'s namespaces when given (:meth:`arena.hosting.jail.Jail.wrap`).
+        inside ``jail``'s namespaces when given (:meth:`arena.hosting.jail.Jail.wrap`); limited to
+        ``memory_mb`` MiB and ``pids`` processes and threads where it can be (see the module docstring).
 
         :raises OSError: (e.g. :class:`FileNotFoundError`) if the command or ``cwd`` cannot be used.
         """
@@ -239,12 +532,12 @@ class BotProcess:
         if jail is not None:
             argv = jail.wrap(argv, cwd)
         kind, base = containment(prefer)
-        cgroup = None
+        cgroups = None
         if kind is Containment.CGROUP and base is not None:
-            cgroup = base / f"allfours-{os.getpid()}-{next(_counter)}-{secrets.token_hex(4)}"
-            cgroup.mkdir()
-            full = ["/bin/sh", "-c", 'echo 0 > "$0/cgroup.procs" || exit 126; exec "$@"', str(cgroup), *argv]
+            cgroups = _BotCgroups.make(base, memory_mb, pids)
+            full = cgroups.command(argv)
         else:
+            _warn_once("bots run under the subreaper (no writable cgroup v2 here)", CONTROLLERS)
             full = [sys.executable, "-I", "-S", str(SHEPHERD), str(GRACE_S), "--", *argv]
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         try:
@@ -259,15 +552,14 @@ class BotProcess:
             )
         except BaseException:
             os.close(read_fd)
-            if cgroup is not None:
-                with contextlib.suppress(OSError):
-                    cgroup.rmdir()
+            if cgroups is not None:
+                cgroups.remove(timeout_s=0.0)
             raise
         finally:
             os.close(write_fd)
         pump = _LogPump(read_fd, Path(log_path), log_limit)
         pump.start()
-        return cls(popen, kind, cgroup, pump)
+        return cls(popen, kind, cgroups, pump)
 
     @property
     def pid(self) -> int:
@@ -289,16 +581,17 @@ class BotProcess:
 
     def _members(self) -> list[int]:
         assert self.cgroup is not None
-        try:
-            return [int(x) for x in (self.cgroup / "cgroup.procs").read_text().split()]
-        except (OSError, ValueError):
-            return []
+        return _procs(self.cgroup)
 
     def _end_cgroup(self) -> None:
-        """SIGTERM every member, wait ``grace_s`` for them, then ``cgroup.kill`` and remove the cgroup."""
+        """SIGTERM every member, wait ``grace_s`` for them, then ``cgroup.kill``; read what its limits
+        did (``oom_killed``, ``pids_limited``) and remove its cgroups."""
         with self._end_lock:
-            if not self._ended.is_set() and self.cgroup is not None:
-                self._end_members(self.cgroup)
+            if not self._ended.is_set() and self._cgroups is not None:
+                self._end_members(self._cgroups.main)
+                self.oom_killed = self._cgroups.oom_kills() > 0
+                self.pids_limited = self._cgroups.forks_refused() > 0
+                self._cgroups.remove()
                 self._ended.set()
 
     def _end_members(self, cgroup: Path) -> None:
@@ -314,7 +607,6 @@ class BotProcess:
             with contextlib.suppress(OSError):
                 (cgroup / "cgroup.kill").write_text("1")
             time.sleep(0.01)
-        _remove_cgroup(cgroup)
 
     def stop(self, exit_wait_s: float = EXIT_WAIT_S) -> int | None:
         """Let the bot exit on its own for ``exit_wait_s`` seconds, then end it and every descendant

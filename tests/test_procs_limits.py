@@ -1,0 +1,281 @@
+"""Bot processes' memory and pids limits (arena/hosting/procs.py, "Limits"): real processes in real cgroups.
+
+A bot that starts 2000 threads, or forks 1000 processes, gets no further than its pids limit; one that
+allocates past its memory limit is killed by the kernel (its cgroup's ``oom_kill`` count, SIGKILL); a
+sandboxed bot filling its ``/tmp`` (tmpfs: memory) is stopped at its memory limit too; the limits
+given reach the bot's cgroup files.
+
+They run wherever the arena can write cgroup v2 (as root: CI, a hybrid host whose ``memory`` and
+``pids`` controllers are cgroup v1 hierarchies included) and skip, saying why, only where it cannot:
+there bots run under the subreaper, which sets no limits.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from arena.hosting import procs
+from arena.hosting.procs import BotProcess, Containment
+from tests.test_arena_procs import wait_for
+
+if TYPE_CHECKING:
+    from arena.hosting.jail import Jail
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: Starts ``argv[1]`` threads (small stacks; each waits) and says how many it could.
+THREADS = r"""
+import sys, threading
+threading.stack_size(64 * 1024)
+stop = threading.Event()
+started = 0
+try:
+    for _ in range(int(sys.argv[1])):
+        threading.Thread(target=stop.wait, daemon=True).start()
+        started += 1
+except RuntimeError as e:
+    print(f"refused after {started} threads: {e}", flush=True)
+else:
+    print(f"started {started} threads", flush=True)
+stop.set()
+"""
+
+#: Forks ``argv[1]`` children (each sleeps) and says how many it could.
+FORKS = r"""
+import os, sys, time
+made = 0
+try:
+    for _ in range(int(sys.argv[1])):
+        if os.fork() == 0:
+            time.sleep(300)
+            os._exit(0)
+        made += 1
+except OSError as e:
+    print(f"refused after {made} forks: {os.strerror(e.errno)}", flush=True)
+else:
+    print(f"made {made} forks", flush=True)
+"""
+
+#: Allocates (and touches) 16 MiB blocks, ``argv[1]`` of them, saying so after each.
+HOG = r"""
+import sys
+hoard = []
+for _ in range(int(sys.argv[1])):
+    hoard.append(b"x" * (16 << 20))
+    print(f"holding {16 * len(hoard)} MiB", flush=True)
+print("allocated it all", flush=True)
+"""
+
+#: Writes ``argv[1]`` MiB to ``/tmp/fill`` (the sandbox's tmpfs).
+FILL_TMP = r"""
+import sys
+with open("/tmp/fill", "wb") as f:
+    for k in range(int(sys.argv[1])):
+        f.write(b"x" * (1 << 20))
+        f.flush()
+print(f"wrote {sys.argv[1]} MiB to /tmp", flush=True)
+"""
+
+
+@pytest.fixture(autouse=True)
+def writable_cgroups() -> None:
+    if procs.containment()[0] is not Containment.CGROUP:
+        pytest.skip("cgroup v2 is not writable here: bots run under the subreaper, which sets no limits")
+
+
+@pytest.fixture
+def jail() -> Iterator[Jail]:
+    from arena.hosting.jail import Jail, JailError
+
+    try:
+        j = Jail.open()
+    except JailError as e:
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip(f"no sandbox here: {e}")
+    yield j
+    j.close()
+
+
+def start(tmp_path: Path, *argv: str, **limits: int) -> BotProcess:
+    return BotProcess.start(list(argv), cwd=str(tmp_path), env=dict(os.environ), log_path=tmp_path / "bot.log",
+                            log_limit=1 << 20, **limits)
+
+
+def ended(p: BotProcess, timeout: float = 120) -> tuple[int | None, str]:
+    """Wait for the bot to exit on its own, then end what it left; its exit status and its log."""
+    p.wait(timeout)
+    return p.stop(exit_wait_s=0), p.pump.path.read_text()
+
+
+def first_number(line: str) -> int:
+    return next(int(w) for w in line.split() if w.isdigit())
+
+
+def check_limits(tmp_path: Path, mib: int, tasks: int, **given: int) -> None:
+    """A bot started with ``given`` has ``mib`` MiB (no swap beyond it) and ``tasks`` pids in its cgroups
+    (cgroup v2's files or a hybrid host's v1 ones), and they go with it."""
+    p = start(tmp_path, sys.executable, "-c", "import time; time.sleep(300)", **given)
+    try:
+        assert set(p.limit_cgroups) == {"memory", "pids"}, "a bot process without its limits"
+        memory = p.limit_cgroups["memory"]
+        if (memory / "memory.max").exists():
+            assert (memory / "memory.max").read_text().strip() == str(mib << 20)
+            swap = memory / "memory.swap.max"
+            assert not swap.exists() or swap.read_text().strip() == "0"
+        else:
+            assert (memory / "memory.limit_in_bytes").read_text().strip() == str(mib << 20)
+            memsw = memory / "memory.memsw.limit_in_bytes"
+            assert not memsw.exists() or memsw.read_text().strip() == str(mib << 20)
+        assert (p.limit_cgroups["pids"] / "pids.max").read_text().strip() == str(tasks)
+        main = p.cgroup
+        assert main is not None
+        assert wait_for(lambda: p.pid in procs._procs(main)), "never in its cgroup"  # the one it joins last
+        for cgroup in p.limit_cgroups.values():
+            assert p.pid in procs._procs(cgroup), cgroup
+    finally:
+        assert p.stop(exit_wait_s=0) == -signal.SIGTERM
+    assert not any(c.exists() for c in (p.cgroup, *p.limit_cgroups.values()) if c is not None)
+    assert not p.oom_killed and not p.pids_limited
+
+
+def test_the_limits_given_are_in_the_bot_cgroup(tmp_path: Path) -> None:
+    check_limits(tmp_path, 300, 77, memory_mb=300, pids=77)
+
+
+def test_by_default_a_bot_gets_the_default_limits(tmp_path: Path) -> None:
+    check_limits(tmp_path, procs.MEMORY_MB, procs.PIDS)
+
+
+def test_two_thousand_threads_stop_at_the_default_pids_limit(tmp_path: Path) -> None:
+    p = start(tmp_path, sys.executable, "-c", THREADS, "2000")
+    code, log = ended(p)
+    assert code == 0, log
+    assert log.startswith("refused after "), log
+    started = first_number(log)
+    assert procs.PIDS // 2 < started < procs.PIDS, log  # its main thread is one of the limit's tasks
+    assert p.pids_limited
+
+
+def test_a_thousand_forks_stop_at_a_configured_pids_limit(tmp_path: Path) -> None:
+    p = start(tmp_path, sys.executable, "-c", FORKS, "1000", pids=40)
+    code, log = ended(p)
+    assert code == 0, log
+    assert log.startswith("refused after ") and "Resource temporarily unavailable" in log, log
+    assert 20 < first_number(log) < 40, log
+    assert p.pids_limited and not p.oom_killed
+
+
+def test_a_bot_past_its_memory_limit_is_killed(tmp_path: Path) -> None:
+    p = start(tmp_path, sys.executable, "-c", HOG, "64", memory_mb=64)  # up to 1 GiB
+    code, log = ended(p)
+    assert code == -signal.SIGKILL, (code, log)
+    assert "allocated it all" not in log
+    held = [first_number(line) for line in log.splitlines() if line.startswith("holding ")]
+    assert held and max(held) <= 64, log
+    assert p.oom_killed  # its cgroup's oom_kill count, read before the cgroup was removed
+    assert not p.pids_limited
+
+
+def test_the_same_bot_under_its_limit_is_not_killed(tmp_path: Path) -> None:
+    """The control of the test above: 256 MiB of the default 1024 are allowed."""
+    p = start(tmp_path, sys.executable, "-c", HOG, "16")
+    code, log = ended(p)
+    assert code == 0 and log.endswith("allocated it all\n"), log
+    assert not p.oom_killed
+
+
+def test_a_sandboxed_bot_filling_its_tmp_stops_at_its_memory_limit(tmp_path: Path, jail: Jail) -> None:
+    """The sandbox's ``/tmp`` is a tmpfs: what a bot writes there is memory in its cgroup, so writing
+    512 MiB with a 64 MiB limit gets it killed (the reviewer's bot wrote 2 GiB and 600 threads)."""
+    p = BotProcess.start([sys.executable, "-c", FILL_TMP, "512"], cwd=str(tmp_path), env=dict(os.environ),
+                         log_path=tmp_path / "bot.log", log_limit=1 << 20, jail=jail,
+                         memory_mb=64)
+    code, log = ended(p)
+    assert "wrote 512 MiB" not in log, (code, log)
+    assert p.oom_killed, (code, log)
+
+
+def test_a_sandboxed_thread_bomb_stops_at_its_pids_limit(tmp_path: Path, jail: Jail) -> None:
+    p = BotProcess.start([sys.executable, "-c", THREADS, "2000"], cwd=str(tmp_path), env=dict(os.environ),
+                         log_path=tmp_path / "bot.log", log_limit=1 << 20, jail=jail,
+                         pids=64)
+    code, log = ended(p)
+    assert log.startswith("refused after "), (code, log)
+    assert 32 < first_number(log) < 64 - 2, log  # bwrap's two processes are in its cgroup too
+    assert p.pids_limited
+
+
+#: An arena process in its own cgroup (``argv[1]``): starts a bot twice, says what limits it got.
+ARENA_IN = r"""
+import os, sys
+from pathlib import Path
+from arena.hosting import procs
+from arena.hosting.procs import BotProcess
+for _ in range(2):
+    p = BotProcess.start([sys.executable, "-c", "print(42)"], cwd="/tmp", env=dict(os.environ),
+                         log_path=Path(sys.argv[1]), log_limit=1000)
+    print("bot", p.wait(60), p.stop(0), Path(sys.argv[1]).read_text().strip(), sorted(p.limit_cgroups), flush=True)
+print("arena in", procs._own_cgroup_dir(), flush=True)
+"""
+
+
+@pytest.fixture
+def v2_cgroup() -> Iterator[Path]:
+    """A cgroup v2 folder of this test (whose parent gives it ``memory`` and ``pids``), removed after."""
+    base = procs.containment()[1]
+    places = procs.limit_places()
+    if base is None or any(places.get(c) != base for c in procs.CONTROLLERS):
+        pytest.skip("cgroup v2 here does not give its cgroups memory and pids (a hybrid host: they are cgroup v1 "
+                    "hierarchies, which the other tests use)")
+    made = base / f"allfours-{os.getpid()}-test-{uuid.uuid4().hex[:8]}"
+    made.mkdir()
+    yield made
+    for cgroup in sorted(made.glob("*/"), reverse=True):
+        procs._remove_cgroup(cgroup)
+    procs._remove_cgroup(made)
+
+
+def run_arena_in(cgroup: Path, tmp_path: Path) -> list[str]:
+    """:data:`ARENA_IN` run as a process of ``cgroup``; its output lines."""
+    done = subprocess.run(["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(cgroup), sys.executable,
+                           "-c", ARENA_IN, str(tmp_path / "bot.log")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout.splitlines()
+
+
+def test_an_arena_alone_in_its_cgroup_moves_down_to_give_its_bots_limits(v2_cgroup: Path, tmp_path: Path) -> None:
+    """cgroup v2 gives controllers only from a cgroup without processes: the arena moves itself to its
+    leaf ``allfours-<pid>-arena``, enables ``memory`` and ``pids``, and its bots get both."""
+    lines = run_arena_in(v2_cgroup, tmp_path)
+    assert lines[:2] == ["bot 0 0 42 ['memory', 'pids']"] * 2, lines
+    assert lines[-1].startswith(f"arena in {v2_cgroup}/allfours-") and lines[-1].endswith("-arena"), lines
+    assert procs._words(v2_cgroup / "cgroup.subtree_control") >= {"memory", "pids"}
+
+
+def test_an_arena_sharing_its_cgroup_sets_no_limits_says_so_once_and_its_bots_run(
+    v2_cgroup: Path, tmp_path: Path
+) -> None:
+    """Another program's process in the arena's cgroup: it is not the arena's to move, so no controller
+    is enabled (``pids`` alone would make the cgroup a thread root where no bot could start)."""
+    other = subprocess.Popen(["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec sleep 300', str(v2_cgroup)])
+    try:
+        assert wait_for(lambda: other.pid in procs._procs(v2_cgroup))
+        lines = run_arena_in(v2_cgroup, tmp_path)
+    finally:
+        other.kill()
+        other.wait()
+    warnings = [line for line in lines if "bot_limits_unavailable" in line]
+    assert len(warnings) == 1 and "memory" in warnings[0] and "pids" in warnings[0], lines
+    assert [line for line in lines if line.startswith("bot ")] == ["bot 0 0 42 []"] * 2, lines
+    assert lines[-1] == f"arena in {v2_cgroup}", lines
+    assert procs._words(v2_cgroup / "cgroup.subtree_control") == set()
