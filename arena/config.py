@@ -21,6 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, TypeVar
 
+from arena.hosting.procs import MEMORY_MB, PIDS
 from arena.hosting.sandbox import Limits
 from referee import wire
 from referee.dealing import parse_seed
@@ -105,6 +106,8 @@ class BotSpec:
     were checked (:func:`expand_placeholders`),
     empty for a container bot, which gives ``image`` (a docker image, ``arena bots build``) and its
     container ``limits`` instead (``cpus``, ``memory`` in MiB, ``pids``; docs/deploy.md; per game only);
+    a local process bot's ``limits`` are its cgroup's ``memory`` (MiB) and ``pids``, the same keys with
+    their own defaults (:data:`arena.hosting.procs.MEMORY_MB`, :data:`arena.hosting.procs.PIDS`; no ``cpus``);
     ``cwd`` is resolved against the config file's folder; ``env`` is added to the arena's environment
     minus its admin tokens (the arena also sets ``ALLFOURS_TICKET`` and ``ALLFOURS_REFEREE``; see
     :func:`arena.play.environment.bot_environment`).
@@ -900,9 +903,14 @@ def _parse_bot(p: _Problems, where: str, b: Mapping[str, object], base: Path, to
             p.add(f"{where}.env", "must be a table of string values", env)
             env = {}
         return BotSpec(bname, str(version), (), None, dict(env), image, limits, mode=mode, workers=workers)
-    for key in ("cpus", "memory", "pids"):
-        if key in b:
-            p.add(f"{where}.{key}", "is a container limit: give it with `image`", b[key])
+    if "cpus" in b:
+        p.add(f"{where}.cpus", "is a container limit: give it with `image`", b["cpus"])
+    limits = Limits(memory_mb=MEMORY_MB, pids=PIDS)
+    for key in ("memory", "pids"):
+        if key in b and mode == "remote":
+            p.add(f"{where}.{key}", "a remote bot runs elsewhere: drop it (its host sets its limits)", b[key])
+    if mode != "remote":
+        limits = p.check(lambda: _memory_and_pids(path, where, b, limits), limits)
     cmd = _parse_command(p, where, b.get("command"), mode)
     cwd = b.get("cwd")
     if cwd is not None:
@@ -924,7 +932,8 @@ def _parse_bot(p: _Problems, where: str, b: Mapping[str, object], base: Path, to
               sandbox)
     elif mode == "remote" and "sandbox" in b:
         p.add(f"{where}.sandbox", "a remote bot runs elsewhere: drop sandbox or remote", sandbox)
-    return BotSpec(bname, str(version), cmd, cwd, dict(env), mode=mode, workers=workers, sandbox=str(sandbox))
+    return BotSpec(bname, str(version), cmd, cwd, dict(env), limits=limits, mode=mode, workers=workers,
+                   sandbox=str(sandbox))
 
 
 def _parse_bots(p: _Problems, bots_raw: object, base: Path, token_env: str) -> tuple[BotSpec, ...]:
@@ -976,6 +985,12 @@ def _container(path: str, where: str, b: Mapping[str, object]) -> tuple[str, Lim
     cpus = b.get("cpus", limits.cpus)
     if isinstance(cpus, bool) or not isinstance(cpus, int | float) or not 0.05 <= cpus <= 64:
         raise ConfigError(path, f"{where}.cpus", "must be a number of cores between 0.05 and 64", cpus)
+    return image, _memory_and_pids(path, where, b, replace(limits, cpus=float(cpus)))
+
+
+def _memory_and_pids(path: str, where: str, b: Mapping[str, object], limits: Limits) -> Limits:
+    """``limits`` with a bot's ``memory`` (MiB as a number or ``"512m"``/``"1g"``, 32 MiB-64 GiB) and
+    ``pids`` (8-4096) when it gives them: a container's limits, or a process bot's cgroup's."""
     memory = b.get("memory", limits.memory_mb)
     m = _MEMORY.fullmatch(memory.strip()) if isinstance(memory, str) else None
     if m:
@@ -984,7 +999,7 @@ def _container(path: str, where: str, b: Mapping[str, object]) -> tuple[str, Lim
         raise ConfigError(path, f"{where}.memory", "must be MiB between 32 and 65536 (a number, or \"512m\", \"1g\")",
                           b.get("memory"))
     pids = _int(path, f"{where}.pids", b.get("pids", limits.pids), 8, 4096)
-    return image, Limits(cpus=float(cpus), memory_mb=int(memory), pids=pids)
+    return replace(limits, memory_mb=int(memory), pids=pids)
 
 
 def read_config_file(config: TournamentConfig, key: str, path: str) -> bytes:

@@ -3,7 +3,8 @@
 A bot that starts 2000 threads, or forks 1000 processes, gets no further than its pids limit; one that
 allocates past its memory limit is killed by the kernel (its cgroup's ``oom_kill`` count, SIGKILL); a
 sandboxed bot filling its ``/tmp`` (tmpfs: memory) is stopped at its memory limit too; the limits
-given reach the bot's cgroup files.
+given reach the bot's cgroup files; and in a tournament (``arena run``) a process bot past its
+``memory`` forfeits with ``oom`` while one that forks until its ``pids`` refuses says how far it got.
 
 They run wherever the arena can write cgroup v2 (as root: CI, a hybrid host whose ``memory`` and
 ``pids`` controllers are cgroup v1 hierarchies included) and skip, saying why, only where it cannot:
@@ -12,7 +13,9 @@ there bots run under the subreaper, which sets no limits.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -279,3 +282,56 @@ def test_an_arena_sharing_its_cgroup_sets_no_limits_says_so_once_and_its_bots_ru
     assert [line for line in lines if line.startswith("bot ")] == ["bot 0 0 42 []"] * 2, lines
     assert lines[-1] == f"arena in {v2_cgroup}", lines
     assert procs._words(v2_cgroup / "cgroup.subtree_control") == set()
+
+
+def arena_config(tmp_path: Path) -> Path:
+    """Three sandboxed process bots from tests/bots/hostile: ``plain``, ``hog`` (past its 64 MiB at its
+    first decision), ``forker`` (forks until its pids limit of 32 refuses, then plays on)."""
+    def bot(name: str, mode: str, extra: str) -> str:
+        return (f'[[bots]]\nname = "{name}"\ncommand = ["{{python}}", "-m", "sdk.run", "hostile:HostileBot"]\n'
+                f'cwd = "{ROOT / "tests" / "bots" / "hostile"}"\nenv = {{ HOSTILE = "{mode}" }}\n{extra}\n')
+    cfg = tmp_path / "t.toml"
+    cfg.write_text(f"""[tournament]
+name = "limits"
+players = 2
+games_per_pairing = 2
+concurrency = 2
+output = "{tmp_path / 'out'}"
+master_seed = "{'5a' * 32}"
+[tournament.rules]
+target = 3
+[tournament.time_control]
+join_ms = 20000
+decision_ms = 2000
+bank_ms = 8000
+""" + bot("plain", "none", "") + bot("hog", "oom", "memory = 64") + bot("forker", "forkbomb", "pids = 32"))
+    return cfg
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("bwrap") is None and os.environ.get("CI") != "true",
+                    reason="needs Debian's bubblewrap (scripts/setup.sh installs it)")
+def test_in_a_tournament_a_process_bot_past_its_memory_forfeits_with_oom(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(arena_config(tmp_path)), "--no-progress",
+                           "--bootstrap", "0"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    played = [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
+    assert len(played) == 6
+    for g in played:
+        sides = [g["a"], g["b"]]
+        for seat, term in enumerate(g["terminations"]):
+            name = sides[seat % 2]
+            if name == "hog" and (term != "other_seat_forfeited" or "plain" in sides):
+                assert term == "oom", (g.get("reasons"), g)
+                assert any(x.startswith(f"seat {seat} (hog) oom: process was killed at its memory limit (64 MiB)")
+                           for x in g["reasons"]), g
+            elif name == "plain":
+                assert term in ("normal", "other_seat_forfeited"), g
+        if sides.count("hog") == 1 and "plain" in sides:
+            assert sides[g["winner"]] == "plain", g
+    forks = [line for log in (tmp_path / "out" / "logs").rglob("*.log")
+             for line in log.read_text(errors="replace").splitlines() if line.startswith("PROBE forkbomb")]
+    assert forks, "the forker never forked"
+    for line in forks:
+        assert line.startswith("PROBE forkbomb: stopped after"), line
+        assert int(line.split()[4]) < 32, line

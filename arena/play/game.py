@@ -81,8 +81,8 @@ Seat = BotProcess | BotContainer | None
 
 @dataclass(frozen=True)
 class SeatCause:
-    """What the arena saw kill a seat's bot (its container at its memory or pids limit, its process
-    exiting with a failure status): ``termination`` (``oom``, ``pids``, ``crash``) and ``text`` (one
+    """What the arena saw kill a seat's bot (its container or process at its memory or pids limit, its
+    process exiting with a failure status): ``termination`` (``oom``, ``pids``, ``crash``) and ``text`` (one
     line, e.g. ``"process exited with status 1 before the match ended (last output: …)"``). It comes
     before what the referee saw of it (a timeout or a disconnect, whichever the time control made
     first: :data:`referee.outcome.CONSEQUENCES`)."""
@@ -130,7 +130,7 @@ def _forfeited(result: pb.MatchResult) -> dict[int, Termination]:
 
 
 def _killed_for_memory(cause: SeatCause | None) -> bool:
-    """Whether ``cause`` is a container killed at its memory limit (a crash in the failure counts)."""
+    """Whether ``cause`` is a container or process killed at its memory limit (a crash in the failure counts)."""
     return cause is not None and cause.termination == Termination.OOM
 
 
@@ -626,11 +626,11 @@ class GrpcGameRunner:
             when = "before joining" if ends.forfeited.get(seat) == Termination.NO_SHOW else "before the match ended"
             tail = log_tail(log_dir / f"seat{seat}.log") if early is not None and seat in ends.forfeited else ""
             last = f" (last output: {tail})" if tail else ""
-            if isinstance(proc, BotContainer) and proc.oom_killed:
-                causes[seat] = SeatCause(Termination.OOM, f"container was killed at its memory limit "
+            if proc is not None and proc.oom_killed:
+                causes[seat] = SeatCause(Termination.OOM, f"{kind} was killed at its memory limit "
                                                           f"({limits.memory_mb} MiB)")
-            elif isinstance(proc, BotContainer) and proc.pids_limited:
-                causes[seat] = SeatCause(Termination.PIDS, f"container reached its pids limit ({limits.pids}); "
+            elif proc is not None and proc.pids_limited:
+                causes[seat] = SeatCause(Termination.PIDS, f"{kind} reached its pids limit ({limits.pids}); "
                                                            f"exit status {code}")
             elif early not in (None, 0, -signal.SIGTERM, -signal.SIGKILL) and seat in ends.forfeited:
                 causes[seat] = SeatCause(Termination.CRASH, f"{kind} exited with status {early} {when}{last}")
@@ -713,6 +713,8 @@ class GrpcGameRunner:
                 log_path=log_dir / f"seat{seat}.log",
                 log_limit=self.config.bot_log_bytes,
                 jail=self.jail.for_bot(bot.name, bot.limits.tmpfs_mb) if bot.jailed and self.jail else None,
+                memory_mb=bot.limits.memory_mb,
+                pids=bot.limits.pids,
             )
         except OSError as e:
             if bot.cwd is not None and not Path(bot.cwd).is_dir():

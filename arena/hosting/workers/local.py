@@ -148,7 +148,8 @@ class LocalWorkers:
         slot.starts += 1
         try:
             slot.proc = BotProcess.start(argv, cwd=self.bot.cwd, env=env, log_path=self.log_dir / slot.log_name,
-                                         log_limit=ctx.log_limit, jail=jail)
+                                         log_limit=ctx.log_limit, jail=jail, memory_mb=self.bot.limits.memory_mb,
+                                         pids=self.bot.limits.pids)
         except OSError as e:
             slot.proc = None
             ctx.lobby.tokens.revoke(slot.digest)
