@@ -198,10 +198,11 @@ def test_the_same_bot_under_its_limit_is_not_killed(tmp_path: Path) -> None:
 
 
 def test_a_sandboxed_bot_filling_its_tmp_stops_at_its_memory_limit(tmp_path: Path, jail: Jail) -> None:
-    """The sandbox's ``/tmp`` is a tmpfs: what a bot writes there is memory in its cgroup, so writing
-    512 MiB with a 64 MiB limit gets it killed (the reviewer's bot wrote 2 GiB and 600 threads)."""
+    """The sandbox's ``/tmp`` is a tmpfs: what a bot writes there is memory in its cgroup, so even with a
+    ``/tmp`` larger than its memory (``tmpfs_mb`` 1024; 16 MiB by default) writing 512 MiB with a 64 MiB
+    limit gets it killed (the reviewer's bot wrote 2 GiB and 600 threads)."""
     p = BotProcess.start([sys.executable, "-c", FILL_TMP, "512"], cwd=str(tmp_path), env=dict(os.environ),
-                         log_path=tmp_path / "bot.log", log_limit=1 << 20, jail=jail,
+                         log_path=tmp_path / "bot.log", log_limit=1 << 20, jail=jail.for_bot("filler", tmpfs_mb=1024),
                          memory_mb=64)
     code, log = ended(p)
     assert "wrote 512 MiB" not in log, (code, log)
