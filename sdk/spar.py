@@ -13,7 +13,8 @@ one Elo scale: this module runs where the arena is installed, never in a bot's i
 ``s`` over the games (win 1, loss 0). The 95% interval is the normal interval of the mean over
 **pairs** (a pair's score, the mean of its two games, is one independent draw), mapped through the
 same formula; a mean of 0 or 1 is clamped to ``1/(4 pairs)`` from the edge so the figures stay
-finite, and when every pair scored alike (no spread to measure) the interval takes the widest spread
+finite (the printed line then says the estimate is a bound: ``Elo below -544.7 (every game lost, ...``),
+and when every pair scored alike (no spread to measure) the interval takes the widest spread
 a pair's score can have, 0.5.
 Decision times are wall clock milliseconds of each ``act`` call of bot A, per phase (beg, dealer,
 play, call); the summary adds the CPU milliseconds of the deciding thread.
@@ -220,13 +221,26 @@ def spar(make_a: Callable[[], BotLike], make_b: Callable[[], BotLike], players: 
 def format_summary(name_a: str, name_b: str, players: int, summary: dict[str, object]) -> str:
     """Human-readable lines for :meth:`SparResult.summary`."""
     lines = [f"{name_a} vs {name_b}, {players} players, {summary['pairs']} duplicate pairs: "
-             f"Elo {summary['elo']:+} (95% {summary['ci_low']:+} .. {summary['ci_high']:+}), "
-             f"score {summary['score']}"]
+             f"{_elo_text(summary)}, score {summary['score']}"]
     phases = summary["phase_ms"]
     assert isinstance(phases, dict)
     for phase, t in phases.items():
         lines.append(f"  {name_a} {phase:<7} {t['decisions']:>5} decisions, ms p50 {t['p50']}, p99 {t['p99']}")
     return "\n".join(lines + _tally_lines(name_a, name_b, summary))
+
+
+def _elo_text(summary: dict[str, object]) -> str:
+    """``Elo +E (95% L .. H)`` of :meth:`SparResult.summary`; when every game was lost (won) the score
+    was clamped (module docstring), so the estimate is only a bound and the text says so:
+    ``Elo below E (every game lost, so the estimate is a bound: ...; 95% L .. H)``."""
+    interval = f"95% {summary['ci_low']:+} .. {summary['ci_high']:+}"
+    if summary["score"] == 0:
+        return (f"Elo below {summary['elo']:+} (every game lost, so the estimate is a bound: "
+                f"the score 0 is clamped to 1/(4 pairs); {interval})")
+    if summary["score"] == 1:
+        return (f"Elo above {summary['elo']:+} (every game won, so the estimate is a bound: "
+                f"the score 1 is clamped to 1 - 1/(4 pairs); {interval})")
+    return f"Elo {summary['elo']:+} ({interval})"
 
 
 def _tally_lines(name_a: str, name_b: str, summary: dict[str, object]) -> list[str]:

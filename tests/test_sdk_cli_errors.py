@@ -194,3 +194,21 @@ def test_search_bot_levels_are_checked(kwargs: dict[str, object], needle: str) -
     with pytest.raises(ValueError, match=needle):
         SearchBot(**kwargs)  # type: ignore[arg-type]
     assert SearchBot(ms=7, samples=3, seed=-2, indifferent=0).ms == 7
+
+
+@pytest.mark.parametrize(("scores", "expected"), [
+    ([0.0] * 6, "Elo below -544.7 (every game lost, so the estimate is a bound: the score 0 is clamped to "
+                "1/(4 pairs); 95% -544.7 .. -"),
+    ([1.0] * 6, "Elo above +544.7 (every game won, so the estimate is a bound: the score 1 is clamped to "
+                "1 - 1/(4 pairs); 95% +"),
+])
+def test_a_clamped_estimate_is_printed_as_a_bound(scores: list[float], expected: str) -> None:
+    """Every game lost (or won) printed ``Elo -544.7 (95% -544.7 .. -70.4)``: the estimate equal to the
+    interval's bound with no word of the clamp (fresh-user review). The line says it is a bound."""
+    from sdk.spar import SparResult, format_summary
+
+    summary = SparResult(scores=scores).summary()
+    first = format_summary("a:A", "b:B", 4, summary).splitlines()[0]
+    assert first.startswith("a:A vs b:B, 4 players, 6 duplicate pairs: " + expected), first
+    assert first.endswith(f" .. {summary['ci_high']:+}), score {summary['score']}")
+    assert summary["elo"] == (-544.7 if scores[0] == 0 else 544.7)  # the JSON fields are unchanged
