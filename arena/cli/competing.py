@@ -222,7 +222,7 @@ def _submit(args: argparse.Namespace, console: Console, err: Console) -> int:
             if s.status in ("rejected", "failed") and s.log_tail:
                 err.print(s.log_tail, highlight=False, soft_wrap=True, markup=False)
 
-        last = client.follow(sub.id, show, args.wait_timeout)
+        last = client.follow(sub.id, show, args.wait_timeout, shown=sub.status)  # its line is printed above
     finally:
         client.close()
     return 1 if last.status in ("rejected", "failed") else 0

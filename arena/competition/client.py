@@ -137,10 +137,13 @@ class SubmissionClient:
                                                          timeout=30).submission
         return sub
 
-    def follow(self, sid: int, on_change: Callable[[Any], None], timeout_s: float, poll_s: float = 1.0) -> Any:
+    def follow(self, sid: int, on_change: Callable[[Any], None], timeout_s: float, poll_s: float = 1.0,
+               shown: str = "") -> Any:
         """Poll submission ``sid`` until it reaches a :data:`FINAL` status or ``timeout_s`` passes, calling
-        ``on_change`` at each new status; returns the last seen."""
-        deadline, seen = time.monotonic() + timeout_s, ""
+        ``on_change`` at each new status; returns the last seen. ``shown``: the status the caller has
+        shown already (``arena submit`` prints the new submission's ``received``), not called back again
+        while it lasts (a submission queued behind another build stays ``received`` for many polls)."""
+        deadline, seen = time.monotonic() + timeout_s, shown
         while True:
             sub = self.get(sid)
             if sub.status != seen:
