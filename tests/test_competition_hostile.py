@@ -425,13 +425,8 @@ def test_silent_lobby_streams_of_one_address_do_not_stop_the_submission_service(
     async def attack() -> tuple[list[tuple[grpc.StatusCode, str]], Any]:
         release = asyncio.Event()
 
-        async def silent() -> Any:
-            await release.wait()
-            return
-            yield  # an async generator that sends nothing until released
-
         channels = [grpc.aio.insecure_channel(address) for _ in range(8)]
-        calls = [lpb_grpc.LobbyServiceStub(channels[k % 8]).Connect(silent(), timeout=60) for k in range(flood)]
+        calls = [lpb_grpc.LobbyServiceStub(channels[k % 8]).Connect(_silent(release), timeout=60) for k in range(flood)]
         refused, tasks = await _follow_refusals(calls, lambda seen: seen >= flood - 1024)
         async with grpc.aio.insecure_channel(address) as ch:
             try:
@@ -476,16 +471,11 @@ def test_silent_play_streams_of_one_address_do_not_stop_the_referee(tmp_path: Pa
     async def attack(address: str, sock: str) -> tuple[list[tuple[grpc.StatusCode, str]], tuple[grpc.StatusCode, str]]:
         release = asyncio.Event()
 
-        async def silent() -> Any:
-            await release.wait()
-            return
-            yield
-
         # each channel its own connection (channels to one address share theirs by default, and a
         # connection carries 64 streams at most)
         own = [("grpc.use_local_subchannel_pool", 1)]
         channels = [grpc.aio.insecure_channel(address, options=own) for _ in range(80)]
-        calls = [pb_grpc.RefereeServiceStub(channels[k % 80]).Play(silent(), timeout=60) for k in range(flood)]
+        calls = [pb_grpc.RefereeServiceStub(channels[k % 80]).Play(_silent(release), timeout=60) for k in range(flood)]
         refused, tasks = await _follow_refusals(calls, lambda seen: seen > 0)
         async with grpc.aio.insecure_channel(sock) as ch:
             hello = pb.PlayRequest(hello=pb.Hello(ticket="t-no-such", protocol_version=wire.PROTOCOL_VERSION))
@@ -662,6 +652,13 @@ def _build_with_preinstall(client: Any, out: Path, settings: CompetitionSettings
     return got
 
 
+async def _silent(release: asyncio.Event) -> Any:
+    """A request stream that sends nothing and ends when ``release`` is set: a stream that never says Hello."""
+    await release.wait()
+    return
+    yield
+
+
 async def _follow_refusals(calls: list[Any], settled: Callable[[int], bool]) -> tuple[
         list[tuple[grpc.StatusCode, str]], list[asyncio.Future[None]]]:
     """Follow every streaming call of a flood, noting each refusal ``(code, details)`` in the returned list
@@ -721,18 +718,13 @@ def test_a_sandboxed_bot_flooding_its_sockets_fails_only_its_own_games(tmp_path:
     async def attack(hostile: Path, honest: Path, admin: str, token: str) -> dict[str, Any]:
         release = asyncio.Event()
 
-        async def silent() -> Any:
-            await release.wait()
-            return
-            yield
-
         own = [("grpc.use_local_subchannel_pool", 1)]
         seen: dict[str, Any] = {}
         for sock, stub, first in ((REFEREE_SOCKET, pb_grpc.RefereeServiceStub, hello),
                                   (LOBBY_SOCKET, lpb_grpc.LobbyServiceStub, register)):
             channels = [grpc.aio.insecure_channel(f"unix:{hostile / sock}", options=own) for _ in range(50)]
             method = "Play" if sock == REFEREE_SOCKET else "Connect"
-            calls = [getattr(stub(channels[k % 50]), method)(silent(), timeout=60) for k in range(flood)]
+            calls = [getattr(stub(channels[k % 50]), method)(_silent(release), timeout=60) for k in range(flood)]
             seen[f"{sock} refused"], tasks = await _follow_refusals(calls, lambda n: n > 0)
             for who, folder in (("honest", honest), ("hostile", hostile)):
                 async with grpc.aio.insecure_channel(f"unix:{folder / sock}") as ch:
