@@ -89,8 +89,9 @@ SERVER_OPTIONS: list[tuple[str, int]] = [
 ]
 MAXIMUM_CONCURRENT_RPCS = 2048
 #: The RPCs at once on one sandboxed bot's own socket (:meth:`RefereeServer.listen_unix`): its seats'
-#: streams in every game it plays at once, and its silent streams (at most ``PENDING_HELLOS_PER_PEER``).
-BOT_SOCKET_RPCS = 512
+#: streams in every game it plays at once (at most 512: an arena plays 256 games at once, each with two
+#: seats of a side), and its silent streams (at most ``PENDING_HELLOS_PER_PEER``), with room to spare.
+BOT_SOCKET_RPCS = 1024
 
 SERVICE_NAMES = (
     pb.DESCRIPTOR.services_by_name["RefereeService"].full_name,
