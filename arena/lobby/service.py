@@ -81,8 +81,9 @@ SERVER_OPTIONS: list[tuple[str, Any]] = [
 #: Most streams the lobby serves at once.
 MAXIMUM_CONCURRENT_RPCS = 1024
 #: The RPCs at once on one sandboxed bot's own socket (:meth:`Lobby.listen_unix`): its workers' streams
-#: and its silent ones (at most ``PENDING_PER_PEER``).
-BOT_SOCKET_RPCS = 256
+#: (at most 512: a pool is sized for 256 games at once, two seats each) and its silent ones (at most
+#: ``PENDING_PER_PEER``), with room to spare.
+BOT_SOCKET_RPCS = 1024
 
 
 @dataclass(eq=False)
