@@ -68,7 +68,8 @@ log = structlog.get_logger("referee.server")
 ADMIN_TOKEN_ENV = "ALLFOURS_ADMIN_TOKEN"
 #: Seconds a new stream has to send its Hello.
 HELLO_TIMEOUT_S = 10.0
-#: Most Play streams of one TCP peer host waiting for their Hello at once (more are refused at once:
+#: Most Play streams of one TCP peer host (or of all unix-socket peers) waiting for their Hello at once
+#: (more are refused at once:
 #: :class:`referee.streams.Pending`): a bot's container holding 4000 silent streams (over 80
 #: connections) made the referee refuse every other seat's stream ("Concurrent RPC limit exceeded!").
 PENDING_HELLOS_PER_PEER = 128
@@ -494,8 +495,9 @@ class RefereeServer:
     :param tls: ``(certificate chain PEM bytes, private key PEM bytes)`` for TLS, or ``None``.
     :param keep_finished: finished matches held in memory at most (newest first), see :class:`Registry`.
     :param keep_finished_s: seconds a finished match is held in memory after it ended.
-    :param unix_socket: also listen (plaintext) on this ``unix:PATH`` socket, or ``None`` (the arena's
-        sandboxed bots reach the embedded referee only there: arena/hosting/jail.py).
+    :param unix_socket: also listen (plaintext) on this ``unix:PATH`` socket, or ``None`` (its peers count
+        as one host: :class:`referee.streams.Pending`; the arena gives each sandboxed bot a socket and a
+        server of its own instead, :meth:`listen_unix`).
     :raises RuntimeError: from :meth:`start` if the port (or the socket) cannot be bound.
     :raises ValueError: from :meth:`start` if ``record_dir`` is not a directory that can be created and
         written (see :func:`prepare_record_dir`).
@@ -573,7 +575,7 @@ class RefereeServer:
         if address in self._bot_servers:
             return
         server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=BOT_SOCKET_RPCS)
-        add_referee_service(RefereeServicer(self.registry, Pending(PENDING_HELLOS_PER_PEER, unix_key="bot")), server)
+        add_referee_service(RefereeServicer(self.registry, Pending(PENDING_HELLOS_PER_PEER)), server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         if not server.add_insecure_port(address):
             raise RuntimeError(f"could not bind {address}")

@@ -123,6 +123,10 @@ async def first_message(context: grpc.aio.ServicerContext, timeout_s: float, exp
     return first
 
 
+#: The one host :class:`Pending` counts every unix-socket peer as.
+UNIX_PEER = "unix"
+
+
 def peer_host(peer: str) -> str | None:
     """The host of a gRPC peer (``ipv4:1.2.3.4:5``, ``ipv6:[::1]:5``), or None for a unix socket's."""
     kind, _, rest = peer.partition(":")
@@ -137,18 +141,16 @@ class Pending:
     silent streams made the server refuse every other call ("Concurrent RPC limit exceeded!"). A
     stream over ``per_peer`` of its host, or over ``in_all`` of all hosts, is refused at once
     (RESOURCE_EXHAUSTED, one line ending ``dial again later``). A unix socket's peers carry no address:
-    with ``unix_key`` they are all counted as that one host (a server listening for one sandboxed bot
-    only: ``RefereeServer.listen_unix``), without it not at all. Used on one event loop only."""
+    they are all counted as one host, :data:`UNIX_PEER` (a server with a unix socket listens for one
+    sandboxed bot only: ``RefereeServer.listen_unix``, ``Lobby.listen_unix``). Used on one event loop only."""
 
-    def __init__(self, per_peer: int, in_all: int | None = None, unix_key: str | None = None) -> None:
-        self.per_peer, self.in_all, self.unix_key = per_peer, in_all, unix_key
+    def __init__(self, per_peer: int, in_all: int | None = None) -> None:
+        self.per_peer, self.in_all = per_peer, in_all
         self._by_host: dict[str, int] = {}
 
     async def first_message(self, context: grpc.aio.ServicerContext, timeout_s: float, expected: str) -> Any:
         """:func:`first_message`, or the stream refused as the class docstring says."""
-        host = peer_host(context.peer() or "") or self.unix_key
-        if host is None:
-            return await first_message(context, timeout_s, expected)
+        host = peer_host(context.peer() or "") or UNIX_PEER
         kind = expected.capitalize()
         if self._by_host.get(host, 0) >= self.per_peer:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{self.per_peer} streams of your address are "

@@ -11,7 +11,7 @@ default) is started as ``bwrap [options] -- ARGV`` (:meth:`Jail.wrap`), inside t
   ``allfours/``, ``referee/`` and the ``proto/`` folder (public code: a Python bot imports the SDK, the
   Node.js bot loads the .proto files), and the bot's own folder (its ``cwd``); a private ``/tmp``
   (tmpfs, mounted first so that a bot folder under ``/tmp`` is still bound over it; also
-  ``HOME`` and ``TMPDIR``; its size is the bot's ``tmpfs_mb``, 16 MiB by default, as in a container),
+  ``HOME`` and ``TMPDIR``; 16 MiB, a container's ``/tmp``: its ``limits.tmpfs_mb``),
   its own ``/proc`` and a minimal ``/dev``. Not the arena's
   output folder (``arena.sqlite`` with the unrevealed master seed, the records, other seats' logs),
   not the home folder, not the rest of the repository (``arena.config.check_bot_cwds`` refuses a
@@ -53,6 +53,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from arena.hosting.sandbox import Limits
+
 #: Seconds the start-up probe (:meth:`Jail.probe`) may take: a Python that starts and exits at once.
 PROBE_TIMEOUT_S = 60.0
 #: The Debian package that provides ``bwrap``.
@@ -64,8 +66,8 @@ REFEREE_SOCKET = "referee.sock"
 LOBBY_SOCKET = "lobby.sock"
 #: The user and group a sandboxed bot runs as (nobody).
 NOBODY = "65534"
-#: The size of a sandboxed bot's ``/tmp`` (MiB) unless its table says ``tmpfs_mb`` (a container's default).
-TMPFS_MB = 16
+#: The size of a sandboxed bot's ``/tmp`` (MiB): a container's (``arena.hosting.sandbox.Limits.tmpfs_mb``).
+TMPFS_MB = Limits().tmpfs_mb
 
 
 class JailError(RuntimeError):

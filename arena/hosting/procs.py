@@ -97,6 +97,9 @@ ARENA_LEAF = "allfours-{pid}-arena"
 #: Per controller, the files of its limit: cgroup v2's, then v1's.
 _LIMIT_FILES = {"memory": ("memory.max", "memory.limit_in_bytes"), "pids": ("pids.max",)}
 
+#: Why bots go without limits when no cgroup can hold them (:func:`_warn_once`).
+UNDER_SUBREAPER = "bots run under the subreaper (no writable cgroup v2 here)"
+
 log = structlog.get_logger("arena.hosting.procs")
 
 
@@ -354,7 +357,7 @@ def limit_places() -> dict[str, Path]:
         places = dict(_places)
     missing = [c for c in CONTROLLERS if c not in places]
     if kind is not Containment.CGROUP:
-        _warn_once("bots run under the subreaper (no writable cgroup v2 here)", missing)
+        _warn_once(UNDER_SUBREAPER, missing)
     elif missing:
         _warn_once(f"the arena's cgroup {base} cannot give bot cgroups these controllers (its "
                    "cgroup.subtree_control; it holds another program's process, or they are not delegated)", missing)
@@ -537,7 +540,7 @@ class BotProcess:
             cgroups = _BotCgroups.make(base, memory_mb, pids)
             full = cgroups.command(argv)
         else:
-            _warn_once("bots run under the subreaper (no writable cgroup v2 here)", CONTROLLERS)
+            _warn_once(UNDER_SUBREAPER, CONTROLLERS)
             full = [sys.executable, "-I", "-S", str(SHEPHERD), str(GRACE_S), "--", *argv]
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         try:

@@ -62,7 +62,7 @@ MAX_WORKERS_PER_BOT = 64
 #: any token is seen, so an anonymous client (or a submitted bot's container, which reaches the
 #: lobby on the sandbox network's gateway) holding 1024 silent streams made the lobby and the
 #: Submission service on its port refuse every call (RESOURCE_EXHAUSTED). More are refused at once,
-#: one line; the unix socket's peers (the arena's own workers) are not counted.
+#: one line; the peers of a sandboxed bot's own unix socket count as one (:meth:`Lobby.listen_unix`).
 PENDING_PER_PEER = 16
 PENDING_ALL = 256
 
@@ -123,8 +123,6 @@ class Lobby:
     :param host: / :param port: where to listen (port 0: any free one; read :attr:`address`).
     :param tls: ``(certificate chain PEM, private key PEM)`` to serve TLS, or None.
     :param on_change: called (from the lobby's thread) after every change, besides setting :attr:`wake`.
-    :param unix_socket: also listen (plaintext) on this ``unix:PATH`` socket, for sandboxed local
-        workers (arena/hosting/jail.py), or None.
     :param services: functions that add more services to the lobby's ``grpc.aio.Server`` before it
         starts (the competition's Submission service: same port, same TLS).
     """
@@ -138,14 +136,12 @@ class Lobby:
         tls: tuple[bytes, bytes] | None = None,
         on_change: Callable[[], None] | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
-        unix_socket: str | None = None,
         services: Sequence[Callable[[grpc.aio.Server], None]] = (),
     ):
         self.tournament = tournament
         self.services = tuple(services)
         self.tokens = tokens
         self.host, self.port, self.tls = host, port, tls
-        self.unix_socket = unix_socket
         self.on_change = on_change
         self.wake = threading.Event()
         self._lock = threading.Lock()
@@ -195,8 +191,6 @@ class Lobby:
         if not bound:
             how = " with the TLS certificate and key (a matching PEM pair?)" if self.tls else ""
             raise RuntimeError(f"the lobby could not bind {addr}{how}")
-        if self.unix_socket is not None and not server.add_insecure_port(self.unix_socket):
-            raise RuntimeError(f"the lobby could not bind {self.unix_socket}")
         self.port = bound
         await server.start()
         self._server = server
@@ -217,7 +211,7 @@ class Lobby:
             if address in self._bot_servers:
                 return
             server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=BOT_SOCKET_RPCS)
-            pending = Pending(PENDING_PER_PEER, PENDING_ALL, unix_key="bot")
+            pending = Pending(PENDING_PER_PEER, PENDING_ALL)
             add_stream_method(server, LOBBY_SERVICE, "Connect", _Servicer(self, pending).Connect,
                               lpb.ConnectRequest, lpb.ConnectResponse)
             if not server.add_insecure_port(address):

@@ -171,7 +171,6 @@ def connect_referee(
     token: str | None,
     timeout: float = CONNECT_TIMEOUT_S,
     host: str = "127.0.0.1",
-    unix_socket: str | None = None,
     tls_ca: bytes | None = None,
 ) -> RefereeConnection:
     """Connect to the referee at ``address`` with admin ``token``, or start an embedded one; with
@@ -179,8 +178,8 @@ def connect_referee(
 
     Without ``address`` a :class:`referee.server.ThreadedReferee` is started in this process on
     ``host`` (default ``127.0.0.1``; the sandbox's gateway when container bots play), port 0, with a
-    fresh random admin token, also listening on ``unix_socket`` (``unix:PATH``, for sandboxed bots) when
-    given. Either way one authenticated admin call
+    fresh random admin token (sandboxed bots reach it on sockets of their own: ``GrpcGameRunner`` has it
+    listen there, arena/hosting/jail.py). Either way one authenticated admin call
     is made before returning, so a wrong token or an unreachable referee fails here, at once.
 
     :raises ValueError: if ``address`` is given without ``token``.
@@ -192,7 +191,7 @@ def connect_referee(
         from referee.server import ThreadedReferee
 
         token = secrets.token_urlsafe(24)
-        embedded = ThreadedReferee(grace_s=1.0, host=host, port=0, admin_token=token, unix_socket=unix_socket)
+        embedded = ThreadedReferee(grace_s=1.0, host=host, port=0, admin_token=token)
         try:
             embedded.start()
         except Exception as e:
@@ -297,12 +296,11 @@ def connect_referees(
     timeout: float = CONNECT_TIMEOUT_S,
     host: str = "127.0.0.1",
     advertise: str | None = None,
-    unix_socket: str | None = None,
     tls_ca: bytes | None = None,
 ) -> RefereePool:
     """A :class:`RefereePool` of the referees at ``addresses`` (all checked at once, see
-    :func:`connect_referee`; over TLS with ``tls_ca``), or of one embedded referee on ``host`` (and
-    ``unix_socket``) when ``addresses`` is empty; lobby workers are told to dial that one at
+    :func:`connect_referee`; over TLS with ``tls_ca``), or of one embedded referee on ``host`` when
+    ``addresses`` is empty; lobby workers are told to dial that one at
     ``advertise`` (a host name or IP; None: ``host``).
 
     :raises RefereeError: naming the first referee that is unreachable or refuses the token.
@@ -311,7 +309,7 @@ def connect_referees(
     try:
         targets: list[str | None] = [*addresses] or [None]
         for address in targets:
-            conns.append(connect_referee(address, token, timeout, host, unix_socket=unix_socket, tls_ca=tls_ca))
+            conns.append(connect_referee(address, token, timeout, host, tls_ca=tls_ca))
             if address is None and advertise:
                 conns[-1].advertise = f"{advertise}:{conns[-1].address.rsplit(':', 1)[1]}"
     except BaseException:
