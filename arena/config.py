@@ -106,8 +106,9 @@ class BotSpec:
     were checked (:func:`expand_placeholders`),
     empty for a container bot, which gives ``image`` (a docker image, ``arena bots build``) and its
     container ``limits`` instead (``cpus``, ``memory`` in MiB, ``pids``; docs/deploy.md; per game only);
-    a local process bot's ``limits`` are its cgroup's ``memory`` (MiB) and ``pids``, the same keys with
-    their own defaults (:data:`arena.hosting.procs.MEMORY_MB`, :data:`arena.hosting.procs.PIDS`; no ``cpus``);
+    a local process bot's ``limits`` are its cgroup's ``cpus``, ``memory`` (MiB) and ``pids``, the same keys
+    (``memory`` and ``pids`` with their own defaults, :data:`arena.hosting.procs.MEMORY_MB` and
+    :data:`arena.hosting.procs.PIDS`; ``cpus`` 1 core as a container's);
     ``cwd`` is resolved against the config file's folder; ``env`` is added to the arena's environment
     minus its admin tokens (the arena also sets ``ALLFOURS_TICKET`` and ``ALLFOURS_REFEREE``; see
     :func:`arena.play.environment.bot_environment`).
@@ -903,14 +904,12 @@ def _parse_bot(p: _Problems, where: str, b: Mapping[str, object], base: Path, to
             p.add(f"{where}.env", "must be a table of string values", env)
             env = {}
         return BotSpec(bname, str(version), (), None, dict(env), image, limits, mode=mode, workers=workers)
-    if "cpus" in b:
-        p.add(f"{where}.cpus", "is a container limit: give it with `image`", b["cpus"])
     limits = Limits(memory_mb=MEMORY_MB, pids=PIDS)
-    for key in ("memory", "pids"):
+    for key in ("cpus", "memory", "pids"):
         if key in b and mode == "remote":
             p.add(f"{where}.{key}", "a remote bot runs elsewhere: drop it (its host sets its limits)", b[key])
     if mode != "remote":
-        limits = p.check(lambda: _memory_and_pids(path, where, b, limits), limits)
+        limits = p.check(lambda: _memory_and_pids(path, where, b, _cpus(path, where, b, limits)), limits)
     cmd = _parse_command(p, where, b.get("command"), mode)
     cwd = b.get("cwd")
     if cwd is not None:
@@ -981,11 +980,16 @@ def _container(path: str, where: str, b: Mapping[str, object]) -> tuple[str, Lim
     image = b["image"]
     if not isinstance(image, str) or not _IMAGE.fullmatch(image):
         raise ConfigError(path, f"{where}.image", "must be a docker image name such as allfours-bots/mybot:1", image)
-    limits = Limits()
+    return image, _memory_and_pids(path, where, b, _cpus(path, where, b, Limits()))
+
+
+def _cpus(path: str, where: str, b: Mapping[str, object], limits: Limits) -> Limits:
+    """``limits`` with a bot's ``cpus`` (a CPU quota in cores, 0.05-64) when it gives one: a container's,
+    or a process bot's cgroup's."""
     cpus = b.get("cpus", limits.cpus)
     if isinstance(cpus, bool) or not isinstance(cpus, int | float) or not 0.05 <= cpus <= 64:
         raise ConfigError(path, f"{where}.cpus", "must be a number of cores between 0.05 and 64", cpus)
-    return image, _memory_and_pids(path, where, b, replace(limits, cpus=float(cpus)))
+    return replace(limits, cpus=float(cpus))
 
 
 def _memory_and_pids(path: str, where: str, b: Mapping[str, object], limits: Limits) -> Limits:

@@ -96,8 +96,10 @@ def test_fingerprint_ignores_how_bots_start_but_not_what_they_are(tmp_path: Path
         ('name = "node"\nversion = "2"', 'name = "random"\nversion = "1.0"', "bots[1].name", "'random'"),
         # a container bot runs its image: a command beside it would be ignored, so it is refused
         ('cwd = "bots/js"', 'image = "ghcr.io/x/bot:1"', "bots[1].command", "image's entry point"),
-        ('cwd = "bots/js"', 'cpus = 1', "bots[1].cpus", "container limit"),
-        # a process bot's memory and pids are its cgroup's: the container's keys and bounds; not a remote bot's
+        # a process bot's cpus, memory and pids are its cgroup's: the container's keys and bounds; not a remote bot's
+        ('cwd = "bots/js"', 'cpus = 0.01', "bots[1].cpus", "between 0.05 and 64"),
+        ('cwd = "bots/js"', 'cpus = "2"', "bots[1].cpus", "between 0.05 and 64"),
+        ('command = ["node", "bot.js"]\ncwd = "bots/js"', 'remote = true\ncpus = 1', "bots[1].cpus", "runs elsewhere"),
         ('cwd = "bots/js"', 'memory = 16', "bots[1].memory", "32"),
         ('cwd = "bots/js"', 'pids = 4', "bots[1].pids", "4096"),
         ('command = ["node", "bot.js"]\ncwd = "bots/js"', 'remote = true\npids = 64', "bots[1].pids", "runs elsewhere"),
@@ -278,13 +280,15 @@ def test_the_cli_prints_every_config_error_one_line_each(tmp_path: Path) -> None
 
 
 def test_process_bot_limits(tmp_path: Path) -> None:
-    """A process bot's ``memory`` and ``pids`` (its cgroup's, arena/hosting/procs.py) read as a container's,
-    with the process defaults when absent."""
-    from arena.hosting.procs import MEMORY_MB, PIDS
+    """A process bot's ``cpus``, ``memory`` and ``pids`` (its cgroup's, arena/hosting/procs.py) read as a
+    container's, with the process defaults when absent."""
+    from arena.hosting.procs import CPUS, MEMORY_MB, PIDS
 
-    c = load_config(write(tmp_path, GOOD.replace('cwd = "bots/js"', 'cwd = "bots/js"\nmemory = "512m"\npids = 100')))
-    assert (c.bots[1].limits.memory_mb, c.bots[1].limits.pids) == (512, 100) and not c.bots[1].in_container
-    assert (c.bots[0].limits.memory_mb, c.bots[0].limits.pids) == (MEMORY_MB, PIDS) == (1024, 256)
+    c = load_config(write(tmp_path, GOOD.replace('cwd = "bots/js"',
+                                                 'cwd = "bots/js"\ncpus = 0.25\nmemory = "512m"\npids = 100')))
+    one, other = c.bots[1].limits, c.bots[0].limits
+    assert (one.cpus, one.memory_mb, one.pids) == (0.25, 512, 100) and not c.bots[1].in_container
+    assert (other.cpus, other.memory_mb, other.pids) == (CPUS, MEMORY_MB, PIDS) == (1.0, 1024, 256)
 
 
 def test_container_bot_image_and_limits(tmp_path: Path) -> None:

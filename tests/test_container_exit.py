@@ -16,7 +16,8 @@ import pytest
 from arena.config import BotSpec
 from arena.hosting import sandbox
 from arena.hosting.sandbox import BotContainer
-from arena.hosting.workers.container import REMEMBERED_PER_SLOT, ContainerWorkers
+from arena.hosting.workers.container import ContainerWorkers
+from arena.hosting.workers.local import REMEMBERED_PER_SLOT
 
 
 class Replayed:

@@ -1,6 +1,7 @@
-"""Bot processes' memory and pids limits (arena/hosting/procs.py, "Limits"): real processes in real cgroups.
+"""Bot processes' CPU, memory and pids limits (arena/hosting/procs.py, "Limits"): real processes in real cgroups.
 
-A bot that starts 2000 threads, or forks 1000 processes, gets no further than its pids limit; one that
+A bot that spins past its CPU quota is throttled by the kernel (its cgroup's ``nr_throttled``); a bot
+that starts 2000 threads, or forks 1000 processes, gets no further than its pids limit; one that
 allocates past its memory limit is killed by the kernel (its cgroup's ``oom_kill`` count, SIGKILL); a
 sandboxed bot filling its ``/tmp`` (tmpfs: memory) is stopped at its memory limit too; the limits
 given reach the bot's cgroup files; and in a tournament (``arena run``) a process bot past its
@@ -124,12 +125,21 @@ def first_number(line: str) -> int:
     return next(int(w) for w in line.split() if w.isdigit())
 
 
-def check_limits(tmp_path: Path, mib: int, tasks: int, **given: int) -> None:
-    """A bot started with ``given`` has ``mib`` MiB (no swap beyond it) and ``tasks`` pids in its cgroups
-    (cgroup v2's files or a hybrid host's v1 ones), and they go with it."""
+def cpu_quota_us(cgroup: Path) -> tuple[int, int]:
+    """A cgroup's CPU quota and period, microseconds (cgroup v2's ``cpu.max`` or v1's files)."""
+    if (cgroup / "cpu.max").exists():
+        quota, period = (cgroup / "cpu.max").read_text().split()
+        return int(quota), int(period)
+    return int((cgroup / "cpu.cfs_quota_us").read_text()), int((cgroup / "cpu.cfs_period_us").read_text())
+
+
+def check_limits(tmp_path: Path, cores: float, mib: int, tasks: int, **given: float) -> None:
+    """A bot started with ``given`` has ``cores`` of CPU quota, ``mib`` MiB (no swap beyond it) and
+    ``tasks`` pids in its cgroups (cgroup v2's files or a hybrid host's v1 ones), and they go with it."""
     p = start(tmp_path, sys.executable, "-c", "import time; time.sleep(300)", **given)
     try:
-        assert set(p.limit_cgroups) == {"memory", "pids"}, "a bot process without its limits"
+        assert set(p.limit_cgroups) == {"cpu", "memory", "pids"}, "a bot process without its limits"
+        assert cpu_quota_us(p.limit_cgroups["cpu"]) == (round(cores * 100_000), 100_000)
         memory = p.limit_cgroups["memory"]
         if (memory / "memory.max").exists():
             assert (memory / "memory.max").read_text().strip() == str(mib << 20)
@@ -148,15 +158,36 @@ def check_limits(tmp_path: Path, mib: int, tasks: int, **given: int) -> None:
     finally:
         assert p.stop(exit_wait_s=0) == -signal.SIGTERM
     assert not any(c.exists() for c in (p.cgroup, *p.limit_cgroups.values()) if c is not None)
-    assert not p.oom_killed and not p.pids_limited
+    assert not p.oom_killed and not p.pids_limited and p.cpu_throttled == 0
 
 
 def test_the_limits_given_are_in_the_bot_cgroup(tmp_path: Path) -> None:
-    check_limits(tmp_path, 300, 77, memory_mb=300, pids=77)
+    check_limits(tmp_path, 0.3, 300, 77, cpus=0.3, memory_mb=300, pids=77)
 
 
 def test_by_default_a_bot_gets_the_default_limits(tmp_path: Path) -> None:
-    check_limits(tmp_path, procs.MEMORY_MB, procs.PIDS)
+    check_limits(tmp_path, procs.CPUS, procs.MEMORY_MB, procs.PIDS)
+
+
+#: Two processes (the bot and a child) each spin until they have used ``argv[1]`` ms of CPU.
+SPIN = r"""
+import os, sys, time
+child = os.fork()
+while time.process_time() < int(sys.argv[1]) / 1000:
+    pass
+print(f"{os.getpid()} spun", flush=True)
+if child:
+    os.waitpid(child, 0)
+"""
+
+
+def test_a_bot_spinning_past_its_cpu_quota_is_throttled(tmp_path: Path) -> None:
+    """0.05 cores is 5 ms of CPU a 100 ms period: two processes wanting 60 ms each are held back by the
+    kernel (``nr_throttled``), then finish; a bot that sleeps is never held back (check_limits)."""
+    p = start(tmp_path, sys.executable, "-c", SPIN, "60", cpus=0.05)
+    code, out = ended(p)
+    assert code == 0 and out.count("spun") == 2, out
+    assert p.cpu_throttled > 0
 
 
 def test_two_thousand_threads_stop_at_the_default_pids_limit(tmp_path: Path) -> None:
@@ -235,11 +266,11 @@ print("arena in", procs._own_cgroup_dir(), flush=True)
 
 @pytest.fixture
 def v2_cgroup() -> Iterator[Path]:
-    """A cgroup v2 folder of this test (whose parent gives it ``memory`` and ``pids``), removed after."""
+    """A cgroup v2 folder of this test (whose parent gives it ``cpu``, ``memory`` and ``pids``), removed after."""
     base = procs.containment()[1]
     places = procs.limit_places()
     if base is None or any(places.get(c) != base for c in procs.CONTROLLERS):
-        pytest.skip("cgroup v2 here does not give its cgroups memory and pids (a hybrid host: they are cgroup v1 "
+        pytest.skip("cgroup v2 here does not give its cgroups cpu, memory and pids (a hybrid host: they are cgroup v1 "
                     "hierarchies, which the other tests use)")
     made = base / f"allfours-{os.getpid()}-test-{uuid.uuid4().hex[:8]}"
     made.mkdir()
@@ -259,11 +290,11 @@ def run_arena_in(cgroup: Path, tmp_path: Path) -> list[str]:
 
 def test_an_arena_alone_in_its_cgroup_moves_down_to_give_its_bots_limits(v2_cgroup: Path, tmp_path: Path) -> None:
     """cgroup v2 gives controllers only from a cgroup without processes: the arena moves itself to its
-    leaf ``allfours-<pid>-arena``, enables ``memory`` and ``pids``, and its bots get both."""
+    leaf ``allfours-<pid>-arena``, enables ``cpu``, ``memory`` and ``pids``, and its bots get them."""
     lines = run_arena_in(v2_cgroup, tmp_path)
-    assert lines[:2] == ["bot 0 0 42 ['memory', 'pids']"] * 2, lines
+    assert lines[:2] == ["bot 0 0 42 ['cpu', 'memory', 'pids']"] * 2, lines
     assert lines[-1].startswith(f"arena in {v2_cgroup}/allfours-") and lines[-1].endswith("-arena"), lines
-    assert procs._words(v2_cgroup / "cgroup.subtree_control") >= {"memory", "pids"}
+    assert procs._words(v2_cgroup / "cgroup.subtree_control") >= {"cpu", "memory", "pids"}
 
 
 def test_an_arena_sharing_its_cgroup_sets_no_limits_says_so_once_and_its_bots_run(
@@ -285,12 +316,10 @@ def test_an_arena_sharing_its_cgroup_sets_no_limits_says_so_once_and_its_bots_ru
     assert procs._words(v2_cgroup / "cgroup.subtree_control") == set()
 
 
-def arena_config(tmp_path: Path) -> Path:
+def arena_config(tmp_path: Path, bots: str = "") -> Path:
     """Three sandboxed process bots from tests/bots/hostile: ``plain``, ``hog`` (past its 64 MiB at its
-    first decision), ``forker`` (forks until its pids limit of 32 refuses, then plays on)."""
-    def bot(name: str, mode: str, extra: str) -> str:
-        return (f'[[bots]]\nname = "{name}"\ncommand = ["{{python}}", "-m", "sdk.run", "hostile:HostileBot"]\n'
-                f'cwd = "{ROOT / "tests" / "bots" / "hostile"}"\nenv = {{ HOSTILE = "{mode}" }}\n{extra}\n')
+    first decision), ``forker`` (forks until its pids limit of 32 refuses, then plays on); or ``plain``
+    and ``bots``' names (of :func:`bot`'s)."""
     cfg = tmp_path / "t.toml"
     cfg.write_text(f"""[tournament]
 name = "limits"
@@ -305,8 +334,14 @@ target = 3
 join_ms = 20000
 decision_ms = 2000
 bank_ms = 8000
-""" + bot("plain", "none", "") + bot("hog", "oom", "memory = 64") + bot("forker", "forkbomb", "pids = 32"))
+""" + bot("plain", "none", "") + (bots or bot("hog", "oom", "memory = 64") + bot("forker", "forkbomb", "pids = 32")))
     return cfg
+
+
+def bot(name: str, mode: str, extra: str) -> str:
+    """A ``[[bots]]`` table of tests/bots/hostile's bot in ``mode`` (``$HOSTILE``), with ``extra`` keys."""
+    return (f'[[bots]]\nname = "{name}"\ncommand = ["{{python}}", "-m", "sdk.run", "hostile:HostileBot"]\n'
+            f'cwd = "{ROOT / "tests" / "bots" / "hostile"}"\nenv = {{ HOSTILE = "{mode}" }}\n{extra}\n')
 
 
 @pytest.mark.slow
@@ -336,3 +371,49 @@ def test_in_a_tournament_a_process_bot_past_its_memory_forfeits_with_oom(tmp_pat
     for line in forks:
         assert line.startswith("PROBE forkbomb: stopped after"), line
         assert int(line.split()[4]) < 32, line
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("bwrap") is None and os.environ.get("CI") != "true",
+                    reason="needs Debian's bubblewrap (scripts/setup.sh installs it)")
+def test_in_a_tournament_a_process_bot_held_at_its_cpu_quota_times_out_and_the_result_says_so(tmp_path: Path) -> None:
+    """``spinner`` wants 30 s of CPU at its first decision with a quota of 0.05 cores (10 minutes of wall
+    time): it runs out of its 2 s a decision and 8 s bank, and the game's reasons say its quota held it."""
+    cfg = arena_config(tmp_path, bot("spinner", "spin", "cpus = 0.05"))
+    done = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress", "--bootstrap", "0"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    played = [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
+    assert len(played) == 2
+    for g in played:
+        spinner = [g["a"], g["b"]].index("spinner")
+        assert g["terminations"][spinner] == "timeout" and g["winner"] != spinner, g
+        held = [x for x in g["reasons"] if x.startswith(f"seat {spinner} (spinner) process was held at its CPU "
+                                                         "limit (0.05 cores) in ")]
+        assert len(held) == 1 and first_number(held[0].split("in ")[-1]) > 0, g["reasons"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("bwrap") is None and os.environ.get("CI") != "true",
+                    reason="needs Debian's bubblewrap (scripts/setup.sh installs it)")
+def test_a_lobby_worker_process_past_its_memory_forfeits_with_oom(tmp_path: Path) -> None:
+    """``hog`` as a pool of two sandboxed worker processes (``mode = "worker"``) at a table of four, a
+    duplicate pair against ``plain``: in each game a worker allocates past its 64 MiB and is killed by
+    the kernel, its seat forfeits with ``oom`` (not the ``disconnect`` the referee saw), and the pool
+    says so of that worker."""
+    hog = bot("hog", "oom", 'memory = 64\nmode = "worker"\nworkers = 2')
+    cfg = arena_config(tmp_path, hog)
+    cfg.write_text(cfg.read_text().replace("players = 2", "players = 4"))
+    done = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress", "--bootstrap", "0"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    played = [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
+    assert len(played) == 2
+    for g in played:
+        hog_seats = [s for s in range(4) if [g["a"], g["b"]][s % 2] == "hog"]
+        assert "oom" in [g["terminations"][s] for s in hog_seats], g
+        seat = next(s for s in hog_seats if g["terminations"][s] == "oom")
+        assert any(x.startswith(f"seat {seat} (hog) oom: worker process was killed at its memory limit (64 MiB)")
+                   for x in g["reasons"]), g["reasons"]
+        assert [g["a"], g["b"]][g["winner"]] == "plain", g
+    assert "was killed at its memory limit (64 MiB): oom" in done.stdout + done.stderr

@@ -23,21 +23,26 @@ Every descendant is tracked, one of two ways (:func:`containment`, decided once 
 Both put the bot in a new session (its process group is the last resort). A sandboxed bot
 (``jail``, :mod:`arena.hosting.jail`) is ``bwrap`` inside this containment, and in its own pid namespace.
 
-**Limits** (``cgroup`` mode). Each bot's cgroup has a memory limit (``memory.max``, ``memory_mb`` MiB,
-default :data:`MEMORY_MB`, and ``memory.swap.max`` 0: no swap beyond it; a sandboxed bot's ``/tmp``
-is memory too) and a pids limit (``pids.max``, default :data:`PIDS`: processes *and threads*, bwrap's
-two among them). A bot past its memory is killed by the kernel (:attr:`BotProcess.oom_killed`, from
+**Limits** (``cgroup`` mode). Each bot's cgroup has a CPU quota (``cpu.max``, ``cpus`` cores, default
+:data:`CPUS`, a container's default: the bot and all it starts get at most that much CPU time per
+period of :data:`CPU_PERIOD_US`, so a bot that spins between its turns cannot starve the others), a memory limit
+(``memory.max``, ``memory_mb`` MiB, default :data:`MEMORY_MB`, and ``memory.swap.max`` 0: no swap
+beyond it; a sandboxed bot's ``/tmp`` is memory too) and a pids limit (``pids.max``, default
+:data:`PIDS`: processes *and threads*, bwrap's two among them). A bot at its CPU quota waits for the
+next period (:attr:`BotProcess.cpu_throttled`, from ``cpu.stat``'s ``nr_throttled``: it may then
+answer late); a bot past its memory is killed by the kernel (:attr:`BotProcess.oom_killed`, from
 the cgroup's ``oom_kill`` count); a fork or thread past its pids limit fails (EAGAIN) and the bot goes
 on (:attr:`BotProcess.pids_limited`, from ``pids.events``). The arena's own cgroup must give its
-children the ``memory`` and ``pids`` controllers (its ``cgroup.subtree_control``): where it does not
-yet, the arena enables them, and as cgroup v2 allows that only in a cgroup without processes of its
-own (the root aside), the arena first moves itself and its children to a leaf ``allfours-<pid>-arena``
-of it (:func:`_enable_v2`; not when another program's process shares its cgroup; a later arena
-process started from that leaf makes its bots' cgroups beside it). On a hybrid host, whose ``memory``
-and ``pids`` controllers are cgroup v1 hierarchies, each bot also gets a cgroup of the same name under
-the arena's own in each of them (``memory.limit_in_bytes`` and ``memory.memsw.limit_in_bytes``,
-``pids.max``). A limit that cannot be set is not (the bot runs as it did without it) and one warning
-per arena process says so (structlog ``bot_limits_unavailable``), as under the subreaper, which sets none.
+children the ``cpu``, ``memory`` and ``pids`` controllers (its ``cgroup.subtree_control``): where it
+does not yet, the arena enables them, and as cgroup v2 allows that only in a cgroup without processes
+of its own (the root aside), the arena first moves itself and its children to a leaf
+``allfours-<pid>-arena`` of it (:func:`_enable_v2`; not when another program's process shares its
+cgroup; a later arena process started from that leaf makes its bots' cgroups beside it). On a hybrid
+host, whose ``cpu``, ``memory`` and ``pids`` controllers are cgroup v1 hierarchies, each bot also gets
+a cgroup of the same name under the arena's own in each of them (``cpu.cfs_quota_us`` and
+``cpu.cfs_period_us``, ``memory.limit_in_bytes`` and ``memory.memsw.limit_in_bytes``, ``pids.max``).
+A limit that cannot be set is not (the bot runs as it did without it) and one warning per arena
+process says so (structlog ``bot_limits_unavailable``), as under the subreaper, which sets none.
 
 **Output.** stdout and stderr go through a pipe to a pump thread that writes the first ``log_limit``
 bytes to ``log_path`` (created 0600), then a line ``[arena: output truncated at N bytes; the rest is
@@ -82,6 +87,10 @@ CHUNK = 1 << 16
 #: The line written where a bot's log is cut (``limit``: bytes kept).
 TRUNCATED = "[arena: output truncated at {limit} bytes; the rest is discarded]"
 SHEPHERD = Path(__file__).resolve().parent / "shepherd.py"
+#: A bot process's CPU quota, cores, unless its config sets ``cpus`` (a container's default).
+CPUS = 1.0
+#: The CPU quota's period, microseconds (the kernel's default): a bot gets ``cpus`` times it per period.
+CPU_PERIOD_US = 100_000
 #: A bot process's memory limit, MiB, unless its config sets ``memory`` (and no swap beyond it): twice
 #: the SDK conformance check's 512 MiB, room for a sandboxed bot's ``/tmp`` (tmpfs is memory) and bwrap.
 MEMORY_MB = 1024
@@ -90,12 +99,13 @@ MEMORY_MB = 1024
 #: thread per core (the JVM, Go, V8's platform) need more on a large host; a fork bomb stops here.
 PIDS = 256
 #: The cgroup controllers of the limits.
-CONTROLLERS = ("memory", "pids")
+CONTROLLERS = ("cpu", "memory", "pids")
 #: Where an arena process moves itself (under the cgroup it was in) so that its cgroup may give the
 #: bots' cgroups the controllers (:func:`_enable_v2`).
 ARENA_LEAF = "allfours-{pid}-arena"
 #: Per controller, the files of its limit: cgroup v2's, then v1's.
-_LIMIT_FILES = {"memory": ("memory.max", "memory.limit_in_bytes"), "pids": ("pids.max",)}
+_LIMIT_FILES = {"cpu": ("cpu.max", "cpu.cfs_quota_us"), "memory": ("memory.max", "memory.limit_in_bytes"),
+                "pids": ("pids.max",)}
 
 #: Why bots go without limits when no cgroup can hold them (:func:`_warn_once`).
 UNDER_SUBREAPER = "bots run under the subreaper (no writable cgroup v2 here)"
@@ -364,13 +374,31 @@ def limit_places() -> dict[str, Path]:
     return places
 
 
-def _write_limit(cgroup: Path, controller: str, memory_mb: int, pids: int) -> None:
-    """Write ``controller``'s limit in ``cgroup`` (cgroup v2's files, or v1's): memory without swap beyond
-    it, or pids. :raises OSError:"""
+@dataclass(frozen=True, slots=True)
+class ProcessLimits:
+    """One bot process's limits: ``cpus`` (cores), ``memory_mb`` (MiB, no swap beyond it), ``pids``
+    (processes and threads)."""
+
+    cpus: float = CPUS
+    memory_mb: int = MEMORY_MB
+    pids: int = PIDS
+
+
+def _write_limit(cgroup: Path, controller: str, limits: ProcessLimits) -> None:
+    """Write ``controller``'s limit in ``cgroup`` (cgroup v2's files, or v1's): a CPU quota, memory
+    without swap beyond it, or pids. :raises OSError:"""
     if controller == "pids":
-        (cgroup / "pids.max").write_text(str(pids))
+        (cgroup / "pids.max").write_text(str(limits.pids))
         return
-    limit = str(memory_mb << 20)
+    if controller == "cpu":
+        quota = max(1000, round(limits.cpus * CPU_PERIOD_US))  # the kernel's least quota is 1 ms
+        if (cgroup / "cpu.max").exists():
+            (cgroup / "cpu.max").write_text(f"{quota} {CPU_PERIOD_US}")
+        else:
+            (cgroup / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
+            (cgroup / "cpu.cfs_quota_us").write_text(str(quota))
+        return
+    limit = str(limits.memory_mb << 20)
     if (cgroup / "memory.max").exists():
         (cgroup / "memory.max").write_text(limit)
         if (cgroup / "memory.swap.max").exists():
@@ -405,7 +433,7 @@ class _BotCgroups:
     limited: dict[str, Path] = field(default_factory=dict)
 
     @classmethod
-    def make(cls, base: Path, memory_mb: int, pids: int) -> _BotCgroups:
+    def make(cls, base: Path, limits: ProcessLimits) -> _BotCgroups:
         """Make a bot's cgroups under ``base`` and :func:`limit_places` and write its limits there (a
         limit that cannot be written is warned about once and left out). :raises OSError: no ``main``."""
         places = limit_places()
@@ -418,7 +446,7 @@ class _BotCgroups:
                 if cgroup != made.main and cgroup not in made.extra:
                     cgroup.mkdir()
                     made.extra.append(cgroup)
-                _write_limit(cgroup, controller, memory_mb, pids)
+                _write_limit(cgroup, controller, limits)
                 made.limited[controller] = cgroup
             except OSError as e:
                 _warn_once(f"cannot write a {controller} limit under {parent}: {e.strerror or e}", [controller])
@@ -432,6 +460,10 @@ class _BotCgroups:
     def oom_kills(self) -> int:
         """How many of the bot's processes the kernel killed at its memory limit (``oom_kill``)."""
         return _count(self.limited.get("memory"), ("memory.events", "memory.oom_control"), "oom_kill")
+
+    def periods_throttled(self) -> int:
+        """In how many periods the bot was held at its CPU quota (``cpu.stat``: ``nr_throttled``)."""
+        return _count(self.limited.get("cpu"), ("cpu.stat",), "nr_throttled")
 
     def forks_refused(self) -> int:
         """How many forks or threads its pids limit refused (``pids.events``: ``max``)."""
@@ -489,9 +521,10 @@ class BotProcess:
     """One bot process and everything it starts (see the module docstring). Thread-safe.
 
     ``cgroup`` is its cgroup v2 (None under the subreaper), ``limit_cgroups`` per controller whose limit
-    was set (``memory``, ``pids``) the cgroup holding it. Once it has ended (its own exit, or
+    was set (``cpu``, ``memory``, ``pids``) the cgroup holding it. Once it has ended (its own exit, or
     :meth:`stop`), ``oom_killed`` says whether the kernel killed one of its processes at its memory
-    limit, and ``pids_limited`` whether its pids limit refused a fork or a thread.
+    limit, ``pids_limited`` whether its pids limit refused a fork or a thread, and ``cpu_throttled`` in
+    how many periods of :data:`CPU_PERIOD_US` its CPU quota held it back (0 without one).
     """
 
     def __init__(
@@ -504,6 +537,7 @@ class BotProcess:
         self.limit_cgroups = dict(cgroups.limited) if cgroups is not None else {}
         self.oom_killed = False
         self.pids_limited = False
+        self.cpu_throttled = 0
         self.pump = pump
         self.grace_s = GRACE_S
         self._ended = threading.Event()
@@ -522,12 +556,14 @@ class BotProcess:
         log_limit: int,
         prefer: Containment | None = None,
         jail: Jail | None = None,
+        cpus: float = CPUS,
         memory_mb: int = MEMORY_MB,
         pids: int = PIDS,
     ) -> BotProcess:
         """Start ``argv`` (no shell) in ``cwd`` with exactly ``env``; output to ``log_path`` (capped);
         inside ``jail``'s namespaces when given (:meth:`arena.hosting.jail.Jail.wrap`); limited to
-        ``memory_mb`` MiB and ``pids`` processes and threads where it can be (see the module docstring).
+        ``cpus`` cores, ``memory_mb`` MiB and ``pids`` processes and threads where it can be (see the
+        module docstring).
 
         :raises OSError: (e.g. :class:`FileNotFoundError`) if the command or ``cwd`` cannot be used.
         """
@@ -537,7 +573,7 @@ class BotProcess:
         kind, base = containment(prefer)
         cgroups = None
         if kind is Containment.CGROUP and base is not None:
-            cgroups = _BotCgroups.make(base, memory_mb, pids)
+            cgroups = _BotCgroups.make(base, ProcessLimits(cpus, memory_mb, pids))
             full = cgroups.command(argv)
         else:
             _warn_once(UNDER_SUBREAPER, CONTROLLERS)
@@ -577,6 +613,16 @@ class BotProcess:
         """Wait for the bot's own process. :raises subprocess.TimeoutExpired:"""
         return self.popen.wait(timeout)
 
+    def ended(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the bot to have exited and, in ``cgroup`` mode, for what its
+        limits did to be read (``oom_killed``, ``pids_limited``, ``cpu_throttled``); True if both are done."""
+        deadline = time.monotonic() + timeout
+        try:
+            self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return self.kind is not Containment.CGROUP or self._ended.wait(max(0.0, deadline - time.monotonic()))
+
     def _watch(self) -> None:
         """cgroup mode: when the bot's own process exits, end everything it started."""
         self.popen.wait()
@@ -588,12 +634,13 @@ class BotProcess:
 
     def _end_cgroup(self) -> None:
         """SIGTERM every member, wait ``grace_s`` for them, then ``cgroup.kill``; read what its limits
-        did (``oom_killed``, ``pids_limited``) and remove its cgroups."""
+        did (``oom_killed``, ``pids_limited``, ``cpu_throttled``) and remove its cgroups."""
         with self._end_lock:
             if not self._ended.is_set() and self._cgroups is not None:
                 self._end_members(self._cgroups.main)
                 self.oom_killed = self._cgroups.oom_kills() > 0
                 self.pids_limited = self._cgroups.forks_refused() > 0
+                self.cpu_throttled = self._cgroups.periods_throttled()
                 self._cgroups.remove()
                 self._ended.set()
 

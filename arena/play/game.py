@@ -55,7 +55,7 @@ from allfours.v1 import referee_pb2 as pb
 from arena import metrics
 from arena.config import ENV_ADMIN_TOKEN, ENV_REFEREE, ENV_TICKET, BotSpec, TournamentConfig
 from arena.hosting.jail import REFEREE_SOCKET, Jail
-from arena.hosting.procs import BotProcess, stop_all
+from arena.hosting.procs import CPU_PERIOD_US, BotProcess, stop_all
 from arena.hosting.sandbox import BotContainer, Sandbox, SandboxError
 from arena.lobby.seats import LobbyBot, SeatWait
 from arena.play.environment import bot_environment, expand_command, log_tail
@@ -616,7 +616,7 @@ class GrpcGameRunner:
         """Per seat whose process or container failed, what killed it: at its memory limit (``oom``),
         at its pids limit (``pids``), an exit with a failure status before the match ended (``crash``,
         with its last words); a note for the rest (an exit status 0 before the match ended, a failure
-        status when stopped)."""
+        status when stopped), and for a process forfeited by timeout that its CPU quota held back."""
         causes: dict[int, SeatCause] = {}
         for seat, code in enumerate(ends.codes):
             proc = ends.procs[seat]
@@ -638,11 +638,15 @@ class GrpcGameRunner:
                 notes.append(f"seat {seat} ({game.seats[seat]}) {kind} exited with status {early} {when}{last}")
             elif code not in (None, 0, -signal.SIGTERM, -signal.SIGKILL):
                 notes.append(f"seat {seat} ({game.seats[seat]}) {kind} exited with status {code}")
+            throttled = proc.cpu_throttled if isinstance(proc, BotProcess) else 0
+            if throttled and ends.forfeited.get(seat) == Termination.TIMEOUT:
+                notes.append(f"seat {seat} ({game.seats[seat]}) {kind} was held at its CPU limit "
+                             f"({limits.cpus:g} cores) in {throttled} periods of {CPU_PERIOD_US // 1000} ms")
         return causes
 
     def _worker_causes(self, game: ScheduledGame, ends: _SeatEnds, notes: list[str]) -> dict[int, SeatCause]:
         """Add a note per lobby worker that left during the game; returns the seats whose worker
-        container was killed at its memory limit (``oom``).
+        (process or container) was killed at its memory limit (``oom``).
 
         A worker killed for memory closes its Play stream (the referee forfeits it: ``disconnect``) and
         its Connect stream (the lobby notes it left); on a busy machine the match can end before the
@@ -656,8 +660,9 @@ class GrpcGameRunner:
                 notes.append(f"seat {seat} ({game.seats[seat]}) worker {worker.worker_id} left during the game: {left}")
             killed = getattr(self.kinds.get(game.seats[seat]), "killed_for_memory", None)
             if killed is not None and killed(worker.digest):
-                mib = self.bots[game.seats[seat]].limits.memory_mb
-                what = f"worker container was killed at its memory limit ({mib} MiB)"
+                bot = self.bots[game.seats[seat]]
+                kind = "container" if bot.in_container else "process"
+                what = f"worker {kind} was killed at its memory limit ({bot.limits.memory_mb} MiB)"
                 causes[seat] = SeatCause(Termination.OOM, what)
         return causes
 
@@ -713,6 +718,7 @@ class GrpcGameRunner:
                 log_path=log_dir / f"seat{seat}.log",
                 log_limit=self.config.bot_log_bytes,
                 jail=self.jail.for_bot(bot.name, bot.limits.tmpfs_mb) if bot.jailed and self.jail else None,
+                cpus=bot.limits.cpus,
                 memory_mb=bot.limits.memory_mb,
                 pids=bot.limits.pids,
             )

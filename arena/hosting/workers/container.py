@@ -19,13 +19,8 @@ from __future__ import annotations
 from arena.config import BotSpec
 from arena.hosting.sandbox import BotContainer, Sandbox, SandboxError, kernel_killed_for_memory
 from arena.hosting.workers.kind import WorkerContext
-from arena.hosting.workers.local import LocalWorkers, Slot
+from arena.hosting.workers.local import LocalWorkers, Slot, WorkerProcess
 from arena.lobby.tokens import token_digest
-
-#: Containers remembered per place in the pool for :meth:`ContainerWorkers.killed_for_memory` (its
-#: current worker and the few before it; with them go their notes in ``_oom``), so the memory stays bounded
-#: however often workers die.
-REMEMBERED_PER_SLOT = 4
 
 
 class ContainerWorkers(LocalWorkers):
@@ -36,36 +31,19 @@ class ContainerWorkers(LocalWorkers):
         super().__init__(bot, size)
         self.sandbox = sandbox
         self.lobby_address = lobby
-        self._oom: set[str] = set()  # token digests of the workers killed at their memory limit
-        #: token digest -> the id of the container that registered with it (the newest
-        #: :data:`REMEMBERED_PER_SLOT` per place in the pool: a worker is asked about when its game ends)
+        #: token digest -> the id of the container that registered with it (the workers remembered:
+        #: :data:`arena.hosting.workers.local.REMEMBERED_PER_SLOT` per place in the pool)
         self._container_of: dict[str, str] = {}
 
-    def killed_for_memory(self, digest: str, wait_s: float = 3.0) -> bool:
-        """True if the worker that registered with the token of ``digest`` was killed at its memory
-        limit (the arena then gives its forfeited seat the reason ``oom``).
-
-        Asked when the worker has left its game: the pool's watcher may not have looked at its
-        container yet (it looks every ``POLL_S``; on a busy machine the game's end came first and the
-        seat read ``disconnect``), so its container is asked here, waiting up to ``wait_s`` seconds
-        for docker to report it exited. Last, the kernel's log is asked about that container's cgroup
-        (:func:`arena.hosting.sandbox.kernel_killed_for_memory`), whatever docker reported."""
-        with self._lock:
-            if digest in self._oom:
-                return True
-            proc = next((s.proc for s in self._slots if s.digest == digest), None)
-            container_id = self._container_of.get(digest)
+    def _exited_for_memory(self, proc: WorkerProcess | None, digest: str, wait_s: float) -> bool:
+        """Whether the container exits within ``wait_s`` seconds as docker reports, killed at its memory
+        limit; else, whatever docker reported, whether the kernel's log says it killed a process of that
+        container's cgroup (:func:`arena.hosting.sandbox.kernel_killed_for_memory`)."""
         if isinstance(proc, BotContainer) and proc.wait(wait_s) is not None and proc.oom_killed:
-            with self._lock:
-                self._oom.add(digest)
-        with self._lock:  # the watcher may have stopped the container meanwhile, and noted it
-            if digest in self._oom:
-                return True
-        if container_id is not None and kernel_killed_for_memory(container_id):
-            with self._lock:
-                self._oom.add(digest)
             return True
-        return False
+        with self._lock:
+            container_id = self._container_of.get(digest)
+        return container_id is not None and kernel_killed_for_memory(container_id)
 
     def _check(self, slot: Slot) -> None:
         proc = slot.proc
@@ -75,11 +53,6 @@ class ContainerWorkers(LocalWorkers):
                 self._oom.add(slot.digest)
         super()._check(slot)
 
-    def _died(self, slot: Slot, what: str) -> None:
-        if slot.digest in self._oom and what.startswith("exited"):
-            what = f"was killed at its memory limit ({self.bot.limits.memory_mb} MiB): oom"
-        super()._died(slot, what)
-
     def _launch(self, slot: Slot) -> None:
         from sdk.worker import LOBBY_ENV, NAME_ENV, TOKEN_ENV
 
@@ -87,6 +60,7 @@ class ContainerWorkers(LocalWorkers):
         assert ctx is not None and self.bot.image is not None
         token = ctx.lobby.tokens.issue(self.bot.name)
         slot.digest = token_digest(token)
+        self._remember(slot.digest)
         env = {**self.bot.env, LOBBY_ENV: self.lobby_address, TOKEN_ENV: token, NAME_ENV: self.bot.name}
         slot.starts += 1
         try:
@@ -95,10 +69,8 @@ class ContainerWorkers(LocalWorkers):
                 self.log_dir / slot.log_name, log_limit=ctx.log_limit,
             )
             self._container_of[slot.digest] = str(slot.proc.container.id)
-            while len(self._container_of) > REMEMBERED_PER_SLOT * self.size:  # a bot dying at every game
-                oldest = next(iter(self._container_of))
-                del self._container_of[oldest]
-                self._oom.discard(oldest)
+            for gone in self._container_of.keys() - self._remembered.keys():
+                del self._container_of[gone]
         except SandboxError as e:
             slot.proc = None
             ctx.lobby.tokens.revoke(slot.digest)

@@ -17,7 +17,9 @@ A process that exits is restarted after a back-off (:data:`BACKOFF_S`: 0.5 s, do
 30 s; back to 0.5 s once a worker finishes a game). Its game in progress, if any, is forfeited by
 the referee like any disconnected seat. After :data:`MAX_DEATHS` deaths in a row without a finished
 game the bot is *broken*: no more restarts, and :attr:`LocalWorkers.broken` says why (the arena
-then forfeits its remaining games at once).
+then forfeits its remaining games at once). A worker killed at its memory limit (its cgroup's, as a
+per-game bot's: docs/arena.md, "Process bots' limits") is reported as ``was killed at its memory limit
+(N MiB): oom`` and its forfeited seat reads ``oom`` (:meth:`LocalWorkers.killed_for_memory`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ BACKOFF_S = 0.5
 MAX_BACKOFF_S = 30.0
 #: Seconds between checks of the processes.
 POLL_S = 0.1
+#: Workers remembered per place in the pool for :meth:`LocalWorkers.killed_for_memory` (its current
+#: worker and the few before it), so the memory stays bounded however often workers die.
+REMEMBERED_PER_SLOT = 4
 
 
 class _LogWriter(Protocol):
@@ -102,6 +107,42 @@ class LocalWorkers:
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._oom: set[str] = set()  # token digests of the workers killed at their memory limit
+        #: token digests of the newest :data:`REMEMBERED_PER_SLOT` workers per place, oldest first
+        self._remembered: dict[str, None] = {}
+
+    def _remember(self, digest: str) -> None:
+        """Keep ``digest`` for :meth:`killed_for_memory`, forgetting the oldest beyond the bound. Under the lock."""
+        self._remembered[digest] = None
+        while len(self._remembered) > REMEMBERED_PER_SLOT * self.size:  # a bot dying at every game
+            oldest = next(iter(self._remembered))
+            del self._remembered[oldest]
+            self._oom.discard(oldest)
+
+    def killed_for_memory(self, digest: str, wait_s: float = 3.0) -> bool:
+        """True if the worker that registered with the token of ``digest`` was killed at its memory
+        limit (the arena then gives its forfeited seat the reason ``oom``).
+
+        Asked when the worker has left its game: the pool's watcher may not have looked at it yet (it
+        looks every :data:`POLL_S`; on a busy machine the game's end came first and the seat read
+        ``disconnect``), so the worker itself is asked here, waiting up to ``wait_s`` seconds for it
+        to have exited (:meth:`_exited_for_memory`)."""
+        with self._lock:
+            if digest in self._oom:
+                return True
+            proc = next((s.proc for s in self._slots if s.digest == digest), None)
+        if self._exited_for_memory(proc, digest, wait_s):
+            with self._lock:
+                if digest in self._remembered:
+                    self._oom.add(digest)
+        with self._lock:  # the watcher may have noted it meanwhile
+            return digest in self._oom
+
+    def _exited_for_memory(self, proc: WorkerProcess | None, digest: str, wait_s: float) -> bool:
+        """Whether ``proc`` (registered with ``digest``; None: no longer in the pool) exits within ``wait_s``
+        seconds, killed at its memory limit (a :class:`arena.hosting.procs.BotProcess`: its cgroup's
+        ``oom_kill`` count; one that already left the pool was noted by the watcher, if at all)."""
+        return isinstance(proc, BotProcess) and proc.ended(wait_s) and proc.oom_killed
 
     @property
     def broken(self) -> str | None:
@@ -134,6 +175,7 @@ class LocalWorkers:
         assert ctx is not None
         token = ctx.lobby.tokens.issue(self.bot.name)
         slot.digest = token_digest(token)
+        self._remember(slot.digest)
         argv = expand_command(self.bot, {"python": sys.executable, "config_dir": ctx.config_dir})
         jail = ctx.jail.for_bot(self.bot.name, self.bot.limits.tmpfs_mb) if self.bot.jailed and ctx.jail else None
         if jail is not None:  # the lobby's unix socket (plaintext, on this machine); no arena pid in its pid namespace
@@ -148,7 +190,8 @@ class LocalWorkers:
         slot.starts += 1
         try:
             slot.proc = BotProcess.start(argv, cwd=self.bot.cwd, env=env, log_path=self.log_dir / slot.log_name,
-                                         log_limit=ctx.log_limit, jail=jail, memory_mb=self.bot.limits.memory_mb,
+                                         log_limit=ctx.log_limit, jail=jail, cpus=self.bot.limits.cpus,
+                                         memory_mb=self.bot.limits.memory_mb,
                                          pids=self.bot.limits.pids)
         except OSError as e:
             slot.proc = None
@@ -159,6 +202,8 @@ class LocalWorkers:
         """Count a death; restart later, or declare the bot broken."""
         ctx = self._ctx
         assert ctx is not None
+        if slot.digest in self._oom and what.startswith("exited"):
+            what = f"was killed at its memory limit ({self.bot.limits.memory_mb} MiB): oom"
         finished = ctx.lobby.games_for(slot.digest)
         self.deaths_in_a_row = 0 if finished else self.deaths_in_a_row + 1
         if self.deaths_in_a_row >= MAX_DEATHS and self._broken is None:
@@ -186,6 +231,8 @@ class LocalWorkers:
             code = slot.proc.poll()
             if code is None:
                 return
+            if isinstance(slot.proc, BotProcess) and slot.proc.ended(1.0) and slot.proc.oom_killed:
+                self._oom.add(slot.digest)
             ctx.lobby.tokens.revoke(slot.digest)
             slot.proc.pump.join(timeout=1.0)  # its last words are in the log
             slot.proc = None

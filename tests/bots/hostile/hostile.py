@@ -17,6 +17,8 @@ seat's log. Between attacks it plays a random legal action.
 - ``forkhang``: at its first decision, forks until the pids limit stops it, then never answers (as a
   bot whose threads the limit refused).
 - ``flood``: at its first decision, writes 1 GB to stdout, then plays on.
+- ``spin``: at its first decision, spins until it has used 30 s of CPU (far past any deadline under a
+  small CPU quota), then plays on.
 - ``sigterm``: ignores SIGTERM and, after the match, never exits.
 """
 
@@ -126,6 +128,13 @@ def fork_bomb() -> None:
     subprocess.run([sys.executable, "-c", FORK_BOMB], timeout=60, check=False)
 
 
+def spin() -> None:
+    """Use 30 s of CPU time (the process's own), then report it."""
+    while time.process_time() < 30:
+        pass
+    report("spin", "used 30 s of CPU")
+
+
 def flood() -> None:
     """Write 1 GB to stdout in 1 MiB lines."""
     line = b"x" * ((1 << 20) - 1) + b"\n"
@@ -154,7 +163,7 @@ class HostileBot(Bot):
     def act(self, ctx: Context) -> Action:
         if not self.attacked:
             self.attacked = True
-            {"oom": eat_memory, "forkbomb": fork_bomb, "forkhang": fork_bomb, "flood": flood}.get(
+            {"oom": eat_memory, "forkbomb": fork_bomb, "forkhang": fork_bomb, "flood": flood, "spin": spin}.get(
                 self.mode, lambda: None)()
         if self.mode == "forkhang":
             time.sleep(3600)
