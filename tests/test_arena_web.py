@@ -275,6 +275,10 @@ def test_record_file_mode_and_cli_errors(out: Path) -> None:
         (["web", str(out), "--port", "70000"], "error: --port must be between 1 and 65535, not 70000"),
         (["web", "--record", "/no/such.jsonl"], "error: --record '/no/such.jsonl': no such file"),
         (["web", "/no/such/folder"], "error: '/no/such/folder': no such folder"),
+        (["web", str(out), "--proxy", "proxy.example"],
+         "error: --proxy 'proxy.example' is not an IP address or network (e.g. 10.0.0.5 or 10.0.0.0/24)"),
+        (["serve", str(ROOT / "examples" / "small.toml"), "--web", "0", "--web-proxy", "10.0.0.0/33"],
+         "error: --web-proxy '10.0.0.0/33' is not an IP address or network (e.g. 10.0.0.5 or 10.0.0.0/24)"),
     ):
         done = subprocess.run([sys.executable, "-m", "arena.cli", *args], cwd=ROOT, capture_output=True, text=True,
                               timeout=60)

@@ -1,8 +1,10 @@
 """The live-update stream's limits (``/events``) against a real server on loopback: the slots are taken
 before the answer starts (concurrent requests cannot all pass the check), one client address holds at
 most ``MAX_STREAMS_PER_CLIENT`` of them (it cannot lock every other visitor out), and a slot comes back
-when its client goes. Other client addresses are other loopback addresses (127.0.0.K). Then the
-slot's own life in process: given back when a response is dropped unsent, cancelled, or cannot send."""
+when its client goes. Other client addresses are other loopback addresses (127.0.0.K). Behind a
+trusted reverse proxy (``proxies``) the client is the one its ``X-Forwarded-For`` names; from any other
+peer that header changes nothing. Then the slot's own life in process: given back when a response is
+dropped unsent, cancelled, or cannot send."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from typing import Any
 import pytest
 from starlette.requests import ClientDisconnect
 
-from arena.web import WebServer, start_in_thread
+from arena.web import WebServer, start_in_thread, trusted_proxies
 from arena.web.app import MAX_STREAMS, MAX_STREAMS_PER_CLIENT, SlotStream, StreamSlots
 
 #: Seconds a test waits for the server to notice clients that went (it looks every second).
@@ -37,10 +39,12 @@ def web(tmp_path: Path) -> Iterator[WebServer]:
         server.stop()
 
 
-def ask(port: int, source: str = "127.0.0.1") -> socket.socket:
-    """A connection from ``source`` that has sent ``GET /events`` (its answer not read yet)."""
+def ask(port: int, source: str = "127.0.0.1", forwarded_for: str = "") -> socket.socket:
+    """A connection from ``source`` that has sent ``GET /events`` (its answer not read yet), saying it
+    forwards for ``forwarded_for`` when given (a header only: nothing is sent to that address)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=20, source_address=(source, 0))
-    s.sendall(b"GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+    forwarded = f"X-Forwarded-For: {forwarded_for}\r\n".encode() if forwarded_for else b""
+    s.sendall(b"GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n" + forwarded + b"\r\n")
     return s
 
 
@@ -108,6 +112,36 @@ def test_many_clients_together_get_no_more_than_the_total(web: WebServer) -> Non
     finally:
         close_all(socks)
     wait_all_released(web)
+
+
+@pytest.mark.parametrize("proxies", [(), ("127.0.0.2",)], ids=["no-proxy", "another-proxy"])
+def test_a_forwarded_for_header_from_an_untrusted_peer_changes_nothing(tmp_path: Path, proxies: tuple[str]) -> None:
+    """Without a trusted proxy, or from a peer that is not the one trusted, each request claiming another
+    client is still the peer's: the cap holds (a visitor cannot spread its streams over made-up addresses)."""
+    (tmp_path / "out").mkdir()
+    server = start_in_thread(tmp_path / "out", "127.0.0.1", 0, proxies, bootstrap=0)
+    socks = [ask(server.port, forwarded_for=f"10.9.0.{k + 1}") for k in range(MAX_STREAMS_PER_CLIENT + 2)]
+    try:
+        assert statuses(socks) == {200: MAX_STREAMS_PER_CLIENT, 503: 2}
+    finally:
+        close_all(socks)
+        server.stop()
+
+
+def test_behind_a_trusted_proxy_each_visitor_has_its_own_cap(tmp_path: Path) -> None:
+    """Every visitor through a reverse proxy reaches the server from the proxy's address: without
+    ``proxies`` the ninth visitor's live updates were refused (503). Trusting the proxy (127.0.0.1 here;
+    a network such as 127.0.0.0/8 alike), each visitor named by ``X-Forwarded-For`` has its own cap."""
+    (tmp_path / "out").mkdir()
+    server = start_in_thread(tmp_path / "out", "127.0.0.1", 0, trusted_proxies(["127.0.0.0/8"]), bootstrap=0)
+    visitors = [ask(server.port, forwarded_for=f"10.9.0.{k + 1}") for k in range(MAX_STREAMS_PER_CLIENT + 4)]
+    one = [ask(server.port, forwarded_for="10.9.1.1") for _ in range(MAX_STREAMS_PER_CLIENT + 1)]
+    try:
+        assert statuses(visitors) == {200: MAX_STREAMS_PER_CLIENT + 4}
+        assert statuses(one) == {200: MAX_STREAMS_PER_CLIENT, 503: 1}
+    finally:
+        close_all(visitors + one)
+        server.stop()
 
 
 def test_a_client_that_goes_before_its_answer_gives_its_slot_back(web: WebServer) -> None:

@@ -96,7 +96,7 @@ def bots_build_command(args: argparse.Namespace, console: Console, err: Console)
 
 def web_command(args: argparse.Namespace, err: Console) -> int:
     """``arena web``: serve until interrupted; exit 2 on bad arguments (one line)."""
-    from arena.web import bind, serve
+    from arena.web import bind, serve, trusted_proxies
 
     def error(message: str) -> int:
         err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
@@ -108,6 +108,10 @@ def web_command(args: argparse.Namespace, err: Console) -> int:
         return error(f"--delay must be at least 1 deal, not {args.delay}")
     if not 0 < args.port < 65536:
         return error(f"--port must be between 1 and 65535, not {args.port}")
+    try:
+        proxies = trusted_proxies(args.proxy)
+    except ValueError as e:
+        return error(f"--proxy {e}")
     record = Path(args.record).resolve() if args.record else None
     if record is not None and not record.is_file():
         return error(f"--record {args.record!r}: no such file")
@@ -123,7 +127,7 @@ def web_command(args: argparse.Namespace, err: Console) -> int:
         while not output.is_dir():
             time.sleep(0.5)
     err.print(f"serving {output} on http://{args.host}:{args.port}/ (Ctrl-C stops)", soft_wrap=True, highlight=False)
-    serve(output, sock, spectator_delay=args.delay, record=record)
+    serve(output, sock, proxies, spectator_delay=args.delay, record=record)
     return 0
 
 
@@ -477,6 +481,12 @@ def serve_command(args: argparse.Namespace, console: Console, err: Console) -> i
         return 2
     if args.web is not None and not 0 <= args.web < 65536:
         return error(f"--web must be a port between 0 and 65535, not {args.web}")
+    from arena.web import trusted_proxies
+
+    try:
+        args.web_proxy = trusted_proxies(args.web_proxy)
+    except ValueError as e:
+        return error(f"--web-proxy {e}")
     closers: list[Callable[[], None]] = []
     try:
         with lock_output(output):
@@ -561,8 +571,9 @@ def _start_web(args: argparse.Namespace, output: Path, publisher: LivePublisher,
     league's ratings ``publisher``; prints its address. :raises UsageError: if the port cannot be bound."""
     from arena.web import start_in_thread
 
-    try:
-        web = start_in_thread(output, args.web_host, args.web, bootstrap=args.bootstrap, publisher=publisher)
+    try:  # args.web_proxy: checked by serve_command (trusted_proxies)
+        web = start_in_thread(output, args.web_host, args.web, args.web_proxy, bootstrap=args.bootstrap,
+                              publisher=publisher)
     except OSError as e:
         raise UsageError(f"--web {args.web_host}:{args.web}: {e.strerror or e}") from None
     host = f"[{args.web_host}]" if ":" in args.web_host else args.web_host

@@ -77,6 +77,8 @@ def _add_web(sub: Any) -> None:
     web.add_argument(
         "--delay", type=int, default=1, metavar="DEALS", help="spectators of a running game stay DEALS behind (>= 1)"
     )
+    web.add_argument("--proxy", metavar="ADDR", action="append", default=[],
+                     help="a reverse proxy in front (IP or network, repeatable): its X-Forwarded-For names the client")
 
 
 def _add_bots(sub: Any) -> None:
@@ -108,6 +110,8 @@ def _add_serve(sub: Any) -> None:
                      help="also serve the web pages and API (as `arena web`) on PORT in this process (0: a free port)")
     srv.add_argument("--web-host", metavar="HOST", default="127.0.0.1",
                      help="address of --web (default 127.0.0.1: this machine only)")
+    srv.add_argument("--web-proxy", metavar="ADDR", action="append", default=[],
+                     help="as `arena web --proxy`: a reverse proxy in front of --web (IP or network, repeatable)")
     srv.add_argument("--no-live", dest="live", action="store_false",
                      help="no live files of running games for `arena web`'s spectators (default: written)")
     srv.set_defaults(simulate=None, no_progress=True)

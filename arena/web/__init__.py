@@ -8,6 +8,11 @@ Interface (small on purpose, for ``arena serve`` and tests):
 - :func:`start_in_thread` ``(output, host, port, ...) -> WebServer``: run it in a background thread
   of the calling process (``arena serve --web PORT``): ``.port``, ``.notify()`` after each stored
   game, ``.stop()``.
+- Both take ``proxies`` (:func:`trusted_proxies`): the reverse proxies in front (a TLS proxy, a load
+  balancer) whose ``X-Forwarded-For`` names the client. Without them every visitor through a proxy has
+  the proxy's address, and one address holds at most
+  :data:`arena.web.app.MAX_STREAMS_PER_CLIENT` live-update streams; from any other peer the header is
+  ignored (a visitor cannot claim another's address). uvicorn's ``ProxyHeadersMiddleware`` reads it.
 
 Modules: :mod:`arena.web.app` (routes), :mod:`arena.web.data` (read-only database and records),
 :mod:`arena.web.frames` (record -> viewer frames, from ``observe``), :mod:`arena.web.spectate`
@@ -17,9 +22,11 @@ viewer copies linked from leaderboard.html). Pages and API: docs/arena.md, The w
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -44,16 +51,29 @@ class AppOptions(TypedDict, total=False):
 GRACEFUL_S = 1
 
 
-def _config(app: Starlette, host: str, port: int) -> uvicorn.Config:
+def trusted_proxies(values: Sequence[str]) -> tuple[str, ...]:
+    """The reverse proxies to trust, each an IP address or network (``10.0.0.5``, ``10.0.0.0/24``,
+    ``::1``), normalised. :raises ValueError: one line naming the first that is neither."""
+    out = []
+    for v in values:
+        try:
+            out.append(str(ipaddress.ip_network(v.strip(), strict=False)))
+        except ValueError:
+            raise ValueError(f"{v!r} is not an IP address or network (e.g. 10.0.0.5 or 10.0.0.0/24)") from None
+    return tuple(out)
+
+
+def _config(app: Starlette, host: str, port: int, proxies: Sequence[str]) -> uvicorn.Config:
     import uvicorn
 
     return uvicorn.Config(
         app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=GRACEFUL_S, lifespan="on",
-        access_log=False, proxy_headers=False, server_header=False,
+        access_log=False, proxy_headers=bool(proxies), forwarded_allow_ips=list(proxies) or None,
+        server_header=False,
     )
 
 
-def _server(app: Starlette, host: str, port: int) -> uvicorn.Server:
+def _server(app: Starlette, host: str, port: int, proxies: Sequence[str] = ()) -> uvicorn.Server:
     """A uvicorn server of ``app`` that ends the app's live-update streams first when it is told to stop
     (by a signal, or :meth:`WebServer.stop`), so that stopping never waits for an open page."""
     import uvicorn
@@ -63,7 +83,7 @@ def _server(app: Starlette, host: str, port: int) -> uvicorn.Server:
             app.state.web.close_streams()
             super().handle_exit(sig, frame)
 
-    return Server(_config(app, host, port))
+    return Server(_config(app, host, port, proxies))
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -81,13 +101,14 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(output: Path, sock: socket.socket, **options: Unpack[AppOptions]) -> None:
+def serve(output: Path, sock: socket.socket, proxies: Sequence[str] = (), **options: Unpack[AppOptions]) -> None:
     """Serve ``output`` on the bound ``sock`` (:func:`bind`: a busy port is an error before anything is
-    printed) until interrupted (``options``: see :func:`arena.web.app.create_app`)."""
+    printed) until interrupted, trusting ``proxies``' ``X-Forwarded-For`` (:func:`trusted_proxies`;
+    ``options``: see :func:`arena.web.app.create_app`)."""
     from arena.web.app import create_app
 
     host, port = sock.getsockname()[:2]
-    _server(create_app(output, **options), host, port).run(sockets=[sock])
+    _server(create_app(output, **options), host, port, proxies).run(sockets=[sock])
 
 
 @dataclass
@@ -111,10 +132,11 @@ class WebServer:
 
 
 def start_in_thread(
-    output: Path, host: str = "127.0.0.1", port: int = 0, **options: Unpack[AppOptions]
+    output: Path, host: str = "127.0.0.1", port: int = 0, proxies: Sequence[str] = (), **options: Unpack[AppOptions]
 ) -> WebServer:
-    """Start the app of ``output`` on ``host:port`` (0: a free port) in a daemon thread; returns once
-    it accepts connections (at most 10 s).
+    """Start the app of ``output`` on ``host:port`` (0: a free port) in a daemon thread, trusting
+    ``proxies``' ``X-Forwarded-For`` (:func:`trusted_proxies`); returns once it accepts connections
+    (at most 10 s).
 
     :raises OSError: if the address cannot be bound.
     :raises RuntimeError: if the server does not start in time.
@@ -123,7 +145,7 @@ def start_in_thread(
 
     sock = bind(host, port)
     app = create_app(output, **options)
-    server = _server(app, host, sock.getsockname()[1])
+    server = _server(app, host, sock.getsockname()[1], proxies)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="arena-web", daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
