@@ -260,3 +260,19 @@ def test_the_served_leaderboard_updates_without_a_reload(browser: Any, tmp_path:
         if proc.poll() is None:
             proc.kill()
         proc.wait(10)
+
+
+def test_serve_on_a_busy_web_port_says_so_before_starting_anything(tmp_path: Path) -> None:
+    """The web port is bound first: on a busy port ``arena serve --web`` exits 2 with one line, and no
+    league was opened (no output folder, no store, no lobby); it opened them, then failed."""
+    cfg = write_config(tmp_path, 2)
+    busy = socket.create_server(("127.0.0.1", 0))
+    port = busy.getsockname()[1]
+    try:
+        done = subprocess.run([sys.executable, "-m", "arena.cli", "serve", str(cfg), "--web", str(port)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+    finally:
+        busy.close()
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == f"error: --web 127.0.0.1:{port}: Address already in use", done.stderr
+    assert done.stdout == "" and not (tmp_path / "out").exists()

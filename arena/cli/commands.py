@@ -17,6 +17,7 @@ import contextlib
 import ipaddress
 import os
 import shutil
+import socket
 import sys
 import threading
 import time
@@ -481,16 +482,22 @@ def serve_command(args: argparse.Namespace, console: Console, err: Console) -> i
         return 2
     if args.web is not None and not 0 <= args.web < 65536:
         return error(f"--web must be a port between 0 and 65535, not {args.web}")
-    from arena.web import trusted_proxies
+    from arena.web import bind, trusted_proxies
 
     try:
         args.web_proxy = trusted_proxies(args.web_proxy)
     except ValueError as e:
         return error(f"--web-proxy {e}")
-    closers: list[Callable[[], None]] = []
+    web_sock = None
+    if args.web is not None:  # bound first: a busy port stops nothing already started
+        try:
+            web_sock = bind(args.web_host, args.web)
+        except OSError as e:
+            return error(f"--web {args.web_host}:{args.web}: {e.strerror or e}")
+    closers: list[Callable[[], None]] = [web_sock.close] if web_sock is not None else []
     try:
         with lock_output(output):
-            return _serve_league(args, config, output, console, closers, error)
+            return _serve_league(args, config, output, console, closers, error, web_sock)
     except UsageError as e:
         return error(str(e))
     except OutputLocked as e:
@@ -511,9 +518,10 @@ def _serve_league(
     console: Console,
     closers: list[Callable[[], None]],
     error: Callable[[str], int],
+    web_sock: socket.socket | None = None,
 ) -> int:
-    """Serve the league in the locked ``output`` until stopped (see :func:`serve_command`); every
-    resource opened is put in ``closers`` (first to close first)."""
+    """Serve the league in the locked ``output`` until stopped (see :func:`serve_command`), its web on
+    ``web_sock`` (``--web``); every resource opened is put in ``closers`` (first to close first)."""
     from arena.play.game import GrpcGameRunner
     from arena.tournament.league import League, install_signals
 
@@ -545,16 +553,14 @@ def _serve_league(
     if config.competition is not None:
         from arena.competition.setup import open_competition
 
-        closers.insert(0, open_competition(config, output, league,
-                                           lambda m: console.print(f"[cyan]competition:[/cyan] {escape(m)}",
-                                                                   soft_wrap=True, highlight=False)))
+        closers.insert(0, open_competition(config, output, league, _competition_note(console)))
     install_signals(league)
     try:
         league.open(config)
     except StoreMismatch as e:
         return error(str(e))
-    if args.web is not None:
-        web = _start_web(args, output, publisher, console)
+    if web_sock is not None:  # --web, bound by serve_command
+        web = _start_web(args, output, publisher, console, web_sock)
         closers.insert(0, web.stop)
         league.after_game.append(lambda result, t: web.notify())
         refreshed.append(web.notify)
@@ -566,16 +572,20 @@ def _serve_league(
     return 0
 
 
-def _start_web(args: argparse.Namespace, output: Path, publisher: LivePublisher, console: Console) -> WebServer:
-    """``arena serve --web PORT``: the web app of ``output`` in a thread of this process, sharing the
-    league's ratings ``publisher``; prints its address. :raises UsageError: if the port cannot be bound."""
+def _competition_note(console: Console) -> Callable[[str], None]:
+    """How the competition service tells the host something: one line ``competition: …`` on ``console``."""
+    return lambda m: console.print(f"[cyan]competition:[/cyan] {escape(m)}", soft_wrap=True, highlight=False)
+
+
+def _start_web(args: argparse.Namespace, output: Path, publisher: LivePublisher, console: Console,
+               sock: socket.socket) -> WebServer:
+    """``arena serve --web PORT``: the web app of ``output`` on ``sock`` (bound by :func:`serve_command`)
+    in a thread of this process, sharing the league's ratings ``publisher``; prints its address."""
     from arena.web import start_in_thread
 
-    try:  # args.web_proxy: checked by serve_command (trusted_proxies)
-        web = start_in_thread(output, args.web_host, args.web, args.web_proxy, bootstrap=args.bootstrap,
-                              publisher=publisher)
-    except OSError as e:
-        raise UsageError(f"--web {args.web_host}:{args.web}: {e.strerror or e}") from None
+    # args.web_proxy: checked by serve_command (trusted_proxies)
+    web = start_in_thread(output, args.web_host, args.web, args.web_proxy, sock, bootstrap=args.bootstrap,
+                          publisher=publisher)
     host = f"[{args.web_host}]" if ":" in args.web_host else args.web_host
     console.print(f"web: http://{host}:{web.port}/", highlight=False)
     return web

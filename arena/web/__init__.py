@@ -132,18 +132,19 @@ class WebServer:
 
 
 def start_in_thread(
-    output: Path, host: str = "127.0.0.1", port: int = 0, proxies: Sequence[str] = (), **options: Unpack[AppOptions]
+    output: Path, host: str = "127.0.0.1", port: int = 0, proxies: Sequence[str] = (),
+    sock: socket.socket | None = None, **options: Unpack[AppOptions]
 ) -> WebServer:
-    """Start the app of ``output`` on ``host:port`` (0: a free port) in a daemon thread, trusting
-    ``proxies``' ``X-Forwarded-For`` (:func:`trusted_proxies`); returns once it accepts connections
-    (at most 10 s).
+    """Start the app of ``output`` on ``host:port`` (0: a free port), or on ``sock`` already bound
+    (:func:`bind`), in a daemon thread, trusting ``proxies``' ``X-Forwarded-For``
+    (:func:`trusted_proxies`); returns once it accepts connections (at most 10 s).
 
     :raises OSError: if the address cannot be bound.
     :raises RuntimeError: if the server does not start in time.
     """
     from arena.web.app import create_app
 
-    sock = bind(host, port)
+    sock = sock if sock is not None else bind(host, port)
     app = create_app(output, **options)
     server = _server(app, host, sock.getsockname()[1], proxies)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="arena-web", daemon=True)
