@@ -521,3 +521,26 @@ def test_retry_is_judged_on_the_staged_rejection_not_on_one_of_undecodable_bytes
     out = run_suite(sys.executable, "-c", GARBAGE_BOT, "bytes", extra=("--only", "retry"), timeout=120)
     dids = {c["check"]: c["did"] for c in out["checks"]}  # type: ignore[attr-defined, index]
     assert statuses(out) == {"retry": "pass"}, dids
+
+
+def test_the_bots_own_text_is_printed_as_it_is_not_read_as_rich_markup() -> None:
+    """What a bot sent (its Hello's protocol_version, quoted in a row) and what it printed (a lobby run's
+    ``stopped:`` line and the per-scenario progress line quote its last output) is the bot's text, not
+    rich markup: ``[pybot] usage: …`` lost its ``[pybot]``, and a closing tag such as ``[/x]`` raised
+    ``MarkupError`` and ended the suite with a traceback instead of the table."""
+    from rich.console import Console
+
+    from sdk.conformance.cli import Outcome, _progress, print_table
+
+    console = Console(record=True, width=300)
+    did = "Hello carried protocol_version '[/x] [pybot] [bold]v1[/bold]'"
+    failure = ("the worker's process ended with status 2 before it registered at the lobby "
+               "(its last output: '[/nope] [pybot] usage')")
+    print_table([Outcome("join", "fail", "first message a Hello", did, "basic")], console, Mode.LOBBY, failure, {})
+    log = RunLog("basic", "t")
+    log.failure = failure
+    _progress(console)(log)
+    text = console.export_text()
+    assert "[/x] [pybot] [bold]v1[/bold]" in text, text
+    assert "stopped: " + failure in text, text
+    assert "scenario basic: 0 requests, exit None, 0.0 s — " + failure in text, text

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from referee.rules import RuleSet
@@ -149,11 +150,12 @@ def print_table(outcomes: Sequence[Outcome], console: Console, mode: Mode = Mode
         table.add_column(col, overflow="fold")
     style = {"pass": "green", "fail": "bold red", "skip": "yellow"}
     for o in outcomes:
-        table.add_row(o.check, f"[{style[o.status]}]{o.status.upper()}[/]", o.expected, o.did)
+        # expected and did may quote the bot's own text (its protocol_version, its last output): not markup
+        table.add_row(o.check, f"[{style[o.status]}]{o.status.upper()}[/]", escape(o.expected), escape(o.did))
     console.print(table)
     print_tails(outcomes, tails or {}, console)
     if failure:
-        console.print(f"[bold red]stopped:[/] {failure}", markup=True, highlight=False)
+        console.print(f"[bold red]stopped:[/] {escape(failure)}", markup=True, highlight=False)
     console.print(summary(outcomes))
 
 
@@ -261,7 +263,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def _progress(console: Console) -> Callable[[RunLog], None]:
     def show(log: RunLog) -> None:
-        tail = f" — {log.failure}" if log.failure else ""
+        tail = f" — {escape(log.failure)}" if log.failure else ""
         ending = "" if log.lobby is not None else f", exit {log.exit_code}"
         console.print(f"[dim]scenario {log.scenario}: {len(log.requests)} requests{ending}, "
                       f"{log.wall_s:.1f} s{tail}[/]")
