@@ -85,3 +85,19 @@ def test_a_token_on_the_command_line_is_warned_about_in_one_line(tmp_path: Path)
         node.kill()
         node.wait(10)
     assert first == "bot.js: warning: --token is visible to every local user (ps); set ALLFOURS_BOT_TOKEN instead"
+
+
+def test_the_new_tokens_hint_puts_the_token_in_the_environment(tmp_path: Path) -> None:
+    """``arena token CONFIG NAME`` told the remote bot's owner to run ``sdk.run … --token TOKEN``: the
+    form docs/protocol.md ("Ready-made workers") advises against (it shows in ``ps``) and that sdk.run
+    itself warns about. The hint now gives ``ALLFOURS_BOT_TOKEN=TOKEN``, as the competitor token's does."""
+    cfg = tmp_path / "t.toml"
+    cfg.write_text(CONFIG)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "arena.cli", "token", str(cfg), "far"], capture_output=True,
+                          text=True, timeout=60, env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    hint = " ".join(proc.stderr.split())
+    assert "ALLFOURS_BOT_TOKEN=TOKEN python -m sdk.run MODULE:Class --arena HOST:PORT --name far" in hint, hint
+    assert "--token" not in hint, hint
+    assert proc.stdout.strip() and proc.stdout.strip() not in proc.stderr

@@ -173,8 +173,9 @@ def token_command(args: argparse.Namespace, console: Console, err: Console) -> i
         token = new_token()
         store.add_token(args.name, token_digest(token))
     console.print(token, highlight=False, soft_wrap=True)
-    err.print(f"token for remote bot {args.name}: keep it secret; workers use it with "
-              f"`python -m sdk.run MODULE:Class --arena HOST:PORT --token TOKEN --name {args.name}`",
+    err.print(f"token for remote bot {args.name}: keep it secret; workers read it from the environment "
+              f"(a command line shows in ps): "
+              f"`ALLFOURS_BOT_TOKEN=TOKEN python -m sdk.run MODULE:Class --arena HOST:PORT --name {args.name}`",
               highlight=False, soft_wrap=True)
     return 0
 
