@@ -24,7 +24,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from sdk.bot import BotLike, bot_name, load_bot
+from sdk.bot import BotLike, MatchEnd, bot_name, load_bot
 from sdk.client import ClientError, run_bot
 from sdk.worker import (
     LOBBY_ENV,
@@ -109,9 +109,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ClientError as e:
         logging.getLogger("sdk.run").error("%s", e)
         return 1
-    print(f"match {end.status}: games won {end.wins[0]}-{end.wins[1]}, winner side {end.winner}, "
-          f"this seat {end.termination}", flush=True)
+    print(summary_line(end), flush=True)
     return 0
+
+
+def summary_line(end: MatchEnd) -> str:
+    """The one line ``sdk.run`` prints when its match ends, e.g. ``match completed: games won 1-0,
+    winner side 0, this seat normal`` (``no winner`` on a tie or an aborted match)."""
+    winner = "no winner" if end.winner is None else f"winner side {end.winner}"
+    return f"match {end.status}: games won {end.wins[0]}-{end.wins[1]}, {winner}, this seat {end.termination}"
 
 
 def _serve(args: argparse.Namespace, first_bot: BotLike, tls_ca: bytes | None) -> int:

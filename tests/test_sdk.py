@@ -287,3 +287,13 @@ def test_local_summary_names_the_bot_of_each_winning_side(capsys: pytest.Capture
     last = out[-1]
     assert last.startswith(f"games won: {names[0]} ") and f", {names[1]} " in last, last
     assert last.endswith(("(heuristic) wins the match", "(random) wins the match", "a tie")), last
+
+
+@pytest.mark.parametrize(("winner", "says"), [(0, "winner side 0"), (1, "winner side 1"), (None, "no winner")])
+def test_sdk_run_says_who_won_or_that_no_side_did(winner: int | None, says: str) -> None:
+    """``sdk.run``'s last line; a tie (a drawn match) read ``winner side None`` (fresh-author review)."""
+    from sdk.run import summary_line
+
+    games = (GameEnd(game=0, scores=(7, 5), winner=0), GameEnd(game=1, scores=(5, 7), winner=1))
+    line = summary_line(MatchEnd(games=games, wins=(1, 1), winner=winner))
+    assert line == f"match completed: games won 1-1, {says}, this seat normal"

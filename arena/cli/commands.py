@@ -165,8 +165,6 @@ def token_command(args: argparse.Namespace, console: Console, err: Console) -> i
             return 0
         if args.from_env:
             return _token_from_env(args, store, err, error)
-        if args.from_env:
-            return _token_from_env(args, store, err, error)
         if store.token_digests(args.name):
             return error(f"bot {args.name!r} already has a token; only its SHA-256 is kept, so it cannot be shown "
                          f"again: revoke it with `arena token {args.config} {args.name} --revoke`, then ask again")
