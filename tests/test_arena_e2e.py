@@ -592,3 +592,24 @@ output = "out"
     cfg.write_text(head + bot.format(v="1") + bot.format(v="1"))
     again = arena(str(cfg), "--bootstrap", "0", timeout=120)
     assert again.returncode == 2 and "bots[1].name" in again.stderr and "duplicate" in again.stderr, again.stderr
+
+
+def test_a_busy_lobby_port_is_a_config_error_not_an_unexpected_failure(tmp_path: Path) -> None:
+    """`tournament.lobby` on a port another process holds (a running `arena serve`, when the host starts
+    `arena competition final` too early): `config error: FILE: tournament.lobby: cannot listen there: …`
+    and exit status 2, as docs/arena.md promises for a bad config (before: `error: ConfigError: …
+    (--verbose shows the traceback)` and exit status 1)."""
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        cfg = tmp_path / "busy.toml"
+        cfg.write_text(f'[tournament]\nname = "busy"\nplayers = 2\noutput = "out"\nlobby = "127.0.0.1:{port}"\n'
+                       '[[bots]]\nname = "a"\nremote = true\n[[bots]]\nname = "b"\nremote = true\n')
+        done = arena(str(cfg))
+    assert "Traceback" not in done.stderr, done.stderr
+    last = done.stderr.strip().splitlines()[-1]  # gRPC's core may log its own bind failure above it
+    assert done.returncode == 2, done.stderr
+    assert last.startswith(f"config error: {cfg}: tournament.lobby: cannot listen there: "), done.stderr

@@ -710,3 +710,18 @@ def test_a_prebuilt_image_is_accepted_and_cannot_retag_others(league: tuple[Path
     finally:
         for tag in (victim, built):
             client.images.remove(tag, force=True)
+
+
+def test_serve_without_a_docker_daemon_says_so_in_one_plain_line(tmp_path: Path) -> None:
+    """A competition's submissions play in containers, so `arena serve` of a [competition] config needs
+    dockerd; without one it stops with the sandbox's own line, not as an unexpected failure
+    (`error: SandboxError: … (--verbose shows the traceback)`), exit status 1."""
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(CONFIG.format(name="nodocker", port=free_port(), per_day=1, base="x", base_node="x",
+                                 prefix=PREFIX, root=ROOT))
+    env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"}
+    done = subprocess.run([sys.executable, "-m", "arena.cli", "serve", str(cfg)], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT, env=env)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1, done.stderr
+    assert lines[0].startswith("error: no docker daemon answers (") and lines[0].endswith("; start dockerd"), lines

@@ -39,6 +39,7 @@ from arena.config import (
     read_config_file,
 )
 from arena.formats.sprt_run import SprtRun
+from arena.hosting.sandbox import SandboxError  # light: arena.config imports that module too
 from arena.lobby.tokens import MIN_GIVEN_TOKEN
 from arena.ratings.publication import LivePublisher, Refreshed
 from arena.report import failures
@@ -446,10 +447,10 @@ def run_command(args: argparse.Namespace, console: Console, err: Console | None 
             get_runner()  # a new tournament: reach the referees before writing anything
         with lock_output(output):
             return _open_and_play(args, console, error, config, output, get_runner)
-    except UsageError as e:
-        error(str(e))
+    except (ConfigError, UsageError) as e:  # a ConfigError here: the lobby cannot listen where the config says
+        error(str(e), "config error" if isinstance(e, ConfigError) else "error")
         return 2
-    except OutputLocked as e:
+    except (OutputLocked, SandboxError) as e:  # SandboxError: no dockerd for the container bots
         error(str(e))
         return 1
     except RefereeError as e:
@@ -464,7 +465,8 @@ def run_command(args: argparse.Namespace, console: Console, err: Console | None 
 
 def serve_command(args: argparse.Namespace, console: Console, err: Console) -> int:
     """``arena serve``: see :mod:`arena.tournament.league`. Exit status 0 after SIGTERM/SIGINT; 2 on a bad config,
-    arguments or a changed rule/time control; 1 when the referees cannot be reached or the folder is locked."""
+    arguments or a changed rule/time control; 1 when the referees cannot be reached, the folder is locked or
+    docker does not answer (container bots, a competition)."""
     from arena.play.referees import RefereeError
 
     def error(message: str, label: str = "error") -> int:
@@ -497,6 +499,11 @@ def serve_command(args: argparse.Namespace, console: Console, err: Console) -> i
     try:
         with lock_output(output):
             return _serve_league(args, config, output, console, closers, error, web_sock)
+    except ConfigError as e:  # found once the league starts: the lobby cannot listen where the config says
+        return error(str(e), "config error")
+    except SandboxError as e:  # no dockerd for the container bots or a competition's submissions
+        error(str(e))
+        return 1
     except UsageError as e:
         return error(str(e))
     except OutputLocked as e:
