@@ -110,6 +110,40 @@ def test_the_competition_table_has_defaults_and_one_line_errors(tmp_path: Path) 
     assert any("competition.bogus" in ln for ln in lines), lines
 
 
+def test_a_misspelt_validation_check_is_a_config_error_not_every_submissions_rejection(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """competition.checks names conformance checks: a typo (or a lobby-only check, which the per-game
+    validation cannot run) used to start `arena serve`, and then every submission was *rejected* at its
+    validation (counted in the competitor's day) because the suite refused its own arguments. Now the
+    league does not start (one line naming the key), and a SIGHUP with such a table keeps the old one."""
+    from types import SimpleNamespace
+
+    from arena.competition.setup import open_competition
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")  # no base-image look-ups
+    bots = [{"name": n, "command": ["x"]} for n in ("a", "b")]
+
+    def config(checks: list[str]) -> Any:
+        return parse_config({"tournament": {"name": "t"}, "bots": bots, "competition": {"checks": checks}},
+                            "c.toml", base=tmp_path)
+
+    league = SimpleNamespace(request_reload=lambda: None, grow=None, lobby_services=[], after_game=[], reopened=[])
+    for bad in ("players2", "lobby-ready"):
+        with pytest.raises(ConfigError) as e:
+            open_competition(config(["join", bad]), tmp_path / "out", league, lambda m: None)  # type: ignore[arg-type]
+        assert str(e.value).startswith(f"c.toml: competition.checks: no per-game conformance check {bad!r}"), e.value
+        assert "\n" not in str(e.value)
+    assert not (tmp_path / "out").exists()  # nothing opened
+    notes: list[str] = []
+    close = open_competition(config(["join"]), tmp_path / "out", league, notes.append)  # type: ignore[arg-type]
+    try:
+        league.reopened[0](config(["players2"]))
+        assert len(notes) == 1 and "(did you mean 'players-2'?)" in notes[0], notes
+        assert notes[0].endswith("the old [competition] table stays"), notes
+    finally:
+        close()
+
+
 def test_the_hosts_example_config_loads_as_docs_competition_md_runs_it() -> None:
     """docs/competition.md hosts from examples/competition.toml: it loads (house bots each in a folder of
     their own, not the one holding the output), takes submissions, and listens on loopback only."""

@@ -11,8 +11,25 @@ from arena.competition.book import CompetitionBook
 from arena.competition.desk import Desk
 from arena.competition.pipeline import BuildQueue, warn_missing_bases
 from arena.competition.service import add_to_server
-from arena.config import TournamentConfig
+from arena.config import CompetitionSettings, ConfigError, TournamentConfig
 from arena.tournament.league import League
+
+
+def check_validation_checks(settings: CompetitionSettings, source: str) -> None:
+    """:raises ConfigError: naming ``competition.checks`` when it names a check the validation's per-game
+    conformance suite does not have (a typo, or a lobby-only check): the suite would refuse its arguments
+    and every submission would be rejected at its validation, counted in its competitor's day."""
+    import difflib
+
+    from sdk.conformance.checks import Mode, checks_of
+
+    known = [c.name for c in checks_of(Mode.PER_GAME)]
+    unknown = [c for c in settings.checks if c not in known]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(source, "competition.checks", f"no per-game conformance check {', '.join(map(repr, unknown))}"
+                          f"{hint}; the validation's checks: {', '.join(known)}", list(settings.checks))
 
 
 def open_competition(config: TournamentConfig, output: Path, league: League,
@@ -24,6 +41,7 @@ def open_competition(config: TournamentConfig, output: Path, league: League,
     removes its build network, then closes the book)."""
     settings = config.competition
     assert settings is not None
+    check_validation_checks(settings, config.source)
     book = CompetitionBook(output)
     queue = BuildQueue(book, settings, output, league.request_reload, note, tournament=config.name)
     house = frozenset(b.name.split("@")[0] for b in config.bots)
@@ -38,6 +56,11 @@ def open_competition(config: TournamentConfig, output: Path, league: League,
         if new.competition is None:
             note("the config has no [competition] table any more: submissions go on with the old one "
                  "until arena serve starts again")
+            return
+        try:
+            check_validation_checks(new.competition, new.source)
+        except ConfigError as e:
+            note(f"{e}: the old [competition] table stays")
             return
         changed = [f.name for f in dataclasses.fields(new.competition)
                    if getattr(new.competition, f.name) != getattr(desk.settings, f.name)]
