@@ -173,6 +173,32 @@ def test_a_failed_submission_is_not_counted_in_the_day(tmp_path: Path) -> None:
             desk.check_open("eve", time.time())
 
 
+def test_a_build_the_arena_could_not_run_is_told_to_the_host(tmp_path: Path) -> None:
+    """A build that fails for the arena's own reason (docker gone, disk full) is `failed`, and the host's
+    log says so with the fix (before, only the competitor saw it: `arena serve` printed nothing, and the
+    host learnt of it only from a competitor)."""
+    from arena.competition.book import CompetitionBook
+    from arena.competition.pipeline import BuildQueue, submission_folder
+    from arena.config import CompetitionSettings
+
+    class GoneDocker:
+        def __getattr__(self, name: str) -> Any:
+            raise RuntimeError("docker went away")
+
+    with CompetitionBook(tmp_path) as book:
+        sub = book.add_submission("eve", "evebot", "1", "python", "evebot:EveBot")
+        folder = submission_folder(tmp_path, sub.id)
+        folder.mkdir(parents=True)
+        (folder / "evebot.py").write_text("from sdk.bot import Bot\nclass EveBot(Bot):\n    pass\n")
+        notes: list[str] = []
+        queue = BuildQueue(book, CompetitionSettings(), tmp_path, lambda: None, notes.append, client=GoneDocker())
+        queue.process(sub)
+        got = book.get(sub.id)
+    assert got is not None and (got.status, got.step) == ("failed", "build"), got
+    assert len(notes) == 1 and f"submission {sub.id} (evebot@1) failed" in notes[0], notes
+    assert "docker went away" in notes[0] and f"arena competition retry CONFIG {sub.id}" in notes[0], notes
+
+
 def test_the_host_retries_failed_submissions_and_only_those(tmp_path: Path) -> None:
     """`arena competition retry CONFIG [ID ...]`: a failed submission (the arena's fault) goes back to the
     build queue keeping its version (before, the competitor had to submit it again as a new version);

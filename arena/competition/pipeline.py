@@ -183,8 +183,10 @@ class BuildQueue:
             return
         except Exception as e:  # docker gone, disk full: not the competitor's fault
             if not self._stop.is_set():  # stopping: the build lost its network; it runs again at the next start
-                self.book.set_status(sub.id, "failed", "build", f"the arena could not build it: "
-                                     f"{type(e).__name__}: {e}")
+                why = f"the arena could not build it: {type(e).__name__}: {e}"
+                self.book.set_status(sub.id, "failed", "build", why)
+                self.note(f"submission {sub.id} ({sub.entrant}) failed, not counted in {sub.competitor}'s day: "
+                          f"{why} (once mended: arena competition retry CONFIG {sub.id})")
             return
         self.book.set_status(sub.id, "validating", image=image)
         verdict = (self.validator or self._validate)(image, f"sub{sub.id}", sub)
