@@ -772,6 +772,48 @@ def test_a_prebuilt_image_is_accepted_and_cannot_retag_others(league: tuple[Path
             client.images.remove(tag, force=True)
 
 
+def test_a_reason_with_square_brackets_is_printed_as_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`arena submit --wait` and `arena submissions` print the arena's reasons as text: rich took
+    `[competition]` in the host's own fix ("set [competition] base_python …") and the ` [retired]` mark for
+    markup and dropped them, and a reason holding `[/opt/bot]` (docker's words) ended the command with a
+    MarkupError traceback."""
+    import argparse
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    import arena.cli.competing as competing
+
+    reason = "the host is to set [competition] base_python; step [/opt/bot] failed"
+    sub = SimpleNamespace(id=7, entrant="evebot@1", status="failed", step="build", reason=reason, retired=True,
+                          log_tail="", games=0)
+
+    class Client:
+        def submit(self, *_: object, **__: object) -> Any:
+            return sub
+
+        def follow(self, _sid: int, show: Any, *_: object, **__: object) -> Any:
+            return sub
+
+        def submissions(self) -> list[Any]:
+            return [sub]
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(competing, "_client", lambda args: Client())
+    (tmp_path / "bot").mkdir()
+    (tmp_path / "bot" / "evebot.py").write_text("x = 1\n")
+    out, err = io.StringIO(), io.StringIO()
+    args = argparse.Namespace(select=None, folder=str(tmp_path / "bot"), image=False, name="evebot", version="next",
+                              entry="evebot:EveBot", wait=True, wait_timeout=5.0)
+    assert competing._submit(args, Console(file=out, width=400), Console(file=err, width=400)) == 1
+    assert f"submitted: #7 evebot@1 failed (build: {reason}) [retired]" in err.getvalue(), err.getvalue()
+    table = io.StringIO()
+    assert competing._submissions(argparse.Namespace(), Console(file=table, width=400)) == 0
+    assert "[competition] base_python; step [/opt/bot] failed" in table.getvalue(), table.getvalue()
+
+
 def test_serve_without_a_docker_daemon_says_so_in_one_plain_line(tmp_path: Path) -> None:
     """A competition's submissions play in containers, so `arena serve` of a [competition] config needs
     dockerd; without one it stops with the sandbox's own line, not as an unexpected failure

@@ -16,6 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from arena.config import ConfigError, load_config
 
@@ -130,7 +131,7 @@ def _retry(args: argparse.Namespace, console: Console, err: Console) -> int:
     with CompetitionBook(output) as book:
         retried = book.retry_failed(args.ids)  # BookError, a ValueError: exit 2 with its line
     for sub in retried:
-        console.print(_line(sub), highlight=False, soft_wrap=True)
+        console.print(_line(sub), highlight=False, soft_wrap=True, markup=False)
     err.print(f"{len(retried)} failed submission(s) back in the build queue" if retried else
               "no failed submission to retry", highlight=False, soft_wrap=True)
     return 0
@@ -201,7 +202,7 @@ def _submit(args: argparse.Namespace, console: Console, err: Console) -> int:
             chosen = client.select(args.select)
         finally:
             client.close()
-        err.print(f"chosen for the final evaluation: {_line(chosen)}", highlight=False, soft_wrap=True)
+        err.print(f"chosen for the final evaluation: {_line(chosen)}", highlight=False, soft_wrap=True, markup=False)
         return 0
     if args.folder is None:
         raise _Usage("give the bot's folder (or --select ID)")
@@ -213,12 +214,12 @@ def _submit(args: argparse.Namespace, console: Console, err: Console) -> int:
     try:
         sub = client.submit(archive, name, args.version, args.entry, image=args.image)
         console.print(str(sub.id), highlight=False)
-        err.print(f"submitted: {_line(sub)}", highlight=False, soft_wrap=True)
+        err.print(f"submitted: {_line(sub)}", highlight=False, soft_wrap=True, markup=False)
         if not args.wait:
             return 0
 
         def show(s: Any) -> None:
-            err.print(_line(s), highlight=False, soft_wrap=True)
+            err.print(_line(s), highlight=False, soft_wrap=True, markup=False)
             if s.status in ("rejected", "failed") and s.log_tail:
                 err.print(s.log_tail, highlight=False, soft_wrap=True, markup=False)
 
@@ -237,6 +238,6 @@ def _submissions(args: argparse.Namespace, console: Console) -> int:
     table = Table("id", "entrant", "status", "games", "reason")
     for s in subs:
         table.add_row(str(s.id), s.entrant + (" (retired)" if s.retired else ""), s.status, str(s.games),
-                      f"{s.step}: {s.reason}" if s.step else s.reason)
+                      Text(f"{s.step}: {s.reason}" if s.step else s.reason))  # the arena's words, not markup
     console.print(table)
     return 0
