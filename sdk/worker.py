@@ -242,11 +242,14 @@ def run_workers(make_worker: Callable[[threading.Event], LobbyWorker], n: int) -
     errors: list[str] = []
 
     def one(k: int) -> None:
+        worker = make_worker(stop)
         try:
-            played[k] = make_worker(stop).run()
+            worker.run()
         except WorkerError as e:
             errors.append(str(e))
             stop.set()
+        finally:
+            played[k] = worker.played  # also what a worker refused later (a revoked token) had played
 
     threads = [threading.Thread(target=one, args=(k,), name=f"worker{k}", daemon=True) for k in range(n)]
     for t in threads:

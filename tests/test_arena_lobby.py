@@ -763,3 +763,17 @@ def test_a_worker_killed_for_memory_reads_oom_whichever_stream_closed_first(case
     if c.cause is not None:
         assert causes[seat].text == "worker container was killed at its memory limit (64 MiB)"
     assert len(notes) == int(c.lobby_saw)  # "left during the game" only for what the lobby saw
+
+
+def test_a_refused_worker_still_counts_the_matches_it_played() -> None:
+    """`sdk.run --arena` ends with `worker mode: N matches played`; a worker that the lobby then refused
+    (its token revoked, or the lobby gone for --reconnect) used to count 0, whatever it had played."""
+    from sdk.worker import LobbyWorker, WorkerError, run_workers
+
+    class Played(LobbyWorker):
+        def run(self) -> int:
+            self.played = 3
+            raise WorkerError("lobby 127.0.0.1:1 refused the worker: UNAUTHENTICATED: unknown or revoked bot token")
+
+    played, errors = run_workers(lambda stop: Played(lambda a: None, "127.0.0.1:1", "t", "x", stop=stop), 2)
+    assert played == 6 and len(errors) == 2, (played, errors)
