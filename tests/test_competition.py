@@ -381,7 +381,7 @@ def test_competitors_submit_and_the_league_grows(league: tuple[Path, int, Serve]
 
     bob = SubmissionClient(address, tokens["bob"])
     code, details = _code(lambda: bob.get(sid))
-    assert code == grpc.StatusCode.PERMISSION_DENIED and details == f"submission {sid} is not yours"
+    assert code == grpc.StatusCode.NOT_FOUND and details == f"no submission {sid} of yours"  # as an unknown id
     code, details = _code(lambda: bob.submit(_hostile_archive(), "evil"))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "escaping the submission's folder" in details
     code, details = _code(lambda: bob.submit(os.urandom(300_000), "big"))
@@ -689,7 +689,7 @@ def test_freeze_then_final_plays_the_chosen_entries(league: tuple[Path, int, Ser
                   env={"ALLFOURS_COMPETITOR_TOKEN": tokens["fay"]})
     assert chose.returncode == 0 and "fay-bot@1" in chose.stderr, chose.stderr
     code, _ = _code(lambda: gus.select(first.id))
-    assert code == grpc.StatusCode.PERMISSION_DENIED
+    assert code == grpc.StatusCode.NOT_FOUND
 
     frozen = arena("competition", "freeze", str(cfg))
     committed = frozen.stdout.strip()

@@ -767,3 +767,26 @@ def test_a_sandboxed_bot_flooding_its_sockets_fails_only_its_own_games(tmp_path:
         assert seen[f"{sock} admin"] == "ListMatchesResponse"
     assert seen[f"{REFEREE_SOCKET} honest"] == (grpc.StatusCode.UNAUTHENTICATED, "unknown ticket")
     assert seen[f"{LOBBY_SOCKET} honest"][0] == grpc.StatusCode.UNAUTHENTICATED, seen[f"{LOBBY_SOCKET} honest"]
+
+
+def test_another_competitors_submission_id_answers_as_an_unknown_one(served: tuple[str, str, Desk]) -> None:
+    """Getting or selecting a submission id that is another competitor's answered PERMISSION_DENIED, an
+    unknown one NOT_FOUND: a competitor could tell which ids exist (and count the others' submissions).
+    Both now answer NOT_FOUND with the same line, in every call that takes a submission id."""
+    from arena.competition.client import SubmissionClient
+
+    address, token, desk = served
+    desk.book.add_competitor("ann")
+    theirs = desk.book.add_submission("ann", "annbot", "1", "python", "bot:Bot")
+    desk.book.set_status(theirs.id, "accepted", image="x")
+    unknown = theirs.id + 100
+    eve = SubmissionClient(address, token)
+    try:
+        for call in (eve.get, eve.select):
+            for sid in (theirs.id, unknown):
+                with pytest.raises(grpc.RpcError) as e:
+                    call(sid)
+                assert (e.value.code(), e.value.details()) == (grpc.StatusCode.NOT_FOUND,
+                                                               f"no submission {sid} of yours"), call
+    finally:
+        eve.close()

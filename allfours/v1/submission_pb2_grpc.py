@@ -128,7 +128,8 @@ class SubmissionServiceServicer:
 
     def SelectSubmission(self, request, context):
         """Choose which of the caller's accepted entries plays the final evaluation (default: the latest
-        accepted). FAILED_PRECONDITION for a submission that was never accepted; allowed after the freeze.
+        accepted). NOT_FOUND for an id that is not the caller's; FAILED_PRECONDITION for a submission that
+        was never accepted; allowed after the freeze.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -104,7 +104,7 @@ class SubmissionClient:
         return sub
 
     def get(self, sid: int) -> spb.Submission:
-        """Submission ``sid``. :raises grpc.RpcError: NOT_FOUND, PERMISSION_DENIED, …"""
+        """Submission ``sid``. :raises grpc.RpcError: NOT_FOUND (no submission of the caller's with that id), …"""
         sub: spb.Submission = self.stub.GetSubmission(spb.GetSubmissionRequest(id=sid), metadata=self.metadata,
                                                       timeout=30).submission
         return sub

@@ -37,8 +37,8 @@ NEXT = ("", "next")
 
 
 class Refused(Exception):
-    """A request the desk refuses: ``kind`` is ``invalid``, ``exhausted``, ``frozen``, ``exists``,
-    ``denied`` or ``not_found``; ``str(e)`` is one line."""
+    """A request the desk refuses: ``kind`` is ``invalid``, ``exhausted``, ``frozen``, ``exists`` or
+    ``not_found``; ``str(e)`` is one line."""
 
     def __init__(self, kind: str, message: str):
         super().__init__(message)
@@ -93,12 +93,12 @@ class Desk:
                                        f"{_utc(retry)} (in {int(retry - now)} s)")
 
     def owned(self, competitor: str, sid: int) -> Submission:
-        """Submission ``sid`` if it is ``competitor``'s. :raises Refused: none, or another's."""
+        """Submission ``sid`` if it is ``competitor``'s. :raises Refused: ``not_found``, the same line for
+        an id that is no submission and for another competitor's (else a competitor could tell which ids
+        exist)."""
         sub = self.book.get(sid)
-        if sub is None:
-            raise Refused("not_found", f"no submission {sid}")
-        if sub.competitor != competitor:
-            raise Refused("denied", f"submission {sid} is not yours")
+        if sub is None or sub.competitor != competitor:
+            raise Refused("not_found", f"no submission {sid} of yours")
         return sub
 
     def receive(self, competitor: str, header: Header, archive: IO[bytes]) -> Submission:

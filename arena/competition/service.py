@@ -1,7 +1,8 @@
 """The Submission gRPC service (proto/allfours/v1/submission.proto), served on the lobby's server.
 
 Every call is authenticated by the competitor's token in the metadata ``authorization: Bearer TOKEN``
-(UNAUTHENTICATED, one line, otherwise) and reaches only the caller's submissions (PERMISSION_DENIED).
+(UNAUTHENTICATED, one line, otherwise) and reaches only the caller's submissions (another's id is
+NOT_FOUND, as an unknown one: no competitor learns which ids exist).
 What is decided lives in :class:`arena.competition.desk.Desk`; this module moves bytes and maps its
 refusals to status codes. An upload is spooled to a temporary file (the upload limit is counted as the
 chunks arrive) and unpacked in a worker thread, off the event loop the embedded referee shares.
@@ -33,7 +34,7 @@ _KINDS = {spb.SUBMISSION_KIND_UNSPECIFIED: "", spb.SUBMISSION_KIND_PYTHON: "pyth
           spb.SUBMISSION_KIND_NODE: "node", spb.SUBMISSION_KIND_IMAGE: "image"}
 _CODES = {"invalid": grpc.StatusCode.INVALID_ARGUMENT, "exhausted": grpc.StatusCode.RESOURCE_EXHAUSTED,
           "frozen": grpc.StatusCode.FAILED_PRECONDITION, "exists": grpc.StatusCode.ALREADY_EXISTS,
-          "denied": grpc.StatusCode.PERMISSION_DENIED, "not_found": grpc.StatusCode.NOT_FOUND}
+          "not_found": grpc.StatusCode.NOT_FOUND}
 
 
 def token_of(metadata: Any) -> str:
