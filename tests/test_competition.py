@@ -275,6 +275,59 @@ def test_freezing_a_config_without_competitors_is_refused_with_one_line(tmp_path
     assert arena("competition", "freeze", str(cfg)).returncode == 0
 
 
+def _frozen_competition(tmp_path: Path) -> Path:
+    """A frozen competition: ann and cid with container entries; bob with a remote entry, then revoked
+    (`arena competitor add --revoke`); dan with a container entry and eve with a remote one, each revoked
+    and added again (a lost token reissued). Returns its config."""
+    from arena.competition.book import CompetitionBook
+    from arena.competition.desk import Desk
+    from arena.competition.final import freeze
+    from arena.config import CompetitionSettings
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(CONFIG.format(name="fin", port=0, per_day=5, base="x", base_node="x", prefix=PREFIX, root=ROOT))
+    out = tmp_path / "out"
+    with CompetitionBook(out) as book:
+        for name in ("ann", "bob", "cid", "dan", "eve"):
+            book.add_competitor(name)
+            if name not in ("bob", "eve"):
+                sub = book.add_submission(name, f"{name}bot", "1", "python", "m:C")
+                book.set_status(sub.id, "accepted", image=f"{PREFIX}/{name}bot:1")
+        for name in ("bob", "eve"):
+            Desk(CompetitionSettings(), out, book, lambda: None).register_remote(name, f"{name}bot", "next")
+    for args in (("bob", "--revoke"), ("dan", "--revoke"), ("dan",), ("eve", "--revoke"), ("eve",)):
+        assert arena("competitor", "add", str(cfg), *args).returncode == 0
+    with CompetitionBook(out) as book:
+        freeze(book)
+    return cfg
+
+
+def test_a_competitor_revoked_before_the_final_is_not_in_it(tmp_path: Path) -> None:
+    """Seen hosting: bob was revoked before the freeze, yet the final's config listed his remote entry
+    bobbot@1; his tokens were revoked, so each of his final games waited 120 s and was forfeited
+    (no_show). A competitor revoked when the final is written is not in it, and the final says so in
+    one line; a competitor revoked and added again (a reissued token) plays, but not with a remote entry
+    (its bot tokens went with the revoked one: it too would only forfeit)."""
+    import argparse
+    import tomllib
+
+    from rich.console import Console
+
+    from arena.cli.competing import final_run_args
+
+    cfg = _frozen_competition(tmp_path)
+    err = io.StringIO()
+    args = argparse.Namespace(config=str(cfg), output=None, games_per_pairing=None, bootstrap=20)
+    run = final_run_args(args, Console(file=err, width=400))
+    assert isinstance(run, argparse.Namespace), err.getvalue()
+    final = tomllib.loads(Path(run.config).read_text())
+    assert [b["name"] for b in final["bots"]] == ["annbot@1", "cidbot@1", "danbot@1"]
+    lines = [ln for ln in err.getvalue().splitlines() if ln.startswith("not in the final")]
+    assert lines == ["not in the final: bob (bobbot@1), whose competitor token is revoked",
+                     "not in the final: eve (evebot@1), a remote bot whose bot tokens are revoked (revoking a "
+                     "competitor revokes them: register it again before the freeze)"], err.getvalue()
+
+
 def _hostile_archive() -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:

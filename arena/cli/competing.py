@@ -140,7 +140,8 @@ def _retry(args: argparse.Namespace, console: Console, err: Console) -> int:
 def final_run_args(args: argparse.Namespace, err: Console) -> argparse.Namespace | int:
     """``arena competition final``: write the final's config (:func:`arena.competition.final.write_final_config`)
     and return the ``arena run`` arguments that play it (:mod:`arena.cli.commands` runs them), or exit
-    status 2 after one line (not frozen, fewer than two finalists, a bad ``--games-per-pairing``)."""
+    status 2 after one line (not frozen, fewer than two finalists, a bad ``--games-per-pairing``). A
+    competitor left out (revoked: :func:`arena.competition.final.choose_finalists`) is named, a line each."""
     from arena.competition.book import CompetitionBook
     from arena.competition.final import write_final_config
 
@@ -151,14 +152,17 @@ def final_run_args(args: argparse.Namespace, err: Console) -> argparse.Namespace
         if gpp < 2 or gpp % 2:
             raise _Usage(f"--games-per-pairing {gpp}: an even number, at least 2 (duplicate pairs)")
         with CompetitionBook(output) as book:
-            path = write_final_config(config, book, output, gpp)
+            final = write_final_config(config, book, output, gpp)
     except (_Usage, ValueError) as e:
         err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True, highlight=False)
         return 2
-    err.print(f"final evaluation: {path}", highlight=False, soft_wrap=True)
-    return argparse.Namespace(config=str(path), referee=None, admin_token=None, output=None, bootstrap=args.bootstrap,
-                              verbose=False, no_progress=True, referee_advertise=None, live=False, metrics_port=None,
-                              metrics_host="127.0.0.1", skip_broken=True, simulate=None)
+    for line in final.left_out:
+        err.print(line, highlight=False, soft_wrap=True, markup=False)
+    err.print(f"final evaluation: {final.path}", highlight=False, soft_wrap=True)
+    return argparse.Namespace(config=str(final.path), referee=None, admin_token=None, output=None,
+                              bootstrap=args.bootstrap, verbose=False, no_progress=True, referee_advertise=None,
+                              live=False, metrics_port=None, metrics_host="127.0.0.1", skip_broken=True,
+                              simulate=None)
 
 
 def _client(args: argparse.Namespace) -> Any:

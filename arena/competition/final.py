@@ -5,6 +5,10 @@ a round robin of each competitor's chosen entry (:meth:`CompetitionBook.finalist
 pairing, played from that seed by ``arena run`` in ``OUTPUT/final`` (its own store, ratings and
 leaderboard, named ``NAME final``), written as an ordinary config file there (:func:`write_final_config`)
 so anyone can read what was played. Remote finalists keep their bot tokens (the digests are copied).
+
+A competitor whose token is revoked when the final's config is written is not in it, nor is a remote
+entry without a live bot token (revoking a competitor revokes those too): either would only forfeit
+every game as a no-show. :attr:`Final.left_out` says who, one line each.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from arena.competition.book import CompetitionBook, Submission
@@ -27,6 +32,40 @@ FINAL_DIR = "final"
 
 class FinalError(ValueError):
     """A final that cannot be played; ``str(e)`` is one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Final:
+    """A written final: its config's ``path``, and ``left_out``: one line for each competitor with an
+    accepted entry who is not in it, naming them and why."""
+
+    path: Path
+    left_out: tuple[str, ...]
+
+
+def choose_finalists(book: CompetitionBook, league: Path) -> tuple[list[Submission], list[str]]:
+    """Each live competitor's entry (:meth:`CompetitionBook.finalists`) and a line for each one left out:
+    a competitor whose token is revoked, or a remote entry with no live bot token in the league's store
+    (``league``: its output folder) — it could only forfeit every game (no_show)."""
+    from arena.tournament.runner import DB_NAME
+    from arena.tournament.store import Store
+
+    live = {name for name, ok in book.competitors() if ok}
+    chosen = book.finalists()
+    remote_tokens: dict[str, list[str]] = {}
+    if any(s.kind == "remote" for s in chosen) and (league / DB_NAME).is_file():
+        with Store(league / DB_NAME) as store:
+            remote_tokens = store.token_digests()
+    finalists, left_out = [], []
+    for sub in chosen:
+        if sub.competitor not in live:
+            left_out.append(f"not in the final: {sub.competitor} ({sub.entrant}), whose competitor token is revoked")
+        elif sub.kind == "remote" and not remote_tokens.get(sub.entrant):
+            left_out.append(f"not in the final: {sub.competitor} ({sub.entrant}), a remote bot whose bot tokens "
+                            "are revoked (revoking a competitor revokes them: register it again before the freeze)")
+        else:
+            finalists.append(sub)
+    return finalists, left_out
 
 
 def freeze(book: CompetitionBook) -> str:
@@ -51,15 +90,17 @@ def _bot_table(sub: Submission, config: TournamentConfig) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_final_config(config: TournamentConfig, book: CompetitionBook, output: Path, games_per_pairing: int) -> Path:
-    """Write ``<output>/final/final.toml``: the finalists, the seed drawn at the freeze, the league's rules
-    and time control. :raises FinalError: not frozen yet, or fewer than two finalists."""
+def write_final_config(config: TournamentConfig, book: CompetitionBook, output: Path, games_per_pairing: int) -> Final:
+    """Write ``<output>/final/final.toml``: the finalists (:func:`choose_finalists`), the seed drawn at the
+    freeze, the league's rules and time control. :raises FinalError: not frozen yet, or fewer than two
+    finalists."""
     seed = book.get_meta(SEED_KEY)
     if book.get_meta(FROZEN_KEY) is None or seed is None:
         raise FinalError("the competition is not frozen: run `arena competition freeze CONFIG` first")
-    finalists = book.finalists()
+    finalists, left_out = choose_finalists(book, output)
     if len(finalists) < 2:
-        raise FinalError(f"{len(finalists)} competitor(s) with an accepted entry: a final needs two")
+        but = f" ({len(left_out)} more left out: {'; '.join(left_out)})" if left_out else ""
+        raise FinalError(f"{len(finalists)} competitor(s) with an accepted entry: a final needs two{but}")
     folder = output / FINAL_DIR
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     rules = "\n".join(f"{k} = {json.dumps(v)}" for k, v in config.rules.to_dict().items())
@@ -68,10 +109,11 @@ def write_final_config(config: TournamentConfig, book: CompetitionBook, output: 
             f"games_per_pairing = {games_per_pairing}\nconcurrency = {config.concurrency}\n"
             f"master_seed = \"{seed}\"\noutput = {json.dumps(str(folder))}\nlobby = {json.dumps(config.lobby)}\n"
             f"[tournament.rules]\n{rules}\n[tournament.time_control]\n{clock}\n")
+    notes = "".join(f"# {line}\n" for line in left_out)
     path = folder / "final.toml"
-    path.write_text(head + "\n" + "\n".join(_bot_table(s, config) for s in finalists), encoding="utf-8")
+    path.write_text(notes + head + "\n" + "\n".join(_bot_table(s, config) for s in finalists), encoding="utf-8")
     _copy_remote_tokens(finalists, output, folder)
-    return path
+    return Final(path, tuple(left_out))
 
 
 def _copy_remote_tokens(finalists: list[Submission], league: Path, final: Path) -> None:
