@@ -328,6 +328,40 @@ def test_a_competitor_revoked_before_the_final_is_not_in_it(tmp_path: Path) -> N
                      "competitor revokes them: register it again before the freeze)"], err.getvalue()
 
 
+def test_a_final_over_is_not_played_on_with_more_games(tmp_path: Path) -> None:
+    """Once the final is over its master seed is published: `arena competition final --games-per-pairing N`
+    with more games printed a note and played on, dealing games anyone could compute from that seed.
+    It is refused now (one line, exit 2), and final.toml is kept as played; run unchanged, it only
+    publishes the board again."""
+    import argparse
+
+    from rich.console import Console
+
+    from arena.cli.competing import final_run_args
+    from arena.tournament.store import Store
+
+    cfg = _frozen_competition(tmp_path)
+
+    def final(gpp: int | None) -> tuple[argparse.Namespace | int, str]:
+        err = io.StringIO()
+        args = argparse.Namespace(config=str(cfg), output=None, games_per_pairing=gpp, bootstrap=20)
+        return final_run_args(args, Console(file=err, width=400)), err.getvalue()
+
+    first, _ = final(None)
+    assert isinstance(first, argparse.Namespace)
+    played = Path(first.config).read_text()
+    with Store(Path(first.config).parent / "arena.sqlite") as store:
+        store.set_meta("finished_at", "1.0")  # as `arena run` marks it when it publishes the complete final
+    more, said = final(8)
+    assert more == 2, said
+    assert said.startswith("error: the final is over and its master seed is revealed: --games-per-pairing 8 "
+                           "(it was played with 4)"), said
+    assert len(said.strip().splitlines()) == 1, said
+    assert Path(first.config).read_text() == played
+    again, said = final(None)
+    assert isinstance(again, argparse.Namespace), said
+
+
 def _hostile_archive() -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:

@@ -92,8 +92,9 @@ def _bot_table(sub: Submission, config: TournamentConfig) -> str:
 
 def write_final_config(config: TournamentConfig, book: CompetitionBook, output: Path, games_per_pairing: int) -> Final:
     """Write ``<output>/final/final.toml``: the finalists (:func:`choose_finalists`), the seed drawn at the
-    freeze, the league's rules and time control. :raises FinalError: not frozen yet, or fewer than two
-    finalists."""
+    freeze, the league's rules and time control. :raises FinalError: not frozen yet, fewer than two
+    finalists, or a final already over (its seed revealed) that this one would change
+    (:func:`_check_not_over`)."""
     seed = book.get_meta(SEED_KEY)
     if book.get_meta(FROZEN_KEY) is None or seed is None:
         raise FinalError("the competition is not frozen: run `arena competition freeze CONFIG` first")
@@ -111,9 +112,39 @@ def write_final_config(config: TournamentConfig, book: CompetitionBook, output: 
             f"[tournament.rules]\n{rules}\n[tournament.time_control]\n{clock}\n")
     notes = "".join(f"# {line}\n" for line in left_out)
     path = folder / "final.toml"
-    path.write_text(notes + head + "\n" + "\n".join(_bot_table(s, config) for s in finalists), encoding="utf-8")
+    text = notes + head + "\n" + "\n".join(_bot_table(s, config) for s in finalists)
+    _check_not_over(path, text)
+    path.write_text(text, encoding="utf-8")
     _copy_remote_tokens(finalists, output, folder)
     return Final(path, tuple(left_out))
+
+
+def _check_not_over(path: Path, text: str) -> None:
+    """:raises FinalError: the final of ``path`` is over (its store's ``finished_at``: the master seed is
+    published) and ``text``, the config about to be written, plays other games than it did (more games a
+    pairing, other finalists): anyone could compute their deals from the public seed. The same config
+    again only publishes the board again."""
+    import tomllib
+
+    from arena.tournament.runner import DB_NAME
+    from arena.tournament.store import Store
+
+    if not path.is_file() or not (path.parent / DB_NAME).is_file():
+        return
+    with Store(path.parent / DB_NAME) as store:
+        if store.get_meta("finished_at") is None:
+            return
+    old, new = tomllib.loads(path.read_text(encoding="utf-8")), tomllib.loads(text)
+    if old == new:
+        return
+    was, now = old["tournament"]["games_per_pairing"], new["tournament"]["games_per_pairing"]
+    bots = [", ".join(b["name"] for b in t.get("bots", [])) for t in (old, new)]
+    change = (f"--games-per-pairing {now} (it was played with {was})" if was != now else
+              f"the finalists {bots[1]} (it was played by {bots[0]})" if bots[0] != bots[1] else
+              "another config (the league's rules or time control changed)")
+    raise FinalError(f"the final is over and its master seed is revealed: {change} would deal games anyone can "
+                     f"compute from the public seed; its board stands as published (run it unchanged to "
+                     f"publish it again)")
 
 
 def _copy_remote_tokens(finalists: list[Submission], league: Path, final: Path) -> None:
