@@ -199,6 +199,73 @@ def test_a_build_the_arena_could_not_run_is_told_to_the_host(tmp_path: Path) -> 
     assert "docker went away" in notes[0] and f"arena competition retry CONFIG {sub.id}" in notes[0], notes
 
 
+class _LoadedImage:
+    """What a docker client answers for a loaded prebuilt image (its tag, id and size)."""
+
+    id, attrs = "sha256:feed", {"Size": 1, "Config": {}}
+
+    def tag(self, tag: str) -> None:
+        pass
+
+
+class _Images:
+    def load(self, f: Any) -> list[_LoadedImage]:
+        return [_LoadedImage()]
+
+    def get(self, image: str) -> _LoadedImage:
+        return _LoadedImage()
+
+    def remove(self, tag: str, force: bool = False) -> None:
+        pass
+
+
+def test_a_validation_the_suite_could_not_judge_is_the_arenas_failure(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A validation in which the conformance suite did not run (its own usage error), crashed, or ran on a
+    docker that failed under it was recorded `rejected` ("failing checks: suite", or every check failing
+    with docker's error as the bot's output), counted in the competitor's day, and the host heard of
+    nothing. It is `failed` now (the arena's fault: not counted), with a reason the host can act on, told
+    in the host's log with the retry, as a build the arena could not run is; a bot failing its checks is
+    still rejected."""
+    from arena.competition.book import CompetitionBook
+    from arena.competition.pipeline import IMAGE_ARCHIVE, BuildQueue, submission_folder
+    from arena.competition.validate import Verdict, validate_image
+    from arena.config import CompetitionSettings
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")  # docker fails under the suite
+    image = f"{PREFIX}/evebot:1"
+    gone = validate_image(image, "t-gone", ["join"])
+    assert not gone.passed and gone.fault.startswith("docker failed during the validation"), gone
+    usage = validate_image(image, "t-usage", ["players2"])  # a name the suite does not have: its usage error
+    assert usage.fault.startswith("the conformance suite did not run (exit status 2): "), usage
+    assert "\n" not in gone.fault + usage.fault
+
+    def crash(*_: Any) -> Verdict:
+        raise OSError("no space left on device")
+
+    bad_bot = Verdict(False, ("join",), "join: expected a Hello; the bot: never sent one")
+    validators = [lambda *_: gone, lambda *_: usage, crash, lambda *_: bad_bot]
+    with CompetitionBook(tmp_path / "out") as book:
+        notes: list[str] = []
+        for k, validator in enumerate(validators, 1):
+            sub = book.add_submission("eve", "evebot", str(k), "image", "")
+            submission_folder(tmp_path / "out", sub.id).parent.mkdir(parents=True)
+            (submission_folder(tmp_path / "out", sub.id).parent / IMAGE_ARCHIVE).write_bytes(b"")
+            client = type("Client", (), {"images": _Images()})()
+            BuildQueue(book, CompetitionSettings(), tmp_path / "out", lambda: None, notes.append, validator=validator,
+                       client=client).process(sub)
+        got = [(s.status, s.step, s.reason) for s in book.submissions("eve")]
+        counted = book.count_since("eve", 0.0)
+    assert [g[:2] for g in got] == [("failed", "validation")] * 3 + [("rejected", "validation")], got
+    assert got[0][2] == f"the arena could not validate it: {gone.fault}", got
+    assert "no space left on device" in got[2][2], got
+    assert counted == 1  # only the bot's own rejection
+    for sid, note in zip((1, 2, 3), notes[:3], strict=True):
+        assert note.startswith(f"submission {sid} (evebot@{sid}) failed, not counted in eve's day: "), notes
+        assert note.endswith(f"(once mended: arena competition retry CONFIG {sid})"), notes
+    assert notes[3] == "submission 4 (evebot@4) rejected by validation: failing checks: join", notes
+
+
 def test_the_host_retries_failed_submissions_and_only_those(tmp_path: Path) -> None:
     """`arena competition retry CONFIG [ID ...]`: a failed submission (the arena's fault) goes back to the
     build queue keeping its version (before, the competitor had to submit it again as a new version);

@@ -9,7 +9,9 @@ time limit), refuses (and removes) an image over ``image_bytes``, validates it
 :meth:`arena.tournament.league.League.request_reload`). A rejection names its step (``build``,
 ``image``, ``validation``) with a one-line reason and the log tail, and removes the image; the arena's
 own trouble (docker unreachable, the build network failing, a base image neither on the host nor
-pullable: :class:`BaseMissing`) marks the submission ``failed``, which the per-day limit does not count.
+pullable: :class:`BaseMissing`; a conformance suite that could not judge the bot: it did not run,
+crashed, or docker failed under it) marks the submission ``failed``, which the per-day limit does not
+count, and is told in the host's log with its fix.
 
 Builds run the competitor's own code as root (npm's ``preinstall``, a pip sdist's ``setup.py``): they
 run on the run's build network (:class:`arena.hosting.sandbox.BuildNetwork`: the registries reachable,
@@ -189,17 +191,38 @@ class BuildQueue:
                           f"{why} (once mended: arena competition retry CONFIG {sub.id})")
             return
         self.book.set_status(sub.id, "validating", image=image)
-        verdict = (self.validator or self._validate)(image, f"sub{sub.id}", sub)
-        if not verdict.passed:
-            reason = f"failing checks: {', '.join(verdict.failing)}"
-            self.book.set_status(sub.id, "rejected", "validation", reason, verdict.detail)
-            self._discard(image)
-            self.note(f"submission {sub.id} ({sub.entrant}) rejected by validation: {reason}")
+        if not self._judge(sub, image):
             return
         self.book.set_status(sub.id, "accepted", image=image)
         self._retire_old(sub)
         self.note(f"submission {sub.id} accepted: {sub.entrant} enters the league")
         self.enroll()
+
+    def _judge(self, sub: Submission, image: str) -> bool:
+        """Validate ``sub``'s ``image``; True on a pass. Failing checks reject it (counted in the day); a
+        suite that could not judge it (:attr:`Verdict.fault`: it did not run, crashed, docker failed) marks
+        it ``failed``, told in the host's log with the fix (not counted); either way the image goes. While
+        the queue stops, nothing is marked: the validation runs again at the next start."""
+        try:
+            verdict = (self.validator or self._validate)(image, f"sub{sub.id}", sub)
+        except Exception as e:  # the suite's machinery (docker's CLI, the temp folder), not the bot
+            why = plain_text(f"{type(e).__name__}: {e}", 300)
+            verdict = Verdict(False, ("suite",), "", f"the validation could not run: {why}")
+        if verdict.passed:
+            return True
+        if self._stop.is_set():
+            return False
+        self._discard(image)
+        if verdict.fault:
+            why = f"the arena could not validate it: {verdict.fault}"
+            self.book.set_status(sub.id, "failed", "validation", why, verdict.detail)
+            self.note(f"submission {sub.id} ({sub.entrant}) failed, not counted in {sub.competitor}'s day: "
+                      f"{why} (once mended: arena competition retry CONFIG {sub.id})")
+            return False
+        reason = f"failing checks: {', '.join(verdict.failing)}"
+        self.book.set_status(sub.id, "rejected", "validation", reason, verdict.detail)
+        self.note(f"submission {sub.id} ({sub.entrant}) rejected by validation: {reason}")
+        return False
 
     def _discard(self, tag: str) -> None:
         """Remove a rejected submission's image: it never plays, and a competitor's day of rejected
@@ -210,7 +233,7 @@ class BuildQueue:
         try:
             (self.client or docker_client()).images.remove(tag, force=True)
         except Exception as e:  # docker gone: the image stays, the rejection stands
-            self.note(f"the rejected image {tag} could not be removed: {type(e).__name__}: {e}")
+            self.note(f"the image {tag}, which will not play, could not be removed: {type(e).__name__}: {e}")
 
     def _validate(self, image: str, key: str, sub: Submission) -> Verdict:
         s = self.settings

@@ -7,7 +7,10 @@ referee listens on a unix socket in a fresh folder mounted read-only at the same
 the container reaches, and a bot cannot write into the host's folder. Every container of a validation carries the label
 ``org.allfours.validate=KEY`` and is removed afterwards, whatever happened.
 
-:func:`validate_image` returns a :class:`Verdict`: passed, or the failing checks with what the bot did.
+:func:`validate_image` returns a :class:`Verdict`: passed, or the failing checks with what the bot did, or
+(its ``fault``) why the suite could not judge the bot: it did not run or crashed, or docker failed under
+it (after failing checks docker is asked for the image: no answer, or no image, and the checks are not
+the bot's).
 """
 
 from __future__ import annotations
@@ -38,11 +41,14 @@ STARTUP_S = 30.0
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """``passed``; ``failing``: the names of the failing checks; ``detail``: what the bot did in each (or
-    why the suite could not run), for the competitor."""
+    why the suite could not run), for the competitor; ``fault``: when the suite could not judge the bot
+    (it did not run, crashed, or docker failed under it: the arena's trouble, not a failing check), one
+    line saying why, for the host; else ``""``."""
 
     passed: bool
     failing: tuple[str, ...]
     detail: str
+    fault: str = ""
 
 
 def container_command(image: str, key: str, socket_dir: str, cpus: float, memory_mb: int) -> list[str]:
@@ -63,15 +69,19 @@ def remove_containers(key: str) -> None:
         subprocess.run([DOCKER, "rm", "-f", *ids], capture_output=True, timeout=120)
 
 
-def verdict_of(stdout: str, stderr: str) -> Verdict:
-    """The verdict of the suite's ``--json`` output (or why it could not run). Its ``detail`` fits in
+def verdict_of(stdout: str, stderr: str, status: int | None = None) -> Verdict:
+    """The verdict of the suite's ``--json`` output, or, with none (a usage error, a crash: ``status``,
+    its exit status), a verdict whose ``fault`` says the suite did not run. Its ``detail`` fits in
     :data:`LOG_TAIL_CHARS`: the failing checks first (only they cut, at their end, if they alone do not
     fit), then the bot's output of as many scenarios as fit, each its last 1,500 characters at most
     (the book keeps a detail's end, so an overlong one would lose the checks)."""
     try:
         report = json.loads(stdout)
     except ValueError:
-        return Verdict(False, ("suite",), f"the conformance suite did not run: {stderr.strip()[-1500:]}")
+        last = (stderr.strip().splitlines() or ["(nothing on stderr)"])[-1]
+        how = "" if status is None else f" (exit status {status})"
+        return Verdict(False, ("suite",), f"the conformance suite did not run: {stderr.strip()[-1500:]}",
+                       f"the conformance suite did not run{how}: {last.strip()[:300]}")
     failing = [c for c in report.get("checks", []) if c.get("status") == "fail"]
     lines = [f"{c['check']}: expected {c['expected']}; the bot: {c['did']}" for c in failing]
     if report.get("failure"):
@@ -126,4 +136,22 @@ def validate_image(image: str, key: str, checks: Sequence[str], cpus: float = 1.
             return Verdict(False, ("suite",), f"the conformance suite took over {VALIDATE_TIMEOUT_S} s")
         finally:
             remove_containers(key)
-    return verdict_of(r.stdout, r.stderr)
+    verdict = verdict_of(r.stdout, r.stderr, r.returncode)
+    if verdict.passed or verdict.fault:
+        return verdict
+    trouble = docker_trouble(image)
+    return Verdict(False, verdict.failing, verdict.detail, trouble) if trouble else verdict
+
+
+def docker_trouble(image: str) -> str:
+    """Why the failing checks of a validation of ``image`` may be docker's doing, not the bot's: docker
+    does not answer, or the image is gone (one line); ``""`` when docker shows the image."""
+    try:
+        r = subprocess.run([DOCKER, "image", "inspect", "--format", "{{.Id}}", image], capture_output=True,
+                           text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"docker failed during the validation: {type(e).__name__}: {e}"
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or [f"exit status {r.returncode}"])[-1]
+        return f"docker failed during the validation (docker image inspect {image}: {last.strip()[:300]})"
+    return ""
