@@ -70,6 +70,30 @@ def test_my_running_game_from_my_seat_and_not_another(tmp_path: Path, out: Path)
         log.close()
 
 
+def test_my_remote_bots_seats_are_not_linked_to_logs_kept_on_my_machine(tmp_path: Path, out: Path) -> None:
+    """A remote bot (RegisterRemote) plays from its competitor's machine, and its log is written there:
+    /me linked its seats' logs all the same, and each link answered 403 "has no log". Its seats now say
+    where the log is instead; my container bot's seats stay linked."""
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy, ignore=shutil.ignore_patterns("live"))
+    tokens = _book(copy)
+    with CompetitionBook(copy) as book:
+        sub = book.add_submission("ivy", "ivy-remote", "1", "remote", "")
+        book.set_status(sub.id, "accepted")
+    rows = [json.loads(x) for x in (copy / "games.jsonl").read_text().splitlines()]
+    rows[0]["a"], rows[1]["a"] = "ivy-remote@1", "ivy-bot@1"  # ivy's side 0 (seats 0 and 2) in each game
+    (copy / "games.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    c = TestClient(create_app(copy, bootstrap=20))
+    c.post("/me/login", content=f"token={tokens['ivy']}", headers={"content-type": "application/x-www-form-urlencoded"})
+    me = c.get("/me").text
+    remote, local = rows[0]["game_id"], rows[1]["game_id"]
+    for seat in (0, 2):
+        assert f'href="/me/logs/{remote}/{seat}"' not in me
+        assert f"seat {seat} runs on your machine: no log here" in me
+        assert f'href="/me/logs/{local}/{seat}"' in me
+    assert me.count("runs on your machine") == 2
+
+
 def test_hidden_versions_keep_each_competitors_best() -> None:
     ranked = ["a@2", "house", "b@1", "a@1", "a@3"]
     owners = {"a@1": "ann", "a@2": "ann", "a@3": "ann", "b@1": "bo"}

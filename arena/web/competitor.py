@@ -9,7 +9,8 @@ submissions with their statuses and reasons, my games (replays) and download my 
   attacker (login CSRF) or out;
 - ``GET /me/live/{game_id}/{seat}``: my seat's view of a running game (as my bot sees it);
 - ``GET /me/logs/{game_id}/{seat}``: my seat's log as a download; another's seat, or no session, is
-  refused (403 / 401) — whatever the URL names (:func:`arena.competition.games.seat_log` decides).
+  refused (403 / 401) — whatever the URL names (:func:`arena.competition.games.seat_log` decides). My
+  page links only the logs kept here: a remote bot's seat says its log is on my machine.
 
 Only when the output folder holds a competition's book (``competition.sqlite``); otherwise 404.
 """
@@ -27,8 +28,9 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from arena.competition.book import BOOK_NAME, CompetitionBook
-from arena.competition.games import NotYours, hidden_versions, my_games, seat_log
+from arena.competition.games import MyGame, NotYours, hidden_versions, my_games, seat_log
 from arena.report import live
+from referee.rules.seats import side_of
 
 #: The session cookie's name.
 COOKIE = "af_session"
@@ -101,11 +103,20 @@ async def me(request: Request) -> Response:
             return _page(request, 200, competitor=None)
         subs = book.submissions(who)
     entrants = {s.entrant for s in subs if s.status in ("accepted", "playing", "rated")}
+    remote = {s.entrant for s in subs if s.kind == "remote"}
     output: Path = request.app.state.web.data.output
     games = my_games(output, entrants, players_of(request))
     failures = sum(1 for s in subs if s.status in ("rejected", "failed"))
     running = my_running(output, entrants)
-    return _page(request, 200, competitor=who, submissions=subs, games=games, failures=failures, running=running)
+    logs = {g.game_id: served_logs(g, remote) for g in games}
+    return _page(request, 200, competitor=who, submissions=subs, games=games, failures=failures, running=running,
+                 logs=logs)
+
+
+def served_logs(game: MyGame, remote: set[str]) -> list[tuple[int, bool]]:
+    """Each of my seats in ``game`` and whether its log is served here: not a seat of one of my
+    ``remote`` entrants (a remote bot runs on its competitor's machine, and so does its log)."""
+    return [(k, (game.a, game.b)[side_of(k)] not in remote) for k in game.seats]
 
 
 def players_of(request: Request) -> int:
