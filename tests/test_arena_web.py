@@ -177,6 +177,28 @@ def test_unrevealed_seeds_and_open_replays(tmp_path: Path, out: Path) -> None:
     assert c.get(f"/api/games/{g['game_id']}").json()["record"] is None
 
 
+def test_what_the_pages_say_of_a_pair_holds_for_a_remote_entrants_too(tmp_path: Path, out: Path) -> None:
+    """A closed replay, the games list and the spectators' notes said the two games of a pair "share
+    every deal": not so in a pairing with a remote entrant, whose pair is two independently dealt games
+    (arena/tournament/schedule.py, ``pair-second``). What they say now holds for both kinds of pair."""
+    copy = tmp_path / "running"
+    shutil.copytree(out, copy)
+    games = games_of(out)
+    with sqlite3.connect(copy / "arena.sqlite") as db:
+        db.execute("DELETE FROM games WHERE game_id = ?", (games[1]["game_id"],))
+        db.execute("DELETE FROM meta WHERE key = 'finished_at'")
+    c = TestClient(create_app(copy, bootstrap=0))
+    closed = c.get(f"/api/games/{games[0]['game_id']}/record").json()["error"]
+    shown = [closed, c.get("/_games").text, c.get("/live").text,
+             (ROOT / "arena" / "web" / "templates" / "viewer.html").read_text(),
+             (ROOT / "arena" / "web" / "static" / "viewer.js").read_text()]
+    for text in shown[:3]:
+        assert "duplicate pair deals both games the same cards" in text and "dealt independently" in text, text
+    assert "never ahead of the other game of its pair: a {{ pair_note }}" in shown[3]  # a spectator's note
+    for text in shown:
+        assert "share every deal" not in text and "(same deals)" not in text and "duplicate twin" not in text
+
+
 def test_a_league_never_reveals_the_master_seed(tmp_path: Path, out: Path) -> None:
     """Every scheduled game stored but no finished_at (as `arena serve` leaves it: a league may grow,
     and its next games' deals derive from the master seed): the seed stays hidden."""

@@ -15,10 +15,11 @@ game is over. It lives in the private output folder (0700): the ``seed`` gives e
 
 **Reading** (``arena web``, :func:`spectator_replay`): the events become record lines (the decks
 re-derived from the seed) and then viewer frames (:mod:`arena.web.frames`), all hands shown, cut so
-that a spectator sees deal ``(g, d)`` only when **every game of its duplicate pair** (they share every
-deck) has either finished or started at least ``delay`` later deals (default 1: a deal behind). A
-twin that has not started yet holds the view back entirely (at ``concurrency >= 2`` the two games of
-a pair run side by side, so the view follows a deal behind).
+that a spectator sees deal ``(g, d)`` only when **every game of its pair** (a duplicate pair's share
+every deck; a remote entrant's pair, dealt independently, is held back alike) has either finished or
+started at least ``delay`` later deals (default 1: a deal behind). A twin that has not started yet
+holds the view back entirely (at ``concurrency >= 2`` the two games of a pair run side by side, so the
+view follows a deal behind).
 """
 
 from __future__ import annotations

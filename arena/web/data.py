@@ -4,8 +4,9 @@ records and the live files of running games. Nothing here writes.
 Secrets stay out: the master seed is read only once the arena has revealed it (``finished_at`` in
 the meta table: every game played, as on the static leaderboard; never for a league); a game's deal
 seed is never shown before that (the two games of a duplicate pair share it). A game's replay opens
-only when **both games of its duplicate pair** are stored — they share every deck, so the replay of
-one would show the cards of the other while it is played. Paths come from the database, never from
+only when **both games of its pair** are stored — a duplicate pair's share every deck, so the replay of
+one would show the cards of the other while it is played (a pairing with a remote entrant deals its
+two games independently: they are held back alike). Paths come from the database, never from
 a URL, and must resolve inside the output folder.
 
 Shapes: :meth:`WebData.game_row` is a games.jsonl row (:meth:`arena.tournament.store.GameResult.rating_row`)
@@ -29,8 +30,12 @@ from arena.tournament.result import GameFacts, GameResult
 from arena.tournament.runner import DB_NAME, FACTS_KEY, LADDER_KEY, LEAGUE_KEY, TournamentFacts
 from referee.outcome import Termination
 
-#: Games of one duplicate pair (arena/tournament/schedule.py): both share the deal seed, hence every deck.
+#: Games of one pair (arena/tournament/schedule.py): a duplicate pair's share the deal seed, hence every
+#: deck; with a remote entrant the two are dealt independently (its bot could remember the first's cards).
 PAIR_SIZE = 2
+#: What the pages say of the two games of a pair, true of both kinds (one clause).
+PAIR_NOTE = ("duplicate pair deals both games the same cards; with a remote bot in the pairing its two games are "
+             "dealt independently, and held back alike")
 #: The termination kinds a stored seat can end with (docs/arena.md, Bot failures): the referee's and
 #: the arena's own (:class:`referee.outcome.Termination`; not ``aborted``: an aborted match is never stored).
 TERMINATIONS = tuple(t.value for t in Termination if t not in (Termination.UNSPECIFIED, Termination.ABORTED))
@@ -308,8 +313,8 @@ class WebData:
         row = self.game(game_id)
         if not row["replay_open"]:
             raise NotYet(
-                f"the replay of {game_id} opens when the other game of its duplicate pair {row['pair']} is "
-                "finished (they share every deal)"
+                f"the replay of {game_id} opens when the other game of its pair {row['pair']} is finished (a "
+                f"{PAIR_NOTE})"
             )
         rel = row.get("record")
         if not rel:

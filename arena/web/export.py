@@ -5,7 +5,8 @@
 linked from it), ``app.css`` and ``viewer.js`` beside them — so
 the leaderboard and every replay open from the file system (``file://``), without a server. A page
 is written once (records do not change). As on the live site, a game is exported only when both
-games of its duplicate pair are stored (they share every deal).
+games of its pair are stored (a duplicate pair's share every deal; a remote entrant's pair, two
+independently dealt games, waits alike).
 """
 
 from __future__ import annotations

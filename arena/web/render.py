@@ -43,9 +43,13 @@ def script_json(value: object) -> str:
 
 
 def templates() -> jinja2.Environment:
-    """The Jinja2 environment of the pages (autoescape on; ``script_json`` as a filter)."""
+    """The Jinja2 environment of the pages (autoescape on; ``script_json`` as a filter; ``pair_note``, what
+    the pages say of a pair's two games: :data:`arena.web.data.PAIR_NOTE`)."""
+    from arena.web.data import PAIR_NOTE
+
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
     env.filters["script_json"] = lambda v: jinja2.utils.markupsafe.Markup(script_json(v))
+    env.globals["pair_note"] = PAIR_NOTE
     return env
 
 

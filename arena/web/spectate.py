@@ -40,7 +40,7 @@ def spectator_replay(data: WebData, game_id: str, delay: int) -> SpectatorReplay
             if lines and lines[0].get("pair_id") == pair:
                 twins.append(live.started_deals(lines))
     while len(twins) < live.PAIR_SIZE - 1:
-        twins.append([])  # a twin not started yet: it will deal the same decks
+        twins.append([])  # a twin not started yet: it will deal the same decks (a duplicate pair's)
     lines = live.record_lines(own)
     cut = live.visible_cut(own, twins, delay)
     replay = replay_frames(lines[: max(cut, 1)])

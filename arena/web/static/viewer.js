@@ -127,7 +127,7 @@
   if (data.running && data.game_id) {
     setInterval(async function () {
       const r = await fetch("/api/live/" + encodeURIComponent(data.game_id));
-      if (!r.ok) { $("delay-note").textContent = "The game is over: its replay opens on the leaderboard once its duplicate twin is finished."; return; }
+      if (!r.ok) { $("delay-note").textContent = "The game is over: its replay opens on the leaderboard once the other game of its pair is finished."; return; }
       const next = await r.json();
       const atEnd = at === frames.length - 1;
       frames = next.frames;
