@@ -336,7 +336,7 @@ def test_freezing_a_config_without_competitors_is_refused_with_one_line(tmp_path
     assert frozen.returncode == 2 and frozen.stdout == "", frozen.stdout
     assert len(frozen.stderr.strip().splitlines()) == 1 and "no competitor" in frozen.stderr, frozen.stderr
     assert not (tmp_path / "out" / "competition.sqlite").exists()
-    assert arena("competitor", "list", str(cfg)).returncode == 0  # a look leaves an empty book
+    assert arena("competitor", "list", str(cfg)).returncode == 0
     assert arena("competition", "freeze", str(cfg)).returncode == 2
     assert arena("competitor", "add", str(cfg), "ann").returncode == 0
     assert arena("competition", "freeze", str(cfg)).returncode == 0
@@ -427,6 +427,28 @@ def test_a_final_over_is_not_played_on_with_more_games(tmp_path: Path) -> None:
     assert Path(first.config).read_text() == played
     again, said = final(None)
     assert isinstance(again, argparse.Namespace), said
+
+
+def test_the_competitor_commands_say_what_is_wrong_and_make_nothing_to_look(tmp_path: Path) -> None:
+    """`arena competitor add|list` of a config with several errors printed `error:` before the first
+    line only; each now reads `config error: …`, as `arena run` prints them. And `arena competitor list`
+    of a new config made its output folder and competition.sqlite and printed nothing: it now says
+    `no competitors yet` and makes nothing."""
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(CONFIG.format(name="new", port=0, per_day=2, base="x", base_node="x", prefix=PREFIX, root=ROOT))
+    listed = arena("competitor", "list", str(cfg))
+    assert (listed.returncode, listed.stdout, listed.stderr.strip()) == (0, "", "no competitors yet"), listed
+    assert not (tmp_path / "out").exists()
+    broken = tmp_path / "broken.toml"
+    broken.write_text(cfg.read_text().replace("players = 2", "players = 3").replace("concurrency = 2",
+                                                                                    "concurrency = -1"))
+    for args in (("add", str(broken), "ann"), ("list", str(broken))):
+        done = arena("competitor", *args)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) >= 2, done.stderr
+        assert all(line.startswith(f"config error: {broken}: tournament.") for line in lines), done.stderr
+    assert arena("competitor", "add", str(cfg), "ann").returncode == 0
+    assert arena("competitor", "list", str(cfg)).stdout.split() == ["ann", "live"]
 
 
 def _hostile_archive() -> bytes:

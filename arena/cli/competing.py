@@ -29,8 +29,8 @@ def competing_command(args: argparse.Namespace, console: Console, err: Console) 
     """Run ``arena competitor``, ``competition``, ``submit`` or ``submissions`` (see the module docstring)."""
     import grpc
 
-    def error(message: str, status: int) -> int:
-        err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
+    def error(message: str, status: int, label: str = "error") -> int:
+        err.print(f"[red]{label}:[/red] {escape(message)}", soft_wrap=True, highlight=False)
         return status
 
     try:
@@ -43,7 +43,11 @@ def competing_command(args: argparse.Namespace, console: Console, err: Console) 
         if args.command == "submit":
             return _submit(args, console, err)
         return _submissions(args, console)
-    except (_Usage, ConfigError, ValueError) as e:
+    except ConfigError as e:
+        for one in e.errors:  # every problem of the file, one line each (as `arena run` prints them)
+            error(str(one), 2, "config error")
+        return 2
+    except (_Usage, ValueError) as e:
         return error(str(e), 2)
     except grpc.RpcError as e:
         return error(f"{e.code().name}: {e.details()}{_tls_hint(e, args)}", 1)
@@ -76,13 +80,18 @@ def _output(args: argparse.Namespace) -> Path:
 
 
 def _competitor(args: argparse.Namespace, console: Console, err: Console) -> int:
-    from arena.competition.book import CompetitionBook
+    from arena.competition.book import BOOK_NAME, CompetitionBook
 
     output = _output(args)
+    if args.competitor_command == "list" and not (output / BOOK_NAME).is_file():
+        err.print("no competitors yet", highlight=False)  # a look makes no output folder and no book
+        return 0
     with CompetitionBook(output) as book:
         if args.competitor_command == "list":
             for name, live in book.competitors():
                 console.print(f"{name}\t{'live' if live else 'revoked'}", highlight=False, soft_wrap=True)
+            if not book.competitors():
+                err.print("no competitors yet", highlight=False)
             return 0
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", args.name):
             raise _Usage(f"competitor name {args.name!r}: use 1 to 64 letters, digits, '_', '.', '-'")
@@ -153,6 +162,10 @@ def final_run_args(args: argparse.Namespace, err: Console) -> argparse.Namespace
             raise _Usage(f"--games-per-pairing {gpp}: an even number, at least 2 (duplicate pairs)")
         with CompetitionBook(output) as book:
             final = write_final_config(config, book, output, gpp)
+    except ConfigError as e:
+        for one in e.errors:
+            err.print(f"[red]config error:[/red] {escape(str(one))}", soft_wrap=True, highlight=False)
+        return 2
     except (_Usage, ValueError) as e:
         err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True, highlight=False)
         return 2
