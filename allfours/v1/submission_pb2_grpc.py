@@ -97,7 +97,7 @@ class SubmissionServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetSubmission(self, request, context):
-        """One submission of the caller's (NOT_FOUND if there is none with that id).
+        """One submission of the caller's (NOT_FOUND if the caller has none with that id).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
