@@ -21,8 +21,11 @@ ALLFOURS_BASE="${ALLFOURS_BASE:-$(bash docker/base-image.sh node)}"
 export ALLFOURS_BASE
 [ -e docker/build-ca.pem ] || cp /etc/ssl/certs/ca-certificates.crt docker/build-ca.pem
 mkdir -p "${ALLFOURS_RESULTS:-arena-out/compose}"
-# the results folder on this host (compose.yaml mounts it at /results, the path the arena prints)
+# the results folder on this host (compose.yaml mounts it at /results, the path the arena prints),
+# handed to docker-compose absolute: it reads a bind-mount source that starts with neither `/` nor `.`
+# (ALLFOURS_RESULTS=arena-out/x) as a named volume and refuses the file
 results=$(realpath "${ALLFOURS_RESULTS:-arena-out/compose}")
+export ALLFOURS_RESULTS="$results"
 results_sed=$(printf '%s' "$results" | sed 's/[\\|&]/\\&/g')
 
 follow=""

@@ -8,6 +8,7 @@ ends normally, as the real (Python) one does.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,6 +27,8 @@ log = pathlib.Path(os.environ["FAKE_LOG"])
 with log.open("a") as f:
     f.write(" ".join(sys.argv[1:]) + "\\n")
 pathlib.Path(os.environ["FAKE_LOG"] + "." + sys.argv[1]).touch()  # "this step is under way"
+with open(os.environ["FAKE_LOG"] + ".results", "a") as f:  # compose.yaml's bind-mount source, as compose sees it
+    f.write(os.environ.get("ALLFOURS_RESULTS", "") + "\\n")
 if sys.argv[1] == os.environ["FAKE_STEP"]:  # the step to interrupt lasts; the others end at once
     try:
         time.sleep(8)
@@ -75,6 +78,25 @@ def test_the_results_folder_printed_is_the_hosts(tmp_path: Path) -> None:
     assert f"output: {tmp_path / 'results'}  (leaderboard.html" in done.stdout, done.stdout
     assert "/results " not in done.stdout.replace(str(tmp_path / "results"), "HOST"), done.stdout
     assert f"the results are in {tmp_path / 'results'}" in done.stderr, done.stderr
+
+
+def test_a_relative_results_folder_reaches_compose_absolute(tmp_path: Path) -> None:
+    """Seen following docs/deploy.md: `ALLFOURS_RESULTS=arena-out/x bash docker/compose-demo.sh` failed
+    at once (`Named volume "arena-out/x:/results:rw" is used in service "arena" but no declaration was
+    found`): docker-compose reads a bind-mount source that starts with neither `/` nor `.` as a named
+    volume. The script made the folder and printed its absolute path but handed compose the relative
+    one; every docker-compose call now gets the absolute path (relative to the repository, as before)."""
+    rel = f"arena-out/compose-test-{os.getpid()}"  # inside the repository: neither `/` nor `.` first
+    env = {**_stand_ins(tmp_path, "none"), "FAKE_WAIT_S": "1", "ALLFOURS_RESULTS": rel}
+    try:
+        done = subprocess.run(["bash", "docker/compose-demo.sh"], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert (ROOT / rel).is_dir()
+    finally:
+        shutil.rmtree(ROOT / rel, ignore_errors=True)
+    seen = (tmp_path / "calls.log.results").read_text().splitlines()
+    assert seen and set(seen) == {str(ROOT / rel)}, seen
 
 
 @pytest.mark.parametrize("step", ["build", "up", "ps", "logs", "wait"])
