@@ -99,10 +99,20 @@ def _compose_containers(client: Any, project: str, service: str | None = None) -
     return list(client.api.containers(all=True, filters={"label": labels}))
 
 
+def locked_down(client: Any, container_id: str) -> tuple[str, bool, list[str], int, int]:
+    """What docs/deploy.md promises of a referee or bot worker container, as docker reports it: its
+    user, read-only root, dropped capabilities, memory limit (bytes) and CPU quota (nano-CPUs)."""
+    c = client.api.inspect_container(container_id)
+    host = c["HostConfig"]
+    return c["Config"]["User"], host["ReadonlyRootfs"], host["CapDrop"] or [], host["Memory"], host["NanoCpus"]
+
+
 def test_readme_compose_command_outlives_a_referee_killed_mid_run(env: dict[str, str], tmp_path: Path) -> None:
     """The README's compose command with one referee container killed after the first stored games:
     the arena retires it and plays on (12 of 12 games, each once), the command exits with the
-    arena's status 0, and the stack is taken down (no container or network of the project left)."""
+    arena's status 0, and the stack is taken down (no container or network of the project left).
+    While it runs, the referees and the bot workers are as docs/deploy.md says: user 10001, a read-only
+    root, every capability dropped, memory and CPU limits (the referees had kept their capabilities)."""
     client = docker_client()
     project = env["COMPOSE_PROJECT_NAME"]
     results = tmp_path / "results"  # not created: the command makes the results folder itself
@@ -116,6 +126,12 @@ def test_readme_compose_command_outlives_a_referee_killed_mid_run(env: dict[str,
                 _wait("the first stored results", lambda: stored(results) >= 2 or proc.poll() is not None, 900)
                 referees = [c for c in _compose_containers(client, project, "referee") if c["State"] == "running"]
                 assert len(referees) == 2, (referees, out.read_text()[-3000:])
+                bots = ("random", "heuristic", "nodejs")
+                workers = [c for s in bots for c in _compose_containers(client, project, s)]
+                for c in referees + workers:
+                    user, read_only, dropped, memory, cpus = locked_down(client, c["Id"])
+                    assert (user, read_only, dropped) == ("10001:10001", True, ["ALL"]), (c["Names"], dropped)
+                    assert memory > 0 and cpus > 0, (c["Names"], memory, cpus)
                 victim = referees[0]
                 victim_ip = next(iter(victim["NetworkSettings"]["Networks"].values()))["IPAddress"]
                 client.api.kill(victim["Id"])
