@@ -23,7 +23,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -338,6 +338,15 @@ bank_ms = 8000
     return cfg
 
 
+def play(cfg: Path) -> tuple[list[dict[str, Any]], str]:
+    """``arena run`` of ``cfg`` (it must end with exit 0): its stored games (``games.jsonl``) and its output."""
+    done = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress", "--bootstrap", "0"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    games = (cfg.parent / "out" / "games.jsonl").read_text().splitlines()
+    return [json.loads(x) for x in games], done.stdout + done.stderr
+
+
 def bot(name: str, mode: str, extra: str) -> str:
     """A ``[[bots]]`` table of tests/bots/hostile's bot in ``mode`` (``$HOSTILE``), with ``extra`` keys."""
     return (f'[[bots]]\nname = "{name}"\ncommand = ["{{python}}", "-m", "sdk.run", "hostile:HostileBot"]\n'
@@ -348,10 +357,7 @@ def bot(name: str, mode: str, extra: str) -> str:
 @pytest.mark.skipif(shutil.which("bwrap") is None and os.environ.get("CI") != "true",
                     reason="needs Debian's bubblewrap (scripts/setup.sh installs it)")
 def test_in_a_tournament_a_process_bot_past_its_memory_forfeits_with_oom(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(arena_config(tmp_path)), "--no-progress",
-                           "--bootstrap", "0"], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    played = [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
+    played, _ = play(arena_config(tmp_path))
     assert len(played) == 6
     for g in played:
         sides = [g["a"], g["b"]]
@@ -379,11 +385,7 @@ def test_in_a_tournament_a_process_bot_past_its_memory_forfeits_with_oom(tmp_pat
 def test_in_a_tournament_a_process_bot_held_at_its_cpu_quota_times_out_and_the_result_says_so(tmp_path: Path) -> None:
     """``spinner`` wants 30 s of CPU at its first decision with a quota of 0.05 cores (10 minutes of wall
     time): it runs out of its 2 s a decision and 8 s bank, and the game's reasons say its quota held it."""
-    cfg = arena_config(tmp_path, bot("spinner", "spin", "cpus = 0.05"))
-    done = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress", "--bootstrap", "0"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    played = [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
+    played, _ = play(arena_config(tmp_path, bot("spinner", "spin", "cpus = 0.05")))
     assert len(played) == 2
     for g in played:
         spinner = [g["a"], g["b"]].index("spinner")
@@ -404,10 +406,7 @@ def test_a_lobby_worker_process_past_its_memory_forfeits_with_oom(tmp_path: Path
     hog = bot("hog", "oom", 'memory = 64\nmode = "worker"\nworkers = 2')
     cfg = arena_config(tmp_path, hog)
     cfg.write_text(cfg.read_text().replace("players = 2", "players = 4"))
-    done = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress", "--bootstrap", "0"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    played = [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
+    played, said = play(cfg)
     assert len(played) == 2
     for g in played:
         hog_seats = [s for s in range(4) if [g["a"], g["b"]][s % 2] == "hog"]
@@ -416,4 +415,4 @@ def test_a_lobby_worker_process_past_its_memory_forfeits_with_oom(tmp_path: Path
         assert any(x.startswith(f"seat {seat} (hog) oom: worker process was killed at its memory limit (64 MiB)")
                    for x in g["reasons"]), g["reasons"]
         assert [g["a"], g["b"]][g["winner"]] == "plain", g
-    assert "was killed at its memory limit (64 MiB): oom" in done.stdout + done.stderr
+    assert "was killed at its memory limit (64 MiB): oom" in said
