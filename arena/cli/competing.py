@@ -29,8 +29,8 @@ def competing_command(args: argparse.Namespace, console: Console, err: Console) 
     """Run ``arena competitor``, ``competition``, ``submit`` or ``submissions`` (see the module docstring)."""
     import grpc
 
-    def error(message: str, status: int, label: str = "error") -> int:
-        err.print(f"[red]{label}:[/red] {escape(message)}", soft_wrap=True, highlight=False)
+    def error(message: str, status: int) -> int:
+        err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
         return status
 
     try:
@@ -44,9 +44,7 @@ def competing_command(args: argparse.Namespace, console: Console, err: Console) 
             return _submit(args, console, err)
         return _submissions(args, console)
     except ConfigError as e:
-        for one in e.errors:  # every problem of the file, one line each (as `arena run` prints them)
-            error(str(one), 2, "config error")
-        return 2
+        return _config_errors(e, err)
     except (_Usage, ValueError) as e:
         return error(str(e), 2)
     except grpc.RpcError as e:
@@ -79,6 +77,14 @@ def _output(args: argparse.Namespace) -> Path:
     return Path(args.output).resolve() if args.output else config.output
 
 
+def _config_errors(e: ConfigError, err: Console) -> int:
+    """Print every problem of a broken config, one ``config error: …`` line each (as `arena run` prints
+    them); returns exit status 2."""
+    for one in e.errors:
+        err.print(f"[red]config error:[/red] {escape(str(one))}", soft_wrap=True, highlight=False)
+    return 2
+
+
 def _competitor(args: argparse.Namespace, console: Console, err: Console) -> int:
     from arena.competition.book import BOOK_NAME, CompetitionBook
 
@@ -88,9 +94,10 @@ def _competitor(args: argparse.Namespace, console: Console, err: Console) -> int
         return 0
     with CompetitionBook(output) as book:
         if args.competitor_command == "list":
-            for name, live in book.competitors():
+            competitors = book.competitors()
+            for name, live in competitors:
                 console.print(f"{name}\t{'live' if live else 'revoked'}", highlight=False, soft_wrap=True)
-            if not book.competitors():
+            if not competitors:
                 err.print("no competitors yet", highlight=False)
             return 0
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", args.name):
@@ -163,9 +170,7 @@ def final_run_args(args: argparse.Namespace, err: Console) -> argparse.Namespace
         with CompetitionBook(output) as book:
             final = write_final_config(config, book, output, gpp)
     except ConfigError as e:
-        for one in e.errors:
-            err.print(f"[red]config error:[/red] {escape(str(one))}", soft_wrap=True, highlight=False)
-        return 2
+        return _config_errors(e, err)
     except (_Usage, ValueError) as e:
         err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True, highlight=False)
         return 2
