@@ -21,7 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, TypeVar
 
-from arena.hosting.procs import MEMORY_MB, PIDS
+from arena.hosting.procs import PROCESS_LIMITS
 from arena.hosting.sandbox import Limits
 from referee import wire
 from referee.dealing import parse_seed
@@ -107,8 +107,7 @@ class BotSpec:
     empty for a container bot, which gives ``image`` (a docker image, ``arena bots build``) and its
     container ``limits`` instead (``cpus``, ``memory`` in MiB, ``pids``; docs/deploy.md; per game only);
     a local process bot's ``limits`` are its cgroup's ``cpus``, ``memory`` (MiB) and ``pids``, the same keys
-    (``memory`` and ``pids`` with their own defaults, :data:`arena.hosting.procs.MEMORY_MB` and
-    :data:`arena.hosting.procs.PIDS`; ``cpus`` 1 core as a container's);
+    (``memory``, ``pids`` and ``cpus`` defaulting to :data:`arena.hosting.procs.PROCESS_LIMITS`);
     ``cwd`` is resolved against the config file's folder; ``env`` is added to the arena's environment
     minus its admin tokens (the arena also sets ``ALLFOURS_TICKET`` and ``ALLFOURS_REFEREE``; see
     :func:`arena.play.environment.bot_environment`).
@@ -904,7 +903,7 @@ def _parse_bot(p: _Problems, where: str, b: Mapping[str, object], base: Path, to
             p.add(f"{where}.env", "must be a table of string values", env)
             env = {}
         return BotSpec(bname, str(version), (), None, dict(env), image, limits, mode=mode, workers=workers)
-    limits = Limits(memory_mb=MEMORY_MB, pids=PIDS)
+    limits = PROCESS_LIMITS
     for key in ("cpus", "memory", "pids"):
         if key in b and mode == "remote":
             p.add(f"{where}.{key}", "a remote bot runs elsewhere: drop it (its host sets its limits)", b[key])

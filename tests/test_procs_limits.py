@@ -22,13 +22,14 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from arena.hosting import procs
-from arena.hosting.procs import BotProcess, Containment
+from arena.hosting.procs import PROCESS_LIMITS, BotProcess, Containment
 from tests.test_arena_procs import wait_for
 
 if TYPE_CHECKING:
@@ -110,9 +111,10 @@ def jail() -> Iterator[Jail]:
     j.close()
 
 
-def start(tmp_path: Path, *argv: str, **limits: int) -> BotProcess:
+def start(tmp_path: Path, *argv: str, **limits: float) -> BotProcess:
+    """``argv`` as a bot process with :data:`PROCESS_LIMITS` but for ``limits`` (``cpus``, ``memory_mb``, ``pids``)."""
     return BotProcess.start(list(argv), cwd=str(tmp_path), env=dict(os.environ), log_path=tmp_path / "bot.log",
-                            log_limit=1 << 20, **limits)
+                            log_limit=1 << 20, limits=replace(PROCESS_LIMITS, **limits))
 
 
 def ended(p: BotProcess, timeout: float = 120) -> tuple[int | None, str]:
@@ -234,7 +236,7 @@ def test_a_sandboxed_bot_filling_its_tmp_stops_at_its_memory_limit(tmp_path: Pat
     limit gets it killed (the reviewer's bot wrote 2 GiB and 600 threads)."""
     p = BotProcess.start([sys.executable, "-c", FILL_TMP, "512"], cwd=str(tmp_path), env=dict(os.environ),
                          log_path=tmp_path / "bot.log", log_limit=1 << 20, jail=jail.for_bot("filler", tmpfs_mb=1024),
-                         memory_mb=64)
+                         limits=replace(PROCESS_LIMITS, memory_mb=64))
     code, log = ended(p)
     assert "wrote 512 MiB" not in log, (code, log)
     assert p.oom_killed, (code, log)
@@ -243,7 +245,7 @@ def test_a_sandboxed_bot_filling_its_tmp_stops_at_its_memory_limit(tmp_path: Pat
 def test_a_sandboxed_thread_bomb_stops_at_its_pids_limit(tmp_path: Path, jail: Jail) -> None:
     p = BotProcess.start([sys.executable, "-c", THREADS, "2000"], cwd=str(tmp_path), env=dict(os.environ),
                          log_path=tmp_path / "bot.log", log_limit=1 << 20, jail=jail,
-                         pids=64)
+                         limits=replace(PROCESS_LIMITS, pids=64))
     code, log = ended(p)
     assert log.startswith("refused after "), (code, log)
     assert 32 < first_number(log) < 64 - 2, log  # bwrap's two processes are in its cgroup too

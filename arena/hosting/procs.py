@@ -75,6 +75,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
+from arena.hosting.sandbox import Limits
+
 if TYPE_CHECKING:
     from arena.hosting.jail import Jail
 
@@ -374,17 +376,12 @@ def limit_places() -> dict[str, Path]:
     return places
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessLimits:
-    """One bot process's limits: ``cpus`` (cores), ``memory_mb`` (MiB, no swap beyond it), ``pids``
-    (processes and threads)."""
-
-    cpus: float = CPUS
-    memory_mb: int = MEMORY_MB
-    pids: int = PIDS
+#: A bot process's limits when its config sets none: :data:`CPUS` cores, :data:`MEMORY_MB` MiB (no swap
+#: beyond it), :data:`PIDS` processes and threads (a container's ``tmpfs_mb`` and log fields do not apply).
+PROCESS_LIMITS = Limits(cpus=CPUS, memory_mb=MEMORY_MB, pids=PIDS)
 
 
-def _write_limit(cgroup: Path, controller: str, limits: ProcessLimits) -> None:
+def _write_limit(cgroup: Path, controller: str, limits: Limits) -> None:
     """Write ``controller``'s limit in ``cgroup`` (cgroup v2's files, or v1's): a CPU quota, memory
     without swap beyond it, or pids. :raises OSError:"""
     if controller == "pids":
@@ -433,7 +430,7 @@ class _BotCgroups:
     limited: dict[str, Path] = field(default_factory=dict)
 
     @classmethod
-    def make(cls, base: Path, limits: ProcessLimits) -> _BotCgroups:
+    def make(cls, base: Path, limits: Limits) -> _BotCgroups:
         """Make a bot's cgroups under ``base`` and :func:`limit_places` and write its limits there (a
         limit that cannot be written is warned about once and left out). :raises OSError: no ``main``."""
         places = limit_places()
@@ -556,14 +553,12 @@ class BotProcess:
         log_limit: int,
         prefer: Containment | None = None,
         jail: Jail | None = None,
-        cpus: float = CPUS,
-        memory_mb: int = MEMORY_MB,
-        pids: int = PIDS,
+        limits: Limits = PROCESS_LIMITS,
     ) -> BotProcess:
         """Start ``argv`` (no shell) in ``cwd`` with exactly ``env``; output to ``log_path`` (capped);
         inside ``jail``'s namespaces when given (:meth:`arena.hosting.jail.Jail.wrap`); limited to
-        ``cpus`` cores, ``memory_mb`` MiB and ``pids`` processes and threads where it can be (see the
-        module docstring).
+        ``limits.cpus`` cores, ``limits.memory_mb`` MiB and ``limits.pids`` processes and threads where
+        it can be (see the module docstring).
 
         :raises OSError: (e.g. :class:`FileNotFoundError`) if the command or ``cwd`` cannot be used.
         """
@@ -573,7 +568,7 @@ class BotProcess:
         kind, base = containment(prefer)
         cgroups = None
         if kind is Containment.CGROUP and base is not None:
-            cgroups = _BotCgroups.make(base, ProcessLimits(cpus, memory_mb, pids))
+            cgroups = _BotCgroups.make(base, limits)
             full = cgroups.command(argv)
         else:
             _warn_once(UNDER_SUBREAPER, CONTROLLERS)

@@ -718,9 +718,7 @@ class GrpcGameRunner:
                 log_path=log_dir / f"seat{seat}.log",
                 log_limit=self.config.bot_log_bytes,
                 jail=self.jail.for_bot(bot.name, bot.limits.tmpfs_mb) if bot.jailed and self.jail else None,
-                cpus=bot.limits.cpus,
-                memory_mb=bot.limits.memory_mb,
-                pids=bot.limits.pids,
+                limits=bot.limits,
             )
         except OSError as e:
             if bot.cwd is not None and not Path(bot.cwd).is_dir():

@@ -190,9 +190,7 @@ class LocalWorkers:
         slot.starts += 1
         try:
             slot.proc = BotProcess.start(argv, cwd=self.bot.cwd, env=env, log_path=self.log_dir / slot.log_name,
-                                         log_limit=ctx.log_limit, jail=jail, cpus=self.bot.limits.cpus,
-                                         memory_mb=self.bot.limits.memory_mb,
-                                         pids=self.bot.limits.pids)
+                                         log_limit=ctx.log_limit, jail=jail, limits=self.bot.limits)
         except OSError as e:
             slot.proc = None
             ctx.lobby.tokens.revoke(slot.digest)
