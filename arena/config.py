@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, TypeVar
 from arena.hosting.procs import PROCESS_LIMITS
 from arena.hosting.sandbox import Limits
 from referee import wire
+from referee.credentials import FILE_SUFFIX
 from referee.dealing import parse_seed
 from referee.rules import RuleSet
 from referee.wire import TimeControl
@@ -917,7 +918,7 @@ def _parse_bot(p: _Problems, where: str, b: Mapping[str, object], base: Path, to
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
         p.add(f"{where}.env", "must be a table of string values", env)
         env = {}
-    for secret in dict.fromkeys((ENV_ADMIN_TOKEN, token_env)):
+    for secret in dict.fromkeys(n + suffix for n in (ENV_ADMIN_TOKEN, token_env) for suffix in ("", FILE_SUFFIX)):
         if secret in env:
             p.add(
                 f"{where}.env.{secret}",

@@ -5,13 +5,15 @@
 
 ``referee create-match --referee HOST:PORT NAME NAME [NAME NAME] [--games 1] [--target 14]
 [--seed HEX] [--tls-ca F] [--json]``: one ``AdminService.CreateMatch`` with the admin token of
-``$ALLFOURS_ADMIN_TOKEN`` (never an option: a command line is visible to every local user), printing
+``$ALLFOURS_ADMIN_TOKEN`` or the file ``$ALLFOURS_ADMIN_TOKEN_FILE`` names (never an option: a command
+line is visible to every local user), printing
 the match id, the seed commitment and each seat's ticket, so a bot author can seat their own bots by
 hand (``sdk.run ... --ticket=T``; docs/sdk.md). An unreachable referee exits 1, a refused token or
 request 2, each with one line.
 
-- The admin token comes from ``--admin-token`` or the environment variable ``ALLFOURS_ADMIN_TOKEN``;
-  with neither, a random token is generated and printed on stderr.
+- The admin token comes from ``--admin-token``, the environment variable ``ALLFOURS_ADMIN_TOKEN`` or the
+  file ``$ALLFOURS_ADMIN_TOKEN_FILE`` names (a Docker secret: :mod:`referee.credentials`); with none, a
+  random token is generated and printed on stderr. Both variables set, or an unreadable file, exits 2.
 - Once bound, it prints ``PORT <n>`` (one line) on stdout and flushes, so a parent process that
   passed ``--port 0`` can read the port.
 - ``--record-dir``: created 0700 if missing; each record file is 0600 (docs/record.md).
@@ -32,7 +34,6 @@ import asyncio
 import json
 import logging
 import math
-import os
 import signal
 import sys
 from pathlib import Path
@@ -44,6 +45,7 @@ import structlog
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
 from referee import metrics
+from referee.credentials import SecretError, env_secret, file_variable
 from referee.server import (
     ADMIN_TOKEN_ENV,
     KEEP_FINISHED,
@@ -113,7 +115,8 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", help="run the referee server")
     s.add_argument("--port", type=_port, default=50051, help="TCP port 0..65535; 0 = any free port (printed)")
     s.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    s.add_argument("--admin-token", default=None, help=f"admin token (default: ${ADMIN_TOKEN_ENV})")
+    s.add_argument("--admin-token", default=None,
+                   help=f"admin token (default: ${ADMIN_TOKEN_ENV}, or the file ${ADMIN_TOKEN_ENV}_FILE names)")
     s.add_argument("--tls-cert", type=Path, help="PEM certificate chain (with --tls-key: serve TLS)")
     s.add_argument("--tls-key", type=Path, help="PEM private key")
     s.add_argument("--record-dir", type=Path, help="write each match record to DIR/<match_id>.jsonl")
@@ -167,12 +170,12 @@ def _tls(args: argparse.Namespace) -> tuple[bytes, bytes] | None:
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    token = args.admin_token or os.environ.get(ADMIN_TOKEN_ENV)
     try:
+        token = args.admin_token or env_secret(ADMIN_TOKEN_ENV)
         tls = _tls(args)
         if args.record_dir is not None:
             prepare_record_dir(args.record_dir)
-    except _ConfigError as e:
+    except (_ConfigError, SecretError) as e:
         print(f"referee: {e}", file=sys.stderr)
         return 2
     except ValueError as e:
@@ -225,13 +228,14 @@ def _create_request(args: argparse.Namespace) -> pb.CreateMatchRequest:
 
 def _create_match(args: argparse.Namespace) -> int:
     """``referee create-match`` (module docstring); returns the exit status."""
-    token = os.environ.get(ADMIN_TOKEN_ENV)
     try:
+        token = env_secret(ADMIN_TOKEN_ENV)
         if not token:
-            raise _ConfigError(f"set the referee's admin token in ${ADMIN_TOKEN_ENV}")
+            raise _ConfigError(f"set the referee's admin token in ${ADMIN_TOKEN_ENV} (or a file in "
+                               f"${file_variable(ADMIN_TOKEN_ENV)})")
         request = _create_request(args)
         ca = _read_pem("--tls-ca", args.tls_ca, b"-----BEGIN CERTIFICATE-----", "certificate") if args.tls_ca else None
-    except _ConfigError as e:
+    except (_ConfigError, SecretError) as e:
         print(f"referee create-match: {e}", file=sys.stderr)
         return 2
     creds = grpc.ssl_channel_credentials(root_certificates=ca) if ca else None

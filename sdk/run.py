@@ -7,7 +7,8 @@ from the environment variable ``ALLFOURS_TICKET`` and the referee address from `
 
 Worker mode (docs/protocol.md, "Workers and the lobby"): ``python -m sdk.run module:Class --arena
 HOST:PORT --token TOKEN [--workers N] [--games N]``. ``--arena`` defaults to ``ALLFOURS_LOBBY`` and
-``--token`` to ``ALLFOURS_BOT_TOKEN`` (the arena sets both for its local workers; a remote bot's owner
+``--token`` to ``ALLFOURS_BOT_TOKEN``, or the file ``ALLFOURS_BOT_TOKEN_FILE`` names (a Docker secret:
+:mod:`referee.credentials`; the arena sets both for its local workers; a remote bot's owner
 gets the token from ``arena token CONFIG NAME``). Each of the N workers (threads of this process: a
 remote bot's partners may share it) plays one seat at a time, a fresh bot object per match, and
 leaves after ``--games`` matches (default: never). Exit status: 0 when every worker left normally,
@@ -24,6 +25,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from referee.credentials import SecretError, env_secret
 from sdk.bot import BotLike, MatchEnd, bot_name, load_bot
 from sdk.client import ClientError, run_bot
 from sdk.worker import (
@@ -53,8 +55,8 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"join ticket (default: ${TICKET_ENV})")
     p.add_argument("--arena", default=None, metavar="HOST:PORT",
                    help=f"worker mode: the arena's lobby (default: ${LOBBY_ENV})")
-    p.add_argument("--token", default=os.environ.get(TOKEN_ENV),
-                   help=f"worker mode: the bot token (default: ${TOKEN_ENV})")
+    p.add_argument("--token", default=None,
+                   help=f"worker mode: the bot token (default: ${TOKEN_ENV}, or the file ${TOKEN_ENV}_FILE names)")
     p.add_argument("--workers", type=int, default=1, help="worker mode: workers in this process (default 1)")
     p.add_argument("--games", type=int, default=None, help="worker mode: each worker leaves after N matches")
     p.add_argument("--reconnect", type=float, default=300.0, metavar="SECONDS",
@@ -69,6 +71,18 @@ def _parser() -> argparse.ArgumentParser:
                         "unset = plaintext)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
+
+
+def _env_token(p: argparse.ArgumentParser) -> str:
+    """The bot token of ``$ALLFOURS_BOT_TOKEN`` or of the file ``$ALLFOURS_BOT_TOKEN_FILE`` names; exits
+    with status 2 and one line (``p.error``) when there is none or its file cannot be read."""
+    try:
+        token = env_secret(TOKEN_ENV)
+    except SecretError as e:
+        p.error(str(e))
+    if not token:
+        p.error(f"worker mode needs the bot token: pass --token TOKEN or set {TOKEN_ENV} (or {TOKEN_ENV}_FILE)")
+    return token
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -91,9 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.error(f"no referee address: pass --referee HOST:PORT (or --arena HOST:PORT) or set {REFEREE_ENV}")
         if not args.ticket:
             p.error(f"no ticket: pass --ticket T or set {TICKET_ENV}")
-    elif not args.token:
-        p.error(f"worker mode needs the bot token: pass --token TOKEN or set {TOKEN_ENV}")
-    elif args.workers < 1 or (args.games is not None and args.games < 1):
+    else:
+        args.token = args.token or _env_token(p)
+    if worker_mode and (args.workers < 1 or (args.games is not None and args.games < 1)):
         p.error("--workers and --games must be at least 1")
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -132,6 +132,8 @@ def test_fingerprint_ignores_how_bots_start_but_not_what_they_are(tmp_path: Path
         ("games_per_pairing = 4", "games_per_pairing = 10000000000", "tournament.games_per_pairing", "10000000000"),
         # the admin token is never handed to a bot, not even on purpose
         ('env = { LEVEL = "3" }', 'env = { ALLFOURS_ADMIN_TOKEN = "x" }', "bots[1].env.ALLFOURS_ADMIN_TOKEN", "admin"),
+        ('env = { LEVEL = "3" }', 'env = { ALLFOURS_ADMIN_TOKEN_FILE = "/f" }', "bots[1].env.ALLFOURS_ADMIN_TOKEN_FILE",
+         "admin"),
     ],
 )
 def test_bad_configs_name_file_key_and_value(tmp_path: Path, old: str, new: str, key: str, value: str) -> None:

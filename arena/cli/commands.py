@@ -57,6 +57,7 @@ from arena.tournament.runner import (
 )
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import Store, StoreMismatch
+from referee.credentials import SecretError, env_secret, file_variable
 
 if TYPE_CHECKING:  # imported where used: docker, the lobby and the web start only when a run needs them
     from arena.formats.ladder_run import LadderRun
@@ -181,10 +182,14 @@ def token_command(args: argparse.Namespace, console: Console, err: Console) -> i
 
 
 def _token_from_env(args: argparse.Namespace, store: Store, err: Console, error: Callable[[str], int]) -> int:
-    """``arena token … --from-env VAR``: store the SHA-256 of the token in ``$VAR`` for the bot (once)."""
+    """``arena token … --from-env VAR``: store the SHA-256 of the token in ``$VAR`` (or in the file
+    ``$VAR_FILE`` names) for the bot (once)."""
     from arena.lobby.tokens import token_digest
 
-    token = os.environ.get(args.from_env, "")
+    try:
+        token = env_secret(args.from_env) or ""
+    except SecretError as e:
+        return error(f"--from-env {args.from_env}: {e}")
     if not MIN_GIVEN_TOKEN <= len(token) <= 256 or any(c.isspace() for c in token):
         return error(f"--from-env {args.from_env}: the variable must hold a token of {MIN_GIVEN_TOKEN} to 256 "
                      f"characters without spaces (got {len(token)} characters)")
@@ -208,9 +213,11 @@ class UsageError(ValueError):
 
 def referee_addresses(config: TournamentConfig, args: argparse.Namespace) -> tuple[list[str], str | None]:
     """The external referees (``--referee`` over ``tournament.referees``; empty: embedded) and their
-    admin token (``--admin-token`` over the environment variable ``tournament.admin_token_env``).
+    admin token (``--admin-token`` over the environment variable ``tournament.admin_token_env``, or the
+    file its ``_FILE`` variable names: :func:`referee.credentials.env_secret`).
 
-    :raises UsageError: for a malformed address, or external referees without a token.
+    :raises UsageError: for a malformed address, or external referees without a token (or with an
+        unreadable token file, or the token given twice).
     """
     addresses = []
     for a in args.referee or config.referees:
@@ -220,10 +227,14 @@ def referee_addresses(config: TournamentConfig, args: argparse.Namespace) -> tup
             raise UsageError(f"--referee {a!r}: {e}") from None
     if not addresses:
         return [], None
-    token = args.admin_token or os.environ.get(config.admin_token_env)
+    try:
+        token = args.admin_token or env_secret(config.admin_token_env)
+    except SecretError as e:
+        raise UsageError(str(e)) from None
     if not token:
         raise UsageError(
-            f"external referees need their admin token: pass --admin-token or set ${config.admin_token_env}"
+            f"external referees need their admin token: pass --admin-token or set ${config.admin_token_env} "
+            f"(or a file in ${file_variable(config.admin_token_env)})"
         )
     return list(dict.fromkeys(addresses)), token
 

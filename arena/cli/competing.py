@@ -8,7 +8,6 @@ ends rejected or failed; 2 on bad arguments or config (one line).
 from __future__ import annotations
 
 import argparse
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -185,10 +184,15 @@ def final_run_args(args: argparse.Namespace, err: Console) -> argparse.Namespace
 
 def _client(args: argparse.Namespace) -> Any:
     from arena.competition.client import ENV_COMPETITOR_TOKEN, SubmissionClient
+    from referee.credentials import SecretError, env_secret
 
-    token = os.environ.get(ENV_COMPETITOR_TOKEN, "")
+    try:
+        token = env_secret(ENV_COMPETITOR_TOKEN)
+    except SecretError as e:
+        raise _Usage(str(e)) from None
     if not token:
-        raise _Usage(f"set ${ENV_COMPETITOR_TOKEN} to your competitor token (the host made it for you)")
+        raise _Usage(f"set ${ENV_COMPETITOR_TOKEN} to your competitor token (the host made it for you), or "
+                     f"${ENV_COMPETITOR_TOKEN}_FILE to a file holding it")
     ca = Path(args.tls_ca).read_bytes() if args.tls_ca else None
     return SubmissionClient(args.arena, token, ca)
 

@@ -10,6 +10,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from arena.config import ENV_ADMIN_TOKEN, ENV_REFEREE, ENV_TICKET, BotSpec, expand_placeholders
+from referee.credentials import file_variable
 
 #: Lines of a bot's output quoted in the reason when its process exits early.
 TAIL_LINES = 2
@@ -21,6 +22,14 @@ def expand_command(bot: BotSpec, values: Mapping[str, str]) -> list[str]:
     """The bot's argv with ``{python}``, ``{config_dir}``, ``{ticket}``, ``{referee}``, ``{seat}`` replaced
     and ``{{``/``}}`` turned into literal braces (the config parser has rejected any other placeholder)."""
     return [expand_placeholders(arg, values) for arg in bot.command]
+
+
+def admin_secret_names(token_env: str) -> tuple[str, ...]:
+    """The variables that hold the referees' admin token or name its file, never handed to a bot:
+    ``ALLFOURS_ADMIN_TOKEN``, ``tournament.admin_token_env`` (``token_env``) and each one's ``_FILE``
+    (:mod:`referee.credentials`; a trusted bot runs as the arena's user and could read the file)."""
+    names = (ENV_ADMIN_TOKEN, token_env)
+    return tuple(dict.fromkeys(names + tuple(file_variable(n) for n in names)))
 
 
 def bot_environment(

@@ -53,12 +53,12 @@ import grpc
 from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import referee_pb2 as pb
 from arena import metrics
-from arena.config import ENV_ADMIN_TOKEN, ENV_REFEREE, ENV_TICKET, BotSpec, TournamentConfig
+from arena.config import ENV_REFEREE, ENV_TICKET, BotSpec, TournamentConfig
 from arena.hosting.jail import REFEREE_SOCKET, Jail
 from arena.hosting.procs import CPU_PERIOD_US, BotProcess, stop_all
 from arena.hosting.sandbox import BotContainer, Sandbox, SandboxError
 from arena.lobby.seats import LobbyBot, SeatWait
-from arena.play.environment import bot_environment, expand_command, log_tail
+from arena.play.environment import admin_secret_names, bot_environment, expand_command, log_tail
 from arena.play.referees import RefereeConnection, RefereeError, RefereeFailure, RefereePool, rpc_status
 from arena.report.live import LIVE_KINDS_PB, LiveLog
 from arena.tournament.result import Failures, GameResult, Unplayed, forfeit_result
@@ -222,8 +222,9 @@ class GrpcGameRunner:
             MAX_WATCH_S,
             60.0 + 2.0 * (tc.join_ms + players * (tc.bank_ms + tc.grace_ms + tc.max_strikes * tc.decision_ms)) / 1000.0,
         )
-        # never handed to a bot: the admin token variables, and the tokens in use (a copy under any name)
-        self.secret_names = tuple(dict.fromkeys((ENV_ADMIN_TOKEN, config.admin_token_env)))
+        # never handed to a bot: the admin token variables (and their files'), and the tokens in use (a
+        # copy under any name)
+        self.secret_names = admin_secret_names(config.admin_token_env)
         self.secret_values = tuple({c.token for c in self.pool.conns if c.token})
         #: bots that failed :meth:`check_bots` (name -> why): their games are forfeited without playing
         self.broken: dict[str, str] = {}

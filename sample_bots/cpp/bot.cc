@@ -30,9 +30,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -76,6 +78,23 @@ void Log(const std::string& text) {
   std::exit(2);
 }
 
+// A secret from $name, or from the file $name_FILE names (a Docker secret; docs/deploy.md, "Secrets").
+std::string EnvSecret(const std::string& name) {
+  std::string value = Env(name.c_str()), file = Env((name + "_FILE").c_str());
+  if (file.empty()) return value;
+  if (!value.empty()) Usage("$" + name + " and $" + name + "_FILE are both set: give the secret once");
+  std::ifstream in(file);
+  if (!in) Usage("$" + name + "_FILE " + file + ": cannot be read");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string secret = text.str();
+  const char* blanks = " \t\r\n";
+  secret.erase(secret.find_last_not_of(blanks) + 1);
+  secret.erase(0, secret.find_first_not_of(blanks));
+  if (secret.empty()) Usage("$" + name + "_FILE " + file + ": the file is empty");
+  return secret;
+}
+
 Options ParseArgs(int argc, char** argv) {
   Options o;
   if (const char* r = std::getenv("ALLFOURS_REFEREE")) o.referee = r;
@@ -102,7 +121,7 @@ Options ParseArgs(int argc, char** argv) {
   }
   if (o.referee.empty() && o.ticket.empty() && !Env("ALLFOURS_LOBBY").empty()) {  // worker mode
     o.lobby = Env("ALLFOURS_LOBBY");
-    o.token = Env("ALLFOURS_BOT_TOKEN");
+    o.token = EnvSecret("ALLFOURS_BOT_TOKEN");
     if (!Env("ALLFOURS_BOT_NAME").empty()) o.name = Env("ALLFOURS_BOT_NAME");
     o.parent = std::strtol(Env("ALLFOURS_WORKER_PARENT").c_str(), nullptr, 10);
     return o;

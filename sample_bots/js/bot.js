@@ -43,12 +43,28 @@ const FATAL = new Set([grpc.status.UNAUTHENTICATED, grpc.status.INVALID_ARGUMENT
 const LOBBY_FATAL = new Set([grpc.status.UNAUTHENTICATED, grpc.status.INVALID_ARGUMENT,
   grpc.status.RESOURCE_EXHAUSTED, grpc.status.UNIMPLEMENTED, grpc.status.PERMISSION_DENIED]);
 
+// A secret from $NAME, or from the file $NAME_FILE names (a Docker secret; docs/deploy.md, "Secrets").
+function envSecret(name) {
+  const value = process.env[name] || '';
+  const file = process.env[`${name}_FILE`] || '';
+  if (!file) return value;
+  if (value) usage(`$${name} and $${name}_FILE are both set: give the secret once`);
+  let text;
+  try {
+    text = fs.readFileSync(file, 'utf8').trim();
+  } catch (e) {
+    usage(`$${name}_FILE ${file}: ${e.code || e.message}`);
+  }
+  if (!text) usage(`$${name}_FILE ${file}: the file is empty`);
+  return text;
+}
+
 function parseArgs(argv) {
   const opts = {
     referee: process.env.ALLFOURS_REFEREE || '',
     ticket: process.env.ALLFOURS_TICKET || '',
     arena: '',
-    token: process.env.ALLFOURS_BOT_TOKEN || '',
+    token: '',
     name: process.env.ALLFOURS_BOT_NAME || 'js-simple',
     version: '1',
     connectTimeoutMs: 15000,
@@ -80,7 +96,8 @@ function parseArgs(argv) {
   // --arena wins; else a referee and ticket mean one match; else $ALLFOURS_LOBBY means worker mode
   if (!opts.arena && !(opts.referee && opts.ticket)) opts.arena = process.env.ALLFOURS_LOBBY || '';
   if (opts.arena) {
-    if (!opts.token) usage('worker mode needs the bot token: pass --token TOKEN or set ALLFOURS_BOT_TOKEN');
+    opts.token = opts.token || envSecret('ALLFOURS_BOT_TOKEN');
+    if (!opts.token) usage('worker mode needs the bot token: pass --token TOKEN or set ALLFOURS_BOT_TOKEN (or ALLFOURS_BOT_TOKEN_FILE)');
     return opts;
   }
   if (!opts.referee) usage('no referee address: pass --referee HOST:PORT (or --arena HOST:PORT) or set ALLFOURS_REFEREE');
