@@ -9,14 +9,14 @@
 # script waits for the arena's container alone; a dead referee is the arena's business.
 # The stack is always taken down: on success, on failure, on Ctrl-C (the EXIT trap).
 #
-# Tokens: each ALLFOURS_* token already in the environment is kept, the others are drawn here.
+# Tokens: each ALLFOURS_* token already in the environment is kept, the others are drawn here; the
+# stack gets them as secrets (files), never in its environment (docker/secrets.sh).
 # ALLFOURS_BASE: the base image (default: made here with docker/base-image.sh node, no registry).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DOCKER="${DOCKER:-/usr/bin/docker}"
-for v in ALLFOURS_ADMIN_TOKEN ALLFOURS_TOKEN_RANDOM ALLFOURS_TOKEN_HEURISTIC ALLFOURS_TOKEN_NODEJS; do
-  if [ -z "${!v:-}" ]; then export "$v=$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')"; fi
-done
+. docker/secrets.sh
+trap secrets_cleanup EXIT  # until the stack's own trap below takes over
 ALLFOURS_BASE="${ALLFOURS_BASE:-$(bash docker/base-image.sh node)}"
 export ALLFOURS_BASE
 [ -e docker/build-ca.pem ] || cp /etc/ssl/certs/ca-certificates.crt docker/build-ca.pem
@@ -42,6 +42,7 @@ down() {
   echo "compose-demo: taking the stack down" >&2
   docker-compose down --remove-orphans -t 5 >/dev/null 2>&1 \
     || echo "compose-demo: docker-compose down failed; run it by hand" >&2
+  secrets_cleanup
   exit "$status"
 }
 trap down EXIT

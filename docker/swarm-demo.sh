@@ -14,6 +14,8 @@
 #   ALLFOURS_SKIP_BUILD=1 use the images already on the nodes (several machines: docs/deploy.md)
 #   ALLFOURS_WAIT_S       the longest wait for the arena's task to finish (default 1800)
 #   ALLFOURS_COMPOSE_FILES extra compose files merged onto compose.yaml (`-c` each; e.g. placement)
+#   ALLFOURS_ADMIN_TOKEN, ALLFOURS_TOKEN_{RANDOM,HEURISTIC,NODEJS}  the tokens (default: drawn here)
+#   ALLFOURS_SECRETS      the folder of the token files (default: a private one made and removed here)
 #
 # `docker stack deploy` reports success even when the swarm rejects a task (a bind-mount source that
 # does not exist on the node, an image missing there): this script watches the stack's tasks and
@@ -26,13 +28,15 @@ STACK="${ALLFOURS_STACK:-allfours}"
 WAIT_S="${ALLFOURS_WAIT_S:-1800}"
 say() { echo "swarm-demo: $*" >&2; }
 
-for v in ALLFOURS_ADMIN_TOKEN ALLFOURS_TOKEN_RANDOM ALLFOURS_TOKEN_HEURISTIC ALLFOURS_TOKEN_NODEJS; do
-  if [ -z "${!v:-}" ]; then export "$v=$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')"; fi
-done
+# the tokens as files for the stack's secrets (the swarm keeps them encrypted and mounts them only in
+# the tasks that name them; nothing in any service's environment): docker/secrets.sh
+. docker/secrets.sh
+trap secrets_cleanup EXIT  # until the teardown trap below takes over
 results="${ALLFOURS_RESULTS:-$PWD/arena-out/compose}"
 mkdir -p "$results"  # the bind mount's source must exist on the arena's node, or its task is rejected
 ALLFOURS_RESULTS="$(cd "$results" && pwd)"
 export ALLFOURS_RESULTS
+results_sed=$(printf '%s' "$ALLFOURS_RESULTS" | sed 's/[\\|&]/\\&/g')
 if [ "${ALLFOURS_SKIP_BUILD:-}" != 1 ]; then
   ALLFOURS_BASE="${ALLFOURS_BASE:-$(bash docker/base-image.sh node)}"
   export ALLFOURS_BASE
@@ -67,6 +71,7 @@ teardown() {
     "$DOCKER" swarm leave --force >/dev/null || true
     if [ -n "$gwbridge" ]; then "$DOCKER" network rm docker_gwbridge >/dev/null 2>&1 || true; fi
   fi
+  secrets_cleanup
   exit "$status"
 }
 trap teardown EXIT
@@ -92,7 +97,8 @@ arena_tasks() {
 }
 
 say "following ${STACK}_arena (docker service logs -f)"
-"$DOCKER" service logs -f --raw "${STACK}_arena" 2>/dev/null &
+# the arena's `output: /results` is shown as the folder on the arena's node; $! is docker's (sed ends with it)
+"$DOCKER" service logs -f --raw "${STACK}_arena" 2>/dev/null > >(sed -u "s|^output: /results\\b|output: $results_sed|") &
 follow=$!
 deadline=$((SECONDS + WAIT_S))
 while :; do

@@ -7,6 +7,7 @@ ends normally, as the real (Python) one does.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -29,6 +30,14 @@ with log.open("a") as f:
 pathlib.Path(os.environ["FAKE_LOG"] + "." + sys.argv[1]).touch()  # "this step is under way"
 with open(os.environ["FAKE_LOG"] + ".results", "a") as f:  # compose.yaml's bind-mount source, as compose sees it
     f.write(os.environ.get("ALLFOURS_RESULTS", "") + "\\n")
+if sys.argv[1] == "up":  # the secrets' folder and the token variables, as compose sees them
+    import json
+    folder = pathlib.Path(os.environ.get("ALLFOURS_SECRETS", "/nonexistent"))
+    listed = folder.iterdir() if folder.is_dir() else []
+    files = {{p.name: [oct(p.stat().st_mode & 0o777), p.read_text()] for p in listed}}
+    seen = {{"folder": str(folder), "mode": oct(folder.stat().st_mode & 0o777) if folder.is_dir() else None,
+            "files": files, "token_vars": sorted(k for k in os.environ if "TOKEN" in k)}}
+    pathlib.Path(os.environ["FAKE_LOG"] + ".secrets").write_text(json.dumps(seen))
 if sys.argv[1] == os.environ["FAKE_STEP"]:  # the step to interrupt lasts; the others end at once
     try:
         time.sleep(8)
@@ -97,6 +106,28 @@ def test_a_relative_results_folder_reaches_compose_absolute(tmp_path: Path) -> N
         shutil.rmtree(ROOT / rel, ignore_errors=True)
     seen = (tmp_path / "calls.log.results").read_text().splitlines()
     assert seen and set(seen) == {str(ROOT / rel)}, seen
+
+
+def test_tokens_reach_compose_as_secret_files_only(tmp_path: Path) -> None:
+    """docker inspect showed every token of the stack (each was a container's environment variable).
+    The script now writes them as files for compose.yaml's `secrets:` in a private folder (0700, files
+    0444: the services' user reads the bind-mounted file): a token given in the environment is kept, the
+    others are drawn; docker-compose's environment holds no token, and the folder is gone afterwards."""
+    given = "given-admin-token-0123456789abcdef"
+    env = {**_stand_ins(tmp_path, "none"), "FAKE_WAIT_S": "1", "ALLFOURS_ADMIN_TOKEN": given,
+           "TMPDIR": str(tmp_path)}
+    done = subprocess.run(["bash", "docker/compose-demo.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads((tmp_path / "calls.log.secrets").read_text())
+    assert seen["mode"] == "0o700" and seen["token_vars"] == [], seen
+    files = seen["files"]
+    assert sorted(files) == ["admin_token", "token_heuristic", "token_nodejs", "token_random"], files
+    assert all(mode == "0o444" for mode, _ in files.values()), files
+    assert files["admin_token"][1].strip() == given
+    drawn = [text.strip() for name, (_, text) in files.items() if name != "admin_token"]
+    assert len(set(drawn)) == 3 and all(len(t) >= 32 for t in drawn), drawn
+    assert not Path(seen["folder"]).exists()
 
 
 @pytest.mark.parametrize("step", ["build", "up", "ps", "logs", "wait"])

@@ -107,12 +107,28 @@ def locked_down(client: Any, container_id: str) -> tuple[str, bool, list[str], i
     return c["Config"]["User"], host["ReadonlyRootfs"], host["CapDrop"] or [], host["Memory"], host["NanoCpus"]
 
 
+def tokens(env: dict[str, str]) -> list[str]:
+    """The stack's four tokens as this test gives them to the command (which keeps given tokens)."""
+    return [v for k, v in env.items() if k == "ALLFOURS_ADMIN_TOKEN" or k.startswith("ALLFOURS_TOKEN_")]
+
+
+def token_environment(client: Any, container_id: str, secrets: list[str]) -> tuple[list[str], list[str]]:
+    """A container's token variables (names with TOKEN) and every variable whose value holds one of
+    ``secrets``, as ``docker inspect`` shows them to anyone with access to docker."""
+    variables = client.api.inspect_container(container_id)["Config"]["Env"] or []
+    names = [v.split("=", 1)[0] for v in variables if "TOKEN" in v.split("=", 1)[0]]
+    return names, [v.split("=", 1)[0] for v in variables if any(t in v for t in secrets)]
+
+
 def test_readme_compose_command_outlives_a_referee_killed_mid_run(env: dict[str, str], tmp_path: Path) -> None:
     """The README's compose command with one referee container killed after the first stored games:
     the arena retires it and plays on (12 of 12 games, each once), the command exits with the
     arena's status 0, and the stack is taken down (no container or network of the project left).
     While it runs, the referees and the bot workers are as docs/deploy.md says: user 10001, a read-only
-    root, every capability dropped, memory and CPU limits (the referees had kept their capabilities)."""
+    root, every capability dropped, memory and CPU limits (the referees had kept their capabilities);
+    and no container's environment holds a token (docker inspect showed all four): each reads its
+    token from a secret's file, through a ``*_FILE`` variable, and every game is played (the workers'
+    tokens were accepted)."""
     client = docker_client()
     project = env["COMPOSE_PROJECT_NAME"]
     results = tmp_path / "results"  # not created: the command makes the results folder itself
@@ -132,6 +148,11 @@ def test_readme_compose_command_outlives_a_referee_killed_mid_run(env: dict[str,
                     user, read_only, dropped, memory, cpus = locked_down(client, c["Id"])
                     assert (user, read_only, dropped) == ("10001:10001", True, ["ALL"]), (c["Names"], dropped)
                     assert memory > 0 and cpus > 0, (c["Names"], memory, cpus)
+                arena = _compose_containers(client, project, "arena")
+                assert len(arena) == 1 and len(workers) == 4, (arena, workers)
+                for c in referees + workers + arena:  # the tokens are secrets: files, not the environment
+                    names, exposed = token_environment(client, c["Id"], tokens(env))
+                    assert exposed == [] and names and all(n.endswith("_FILE") for n in names), (c["Names"], names)
                 victim = referees[0]
                 victim_ip = next(iter(victim["NetworkSettings"]["Networks"].values()))["IPAddress"]
                 client.api.kill(victim["Id"])
