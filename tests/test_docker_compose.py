@@ -42,6 +42,19 @@ def run(cmd: list[str], env: dict[str, str], timeout: float = 120) -> subprocess
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+#: The secrets' folder this test's own `docker-compose build` and `down` calls name: compose.yaml does not
+#: render without ALLFOURS_SECRETS, though neither call reads a secret (the demo scripts make their own).
+RENDER_SECRETS = Path(os.environ.get("TMPDIR", "/tmp")) / f"allfours-test-secrets-{os.getpid()}"
+
+
+def compose(args: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``docker-compose ARGS`` run by the test itself (a build, a clean-up): with a secrets folder to render."""
+    RENDER_SECRETS.mkdir(mode=0o700, exist_ok=True)
+    for name in ("admin_token", "token_random", "token_heuristic", "token_nodejs"):
+        (RENDER_SECRETS / name).write_text("unused: this test's compose calls only render the file\n")
+    return run(["docker-compose", *args], {**env, "ALLFOURS_SECRETS": str(RENDER_SECRETS)}, timeout)
+
+
 @pytest.fixture(scope="module")
 def env() -> Iterator[dict[str, str]]:
     docker_client()
@@ -62,6 +75,7 @@ def env() -> Iterator[dict[str, str]]:
     finally:
         if created:
             ca.unlink(missing_ok=True)
+        shutil.rmtree(RENDER_SECRETS, ignore_errors=True)
 
 
 def games(results: Path) -> list[dict[str, Any]]:
@@ -166,7 +180,7 @@ def test_readme_compose_command_outlives_a_referee_killed_mid_run(env: dict[str,
                     proc.kill()
                     proc.wait()
     finally:
-        run(["docker-compose", "down", "--remove-orphans", "-t", "5"], e, timeout=120)
+        compose(["down", "--remove-orphans", "-t", "5"], e, timeout=120)
     log = out.read_text()
     assert code == 0, log[-3000:]
     played = check_demo(results)
@@ -198,7 +212,7 @@ def test_readme_compose_command_takes_the_stack_down_on_ctrl_c(env: dict[str, st
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        run(["docker-compose", "down", "--remove-orphans", "-t", "5"], e, timeout=120)
+        compose(["down", "--remove-orphans", "-t", "5"], e, timeout=120)
     assert proc.returncode == 130, err[-2000:]
     assert "taking the stack down" in err and left == [], (left, err[-2000:])
 
@@ -233,7 +247,8 @@ def test_documented_swarm_steps_from_a_fresh_clone_survive_a_killed_referee(
     """docs/deploy.md's Swarm step, verbatim (`docker/swarm-demo.sh`), in a fresh clone on a one-node
     swarm with no image registry (tokens, base image, build, the results folder, deploy, follow, tear
     down); one referee task is killed after the first stored results: the arena retires it and the
-    store holds every game exactly once; the stack and its network are gone at the end."""
+    store holds every game exactly once; the stack and its network are gone at the end. The arena's
+    results folder is shown as the node's (it printed /results, its folder inside the container)."""
     client = docker_client()
     clone = fresh_clone(tmp_path / "clone")
     results = clone / "arena-out" / "compose"  # the default: made by the script (a bind mount's source)
@@ -271,6 +286,8 @@ def test_documented_swarm_steps_from_a_fresh_clone_survive_a_killed_referee(
     assert code == 0, logs[-3000:]
     assert "referees: dns:referee:50051 -> " in logs
     assert "retired" in logs, logs[-3000:]
+    # the results folder shown is the node's, not the arena's /results inside its container
+    assert f"output: {results}  (" in logs and "output: /results" not in logs, logs[-3000:]
     played = check_demo(results)
     used = {g["referee"] for g in played}
     assert f"{victim_ip}:50051" in used, used
@@ -392,7 +409,7 @@ def test_three_machines_swarm_with_a_node_stopped_mid_run(env: dict[str, str], t
     r = run(["bash", "docker/swarm-node-image.sh"], env, timeout=1200)
     assert r.returncode == 0, r.stderr[-2000:]
     node_image = r.stdout.strip().splitlines()[-1]
-    r = run(["docker-compose", "build"], env, timeout=900)
+    r = compose(["build"], env, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     results = tmp_path / "results"
     results.mkdir()
