@@ -1,4 +1,5 @@
-"""The competition's book: competitors (token digests only) and their submissions, in SQLite.
+"""The competition's book: competitors (token digests only), their submissions and their web sessions
+(session id digests only), in SQLite.
 
 One file, ``OUTPUT/competition.sqlite`` (0600, WAL, ``synchronous=FULL``), beside the league's store.
 Thread-safe: the Submission service (the lobby's event loop), the build queue (its own thread) and the
@@ -8,6 +9,10 @@ A submission's status moves ``received → building → validating → accepted 
 ends ``rejected`` (with the failing step and a reason) or ``failed`` (the arena's own fault, with a
 reason). :meth:`CompetitionBook.resume` puts a submission that was building or validating when the
 arena stopped back to ``received``: the queue builds it again from its kept folder.
+
+A web session (:class:`WebSession`, arena/web/competitor.py decides when one ends) is kept as the
+SHA-256 of its id, so a copy of the file signs nobody in; revoking a competitor deletes theirs. A book
+made before sessions were kept here gets their table when it is opened (``CREATE TABLE IF NOT EXISTS``).
 """
 
 from __future__ import annotations
@@ -48,6 +53,9 @@ CREATE TABLE IF NOT EXISTS submissions (
     image TEXT NOT NULL DEFAULT '', created_at REAL NOT NULL, updated_at REAL NOT NULL,
     retired INTEGER NOT NULL DEFAULT 0,
     UNIQUE (name, version));
+CREATE TABLE IF NOT EXISTS sessions (
+    digest TEXT PRIMARY KEY, competitor TEXT NOT NULL, created_at REAL NOT NULL, used_at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS sessions_by_competitor ON sessions (competitor, created_at);
 """
 
 
@@ -89,6 +97,17 @@ class Submission:
     def entrant(self) -> str:
         """The entrant's name in the league: ``name@version``."""
         return f"{self.name}@{self.version}"
+
+
+@dataclass(frozen=True, slots=True)
+class WebSession:
+    """A competitor's web session: the SHA-256 (hex) of its id (``digest``), its ``competitor``, its
+    sign-in (``created_at``) and its last use as last written (``used_at``), in UNIX seconds."""
+
+    digest: str
+    competitor: str
+    created_at: float
+    used_at: float
 
 
 _COLUMNS = ("id, competitor, name, version, kind, entry, status, step, reason, log_tail, image, created_at, "
@@ -158,10 +177,12 @@ class CompetitionBook:
         return token
 
     def revoke_competitor(self, name: str) -> bool:
-        """Revoke ``name``'s token (its submissions and entrants stay); False if it had none."""
+        """Revoke ``name``'s token and end their web sessions (their submissions and entrants stay);
+        False if the token was revoked already (the sessions end all the same)."""
         with self._lock:
             cur = self._db.execute("UPDATE competitors SET revoked_at = ?, digest = NULL WHERE name = ? "
                                    "AND revoked_at IS NULL", (time.time(), name))
+            self._db.execute("DELETE FROM sessions WHERE competitor = ?", (name,))
         return cur.rowcount > 0
 
     def competitors(self) -> list[tuple[str, bool]]:
@@ -178,6 +199,48 @@ class CompetitionBook:
             row = self._db.execute("SELECT name FROM competitors WHERE digest = ? AND revoked_at IS NULL",
                                    (token_digest(token),)).fetchone()
         return None if row is None else str(row[0])
+
+    # ---------------------------------------------------------------- web sessions
+    def add_session(self, digest: str, competitor: str, now: float, keep: int) -> None:
+        """Keep a new session of ``competitor`` (``digest``: the SHA-256 of its id), signed in and last
+        used at ``now`` (UNIX seconds), and end their oldest ones beyond the newest ``keep``, in one
+        transaction (two sign-ins at once leave at most ``keep``)."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("INSERT INTO sessions VALUES (?, ?, ?, ?)", (digest, competitor, now, now))
+                self._db.execute("DELETE FROM sessions WHERE competitor = ? AND digest NOT IN (SELECT digest FROM "
+                                 "sessions WHERE competitor = ? ORDER BY created_at DESC, rowid DESC LIMIT ?)",
+                                 (competitor, competitor, keep))
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def session(self, digest: str) -> WebSession | None:
+        """The session whose id has SHA-256 ``digest``, or None (never made, or ended)."""
+        with self._lock:
+            row = self._db.execute("SELECT digest, competitor, created_at, used_at FROM sessions WHERE digest = ?",
+                                   (digest,)).fetchone()
+        return None if row is None else WebSession(str(row[0]), str(row[1]), float(row[2]), float(row[3]))
+
+    def touch_session(self, digest: str, now: float) -> None:
+        """Write ``now`` (UNIX seconds) as the last use of session ``digest``."""
+        with self._lock:
+            self._db.execute("UPDATE sessions SET used_at = ? WHERE digest = ?", (now, digest))
+
+    def end_session(self, digest: str) -> None:
+        """Delete session ``digest`` (nothing if there is none)."""
+        with self._lock:
+            self._db.execute("DELETE FROM sessions WHERE digest = ?", (digest,))
+
+    def end_sessions_before(self, used_before: float, created_before: float) -> int:
+        """Delete every session last used at or before ``used_before``, or signed in at or before
+        ``created_before`` (UNIX seconds); returns how many."""
+        with self._lock:
+            cur = self._db.execute("DELETE FROM sessions WHERE used_at <= ? OR created_at <= ?",
+                                   (used_before, created_before))
+        return cur.rowcount
 
     # ---------------------------------------------------------------- submissions
     def add_submission(self, competitor: str, name: str, version: str, kind: str, entry: str) -> Submission:
