@@ -360,17 +360,23 @@ def test_remote_registrations_together_do_not_pass_the_daily_limit(tmp_path: Pat
     assert [s.entrant for s in desk.book.submissions("eve")] == ["everemote@1"]
 
 
-def test_a_competitor_signing_in_again_and_again_keeps_a_few_sessions() -> None:
-    """Every sign-in made a session kept in memory until the arena stopped: a script signing in in a
-    loop grew the web server without bound. A competitor keeps their newest few; older ones end."""
+def test_a_competitor_signing_in_again_and_again_keeps_a_few_sessions(tmp_path: Path) -> None:
+    """Every sign-in made a session kept until the arena stopped: a script signing in in a loop grew
+    the web server (now the book) without bound. A competitor keeps their newest few; older ones end."""
+    import contextlib
+    import sqlite3
+
     from arena.web.competitor import SESSIONS_EACH, Sessions
 
     sessions = Sessions()
-    ids = [sessions.open("mal") for _ in range(SESSIONS_EACH + 50)]
-    other = sessions.open("ann")
-    assert sessions.who(ids[0]) is None and sessions.who(ids[-1]) == "mal"
-    assert sum(sessions.who(s) == "mal" for s in ids) == SESSIONS_EACH
-    assert sessions.who(other) == "ann"
+    with CompetitionBook(tmp_path) as book:
+        ids = [sessions.open(book, "mal") for _ in range(SESSIONS_EACH + 50)]
+        other = sessions.open(book, "ann")
+        assert sessions.who(book, ids[0]) is None and sessions.who(book, ids[-1]) == "mal"
+        assert sum(sessions.who(book, s) == "mal" for s in ids) == SESSIONS_EACH
+        assert sessions.who(book, other) == "ann"
+    with contextlib.closing(sqlite3.connect(tmp_path / "competition.sqlite")) as db:
+        assert db.execute("SELECT COUNT(*) FROM sessions").fetchone() == (SESSIONS_EACH + 1,)
 
 
 def test_a_fork_bomb_in_a_build_stops_at_the_builds_pids_limit(tmp_path: Path) -> None:

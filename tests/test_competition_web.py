@@ -1,21 +1,31 @@
 """A competitor's pages over HTTP (arena/web/competitor.py), on the output of a real tournament: the
 session cookie, my running game seen from my seat only, another's seat refused, the board's best
 version per competitor (?versions=all: every one). The whole walk in chromium is in
-tests/test_competition.py."""
+tests/test_competition.py.
+
+Sessions live in the competition's book (only their SHA-256): one outlives a restart of ``arena web``
+(a real process), ends a week after its last use or a month after its sign-in (time given by a clock
+the test moves: nothing sleeps), at sign-out, at the competitor's 17th sign-in (the oldest) and when
+the competitor is revoked."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 from starlette.testclient import TestClient
-from web_helpers import live_from_record, record_lines, run_tournament
+from web_helpers import arena_web, live_from_record, record_lines, run_tournament
 
-from arena.competition.book import CompetitionBook
+from arena.competition.book import BOOK_NAME, CompetitionBook
 from arena.competition.games import hidden_versions
 from arena.web.app import create_app
+from arena.web.competitor import COOKIE, IDLE_S, LIFETIME_S, SESSIONS_EACH, TOUCH_S, Sessions
 
 pytestmark = pytest.mark.slow
 
@@ -129,3 +139,252 @@ def test_a_rejections_log_tail_reads_left_to_right_within_the_page(tmp_path: Pat
             assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     finally:
         server.stop()
+
+
+FORM = {"content-type": "application/x-www-form-urlencoded"}
+#: What /me shows ivy signed in, and anyone signed out.
+IVY_PAGE, SIGN_IN_FORM = '<b id="who">ivy</b>', '<form method="post" action="/me/login" id="login">'
+#: A moment (UNIX seconds) the clock of a test starts at.
+T0 = 1_900_000_000.0
+
+
+@dataclass
+class Clock:
+    """The time a test's :class:`Sessions` read (UNIX seconds), moved by the test."""
+
+    now: float = T0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the book's sessions table, read straight from the file."""
+
+    digest: str
+    competitor: str
+    created_at: float
+    used_at: float
+
+
+def _competition(tmp_path: Path, out: Path) -> tuple[Path, dict[str, str]]:
+    """A copy of the tournament's output with the book of :func:`_book`; the folder and the tokens."""
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy, ignore=shutil.ignore_patterns("live"))
+    return copy, _book(copy)
+
+
+def _client(output: Path, clock: Clock | None = None) -> TestClient:
+    """A client of a new web app of ``output`` (a fresh process's state), its sessions on ``clock``."""
+    app = create_app(output, bootstrap=20)
+    if clock is not None:
+        app.state.sessions = Sessions(clock=clock)
+    return TestClient(app)
+
+
+def _sign_in(client: TestClient, token: str) -> str:
+    """Sign in with ``token``; the session cookie's value (the client forgets it: pass it yourself)."""
+    signed = client.post("/me/login", content=f"token={token}", headers=FORM, follow_redirects=False)
+    assert signed.status_code == 303, signed.text
+    sid = signed.cookies[COOKIE]
+    client.cookies.clear()
+    return sid
+
+
+def _cookie(sid: str) -> dict[str, str]:
+    """The request header presenting the session cookie ``sid``."""
+    return {"cookie": f"{COOKIE}={sid}"}
+
+
+def _me(client: TestClient, sid: str) -> str:
+    """/me with the session cookie ``sid``."""
+    page = client.get("/me", headers=_cookie(sid))
+    assert page.status_code == 200
+    return page.text
+
+
+def _rows(output: Path) -> list[Row]:
+    """The book's sessions, oldest sign-in first (read by a connection of the test's own)."""
+    db = sqlite3.connect(output / BOOK_NAME)
+    try:
+        rows = db.execute("SELECT digest, competitor, created_at, used_at FROM sessions ORDER BY created_at, rowid")
+        return [Row(str(d), str(c), float(a), float(u)) for d, c, a, u in rows.fetchall()]
+    finally:
+        db.close()
+
+
+def test_a_session_outlives_a_restart_of_arena_web(tmp_path: Path, out: Path) -> None:
+    """Sessions were kept in the web process: stopping `arena web` (or `arena serve`) signed everyone
+    out. Two real processes one after the other on the same folder: the first one's cookie opens /me
+    on the second."""
+    copy, tokens = _competition(tmp_path, out)
+    with arena_web(copy) as base:
+        signed = httpx.post(f"{base}/me/login", content=f"token={tokens['ivy']}", headers=FORM)
+        assert signed.status_code == 303, signed.text
+        sid = signed.cookies[COOKIE]
+        assert IVY_PAGE in httpx.get(f"{base}/me", headers=_cookie(sid)).text
+    with arena_web(copy) as base:
+        again = httpx.get(f"{base}/me", headers=_cookie(sid))
+        assert again.status_code == 200 and IVY_PAGE in again.text
+        assert SIGN_IN_FORM in httpx.get(f"{base}/me", headers=_cookie(sid + "x")).text
+
+
+def test_the_book_keeps_only_a_sessions_sha256(tmp_path: Path, out: Path) -> None:
+    """A copy of the book (a backup, a stolen file) must not sign anyone in: its bytes, with the WAL's,
+    hold the SHA-256 of the session id and never the id."""
+    copy, tokens = _competition(tmp_path, out)
+    sid = _sign_in(_client(copy), tokens["ivy"])
+    digest = hashlib.sha256(sid.encode()).hexdigest()
+    assert [(r.digest, r.competitor) for r in _rows(copy)] == [(digest, "ivy")]
+    files = b"".join(p.read_bytes() for p in copy.glob(BOOK_NAME + "*"))
+    assert digest.encode() in files  # the grep sees what the book wrote, the WAL too
+    assert sid.encode() not in files
+
+
+def test_a_session_ends_a_week_after_its_last_use(tmp_path: Path, out: Path) -> None:
+    """Sessions never ended: a cookie copied once worked for ever. Each use moves the week on; a week
+    without one ends it (the row goes)."""
+    assert IDLE_S == 7 * 86_400
+    copy, tokens = _competition(tmp_path, out)
+    clock = Clock()
+    c = _client(copy, clock)
+    sid = _sign_in(c, tokens["ivy"])
+    clock.now += IDLE_S - 1
+    assert IVY_PAGE in _me(c, sid)
+    clock.now += IDLE_S - 1  # nearly two weeks after the sign-in, but a week since the last use
+    assert IVY_PAGE in _me(c, sid)
+    clock.now += IDLE_S
+    assert SIGN_IN_FORM in _me(c, sid)
+    assert c.get("/me/logs/any/0", headers=_cookie(sid)).status_code == 401
+    assert _rows(copy) == []
+
+
+def test_a_session_ends_a_month_after_its_sign_in_however_used(tmp_path: Path, out: Path) -> None:
+    """Used every day, a session still ends 30 days after its sign-in; the cookie is kept that long."""
+    assert LIFETIME_S == 30 * 86_400
+    copy, tokens = _competition(tmp_path, out)
+    clock = Clock()
+    c = _client(copy, clock)
+    signed = c.post("/me/login", content=f"token={tokens['ivy']}", headers=FORM, follow_redirects=False)
+    assert f"max-age={LIFETIME_S}" in signed.headers["set-cookie"].lower()
+    sid = signed.cookies[COOKIE]
+    c.cookies.clear()
+    while clock.now + 86_400 < T0 + LIFETIME_S:
+        clock.now += 86_400
+        assert IVY_PAGE in _me(c, sid), clock.now - T0
+    clock.now = T0 + LIFETIME_S - 1
+    assert IVY_PAGE in _me(c, sid)
+    clock.now = T0 + LIFETIME_S
+    assert SIGN_IN_FORM in _me(c, sid)
+    assert _rows(copy) == []
+
+
+def test_a_sessions_last_use_is_written_at_most_once_a_minute(tmp_path: Path, out: Path) -> None:
+    """A page view within a minute of the last written use writes nothing (no write per request)."""
+    assert TOUCH_S == 60
+    copy, tokens = _competition(tmp_path, out)
+    clock = Clock()
+    c = _client(copy, clock)
+    sid = _sign_in(c, tokens["ivy"])
+    assert [(r.created_at, r.used_at) for r in _rows(copy)] == [(T0, T0)]
+    clock.now = T0 + TOUCH_S - 1
+    assert IVY_PAGE in _me(c, sid)
+    assert [r.used_at for r in _rows(copy)] == [T0]
+    clock.now = T0 + TOUCH_S
+    assert IVY_PAGE in _me(c, sid)
+    assert [r.used_at for r in _rows(copy)] == [T0 + TOUCH_S]
+
+
+def test_a_sign_in_deletes_every_ended_session(tmp_path: Path, out: Path) -> None:
+    """An ended session nobody presents again leaves no row for ever: the next sign-in (anyone's)
+    deletes the rows of every session ended by then."""
+    copy, tokens = _competition(tmp_path, out)
+    clock = Clock()
+    c = _client(copy, clock)
+    _sign_in(c, tokens["ivy"])
+    clock.now += 60
+    _sign_in(c, tokens["jay"])
+    clock.now = T0 + IDLE_S
+    jay = _sign_in(c, tokens["jay"])
+    assert [(r.competitor, r.created_at) for r in _rows(copy)] == [("jay", T0 + 60), ("jay", T0 + IDLE_S)]
+    assert "jay" in _me(c, jay)
+
+
+def test_the_seventeenth_sign_in_ends_the_first(tmp_path: Path, out: Path) -> None:
+    """A competitor keeps their newest 16 sessions, in the book: a new app (a restart) knows them."""
+    assert SESSIONS_EACH == 16
+    copy, tokens = _competition(tmp_path, out)
+    clock = Clock()
+    c = _client(copy, clock)
+    sids = []
+    for _ in range(SESSIONS_EACH + 1):
+        clock.now += 1
+        sids.append(_sign_in(c, tokens["ivy"]))
+    assert [r.created_at for r in _rows(copy)] == [T0 + k for k in range(2, SESSIONS_EACH + 2)]
+    restarted = _client(copy, clock)
+    assert SIGN_IN_FORM in _me(restarted, sids[0])
+    assert all(IVY_PAGE in _me(restarted, sid) for sid in sids[1:])
+
+
+def test_a_signed_out_cookie_gets_the_sign_in_form(tmp_path: Path, out: Path) -> None:
+    """Sign-out deletes the session's row: the old cookie, presented again, is nobody's."""
+    copy, tokens = _competition(tmp_path, out)
+    c = _client(copy)
+    sid = _sign_in(c, tokens["ivy"])
+    kept = _sign_in(c, tokens["ivy"])  # another browser of ivy's stays signed in
+    assert len(_rows(copy)) == 2
+    out_ = c.post("/me/logout", headers=_cookie(sid), follow_redirects=False)
+    assert out_.status_code == 303 and f'{COOKIE}=""' in out_.headers["set-cookie"]
+    assert [r.digest for r in _rows(copy)] == [hashlib.sha256(kept.encode()).hexdigest()]
+    assert SIGN_IN_FORM in _me(c, sid)
+    assert SIGN_IN_FORM in _me(_client(copy), sid)
+    assert IVY_PAGE in _me(c, kept)
+
+
+def test_a_revoked_competitors_sessions_end(tmp_path: Path, out: Path) -> None:
+    """Revoking a competitor deletes their sessions' rows at once (jay's stay), and their cookie is
+    refused: /me shows the sign-in form, a log is 401."""
+    copy, tokens = _competition(tmp_path, out)
+    c = _client(copy)
+    ivy, jay = _sign_in(c, tokens["ivy"]), _sign_in(c, tokens["jay"])
+    assert IVY_PAGE in _me(c, ivy)
+    with CompetitionBook(copy) as book:
+        assert book.revoke_competitor("ivy")
+    assert [r.competitor for r in _rows(copy)] == ["jay"]
+    assert SIGN_IN_FORM in _me(c, ivy)
+    assert c.get("/me/logs/any/0", headers=_cookie(ivy)).status_code == 401
+    assert '<b id="who">jay</b>' in _me(c, jay)
+
+
+#: The book's tables before sessions were kept in it (a competition started with an older arena).
+OLD_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE competitors (name TEXT PRIMARY KEY, digest TEXT, created_at REAL NOT NULL, revoked_at REAL);
+CREATE TABLE submissions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    competitor TEXT NOT NULL, name TEXT NOT NULL, version TEXT NOT NULL,
+    kind TEXT NOT NULL, entry TEXT NOT NULL, status TEXT NOT NULL,
+    step TEXT NOT NULL DEFAULT '', reason TEXT NOT NULL DEFAULT '', log_tail TEXT NOT NULL DEFAULT '',
+    image TEXT NOT NULL DEFAULT '', created_at REAL NOT NULL, updated_at REAL NOT NULL,
+    retired INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (name, version));
+"""
+
+
+def test_a_book_made_before_sessions_gets_their_table_when_opened(tmp_path: Path) -> None:
+    """A competition under way when the arena is upgraded: its book has no sessions table; the web
+    makes it and signs the competitor in."""
+    from arena.lobby.tokens import token_digest
+
+    folder = tmp_path / "out"
+    folder.mkdir()
+    db = sqlite3.connect(folder / BOOK_NAME)
+    db.executescript(OLD_SCHEMA)
+    db.execute("INSERT INTO competitors VALUES ('ivy', ?, 0, NULL)", (token_digest("ivy-token"),))
+    db.commit()
+    db.close()
+    c = _client(folder)
+    sid = _sign_in(c, "ivy-token")
+    assert [r.competitor for r in _rows(folder)] == ["ivy"]
+    assert IVY_PAGE in _me(c, sid)

@@ -7,12 +7,16 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import signal
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 from conftest import require
 
 from arena.report.live import LiveLog
@@ -169,3 +173,38 @@ def chromium() -> Iterator[Any]:
             yield b
         finally:
             b.close()
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 free now (the caller binds it next)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def arena_web(output: Path, timeout: float = 30) -> Iterator[str]:
+    """``arena web OUTPUT`` in a process of its own on a free loopback port; yields its base URL once
+    ``/api/games`` answers (polled, at most ``timeout`` seconds); stopped with SIGTERM on exit."""
+    base = f"http://127.0.0.1:{free_port()}"
+    proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "web", str(output), "--port", base.rsplit(":", 1)[1]],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            assert proc.poll() is None, proc.communicate()[1]
+            try:
+                if httpx.get(f"{base}/api/games", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "arena web did not answer"
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate(timeout=10)

@@ -2,15 +2,20 @@
 submissions with their statuses and reasons, my games (replays) and download my seat logs.
 
 - ``GET /me``: the sign-in form, or (signed in) my page; ``POST /me/login`` (form field ``token``): a
-  session cookie ``af_session`` (HttpOnly, SameSite=Strict, Path=/; the token is never in a URL and
-  never stored: the session maps a random id to the competitor, in memory); ``POST /me/logout``; both
-  refuse (403) a form posted from another site (its ``Origin`` or ``Sec-Fetch-Site`` says so): SameSite
-  guards sending the cookie, not setting it, so another site's form could sign a browser in as the
-  attacker (login CSRF) or out;
+  session cookie ``af_session`` (HttpOnly, SameSite=Strict, Path=/, kept :data:`LIFETIME_S`; the token
+  is never in a URL and never stored); ``POST /me/logout``; both refuse (403) a form posted from another
+  site (its ``Origin`` or ``Sec-Fetch-Site`` says so): SameSite guards sending the cookie, not setting
+  it, so another site's form could sign a browser in as the attacker (login CSRF) or out;
 - ``GET /me/live/{game_id}/{seat}``: my seat's view of a running game (as my bot sees it);
 - ``GET /me/logs/{game_id}/{seat}``: my seat's log as a download; another's seat, or no session, is
   refused (403 / 401) — whatever the URL names (:func:`arena.competition.games.seat_log` decides). My
   page links only the logs kept here: a remote bot's seat says its log is on my machine.
+
+Sessions (:class:`Sessions`) are kept in the competition's book, as the SHA-256 of their random id
+(:meth:`arena.competition.book.CompetitionBook.add_session`), so they outlive a restart of ``arena
+serve`` or ``arena web`` and any number of apps, threads and processes share them. One ends
+:data:`IDLE_S` after its last use, :data:`LIFETIME_S` after its sign-in, at sign-out, when its
+competitor is revoked, or when it is their oldest of :data:`SESSIONS_EACH` and they sign in once more.
 
 Only when the output folder holds a competition's book (``competition.sqlite``); otherwise 404.
 """
@@ -18,7 +23,8 @@ Only when the output folder holds a competition's book (``competition.sqlite``);
 from __future__ import annotations
 
 import secrets
-import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -27,8 +33,9 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from arena.competition.book import BOOK_NAME, CompetitionBook
+from arena.competition.book import BOOK_NAME, DAY_S, CompetitionBook, WebSession
 from arena.competition.games import MyGame, NotYours, hidden_versions, my_games, seat_log
+from arena.lobby.tokens import token_digest
 from arena.report import live
 from referee.rules.seats import side_of
 
@@ -40,35 +47,62 @@ FORM_BYTES = 4096
 
 #: Most sessions of one competitor (their newest; signing in once more ends the oldest).
 SESSIONS_EACH = 16
+#: Seconds a session lasts unused (7 days): a request that long after its last (written) use finds it
+#: ended. The last use is written at most every :data:`TOUCH_S`, so a session ends between
+#: ``IDLE_S - TOUCH_S`` and ``IDLE_S`` seconds after the last request.
+IDLE_S = 7 * DAY_S
+#: Seconds a session lasts at most after its sign-in (30 days), however often it is used; the
+#: cookie's ``max_age``.
+LIFETIME_S = 30 * DAY_S
+#: Fewest seconds between two writes of a session's last use: page views within a minute of the last
+#: write write nothing (no database write per request).
+TOUCH_S = 60
+
+
+def ended(session: WebSession, now: float) -> bool:
+    """Whether ``session`` has ended at ``now`` (UNIX seconds): :data:`IDLE_S` after its last use or
+    :data:`LIFETIME_S` after its sign-in."""
+    return now >= session.used_at + IDLE_S or now >= session.created_at + LIFETIME_S
 
 
 class Sessions:
-    """Signed-in competitors by random session id (in memory: a restart signs everyone out; each
-    competitor keeps at most :data:`SESSIONS_EACH`). Thread-safe."""
+    """Signed-in competitors by random session id, kept in the competition's book given to each call
+    (as the id's SHA-256: see the module docstring); ``clock`` gives the time in UNIX seconds (tests
+    move it). Each method raises :class:`sqlite3.Error` if the book cannot be read or written."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_id: dict[str, str] = {}
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
 
-    def open(self, competitor: str) -> str:
-        """A new session id for ``competitor`` (their oldest session ends when they have too many)."""
+    def open(self, book: CompetitionBook, competitor: str) -> str:
+        """A new session id for ``competitor``. Deletes every ended session first (anyone's), and the
+        competitor's oldest when they have :data:`SESSIONS_EACH`."""
         sid = secrets.token_urlsafe(32)
-        with self._lock:
-            theirs = [k for k, who in self._by_id.items() if who == competitor]  # oldest first (insertion order)
-            for old in theirs[: max(0, len(theirs) - SESSIONS_EACH + 1)]:
-                del self._by_id[old]
-            self._by_id[sid] = competitor
+        now = self._clock()
+        book.end_sessions_before(used_before=now - IDLE_S, created_before=now - LIFETIME_S)
+        book.add_session(token_digest(sid), competitor, now, keep=SESSIONS_EACH)
         return sid
 
-    def who(self, sid: str | None) -> str | None:
-        """The competitor of session ``sid``, or None."""
-        with self._lock:
-            return self._by_id.get(sid or "")
+    def who(self, book: CompetitionBook, sid: str | None) -> str | None:
+        """The competitor of session ``sid``, or None (no such session, or ended: its row is deleted).
+        Writes the session's last use when the written one is :data:`TOUCH_S` old or more."""
+        if not sid:
+            return None
+        digest = token_digest(sid)
+        session = book.session(digest)
+        if session is None:
+            return None
+        now = self._clock()
+        if ended(session, now):
+            book.end_session(digest)
+            return None
+        if now - session.used_at >= TOUCH_S:
+            book.touch_session(digest, now)
+        return session.competitor
 
-    def close(self, sid: str | None) -> None:
-        """End session ``sid``."""
-        with self._lock:
-            self._by_id.pop(sid or "", None)
+    def close(self, book: CompetitionBook, sid: str | None) -> None:
+        """End session ``sid`` (nothing without one)."""
+        if sid:
+            book.end_session(token_digest(sid))
 
 
 def older_versions(output: Path, ranked: list[str]) -> set[str]:
@@ -158,10 +192,11 @@ async def login(request: Request) -> Response:
     token = (parse_qs(body).get("token") or [""])[0].strip()
     with book:
         who = book.competitor_for(token)
-    if who is None:
+        sid = None if who is None else request.app.state.sessions.open(book, who)
+    if sid is None:
         return _page(request, 401, competitor=None, error="unknown or revoked competitor token")
     response = RedirectResponse("/me", status_code=303)
-    response.set_cookie(COOKIE, request.app.state.sessions.open(who), httponly=True, samesite="strict", path="/",
+    response.set_cookie(COOKIE, sid, max_age=LIFETIME_S, httponly=True, samesite="strict", path="/",
                         secure=request.url.scheme == "https")
     return response
 
@@ -171,7 +206,10 @@ async def logout(request: Request) -> Response:
     refused = _cross_site(request)
     if refused is not None:
         return refused
-    request.app.state.sessions.close(request.cookies.get(COOKIE))
+    book = _book(request)
+    if book is not None:
+        with book:
+            request.app.state.sessions.close(book, request.cookies.get(COOKIE))
     response = RedirectResponse("/me", status_code=303)
     response.delete_cookie(COOKIE, path="/")
     return response
@@ -182,16 +220,16 @@ def _signed_in(request: Request, book: CompetitionBook) -> str | None:
     (the session ends with it)."""
     sessions: Sessions = request.app.state.sessions
     sid = request.cookies.get(COOKIE)
-    who = sessions.who(sid)
+    who = sessions.who(book, sid)
     if who is not None and (who, True) not in book.competitors():
-        sessions.close(sid)
+        sessions.close(book, sid)
         return None
     return who
 
 
 def _signed_in_entrants(request: Request) -> set[str] | None:
     """The entrants of the signed-in competitor (retired ones too), or None without a live session."""
-    if request.app.state.sessions.who(request.cookies.get(COOKIE)) is None:
+    if not request.cookies.get(COOKIE):
         return None
     book = _book(request)
     if book is None:
