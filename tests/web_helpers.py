@@ -183,7 +183,7 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def arena_web(output: Path, timeout: float = 30) -> Iterator[str]:
+def arena_web(output: Path, timeout: float = 120) -> Iterator[str]:
     """``arena web OUTPUT`` in a process of its own on a free loopback port; yields its base URL once
     ``/api/games`` answers (polled, at most ``timeout`` seconds); stopped with SIGTERM on exit."""
     base = f"http://127.0.0.1:{free_port()}"
