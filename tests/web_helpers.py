@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import re
 import signal
 import socket
@@ -20,8 +21,9 @@ import httpx
 from conftest import require
 
 from arena.report.live import LiveLog
+from referee.dealing import deck_for
 from referee.events import Event, step_events
-from referee.rules import apply, deal, new_game, parse_action, parse_deck
+from referee.rules import Phase, RuleSet, apply, deal, legal_actions, new_game, parse_action, parse_deck
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Debian's chromium (scripts/setup.d/20-chromium.sh), driven by playwright through executable_path.
@@ -84,8 +86,6 @@ def seat_knowledge(lines: list[dict[str, Any]], seat: int) -> Iterator[tuple[str
     may know then — its hand, kicks, cards played or exposed so far —, the other seats' hidden
     cards then — held, not exposed, not played)."""
     rules_players = len(lines[0]["seat_names"])
-    from referee.rules import RuleSet
-
     rules = RuleSet.from_dict(lines[0]["rules"])
     state = None
     public: set[str] = set()
@@ -130,8 +130,6 @@ def live_from_record(output: Path, lines: list[dict[str, Any]], game_id: str, pa
     head = lines[0]
     seed_line = lines[-1]
     log = LiveLog(output, game_id, pair_id, head["seat_names"], head["rules"], bytes.fromhex(seed_line["seed"]))
-    from referee.rules import RuleSet
-
     rules = RuleSet.from_dict(head["rules"])
     state = None
     game = 0
@@ -208,3 +206,33 @@ def arena_web(output: Path, timeout: float = 120) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate(timeout=10)
+
+
+def random_record(seed: int, players: int, target: int) -> list[dict[str, Any]]:
+    """Record lines (docs/record.md) of one random game: header, game, deals, actions, game_end."""
+    rng = random.Random(seed)
+    rules = RuleSet(players=players, target=target)
+    key = seed.to_bytes(32, "big")
+    dealer = rng.randrange(players)
+    lines: list[dict[str, Any]] = [
+        {"type": "header", "rules": rules.to_dict(), "seat_names": [f"bot{s}" for s in range(players)], "games": 1},
+        {"type": "game", "game": 1, "dealer": dealer},
+    ]
+    state = new_game(rules, dealer)
+    for _ in range(2000):  # far more steps than a game to 14 takes
+        if state.phase is Phase.OVER:
+            break
+        if state.phase is Phase.DEAL:
+            deck = deck_for(key, 1, state.deal_number + 1)
+            lines.append({"type": "deal", "game": 1, "deal": state.deal_number + 1, "dealer": state.dealer,
+                          "deck": [str(c) for c in deck]})
+            state = deal(state, deck)
+            continue
+        seat = state.to_act
+        action = rng.choice(legal_actions(state))
+        lines.append({"type": "action", "game": 1, "deal": state.deal_number, "seat": seat, "action": str(action),
+                      "by": "bot", "out_of_turn": False})
+        state = apply(state, action, seat)
+    assert state.phase is Phase.OVER
+    lines.append({"type": "game_end", "game": 1, "scores": list(state.scores), "winner": state.winner})
+    return lines
