@@ -6,8 +6,10 @@ stored game and publishes the results (docs/arena.md). Games are played on an em
 spread over the external referees given with ``--referee`` (repeatable) or ``tournament.referees``.
 Exit status: 0 when every scheduled game is played and published; 1 on a runtime failure (e.g. no
 referee reachable, or the output folder is locked by another arena process; the games stored so far
-are kept: run the same command again to resume); 2 on a bad config or arguments (including an admin
-token a referee refuses); 130 when interrupted. Errors are one line on stderr, without a traceback.
+are kept: run the same command again to resume; or a damaged database, or a disk full at publication:
+the line names the file or folder); 2 on a bad config or arguments (including an admin token a referee
+refuses), or an output folder holding another tournament; 130 when interrupted. Errors are one line on
+stderr, without a traceback.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ from arena.tournament.runner import (
     run_games,
 )
 from arena.tournament.schedule import ScheduledGame
-from arena.tournament.store import Store, StoreMismatch
+from arena.tournament.store import StorageError, Store, StoreMismatch
 from referee.credentials import SecretError, env_secret, file_variable
 
 if TYPE_CHECKING:  # imported where used: docker, the lobby and the web start only when a run needs them
@@ -851,6 +853,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.print("interrupted: stored games are kept; run the same command to resume", highlight=False)
         return 130
+    except StorageError as e:  # a damaged database, a full disk: the message names the file and what to do
+        err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True, highlight=False)
+        return 1
     except Exception as e:
         if getattr(args, "verbose", False):
             raise

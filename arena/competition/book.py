@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arena.lobby.tokens import MAX_FIELD, new_token, token_digest
-from arena.tournament.store import prepare_private_database
+from arena.tournament.store import open_private_database
 
 #: Characters of a rejection's ``log_tail`` kept (its end, if longer).
 LOG_TAIL_CHARS = 4096
@@ -124,17 +124,13 @@ def _submission(r: tuple[object, ...]) -> Submission:
 class CompetitionBook:
     """The open book of one output folder (see the module docstring).
 
-    :raises sqlite3.Error: if the file cannot be opened.
+    :raises arena.tournament.store.DatabaseUnreadable: if the file cannot be opened (naming it).
     """
 
     def __init__(self, output: str | Path):
         self.path = Path(output) / BOOK_NAME
-        prepare_private_database(self.path)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.path), isolation_level=None, timeout=30.0, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(_SCHEMA)
+        self._db = open_private_database(self.path, _SCHEMA, check_same_thread=False)
         self._db.create_function("name_key", 1, name_key, deterministic=True)
 
     def close(self) -> None:

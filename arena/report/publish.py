@@ -43,7 +43,12 @@ from arena.report.figures import los_next
 from arena.report.terminal import failures_table, ratings_table
 from arena.tournament.result import GameResult
 from arena.tournament.runner import LADDER_KEY, Tournament, TournamentFacts, public_facts
-from arena.tournament.store import games_rows
+from arena.tournament.store import StorageError, games_rows
+
+
+class PublishError(StorageError, OSError):
+    """The output files could not be written (a full disk, a folder not writable); the stored games
+    are untouched. ``str()`` names the folder (and the file, when the system says which)."""
 
 
 def write_outputs(
@@ -58,8 +63,23 @@ def write_outputs(
     :param tournament: JSON-ready facts about the tournament (name, bots {name: version}, commitment,
         master_seed or None, fingerprint, scheduled/played counts).
     :returns: ``{"games", "ratings_json", "ratings_csv", "leaderboard"}`` -> path written.
-    :raises OSError: if the folder cannot be written.
+    :raises PublishError: if the folder cannot be written (one line naming it).
     """
+    try:
+        return _write_outputs(output, results, ratings, tournament)
+    except OSError as e:
+        where = f" ({e.filename})" if e.filename else ""
+        raise PublishError(f"cannot publish the results in {output}: {e.strerror or e}{where}; the stored games "
+                           "are kept: run the same command to publish them") from e
+
+
+def _write_outputs(
+    output: Path,
+    results: Sequence[GameResult],
+    ratings: RatingTable,
+    tournament: TournamentFacts,
+) -> dict[str, Path]:
+    """:func:`write_outputs`, raising plain :class:`OSError`."""
     output.mkdir(parents=True, exist_ok=True)
     paths = {
         "games": output / "games.jsonl",
@@ -146,6 +166,7 @@ def publish_tournament(
         once its background refresh covers these games), and the rating history is published with the
         bootstrap only. ``None``: the bootstrap now (``arena run``), marked ``"publication": "final"``.
     :returns: the ratings result (see :func:`arena.ratings.publication.live_ratings` and ``final_ratings``).
+    :raises PublishError: the files cannot be written (one line naming the folder; the games stay stored).
     """
     results = t.store.results(order=[g.game_id for g in t.schedule])
     test = SprtRun(t.config, t.schedule, results) if t.config.sprt else None
@@ -186,3 +207,4 @@ def publish_tournament(
         if complete:
             console.print(f"master seed (revealed): {t.master_seed.hex()}  sha256: {t.commitment}", soft_wrap=True)
     return ratings
+

@@ -82,6 +82,44 @@ def prepare_private_database(path: Path) -> None:
     with contextlib.suppress(OSError):
         os.chmod(path, 0o600)
 
+
+def recovery_advice(name: str) -> str:
+    """What to do about the damaged or lost database file ``name`` of an output folder (a phrase)."""
+    return f"restore {name} (with its -wal file) from a backup, or use a new output folder"
+
+
+class StorageError(Exception):
+    """A file of the output folder that cannot be read or written: ``str()`` is one line naming the file
+    (or the folder) and what to do. The commands print it as it is (exit status 1)."""
+
+
+class DatabaseUnreadable(StorageError, sqlite3.DatabaseError):
+    """A database file that cannot be opened: damaged, not a database, unreadable."""
+
+
+#: SQLite's names of the errors that mean a damaged file (a backup helps, waiting does not).
+_DAMAGED = ("SQLITE_NOTADB", "SQLITE_CORRUPT")
+
+
+def open_private_database(path: Path, schema: str, check_same_thread: bool = True) -> sqlite3.Connection:
+    """A connection to the private database ``path`` (:func:`prepare_private_database`; WAL,
+    ``synchronous=FULL``, autocommit) with ``schema`` (SQL, ``CREATE … IF NOT EXISTS``) applied.
+
+    :raises DatabaseUnreadable: naming the file (a damaged one: how to recover).
+    """
+    prepare_private_database(path)
+    db = sqlite3.connect(str(path), isolation_level=None, timeout=30.0, check_same_thread=check_same_thread)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.executescript(schema)
+    except sqlite3.DatabaseError as e:
+        db.close()
+        fix = f": {recovery_advice(path.name)}" if getattr(e, "sqlite_errorname", None) in _DAMAGED else ""
+        raise DatabaseUnreadable(f"{path}: {e}{fix}") from e
+    return db
+
+
 class StoreMismatch(RuntimeError):
     """The output folder holds a different tournament (its config fingerprint differs).
 
@@ -111,17 +149,13 @@ class Store:
     The file is created with permissions 0600 (and an existing one is set to 0600): it holds the
     master seed.
 
-    :raises sqlite3.Error: if the file cannot be opened or is not a database.
+    :raises DatabaseUnreadable: if the file cannot be opened or is not a database (naming it).
     """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         # the file holds the master seed (every deck derives from it): readable by its owner only
-        prepare_private_database(self.path)
-        self._db = sqlite3.connect(str(self.path), isolation_level=None, timeout=30.0)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(_SCHEMA)
+        self._db = open_private_database(self.path, _SCHEMA)
         self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
 
     def close(self) -> None:
