@@ -5,13 +5,18 @@ damaged database or a full disk is one line naming the file or folder."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from web_helpers import ROOT
 
-from arena.tournament.runner import DB_NAME
+from arena.config import load_config
+from arena.tournament.runner import COMMITMENT_FILE, DB_NAME, open_tournament
+from arena.tournament.store import StoreMismatch
 
 CONFIG = """
 [tournament]
@@ -52,6 +57,56 @@ def one_line(done: subprocess.CompletedProcess[str]) -> str:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr + done.stdout
     return lines[0]
+
+
+def drop_store(out: Path, empty: bool) -> None:
+    """Lose the store as a disk, an operator or a kill -9 with its WAL lost would: emptied or deleted."""
+    if empty:
+        (out / DB_NAME).write_bytes(b"")
+    else:
+        (out / DB_NAME).unlink()
+    for tail in ("-wal", "-shm"):
+        (out / f"{DB_NAME}{tail}").unlink(missing_ok=True)
+
+
+def test_a_lost_store_beside_a_published_tournament_is_refused(tmp_path: Path) -> None:
+    """Emptied or deleted, the store would make the run draw a new master seed, overwrite the published
+    commitment and play every game again: it exits 2 with one line naming what is published, writing
+    nothing; the store restored, the run goes on."""
+    cfg = config(tmp_path)
+    out = tmp_path / "out"
+    assert run(cfg).returncode == 0
+    published = (out / COMMITMENT_FILE).read_text()
+    backup = (out / DB_NAME).read_bytes()  # the arena closed it: its WAL is in the file
+    for empty, state in ((True, "holds no tournament (emptied, or its -wal file lost)"), (False, "is missing")):
+        drop_store(out, empty)
+        done = run(cfg)
+        assert done.returncode == 2, done.stderr + done.stdout
+        assert one_line(done) == (f"error: {out} holds a published tournament (commitment.json, games.jsonl, "
+                                  f"ratings.json) but its store arena.sqlite {state}: {RESTORE}")
+        assert (out / COMMITMENT_FILE).read_text() == published
+        assert (out / DB_NAME).exists() == empty  # a missing store is not made again
+    (out / DB_NAME).write_bytes(backup)
+    done = run(cfg)
+    assert done.returncode == 0, done.stderr
+    assert (out / COMMITMENT_FILE).read_text() == published
+
+
+def test_a_store_of_another_master_seed_never_overwrites_the_commitment(tmp_path: Path) -> None:
+    """Another folder's store (another seed) copied in: open_tournament refuses, naming both commitments."""
+    cfg = config(tmp_path)
+    out, other = tmp_path / "out", tmp_path / "other"
+    for folder in (out, other):
+        open_tournament(load_config(cfg), folder).store.close()
+    published = (out / COMMITMENT_FILE).read_text()
+    theirs = json.loads((other / COMMITMENT_FILE).read_text())["master_seed_sha256"]
+    ours = json.loads(published)["master_seed_sha256"]
+    shutil.copyfile(other / DB_NAME, out / DB_NAME)
+    with pytest.raises(StoreMismatch) as info:
+        open_tournament(load_config(cfg), out)
+    assert str(info.value) == (f"{out / COMMITMENT_FILE} commits to the master seed with SHA-256 {ours}, but the "
+                               f"store arena.sqlite holds another (SHA-256 {theirs}): {RESTORE}")
+    assert (out / COMMITMENT_FILE).read_text() == published
 
 
 # ------------------------------------------------------------------------------------ storage errors

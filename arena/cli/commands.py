@@ -8,8 +8,8 @@ Exit status: 0 when every scheduled game is played and published; 1 on a runtime
 referee reachable, or the output folder is locked by another arena process; the games stored so far
 are kept: run the same command again to resume; or a damaged database, or a disk full at publication:
 the line names the file or folder); 2 on a bad config or arguments (including an admin token a referee
-refuses), or an output folder holding another tournament; 130 when interrupted. Errors are one line on
-stderr, without a traceback.
+refuses), or an output folder holding another tournament (or a published one whose store is lost);
+130 when interrupted. Errors are one line on stderr, without a traceback.
 """
 
 from __future__ import annotations

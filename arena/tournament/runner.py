@@ -15,6 +15,7 @@ import functools
 import hashlib
 import hmac
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -27,7 +28,7 @@ from arena.config import BotSpec, TournamentConfig, identity_changes
 from arena.ratings.elo import expected_score
 from arena.tournament.result import GameResult
 from arena.tournament.schedule import ScheduledGame, make_schedule
-from arena.tournament.store import Store, StoreMismatch
+from arena.tournament.store import Store, StoreMismatch, recovery_advice
 from referee.dealing import commitment, fresh_seed
 
 if TYPE_CHECKING:
@@ -133,15 +134,20 @@ def open_tournament(config: TournamentConfig, output: Path | None = None) -> Tou
 
     :raises arena.tournament.store.StoreMismatch: if ``output`` holds a different tournament (rules, time control,
         players, name or a fixed master seed differ); the message names each field that changed (e.g.
-        ``tournament.rules.target: 7 -> 8``).
+        ``tournament.rules.target: 7 -> 8``). Also (:class:`StoreLost`) if ``output`` holds a published
+        tournament (:func:`published_files`) but its store is missing or holds none (emptied, or its WAL lost
+        after a kill), or one whose commitment is not the published ``commitment.json``'s: a new master
+        seed would be drawn and every game played again under it.
     """
     out = Path(output or config.output)
     out.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not (out / DB_NAME).exists():
+        _check_nothing_published(out, "is missing")  # before the store is made again: nothing is written
     store = Store(out / DB_NAME)
     seed = _claim_seed(store, config, out)
     commit = commitment(seed)
-    _write_commitment(out, config, commit)
     try:
+        _write_commitment(out, config, commit)
         every = store.entrants([(b.name, b.version) for b in config.bots])
     except BaseException:
         store.close()
@@ -171,6 +177,8 @@ def _claim_seed(store: Store, config: TournamentConfig, out: Path) -> bytes:
     :raises StoreMismatch: if ``store`` holds another tournament (naming each field that changed).
     """
     try:
+        if store.get_meta("fingerprint") is None:
+            _check_nothing_published(out, "holds no tournament (emptied, or its -wal file lost)")
         candidate = config.master_seed or fresh_seed()
         return bytes.fromhex(
             store.claim(config.league_fingerprint(), candidate.hex(), commitment(candidate), config.league_identity())
@@ -191,20 +199,63 @@ def _claim_seed(store: Store, config: TournamentConfig, out: Path) -> bytes:
 
 
 def _write_commitment(out: Path, config: TournamentConfig, commit: str) -> None:
-    """``<out>/commitment.json``: the master seed's SHA-256, written before any game is played."""
-    (out / COMMITMENT_FILE).write_text(
-        json.dumps(
-            {
-                "tournament": config.name,
-                "master_seed_sha256": commit,
-                "config_fingerprint": config.fingerprint(),
-                "note": "SHA-256 of the 32-byte master seed; the seed is revealed in ratings.json "
-                "after the last game",
-            },
-            indent=2,
-        )
-        + "\n"
+    """``<out>/commitment.json``: the master seed's SHA-256, written before any game is played (at once:
+    a kill never leaves half a file); written again with the config's fingerprint on every run.
+
+    :raises StoreLost: if the file commits to another master seed (the store is another tournament's).
+    """
+    path = out / COMMITMENT_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # none yet, or half written by a kill (before it was written at once)
+        data = None
+    published = data.get("master_seed_sha256") if isinstance(data, dict) else None
+    if isinstance(published, str) and published != commit:
+        raise StoreLost(f"{path} commits to the master seed with SHA-256 {published}, but the store {DB_NAME} "
+                        f"holds another (SHA-256 {commit}): {recovery_advice(DB_NAME)}")
+    text = json.dumps(
+        {
+            "tournament": config.name,
+            "master_seed_sha256": commit,
+            "config_fingerprint": config.fingerprint(),
+            "note": "SHA-256 of the 32-byte master seed; the seed is revealed in ratings.json after the last game",
+        },
+        indent=2,
     )
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+class StoreLost(StoreMismatch):
+    """The output folder holds a published tournament that its store does not (the store is missing,
+    emptied, lost its WAL, or is another tournament's); the message names what is published."""
+
+
+#: The files of a published tournament, as :func:`published_files` names them (``records/``: a record in it).
+PUBLISHED = (COMMITMENT_FILE, "games.jsonl", "ratings.json", "records/")
+
+
+def published_files(out: Path) -> list[str]:
+    """The names of :data:`PUBLISHED` that ``out`` holds (``records/`` when a record file is in it)."""
+    found = []
+    for name in PUBLISHED:
+        path = out / name
+        if name.endswith("/") and path.is_dir():
+            with os.scandir(path) as entries:
+                if any(e.is_file() for e in entries):
+                    found.append(name)
+        elif path.is_file():
+            found.append(name)
+    return found
+
+
+def _check_nothing_published(out: Path, state: str) -> None:
+    """:raises StoreLost: if ``out`` holds a published tournament while its store ``state`` (e.g. "is missing")."""
+    found = published_files(out)
+    if found:
+        raise StoreLost(f"{out} holds a published tournament ({', '.join(found)}) but its store {DB_NAME} {state}: "
+                        f"{recovery_advice(DB_NAME)}")
 
 
 #: What a starter makes of one game now: a job that plays it, a result decided without playing, or None (wait).
