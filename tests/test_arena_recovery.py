@@ -12,11 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from web_helpers import ROOT
+from web_helpers import ROOT, random_record
 
 from arena.config import load_config
 from arena.tournament.runner import COMMITMENT_FILE, DB_NAME, open_tournament
 from arena.tournament.store import StoreMismatch
+from arena.web.export import REPLAYS_DIR, write_static_replays
 
 CONFIG = """
 [tournament]
@@ -107,6 +108,91 @@ def test_a_store_of_another_master_seed_never_overwrites_the_commitment(tmp_path
     assert str(info.value) == (f"{out / COMMITMENT_FILE} commits to the master seed with SHA-256 {ours}, but the "
                                f"store arena.sqlite holds another (SHA-256 {theirs}): {RESTORE}")
     assert (out / COMMITMENT_FILE).read_text() == published
+
+
+# ------------------------------------------------------------------------------------ static replay pages
+
+
+def write_game(out: Path, game_id: str, seed: int, reasons: str) -> dict[str, object]:
+    """A record of a random 2-player game to 7 (ending with its seed line, as the referee's do) in
+    ``records/``, and its games.jsonl row; ``seed`` picks the game."""
+    lines = [*random_record(seed, 2, 7), {"type": "seed", "seed": f"{seed:064x}"}]
+    (out / "records").mkdir(parents=True, exist_ok=True)
+    (out / "records" / f"{game_id}.jsonl").write_text("".join(json.dumps(o) + "\n" for o in lines))
+    return {"game_id": game_id, "match_id": f"m-{game_id}-{seed}", "pair": "t-p0-1-d0",
+            "record": f"records/{game_id}.jsonl", "reasons": [reasons]}
+
+
+def pages(out: Path) -> list[str]:
+    return sorted(p.name for p in (out / REPLAYS_DIR).glob("*.html"))
+
+
+def test_replay_pages_follow_the_records_of_the_stored_games(tmp_path: Path) -> None:
+    """A game played again (its store restored from before it, say) has a new record: its page is made
+    again from it. A game the store no longer holds (nor then its pair) keeps no page."""
+    rows = [write_game(tmp_path, "t-g0", 1, "first match"), write_game(tmp_path, "t-g1", 2, "its twin")]
+    assert write_static_replays(tmp_path, rows) == {g: f"replays/{g}.html" for g in ("t-g0", "t-g1")}
+    assert "first match" in (tmp_path / REPLAYS_DIR / "t-g0.html").read_text()
+    rows[0] = write_game(tmp_path, "t-g0", 3, "played again")
+    write_static_replays(tmp_path, rows)
+    assert "played again" in (tmp_path / REPLAYS_DIR / "t-g0.html").read_text()
+    assert pages(tmp_path) == ["t-g0.html", "t-g0.seat0.html", "t-g0.seat1.html",
+                               "t-g1.html", "t-g1.seat0.html", "t-g1.seat1.html"]
+    assert write_static_replays(tmp_path, rows[:1]) == {}  # t-g1 lost: the pair is not complete
+    assert pages(tmp_path) == []
+
+
+def test_an_unreadable_record_is_named_once_per_publication(tmp_path: Path) -> None:
+    """Missing, cut mid-line or cut before its seed line: one line for each such game, naming it and
+    why; a page made from the intact record of the same match stays linked."""
+    rows = [write_game(tmp_path, "t-g0", 1, "a"), write_game(tmp_path, "t-g1", 2, "b"),
+            {**write_game(tmp_path, "t-g2", 4, "c"), "pair": "t-p0-1-d1"},
+            {**write_game(tmp_path, "t-g3", 5, "d"), "pair": "t-p0-1-d1"}]
+    write_static_replays(tmp_path, rows)
+    (tmp_path / "records" / "t-g0.jsonl").unlink()
+    for page in (tmp_path / REPLAYS_DIR).glob("t-g0.*"):
+        page.unlink()
+    cut = tmp_path / "records" / "t-g1.jsonl"
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    whole = tmp_path / "records" / "t-g2.jsonl"
+    whole.write_text("".join(whole.read_text().splitlines(keepends=True)[:-1]))
+    warnings: list[str] = []
+    assert write_static_replays(tmp_path, rows, warnings.append) == {
+        g: f"replays/{g}.html" for g in ("t-g1", "t-g2", "t-g3")}
+    assert len(warnings) == 3, warnings
+    assert warnings[0] == "game t-g0: its record records/t-g0.jsonl cannot be read (no such file); no replay page"
+    assert warnings[1].startswith("game t-g1: its record records/t-g1.jsonl cannot be read (line "), warnings[1]
+    assert warnings[1].endswith("); its replay page shows the record as it was"), warnings[1]
+    assert warnings[2] == ("game t-g2: its record records/t-g2.jsonl cannot be read (it ends before its seed "
+                           "line: cut short); its replay page shows the record as it was")
+
+
+@pytest.mark.slow
+def test_a_run_warns_of_each_unreadable_record_and_still_succeeds(tmp_path: Path) -> None:
+    """The reviewer's drill on real games: a record removed with its pages, another cut in half; the
+    same command publishes again, exit 0, with one warning line for each of the two games."""
+    cfg = tmp_path / "real.toml"
+    bot = ('command = ["{python}", "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--log-level", '
+           f'"warning"]\ncwd = "{ROOT}"\nsandbox = "none"\n')
+    cfg.write_text('[tournament]\nname = "real"\nplayers = 2\ngames_per_pairing = 2\nconcurrency = 2\n'
+                   'output = "out"\n[tournament.rules]\ntarget = 7\n'
+                   f'[[bots]]\nname = "r1"\n{bot}[[bots]]\nname = "r2"\n{bot}')
+    out = tmp_path / "out"
+    first = run(cfg, simulate=False)
+    assert first.returncode == 0, first.stdout + first.stderr
+    gone, cut = "real-p0-1-g0", "real-p0-1-g1"
+    (out / "records" / f"{gone}.jsonl").unlink()
+    for page in (out / REPLAYS_DIR).glob(f"{gone}.*"):
+        page.unlink()
+    record = out / "records" / f"{cut}.jsonl"
+    record.write_bytes(record.read_bytes()[: record.stat().st_size // 2])
+    done = run(cfg, simulate=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    warned = [ln for ln in done.stdout.splitlines() if ln.startswith("warning:")]
+    assert len(warned) == 2, done.stdout
+    assert warned[0] == f"warning: game {gone}: its record records/{gone}.jsonl cannot be read (no such file); " \
+                        "no replay page"
+    assert warned[1].startswith(f"warning: game {cut}: its record records/{cut}.jsonl cannot be read (line ")
 
 
 # ------------------------------------------------------------------------------------ storage errors

@@ -28,10 +28,11 @@ from __future__ import annotations
 import csv
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from arena.formats.duplicate import precision_facts
 from arena.formats.ladder_run import FINAL_STOPS
@@ -56,17 +57,19 @@ def write_outputs(
     results: Sequence[GameResult],
     ratings: RatingTable,
     tournament: TournamentFacts,
+    warn: Callable[[str], None] | None = None,
 ) -> dict[str, Path]:
-    """Write games.jsonl, ratings.json, ratings.csv and leaderboard.html into ``output``.
+    """Write games.jsonl, ratings.json, ratings.csv, leaderboard.html and the static replay pages into ``output``.
 
     :param ratings: the :func:`arena.ratings.fit.rate` result.
     :param tournament: JSON-ready facts about the tournament (name, bots {name: version}, commitment,
         master_seed or None, fingerprint, scheduled/played counts).
+    :param warn: gets one line for each game whose record cannot be read (it has no replay page).
     :returns: ``{"games", "ratings_json", "ratings_csv", "leaderboard"}`` -> path written.
     :raises PublishError: if the folder cannot be written (one line naming it).
     """
     try:
-        return _write_outputs(output, results, ratings, tournament)
+        return _write_outputs(output, results, ratings, tournament, warn)
     except OSError as e:
         where = f" ({e.filename})" if e.filename else ""
         raise PublishError(f"cannot publish the results in {output}: {e.strerror or e}{where}; the stored games "
@@ -78,6 +81,7 @@ def _write_outputs(
     results: Sequence[GameResult],
     ratings: RatingTable,
     tournament: TournamentFacts,
+    warn: Callable[[str], None] | None,
 ) -> dict[str, Path]:
     """:func:`write_outputs`, raising plain :class:`OSError`."""
     output.mkdir(parents=True, exist_ok=True)
@@ -96,7 +100,7 @@ def _write_outputs(
     from arena.web.export import write_static_replays
     from arena.web.render import leaderboard_html
 
-    replays = write_static_replays(output, rows)
+    replays = write_static_replays(output, rows, warn)
     _atomic_write(paths["leaderboard"], leaderboard_html(ratings, tournament, rows, replays))
     return paths
 
@@ -167,6 +171,9 @@ def publish_tournament(
         bootstrap only. ``None``: the bootstrap now (``arena run``), marked ``"publication": "final"``.
     :returns: the ratings result (see :func:`arena.ratings.publication.live_ratings` and ``final_ratings``).
     :raises PublishError: the files cannot be written (one line naming the folder; the games stay stored).
+
+    With a ``console``, each game whose record cannot be read (missing, cut short) gets a line
+    ``warning: game G: its record records/G.jsonl cannot be read (why); …`` (:mod:`arena.web.export`).
     """
     results = t.store.results(order=[g.game_id for g in t.schedule])
     test = SprtRun(t.config, t.schedule, results) if t.config.sprt else None
@@ -195,7 +202,7 @@ def publish_tournament(
     if ratings.get("publication") != "live":
         ratings = {**ratings, "history": history(games, names=names)}
     facts["precision"] = precision_facts(ratings, games)
-    write_outputs(output, results, ratings, facts)
+    write_outputs(output, results, ratings, facts, None if console is None else _warner(console))
     if console is not None:
         console.print(ratings_table(ratings, facts))
         if test is not None:
@@ -208,3 +215,7 @@ def publish_tournament(
             console.print(f"master seed (revealed): {t.master_seed.hex()}  sha256: {t.commitment}", soft_wrap=True)
     return ratings
 
+
+def _warner(console: Console) -> Callable[[str], None]:
+    """Prints each warning of the publication as one line ``warning: …`` on ``console``."""
+    return lambda m: console.print(f"[yellow]warning:[/yellow] {escape(m)}", soft_wrap=True, highlight=False)
