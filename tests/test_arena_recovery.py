@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from web_helpers import ROOT, random_record
 
 from arena.config import load_config
+from arena.report import live
 from arena.tournament.runner import COMMITMENT_FILE, DB_NAME, open_tournament
 from arena.tournament.store import StoreMismatch
 from arena.web.export import REPLAYS_DIR, write_static_replays
@@ -108,6 +110,45 @@ def test_a_store_of_another_master_seed_never_overwrites_the_commitment(tmp_path
     assert str(info.value) == (f"{out / COMMITMENT_FILE} commits to the master seed with SHA-256 {ours}, but the "
                                f"store arena.sqlite holds another (SHA-256 {theirs}): {RESTORE}")
     assert (out / COMMITMENT_FILE).read_text() == published
+
+
+def test_a_run_removes_the_live_files_a_killed_run_left(tmp_path: Path) -> None:
+    """`arena run --live` killed mid-game leaves live/<game>.jsonl (with the game's seed); any later run,
+    with --live or without, removes it at its start: no game of the folder is running then."""
+    cfg = config(tmp_path)
+    out = tmp_path / "out"
+    assert run(cfg).returncode == 0
+    (out / live.LIVE_DIR).mkdir()
+    left = out / live.LIVE_DIR / "rec-p0-1-g0.jsonl"
+    left.write_text(json.dumps({"type": "live", "game_id": "rec-p0-1-g0", "seed": "ab" * 32}) + "\n")
+    done = run(cfg)
+    assert done.returncode == 0, done.stderr
+    assert live.live_files(out) == {}
+
+
+@pytest.mark.slow
+def test_serve_removes_the_live_files_a_killed_run_left(tmp_path: Path) -> None:
+    """`arena serve` too, before its first game: a file of no game of its schedule is gone once it serves."""
+    cfg = tmp_path / "lg.toml"
+    bot = f'command = ["{{python}}", "-m", "arena.testing.instant_bot"]\ncwd = "{ROOT}"\nsandbox = "none"\n'
+    cfg.write_text('[tournament]\nname = "lg"\nplayers = 2\ngames_per_pairing = 2\noutput = "out"\n'
+                   f'[[bots]]\nname = "a"\n{bot}[[bots]]\nname = "b"\n{bot}')
+    left = tmp_path / "out" / live.LIVE_DIR / "lg-p7-8-g0.jsonl"
+    left.parent.mkdir(parents=True)
+    left.write_text(json.dumps({"type": "live", "game_id": "lg-p7-8-g0", "seed": "ab" * 32}) + "\n")
+    proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", str(cfg), "--bootstrap", "0"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # ends when serve ends (then the assertion below says why)
+            if line.startswith("serving:"):
+                break
+        assert proc.poll() is None, proc.communicate()
+        assert not left.exists()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out + err
 
 
 # ------------------------------------------------------------------------------------ static replay pages

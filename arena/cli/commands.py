@@ -45,6 +45,7 @@ from arena.hosting.sandbox import SandboxError  # light: arena.config imports th
 from arena.lobby.tokens import MIN_GIVEN_TOKEN
 from arena.ratings.publication import LivePublisher, Refreshed
 from arena.report import failures
+from arena.report.live import remove_live_files
 from arena.report.publish import publish_tournament
 from arena.report.terminal import progress_bar
 from arena.tournament.lock import OutputLocked, lock_output
@@ -574,6 +575,7 @@ def _serve_league(
 
         closers.insert(0, open_competition(config, output, league, _competition_note(console)))
     install_signals(league)
+    remove_live_files(output)  # left by a killed run: no game of the folder runs now
     try:
         league.open(config)
     except StoreMismatch as e:
@@ -619,6 +621,7 @@ def _open_and_play(
     get_runner: Callable[[], GameRunner],
 ) -> int:
     """Open (or resume) the tournament in the locked ``output``, play its pending games, publish."""
+    remove_live_files(output)  # left by a killed `arena run --live`: no game of the folder runs now
     try:
         t = open_tournament(config, output)
     except StoreMismatch as e:

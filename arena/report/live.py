@@ -10,7 +10,8 @@ then one line per *action-like* public event the referee sent on ``Admin.WatchMa
 written (one write) when the next deal starts or the game ends; the header and each
 ``deal_started`` line go out at once (a spectator is a deal behind anyway, so it sees the same, and
 following a game costs one write per deal instead of one per card). The file is removed once the
-game is over. It lives in the private output folder (0700): the ``seed`` gives every deck
+game is over; files a killed run left are removed when the next run or serve of the folder starts
+(:func:`remove_live_files`). It lives in the private output folder (0700): the ``seed`` gives every deck
 (``referee.dealing.deck_for``), so spectators can be shown all hands — later.
 
 **Reading** (``arena web``, :func:`spectator_replay`): the events become record lines (the decks
@@ -104,6 +105,18 @@ class LiveLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def remove_live_files(output: Path) -> int:
+    """Remove the live files in ``<output>/live``: those a killed run left (each holds its game's seed; a
+    spectator would take it for a running game). Call it only while no game of ``output`` runs: at the
+    start of ``arena run`` or ``arena serve``, holding the folder's lock. Returns how many were removed."""
+    removed = 0
+    for path in live_files(output).values():
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            removed += 1
+    return removed
 
 
 # ---------------------------------------------------------------------------------- reading
