@@ -204,16 +204,22 @@ def publish_tournament(
     facts["precision"] = precision_facts(ratings, games)
     write_outputs(output, results, ratings, facts, None if console is None else _warner(console))
     if console is not None:
-        console.print(ratings_table(ratings, facts))
-        if test is not None:
-            console.print(test.summary(), soft_wrap=True, highlight=False)
-        console.print(failures_table(facts, list(ratings["ratings"])))
-        console.print(
-            f"output: {output}  (leaderboard.html, ratings.json, ratings.csv, games.jsonl)", soft_wrap=True
-        )
-        if complete:
-            console.print(f"master seed (revealed): {t.master_seed.hex()}  sha256: {t.commitment}", soft_wrap=True)
+        _print_publication(console, output, ratings, facts, test, t if complete else None)
     return ratings
+
+
+def _print_publication(console: Console, output: Path, ratings: RatingTable, facts: TournamentFacts,
+                       test: SprtRun | None, revealed: Tournament | None) -> None:
+    """The terminal's account of a publication: the ratings table, the SPRT's summary, the failures table,
+    where the files are, and the master seed of a ``revealed`` (complete) tournament."""
+    console.print(ratings_table(ratings, facts))
+    if test is not None:
+        console.print(test.summary(), soft_wrap=True, highlight=False)
+    console.print(failures_table(facts, list(ratings["ratings"])))
+    console.print(f"output: {output}  (leaderboard.html, ratings.json, ratings.csv, games.jsonl)", soft_wrap=True)
+    if revealed is not None:
+        console.print(f"master seed (revealed): {revealed.master_seed.hex()}  sha256: {revealed.commitment}",
+                      soft_wrap=True)
 
 
 def _warner(console: Console) -> Callable[[str], None]:
