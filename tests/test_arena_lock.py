@@ -1,0 +1,141 @@
+"""The output folder's lock (arena/tournament/lock.py): one arena process per folder, whatever is done
+to the files in it, taken before anything else starts.
+
+The lock is a ``flock`` on the folder itself; ``arena.tournament.lock`` only describes the holder. Real
+``arena run`` processes: deleting that file mid-run does not let a second run in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from arena.tournament.lock import LOCK_NAME, OutputLocked, held, lock_output
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CONFIG = """
+[tournament]
+name = "locked"
+players = 4
+games_per_pairing = 6
+concurrency = 2
+master_seed = "{seed}"
+output = "runs/out"
+[tournament.time_control]
+join_ms = 20000
+[[bots]]
+name = "a"
+command = ["{{python}}", "-m", "arena.testing.instant_bot"]
+cwd = "bots"
+sandbox = "none"
+[[bots]]
+name = "b"
+command = ["{{python}}", "-m", "arena.testing.instant_bot"]
+cwd = "bots"
+sandbox = "none"
+[[bots]]
+name = "c"
+command = ["{{python}}", "-m", "arena.testing.instant_bot"]
+cwd = "bots"
+sandbox = "none"
+[[bots]]
+name = "d"
+command = ["{{python}}", "-m", "arena.testing.instant_bot"]
+cwd = "bots"
+sandbox = "none"
+"""
+
+
+def config_file(tmp_path: Path) -> Path:
+    (tmp_path / "bots").mkdir(exist_ok=True)
+    (tmp_path / "runs").mkdir(exist_ok=True)
+    path = tmp_path / "locked.toml"
+    path.write_text(CONFIG.format(seed="4c" * 32))
+    return path
+
+
+def arena_run(config: Path, out: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "arena.cli", "run", str(config), "--output", str(out), "--no-progress",
+            "--bootstrap", "0", *extra]
+
+
+def stored(out: Path) -> int:
+    try:
+        con = sqlite3.connect(f"file:{out / 'arena.sqlite'}?mode=ro", uri=True, timeout=5)
+        try:
+            return int(con.execute("SELECT COUNT(*) FROM games").fetchone()[0])
+        finally:
+            con.close()
+    except sqlite3.OperationalError:
+        return 0
+
+
+def wait_until(cond, proc: subprocess.Popen[str], timeout: float = 120) -> bool:  # type: ignore[no-untyped-def]
+    """Poll ``cond`` until true, ``proc`` ended or ``timeout`` seconds passed; returns ``cond()``."""
+    deadline = time.monotonic() + timeout
+    while not cond() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return bool(cond())
+
+
+def test_the_lock_is_on_the_folder_and_the_file_only_describes_it(tmp_path: Path) -> None:
+    """Held: the description names this process; deleting it leaves the folder locked (a second taker
+    is refused, naming this pid from the kernel's lock table). Let go: the description is gone; a
+    folder the lock made (with its parents) and left empty is removed, one already there is kept."""
+    new = tmp_path / "made" / "out"
+    with lock_output(new) as path:
+        assert path == new / LOCK_NAME and path.read_text().startswith(f"pid {os.getpid()} on host ")
+        assert oct(path.stat().st_mode & 0o777) == oct(0o600)
+        path.unlink()
+        assert held(new)
+        taker = ("from pathlib import Path\nfrom arena.tournament.lock import lock_output\n"
+                 f"with lock_output(Path({str(new)!r})): pass\n")
+        refused = subprocess.run([sys.executable, "-c", taker], capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 1 and "OutputLocked" in refused.stderr, refused.stderr
+        assert f"in use by another arena (pid {os.getpid()}); " in refused.stderr, refused.stderr
+    assert not held(new) and not (tmp_path / "made").exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    with lock_output(kept):
+        (kept / "arena.sqlite").write_text("")
+        with pytest.raises(OutputLocked), lock_output(kept):  # a second open of the folder in this process, too
+            pass
+    assert sorted(p.name for p in kept.iterdir()) == ["arena.sqlite"]
+
+
+def test_deleting_the_lock_file_does_not_let_a_second_run_in(tmp_path: Path) -> None:
+    """The reviewer's repro: `arena run` going, its lock file deleted, a second `arena run` on the folder.
+    It took a new lock and played the remaining games too (stored rows then pointed at record files of
+    other matches); now it is refused with one line naming the first run's pid, and the first plays
+    every game once. The first clears its description when it ends; a later run then goes ahead."""
+    cfg = config_file(tmp_path)
+    out = tmp_path / "runs" / "shared"
+    first = subprocess.Popen(arena_run(cfg, out, "--simulate", "0.3"), cwd=ROOT, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_until(lambda: stored(out) >= 1, first), "the first run stored no game"
+        (out / LOCK_NAME).unlink()
+        second = subprocess.run(arena_run(cfg, out, "--simulate", "0.03"), cwd=ROOT, capture_output=True,
+                                text=True, timeout=60)
+        assert first.poll() is None, "the first run ended before the second was refused"
+    finally:
+        first_err = first.communicate(timeout=120)[1]
+    assert first.returncode == 0, first_err
+    assert second.returncode == 1, second.stdout + second.stderr
+    lines = (second.stdout + second.stderr).strip().splitlines()
+    assert lines == [f"error: output folder {out} is in use by another arena (pid {first.pid}); wait for it to "
+                     "finish or use another --output"], lines
+    rows = [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
+    assert len(rows) == len({r["game_id"] for r in rows}) == 36
+    assert not (out / LOCK_NAME).exists()
+    again = subprocess.run(arena_run(cfg, out, "--simulate", "0.03"), cwd=ROOT, capture_output=True, text=True,
+                           timeout=60)
+    assert again.returncode == 0 and "36 already played" in again.stdout, again.stdout + again.stderr
