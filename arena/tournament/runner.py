@@ -19,7 +19,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypedDict, runtime_checkable
@@ -311,6 +311,8 @@ def run_games(
     :returns: the number of results newly written.
     :raises Exception: the first exception a runner raised (after the games in flight finish and are
         stored); games not yet started stay pending for the next run.
+    :raises BaseException: one raised in this thread (``KeyboardInterrupt``, or by ``on_result``), once
+        the games in flight finished and were stored.
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, not {concurrency}")
@@ -336,12 +338,15 @@ def run_games(
                 if not done:
                     wake.wait(IDLE_POLL_S if todo else None)
                     continue
-                running -= done
-                stored.collect(done)
-        except BaseException:
+                for fut in done:  # one at a time: if on_result raises, the others are still in `running`
+                    running.discard(fut)
+                    stored.collect([fut])
+        except BaseException:  # e.g. Ctrl-C: no new game; those in flight are waited for anyway (the pool's exit)
             todo.clear()
             if stop is not None:
                 stop.set()
+            for fut in as_completed(running):
+                stored.collect([fut])  # so they are stored, not thrown away
             raise
     if stored.error is not None:
         raise stored.error
