@@ -2,13 +2,17 @@
 to the files in it, taken before anything else starts.
 
 The lock is a ``flock`` on the folder itself; ``arena.tournament.lock`` only describes the holder. Real
-``arena run`` processes: deleting that file mid-run does not let a second run in.
+``arena run`` processes: deleting that file mid-run does not let a second run in; a run on a new folder
+locks it before it reaches its referees (a second one is refused without starting anything: no embedded
+referee), and a run stopped before it wrote anything leaves no folder behind.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -139,3 +143,48 @@ def test_deleting_the_lock_file_does_not_let_a_second_run_in(tmp_path: Path) -> 
     again = subprocess.run(arena_run(cfg, out, "--simulate", "0.03"), cwd=ROOT, capture_output=True, text=True,
                            timeout=60)
     assert again.returncode == 0 and "36 already played" in again.stdout, again.stdout + again.stderr
+
+
+def test_a_new_folder_is_locked_before_the_referees_are_reached(tmp_path: Path) -> None:
+    """Two `arena run` on one new folder: the first is held while it reaches its referee (a referee name
+    whose address answers nothing; the process is stopped there with SIGSTOP). It reached the referees
+    before it took the lock, so a second run (embedded referee, --verbose) started its referee (and
+    sandbox: with container bots it removed the first's containers) before the lock refused it. Now the
+    first holds the lock by then: the second's whole output is the refusal (no ``referee_started``
+    line). The first, stopped (SIGTERM) while it waits for its referee, ends at once and leaves no folder
+    behind (an unreachable referee does not either: test_arena_referees.py)."""
+    cfg = config_file(tmp_path)
+    out = tmp_path / "runs" / "new" / "out"
+    with socket.socket() as silent:  # bound, never listening: a connection is refused
+        silent.bind(("127.0.0.1", 0))
+        referee = f"dns:localhost:{silent.getsockname()[1]}"  # a name: the arena waits 30 s for its replicas
+        env = {**os.environ, "ALLFOURS_ADMIN_TOKEN": "t" * 32}
+        first = subprocess.Popen(arena_run(cfg, out, "--referee", referee), cwd=ROOT, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            locked = wait_until(lambda: f"pid {first.pid} " in _text(out / LOCK_NAME), first)
+            first.send_signal(signal.SIGSTOP)
+            assert locked, "the first run did not lock the new folder before reaching its referee"
+            assert not (out / "arena.sqlite").exists()
+            second = subprocess.run(arena_run(cfg, out, "--verbose"), cwd=ROOT, capture_output=True, text=True,
+                                    timeout=120)
+        finally:
+            first.send_signal(signal.SIGTERM)  # stopped while it waits for its referee: it ends at once
+            first.send_signal(signal.SIGCONT)
+            first_out, first_err = first.communicate(timeout=120)
+    assert second.returncode == 1, second.stdout + second.stderr
+    lines = (second.stdout + second.stderr).strip().splitlines()
+    assert len(lines) == 1, lines  # nothing started: no referee_started line
+    refusal = f"error: output folder {out} is in use by another arena (pid {first.pid} on host "
+    assert lines[0].startswith(refusal), lines
+    assert first.returncode == 143, first_out + first_err
+    assert first_err.strip().splitlines()[-1] == ("interrupted (SIGTERM): stored games are kept; run the same "
+                                                  "command to resume"), first_err
+    assert not (tmp_path / "runs" / "new").exists()  # made for a tournament that never began: removed
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""

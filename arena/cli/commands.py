@@ -9,7 +9,8 @@ referee reachable, or the output folder is locked by another arena process; the 
 are kept: run the same command again to resume; or a damaged database, or a disk full at publication:
 the line names the file or folder); 2 on a bad config or arguments (including an admin token a referee
 refuses), or an output folder holding another tournament (or a published one whose store is lost);
-130 when interrupted. Errors are one line on stderr, without a traceback.
+128 + the signal's number when stopped by SIGINT (130), SIGTERM (143) or SIGHUP (129), the games in
+flight stored first (:mod:`arena.cli.interrupt`). Errors are one line on stderr, without a traceback.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from arena import metrics
+from arena.cli import interrupt
 from arena.cli.parser import parser
 from arena.config import (
     ConfigError,
@@ -416,7 +418,9 @@ def check_ladder_total(config: TournamentConfig) -> None:
 
 
 def run_command(args: argparse.Namespace, console: Console, err: Console | None = None) -> int:
-    """``arena run``: see the module docstring for the exit status."""
+    """``arena run``: see the module docstring for the exit status. The output folder is locked before
+    anything else starts (a referee, the sandboxes: a container sandbox removes the leftovers of runs
+    in that folder); a stop signal (:mod:`arena.cli.interrupt`) cannot cut the clean-up short."""
     from arena.play.referees import RefereeError
 
     err = err or console
@@ -424,6 +428,46 @@ def run_command(args: argparse.Namespace, console: Console, err: Console | None 
     def error(message: str, label: str = "error") -> None:
         err.print(f"[red]{label}:[/red] {escape(message)}", soft_wrap=True, highlight=False)
 
+    checked = _checked_config(args, error)
+    if isinstance(checked, int):
+        return checked
+    config, output = checked
+    closers: list[Callable[[], None]] = []
+    get_runner = _runner_maker(config, args, output, console, closers)
+    if args.metrics_port is not None and not _serve_metrics(args, console, error):
+        return 2
+    held = contextlib.ExitStack()
+    try:
+        held.enter_context(lock_output(output))
+        held.callback(_close_all, closers)  # before the lock is let go
+        if args.simulate is None and not (output / DB_NAME).exists():
+            get_runner()  # a new tournament: reach the referees before writing anything
+        return _open_and_play(args, console, error, config, output, get_runner)
+    except (ConfigError, UsageError) as e:  # a ConfigError here: the lobby cannot listen where the config says
+        error(str(e), "config error" if isinstance(e, ConfigError) else "error")
+        return 2
+    except (OutputLocked, SandboxError) as e:  # SandboxError: no dockerd for the container bots
+        error(str(e))
+        return 1
+    except RefereeError as e:
+        error(str(e))
+        if e.exit_status == 1 and (output / DB_NAME).exists():
+            error("stored games are kept; run the same command to resume", "note")
+        return e.exit_status
+    finally:
+        with interrupt.shielded():  # a folder made for a tournament that never began is removed
+            held.close()
+
+
+def _close_all(closers: list[Callable[[], None]]) -> None:
+    """Call each closer in order (the runner's: bots, lobby, referees, sandboxes)."""
+    for close in closers:
+        close()
+
+
+def _checked_config(args: argparse.Namespace, error: ErrorLine) -> tuple[TournamentConfig, Path] | int:
+    """``arena run``'s config and output folder, checked (bots' working folders, a ladder's total
+    budget), or exit status 2 after one ``config error`` line per problem."""
     try:
         config = load_config(args.config)
     except ConfigError as e:
@@ -437,44 +481,35 @@ def run_command(args: argparse.Namespace, console: Console, err: Console | None 
     except ConfigError as e:
         error(str(e), "config error")
         return 2
-    runner: GameRunner | None = None
-    closers: list[Callable[[], None]] = []
+    return config, output
+
+
+def _runner_maker(config: TournamentConfig, args: argparse.Namespace, output: Path, console: Console,
+                  closers: list[Callable[[], None]]) -> Callable[[], GameRunner]:
+    """The run's game runner, made (:func:`make_runner`) on first use; its closer goes in ``closers``."""
+    made: list[GameRunner] = []
 
     def get_runner() -> GameRunner:
-        nonlocal runner
-        if runner is None:
+        if not made:
             runner, close = make_runner(config, args, output, console)
+            made.append(runner)
             closers.append(close)
-        return runner
+        return made[0]
 
-    if args.metrics_port is not None:
-        from referee.metrics import serve
+    return get_runner
 
-        try:
-            console.print(f"metrics: http://{args.metrics_host}:{serve(args.metrics_port, args.metrics_host)}/metrics",
-                          highlight=False)
-        except OSError as e:
-            error(f"--metrics-port {args.metrics_port}: {e.strerror or e}")
-            return 2
+
+def _serve_metrics(args: argparse.Namespace, console: Console, error: ErrorLine) -> bool:
+    """``--metrics-port``: serve the metrics and print where; False after one line if the port is taken."""
+    from referee.metrics import serve
+
     try:
-        if args.simulate is None and not (output / DB_NAME).exists():
-            get_runner()  # a new tournament: reach the referees before writing anything
-        with lock_output(output):
-            return _open_and_play(args, console, error, config, output, get_runner)
-    except (ConfigError, UsageError) as e:  # a ConfigError here: the lobby cannot listen where the config says
-        error(str(e), "config error" if isinstance(e, ConfigError) else "error")
-        return 2
-    except (OutputLocked, SandboxError) as e:  # SandboxError: no dockerd for the container bots
-        error(str(e))
-        return 1
-    except RefereeError as e:
-        error(str(e))
-        if e.exit_status == 1 and (output / DB_NAME).exists():
-            error("stored games are kept; run the same command to resume", "note")
-        return e.exit_status
-    finally:
-        for close in closers:
-            close()
+        console.print(f"metrics: http://{args.metrics_host}:{serve(args.metrics_port, args.metrics_host)}/metrics",
+                      highlight=False)
+    except OSError as e:
+        error(f"--metrics-port {args.metrics_port}: {e.strerror or e}")
+        return False
+    return True
 
 
 def serve_command(args: argparse.Namespace, console: Console, err: Console) -> int:
@@ -773,11 +808,8 @@ def _play(
                         f"{result.game_id}: {escape('; '.join(result.reasons))}", highlight=False, soft_wrap=True
                     )
 
-            run_games(pending, runner, t.store, config.concurrency, on_result, stop)
-    except KeyboardInterrupt:
-        stop.set()
-        console.print("[yellow]interrupted[/yellow]: stored games are kept; run the same command to resume")
-        return 130
+            with interrupt.stopping(stop):  # a stop signal: no new game; those in flight are stored
+                run_games(pending, runner, t.store, config.concurrency, on_result, stop)
     except RefereeError as e:
         error(str(e))
         if e.exit_status == 1:
@@ -786,6 +818,7 @@ def _play(
     except Exception as e:
         error(f"{type(e).__name__}: {e}; stored games are kept; run the same command to resume")
         return 1
+    interrupt.raise_if_received()  # the games in flight are stored: the run ends as Ctrl-C ends it (main)
     return 0
 
 
@@ -832,7 +865,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from referee.server import tune_gc
 
             tune_gc()  # a long run, maybe with the embedded referee: GC pauses off its decisions
-            return run_command(args, console, err)
+            with interrupt.handled():
+                return run_command(args, console, err)
         if args.command == "bots":
             return bots_build_command(args, console, err)
         if args.command == "web":
@@ -848,14 +882,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             from arena.cli.competing import final_run_args
 
             run = final_run_args(args, err)  # the final's config written, or an exit status
-            return run if isinstance(run, int) else run_command(run, console, err)
+            with interrupt.handled():
+                return run if isinstance(run, int) else run_command(run, console, err)
         if args.command in ("competitor", "competition", "submit", "submissions"):
             from arena.cli.competing import competing_command
 
             return competing_command(args, console, err)
-    except KeyboardInterrupt:
-        err.print("interrupted: stored games are kept; run the same command to resume", highlight=False)
-        return 130
+    except KeyboardInterrupt as e:  # SIGINT, or for `arena run` SIGTERM and SIGHUP (arena.cli.interrupt)
+        err.print(interrupt.line(interrupt.signum_of(e)), highlight=False, soft_wrap=True)
+        return interrupt.exit_status(interrupt.signum_of(e))
     except StorageError as e:  # a damaged database, a full disk: the message names the file and what to do
         err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True, highlight=False)
         return 1
