@@ -429,6 +429,25 @@ def test_a_final_over_is_not_played_on_with_more_games(tmp_path: Path) -> None:
     assert isinstance(again, argparse.Namespace), said
 
 
+def test_the_final_is_refused_while_the_league_folder_is_in_use(tmp_path: Path) -> None:
+    """docs/competition.md: stop `arena serve` before the final. `arena competition final` took no lock on
+    the league's folder (its own run locks <output>/final), so it ran beside a serve; it now takes the
+    league folder's lock, as `arena serve` holds it (held here by this process), and refuses with one
+    line, exit 1, writing nothing."""
+    from arena.tournament.lock import lock_output
+
+    cfg = _frozen_competition(tmp_path)
+    out = tmp_path / "out"
+    with lock_output(out):  # what a running `arena serve` of the league holds
+        refused = arena("competition", "final", str(cfg))
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert refused.stdout == "" and refused.stderr.strip().splitlines() == [
+        f"error: output folder {out} is in use by another arena (pid {os.getpid()} on host {socket.gethostname()} "
+        f"since {refused.stderr.split(' since ')[1].split(')')[0]}); stop `arena serve` first: the final is played "
+        "once the league stopped"], refused.stderr
+    assert not (out / "final").exists()
+
+
 def test_the_competitor_commands_say_what_is_wrong_and_make_nothing_to_look(tmp_path: Path) -> None:
     """`arena competitor add|list` of a config with several errors printed `error:` before the first
     line only; each now reads `config error: …`, as `arena run` prints them. And `arena competitor list`

@@ -879,11 +879,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "token":
             return token_command(args, console, err)
         if args.command == "competition" and args.competition_command == "final":
-            from arena.cli.competing import final_run_args
+            from arena.cli.competing import final_command
 
-            run = final_run_args(args, err)  # the final's config written, or an exit status
             with interrupt.handled():
-                return run if isinstance(run, int) else run_command(run, console, err)
+                return final_command(args, console, err, run_command)
         if args.command in ("competitor", "competition", "submit", "submissions"):
             from arena.cli.competing import competing_command
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,30 @@ def _retry(args: argparse.Namespace, console: Console, err: Console) -> int:
     err.print(f"{len(retried)} failed submission(s) back in the build queue" if retried else
               "no failed submission to retry", highlight=False, soft_wrap=True)
     return 0
+
+
+def final_command(args: argparse.Namespace, console: Console, err: Console,
+                  run_command: Callable[[argparse.Namespace, Console, Console], int]) -> int:
+    """``arena competition final``: under the lock of the competition's output folder, write the final's
+    config (:func:`final_run_args`) and play it with ``run_command`` (``arena run``'s, in ``<output>/final``).
+    A running ``arena serve`` on that folder refuses it: exit status 1 and one line; the final is played
+    once serve stopped."""
+    from arena.tournament.lock import OutputLocked, lock_output
+
+    try:
+        output = _output(args)
+    except ConfigError as e:
+        return _config_errors(e, err)
+    except _Usage as e:
+        err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True, highlight=False)
+        return 2
+    try:
+        with lock_output(output, advice="stop `arena serve` first: the final is played once the league stopped"):
+            run = final_run_args(args, err)  # the final's config written, or an exit status
+            return run if isinstance(run, int) else run_command(run, console, err)
+    except OutputLocked as e:
+        err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True, highlight=False)
+        return 1
 
 
 def final_run_args(args: argparse.Namespace, err: Console) -> argparse.Namespace | int:
