@@ -9,16 +9,22 @@
 - ``allfours_arena_workers_connected{bot}`` and ``allfours_arena_workers_idle{bot}`` (gauges): a bot's
   workers connected to the lobby, and those of them waiting for a seat (read from the lobby at each
   scrape, :func:`watch_lobby`).
+
+The referee's metrics (:mod:`referee.metrics`) are served beside them only when the referee runs in the
+arena's process (embedded): with external referees, or simulated games, they would read zero, so
+:func:`registry` leaves them out (each referee serves its own: ``referee serve --metrics-port``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 
-from prometheus_client import REGISTRY, Counter, Gauge
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from arena.tournament.result import GameResult
+from referee import metrics as referee_metrics
 from referee.rules.seats import side_of
 
 GAMES_STORED = Counter("allfours_arena_games_stored", "Game results written to the arena's store")
@@ -60,3 +66,22 @@ REGISTRY.register(_LOBBY)
 def watch_lobby(counts: Callable[[], Mapping[str, tuple[int, int]]] | None) -> None:
     """Report the lobby's ``counts()`` (bot -> (connected, idle)) from now on (None: stop)."""
     _LOBBY.counts = counts
+
+
+class _WithoutReferee(Collector):
+    """The default registry's metrics but the referee's (names starting ``allfours_referee_``)."""
+
+    def collect(self) -> Iterator[Metric]:
+        for family in REGISTRY.collect():
+            if not family.name.startswith(referee_metrics.PREFIX):
+                yield family
+
+
+def registry(embedded_referee: bool) -> CollectorRegistry:
+    """What ``arena run --metrics-port`` serves: the default registry (the arena's metrics, the process's,
+    and the referee's) when the referee runs in this process, else the same without the referee's."""
+    if embedded_referee:
+        return REGISTRY
+    view = CollectorRegistry(auto_describe=False)
+    view.register(_WithoutReferee())
+    return view

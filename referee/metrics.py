@@ -2,7 +2,8 @@
 
 Exposed over HTTP by ``referee serve --metrics-port P`` (``GET /metrics``; docs/deploy.md,
 "Metrics"); the arena's own (:mod:`arena.metrics`) share the registry, so an arena with an embedded
-referee shows both on its ``--metrics-port``. The counters (``prometheus_client`` adds ``_total``):
+referee shows both on its ``--metrics-port`` (one without shows only its own:
+:func:`arena.metrics.registry`). The counters (``prometheus_client`` adds ``_total``):
 
 - ``allfours_referee_matches_running`` (gauge): matches created and not finished;
 - ``allfours_referee_matches_total{status}`` (counter): finished matches by status (``completed``,
@@ -21,10 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from prometheus_client import Counter, Gauge, Histogram, start_http_server
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 #: Buckets of the decision latency histogram, in seconds (a decision limit is usually 0.2-10 s).
 DECISION_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+#: The start of every referee metric's name.
+PREFIX = "allfours_referee_"
 
 MATCHES_RUNNING = Gauge("allfours_referee_matches_running", "Matches created and not finished")
 MATCHES = Counter("allfours_referee_matches", "Finished matches by status", ["status"])
@@ -48,10 +52,11 @@ def match_finished(status: str, forfeits: Iterable[str], latencies_s: Iterable[f
     DECISIONS.inc(n)
 
 
-def serve(port: int, host: str = "127.0.0.1") -> int:
-    """Serve ``/metrics`` over HTTP on ``host:port`` (0: a free port) in a daemon thread; returns the port.
+def serve(port: int, host: str = "127.0.0.1", registry: CollectorRegistry = REGISTRY) -> int:
+    """Serve ``registry``'s ``/metrics`` over HTTP on ``host:port`` (0: a free port) in a daemon thread;
+    returns the port.
 
     :raises OSError: if the port cannot be bound.
     """
-    server, _thread = start_http_server(port, addr=host)
+    server, _thread = start_http_server(port, addr=host, registry=registry)
     return int(server.server_port)

@@ -92,6 +92,10 @@ command = ["x"]
             seen = scrape(url).get(("allfours_arena_games_stored_total", ()), 0.0)
             time.sleep(0.2)
         assert 2 <= seen <= 10
+        # no referee runs in this process (simulated games): none of the referee's metrics, which read 0
+        names = {name for name, _ in scrape(url)}
+        assert not [n for n in names if n.startswith("allfours_referee_")], sorted(names)
+        assert "process_cpu_seconds_total" in names  # the rest of the registry is still served
     finally:
         proc.wait(60)
     assert proc.returncode == 0
@@ -135,6 +139,8 @@ cwd = "ROOT"
                     if name == "allfours_arena_workers_connected"}
             time.sleep(0.1)
         assert seen == want
+        # the embedded referee runs in this process: its metrics are served beside the arena's
+        assert ("allfours_referee_matches_running", ()) in samples
     finally:
         proc.wait(120)
     assert proc.returncode == 0

@@ -434,7 +434,7 @@ def run_command(args: argparse.Namespace, console: Console, err: Console | None 
     config, output = checked
     closers: list[Callable[[], None]] = []
     get_runner = _runner_maker(config, args, output, console, closers)
-    if args.metrics_port is not None and not _serve_metrics(args, console, error):
+    if args.metrics_port is not None and not _serve_metrics(args, config, console, error):
         return 2
     held = contextlib.ExitStack()
     try:
@@ -499,16 +499,18 @@ def _runner_maker(config: TournamentConfig, args: argparse.Namespace, output: Pa
     return get_runner
 
 
-def _serve_metrics(args: argparse.Namespace, console: Console, error: ErrorLine) -> bool:
-    """``--metrics-port``: serve the metrics and print where; False after one line if the port is taken."""
+def _serve_metrics(args: argparse.Namespace, config: TournamentConfig, console: Console, error: ErrorLine) -> bool:
+    """``--metrics-port``: serve the metrics (:func:`arena.metrics.registry`: the referee's only when it is
+    embedded) and print where; False after one line if the port is taken."""
     from referee.metrics import serve
 
+    embedded = args.simulate is None and not (args.referee or config.referees)
     try:
-        console.print(f"metrics: http://{args.metrics_host}:{serve(args.metrics_port, args.metrics_host)}/metrics",
-                      highlight=False)
+        port = serve(args.metrics_port, args.metrics_host, metrics.registry(embedded))
     except OSError as e:
         error(f"--metrics-port {args.metrics_port}: {e.strerror or e}")
         return False
+    console.print(f"metrics: http://{args.metrics_host}:{port}/metrics", highlight=False)
     return True
 
 
