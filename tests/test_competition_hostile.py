@@ -559,6 +559,57 @@ def test_a_client_that_gets_the_arenas_tls_wrong_is_told_what_to_change(tmp_path
         assert "\n" not in text and token not in text
 
 
+_DIES_MID_UPLOAD = """
+import os, signal
+from concurrent import futures
+import grpc
+from allfours.v1 import submission_pb2_grpc as spb_grpc
+
+class Dies(spb_grpc.SubmissionServiceServicer):
+    def Submit(self, requests, context):
+        next(requests), next(requests)  # the header and a first chunk of the archive
+        os.kill(os.getpid(), signal.SIGKILL)  # as `kill -9` of arena serve during an upload
+
+server = grpc.server(futures.ThreadPoolExecutor(2))
+spb_grpc.add_SubmissionServiceServicer_to_server(Dies(), server)
+print(server.add_insecure_port("127.0.0.1:0"), flush=True)
+server.start()
+server.wait_for_termination()
+"""
+
+
+def test_an_arena_gone_mid_upload_is_told_as_such_not_as_tls(tmp_path: Path) -> None:
+    """`arena submit` to an arena killed during the upload printed `error: UNAVAILABLE: Stream removed
+    (Socket closed) (does HOST:PORT serve TLS? then pass --tls-ca …)`: the TLS hint, though the
+    connection had been up (TLS was no cause). It now says the arena closed the connection during the
+    upload and the submission was not received (one line); the TLS hint stays for a connection that
+    never came up (the test above)."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    bot = tmp_path / "evebot"
+    bot.mkdir()
+    (bot / "evebot.py").write_bytes(os.urandom(1024 * 1024))  # several chunks, beyond a stream's first window
+    server = subprocess.Popen([sys.executable, "-c", _DIES_MID_UPLOAD], stdout=subprocess.PIPE, text=True, cwd=root)
+    try:
+        assert server.stdout is not None
+        address = f"127.0.0.1:{server.stdout.readline().strip()}"
+        env = {**os.environ, "ALLFOURS_COMPETITOR_TOKEN": "t0ken", "PYTHONPATH": str(root)}
+        r = subprocess.run([sys.executable, "-m", "arena.cli", "submit", str(bot), "--arena", address, "--entry",
+                            "evebot:EveBot"], capture_output=True, text=True, timeout=120, env=env, cwd=root)
+        assert server.wait(60) == -9  # it died in the upload, as arena serve did
+    finally:
+        server.kill()
+        server.wait(30)
+    err = r.stderr.strip()
+    assert r.returncode == 1 and err.startswith("error: UNAVAILABLE: ") and "\n" not in err, r
+    assert "TLS" not in err and "--tls-ca" not in err, err
+    assert err.endswith("(the arena closed the connection during the upload (stopped or restarted?): the submission "
+                        "was not received; submit it again once the arena is back)"), err
+
+
 def test_revoking_a_competitor_revokes_their_remote_bots_tokens(tmp_path: Path) -> None:
     """A remote bot (RegisterRemote) plays from the competitor's own machine with a lobby token of its
     own. Revoking the competitor ended their competitor token and web sessions, but the remote bot's

@@ -48,18 +48,37 @@ def competing_command(args: argparse.Namespace, console: Console, err: Console) 
     except (_Usage, ValueError) as e:
         return error(str(e), 2)
     except grpc.RpcError as e:
-        return error(f"{e.code().name}: {e.details()}{_tls_hint(e, args)}", 1)
+        return error(f"{e.code().name}: {e.details()}{_unavailable_hint(e, args)}", 1)
 
 
-def _tls_hint(e: Any, args: argparse.Namespace) -> str:
-    """What to change when the connection failed over TLS, or for want of it (gRPC says only ``Socket
-    closed`` when a plaintext client meets the arena's TLS, and an OpenSSL code when a TLS client meets a
-    plaintext port or another certificate), else ``""``."""
+#: What gRPC's details of UNAVAILABLE hold when a call's stream was up and the connection then closed
+#: (``Stream removed (Socket closed)``, ``Stream removed (recvmsg:Connection reset by peer (104))``): the
+#: arena went away mid-call, which no TLS setting explains.
+STREAM_REMOVED = "Stream removed"
+
+
+def _unavailable_hint(e: Any, args: argparse.Namespace) -> str:
+    """What an UNAVAILABLE means (``""`` for another code): the arena went away during the call (for an
+    upload: the submission was not received), or, only for a connection that never came up, what to
+    change about TLS (:func:`_tls_hint`)."""
     import grpc
 
     if e.code() != grpc.StatusCode.UNAVAILABLE:
         return ""
-    details, ca, arena = str(e.details() or ""), getattr(args, "tls_ca", None), getattr(args, "arena", "")
+    if STREAM_REMOVED in str(e.details() or ""):
+        if args.command == "submit" and getattr(args, "select", None) is None:
+            return (" (the arena closed the connection during the upload (stopped or restarted?): the submission "
+                    "was not received; submit it again once the arena is back)")
+        return (" (the arena closed the connection before it answered (stopped or restarted?): try again once it "
+                "is back)")
+    return _tls_hint(str(e.details() or ""), args)
+
+
+def _tls_hint(details: str, args: argparse.Namespace) -> str:
+    """What to change when a connection could not be made over TLS, or for want of it (gRPC says only
+    ``Socket closed`` when a plaintext client meets the arena's TLS, and an OpenSSL code when a TLS client
+    meets a plaintext port or another certificate), else ``""``."""
+    ca, arena = getattr(args, "tls_ca", None), getattr(args, "arena", "")
     if not ca and "Socket closed" in details:
         return f" (does {arena} serve TLS? then pass --tls-ca with the certificate the host gives out)"
     if ca and "WRONG_VERSION_NUMBER" in details:
