@@ -729,6 +729,51 @@ def test_a_restart_mid_build_resumes_the_submission(league: tuple[Path, int, Ser
     assert _status(cfg, sub.id)[0] in ("accepted", "playing", "rated"), _status(cfg, sub.id)
 
 
+def test_a_validation_container_goes_with_a_killed_serve(league: tuple[Path, int, Serve], tmp_path: Path) -> None:
+    """docs/competition.md: a validation under way when `arena serve` is killed is killed with it. The
+    suite was (tethered), but the `docker run` it had started went on as an orphan, and with it the
+    submission's container, until the bot ended on its own (20-30 s; here it would be 600). A validation's
+    containers carry the run's label now: the sandbox's reaper removes them with the game containers once
+    the arena is gone, and the orphaned `docker run` ends with its container."""
+    cfg, port, serve = league
+    client = docker_client()
+    token = arena("competitor", "add", str(cfg), "dave").stdout.strip()
+    slow = _bot(tmp_path / "slowbot", GOOD + "\n__import__(\"time\").sleep(600)\n", "random_bot")
+    sub = SubmissionClient(f"127.0.0.1:{port}", token).submit(pack(slow), "dave-bot", entry="random_bot:RandomBot")
+    image = f"{PREFIX}/dave-bot:{sub.version}"  # with the label: another checkout's tests may use the same key
+    mine = {"label": f"org.allfours.validate={PREFIX}-sub{sub.id}", "ancestor": image}
+    deadline = time.monotonic() + 600
+    while not client.containers.list(filters={**mine, "status": "running"}):
+        assert _status(cfg, sub.id)[0] in ("received", "building", "validating"), _status(cfg, sub.id)
+        assert time.monotonic() < deadline, _status(cfg, sub.id)
+        time.sleep(0.2)
+    serve.proc.kill()  # SIGKILL mid-validation, its bot's container up
+    serve.proc.wait(30)
+    deadline = time.monotonic() + 120  # the reaper looks every 0.5 s; the bot would sleep for 600 s
+    while client.containers.list(all=True, filters=mine) or _clis(image):
+        assert time.monotonic() < deadline, (client.containers.list(all=True, filters=mine), _clis(image))
+        time.sleep(0.5)
+    again = Serve(cfg, tmp_path / "serve-again.log")  # for the fixture's clean stop
+    serve.proc, serve.log = again.proc, again.log
+    again.wait_for("serving:")
+
+
+def _clis(needle: str) -> list[int]:
+    """The live processes of this machine whose command line holds ``needle`` (an orphaned `docker run`
+    of an image)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if needle in cmd and running(int(proc.name)):
+            found.append(int(proc.name))
+    return found
+
+
 def _children(pid: int, needle: str) -> list[int]:
     """The live processes below ``pid`` whose command line holds ``needle``."""
     found = []

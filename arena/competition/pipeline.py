@@ -236,8 +236,11 @@ class BuildQueue:
             self.note(f"the image {tag}, which will not play, could not be removed: {type(e).__name__}: {e}")
 
     def _validate(self, image: str, key: str, sub: Submission) -> Verdict:
+        from arena.hosting.sandbox import run_key
+
         s = self.settings
-        return validate_image(image, f"{s.image_prefix}-{key}", s.checks, s.cpus, s.memory_mb)
+        return validate_image(image, f"{s.image_prefix}-{key}", s.checks, s.cpus, s.memory_mb,
+                              run=run_key(self.output))
 
     def _build(self, sub: Submission) -> str:
         """Build ``sub``'s image; returns its tag. :raises BuildError: the build failed, took over

@@ -4,8 +4,11 @@ Each scenario starts the image in a container with no network at all (``--networ
 no capabilities, the submission's memory, CPU and process limits, as the bot user; the scripted
 referee listens on a unix socket in a fresh folder mounted read-only at the same path
 (``--socket-dir``; connecting to a socket needs no write access to its file system), the only thing
-the container reaches, and a bot cannot write into the host's folder. Every container of a validation carries the label
-``org.allfours.validate=KEY`` and is removed afterwards, whatever happened.
+the container reaches, and a bot cannot write into the host's folder. Every container of a validation
+carries the label ``org.allfours.validate=KEY`` and is removed afterwards, whatever happened; in
+``arena serve`` it carries the run's label too (``org.allfours.run``), so that if the arena is killed,
+its sandbox's reaper removes it with the game containers (the suite dies with the arena, but the
+``docker run`` it started would go on as an orphan, and the container with it).
 
 :func:`validate_image` returns a :class:`Verdict`: passed, or the failing checks with what the bot did, or
 (its ``fault``) why the suite could not judge the bot: it did not run or crashed, or docker failed under
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arena.competition.book import LOG_TAIL_CHARS
+from arena.hosting.sandbox import LABEL_RUN
 from arena.hosting.tether import tether_command
 
 #: Debian's docker CLI (the conformance suite starts each scenario's bot with it).
@@ -51,13 +55,16 @@ class Verdict:
     fault: str = ""
 
 
-def container_command(image: str, key: str, socket_dir: str, cpus: float, memory_mb: int) -> list[str]:
-    """The ``docker run`` argv of one scenario's bot (see the module docstring)."""
+def container_command(image: str, key: str, socket_dir: str, cpus: float, memory_mb: int,
+                      run: str = "") -> list[str]:
+    """The ``docker run`` argv of one scenario's bot (see the module docstring); ``run``: the run key
+    it is labelled with too (:data:`arena.hosting.sandbox.LABEL_RUN`), or ``""``."""
+    labels = ["--label", f"{LABEL}={key}"] + (["--label", f"{LABEL_RUN}={run}"] if run else [])
     return [DOCKER, "run", "--rm", "--init", "--network", "none", "--read-only",
             "--tmpfs", "/tmp:rw,noexec,nosuid,nodev,size=16m", "--cap-drop", "ALL",
             "--security-opt", "no-new-privileges", "--memory", f"{memory_mb}m", "--memory-swap", f"{memory_mb}m",
             "--pids-limit", "64", "--cpus", f"{cpus:g}", "--user", "10001:10001", "--ipc", "private",
-            "--label", f"{LABEL}={key}", "-v", f"{socket_dir}:{socket_dir}:ro",
+            *labels, "-v", f"{socket_dir}:{socket_dir}:ro",
             "-e", "ALLFOURS_TICKET", "-e", "ALLFOURS_REFEREE", image]
 
 
@@ -117,16 +124,17 @@ def sweep_stale_socket_dirs(tmp: Path) -> None:
 
 
 def validate_image(image: str, key: str, checks: Sequence[str], cpus: float = 1.0, memory_mb: int = 512,
-                   players: int = 2) -> Verdict:
+                   players: int = 2, run: str = "") -> Verdict:
     """Run the conformance ``checks`` (empty: every per-game check) against ``image`` (see the module
-    docstring); ``key`` labels its containers."""
+    docstring); ``key`` labels its containers, and so does ``run``, the run key of ``arena serve``'s
+    sandbox (its reaper removes them if the arena is killed)."""
     sweep_stale_socket_dirs(Path(tempfile.gettempdir()))
     with tempfile.TemporaryDirectory(prefix=f"{SOCKET_DIR_PREFIX}{os.getpid()}-") as sockets:
         argv = [sys.executable, "-m", "sdk.conformance", "--json", "--players", str(players),
                 "--startup-limit", str(STARTUP_S), "--memory-limit", str(memory_mb), "--socket-dir", sockets]
         for check in checks:
             argv += ["--only", check]
-        argv += ["--", *container_command(image, key, sockets, cpus, memory_mb)]
+        argv += ["--", *container_command(image, key, sockets, cpus, memory_mb, run)]
         argv = tether_command(argv)  # the suite dies with the arena (not preexec_fn: arena.hosting.tether)
         os.chmod(sockets, 0o755)
         remove_containers(key)  # left by a validation of this submission that a killed arena cut short
