@@ -81,25 +81,3 @@ def test_an_image_over_the_size_limit_is_rejected_and_removed(tmp_path: Path) ->
     assert got.reason.startswith("the image is ") and got.reason.endswith("over the image limit of 67108864 bytes")
     assert not client.images.list(filters={"reference": "allfours-test-size/*"})
     assert leftovers(client, run_key(out)) == []
-
-
-def test_a_killed_arenas_validation_socket_folder_is_removed_by_the_next() -> None:
-    """A validation's socket folder is a TemporaryDirectory: an arena killed during a validation (the
-    restart test does it) left an empty ``/tmp/allfours-validate-…`` behind at every run. The next
-    validation removes the folders of arena processes that are gone, and only those."""
-    import os
-    import tempfile
-
-    from arena.competition.validate import sweep_stale_socket_dirs
-
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        stale = root / f"allfours-validate-{gone.stdout.strip()}-abc"
-        alive = root / f"allfours-validate-{os.getpid()}-def"
-        other = root / "allfours-validate-xyz"  # no pid in its name: not ours to judge
-        for d in (stale, alive, other):
-            d.mkdir()
-        (stale / "referee.sock").write_text("")
-        sweep_stale_socket_dirs(root)
-        assert not stale.exists() and alive.exists() and other.exists()

@@ -30,6 +30,9 @@ from arena.lobby.tokens import new_token, token_digest
 from arena.tournament.result import GameResult
 from arena.tournament.runner import Tournament
 
+#: The name of an upload being taken in (``OUTPUT/submissions/incoming-<hex>``), moved to its
+#: submission's folder once kept (:meth:`Desk.receive`).
+INCOMING_PREFIX = "incoming-"
 #: The book's meta key set by ``arena competition freeze``.
 FROZEN_KEY = "frozen_at"
 #: What a "version" of "next" or empty asks for.
@@ -111,7 +114,7 @@ class Desk:
 
         self._check_not_house(header.name)
         version = self.book.next_version(header.name) if header.version in NEXT else header.version
-        incoming = self.output / "submissions" / f"incoming-{secrets.token_hex(8)}"
+        incoming = self.output / "submissions" / f"{INCOMING_PREFIX}{secrets.token_hex(8)}"
         try:
             kind, entry = self._take(archive, incoming, header, version)
             with self._adding:
@@ -229,6 +232,19 @@ class Desk:
                 status = "playing" if sub.entrant in pending else "rated"
                 if status != sub.status and self.games.get(sub.entrant, 0) > 0:
                     self.book.set_status(sub.id, status, image=sub.image)
+
+
+def remove_partial_uploads(output: Path) -> tuple[int, int]:
+    """Remove every upload an arena left half taken in (``OUTPUT/submissions/incoming-*``: killed during
+    :meth:`Desk.receive`); returns (folders, bytes) removed. Only at ``arena serve``'s start, under its
+    output lock, before the Submission service takes an upload: none is in use then."""
+    folders = size = 0
+    for d in (output / "submissions").glob(f"{INCOMING_PREFIX}*"):
+        if d.is_dir() and not d.is_symlink():
+            size += sum(f.lstat().st_size for f in d.rglob("*") if f.is_file() and not f.is_symlink())
+            shutil.rmtree(d, ignore_errors=True)
+            folders += 1
+    return folders, size
 
 
 def _utc(t: float) -> str:

@@ -133,7 +133,14 @@ class BuildQueue:
         self._network_lock = threading.Lock()
 
     def start(self) -> None:
-        """Resume what a restart interrupted (:meth:`CompetitionBook.resume`), then serve the queue."""
+        """Remove the build contexts and validation sockets a killed arena left in the temp folder
+        (:func:`arena.hosting.tempdirs.sweep_dead`), resume what a restart interrupted
+        (:meth:`CompetitionBook.resume`), then serve the queue."""
+        from arena.competition.validate import SOCKET_DIR_PREFIX
+        from arena.hosting.bots_build import BUILD_DIR_PREFIX
+        from arena.hosting.tempdirs import sweep_dead
+
+        sweep_dead((BUILD_DIR_PREFIX, SOCKET_DIR_PREFIX))
         waiting = self.book.resume()
         if waiting:
             self.note(f"{len(waiting)} submission(s) in the build queue")

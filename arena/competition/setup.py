@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from arena.competition.book import CompetitionBook
-from arena.competition.desk import Desk
+from arena.competition.desk import INCOMING_PREFIX, Desk, remove_partial_uploads
 from arena.competition.pipeline import BuildQueue, warn_missing_bases
 from arena.competition.service import add_to_server
 from arena.config import CompetitionSettings, ConfigError, TournamentConfig
@@ -36,9 +36,10 @@ def open_competition(config: TournamentConfig, output: Path, league: League,
                      note: Callable[[str], None]) -> Callable[[], None]:
     """Hook the competition into ``league`` before it opens: its accepted entrants join the config
     (``league.grow``), the Submission service joins the lobby's server, each stored game moves its
-    entrants' statuses, and an accepted submission re-opens the league at once (no SIGHUP). Starts
-    the build queue (resuming what a restart interrupted); returns the closer (stops the queue and
-    removes its build network, then closes the book)."""
+    entrants' statuses, and an accepted submission re-opens the league at once (no SIGHUP). Removes
+    the uploads a killed arena left half taken in (one line to ``note`` if any), then starts the build
+    queue (resuming what a restart interrupted); returns the closer (stops the queue and removes its
+    build network, then closes the book). Called under the output lock, before the lobby listens."""
     settings = config.competition
     assert settings is not None
     check_validation_checks(settings, config.source)
@@ -72,6 +73,10 @@ def open_competition(config: TournamentConfig, output: Path, league: League,
 
     league.reopened.append(reopened)
     warn_missing_bases(settings, note)
+    folders, size = remove_partial_uploads(output)
+    if folders:
+        note(f"removed {folders} partial upload(s) ({size} bytes) that a stopped arena serve left in "
+             f"{output / 'submissions'}/{INCOMING_PREFIX}*")
     queue.start()
 
     def close() -> None:

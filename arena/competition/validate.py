@@ -23,13 +23,12 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from arena.competition.book import LOG_TAIL_CHARS
 from arena.hosting.sandbox import LABEL_RUN
+from arena.hosting.tempdirs import pid_temp_dir
 from arena.hosting.tether import tether_command
 
 #: Debian's docker CLI (the conformance suite starts each scenario's bot with it).
@@ -110,17 +109,9 @@ def verdict_of(stdout: str, stderr: str, status: int | None = None) -> Verdict:
     return Verdict(bool(report.get("passed")), tuple(str(c["check"]) for c in failing), "\n".join(lines))
 
 
-#: The name of a validation's socket folder in the temp folder: ``allfours-validate-<arena pid>-XXXX``.
+#: The name of a validation's socket folder in the temp folder: ``allfours-validate-<arena pid>-XXXX``
+#: (:mod:`arena.hosting.tempdirs`: the next start removes those of a killed arena).
 SOCKET_DIR_PREFIX = "allfours-validate-"
-
-
-def sweep_stale_socket_dirs(tmp: Path) -> None:
-    """Remove the socket folders of validations whose arena process is gone: a killed arena (SIGKILL
-    during a validation, as the restart test does) never removed its own (one a run, left in /tmp)."""
-    for d in tmp.glob(f"{SOCKET_DIR_PREFIX}*-*"):
-        pid = d.name[len(SOCKET_DIR_PREFIX):].split("-")[0]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            shutil.rmtree(d, ignore_errors=True)
 
 
 def validate_image(image: str, key: str, checks: Sequence[str], cpus: float = 1.0, memory_mb: int = 512,
@@ -128,8 +119,7 @@ def validate_image(image: str, key: str, checks: Sequence[str], cpus: float = 1.
     """Run the conformance ``checks`` (empty: every per-game check) against ``image`` (see the module
     docstring); ``key`` labels its containers, and so does ``run``, the run key of ``arena serve``'s
     sandbox (its reaper removes them if the arena is killed)."""
-    sweep_stale_socket_dirs(Path(tempfile.gettempdir()))
-    with tempfile.TemporaryDirectory(prefix=f"{SOCKET_DIR_PREFIX}{os.getpid()}-") as sockets:
+    with pid_temp_dir(SOCKET_DIR_PREFIX) as sockets:
         argv = [sys.executable, "-m", "sdk.conformance", "--json", "--players", str(players),
                 "--startup-limit", str(STARTUP_S), "--memory-limit", str(memory_mb), "--socket-dir", sockets]
         for check in checks:

@@ -6,8 +6,10 @@ optional). The image is built with the Dockerfile the project ships for that kin
 (``docker/bot-python.Dockerfile``, ``docker/bot-node.Dockerfile``) from a build context assembled
 here: the bot's folder (without ``.git``, ``node_modules``, ``.venv``, ``__pycache__``), the SDK's
 packages (Python) or the ``.proto`` files (Node.js), and a CA bundle for pip and npm inside the build
-(``--ca-bundle``, default the host's). ``--base IMAGE`` replaces the official base image (the build
-argument ``BASE``); tests pass one made from Debian packages (``docker/base-image.sh``).
+(``--ca-bundle``, default the host's), in a temporary folder ``allfours-build-<pid>-…`` (removed after
+the build; a killed process's is removed by the next start of ``arena serve``). ``--base IMAGE``
+replaces the official base image (the build argument ``BASE``); tests pass one made from Debian
+packages (``docker/base-image.sh``).
 
 The image is tagged ``allfours-bots/NAME:V`` (or ``--tag``) and labelled with the bot's name and
 version; use that tag as ``[[bots]] image`` in a tournament config.
@@ -25,13 +27,14 @@ import inspect
 import json
 import re
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from arena.hosting.tempdirs import pid_temp_dir
 
 #: The project's folder of Dockerfiles and the base image script.
 DOCKER_DIR = Path(__file__).resolve().parents[2] / "docker"
@@ -42,6 +45,9 @@ _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")
 _VERSION = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _ENTRY = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 _SKIP = shutil.ignore_patterns(".git", "node_modules", ".venv", "__pycache__", "*.pyc")
+#: The name of a build context in the temp folder: ``allfours-build-<arena pid>-XXXX``
+#: (:mod:`arena.hosting.tempdirs`: the next start removes those of a killed arena).
+BUILD_DIR_PREFIX = "allfours-build-"
 #: Seconds a whole build may take.
 BUILD_TIMEOUT_S = 900
 #: MiB of memory (and memory+swap) of each container a build runs its steps in: pip's sdists and npm's
@@ -237,7 +243,7 @@ def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST
     if base:
         args["BASE"] = base
     over = f"the build of {build.tag} went over the build time limit of {timeout_s} s"
-    with tempfile.TemporaryDirectory(prefix="allfours-build-") as tmp:
+    with pid_temp_dir(BUILD_DIR_PREFIX) as tmp:  # a killed arena's is removed at the next start
         make_context(build, Path(tmp), ca_bundle)
         try:
             with _cgroup_parent(client, cgroup_parent):

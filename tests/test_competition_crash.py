@@ -1,0 +1,130 @@
+"""What an `arena serve` killed at a bad moment (SIGKILL: no cleanup of its own runs) leaves of a
+competition, and what its next start makes of it (docs/competition.md, "Restart").
+
+The crash is simulated by what it leaves: a partial upload's folder, a killed process's build context
+in the temp folder, a submission kept in the book before its files were moved in. The next start is
+:func:`arena.competition.setup.open_competition`, the competition's part of `arena serve`'s start
+(under its output lock), or its build queue's start alone, here with no dockerd (none of these needs one).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from arena.config import parse_config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], list[str]]]:
+    """Start the competition of ``tmp_path/out`` as `arena serve` does (its host's log lines returned);
+    the temp folder is ``tmp_path/tmp`` (the sweeps of /tmp look there)."""
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    bots = [{"name": n, "command": ["x"]} for n in ("a", "b")]
+    config = parse_config({"tournament": {"name": "t"}, "bots": bots, "competition": {"checks": ["join"]}},
+                          "c.toml", base=tmp_path)
+    closers: list[Callable[[], None]] = []
+    notes: list[str] = []
+
+    def go() -> list[str]:
+        from arena.competition.setup import open_competition
+
+        league = SimpleNamespace(request_reload=lambda: None, grow=None, lobby_services=[], after_game=[],
+                                 reopened=[])
+        closers.append(open_competition(config, tmp_path / "out", league, notes.append))  # type: ignore[arg-type]
+        return notes
+
+    yield go
+    for close in closers:
+        close()
+
+
+def test_the_next_start_removes_every_partial_upload(tmp_path: Path, start: Callable[[], list[str]]) -> None:
+    """`arena serve` killed during an upload left ``OUTPUT/submissions/incoming-<hex>/`` (the upload
+    unpacked so far, up to ``image_upload_bytes`` of an image) for good, across restarts. The next start
+    removes every such folder (none can be in use: the start holds the output lock and takes no upload
+    yet) and says so in one line; the kept submissions' folders stay."""
+    subs = tmp_path / "out" / "submissions"
+    partial = [subs / "incoming-0123456789abcdef", subs / "incoming-fedcba9876543210"]
+    (partial[0] / "bot").mkdir(parents=True)
+    (partial[0] / "bot" / "evebot.py").write_bytes(b"x" * 3000)
+    partial[1].mkdir()
+    (partial[1] / "image.tar").write_bytes(b"y" * 1000)
+    kept = subs / "1" / "bot"
+    kept.mkdir(parents=True)
+    notes = start()
+    assert not any(p.exists() for p in partial) and kept.is_dir()
+    said = [n for n in notes if "incoming-" in n]
+    assert said == [f"removed 2 partial upload(s) (4000 bytes) that a stopped arena serve left in {subs}"
+                    "/incoming-*"], notes
+
+
+def test_the_next_start_says_nothing_when_no_upload_was_cut_short(start: Callable[[], list[str]]) -> None:
+    assert not [n for n in start() if "partial upload" in n]
+
+
+_BUILD_KILLED_MIDWAY = """
+import sys, tempfile, time
+tempfile.tempdir = sys.argv[1]
+from arena.hosting.bots_build import build_image, plan_build
+
+class Api:
+    def build(self, path, **kwargs):
+        print(path, flush=True)
+        time.sleep(600)  # the build under way, until SIGKILL
+
+build_image(plan_build(sys.argv[2], "evebot", "1", "evebot:EveBot"), client=type("Client", (), {"api": Api()})())
+"""
+
+
+def test_a_build_killed_midway_leaves_no_competitors_code_in_tmp(tmp_path: Path,
+                                                                 start: Callable[[], list[str]]) -> None:
+    """A build context (the competitor's code, the SDK, the Dockerfile, build-ca.pem) is a temporary
+    folder that only the arena that made it removed: after a SIGKILL mid-build it stayed in /tmp for good.
+    It is named with the arena's pid now (``allfours-build-<pid>-…``), and the next start removes those of
+    dead arenas (and only those: a live arena's build goes on)."""
+    bot = tmp_path / "evebot"
+    bot.mkdir()
+    (bot / "evebot.py").write_text("from sdk.bot import Bot\n\nclass EveBot(Bot):\n    pass\n")
+    builder = subprocess.Popen([sys.executable, "-c", _BUILD_KILLED_MIDWAY, str(tmp_path / "tmp"), str(bot)],
+                               cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert builder.stdout is not None
+        context = Path(builder.stdout.readline().strip())
+    finally:
+        builder.send_signal(signal.SIGKILL)
+        builder.wait(30)
+    assert context.parent == tmp_path / "tmp" and context.name.startswith(f"allfours-build-{builder.pid}-"), context
+    assert (context / "bot" / "evebot.py").is_file()  # the competitor's code, left by the kill
+    live = tmp_path / "tmp" / f"allfours-build-{os.getpid()}-live"
+    live.mkdir()
+    start()
+    assert not context.exists() and live.is_dir()
+
+
+def test_the_next_start_removes_a_killed_arenas_validation_sockets(tmp_path: Path,
+                                                                   start: Callable[[], list[str]]) -> None:
+    """A validation's socket folder (``allfours-validate-<pid>-…``) is swept as a build's is: the next
+    start removes those of dead arenas, and leaves a live one's and a folder with no pid in its name."""
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    tmp = tmp_path / "tmp"
+    stale = tmp / f"allfours-validate-{gone.stdout.strip()}-abc"
+    alive = tmp / f"allfours-validate-{os.getpid()}-def"
+    other = tmp / "allfours-validate-xyz"  # no pid in its name: not ours to judge
+    for d in (stale, alive, other):
+        d.mkdir()
+    (stale / "referee.sock").write_text("")
+    start()
+    assert not stale.exists() and alive.exists() and other.exists()
