@@ -14,12 +14,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from arena.competition.book import CompetitionBook, Submission
 from arena.config import parse_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -128,3 +130,80 @@ def test_the_next_start_removes_a_killed_arenas_validation_sockets(tmp_path: Pat
     (stale / "referee.sock").write_text("")
     start()
     assert not stale.exists() and alive.exists() and other.exists()
+
+
+class NoDocker:
+    """A docker client the test expects not to be asked (any use raises)."""
+
+    def __getattr__(self, name: str) -> None:
+        raise AssertionError(f"docker was asked for {name}")
+
+
+def _wait_done(out: Path, sids: list[int]) -> list[Submission]:
+    """The submissions ``sids`` of ``out``'s book once none is ``received`` or ``building`` (60 s at most)."""
+    deadline = time.monotonic() + 60
+    with CompetitionBook(out) as book:
+        while True:
+            subs = [book.get(sid) for sid in sids]
+            done = [s for s in subs if s is not None and s.status not in ("received", "building")]
+            if len(done) == len(sids) or time.monotonic() > deadline:
+                return done
+            time.sleep(0.2)
+
+
+def test_a_submission_kept_before_its_files_were_moved_in_fails_as_the_arenas_fault(tmp_path: Path) -> None:
+    """A kill between the desk's two steps (the submission's row kept, then its unpacked folder moved to
+    ``OUTPUT/submissions/ID``) left a row without files: the next start built it and *rejected* it,
+    counted in the competitor's day, with a server path as the reason (`…/submissions/1/bot: not a
+    folder`); a prebuilt image's failed with its path. Either is now ``failed`` (the arena's fault, not
+    counted), with a reason that shows no path of the server, told in the host's log; docker is not asked."""
+    from arena.competition.pipeline import BuildQueue
+    from arena.config import CompetitionSettings
+
+    out = tmp_path / "out"
+    notes: list[str] = []
+    with CompetitionBook(out) as book:
+        book.add_competitor("ghost")
+        sids = [book.add_submission("ghost", "ghost", "1", "python", "ghost:Ghost").id,
+                book.add_submission("ghost", "ghost", "2", "image", "").id]
+        queue = BuildQueue(book, CompetitionSettings(), out, lambda: None, notes.append, client=NoDocker())
+        queue.start()  # the pipeline's start, as `arena serve` starts it
+        try:
+            subs = _wait_done(out, sids)
+        finally:
+            queue.stop()
+        counted = book.count_since("ghost", 0.0)
+    assert [(s.status, s.step) for s in subs] == [("failed", "build")] * 2, subs
+    for s in subs:
+        assert "/" not in s.reason and "submit it again" in s.reason, s.reason
+        note = next((n for n in notes if n.startswith(f"submission {s.id} ({s.entrant}) failed")), None)
+        assert note is not None and "not counted in ghost's day" in note and "/" not in note, notes
+    assert counted == 0
+
+
+def test_the_queue_waits_for_files_being_moved_in_rather_than_call_them_lost(tmp_path: Path) -> None:
+    """The desk keeps a submission, then moves its files in; the queue's thread, looking every 2 s,
+    could see the row between the two and call its files lost. The desk does both under the intake
+    lock, and the queue waits on it before it decides: here the submission is built once its files are
+    in (the build then fails on a docker that is not there: not a loss of files)."""
+    import threading
+
+    from arena.competition.pipeline import BuildQueue, submission_folder
+    from arena.config import CompetitionSettings
+
+    out = tmp_path / "out"
+    with CompetitionBook(out) as book:
+        queue = BuildQueue(book, CompetitionSettings(), out, lambda: None, lambda _: None, client=NoDocker())
+        with queue.intake:  # as Desk.receive holds it, between keeping the row and moving the files in
+            sub = book.add_submission("eve", "evebot", "1", "python", "evebot:EveBot")
+            looking = threading.Thread(target=queue.process, args=(sub,))
+            looking.start()
+            looking.join(2)
+            assert looking.is_alive()  # waiting for the move, not failing the submission meanwhile
+            folder = submission_folder(out, sub.id)
+            folder.mkdir(parents=True)
+            (folder / "evebot.py").write_text("from sdk.bot import Bot\n\nclass EveBot(Bot):\n    pass\n")
+        looking.join(60)
+        got = book.get(sub.id)
+    assert got is not None and got.status == "failed" and "lost its files" not in got.reason, got
+    assert "docker was asked" in got.reason, got

@@ -63,7 +63,9 @@ class Header:
 class Desk:
     """See the module docstring. ``wake`` tells the build queue a submission arrived; ``house``: the
     host's bots' names (before any ``@version``), which no competitor may submit under, nor under a
-    name too like one (:func:`arena.competition.book.name_key`)."""
+    name too like one (:func:`arena.competition.book.name_key`). ``intake``: held while a submission is
+    kept and its files moved in (the build queue's :attr:`arena.competition.pipeline.BuildQueue.intake`:
+    it waits on it before calling a submission's files lost)."""
 
     settings: CompetitionSettings
     output: Path
@@ -74,7 +76,7 @@ class Desk:
     games: dict[str, int] = dataclasses.field(default_factory=dict)
     house: frozenset[str] = frozenset()
     _counted: bool = False
-    _adding: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    intake: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
     def limits(self, kind: str = "") -> IntakeLimits:
         """The intake's limits of ``[competition]`` for a submission of ``kind`` (an ``image``'s upload
@@ -117,9 +119,12 @@ class Desk:
         incoming = self.output / "submissions" / f"{INCOMING_PREFIX}{secrets.token_hex(8)}"
         try:
             kind, entry = self._take(archive, incoming, header, version)
-            with self._adding:
+            with self.intake:  # the files are in place before the queue may look (it waits on this lock)
                 self.check_open(competitor, time.time())
                 sub = self.book.add_submission(competitor, header.name, version, kind, entry)
+                final = submission_folder(self.output, sub.id).parent
+                shutil.rmtree(final, ignore_errors=True)
+                os.replace(incoming, final)  # failing (or a kill before it), the queue marks it failed
         except (IntakeError, BuildError) as e:
             shutil.rmtree(incoming, ignore_errors=True)  # the plan names its folder: the server's path, not theirs
             raise Refused("invalid", str(e).replace(str(incoming / "bot"), "the archive")) from None
@@ -129,9 +134,6 @@ class Desk:
         except Refused:
             shutil.rmtree(incoming, ignore_errors=True)
             raise
-        final = submission_folder(self.output, sub.id).parent
-        shutil.rmtree(final, ignore_errors=True)
-        os.replace(incoming, final)
         self.wake()
         return sub
 
@@ -175,7 +177,7 @@ class Desk:
         version = self.book.next_version(name) if version in NEXT else version
         try:
             check_name_version(name, version)
-            with self._adding:
+            with self.intake:
                 self.check_open(competitor, time.time())
                 sub = self.book.add_submission(competitor, name, version, "remote", "")
         except BuildError as e:

@@ -10,8 +10,8 @@ time limit), refuses (and removes) an image over ``image_bytes``, validates it
 ``image``, ``validation``) with a one-line reason and the log tail, and removes the image; the arena's
 own trouble (docker unreachable, the build network failing, a base image neither on the host nor
 pullable: :class:`BaseMissing`; a conformance suite that could not judge the bot: it did not run,
-crashed, or docker failed under it) marks the submission ``failed``, which the per-day limit does not
-count, and is told in the host's log with its fix.
+crashed, or docker failed under it; files lost to a kill while the submission was taken in) marks the
+submission ``failed``, which the per-day limit does not count, and is told in the host's log with its fix.
 
 Builds run the competitor's own code as root (npm's ``preinstall``, a pip sdist's ``setup.py``): they
 run on the run's build network (:class:`arena.hosting.sandbox.BuildNetwork`: the registries reachable,
@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -120,6 +120,9 @@ class BuildQueue:
     validator: Validator | None = None
     client: Any = None
     tournament: str = ""
+    #: Held by the desk while it keeps a submission and moves its files in
+    #: (:attr:`arena.competition.desk.Desk.intake`): :meth:`_files_lost` waits on it.
+    intake: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         note = self.note
@@ -172,9 +175,12 @@ class BuildQueue:
                 self.process(sub)
 
     def process(self, sub: Submission) -> None:
-        """Take ``sub`` through build and validation to its status (see the module docstring)."""
+        """Take ``sub`` through build and validation to its status (see the module docstring); one whose
+        files are not in its folder (:meth:`_files_lost`) fails at once."""
         from arena.hosting.bots_build import BuildError
 
+        if self._files_lost(sub):
+            return
         self.book.set_status(sub.id, "building")
         try:
             image = self._build(sub)
@@ -204,6 +210,27 @@ class BuildQueue:
         self._retire_old(sub)
         self.note(f"submission {sub.id} accepted: {sub.entrant} enters the league")
         self.enroll()
+
+    def _files_lost(self, sub: Submission) -> bool:
+        """Whether ``sub``'s files (its unpacked folder, or its image's archive) are missing, marking it
+        ``failed`` then (not counted, told in the host's log; its reason names no path of the server): the
+        arena was killed between keeping the submission and moving its files in, or the move failed
+        (:meth:`arena.competition.desk.Desk.receive`; what was taken in is removed at the next start). A
+        move under way is waited for (:attr:`intake`)."""
+        folder = submission_folder(self.output, sub.id)
+
+        def kept() -> bool:
+            return (folder.parent / IMAGE_ARCHIVE).is_file() if sub.kind == "image" else folder.is_dir()
+
+        if kept():
+            return False
+        with self.intake:  # the desk may be between keeping the submission and moving its files in
+            if kept():
+                return False
+        why = "the arena lost its files while taking it in (arena serve stopped, or its disk failed): submit it again"
+        self.book.set_status(sub.id, "failed", "build", why)
+        self.note(f"submission {sub.id} ({sub.entrant}) failed, not counted in {sub.competitor}'s day: {why}")
+        return True
 
     def _judge(self, sub: Submission, image: str) -> bool:
         """Validate ``sub``'s ``image``; True on a pass. Failing checks reject it (counted in the day); a

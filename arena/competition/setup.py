@@ -46,7 +46,8 @@ def open_competition(config: TournamentConfig, output: Path, league: League,
     book = CompetitionBook(output)
     queue = BuildQueue(book, settings, output, league.request_reload, note, tournament=config.name)
     house = frozenset(b.name.split("@")[0] for b in config.bots)
-    desk = Desk(settings, output, book, queue.wake, league.request_reload, config.players, house=house)
+    desk = Desk(settings, output, book, queue.wake, league.request_reload, config.players, house=house,
+                intake=queue.intake)
     league.grow = desk.grow
     league.lobby_services.append(add_to_server(desk))
     league.after_game.append(desk.after_game)
