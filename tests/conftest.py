@@ -48,3 +48,18 @@ def default_sigint(argv: list[str]) -> list[str]:
     fork and exec in a process that has used gRPC can abort the child (arena/hosting/tether.py)."""
     reset = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])"
     return [sys.executable, "-c", reset, *argv]
+
+
+def stored_games(db: Path) -> int:
+    """Games in the arena store ``db`` now (read-only; 0 while it does not exist or is being made): what a
+    test polls while a real ``arena run`` plays."""
+    import sqlite3
+
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return int(con.execute("SELECT COUNT(*) FROM games").fetchone()[0])
+        finally:
+            con.close()
+    except sqlite3.OperationalError:
+        return 0

@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from arena.tournament.lock import LOCK_NAME, OutputLocked, held, lock_output
+from tests.conftest import stored_games
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,14 +72,7 @@ def arena_run(config: Path, out: Path, *extra: str) -> list[str]:
 
 
 def stored(out: Path) -> int:
-    try:
-        con = sqlite3.connect(f"file:{out / 'arena.sqlite'}?mode=ro", uri=True, timeout=5)
-        try:
-            return int(con.execute("SELECT COUNT(*) FROM games").fetchone()[0])
-        finally:
-            con.close()
-    except sqlite3.OperationalError:
-        return 0
+    return stored_games(out / "arena.sqlite")
 
 
 def wait_until(cond, proc: subprocess.Popen[str], timeout: float = 120) -> bool:  # type: ignore[no-untyped-def]

@@ -29,7 +29,7 @@ from arena.tournament.result import GameResult
 from arena.tournament.runner import SimulatedRunner, open_tournament, run_games
 from arena.tournament.schedule import ScheduledGame
 from tests.bots.nasty import live_with_tag
-from tests.conftest import default_sigint, require
+from tests.conftest import default_sigint, require, stored_games
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -84,14 +84,7 @@ def arena_run(config: Path, *extra: str) -> list[str]:
 
 
 def stored(out: Path) -> int:
-    try:
-        con = sqlite3.connect(f"file:{out / 'arena.sqlite'}?mode=ro", uri=True, timeout=5)
-        try:
-            return int(con.execute("SELECT COUNT(*) FROM games").fetchone()[0])
-        finally:
-            con.close()
-    except sqlite3.OperationalError:
-        return 0
+    return stored_games(out / "arena.sqlite")
 
 
 def bot_cgroups(pid: int) -> list[str]:

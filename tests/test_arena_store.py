@@ -19,6 +19,7 @@ from arena.config import load_config
 from arena.tournament.runner import DB_NAME, SimulatedRunner, open_tournament, run_games
 from arena.tournament.schedule import make_schedule
 from arena.tournament.store import Store, StoreMismatch
+from tests.conftest import stored_games
 
 SEED = "5e" * 32
 CONFIG = """
@@ -108,17 +109,6 @@ def test_runner_errors_leave_the_rest_pending(tmp_path: Path) -> None:
     t.store.close()
 
 
-def _count(db: Path) -> int:
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
-            return int(con.execute("SELECT COUNT(*) FROM games").fetchone()[0])
-        finally:
-            con.close()
-    except sqlite3.OperationalError:
-        return 0
-
-
 def _arena(config: Path, out: Path) -> list[str]:
     return [
         sys.executable,
@@ -151,7 +141,7 @@ def test_kill_at_random_points_then_resume(tmp_path: Path) -> None:
     db = killed / DB_NAME
     counts_at_kill = []
     for _ in range(5):
-        before = _count(db)
+        before = stored_games(db)
         if before >= total - 2:
             break
         target = rng.randint(before + 1, min(before + 12, total - 1))
@@ -162,12 +152,12 @@ def test_kill_at_random_points_then_resume(tmp_path: Path) -> None:
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         deadline = time.monotonic() + 60
-        while _count(db) < target and proc.poll() is None and time.monotonic() < deadline:
+        while stored_games(db) < target and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.005)
         time.sleep(rng.uniform(0, 0.03))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        counts_at_kill.append(_count(db))
+        counts_at_kill.append(stored_games(db))
     assert any(0 < c < total for c in counts_at_kill), counts_at_kill
     done = subprocess.run(_arena(cfg, killed), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr + done.stdout
@@ -201,7 +191,7 @@ def test_a_second_run_on_one_output_folder_refuses_at_once(tmp_path: Path) -> No
     )
     try:
         deadline = time.monotonic() + 60
-        while _count(out / DB_NAME) < 1 and first.poll() is None and time.monotonic() < deadline:
+        while stored_games(out / DB_NAME) < 1 and first.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
         assert first.poll() is None, "the first run ended before the second started"
         second = subprocess.run(_arena(cfg, out), capture_output=True, text=True, timeout=60)
