@@ -29,7 +29,7 @@ from arena.tournament.result import GameResult
 from arena.tournament.runner import SimulatedRunner, open_tournament, run_games
 from arena.tournament.schedule import ScheduledGame
 from tests.bots.nasty import live_with_tag
-from tests.conftest import default_sigint, require, stored_games
+from tests.conftest import default_signals, require, stored_games
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -177,7 +177,7 @@ def test_sighup_and_sigint_stop_the_run_as_ctrl_c_does(tmp_path: Path, sig: sign
     cfg.write_text(SIMULATED.format(seed="6b" * 32))
     out = tmp_path / "out"
     run = arena_run(cfg, "--simulate", "0.3")
-    proc = subprocess.Popen(default_sigint(run), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(default_signals(run), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
         while stored(out) < 1 and proc.poll() is None and time.monotonic() < deadline:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import default_sigint
+from tests.conftest import default_signals
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -135,7 +135,7 @@ def test_ctrl_c_at_each_step_takes_the_stack_down(tmp_path: Path, step: str) -> 
     """Ctrl-C (SIGINT to the process group) while ``step`` runs: exit 130, ``down`` called last."""
     env = _stand_ins(tmp_path, step)
     log = tmp_path / "calls.log"
-    proc = subprocess.Popen(default_sigint(["bash", "docker/compose-demo.sh"]), cwd=ROOT, env=env,
+    proc = subprocess.Popen(default_signals(["bash", "docker/compose-demo.sh"]), cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + 60

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import default_sigint, require
+from tests.conftest import default_signals, require
 from tests.docker_helpers import DOCKER, ROOT, base_image, docker_client
 
 pytestmark = pytest.mark.slow
@@ -196,7 +196,7 @@ def test_readme_compose_command_takes_the_stack_down_on_ctrl_c(env: dict[str, st
     client = docker_client()
     project = f"{env['COMPOSE_PROJECT_NAME']}i"
     e = {**env, "ALLFOURS_RESULTS": str(tmp_path / "results"), "COMPOSE_PROJECT_NAME": project}
-    command = default_sigint(["bash", "-c", f"set -euo pipefail; {readme_command('compose-command')}"])
+    command = default_signals(["bash", "-c", f"set -euo pipefail; {readme_command('compose-command')}"])
     proc = subprocess.Popen(command, cwd=ROOT, env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:

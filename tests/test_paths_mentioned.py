@@ -21,6 +21,7 @@ NOT_PATHS = {
     "arena-out/compose/leaderboard.html": "output of a run",
     "benchmarks/X.py": "a placeholder in a docstring",
     "records/m1.json": "a record path inside a test's output folder",
+    "replays/pages.json": "a file of a tournament's output folder (arena/web/export.py)",
     "d/manifest.json": "a member of a hostile image archive (tests/test_competition_intake.py)",
     "examples/my.toml": "the copy of examples/demo.toml a bot author makes (docs/bot-authors.md)",
 }
