@@ -30,6 +30,7 @@ from arena.tournament.runner import SimulatedRunner, open_tournament, run_games
 from arena.tournament.schedule import ScheduledGame
 from tests.bots.nasty import live_with_tag
 from tests.conftest import default_signals, require, stored_games
+from tests.test_arena_store import config_file as simulated_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -145,36 +146,12 @@ def _rows(out: Path) -> list[dict[str, str]]:
         con.close()
 
 
-SIMULATED = """
-[tournament]
-name = "simulated"
-players = 4
-games_per_pairing = 6
-concurrency = 2
-master_seed = "{seed}"
-output = "out"
-[[bots]]
-name = "a"
-command = ["true"]
-[[bots]]
-name = "b"
-command = ["true"]
-[[bots]]
-name = "c"
-command = ["true"]
-[[bots]]
-name = "d"
-command = ["true"]
-"""
-
-
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGINT], ids=["SIGHUP", "SIGINT"])
 def test_sighup_and_sigint_stop_the_run_as_ctrl_c_does(tmp_path: Path, sig: signal.Signals) -> None:
     """SIGHUP (the terminal closed) killed `arena run` at once; SIGINT is Ctrl-C. Both: the games in flight
     are stored, one line naming the signal, exit status 128 + its number (129, 130), the lock's
     description removed; the same command then finishes the tournament."""
-    cfg = tmp_path / "sim.toml"
-    cfg.write_text(SIMULATED.format(seed="6b" * 32))
+    cfg = simulated_config(tmp_path)
     out = tmp_path / "out"
     run = arena_run(cfg, "--simulate", "0.3")
     proc = subprocess.Popen(default_signals(run), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -188,7 +165,7 @@ def test_sighup_and_sigint_stop_the_run_as_ctrl_c_does(tmp_path: Path, sig: sign
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 128 + sig, stdout + stderr
-    lines = [ln for ln in (stdout + stderr).splitlines() if not ln.startswith("tournament simulated:")]
+    lines = [ln for ln in (stdout + stderr).splitlines() if not ln.startswith("tournament resume:")]
     assert lines == [f"interrupted ({sig.name}): stored games are kept; run the same command to resume"], lines
     assert 0 < stored(out) < 36 and not (out / LOCK_NAME).exists()
     again = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -200,8 +177,7 @@ def test_games_in_flight_when_the_loop_is_interrupted_are_stored(tmp_path: Path)
     """Ctrl-C (a KeyboardInterrupt in the run loop's thread, here raised by ``on_result`` for the first
     game) waited for the games in flight (leaving the thread pool waits for them) and threw their results
     away: played, never stored. Now they are stored before the interrupt goes on."""
-    cfg = tmp_path / "sim.toml"
-    cfg.write_text(SIMULATED.format(seed="7c" * 32))
+    cfg = simulated_config(tmp_path)
     t = open_tournament(load_config(cfg))
     release = threading.Event()
 
