@@ -9,6 +9,7 @@ referee), and a run stopped before it wrote anything leaves no folder behind.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -181,3 +182,47 @@ def _text(path: Path) -> str:
         return path.read_text()
     except OSError:
         return ""
+
+
+@pytest.mark.parametrize("verb", ["run", "serve"])
+def test_the_closers_run_before_the_lock_is_let_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   verb: str) -> None:
+    """What the arena opened for a folder (workers, lobby, referees, sandboxes, the store) is closed while
+    it still holds the folder's lock: a second arena that takes the folder the moment the first lets go
+    never meets the first's workers or sandbox (a container sandbox removes the leftovers labelled with
+    the folder's run). `arena serve` closed them after the lock was let go. A probe put among the
+    command's closers (its tournament replaced by one that returns at once) tries the lock: refused."""
+    from rich.console import Console
+
+    from arena.cli import commands
+    from arena.cli.parser import parser
+
+    cfg, out = config_file(tmp_path), tmp_path / "runs" / "out"
+    seen: list[str] = []
+
+    def probe() -> None:
+        try:
+            with lock_output(out):
+                seen.append("free")
+        except OutputLocked:
+            seen.append("held")
+
+    if verb == "serve":
+        def serve_league(args, config, output, console, closers, error, web_sock=None) -> int:  # type: ignore[no-untyped-def]
+            closers.append(probe)
+            return 0
+        monkeypatch.setattr(commands, "_serve_league", serve_league)
+    else:
+        real_maker = commands._runner_maker
+
+        def runner_maker(config, args, output, console, closers):  # type: ignore[no-untyped-def]
+            closers.append(probe)
+            return real_maker(config, args, output, console, closers)
+        monkeypatch.setattr(commands, "_runner_maker", runner_maker)
+        monkeypatch.setattr(commands, "_open_and_play", lambda *a: 0)
+    args = parser().parse_args([verb, str(cfg), "--output", str(out)])
+    quiet = Console(file=io.StringIO())
+    status = (commands.serve_command(args, quiet, quiet) if verb == "serve"
+              else commands.run_command(args, quiet, quiet))
+    assert status == 0
+    assert seen == ["held"]

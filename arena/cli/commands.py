@@ -549,7 +549,11 @@ def serve_command(args: argparse.Namespace, console: Console, err: Console) -> i
     closers: list[Callable[[], None]] = [web_sock.close] if web_sock is not None else []
     try:
         with lock_output(output):
-            return _serve_league(args, config, output, console, closers, error, web_sock)
+            try:
+                return _serve_league(args, config, output, console, closers, error, web_sock)
+            finally:  # the workers, sandboxes and store are closed before the lock is let go
+                _close_all(closers)
+                closers.clear()
     except ConfigError as e:  # found once the league starts: the lobby cannot listen where the config says
         return error(str(e), "config error")
     except SandboxError as e:  # no dockerd for the container bots or a competition's submissions
@@ -563,9 +567,8 @@ def serve_command(args: argparse.Namespace, console: Console, err: Console) -> i
     except RefereeError as e:
         error(str(e))
         return e.exit_status
-    finally:
-        for c in closers:
-            c()
+    finally:  # the lock was refused: only the web socket is open
+        _close_all(closers)
 
 
 def _serve_league(
