@@ -743,7 +743,8 @@ class CompetitionSettings:
     build, ``image_bytes`` of the built image. ``base_python`` / ``base_node`` replace the official
     base images of builds (``arena bots build --base``; offline hosts: docker/base-image.sh).
     ``cpus`` / ``memory_mb`` are the submitted bots' container limits. Images are tagged
-    ``IMAGE_PREFIX/NAME:VERSION``. ``checks``: the conformance checks of the validation episode
+    ``IMAGE_PREFIX/KEY/NAME:VERSION`` (KEY: the output folder's run key,
+    :func:`arena.competition.pipeline.submission_tag`). ``checks``: the conformance checks of the validation episode
     (empty: every per-game check; ``python -m sdk.conformance --list``). ``image_upload_bytes``: the
     upload limit of a prebuilt image (``docker save``) instead of ``upload_bytes``.
     """

@@ -245,14 +245,14 @@ def test_a_competition_build_reaches_no_service_of_the_host(tmp_path: Path) -> N
     queue removes the network and its firewall chain."""
 
     from arena.competition.book import CompetitionBook
-    from arena.competition.pipeline import BuildQueue, submission_folder
+    from arena.competition.pipeline import BuildQueue, submission_folder, submission_tag
     from arena.competition.validate import Verdict
     from arena.config import CompetitionSettings
 
     client = docker_client()
     out = tmp_path / "out"
     settings = CompetitionSettings(base_node=base_image("node"), image_prefix="allfours-test-buildnet")
-    tag = f"{settings.image_prefix}/prober:1"
+    tag = submission_tag(settings, out, "prober", "1")
     listener = TcpCanary()
     try:
         with CompetitionBook(out) as book:

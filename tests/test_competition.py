@@ -119,6 +119,7 @@ def test_a_misspelt_validation_check_is_a_config_error_not_every_submissions_rej
     from types import SimpleNamespace
 
     from arena.competition.setup import open_competition
+    from arena.hosting.sandbox import run_key
 
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")  # no base-image look-ups
     bots = [{"name": n, "command": ["x"]} for n in ("a", "b")]
@@ -137,6 +138,9 @@ def test_a_misspelt_validation_check_is_a_config_error_not_every_submissions_rej
     notes: list[str] = []
     close = open_competition(config(["join"]), tmp_path / "out", league, notes.append)  # type: ignore[arg-type]
     try:
+        key = run_key(tmp_path / "out")  # where the host finds the images (docs/competition.md)
+        assert notes == [f"submissions' images are tagged allfours-submissions/{key}/NAME:VERSION (this folder's own)"]
+        notes.clear()
         league.reopened[0](config(["players2"]))
         assert len(notes) == 1 and "(did you mean 'players-2'?)" in notes[0], notes
         assert notes[0].endswith("the old [competition] table stays"), notes
@@ -264,6 +268,45 @@ def test_a_validation_the_suite_could_not_judge_is_the_arenas_failure(tmp_path: 
         assert note.startswith(f"submission {sid} (evebot@{sid}) failed, not counted in eve's day: "), notes
         assert note.endswith(f"(once mended: arena competition retry CONFIG {sid})"), notes
     assert notes[3] == "submission 4 (evebot@4) rejected by validation: failing checks: join", notes
+
+
+def test_two_competitions_on_one_docker_host_keep_their_images_apart(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two competitions (two output folders) on one docker host, both with the default ``image_prefix``,
+    each accept a submission ``evebot`` version 1. Both were tagged ``allfours-submissions/evebot:1``, so
+    the second's build moved the first's tag (the first league then played the second competition's bot
+    under its own competitor's name, or lost it when the second rejected and removed its image), and
+    both validations were labelled ``allfours-submissions-sub1`` (each one's clean-up killed the other's
+    containers). Each folder's images and validations are its own now: ``IMAGE_PREFIX/KEY/NAME:VERSION``
+    and ``IMAGE_PREFIX-KEY-subID``, KEY the folder's run key (the sandbox's, 12 hex characters)."""
+    from arena.competition import pipeline
+    from arena.competition.book import CompetitionBook
+    from arena.competition.pipeline import IMAGE_ARCHIVE, BuildQueue, submission_folder
+    from arena.competition.validate import Verdict
+    from arena.config import CompetitionSettings
+    from arena.hosting.sandbox import run_key
+
+    keys: list[str] = []
+
+    def validate(image: str, key: str, *_: Any, **__: Any) -> Verdict:
+        keys.append(key)
+        return Verdict(True, (), "")
+
+    monkeypatch.setattr(pipeline, "validate_image", validate)
+    images = []
+    for out in (tmp_path / "one" / "out", tmp_path / "two" / "out"):
+        with CompetitionBook(out) as book:
+            sub = book.add_submission("eve", "evebot", "1", "image", "")
+            submission_folder(out, sub.id).parent.mkdir(parents=True)
+            (submission_folder(out, sub.id).parent / IMAGE_ARCHIVE).write_bytes(b"")
+            client = type("Client", (), {"images": _Images()})()
+            BuildQueue(book, CompetitionSettings(), out, lambda: None, lambda _: None, client=client).process(sub)
+            (got,) = book.submissions("eve")
+        assert got.status == "accepted", got
+        images.append(got.image)
+        assert got.image == f"allfours-submissions/{run_key(out)}/evebot:1"
+    assert images[0] != images[1]
+    assert keys == [f"allfours-submissions-{run_key(tmp_path / d / 'out')}-sub1" for d in ("one", "two")]
 
 
 def test_the_host_retries_failed_submissions_and_only_those(tmp_path: Path) -> None:
@@ -526,10 +569,11 @@ def league(tmp_path: Path) -> Iterator[tuple[Path, int, Serve]]:
         yield cfg, port, serve
     finally:
         assert serve.stop() == 0, serve.log.read_text()[-3000:]
-        for image in client.images.list(filters={"reference": f"{PREFIX}/*"}):
+        mine = {"reference": tag_of(cfg, "*", "*").rpartition(":")[0]}  # this test's images, not another checkout's
+        for image in client.images.list(filters=mine):
             for tag in image.tags:
                 client.images.remove(tag, force=True)
-        assert not client.images.list(filters={"reference": f"{PREFIX}/*"})
+        assert not client.images.list(filters=mine)
 
 
 def _bot(folder: Path, source: str, module: str) -> Path:
@@ -545,6 +589,15 @@ def _status(cfg: Path, sid: int) -> tuple[str, str, str]:
     finally:
         db.close()
     return str(row[0]), str(row[1]), str(row[2])
+
+
+def tag_of(cfg: Path, name: str, version: str) -> str:
+    """The image tag of submission ``name`` ``version`` in the competition of ``cfg`` (output ``out`` beside
+    it): ``PREFIX/KEY/NAME:VERSION`` (:func:`arena.competition.pipeline.submission_tag`)."""
+    from arena.competition.pipeline import submission_tag
+    from arena.config import CompetitionSettings
+
+    return submission_tag(CompetitionSettings(image_prefix=PREFIX), cfg.parent / "out", name, version)
 
 
 def _code(call: Any) -> tuple[grpc.StatusCode, str]:
@@ -588,7 +641,7 @@ def test_competitors_submit_and_the_league_grows(league: tuple[Path, int, Serve]
     assert rejected.returncode == 1, rejected.stderr
     assert "broken@1 rejected (validation: failing checks: players-2" in rejected.stderr, rejected.stderr
     assert "broken bot gives up here" in rejected.stderr  # the bot's own log tail
-    assert not docker_client().images.list(filters={"reference": f"{PREFIX}/broken:1"})  # a rejected image goes
+    assert not docker_client().images.list(filters={"reference": tag_of(cfg, "broken", "1")})  # a rejected image goes
 
     bob.submit(pack(broken), "broken", entry="broken:Broken")  # the second of bob's day
     code, details = _code(lambda: bob.submit(pack(broken), "broken", entry="broken:Broken"))
@@ -740,8 +793,9 @@ def test_a_validation_container_goes_with_a_killed_serve(league: tuple[Path, int
     token = arena("competitor", "add", str(cfg), "dave").stdout.strip()
     slow = _bot(tmp_path / "slowbot", GOOD + "\n__import__(\"time\").sleep(600)\n", "random_bot")
     sub = SubmissionClient(f"127.0.0.1:{port}", token).submit(pack(slow), "dave-bot", entry="random_bot:RandomBot")
-    image = f"{PREFIX}/dave-bot:{sub.version}"  # with the label: another checkout's tests may use the same key
-    mine = {"label": f"org.allfours.validate={PREFIX}-sub{sub.id}", "ancestor": image}
+    image = tag_of(cfg, "dave-bot", sub.version)
+    key = image.split("/")[1]  # the run key
+    mine = {"label": f"org.allfours.validate={PREFIX}-{key}-sub{sub.id}", "ancestor": image}
     deadline = time.monotonic() + 600
     while not client.containers.list(filters={**mine, "status": "running"}):
         assert _status(cfg, sub.id)[0] in ("received", "building", "validating"), _status(cfg, sub.id)
@@ -1006,7 +1060,7 @@ def test_a_prebuilt_image_is_accepted_and_cannot_retag_others(league: tuple[Path
                      "--wait", env={"ALLFOURS_COMPETITOR_TOKEN": token}, timeout=900)
         assert done.returncode == 0 and "kim-img@1 rated" in done.stderr, done.stderr
         assert client.images.get(victim).id == victim_id
-        assert client.images.get(f"{PREFIX}/kim-img:1").id == client.images.get(built).id
+        assert client.images.get(tag_of(cfg, "kim-img", "1")).id == client.images.get(built).id
     finally:
         for tag in (victim, built):
             client.images.remove(tag, force=True)

@@ -20,6 +20,7 @@ from allfours.v1 import submission_pb2_grpc as spb_grpc
 from arena.competition import service
 from arena.competition.book import CompetitionBook
 from arena.competition.desk import Desk, Header, Refused
+from arena.competition.pipeline import submission_tag
 from arena.config import CompetitionSettings
 
 
@@ -256,7 +257,7 @@ def test_a_prebuilt_image_declaring_a_volume_is_rejected(tmp_path: Path) -> None
         with pytest.raises(BuildError, match="declares volumes") as e:
             queue._build(sub)
         assert "\n" not in str(e.value)
-        assert not client.images.list(name="allfours-test-volume-sub/evevol")
+        assert not client.images.list(name=submission_tag(settings, tmp_path, "evevol", sub.version).partition(":")[0])
         assert client.images.get(tag).id == image.id  # another's tag of the same image is left alone
     finally:
         client.images.remove(tag, force=True)
@@ -395,7 +396,7 @@ def test_a_fork_bomb_in_a_build_stops_at_the_builds_pids_limit(tmp_path: Path) -
     client = docker_client()
     out = tmp_path / "out"
     settings = CompetitionSettings(base_node=base_image("node"), image_prefix="allfours-test-forks")
-    tag = f"{settings.image_prefix}/forker:1"
+    tag = submission_tag(settings, out, "forker", "1")
     # the Node base image holds python3: it counts the processes it got, then ends them all
     script = ("python3 -c \"import subprocess\nps = []\ntry:\n    for _ in range(1000): "
               "ps.append(subprocess.Popen(['sleep', '60']))\nexcept OSError: pass\n"
@@ -665,7 +666,7 @@ def test_a_build_that_fills_the_disk_is_stopped_at_the_image_limit(tmp_path: Pat
     out = tmp_path / "out"
     limit = 64 << 20
     settings = CompetitionSettings(base_node=base_image("node"), image_prefix="allfours-test-disk", image_bytes=limit)
-    tag = f"{settings.image_prefix}/filler:1"
+    tag = submission_tag(settings, out, "filler", "1")
     script = "for i in $(seq 40); do dd if=/dev/zero of=fill$i bs=1M count=10 status=none; sleep 0.3; done"
     try:
         got = _build_with_preinstall(client, out, settings, "filler", script)

@@ -107,6 +107,15 @@ def submission_folder(output: Path, sid: int) -> Path:
     return output / "submissions" / str(sid) / "bot"
 
 
+def submission_tag(settings: CompetitionSettings, output: Path, name: str, version: str) -> str:
+    """The image tag of submission ``name`` ``version`` of the competition kept in ``output``:
+    ``IMAGE_PREFIX/KEY/NAME:VERSION``, KEY the folder's run key (:func:`arena.hosting.sandbox.run_key`),
+    so two competitions on one docker host never share a tag, whatever their ``image_prefix``."""
+    from arena.hosting.sandbox import run_key
+
+    return f"{settings.image_prefix}/{run_key(output)}/{name}:{version}"
+
+
 @dataclass
 class BuildQueue:
     """The queue's thread and what it needs (see the module docstring). :meth:`start`, :meth:`wake`
@@ -261,7 +270,7 @@ class BuildQueue:
     def _discard(self, tag: str) -> None:
         """Remove a rejected submission's image: it never plays, and a competitor's day of rejected
         builds would otherwise keep up to ``submissions_per_day`` x ``image_bytes`` on the host. The
-        tag (``IMAGE_PREFIX/NAME:VERSION``) is the submission's own; docker's errors are only noted."""
+        tag (``IMAGE_PREFIX/KEY/NAME:VERSION``) is the submission's own; docker's errors are only noted."""
         from arena.hosting.sandbox import docker_client
 
         try:
@@ -273,8 +282,8 @@ class BuildQueue:
         from arena.hosting.sandbox import run_key
 
         s = self.settings
-        return validate_image(image, f"{s.image_prefix}-{key}", s.checks, s.cpus, s.memory_mb,
-                              run=run_key(self.output))
+        run = run_key(self.output)
+        return validate_image(image, f"{s.image_prefix}-{run}-{key}", s.checks, s.cpus, s.memory_mb, run=run)
 
     def _build(self, sub: Submission) -> str:
         """Build ``sub``'s image; returns its tag. :raises BuildError: the build failed, took over
@@ -284,7 +293,7 @@ class BuildQueue:
         from arena.hosting.sandbox import docker_client
 
         s = self.settings
-        tag = f"{s.image_prefix}/{sub.name}:{sub.version}"
+        tag = submission_tag(s, self.output, sub.name, sub.version)
         client = self.client or docker_client(timeout=s.build_s)
         if sub.kind == "image":
             image_id = self._load(client, sub, tag)

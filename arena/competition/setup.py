@@ -9,7 +9,7 @@ from pathlib import Path
 
 from arena.competition.book import CompetitionBook
 from arena.competition.desk import INCOMING_PREFIX, Desk, remove_partial_uploads
-from arena.competition.pipeline import BuildQueue, warn_missing_bases
+from arena.competition.pipeline import BuildQueue, submission_tag, warn_missing_bases
 from arena.competition.service import add_to_server
 from arena.config import CompetitionSettings, ConfigError, TournamentConfig
 from arena.tournament.league import League
@@ -73,6 +73,7 @@ def open_competition(config: TournamentConfig, output: Path, league: League,
                 warn_missing_bases(new.competition, note)
 
     league.reopened.append(reopened)
+    note(f"submissions' images are tagged {submission_tag(settings, output, 'NAME', 'VERSION')} (this folder's own)")
     warn_missing_bases(settings, note)
     folders, size = remove_partial_uploads(output)
     if folders:
