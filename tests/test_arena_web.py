@@ -305,3 +305,32 @@ def test_record_file_mode_and_cli_errors(out: Path) -> None:
         done = subprocess.run([sys.executable, "-m", "arena.cli", *args], cwd=ROOT, capture_output=True, text=True,
                               timeout=60)
         assert done.returncode == 2 and done.stderr.strip() == message, (args, done.stderr)
+
+
+def test_bad_query_parameters_are_one_line_400s_over_http(out: Path) -> None:
+    """A seat that is a digit but not an ASCII one (``²``: str.isdigit says yes, int says no) and a page
+    past what SQLite's OFFSET holds were answered 500 with a traceback in the server's log; each is a 400
+    with one line, on a real server."""
+    from urllib.parse import quote
+
+    import httpx
+
+    from arena.web import start_in_thread
+    from arena.web.data import MAX_PAGE
+
+    gid = quote(games_of(out)[0]["game_id"], safe="")
+    huge = "9" * 30
+    paging = f"page must be between 1 and {MAX_PAGE} and per_page between 1 and 200"
+    server = start_in_thread(out, "127.0.0.1", 0, bootstrap=0)
+    try:
+        base = f"http://127.0.0.1:{server.port}"
+        for path, message in ((f"/api/games/{gid}/record?seat=%C2%B2", "seat must be a seat number, not '²'"),
+                              (f"/api/games?page={huge}", paging), (f"/api/games?page={MAX_PAGE + 1}", paging)):
+            r = httpx.get(base + path, timeout=30)
+            assert (r.status_code, r.json()) == (400, {"error": message}), path
+        for path in (f"/games/{gid}?seat=%C2%B2", f"/?page={huge}", f"/_games?page={huge}"):
+            r = httpx.get(base + path, timeout=30)
+            assert r.status_code == 400 and 'id="error"' in r.text, (path, r.status_code, r.text[:200])
+        assert httpx.get(f"{base}/api/games?page={MAX_PAGE}", timeout=30).json()["games"] == []  # past the end
+    finally:
+        server.stop()

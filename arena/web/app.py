@@ -222,7 +222,7 @@ def seat_param(request: Request) -> str | int:
     raw = request.query_params.get("seat")
     if raw in (None, "", ALL):
         return ALL
-    if not raw.isdigit() or len(raw) > 2:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 2:  # isdigit alone takes "²", which int refuses
         raise BadQuery(f"seat must be a seat number, not {raw!r}")
     return int(raw)
 

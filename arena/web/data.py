@@ -41,6 +41,9 @@ PAIR_NOTE = ("duplicate pair deals both games the same cards; with a remote bot 
 TERMINATIONS = tuple(t.value for t in Termination if t not in (Termination.UNSPECIFIED, Termination.ABORTED))
 #: Largest page of the games list.
 MAX_PER_PAGE = 200
+#: Highest page number of the games list (its offset must fit SQLite's 64-bit integers; a page past the
+#: last is empty).
+MAX_PAGE = 1_000_000
 
 _COLUMNS = (
     "game_id, match_id, pair_id, side0, side1, score0, score1, winner, reasons, record_path, seed, first_dealer,"
@@ -105,7 +108,7 @@ class BadQuery(ValueError):
 class GamesQuery:
     """A filter and a page of the games list: ``bot`` (either side), ``result`` (``win``, ``loss`` —
     for ``bot`` — or ``draw``), ``termination`` (one of :data:`TERMINATIONS`, any seat), ``page``
-    (1-based) of ``per_page`` games (at most :data:`MAX_PER_PAGE`)."""
+    (1-based, at most :data:`MAX_PAGE`) of ``per_page`` games (at most :data:`MAX_PER_PAGE`)."""
 
     bot: str | None = None
     result: str | None = None
@@ -121,8 +124,8 @@ class GamesQuery:
             raise BadQuery(f"result={self.result} needs bot=NAME")
         if self.termination is not None and self.termination not in TERMINATIONS:
             raise BadQuery(f"termination must be one of {', '.join(TERMINATIONS)}, not {self.termination!r}")
-        if self.page < 1 or not 1 <= self.per_page <= MAX_PER_PAGE:
-            raise BadQuery(f"page must be >= 1 and per_page between 1 and {MAX_PER_PAGE}")
+        if not 1 <= self.page <= MAX_PAGE or not 1 <= self.per_page <= MAX_PER_PAGE:
+            raise BadQuery(f"page must be between 1 and {MAX_PAGE} and per_page between 1 and {MAX_PER_PAGE}")
 
     def where(self) -> tuple[str, list[SqlParam]]:
         """The SQL condition and its parameters."""
