@@ -321,3 +321,20 @@ def test_static_replays_have_the_seat_views(page: Any, out: Path) -> None:
     assert page.evaluate("window.arenaViewer.frames().length") == len(list(seat_knowledge(lines, 1)))
     assert page.locator("#seat-1 .card:not(.back)").count() == 6
     assert page.locator("#seat-3 .card.back").count() == 6 and page.locator("#seat-3 .card:not(.back)").count() == 0
+
+
+def test_pages_and_filters_keep_the_page_size(page: Any, server: WebServer) -> None:
+    """The games list's "older" link and its filter form dropped ``per_page``: from ``/?per_page=1`` the
+    next page was page 2 of 50 games a page, an empty table saying "page 2 of 1"."""
+    page.goto(url(server, "/?per_page=1"))
+    assert page.locator("#games-table tr").count() == 2  # the header and one game
+    first = page.locator("#games-table td").first.text_content()
+    page.click("a[rel=next]")
+    page.wait_for_load_state()
+    assert page.locator(".pager span").text_content() == "page 2 of 2"
+    assert page.locator("#games-table tr").count() == 2 and page.locator("#games-table td").first.text_content() != first
+    page.select_option("select[name=termination]", "normal")
+    page.click("#filters button[type=submit]")
+    page.wait_for_load_state()
+    assert "per_page=1" in page.url and page.locator("#games-table tr").count() == 2
+    assert page.locator(".pager span").text_content() == "page 1 of 2"

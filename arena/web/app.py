@@ -43,6 +43,7 @@ from arena.report import live
 from arena.tournament.lock import held
 from arena.web import competitor
 from arena.web.data import (
+    DEFAULT_PER_PAGE,
     TERMINATIONS,
     BadQuery,
     GamesQuery,
@@ -198,10 +199,16 @@ class WebApp:
         return board_context(ratings, ratings["tournament"], rows, running=self.running(), rate=rate, hidden=hidden)
 
     def games_context(self, request: Request) -> dict[str, Any]:
-        """The games list of the query in ``request``. :raises BadQuery: for a bad filter."""
+        """The games list of the query in ``request``, and ``keep``: the query's other parameters that its
+        pager and filter form carry on (``per_page`` when not the default, ``versions=all``).
+        :raises BadQuery: for a bad filter."""
         q = games_query(request)
         page = self.data.games(q)
-        return {"q": q, "page": page, "terminations": TERMINATIONS, "bots": list(self.data.facts().get("bots", {}))}
+        keep: dict[str, str | int] = {} if q.per_page == DEFAULT_PER_PAGE else {"per_page": q.per_page}
+        if request.query_params.get("versions") == "all":
+            keep["versions"] = "all"
+        return {"q": q, "page": page, "terminations": TERMINATIONS, "bots": list(self.data.facts().get("bots", {})),
+                "keep": keep}
 
 
 def games_query(request: Request) -> GamesQuery:
@@ -209,7 +216,7 @@ def games_query(request: Request) -> GamesQuery:
     p = request.query_params
     try:
         page = int(p.get("page", "1"))
-        per_page = int(p.get("per_page", "50"))
+        per_page = int(p.get("per_page", str(DEFAULT_PER_PAGE)))
     except ValueError:
         raise BadQuery("page and per_page must be whole numbers") from None
     q = GamesQuery(p.get("bot") or None, p.get("result") or None, p.get("termination") or None, page, per_page)

@@ -41,6 +41,8 @@ PAIR_NOTE = ("duplicate pair deals both games the same cards; with a remote bot 
 TERMINATIONS = tuple(t.value for t in Termination if t not in (Termination.UNSPECIFIED, Termination.ABORTED))
 #: Largest page of the games list.
 MAX_PER_PAGE = 200
+#: Games a page of the games list unless ``per_page`` says otherwise.
+DEFAULT_PER_PAGE = 50
 #: Highest page number of the games list (its offset must fit SQLite's 64-bit integers; a page past the
 #: last is empty).
 MAX_PAGE = 1_000_000
@@ -114,7 +116,7 @@ class GamesQuery:
     result: str | None = None
     termination: str | None = None
     page: int = 1
-    per_page: int = 50
+    per_page: int = DEFAULT_PER_PAGE
 
     def check(self) -> None:
         """:raises BadQuery: for an unknown result or termination, a win/loss without a bot, or a bad page."""
