@@ -338,3 +338,29 @@ def test_pages_and_filters_keep_the_page_size(page: Any, server: WebServer) -> N
     page.wait_for_load_state()
     assert "per_page=1" in page.url and page.locator("#games-table tr").count() == 2
     assert page.locator(".pager span").text_content() == "page 1 of 2"
+
+
+def test_static_seat_view_links_work_for_any_tournament_name(page: Any, out: Path, tmp_path: Path) -> None:
+    """A static replay's "view:" links named the seat pages unencoded: with a ``#`` in the tournament's name
+    (a game id holds it) the browser took the rest for a fragment and stayed on the page, with ``%2F`` it
+    looked for another file. They are URL-encoded, as the leaderboard's links are."""
+    import shutil
+
+    from arena.web.export import write_static_replays
+
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    rows = [{**g, "game_id": f"cup #1?a=%2F&b-{g['game_id']}"} for g in games_of(out)]
+    write_static_replays(copy, rows)
+    g = rows[1]
+    page.goto((copy / "replays" / f"{g['game_id']}.html").as_uri())
+    page.wait_for_selector("#step-text:not(:empty)")
+    assert page.evaluate("window.arenaViewer.frames().every(f => !f.hands || f.hands.every(h => h))")  # all hands
+    page.click("#view-seat-1")
+    page.wait_for_load_state()
+    page.wait_for_selector("#step-text:not(:empty)")
+    assert page.url.split("#step=")[0] == (copy / "replays" / f"{g['game_id']}.seat1.html").as_uri()
+    assert page.locator("#seat-3 .card.back").count() == 6 and page.locator("#seat-1 .card:not(.back)").count() == 6
+    page.click("#view-all")
+    page.wait_for_load_state()
+    assert page.url.split("#step=")[0] == (copy / "replays" / f"{g['game_id']}.html").as_uri()
