@@ -388,3 +388,45 @@ def test_a_book_made_before_sessions_gets_their_table_when_opened(tmp_path: Path
     sid = _sign_in(c, "ivy-token")
     assert [r.competitor for r in _rows(folder)] == ["ivy"]
     assert IVY_PAGE in _me(c, sid)
+
+
+def test_my_pages_links_work_for_any_league_name(tmp_path: Path, out: Path) -> None:
+    """A league named ``spring cup #1``: my log links were refused (403 "no seat 0 of a game …": a game id
+    had to be letters, digits, ``_`` and ``-``), and /me's links were not URL-encoded, so a browser took
+    ``#1-…`` for a fragment. A real ``arena web``; each link followed as a browser resolves it. A game of
+    mine forfeited unplayed has no log and no record: its seats and its replay say so instead of linking
+    a 403 and a 404."""
+    import html
+    import re
+    from urllib.parse import urljoin
+
+    copy, tokens = _competition(tmp_path, out)
+    prefix = "spring cup #1-"
+    rows = [json.loads(x) for x in (copy / "games.jsonl").read_text().splitlines()]
+    for r in rows:
+        (copy / "logs" / r["game_id"]).rename(copy / "logs" / (prefix + r["game_id"]))
+        r["game_id"] = prefix + r["game_id"]
+    rows[0]["a"] = "ivy-bot@1"  # ivy's side 0: seats 0 and 2
+    unplayed = {**rows[0], "game_id": prefix + "unplayed", "record": None}
+    (copy / "games.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [*rows, unplayed]))
+    with sqlite3.connect(copy / "arena.sqlite") as db:
+        db.execute("UPDATE games SET game_id = ? || game_id", (prefix,))
+    lines = record_lines(copy / rows[0]["record"])
+    lines[0] = {**lines[0], "seat_names": ["ivy-bot@1", "house", "ivy-bot@1", "house"]}
+    log = live_from_record(copy, lines, prefix + "running", "pair-9", upto=12)
+    try:
+        with arena_web(copy) as base, httpx.Client(base_url=base, timeout=30) as c:
+            assert c.post("/me/login", content=f"token={tokens['ivy']}", headers=FORM).status_code == 303
+            me = c.get("/me").text
+            links = re.findall(r'<a class="(log|replay|live)" href="([^"]*)"', me)
+            assert sorted({kind for kind, _ in links}) == ["live", "log", "replay"], me
+            for kind, href in links:
+                r = c.get(urljoin(f"{base}/me", html.unescape(href)))
+                assert r.status_code == 200, (kind, href, r.status_code, r.text[:200])
+                if kind == "log":
+                    seat = href.rsplit("/", 1)[1]
+                    assert r.content == (copy / "logs" / rows[0]["game_id"] / f"seat{seat}.log").read_bytes()
+            assert len([k for k, _ in links if k == "log"]) == 2  # seats 0 and 2 of the played game
+            assert me.count("has no log") == 2 and "(not played: no replay)" in me  # the unplayed game
+    finally:
+        log.close()

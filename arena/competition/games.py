@@ -10,15 +10,12 @@ seats are the seats of that side (:func:`referee.rules.seats.side_of`); a seat l
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from referee.rules.seats import side_of
 
-#: What a game id looks like (anything else names no game: no path is built from it).
-GAME_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 #: Most bytes of a seat log handed out (its end).
 LOG_BYTES = 512 * 1024
 
@@ -30,7 +27,8 @@ class NotYours(LookupError):
 @dataclass(frozen=True, slots=True)
 class MyGame:
     """One of a competitor's games: ``game_id``, the two sides' entrants ``a`` and ``b``, the game points
-    ``scores`` of each side, ``winner`` (0, 1 or None), and ``seats``: the competitor's seats in it."""
+    ``scores`` of each side, ``winner`` (0, 1 or None), ``seats``: the competitor's seats in it, and
+    ``recorded``: whether it has a match record (a replay; not a game forfeited before it was played)."""
 
     game_id: str
     a: str
@@ -38,6 +36,7 @@ class MyGame:
     scores: tuple[int, int]
     winner: int | None
     seats: tuple[int, ...]
+    recorded: bool = True
 
 
 def my_games(output: Path, entrants: Collection[str], players: int) -> list[MyGame]:
@@ -54,7 +53,7 @@ def my_games(output: Path, entrants: Collection[str], players: int) -> list[MyGa
             scores = row.get("scores") or [0, 0]
             winner = row.get("winner")
             out.append(MyGame(str(row["game_id"]), sides[0], sides[1], (int(scores[0]), int(scores[1])),
-                              None if winner is None else int(winner), seats))
+                              None if winner is None else int(winner), seats, bool(row.get("record"))))
     return out
 
 
@@ -74,16 +73,27 @@ def hidden_versions(ranked: Sequence[str], owners: Mapping[str, str]) -> set[str
     return hidden
 
 
+def log_path(output: Path, game_id: str, seat: int) -> Path | None:
+    """The log file of ``seat`` in the stored game ``game_id`` (any tournament name: ids come from
+    games.jsonl, never a path of the caller's), or None when there is none (a game decided without
+    its bots running, say) or it is a link."""
+    if game_id in ("", ".", "..") or "/" in game_id or "\0" in game_id:
+        return None
+    path = output / "logs" / game_id / f"seat{seat}.log"
+    return path if path.is_file() and not path.is_symlink() else None
+
+
 def seat_log(output: Path, entrants: Collection[str], players: int, game_id: str, seat: int) -> bytes:
     """The end (at most :data:`LOG_BYTES`) of the log of ``seat`` in ``game_id``, if that seat was one of
-    ``entrants``'. :raises NotYours: another's seat, an unknown game, or no log (one line)."""
-    if not GAME_ID.fullmatch(game_id) or not 0 <= seat < players:
+    ``entrants``' (the game is looked up in games.jsonl: what the caller names builds no path).
+    :raises NotYours: another's seat, an unknown game, or no log (one line)."""
+    if not 0 <= seat < players:
         raise NotYours(f"no seat {seat} of a game {game_id!r}")
     game = next((g for g in my_games(output, entrants, players) if g.game_id == game_id), None)
     if game is None or seat not in game.seats:
         raise NotYours(f"seat {seat} of game {game_id} is not yours")
-    path = output / "logs" / game_id / f"seat{seat}.log"
-    if not path.is_file() or path.is_symlink():
+    path = log_path(output, game_id, seat)
+    if path is None:
         raise NotYours(f"seat {seat} of game {game_id} has no log")
     with path.open("rb") as f:
         size = f.seek(0, 2)

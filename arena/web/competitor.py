@@ -34,7 +34,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from arena.competition.book import BOOK_NAME, DAY_S, CompetitionBook, WebSession
-from arena.competition.games import MyGame, NotYours, hidden_versions, my_games, seat_log
+from arena.competition.games import MyGame, NotYours, hidden_versions, log_path, my_games, seat_log
 from arena.lobby.tokens import token_digest
 from arena.report import live
 from referee.rules.seats import side_of
@@ -142,15 +142,22 @@ async def me(request: Request) -> Response:
     games = my_games(output, entrants, players_of(request))
     failures = sum(1 for s in subs if s.status in ("rejected", "failed"))
     running = my_running(output, entrants)
-    logs = {g.game_id: served_logs(g, remote) for g in games}
+    logs = {g.game_id: served_logs(output, g, remote) for g in games}
     return _page(request, 200, competitor=who, submissions=subs, games=games, failures=failures, running=running,
                  logs=logs)
 
 
-def served_logs(game: MyGame, remote: set[str]) -> list[tuple[int, bool]]:
-    """Each of my seats in ``game`` and whether its log is served here: not a seat of one of my
-    ``remote`` entrants (a remote bot runs on its competitor's machine, and so does its log)."""
-    return [(k, (game.a, game.b)[side_of(k)] not in remote) for k in game.seats]
+def served_logs(output: Path, game: MyGame, remote: set[str]) -> list[tuple[int, str | None]]:
+    """Each of my seats in ``game`` and why its log is not served here (None: it is): a seat of one of my
+    ``remote`` entrants (a remote bot runs on its competitor's machine, and so does its log), or one
+    without a log (its game was decided without it running: forfeited before it started)."""
+    out: list[tuple[int, str | None]] = []
+    for k in game.seats:
+        if (game.a, game.b)[side_of(k)] in remote:
+            out.append((k, "runs on your machine: no log here"))
+        else:
+            out.append((k, None if log_path(output, game.game_id, k) is not None else "has no log"))
+    return out
 
 
 def players_of(request: Request) -> int:
