@@ -430,3 +430,32 @@ def test_my_pages_links_work_for_any_league_name(tmp_path: Path, out: Path) -> N
             assert me.count("has no log") == 2 and "(not played: no replay)" in me  # the unplayed game
     finally:
         log.close()
+
+
+def test_my_live_seat_page_links_only_my_seats(tmp_path: Path, out: Path) -> None:
+    """/me/live/GAME/0 showed the replay viewer's "view:" line: "all hands" and every seat, as ``?seat=``
+    links that the page ignores (each showed seat 0 again, under another name). It links my seats' own
+    live pages instead, each showing that seat."""
+    import html
+    import re
+    from urllib.parse import urljoin
+
+    copy, tokens = _competition(tmp_path, out)
+    game = json.loads((copy / "games.jsonl").read_text().splitlines()[0])
+    lines = record_lines(copy / game["record"])
+    lines[0] = {**lines[0], "seat_names": ["ivy-bot@1", "house", "ivy-bot@1", "house"]}
+    log = live_from_record(copy, lines, "running-1", "pair-9", upto=12)
+    try:
+        with arena_web(copy) as base, httpx.Client(base_url=base, timeout=30) as c:
+            assert c.post("/me/login", content=f"token={tokens['ivy']}", headers=FORM).status_code == 303
+            page = c.get("/me/live/running-1/0").text
+            views = re.search(r'<p class="views">(.*?)</p>', page, re.S)
+            assert views is not None, page
+            hrefs = [html.unescape(h) for h in re.findall(r'href="([^"]*)"', views.group(1))]
+            assert hrefs == ["/me/live/running-1/0", "/me/live/running-1/2"], hrefs
+            for seat, href in zip((0, 2), hrefs, strict=True):
+                shown = c.get(urljoin(f"{base}/me/live/running-1/0", href)).text
+                data = json.loads(shown.split('id="replay-data">')[1].split("</script>")[0])
+                assert data["view"] == seat
+    finally:
+        log.close()

@@ -291,7 +291,9 @@ async def live_seat(request: Request) -> Response:
         return Response(f"seat {seat} of game {game_id} is not yours\n", status_code=403, media_type="text/plain")
     replay = replay_frames(live.record_lines(lines), seat)
     game = {"game_id": game_id, "reasons": []}
-    return request.app.state.web.page("viewer.html", replay=replay, game=game, view=seat)  # type: ignore[no-any-return]
+    mine = [k for k, name in enumerate(names) if name in entrants]  # its "view:" links: my seats' pages only
+    return request.app.state.web.page(  # type: ignore[no-any-return]
+        "viewer.html", replay=replay, game=game, view=seat, my_seats=mine)
 
 
 ROUTES = [
