@@ -78,13 +78,21 @@ def enum_name(enum: Any, value: int, prefix: str) -> str:
 BOT_TEXT_LIMIT = 64
 
 
+def printable(text: str) -> str:
+    """``text`` without its control and format characters (Unicode categories C*: newlines, terminal
+    escapes, bidirectional overrides, which would reorder or colour whatever is shown after them).
+    Letters of any script are kept."""
+    if text.isprintable():
+        return text
+    return "".join(ch for ch in text if not unicodedata.category(ch).startswith("C"))
+
+
 def plain_text(text: str, limit: int = BOT_TEXT_LIMIT) -> str:
-    """A bot's free text made safe to echo, record and log: control and format characters (newlines,
-    escapes, bidirectional overrides: Unicode categories C*) dropped, then cut to ``limit``
+    """A bot's free text made safe to echo, record and log: :func:`printable`, then cut to ``limit``
     characters with ``...`` when longer. Letters of any script are kept (names)."""
     if text.isprintable() and len(text) <= limit:
         return text
-    clean = "".join(ch for ch in text[:limit * 4] if not unicodedata.category(ch).startswith("C"))
+    clean = printable(text[:limit * 4])
     return clean if len(clean) <= limit else clean[:limit - 3] + "..."
 
 

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -568,6 +569,33 @@ command = ["{python}", "-m", "arena.testing.instant_bot"]
     reasons = " | ".join(r for g in rows(tmp_path / "out") for r in g["reasons"])
     assert "(last output: Error: Cannot find module 'allfours-no-such-module' | … | " in reasons, reasons
     assert "Node.js v" in reasons, reasons
+
+
+def test_a_bots_last_output_cannot_reorder_or_colour_the_pages_text(tmp_path: Path) -> None:
+    """A bot's last output goes into its games' public reasons (games.jsonl, the leaderboards, the
+    terminal). Its control and format characters went too: a right-to-left override (U+202E) made the
+    browser draw the rest of the reason backwards (``…(last output: ‮boom: tuptuo tsal)`` showed as
+    ``(last output :moob``, a spoofed text), and an escape sequence reached the terminal. They are
+    dropped, as from any other text of a bot's (``referee.wire.plain_text``)."""
+    cfg = tmp_path / "bidi.toml"
+    cfg.write_text(r"""[tournament]
+name = "bidi"
+players = 2
+games_per_pairing = 2
+output = "out"
+[[bots]]
+name = "spoofer"
+command = ["sh", "-c", "printf '\\342\\200\\256boom: tuptuo tsal\\n\\033[31mred\\033[0m\\a\\n'; exit 1"]
+[[bots]]
+name = "instant"
+command = ["{python}", "-m", "arena.testing.instant_bot"]
+""")
+    done = arena(str(cfg), "--bootstrap", "0", "--skip-broken", timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    reasons = " | ".join(r for g in rows(tmp_path / "out") for r in g["reasons"])
+    assert "(last output: boom: tuptuo tsal | [31mred[0m)" in reasons, reasons
+    assert not any(unicodedata.category(ch).startswith("C") for ch in reasons + done.stderr.replace("\n", "")), (
+        ascii(reasons), ascii(done.stderr))
 
 
 def test_two_versions_of_one_bot_play_as_name_at_version_entrants(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from arena.config import ENV_ADMIN_TOKEN, ENV_REFEREE, ENV_TICKET, BotSpec, expand_placeholders
 from referee.credentials import file_variable
+from referee.wire import printable
 
 #: Lines of a bot's output quoted in the reason when its process exits early.
 TAIL_LINES = 2
@@ -109,7 +110,9 @@ def worker_environment(
 def log_tail(path: Path) -> str:
     """The last :data:`TAIL_LINES` non-empty lines of a log file, joined with `` | `` ('' if none),
     after the last error line before them when they do not hold it (a stack trace's cause, e.g. Node's
-    ``Error: Cannot find module 'x'``, ends far above its last lines): ``err | … | tail``."""
+    ``Error: Cannot find module 'x'``, ends far above its last lines): ``err | … | tail``. The bot's
+    text goes into public reasons: its control and format characters are dropped
+    (:func:`referee.wire.printable`: a right-to-left override would reverse the page's text after it)."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
@@ -117,7 +120,7 @@ def log_tail(path: Path) -> str:
             text = f.read().decode("utf-8", "replace")
     except OSError:
         return ""
-    lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+    lines = [x for x in (printable(" ".join(line.split())) for line in text.splitlines()) if x]
     tail = " | ".join(lines[-TAIL_LINES:])
     named = any(_ERROR_LINE.match(x) for x in lines[-TAIL_LINES:])
     cause = None if named else next((x for x in reversed(lines[:-TAIL_LINES]) if _ERROR_LINE.match(x)), None)
