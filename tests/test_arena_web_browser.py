@@ -364,3 +364,20 @@ def test_static_seat_view_links_work_for_any_tournament_name(page: Any, out: Pat
     page.click("#view-all")
     page.wait_for_load_state()
     assert page.url.split("#step=")[0] == (copy / "replays" / f"{g['game_id']}.html").as_uri()
+
+
+def test_no_page_logs_an_error_in_the_console(page: Any, server: WebServer, out: Path) -> None:
+    """Every page asked for /favicon.ico, which is not there: a 404 in the console of each page view
+    (and in the server's work). The pages name an empty icon; no page logs an error."""
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(f"{page.url}: {m.text}") if m.type == "error" else None)
+    gid = games_of(out)[0]["game_id"]
+    for where in (url(server, "/"), url(server, f"/games/{gid}"), url(server, f"/games/{gid}?seat=1"),
+                  url(server, "/live"), (out / "leaderboard.html").as_uri(), (out / "replays" / f"{gid}.html").as_uri()):
+        page.goto(where)
+        page.wait_for_load_state("load")
+        if "/games/" in where or "/replays/" in where:
+            page.wait_for_selector("#step-text:not(:empty)")  # viewer.js has run
+    page.goto(url(server, "/"))
+    wait_for_text(page, "#live-state", lambda t: t == "run ended")  # the live-update stream answered
+    assert errors == []
