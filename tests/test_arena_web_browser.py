@@ -332,7 +332,8 @@ def test_pages_and_filters_keep_the_page_size(page: Any, server: WebServer) -> N
     page.click("a[rel=next]")
     page.wait_for_load_state()
     assert page.locator(".pager span").text_content() == "page 2 of 2"
-    assert page.locator("#games-table tr").count() == 2 and page.locator("#games-table td").first.text_content() != first
+    assert page.locator("#games-table tr").count() == 2
+    assert page.locator("#games-table td").first.text_content() != first
     page.select_option("select[name=termination]", "normal")
     page.click("#filters button[type=submit]")
     page.wait_for_load_state()
@@ -372,8 +373,9 @@ def test_no_page_logs_an_error_in_the_console(page: Any, server: WebServer, out:
     errors: list[str] = []
     page.on("console", lambda m: errors.append(f"{page.url}: {m.text}") if m.type == "error" else None)
     gid = games_of(out)[0]["game_id"]
+    files = ((out / "leaderboard.html").as_uri(), (out / "replays" / f"{gid}.html").as_uri())
     for where in (url(server, "/"), url(server, f"/games/{gid}"), url(server, f"/games/{gid}?seat=1"),
-                  url(server, "/live"), (out / "leaderboard.html").as_uri(), (out / "replays" / f"{gid}.html").as_uri()):
+                  url(server, "/live"), *files):
         page.goto(where)
         page.wait_for_load_state("load")
         if "/games/" in where or "/replays/" in where:
@@ -381,3 +383,23 @@ def test_no_page_logs_an_error_in_the_console(page: Any, server: WebServer, out:
     page.goto(url(server, "/"))
     wait_for_text(page, "#live-state", lambda t: t == "run ended")  # the live-update stream answered
     assert errors == []
+
+
+def test_the_rating_charts_labels_fit_whatever_the_names_length(page: Any, out: Path, tmp_path: Path) -> None:
+    """A competition's entrant is ``name@version``, up to 63 + 128 characters; the chart's label column
+    was 160 px whatever the names, so a long one was cut off at the page's left edge, its start (the
+    name) unreadable. The column widens for the longest label; a label past 40 characters keeps its start
+    and its end (the version) around "…", and the full name is its tooltip."""
+    from arena.web.render import leaderboard_html
+
+    long = "a-very-long-league-entrant-name-of-a-competitors-bot@2026.12.05-build-7"
+    ratings = json.loads((out / "ratings.json").read_text().replace('"random', f'"{long}'))
+    (tmp_path / "leaderboard.html").write_text(leaderboard_html(ratings, ratings["tournament"], []))
+    page.goto((tmp_path / "leaderboard.html").as_uri())
+    labels = page.locator("svg").first.evaluate(  # the ratings chart: a label (text-anchor end) a bot
+        "svg => [...svg.querySelectorAll('text[text-anchor=end]')].map(e => ({x: e.getBBox().x, "
+        "text: e.firstChild.nodeValue, title: e.querySelector('title') && e.querySelector('title').textContent}))")
+    assert len(labels) == 2, labels
+    assert all(label["x"] >= 0 for label in labels), labels
+    mine = next(label for label in labels if label["title"] == long)
+    assert mine["text"].startswith("a-very-long") and mine["text"].endswith("build-7") and "…" in mine["text"]

@@ -14,6 +14,19 @@ if TYPE_CHECKING:  # the shapes only: the pages and tables need no numpy
 
 #: The mark of an interval for which the bootstrap alone was not trusted (see :func:`arena.ratings.fit.rate`).
 MARK = "*"
+#: Most characters of a bot's label in the rating chart (a longer name keeps its start and end: :func:`chart_label`).
+LABEL_CHARS = 40
+#: Pixels a label's character takes, a little more than the pages' 14px font's average (the label column's width).
+LABEL_CHAR_PX = 8
+
+
+def chart_label(name: str, most: int = LABEL_CHARS) -> str:
+    """``name`` as a chart label of at most ``most`` characters: a longer one keeps its start (the name) and
+    its end (``@version``: two versions of one bot stay apart) around "…"."""
+    if len(name) <= most:
+        return name
+    head = (most - 1) // 2
+    return name[:head] + "…" + name[len(name) - (most - 1 - head):]
 
 
 def interval_note(ratings: RatingTable) -> str:
@@ -60,17 +73,19 @@ def intervals_method(ratings: RatingTable) -> str:
 
 
 def rating_chart(ratings: RatingTable) -> str:
-    """An inline SVG of every bot's rating (a dot) with its 95% interval (a bar), bots in ranking order."""
+    """An inline SVG of every bot's rating (a dot) with its 95% interval (a bar), bots in ranking order; the
+    labels' column as wide as the longest :func:`chart_label` (its full name is the label's tooltip)."""
     items = list(ratings["ratings"].items())
     if not items:
         return "<p>No ratings.</p>"
+    labels = {name: chart_label(name) for name, _ in items}
     lo = min(r["ci"][0] for _, r in items)
     hi = max(r["ci"][1] for _, r in items)
     if hi - lo < 1:
         lo, hi = lo - 50, hi + 50
     pad = (hi - lo) * 0.05
     lo, hi = lo - pad, hi + pad
-    left, width, row = 160, 560, 28
+    left, width, row = max(160, 20 + LABEL_CHAR_PX * max(len(x) for x in labels.values())), 560, 28
     height = row * len(items) + 40
 
     def x(v: float) -> float:
@@ -86,7 +101,8 @@ def rating_chart(ratings: RatingTable) -> str:
         parts.append(f'<text x="{x(v):.1f}" y="{height - 8}" text-anchor="middle" fill="#666">{v:.0f}</text>')
     for k, (name, r) in enumerate(items):
         y = 25 + k * row
-        parts.append(f'<text x="{left - 10}" y="{y + 4}" text-anchor="end">{html.escape(name)}</text>')
+        parts.append(f'<text x="{left - 10}" y="{y + 4}" text-anchor="end">{html.escape(labels[name])}'
+                     f"<title>{html.escape(name)}</title></text>")
         parts.append(
             f'<line x1="{x(r["ci"][0]):.1f}" y1="{y}" x2="{x(r["ci"][1]):.1f}" y2="{y}" '
             'stroke="#4a6fa5" stroke-width="2"/>'
