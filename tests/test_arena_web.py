@@ -334,3 +334,16 @@ def test_bad_query_parameters_are_one_line_400s_over_http(out: Path) -> None:
         assert httpx.get(f"{base}/api/games?page={MAX_PAGE}", timeout=30).json()["games"] == []  # past the end
     finally:
         server.stop()
+
+
+def test_the_chart_leaves_out_the_versions_the_board_hides(out: Path) -> None:
+    """In a competition the board shows each competitor's best-rated version (the table, the matrix), but
+    its chart drew every version, the hidden ones too: a dot more than the table has rows."""
+    from arena.web.render import board_context
+
+    ratings = json.loads((out / "ratings.json").read_text())
+    shown = board_context(ratings, ratings["tournament"], games_of(out), hidden={"random"})
+    assert shown["names"] == ["<script>alert(1)</script>"]
+    assert str(shown["chart"]).count("<circle") == 1 and "random" not in str(shown["chart"])
+    every = board_context(ratings, ratings["tournament"], games_of(out))
+    assert str(every["chart"]).count("<circle") == 2

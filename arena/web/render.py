@@ -81,6 +81,7 @@ def board_context(
     games.jsonl ``rows``, and for a live league the ``running`` games and ``rate`` (games a second).
     ``hidden``: entrants left out of the tables (a competition's older versions, unless asked for)."""
     names = [n for n in ratings["ratings"] if n not in hidden]
+    shown: RatingTable = {**ratings, "ratings": {n: ratings["ratings"][n] for n in names}}  # the chart's bots
     order = {name: k for k, name in enumerate(names)}
     failures = sorted(failure_rows(facts), key=lambda row: order.get(row[0], len(order)))
     history = ratings.get("history")
@@ -92,7 +93,7 @@ def board_context(
         "intervals_method": intervals_method(ratings),
         "interval_note": interval_note(ratings),
         "los": los_next(ratings),
-        "chart": jinja2.utils.markupsafe.Markup(rating_chart(ratings)),
+        "chart": jinja2.utils.markupsafe.Markup(rating_chart(shown)),
         "history_chart": jinja2.utils.markupsafe.Markup(history_chart(history)) if history else None,
         "failure_kinds": [f.name for f in dataclass_fields(Failures)],
         "failures": failures,
