@@ -188,3 +188,19 @@ def test_leaderboard_history_precision_and_sprt_sections() -> None:
     assert "Widest 95% interval now: ±" in page and "Duplicate pairs in this tournament (6 pairs)" in page
     assert "is &lt;b&gt;odd&lt;/b&gt; stronger than weak?" in page and "decided <b>H1</b> after 7" in page
     assert "<b>odd</b>" not in page.replace("decided <b>H1</b>", "")
+
+
+def test_ratings_csv_starts_no_cell_with_a_formula(tmp_path: Path) -> None:
+    """A spreadsheet opening ratings.csv runs a cell that starts with ``=``, ``+``, ``-`` or ``@`` as a
+    formula (CSV injection: ``=cmd|' /C calc'!A0``); a bot's name or version was written as it is. Such a
+    text cell starts with ``'`` (read as text); the numbers stay numbers."""
+    names = ["=cmd|' /C calc'!A0", "+1+1", "-2-2", "plain"]
+    res = [SimulatedRunner().play(g) for g in make_schedule("csv", names, 2, 2, bytes(32))]
+    ratings = rate(games_from_mapping(r.rating_row() for r in res), bootstrap=0)
+    facts = {"name": "csv", "bots": dict(zip(names, ["@SUM(1+1)", "1", "\tx", "2"], strict=True)),
+             "commitment": "c0ffee", "master_seed": None, "scheduled": len(res), "played": len(res), "players": 2}
+    paths = write_outputs(tmp_path, res, ratings, facts)
+    table = {r["bot"]: r for r in csv.DictReader(paths["ratings_csv"].open())}
+    assert sorted(table) == sorted(["'=cmd|' /C calc'!A0", "'+1+1", "'-2-2", "plain"])
+    assert table["'=cmd|' /C calc'!A0"]["version"] == "'@SUM(1+1)" and table["'-2-2"]["version"] == "'\tx"
+    assert table["plain"]["version"] == "2" and float(table["plain"]["elo"]) == ratings["ratings"]["plain"]["elo"]

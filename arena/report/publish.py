@@ -111,6 +111,16 @@ def _atomic_write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+#: What makes a spreadsheet read a CSV cell as a formula (``=cmd|' /C calc'!A0``: CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(value: str) -> str:
+    """A text cell of a CSV file a spreadsheet may open: one starting as a formula would
+    (:data:`_FORMULA_START`) gets a leading ``'``, which makes it text (OWASP's advice)."""
+    return "'" + value if value.startswith(_FORMULA_START) else value
+
+
 def _csv(ratings: RatingTable, tournament: TournamentFacts) -> str:
     import io
 
@@ -123,8 +133,8 @@ def _csv(ratings: RatingTable, tournament: TournamentFacts) -> str:
         w.writerow(
             [
                 k,
-                name,
-                versions.get(name, ""),
+                csv_text(name),
+                csv_text(str(versions.get(name, ""))),
                 r["elo"],
                 r["ci"][0],
                 r["ci"][1],
