@@ -391,17 +391,18 @@ def test_a_book_made_before_sessions_gets_their_table_when_opened(tmp_path: Path
 
 
 def test_my_pages_links_work_for_any_league_name(tmp_path: Path, out: Path) -> None:
-    """A league named ``spring cup #1``: my log links were refused (403 "no seat 0 of a game …": a game id
-    had to be letters, digits, ``_`` and ``-``), and /me's links were not URL-encoded, so a browser took
-    ``#1-…`` for a fragment. A real ``arena web``; each link followed as a browser resolves it. A game of
+    """A league named ``spring cup #1 "copa de España"``: my log links were refused (403 "no seat 0 of a
+    game …": a game id had to be letters, digits, ``_`` and ``-``), and /me's links were not URL-encoded,
+    so a browser took ``#1 …`` for a fragment; a log's file name (its game id) is sent as RFC 6266's
+    ``filename*`` (a header holds no ``ñ`` and no bare ``"``). A real ``arena web``; each link followed as a browser resolves it. A game of
     mine forfeited unplayed has no log and no record: its seats and its replay say so instead of linking
     a 403 and a 404."""
     import html
     import re
-    from urllib.parse import urljoin
+    from urllib.parse import quote, urljoin
 
     copy, tokens = _competition(tmp_path, out)
-    prefix = "spring cup #1-"
+    prefix = 'spring cup #1 "copa de España" 杯-'
     rows = [json.loads(x) for x in (copy / "games.jsonl").read_text().splitlines()]
     for r in rows:
         (copy / "logs" / r["game_id"]).rename(copy / "logs" / (prefix + r["game_id"]))
@@ -426,6 +427,8 @@ def test_my_pages_links_work_for_any_league_name(tmp_path: Path, out: Path) -> N
                 if kind == "log":
                     seat = href.rsplit("/", 1)[1]
                     assert r.content == (copy / "logs" / rows[0]["game_id"] / f"seat{seat}.log").read_bytes()
+                    assert r.headers["content-disposition"].endswith(
+                        "filename*=UTF-8''" + quote(f"{rows[0]['game_id']}-seat{seat}.log", safe=""))
             assert len([k for k, _ in links if k == "log"]) == 2  # seats 0 and 2 of the played game
             assert me.count("has no log") == 2 and "(not played: no replay)" in me  # the unplayed game
     finally:

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -259,7 +259,15 @@ async def log_download(request: Request) -> Response:
     except NotYours as e:
         return Response(f"{e}\n", status_code=403, media_type="text/plain")
     return Response(text, media_type="text/plain; charset=utf-8",
-                    headers={"Content-Disposition": f'attachment; filename="{game_id}-seat{seat}.log"'})
+                    headers={"Content-Disposition": attachment(f"{game_id}-seat{seat}.log")})
+
+
+def attachment(name: str) -> str:
+    """A ``Content-Disposition`` naming the download ``name`` (any text: a game id holds the tournament's
+    name) as RFC 6266 does: ``filename*`` percent-encoded UTF-8, and an ASCII ``filename`` for old clients
+    (a header holds latin-1 only, and a ``"`` would end the quoted name)."""
+    plain = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "._-") else "_" for ch in name)
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(name, safe='')}"
 
 
 def my_running(output: Path, entrants: set[str]) -> list[dict[str, Any]]:
