@@ -391,12 +391,12 @@ def test_a_book_made_before_sessions_gets_their_table_when_opened(tmp_path: Path
 
 
 def test_my_pages_links_work_for_any_league_name(tmp_path: Path, out: Path) -> None:
-    """A league named ``spring cup #1 "copa de España"``: my log links were refused (403 "no seat 0 of a
-    game …": a game id had to be letters, digits, ``_`` and ``-``), and /me's links were not URL-encoded,
-    so a browser took ``#1 …`` for a fragment; a log's file name (its game id) is sent as RFC 6266's
-    ``filename*`` (a header holds no ``ñ`` and no bare ``"``). A real ``arena web``; each link followed as a browser resolves it. A game of
-    mine forfeited unplayed has no log and no record: its seats and its replay say so instead of linking
-    a 403 and a 404."""
+    """A league named ``spring cup #1 "copa de España" 杯``: my log links were refused (403 "no seat 0 of
+    a game …": a game id had to be letters, digits, ``_`` and ``-``), and /me's links were not
+    URL-encoded, so a browser took ``#1 …`` for a fragment; a log's file name (its game id) is sent as
+    RFC 6266's ``filename*`` (a header holds no ``杯``: it was a 500; nor a bare ``"``). A real ``arena
+    web``; each link followed as a browser resolves it. A game of mine forfeited unplayed has no log and
+    no record: its seats and its replay say so instead of linking a 403 and a 404."""
     import html
     import re
     from urllib.parse import quote, urljoin
