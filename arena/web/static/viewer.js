@@ -6,7 +6,8 @@
   let frames = data.frames;
   let at = 0;
   // A frame with cards on the table: the page opens at the first one (not the empty table before
-  // the first deal), unless its address names a step (#step=12, counted from 1 as shown).
+  // the first deal), unless its address names a step (#step=12, counted from 1 as shown); a spectator
+  // page (a running game) opens at its newest step.
   function hasCards(f) {
     return (f.hands || []).some(function (h) { return h && h.length; }) ||
       (f.hand_sizes || []).some(function (n) { return n > 0; });
@@ -139,5 +140,5 @@
   window.arenaViewer = { frames: function () { return frames; }, at: function () { return at; } };
   const named = stepInHash();
   const firstWithCards = frames.findIndex(hasCards);
-  go(named !== null ? named : Math.max(0, firstWithCards));
+  go(named !== null ? named : data.running ? frames.length - 1 : Math.max(0, firstWithCards));
 })();
