@@ -462,3 +462,22 @@ def test_my_live_seat_page_links_only_my_seats(tmp_path: Path, out: Path) -> Non
                 assert data["view"] == seat
     finally:
         log.close()
+
+
+def test_the_session_cookie_is_secure_behind_a_trusted_tls_proxy(tmp_path: Path, out: Path) -> None:
+    """docs/competition.md, step 4: behind a TLS proxy named with --web-proxy (--proxy), the proxy's
+    ``X-Forwarded-Proto: https`` marks the session cookie Secure; from an untrusted peer the header is
+    ignored (and the cookie is not Secure over plain HTTP). A real server on loopback."""
+    from arena.web import start_in_thread
+
+    copy, tokens = _competition(tmp_path, out)
+    https = {**FORM, "x-forwarded-proto": "https"}
+    for proxies, secure in (((), False), (("127.0.0.1",), True)):
+        server = start_in_thread(copy, "127.0.0.1", 0, proxies, bootstrap=0)
+        try:
+            r = httpx.post(f"http://127.0.0.1:{server.port}/me/login", content=f"token={tokens['ivy']}",
+                           headers=https, timeout=30)
+            assert r.status_code == 303, r.text
+            assert ("; secure" in r.headers["set-cookie"].lower()) is secure, (proxies, r.headers["set-cookie"])
+        finally:
+            server.stop()
