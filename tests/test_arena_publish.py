@@ -204,3 +204,22 @@ def test_ratings_csv_starts_no_cell_with_a_formula(tmp_path: Path) -> None:
     assert sorted(table) == sorted(["'=cmd|' /C calc'!A0", "'+1+1", "'-2-2", "plain"])
     assert table["'=cmd|' /C calc'!A0"]["version"] == "'@SUM(1+1)" and table["'-2-2"]["version"] == "'\tx"
     assert table["plain"]["version"] == "2" and float(table["plain"]["elo"]) == ratings["ratings"]["plain"]["elo"]
+
+
+def test_ratings_json_is_strict_json(tmp_path: Path) -> None:
+    """A league's first games can pair with no variance (every pair split alike): the duplicate efficiency
+    ratio was written as ``Infinity`` and its interval as ``NaN``, which JSON does not have (a browser's
+    JSON.parse, jq and the web's own JSON answers refuse the file). A value that is not a finite number is
+    written as null."""
+    res = results()
+    ratings = rate(games_from_mapping(r.rating_row() for r in res), bootstrap=0)
+    facts = {"name": "pub", "bots": {}, "commitment": "c0ffee", "master_seed": None, "scheduled": 12, "played": 12,
+             "players": 4, "precision": {"efficiency": {"ratio": float("inf"), "ratio_ci": [float("nan")] * 2}}}
+    paths = write_outputs(tmp_path, res, ratings, facts)
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"{constant} is not JSON")
+
+    saved = json.loads(paths["ratings_json"].read_text(), parse_constant=refuse)
+    assert saved["tournament"]["precision"]["efficiency"] == {"ratio": None, "ratio_ci": [None, None]}
+    assert saved["ratings"] == ratings["ratings"]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -93,9 +94,7 @@ def _write_outputs(
     }
     rows = games_rows(results)
     _atomic_write(paths["games"], "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
-    _atomic_write(
-        paths["ratings_json"], json.dumps({**ratings, "tournament": dict(tournament)}, indent=2) + "\n"
-    )
+    _atomic_write(paths["ratings_json"], strict_json({**ratings, "tournament": dict(tournament)}) + "\n")
     _atomic_write(paths["ratings_csv"], _csv(ratings, tournament))
     from arena.web.export import write_static_replays
     from arena.web.render import leaderboard_html
@@ -103,6 +102,24 @@ def _write_outputs(
     replays = write_static_replays(output, rows, warn)
     _atomic_write(paths["leaderboard"], leaderboard_html(ratings, tournament, rows, replays))
     return paths
+
+
+def finite(value: object) -> object:
+    """``value`` (JSON-ready: dicts, lists, numbers, text) with every float that is not a finite number
+    (``inf``, ``nan``: an efficiency ratio without variance, say) as ``None``."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
+def strict_json(value: object) -> str:
+    """``value`` as JSON (indented) that any parser reads: :func:`finite` first (JSON has no ``Infinity``
+    nor ``NaN``, which a browser's JSON.parse and jq refuse)."""
+    return json.dumps(finite(value), indent=2, allow_nan=False)
 
 
 def _atomic_write(path: Path, text: str) -> None:
