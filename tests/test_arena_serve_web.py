@@ -178,12 +178,14 @@ def test_a_served_league_says_its_seed_stays_secret(tmp_path: Path) -> None:
 
 
 def test_arena_web_marks_its_ratings_live_until_its_bootstrap(tmp_path: Path, monkeypatch: Any) -> None:
-    """The web app on its own (`arena web`, no league) starts its own publisher: the same marking."""
+    """The web app on its own (`arena web`, no league) starts its own publisher: the same marking. (Here
+    without the run's ratings.json: a final one of the stored games is what the web shows.)"""
     cfg = write_config(tmp_path, 2)
     run = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress", "--bootstrap", "0"],
                          cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert run.returncode == 0, run.stderr
     assert published(tmp_path / "out")["publication"] == "final"  # arena run: the bootstrap (here, of 0 resamples)
+    (tmp_path / "out" / "ratings.json").unlink()
     gate, real = threading.Event(), publication.final_ratings
 
     def held_back(*args: Any, **kwargs: Any) -> dict[str, Any]:  # the background bootstrap waits for the gate

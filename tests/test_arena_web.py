@@ -347,3 +347,53 @@ def test_the_chart_leaves_out_the_versions_the_board_hides(out: Path) -> None:
     assert str(shown["chart"]).count("<circle") == 1 and "random" not in str(shown["chart"])
     every = board_context(ratings, ratings["tournament"], games_of(out))
     assert str(every["chart"]).count("<circle") == 2
+
+
+SIMULATED = """
+[tournament]
+name = "sim"
+players = 2
+games_per_pairing = 10
+output = "out"
+[[bots]]
+name = "a"
+command = ["true"]
+[[bots]]
+name = "b"
+command = ["true"]
+[[bots]]
+name = "c"
+command = ["true"]
+"""
+
+
+def test_a_finished_runs_web_board_is_its_published_ratings(tmp_path: Path) -> None:
+    """``arena web`` on the folder of a finished ``arena run --bootstrap 200`` bootstrapped the games
+    again with its own 1000 resamples: other intervals than ratings.json, leaderboard.html and the
+    terminal; and its board had no "Bot failures", "Precision" or "Rating history" (published facts it did
+    not have). Once ratings.json covers exactly the stored games it is what the web shows. A real
+    ``arena run`` (simulated games) and a real server."""
+    import httpx
+
+    from arena.web import start_in_thread
+
+    (tmp_path / "sim.toml").write_text(SIMULATED)
+    done = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(tmp_path / "sim.toml"), "--simulate", "0",
+                           "--no-progress", "--bootstrap", "200"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = tmp_path / "out"
+    published = json.loads((out / "ratings.json").read_text())
+    assert published["bootstrap"] == 200 and any(r["ci_method"] == "bootstrap" for r in published["ratings"].values())
+    server = start_in_thread(out, "127.0.0.1", 0)  # arena web's own default: 1000 resamples
+    try:
+        base = f"http://127.0.0.1:{server.port}"
+        assert httpx.get(f"{base}/api/ratings", timeout=60).json() == published
+        static = (out / "leaderboard.html").read_text()
+        board = httpx.get(f"{base}/_board", timeout=60).text
+        for section in ("<h2>Bot failures", "<h2>Precision and the duplicate format", "<h2>Rating history"):
+            assert section in static and section in board, section
+        for name, r in published["ratings"].items():
+            assert f"[{r['ci'][0]:.1f}, {r['ci'][1]:.1f}]" in board, name
+    finally:
+        server.stop()

@@ -26,6 +26,7 @@ from typing import Any, NotRequired, TypeAlias, TypedDict
 
 from arena.ratings.fit import DEFAULT_BOOTSTRAP, RatingTable, games_from_mapping
 from arena.ratings.publication import LivePublisher, final_ratings
+from arena.report import failures
 from arena.tournament.result import GameFacts, GameResult
 from arena.tournament.runner import DB_NAME, FACTS_KEY, LADDER_KEY, LEAGUE_KEY, TournamentFacts
 from referee.outcome import Termination
@@ -39,6 +40,10 @@ PAIR_NOTE = ("duplicate pair deals both games the same cards; with a remote bot 
 #: The termination kinds a stored seat can end with (docs/arena.md, Bot failures): the referee's and
 #: the arena's own (:class:`referee.outcome.Termination`; not ``aborted``: an aborted match is never stored).
 TERMINATIONS = tuple(t.value for t in Termination if t not in (Termination.UNSPECIFIED, Termination.ABORTED))
+#: The published ratings in the output folder (:mod:`arena.report.publish`).
+RATINGS_FILE = "ratings.json"
+#: The tournament facts the store decides, whatever a ratings.json says (:meth:`WebData.published`).
+_STORE_FACTS = ("master_seed", "league", "ladder")
 #: Largest page of the games list.
 MAX_PER_PAGE = 200
 #: Games a page of the games list unless ``per_page`` says otherwise.
@@ -162,7 +167,9 @@ class WebData:
         self.bootstrap = bootstrap
         self.publisher = publisher
         self._lock = threading.Lock()
-        self._ratings: tuple[RatingsKey, RatingsPage] | None = None  # the last ratings and their key
+        # the last computed ratings: their key, the table and each bot's failures
+        self._ratings: tuple[RatingsKey, RatingTable, dict[str, dict[str, int]]] | None = None
+        self._published: tuple[tuple[int, int], dict[str, Any]] | None = None  # ratings.json, by (mtime, size)
 
     # ------------------------------------------------------------------ database
     def _connect(self) -> sqlite3.Connection | None:
@@ -233,25 +240,66 @@ class WebData:
         return done.games if done is not None else None
 
     def ratings(self) -> RatingsPage:
-        """The ratings.json shape for the games stored now (recomputed only when a game was added or a
-        background bootstrap finished): from :attr:`publisher` when set (live at once, marked
+        """The ratings.json shape for the games stored now: the published ratings.json itself when it is
+        final and covers exactly these games (:meth:`published`: a finished ``arena run``, a league at
+        rest: what its leaderboard.html and terminal showed), else computed (again only when a game was
+        added or a background bootstrap finished) from :attr:`publisher` when set (live at once, marked
         ``"publication": "live"``; the bootstrap, ``"final"``, once the background refresh covers these
-        games — as ``arena serve`` publishes), else the bootstrap now (``"final"``)."""
+        games — as ``arena serve`` publishes), else the bootstrap now (``"final"``), with the facts and
+        each bot's failures (``tournament.failures``)."""
         key = (self.version(), self.bootstrap_mark())
         facts = self.facts()  # fresh each time: a ladder's board changes without a new game (it stopped)
+        published = self.published(key[0][0], facts)
+        if published is not None:
+            return published
         with self._lock:
-            if self._ratings is not None and self._ratings[0] == key:
-                return {**self._ratings[1], "tournament": facts}
-        rows = [r.rating_row() for r in self._results("", [])]
-        names = facts.get("entrants") or list(facts.get("bots") or {})
-        games = games_from_mapping(rows)
-        publisher = self.publisher
-        rated = final_ratings(games, names, bootstrap=self.bootstrap) if publisher is None else publisher.ratings(
-            games, names)
-        result: RatingsPage = {**rated, "tournament": facts}
+            cached = self._ratings if self._ratings is not None and self._ratings[0] == key else None
+        if cached is None:
+            results = self._results("", [])
+            names = facts.get("entrants") or list(facts.get("bots") or {})
+            games = games_from_mapping([r.rating_row() for r in results])
+            publisher = self.publisher
+            rated = final_ratings(games, names, bootstrap=self.bootstrap) if publisher is None else (
+                publisher.ratings(games, names))
+            fails = {n: f.to_dict() for n, f in failures.tally(results, names).items()}
+            cached = (key, rated, fails)
+            with self._lock:
+                self._ratings = cached
+        return {**cached[1], "tournament": {**facts, "failures": cached[2]}}
+
+    def published(self, played: int, facts: TournamentFacts) -> RatingsPage | None:
+        """``ratings.json`` (:data:`RATINGS_FILE`) when it is a final publication of exactly the ``played``
+        games stored now, of this store's commitment; None when missing, unreadable, live or of other
+        games. What the store decides stays the store's (``facts``): whether the master seed is revealed
+        (``master_seed``, ``league``: a file copied or restored beside another store reveals nothing) and a
+        ladder's board (``ladder``: it changes when the ladder stops, without a game)."""
+        page = self._ratings_file()
+        told = page.get("tournament") if page is not None else None
+        if (page is None or not isinstance(told, dict) or page.get("publication") != "final"
+                or told.get("played") != played or told.get("commitment") != facts.get("commitment")):
+            return None
+        mine = {k: v for k, v in told.items() if k not in _STORE_FACTS}
+        mine.update({k: facts[k] for k in _STORE_FACTS if k in facts})  # type: ignore[literal-required]
+        return {**page, "tournament": mine}  # type: ignore[return-value]  # the arena wrote it (publish.py)
+
+    def _ratings_file(self) -> dict[str, Any] | None:
+        """:data:`RATINGS_FILE` parsed (read again only when its time or size changed); None if unreadable."""
+        path = self.output / RATINGS_FILE
+        try:
+            st = path.stat()
+            mark = (st.st_mtime_ns, st.st_size)
+            with self._lock:
+                if self._published is not None and self._published[0] == mark:
+                    return self._published[1]
+            # an older arena wrote Infinity and NaN (not JSON: the API's answers refuse them): null
+            page = json.loads(path.read_text(encoding="utf-8"), parse_constant=lambda _: None)
+        except (OSError, ValueError):
+            return None
+        if not isinstance(page, dict):
+            return None
         with self._lock:
-            self._ratings = (key, result)
-        return result
+            self._published = (mark, page)
+        return page
 
     # ------------------------------------------------------------------ games
     def _results(
