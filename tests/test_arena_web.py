@@ -397,3 +397,16 @@ def test_a_finished_runs_web_board_is_its_published_ratings(tmp_path: Path) -> N
             assert f"[{r['ci'][0]:.1f}, {r['ci'][1]:.1f}]" in board, name
     finally:
         server.stop()
+
+
+def test_a_running_boards_failures_are_counted_from_the_stored_games(tmp_path: Path, out: Path) -> None:
+    """Before a final ratings.json (a run still playing), the board computed its ratings but had no
+    "Bot failures" table: the failures were published facts only. They are counted from the stored games."""
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    (copy / "ratings.json").unlink()
+    c = TestClient(create_app(copy, bootstrap=0))
+    facts = c.get("/api/ratings").json()["tournament"]
+    assert set(facts["failures"]) == {"<script>alert(1)</script>", "random"}
+    assert all(f["forfeits"] == 0 for f in facts["failures"].values())
+    assert '<table id="failures">' in c.get("/_board").text
