@@ -481,3 +481,26 @@ def test_the_session_cookie_is_secure_behind_a_trusted_tls_proxy(tmp_path: Path,
             assert ("; secure" in r.headers["set-cookie"].lower()) is secure, (proxies, r.headers["set-cookie"])
         finally:
             server.stop()
+
+
+def test_my_pages_are_never_stored_by_a_cache(tmp_path: Path, out: Path) -> None:
+    """/me (my submissions, their log tails), my seat logs and my live seat views carried no Cache-Control:
+    a shared cache or the browser's history could keep a signed-in page after its sign-out. Every answer
+    under /me says ``no-store``. A real ``arena web``."""
+    copy, tokens = _competition(tmp_path, out)
+    rows = [json.loads(x) for x in (copy / "games.jsonl").read_text().splitlines()]
+    rows[0]["a"] = "ivy-bot@1"
+    (copy / "games.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    lines = record_lines(copy / rows[0]["record"])
+    lines[0] = {**lines[0], "seat_names": ["ivy-bot@1", "house", "ivy-bot@1", "house"]}
+    log = live_from_record(copy, lines, "running-1", "pair-9", upto=12)
+    try:
+        with arena_web(copy) as base, httpx.Client(base_url=base, timeout=30) as c:
+            signed = c.post("/me/login", content=f"token={tokens['ivy']}", headers=FORM)
+            answers = [signed, c.get("/me"), c.get(f"/me/logs/{rows[0]['game_id']}/0"), c.get("/me/live/running-1/0"),
+                       c.get("/me/live/running-1/1"), c.post("/me/logout")]
+            assert [r.status_code for r in answers] == [303, 200, 200, 200, 403, 303]
+            for r in answers:
+                assert r.headers.get("cache-control") == "no-store", (r.url, r.headers)
+    finally:
+        log.close()

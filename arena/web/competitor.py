@@ -17,14 +17,15 @@ serve`` or ``arena web`` and any number of apps, threads and processes share the
 :data:`IDLE_S` after its last use, :data:`LIFETIME_S` after its sign-in, at sign-out, when its
 competitor is revoked, or when it is their oldest of :data:`SESSIONS_EACH` and they sign in once more.
 
-Only when the output folder holds a competition's book (``competition.sqlite``); otherwise 404.
+Every answer under ``/me`` says ``Cache-Control: no-store`` (:func:`private`). Only when the output
+folder holds a competition's book (``competition.sqlite``); otherwise 404.
 """
 
 from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
@@ -304,10 +305,22 @@ async def live_seat(request: Request) -> Response:
         "viewer.html", replay=replay, game=game, view=seat, my_seats=mine)
 
 
+def private(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+    """``handler`` whose every answer says ``Cache-Control: no-store``: a competitor's pages, logs and
+    sign-in answers stay out of shared caches and the browser's history once signed out."""
+
+    async def run(request: Request) -> Response:
+        response = await handler(request)
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    return run
+
+
 ROUTES = [
-    Route("/me", me),
-    Route("/me/login", login, methods=["POST"]),
-    Route("/me/logout", logout, methods=["POST"]),
-    Route("/me/logs/{game_id:str}/{seat:int}", log_download),
-    Route("/me/live/{game_id:str}/{seat:int}", live_seat),
+    Route("/me", private(me)),
+    Route("/me/login", private(login), methods=["POST"]),
+    Route("/me/logout", private(logout), methods=["POST"]),
+    Route("/me/logs/{game_id:str}/{seat:int}", private(log_download)),
+    Route("/me/live/{game_id:str}/{seat:int}", private(live_seat)),
 ]
