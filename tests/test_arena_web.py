@@ -410,3 +410,15 @@ def test_a_running_boards_failures_are_counted_from_the_stored_games(tmp_path: P
     assert set(facts["failures"]) == {"<script>alert(1)</script>", "random"}
     assert all(f["forfeits"] == 0 for f in facts["failures"].values())
     assert '<table id="failures">' in c.get("/_board").text
+
+
+def test_the_boards_games_per_second_is_the_speed_of_play(tmp_path: Path, out: Path) -> None:
+    """The board's games/s was (games - 1) / (last stored - first stored): the two games of a duplicate pair
+    played side by side finish within a moment, so a league's first pair showed "4.10 games/s" for games of
+    16 s each. It is the games stored lately over the time since the earliest of them started (its stored
+    time less its duration)."""
+    with sqlite3.connect(out / "arena.sqlite") as db:
+        rows = db.execute("SELECT stored_at, duration_s FROM games").fetchall()
+    expected = len(rows) / (max(s for s, _ in rows) - min(s - d for s, d in rows))
+    board = TestClient(create_app(out, bootstrap=0)).get("/_board").text
+    assert f"{expected:.2f} games/s" in board, board[:600]

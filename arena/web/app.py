@@ -193,10 +193,8 @@ class WebApp:
         ratings = self.data.ratings()
         hidden = set() if all_versions else competitor.older_versions(self.data.output, list(ratings["ratings"]))
         rows = [r.rating_row() for r in self.data._results("", [])]
-        times = self.data._query("SELECT MIN(stored_at), MAX(stored_at) FROM games")
-        first, last = times[0] if times else (None, None)
-        rate = (len(rows) - 1) / (last - first) if first and last and last > first and len(rows) > 1 else None
-        return board_context(ratings, ratings["tournament"], rows, running=self.running(), rate=rate, hidden=hidden)
+        return board_context(ratings, ratings["tournament"], rows, running=self.running(), rate=self.data.rate(),
+                             hidden=hidden)
 
     def games_context(self, request: Request) -> dict[str, Any]:
         """The games list of the query in ``request``, and ``keep``: the query's other parameters that its

@@ -44,6 +44,9 @@ TERMINATIONS = tuple(t.value for t in Termination if t not in (Termination.UNSPE
 RATINGS_FILE = "ratings.json"
 #: The tournament facts the store decides, whatever a ratings.json says (:meth:`WebData.published`).
 _STORE_FACTS = ("master_seed", "league", "ladder")
+#: Seconds of play the board's games per second looks back on, from the newest stored game (the speed
+#: lately: not since a start days before, across a resume or a league at rest).
+RATE_WINDOW_S = 600
 #: Largest page of the games list.
 MAX_PER_PAGE = 200
 #: Games a page of the games list unless ``per_page`` says otherwise.
@@ -201,6 +204,17 @@ class WebData:
         """(games stored, time of the last one): changes when a game finishes."""
         rows = self._query("SELECT COUNT(*), COALESCE(MAX(stored_at), 0) FROM games")
         return (int(rows[0][0]), float(rows[0][1])) if rows else (0, 0.0)
+
+    def rate(self) -> float | None:
+        """Games a second lately: the games stored within :data:`RATE_WINDOW_S` seconds before the newest
+        one, over the time from the earliest of them starting (its stored time less its duration) to the
+        newest stored; None without a game. (Not the stored times alone: a duplicate pair's two games,
+        played side by side, end within a moment.)"""
+        rows = self._query(
+            "SELECT COUNT(*), MIN(stored_at - duration_s), MAX(stored_at) FROM games"
+            " WHERE stored_at >= (SELECT MAX(stored_at) FROM games) - ?", (RATE_WINDOW_S,))
+        count, start, last = rows[0] if rows else (0, None, None)
+        return count / (last - start) if count and last - start > 0 else None
 
     def stored_ids(self) -> set[str]:
         """The ids of the stored (finished) games."""
