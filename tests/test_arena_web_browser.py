@@ -405,3 +405,16 @@ def test_the_rating_charts_labels_fit_whatever_the_names_length(page: Any, out: 
     assert all(label["x"] >= 0 for label in labels), labels
     mine = next(label for label in labels if label["title"] == long)
     assert mine["text"].startswith("a-very-long") and mine["text"].endswith("build-7") and "…" in mine["text"]
+
+
+def test_the_leaderboard_without_scripts_says_whether_the_run_is_live(browser: Any, server: WebServer) -> None:
+    """Without JavaScript the badge said "connecting…" for ever (only the live-update stream set it); the
+    page is rendered with what the server knows: "run ended" here (no arena holds the folder)."""
+    ctx = browser.new_context(java_script_enabled=False)
+    try:
+        page = ctx.new_page()
+        page.goto(url(server, "/"))
+        assert page.locator("#live-state").text_content() == "run ended"
+        assert page.locator("#ratings tr").count() == 3  # the board itself needs no script
+    finally:
+        ctx.close()

@@ -265,7 +265,8 @@ async def index(request: Request) -> Response:
         return await viewer_of_file(request)
     board = await run_in_threadpool(app.board_context, request.query_params.get("versions") == "all")
     games = await run_in_threadpool(app.games_context, request)
-    return app.page("leaderboard.html", **board, **games)
+    running = await run_in_threadpool(held, app.data.output)  # the badge before any script runs
+    return app.page("leaderboard.html", **board, **games, live=running)
 
 
 async def board_part(request: Request) -> Response:
