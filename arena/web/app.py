@@ -192,7 +192,7 @@ class WebApp:
         best-rated version only, unless ``all_versions`` (``?versions=all``)."""
         ratings = self.data.ratings()
         hidden = set() if all_versions else competitor.older_versions(self.data.output, list(ratings["ratings"]))
-        rows = [r.rating_row() for r in self.data._results("", [])]
+        rows = [r.rating_row() for r in self.data.stored_results()]
         return board_context(ratings, ratings["tournament"], rows, running=self.running(), rate=self.data.rate(),
                              hidden=hidden)
 

@@ -173,6 +173,7 @@ class WebData:
         # the last computed ratings: their key, the table and each bot's failures
         self._ratings: tuple[RatingsKey, RatingTable, dict[str, dict[str, int]]] | None = None
         self._published: tuple[tuple[int, int], dict[str, Any]] | None = None  # ratings.json, by (mtime, size)
+        self._stored: tuple[tuple[int, float], list[GameResult]] | None = None  # every stored game, by version
 
     # ------------------------------------------------------------------ database
     def _connect(self) -> sqlite3.Connection | None:
@@ -219,6 +220,18 @@ class WebData:
     def stored_ids(self) -> set[str]:
         """The ids of the stored (finished) games."""
         return {r[0] for r in self._query("SELECT game_id FROM games")}
+
+    def stored_results(self) -> list[GameResult]:
+        """Every stored game's result, oldest first: read and parsed again only once a game was stored
+        (:meth:`version`), not for each page (every open page reloads the board when a game is stored)."""
+        mark = self.version()
+        with self._lock:
+            if self._stored is not None and self._stored[0] == mark:
+                return self._stored[1]
+        results = self._results("", [])
+        with self._lock:
+            self._stored = (mark, results)
+        return results
 
     # ------------------------------------------------------------------ tournament
     def facts(self) -> TournamentFacts:
@@ -269,7 +282,7 @@ class WebData:
         with self._lock:
             cached = self._ratings if self._ratings is not None and self._ratings[0] == key else None
         if cached is None:
-            results = self._results("", [])
+            results = self.stored_results()
             names = facts.get("entrants") or list(facts.get("bots") or {})
             games = games_from_mapping([r.rating_row() for r in results])
             publisher = self.publisher

@@ -26,8 +26,10 @@ def spectator_replay(data: WebData, game_id: str, delay: int) -> SpectatorReplay
     """
     files = live.live_files(data.output)
     path = files.get(game_id)
-    stored = {r.game_id: r.pair_id for r in data._results("", [])}
-    if path is None or game_id in stored:
+    if path is None:
+        raise NotFound(f"no running game {game_id!r} (a finished game's replay is at /games/{game_id})")
+    stored = {r.game_id: r.pair_id for r in data.stored_results()}
+    if game_id in stored:
         raise NotFound(f"no running game {game_id!r} (a finished game's replay is at /games/{game_id})")
     own = live._read(path)
     if not own:
