@@ -418,3 +418,23 @@ def test_the_leaderboard_without_scripts_says_whether_the_run_is_live(browser: A
         assert page.locator("#ratings tr").count() == 3  # the board itself needs no script
     finally:
         ctx.close()
+
+
+def test_a_big_pairwise_matrix_scrolls_inside_the_page(page: Any, tmp_path: Path) -> None:
+    """With 20 bots the pairwise matrix was wider than the page, which grew sideways (every section
+    scrolled with it); the matrix scrolls inside its own box."""
+    from arena.ratings.fit import games_from_mapping, rate
+    from arena.tournament.runner import SimulatedRunner
+    from arena.tournament.schedule import make_schedule
+    from arena.web.render import leaderboard_html
+
+    names = [f"entrant-{k:02d}@1" for k in range(20)]
+    rows = [SimulatedRunner().play(g).rating_row() for g in make_schedule("wide", names, 2, 2, bytes(32))]
+    ratings = rate(games_from_mapping(rows), bootstrap=0)
+    facts = {"name": "wide", "bots": dict.fromkeys(names, "1"), "commitment": "c0ffee", "master_seed": None,
+             "scheduled": len(rows), "played": len(rows), "players": 2}
+    (tmp_path / "leaderboard.html").write_text(leaderboard_html(ratings, facts, rows))
+    page.set_viewport_size({"width": 1000, "height": 800})
+    page.goto((tmp_path / "leaderboard.html").as_uri())
+    assert page.locator("#matrix tr").count() == 21
+    assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
