@@ -15,6 +15,7 @@ import json
 import re
 import string
 import tomllib
+import unicodedata
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import partial
@@ -346,6 +347,25 @@ def _str(path: str, key: str, value: object) -> str:
     return value
 
 
+#: Invisible characters a shown name may hold: the zero-width joiner and non-joiner (some scripts and
+#: emoji need them).
+_JOINERS = frozenset("\u200c\u200d")
+
+
+def _shown(path: str, key: str, value: str) -> str:
+    """``value``, a name shown inside sentences (the leaderboards, the replays, the terminal).
+
+    :raises ConfigError: for a control or invisible formatting character (Unicode Cc, Cf but the
+        joiners): a right-to-left override draws the rest of the sentence backwards, a zero-width space
+        makes a lookalike of another name, a newline breaks the terminal's table.
+    """
+    bad = next((ch for ch in value if unicodedata.category(ch) in ("Cc", "Cf") and ch not in _JOINERS), None)
+    if bad is not None:
+        raise ConfigError(path, key, f"may not hold a control or invisible formatting character (U+{ord(bad):04X}): "
+                          "it would reorder or hide the text around the name where it is shown", value)
+    return value
+
+
 def parse_address(value: str) -> str:
     """Check a referee address ``host:port`` (port 1..65535; an IPv6 host in brackets) and return it.
 
@@ -596,7 +616,7 @@ def _parse_name(path: str, value: object) -> str:
     name = _str(path, "tournament.name", value)
     if any(ch in name for ch in "/\\\x00"):
         raise ConfigError(path, "tournament.name", "may not contain slashes", name)
-    return name
+    return _shown(path, "tournament.name", name)
 
 
 def _parse_players(path: str, value: object) -> int:
@@ -889,10 +909,12 @@ def _parse_bot(p: _Problems, where: str, b: Mapping[str, object], base: Path, to
     """One ``[[bots]]`` entry; problems are noted in ``p``."""
     path = p.path
     _unknown(p, where, b, _BOT_KEYS)
-    bname = p.check(lambda: _str(path, f"{where}.name", b.get("name")), "")
+    bname = p.check(lambda: _shown(path, f"{where}.name", _str(path, f"{where}.name", b.get("name"))), "")
     version = b.get("version", "0")
     if not isinstance(version, str | int | float) or isinstance(version, bool):
         p.add(f"{where}.version", "must be a string", version)
+    else:
+        p.check(lambda: _shown(path, f"{where}.version", str(version)), "")
     mode, workers = _parse_mode(p, where, b)
     if "image" in b:
         if mode == "remote":

@@ -130,6 +130,13 @@ def test_fingerprint_ignores_how_bots_start_but_not_what_they_are(tmp_path: Path
         ("bank_ms = 2000", "bank_ms = 4294967296", "tournament.time_control.bank_ms", "4294967296"),
         ("target = 7", "target = 99999999999", "tournament.rules.target", "99999999999"),
         ("games_per_pairing = 4", "games_per_pairing = 10000000000", "tournament.games_per_pairing", "10000000000"),
+        # a name is shown in sentences (leaderboards, replays, the terminal): a right-to-left override drew the
+        # rest of the sentence backwards ("seat 1: NAME (side 1)" as "(1 edis)"), a zero-width space made a
+        # lookalike of another name, a newline broke the terminal's table
+        ('name = "node"', 'name = "evil\u202e"', "bots[1].name", "U+202E"),
+        ('name = "node"', 'name = "ra\u200bndom"', "bots[1].name", "U+200B"),
+        ('version = "2"', 'version = "2\\n"', "bots[1].version", "U+000A"),  # TOML's escape
+        ('name = "cup"', 'name = "cup\u2067"', "tournament.name", "U+2067"),
         # the admin token is never handed to a bot, not even on purpose
         ('env = { LEVEL = "3" }', 'env = { ALLFOURS_ADMIN_TOKEN = "x" }', "bots[1].env.ALLFOURS_ADMIN_TOKEN", "admin"),
         ('env = { LEVEL = "3" }', 'env = { ALLFOURS_ADMIN_TOKEN_FILE = "/f" }', "bots[1].env.ALLFOURS_ADMIN_TOKEN_FILE",
