@@ -338,13 +338,18 @@ def test_bad_query_parameters_are_one_line_400s_over_http(out: Path) -> None:
 
 def test_the_chart_leaves_out_the_versions_the_board_hides(out: Path) -> None:
     """In a competition the board shows each competitor's best-rated version (the table, the matrix), but
-    its chart drew every version, the hidden ones too: a dot more than the table has rows."""
+    its chart drew every version, the hidden ones too: a dot more than the table has rows; so did the
+    rating history, the bot failures and the forfeits."""
     from arena.web.render import board_context
 
     ratings = json.loads((out / "ratings.json").read_text())
+    assert ratings["history"]
     shown = board_context(ratings, ratings["tournament"], games_of(out), hidden={"random"})
     assert shown["names"] == ["<script>alert(1)</script>"]
     assert str(shown["chart"]).count("<circle") == 1 and "random" not in str(shown["chart"])
+    assert "random" not in str(shown["history_chart"]) and "alert(1)" in str(shown["history_chart"])
+    assert [row[0] for row in shown["failures"]] == ["<script>alert(1)</script>"]
+    assert "random" not in shown["forfeits"]
     every = board_context(ratings, ratings["tournament"], games_of(out))
     assert str(every["chart"]).count("<circle") == 2
 

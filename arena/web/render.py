@@ -26,7 +26,7 @@ from referee.outcome import NOT_A_FORFEIT
 from referee.rules.seats import side_of
 
 if TYPE_CHECKING:
-    from arena.ratings.fit import RatingTable
+    from arena.ratings.fit import HistoryPoint, RatingTable
     from arena.tournament.result import GameFacts, GameRow
     from arena.tournament.runner import TournamentFacts
 
@@ -79,25 +79,29 @@ def board_context(
     publication marks), the tournament's public ``facts`` (name, players, bots, commitment, scheduled,
     played, master seed; and when published: failures, sprt, precision), the forfeits counted from the
     games.jsonl ``rows``, and for a live league the ``running`` games and ``rate`` (games a second).
-    ``hidden``: entrants left out of the tables (a competition's older versions, unless asked for)."""
+    ``hidden``: entrants left out of the tables, the charts, the failures and the forfeits (a
+    competition's older versions, unless asked for)."""
     names = [n for n in ratings["ratings"] if n not in hidden]
     shown: RatingTable = {**ratings, "ratings": {n: ratings["ratings"][n] for n in names}}  # the chart's bots
     order = {name: k for k, name in enumerate(names)}
-    failures = sorted(failure_rows(facts), key=lambda row: order.get(row[0], len(order)))
-    history = ratings.get("history")
+    failures = sorted((row for row in failure_rows(facts) if row[0] not in hidden),
+                      key=lambda row: order.get(row[0], len(order)))
+    history: list[HistoryPoint] = [{"games": p["games"], "ratings": {n: r for n, r in p["ratings"].items()
+                                                                     if n not in hidden}}
+                                   for p in ratings.get("history") or []]
     return {
         "ratings": ratings,
         "facts": facts,
         "names": names,
         "interval": lambda r: interval_text(r, 1),
         "intervals_method": intervals_method(ratings),
-        "interval_note": interval_note(ratings),
+        "interval_note": interval_note(shown),
         "los": los_next(ratings),
         "chart": jinja2.utils.markupsafe.Markup(rating_chart(shown)),
         "history_chart": jinja2.utils.markupsafe.Markup(history_chart(history)) if history else None,
         "failure_kinds": [f.name for f in dataclass_fields(Failures)],
         "failures": failures,
-        "forfeits": forfeits_by_bot(rows),
+        "forfeits": {bot: kinds for bot, kinds in forfeits_by_bot(rows).items() if bot not in hidden},
         "rate": rate,
         "running": list(running),
         "hidden": len(hidden),
