@@ -66,6 +66,27 @@ F7_PLAY = plays("1:JS 3S QS 4S", "3:AH 4H 2C 2D", "3:KH 5C 3C 3D", "3:QH 5D QC Q
 D_F8 = stack({1: "JS AC KC QC 2C 3C", 2: "QS AD KD QD 2D 3D", 3: "3S AH KH QH 2H 3H", 0: "4S 4C 4D 4H 5C 5D"}, "9S")
 F8_PLAY = plays("1:JS QS 3S 4S", "2:AD 2H 4D 2C", "2:KD 3H 5D 3C", "2:QD QH 4C QC", "2:2D KH 4H KC",
                 "2:3D AH 5C AC", first=1)
+# F9: a full 2-player deal after running the pack (9 tricks). Dealer 0; kick 4D, seat 1 begs, the dealer
+# runs: seat 1 gets JH 8C 9C, seat 0 AH TC KC, kick 9H: trumps H. The low 2H was dealt before the run,
+# the high AH and the jack JH in it.
+D_F9 = stack({1: "2H 3C 4C 5C 6C 7C", 0: "2S 3S 4S 5S 6S 7S"}, "4D", players=2,
+             runs=[({1: "JH 8C 9C", 0: "AH TC KC"}, "9H")])
+F9_PLAY = plays("1:3C KC", "0:2S 2H", "1:JH AH", "0:TC 4C", "0:3S 5C", "0:4S 6C", "0:5S 7C", "0:6S 8C",
+                "0:7S 9C", first=1, players=2)
+# F10: the jack stays with its holder's side, Game goes to the other side. Seat 1 TC 2H 3S 4S 5S 6D;
+# seat 0 AH JH 2C 7S 8S 9S; kick 4H. Tricks: TC 2C (1: 10 points), 2H AH (0: 4), JH 6D (0: 1), then
+# seat 0's spades. High AH (side 0), Low 2H (side 1), Jack (side 0), Game 10 v 5 (side 1).
+D_F10 = stack({1: "TC 2H 3S 4S 5S 6D", 0: "AH JH 2C 7S 8S 9S"}, "4H", players=2)
+F10_PLAY = plays("1:TC 2C", "1:2H AH", "0:JH 6D", "0:7S 3S", "0:8S 4S", "0:9S 5S", first=1, players=2)
+# No trump in play: seat 1 2C 3C 4C 5C 6C 7C; seat 0 8D 9D TD JD QD KD; kick 9H (no heart is dealt).
+D_NONE = stack({1: "2C 3C 4C 5C 6C 7C", 0: "8D 9D TD JD QD KD"}, "9H", players=2)
+NONE_PLAY = plays("1:2C 8D", "1:3C 9D", "1:4C TD", "1:5C JD", "1:6C QD", "1:7C KD", first=1, players=2)
+# Undertrump ban with two trumps in the trick, trumps H (kick 9H): seat 2 trumps 8H, seat 3 overtrumps
+# QH; seat 0 (void in spades, TH under QH, KH over it, and non-trumps) must beat QH, the highest.
+DU4 = stack({1: "AS 2C 4C 5C 6C 7C", 2: "8H 2D 3D 4D 5D 6D", 3: "QH 7D 8D 9D TD JD", 0: "TH KH QD KD AD 3C"},
+            "9H")
+# A trump lead under the undertrump ban, trumps H: seat 1 leads 5H; seat 2 holds 3H (under) and KH.
+DT = stack({1: "5H 2C 3C 4C 6C 7C", 2: "3H KH 2D 3D 4D 5D"}, "9H")
 
 
 def pts(*items: tuple[int, str, int], deal: int = 1) -> list[dict[str, Any]]:
@@ -125,6 +146,16 @@ CASES: list[dict[str, Any]] = [
                                       "2": ["3C", "7C", "JC", "2D", "6D", "TD"],
                                       "3": ["4C", "8C", "QC", "3D", "7D", "JD"],
                                       "0": ["5C", "9C", "KC", "4D", "8D", "QD"]}, "kicks": ["KD"]}]}),
+    # Canonical deck, 2 players, dealer 1, one at a time: seat 0 (the dealer's right) gets the 1st, 3rd ...
+    # card; the kick AC is an Ace for the dealer's side (seat 1 -> side 1); seat 0 begs or stands.
+    dict(id="deal-in-ones-2p-dealer-1-from-the-non-dealer", why="The deal 1-3 (deal_in ones, 2 players)",
+         rules={"players": 2, "deal_in": "ones"}, dealer=1,
+         decks=[[r + s for s in "CDHS" for r in "23456789TJQKA"]], actions=[],
+         expect={"deals": [{"dealer": 1, "hands": {"0": ["2C", "4C", "6C", "8C", "TC", "QC"],
+                                                   "1": ["3C", "5C", "7C", "9C", "JC", "KC"]},
+                            "kicks": ["AC"]}],
+                 "scores": [0, 1], "points": pts((1, "kick", 1)),
+                 "next": {"seat": 0, "phase": "beg", "legal": ["beg", "stand"]}}),
     # ---------------------------------------------------------------- The deal 3-4: stand, beg
     dict(id="stand-then-dealers-right-leads-any-card", why="The deal 3; Play", decks=[D31], actions=[STAND1],
          expect={"next": {"seat": 1, "phase": "play", "legal": H31[1].split()}, "deals": [{"trump": "D"}]}),
@@ -182,6 +213,24 @@ CASES: list[dict[str, Any]] = [
          expect={"scores": [0, 0], "deals": [{"dealer": 0, "trump": None,
                                                "kicks": ["2H", "3H", "4H", "5H", "7H", "8H"]},
                                               {"dealer": 0, "kicks": ["9C"]}],
+                 "next": {"seat": 1, "phase": "beg"}}),
+    # Canonical deck, dealt one at a time: 6 each (as deal-in-ones-from-dealers-right, kick KD); the run
+    # gives AD 2H ... QH one at a time from seat 1, then the kick KH: a new suit, trumps H.
+    dict(id="run-pack-deals-one-at-a-time-with-deal-in-ones", why="The deal 1, 4 (deal_in ones: same method)",
+         rules={"deal_in": "ones"}, decks=[[r + s for s in "CDHS" for r in "23456789TJQKA"]],
+         actions=[A(1, "beg"), A(0, "run")],
+         expect={"deals": [{"trump": "H", "kicks": ["KD", "KH"],
+                            "hands": {"1": ["2C", "6C", "TC", "AC", "5D", "9D", "AD", "5H", "9H"],
+                                      "2": ["3C", "7C", "JC", "2D", "6D", "TD", "2H", "6H", "TH"],
+                                      "3": ["4C", "8C", "QC", "3D", "7D", "JD", "3H", "7H", "JH"],
+                                      "0": ["5C", "9C", "KC", "4D", "8D", "QD", "4H", "8H", "QH"]}}],
+                 "points": [], "next": {"seat": 1, "phase": "play"}}),
+    # The redeal after the pack ran dry is a deal like any: its kick (AC) scores for the same dealer's side.
+    dict(id="redeal-after-dry-pack-kick-scores-for-same-dealer", why="The deal 4 (run dry), 2",
+         decks=[stack({}, "6D", runs=[({}, "AD"), ({}, "JD")]), stack({}, "AC")], actions=[A(1, "beg"), A(0, "run")],
+         expect={"scores": [7, 0],
+                 "points": [*pts((0, "kick", 2), (0, "kick", 1), (0, "kick", 3)), *pts((0, "kick", 1), deal=2)],
+                 "deals": [{"dealer": 0, "trump": None}, {"dealer": 0, "kicks": ["AC"], "trump": "C"}],
                  "next": {"seat": 1, "phase": "beg"}}),
     # ---------------------------------------------------------------- Play: legality
     dict(id="must-play-trump-when-trump-led", why="Play (trump led)", decks=[D31],
@@ -242,6 +291,18 @@ CASES: list[dict[str, Any]] = [
          rules={"void_may_discard": True, "undertrump_ban": True}, decks=[DU],
          actions=[STAND1, A(1, "play", "AS"), A(2, "play", "8H")],
          expect={"next": {"seat": 3, "legal": ["QH", "2D", "3D", "4D", "5D"]}}),
+    dict(id="undertrump-ban-must-beat-the-highest-trump-not-the-first", why="Play (undertrump_ban)",
+         rules={"undertrump_ban": True}, decks=[DU4],
+         actions=[STAND1, A(1, "play", "AS"), A(2, "play", "8H"), A(3, "play", "QH"), A(0, "play", "TH")],
+         expect={"error": {"index": 4, "reason": "undertrump"}, "next": {"seat": 0, "legal": ["KH"]}}),
+    dict(id="undertrump-ban-does-not-apply-to-a-trump-lead", why="Play (undertrump_ban: a non-trump suit led)",
+         rules={"undertrump_ban": True}, decks=[DT], actions=[STAND1, A(1, "play", "5H")],
+         expect={"next": {"seat": 2, "phase": "play", "legal": ["3H", "KH"]}}),
+    dict(id="void-may-discard-still-must-follow-when-able", why="Play (void_may_discard: only a void player)",
+         rules={"void_may_discard": True}, decks=[DU3],
+         actions=[STAND1, A(1, "play", "AS"), A(2, "play", "7D"), A(3, "play", "2D")],
+         expect={"error": {"index": 3, "reason": "must_follow_suit_or_trump"},
+                 "next": {"seat": 3, "legal": ["2S", "5H"]}}),
     # ---------------------------------------------------------------- Penalty: the call
     dict(id="call-then-called-card-must-be-played", why="Penalty: the call", decks=[D47],
          actions=[*CALL_SETUP, A(0, "call", "5C")], expect={"next": {"seat": 3, "phase": "play", "legal": ["5C"]}}),
@@ -283,6 +344,25 @@ CASES: list[dict[str, Any]] = [
          decks=[D47], actions=[A(2, "play", "8S"), STAND1, *plays("1:7C QC 9C TC", first=1)],
          expect={"deals": [{"tricks": [{"leader": 1, "cards": ["7C", "QC", "9C", "TC"], "winner": 2}]}],
                  "next": {"seat": 3, "phase": "call", "legal": ["call 8S", "pass"]}}),
+    dict(id="two-exposed-cards-both-callable", why="Penalty: the call", decks=[D47],
+         actions=[STAND1, A(3, "play", "5C"), A(3, "play", "9C"), A(1, "play", "7C"), A(2, "play", "8C")],
+         expect={"next": {"seat": 0, "phase": "call", "legal": ["call 5C", "call 9C", "pass"]}}),
+    # Everyone passed on trick 1 (seat 3 played 9C freely); seat 3 trumps trick 2 and must lead: the
+    # still-exposed 5C is legal again, so the opponents are asked again, seat 0 first.
+    dict(id="passed-exposed-card-is-offered-again-next-turn", why="Penalty: the call (whenever next to play)",
+         decks=[D47], actions=[*CALL_SETUP, A(0, "pass"), A(2, "pass"), A(3, "play", "9C"), A(0, "play", "TC"),
+                               *plays("0:QS KS 3S 2D", first=0)],
+         expect={"error": None,
+                 "deals": [{"tricks": [{"leader": 1, "cards": ["7C", "8C", "9C", "TC"], "winner": 0},
+                                       {"leader": 0, "cards": ["QS", "KS", "3S", "2D"], "winner": 3}],
+                            "exposed": [{"seat": 3, "card": "5C"}]}],
+                 "next": {"seat": 0, "phase": "call", "legal": ["call 5C", "pass"]}}),
+    # An exposed card goes back into the pack when it runs dry: the redeal starts with nothing exposed.
+    dict(id="exposed-card-gone-after-a-redeal", why="Penalty: the call; The deal 4 (run dry)",
+         decks=[stack({3: "2S 3S 4S 5S 7S 8S"}, "6D", runs=[({}, "AD"), ({}, "JD")]), ANY],
+         actions=[A(3, "play", "2S"), A(1, "beg"), A(0, "run")],
+         expect={"error": None, "deals": [{"trump": None}, {"dealer": 0, "exposed": []}],
+                 "next": {"seat": 1, "phase": "beg"}}),
     # ---------------------------------------------------------------- Scoring each deal
     dict(id="full-deal-2p-high-low-game", why="Scoring 1,2,4 (no jack dealt)", rules={"players": 2},
          decks=[D_F1, stack({}, "9C", players=2, dealer=1)], actions=[STAND1, *F1_PLAY],
@@ -329,6 +409,27 @@ CASES: list[dict[str, Any]] = [
                                  first=1, players=2)],
          expect={"scores": [5, 1],
                  "points": pts((0, "kick", 3), (0, "high", 1), (1, "low", 1), (0, "game", 1))}),
+    dict(id="full-deal-after-running-the-pack-2p", why="Play (more tricks after a run); Scoring 1-4",
+         rules={"players": 2}, decks=[D_F9], actions=[A(1, "beg"), A(0, "run"), *F9_PLAY],
+         expect={"error": None, "scores": [5, 1],
+                 "points": pts((0, "high", 1), (1, "low", 1), (0, "hang_jack", 3), (0, "game", 1)),
+                 "deals": [{"trump": "H", "kicks": ["4D", "9H"],
+                            "tricks": [{"leader": 1, "cards": ["3C", "KC"], "winner": 0},
+                                       {"leader": 0, "cards": ["2S", "2H"], "winner": 1},
+                                       {"leader": 1, "cards": ["JH", "AH"], "winner": 0},
+                                       {"leader": 0, "cards": ["TC", "4C"], "winner": 0},
+                                       {"leader": 0, "cards": ["3S", "5C"], "winner": 0},
+                                       {"leader": 0, "cards": ["4S", "6C"], "winner": 0},
+                                       {"leader": 0, "cards": ["5S", "7C"], "winner": 0},
+                                       {"leader": 0, "cards": ["6S", "8C"], "winner": 0},
+                                       {"leader": 0, "cards": ["7S", "9C"], "winner": 0}]}],
+                 "next": {"seat": 1, "phase": "deal"}}),
+    dict(id="jack-to-holder-game-to-other-side", why="Scoring 1-4", rules={"players": 2}, decks=[D_F10],
+         actions=[STAND1, *F10_PLAY],
+         expect={"scores": [2, 2], "points": pts((0, "high", 1), (1, "low", 1), (0, "jack", 1), (1, "game", 1))}),
+    dict(id="no-trump-in-play-only-game-scores", why="Scoring 1-3 (no trump dealt: no High, Low or Jack)",
+         rules={"players": 2}, decks=[D_NONE], actions=[STAND1, *NONE_PLAY],
+         expect={"scores": [0, 1], "points": pts((1, "game", 1))}),
     # ---------------------------------------------------------------- reaching the target in the count
     dict(id="count-stops-at-high", why="Scoring: stop at the target", rules={"players": 2}, scores=[0, 13],
          decks=[D_F1], actions=[STAND1, *F1_PLAY],
@@ -344,6 +445,14 @@ CASES: list[dict[str, Any]] = [
          actions=[STAND1, *F7_PLAY],
          expect={"scores": [1, 14], "winner": 1, "next": None,
                  "points": pts((1, "high", 1), (0, "low", 1), (1, "jack", 1), (1, "game", 1))}),
+    # Both sides near the target: the order of the count decides, not the deal's total.
+    dict(id="low-counted-before-jack-decides-the-game", why="Scoring: High, Low, Jack, Game in order",
+         scores=[13, 12], decks=[D_F7], actions=[STAND1, *F7_PLAY],
+         expect={"scores": [14, 13], "winner": 0, "next": None, "points": pts((1, "high", 1), (0, "low", 1))}),
+    dict(id="jack-counted-before-game-decides-the-game", why="Scoring: High, Low, Jack, Game in order",
+         rules={"players": 2}, scores=[12, 12], decks=[D_F10], actions=[STAND1, *F10_PLAY],
+         expect={"scores": [14, 13], "winner": 0, "next": None,
+                 "points": pts((0, "high", 1), (1, "low", 1), (0, "jack", 1))}),
     dict(id="custom-target", why="The deal 5 (target option)", rules={"target": 3}, decks=[stack({}, "JC")],
          actions=[], expect={"scores": [3, 0], "winner": 0, "next": None}),
 ]
