@@ -116,6 +116,24 @@ def test_local_match_deals_from_the_seed_like_the_referee() -> None:
     assert ctx.phase is Phase.BEG
 
 
+def test_the_deal_passes_to_the_right_after_every_deal_and_into_the_next_game() -> None:
+    """docs/rules.md, Match: the cut picks game 1's first dealer; after each deal the deal passes to the
+    right (a pack that ran dry is dealt again by the same dealer, The deal 4), and a later game starts
+    with the deal passing to the right of the previous game's last dealer."""
+    bots = [Recorder() for _ in range(4)]
+    key = seed_bytes("rotation")
+    play_local(bots, seed=key.hex(), games=3)
+    events = [e for k, e in bots[0].calls if k == "event"]
+    dry = {(e.game, e.deal) for e in events if isinstance(e, Event) and e.kind == "deal_ended" and e.ran_dry}
+    starts = [e for e in events if isinstance(e, Event) and e.kind in ("game_started", "deal_started")]
+    assert [e.game for e in starts if e.kind == "game_started"] == [1, 2, 3]
+    expected = cut_for_dealer(cut_deck(key, 1), 4)
+    for e in starts:
+        assert e.dealer == expected, e
+        if e.kind == "deal_started" and (e.game, e.deal) not in dry:
+            expected = (expected + 1) % 4
+
+
 def test_bots_see_only_their_own_seat() -> None:
     bots = [Recorder() for _ in range(4)]
     play_local(bots, seed="views", games=1)

@@ -340,5 +340,10 @@ def test_fixed_seed_and_first_dealer_are_honoured(referee: RefereeProc, tmp_path
     games = [x for x in lines if x["type"] == "game"]
     assert games[0]["dealer"] == 1 and games[0]["how"] == "given"
     deals = [x for x in lines if x["type"] == "deal"]
+    # docs/rules.md, Match: the deal passes to the right after each deal, into game 2 too (these bots
+    # always beg and give one, so no pack runs dry).
+    assert [d["dealer"] for d in deals] == [(1 + k) % 2 for k in range(len(deals))]
+    last_of_game_1 = [d for d in deals if d["game"] == 1][-1]
+    assert games[1] == {**games[1], "dealer": (last_of_game_1["dealer"] + 1) % 2, "how": "continued"}
     assert deals[0]["deck"] == [str(c) for c in deck_for(seed, 1, 1)]
     assert lines[-1] == {"type": "seed", "seed": seed.hex()}
