@@ -5,7 +5,7 @@
 For each table size and opponent it plays ``--pairs`` duplicate pairs (``sdk.spar``: both seats of a
 side the same bot, the pair's two games on the same decks with the sides swapped, one game to the
 target each) of ``SearchBot(ms=--ms)`` against the opponent, and prints one JSON object: per row
-``players``, ``opponent``, ``ms``, ``elo``, ``ci_low``, ``ci_high`` (95%, over pairs), ``pairs``,
+``players``, ``opponent``, ``ms``, ``elo``, ``ci_low``, ``ci_high`` (95%, over pairs; null: unbounded), ``pairs``,
 ``decision_ms_p50``, ``decision_ms_p99`` (wall clock of every decision the search bot was asked,
 including those with one legal action), the same in CPU milliseconds of the deciding thread
 (``decision_cpu_ms_*``: the cost on one core, whatever else runs), the per-phase times, and the

@@ -10,12 +10,15 @@ side are the same bot (a fresh object per seat). One game per match (to the rule
 
 The Elo difference is ``400 log10(s / (1 - s))`` (:func:`arena.ratings.elo.elo_of_score`, the arena's
 one Elo scale: this module runs where the arena is installed, never in a bot's image) of A's mean score
-``s`` over the games (win 1, loss 0). The 95% interval is the normal interval of the mean over
-**pairs** (a pair's score, the mean of its two games, is one independent draw), mapped through the
-same formula; a mean of 0 or 1 is clamped to ``1/(4 pairs)`` from the edge so the figures stay
-finite (the printed line then says the estimate is a bound: ``Elo below -544.7 (every game lost, ...``),
-and when every pair scored alike (no spread to measure) the interval takes the widest spread
-a pair's score can have, 0.5.
+``s`` over the games (win 1, loss 0). The 95% interval is Student's interval of the mean over
+**pairs** (a pair's score, the mean of its two games, is one independent draw): ``s ± t se`` with
+``t`` the 97.5% quantile of Student's t with ``pairs - 1`` degrees of freedom (the spread is estimated
+from the pairs: 2.78 at 5 pairs, 2.09 at 20, against the normal's 1.96), mapped through the same
+formula; an end at or beyond a score of 0 or 1 is unbounded (``-inf``/``+inf``, ``null`` in JSON: the
+pairs cannot rule out a bot that always wins). When every pair scored alike (no spread to measure) the
+interval takes the widest spread a pair's score can have, 0.5, with the normal's 1.96 (a bound, not an
+estimate). A mean of 0 or 1 is clamped to ``1/(4 pairs)`` from the edge so the estimate stays finite
+(the printed line then says it is a bound: ``Elo below -544.7 (every game lost, ...``).
 Decision times are wall clock milliseconds of each ``act`` call of bot A, per phase (beg, dealer,
 play, call); the summary adds the CPU milliseconds of the deciding thread.
 
@@ -50,8 +53,8 @@ Z95 = 1.959964
 
 @dataclass(frozen=True, slots=True)
 class EloInterval:
-    """``elo`` of A over B with the 95% interval ``[ci_low, ci_high]`` from ``pairs`` pair scores;
-    ``score`` is A's mean score (0..1)."""
+    """``elo`` of A over B with the 95% interval ``[ci_low, ci_high]`` from ``pairs`` pair scores
+    (``-inf``/``+inf``: unbounded); ``score`` is A's mean score (0..1)."""
 
     elo: float
     ci_low: float
@@ -65,19 +68,23 @@ def elo_interval(pair_scores: Sequence[float]) -> EloInterval:
 
     :raises ValueError: without any pair.
     """
+    from scipy.special import stdtrit  # the arena's dependency: this module never runs in a bot's image
+
     n = len(pair_scores)
     if n == 0:
         raise ValueError("no pairs played: an Elo difference needs at least one pair")
     mean = sum(pair_scores) / n
     spread = statistics.stdev(pair_scores) if n > 1 else 0.0
-    se = (spread or 0.5) / math.sqrt(n)  # no spread seen (one pair, or all alike): assume the widest, 0.5
+    # no spread seen (one pair, or all alike): the widest a pair's score can have, 0.5, a bound: the normal's z
+    quantile = float(stdtrit(n - 1, 0.975)) if spread > 0 else Z95
+    half = quantile * (spread or 0.5) / math.sqrt(n)
     edge = 1.0 / (4 * n)
 
-    def clamp(p: float) -> float:
-        return min(1.0 - edge, max(edge, p))
+    def elo(p: float) -> float:
+        return -math.inf if p <= 0 else math.inf if p >= 1 else elo_of_score(p)
 
-    return EloInterval(elo=elo_of_score(clamp(mean)), ci_low=elo_of_score(clamp(mean - Z95 * se)),
-                       ci_high=elo_of_score(clamp(mean + Z95 * se)), pairs=n, score=mean)
+    return EloInterval(elo=elo_of_score(min(1.0 - edge, max(edge, mean))), ci_low=elo(mean - half),
+                       ci_high=elo(mean + half), pairs=n, score=mean)
 
 
 #: The kinds of points in the order the rules count them (docs/rules.md, The deal and Scoring).
@@ -162,7 +169,7 @@ class SparResult:
     tally: Tally = field(default_factory=Tally)
 
     def summary(self) -> dict[str, object]:
-        """A JSON-ready summary: ``elo``, ``ci_low``, ``ci_high``, ``pairs``, ``score``,
+        """A JSON-ready summary: ``elo``, ``ci_low``, ``ci_high`` (``None``: unbounded), ``pairs``, ``score``,
         ``decision_ms_p50``/``_p99`` (wall) and ``decision_cpu_ms_p50``/``_p99`` over all of A's
         decisions, ``phase_ms`` (wall p50, p99, count per phase), and :meth:`Tally.summary`'s
         ``deals``, ``points_per_deal`` and ``choices``."""
@@ -170,7 +177,7 @@ class SparResult:
         every = [t for ts in self.times.values() for t in ts]
         cpu = [t for ts in self.cpu.values() for t in ts]
         return {
-            "elo": round(iv.elo, 1), "ci_low": round(iv.ci_low, 1), "ci_high": round(iv.ci_high, 1),
+            "elo": round(iv.elo, 1), "ci_low": _bound(iv.ci_low), "ci_high": _bound(iv.ci_high),
             "pairs": iv.pairs, "score": round(iv.score, 4),
             "decision_ms_p50": round(percentile(every, 50), 1), "decision_ms_p99": round(percentile(every, 99), 1),
             "decision_cpu_ms_p50": round(percentile(cpu, 50), 1),
@@ -179,6 +186,11 @@ class SparResult:
                               "decisions": len(ts)} for ph, ts in sorted(self.times.items())},
             **self.tally.summary(),
         }
+
+
+def _bound(x: float) -> float | None:
+    """An interval's end for JSON: to 0.1 Elo, or ``None`` when unbounded."""
+    return round(x, 1) if math.isfinite(x) else None
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -233,7 +245,8 @@ def _elo_text(summary: dict[str, object]) -> str:
     """``Elo +E (95% L .. H)`` of :meth:`SparResult.summary`; when every game was lost (won) the score
     was clamped (module docstring), so the estimate is only a bound and the text says so:
     ``Elo below E (every game lost, so the estimate is a bound: ...; 95% L .. H)``."""
-    interval = f"95% {summary['ci_low']:+} .. {summary['ci_high']:+}"
+    low, high = summary["ci_low"], summary["ci_high"]
+    interval = f"95% {'-inf' if low is None else f'{low:+}'} .. {'+inf' if high is None else f'{high:+}'}"
     if summary["score"] == 0:
         return (f"Elo below {summary['elo']:+} (every game lost, so the estimate is a bound: "
                 f"the score 0 is clamped to 1/(4 pairs); {interval})")

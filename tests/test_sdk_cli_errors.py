@@ -198,7 +198,7 @@ def test_search_bot_levels_are_checked(kwargs: dict[str, object], needle: str) -
 
 @pytest.mark.parametrize(("scores", "expected"), [
     ([0.0] * 6, "Elo below -544.7 (every game lost, so the estimate is a bound: the score 0 is clamped to "
-                "1/(4 pairs); 95% -544.7 .. -"),
+                "1/(4 pairs); 95% -inf .. -"),
     ([1.0] * 6, "Elo above +544.7 (every game won, so the estimate is a bound: the score 1 is clamped to "
                 "1 - 1/(4 pairs); 95% +"),
 ])
@@ -210,5 +210,7 @@ def test_a_clamped_estimate_is_printed_as_a_bound(scores: list[float], expected:
     summary = SparResult(scores=scores).summary()
     first = format_summary("a:A", "b:B", 4, summary).splitlines()[0]
     assert first.startswith("a:A vs b:B, 4 players, 6 duplicate pairs: " + expected), first
-    assert first.endswith(f" .. {summary['ci_high']:+}), score {summary['score']}")
+    high = "+inf" if summary["ci_high"] is None else f"{summary['ci_high']:+}"
+    assert first.endswith(f" .. {high}), score {summary['score']}")
+    assert (summary["ci_low"], summary["ci_high"]).count(None) == 1  # the end beyond the clamp is unbounded
     assert summary["elo"] == (-544.7 if scores[0] == 0 else 544.7)  # the JSON fields are unchanged
