@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from arena.ratings.fit import games_from_mapping, rate
+from arena.ratings.fit import Game, games_from_mapping, rate
 from arena.report.publish import write_outputs
 from arena.report.terminal import progress_bar, ratings_table
 from arena.tournament.result import GameResult
@@ -97,6 +97,29 @@ def test_terminal_table_and_progress() -> None:
         for _ in range(6):
             advance()
     assert "10/10" in console.export_text()
+
+
+def test_equal_ratings_share_a_rank(tmp_path: Path) -> None:
+    """Two broken bots lose every game to the others and split their own: equal ratings, so one rank in
+    ratings.csv, the terminal table and the leaderboard ("1, 2, 2"), not 2 and 3 by name."""
+    games = [Game("top", x, 1.0) for x in ("crash", "hang") for _ in range(3)]
+    games += [Game("crash", "hang", 1.0), Game("crash", "hang", 0.0), Game("top", "crash", 0.0)]
+    games += [Game("top", "hang", 0.0)]
+    ratings = rate(games, bootstrap=0)
+    assert ratings["ratings"]["crash"]["elo"] == ratings["ratings"]["hang"]["elo"]
+    assert ratings["ranking"] == ["top", "crash", "hang"]
+    facts = {"name": "tie", "bots": {}, "commitment": "c0ffee", "master_seed": None, "scheduled": 10,
+             "played": 10, "players": 2}
+    paths = write_outputs(tmp_path, [], ratings, facts)
+    assert [(r["rank"], r["bot"]) for r in csv.DictReader(paths["ratings_csv"].open())] == [
+        ("1", "top"), ("2", "crash"), ("2", "hang")]
+    console = Console(width=200, record=True)
+    console.print(ratings_table(ratings))
+    cells = [[c.strip() for c in line.split("│")[1:3]] for line in console.export_text().splitlines() if "│" in line]
+    assert cells == [["1", "top"], ["2", "crash"], ["2", "hang"]], cells
+    board = paths["leaderboard"].read_text()
+    for bot in ("crash", "hang"):
+        assert f'<tr><td>2</td><td class="l bot">{bot}</td>' in board
 
 
 def test_record_links_are_url_encoded(tmp_path: Path) -> None:

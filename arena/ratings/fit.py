@@ -850,7 +850,7 @@ def rate(
     :param names: extra bots to include even with no games (listed in ``"unrated"``, unless alone).
     :returns: the :class:`RatingTable` (see the module docstring: only one group linked by games is
         rated; ``games`` counts every game). Ratings are rounded to 0.01 Elo, LOS and percentages to 4
-        decimals.
+        decimals; the ranking orders the rounded ratings, equal ones by name.
     :raises ValueError: if the anchor names no rated bot, or ``bootstrap`` is negative.
     """
     if bootstrap < 0:
@@ -863,7 +863,8 @@ def rate(
     anchor_index, anchor_rating = _anchor_of(anchor, bots)
     fit = _fit(p, p.played, p.scored, True, want_covariance=True)
     elo = _anchored(fit.theta, anchor_index, anchor_rating)
-    ranking = sorted(range(p.n), key=lambda k: (-elo[k], bots[k]))
+    published = [round(float(e), 2) for e in elo]  # ties by name: equal as published, not by rounding noise
+    ranking = sorted(range(p.n), key=lambda k: (-published[k], bots[k]))
     fixed = anchor_index if anchor_index is not None else (0 if p.n == 1 else None)  # rating fixed by definition
     neighbours = list(itertools.pairwise(ranking))
     iv = _Intervals.normal(_normal(fit, elo, anchor_index), elo, neighbours)

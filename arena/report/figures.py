@@ -1,7 +1,7 @@
 """How ratings are shown, the same on every page, in the CSV and in the terminal: a rating's interval as
 text (marked when the bootstrap alone was not trusted), the one-line method of the intervals, the
-likelihood of superiority over the next bot, and the inline SVG charts of the ratings and of their
-history."""
+ranks (shared by equal ratings), the likelihood of superiority over the next bot, and the inline SVG
+charts of the ratings and of their history."""
 
 from __future__ import annotations
 
@@ -48,6 +48,19 @@ def interval_text(r: BotRating, digits: int) -> str:
     bootstrap alone was not trusted for it."""
     mark = MARK if r.get("ci_note") else ""
     return f"[{r['ci'][0]:.{digits}f}, {r['ci'][1]:.{digits}f}]{mark}"
+
+
+def ranks(ratings: RatingTable, names: Sequence[str] | None = None) -> dict[str, int]:
+    """bot -> its rank among ``names`` (in ranking order, best first; default every rated bot): its place,
+    or the place of the bot above it when their published ratings are equal ("1, 2, 2, 4"), so bots the
+    ratings cannot tell apart never get different ranks."""
+    out: dict[str, int] = {}
+    above: tuple[str, float] | None = None
+    for place, name in enumerate(ratings["ratings"] if names is None else names, start=1):
+        elo = ratings["ratings"][name]["elo"]
+        out[name] = out[above[0]] if above is not None and above[1] == elo else place
+        above = (name, elo)
+    return out
 
 
 def los_next(ratings: RatingTable) -> dict[str, float]:

@@ -13,7 +13,8 @@ Files written by :func:`write_outputs` (all UTF-8):
   ``master_seed`` once every game is played — ``null`` before — and for a ladder ``ladder``: its
   standings, the last pairs chosen with their reasons and why it stopped,
   :meth:`arena.formats.ladder_run.LadderRun.board`);
-- ``ratings.csv`` — rank, bot, version, elo, ci_low, ci_high, games, score, los_next, ci_method;
+- ``ratings.csv`` — rank (shared by equal ratings: 1, 2, 2, 4), bot, version, elo, ci_low, ci_high, games,
+  score, los_next, ci_method;
 - ``leaderboard.html`` — self-contained (inline CSS and SVG, no scripts or external assets), rendered
   by :func:`arena.web.render.leaderboard_html` with the live page's templates: the table with
   intervals (each marked with how it was computed), the bots' failures, a chart of ratings with
@@ -41,7 +42,7 @@ from arena.formats.sprt_run import SprtRun
 from arena.ratings.fit import RatingTable, games_from_mapping, history
 from arena.ratings.publication import LivePublisher, final_ratings
 from arena.report import failures
-from arena.report.figures import los_next
+from arena.report.figures import los_next, ranks
 from arena.report.terminal import failures_table, ratings_table
 from arena.tournament.result import GameResult
 from arena.tournament.runner import LADDER_KEY, Tournament, TournamentFacts, public_facts
@@ -145,11 +146,11 @@ def _csv(ratings: RatingTable, tournament: TournamentFacts) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["rank", "bot", "version", "elo", "ci_low", "ci_high", "games", "score", "los_next", "ci_method"])
     versions = tournament.get("bots", {})
-    los = los_next(ratings)
-    for k, (name, r) in enumerate(ratings["ratings"].items(), start=1):
+    los, rank = los_next(ratings), ranks(ratings)
+    for name, r in ratings["ratings"].items():
         w.writerow(
             [
-                k,
+                rank[name],
                 csv_text(name),
                 csv_text(str(versions.get(name, ""))),
                 r["elo"],

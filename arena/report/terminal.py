@@ -22,7 +22,7 @@ from rich.progress import (
 from rich.table import Table
 
 from arena.report import failures
-from arena.report.figures import interval_note, interval_text, los_next
+from arena.report.figures import interval_note, interval_text, los_next, ranks
 
 if TYPE_CHECKING:
     from arena.ratings.fit import RatingTable
@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 
 def ratings_table(ratings: RatingTable, tournament: TournamentFacts | None = None) -> Table:
-    """A rich table of the ranking: rank, bot, version, Elo, 95% interval, games, score, LOS vs next.
+    """A rich table of the ranking: rank (shared by equal ratings), bot, version, Elo, 95% interval,
+    games, score, LOS vs next.
 
     Intervals are whole Elo points and never wrapped (a pipe or CI log gets one line a bot); an
     interval the bootstrap alone could not estimate is marked ``*`` and explained in the caption.
@@ -51,10 +52,11 @@ def ratings_table(ratings: RatingTable, tournament: TournamentFacts | None = Non
     )
     for col, just, wrap in columns:
         table.add_column(col, justify=just, no_wrap=not wrap)
-    for k, (name, r) in enumerate(ratings["ratings"].items(), start=1):
+    rank = ranks(ratings)
+    for name, r in ratings["ratings"].items():
         lv = los.get(name)
         table.add_row(
-            str(k),
+            str(rank[name]),
             name,
             str(versions.get(name, "")),
             f"{r['elo']:.1f}",

@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 
 from arena.report.failures import Failures
-from arena.report.figures import history_chart, interval_note, interval_text, intervals_method, los_next, rating_chart
+from arena.report.figures import (
+    history_chart,
+    interval_note,
+    interval_text,
+    intervals_method,
+    los_next,
+    ranks,
+    rating_chart,
+)
 from arena.report.terminal import failure_rows
 from referee.outcome import NOT_A_FORFEIT
 from referee.rules.seats import side_of
@@ -93,6 +101,7 @@ def board_context(
         "ratings": ratings,
         "facts": facts,
         "names": names,
+        "ranks": ranks(ratings, names),
         "interval": lambda r: interval_text(r, 1),
         "intervals_method": intervals_method(ratings),
         "interval_note": interval_note(shown),
