@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from arena.config import ConfigError, load_config, parse_config
-from arena.formats.sprt import Decision
+from arena.formats.sprt import Decision, SequentialTest
 from arena.formats.sprt_run import SprtRun
+from arena.tournament.result import Unplayed, forfeit_result
 from arena.tournament.runner import SimulatedRunner, open_tournament, run_games
+from referee.outcome import Termination
 
 CONFIG = """
 [tournament]
@@ -119,6 +121,38 @@ def test_an_equal_candidate_fails(tmp_path: Path) -> None:
 def test_the_game_limit_ends_an_undecided_test(tmp_path: Path) -> None:
     test, _, played = play(tmp_path, {"new": 100.0}, limit=6)
     assert played == 6 and not test.test.decided and test.test.pairs == 3
+
+
+def test_a_pair_with_a_game_neither_side_played_is_skipped(tmp_path: Path) -> None:
+    """Pair 1's second game is forfeited by both sides (both bots broken): no winner, no evidence. The
+    test skips that pair and goes on with pair 2 (it used to count the game as a draw, a pair of 1.5 or
+    0.5 points), and a rerun from the stored games computes the same."""
+    import tomllib
+
+    config = parse_config(tomllib.loads(config_text(limit=40)), base=tmp_path)
+    t = open_tournament(config)
+    simulated = SimulatedRunner({"new": 100.0})
+    void = t.schedule[3]  # the second game of pair 1
+
+    class Runner:
+        def play(self, game):  # type: ignore[no-untyped-def]
+            if game is void:
+                return forfeit_result(game, {b: Unplayed(Termination.BROKEN, "3 deaths") for b in game.sides})
+            return simulated.play(game)
+
+    test = SprtRun(config, t.schedule, [])
+    run_games(t.schedule, Runner(), t.store, 1, lambda r, ok: ok and test.add(r))
+    results = {r.game_id: r for r in t.store.results()}
+    assert results[void.game_id].winner is None
+    counted = SequentialTest(config.sprt)
+    for k in (0, *range(2, 20)):
+        first, second = (results[g.game_id] for g in t.schedule[2 * k : 2 * k + 2])
+        counted.feed(sum(1.0 - r.score_a if r.sides[0] == "old" else r.score_a for r in (first, second)))
+    assert test.test.counts == counted.counts and test.test.stopped_at == counted.stopped_at
+    assert test.test.pairs >= 2 and test.test.position == test.test.pairs + 1  # past pair 1, which it skipped
+    again = SprtRun(config, t.schedule, t.store.results())
+    assert again.test.counts == counted.counts and again.test.result == test.test.result
+    t.store.close()
 
 
 def test_arena_run_stops_early_and_a_rerun_plays_nothing(tmp_path: Path) -> None:

@@ -209,6 +209,23 @@ def test_budgets() -> None:
     assert next_pairs(["X", "Y"], today, Budget(per_entrant_per_day=4), now=4 * DAY_S, master_seed=SEED).choices
 
 
+def test_a_game_without_a_winner_counts_for_the_budgets_not_the_fit() -> None:
+    """Both sides forfeited (``score`` None): it teaches nothing of strength, so the ladder's fit is the
+    same without it, but it was played: it counts for the budgets and as the pair's game."""
+    blank = [Played("B", "C", None, "void-0"), Played("C", "B", None, "void-0")]
+    ladder, plain = Ladder(SEED), Ladder(SEED)
+    ladder.extend(TIE + blank)
+    plain.extend(TIE)
+    assert all(ladder.elo(x) == plain.elo(x) for x in FIELD) and ladder.games == len(TIE) + 2
+    plan = ladder.next_pairs(FIELD, Budget(total=len(TIE) + 4), count=3)
+    assert len(plan.choices) == 1 and plan.stop is Stop.TOTAL_BUDGET
+    games_of_b = sum("B" in (g.a, g.b) for g in TIE) + 2
+    by_b = ladder.next_pairs(FIELD, Budget(per_entrant=games_of_b + 2), count=3)
+    assert [names_of(c) for c in by_b.choices] == [{"B", "C"}] and by_b.stop is Stop.ENTRANT_BUDGETS
+    pairs_of_b = [next(s.pairs for s in x.standings(FIELD) if s.name == "B") for x in (ladder, plain)]
+    assert pairs_of_b[0] == pairs_of_b[1] + 1
+
+
 def test_pending_pairs_count_as_played() -> None:
     alone = next_pairs(FIELD, TIE, Budget(total=len(TIE) + 2), master_seed=SEED, pending=[("B", "C")])
     assert alone.choices == [] and alone.stop is Stop.TOTAL_BUDGET

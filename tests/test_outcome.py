@@ -5,12 +5,15 @@ lists terminations (the web's filter, referee.verify) takes them from it."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from allfours.v1 import referee_pb2 as pb
+from arena.ratings.fit import games_from_mapping, rate, read_games
 from arena.tournament.result import Failures, GameResult, Unplayed, forfeit_result
+from arena.tournament.runner import SimulatedRunner
 from arena.tournament.schedule import make_schedule
 from arena.web.data import TERMINATIONS as WEB_TERMINATIONS
 from arena.web.data import BadQuery, GamesQuery
@@ -92,3 +95,19 @@ def test_details_round_trip_and_old_rows_read_the_same() -> None:
     assert back.terminations == (Termination.OTHER_SEAT_FORFEITED, Termination.NOT_STARTED)
     played = GameResult.from_stored(columns, {"status": "MATCH_STATUS_COMPLETED", "terminations": ["normal", ""]})
     assert played.status is MatchStatus.COMPLETED and played.terminations[1] is Termination.UNSPECIFIED
+
+
+def test_a_game_neither_side_played_is_not_a_rating_input() -> None:
+    """Both sides forfeit (both bots broken): no winner, and no evidence of which bot is stronger. Its
+    games.jsonl row says ``"score": null`` and the ratings (and ``python -m arena.ratings`` on the file)
+    leave it out; it used to count as a draw, so a strong and a weak bot that both failed a few games
+    were pulled together."""
+    schedule = make_schedule("f", ["strong", "weak"], 12, 2, bytes(32))
+    played = [SimulatedRunner(strengths={"strong": 200}).play(g) for g in schedule[:6]]
+    broken = [forfeit_result(g, {b: Unplayed(Termination.BROKEN, "3 deaths") for b in g.sides}) for g in schedule[6:]]
+    rows = [r.rating_row() for r in played + broken]
+    assert [r["score"] for r in rows[6:]] == [None] * 6 and all(r.score_a is None for r in broken)
+    with_forfeits = rate(games_from_mapping(rows), bootstrap=0)
+    assert with_forfeits == rate(games_from_mapping(rows[:6]), bootstrap=0)
+    assert with_forfeits["games"] == 6 and with_forfeits["ratings"]["strong"]["games"] == 6
+    assert read_games([json.dumps(r) for r in rows]) == games_from_mapping(rows[:6])

@@ -179,22 +179,23 @@ class Settings:
 
 @dataclass(frozen=True, slots=True)
 class Played:
-    """One stored game: ``a`` and ``b`` (side 0 and side 1), ``score`` (``a``'s: 1, 0.5 or 0), the
-    duplicate ``pair`` id (its two games are one pair; ``None``: the game is a unit of its own) and
-    ``at`` (when it was stored, Unix seconds: its UTC day counts for the per-day budget).
+    """One stored game: ``a`` and ``b`` (side 0 and side 1), ``score`` (``a``'s: 1, 0.5 or 0; ``None``
+    for a game without a winner, both sides forfeited: it counts for the budgets and the pair, not for
+    the fit), the duplicate ``pair`` id (its two games are one pair; ``None``: the game is a unit of its
+    own) and ``at`` (when it was stored, Unix seconds: its UTC day counts for the per-day budget).
 
-    :raises ValueError: on equal entrants or a score that is not 1, 0.5 or 0.
+    :raises ValueError: on equal entrants or a score that is not 1, 0.5, 0 or None.
     """
 
     a: str
     b: str
-    score: float
+    score: float | None
     pair: str | None = None
     at: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.a == self.b or self.score not in (0.0, 0.5, 1.0):
-            raise ValueError(f"a game needs two entrants and a score of 1, 0.5 or 0, got {self}")
+        if self.a == self.b or self.score not in (0.0, 0.5, 1.0, None):
+            raise ValueError(f"a game needs two entrants and a score of 1, 0.5, 0 or None, got {self}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,7 +263,8 @@ class Ladder:
         self._row: dict[tuple[int, int], int] = {}  # (i, j), i < j -> pairing row
         self._pi: list[int] = []
         self._pj: list[int] = []
-        self._games: list[float] = []
+        self._games: list[float] = []  # games with a winner (or a draw): the fit's
+        self._counted: list[float] = []  # every game, for the budgets
         self._score: list[float] = []  # i's score
         self._pairs: list[int] = []  # duplicate pairs (units) per pairing
         self._units: set[tuple[int, str]] = set()
@@ -289,19 +291,23 @@ class Ladder:
         return k
 
     def add(self, game: Played) -> None:
-        """Count one stored game (O(1); the fit waits for the next choice)."""
+        """Count one stored game (O(1); the fit waits for the next choice). A game without a winner
+        (``score`` None) counts for the budgets and its pair, not for the fit: it says nothing of strength."""
         a, b = self.entrant(game.a), self.entrant(game.b)
-        i, j, s = (a, b, game.score) if a < b else (b, a, 1.0 - game.score)
+        i, j = (a, b) if a < b else (b, a)
         row = self._row.get((i, j))
         if row is None:
             row = self._row[(i, j)] = len(self._pi)
             self._pi.append(i)
             self._pj.append(j)
             self._games.append(0.0)
+            self._counted.append(0.0)
             self._score.append(0.0)
             self._pairs.append(0)
-        self._games[row] += 1.0
-        self._score[row] += s
+        self._counted[row] += 1.0
+        if game.score is not None:
+            self._games[row] += 1.0
+            self._score[row] += game.score if a < b else 1.0 - game.score
         unit = (row, game.pair if game.pair is not None else f"\0{self._played}")
         if unit not in self._units:
             self._units.add(unit)
@@ -455,8 +461,8 @@ def _conjugate_gradients(matrix: csr_matrix, rhs: np.ndarray, diag: np.ndarray, 
 @dataclass(frozen=True, slots=True)
 class _Arrays:
     """What every choice reads, built once per fit: per entrant its seeded ``hash``, duplicate ``pairs``
-    and ``games``; per pairing, sorted by ``key = i * n + j``: ``keys``, ``row_pairs`` and ``row_w`` (the
-    information of its games at the fit)."""
+    and ``games`` (every game, for the budgets); per pairing, sorted by ``key = i * n + j``: ``keys``,
+    ``row_pairs`` and ``row_w`` (the information of its games at the fit)."""
 
     hash: np.ndarray
     pairs: np.ndarray
@@ -469,7 +475,7 @@ class _Arrays:
     def of(cls, ladder: Ladder, row_w: np.ndarray) -> _Arrays:
         n = len(ladder.names)
         i, j = np.array(ladder._pi, dtype=np.int64), np.array(ladder._pj, dtype=np.int64)
-        units, games = np.array(ladder._pairs, dtype=np.int64), np.array(ladder._games)
+        units, games = np.array(ladder._pairs, dtype=np.int64), np.array(ladder._counted)
         by_key = np.argsort(i * n + j)
         return cls(
             np.array(ladder._hash, dtype=np.uint64),

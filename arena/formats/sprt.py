@@ -356,6 +356,7 @@ class SequentialTest:
     def __init__(self, settings: SprtSettings):
         self.settings = settings
         self.counts = [0] * 5
+        self.position = 0  # pairs of the schedule order taken: fed, or skipped (:meth:`skip`)
         self.stopped_at: int | None = None  # pairs fed when a bound was crossed
         self._result: SprtResult | None = None
 
@@ -378,10 +379,17 @@ class SequentialTest:
         if points * 2 not in (0, 1, 2, 3, 4):
             raise ValueError(f"a pair gives 0, 0.5, 1, 1.5 or 2 points, not {points!r}")
         self.counts[int(points * 2)] += 1
+        self.position += 1
         self._result = None
         if self.result.decision is not Decision.CONTINUE:
             self.stopped_at = self.pairs
         return self.result.decision
+
+    def skip(self) -> None:
+        """Pass over the next pair of the order without counting it: a game of it had no winner (both
+        sides forfeited), so the pair is no evidence either way."""
+        if not self.decided:
+            self.position += 1
 
     @property
     def result(self) -> SprtResult:
@@ -410,13 +418,20 @@ def candidate_points(games: Sequence[Game], s: SprtSettings) -> dict[str, list[f
     return scores
 
 
-def run_in_order(test: SequentialTest, scores: Mapping[str, Sequence[float]], pair_order: Sequence[str]) -> int:
+def run_in_order(test: SequentialTest, scores: Mapping[str, Sequence[float]], pair_order: Sequence[str],
+                 void: Mapping[str, int] | None = None) -> int:
     """Feed ``test`` the complete pairs of ``pair_order`` (pair ids in schedule order) from where it
-    stands, up to the first pair not yet complete or the decision. Returns the pairs fed now."""
-    fed = 0
-    for pair in pair_order[test.pairs :]:
-        if test.decided or len(scores.get(pair, ())) != 2:
+    stands, up to the first pair not yet complete or the decision. ``void``: per pair id, its games
+    without a winner (both sides forfeited: not in ``scores``); a pair complete with one is skipped
+    (:meth:`SequentialTest.skip`). Returns the pairs fed now."""
+    fed, void = 0, void or {}
+    for pair in pair_order[test.position :]:
+        played, blank = len(scores.get(pair, ())), void.get(pair, 0)
+        if test.decided or played + blank != 2:
             break
+        if blank:
+            test.skip()
+            continue
         test.feed(sum(scores[pair]))
         fed += 1
     return fed

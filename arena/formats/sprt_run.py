@@ -5,8 +5,9 @@ The schedule is the ordinary one for two bots (arena/tournament/schedule.py): pa
 both games from the same seed with the sides swapped. The test (:class:`arena.formats.sprt.SequentialTest`)
 is fed the pairs in schedule order as they complete; when it decides, no new game starts (games in
 flight finish and are stored, but do not change the decision, which is taken at the first pair that
-crossed a bound). A rerun recomputes the test from the stored games, so an interrupted test resumes,
-and a decided one plays nothing more.
+crossed a bound). A pair with a game without a winner (both sides forfeited: no evidence either way) is
+skipped. A rerun recomputes the test from the stored games, so an interrupted test resumes, and a
+decided one plays nothing more.
 """
 
 from __future__ import annotations
@@ -36,7 +37,14 @@ class SprtRun:
         self.test = SequentialTest(config.sprt)
         self.order = list(dict.fromkeys(g.pair_id for g in schedule))
         self.scores = candidate_points(games_from_mapping(games_rows(stored)), config.sprt)
-        run_in_order(self.test, self.scores, self.order)
+        self.void: dict[str, int] = {}  # pair id -> its games without a winner (not rated: the pair is skipped)
+        for result in stored:
+            self._count_void(result)
+        run_in_order(self.test, self.scores, self.order, self.void)
+
+    def _count_void(self, result: GameResult) -> None:
+        if result.score_a is None:
+            self.void[result.pair_id] = self.void.get(result.pair_id, 0) + 1
 
     def add(self, result: GameResult) -> bool:
         """Count a new result; returns True once the test has decided (stop starting games)."""
@@ -44,7 +52,8 @@ class SprtRun:
             more = candidate_points([game], self.test.settings)
             for pair, points in more.items():
                 self.scores.setdefault(pair, []).extend(points)
-        run_in_order(self.test, self.scores, self.order)
+        self._count_void(result)
+        run_in_order(self.test, self.scores, self.order, self.void)
         return self.test.decided
 
     def summary(self) -> str:

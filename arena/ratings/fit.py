@@ -89,7 +89,10 @@ Input format (one JSON object a line)::
 
     {"a": "heuristic", "b": "random", "score": 1, "pair": "t-p0-1-d3"}
 
-``score`` is ``a``'s (1, 0.5 or 0); ``pair`` is optional; other keys are ignored.
+``score`` is ``a``'s (1, 0.5 or 0); ``pair`` is optional; other keys are ignored. A line whose
+``score`` is ``null`` is a game without a winner (both sides forfeited: games.jsonl's rows of games
+neither bot played, :attr:`arena.tournament.result.GameResult.score_a`): it is no evidence of either
+bot's strength and is skipped (:func:`read_games`, :func:`games_from_mapping`).
 
 Run ``python -m arena.ratings GAMES.jsonl [--anchor NAME=RATING] [--bootstrap N] [--seed S]``.
 """
@@ -276,8 +279,13 @@ def parse_game(obj: object) -> Game:
     return Game(obj["a"], obj["b"], float(score), None if pair is None else str(pair))
 
 
+def unrated(obj: object) -> bool:
+    """Whether a decoded games row is a game without a winner (``"score": null``), not a rating input."""
+    return isinstance(obj, Mapping) and "score" in obj and obj["score"] is None
+
+
 def read_games(lines: Iterable[str], source: str = "<input>") -> list[Game]:
-    """Parse JSON lines into games; blank lines are skipped.
+    """Parse JSON lines into games; blank lines and games without a winner (:func:`unrated`) are skipped.
 
     :raises GamesFileError: ``"<source>:<line>: <what is wrong>"`` for the first bad line.
     """
@@ -286,7 +294,9 @@ def read_games(lines: Iterable[str], source: str = "<input>") -> list[Game]:
         if not line.strip():
             continue
         try:
-            games.append(parse_game(json.loads(line)))
+            obj = json.loads(line)
+            if not unrated(obj):
+                games.append(parse_game(obj))
         except json.JSONDecodeError as e:
             raise GamesFileError(f"{source}:{number}: not valid JSON ({e.msg}): {line.strip()[:80]!r}") from None
         except ValueError as e:
@@ -1015,8 +1025,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def games_from_mapping(rows: Iterable[Mapping[str, object]]) -> list[Game]:
-    """Games from already-decoded rows (as in games.jsonl). :raises ValueError: on a bad row."""
-    return [parse_game(dict(r)) for r in rows]
+    """Games from already-decoded rows (as in games.jsonl), those without a winner (:func:`unrated`) left
+    out. :raises ValueError: on a bad row."""
+    return [parse_game(dict(r)) for r in rows if not unrated(r)]
 
 
 #: Most checkpoints :func:`history` computes (it widens the step to stay within this).

@@ -55,7 +55,8 @@ class StoredDetails(SeatDetails, total=False):
 
 class GameFacts(SeatDetails):
     """A game as games.jsonl and the web show it, but its deal ``seed`` (:class:`GameRow`): the ratings'
-    input ``a``, ``b``, ``score`` (``a``'s: 1, 0.5, 0) and ``pair``; the game's ids, ``scores`` per
+    input ``a``, ``b``, ``score`` (``a``'s: 1 or 0; ``None`` for a game without a winner, which is not
+    rated: :attr:`GameResult.score_a`) and ``pair``; the game's ids, ``scores`` per
     side, ``winner`` (side or None), ``reasons``, ``record`` (path in the output folder),
     ``first_dealer``, ``duration_s``; and the details the game has: ``terminations`` (per seat,
     :class:`Termination` values), ``referee``, ``failures`` (per seat, :meth:`Failures.to_dict`),
@@ -63,7 +64,7 @@ class GameFacts(SeatDetails):
 
     a: str
     b: str
-    score: float
+    score: float | None
     pair: str
     game_id: str
     match_id: str
@@ -126,8 +127,8 @@ class GameResult:
     """The result of one scheduled game as the arena stores it.
 
     ``sides``: bot names on side 0 and side 1; ``scores``: game points of side 0 and side 1 (``(0, 0)``
-    for a game decided without a match: no point was played); ``winner``: 0, 1, or ``None`` (no winner,
-    e.g. both sides failed: a draw for ratings); ``reasons``: human-readable, the failing seat's cause
+    for a game decided without a match: no point was played); ``winner``: 0, 1, or ``None`` (no winner:
+    both sides failed, not rated, :attr:`score_a`); ``reasons``: human-readable, the failing seat's cause
     first (e.g. ``"side 0 (a) reached 14"``, ``"seat 1 (b) crash: process exited with status 1 …"``);
     ``record_path``: the match record, relative to the output folder, if any; ``duration_s``: wall time
     of the game in seconds.
@@ -165,9 +166,13 @@ class GameResult:
     stored_at: float | None = field(default=None, compare=False)  # the store's, not the game's
 
     @property
-    def score_a(self) -> float:
-        """Side 0's score for ratings: 1 win, 0 loss, 0.5 no winner."""
-        return 0.5 if self.winner is None else 1.0 - float(self.winner)
+    def score_a(self) -> float | None:
+        """Side 0's score for ratings: 1 win, 0 loss; ``None`` without a winner. A stored game has no
+        winner only when both sides forfeited and nothing was played (both bots broken or failing their
+        check, or neither side's seats showing up): that says nothing about which bot is stronger, so it
+        is not a rating input (it used to count as a draw, pulling the two ratings together). Both
+        bots' forfeits still count."""
+        return None if self.winner is None else 1.0 - float(self.winner)
 
     def rating_row(self) -> GameRow:
         """The games.jsonl line (:class:`GameRow`): the ratings input (``a``, ``b``, ``score``, ``pair``)

@@ -46,7 +46,7 @@ CREATE TABLE IF NOT EXISTS games (
     side1        TEXT NOT NULL,
     score0       INTEGER NOT NULL,
     score1       INTEGER NOT NULL,
-    winner       INTEGER,            -- 0, 1, or NULL for no winner (a draw for ratings)
+    winner       INTEGER,            -- 0, 1, or NULL for no winner (both sides forfeited: not rated)
     reasons      TEXT NOT NULL,      -- JSON list of termination reasons
     record_path  TEXT,
     seed         TEXT NOT NULL,      -- hex match seed
