@@ -104,6 +104,25 @@ def test_live_publisher_publishes_at_once_then_the_bootstrap() -> None:
         publisher.close()
 
 
+def test_a_new_entrant_without_games_is_published_before_its_first_game() -> None:
+    """The finished bootstrap covers these games but not this field: a bot entered since (SIGHUP), with no
+    game yet, is listed as unrated at once; the cached bootstrap (matched by the number of games alone)
+    used to be served without it until the next game was stored."""
+    publisher = LivePublisher(bootstrap=20)
+    try:
+        g = games(12)
+        publisher.ratings(g, names=["A", "B", "C"])
+        assert publisher.refresher.wait_idle(60)
+        assert publisher.ratings(g, names=["A", "B", "C"])["publication"] == "final"
+        grown = publisher.ratings(g, names=["A", "B", "C", "newcomer"])
+        assert {"bot": "newcomer", "why": "no games"} in grown["unrated"]
+        assert publisher.refresher.wait_idle(60)
+        again = publisher.ratings(g, names=["A", "B", "C", "newcomer"])
+        assert again["publication"] == "final" and {"bot": "newcomer", "why": "no games"} in again["unrated"]
+    finally:
+        publisher.close()
+
+
 def test_the_leaderboard_marks_live_intervals() -> None:
     from arena.web.render import leaderboard_html
 

@@ -51,10 +51,11 @@ def final_ratings(
 @dataclass(frozen=True, slots=True)
 class Refreshed:
     """A finished background bootstrap: ``ratings`` (a :func:`final_ratings` result) of the first
-    ``games`` games."""
+    ``games`` games, with the entrants ``names`` it was asked for (those without games are listed unrated)."""
 
     games: int
     ratings: RatingTable
+    names: tuple[str, ...] = ()
 
 
 class BootstrapRefresher:
@@ -114,7 +115,8 @@ class BootstrapRefresher:
                 games, names, anchor = self._wanted
                 self._wanted, self._busy = None, True
             try:
-                done = Refreshed(len(games), final_ratings(games, names, anchor, self.bootstrap, self.seed))
+                done = Refreshed(len(games), final_ratings(games, names, anchor, self.bootstrap, self.seed),
+                                 tuple(names))
             except Exception as e:  # kept for the caller; the next request is still served
                 done, self.error = None, e
             with self._cond:
@@ -134,7 +136,7 @@ class LivePublisher:
     """What a league publishes after each game (one call, no waiting for a bootstrap).
 
     :meth:`ratings` returns the bootstrap result when the background refresh already covers exactly
-    these games, else the live result with the newest finished bootstrap's intervals beside it
+    these games and entrants, else the live result with the newest finished bootstrap's intervals beside it
     (``"last_bootstrap": {"games": n, "ci": {bot: [lo, hi]}}``), and asks for a refresh of these games.
     ``on_done`` (e.g. republish) runs in the background thread after each refresh.
     """
@@ -148,7 +150,7 @@ class LivePublisher:
         """The ratings to publish now for ``games`` (see the class docstring)."""
         names = list(names)
         done = self.refresher.latest()
-        if done is not None and done.games == len(games):
+        if done is not None and done.games == len(games) and done.names == tuple(names):
             return done.ratings
         result = live_ratings(games, names)
         self.refresher.submit(games, names)
