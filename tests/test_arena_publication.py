@@ -134,17 +134,7 @@ def test_the_leaderboard_marks_live_intervals() -> None:
     assert "(live" not in leaderboard_html(final_ratings(g, bootstrap=20), {"name": "league"}, [])
 
 
-def test_publish_tournament_with_a_live_publisher(tmp_path) -> None:
-    """The seam for a league: the first publication is live (no history), the one after the background
-    bootstrap caught up is the bootstrap (with the history), both written to ratings.json."""
-    import json
-    import tomllib
-
-    from arena.config import parse_config
-    from arena.report.publish import publish_tournament
-    from arena.tournament.runner import SimulatedRunner, open_tournament, run_games
-
-    text = """
+LEAGUE = """
 [tournament]
 name = "league"
 players = 2
@@ -161,7 +151,47 @@ command = ["x"]
 name = "c"
 command = ["x"]
 """ % ("ef" * 32)
-    t = open_tournament(parse_config(tomllib.loads(text), base=tmp_path))
+
+
+def test_the_rating_history_follows_the_order_games_were_played(tmp_path) -> None:
+    """"The ratings after every N games": the first N played, not the first N in the schedule (a ladder
+    has no schedule: its games came in id order; a league raising games_per_pairing plays new pairs of
+    every pairing after the old ones). Here the games are played last scheduled first."""
+    import json
+    import tomllib
+
+    from arena.config import parse_config
+    from arena.ratings.fit import games_from_mapping
+    from arena.report.publish import publish_tournament
+    from arena.tournament.runner import SimulatedRunner, open_tournament, run_games
+    from arena.tournament.store import games_rows
+
+    t = open_tournament(parse_config(tomllib.loads(LEAGUE), base=tmp_path))
+    run_games(t.schedule[::-1], SimulatedRunner({"a": 200}), t.store, 1)
+    try:
+        publish_tournament(t, tmp_path / "out", 0, None)
+        history = json.loads((tmp_path / "out" / "ratings.json").read_text())["history"]
+        played = sorted(t.store.results(), key=lambda r: r.stored_at or 0.0)
+        assert [r.game_id for r in played] == [g.game_id for g in t.schedule[::-1]]
+        for point in (history[0], history[12], history[-1]):
+            first = games_from_mapping(games_rows(played[: point["games"]]))
+            assert point["ratings"] == {b: {"elo": r["elo"], "ci": r["ci"]}
+                                        for b, r in rate(first, bootstrap=0)["ratings"].items()}, point["games"]
+    finally:
+        t.store.close()
+
+
+def test_publish_tournament_with_a_live_publisher(tmp_path) -> None:
+    """The seam for a league: the first publication is live (no history), the one after the background
+    bootstrap caught up is the bootstrap (with the history), both written to ratings.json."""
+    import json
+    import tomllib
+
+    from arena.config import parse_config
+    from arena.report.publish import publish_tournament
+    from arena.tournament.runner import SimulatedRunner, open_tournament, run_games
+
+    t = open_tournament(parse_config(tomllib.loads(LEAGUE), base=tmp_path))
     run_games(t.schedule, SimulatedRunner({"a": 200}), t.store)
     publisher = LivePublisher(bootstrap=50)
     try:

@@ -227,8 +227,9 @@ def publish_tournament(
         ratings = publisher.ratings(games, names)
     else:
         ratings = final_ratings(games, names, bootstrap=bootstrap)
-    if ratings.get("publication") != "live":
-        ratings = {**ratings, "history": history(games, names=names)}
+    if ratings.get("publication") != "live":  # the ratings after every N games as they were played
+        played = sorted(results, key=lambda r: r.stored_at or 0.0)  # stable: schedule order at equal times
+        ratings = {**ratings, "history": history(games_from_mapping(games_rows(played)), names=names)}
     facts["precision"] = precision_facts(ratings, games)
     write_outputs(output, results, ratings, facts, None if console is None else _warner(console))
     if console is not None:
