@@ -881,7 +881,9 @@ def rate(
     if p.n and bootstrap > 0:
         samples = bootstrap_samples(p, fit, bootstrap, seed, anchor_index, anchor_rating)
         contrasts = _contrasts(p.n, anchor_index)
-        gaps = np.array([np.eye(p.n)[hi] - np.eye(p.n)[lo] for hi, lo in neighbours]).reshape(-1, p.n)
+        gaps = np.zeros((len(neighbours), p.n))  # row x: e_hi - e_lo of neighbour pair x
+        gaps[np.arange(len(neighbours)), [hi for hi, _ in neighbours]] = 1.0
+        gaps[np.arange(len(neighbours)), [lo for _, lo in neighbours]] = -1.0
         widen = student_factors(p, fit.covariance, np.vstack([contrasts, gaps]))
         iv.add_bootstrap(p, samples, fixed, elo, widen[: p.n], widen[p.n :])
     if fixed is not None:
