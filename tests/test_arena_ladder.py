@@ -21,8 +21,11 @@ import pytest
 from arena.config import ConfigError, load_config, parse_config
 from arena.formats.ladder import Budget, Reason, Stop
 from arena.formats.ladder_run import LadderRun
-from arena.tournament.runner import SimulatedRunner, open_tournament, run_games
+from arena.ratings.fit import games_from_mapping, rate
+from arena.report.publish import publish_tournament
+from arena.tournament.runner import LADDER_KEY, SimulatedRunner, open_tournament, run_games
 from arena.tournament.schedule import pair_seed, pairing_number
+from arena.tournament.store import games_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -157,6 +160,26 @@ def test_a_restart_finishes_half_played_pairs_then_chooses_the_same_games(tmp_pa
     fresh = LadderRun(t)  # the same stored results, read in another order: the same next games
     now = time.time()
     assert [g.game_id for g in fresh.next_games(3, now)] == [g.game_id for g in again.next_games(3, now)]
+    t.store.close()
+
+
+def test_the_rating_history_of_a_ladder_follows_the_order_games_were_stored(tmp_path: Path) -> None:
+    """A ladder has no schedule: its history used to count its games in game-id order (``p0-1`` before
+    ``p0-2`` whenever each was played), so "the ratings after the first N games" mixed early and late games."""
+    t = _open(tmp_path, "total = 200", list(STRENGTHS))
+    run = LadderRun(t)
+    for _ in range(10):
+        games = run.next_games(2, time.time())
+        run_games(games, SimulatedRunner(STRENGTHS), t.store, 1, on_result=lambda r, ok: ok and run.add(r))
+    t.store.set_meta(LADDER_KEY, json.dumps(run.board(time.time())))
+    publish_tournament(t, tmp_path / "out", 0, None)
+    history = json.loads((tmp_path / "out" / "ratings.json").read_text())["history"]
+    stored = sorted(t.store.results(), key=lambda r: r.stored_at or 0.0)
+    assert [r.game_id for r in stored] != sorted(r.game_id for r in stored)  # the two orders differ here
+    for point in history:
+        first = games_from_mapping(games_rows(stored[: point["games"]]))
+        expected = rate(first, bootstrap=0, names=t.labels)["ratings"]
+        assert point["ratings"] == {b: {"elo": r["elo"], "ci": r["ci"]} for b, r in expected.items()}, point["games"]
     t.store.close()
 
 

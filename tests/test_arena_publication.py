@@ -153,10 +153,10 @@ command = ["x"]
 """ % ("ef" * 32)
 
 
-def test_the_rating_history_follows_the_order_games_were_played(tmp_path) -> None:
-    """"The ratings after every N games": the first N played, not the first N in the schedule (a ladder
-    has no schedule: its games came in id order; a league raising games_per_pairing plays new pairs of
-    every pairing after the old ones). Here the games are played last scheduled first."""
+def test_the_rating_history_of_a_schedule_is_in_its_order(tmp_path) -> None:
+    """The games of a schedule are counted in its order however they were played (here last scheduled
+    first), so a run interrupted and resumed publishes the history an uninterrupted one does
+    (tests/test_arena_store.py); a ladder's, which has none, in the order stored (tests/test_arena_ladder.py)."""
     import json
     import tomllib
 
@@ -171,10 +171,10 @@ def test_the_rating_history_follows_the_order_games_were_played(tmp_path) -> Non
     try:
         publish_tournament(t, tmp_path / "out", 0, None)
         history = json.loads((tmp_path / "out" / "ratings.json").read_text())["history"]
-        played = sorted(t.store.results(), key=lambda r: r.stored_at or 0.0)
-        assert [r.game_id for r in played] == [g.game_id for g in t.schedule[::-1]]
+        in_order = t.store.results(order=[g.game_id for g in t.schedule])
+        assert [r.game_id for r in in_order] == [g.game_id for g in t.schedule]
         for point in (history[0], history[12], history[-1]):
-            first = games_from_mapping(games_rows(played[: point["games"]]))
+            first = games_from_mapping(games_rows(in_order[: point["games"]]))
             assert point["ratings"] == {b: {"elo": r["elo"], "ci": r["ci"]}
                                         for b, r in rate(first, bootstrap=0)["ratings"].items()}, point["games"]
     finally:

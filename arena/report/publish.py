@@ -46,6 +46,7 @@ from arena.report.figures import los_next, ranks
 from arena.report.terminal import failures_table, ratings_table
 from arena.tournament.result import GameResult
 from arena.tournament.runner import LADDER_KEY, Tournament, TournamentFacts, public_facts
+from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import StorageError, games_rows
 
 
@@ -227,14 +228,24 @@ def publish_tournament(
         ratings = publisher.ratings(games, names)
     else:
         ratings = final_ratings(games, names, bootstrap=bootstrap)
-    if ratings.get("publication") != "live":  # the ratings after every N games as they were played
-        played = sorted(results, key=lambda r: r.stored_at or 0.0)  # stable: schedule order at equal times
-        ratings = {**ratings, "history": history(games_from_mapping(games_rows(played)), names=names)}
+    if ratings.get("publication") != "live":
+        played = games_from_mapping(games_rows(_history_order(results, t.schedule)))
+        ratings = {**ratings, "history": history(played, names=names)}
     facts["precision"] = precision_facts(ratings, games)
     write_outputs(output, results, ratings, facts, None if console is None else _warner(console))
     if console is not None:
         _print_publication(console, output, ratings, facts, test, t if complete else None)
     return ratings
+
+
+def _history_order(results: Sequence[GameResult], schedule: Sequence[ScheduledGame]) -> list[GameResult]:
+    """The games in the order the rating history counts them: the schedule's in its order (whatever an
+    interruption or concurrency did to the order they were played, so a resumed run publishes what an
+    uninterrupted one does), then those without a place in it (a ladder's, chosen as it went) in the
+    order they were stored; ``results`` holds the schedule's first, in its order (:meth:`Store.results`)."""
+    scheduled = {g.game_id for g in schedule}
+    rest = sorted((r for r in results if r.game_id not in scheduled), key=lambda r: r.stored_at or 0.0)
+    return [r for r in results if r.game_id in scheduled] + rest
 
 
 def _print_publication(console: Console, output: Path, ratings: RatingTable, facts: TournamentFacts,
