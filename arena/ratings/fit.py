@@ -77,7 +77,8 @@ pairing of ``u`` units has only ``C(2u-1, u)`` distinct resamples — 1 for one 
 for five — so with fewer the percentiles are a handful of repeated values, not a spread. Each bot's
 ``"ci_method"`` names the interval reported: ``"bootstrap"``, ``"normal"``, or ``"anchor"`` (the
 anchored bot, or a lone bot, whose rating is fixed by definition); ``"ci_bootstrap"`` keeps the
-bootstrap interval whenever one was computed.
+bootstrap interval whenever one was computed (Student-widened where trusted, the plain percentiles where
+not).
 
 LOS (likelihood of superiority) between neighbours in the ranking is the bootstrap share of
 resamples in which the higher-ranked bot's rating is above its neighbour's (a tie counts half) when
