@@ -777,6 +777,17 @@ def student_factors(p: Pairings, cov: np.ndarray | None, contrasts: np.ndarray) 
     return np.where(np.isfinite(nu), stdtrit(np.where(np.isfinite(nu), nu, 1.0), 0.975) / Z95, 1.0)
 
 
+def _widenings(p: Pairings, fit: _Fit, anchor_index: int | None,
+               neighbours: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Student's factors (:func:`student_factors`) of each bot's anchored rating and of each neighbour
+    pair's difference ``(hi, lo)``."""
+    gaps = np.zeros((len(neighbours), p.n))  # row x: e_hi - e_lo of neighbour pair x
+    gaps[np.arange(len(neighbours)), [hi for hi, _ in neighbours]] = 1.0
+    gaps[np.arange(len(neighbours)), [lo for _, lo in neighbours]] = -1.0
+    widen = student_factors(p, fit.covariance, np.vstack([_contrasts(p.n, anchor_index), gaps]))
+    return widen[: p.n], widen[p.n :]
+
+
 def _untrusted(
     p: Pairings, bots: Sequence[str], boot_ci: Sequence[tuple[float, float]], fixed: int | None
 ) -> dict[int, str]:
@@ -881,12 +892,7 @@ def rate(
     iv = _Intervals.normal(_normal(fit, elo, anchor_index), elo, neighbours)
     if p.n and bootstrap > 0:
         samples = bootstrap_samples(p, fit, bootstrap, seed, anchor_index, anchor_rating)
-        contrasts = _contrasts(p.n, anchor_index)
-        gaps = np.zeros((len(neighbours), p.n))  # row x: e_hi - e_lo of neighbour pair x
-        gaps[np.arange(len(neighbours)), [hi for hi, _ in neighbours]] = 1.0
-        gaps[np.arange(len(neighbours)), [lo for _, lo in neighbours]] = -1.0
-        widen = student_factors(p, fit.covariance, np.vstack([contrasts, gaps]))
-        iv.add_bootstrap(p, samples, fixed, elo, widen[: p.n], widen[p.n :])
+        iv.add_bootstrap(p, samples, fixed, elo, *_widenings(p, fit, anchor_index, neighbours))
     if fixed is not None:
         iv.ci[fixed], iv.method[fixed] = (float(elo[fixed]), float(elo[fixed])), "anchor"
         iv.notes.pop(fixed, None)
