@@ -35,6 +35,7 @@ from referee.rules import (
     RUN_PACK,
     STAND,
     Action,
+    Card,
     Phase,
     Play,
     RuleSet,
@@ -65,11 +66,13 @@ from sample_bots.search.fast import (
     position_of_state,
     solve,
 )
+from sample_bots.search.infer import knowledge
 from sample_bots.search.reference import deal_awards, engine_minimax, random_play_state
 from sdk.bot import Context, decision_rng
 from sdk.conformance.checks import Mode, checks_of
 from sdk.local import play_local
 from sdk.spar import elo_interval, format_summary, spar
+from tests.deckbuild import stack
 from tests.docker_helpers import (
     ROOT,
     base_image,
@@ -117,6 +120,42 @@ def test_fast_position_agrees_with_engine(seed: int, players: int, undertrump_ba
     assert jack == (pos.jack_taker if jack_side >= 0 else -1)
     assert ("hang_jack" in awards) == (jack >= 0 and jack != jack_side)
     assert awards.get("game", 2) == pos.game_side()
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32), players=st.sampled_from([2, 4]), undertrump_ban=st.booleans(),
+       void_may_discard=st.booleans())
+def test_inferred_voids_and_known_cards_are_true(seed: int, players: int, undertrump_ban: bool,
+                                                 void_may_discard: bool) -> None:
+    """Played to the end of a deal with random cards, every seat's inference (``infer.knowledge``) is
+    true at every step: a seat it calls void in a suit holds none of that suit, and the cards it places
+    in a hand are there (docs/rules.md, Play: trumping is allowed even when able to follow, so a trump
+    on a plain lead shows no void)."""
+    state = random_state(seed, players, undertrump_ban, void_may_discard, 52)
+    rng = random.Random(seed)
+    number = len(state.deals)
+    while state.phase is Phase.PLAY and len(state.deals) == number:
+        for seat in range(players):
+            know = knowledge(observe(state, seat))
+            for other in range(players):
+                held = mask_of(state.hands[other])
+                assert know.hands[other] & ~held == 0
+                for suit in Suit:
+                    if know.voids[other] >> SUIT_INDEX[suit] & 1:
+                        assert not any(c.suit is suit for c in state.hands[other]), \
+                            f"seat {seat} thinks seat {other} is void in {suit}: {state.deals[-1].tricks}"
+        state = apply(state, rng.choice(legal_actions(state)))
+
+
+def test_a_trump_on_a_plain_lead_shows_no_void() -> None:
+    """2 players, trumps H: seat 1 leads AS and seat 0 trumps with 2H though it holds 3S (docs/rules.md,
+    Play: follow suit or trump). Seat 1 must not conclude that seat 0 has no spades."""
+    deck = parse_deck(stack({1: "AS 2C 3C 4C 5C 6C", 0: "3S 2H 8D 9D TD JD"}, "9H", players=2))
+    state = apply(deal(new_game(RuleSet(players=2), dealer=0), deck), STAND)
+    for card in ("AS", "2H"):
+        state = apply(state, Play(Card.parse(card)))
+    assert Card.parse("3S") in state.hands[0]
+    assert knowledge(observe(state, 1)).voids[0] == 0
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -232,8 +271,8 @@ def load_position(path: Path) -> tuple[State, Action, dict[str, Any]]:
 
 def hidden_hands(state: State, seat: int) -> Iterator[State]:
     """Every deal of a 2-player ``state`` that ``seat`` cannot tell from the real one: the opponent's
-    hidden cards are any of the unseen cards (its exposed cards kept, the suits it showed void in
-    excluded; default rules). The stock plays no part once play has begun."""
+    hidden cards are any of the unseen cards (its exposed cards kept, the suits it showed void in by
+    playing neither the led suit nor a trump excluded; default rules). The stock plays no part once play has begun."""
     assert state.players == 2 and state.trump is not None
     other = 1 - seat
     obs = observe(state, seat)
@@ -245,10 +284,8 @@ def hidden_hands(state: State, seat: int) -> Iterator[State]:
     for leader, cards in tricks:
         led = cards[0].suit
         for i, c in enumerate(cards[1:], 1):
-            if (leader + i) % 2 == other and c.suit is not led:
-                voids.add(led)
-                if c.suit is not state.trump:
-                    voids.add(state.trump)
+            if (leader + i) % 2 == other and c.suit is not led and c.suit is not state.trump:
+                voids.update((led, state.trump))  # a trump on a plain lead shows nothing (Play)
     pool = [c for c in CANONICAL_DECK if c not in seen and c.suit not in voids]
     record = state.deals[-1]
     gone = tuple(c for c in record.hands[other] if c not in state.hands[other])

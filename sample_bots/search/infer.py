@@ -5,7 +5,8 @@ completed tricks and the trick in progress) and by whom; the kicked cards (out o
 the other seats exposed (face up, still in their hands: docs/rules.md, the call); how many cards
 each seat holds; and the **voids** play has shown (docs/rules.md, Play):
 
-- a seat that did not follow the led suit holds none of it;
+- a seat that played neither the led suit nor a trump holds none of the led suit (a trump on a plain
+  lead shows nothing: trumping is allowed even when able to follow);
 - a seat that played neither the led suit nor a trump to a plain-suit lead holds no trump either
   (it would have had to trump), unless ``void_may_discard`` lets it discard, or ``undertrump_ban``
   with a trump already in the trick let it keep lower trumps;
@@ -77,7 +78,9 @@ def knowledge(obs: Observation) -> Knowledge:
 
 def _read_trick(leader: int, cards: list[int], trump: int, n: int, obs: Observation, played: list[int],
                 voids: list[int]) -> None:
-    """Record who played each card of one trick and the voids it shows (the module docstring's rules)."""
+    """Record who played each card of one trick and the voids it shows (the module docstring's rules;
+    docs/rules.md, Play: a plain suit led may be followed or trumped, so only a card of neither suit
+    shows a void)."""
     led = cards[0] // 13
     rules = obs.rules
     trump_before = False
@@ -85,10 +88,9 @@ def _read_trick(leader: int, cards: list[int], trump: int, n: int, obs: Observat
         seat = (leader + i) % n
         played[seat] |= 1 << c
         suit = c // 13
-        if i and suit != led:
+        if i and suit != led and suit != trump:
             voids[seat] |= 1 << led
-            if suit != trump and (led == trump or not (
-                    rules.void_may_discard or (rules.undertrump_ban and trump_before))):
+            if led == trump or not (rules.void_may_discard or (rules.undertrump_ban and trump_before)):
                 voids[seat] |= 1 << trump
         if suit == trump:
             trump_before = True
