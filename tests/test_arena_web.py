@@ -85,6 +85,20 @@ def test_game_and_record_api(client: TestClient, out: Path) -> None:
     assert client.get(f"/api/games/{g['game_id']}/record", params={"seat": "-1"}).status_code == 400
 
 
+def test_the_public_rows_name_no_referee_address(client: TestClient, out: Path) -> None:
+    """games.jsonl says which referee played each game (``host:port``, for the host), but the web's
+    rows did too: with external referees (`--referee`, compose, a Swarm) every visitor learned the
+    internal addresses of the arena's referees, which take the admin token. The public rows leave
+    ``referee`` out; games.jsonl keeps it."""
+    assert all("referee" in g for g in games_of(out))
+    listed = client.get("/api/games").json()["games"]
+    assert listed and all("referee" not in g for g in listed)
+    one = client.get(f"/api/games/{listed[0]['game_id']}").json()
+    assert "referee" not in one and one["game_id"] == listed[0]["game_id"]
+    referees = {g["referee"] for g in games_of(out)}
+    assert not any(r in client.get("/").text for r in referees)
+
+
 def test_seat_view_holds_only_what_that_seat_knew(client: TestClient, out: Path) -> None:
     """Frame by frame, the seat view's cards are that seat's hand or public; no other seat's hidden
     card is anywhere in its JSON or its page (the partner's included: 4 players)."""

@@ -70,8 +70,9 @@ RatingsKey: TypeAlias = tuple[tuple[int, float], int | None]
 
 
 class PublicGameRow(GameFacts):
-    """:meth:`WebData.game_row`: a games.jsonl row without its ``seed`` until the master seed is
-    revealed, and ``replay_open`` (both games of its duplicate pair stored, or the seed revealed)."""
+    """:meth:`WebData.game_row`: a games.jsonl row without its ``referee`` (ever) and its ``seed`` (until
+    the master seed is revealed), and ``replay_open`` (both games of its duplicate pair stored, or the
+    seed revealed)."""
 
     seed: NotRequired[str]
     replay_open: bool
@@ -346,8 +347,10 @@ class WebData:
         return {r[0] for r in rows}
 
     def game_row(self, result: GameResult, pair_done: bool, revealed: bool) -> PublicGameRow:
-        """The public row of one game (see the module docstring)."""
+        """The public row of one game (see the module docstring): no ``referee`` (the internal
+        ``host:port`` of a referee, which takes the admin token: games.jsonl keeps it for the host)."""
         row: PublicGameRow = {**result.rating_row(), "replay_open": pair_done or revealed}
+        row.pop("referee", None)
         if not revealed:
             del row["seed"]
         return row
