@@ -364,8 +364,10 @@ def test_the_chart_leaves_out_the_versions_the_board_hides(out: Path) -> None:
     assert "random" not in str(shown["history_chart"]) and "alert(1)" in str(shown["history_chart"])
     assert [row[0] for row in shown["failures"]] == ["<script>alert(1)</script>"]
     assert "random" not in shown["forfeits"]
+    assert shown["los"] == {}  # the LOS against the next bot, here a hidden one: not the next row shown
     every = board_context(ratings, ratings["tournament"], games_of(out))
     assert str(every["chart"]).count("<circle") == 2
+    assert set(every["los"]) == {"<script>alert(1)</script>"}
 
 
 SIMULATED = """

@@ -105,7 +105,9 @@ def board_context(
         "interval": lambda r: interval_text(r, 1),
         "intervals_method": intervals_method(ratings),
         "interval_note": interval_note(shown),
-        "los": los_next(ratings),
+        # the LOS against the bot ranked next, only where that bot is shown: against a hidden version it
+        # would read as a comparison with the next row
+        "los": {bot: x for bot, x in los_next(ratings).items() if _next_of(ratings, bot) not in hidden},
         "chart": jinja2.utils.markupsafe.Markup(rating_chart(shown)),
         "history_chart": jinja2.utils.markupsafe.Markup(history_chart(history)) if history else None,
         "failure_kinds": [f.name for f in dataclass_fields(Failures)],
@@ -115,6 +117,11 @@ def board_context(
         "running": list(running),
         "hidden": len(hidden),
     }
+
+
+def _next_of(ratings: RatingTable, bot: str) -> str | None:
+    """The bot ranked just below ``bot`` in its LOS entry (``ratings["los"]``), or None."""
+    return next((e["worse"] for e in ratings.get("los", []) if e["better"] == bot), None)
 
 
 def _href(path: str) -> str:
