@@ -551,22 +551,7 @@ def test_a_node_stack_trace_shows_its_error_line_in_the_last_output(tmp_path: Pa
     """issue 24, item 9: the last output of a Node.js bot that dies of a missing module names the cause
     (its first error line), not only the trace's last two lines (``}`` and ``Node.js v20``)."""
     require(shutil.which("node") is not None, "node is not installed (scripts/setup.sh installs it)")
-    cfg = tmp_path / "node.toml"
-    cfg.write_text("""[tournament]
-name = "nodefail"
-players = 2
-games_per_pairing = 2
-output = "out"
-[[bots]]
-name = "nomodule"
-command = ["node", "-e", "require('allfours-no-such-module')"]
-[[bots]]
-name = "instant"
-command = ["{python}", "-m", "arena.testing.instant_bot"]
-""")
-    done = arena(str(cfg), "--bootstrap", "0", "--skip-broken", timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    reasons = " | ".join(r for g in rows(tmp_path / "out") for r in g["reasons"])
+    reasons, _ = _reasons_of_a_broken_bot(tmp_path, """["node", "-e", "require('allfours-no-such-module')"]""")
     assert "(last output: Error: Cannot find module 'allfours-no-such-module' | … | " in reasons, reasons
     assert "Node.js v" in reasons, reasons
 
@@ -577,22 +562,8 @@ def test_a_bots_last_output_cannot_reorder_or_colour_the_pages_text(tmp_path: Pa
     browser draw the rest of the reason backwards (``…(last output: ‮boom: tuptuo tsal)`` showed as
     ``(last output :moob``, a spoofed text), and an escape sequence reached the terminal. They are
     dropped, as from any other text of a bot's (``referee.wire.plain_text``)."""
-    cfg = tmp_path / "bidi.toml"
-    cfg.write_text(r"""[tournament]
-name = "bidi"
-players = 2
-games_per_pairing = 2
-output = "out"
-[[bots]]
-name = "spoofer"
-command = ["sh", "-c", "printf '\\342\\200\\256boom: tuptuo tsal\\n\\033[31mred\\033[0m\\a\\n'; exit 1"]
-[[bots]]
-name = "instant"
-command = ["{python}", "-m", "arena.testing.instant_bot"]
-""")
-    done = arena(str(cfg), "--bootstrap", "0", "--skip-broken", timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    reasons = " | ".join(r for g in rows(tmp_path / "out") for r in g["reasons"])
+    reasons, done = _reasons_of_a_broken_bot(
+        tmp_path, r"""["sh", "-c", "printf '\\342\\200\\256boom: tuptuo tsal\\n\\033[31mred\\033[0m\\a\\n'; exit 1"]""")
     assert "(last output: boom: tuptuo tsal | [31mred[0m)" in reasons, reasons
     assert not any(unicodedata.category(ch).startswith("C") for ch in reasons + done.stderr.replace("\n", "")), (
         ascii(reasons), ascii(done.stderr))
@@ -641,3 +612,24 @@ def test_a_busy_lobby_port_is_a_config_error_not_an_unexpected_failure(tmp_path:
     last = done.stderr.strip().splitlines()[-1]  # gRPC's core may log its own bind failure above it
     assert done.returncode == 2, done.stderr
     assert last.startswith(f"config error: {cfg}: tournament.lobby: cannot listen there: "), done.stderr
+
+
+def _reasons_of_a_broken_bot(tmp_path: Path, command: str) -> tuple[str, subprocess.CompletedProcess[str]]:
+    """Play 2 games of a bot run as ``command`` (a TOML array) against the instant bot with
+    ``--skip-broken``; returns the games' reasons joined by `` | `` and the run."""
+    cfg = tmp_path / "broken.toml"
+    cfg.write_text(f"""[tournament]
+name = "broken"
+players = 2
+games_per_pairing = 2
+output = "out"
+[[bots]]
+name = "broken"
+command = {command}
+[[bots]]
+name = "instant"
+command = ["{{python}}", "-m", "arena.testing.instant_bot"]
+""")
+    done = arena(str(cfg), "--bootstrap", "0", "--skip-broken", timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return " | ".join(r for g in rows(tmp_path / "out") for r in g["reasons"]), done
