@@ -99,6 +99,12 @@ def test_the_public_rows_name_no_referee_address(client: TestClient, out: Path) 
     assert not any(r in client.get("/").text for r in referees)
 
 
+def test_a_history_of_every_game_says_every_game(client: TestClient) -> None:
+    """The rating history's step in words: a history after each game said "after every 1 games"."""
+    page = client.get("/").text
+    assert "Ratings after every game, with 95% intervals" in page and "every 1 games" not in page
+
+
 def test_seat_view_holds_only_what_that_seat_knew(client: TestClient, out: Path) -> None:
     """Frame by frame, the seat view's cards are that seat's hand or public; no other seat's hidden
     card is anywhere in its JSON or its page (the partner's included: 4 players)."""
