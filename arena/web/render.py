@@ -25,7 +25,6 @@ from arena.report.figures import (
     interval_note,
     interval_text,
     intervals_method,
-    los_next,
     ranks,
     rating_chart,
 )
@@ -107,7 +106,7 @@ def board_context(
         "interval_note": interval_note(shown),
         # the LOS against the bot ranked next, only where that bot is shown: against a hidden version it
         # would read as a comparison with the next row
-        "los": {bot: x for bot, x in los_next(ratings).items() if _next_of(ratings, bot) not in hidden},
+        "los": {e["better"]: e["los"] for e in ratings.get("los", []) if e["worse"] not in hidden},
         "chart": jinja2.utils.markupsafe.Markup(rating_chart(shown)),
         "history_chart": jinja2.utils.markupsafe.Markup(history_chart(history)) if history else None,
         "failure_kinds": [f.name for f in dataclass_fields(Failures)],
@@ -117,11 +116,6 @@ def board_context(
         "running": list(running),
         "hidden": len(hidden),
     }
-
-
-def _next_of(ratings: RatingTable, bot: str) -> str | None:
-    """The bot ranked just below ``bot`` in its LOS entry (``ratings["los"]``), or None."""
-    return next((e["worse"] for e in ratings.get("los", []) if e["better"] == bot), None)
 
 
 def _href(path: str) -> str:
