@@ -26,3 +26,15 @@ def test_a_seat_view_holds_only_what_the_seat_could_know(seed: int, players: int
                 h is None for s, h in enumerate(frame["hands"]) if s != seat)
     every = replay_frames(lines, ALL)["frames"]
     assert every[-1]["final_scores"] == lines[-1]["scores"]
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**64), players=st.sampled_from([2, 4]))
+def test_a_step_lists_each_happening_once(seed: int, players: int) -> None:
+    """The sidebar lists a step's text and then its events: no event says again what the text says
+    (a deal step once read "deal 1: seat 0 deals" and then "deal 1, seat 0 deals")."""
+    lines = random_record(seed, players, 7)
+    for frame in replay_frames(lines, ALL)["frames"]:
+        words = frame["text"].replace(":", ",")
+        assert words not in frame["events"], (frame["i"], frame["text"], frame["events"])
+        assert len(set(frame["events"])) == len(frame["events"]), frame["events"]

@@ -173,9 +173,7 @@ def describe_event(ev: Event, names: Sequence[str]) -> str:
         if ev.ran_dry:
             return "the pack ran dry: deal again"
         return f"deal {ev.deal} counted ({ev.scores[0]}-{ev.scores[1]})"
-    if k == "deal_started":
-        return f"deal {ev.deal}, seat {ev.dealer} deals"
-    return ""
+    return ""  # deal_started: the deal step's own text says it
 
 
 _VERBS = {"stand": "stands", "beg": "begs", "give": "gives one", "run": "runs the pack", "pass": "passes"}
