@@ -483,3 +483,14 @@ def test_the_board_reads_the_stored_games_once_per_new_game(tmp_path: Path, out:
                    " FROM games LIMIT 1")
     assert c.get("/_board").status_code == 200 and c.get("/_board").status_code == 200
     assert len(parsed) == 3
+
+
+def test_a_game_not_running_links_its_replay_url_encoded(out: Path) -> None:
+    """/live/{id} of a game not running points at /games/{id} with the id URL-encoded, so the link
+    it prints is the one that works (it once printed the id as given: spaces, question marks, quotes)."""
+    c = TestClient(create_app(out))
+    r = c.get("/api/live/a%20b%3Fc%22d")
+    assert r.status_code == 404
+    assert r.json()["error"] == "no running game 'a b?c\"d' (a finished game's replay is at /games/a%20b%3Fc%22d)"
+    page = c.get("/live/a%20b%3Fc%22d")
+    assert page.status_code == 404 and "/games/a%20b%3Fc%22d)" in page.text

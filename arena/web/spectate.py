@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from arena.report import live
 from arena.web.data import NotFound, WebData
 from arena.web.frames import Replay, replay_frames
@@ -18,6 +20,11 @@ class SpectatorReplay(Replay):
     game_id: str
 
 
+def _not_running(game_id: str) -> NotFound:
+    """The 404 of a game that is not running, with the link a finished one would have (URL-encoded)."""
+    return NotFound(f"no running game {game_id!r} (a finished game's replay is at /games/{quote(game_id, safe='')})")
+
+
 def spectator_replay(data: WebData, game_id: str, delay: int) -> SpectatorReplay:
     """The viewer data of running game ``game_id`` up to what a spectator may see now, plus
     ``{"running": true, "hidden_from": "game G deal D" | None, "delay_deals": delay}``.
@@ -27,10 +34,10 @@ def spectator_replay(data: WebData, game_id: str, delay: int) -> SpectatorReplay
     files = live.live_files(data.output)
     path = files.get(game_id)
     if path is None:
-        raise NotFound(f"no running game {game_id!r} (a finished game's replay is at /games/{game_id})")
+        raise _not_running(game_id)
     stored = {r.game_id: r.pair_id for r in data.stored_results()}
     if game_id in stored:
-        raise NotFound(f"no running game {game_id!r} (a finished game's replay is at /games/{game_id})")
+        raise _not_running(game_id)
     own = live._read(path)
     if not own:
         raise NotFound(f"no running game {game_id!r}")
