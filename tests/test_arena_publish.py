@@ -196,7 +196,8 @@ def test_leaderboard_history_precision_and_sprt_sections() -> None:
             "alpha": 0.05,
             "beta": 0.05,
             "decision": "H1",
-            "stopped_at_pair": 7,
+            "stopped_at_pair": 8,
+            "skipped_pairs": 1,
             "llr": 3.1,
             "lower": -2.944,
             "upper": 2.944,
@@ -209,7 +210,8 @@ def test_leaderboard_history_precision_and_sprt_sections() -> None:
     assert "<h2>Rating history</h2>" in page and page.count("<polyline") == 3 and page.count("<polygon") == 3
     assert "Ratings after every 6 games" in page
     assert "Widest 95% interval now: ±" in page and "Duplicate pairs in this tournament (6 pairs)" in page
-    assert "is &lt;b&gt;odd&lt;/b&gt; stronger than weak?" in page and "decided <b>H1</b> after 7" in page
+    assert "is &lt;b&gt;odd&lt;/b&gt; stronger than weak?" in page
+    assert "decided <b>H1</b> at pair 8 of the schedule after 7 duplicate pairs counted (1 skipped" in page
     assert "<b>odd</b>" not in page.replace("decided <b>H1</b>", "")
 
 

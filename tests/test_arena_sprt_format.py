@@ -148,8 +148,11 @@ def test_a_pair_with_a_game_neither_side_played_is_skipped(tmp_path: Path) -> No
     for k in (0, *range(2, 20)):
         first, second = (results[g.game_id] for g in t.schedule[2 * k : 2 * k + 2])
         counted.feed(sum(1.0 - r.score_a if r.sides[0] == "old" else r.score_a for r in (first, second)))
-    assert test.test.counts == counted.counts and test.test.stopped_at == counted.stopped_at
+    assert test.test.counts == counted.counts and counted.stopped_at is not None
     assert test.test.pairs >= 2 and test.test.position == test.test.pairs + 1  # past pair 1, which it skipped
+    # the decision is reported at its pair of the schedule (the skipped pair 1 included), not the count
+    assert test.test.to_dict()["stopped_at_pair"] == counted.stopped_at + 1 == test.test.position
+    assert test.test.to_dict()["skipped_pairs"] == 1 and sum(test.test.to_dict()["pentanomial"]) == counted.pairs
     again = SprtRun(config, t.schedule, t.store.results())
     assert again.test.counts == counted.counts and again.test.result == test.test.result
     t.store.close()
@@ -171,7 +174,7 @@ def test_arena_run_stops_early_and_a_rerun_plays_nothing(tmp_path: Path) -> None
     ]
     first = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stdout + first.stderr
-    assert "SPRT new vs old [0, 200] (logistic): decided H0 after" in first.stdout
+    assert "SPRT new vs old [0, 200] (logistic): decided H0 at pair" in first.stdout
     data = json.loads((tmp_path / "out" / "ratings.json").read_text())
     sprt = data["tournament"]["sprt"]
     assert sprt["decision"] == "H0" and sprt["candidate"] == "new" and sprt["stopped_at_pair"] >= 1

@@ -357,13 +357,18 @@ class SequentialTest:
         self.settings = settings
         self.counts = [0] * 5
         self.position = 0  # pairs of the schedule order taken: fed, or skipped (:meth:`skip`)
-        self.stopped_at: int | None = None  # pairs fed when a bound was crossed
+        self.stopped_at: int | None = None  # the pair of the schedule order (from 1) after which a bound was crossed
         self._result: SprtResult | None = None
 
     @property
     def pairs(self) -> int:
         """Complete pairs counted (up to the decision)."""
         return sum(self.counts)
+
+    @property
+    def skipped(self) -> int:
+        """Pairs of the order passed over (:meth:`skip`) up to the decision."""
+        return self.position - self.pairs
 
     @property
     def decided(self) -> bool:
@@ -382,7 +387,7 @@ class SequentialTest:
         self.position += 1
         self._result = None
         if self.result.decision is not Decision.CONTINUE:
-            self.stopped_at = self.pairs
+            self.stopped_at = self.position
         return self.result.decision
 
     def skip(self) -> None:
@@ -400,12 +405,16 @@ class SequentialTest:
         return self._result
 
     def to_dict(self) -> dict[str, object]:
-        """JSON-ready: the result, the settings' bots and ``stopped_at_pair`` (None while undecided)."""
+        """JSON-ready: the result, the settings' bots, ``stopped_at_pair`` (the pair of the schedule
+        order, from 1, at which the test decided; None while undecided) and ``skipped_pairs`` (pairs
+        of the order passed over, a game of them without a winner; the counted pairs are the
+        pentanomial's sum)."""
         return {
             **self.result.to_dict(),
             "candidate": self.settings.candidate,
             "baseline": self.settings.baseline,
             "stopped_at_pair": self.stopped_at,
+            "skipped_pairs": self.skipped,
         }
 
 

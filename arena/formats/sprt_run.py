@@ -59,11 +59,11 @@ class SprtRun:
     def summary(self) -> str:
         """One line for the terminal."""
         r, s = self.test.result, self.test.settings
-        state = (
-            f"decided {r.decision} after {self.test.stopped_at} pairs"
-            if self.test.decided
-            else f"undecided after {self.test.pairs} pairs"
-        )
+        t = self.test
+        state = f"decided {r.decision} at pair {t.stopped_at} of the schedule" if t.decided else "undecided"
+        state += f" after {t.pairs} pairs counted"
+        if t.skipped:
+            state += f" ({t.skipped} skipped: a game without a winner)"
         return (
             f"SPRT {s.candidate} vs {s.baseline} [{s.elo0:g}, {s.elo1:g}] ({s.model}): {state}; "
             f"LLR {r.llr:.3f} in [{r.lower:.3f}, {r.upper:.3f}]; Elo {r.elo:.1f} [{r.elo_ci[0]:.1f}, {r.elo_ci[1]:.1f}]"
