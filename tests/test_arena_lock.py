@@ -22,48 +22,29 @@ from pathlib import Path
 import pytest
 
 from arena.tournament.lock import LOCK_NAME, OutputLocked, held, lock_output
+from tests.configs import INSTANT, bots_toml
 from tests.conftest import stored_games
 
 ROOT = Path(__file__).resolve().parent.parent
 
-CONFIG = """
+CONFIG = f"""
 [tournament]
 name = "locked"
 players = 4
 games_per_pairing = 6
 concurrency = 2
-master_seed = "{seed}"
+master_seed = "{"4c" * 32}"
 output = "runs/out"
 [tournament.time_control]
 join_ms = 20000
-[[bots]]
-name = "a"
-command = ["{{python}}", "-m", "arena.testing.instant_bot"]
-cwd = "bots"
-sandbox = "none"
-[[bots]]
-name = "b"
-command = ["{{python}}", "-m", "arena.testing.instant_bot"]
-cwd = "bots"
-sandbox = "none"
-[[bots]]
-name = "c"
-command = ["{{python}}", "-m", "arena.testing.instant_bot"]
-cwd = "bots"
-sandbox = "none"
-[[bots]]
-name = "d"
-command = ["{{python}}", "-m", "arena.testing.instant_bot"]
-cwd = "bots"
-sandbox = "none"
-"""
+""" + bots_toml("a", "b", "c", "d", command=INSTANT, cwd='"bots"', sandbox='"none"')
 
 
 def config_file(tmp_path: Path) -> Path:
     (tmp_path / "bots").mkdir(exist_ok=True)
     (tmp_path / "runs").mkdir(exist_ok=True)
     path = tmp_path / "locked.toml"
-    path.write_text(CONFIG.format(seed="4c" * 32))
+    path.write_text(CONFIG)
     return path
 
 

@@ -20,6 +20,7 @@ from arena.report import live
 from arena.tournament.runner import COMMITMENT_FILE, DB_NAME, open_tournament
 from arena.tournament.store import StoreMismatch
 from arena.web.export import REPLAYS_DIR, write_static_replays
+from tests.configs import bots_toml
 
 CONFIG = """
 [tournament]
@@ -28,13 +29,7 @@ players = 2
 games_per_pairing = 4
 output = "out"
 
-[[bots]]
-name = "a"
-command = ["true"]
-[[bots]]
-name = "b"
-command = ["true"]
-"""
+""" + bots_toml("a", "b")
 RESTORE = "restore arena.sqlite (with its -wal file) from a backup, or use a new output folder"
 
 

@@ -19,6 +19,7 @@ from arena.config import load_config
 from arena.tournament.runner import DB_NAME, SimulatedRunner, open_tournament, run_games
 from arena.tournament.schedule import make_schedule
 from arena.tournament.store import Store, StoreMismatch
+from tests.configs import bots_toml
 from tests.conftest import stored_games
 
 SEED = "5e" * 32
@@ -31,19 +32,7 @@ concurrency = 2
 %s
 output = "out"
 
-[[bots]]
-name = "a"
-command = ["true"]
-[[bots]]
-name = "b"
-command = ["true"]
-[[bots]]
-name = "c"
-command = ["true"]
-[[bots]]
-name = "d"
-command = ["true"]
-"""
+""" + bots_toml("a", "b", "c", "d")
 
 
 def config_file(tmp_path: Path, seed: bool = True) -> Path:

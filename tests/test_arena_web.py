@@ -21,6 +21,7 @@ from arena.report import live
 from arena.web.app import create_app
 from arena.web.frames import replay_frames
 from arena.web.render import script_json
+from tests.configs import bots_toml
 
 pytestmark = pytest.mark.slow
 
@@ -382,16 +383,7 @@ name = "sim"
 players = 2
 games_per_pairing = 10
 output = "out"
-[[bots]]
-name = "a"
-command = ["true"]
-[[bots]]
-name = "b"
-command = ["true"]
-[[bots]]
-name = "c"
-command = ["true"]
-"""
+""" + bots_toml("a", "b", "c")
 
 
 def test_a_finished_runs_web_board_is_its_published_ratings(tmp_path: Path) -> None:

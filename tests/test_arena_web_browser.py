@@ -23,6 +23,7 @@ import pytest
 from web_helpers import EVIL, ROOT, chromium, live_from_record, record_lines, run_tournament, seat_knowledge
 
 from arena.web import WebServer, start_in_thread
+from tests.configs import bots_toml
 
 pytestmark = pytest.mark.slow
 
@@ -101,13 +102,7 @@ players = 2
 games_per_pairing = 4
 concurrency = 1
 output = "out"
-[[bots]]
-name = "{evil}"
-command = ["true"]
-[[bots]]
-name = "b"
-command = ["true"]
-"""
+""" + bots_toml("{evil}", "b")  # .format(evil=...) names the first
 
 
 def test_leaderboard_updates_when_a_game_finishes(page: Any, tmp_path: Path) -> None:
