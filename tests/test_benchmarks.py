@@ -98,6 +98,15 @@ def test_soak_benchmark_prints_growth_per_match(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_serve_publish_benchmark_prints_both_leagues_and_their_ratio(tmp_path: Path) -> None:
+    out = run("serve_publish.py", "--bots", "4", "--games-per-pairing", "4", "--play", "6", "--game-ms", "1",
+              cwd=tmp_path)
+    assert re.search(r"every game\s+games=24\s+publications=6\s", out), out  # one after each of the 6 games
+    assert re.search(r"spaced\s+games=24\s+publications=\d+\s", out), out
+    assert re.search(r"spaced/every = [\d.]+", out), out
+
+
+@pytest.mark.slow
 def test_load_benchmark_prints_dispatch_memory_and_drops(tmp_path: Path) -> None:
     out = run("load.py", "--matches", "4", "--workers", "2", cwd=tmp_path)
     assert re.search(r"dispatch loaded:\s+p50 [\d.]+ ms\s+p99 [\d.]+ ms", out), out

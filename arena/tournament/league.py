@@ -1,8 +1,11 @@
 """``arena serve CONFIG``: the league as a service (docs/arena.md, "A league that grows").
 
 The lobby stays open; the pending games of the config's entrants are played as workers are idle;
-after each game the result is stored, the ratings and leaderboard are republished and every callback
-in :attr:`League.after_game` is called; when every game is played the service waits. Signals:
+after each game the result is stored, every callback in :attr:`League.after_game` is called and the
+ratings and leaderboard are republished when a publication is due (:data:`PUBLISH_SPACING`: a
+publication rates and writes every stored game, so its cost grows with the league; it may take at most
+a tenth of the loop's time); when every game is played (or the service stops) the games not yet
+published are published, and the service waits. Signals:
 
 - ``SIGHUP``: the games in flight finish, then the config is read again — new bots (or versions,
   or a raised ``games_per_pairing``) add games; a changed rule or time control is refused with the
@@ -48,6 +51,11 @@ if TYPE_CHECKING:  # imported where used: only a ladder needs it
 
 #: Seconds between two looks at the stop, reload and republish requests while no game is played.
 IDLE_S = 0.5
+#: While games are played, a publication after a game is due once the time since the last one ended is
+#: at least this many times what the last one took: publishing (every stored game rated and written, seconds
+#: for a league of thousands of games) then takes at most a tenth of the serve loop's time, whatever the
+#: league's size. 0: after every game.
+PUBLISH_SPACING = 9.0
 
 #: Called after each stored game with the result and the open tournament.
 AfterGame = Callable[[GameResult, Tournament], None]
@@ -81,6 +89,9 @@ class League:
     grow: Callable[[TournamentConfig], TournamentConfig] | None = None  # adds entrants (a competition's)
     lobby_services: list[Callable[[Any], None]] = field(default_factory=list)  # more services on the lobby
     reopened: list[Callable[[TournamentConfig], None]] = field(default_factory=list)  # a SIGHUP's config, taken
+    publish_spacing: float = PUBLISH_SPACING  # see PUBLISH_SPACING
+    unpublished: bool = field(default=False, init=False)  # a game was stored since the last publication
+    _last_publication: tuple[float, float] = field(default=(0.0, 0.0), init=False)  # (monotonic s it ended, s it took)
 
     def request_stop(self) -> None:
         """Stop after the games in flight (thread- and signal-safe)."""
@@ -160,27 +171,48 @@ class League:
         if self.ladder is not None:
             self.ladder.add(result)
             t.store.set_meta(LADDER_KEY, json.dumps(self.ladder.board(time.time())))
-        self.publish(t)
+        self.unpublished = True
+        ended, took = self._last_publication
+        if time.monotonic() - ended >= self.publish_spacing * took:
+            self._publish(t)
         for fn in list(self.after_game):
             fn(result, t)
 
+    def _publish(self, t: Tournament) -> None:
+        """Publish ``t`` now (every stored game) and note when and how long it took (:data:`PUBLISH_SPACING`)."""
+        start = time.monotonic()
+        self.unpublished = False
+        self.publish(t)
+        end = time.monotonic()
+        self._last_publication = (end, end - start)
+
     def serve(self) -> None:
         """Play, republish, reload and wait until :attr:`stop` is set (see the module docstring)."""
-        while not self.stop.is_set():
-            t = self.tournament
-            assert t is not None
-            pending = self._ladder_games(t, self.ladder) if self.ladder is not None else t.store.pending(t.schedule)
-            if pending and not self.halt.is_set():
-                run_games(pending, self.runner, t.store, t.config.concurrency, self._stored, self.halt)
-            else:
-                self.halt.wait(IDLE_S)
-                if self.republish.is_set() and not self.halt.is_set():
-                    self.republish.clear()
-                    self.publish(t)
-            if self.reload.is_set() and not self.stop.is_set():
-                self.reload.clear()
-                self.halt.clear()
-                self._reopen()
+        try:
+            while not self.stop.is_set():
+                self._round()
+        finally:  # stopped (or failed): what was stored since the last publication is published
+            if self.unpublished and self.tournament is not None:
+                self._publish(self.tournament)
+
+    def _round(self) -> None:
+        """One turn of :meth:`serve`: play the pending games, or publish what is due and wait; then reload if asked."""
+        t = self.tournament
+        assert t is not None
+        pending = self._ladder_games(t, self.ladder) if self.ladder is not None else t.store.pending(t.schedule)
+        if pending and not self.halt.is_set():
+            run_games(pending, self.runner, t.store, t.config.concurrency, self._stored, self.halt)
+        else:
+            if self.unpublished and not self.halt.is_set():  # at rest: the games stored since the last publication
+                self._publish(t)
+            self.halt.wait(IDLE_S)
+            if self.republish.is_set() and not self.halt.is_set():
+                self.republish.clear()
+                self._publish(t)
+        if self.reload.is_set() and not self.stop.is_set():
+            self.reload.clear()
+            self.halt.clear()
+            self._reopen()
 
     def _ladder_games(self, t: Tournament, ladder: LadderRun) -> list[ScheduledGame]:
         """A ladder's next games (half-played pairs first, then a pair per two games of concurrency); when
@@ -195,7 +227,7 @@ class League:
         self._note(ladder.plan_line())
         if not games:
             self.asked = (int(now // DAY_S), ladder.plan_line())
-            self.publish(t)
+            self._publish(t)
         return games
 
     def close(self) -> None:
