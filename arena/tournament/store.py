@@ -55,6 +55,12 @@ CREATE TABLE IF NOT EXISTS games (
     extra        TEXT NOT NULL,      -- JSON object: the result's details (GameResult.details)
     stored_at    REAL NOT NULL
 );
+-- what a page or a publication looks up among a growing league's games, so none reads the whole table: the
+-- newest games and the rate lately (stored_at), a pair's games (pair_id), a bot's games (side0, side1)
+CREATE INDEX IF NOT EXISTS games_by_stored ON games (stored_at, game_id);
+CREATE INDEX IF NOT EXISTS games_by_pair ON games (pair_id);
+CREATE INDEX IF NOT EXISTS games_by_side0 ON games (side0, stored_at);
+CREATE INDEX IF NOT EXISTS games_by_side1 ON games (side1, stored_at);
 CREATE TABLE IF NOT EXISTS bot_tokens (
     digest       TEXT PRIMARY KEY,   -- SHA-256 hex of a remote bot's token (the token itself is never stored)
     bot          TEXT NOT NULL,

@@ -179,7 +179,7 @@ class WebApp:
 
     def running(self) -> list[dict[str, Any]]:
         """The games running now (live files of games not stored yet)."""
-        return live.running_games(self.data.output, self.data.stored_ids())
+        return live.running_games(self.data.output, self.data.stored_ids(live.live_files(self.data.output)))
 
     def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         """Render template ``name``."""

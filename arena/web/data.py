@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NotRequired, TypeAlias, TypedDict
@@ -218,9 +218,13 @@ class WebData:
         count, start, last = rows[0] if rows else (0, None, None)
         return count / (last - start) if count and last - start > 0 else None
 
-    def stored_ids(self) -> set[str]:
-        """The ids of the stored (finished) games."""
-        return {r[0] for r in self._query("SELECT game_id FROM games")}
+    def stored_ids(self, among: Iterable[str]) -> set[str]:
+        """The ids in ``among`` of stored (finished) games (looked up by id: not every stored game read)."""
+        ids = sorted(set(among))
+        if not ids:
+            return set()
+        marks = ",".join("?" * len(ids))
+        return {r[0] for r in self._query(f"SELECT game_id FROM games WHERE game_id IN ({marks})", ids)}
 
     def stored_results(self) -> list[GameResult]:
         """Every stored game's result, oldest first: read and parsed again only once a game was stored
