@@ -107,9 +107,9 @@ class Failures:
 
     def add(self, other: Failures | Mapping[str, Json]) -> None:
         """Add ``other`` (a :class:`Failures` or its dict; unknown keys ignored) to these counts."""
-        data: Mapping[str, object] = asdict(other) if isinstance(other, Failures) else other
         for f in fields(self):
-            n = data.get(f.name, 0)
+            # read a Failures' counts as they are (asdict deep-copies: a publication adds every game's seats)
+            n = getattr(other, f.name) if isinstance(other, Failures) else other.get(f.name, 0)
             setattr(self, f.name, getattr(self, f.name) + (int(n) if isinstance(n, int | float) else 0))
 
     def to_dict(self) -> dict[str, int]:
