@@ -777,3 +777,17 @@ def test_a_refused_worker_still_counts_the_matches_it_played() -> None:
 
     played, errors = run_workers(lambda stop: Played(lambda a: None, "127.0.0.1:1", "t", "x", stop=stop), 2)
     assert played == 6 and len(errors) == 2, (played, errors)
+
+
+def test_a_place_restarted_for_ever_keeps_only_its_newest_restart_logs(tmp_path: Path) -> None:
+    # a worker that dies after every game is restarted as long as the league runs: one log file a restart
+    from arena.hosting.workers.local import KEPT_RESTART_LOGS, Slot, prune_restart_logs
+
+    slot = Slot(index=1)
+    for _ in range(KEPT_RESTART_LOGS + 20):  # as LocalWorkers._launch: count the start, prune, open its log
+        slot.starts += 1
+        prune_restart_logs(tmp_path, slot)
+        (tmp_path / slot.log_name).write_text("a worker's output\n")
+    newest = range(20, KEPT_RESTART_LOGS + 20)  # the last start is restart KEPT_RESTART_LOGS + 19
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["worker1.log", *(f"worker1.restart{n}.log"
+                                                                                 for n in newest)])

@@ -8,7 +8,9 @@ environment minus its secrets, the bot's ``env`` table, and: ``ALLFOURS_LOBBY`` 
 ``ALLFOURS_TLS_CA`` (the lobby's certificate) when the lobby serves TLS. ``python -m sdk.run
 module:Class`` and ``node sample_bots/js/bot.js`` read these and serve the lobby. Output goes to
 ``<output>/logs/workers/<bot>/worker<k>.log`` (the n-th restart of that place to
-``worker<k>.restart<n>.log``), capped at ``tournament.bot_log_bytes``. A sandboxed worker
+``worker<k>.restart<n>.log``), capped at ``tournament.bot_log_bytes``; of a place's restarts only the
+newest :data:`KEPT_RESTART_LOGS` logs are kept (a worker that dies after each game is restarted for as
+long as the league runs: its logs would fill the disk). A sandboxed worker
 (:mod:`arena.hosting.jail`) is told the lobby's unix socket inside its sandbox instead
 (``unix:/run/allfours/lobby.sock``, plaintext, no ``ALLFOURS_TLS_CA``) and no ``ALLFOURS_WORKER_PARENT``
 (its pid namespace hides the arena; ``--die-with-parent`` ends it with the arena instead).
@@ -46,6 +48,8 @@ BACKOFF_S = 0.5
 MAX_BACKOFF_S = 30.0
 #: Seconds between checks of the processes.
 POLL_S = 0.1
+#: Logs of a place's restarts kept, the newest (its first process's ``worker<k>.log`` is kept too).
+KEPT_RESTART_LOGS = 5
 #: Workers remembered per place in the pool for :meth:`LocalWorkers.killed_for_memory` (its current
 #: worker and the few before it), so the memory stays bounded however often workers die.
 REMEMBERED_PER_SLOT = 4
@@ -91,6 +95,14 @@ class Slot:
     def log_name(self) -> str:
         """The log file of the current (or last) process in this place."""
         return f"worker{self.index}.log" if self.starts <= 1 else f"worker{self.index}.restart{self.starts - 1}.log"
+
+
+def prune_restart_logs(folder: Path, slot: Slot) -> None:
+    """Remove the log in ``folder`` of ``slot``'s restart :data:`KEPT_RESTART_LOGS` before its current one
+    (so the newest :data:`KEPT_RESTART_LOGS` stay, the current one among them); a log already gone is no error."""
+    old = slot.starts - 1 - KEPT_RESTART_LOGS
+    if old >= 1:
+        (folder / f"worker{slot.index}.restart{old}.log").unlink(missing_ok=True)
 
 
 class LocalWorkers:
@@ -188,6 +200,7 @@ class LocalWorkers:
             if ctx.referee_tls_ca is not None:  # an external TLS referee (no sandboxed bot plays on one)
                 env[REFEREE_TLS_CA_ENV] = ctx.referee_tls_ca
         slot.starts += 1
+        prune_restart_logs(self.log_dir, slot)
         try:
             slot.proc = BotProcess.start(argv, cwd=self.bot.cwd, env=env, log_path=self.log_dir / slot.log_name,
                                          log_limit=ctx.log_limit, jail=jail, limits=self.bot.limits)
