@@ -226,6 +226,37 @@ def test_a_game_without_a_winner_counts_for_the_budgets_not_the_fit() -> None:
     assert pairs_of_b[0] == pairs_of_b[1] + 1
 
 
+def test_two_bots_that_forfeit_every_game_against_each_other_are_not_paired_again() -> None:
+    """X and Y forfeit every game (both sides of X v Y: no winner, ``score`` None). Their gap can never
+    be decided by playing them, so once their pairing has had a pair without a result it counts as
+    resolved: the rest of the field settles and the ladder stops. It used to choose X v Y again and
+    again (the one open gap left), more than half of all games, and never settled."""
+    chain = pairs("A", "B", *[2] * 6) + pairs("B", "C", *[2] * 6)
+    losses = [g for x in ("X", "Y") for o in ("A", "B", "C") for g in pairs(o, x, *[2] * 3, tag=x)]
+    void = [Played("X", "Y", None, "void-0"), Played("Y", "X", None, "void-0")]
+    field = ["A", "B", "C", "X", "Y"]
+    ladder = Ladder(SEED)
+    ladder.extend(chain + losses + void)
+    plan = ladder.next_pairs(field, count=3)
+    assert all(names_of(c) != {"X", "Y"} for c in plan.choices), plan
+    # played out, with X and Y forfeiting every game: X v Y gets no pair beyond its first
+    stored, rng = list(chain + losses), random.Random(4)
+    strength = {"A": 400.0, "B": 0.0, "C": -400.0}
+    for t in range(150):
+        plan = next_pairs(field, stored, master_seed=SEED)
+        if not plan.choices:
+            break
+        (c,) = plan.choices
+        if {c.a, c.b} == {"X", "Y"}:
+            stored += [Played(c.a, c.b, None, f"v{t}"), Played(c.b, c.a, None, f"v{t}")]
+        elif {c.a, c.b} & {"X", "Y"}:
+            stored += pairs(c.b, c.a, 2, tag=f"f{t}") if c.a in "XY" else pairs(c.a, c.b, 2, tag=f"f{t}")
+        else:
+            stored += play(c.a, c.b, strength, rng, f"d{t}")
+    assert plan.stop is Stop.SETTLED, plan
+    assert sum({g.a, g.b} == {"X", "Y"} for g in stored) <= 2
+
+
 def test_pending_pairs_count_as_played() -> None:
     alone = next_pairs(FIELD, TIE, Budget(total=len(TIE) + 2), master_seed=SEED, pending=[("B", "C")])
     assert alone.choices == [] and alone.stop is Stop.TOTAL_BUDGET

@@ -60,7 +60,9 @@ The settled rule
 ----------------
 A **neighbour gap** (two entrants next to each other in the ranking) is resolved when its difference
 is at least :attr:`Rules.z` (1.96) standard deviations, or when its 95% interval is narrower than
-``±width`` Elo (:attr:`Rules.width`: the two are as close as anyone needs to know). When every gap of
+``±width`` Elo (:attr:`Rules.width`: the two are as close as anyone needs to know), or when the two
+have played and none of their games had a winner (both sides forfeited each: more of them would teach
+nothing, and two broken bots would soak up the games). When every gap of
 the field is resolved and no entrant is new, the ladder stops choosing: :attr:`Stop.SETTLED`. Every
 other way it can stop has its own :class:`Stop` (a budget spent, the undecided pairs waiting for
 fair shares, too few entrants).
@@ -462,7 +464,8 @@ def _conjugate_gradients(matrix: csr_matrix, rhs: np.ndarray, diag: np.ndarray, 
 class _Arrays:
     """What every choice reads, built once per fit: per entrant its seeded ``hash``, duplicate ``pairs``
     and ``games`` (every game, for the budgets); per pairing, sorted by ``key = i * n + j``: ``keys``,
-    ``row_pairs`` and ``row_w`` (the information of its games at the fit)."""
+    ``row_pairs``, ``row_w`` (the information of its games at the fit) and ``row_void`` (it has games and
+    none of them had a winner: both sides forfeited every one)."""
 
     hash: np.ndarray
     pairs: np.ndarray
@@ -470,12 +473,14 @@ class _Arrays:
     keys: np.ndarray
     row_pairs: np.ndarray
     row_w: np.ndarray
+    row_void: np.ndarray
 
     @classmethod
     def of(cls, ladder: Ladder, row_w: np.ndarray) -> _Arrays:
         n = len(ladder.names)
         i, j = np.array(ladder._pi, dtype=np.int64), np.array(ladder._pj, dtype=np.int64)
         units, games = np.array(ladder._pairs, dtype=np.int64), np.array(ladder._counted)
+        void = (games > 0) & (np.array(ladder._games) == 0)
         by_key = np.argsort(i * n + j)
         return cls(
             np.array(ladder._hash, dtype=np.uint64),
@@ -484,6 +489,7 @@ class _Arrays:
             (i * n + j)[by_key],
             units[by_key],
             row_w[by_key],
+            void[by_key],
         )
 
 
@@ -502,14 +508,15 @@ class _View:
         self.today = np.zeros(n)
         self.today[list(today)] = list(today.values())
         self.played = ladder._played
-        self.keys, self.row_pairs, self.row_w = fit.keys, fit.row_pairs, fit.row_w
+        self.keys, self.row_pairs, self.row_w, self.row_void = fit.keys, fit.row_pairs, fit.row_w, fit.row_void
         self.taken: dict[int, int] = {}  # pairing key -> pairs chosen or pending in this call
         self.new = self.pairs < self.rules.new_pairs
         self._ranking = self.field[np.lexsort((self.hash[self.field], -self.theta[self.field]))]
         self._crowding: np.ndarray | None = None
 
-    def pairing(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """For pairings ``a[k]``-``b[k]``: ``(pairs played or taken, variance of the difference, nats)``.
+    def pairing(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For pairings ``a[k]``-``b[k]``: ``(pairs played or taken, variance of the difference (nats),
+        void)``, void: the two have games and none had a winner (:meth:`resolved`).
 
         The variance is ``var_a + var_b - 2 cov`` with the covariance's first term ``w_ab / (H_aa H_bb)``
         (``w_ab`` the information of their games): two entrants who met know their difference better
@@ -520,10 +527,11 @@ class _View:
         found = self.keys[pos] == key if len(self.keys) else np.zeros(len(key), dtype=bool)
         met = np.where(found, self.row_pairs[pos] if len(self.keys) else 0, 0)
         w = np.where(found, self.row_w[pos] if len(self.keys) else 0.0, 0.0)
+        void = np.where(found, self.row_void[pos] if len(self.keys) else False, False)
         for k, c in self.taken.items():
             met = met + c * (key == k)
         v = self.var[a] + self.var[b] - 2.0 * w / (self.diag[a] * self.diag[b])
-        return met, np.maximum(v, 1e-12)
+        return met, np.maximum(v, 1e-12), void
 
     def take(self, a: int, b: int) -> None:
         """Count a chosen (or pending) pair: budgets, shares, pair counts and one pair's information."""
@@ -555,10 +563,11 @@ class _View:
         share = max(math.ceil(self.rules.fair_share * median), 1)
         return ok & (self.new | (self.today / 2 < share))
 
-    def resolved(self, d: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """Whether gaps ``d`` with variances ``v`` (nats) are resolved (see the module docstring)."""
+    def resolved(self, d: np.ndarray, v: np.ndarray, void: np.ndarray) -> np.ndarray:
+        """Whether gaps ``d`` with variances ``v`` (nats) are resolved (see the module docstring); a
+        ``void`` pairing (games, none with a winner) is: playing it again would teach nothing."""
         sd = np.sqrt(v)
-        out: np.ndarray = np.abs(d) >= self.rules.z * sd
+        out: np.ndarray = (np.abs(d) >= self.rules.z * sd) | void
         if self.rules.width is not None:
             out |= 1.959963984540054 * sd * ELO_PER_NAT <= self.rules.width
         return out
@@ -566,7 +575,7 @@ class _View:
     def settled_entrants(self) -> np.ndarray:
         """Per entrant (all, bool): not new and both its neighbour gaps in the field's ranking resolved."""
         order = self.ranking()
-        gaps = self.resolved(self.theta[order[:-1]] - self.theta[order[1:]], self.pairing(order[:-1], order[1:])[1])
+        gaps = self.resolved(self.theta[order[:-1]] - self.theta[order[1:]], *self.pairing(order[:-1], order[1:])[1:])
         ok = np.ones(len(order), dtype=bool)
         ok[:-1] &= gaps
         ok[1:] &= gaps
@@ -637,12 +646,12 @@ class _View:
         if len(a) > _SHORTLIST:
             cut = np.argpartition(-bound, _SHORTLIST)
             pick = cut[:_SHORTLIST]
-        met, v = self.pairing(a[pick], b[pick])
-        value = np.where(self.resolved(d[pick], v), 0.0, bound[pick] / (1 + met))
+        met, v, void = self.pairing(a[pick], b[pick])
+        value = np.where(self.resolved(d[pick], v, void), 0.0, bound[pick] / (1 + met))
         if len(pick) < len(a) and value.max() <= bound[cut[_SHORTLIST]]:
             pick = np.arange(len(a))
-            met, v = self.pairing(a, b)
-            value = np.where(self.resolved(d, v), 0.0, bound / (1 + met))
+            met, v, void = self.pairing(a, b)
+            value = np.where(self.resolved(d, v, void), 0.0, bound / (1 + met))
         top = pick[value == value.max()]
         lo, hi = np.minimum(a[top], b[top]), np.maximum(a[top], b[top])
         best = int(top[np.argmin(_mix(self.hash[lo] ^ (self.hash[hi] << np.uint64(1))))])
@@ -669,7 +678,7 @@ class _View:
         """Why no pair can be chosen now: what holds back the entrants of the unresolved neighbour gaps."""
         order = self.ranking()
         d = self.theta[order[:-1]] - self.theta[order[1:]]
-        open_gaps = ~self.resolved(d, self.pairing(order[:-1], order[1:])[1])
+        open_gaps = ~self.resolved(d, *self.pairing(order[:-1], order[1:])[1:])
         if not open_gaps.any():
             return Stop.SETTLED
         held = np.unique(np.concatenate([order[:-1][open_gaps], order[1:][open_gaps]]))
