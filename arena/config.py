@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 import re
 import string
 import tomllib
@@ -321,7 +322,8 @@ _TOURNAMENT_KEYS = {
 FORMATS = ("round_robin", "sprt", "ladder")
 #: ``[tournament.ladder]``: the budgets (games) and the rules the config may set.
 _LADDER_INTS = ("per_entrant_per_day", "per_entrant", "total", "new_pairs")
-_LADDER_NUMBERS = ("width", "fair_share")
+#: The ladder's real-valued rules: the lowest value each takes and whether that value itself is allowed.
+_LADDER_NUMBERS: dict[str, tuple[float, bool]] = {"width": (0.0, False), "fair_share": (1.0, True)}
 _SPRT_KEYS = {"candidate", "baseline", "elo0", "elo1", "alpha", "beta", "model"}
 _TC_KEYS = {f.name for f in fields(TimeControl)}
 _BOT_KEYS = {"name", "version", "command", "cwd", "env", "image", "cpus", "memory", "pids", "mode", "workers", "remote",
@@ -569,12 +571,14 @@ def _parse_ladder(p: _Problems, t: Mapping[str, Any]) -> LadderSettings | None:
     for key in _LADDER_INTS:
         if key in raw:
             values[key] = p.check(partial(_int, p.path, f"tournament.ladder.{key}", raw[key], 0), None)
-    for key in _LADDER_NUMBERS:
+    for key, (lo, inclusive) in _LADDER_NUMBERS.items():
         value = raw.get(key)
         if key not in raw:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float):
             p.add(f"tournament.ladder.{key}", "must be a number", value)
+        elif not math.isfinite(value) or value < lo or (value == lo and not inclusive):
+            p.add(f"tournament.ladder.{key}", f"must be a finite number {'>=' if inclusive else '>'} {lo:g}", value)
         else:
             values[key] = float(value)
     from arena.formats.ladder import Budget, Rules, Settings  # here: numpy and scipy, as for the SPRT

@@ -86,7 +86,12 @@ def test_the_ladder_table_is_parsed_into_budget_and_rules(tmp_path: Path) -> Non
         ("total = -2", "ladder", "tournament.ladder.total: must be >= 0"),
         ("totl = 2", "ladder", "did you mean 'total'"),
         ("width = 'wide'", "ladder", "tournament.ladder.width: must be a number"),
-        ("fair_share = 0.5", "ladder", "ladder rules out of range"),
+        ("fair_share = 0.5", "ladder", "tournament.ladder.fair_share: must be a finite number >= 1"),
+        ("fair_share = nan", "ladder", "tournament.ladder.fair_share: must be a finite number >= 1"),
+        ("fair_share = inf", "ladder", "tournament.ladder.fair_share: must be a finite number >= 1"),
+        ("width = 0", "ladder", "tournament.ladder.width: must be a finite number > 0"),
+        ("width = nan", "ladder", "tournament.ladder.width: must be a finite number > 0"),
+        ("width = inf", "ladder", "tournament.ladder.width: must be a finite number > 0"),
         ("total = 2", "round_robin", 'tournament.ladder: is only for format = "ladder"'),
     ],
 )

@@ -7,6 +7,7 @@ in which A scored 2, 2 and 1 of the 2 points (a pair is two games with the sides
 from __future__ import annotations
 
 import itertools
+import math
 import random
 
 import pytest
@@ -272,6 +273,9 @@ def test_too_few_entrants_and_bad_input() -> None:
         Played("A", "A", 1.0)
     with pytest.raises(ValueError, match="width"):
         Rules(width=0)
+    for bad in ({"fair_share": 0.5}, {"fair_share": math.nan}, {"width": math.inf}, {"z": math.nan}, {"window": 0}):
+        with pytest.raises(ValueError, match=f"^ladder rule {next(iter(bad))} must be"):
+            Rules(**bad)  # type: ignore[arg-type]
 
 
 @settings(max_examples=40, deadline=None)

@@ -153,10 +153,16 @@ class Rules:
     prior_sd: float = 400.0
 
     def __post_init__(self) -> None:
-        if self.new_pairs < 0 or self.window < 1 or self.fair_share < 1 or self.z <= 0 or self.prior_sd <= 0:
-            raise ValueError(f"ladder rules out of range: {self}")
-        if self.width is not None and self.width <= 0:
-            raise ValueError(f"ladder width must be > 0 Elo or None, not {self.width}")
+        limits = (("new_pairs", 0, True), ("window", 1, True), ("fair_share", 1, True), ("z", 0, False),
+                  ("width", 0, False), ("prior_sd", 0, False))  # fmt: skip
+        for name, lo, inclusive in limits:
+            value = getattr(self, name)
+            if value is None and name == "width":
+                continue
+            if not math.isfinite(value) or value < lo or (value == lo and not inclusive):
+                sign = ">=" if inclusive else ">"
+                none = " or None" if name == "width" else ""
+                raise ValueError(f"ladder rule {name} must be a finite number {sign} {lo}{none}, not {value}")
 
 
 @dataclass(frozen=True, slots=True)
