@@ -203,6 +203,20 @@ def test_the_day_budget_counts_the_games_stored_today(tmp_path: Path) -> None:
         "tournament"]["played"]
 
 
+def test_a_game_reported_as_stored_carries_the_time_the_store_wrote(tmp_path: Path) -> None:
+    """The live ladder counts a game on the UTC day of its ``stored_at``, a restart on the day the store
+    wrote; the result reported after storing used to carry none, so the live ladder took its own clock a
+    moment later: across midnight the two days differ and a restart chooses otherwise."""
+    t = _open(tmp_path, "total = 200", list(STRENGTHS))
+    run, seen = LadderRun(t), []
+    games = run.next_games(2, time.time())
+    run_games(games, SimulatedRunner(STRENGTHS), t.store, on_result=lambda r, ok: ok and seen.append(r))
+    stored = {r.game_id: r.stored_at for r in t.store.results()}
+    assert len(seen) == len(games) == len(stored)
+    assert all(r.stored_at is not None and r.stored_at == stored[r.game_id] for r in seen)
+    t.store.close()
+
+
 def test_fair_shares_hold_a_close_pair_to_twice_the_median_of_the_day(tmp_path: Path) -> None:
     # two level bots at the top and a field far below: the ladder would spend every game on the close pair
     strengths = {"a": 0.0, "b": 0.0, "c": -900.0, "d": -1000.0, "e": -1100.0, "f": -1200.0}

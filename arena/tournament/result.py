@@ -140,7 +140,8 @@ class GameResult:
     referee played it).
 
     ``stored_at``: when the store wrote it (Unix seconds; ``None`` until then: :meth:`Store.results
-    <arena.tournament.store.Store.results>` fills it, the ladder's per-day budget counts by it); the
+    <arena.tournament.store.Store.results>` fills it, and so does the run loop in the result it reports as
+    written; the ladder's per-day budget counts by it); the
     store's, not the game's, so not part of equality.
     """
 

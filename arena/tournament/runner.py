@@ -364,8 +364,11 @@ class _Stored:
     error: BaseException | None = None
 
     def add(self, result: GameResult) -> None:
-        """Store ``result`` (a second result of the same game is not written) and report it."""
-        ok = self.store.record(result)
+        """Store ``result`` (a second result of the same game is not written) and report it, with the
+        ``stored_at`` the store wrote (a ladder counts it on that UTC day, as a restart does)."""
+        at = time.time()
+        ok = self.store.record(result, at)
+        result = replace(result, stored_at=at) if ok else result
         self.written += int(ok)
         if self.on_result is not None:
             self.on_result(result, ok)

@@ -273,8 +273,9 @@ class Store:
         return out
 
     # ---------------------------------------------------------------- games
-    def record(self, result: GameResult) -> bool:
-        """Store ``result`` once. Returns True if written, False if that game (or match) was stored already.
+    def record(self, result: GameResult, at: float | None = None) -> bool:
+        """Store ``result`` once, its ``stored_at`` ``at`` (Unix seconds; now if None). Returns True if
+        written, False if that game (or match) was stored already.
 
         The write is one autocommitted ``INSERT OR IGNORE``: durable when this returns.
         """
@@ -295,7 +296,7 @@ class Store:
                 result.first_dealer,
                 result.duration_s,
                 json.dumps(result.details(), sort_keys=True),
-                time.time(),
+                time.time() if at is None else at,
             ),
         )
         return cur.rowcount == 1
