@@ -246,6 +246,20 @@ def test_arena_run_plays_the_total_budget_and_publishes_the_board(tmp_path: Path
     assert "ladder" in (tmp_path / "out" / "leaderboard.html").read_text()
 
 
+def test_a_ladder_grown_after_its_seed_was_revealed_says_so(tmp_path: Path) -> None:
+    """A spent total budget ends the ladder and reveals the master seed; raising it plays on (allowed, as
+    a round robin that grows), and anyone can compute the new games' deals: the run says so, as a round
+    robin's does. The ladder's run used to play on without a word."""
+    cfg = write(tmp_path / "l.toml", "total = 8", ["a", "b", "c"])
+    first = arena("run", str(cfg), "--simulate", "0", "--no-progress", "--bootstrap", "0")
+    assert first.returncode == 0 and "master seed was revealed" not in first.stderr
+    write(tmp_path / "l.toml", "total = 12", ["a", "b", "c"])
+    grown = arena("run", str(cfg), "--simulate", "0", "--no-progress", "--bootstrap", "0")
+    assert grown.returncode == 0, grown.stderr
+    assert "note: the master seed was revealed when this tournament was complete" in grown.stderr
+    assert json.loads((tmp_path / "out" / "ratings.json").read_text())["tournament"]["played"] == 12
+
+
 # ---------------------------------------------------------------------- real bots
 
 

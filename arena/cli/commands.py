@@ -681,9 +681,7 @@ def _open_and_play(
             pending = []  # the test has decided: the rest of the game limit is not played
             console.print("the SPRT has decided: no more games to play", highlight=False)
         if pending:
-            if t.store.get_meta("finished_at") is not None:
-                error("the master seed was revealed when this tournament was complete; anyone can compute the "
-                      "deals of the games added since (a league that keeps growing: `arena serve`)", "note")
+            _note_revealed(t, error)
             runner = get_runner()
             if hasattr(runner, "use_entrants"):
                 runner.use_entrants(t.entrants)
@@ -699,6 +697,13 @@ def _open_and_play(
         return 0
     finally:
         t.store.close()
+
+
+def _note_revealed(t: Tournament, error: ErrorLine) -> None:
+    """Before new games of a tournament whose master seed was revealed (it was complete): say so once."""
+    if t.store.get_meta("finished_at") is not None:
+        error("the master seed was revealed when this tournament was complete; anyone can compute the "
+              "deals of the games added since (a league that keeps growing: `arena serve`)", "note")
 
 
 def _run_ladder(
@@ -731,6 +736,7 @@ def _run_ladder(
             if not games:
                 break
             if runner is None:
+                _note_revealed(t, error)
                 runner = get_runner()
                 if hasattr(runner, "use_entrants"):
                     runner.use_entrants(t.entrants)
