@@ -263,6 +263,26 @@ def test_a_ladder_grown_after_its_seed_was_revealed_says_so(tmp_path: Path) -> N
 # ---------------------------------------------------------------------- real bots
 
 
+def test_arena_run_of_a_ladder_checks_every_bot_before_its_first_game(tmp_path: Path) -> None:
+    """A broken per-game bot stops a ladder's run before the first game (exit 2), as it stops a round
+    robin's, whichever pair the ladder chooses first: only the bots of the first pair used to be
+    checked, so a broken bot outside it forfeited every game and the run ended 0."""
+    cfg = tmp_path / "l.toml"
+    bots = "".join(
+        f'\n[[bots]]\nname = "{n}"\nsandbox = "none"\ncwd = "{BOT_DIR}"\n'
+        f'command = ["{{python}}", "-m", "arena.testing.{"no_such_bot" if n == "a" else "instant_bot"}"]\n'
+        for n in ("a", "b", "c", "d")
+    )
+    cfg.write_text(HEAD.format(concurrency=2, seed=SEED, ladder="total = 4") + bots)
+    first = LadderRun(t := open_tournament(load_config(cfg), tmp_path / "probe")).next_games(1, time.time())
+    t.store.close()
+    assert "a" not in first[0].sides  # the case: the broken bot is not in the first pair
+    done = arena("run", str(cfg), "--no-progress", "--bootstrap", "0")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "bot 'a' failed its check before the first game" in done.stderr
+    assert not (tmp_path / "out" / "ratings.json").exists()
+
+
 @pytest.mark.slow
 def test_the_example_ladder_from_the_docs_runs(tmp_path: Path) -> None:
     done = arena("run", "examples/ladder.toml", "--output", str(tmp_path / "out"), "--no-progress",

@@ -726,7 +726,7 @@ def _run_ladder(
     console.print(f"tournament {t.config.name}: a ladder, {t.store.count()} games stored, total budget "
                   f"{t.config.ladder.budget.total if t.config.ladder else None} games; "
                   f"master seed commitment {t.commitment}", soft_wrap=True, highlight=False)
-    runner, setup, checked = None, None, False
+    runner, setup = None, None
     try:
         while True:
             now = time.time()
@@ -741,8 +741,10 @@ def _run_ladder(
                 if hasattr(runner, "use_entrants"):
                     runner.use_entrants(t.entrants)
                 setup = _open_lobby(t.config, t, runner, output, console)
-            code = _play(args, console, error, t.config, t, games, runner, ladder=ladder, check=not checked)
-            checked = True
+                code = _check_bots(args, console, error, runner, games, ladder.active)
+                if code:
+                    return code
+            code = _play(args, console, error, t.config, t, games, runner, ladder=ladder, check=False)
             if code:
                 return code
     finally:
@@ -788,7 +790,7 @@ def _play(
 
     :param test: an sprt tournament's test: once it decides, no new game starts.
     :param ladder: a ladder's :class:`arena.formats.ladder_run.LadderRun`, fed each stored game (no bar);
-        ``check``: check the bots first (:func:`_check_bots`; a ladder checks before its first games only).
+        ``check``: check the bots first (:func:`_check_bots`; a ladder checks all its entrants itself).
     """
     from arena.play.referees import RefereeError
 
@@ -839,21 +841,23 @@ def _check_bots(
     error: ErrorLine,
     runner: GameRunner,
     pending: Sequence[ScheduledGame],
+    entrants: Sequence[str] | None = None,
 ) -> int:
     """Check every bot of the ``pending`` games once (it starts and joins a practice match) before the
-    first game. A failure stops the run (exit status 2, one line per broken bot), or with
-    ``--skip-broken`` its games are forfeited at once (one warning line per broken bot); returns 0 to go on."""
+    first game; ``entrants``: check these instead (a ladder, whose games are chosen as it goes). A failure
+    stops the run (exit status 2, one line per broken bot), or with ``--skip-broken`` its games are
+    forfeited at once (one warning line per broken bot); returns 0 to go on."""
     check = getattr(runner, "check_bots", None)
     if check is None:  # the simulated runner starts no bots
         return 0
-    names = list(dict.fromkeys(name for g in pending for name in g.sides))
+    names = list(entrants) if entrants is not None else list(dict.fromkeys(n for g in pending for n in g.sides))
     problems: dict[str, str] = check(names)
     for name, why in problems.items():
-        games = sum(name in g.sides for g in pending)
+        games = "" if entrants is not None else f"{sum(name in g.sides for g in pending)} "
         if args.skip_broken:
             console.print(
                 f"[yellow]warning:[/yellow] bot {escape(repr(name))} failed its check: {escape(why)}; "
-                f"its {games} games are forfeited (--skip-broken)",
+                f"its {games}games are forfeited (--skip-broken)",
                 soft_wrap=True,
                 highlight=False,
             )
