@@ -19,6 +19,7 @@ from arena.formats.ladder import (
     DAY_S,
     Budget,
     Ladder,
+    Plan,
     Played,
     Reason,
     Rules,
@@ -194,6 +195,30 @@ def test_fair_shares_hold_an_entrant_to_twice_the_median_of_the_day() -> None:
     per = {x: sum(x in names_of(c) for c in plan.choices) for x in field}
     median = sorted(per.values())[len(per) // 2 - 1 : len(per) // 2 + 1]
     assert max(per.values()) <= 2 * max(1, sum(median) / 2), per
+
+
+def test_a_new_entrant_in_a_settled_field_is_placed_on_its_first_day() -> None:
+    """A field of ten played until settled on day 0; a new version arrives on day 1. Nobody else needs
+    games, so the day's median is 0 and the day's share one pair: the newcomer used to get its 3 new
+    pairs and then one pair a day (16 pairs after 14 days, still unsettled). Below the field's median
+    pairs in all it catches up: on day 1 it is placed between its true neighbours."""
+    rng, strength = random.Random(3), {f"e{k}": k * -150.0 for k in range(10)}
+    ladder, field, tag = Ladder(SEED), list(strength), iter(range(10**6))
+
+    def play_day(day: int) -> Plan:
+        while (plan := ladder.next_pairs(field, now=day * DAY_S + 2, count=4)).choices:
+            for c in plan.choices:
+                ladder.extend(Played(g.a, g.b, g.score, g.pair, day * DAY_S + 1)
+                              for g in play(c.a, c.b, strength, rng, f"u{next(tag)}"))  # fmt: skip
+        return plan
+
+    assert play_day(0).stop is Stop.SETTLED
+    strength["new"] = -525.0  # between e3 and e4
+    field.append("new")
+    play_day(1)
+    standings = ladder.standings(field, now=DAY_S)
+    new = next(s for s in standings if s.name == "new")
+    assert new.pairs >= 10 and [s.name for s in standings][3:6] == ["e3", "new", "e4"], standings
 
 
 def test_budgets() -> None:

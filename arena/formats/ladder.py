@@ -54,7 +54,10 @@ Budgets and fair shares
 :class:`Budget` caps games (a duplicate pair is two) per entrant per day, per entrant in all, and in
 total; an entrant out of budget is not chosen. **Fair shares**: an entrant past its new pairs plays
 at most ``fair_share`` (2) times the median of the field's pairs today (at least one pair), so no
-entrant soaks up the games of a day. Days are UTC days of :attr:`Played.at` and of ``now``.
+entrant soaks up the games of a day, unless it is **catching up**: it has played fewer pairs in all than
+the field's median (a new version in a settled field, where nobody else plays and the day's median is
+0, is placed on its first day rather than at one pair a day). Days are UTC days of :attr:`Played.at`
+and of ``now``.
 
 The settled rule
 ----------------
@@ -558,16 +561,19 @@ class _View:
         return self._ranking
 
     def eligible(self) -> np.ndarray:
-        """Per entrant (all, bool): in the field, with a pair's games left in every budget and its share."""
+        """Per entrant (all, bool): in the field, with a pair's games left in every budget and its share
+        (new, or below its share of the day, or catching up: below the field's median pairs in all)."""
         b, ok = self.budget, np.zeros(len(self.theta), dtype=bool)
         ok[self.field] = True
         if b.per_entrant is not None:
             ok &= self.games + 2 <= b.per_entrant
         if b.per_entrant_per_day is not None:
             ok &= self.today + 2 <= b.per_entrant_per_day
-        median = float(np.median(self.today[self.field] / 2)) if len(self.field) else 0.0
-        share = max(math.ceil(self.rules.fair_share * median), 1)
-        return ok & (self.new | (self.today / 2 < share))
+        if not len(self.field):
+            return ok
+        share = max(math.ceil(self.rules.fair_share * float(np.median(self.today[self.field] / 2))), 1)
+        behind = self.pairs < float(np.median(self.pairs[self.field]))
+        return ok & (self.new | (self.today / 2 < share) | behind)
 
     def resolved(self, d: np.ndarray, v: np.ndarray, void: np.ndarray) -> np.ndarray:
         """Whether gaps ``d`` with variances ``v`` (nats) are resolved (see the module docstring); a
