@@ -66,6 +66,16 @@ def test_a_tie_between_two_close_entrants_gets_the_next_game() -> None:
     assert choice.gap == 0.0 and choice.undecided == 1.0 and choice.gap_sd > 0
 
 
+def test_a_field_of_equal_intervals_has_no_widest_interval() -> None:
+    """Two level entrants (equal intervals) or three after a round robin: each is at the field's tenth
+    widest, so every later pair used to be labelled "widest interval" on the board; it is the closest
+    undecided pair."""
+    two = next_pairs(["A", "B"], pairs("A", "B", 1, 1, 1, 1), master_seed=SEED)
+    three = [g for a, b in itertools.combinations("XYZ", 2) for g in pairs(a, b, 1, 1, 1, 1, tag="t")]
+    for plan in (two, next_pairs(list("XYZ"), three, master_seed=SEED)):
+        assert [c.reason for c in plan.choices] == [Reason.CLOSEST_UNDECIDED], plan
+
+
 def test_a_settled_far_pair_gets_no_game() -> None:
     far = pairs("A", "B", *[2] * 10)
     assert next_pairs(["A", "B"], far, master_seed=SEED).choices == []

@@ -42,7 +42,8 @@ The rule (:meth:`Ladder.next_pairs`)
    already played (opponents vary, as they would for an oracle: ``benchmarks/ladder_bound.py``). A
    **resolved** pairing (below) has no value and is never chosen, however crowded: a settled far pair
    gets nothing. Reason :attr:`Reason.CLOSEST_UNDECIDED`, or :attr:`Reason.WIDEST_INTERVAL` when one
-   of the two has one of the widest tenth of intervals.
+   of the two has one of the widest tenth of intervals, wider than the median (in a field of equal
+   intervals none is the widest).
 3. **Ties** (equal values, as in a field of new entrants with no games) go by a hash of the master
    seed and the entrants' labels (HMAC-SHA256), never by the order of a dict or of the results.
 4. Choosing several pairs at once (idle workers), each chosen pair counts as played for the budgets,
@@ -669,7 +670,8 @@ class _View:
         best = int(top[np.argmin(_mix(self.hash[lo] ^ (self.hash[hi] << np.uint64(1))))])
         if value.max() <= 0:
             return self._why_none(ok)
-        wide = max(self.var[a[best]], self.var[b[best]]) >= np.quantile(self.var[self.field], 0.9)
+        widest, var = max(self.var[a[best]], self.var[b[best]]), self.var[self.field]
+        wide = widest >= np.quantile(var, 0.9) and widest > np.median(var)  # equal intervals: none is widest
         reason = Reason.WIDEST_INTERVAL if wide else Reason.CLOSEST_UNDECIDED
         return self._choice(int(a[best]), int(b[best]), reason)
 
