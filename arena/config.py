@@ -571,6 +571,8 @@ def _parse_ladder(p: _Problems, t: Mapping[str, Any]) -> LadderSettings | None:
     for key in _LADDER_INTS:
         if key in raw:
             values[key] = p.check(partial(_int, p.path, f"tournament.ladder.{key}", raw[key], 0), None)
+        if key != "new_pairs" and values.get(key) == 1:  # a budget of one game allows no pair: nothing, ever
+            p.add(f"tournament.ladder.{key}", "must be 0 or at least 2 games (a duplicate pair is two)", 1)
     for key, (lo, inclusive) in _LADDER_NUMBERS.items():
         value = raw.get(key)
         if key not in raw:

@@ -84,6 +84,9 @@ def test_the_ladder_table_is_parsed_into_budget_and_rules(tmp_path: Path) -> Non
     ("ladder", "fmt", "error"),
     [
         ("total = -2", "ladder", "tournament.ladder.total: must be >= 0"),
+        ("total = 1", "ladder", "tournament.ladder.total: must be 0 or at least 2 games (a duplicate pair is two)"),
+        ("per_entrant = 1", "ladder", "tournament.ladder.per_entrant: must be 0 or at least 2 games"),
+        ("per_entrant_per_day = 1", "ladder", "tournament.ladder.per_entrant_per_day: must be 0 or at least 2"),
         ("totl = 2", "ladder", "did you mean 'total'"),
         ("width = 'wide'", "ladder", "tournament.ladder.width: must be a number"),
         ("fair_share = 0.5", "ladder", "tournament.ladder.fair_share: must be a finite number >= 1"),
