@@ -1108,6 +1108,44 @@ def test_a_reason_with_square_brackets_is_printed_as_it_is(tmp_path: Path, monke
     assert "[competition] base_python; step [/opt/bot] failed" in table.getvalue(), table.getvalue()
 
 
+@pytest.mark.parametrize(("status", "code"), [("validating", 1), ("playing", 0)])
+def test_submit_wait_that_times_out_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: str,
+                                            code: int) -> None:
+    """`arena submit --wait` stops following after `--wait-timeout S` (docs/competition.md): it said nothing
+    and exited 0, so a script read a submission still being validated as a success. Now one line names the
+    status it stopped at, and the exit status is 0 only for a bot already in the league (accepted)."""
+    import argparse
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    import arena.cli.competing as competing
+
+    sub = SimpleNamespace(id=3, entrant="mybot@1", status=status, step="", reason="", retired=False, log_tail="",
+                          games=0)
+
+    class Client:
+        def submit(self, *_: object, **__: object) -> Any:
+            return SimpleNamespace(**{**vars(sub), "status": "received"})
+
+        def follow(self, _sid: int, show: Any, *_: object, **__: object) -> Any:
+            show(sub)
+            return sub
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(competing, "_client", lambda args: Client())
+    (tmp_path / "bot").mkdir()
+    (tmp_path / "bot" / "mybot.py").write_text("class MyBot: pass\n")
+    out, err = io.StringIO(), io.StringIO()
+    args = argparse.Namespace(select=None, folder=str(tmp_path / "bot"), image=False, name="mybot", version="next",
+                              entry="mybot:MyBot", wait=True, wait_timeout=5.0)
+    assert competing._submit(args, Console(file=out, width=400), Console(file=err, width=400)) == code
+    assert err.getvalue().splitlines()[-1] == (f"#3 mybot@1 still {status} after 5 s (--wait-timeout): no longer "
+                                               "followed; `arena submissions` shows it"), err.getvalue()
+
+
 def test_serve_without_a_docker_daemon_says_so_in_one_plain_line(tmp_path: Path) -> None:
     """A competition's submissions play in containers, so `arena serve` of a [competition] config needs
     dockerd; without one it stops with the sandbox's own line, not as an unexpected failure

@@ -296,6 +296,19 @@ def _submit(args: argparse.Namespace, console: Console, err: Console) -> int:
         last = client.follow(sub.id, show, args.wait_timeout, shown=sub.status)  # its line is printed above
     finally:
         client.close()
+    return _waited(last, args.wait_timeout, err)
+
+
+def _waited(last: Any, timeout_s: float, err: Console) -> int:
+    """The exit status of ``arena submit --wait`` once it stopped following at ``last``: 1 for a rejected
+    or failed submission; when ``--wait-timeout`` (seconds) ended the wait first, a line saying so, and 0
+    only for a bot already in the league (accepted, playing)."""
+    from arena.competition.client import FINAL
+
+    if last.status not in FINAL:
+        err.print(f"#{last.id} {last.entrant} still {last.status} after {timeout_s:g} s (--wait-timeout): "
+                  "no longer followed; `arena submissions` shows it", highlight=False, soft_wrap=True, markup=False)
+        return 0 if last.status in ("accepted", "playing") else 1
     return 1 if last.status in ("rejected", "failed") else 0
 
 
