@@ -309,3 +309,69 @@ def test_container_bot_image_and_limits(tmp_path: Path) -> None:
     assert (b.limits.cpus, b.limits.memory_mb, b.limits.pids) == (0.5, 1024, 32)
     c = load_config(write(tmp_path, text.replace('memory = "1g"', "memory = 300")))
     assert c.bots[1].limits.memory_mb == 300 and not c.bots[0].in_container
+
+
+# docs/tournament-config.md and examples/competition.toml against the loader: every key they show is
+# accepted, and every key the loader accepts is shown (a key added to one and not the other is caught).
+CONFIG_DOC = Path(__file__).resolve().parents[1] / "docs" / "tournament-config.md"
+COMPETITION_EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "competition.toml"
+_TABLES = ("tournament", "tournament.rules", "tournament.time_control", "tournament.sprt", "tournament.ladder", "bots",
+           "competition")
+
+
+def _accepted(table: str) -> set[str]:
+    """The keys the loader accepts in ``table``, as its error for a key unlike any of them lists them."""
+    import ast
+    import re
+
+    from arena.config import parse_config
+
+    fmt = table.removeprefix("tournament.") if table in ("tournament.sprt", "tournament.ladder") else "round_robin"
+    doc: dict[str, object] = {"tournament": {"name": "x", "format": fmt},
+                              "bots": [{"name": "a", "command": ["a"]}, {"name": "b", "command": ["b"]}]}
+    where: dict[str, object] = doc
+    for part in table.split("."):
+        where = where.setdefault(part, {})  # type: ignore[assignment]
+        where = where[0] if isinstance(where, list) else where
+    where["zzqqxx"] = 1
+    with pytest.raises(ConfigError) as e:
+        parse_config(doc, "c.toml")
+    found = re.search(r"zzqqxx: unknown key \(known keys here: (\[[^\]]*\])\)", str(e.value))
+    assert found, str(e.value)
+    return set(ast.literal_eval(found.group(1)))
+
+
+def _shown() -> dict[str, tuple[set[str], set[str]]]:
+    """Per table, (the keys docs/tournament-config.md's TOML and examples/competition.toml set, those
+    and the ones only their comments name: ``# mode = "worker"``, ``# players may be repeated``)."""
+    import re
+    import tomllib
+
+    shown: dict[str, tuple[set[str], set[str]]] = {t: (set(), set()) for t in _TABLES}
+    blocks = [*re.findall(r"```toml\n(.*?)```", CONFIG_DOC.read_text(), re.S), COMPETITION_EXAMPLE.read_text()]
+    for block in blocks:
+        table = ""
+        for line in block.splitlines():
+            head = re.match(r"\s*\[\[?([\w.]+)\]\]?", line)
+            table = head.group(1) if head else table
+            named = re.match(r"\s*#\s*(\w+)", line)
+            if named and table in shown:
+                shown[table][1].add(named.group(1))
+        data = tomllib.loads(block)
+        for table in _TABLES:
+            where: object = data
+            for part in table.split("."):
+                where = where.get(part, {}) if isinstance(where, dict) else {}
+            for row in where if isinstance(where, list) else [where]:
+                shown[table][0].update(row)
+                shown[table][1].update(row)
+    return shown
+
+
+@pytest.mark.parametrize("table", _TABLES)
+def test_the_config_doc_shows_every_key_the_loader_takes(table: str) -> None:
+    set_keys, named = _shown()[table]
+    accepted = _accepted(table)
+    assert set_keys, table
+    assert set_keys <= accepted, f"[{table}]: the docs show keys the loader refuses: {sorted(set_keys - accepted)}"
+    assert accepted <= named, f"[{table}]: keys no doc shows: {sorted(accepted - named)}"
