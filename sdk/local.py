@@ -79,11 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return spar.fail(p, e)
     except KeyboardInterrupt:
         return spar.interrupted(p)
-    if args.json:
-        print(json.dumps(result_to_dict(result), indent=2))
-    else:
-        print(result.summary())
-    return 0
+    return spar.emit(json.dumps(result_to_dict(result), indent=2) if args.json else result.summary())
 
 
 def result_to_dict(result: LocalResult) -> dict[str, object]:

@@ -35,6 +35,7 @@ import argparse
 import hashlib
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -309,7 +310,18 @@ def run(p: argparse.ArgumentParser, a: str, b: str, players: int | None, pairs: 
     except KeyboardInterrupt:
         return interrupted(p)
     summary = result.summary()
-    print(json.dumps(summary, indent=2) if as_json else format_summary(a, b, rules.players, summary))
+    return emit(json.dumps(summary, indent=2) if as_json else format_summary(a, b, rules.players, summary))
+
+
+def emit(text: str) -> int:
+    """Print ``text`` on stdout; the exit status: 0, or 1 when the reader went away (``… | head``), then
+    quietly: stdout is pointed at /dev/null so that the flush at exit raises nothing more."""
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return 0
 
 

@@ -90,6 +90,26 @@ def test_an_interrupt_is_one_line_and_status_130(tmp_path: Path, module: str) ->
     _one_line(r, 130, "interrupted")
 
 
+@pytest.mark.parametrize(("module", "args"), [
+    ("sdk.local", ["--games", "2"]),
+    ("sdk.local", ["--games", "2", "--json"]),
+    ("sdk.local", ["--games", "2", "--duplicate"]),
+    ("sdk.spar", ["--pairs", "1", "--json"]),
+])
+def test_output_into_a_closed_pipe_is_quiet(module: str, args: list[str]) -> None:
+    """`python -m sdk.local … --json | head -0` ended in a BrokenPipeError traceback (twice: at the print
+    and again at exit); it now stops quietly with status 1, as `arena run … | head` and `python -m
+    arena.ratings … | head` do (docs/arena.md, Running)."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before anything is written
+    try:
+        done = subprocess.run([sys.executable, "-m", module, RANDOM, RANDOM, "--players", "2", *args], stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=120, cwd=ROOT)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (1, "")
+
+
 @pytest.mark.parametrize("module", ["sdk.local", "sdk.spar"])
 @pytest.mark.parametrize(("args", "needles"), [
     (["--rules", "[1, 2]"], ("--rules", "a JSON object", "list")),
