@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
-from web_helpers import ROOT, cards_in, live_from_record, record_lines, run_tournament, seat_knowledge
+from web_helpers import ROOT, cards_in, free_port, live_from_record, record_lines, run_tournament, seat_knowledge
 
 from arena.report import live
 from arena.web.app import create_app
@@ -326,6 +326,22 @@ def test_record_file_mode_and_cli_errors(out: Path) -> None:
         done = subprocess.run([sys.executable, "-m", "arena.cli", *args], cwd=ROOT, capture_output=True, text=True,
                               timeout=60)
         assert done.returncode == 2 and done.stderr.strip() == message, (args, done.stderr)
+
+
+def test_record_mode_says_it_serves_the_record(out: Path) -> None:
+    """`arena web --record FILE` said `serving OUTPUT/records on http://…`, as if the folder were served;
+    it serves the one record's viewer, and says so."""
+    record = (out / games_of(out)[0]["record"]).resolve()
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "web", "--record", str(record), "--port", str(port)],
+                            cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline().strip()
+        assert line == f"serving the record {record} on http://127.0.0.1:{port}/ (Ctrl-C stops)", line
+    finally:
+        proc.terminate()
+        proc.wait(15)
 
 
 def test_bad_query_parameters_are_one_line_400s_over_http(out: Path) -> None:

@@ -134,7 +134,8 @@ def web_command(args: argparse.Namespace, err: Console) -> int:
         err.print(f"waiting for {output} (arena run makes it; Ctrl-C stops)", soft_wrap=True, highlight=False)
         while not output.is_dir():
             time.sleep(0.5)
-    err.print(f"serving {output} on http://{args.host}:{args.port}/ (Ctrl-C stops)", soft_wrap=True, highlight=False)
+    what = f"the record {record}" if record is not None and not args.output else str(output)
+    err.print(f"serving {what} on http://{args.host}:{args.port}/ (Ctrl-C stops)", soft_wrap=True, highlight=False)
     serve(output, sock, proxies, spectator_delay=args.delay, record=record)
     return 0
 
