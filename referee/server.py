@@ -42,6 +42,7 @@ import contextlib
 import gc
 import hmac
 import secrets
+import socket
 import tempfile
 import threading
 import uuid
@@ -485,6 +486,21 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
                             seed_commitment=m.commitment) for m in self.registry.matches.values()])
 
 
+def check_bindable(host: str, port: int) -> None:
+    """Whether ``host:port`` (port 0: any) can be bound now, tried with a plain socket as gRPC binds (address
+    reuse on). gRPC's own failure logs a C-core line and says only "Failed to bind …", without the reason.
+
+    :raises RuntimeError: ``cannot bind HOST:PORT: REASON`` (e.g. ``Address already in use``).
+    """
+    try:
+        family = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)[0][0]
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host.strip("[]"), port))
+    except OSError as e:
+        raise RuntimeError(f"cannot bind {host}:{port}: {e.strerror or e}") from None
+
+
 class RefereeServer:
     """The referee as an object: ``port = await start()``, ``await stop()``; or ``async with``.
 
@@ -542,6 +558,7 @@ class RefereeServer:
             (*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
              reflection.SERVICE_NAME), server)
         addr = f"{self.host}:{self.port}"
+        check_bindable(self.host, self.port)
         if self.tls is not None:
             creds = grpc.ssl_server_credentials([(self.tls[1], self.tls[0])])
             bound: int = server.add_secure_port(addr, creds)

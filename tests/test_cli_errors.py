@@ -55,3 +55,17 @@ def test_tls_files_that_are_not_pem(tmp_path: Path) -> None:
     key.write_text("garbage\n")
     assert_one_line_error(serve("--port", "0", "--tls-cert", str(cert), "--tls-key", str(key)), "--tls-cert",
                           "PEM")
+
+
+def test_a_busy_port_is_one_line_naming_the_reason_and_exit_1() -> None:
+    """A port another program holds: gRPC's own words were two lines, a C-core log line and
+    `Failed to bind to address …; set GRPC_VERBOSITY=debug …`, neither naming the reason in the line we print;
+    now one line says it, as `arena web` does (docs/protocol.md, Server settings)."""
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        out = serve("--port", str(port))
+    assert out.returncode == 1, (out.returncode, out.stdout, out.stderr)
+    assert out.stderr.strip() == f"referee: cannot bind 127.0.0.1:{port}: Address already in use", out.stderr
+    assert "PORT" not in out.stdout
