@@ -50,6 +50,25 @@ def test_every_return_form_the_docs_list(choice: object, action: object) -> None
         resolve_choice(choice, tuple(a for a in legal if a != action))  # type: ignore[arg-type]
 
 
+def test_every_name_the_context_and_hook_tables_list_exists() -> None:
+    """Each field docs/sdk.md lists for `ctx`, its observation and shortcuts, and each hook's argument is an
+    attribute of the class it names (a renamed field would leave the docs promising what a bot cannot read)."""
+    import sdk
+    from referee.rules import Observation
+
+    text = DOC.read_text()
+    table = text[text.index("| field | meaning |"):text.index("Shortcuts:")]
+    named = [(sdk.Context, n) for cell in re.findall(r"^\| ([^|]*) \|", table, flags=re.M)
+             for n in re.findall(r"`(\w+)`", cell)]
+    named += [(Observation, n) for n in re.findall(r"`(\w+)`", table[table.index("may see"):table.index("| `legal`")])]
+    named += [(sdk.Context, n) for n in re.findall(r"`ctx\.(\w+)`", text[text.index("Shortcuts:"):])[:5]]
+    for hook, cls, names in re.findall(r"^\| `(on_\w+)\(\w+\)` \| `(\w+)`: (.*) \|$", text, flags=re.M):
+        named += [(sdk.Bot, hook)] + [(getattr(sdk, cls), n) for n in re.findall(r"`(?:\w+\.)?(\w+)`", names)]
+    assert len(named) > 50, named
+    missing = [f"{cls.__name__}.{n}" for cls, n in named if not hasattr(cls, n)]
+    assert not missing, f"docs/sdk.md names what the SDK does not have: {missing}"
+
+
 BOT_AUTHORS = DOC.parent / "bot-authors.md"
 
 
