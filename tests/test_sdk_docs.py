@@ -101,7 +101,7 @@ def test_bot_authors_python_path_runs_as_written(tmp_path: Path) -> None:
     text = re.sub(r'(?m)^output = "[^"]*"', 'output = "../arena-out/my"', text)
     block = re.search(r"```toml\n(.*?)```", section, re.S).group(1)  # type: ignore[union-attr]
     text += "\n" + "\n".join(line.strip() for line in block.splitlines()) + "\n"
-    # Only to keep the test short: 2 games a pairing (the doc's copy plays the demo's 20).
+    # Only to keep the test short: 2 games a pairing (the doc's copy plays the demo's 6).
     cfg.write_text(re.sub(r"(?m)^games_per_pairing = \d+", "games_per_pairing = 2", text))
     assert "run `arena run examples/my.toml`" in section
     done = subprocess.run([sys.executable, "-m", "arena.cli", "run", "examples/my.toml", "--no-progress",
