@@ -75,11 +75,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def _env_token(p: argparse.ArgumentParser) -> str:
     """The bot token of ``$ALLFOURS_BOT_TOKEN`` or of the file ``$ALLFOURS_BOT_TOKEN_FILE`` names; exits
-    with status 2 and one line (``p.error``) when there is none or its file cannot be read."""
+    with status 2 when there is none (``p.error``), or with one line and nothing else when the variables
+    are set twice or the file cannot be read (not a usage error: the usage would only bury the line)."""
     try:
         token = env_secret(TOKEN_ENV)
     except SecretError as e:
-        p.error(str(e))
+        p.exit(2, f"{p.prog}: error: {e}\n")
     if not token:
         p.error(f"worker mode needs the bot token: pass --token TOKEN or set {TOKEN_ENV} (or {TOKEN_ENV}_FILE)")
     return token

@@ -170,6 +170,23 @@ def test_every_sample_worker_refuses_a_token_given_twice_or_a_missing_file(tmp_p
             assert TOKEN not in done.stderr, name
 
 
+@pytest.mark.parametrize("worker", ["sdk.run", "node"])
+def test_a_token_given_twice_is_the_whole_of_stderr(tmp_path: Path, worker: str) -> None:
+    """docs/deploy.md, "Secrets": both variables set, or a missing file, is one line. `sdk.run` followed
+    it with its whole usage (nine lines) and `bot.js` with its usage line (which named only the per-game
+    form): neither is a usage error, so the line is all now."""
+    command = dict(_workers()).get(worker)
+    require(command is not None, "node_modules of sample_bots/js is missing (npm ci)")
+    assert command is not None
+    token_file = _file(tmp_path, TOKEN)
+    for extra in ({"ALLFOURS_BOT_TOKEN": TOKEN, "ALLFOURS_BOT_TOKEN_FILE": token_file},
+                  {"ALLFOURS_BOT_TOKEN_FILE": str(tmp_path / "nope")}):
+        env = _clean_env(ALLFOURS_LOBBY=f"127.0.0.1:{_free_port()}", ALLFOURS_BOT_NAME="w", **extra)
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, (worker, extra, done.stderr)
+        assert "ALLFOURS_BOT_TOKEN" in done.stderr and TOKEN not in done.stderr, done.stderr
+
+
 def test_a_bot_gets_no_admin_token_file_variable(tmp_path: Path) -> None:
     """A trusted bot (sandbox "none") runs as the arena's user and could read the admin token's file: the
     arena hands it neither ``$ALLFOURS_ADMIN_TOKEN_FILE`` nor the ``_FILE`` of ``tournament.admin_token_env``."""

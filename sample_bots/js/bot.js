@@ -48,15 +48,21 @@ function envSecret(name) {
   const value = process.env[name] || '';
   const file = process.env[`${name}_FILE`] || '';
   if (!file) return value;
-  if (value) usage(`$${name} and $${name}_FILE are both set: give the secret once`);
+  if (value) fail(`$${name} and $${name}_FILE are both set: give the secret once`);
   let text;
   try {
     text = fs.readFileSync(file, 'utf8').trim();
   } catch (e) {
-    usage(`$${name}_FILE ${file}: ${e.code || e.message}`);
+    fail(`$${name}_FILE ${file}: ${e.code || e.message}`);
   }
-  if (!text) usage(`$${name}_FILE ${file}: the file is empty`);
+  if (!text) fail(`$${name}_FILE ${file}: the file is empty`);
   return text;
+}
+
+// A bad setting that is not a usage error (a secret given twice, an unreadable file): one line, exit 2.
+function fail(msg) {
+  console.error(`bot.js: ${msg}`);
+  process.exit(2);
 }
 
 function parseArgs(argv) {
@@ -107,7 +113,8 @@ function parseArgs(argv) {
 
 function usage(msg, code = 2) {
   if (msg) console.error(`bot.js: ${msg}`);
-  console.error('usage: node bot.js --referee HOST:PORT --ticket T [--name NAME] [--version V] [--raise-every N]');
+  console.error('usage: node bot.js --referee HOST:PORT --ticket T [--name NAME] [--version V] [--raise-every N]\n'
+    + '       node bot.js --arena HOST:PORT [--token TOKEN] [--name NAME] [--version V]   (worker mode)');
   process.exit(code);
 }
 
