@@ -170,13 +170,13 @@ def test_every_sample_worker_refuses_a_token_given_twice_or_a_missing_file(tmp_p
             assert TOKEN not in done.stderr, name
 
 
-@pytest.mark.parametrize("worker", ["sdk.run", "node"])
+@pytest.mark.parametrize("worker", ["sdk.run", "node", "cpp"])
 def test_a_token_given_twice_is_the_whole_of_stderr(tmp_path: Path, worker: str) -> None:
     """docs/deploy.md, "Secrets": both variables set, or a missing file, is one line. `sdk.run` followed
-    it with its whole usage (nine lines) and `bot.js` with its usage line (which named only the per-game
-    form): neither is a usage error, so the line is all now."""
+    it with its whole usage (nine lines), `bot.js` and the C++ bot with their usage line (bot.js's named
+    only the per-game form): neither is a usage error, so the line is all now."""
     command = dict(_workers()).get(worker)
-    require(command is not None, "node_modules of sample_bots/js is missing (npm ci)")
+    require(command is not None, "node_modules or the C++ bot's build is missing (npm ci; sample_bots/cpp/build.sh)")
     assert command is not None
     token_file = _file(tmp_path, TOKEN)
     for extra in ({"ALLFOURS_BOT_TOKEN": TOKEN, "ALLFOURS_BOT_TOKEN_FILE": token_file},

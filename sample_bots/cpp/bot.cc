@@ -78,20 +78,26 @@ void Log(const std::string& text) {
   std::exit(2);
 }
 
+// A bad setting that is not a usage error (a secret given twice, an unreadable file): one line, exit 2.
+[[noreturn]] void Fail(const std::string& why) {
+  std::cerr << "allfours-cpp-bot: " << why << "\n";
+  std::exit(2);
+}
+
 // A secret from $name, or from the file $name_FILE names (a Docker secret; docs/deploy.md, "Secrets").
 std::string EnvSecret(const std::string& name) {
   std::string value = Env(name.c_str()), file = Env((name + "_FILE").c_str());
   if (file.empty()) return value;
-  if (!value.empty()) Usage("$" + name + " and $" + name + "_FILE are both set: give the secret once");
+  if (!value.empty()) Fail("$" + name + " and $" + name + "_FILE are both set: give the secret once");
   std::ifstream in(file);
-  if (!in) Usage("$" + name + "_FILE " + file + ": cannot be read");
+  if (!in) Fail("$" + name + "_FILE " + file + ": cannot be read");
   std::stringstream text;
   text << in.rdbuf();
   std::string secret = text.str();
   const char* blanks = " \t\r\n";
   secret.erase(secret.find_last_not_of(blanks) + 1);
   secret.erase(0, secret.find_first_not_of(blanks));
-  if (secret.empty()) Usage("$" + name + "_FILE " + file + ": the file is empty");
+  if (secret.empty()) Fail("$" + name + "_FILE " + file + ": the file is empty");
   return secret;
 }
 
