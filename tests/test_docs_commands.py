@@ -140,3 +140,17 @@ def test_every_flag_is_in_a_paragraph_naming_its_command() -> None:
 def test_the_scan_reads_command_lines(span: str, found: list[tuple[str, str]]) -> None:
     """The scan finds the flags of a command line and nothing in prose (so the tests above can fail)."""
     assert list(_written_flags(span)) == found
+
+
+def test_every_environment_variable_the_docs_name_is_read_or_set_somewhere() -> None:
+    """An `ALLFOURS_…` variable in the docs is one the code reads or sets (a `…_FILE` one: its variable's,
+    read through `referee.credentials`); a renamed variable would leave the docs setting nothing."""
+    code = "\n".join(p.read_text(errors="replace") for folder in ("arena", "sdk", "referee", "sample_bots", "docker",
+                                                                 "scripts")
+                     for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".js", ".cc", ".sh", ".Dockerfile"))
+    code += (ROOT / "compose.yaml").read_text()
+    named = {v for doc in DOCS for v in re.findall(r"\bALLFOURS_[A-Z_]*[A-Z]\b", doc.read_text())}
+    named -= {"ALLFOURS_TOKEN"}  # ALLFOURS_TOKEN_<BOT>, ALLFOURS_TOKEN_{RANDOM,…}: the demo scripts' family
+    assert len(named) > 20, named
+    unread = sorted(v for v in named if v.removesuffix("_FILE") not in code)
+    assert not unread, f"variables the docs name and no code reads: {unread}"
