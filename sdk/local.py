@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("bots", nargs="+", metavar="module:Class",
                    help="one bot per seat in seat order; fewer are repeated round the table")
     p.add_argument("--players", type=int, choices=(2, 4), default=None,
-                   help="players at the table (default 4)")
+                   help="players at the table (default: the --rules' players, else 4)")
     p.add_argument("--games", type=int, default=1, help="games in the match (default 1)")
     p.add_argument("--seed", default=None, help="match seed: 64 hex digits, or any text (hashed)")
     p.add_argument("--rules", default=None, help='rule options as JSON, e.g. \'{"target": 7}\'')

@@ -10,6 +10,9 @@ from arena.config import ENV_ADMIN_TOKEN
 from arena.lobby.tokens import MIN_GIVEN_TOKEN
 from arena.ratings.fit import DEFAULT_BOOTSTRAP
 
+#: ``--bootstrap`` of run, serve and the final.
+_BOOTSTRAP_HELP = f"bootstrap resamples for intervals (default {DEFAULT_BOOTSTRAP}; 0: the normal approximation)"
+
 
 def parser() -> argparse.ArgumentParser:
     """The parser of every ``arena`` sub-command."""
@@ -39,7 +42,8 @@ def _add_run(sub: Any) -> None:
         f"tournament.admin_token_env, {ENV_ADMIN_TOKEN} unless set)",
     )
     run.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
-    run.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples for intervals")
+    run.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, metavar="N",
+                     help=_BOOTSTRAP_HELP)
     run.add_argument("--verbose", action="store_true", help="show the embedded referee's log")
     run.add_argument("--no-progress", action="store_true", help="no live progress bar")
     run.add_argument("--referee-advertise", metavar="HOST",
@@ -104,7 +108,8 @@ def _add_serve(sub: Any) -> None:
     srv.add_argument("--admin-token", metavar="T", help="as for run")
     srv.add_argument("--referee-advertise", metavar="HOST", help="as for run")
     srv.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
-    srv.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples for intervals")
+    srv.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, metavar="N",
+                     help=_BOOTSTRAP_HELP)
     srv.add_argument("--verbose", action="store_true", help="show the embedded referee's log")
     srv.add_argument("--web", type=int, metavar="PORT", default=None,
                      help="also serve the web pages and API (as `arena web`) on PORT in this process (0: a free port)")
@@ -162,7 +167,8 @@ def _add_competition(sub: Any) -> None:
     final.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
     final.add_argument("--games-per-pairing", type=int, default=None, metavar="N",
                        help="games of each pairing (even; default: twice the league's)")
-    final.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples for intervals")
+    final.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, metavar="N",
+                       help=_BOOTSTRAP_HELP)
 
 
 def _arena_options(p: Any) -> None:
