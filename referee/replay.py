@@ -287,8 +287,12 @@ def _parse_action(a: object) -> tuple[int, Action]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry: ``python -m referee.replay FILE|-``. Returns the exit code (0, or 2)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1 or args[0] in ("-h", "--help"):
-        print("usage: python -m referee.replay FILE  (- for stdin)", file=sys.stderr)
+    usage = "usage: python -m referee.replay FILE  (- for stdin)"
+    if args in (["-h"], ["--help"]):
+        print(usage)
+        return 0
+    if len(args) != 1:
+        print(usage, file=sys.stderr)
         return 2
     name = "stdin" if args[0] == "-" else args[0]
     try:

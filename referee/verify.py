@@ -488,8 +488,12 @@ class _Verifier:
 def main(argv: list[str] | None = None) -> int:
     """``python -m referee.verify RECORD``: 0 and ``OK ...`` or 1 and ``FAIL line N: ...`` (2: usage)."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1 or args[0] in ("-h", "--help"):
-        print("usage: python -m referee.verify RECORD.jsonl", file=sys.stderr)
+    usage = "usage: python -m referee.verify RECORD.jsonl"
+    if args in (["-h"], ["--help"]):
+        print(usage)
+        return 0
+    if len(args) != 1:
+        print(usage, file=sys.stderr)
         return 2
     try:
         print(verify_lines(read_lines(args[0])))

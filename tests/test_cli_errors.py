@@ -69,3 +69,18 @@ def test_a_busy_port_is_one_line_naming_the_reason_and_exit_1() -> None:
     assert out.returncode == 1, (out.returncode, out.stdout, out.stderr)
     assert out.stderr.strip() == f"referee: cannot bind 127.0.0.1:{port}: Address already in use", out.stderr
     assert "PORT" not in out.stdout
+
+
+@pytest.mark.parametrize("module", ["referee.replay", "referee.verify", "referee.healthcheck"])
+def test_the_small_tools_answer_help_and_refuse_extra_arguments(module: str) -> None:
+    """`python -m referee.healthcheck --help` dialled a referee named `--help` (`referee --help: UNAVAILABLE`,
+    exit 1); replay and verify printed their usage for `--help` as an error (exit 2). `--help` is a question:
+    the usage on stdout, exit 0; two arguments are a usage error: the usage on stderr, exit 2."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    asked = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, env=env, capture_output=True,
+                           text=True, timeout=60)
+    assert (asked.returncode, asked.stderr) == (0, ""), asked
+    assert asked.stdout.startswith(f"usage: python -m {module} "), asked.stdout
+    wrong = subprocess.run([sys.executable, "-m", module, "a", "b"], cwd=ROOT, env=env, capture_output=True,
+                           text=True, timeout=60)
+    assert wrong.returncode == 2 and wrong.stderr.startswith(f"usage: python -m {module} "), wrong
