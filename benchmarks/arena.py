@@ -150,10 +150,10 @@ def tournament(args: argparse.Namespace, mode: str, gpp: int, live: bool = False
             store_s = [0.0]
             record = t.store.record
 
-            def timed_record(result: GameResult) -> bool:
+            def timed_record(result: GameResult, at: float | None = None) -> bool:
                 s0 = time.perf_counter()
                 try:
-                    return record(result)
+                    return record(result, at)
                 finally:
                     store_s[0] += time.perf_counter() - s0
 
