@@ -1066,6 +1066,44 @@ def test_a_prebuilt_image_is_accepted_and_cannot_retag_others(league: tuple[Path
             client.images.remove(tag, force=True)
 
 
+def _submit_with_a_fake_arena(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sub: Any, name: str,
+                              first: str | None = None) -> tuple[int, str]:
+    """``arena submit --wait`` of a one-file bot ``name`` against a fake arena whose submission is
+    ``sub`` when submitted (or first in status ``first``, then followed to ``sub``, shown when its status
+    is new); returns the exit status and stderr. The fake's ``submissions`` lists ``sub`` (for
+    ``arena submissions`` afterwards)."""
+    import argparse
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    import arena.cli.competing as competing
+
+    class Client:
+        def submit(self, *_: object, **__: object) -> Any:
+            return sub if first is None else SimpleNamespace(**{**vars(sub), "status": first})
+
+        def follow(self, _sid: int, show: Any, *_: object, shown: str = "", **__: object) -> Any:
+            if sub.status != shown:
+                show(sub)
+            return sub
+
+        def submissions(self) -> list[Any]:
+            return [sub]
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(competing, "_client", lambda args: Client())
+    (tmp_path / "bot").mkdir()
+    (tmp_path / "bot" / f"{name}.py").write_text("x = 1\n")
+    out, err = io.StringIO(), io.StringIO()
+    args = argparse.Namespace(select=None, folder=str(tmp_path / "bot"), image=False, name=name, version="next",
+                              entry=f"{name}:Bot", wait=True, wait_timeout=5.0)
+    code = competing._submit(args, Console(file=out, width=400), Console(file=err, width=400))
+    return code, err.getvalue()
+
+
 def test_a_reason_with_square_brackets_is_printed_as_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`arena submit --wait` and `arena submissions` print the arena's reasons as text: rich took
     `[competition]` in the host's own fix ("set [competition] base_python …") and the ` [retired]` mark for
@@ -1081,28 +1119,9 @@ def test_a_reason_with_square_brackets_is_printed_as_it_is(tmp_path: Path, monke
     reason = "the host is to set [competition] base_python; step [/opt/bot] failed"
     sub = SimpleNamespace(id=7, entrant="evebot@1", status="failed", step="build", reason=reason, retired=True,
                           log_tail="", games=0)
-
-    class Client:
-        def submit(self, *_: object, **__: object) -> Any:
-            return sub
-
-        def follow(self, _sid: int, show: Any, *_: object, **__: object) -> Any:
-            return sub
-
-        def submissions(self) -> list[Any]:
-            return [sub]
-
-        def close(self) -> None:
-            pass
-
-    monkeypatch.setattr(competing, "_client", lambda args: Client())
-    (tmp_path / "bot").mkdir()
-    (tmp_path / "bot" / "evebot.py").write_text("x = 1\n")
-    out, err = io.StringIO(), io.StringIO()
-    args = argparse.Namespace(select=None, folder=str(tmp_path / "bot"), image=False, name="evebot", version="next",
-                              entry="evebot:EveBot", wait=True, wait_timeout=5.0)
-    assert competing._submit(args, Console(file=out, width=400), Console(file=err, width=400)) == 1
-    assert f"submitted: #7 evebot@1 failed (build: {reason}) [retired]" in err.getvalue(), err.getvalue()
+    code, err = _submit_with_a_fake_arena(tmp_path, monkeypatch, sub, "evebot")
+    assert code == 1
+    assert f"submitted: #7 evebot@1 failed (build: {reason}) [retired]" in err, err
     table = io.StringIO()
     assert competing._submissions(argparse.Namespace(), Console(file=table, width=400)) == 0
     assert "[competition] base_python; step [/opt/bot] failed" in table.getvalue(), table.getvalue()
@@ -1114,36 +1133,14 @@ def test_submit_wait_that_times_out_says_so(tmp_path: Path, monkeypatch: pytest.
     """`arena submit --wait` stops following after `--wait-timeout S` (docs/competition.md): it said nothing
     and exited 0, so a script read a submission still being validated as a success. Now one line names the
     status it stopped at, and the exit status is 0 only for a bot already in the league (accepted)."""
-    import argparse
     from types import SimpleNamespace
-
-    from rich.console import Console
-
-    import arena.cli.competing as competing
 
     sub = SimpleNamespace(id=3, entrant="mybot@1", status=status, step="", reason="", retired=False, log_tail="",
                           games=0)
-
-    class Client:
-        def submit(self, *_: object, **__: object) -> Any:
-            return SimpleNamespace(**{**vars(sub), "status": "received"})
-
-        def follow(self, _sid: int, show: Any, *_: object, **__: object) -> Any:
-            show(sub)
-            return sub
-
-        def close(self) -> None:
-            pass
-
-    monkeypatch.setattr(competing, "_client", lambda args: Client())
-    (tmp_path / "bot").mkdir()
-    (tmp_path / "bot" / "mybot.py").write_text("class MyBot: pass\n")
-    out, err = io.StringIO(), io.StringIO()
-    args = argparse.Namespace(select=None, folder=str(tmp_path / "bot"), image=False, name="mybot", version="next",
-                              entry="mybot:MyBot", wait=True, wait_timeout=5.0)
-    assert competing._submit(args, Console(file=out, width=400), Console(file=err, width=400)) == code
-    assert err.getvalue().splitlines()[-1] == (f"#3 mybot@1 still {status} after 5 s (--wait-timeout): no longer "
-                                               "followed; `arena submissions` shows it"), err.getvalue()
+    got, err = _submit_with_a_fake_arena(tmp_path, monkeypatch, sub, "mybot", first="received")
+    assert got == code
+    assert err.splitlines()[-1] == (f"#3 mybot@1 still {status} after 5 s (--wait-timeout): no longer "
+                                    "followed; `arena submissions` shows it"), err
 
 
 def test_serve_without_a_docker_daemon_says_so_in_one_plain_line(tmp_path: Path) -> None:
