@@ -58,6 +58,9 @@ DEFAULT_NO_SHOW_S = 120
 MAX_TIME_CONTROL = 2**32 - 1
 #: Default of ``tournament.bot_log_bytes``: the most bytes of output kept per bot process (1 MiB).
 BOT_LOG_BYTES = 1 << 20
+#: Default of ``tournament.bot_logs_kept_games``: the per-game bot logs (``OUTPUT/logs/<game id>/``) of
+#: the newest this many stored games are kept, older ones removed (arena/tournament/game_logs.py).
+BOT_LOGS_KEPT_GAMES = 2000
 #: Largest ``games_per_pairing`` (the schedule is built in memory; pair numbers are 4 bytes in seeds).
 MAX_GAMES_PER_PAIRING = 1_000_000
 
@@ -182,6 +185,7 @@ class TournamentConfig:
     remote_in_4p: bool = True
     ladder: LadderSettings | None = None  # format = "ladder" (arena/formats/ladder_run.py)
     competition: CompetitionSettings | None = None  # [competition]: strangers submit bots (arena/competition/)
+    bot_logs_kept_games: int = BOT_LOGS_KEPT_GAMES  # 0: every game's logs kept
 
     @property
     def uses_lobby(self) -> bool:
@@ -193,9 +197,10 @@ class TournamentConfig:
         """SHA-256 (hex) of everything that decides which games are played and how.
 
         Excludes ``concurrency``, ``output``, ``source``, ``referees``, ``admin_token_env``,
-        ``bot_log_bytes`` and the bots' ``command``/``cwd``/``env`` (where games are refereed and how a
-        bot is started may change between runs of one tournament; what a bot *is* — name and version —
-        may not). Includes the master seed only when the config gives one. See :meth:`identity`.
+        ``bot_log_bytes``, ``bot_logs_kept_games`` and the bots' ``command``/``cwd``/``env`` (where games
+        are refereed and how a bot is started may change between runs of one tournament; what a bot
+        *is* — name and version — may not). Includes the master seed only when the config gives one.
+        See :meth:`identity`.
         """
         return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()
 
@@ -306,6 +311,7 @@ _TOURNAMENT_KEYS = {
     "referees",
     "admin_token_env",
     "bot_log_bytes",
+    "bot_logs_kept_games",
     "format",
     "sprt",
     "ladder",
@@ -499,6 +505,7 @@ def parse_config(data: Mapping[str, object], path: str = "<config>", base: Path 
         part.remote_in_4p,
         ladder,
         competition,
+        part.bot_logs_kept_games,
     )
 
 
@@ -616,6 +623,7 @@ class _TournamentPart:
     referee_tls_ca: str | None
     no_show_s: int
     remote_in_4p: bool
+    bot_logs_kept_games: int
 
 
 def _parse_name(path: str, value: object) -> str:
@@ -756,6 +764,8 @@ def _parse_tournament(p: _Problems, t: Mapping[str, object], base: Path) -> _Tou
             lambda: _int(path, "tournament.no_show_s", t.get("no_show_s", DEFAULT_NO_SHOW_S), 1, 30 * 24 * 3600), 1
         ),
         remote_in_4p=p.check(lambda: _bool(path, "tournament.remote_in_4p", t.get("remote_in_4p", True)), True),
+        bot_logs_kept_games=p.check(lambda: _int(path, "tournament.bot_logs_kept_games",
+                                                 t.get("bot_logs_kept_games", BOT_LOGS_KEPT_GAMES), 0), 0),
     )
 
 

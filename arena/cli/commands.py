@@ -50,6 +50,7 @@ from arena.report import failures
 from arena.report.live import remove_live_files
 from arena.report.publish import publish_tournament
 from arena.report.terminal import progress_bar
+from arena.tournament.game_logs import GameLogs
 from arena.tournament.lock import OutputLocked, lock_output
 from arena.tournament.result import GameResult
 from arena.tournament.runner import (
@@ -805,6 +806,7 @@ def _play(
         ) as advance:
 
             seen = failures.Failures()
+            logs = GameLogs(config.bot_logs_kept_games)  # its first call sweeps: earlier runs' games too
 
             def on_result(result: GameResult, written: bool) -> None:
                 for counts in failures.of_game(result).values():
@@ -812,6 +814,7 @@ def _play(
                 advance(1, seen.summary())
                 if written:
                     metrics.game_stored(result)
+                    logs.after_store(t.store)
                 if written and ladder is not None:
                     ladder.add(result)
                 if test is not None and written and test.add(result):

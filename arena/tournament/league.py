@@ -41,6 +41,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from arena.config import ConfigError, TournamentConfig, check_bot_cwds, load_config
+from arena.tournament.game_logs import GameLogs
 from arena.tournament.result import GameResult
 from arena.tournament.runner import LADDER_KEY, LEAGUE_KEY, Tournament, open_tournament, run_games
 from arena.tournament.schedule import ScheduledGame
@@ -90,6 +91,7 @@ class League:
     lobby_services: list[Callable[[Any], None]] = field(default_factory=list)  # more services on the lobby
     reopened: list[Callable[[TournamentConfig], None]] = field(default_factory=list)  # a SIGHUP's config, taken
     publish_spacing: float = PUBLISH_SPACING  # see PUBLISH_SPACING
+    game_logs: GameLogs | None = field(default=None, init=False)  # per-game logs kept (bot_logs_kept_games)
     unpublished: bool = field(default=False, init=False)  # a game was stored since the last publication
     _last_publication: tuple[float, float] = field(default=(0.0, 0.0), init=False)  # (monotonic s it ended, s it took)
 
@@ -171,6 +173,8 @@ class League:
         if self.ladder is not None:
             self.ladder.add(result)
             t.store.set_meta(LADDER_KEY, json.dumps(self.ladder.board(time.time())))
+        self.game_logs = GameLogs.following(self.game_logs, t.config.bot_logs_kept_games)
+        self.game_logs.after_store(t.store)
         self.unpublished = True
         ended, took = self._last_publication
         if time.monotonic() - ended >= self.publish_spacing * took:

@@ -301,6 +301,13 @@ class Store:
         )
         return cur.rowcount == 1
 
+    def beyond_newest(self, keep: int, limit: int = -1) -> list[str]:
+        """Ids of the stored games after the newest ``keep`` (by ``stored_at``, then id), newest first; at
+        most ``limit`` of them (-1: all). Read by the ``stored_at`` index."""
+        rows = self._db.execute("SELECT game_id FROM games ORDER BY stored_at DESC, game_id DESC LIMIT ? OFFSET ?",
+                                (limit, keep))
+        return [r[0] for r in rows]
+
     def stored_ids(self) -> set[str]:
         """The game ids already stored."""
         return {r[0] for r in self._db.execute("SELECT game_id FROM games")}
