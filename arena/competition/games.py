@@ -14,6 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from arena.tournament.game_logs import game_log_folder
 from referee.rules.seats import side_of
 
 #: Most bytes of a seat log handed out (its end).
@@ -77,10 +78,9 @@ def log_path(output: Path, game_id: str, seat: int) -> Path | None:
     """The log file of ``seat`` in the stored game ``game_id`` (any tournament name: ids come from
     games.jsonl, never a path of the caller's), or None when there is none (a game decided without
     its bots running, say) or it is a link."""
-    if game_id in ("", ".", "..") or "/" in game_id or "\0" in game_id:
-        return None
-    path = output / "logs" / game_id / f"seat{seat}.log"
-    return path if path.is_file() and not path.is_symlink() else None
+    folder = game_log_folder(output / "logs", game_id)
+    path = None if folder is None else folder / f"seat{seat}.log"
+    return path if path is not None and path.is_file() and not path.is_symlink() else None
 
 
 def seat_log(output: Path, entrants: Collection[str], players: int, game_id: str, seat: int) -> bytes:

@@ -13,11 +13,21 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
 from arena.tournament.store import Store
 
 #: Games pushed out of the window per call after the first: more than the games stored between two calls.
 PUSHED_OUT = 16
+
+
+def game_log_folder(logs: Path, game_id: str) -> Path | None:
+    """``logs/<game_id>``, the folder of one game's seat logs, or None for an id that would name another
+    folder (empty, ``.``, ``..``, a path, a NUL, or the bot check's and the workers' folders) or a link."""
+    if game_id in ("", ".", "..", "check", "workers") or "/" in game_id or "\0" in game_id:
+        return None
+    folder = logs / game_id
+    return None if folder.is_symlink() else folder
 
 
 @dataclass
@@ -42,11 +52,8 @@ class GameLogs:
         self.swept = True
         logs, removed = store.path.parent / "logs", 0
         for game_id in ids:
-            folder = logs / game_id
-            if game_id in ("", ".", "..", "check", "workers") or "/" in game_id:
-                continue
-            if folder.is_symlink() or not folder.is_dir():
-                continue
-            shutil.rmtree(folder, ignore_errors=True)
-            removed += 1
+            folder = game_log_folder(logs, game_id)
+            if folder is not None and folder.is_dir():
+                shutil.rmtree(folder, ignore_errors=True)
+                removed += 1
         return removed
