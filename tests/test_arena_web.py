@@ -19,7 +19,7 @@ from web_helpers import ROOT, cards_in, free_port, live_from_record, record_line
 
 from arena.report import live
 from arena.web.app import create_app
-from arena.web.frames import replay_frames
+from arena.web.frames import expand_frames, replay_frames
 from arena.web.render import script_json
 from tests.configs import bots_toml
 
@@ -122,7 +122,9 @@ def test_seat_view_holds_only_what_that_seat_knew(client: TestClient, out: Path)
             page = client.get(f"/games/{g['game_id']}", params={"seat": seat}).text
             before, rest = page.split('<script type="application/json" id="replay-data">')
             embedded, after = rest.split("</script>", 1)
-            assert json.loads(embedded) == api  # the page holds exactly the seat's frames...
+            data = json.loads(embedded)  # the page holds exactly the seat's frames, compact...
+            assert data.pop("frames_compact") is True
+            assert {**data, "frames": expand_frames(data["frames"])} == api
             assert not cards_in(before + after)  # ...and no card outside them
         # the all-hands view does show every hand
         every = client.get(f"/api/games/{g['game_id']}/record").json()

@@ -305,6 +305,32 @@ def test_replays_open_at_the_first_cards_link_steps_and_say_what_happened(page: 
     assert page.locator("#events li.what").text_content() == page.locator("#step-text").text_content() != ""
 
 
+def test_pages_expand_their_compact_frames_to_the_apis(page: Any, server: WebServer, out: Path) -> None:
+    """A page carries its frames compact (each as its changes from the one before) and ``viewer.js``
+    expands them: on the served pages (all hands, a seat) and a static copy, what the viewer steps
+    through is exactly the frames the JSON API sends; and the page is less than two thirds of what
+    the whole frames made it."""
+    from urllib.request import urlopen
+
+    from arena.web.frames import ALL, replay_frames
+    from arena.web.render import script_json
+
+    g = games_of(out)[1]
+    lines = record_lines(out / g["record"])
+    for path, view in ((f"/games/{g['game_id']}", ALL), (f"/games/{g['game_id']}?seat=2", 2)):
+        with urlopen(url(server, f"/api/games/{g['game_id']}/record" + ("" if view == ALL else "?seat=2"))) as r:
+            api = json.load(r)["frames"]
+        page.goto(url(server, path))
+        page.wait_for_selector("#step-text:not(:empty)")
+        assert json.loads(page.evaluate("JSON.stringify(window.arenaViewer.frames())")) == api
+    static = out / "replays" / f"{g['game_id']}.html"
+    page.goto(static.as_uri())
+    page.wait_for_selector("#step-text:not(:empty)")
+    whole = replay_frames(lines, ALL)
+    assert json.loads(page.evaluate("JSON.stringify(window.arenaViewer.frames())")) == whole["frames"]
+    assert static.stat().st_size * 3 < len(script_json(whole)) * 2
+
+
 def test_static_replays_have_the_seat_views(page: Any, out: Path) -> None:
     """issue 24, item 9: each static replay links a page per seat, which draws only that seat's cards."""
     g = games_of(out)[1]

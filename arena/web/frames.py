@@ -382,3 +382,62 @@ def replay_frames(lines: Sequence[Mapping[str, Any]], view: str | int = ALL) -> 
         "games": lines[0].get("games"),
         "frames": b.frames,
     }
+
+
+#: Keys of a compact frame (:func:`compact_frames`) that no frame has: the keys its frame drops, and the
+#: lists its frame extends.
+GONE, MORE = "_gone", "_more"
+
+
+def compact_frames(frames: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``frames`` as a page carries them: each frame as its changes from the frame before (the first
+    against an empty one), which :func:`expand_frames` and ``viewer.js`` undo.
+
+    A compact frame holds the keys whose values changed; ``"_gone"``: the keys the frame no longer has;
+    ``"_more"``: for a list that only grew (the deal's ``tricks``, ``points``, ``kicks``), the items
+    added. A whole game's frames repeat most of the table every step, so this is 43-50% of their JSON
+    (``tests/test_arena_web_frames.py`` checks at most three fifths); only the pages use it, the JSON
+    API sends whole frames.
+
+    :raises ValueError: a frame with a key named ``"_gone"`` or ``"_more"`` (no frame has one).
+    """
+    out: list[dict[str, Any]] = []
+    before: Mapping[str, Any] = {}
+    for frame in frames:
+        if GONE in frame or MORE in frame:
+            raise ValueError(f"a frame may not have a key {GONE!r} or {MORE!r}")
+        change: dict[str, Any] = {}
+        more: dict[str, list[Any]] = {}
+        for key, value in frame.items():
+            old = before.get(key, _ABSENT)
+            if old == value:
+                continue
+            if isinstance(value, list) and isinstance(old, list) and len(old) < len(value) \
+                    and value[:len(old)] == old:
+                more[key] = value[len(old):]
+            else:
+                change[key] = value
+        gone = [key for key in before if key not in frame]
+        if gone:
+            change[GONE] = gone
+        if more:
+            change[MORE] = more
+        out.append(change)
+        before = frame
+    return out
+
+
+def expand_frames(compact: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The frames :func:`compact_frames` was given (what ``viewer.js`` does on a page)."""
+    out: list[dict[str, Any]] = []
+    before: dict[str, Any] = {}
+    for change in compact:
+        frame = {k: v for k, v in before.items() if k not in change.get(GONE, ())}
+        frame.update({k: [*before[k], *items] for k, items in change.get(MORE, {}).items()})
+        frame.update({k: v for k, v in change.items() if k not in (GONE, MORE)})
+        out.append(frame)
+        before = frame
+    return out
+
+
+_ABSENT = object()

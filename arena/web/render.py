@@ -29,6 +29,7 @@ from arena.report.figures import (
     rating_chart,
 )
 from arena.report.terminal import failure_rows
+from arena.web.frames import compact_frames
 from referee.outcome import NOT_A_FORFEIT
 from referee.rules.seats import side_of
 
@@ -49,6 +50,13 @@ def script_json(value: object) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def replay_json(replay: Mapping[str, Any]) -> str:
+    """The viewer's data (:class:`arena.web.frames.Replay`, or a spectator's) as its page carries them:
+    :func:`script_json` with the frames compact (:func:`arena.web.frames.compact_frames`;
+    ``"frames_compact": true`` tells ``viewer.js`` to expand them)."""
+    return script_json({**replay, "frames": compact_frames(replay["frames"]), "frames_compact": True})
+
+
 def templates() -> jinja2.Environment:
     """The Jinja2 environment of the pages (autoescape on; ``script_json`` as a filter; ``pair_note``, what
     the pages say of a pair's two games: :data:`arena.web.data.PAIR_NOTE`)."""
@@ -56,6 +64,7 @@ def templates() -> jinja2.Environment:
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
     env.filters["script_json"] = lambda v: jinja2.utils.markupsafe.Markup(script_json(v))
+    env.filters["replay_json"] = lambda v: jinja2.utils.markupsafe.Markup(replay_json(v))
     env.globals["pair_note"] = PAIR_NOTE
     return env
 

@@ -3,7 +3,23 @@
 (function () {
   "use strict";
   const data = JSON.parse(document.getElementById("replay-data").textContent);
-  let frames = data.frames;
+  // A page carries each frame as its changes from the one before (arena/web/frames.py, compact_frames):
+  // "_gone" lists the keys it drops, "_more" the items its lists gained. The JSON API sends whole frames.
+  function expand(compact) {
+    const out = [];
+    let before = {};
+    compact.forEach(function (change) {
+      const frame = Object.assign({}, before);
+      (change._gone || []).forEach(function (k) { delete frame[k]; });
+      const more = change._more || {};
+      Object.keys(more).forEach(function (k) { frame[k] = before[k].concat(more[k]); });
+      Object.keys(change).forEach(function (k) { if (k !== "_gone" && k !== "_more") frame[k] = change[k]; });
+      out.push(frame);
+      before = frame;
+    });
+    return out;
+  }
+  let frames = data.frames_compact ? expand(data.frames) : data.frames;
   let at = 0;
   // A frame with cards on the table: the page opens at the first one (not the empty table before
   // the first deal), unless its address names a step (#step=12, counted from 1 as shown); a spectator
