@@ -15,7 +15,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
 
-from arena.formats.sprt import PAIR_SCORES, Decision, bounds, llr, pentanomial, sprt
+from arena.formats.sprt import BEYOND_ELO, PAIR_SCORES, Decision, bounds, llr, pentanomial, report, sprt
 from arena.ratings.elo import expected_score as logistic_score
 from arena.ratings.fit import Game
 
@@ -173,3 +173,26 @@ def test_cli(tmp_path) -> None:
         check=True,
     )
     assert "LLR: 2.131" in known.stdout
+
+
+def test_an_interval_end_beyond_the_score_range_reads_inf() -> None:
+    """An end of the Elo interval past a score of 1 (or 0) is the clamped score's Elo, about 4800: the
+    terminal and the board printed "Elo 240.8 [128.9, 4799.9]". They say ``+inf`` (``-inf``) there now;
+    the JSON keeps the clamped number (as fishtest does)."""
+    from arena.ratings.fit import Game
+    from arena.ratings.publication import final_ratings
+    from arena.web.render import leaderboard_html
+
+    won = sprt([0, 0, 0, 1, 9], 0, 50)
+    assert won.elo < BEYOND_ELO < won.elo_ci[1]
+    text = report(won, "new", "old")
+    assert f"Elo: {won.elo:.1f} [{won.elo_ci[0]:.1f}, +inf]" in text and "4799" not in text
+    lost = sprt([9, 1, 0, 0, 0], -50, 0)
+    assert f"[-inf, {lost.elo_ci[1]:.1f}]" in report(lost) and "4799" not in report(lost)
+    games = [Game("new", "old", 1.0, "d0"), Game("old", "new", 0.0, "d0"), Game("new", "old", 0.0, "d1"),
+             Game("old", "new", 1.0, "d1")]
+    facts = {"name": "t", "players": 2, "bots": {},
+             "sprt": {**won.to_dict(), "candidate": "new", "baseline": "old", "stopped_at_pair": 10,
+                      "skipped_pairs": 0}}
+    board = leaderboard_html(final_ratings(games, ["new", "old"], bootstrap=0), facts, [])
+    assert f"Elo {won.elo:.1f} [{won.elo_ci[0]:.1f}, +inf] (95%)" in board and "4799" not in board

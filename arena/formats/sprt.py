@@ -164,9 +164,24 @@ def bounds(alpha: float, beta: float) -> tuple[float, float]:
     return math.log(beta / (1 - alpha)), math.log((1 - beta) / alpha)
 
 
+#: How close to 0 or 1 a score is taken when an Elo is computed from it (as fishtest clamps it): the Elo of
+#: an interval's end beyond the score range is about +-4800, which means "not bounded on this side".
+_SCORE_CLAMP = 1e-12
+#: An Elo at least this far from 0 is such an end (:func:`elo_text` shows it as ``-inf``/``+inf``).
+BEYOND_ELO = 4000.0
+
+
 def _elo(score: float) -> float:
-    score = min(max(score, 1e-12), 1 - 1e-12)
+    score = min(max(score, _SCORE_CLAMP), 1 - _SCORE_CLAMP)
     return elo_of_score(score)
+
+
+def elo_text(elo: float) -> str:
+    """``elo`` to one decimal for people, or ``-inf``/``+inf`` for an interval end (or a score of every
+    pair won or lost) beyond the score range, whose clamped Elo (about +-4800) is no measure of anything."""
+    if abs(elo) >= BEYOND_ELO:
+        return "+inf" if elo > 0 else "-inf"
+    return f"{elo:.1f}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,7 +284,8 @@ def report(r: SprtResult, a: str = "a", b: str = "b") -> str:
         + {"H1": f" ({a} is stronger by {r.elo1:g})", "H0": f" ({a} is not stronger by {r.elo1:g})"}.get(
             str(r.decision), " (play more pairs)"
         ),
-        f"Elo: {r.elo:.1f} [{r.elo_ci[0]:.1f}, {r.elo_ci[1]:.1f}] (95%, logistic, not corrected for the early stop)",
+        f"Elo: {elo_text(r.elo)} [{elo_text(r.elo_ci[0])}, {elo_text(r.elo_ci[1])}] (95%, logistic, not corrected"
+        " for the early stop)",
     ]
     if r.model == "normalized":
         lines.append(f"normalized Elo: {r.nelo:.1f} [{r.nelo_ci[0]:.1f}, {r.nelo_ci[1]:.1f}] (95%)")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from arena.config import TournamentConfig
-from arena.formats.sprt import SequentialTest, candidate_points, run_in_order
+from arena.formats.sprt import SequentialTest, candidate_points, elo_text, run_in_order
 from arena.ratings.fit import games_from_mapping
 from arena.tournament.result import GameResult
 from arena.tournament.schedule import ScheduledGame
@@ -66,5 +66,6 @@ class SprtRun:
             state += f" ({t.skipped} skipped: a game without a winner)"
         return (
             f"SPRT {s.candidate} vs {s.baseline} [{s.elo0:g}, {s.elo1:g}] ({s.model}): {state}; "
-            f"LLR {r.llr:.3f} in [{r.lower:.3f}, {r.upper:.3f}]; Elo {r.elo:.1f} [{r.elo_ci[0]:.1f}, {r.elo_ci[1]:.1f}]"
+            f"LLR {r.llr:.3f} in [{r.lower:.3f}, {r.upper:.3f}]; "
+            f"Elo {elo_text(r.elo)} [{elo_text(r.elo_ci[0])}, {elo_text(r.elo_ci[1])}]"
         )

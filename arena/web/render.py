@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
+from arena.formats.sprt import elo_text
 from arena.report.failures import Failures
 from arena.report.figures import (
     history_chart,
@@ -65,6 +66,7 @@ def templates() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
     env.filters["script_json"] = lambda v: jinja2.utils.markupsafe.Markup(script_json(v))
     env.filters["replay_json"] = lambda v: jinja2.utils.markupsafe.Markup(replay_json(v))
+    env.filters["elo_text"] = elo_text
     env.globals["pair_note"] = PAIR_NOTE
     return env
 
