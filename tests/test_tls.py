@@ -17,6 +17,7 @@ import pytest
 
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
+from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "tls-test-token"
@@ -123,3 +124,55 @@ def test_a_tls_referee_that_joins_through_dns_is_dialled_over_tls(tmp_path: Path
             assert pool.retired == {address: "gone from DNS"}
         finally:
             pool.close()
+
+
+def _play_against_python(tmp_path: Path, env: dict[str, str], other: list[str],
+                         other_env: dict[str, str]) -> tuple[pb.MatchResult | None, list[tuple[int, str, str]]]:
+    """A match on a TLS referee between ``other`` (a command taking ``--referee A --ticket=T`` appended) and
+    the Python SDK's random bot: the result and each bot's exit status, stdout and stderr."""
+    cert = tmp_path / "cert.pem"
+    with tls_referee(tmp_path, env) as address:
+        creds = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+        with grpc.secure_channel(address, creds) as ch:
+            admin = pb_grpc.AdminServiceStub(ch)
+            created = admin.CreateMatch(pb.CreateMatchRequest(
+                rules=pb.RuleSet(players=2, target=5), seat_names=["other", "py"], games=1), metadata=MD, timeout=10)
+            cmds = [[*other, "--referee", address, f"--ticket={created.tickets[0]}"],
+                    [sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--referee", address,
+                     f"--ticket={created.tickets[1]}", "--tls-ca", str(cert), "--log-level", "warning"]]
+            bots = [subprocess.Popen(c, cwd=ROOT, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                    for c, e in zip(cmds, [{**env, **other_env}, env], strict=True)]
+            result = None
+            for m in admin.WatchMatch(pb.WatchMatchRequest(match_id=created.match_id, result_only=True),
+                                      metadata=MD, timeout=120):
+                if m.HasField("result"):
+                    result = m.result
+            outs = [b.communicate(timeout=60) for b in bots]
+            return result, [(b.returncode, o, e) for b, (o, e) in zip(bots, outs, strict=True)]
+
+
+def test_the_nodejs_bot_plays_a_tls_referee(tmp_path: Path) -> None:
+    """``node bot.js --tls-ca F`` (and ``ALLFOURS_TLS_CA``) dials a referee over TLS: the bot had no
+    ``--tls-ca`` (a usage error) and, outside worker mode, ignored ``ALLFOURS_TLS_CA`` (plaintext, which a
+    TLS referee refuses: the seat was a no-show with 'no connection within the reconnect window')."""
+    require(shutil.which("node") is not None and (ROOT / "sample_bots/js/node_modules").is_dir(),
+            "node or sample_bots/js/node_modules is missing (run scripts/setup.sh)")
+    cert = make_cert(tmp_path)[0]
+    env = {**os.environ, "ALLFOURS_ADMIN_TOKEN": TOKEN, "PYTHONPATH": str(ROOT)}
+    for flag, extra in (([], {"ALLFOURS_TLS_CA": str(cert)}), (["--tls-ca", str(cert)], {})):
+        result, bots = _play_against_python(tmp_path, env, ["node", "sample_bots/js/bot.js", *flag], extra)
+        assert [b[0] for b in bots] == [0, 0], bots
+        assert result is not None and result.status == pb.MATCH_STATUS_COMPLETED, bots
+
+
+def test_the_cpp_bot_plays_a_tls_referee(tmp_path: Path) -> None:
+    """``allfours-cpp-bot --tls-ca F`` (and ``ALLFOURS_TLS_CA``) dials a referee over TLS: it dialled
+    plaintext always and had no ``--tls-ca`` (a usage error)."""
+    binary = ROOT / "sample_bots/cpp/build/allfours-cpp-bot"
+    require(binary.is_file(), "sample_bots/cpp is not built (run scripts/setup.sh or bash sample_bots/cpp/build.sh)")
+    cert = make_cert(tmp_path)[0]
+    env = {**os.environ, "ALLFOURS_ADMIN_TOKEN": TOKEN, "PYTHONPATH": str(ROOT)}
+    for flag, extra in (([], {"ALLFOURS_TLS_CA": str(cert)}), (["--tls-ca", str(cert)], {})):
+        result, bots = _play_against_python(tmp_path, env, [str(binary), *flag], extra)
+        assert [b[0] for b in bots] == [0, 0], bots
+        assert result is not None and result.status == pb.MATCH_STATUS_COMPLETED, bots

@@ -4,8 +4,9 @@
 // (CMakeLists.txt) with Debian's protoc and grpc_cpp_plugin; it links Debian's libgrpc++. See
 // README.md for the build.
 //
-// Usage: allfours-cpp-bot [--referee HOST:PORT] [--ticket=T] [--name NAME] [--version V]
+// Usage: allfours-cpp-bot [--referee HOST:PORT] [--ticket=T] [--name NAME] [--version V] [--tls-ca PEM]
 // (default: the environment variables ALLFOURS_REFEREE and ALLFOURS_TICKET, which the arena sets).
+// --tls-ca (or ALLFOURS_TLS_CA): the referee serves TLS with this certificate (or one its CA signed).
 // Exit status: 0 once the match is over, 1 if the seat was refused or the referee unreachable,
 // 2 on a usage error.
 //
@@ -14,7 +15,9 @@
 // ALLFOURS_BOT_NAME for its local workers), it registers at that lobby and plays each Assignment as
 // above, then sends Ready. It leaves with status 0 when the lobby ends the stream or the process named
 // by ALLFOURS_WORKER_PARENT (the arena) is gone, and with status 1 and one line when the lobby refuses
-// it or is lost (it does not dial again).
+// it or is lost (it does not dial again). The lobby is dialled over TLS when ALLFOURS_TLS_CA (or
+// --tls-ca) names its certificate; a referee an Assignment marks referee_tls trusts the file of
+// ALLFOURS_REFEREE_TLS_CA, else that one.
 //
 // Play: stands when asked to stand or beg; as dealer gives one unless that point would win the
 // game for the other side; calls an exposed card when it may; leads its highest legal card and
@@ -58,6 +61,12 @@ struct Options {
   std::string lobby;
   std::string token;
   long parent = 0;
+  // TLS: the PEM of --tls-ca (or $ALLFOURS_TLS_CA; empty: plaintext), the one trusted for a referee an
+  // Assignment marks referee_tls ($ALLFOURS_REFEREE_TLS_CA, else ca_pem), and whether opts.referee
+  // serves TLS (a match of its own: ca_pem is set; a worker's match: the Assignment's referee_tls).
+  std::string ca_pem;
+  std::string referee_ca_pem;
+  bool referee_tls = false;
 };
 
 std::string Env(const char* name) {
@@ -74,7 +83,7 @@ void Log(const std::string& text) {
 
 [[noreturn]] void Usage(const std::string& why) {
   if (!why.empty()) std::cerr << "allfours-cpp-bot: " << why << "\n";
-  std::cerr << "usage: allfours-cpp-bot [--referee HOST:PORT] [--ticket T] [--name NAME] [--version V]\n";
+  std::cerr << "usage: allfours-cpp-bot [--referee HOST:PORT] [--ticket T] [--name NAME] [--version V] [--tls-ca PEM]\n";
   std::exit(2);
 }
 
@@ -101,8 +110,20 @@ std::string EnvSecret(const std::string& name) {
   return secret;
 }
 
+// The text of the certificate file `path` ("" for ""); an unreadable or empty file fails with one line.
+std::string ReadCa(const std::string& path, const std::string& what) {
+  if (path.empty()) return "";
+  std::ifstream in(path);
+  if (!in) Fail(what + " " + path + ": cannot be read");
+  std::stringstream text;
+  text << in.rdbuf();
+  if (text.str().empty()) Fail(what + " " + path + ": the file is empty");
+  return text.str();
+}
+
 Options ParseArgs(int argc, char** argv) {
   Options o;
+  std::string tls_ca = Env("ALLFOURS_TLS_CA");
   if (const char* r = std::getenv("ALLFOURS_REFEREE")) o.referee = r;
   if (const char* t = std::getenv("ALLFOURS_TICKET")) o.ticket = t;
   for (int i = 1; i < argc; ++i) {
@@ -123,9 +144,13 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--ticket") o.ticket = value();
     else if (a == "--name") o.name = value();
     else if (a == "--version") o.version = value();
+    else if (a == "--tls-ca") tls_ca = value();
     else Usage("unknown argument " + a);
   }
+  o.ca_pem = ReadCa(tls_ca, "--tls-ca (or $ALLFOURS_TLS_CA)");
   if (o.referee.empty() && o.ticket.empty() && !Env("ALLFOURS_LOBBY").empty()) {  // worker mode
+    o.referee_ca_pem = ReadCa(Env("ALLFOURS_REFEREE_TLS_CA"), "$ALLFOURS_REFEREE_TLS_CA");
+    if (o.referee_ca_pem.empty()) o.referee_ca_pem = o.ca_pem;
     o.lobby = Env("ALLFOURS_LOBBY");
     o.token = EnvSecret("ALLFOURS_BOT_TOKEN");
     if (!Env("ALLFOURS_BOT_NAME").empty()) o.name = Env("ALLFOURS_BOT_NAME");
@@ -134,6 +159,8 @@ Options ParseArgs(int argc, char** argv) {
   }
   if (o.referee.empty()) Usage("no referee address: pass --referee HOST:PORT or set ALLFOURS_REFEREE");
   if (o.ticket.empty()) Usage("no ticket: pass --ticket T or set ALLFOURS_TICKET");
+  o.referee_ca_pem = o.ca_pem;
+  o.referee_tls = !o.ca_pem.empty();
   return o;
 }
 
@@ -289,9 +316,25 @@ grpc::ChannelArguments KeepaliveArgs() {
   return args;
 }
 
+// Plaintext, or TLS trusting the PEM `ca` when `tls` (an empty `ca`: the system's roots).
+std::shared_ptr<grpc::ChannelCredentials> Credentials(bool tls, const std::string& ca) {
+  if (!tls) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = ca;
+  return grpc::SslCredentials(ssl);
+}
+
+// What to check about TLS when no connection came up: a plaintext client meeting a TLS port sees only
+// "Socket closed", a TLS one an OpenSSL code.
+std::string TlsHint(bool tls) {
+  return tls ? " (is the certificate of --tls-ca the one the referee serves, for this address?)"
+             : " (if the referee serves TLS, pass --tls-ca with the certificate its host gives out)";
+}
+
 // One match at opts.referee with opts.ticket, reconnecting within the grace period: the exit status.
 int PlayMatch(const Options& opts) {
-  auto channel = grpc::CreateCustomChannel(opts.referee, grpc::InsecureChannelCredentials(), KeepaliveArgs());
+  auto creds = Credentials(opts.referee_tls, opts.referee_ca_pem);
+  auto channel = grpc::CreateCustomChannel(opts.referee, creds, KeepaliveArgs());
   Seat seat(opts, channel);
   auto window_end = Clock::now() + std::chrono::seconds(15);  // before the first Welcome
   auto backoff = std::chrono::milliseconds(50);
@@ -309,7 +352,7 @@ int PlayMatch(const Options& opts) {
       window_end = now + std::chrono::milliseconds(seat.grace_ms() * 9 / 10);
     }
     if (now >= window_end) {
-      Log("cannot reach the referee at " + opts.referee + ": " + why);
+      Log("cannot reach the referee at " + opts.referee + ": " + why + (seat.joined() ? "" : TlsHint(opts.referee_tls)));
       return 1;
     }
     Log("connection lost (" + why + "); reconnecting with the same ticket");
@@ -320,7 +363,7 @@ int PlayMatch(const Options& opts) {
 
 // Worker mode: Register at opts.lobby, then each Assignment played to its end and a Ready for it.
 int Work(const Options& opts) {
-  auto channel = grpc::CreateCustomChannel(opts.lobby, grpc::InsecureChannelCredentials(), KeepaliveArgs());
+  auto channel = grpc::CreateCustomChannel(opts.lobby, Credentials(!opts.ca_pem.empty(), opts.ca_pem), KeepaliveArgs());
   auto stub = pb::LobbyService::NewStub(channel);
   grpc::ClientContext context;
   std::atomic<bool> done{false}, orphaned{false};
@@ -350,6 +393,7 @@ int Work(const Options& opts) {
     Options match = opts;
     match.referee = a.referee();
     match.ticket = a.ticket();
+    match.referee_tls = a.referee_tls();
     Log("match " + a.match_id() + ": " + (PlayMatch(match) == 0 ? "over" : "left"));
     pb::ConnectRequest ready;
     ready.mutable_ready()->set_match_id(a.match_id());

@@ -75,6 +75,7 @@ function parseArgs(argv) {
     version: '1',
     connectTimeoutMs: 15000,
     raiseEvery: Number(process.env.ALLFOURS_JS_RAISE_EVERY || 0),
+    tlsCa: process.env.ALLFOURS_TLS_CA || '', // the referee (or the lobby) serves TLS: trust this file
   };
   argv = argv.flatMap((a) => (a.startsWith('--') && a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a]));
   for (let i = 0; i < argv.length; i++) {
@@ -95,10 +96,13 @@ function parseArgs(argv) {
     else if (a === '--version') opts.version = next();
     else if (a === '--connect-timeout-ms') opts.connectTimeoutMs = Number(next());
     else if (a === '--raise-every') opts.raiseEvery = Number(next());
+    else if (a === '--tls-ca') opts.tlsCa = next();
     else if (a === '-h' || a === '--help') usage('', 0);
     else usage(`unknown argument ${a}`);
   }
   if (!Number.isInteger(opts.raiseEvery) || opts.raiseEvery < 0) usage('--raise-every needs a whole number >= 0');
+  opts.caPem = readCa(opts.tlsCa, '--tls-ca (or $ALLFOURS_TLS_CA)');
+  opts.refereeCaPem = readCa(process.env.ALLFOURS_REFEREE_TLS_CA || '', '$ALLFOURS_REFEREE_TLS_CA') || opts.caPem;
   // --arena wins; else a referee and ticket mean one match; else $ALLFOURS_LOBBY means worker mode
   if (!opts.arena && !(opts.referee && opts.ticket)) opts.arena = process.env.ALLFOURS_LOBBY || '';
   if (opts.arena) {
@@ -111,10 +115,20 @@ function parseArgs(argv) {
   return opts;
 }
 
+// The PEM bytes of the certificate file `path` (null for ''); an unreadable file fails with one line.
+function readCa(path, what) {
+  if (!path) return null;
+  try {
+    return fs.readFileSync(path);
+  } catch (e) {
+    return fail(`${what} ${path}: ${e.code || e.message}`);
+  }
+}
+
 function usage(msg, code = 2) {
   if (msg) console.error(`bot.js: ${msg}`);
-  console.error('usage: node bot.js --referee HOST:PORT --ticket T [--name NAME] [--version V] [--raise-every N]\n'
-    + '       node bot.js --arena HOST:PORT [--token TOKEN] [--name NAME] [--version V]   (worker mode)');
+  console.error('usage: node bot.js --referee HOST:PORT --ticket T [--name NAME] [--version V] [--raise-every N] [--tls-ca PEM]\n'
+    + '       node bot.js --arena HOST:PORT [--token TOKEN] [--name NAME] [--version V] [--tls-ca PEM]   (worker mode)');
   process.exit(code);
 }
 
@@ -239,12 +253,12 @@ function loadProto() {
 
 // Play one seat of one match with `ticket` at `referee` ("host:port"). Resolves once MatchEnd came;
 // rejects with an Error (message: one line) if the seat is refused or the referee stays unreachable.
-// `tls`: the referee serves TLS (an Assignment's referee_tls): trust ALLFOURS_REFEREE_TLS_CA's file,
-// else ALLFOURS_TLS_CA's.
-function playMatch(proto, referee, ticket, opts, tls = false) {
+// `tls`: the referee serves TLS, trusting the PEM `ca` (null: the system's roots): a match of its own
+// dials TLS with --tls-ca (or $ALLFOURS_TLS_CA); a worker when the Assignment says referee_tls, trusting
+// $ALLFOURS_REFEREE_TLS_CA's file, else --tls-ca's.
+function playMatch(proto, referee, ticket, opts, tls, ca) {
   return new Promise((resolve, reject) => {
-    const ca = process.env.ALLFOURS_REFEREE_TLS_CA || process.env.ALLFOURS_TLS_CA;
-    const creds = tls ? grpc.credentials.createSsl(ca ? fs.readFileSync(ca) : null) : grpc.credentials.createInsecure();
+    const creds = tls ? grpc.credentials.createSsl(ca) : grpc.credentials.createInsecure();
     const client = new proto.RefereeService(referee, creds, {
       'grpc.keepalive_time_ms': 20000,
       'grpc.keepalive_timeout_ms': 10000,
@@ -280,7 +294,7 @@ function playMatch(proto, referee, ticket, opts, tls = false) {
     function dial() {
       client.waitForReady(windowEnd, (err) => {
         if (done) return;
-        if (err) fail(`cannot reach the referee at ${referee}: no connection within the reconnect window`);
+        if (err) fail(`cannot reach the referee at ${referee}: no connection within the reconnect window${tlsHint(tls)}`);
         else connect();
       });
     }
@@ -380,12 +394,18 @@ function playMatch(proto, referee, ticket, opts, tls = false) {
   });
 }
 
+// What to check about TLS when no connection came up (gRPC's waitForReady does not say why): a
+// plaintext client meeting a TLS port sees only a closed socket.
+function tlsHint(tls) {
+  return tls ? ' (is the certificate of --tls-ca the one the referee serves, for this address?)'
+    : ' (if the referee serves TLS, pass --tls-ca with the certificate its host gives out)';
+}
+
 // Worker mode (docs/protocol.md, "Workers and the lobby"): register at the lobby with the bot token,
 // play each Assignment with playMatch, send Ready, and so on until killed. A refused token exits 1;
 // a lost lobby is dialled again with back-off for 300 s (the arena may be restarting).
 function serveLobby(proto, opts) {
-  const ca = process.env.ALLFOURS_TLS_CA; // the lobby serves TLS: trust this certificate
-  const creds = ca ? grpc.credentials.createSsl(fs.readFileSync(ca)) : grpc.credentials.createInsecure();
+  const creds = opts.caPem ? grpc.credentials.createSsl(opts.caPem) : grpc.credentials.createInsecure();
   const client = new proto.LobbyService(opts.arena, creds);
   let windowEnd = Date.now() + 300000;
   let backoff = 100;
@@ -409,7 +429,7 @@ function serveLobby(proto, opts) {
         backoff = 100;
       } else if (resp.msg === 'assignment') {
         const a = resp.assignment;
-        playMatch(proto, a.referee, a.ticket, opts, a.referee_tls)
+        playMatch(proto, a.referee, a.ticket, opts, a.referee_tls, opts.refereeCaPem)
           .catch((e) => log(`match ${a.match_id}: ${e.message}`))
           .then(() => { if (!over) call.write({ ready: { match_id: a.match_id } }); });
       }
@@ -452,7 +472,7 @@ function main() {
     serveLobby(proto, opts);
     return;
   }
-  playMatch(proto, opts.referee, opts.ticket, opts).then(
+  playMatch(proto, opts.referee, opts.ticket, opts, Boolean(opts.caPem), opts.caPem).then(
     () => process.exit(0),
     (e) => {
       log(e.message);
