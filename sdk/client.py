@@ -51,6 +51,7 @@ from sdk.bot import (
     decision_rng,
     resolve_choice,
 )
+from sdk.tls import tls_hint
 
 log = logging.getLogger("sdk.client")
 
@@ -151,13 +152,19 @@ class BotClient:
                     window_end = now + self.grace_ms / 1000 * 0.9
                     self._connected_once = False
                 if now >= window_end:
-                    raise ClientError(f"cannot reach the referee at {self.referee}: {why}")
+                    raise ClientError(f"cannot reach the referee at {self.referee}: {why}{self._tls_hint(why)}")
                 log.warning("connection lost (%s); reconnecting with the same ticket", why)
                 self.reconnects += 1
                 time.sleep(min(backoff, max(0.0, window_end - now)))
                 backoff = min(backoff * 2, 1.0)
         finally:
             channel.close()
+
+    def _tls_hint(self, why: str) -> str:
+        """What to change about TLS (:func:`sdk.tls.tls_hint`) when this seat never joined, else ``""``."""
+        if self.info is not None:
+            return ""
+        return tls_hint(why, self.referee, "--tls-ca" if self.tls_ca is not None else None)
 
     def _requests(self, out: queue.Queue[pb.PlayRequest | None]) -> Iterator[pb.PlayRequest]:
         yield pb.PlayRequest(hello=pb.Hello(ticket=self.ticket, protocol_version=wire.PROTOCOL_VERSION,

@@ -31,6 +31,7 @@ import grpc
 from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import lobby_pb2_grpc as lpb_grpc
 from referee import wire
+from sdk.tls import tls_hint
 
 if TYPE_CHECKING:
     from sdk.bot import BotLike
@@ -152,6 +153,7 @@ class LobbyWorker:
         stub = lpb_grpc.LobbyServiceStub(channel)
         window_end = time.monotonic() + self.reconnect_s
         backoff = 0.1
+        hint_tls = True  # until a session registers: a TLS mismatch then gets a hint (sdk.tls)
         try:
             while not self._done():
                 self._registered = False
@@ -166,11 +168,15 @@ class LobbyWorker:
                 if self._registered:  # a session that got as far as Registered, however it ended
                     window_end = time.monotonic() + self.reconnect_s
                     backoff = 0.1
+                    hint_tls = False
                 if self._done():
                     break
+                hint = tls_hint(why, self.lobby, "--tls-ca" if self.tls_ca is not None else None) if hint_tls else ""
                 if time.monotonic() >= window_end:
-                    raise WorkerError(f"cannot reach the lobby at {self.lobby}: {why}")
-                log.info("lobby connection lost (%s); dialling again in %.1f s", why, backoff)
+                    raise WorkerError(f"cannot reach the lobby at {self.lobby}: {why}{hint}")
+                # a TLS mismatch is the worker's setting, not a lobby restarting: said at once
+                log.log(logging.WARNING if hint else logging.INFO, "lobby connection lost (%s%s); dialling again "
+                        "in %.1f s", why, hint, backoff)
                 self.stop.wait(backoff)
                 backoff = min(backoff * 2, 5.0)
         finally:

@@ -176,3 +176,57 @@ def test_the_cpp_bot_plays_a_tls_referee(tmp_path: Path) -> None:
         result, bots = _play_against_python(tmp_path, env, [str(binary), *flag], extra)
         assert [b[0] for b in bots] == [0, 0], bots
         assert result is not None and result.status == pb.MATCH_STATUS_COMPLETED, bots
+
+
+def test_tls_hints_name_what_to_change() -> None:
+    """The gRPC texts of a failed TLS connection (as grpcio, Node.js and Debian's C++ gRPC print them,
+    measured on a referee in another network namespace) get one hint each; any other text none."""
+    from sdk.tls import tls_hint
+
+    a = "10.0.0.5:50051"
+    closed = "failed to connect to all addresses; last error: UNAVAILABLE: ipv4:10.0.0.5:50051: Socket closed"
+    assert tls_hint(closed, a, None) == (
+        f" (does {a} serve TLS? then pass --tls-ca with the certificate the host gives out)")
+    for plain in ("SSL_ERROR_SSL: error:100000f7:SSL routines:OPENSSL_internal:WRONG_VERSION_NUMBER",
+                  "SSL_ERROR_SSL: error:0A00010B:SSL routines::wrong version number"):
+        assert tls_hint(plain, a, "--tls-ca ca.pem") == f" ({a} does not speak TLS: leave out --tls-ca)"
+    expired = "CERTIFICATE_VERIFY_FAILED: certificate has expired: OK"
+    assert tls_hint(expired, a, "--tls-ca ca.pem") == (
+        f" (the certificate {a} serves has expired: ask its host to renew it)")
+    for name in ("Custom verification check failed with error: UNAUTHENTICATED: Hostname Verification Check failed.",
+                 "Peer name 10.0.0.5 is not in peer certificate"):
+        assert "is not made out to this address" in tls_hint(name, a, "--tls-ca ca.pem")
+    other = "CERTIFICATE_VERIFY_FAILED: unable to get local issuer certificate: OK"
+    assert tls_hint(other, a, "--tls-ca ca.pem") == (
+        f" (the certificate of {a} is not the one of --tls-ca ca.pem: ask the host for theirs)")
+    assert tls_hint("Connection refused", a, None) == tls_hint("Connection refused", a, "--tls-ca x") == ""
+
+
+def test_sdk_run_says_what_to_change_about_tls(tmp_path: Path) -> None:
+    """``sdk.run`` against a TLS referee without ``--tls-ca``, and a worker with ``--tls-ca`` against a
+    plaintext lobby port, end with one line saying what to change (they said only gRPC's ``Socket closed``
+    or an OpenSSL code, the worker after 300 s of retries at INFO level)."""
+    cert = make_cert(tmp_path)[0]
+    env = {**os.environ, "ALLFOURS_ADMIN_TOKEN": TOKEN, "PYTHONPATH": str(ROOT), "ALLFOURS_BOT_TOKEN": "t" * 32}
+    with tls_referee(tmp_path, env) as address:
+        plain = subprocess.run([sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--referee",
+                                address, "--ticket=t0", "--connect-timeout", "2", "--log-level", "error"],
+                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 1
+    assert plain.stderr.strip().splitlines()[-1].endswith(
+        f"(does {address} serve TLS? then pass --tls-ca with the certificate the host gives out)"), plain.stderr
+    # a plaintext gRPC server (a referee) stands in for a lobby without TLS: the handshake fails first
+    ref = subprocess.Popen([sys.executable, "-m", "referee.cli", "serve", "--port", "0", "--log-level", "warning"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
+    try:
+        assert ref.stdout is not None
+        lobby = f"127.0.0.1:{ref.stdout.readline().split()[1]}"
+        worker = subprocess.run([sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--arena",
+                                 lobby, "--tls-ca", str(cert), "--reconnect", "2", "--log-level", "error"],
+                                cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    finally:
+        ref.terminate()
+        ref.wait(15)
+    assert worker.returncode == 1, worker.stderr
+    assert worker.stderr.strip().splitlines()[-1].endswith(f"({lobby} does not speak TLS: leave out --tls-ca)"), (
+        worker.stderr)

@@ -75,17 +75,12 @@ def _unavailable_hint(e: Any, args: argparse.Namespace) -> str:
 
 
 def _tls_hint(details: str, args: argparse.Namespace) -> str:
-    """What to change when a connection could not be made over TLS, or for want of it (gRPC says only
-    ``Socket closed`` when a plaintext client meets the arena's TLS, and an OpenSSL code when a TLS client
-    meets a plaintext port or another certificate), else ``""``."""
-    ca, arena = getattr(args, "tls_ca", None), getattr(args, "arena", "")
-    if not ca and "Socket closed" in details:
-        return f" (does {arena} serve TLS? then pass --tls-ca with the certificate the host gives out)"
-    if ca and "WRONG_VERSION_NUMBER" in details:
-        return f" ({arena} does not speak TLS: leave out --tls-ca)"
-    if ca and "CERTIFICATE_VERIFY_FAILED" in details:
-        return f" (the certificate of {arena} is not the one of --tls-ca {ca}: ask the host for theirs)"
-    return ""
+    """What to change when a connection could not be made over TLS, or for want of it
+    (:func:`sdk.tls.tls_hint` for the arena's address and ``--tls-ca``), else ``""``."""
+    from sdk.tls import tls_hint
+
+    ca = getattr(args, "tls_ca", None)
+    return tls_hint(details, getattr(args, "arena", ""), f"--tls-ca {ca}" if ca else None)
 
 
 def _output(args: argparse.Namespace) -> Path:

@@ -324,11 +324,17 @@ std::shared_ptr<grpc::ChannelCredentials> Credentials(bool tls, const std::strin
   return grpc::SslCredentials(ssl);
 }
 
-// What to check about TLS when no connection came up: a plaintext client meeting a TLS port sees only
-// "Socket closed", a TLS one an OpenSSL code.
-std::string TlsHint(bool tls) {
-  return tls ? " (is the certificate of --tls-ca the one the referee serves, for this address?)"
-             : " (if the referee serves TLS, pass --tls-ca with the certificate its host gives out)";
+// What to change about TLS when no connection came up (`why`: gRPC's message; sdk/tls.py says the
+// same for the Python SDK): a plaintext client meeting a TLS port sees only "Socket closed", a TLS one
+// an OpenSSL code.
+std::string TlsHint(bool tls, const std::string& why) {
+  auto has = [&](const char* text) { return why.find(text) != std::string::npos; };
+  if (!tls) return has("Socket closed") ? " (does the referee serve TLS? then pass --tls-ca with its certificate)" : "";
+  if (has("wrong version number")) return " (the referee does not speak TLS: leave out --tls-ca)";
+  if (has("is not in peer certificate")) return " (its certificate is not made out to this address)";
+  if (has("certificate verify failed"))
+    return " (its certificate is not one of --tls-ca's, or it has expired: ask its host)";
+  return "";
 }
 
 // One match at opts.referee with opts.ticket, reconnecting within the grace period: the exit status.
@@ -352,7 +358,7 @@ int PlayMatch(const Options& opts) {
       window_end = now + std::chrono::milliseconds(seat.grace_ms() * 9 / 10);
     }
     if (now >= window_end) {
-      Log("cannot reach the referee at " + opts.referee + ": " + why + (seat.joined() ? "" : TlsHint(opts.referee_tls)));
+      Log("cannot reach the referee at " + opts.referee + ": " + why + (seat.joined() ? "" : TlsHint(opts.referee_tls, why)));
       return 1;
     }
     Log("connection lost (" + why + "); reconnecting with the same ticket");

@@ -397,7 +397,7 @@ function playMatch(proto, referee, ticket, opts, tls, ca) {
 // What to check about TLS when no connection came up (gRPC's waitForReady does not say why): a
 // plaintext client meeting a TLS port sees only a closed socket.
 function tlsHint(tls) {
-  return tls ? ' (is the certificate of --tls-ca the one the referee serves, for this address?)'
+  return tls ? ' (with --tls-ca: does the referee speak TLS, with a certificate of that file\'s, made out to this address, not expired?)'
     : ' (if the referee serves TLS, pass --tls-ca with the certificate its host gives out)';
 }
 
