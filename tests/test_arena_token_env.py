@@ -101,3 +101,19 @@ def test_the_new_tokens_hint_puts_the_token_in_the_environment(tmp_path: Path) -
     assert "ALLFOURS_BOT_TOKEN=TOKEN python -m sdk.run MODULE:Class --arena HOST:PORT --name far" in hint, hint
     assert "--token" not in hint, hint
     assert proc.stdout.strip() and proc.stdout.strip() not in proc.stderr
+
+
+def test_the_new_tokens_hint_names_the_lobby_and_its_tls(tmp_path: Path) -> None:
+    """For a lobby on this machine's address with TLS the hint gives that address and ``--tls-ca`` with
+    the certificate's file name (the owner of a remote bot was told ``--arena HOST:PORT`` only, and their
+    worker, dialling plaintext, met a TLS port: 'Socket closed')."""
+    cfg = tmp_path / "t.toml"
+    cfg.write_text(CONFIG.replace('output = "out"\n', 'output = "out"\nlobby = "10.0.0.5:50100"\n'
+                                  'lobby_tls_cert = "certs/lobby.crt"\nlobby_tls_key = "certs/lobby.key"\n'))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "arena.cli", "token", str(cfg), "far"], capture_output=True,
+                          text=True, timeout=60, env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    hint = " ".join(proc.stderr.split())
+    assert "python -m sdk.run MODULE:Class --arena 10.0.0.5:50100 --name far --tls-ca lobby.crt" in hint, hint
+    assert "lobby.key" not in hint, hint

@@ -230,3 +230,55 @@ def test_sdk_run_says_what_to_change_about_tls(tmp_path: Path) -> None:
     assert worker.returncode == 1, worker.stderr
     assert worker.stderr.strip().splitlines()[-1].endswith(f"({lobby} does not speak TLS: leave out --tls-ca)"), (
         worker.stderr)
+
+
+def test_the_embedded_referee_serves_the_lobbys_tls_to_remote_workers(tmp_path: Path) -> None:
+    """With ``lobby_tls_cert``/``lobby_tls_key`` the embedded referee serves TLS with the same pair and
+    every Assignment says ``referee_tls``: only the lobby was TLS, so a remote worker's ticket, its
+    hand and every decision crossed the network in plaintext (and a ticket read off the wire could
+    take the seat back within its grace). The games still end normally, against a per-game bot outside
+    the sandbox too (it dials the referee's plaintext unix socket)."""
+    import socket
+    import threading
+
+    from sdk.worker import LobbyWorker, sdk_player
+
+    cert = make_cert(tmp_path)[0]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = tmp_path / "lg.toml"
+    cfg.write_text(f'[tournament]\nname = "lg"\nplayers = 2\ngames_per_pairing = 2\noutput = "out"\n'
+                   f'lobby = "127.0.0.1:{port}"\nlobby_tls_cert = "cert.pem"\nlobby_tls_key = "key.pem"\n'
+                   '[[bots]]\nname = "a"\nremote = true\n[[bots]]\nname = "b"\nsandbox = "none"\n'
+                   f'command = ["{{python}}", "-m", "sdk.run", "sample_bots.random_bot:RandomBot"]\ncwd = "{ROOT}"\n')
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    arena = [sys.executable, "-m", "arena.cli"]
+    tokens = {n: subprocess.run([*arena, "token", str(cfg), n], cwd=ROOT, env=env, capture_output=True, text=True,
+                                timeout=60, check=True).stdout.split()[0] for n in ("a",)}
+    run = subprocess.Popen([*arena, "run", str(cfg), "--no-progress", "--bootstrap", "50"], cwd=ROOT, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    told: list[tuple[str, bool]] = []
+    ca = cert.read_bytes()
+
+    def worker(name: str) -> None:
+        from sample_bots.random_bot import RandomBot
+
+        play = sdk_player(RandomBot, name, tls_ca=ca)
+
+        def recorded(a: object) -> None:
+            told.append((a.referee, a.referee_tls))  # type: ignore[attr-defined]
+            play(a)  # type: ignore[arg-type]
+
+        LobbyWorker(recorded, f"127.0.0.1:{port}", tokens[name], name, games=2, tls_ca=ca, reconnect_s=60).run()
+
+    threads = [threading.Thread(target=worker, args=(n,), daemon=True) for n in ("a",)]
+    for t in threads:
+        t.start()
+    out, _ = run.communicate(timeout=240)
+    for t in threads:
+        t.join(60)
+    assert run.returncode == 0, out
+    games = [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
+    assert len(games) == 2 and all(g["terminations"] == ["normal"] * 2 for g in games), games
+    assert len(told) == 2 and all(tls for _, tls in told), told

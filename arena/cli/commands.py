@@ -180,11 +180,22 @@ def token_command(args: argparse.Namespace, console: Console, err: Console) -> i
         token = new_token()
         store.add_token(args.name, token_digest(token))
     console.print(token, highlight=False, soft_wrap=True)
+    tls = f" --tls-ca {Path(config.lobby_tls[0]).name}" if config.lobby_tls else ""
     err.print(f"token for remote bot {args.name}: keep it secret; workers read it from the environment "
-              f"(a command line shows in ps): "
-              f"`ALLFOURS_BOT_TOKEN=TOKEN python -m sdk.run MODULE:Class --arena HOST:PORT --name {args.name}`",
+              f"(a command line shows in ps): `ALLFOURS_BOT_TOKEN=TOKEN python -m sdk.run MODULE:Class --arena "
+              f"{_lobby_to_dial(config.lobby)} --name {args.name}{tls}`"
+              + (" (the lobby serves TLS: give its owner the certificate, never the key)" if tls else ""),
               highlight=False, soft_wrap=True)
     return 0
+
+
+def _lobby_to_dial(lobby: str) -> str:
+    """``tournament.lobby`` as a remote worker would dial it: ``HOST`` for a wildcard or loopback host
+    (this machine's address is the host's to say), ``PORT`` for port 0 (any free one, printed at start)."""
+    host, _, port = lobby.rpartition(":")
+    bare = host.strip("[]")
+    host = "HOST" if bare in ("0.0.0.0", "::", "", "localhost") or bare.startswith("127.") or bare == "::1" else host
+    return f"{host}:{'PORT' if port == '0' else port}"
 
 
 
@@ -281,7 +292,8 @@ def make_runner(
         else:
             host, advertise = embedded_referee_host(config, args, found)
         tls_ca = read_config_file(config, "referee_tls_ca", config.referee_tls_ca) if config.referee_tls_ca else None
-        pool = connect_referees(found, token, timeout, host, advertise, tls_ca=tls_ca)
+        pool = connect_referees(found, token, timeout, host, advertise, tls_ca=tls_ca,
+                                serve_tls=_embedded_tls(config, sandbox is not None and bool(sandbox.gateway)))
         isolation = undo.pop_all()
 
     def on_event(message: str) -> None:
@@ -346,6 +358,16 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return host == "localhost"
+
+
+def _embedded_tls(config: TournamentConfig, in_sandbox_network: bool) -> tuple[bytes, bytes] | None:
+    """The TLS pair the embedded referee serves: the lobby's (``lobby_tls_cert``, ``lobby_tls_key``), so
+    that a remote worker's games cross the network as privately as its lobby connection; None without
+    lobby TLS, or when the referee listens on the container sandbox's gateway (container bots only)."""
+    if config.lobby_tls is None or in_sandbox_network:
+        return None
+    cert, key = config.lobby_tls
+    return read_config_file(config, "lobby_tls_cert", cert), read_config_file(config, "lobby_tls_key", key)
 
 
 def embedded_referee_host(

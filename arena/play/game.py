@@ -670,10 +670,11 @@ class GrpcGameRunner:
     def _referee_for(self, conn: RefereeConnection, bot: BotSpec, worker: bool = False) -> str:
         """The referee's address as ``bot``'s process dials it: its unix socket inside the sandbox
         (arena/hosting/jail.py) for a sandboxed bot, else ``host:port`` (for a lobby ``worker``, the
-        address remote workers are told, ``--referee-advertise``'s, when there is one)."""
+        address remote workers are told, ``--referee-advertise``'s, when there is one; for a per-game
+        bot, an embedded referee's plaintext unix socket when it serves TLS to remote workers)."""
         if bot.jailed and self.jail is not None:
             return self.jail.referee_inside()
-        return (conn.advertise or conn.address) if worker else conn.address
+        return (conn.advertise or conn.address) if worker else (conn.local or conn.address)
 
     def _assign(
         self, referee: str, tls: bool, worker: WorkerRef, match_id: str, seat: int, ticket: str, notes: list[str]

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import shutil
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -97,6 +100,9 @@ class RefereeConnection:
     #: None: ``address``)
     advertise: str | None = None
     tls: bool = False
+    #: an embedded referee that serves TLS: its plaintext unix socket (``unix:PATH``), which the arena's
+    #: admin channel and the bot processes it starts outside a sandbox dial instead (None: ``address``)
+    local: str | None = None
     _closed: bool = field(default=False, repr=False)
 
     @property
@@ -123,6 +129,8 @@ class RefereeConnection:
         self.channel.close()
         if self.embedded is not None:
             self.embedded.stop()
+        if self.local is not None:
+            shutil.rmtree(Path(self.local.removeprefix("unix:")).parent, ignore_errors=True)
 
 
 def _wait_for_admin_access(conn: RefereeConnection, timeout: float) -> None:
@@ -172,9 +180,13 @@ def connect_referee(
     timeout: float = CONNECT_TIMEOUT_S,
     host: str = "127.0.0.1",
     tls_ca: bytes | None = None,
+    serve_tls: tuple[bytes, bytes] | None = None,
 ) -> RefereeConnection:
     """Connect to the referee at ``address`` with admin ``token``, or start an embedded one; with
-    ``tls_ca`` (PEM: the certificate an external referee serves, or its CA) over TLS.
+    ``tls_ca`` (PEM: the certificate an external referee serves, or its CA) over TLS. An embedded referee
+    serves TLS with ``serve_tls`` (certificate chain, key: the lobby's pair, so that remote workers' games
+    are as private as their lobby connection), and plaintext on a unix socket of its own for this machine
+    (:attr:`RefereeConnection.local`).
 
     Without ``address`` a :class:`referee.server.ThreadedReferee` is started in this process on
     ``host`` (default ``127.0.0.1``; the sandbox's gateway when container bots play), port 0, with a
@@ -186,29 +198,44 @@ def connect_referee(
     :raises RefereeError: if the embedded referee cannot start, the referee is not reachable within
         ``timeout`` seconds (exit status 1) or refuses the token (exit status 2).
     """
-    embedded = None
+    embedded, local = None, None
     if address is None:
-        from referee.server import ThreadedReferee
-
         token = secrets.token_urlsafe(24)
-        embedded = ThreadedReferee(grace_s=1.0, host=host, port=0, admin_token=token)
-        try:
-            embedded.start()
-        except Exception as e:
-            raise RefereeError(f"the embedded referee could not start: {e}") from None
+        embedded, local = _start_embedded(host, token, serve_tls)
         address = embedded.address
     elif not token:
         raise ValueError("an external referee needs its admin token")
     assert token is not None
-    channel = grpc.insecure_channel(address) if embedded is not None else referee_channel(address, tls_ca)
-    tls = embedded is None and tls_ca is not None
-    conn = RefereeConnection(address, token, channel, pb_grpc.AdminServiceStub(channel), embedded, tls=tls)
+    channel = grpc.insecure_channel(local or address) if embedded is not None else referee_channel(address, tls_ca)
+    tls = tls_ca is not None if embedded is None else serve_tls is not None
+    conn = RefereeConnection(address, token, channel, pb_grpc.AdminServiceStub(channel), embedded, tls=tls,
+                             local=local)
     try:
         _wait_for_admin_access(conn, timeout)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _start_embedded(host: str, token: str, serve_tls: tuple[bytes, bytes] | None) -> tuple[Any, str | None]:
+    """A started :class:`referee.server.ThreadedReferee` on ``host`` (port 0) with admin ``token``; with
+    ``serve_tls`` (chain, key) it serves TLS there and plaintext on a unix socket in a fresh private folder
+    (the second value, ``unix:PATH``; None without TLS).
+
+    :raises RefereeError: if it cannot start.
+    """
+    from referee.server import ThreadedReferee
+
+    local = f"unix:{tempfile.mkdtemp(prefix='allfours-referee-')}/referee.sock" if serve_tls else None
+    embedded = ThreadedReferee(grace_s=1.0, host=host, port=0, admin_token=token, tls=serve_tls, unix_socket=local)
+    try:
+        embedded.start()
+    except Exception as e:
+        if local is not None:
+            shutil.rmtree(Path(local.removeprefix("unix:")).parent, ignore_errors=True)
+        raise RefereeError(f"the embedded referee could not start: {e}") from None
+    return embedded, local
 
 
 class RefereePool:
@@ -297,11 +324,12 @@ def connect_referees(
     host: str = "127.0.0.1",
     advertise: str | None = None,
     tls_ca: bytes | None = None,
+    serve_tls: tuple[bytes, bytes] | None = None,
 ) -> RefereePool:
     """A :class:`RefereePool` of the referees at ``addresses`` (all checked at once, see
     :func:`connect_referee`; over TLS with ``tls_ca``), or of one embedded referee on ``host`` when
-    ``addresses`` is empty; lobby workers are told to dial that one at
-    ``advertise`` (a host name or IP; None: ``host``).
+    ``addresses`` is empty, serving TLS with ``serve_tls`` (see :func:`connect_referee`); lobby workers
+    are told to dial that one at ``advertise`` (a host name or IP; None: ``host``).
 
     :raises RefereeError: naming the first referee that is unreachable or refuses the token.
     """
@@ -309,7 +337,7 @@ def connect_referees(
     try:
         targets: list[str | None] = [*addresses] or [None]
         for address in targets:
-            conns.append(connect_referee(address, token, timeout, host, tls_ca=tls_ca))
+            conns.append(connect_referee(address, token, timeout, host, tls_ca=tls_ca, serve_tls=serve_tls))
             if address is None and advertise:
                 conns[-1].advertise = f"{advertise}:{conns[-1].address.rsplit(':', 1)[1]}"
     except BaseException:
