@@ -282,3 +282,50 @@ def test_the_embedded_referee_serves_the_lobbys_tls_to_remote_workers(tmp_path: 
     games = [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
     assert len(games) == 2 and all(g["terminations"] == ["normal"] * 2 for g in games), games
     assert len(told) == 2 and all(tls for _, tls in told), told
+
+
+def test_the_embedded_referees_port_can_be_fixed_for_a_firewall(tmp_path: Path) -> None:
+    """``arena run --referee-port P``: remote workers are told the embedded referee at port P, so a host
+    behind a firewall opens the lobby's port and P (it was any free port, new at every start: nothing
+    to open but everything). A port out of range is one usage line."""
+    import socket
+    import threading
+
+    from sample_bots.random_bot import RandomBot
+    from sdk.worker import LobbyWorker, sdk_player
+
+    ports = []
+    for _ in range(2):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    lobby, referee = ports
+    cfg = tmp_path / "lg.toml"
+    cfg.write_text(f'[tournament]\nname = "lg"\nplayers = 2\ngames_per_pairing = 2\noutput = "out"\n'
+                   f'lobby = "127.0.0.1:{lobby}"\n[[bots]]\nname = "a"\nremote = true\n'
+                   f'[[bots]]\nname = "b"\nsandbox = "none"\n'
+                   f'command = ["{{python}}", "-m", "sdk.run", "sample_bots.random_bot:RandomBot"]\ncwd = "{ROOT}"\n')
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    arena = [sys.executable, "-m", "arena.cli"]
+    bad = subprocess.run([*arena, "run", str(cfg), "--referee-port", "70000"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--referee-port: must be a port, 0..65535 (got '70000')" in bad.stderr, bad.stderr
+    token = subprocess.run([*arena, "token", str(cfg), "a"], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=60, check=True).stdout.split()[0]
+    run = subprocess.Popen([*arena, "run", str(cfg), "--no-progress", "--bootstrap", "50", "--referee-port",
+                            str(referee)], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+    told: list[str] = []
+    play = sdk_player(RandomBot, "a")
+
+    def recorded(a: object) -> None:
+        told.append(a.referee)  # type: ignore[attr-defined]
+        play(a)  # type: ignore[arg-type]
+
+    worker = threading.Thread(target=LobbyWorker(recorded, f"127.0.0.1:{lobby}", token, "a", games=2,
+                                                 reconnect_s=60).run, daemon=True)
+    worker.start()
+    out, _ = run.communicate(timeout=240)
+    worker.join(60)
+    assert run.returncode == 0, out
+    assert told == [f"127.0.0.1:{referee}"] * 2, told

@@ -293,7 +293,8 @@ def make_runner(
             host, advertise = embedded_referee_host(config, args, found)
         tls_ca = read_config_file(config, "referee_tls_ca", config.referee_tls_ca) if config.referee_tls_ca else None
         pool = connect_referees(found, token, timeout, host, advertise, tls_ca=tls_ca,
-                                serve_tls=_embedded_tls(config, sandbox is not None and bool(sandbox.gateway)))
+                                serve_tls=_embedded_tls(config, sandbox is not None and bool(sandbox.gateway)),
+                                port=getattr(args, "referee_port", 0))
         isolation = undo.pop_all()
 
     def on_event(message: str) -> None:

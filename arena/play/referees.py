@@ -181,6 +181,7 @@ def connect_referee(
     host: str = "127.0.0.1",
     tls_ca: bytes | None = None,
     serve_tls: tuple[bytes, bytes] | None = None,
+    port: int = 0,
 ) -> RefereeConnection:
     """Connect to the referee at ``address`` with admin ``token``, or start an embedded one; with
     ``tls_ca`` (PEM: the certificate an external referee serves, or its CA) over TLS. An embedded referee
@@ -189,7 +190,8 @@ def connect_referee(
     (:attr:`RefereeConnection.local`).
 
     Without ``address`` a :class:`referee.server.ThreadedReferee` is started in this process on
-    ``host`` (default ``127.0.0.1``; the sandbox's gateway when container bots play), port 0, with a
+    ``host`` (default ``127.0.0.1``; the sandbox's gateway when container bots play), ``port`` (default 0:
+    any free one; a fixed one for a firewall that lets remote workers through to it), with a
     fresh random admin token (sandboxed bots reach it on sockets of their own: ``GrpcGameRunner`` has it
     listen there, arena/hosting/jail.py). Either way one authenticated admin call
     is made before returning, so a wrong token or an unreachable referee fails here, at once.
@@ -201,7 +203,7 @@ def connect_referee(
     embedded, local = None, None
     if address is None:
         token = secrets.token_urlsafe(24)
-        embedded, local = _start_embedded(host, token, serve_tls)
+        embedded, local = _start_embedded(host, port, token, serve_tls)
         address = embedded.address
     elif not token:
         raise ValueError("an external referee needs its admin token")
@@ -218,8 +220,8 @@ def connect_referee(
     return conn
 
 
-def _start_embedded(host: str, token: str, serve_tls: tuple[bytes, bytes] | None) -> tuple[Any, str | None]:
-    """A started :class:`referee.server.ThreadedReferee` on ``host`` (port 0) with admin ``token``; with
+def _start_embedded(host: str, port: int, token: str, serve_tls: tuple[bytes, bytes] | None) -> tuple[Any, str | None]:
+    """A started :class:`referee.server.ThreadedReferee` on ``host``:``port`` with admin ``token``; with
     ``serve_tls`` (chain, key) it serves TLS there and plaintext on a unix socket in a fresh private folder
     (the second value, ``unix:PATH``; None without TLS).
 
@@ -228,7 +230,8 @@ def _start_embedded(host: str, token: str, serve_tls: tuple[bytes, bytes] | None
     from referee.server import ThreadedReferee
 
     local = f"unix:{tempfile.mkdtemp(prefix='allfours-referee-')}/referee.sock" if serve_tls else None
-    embedded = ThreadedReferee(grace_s=1.0, host=host, port=0, admin_token=token, tls=serve_tls, unix_socket=local)
+    embedded = ThreadedReferee(grace_s=1.0, host=host, port=port, admin_token=token, tls=serve_tls,
+                               unix_socket=local)
     try:
         embedded.start()
     except Exception as e:
@@ -325,10 +328,11 @@ def connect_referees(
     advertise: str | None = None,
     tls_ca: bytes | None = None,
     serve_tls: tuple[bytes, bytes] | None = None,
+    port: int = 0,
 ) -> RefereePool:
     """A :class:`RefereePool` of the referees at ``addresses`` (all checked at once, see
     :func:`connect_referee`; over TLS with ``tls_ca``), or of one embedded referee on ``host`` when
-    ``addresses`` is empty, serving TLS with ``serve_tls`` (see :func:`connect_referee`); lobby workers
+    ``addresses`` is empty, on ``port`` and serving TLS with ``serve_tls`` (see :func:`connect_referee`); lobby workers
     are told to dial that one at ``advertise`` (a host name or IP; None: ``host``).
 
     :raises RefereeError: naming the first referee that is unreachable or refuses the token.
@@ -337,7 +341,8 @@ def connect_referees(
     try:
         targets: list[str | None] = [*addresses] or [None]
         for address in targets:
-            conns.append(connect_referee(address, token, timeout, host, tls_ca=tls_ca, serve_tls=serve_tls))
+            conns.append(connect_referee(address, token, timeout, host, tls_ca=tls_ca, serve_tls=serve_tls,
+                                         port=port))
             if address is None and advertise:
                 conns[-1].advertise = f"{advertise}:{conns[-1].address.rsplit(':', 1)[1]}"
     except BaseException:
