@@ -97,8 +97,12 @@ arena_tasks() {
 }
 
 say "following ${STACK}_arena (docker service logs -f)"
-# the arena's `output: /results` is shown as the folder on the arena's node; $! is docker's (sed ends with it)
-"$DOCKER" service logs -f --raw "${STACK}_arena" 2>/dev/null > >(sed -u "s|^output: /results\\b|output: $results_sed|") &
+# the arena's `output: /results` is shown as the folder on the arena's node; $! is docker's (sed ends with it).
+# Its stderr is the arena's own (its error lines: why it failed), less the CLI's `error from daemon in
+# stream` (a node gone, some lines lost: the swarm's business, watched below).
+"$DOCKER" service logs -f --raw "${STACK}_arena" \
+  2> >(grep --line-buffered -v '^error from daemon in stream' >&2 || true) \
+  > >(sed -u "s|^output: /results\\b|output: $results_sed|") &
 follow=$!
 deadline=$((SECONDS + WAIT_S))
 while :; do

@@ -153,3 +153,39 @@ def test_ctrl_c_at_each_step_takes_the_stack_down(tmp_path: Path, step: str) -> 
     assert err.rstrip().endswith("compose-demo: taking the stack down"), err
     assert calls[-1] == "down --remove-orphans -t 5", calls
     assert "the arena exited" not in err, err  # it did not play on
+
+
+FAKE_SWARM_DOCKER = """#!/bin/sh
+# a manager whose stack's arena task fails 4 times, saying why on its stderr
+case "$1 $2" in
+  "info --format") echo active ;;
+  "service logs")
+    echo "tournament compose-demo: 12 games scheduled"
+    echo "error: referee 10.0.5.10:50051 is not reachable: UNAVAILABLE: failed to connect" >&2
+    echo "error from daemon in stream: Error grabbing logs: node n3 is not available" >&2
+    sleep 30 ;;
+  "service ps") printf 't1\\nt2\\nt3\\nt4\\n' ;;
+  "inspect --format") sleep 1; echo "failed 1" ;;
+esac
+exit 0
+"""
+
+
+def test_swarm_demo_shows_the_arenas_own_error_lines(tmp_path: Path) -> None:
+    """docker/swarm-demo.sh follows the arena with `docker service logs`, whose stderr holds the service's
+    own stderr: the script sent it to /dev/null, so an arena that failed 4 times showed no reason, only
+    `the arena failed 4 times (last exit status 1)`. Its error line is shown now; the CLI's own
+    `error from daemon in stream` (a node gone) is not."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "docker").write_text(FAKE_SWARM_DOCKER)
+    (bin_dir / "docker").chmod(0o755)
+    env = {**os.environ, "DOCKER": str(bin_dir / "docker"), "ALLFOURS_SKIP_BUILD": "1",
+           "ALLFOURS_RESULTS": str(tmp_path / "results"), "ALLFOURS_SECRETS": str(tmp_path / "secrets")}
+    done = subprocess.run(["bash", "docker/swarm-demo.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "tournament compose-demo: 12 games scheduled" in done.stdout
+    assert "error: referee 10.0.5.10:50051 is not reachable" in done.stderr, done.stderr
+    assert "error from daemon in stream" not in done.stderr, done.stderr
+    assert "the arena failed 4 times (last exit status 1)" in done.stderr
