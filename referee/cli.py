@@ -54,6 +54,7 @@ from referee.server import (
     prepare_record_dir,
     tune_gc,
 )
+from referee.tls import tls_hint
 
 
 def configure_logging(level: str = "info") -> None:
@@ -247,7 +248,8 @@ def _create_match(args: argparse.Namespace) -> int:
             code = e.code() if isinstance(e, grpc.Call) else grpc.StatusCode.UNKNOWN
             detail = e.details() if isinstance(e, grpc.Call) else str(e)
             reach = code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
-            print(f"referee create-match: {args.referee}: {code.name}: {detail}", file=sys.stderr)
+            hint = tls_hint(detail or "", args.referee, f"--tls-ca {args.tls_ca}" if ca else None) if reach else ""
+            print(f"referee create-match: {args.referee}: {code.name}: {detail}{hint}", file=sys.stderr)
             return 1 if reach else 2
     if args.json:
         print(json.dumps({"match_id": made.match_id, "seed_commitment": made.seed_commitment,

@@ -38,6 +38,7 @@ from allfours.v1 import referee_pb2_grpc as pb_grpc
 from referee import wire
 from referee.outcome import MatchStatus, Termination
 from referee.rules import Action, side_of
+from referee.tls import tls_hint
 from sdk.bot import (
     BotLike,
     Context,
@@ -51,7 +52,6 @@ from sdk.bot import (
     decision_rng,
     resolve_choice,
 )
-from sdk.tls import tls_hint
 
 log = logging.getLogger("sdk.client")
 
@@ -161,7 +161,7 @@ class BotClient:
             channel.close()
 
     def _tls_hint(self, why: str) -> str:
-        """What to change about TLS (:func:`sdk.tls.tls_hint`) when this seat never joined, else ``""``."""
+        """What to change about TLS (:func:`referee.tls.tls_hint`) when this seat never joined, else ``""``."""
         if self.info is not None:
             return ""
         return tls_hint(why, self.referee, "--tls-ca" if self.tls_ca is not None else None)

@@ -31,7 +31,7 @@ import grpc
 from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import lobby_pb2_grpc as lpb_grpc
 from referee import wire
-from sdk.tls import tls_hint
+from referee.tls import tls_hint
 
 if TYPE_CHECKING:
     from sdk.bot import BotLike
@@ -153,7 +153,7 @@ class LobbyWorker:
         stub = lpb_grpc.LobbyServiceStub(channel)
         window_end = time.monotonic() + self.reconnect_s
         backoff = 0.1
-        hint_tls = True  # until a session registers: a TLS mismatch then gets a hint (sdk.tls)
+        hint_tls = True  # until a session registers: a TLS mismatch then gets a hint (referee.tls)
         try:
             while not self._done():
                 self._registered = False

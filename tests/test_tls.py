@@ -181,7 +181,7 @@ def test_the_cpp_bot_plays_a_tls_referee(tmp_path: Path) -> None:
 def test_tls_hints_name_what_to_change() -> None:
     """The gRPC texts of a failed TLS connection (as grpcio, Node.js and Debian's C++ gRPC print them,
     measured on a referee in another network namespace) get one hint each; any other text none."""
-    from sdk.tls import tls_hint
+    from referee.tls import tls_hint
 
     a = "10.0.0.5:50051"
     closed = "failed to connect to all addresses; last error: UNAVAILABLE: ipv4:10.0.0.5:50051: Socket closed"
@@ -329,3 +329,28 @@ def test_the_embedded_referees_port_can_be_fixed_for_a_firewall(tmp_path: Path) 
     worker.join(60)
     assert run.returncode == 0, out
     assert told == [f"127.0.0.1:{referee}"] * 2, told
+
+
+def test_the_health_check_speaks_tls(tmp_path: Path) -> None:
+    """``python -m referee.healthcheck --tls-ca F [--tls-name N] HOST:PORT`` checks a referee that serves
+    TLS (the images' health check dialled plaintext only, so a TLS referee in a container or a Swarm task
+    was always unhealthy); without ``--tls-ca`` it says so in its line. ``referee create-match`` without
+    ``--tls-ca`` against it gets the same hint."""
+    cert = make_cert(tmp_path)[0]
+    env = {**os.environ, "ALLFOURS_ADMIN_TOKEN": TOKEN, "PYTHONPATH": str(ROOT)}
+
+    def check(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "referee.healthcheck", *args], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=60)
+
+    with tls_referee(tmp_path, env) as address:
+        port = address.rsplit(":", 1)[1]
+        assert check("--tls-ca", str(cert), address).returncode == 0
+        assert check("--tls-ca", str(cert), "--tls-name", "localhost", f"127.0.0.1:{port}").returncode == 0
+        plain = check(address)
+        create = subprocess.run([sys.executable, "-m", "referee.cli", "create-match", "--referee", address, "a", "b"],
+                                cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    hint = f"(does {address} serve TLS? then pass --tls-ca with the certificate the host gives out)"
+    assert plain.returncode == 1 and plain.stderr.strip().endswith(hint), plain.stderr
+    assert create.returncode == 1 and create.stderr.strip().endswith(hint), create.stderr
+    assert check("--tls-ca", str(tmp_path / "none.pem"), address).returncode == 2

@@ -76,8 +76,8 @@ def _unavailable_hint(e: Any, args: argparse.Namespace) -> str:
 
 def _tls_hint(details: str, args: argparse.Namespace) -> str:
     """What to change when a connection could not be made over TLS, or for want of it
-    (:func:`sdk.tls.tls_hint` for the arena's address and ``--tls-ca``), else ``""``."""
-    from sdk.tls import tls_hint
+    (:func:`referee.tls.tls_hint` for the arena's address and ``--tls-ca``), else ``""``."""
+    from referee.tls import tls_hint
 
     ca = getattr(args, "tls_ca", None)
     return tls_hint(details, getattr(args, "arena", ""), f"--tls-ca {ca}" if ca else None)

@@ -324,7 +324,7 @@ std::shared_ptr<grpc::ChannelCredentials> Credentials(bool tls, const std::strin
   return grpc::SslCredentials(ssl);
 }
 
-// What to change about TLS when no connection came up (`why`: gRPC's message; sdk/tls.py says the
+// What to change about TLS when no connection came up (`why`: gRPC's message; referee/tls.py says the
 // same for the Python SDK): a plaintext client meeting a TLS port sees only "Socket closed", a TLS one
 // an OpenSSL code.
 std::string TlsHint(bool tls, const std::string& why) {
