@@ -255,6 +255,43 @@ def test_a_damaged_database_is_one_line_naming_it(tmp_path: Path) -> None:
                               "file) from a backup, or use a new output folder")
 
 
+
+def _mark_schema(db_path: Path, version: str) -> None:
+    """Make ``db_path`` a database an arena of storage schema ``version`` wrote (its meta row ``schema``)."""
+    import sqlite3
+
+    db = sqlite3.connect(db_path, isolation_level=None)
+    db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (version,))
+    db.close()  # the last connection: its WAL is checkpointed into the file
+
+
+def test_a_store_or_book_of_another_schema_is_refused_not_misread(tmp_path: Path) -> None:
+    """A store written by a newer arena (storage schema 2) was opened by this one as its own: its games
+    misread, and new rows written in this schema's form. It is refused, one line naming the file and
+    both versions, the file unchanged; the competition's book alike. A store of this schema plays on."""
+    cfg = config(tmp_path)
+    out = tmp_path / "out"
+    assert run(cfg).returncode == 0
+    _mark_schema(out / DB_NAME, "2")
+    before = (out / DB_NAME).read_bytes()
+    (out / "games.jsonl").unlink()
+    done = run(cfg)
+    assert done.returncode == 1, done.stderr + done.stdout
+    assert one_line(done) == (f"error: {out / DB_NAME}: written by a newer arena (storage schema 2; this arena reads "
+                              "schema 1 only): run the arena version that wrote it; nothing was changed")
+    assert (out / DB_NAME).read_bytes() == before and not (out / "games.jsonl").exists()
+    _mark_schema(out / DB_NAME, "1")
+    assert run(cfg).returncode == 0 and (out / "games.jsonl").exists()
+    league = tmp_path / "league"
+    competitor = ("competitor", "add", str(ROOT / "examples" / "competition.toml"), "--output", str(league))
+    assert arena(*competitor, "ann").returncode == 0
+    _mark_schema(league / "competition.sqlite", "2")
+    done = arena(*competitor, "bob")
+    assert done.returncode == 1, done.stderr + done.stdout
+    assert one_line(done) == (f"error: {league / 'competition.sqlite'}: written by a newer arena (storage schema 2; "
+                              "this arena reads schema 1 only): run the arena version that wrote it; nothing was "
+                              "changed")
+
 def test_a_full_disk_at_publication_names_the_folder_and_keeps_the_games(tmp_path: Path) -> None:
     """games.jsonl written onto /dev/full (a real ENOSPC): exit 1, one line naming the output folder
     and saying the stored games are kept; with room again the same command publishes them."""

@@ -32,6 +32,8 @@ LOG_TAIL_CHARS = 4096
 
 #: The book's file name in the output folder.
 BOOK_NAME = "competition.sqlite"
+#: The book's storage schema (its ``meta`` row ``schema``), as the store's (``arena.tournament.store.check_schema``).
+BOOK_SCHEMA_VERSION = "1"
 #: Every status, in the order a good submission passes them (docs/competition.md).
 STATUSES = ("received", "building", "validating", "accepted", "playing", "rated", "rejected", "failed")
 #: Statuses of a submission still on its way (the build queue's work).
@@ -125,12 +127,14 @@ class CompetitionBook:
     """The open book of one output folder (see the module docstring).
 
     :raises arena.tournament.store.DatabaseUnreadable: if the file cannot be opened (naming it).
+    :raises arena.tournament.store.SchemaMismatch: a book of another storage schema (:data:`BOOK_SCHEMA_VERSION`).
     """
 
     def __init__(self, output: str | Path):
         self.path = Path(output) / BOOK_NAME
         self._lock = threading.Lock()
-        self._db = open_private_database(self.path, _SCHEMA, check_same_thread=False)
+        self._db = open_private_database(self.path, _SCHEMA, check_same_thread=False,
+                                         schema_version=BOOK_SCHEMA_VERSION)
         self._db.create_function("name_key", 1, name_key, deterministic=True)
 
     def close(self) -> None:

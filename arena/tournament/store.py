@@ -34,6 +34,8 @@ from typing import Any
 from arena.tournament.result import GameResult, GameRow
 from arena.tournament.schedule import ScheduledGame
 
+#: The store's storage schema (its ``meta`` row ``schema``): raise it with any change an older arena would
+#: misread; a store of another version is refused (:func:`check_schema`).
 SCHEMA_VERSION = "1"
 
 _SCHEMA = """
@@ -107,18 +109,55 @@ class DatabaseUnreadable(StorageError, sqlite3.DatabaseError):
 _DAMAGED = ("SQLITE_NOTADB", "SQLITE_CORRUPT")
 
 
-def open_private_database(path: Path, schema: str, check_same_thread: bool = True) -> sqlite3.Connection:
+class SchemaMismatch(StorageError):
+    """A database written by an arena of another storage schema (its ``meta`` row ``schema``)."""
+
+
+def check_schema(db: sqlite3.Connection, path: Path, version: str) -> None:
+    """Refuse the database ``path`` (open as ``db``) unless it is new or of schema ``version``: a store
+    of another schema would be misread (a column renamed or meaning something else), or written into
+    in a form its own arena then misreads; there is no migration, so the arena that wrote it reads it.
+
+    :raises SchemaMismatch: one line naming the file and both versions.
+    """
+    try:
+        row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+    except sqlite3.OperationalError:  # no meta table: a new database
+        return
+    if row is None or str(row[0]) == version:
+        return
+    stored = str(row[0])
+    newer = stored.isdigit() and version.isdigit() and int(stored) > int(version)
+    raise SchemaMismatch(
+        f"{path}: written by {'a newer' if newer else 'another'} arena (storage schema {stored}; this arena "
+        f"reads schema {version} only): run the arena version that wrote it; nothing was changed")
+
+
+def open_private_database(
+    path: Path, schema: str, check_same_thread: bool = True, schema_version: str | None = None,
+) -> sqlite3.Connection:
     """A connection to the private database ``path`` (:func:`prepare_private_database`; WAL,
-    ``synchronous=FULL``, autocommit) with ``schema`` (SQL, ``CREATE … IF NOT EXISTS``) applied.
+    ``synchronous=FULL``, autocommit) with ``schema`` (SQL, ``CREATE … IF NOT EXISTS``) applied; with
+    ``schema_version``, a database of another version is refused before anything is written
+    (:func:`check_schema`) and a new one (or one from before versions were kept) is marked with it
+    (``meta`` row ``schema``; the schema must make a ``meta (key, value)`` table).
 
     :raises DatabaseUnreadable: naming the file (a damaged one: how to recover).
+    :raises SchemaMismatch: a database of another ``schema_version``.
     """
     prepare_private_database(path)
     db = sqlite3.connect(str(path), isolation_level=None, timeout=30.0, check_same_thread=check_same_thread)
     try:
+        if schema_version is not None:
+            check_schema(db, path, schema_version)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
         db.executescript(schema)
+        if schema_version is not None:
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (schema_version,))
+    except SchemaMismatch:
+        db.close()
+        raise
     except sqlite3.DatabaseError as e:
         db.close()
         fix = f": {recovery_advice(path.name)}" if getattr(e, "sqlite_errorname", None) in _DAMAGED else ""
@@ -156,13 +195,13 @@ class Store:
     master seed.
 
     :raises DatabaseUnreadable: if the file cannot be opened or is not a database (naming it).
+    :raises SchemaMismatch: a store of another storage schema (:data:`SCHEMA_VERSION`).
     """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         # the file holds the master seed (every deck derives from it): readable by its owner only
-        self._db = open_private_database(self.path, _SCHEMA)
-        self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        self._db = open_private_database(self.path, _SCHEMA, schema_version=SCHEMA_VERSION)
 
     def close(self) -> None:
         """Close the connection (committed rows are already durable)."""
