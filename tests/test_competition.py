@@ -432,6 +432,9 @@ def test_a_competitor_revoked_before_the_final_is_not_in_it(tmp_path: Path) -> N
     assert isinstance(run, argparse.Namespace), err.getvalue()
     final = tomllib.loads(Path(run.config).read_text())
     assert [b["name"] for b in final["bots"]] == ["annbot@1", "cidbot@1", "danbot@1"]
+    # it holds the final's master seed, secret until the final's board reveals it (a remote finalist
+    # knowing it would know every deal): its owner's alone, as arena.sqlite
+    assert final["tournament"]["master_seed"] and Path(run.config).stat().st_mode & 0o777 == 0o600
     lines = [ln for ln in err.getvalue().splitlines() if ln.startswith("not in the final")]
     assert lines == ["not in the final: bob (bobbot@1), whose competitor token is revoked",
                      "not in the final: eve (evebot@1), a remote bot whose bot tokens are revoked (revoking a "

@@ -3,8 +3,9 @@
 At the freeze a fresh master seed is drawn and only its commitment shown (:func:`freeze`); the final is
 a round robin of each competitor's chosen entry (:meth:`CompetitionBook.finalists`) with more games a
 pairing, played from that seed by ``arena run`` in ``OUTPUT/final`` (its own store, ratings and
-leaderboard, named ``NAME final``), written as an ordinary config file there (:func:`write_final_config`)
-so anyone can read what was played. Remote finalists keep their bot tokens (the digests are copied).
+leaderboard, named ``NAME final``), written as an ordinary config file there (:func:`write_final_config`,
+0600: it holds the seed until the final's board reveals it; then anyone may read what was played).
+Remote finalists keep their bot tokens (the digests are copied).
 
 A competitor whose token is revoked when the final's config is written is not in it, nor is a remote
 entry without a live bot token (revoking a competitor revokes those too): either would only forfeit
@@ -14,6 +15,7 @@ every game as a no-show. :attr:`Final.left_out` says who, one line each.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import time
 from dataclasses import dataclass
@@ -114,9 +116,19 @@ def write_final_config(config: TournamentConfig, book: CompetitionBook, output: 
     path = folder / "final.toml"
     text = notes + head + "\n" + "\n".join(_bot_table(s, config) for s in finalists)
     _check_not_over(path, text)
-    path.write_text(text, encoding="utf-8")
+    _write_private(path, text)
     _copy_remote_tokens(finalists, output, folder)
     return Final(path, tuple(left_out))
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by its owner only (0600, also an existing file): a final's config
+    holds its master seed, secret until the final is over (a remote finalist knowing it would know every
+    deal); its board reveals the seed then, and the file may be shown."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 def _check_not_over(path: Path, text: str) -> None:
