@@ -17,8 +17,9 @@ outsider who distrusts the host can check that:
   caught);
 - every game's record passes ``referee.verify``, deals from that seed (its commitment and its last
   line), was played under the tournament's rules by the seats' entrants, and has the result
-  ``games.jsonl`` publishes (match id, winner, scores). A game without a record must be one no side
-  played (every seat forfeited before the match: ``not_started``, ``broken``, ``no_show``).
+  ``games.jsonl`` publishes (match id, winner, scores). A game without a record must be one forfeited
+  before it was played (a seat ``not_started``, ``broken`` or ``no_show``, every other one that or
+  ``other_seat_forfeited``).
 
 Each problem is one line ``FAIL games.jsonl line N (GAME): ...`` (or ``FAIL commitment.json: ...``) on
 stderr; exit status 0 with an ``OK`` summary on stdout when there is none, 1 otherwise, 2 for a folder
@@ -174,9 +175,10 @@ def _check_record(folder: Path, pub: Published, slot: _Slot, row: Mapping[str, o
     record = row.get("record")
     if record is None:
         terms = row.get("terminations")
-        if isinstance(terms, list) and terms and all(t in UNPLAYED for t in terms):
+        if (isinstance(terms, list) and any(t in UNPLAYED for t in terms)
+                and all(t in UNPLAYED or t == Termination.OTHER_SEAT_FORFEITED.value for t in terms)):
             return []
-        return [f"no record, yet not a game no side played (terminations {terms})"]
+        return [f"no record, yet not a game forfeited before it was played (terminations {terms})"]
     path = (folder / str(record)).resolve()
     if path.parent != (folder / "records").resolve():
         return [f"its record {record!r} is not in the folder's records/"]

@@ -205,3 +205,14 @@ def test_a_skipped_pair_is_caught_once_the_seed_is_revealed(out: Path) -> None:
     assert lines[-1] == ("FAIL games.jsonl: pairing cup-p0-1 publishes pair 1 but not pair(s) 0 (a pairing's "
                          "pairs are played in order)")
     assert "FAIL games.jsonl line 1 (cup-p0-1-g2): first dealer 0, but pair 1 deals first from seat 1" in lines
+
+
+def test_a_game_without_a_record_passes_only_as_a_forfeit_before_play(out: Path) -> None:
+    """A bot failing its check (`--skip-broken`) forfeits its games before they are played: no record,
+    its seats `not_started`, the others `other_seat_forfeited`. A played game's record cannot be dropped."""
+    rows = _rows(out)
+    rows[4].update(record=None, terminations=["not_started", "other_seat_forfeited"])
+    rows[5].update(record=None)
+    _write_rows(out, rows)
+    assert _fails(out) == [f"FAIL games.jsonl line 6 ({rows[5]['game_id']}): no record, yet not a game forfeited "
+                           "before it was played (terminations ['normal', 'normal'])"]
