@@ -17,7 +17,8 @@ outsider who distrusts the host can check that:
   caught);
 - every game's record passes ``referee.verify``, deals from that seed (its commitment and its last
   line), was played under the tournament's rules by the seats' entrants, and has the result
-  ``games.jsonl`` publishes (match id, winner, scores). A game without a record must be one forfeited
+  ``games.jsonl`` publishes (match id, winner, scores), and each line's ``score`` (the ratings' input) is
+  its winner's. A game without a record must be one forfeited
   before it was played (a seat ``not_started``, ``broken`` or ``no_show``, every other one that or
   ``other_seat_forfeited``).
 
@@ -165,6 +166,16 @@ def _seeds(pub: Published, master: bytes, slot: _Slot, sides: Sequence[str]) -> 
     return {own} if pub.remote & set(sides) else {paired}
 
 
+def _check_score(row: Mapping[str, object]) -> list[str]:
+    """The ratings' input ``score`` (``a``'s) against the row's ``winner``: 1 for side 0, 0 for side 1, null
+    without a winner (what ``python -m arena.ratings`` rates, so a changed score alone changes the ratings)."""
+    winner = row.get("winner")
+    want = None if winner not in (0, 1) else 1.0 - float(str(winner))
+    if row.get("score") != want:
+        return [f"score {row.get('score')!r} (the ratings' input), but its winner {winner!r} makes it {want!r}"]
+    return []
+
+
 def _record_facts(lines: Sequence[str]) -> dict[str, dict[str, object]]:
     """The header, last game_end, result and seed lines of a verified record, by type."""
     return {str(o["type"]): o for _, o in read_record(lines) if o["type"] in ("header", "game_end", "result", "seed")}
@@ -264,7 +275,7 @@ def audit(folder: Path, seed_hex: str | None = None) -> AuditReport:
         if slot.n in seen.setdefault(f"{slot.i}-{slot.j}", set()):
             problems.append(f"{where}: published twice")
         seen[f"{slot.i}-{slot.j}"].add(slot.n)
-        found = _check_schedule(pub, slot, row) + _check_record(folder, pub, slot, row)
+        found = _check_schedule(pub, slot, row) + _check_score(row) + _check_record(folder, pub, slot, row)
         records += row.get("record") is not None
         problems += [f"{where}: {p}" for p in found]
     if pub.master_seed is not None:

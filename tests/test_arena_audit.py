@@ -216,3 +216,12 @@ def test_a_game_without_a_record_passes_only_as_a_forfeit_before_play(out: Path)
     _write_rows(out, rows)
     assert _fails(out) == [f"FAIL games.jsonl line 6 ({rows[5]['game_id']}): no record, yet not a game forfeited "
                            "before it was played (terminations ['normal', 'normal'])"]
+
+
+def test_a_changed_rating_input_alone_is_caught(out: Path) -> None:
+    """`score` is what `python -m arena.ratings` rates: flipped without the winner, the ratings change."""
+    rows = _rows(out)
+    rows[0]["score"] = 1.0 - float(str(rows[0]["score"]))
+    _write_rows(out, rows)
+    assert _fails(out) == [f"FAIL games.jsonl line 1 (cup-p0-1-g0): score {rows[0]['score']!r} (the ratings' input), "
+                           f"but its winner {rows[0]['winner']!r} makes it {1.0 - float(str(rows[0]['score']))!r}"]

@@ -807,8 +807,10 @@ def test_a_validation_container_goes_with_a_killed_serve(league: tuple[Path, int
     serve.proc.kill()  # SIGKILL mid-validation, its bot's container up
     serve.proc.wait(30)
     deadline = time.monotonic() + 120  # the reaper looks every 0.5 s; the bot would sleep for 600 s
-    while client.containers.list(all=True, filters=mine) or _clis(image):
-        assert time.monotonic() < deadline, (client.containers.list(all=True, filters=mine), _clis(image))
+    # the low-level list: containers.list() inspects each container it lists, and one the reaper removes
+    # in between raises NotFound
+    while client.api.containers(all=True, filters=mine) or _clis(image):
+        assert time.monotonic() < deadline, (client.api.containers(all=True, filters=mine), _clis(image))
         time.sleep(0.5)
     again = Serve(cfg, tmp_path / "serve-again.log")  # for the fixture's clean stop
     serve.proc, serve.log = again.proc, again.log
