@@ -280,6 +280,9 @@ def test_a_store_or_book_of_another_schema_is_refused_not_misread(tmp_path: Path
     assert one_line(done) == (f"error: {out / DB_NAME}: written by a newer arena (storage schema 2; this arena reads "
                               "schema 1 only): run the arena version that wrote it; nothing was changed")
     assert (out / DB_NAME).read_bytes() == before and not (out / "games.jsonl").exists()
+    web = arena("web", str(out), "--port", "1")  # arena web reads it read-only: it checks before serving
+    assert web.returncode == 1, web.stderr + web.stdout
+    assert one_line(web) == one_line(done)
     _mark_schema(out / DB_NAME, "1")
     assert run(cfg).returncode == 0 and (out / "games.jsonl").exists()
     league = tmp_path / "league"

@@ -62,7 +62,7 @@ from arena.tournament.runner import (
     run_games,
 )
 from arena.tournament.schedule import ScheduledGame
-from arena.tournament.store import StorageError, Store, StoreMismatch
+from arena.tournament.store import StorageError, Store, StoreMismatch, check_store_file
 from referee.credentials import SecretError, env_secret, file_variable
 
 if TYPE_CHECKING:  # imported where used: docker, the lobby and the web start only when a run needs them
@@ -127,6 +127,7 @@ def web_command(args: argparse.Namespace, err: Console) -> int:
     output = record.parent if record is not None and not args.output else Path(args.output).resolve()
     if not output.is_dir() and not output.parent.is_dir():
         return error(f"{args.output!r}: no such folder")
+    check_store_file(output / DB_NAME)  # a store of another schema would be misread: one line, exit 1
     try:
         sock = bind(args.host, args.port)
     except OSError as e:

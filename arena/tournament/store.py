@@ -133,6 +133,23 @@ def check_schema(db: sqlite3.Connection, path: Path, version: str) -> None:
         f"reads schema {version} only): run the arena version that wrote it; nothing was changed")
 
 
+def check_store_file(path: Path, version: str = SCHEMA_VERSION) -> None:
+    """For a reader that opens the store ``path`` read-only (``arena web``): refuse one of another schema
+    (:func:`check_schema`) before reading it; a file that is missing or no database is left to the reader.
+
+    :raises SchemaMismatch: one line naming the file and both versions.
+    """
+    if not path.is_file():
+        return
+    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=10.0)
+    try:
+        check_schema(db, path, version)
+    except sqlite3.DatabaseError:
+        return
+    finally:
+        db.close()
+
+
 def open_private_database(
     path: Path, schema: str, check_same_thread: bool = True, schema_version: str | None = None,
 ) -> sqlite3.Connection:
