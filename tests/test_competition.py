@@ -385,6 +385,25 @@ def test_freezing_a_config_without_competitors_is_refused_with_one_line(tmp_path
     assert arena("competition", "freeze", str(cfg)).returncode == 0
 
 
+
+def test_a_submission_after_the_freeze_learns_the_finals_seed_commitment(tmp_path: Path) -> None:
+    """`arena competition freeze` printed the final's seed commitment to the host alone: nothing showed it
+    to the competitors before the final, whose board shows it only once played, so a host could draw
+    another seed unseen. Every submission refused for the freeze names it now."""
+    from arena.competition.book import CompetitionBook
+    from arena.competition.desk import Desk, Refused
+    from arena.competition.final import freeze
+    from arena.config import CompetitionSettings
+
+    with CompetitionBook(tmp_path) as book:
+        book.add_competitor("ann")
+        committed = freeze(book)
+        with pytest.raises(Refused) as refused:
+            Desk(CompetitionSettings(), tmp_path, book, lambda: None).check_open("ann", time.time())
+    assert refused.value.kind == "frozen"
+    assert str(refused.value).startswith("submissions are frozen since ")
+    assert str(refused.value).endswith(f": the final evaluation is on (its master seed's SHA-256: {committed})")
+
 def _frozen_competition(tmp_path: Path) -> Path:
     """A frozen competition: ann and cid with container entries; bob with a remote entry, then revoked
     (`arena competitor add --revoke`); dan with a container entry and eve with a remote one, each revoked

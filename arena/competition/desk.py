@@ -29,12 +29,15 @@ from arena.hosting.sandbox import Limits
 from arena.lobby.tokens import new_token, token_digest
 from arena.tournament.result import GameResult
 from arena.tournament.runner import Tournament
+from referee.dealing import commitment
 
 #: The name of an upload being taken in (``OUTPUT/submissions/incoming-<hex>``), moved to its
 #: submission's folder once kept (:meth:`Desk.receive`).
 INCOMING_PREFIX = "incoming-"
 #: The book's meta key set by ``arena competition freeze``.
 FROZEN_KEY = "frozen_at"
+#: The book's meta key of the final's master seed (hex), drawn at the freeze (arena/competition/final.py).
+SEED_KEY = "final_seed"
 #: What a "version" of "next" or empty asks for.
 NEXT = ("", "next")
 
@@ -86,10 +89,15 @@ class Desk:
         return IntakeLimits(upload, s.unpacked_bytes, s.files)
 
     def check_open(self, competitor: str, now: float) -> None:
-        """:raises Refused: submissions frozen, or ``competitor`` at the per-day limit (with when to retry)."""
+        """:raises Refused: submissions frozen (naming the final's seed commitment: every competitor who tries
+        learns it before the final is played, so the host cannot draw another unseen), or ``competitor`` at
+        the per-day limit (with when to retry)."""
         frozen = self.book.get_meta(FROZEN_KEY)
         if frozen is not None:
-            raise Refused("frozen", f"submissions are frozen since {_utc(float(frozen))}: the final evaluation is on")
+            seed = self.book.get_meta(SEED_KEY)
+            committed = f" (its master seed's SHA-256: {commitment(bytes.fromhex(seed))})" if seed else ""
+            raise Refused("frozen", f"submissions are frozen since {_utc(float(frozen))}: the final evaluation is "
+                                    f"on{committed}")
         day = now - now % DAY_S
         made = self.book.count_since(competitor, day)
         if made >= self.settings.submissions_per_day:

@@ -22,12 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arena.competition.book import CompetitionBook, Submission
-from arena.competition.desk import FROZEN_KEY
+from arena.competition.desk import FROZEN_KEY, SEED_KEY
 from arena.config import TournamentConfig
 from referee.dealing import commitment
 
-#: The book's meta key of the final's master seed (hex), drawn at the freeze.
-SEED_KEY = "final_seed"
 #: The final's folder in the league's output folder.
 FINAL_DIR = "final"
 
