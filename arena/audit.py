@@ -18,9 +18,9 @@ outsider who distrusts the host can check that:
 - every game's record passes ``referee.verify``, deals from that seed (its commitment and its last
   line), was played under the tournament's rules by the seats' entrants, and has the result
   ``games.jsonl`` publishes (match id, winner, scores), and each line's ``score`` (the ratings' input) is
-  its winner's. A game without a record must be one forfeited
-  before it was played (a seat ``not_started``, ``broken`` or ``no_show``, every other one that or
-  ``other_seat_forfeited``).
+  its winner's; every record has the tournament's one time control (that of most of them). A game
+  without a record must be one forfeited before it was played (a seat ``not_started``, ``broken`` or
+  ``no_show``, every other one that or ``other_seat_forfeited``).
 
 Each problem is one line ``FAIL games.jsonl line N (GAME): ...`` (or ``FAIL commitment.json: ...``) on
 stderr; exit status 0 with an ``OK`` summary on stdout when there is none, 1 otherwise, 2 for a folder
@@ -181,8 +181,11 @@ def _record_facts(lines: Sequence[str]) -> dict[str, dict[str, object]]:
     return {str(o["type"]): o for _, o in read_record(lines) if o["type"] in ("header", "game_end", "result", "seed")}
 
 
-def _check_record(folder: Path, pub: Published, slot: _Slot, row: Mapping[str, object]) -> list[str]:
-    """The row's record: it verifies, deals from the row's seed, and holds the row's match and result."""
+def _check_record(
+    folder: Path, pub: Published, row: Mapping[str, object], clocks: dict[str, list[str]],
+) -> list[str]:
+    """The row's record: it verifies, deals from the row's seed, and holds the row's match and result;
+    its time control (JSON) gets the game's id in ``clocks`` (:func:`_odd_clocks`)."""
     record = row.get("record")
     if record is None:
         terms = row.get("terminations")
@@ -201,6 +204,8 @@ def _check_record(folder: Path, pub: Published, slot: _Slot, row: Mapping[str, o
     except (VerifyError, RecordError) as e:
         return [f"its record {record} fails referee.verify: {e}"]
     facts = _record_facts(lines)
+    clock = json.dumps(facts["header"].get("time_control"), sort_keys=True)
+    clocks.setdefault(clock, []).append(str(row.get("game_id")))
     return [f"its record {record}: {p}" for p in _compare(pub, row, facts)]
 
 
@@ -260,6 +265,7 @@ def audit(folder: Path, seed_hex: str | None = None) -> AuditReport:
         problems.append(f"commitment.json: the revealed master seed hashes to {commitment(pub.master_seed)}, "
                         f"not the committed {pub.commitment}")
     seen: dict[str, set[int]] = {}
+    clocks: dict[str, list[str]] = {}
     records = 0
     for n, row in _rows(folder):
         where = f"games.jsonl line {n}"
@@ -275,12 +281,24 @@ def audit(folder: Path, seed_hex: str | None = None) -> AuditReport:
         if slot.n in seen.setdefault(f"{slot.i}-{slot.j}", set()):
             problems.append(f"{where}: published twice")
         seen[f"{slot.i}-{slot.j}"].add(slot.n)
-        found = _check_schedule(pub, slot, row) + _check_score(row) + _check_record(folder, pub, slot, row)
+        found = _check_schedule(pub, slot, row) + _check_score(row) + _check_record(folder, pub, row, clocks)
         records += row.get("record") is not None
         problems += [f"{where}: {p}" for p in found]
+    problems += _odd_clocks(clocks)
     if pub.master_seed is not None:
         problems += _half_pairs(pub, seen)
     return AuditReport(tuple(problems), sum(len(v) for v in seen.values()), records, pub.master_seed is not None)
+
+
+def _odd_clocks(clocks: Mapping[str, list[str]]) -> list[str]:
+    """A line for each game whose record has another time control than most of the tournament's (a
+    tournament has one: a game given a tighter clock could make one bot time out)."""
+    if len(clocks) < 2:
+        return []
+    usual = max(clocks, key=lambda k: len(clocks[k]))
+    return [f"games.jsonl: {game}'s record has the time control {clock}, but {len(clocks[usual])} of the "
+            f"tournament's records have {usual}" for clock, games in sorted(clocks.items()) if clock != usual
+            for game in games]
 
 
 def _half_pairs(pub: Published, seen: Mapping[str, set[int]]) -> list[str]:

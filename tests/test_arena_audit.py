@@ -225,3 +225,19 @@ def test_a_changed_rating_input_alone_is_caught(out: Path) -> None:
     _write_rows(out, rows)
     assert _fails(out) == [f"FAIL games.jsonl line 1 (cup-p0-1-g0): score {rows[0]['score']!r} (the ratings' input), "
                            f"but its winner {rows[0]['winner']!r} makes it {1.0 - float(str(rows[0]['score']))!r}"]
+
+
+def test_a_game_given_another_clock_is_caught(out: Path) -> None:
+    """A host who plays one game with a tighter clock (one bot then times out): its record verifies, the
+    time control is its header's, and a tournament has one."""
+    path = out / "records" / "cup-p0-2-g1.jsonl"
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    usual = json.dumps(header["time_control"], sort_keys=True)
+    header["time_control"]["decision_ms"] = 5
+    lines[0] = json.dumps(header)
+    path.write_text("\n".join(lines) + "\n")
+    assert _audit(path.parent.parent).returncode == 1
+    assert _fails(out) == [f"FAIL games.jsonl: cup-p0-2-g1's record has the time control "
+                           f"{json.dumps(header['time_control'], sort_keys=True)}, but 5 of the tournament's records "
+                           f"have {usual}"]
