@@ -58,9 +58,9 @@ class AuditError(ValueError):
 class Published:
     """What a tournament's folder publishes about itself: its ``name``, ``players``, ``rules`` (every
     RuleSet option), ``entrants`` (labels in the order of their numbers), the ``commitment`` of
-    ``commitment.json`` (SHA-256 hex), the revealed ``master_seed`` (None: not revealed) and the
-    ``remote`` entrants, whose pairs' second games are dealt on their own (None: a folder published
-    before the list was, where either seed is taken for a pair's second game)."""
+    ``commitment.json`` (SHA-256 hex), the revealed ``master_seed`` (None: not revealed), the ``active``
+    entrants (those the config schedules now) and the ``remote`` ones among them, whose pairs' second
+    games are dealt on their own (None: a folder published before these lists were)."""
 
     name: str
     players: int
@@ -68,6 +68,7 @@ class Published:
     entrants: tuple[str, ...]
     commitment: str
     master_seed: bytes | None
+    active: frozenset[str] | None
     remote: frozenset[str] | None
 
 
@@ -100,9 +101,10 @@ def load_published(folder: Path, seed_hex: str | None = None) -> Published:
     entrants = t.get("entrants")
     if not isinstance(entrants, list) or not isinstance(t.get("name"), str) or t.get("players") not in (2, 4):
         raise AuditError(f"{folder / 'ratings.json'}: tournament lacks its name, players or entrants")
-    rules, remote = t.get("rules"), t.get("remote")
+    rules, active, remote = t.get("rules"), t.get("active"), t.get("remote")
     return Published(str(t["name"]), int(str(t["players"])), rules if isinstance(rules, dict) else {},
                      tuple(str(e) for e in entrants), com, seed,
+                     frozenset(str(r) for r in active) if isinstance(active, list) else None,
                      frozenset(str(r) for r in remote) if isinstance(remote, list) else None)
 
 
@@ -156,14 +158,17 @@ def _check_schedule(pub: Published, slot: _Slot, row: Mapping[str, object]) -> l
 
 def _seeds(pub: Published, master: bytes, slot: _Slot, sides: Sequence[str]) -> set[str]:
     """The deal seeds (hex) the schedule allows the game of ``slot``: the pair's, or for the second game of
-    a pairing with a remote entrant the pair's second seed (either, when the folder lists no remote)."""
+    a pairing with a remote entrant the pair's second seed; either when the folder does not say whether a
+    side is remote (it is no longer scheduled, or the folder predates the lists)."""
     p = pairing_number(slot.i, slot.j)
     paired, own = pair_seed(master, p, slot.pair).hex(), pair_seed(master, p, slot.pair, second=True).hex()
     if not slot.swapped:
         return {paired}
-    if pub.remote is None:
-        return {paired, own}
-    return {own} if pub.remote & set(sides) else {paired}
+    if pub.remote is not None and pub.remote & set(sides):
+        return {own}
+    if pub.active is not None and set(sides) <= pub.active:
+        return {paired}
+    return {paired, own}
 
 
 def _check_score(row: Mapping[str, object]) -> list[str]:

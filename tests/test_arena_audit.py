@@ -241,3 +241,25 @@ def test_a_game_given_another_clock_is_caught(out: Path) -> None:
     assert _fails(out) == [f"FAIL games.jsonl: cup-p0-2-g1's record has the time control "
                            f"{json.dumps(header['time_control'], sort_keys=True)}, but 5 of the tournament's records "
                            f"have {usual}"]
+
+
+def test_an_entrant_no_longer_scheduled_may_have_been_remote(out: Path) -> None:
+    """A remote entrant removed from the config (or a competitor's retired remote entry) is in neither
+    list: its pairings' second games may come from either seed; those of two scheduled local entrants
+    only from the pair's."""
+    assert sorted(json.loads((out / "ratings.json").read_text())["tournament"]["active"]) == ["a", "b", "c"]
+    rows = _rows(out)
+    master = bytes.fromhex(json.loads((out / "ratings.json").read_text())["tournament"]["master_seed"])
+    own = {"cup-p0-1-g1": pair_seed(master, 0, 0, second=True).hex(),
+           "cup-p1-2-g1": pair_seed(master, 2, 0, second=True).hex()}
+    for r in rows:
+        r["seed"] = own.get(str(r["game_id"]), r["seed"])
+    _write_rows(out, rows)
+    _set_tournament(out, active=["a", "c"], remote=[])  # b is no longer scheduled
+    lines = _fails(out)  # the records still deal from the pair's seed: only those lines, not the seeds
+    assert [x for x in lines if "deal seed" in x] == []
+    _set_tournament(out, active=["a", "b", "c"])
+    assert [x.split(": ")[1] for x in _fails(out) if "deal seed" in x] == [
+        f"deal seed {own['cup-p0-1-g1']}, not the one the committed master seed gives pair 0 of pairing 0 (its second "
+        "game)", f"deal seed {own['cup-p1-2-g1']}, not the one the committed master seed gives pair 0 of pairing 2 "
+        "(its second game)"]

@@ -175,7 +175,9 @@ def tournament_facts(t: Tournament, complete: bool) -> TournamentFacts:
         # local process bots the organiser trusted to run outside the sandbox (sandbox = "none")
         "unsandboxed": [label for label, b in t.entrants.items() if b.sandbox == "none" and not b.in_container
                         and b.mode != "remote"],
-        # remote entrants: the second game of each of their pairs is dealt from a seed of its own
+        # the entrants the config schedules now, and the remote ones among them: the second game of each of
+        # their pairs is dealt from a seed of its own (an entrant no longer scheduled: not said)
+        "active": list(t.entrants),
         "remote": [label for label, b in t.entrants.items() if b.mode == "remote"],
         "master_seed": t.master_seed.hex() if complete else None,
         "played": t.store.count(),

@@ -50,8 +50,8 @@ class TournamentFacts(TypedDict, total=False):
     """A tournament's public facts, JSON (ratings.json's ``tournament``, the pages): :func:`public_facts`
     (``name``, ``players``, ``games_per_pairing``, ``bots`` {name: version}, ``rules``,
     ``config_fingerprint``, ``commitment``, ``scheduled``, ``format`` for a ladder), what the store and
-    the publication add (``entrants``, ``unsandboxed``, ``remote``, ``master_seed`` once revealed, ``played``, a
-    ladder's board, the SPRT's state, ``failures`` per bot, ``precision``). Every key is optional to a
+    the publication add (``entrants``, ``active``, ``unsandboxed``, ``remote``, ``master_seed`` once revealed,
+    ``played``, a ladder's board, the SPRT's state, ``failures`` per bot, ``precision``). Every key is optional to a
     reader: a page may show a folder whose tournament has not stored its facts yet."""
 
     name: str
@@ -65,7 +65,8 @@ class TournamentFacts(TypedDict, total=False):
     format: str
     entrants: list[str]
     unsandboxed: list[str]
-    remote: list[str]  # remote entrants: their pairs' second games are dealt on their own
+    active: list[str]  # the entrants the config schedules now
+    remote: list[str]  # the remote ones among them: their pairs' second games are dealt on their own
     master_seed: str | None
     league: bool  # served by ``arena serve``: the master seed stays secret (absent: ``arena run``)
     played: int
