@@ -45,7 +45,15 @@ import structlog
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
 from referee import metrics
-from referee.credentials import SecretError, env_secret, file_variable
+from referee.credentials import (
+    PEM_CERTIFICATE,
+    PEM_PRIVATE_KEY,
+    PemError,
+    SecretError,
+    env_secret,
+    file_variable,
+    read_pem,
+)
 from referee.server import (
     ADMIN_TOKEN_ENV,
     KEEP_FINISHED,
@@ -150,14 +158,12 @@ class _ConfigError(Exception):
 
 
 def _read_pem(option: str, path: Path, marker: bytes, what: str) -> bytes:
-    """The bytes of a PEM file. :raises _ConfigError: if it cannot be read or holds no ``marker``."""
+    """The bytes of a PEM file (:func:`referee.credentials.read_pem`). :raises _ConfigError: if it cannot
+    be read or holds no ``marker``."""
     try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise _ConfigError(f"cannot read {option} {path}: {e.strerror or e}") from None
-    if marker not in data:
-        raise _ConfigError(f"{option} {path} is not a PEM {what} (no line with {marker.decode()!r})")
-    return data
+        return read_pem(option, path, marker, what)
+    except PemError as e:
+        raise _ConfigError(str(e)) from None
 
 
 def _tls(args: argparse.Namespace) -> tuple[bytes, bytes] | None:
@@ -166,8 +172,8 @@ def _tls(args: argparse.Namespace) -> tuple[bytes, bytes] | None:
         return None
     if not (args.tls_cert and args.tls_key):
         raise _ConfigError("--tls-cert and --tls-key go together")
-    return (_read_pem("--tls-cert", args.tls_cert, b"-----BEGIN CERTIFICATE-----", "certificate"),
-            _read_pem("--tls-key", args.tls_key, b"PRIVATE KEY-----", "private key"))
+    return (_read_pem("--tls-cert", args.tls_cert, PEM_CERTIFICATE, "certificate"),
+            _read_pem("--tls-key", args.tls_key, PEM_PRIVATE_KEY, "private key"))
 
 
 async def _serve(args: argparse.Namespace) -> int:
@@ -235,7 +241,7 @@ def _create_match(args: argparse.Namespace) -> int:
             raise _ConfigError(f"set the referee's admin token in ${ADMIN_TOKEN_ENV} (or a file in "
                                f"${file_variable(ADMIN_TOKEN_ENV)})")
         request = _create_request(args)
-        ca = _read_pem("--tls-ca", args.tls_ca, b"-----BEGIN CERTIFICATE-----", "certificate") if args.tls_ca else None
+        ca = _read_pem("--tls-ca", args.tls_ca, PEM_CERTIFICATE, "certificate") if args.tls_ca else None
     except (_ConfigError, SecretError) as e:
         print(f"referee create-match: {e}", file=sys.stderr)
         return 2

@@ -8,17 +8,48 @@ the convention of Docker's official images. Compose and Swarm ``secrets:`` mount
 the environment shows in ``docker inspect`` to anyone with access to docker, a file does not.
 
 One of the two, never both: a token given twice is a mistake (which one would win?).
+
+Also the one reading of a PEM file a program is given on its command line (:func:`read_pem`: a TLS
+certificate, key or CA), so that a file that is not PEM is one line at start-up, not gRPC's own
+handshake errors at the first connection.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
 #: Appended to a variable's name to name the variable holding the path of its file.
 FILE_SUFFIX = "_FILE"
 #: Most bytes of a secret's file (a token is at most a few hundred characters).
 MAX_FILE_BYTES = 4096
+
+
+#: The line that opens a PEM certificate (a CA to trust, a certificate chain to serve).
+PEM_CERTIFICATE = b"-----BEGIN CERTIFICATE-----"
+#: The end of the line that opens a PEM private key (``RSA PRIVATE KEY``, ``EC PRIVATE KEY``, ``PRIVATE KEY``).
+PEM_PRIVATE_KEY = b"PRIVATE KEY-----"
+
+
+class PemError(ValueError):
+    """A PEM file given as ``option`` cannot be read or holds no ``marker`` line; ``str()`` is one line."""
+
+
+def read_pem(option: str, path: str | Path, marker: bytes = PEM_CERTIFICATE, what: str = "certificate") -> bytes:
+    """The bytes of the PEM file ``path`` given as ``option`` (``--tls-ca``), checked to hold a ``marker``
+    line (a ``what``: ``certificate``, ``private key``).
+
+    :raises PemError: the file cannot be read, or holds no such line (``--tls-ca x is not a PEM
+        certificate (no line with '-----BEGIN CERTIFICATE-----')``).
+    """
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise PemError(f"cannot read {option} {path}: {e.strerror or e}") from None
+    if marker not in data:
+        raise PemError(f"{option} {path} is not a PEM {what} (no line with {marker.decode()!r})")
+    return data
 
 
 class SecretError(ValueError):

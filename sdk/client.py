@@ -153,7 +153,10 @@ class BotClient:
                     self._connected_once = False
                 if now >= window_end:
                     raise ClientError(f"cannot reach the referee at {self.referee}: {why}{self._tls_hint(why)}")
-                log.warning("connection lost (%s); reconnecting with the same ticket", why)
+                if self.info is None:  # not joined yet (the referee may be starting): the error says it at the end
+                    log.debug("the referee at %s is not reachable yet (%s); dialling again", self.referee, why)
+                else:
+                    log.warning("connection lost (%s); reconnecting with the same ticket", why)
                 self.reconnects += 1
                 time.sleep(min(backoff, max(0.0, window_end - now)))
                 backoff = min(backoff * 2, 1.0)

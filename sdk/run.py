@@ -25,13 +25,12 @@ import os
 import sys
 from collections.abc import Sequence
 
-from referee.credentials import SecretError, env_secret
+from referee.credentials import PemError, SecretError, env_secret, read_pem
 from sdk.bot import BotLike, MatchEnd, bot_name, load_bot
-from sdk.client import ClientError, run_bot
+from sdk.client import BotClient, ClientError
 from sdk.worker import (
     LOBBY_ENV,
     NAME_ENV,
-    REFEREE_TLS_CA_ENV,
     TOKEN_ENV,
     LobbyWorker,
     referee_tls_ca,
@@ -94,10 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     tls_ca = None
     if args.tls_ca:
         try:
-            with open(args.tls_ca, "rb") as f:
-                tls_ca = f.read()
-        except OSError as e:
-            p.error(f"--tls-ca {args.tls_ca}: {e.strerror}")
+            tls_ca = read_pem("--tls-ca", args.tls_ca)
+        except PemError as e:
+            p.error(str(e))
     # --arena wins; else a referee and ticket mean one match; else $ALLFOURS_LOBBY means worker mode
     worker_mode = args.arena is not None or (not (args.referee and args.ticket) and bool(os.environ.get(LOBBY_ENV)))
     args.arena = args.arena or os.environ.get(LOBBY_ENV)
@@ -118,21 +116,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error(str(e))
     if worker_mode:
         return _serve(args, bot, tls_ca)
+    client = BotClient(bot, args.referee, args.ticket, name=args.name, version=args.version,
+                       connect_timeout_s=args.connect_timeout, tls_ca=tls_ca)
     try:
-        end = run_bot(bot, args.referee, args.ticket, name=args.name, version=args.version,
-                      connect_timeout_s=args.connect_timeout, tls_ca=tls_ca)
+        end = client.run()
     except ClientError as e:
         logging.getLogger("sdk.run").error("%s", e)
         return 1
-    print(summary_line(end), flush=True)
+    print(summary_line(end, client.counts.exceptions, client.counts.fallbacks), flush=True)
     return 0
 
 
-def summary_line(end: MatchEnd) -> str:
+def summary_line(end: MatchEnd, exceptions: int = 0, fallbacks: int = 0) -> str:
     """The one line ``sdk.run`` prints when its match ends, e.g. ``match completed: games won 1-0,
-    winner side 0, this seat normal`` (``no winner`` on a tie or an aborted match)."""
+    winner side 0, this seat normal`` (``no winner`` on a tie or an aborted match). When the bot itself
+    failed (``exceptions`` its ``act`` raised, ``fallbacks``: moves the SDK sent in place of its answer,
+    as ``Decision.counts`` reports them) the line ends with both: ``…, 3 exceptions, 3 fallbacks``."""
     winner = "no winner" if end.winner is None else f"winner side {end.winner}"
-    return f"match {end.status}: games won {end.wins[0]}-{end.wins[1]}, {winner}, this seat {end.termination}"
+    line = f"match {end.status}: games won {end.wins[0]}-{end.wins[1]}, {winner}, this seat {end.termination}"
+    return f"{line}, {exceptions} exceptions, {fallbacks} fallbacks" if exceptions or fallbacks else line
 
 
 def _serve(args: argparse.Namespace, first_bot: BotLike, tls_ca: bytes | None) -> int:
@@ -141,8 +143,8 @@ def _serve(args: argparse.Namespace, first_bot: BotLike, tls_ca: bytes | None) -
     version = args.version or str(getattr(first_bot, "version", "") or "0")
     try:
         referee_ca = referee_tls_ca(tls_ca)
-    except OSError as e:
-        print(f"sdk.run: {REFEREE_TLS_CA_ENV} {os.environ[REFEREE_TLS_CA_ENV]}: {e.strerror}", file=sys.stderr)
+    except PemError as e:
+        print(f"sdk.run: {e}", file=sys.stderr)
         return 2
     play = sdk_player(lambda: load_bot(args.bot), name, version, referee_ca)
     played, errors = run_workers(

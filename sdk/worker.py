@@ -31,6 +31,7 @@ import grpc
 from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import lobby_pb2_grpc as lpb_grpc
 from referee import wire
+from referee.credentials import read_pem
 from referee.tls import tls_hint
 
 if TYPE_CHECKING:
@@ -64,13 +65,12 @@ def warn_secret_in_argv(prog: str, argv: Sequence[str], option: str, instead: st
 def referee_tls_ca(lobby_ca: bytes | None) -> bytes | None:
     """The PEM to trust for a TLS referee: :data:`REFEREE_TLS_CA_ENV`'s file, else ``lobby_ca``.
 
-    :raises OSError: if the file cannot be read.
+    :raises PemError: if the file cannot be read or holds no PEM certificate.
     """
     path = os.environ.get(REFEREE_TLS_CA_ENV)
     if not path:
         return lobby_ca
-    with open(path, "rb") as f:
-        return f.read()
+    return read_pem(REFEREE_TLS_CA_ENV, path)
 #: Environment variable holding the process id of the arena that started this (local) worker.
 PARENT_ENV = "ALLFOURS_WORKER_PARENT"
 

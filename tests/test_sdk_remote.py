@@ -417,3 +417,50 @@ def test_a_bot_whose_act_raises_is_counted_in_the_result_and_the_record(referee:
     lines = referee.admin.GetRecord(pb.GetRecordRequest(match_id=m.match_id), metadata=MD, timeout=10).lines
     end = next(json.loads(x) for x in lines if json.loads(x)["type"] == "result")
     assert end["seats"][0]["bot_counts"] == {"exceptions": counts.exceptions, "fallbacks": counts.fallbacks}
+
+
+def test_a_referee_that_is_not_there_yet_is_one_line_when_sdk_run_gives_up() -> None:
+    """Before its first Welcome the SDK keeps dialling for ``--connect-timeout`` seconds (bots may start
+    before the referee). Each failed dial was a WARNING "connection lost …; reconnecting" (about 20 lines
+    in the default 15 s, for a connection never made); what the author needs is the one line at the end
+    (found by a review from a bot author's side, 2026-12-05)."""
+    import socket
+
+    with socket.socket() as closed:  # bound, not listening: every dial is refused
+        closed.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{closed.getsockname()[1]}"
+        r = subprocess.run([sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--referee", address,
+                            "--ticket", "t", "--connect-timeout", "2"], cwd=ROOT, env=ENV, capture_output=True,
+                           text=True, timeout=120)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1 and f"cannot reach the referee at {address}" in lines[0], r.stderr
+
+
+def test_sdk_run_refuses_a_tls_ca_file_that_holds_no_certificate(tmp_path: Path) -> None:
+    """``--tls-ca`` naming a file that is not PEM (the key, a typo'd path to another file) was only found
+    at the first dial: gRPC's own C-core lines and one "Failed to create security handshaker" warning a
+    retry. Now a usage error, one line, before any dial."""
+    not_pem = tmp_path / "bot.py"
+    not_pem.write_text("print('hello')\n")
+    r = subprocess.run([sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--referee",
+                        "127.0.0.1:9", "--ticket", "t", "--tls-ca", str(not_pem)], cwd=ROOT, env=ENV,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("python -m sdk.run: error: --tls-ca") and "is not a PEM certificate" in last, r.stderr
+    assert "handshaker" not in r.stderr and "ssl_transport_security" not in r.stderr, r.stderr
+
+
+def test_sdk_runs_summary_line_says_how_often_the_bot_itself_failed(referee: Referee) -> None:
+    """The one line on stdout said "this seat normal" for a bot whose ``act`` raised at every decision
+    (every move the SDK's fallback): the author, who reads that line, learnt nothing. It now ends with the
+    counts the referee records (``Decision.counts``), as the Node.js bot's line does."""
+    m = referee.create(players=2)
+    procs = [python_bot("tests.bots.newcomer:MaxCardBot" if i == 0 else "sample_bots.random_bot:RandomBot", referee, t)
+             for i, t in enumerate(m.tickets)]
+    result = referee.result(m.match_id)
+    (code, out, _), (other, clean, _) = finish(procs)
+    counts = result.seats[0].bot_counts
+    assert code == other == 0 and counts.exceptions > 0
+    assert out.strip().endswith(f"this seat normal, {counts.exceptions} exceptions, {counts.fallbacks} fallbacks"), out
+    assert clean.strip().endswith("this seat normal"), clean  # a bot that never failed: the line as before
