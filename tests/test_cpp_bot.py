@@ -108,3 +108,47 @@ def test_the_cpp_worker_leaves_once_its_arena_is_gone() -> None:
     status, err = asyncio.run(serve_until_it_leaves())
     assert status == 0, err
     assert err.strip().splitlines()[-1].endswith(") is gone: leaving"), err
+
+
+def test_a_copy_of_the_cpp_bot_in_a_folder_of_its_own_builds_from_the_proto_beside_it(tmp_path: Path) -> None:
+    """docs/bot-authors.md tells an author to copy a sample into a folder of its own with a copy of
+    ``proto/`` (the sandbox shows a bot only its folder); the Node.js bot reads the ``proto/`` beside it,
+    but CMakeLists.txt always took ``../../proto``, so the copy's build stopped at once with ``No rule to
+    make target '…/proto/allfours/v1/referee.proto'``. A dry run (``make -n``) proves the rules are
+    whole without compiling for a minute."""
+    import shutil
+
+    require(all(shutil.which(t) for t in ("cmake", "make", "pkg-config", "protoc", "grpc_cpp_plugin")),
+            "the C++ toolchain is missing (scripts/setup.sh)")
+    mine = tmp_path / "mybots" / "cpp"
+    shutil.copytree(ROOT / "sample_bots/cpp", mine, ignore=shutil.ignore_patterns("build"))
+    shutil.copytree(ROOT / "proto", mine / "proto")
+    build = mine / "build"
+    subprocess.run(["cmake", "-S", str(mine), "-B", str(build)], check=True, capture_output=True, timeout=300)
+    dry = subprocess.run(["cmake", "--build", str(build), "--", "-n"], capture_output=True, text=True, timeout=300)
+    assert dry.returncode == 0, dry.stderr
+    assert str(mine / "proto" / "allfours" / "v1" / "referee.proto") in dry.stdout, dry.stdout[-2000:]
+
+
+def test_the_cpp_bots_summary_line_says_how_its_seat_ended() -> None:
+    """The line on stdout said only ``match over: games won 0-1, winner side 1``: a C++ author whose bot
+    timed out (or whose opponent never came) could not tell from it. It now names the match's status and
+    this seat's termination, as the Python and Node.js lines do, and ``no winner`` instead of side -1."""
+    require(BINARY.is_file(), "sample_bots/cpp is not built (run scripts/setup.sh or bash sample_bots/cpp/build.sh)")
+    from tests.test_sdk_remote import MD, Referee
+
+    from allfours.v1 import referee_pb2 as pb
+
+    ref = Referee()
+    try:  # the other seat never joins: a forfeit (no_show) that the C++ bot's seat did not cause
+        m = ref.admin.CreateMatch(pb.CreateMatchRequest(
+            rules=pb.RuleSet(players=2), seat_names=["cpp", "absent"], games=1,
+            time_control=pb.TimeControl(join_ms=2000)), metadata=MD, timeout=10)
+        r = subprocess.run([str(BINARY), "--referee", ref.address, f"--ticket={m.tickets[0]}"], capture_output=True,
+                           text=True, timeout=60)
+    finally:
+        ref.close()
+    assert r.returncode == 0, r.stderr
+    line = r.stdout.strip()
+    assert line.startswith("match forfeited: games won 0-0, winner side 0, this seat other_seat_forfeited ("), line
+    assert "did not join" in line, line  # the referee's detail, in brackets

@@ -24,6 +24,7 @@ NOT_PATHS = {
     "replays/pages.json": "a file of a tournament's output folder (arena/web/export.py)",
     "d/manifest.json": "a member of a hostile image archive (tests/test_competition_intake.py)",
     "examples/my.toml": "the copy of examples/demo.toml a bot author makes (docs/bot-authors.md)",
+    "mybots/cpp/build.sh": "the copy of sample_bots/cpp a bot author makes (docs/bot-authors.md)",
 }
 SCANNED = (".py", ".md", ".proto", ".toml", ".sh", ".js", ".yaml", ".cc")
 

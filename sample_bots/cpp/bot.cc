@@ -29,6 +29,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -209,6 +210,29 @@ pb::Action Choose(const pb::DecisionRequest& req) {
   return legal.Get(0);
 }
 
+// An enum value's name without its prefix, lower case: TERMINATION_OTHER_SEAT_FORFEITED -> other_seat_forfeited.
+std::string Plain(const std::string& name, const std::string& prefix) {
+  std::string out = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The one line printed at MatchEnd, as the Python SDK's: "match completed: games won 1-0, winner side 0,
+// this seat normal" ("no winner" on a tie or an abort; the seat's detail, if any, after its termination).
+std::string Summary(const pb::MatchResult& res, int seat) {
+  std::ostringstream line;
+  line << "match " << Plain(pb::MatchStatus_Name(res.status()), "MATCH_STATUS_") << ": games won "
+       << (res.games_won_size() == 2 ? res.games_won(0) : 0) << "-" << (res.games_won_size() == 2 ? res.games_won(1) : 0)
+       << ", " << (res.winner() < 0 ? "no winner" : "winner side " + std::to_string(res.winner())) << ", this seat ";
+  for (const auto& s : res.seats()) {
+    if (s.seat() != seat) continue;
+    line << Plain(pb::Termination_Name(s.termination()), "TERMINATION_");
+    if (!s.detail().empty()) line << " (" << s.detail() << ")";
+    return line.str();
+  }
+  return line.str() + "?";
+}
+
 enum class Outcome { kMatchOver, kLost, kRefused };
 
 class Seat {
@@ -241,6 +265,7 @@ class Seat {
         case pb::PlayResponse::kWelcome: {
           const auto& w = resp.welcome();
           joined_ = welcomed_ = true;
+          seat_ = w.seat();
           if (w.time_control().grace_ms() > 0) grace_ms_ = static_cast<int>(w.time_control().grace_ms());
           Log("joined match " + w.match_id() + " as seat " + std::to_string(w.seat()) +
               (w.resumed() ? " (resumed)" : ""));
@@ -267,10 +292,7 @@ class Seat {
           break;
         }
         case pb::PlayResponse::kMatchEnd: {
-          const auto& res = resp.match_end().result();
-          std::cout << "match over: games won " << (res.games_won_size() == 2 ? res.games_won(0) : 0) << "-"
-                    << (res.games_won_size() == 2 ? res.games_won(1) : 0) << ", winner side " << res.winner()
-                    << std::endl;
+          std::cout << Summary(resp.match_end().result(), seat_) << std::endl;
           stream->WritesDone();
           stream->Finish();
           return Outcome::kMatchOver;
@@ -306,6 +328,7 @@ class Seat {
   std::unique_ptr<pb::RefereeService::Stub> stub_;
   bool joined_ = false;
   bool welcomed_ = false;
+  int seat_ = -1;
   int grace_ms_ = 5000;
 };
 
