@@ -152,3 +152,30 @@ def test_the_cpp_bots_summary_line_says_how_its_seat_ended() -> None:
     line = r.stdout.strip()
     assert line.startswith("match forfeited: games won 0-0, winner side 0, this seat other_seat_forfeited ("), line
     assert "did not join" in line, line  # the referee's detail, in brackets
+
+
+def test_the_cpp_bots_errors_are_one_line_that_names_the_status() -> None:
+    """A refused ticket said ``refused the seat: 16: unknown ticket`` and an absent referee ``14: …`` (gRPC's
+    status numbers), after a ``connection lost …; reconnecting`` line for every dial of the 15 s it waits
+    for a referee that is not there yet (about 20 lines for a connection never made). Now one line each,
+    naming the status as the other languages do."""
+    import socket
+
+    require(BINARY.is_file(), "sample_bots/cpp is not built (run scripts/setup.sh or bash sample_bots/cpp/build.sh)")
+    from tests.test_sdk_remote import Referee
+
+    ref = Referee()
+    try:
+        refused = subprocess.run([str(BINARY), "--referee", ref.address, "--ticket=t-unknown"], capture_output=True,
+                                 text=True, timeout=60)
+    finally:
+        ref.close()
+    with socket.socket() as closed:  # bound, not listening: every dial is refused
+        closed.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{closed.getsockname()[1]}"
+        absent = subprocess.run([str(BINARY), "--referee", address, "--ticket=t"], capture_output=True, text=True,
+                                timeout=120)
+    for r, needle in ((refused, "refused the seat: UNAUTHENTICATED: unknown ticket"),
+                      (absent, f"cannot reach the referee at {address}: UNAVAILABLE: ")):
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 1 and len(lines) == 1 and needle in lines[0], r.stderr

@@ -233,6 +233,17 @@ std::string Summary(const pb::MatchResult& res, int seat) {
   return line.str() + "?";
 }
 
+// A gRPC status as the other languages print it: "UNAVAILABLE: failed to connect …".
+std::string StatusText(const grpc::Status& status) {
+  static const char* const kNames[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+                                       "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+                                       "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
+                                       "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+  int code = static_cast<int>(status.error_code());
+  std::string name = code >= 0 && code <= 16 ? kNames[code] : std::to_string(code);
+  return name + ": " + status.error_message();
+}
+
 enum class Outcome { kMatchOver, kLost, kRefused };
 
 class Seat {
@@ -303,8 +314,7 @@ class Seat {
     }
     stream->WritesDone();
     grpc::Status status = stream->Finish();
-    *why = status.ok() ? "the stream ended without MatchEnd"
-                       : std::to_string(status.error_code()) + ": " + status.error_message();
+    *why = status.ok() ? "the stream ended without MatchEnd" : StatusText(status);
     auto code = status.error_code();
     if (code == grpc::StatusCode::UNAUTHENTICATED || code == grpc::StatusCode::INVALID_ARGUMENT ||
         code == grpc::StatusCode::UNIMPLEMENTED || code == grpc::StatusCode::ABORTED ||
@@ -384,7 +394,9 @@ int PlayMatch(const Options& opts) {
       Log("cannot reach the referee at " + opts.referee + ": " + why + (seat.joined() ? "" : TlsHint(opts.referee_tls, why)));
       return 1;
     }
-    Log("connection lost (" + why + "); reconnecting with the same ticket");
+    // Before the first Welcome the referee may still be starting: dial again quietly (the error above
+    // says it once the window is over).
+    if (seat.joined()) Log("connection lost (" + why + "); reconnecting with the same ticket");
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
@@ -433,8 +445,7 @@ int Work(const Options& opts) {
   watch.join();
   if (orphaned) Log("the arena (process " + std::to_string(opts.parent) + ") is gone: leaving");
   if (status.ok() || orphaned) return 0;
-  Log("lobby " + opts.lobby + " ended the worker: " + std::to_string(status.error_code()) + ": " +
-      status.error_message());
+  Log("lobby " + opts.lobby + " ended the worker: " + StatusText(status));
   return 1;
 }
 
