@@ -354,3 +354,22 @@ def test_the_health_check_speaks_tls(tmp_path: Path) -> None:
     assert plain.returncode == 1 and plain.stderr.strip().endswith(hint), plain.stderr
     assert create.returncode == 1 and create.stderr.strip().endswith(hint), create.stderr
     assert check("--tls-ca", str(tmp_path / "none.pem"), address).returncode == 2
+
+
+def test_the_nodejs_bot_names_a_bad_ca_file_in_one_line(tmp_path: Path) -> None:
+    """A CA file that is missing or holds no PEM certificate, given by ``ALLFOURS_TLS_CA`` or ``--tls-ca``,
+    per game or to a worker, is one line and exit status 2 before any dial (a worker's was a Node.js
+    stack trace, a file without a certificate a handshake error at the first dial)."""
+    require(shutil.which("node") is not None and (ROOT / "sample_bots/js/node_modules").is_dir(),
+            "node or sample_bots/js/node_modules is missing (run scripts/setup.sh)")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    bot = ["node", str(ROOT / "sample_bots/js/bot.js")]
+    not_pem = tmp_path / "notes.txt"
+    not_pem.write_text("not a certificate\n")
+    for extra, args in (({"ALLFOURS_TLS_CA": str(tmp_path / "missing.pem")}, ["--referee", "127.0.0.1:9", "--ticket=t"]),
+                        ({}, ["--referee", "127.0.0.1:9", "--ticket=t", "--tls-ca", str(not_pem)]),
+                        ({"ALLFOURS_TLS_CA": str(not_pem), "ALLFOURS_BOT_TOKEN": "x"}, ["--arena", "127.0.0.1:9"])):
+        r = subprocess.run([*bot, *args], env={**env, **extra}, capture_output=True, text=True, timeout=60)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("bot.js: "), (args, r.stderr)
+        assert "missing.pem" in lines[0] or "is not a PEM certificate" in lines[0], r.stderr

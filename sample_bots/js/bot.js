@@ -6,8 +6,9 @@
 // copy of this bot in a folder of its own), else ../../proto/allfours/v1/ (the repository's).
 //
 // Usage (one match):
-//   node bot.js --referee HOST:PORT --ticket T [--name NAME] [--version V] [--raise-every N]
+//   node bot.js --referee HOST:PORT --ticket T [--name NAME] [--version V] [--raise-every N] [--tls-ca PEM]
 // or with the environment variables ALLFOURS_REFEREE and ALLFOURS_TICKET (the arena sets them).
+// --tls-ca (default $ALLFOURS_TLS_CA): the referee serves TLS; trust this certificate (or CA).
 // Exit status: 0 once the match is over, 1 if the seat was refused or the referee unreachable, 2 on
 // a usage error.
 //
@@ -115,14 +116,21 @@ function parseArgs(argv) {
   return opts;
 }
 
-// The PEM bytes of the certificate file `path` (null for ''); an unreadable file fails with one line.
+// The PEM bytes of the certificate file `path` (null for ''), read once at start: a file that cannot be
+// read or holds no certificate (what referee.credentials.read_pem checks for the Python SDK) fails with
+// one line, exit 2, not a handshake error (or a stack trace) at the first dial.
 function readCa(path, what) {
   if (!path) return null;
+  let data;
   try {
-    return fs.readFileSync(path);
+    data = fs.readFileSync(path);
   } catch (e) {
     return fail(`${what} ${path}: ${e.code || e.message}`);
   }
+  if (!data.includes('-----BEGIN CERTIFICATE-----')) {
+    return fail(`${what} ${path} is not a PEM certificate (no line with '-----BEGIN CERTIFICATE-----')`);
+  }
+  return data;
 }
 
 function usage(msg, code = 2) {
@@ -353,7 +361,7 @@ function playMatch(proto, referee, ticket, opts, tls, ca) {
             const me = welcome ? res.seats.find((s) => s.seat === welcome.seat) : null;
             done = true;
             console.log(`match ${res.status.replace('MATCH_STATUS_', '').toLowerCase()}: games won ` +
-              `${res.games_won.join('-')}, winner side ${res.winner}, this seat ` +
+              `${res.games_won.join('-')}, ${res.winner < 0 ? 'no winner' : `winner side ${res.winner}`}, this seat ` +
               `${me ? me.termination.replace('TERMINATION_', '').toLowerCase() : '?'}, ` +
               `${counts.exceptions} exceptions, ${counts.fallbacks} fallbacks`);
             call.end();
