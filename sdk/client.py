@@ -147,16 +147,18 @@ class BotClient:
                     if code in FATAL_CODES or (code == grpc.StatusCode.PERMISSION_DENIED and self.info is None):
                         raise ClientError(f"the referee at {self.referee} refused the seat: {why}") from None
                 now = time.monotonic()
-                if self.info is not None and self._connected_once:
+                lost_live = self.info is not None and self._connected_once
+                if lost_live:
                     # Lost a live stream: the referee holds the seat for grace_ms from now.
                     window_end = now + self.grace_ms / 1000 * 0.9
                     self._connected_once = False
                 if now >= window_end:
                     raise ClientError(f"cannot reach the referee at {self.referee}: {why}{self._tls_hint(why)}")
-                if self.info is None:  # not joined yet (the referee may be starting): the error says it at the end
-                    log.debug("the referee at %s is not reachable yet (%s); dialling again", self.referee, why)
+                if lost_live:  # one line for the loss; the dials after it are quiet (the error ends them)
+                    log.warning("connection lost (%s); reconnecting with the same ticket for up to %.1f s", why,
+                                window_end - now)
                 else:
-                    log.warning("connection lost (%s); reconnecting with the same ticket", why)
+                    log.debug("dialling the referee at %s again (%s)", self.referee, why)
                 self.reconnects += 1
                 time.sleep(min(backoff, max(0.0, window_end - now)))
                 backoff = min(backoff * 2, 1.0)

@@ -464,3 +464,31 @@ def test_sdk_runs_summary_line_says_how_often_the_bot_itself_failed(referee: Ref
     assert code == other == 0 and counts.exceptions > 0
     assert out.strip().endswith(f"this seat normal, {counts.exceptions} exceptions, {counts.fallbacks} fallbacks"), out
     assert clean.strip().endswith("this seat normal"), clean  # a bot that never failed: the line as before
+
+
+@pytest.mark.parametrize("bot", ["python", "cpp"])
+def test_a_referee_gone_mid_match_is_one_warning_and_one_error(bot: str) -> None:
+    """A seat that loses its referee dials again for the match's grace period, with back-off. Each dial
+    was a "connection lost …; reconnecting" warning (eight or nine in 5 s) before the final error: now
+    the loss is one warning, the dials after it are quiet, and giving up is one error line."""
+    cpp = ROOT / "sample_bots/cpp/build/allfours-cpp-bot"
+    if bot == "cpp":
+        require(cpp.is_file(), "sample_bots/cpp is not built (bash sample_bots/cpp/build.sh)")
+    ref = Referee()
+    try:
+        m = ref.admin.CreateMatch(pb.CreateMatchRequest(
+            rules=pb.RuleSet(players=2), seat_names=["a", "b"], games=1,
+            time_control=pb.TimeControl(grace_ms=3000)), metadata=MD, timeout=10)
+        argv = [str(cpp)] if bot == "cpp" else [sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot"]
+        proc = subprocess.Popen([*argv, "--referee", ref.address, f"--ticket={m.tickets[0]}"], cwd=ROOT, env=ENV,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.stderr is not None
+        joined = proc.stderr.readline()  # its Welcome came (seat 1 never comes: the match waits)
+        assert "joined match" in joined, joined
+    finally:
+        ref.proc.kill()
+        ref.close()
+    _, err = proc.communicate(timeout=120)
+    lines = err.strip().splitlines()
+    assert proc.returncode == 1, err
+    assert len(lines) == 2 and "connection lost" in lines[0] and "cannot reach the referee" in lines[1], err

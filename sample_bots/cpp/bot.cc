@@ -386,7 +386,8 @@ int PlayMatch(const Options& opts) {
       return 1;
     }
     auto now = Clock::now();
-    if (seat.welcomed_on_last_stream()) {
+    bool lost_live = seat.welcomed_on_last_stream();
+    if (lost_live) {
       // Lost a live stream: the referee holds the seat for grace_ms from now.
       window_end = now + std::chrono::milliseconds(seat.grace_ms() * 9 / 10);
     }
@@ -394,9 +395,9 @@ int PlayMatch(const Options& opts) {
       Log("cannot reach the referee at " + opts.referee + ": " + why + (seat.joined() ? "" : TlsHint(opts.referee_tls, why)));
       return 1;
     }
-    // Before the first Welcome the referee may still be starting: dial again quietly (the error above
-    // says it once the window is over).
-    if (seat.joined()) Log("connection lost (" + why + "); reconnecting with the same ticket");
+    // One line for a lost stream; the dials after it, and those before the first Welcome (the referee
+    // may still be starting), are quiet: the error above ends them.
+    if (lost_live) Log("connection lost (" + why + "); reconnecting with the same ticket");
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
