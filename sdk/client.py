@@ -106,6 +106,8 @@ class BotClient:
         self.connect_timeout_s = connect_timeout_s
         self.info: MatchInfo | None = None
         self.grace_ms = 5000
+        #: Timeouts that forfeit the seat (the match's ``max_strikes``, from Welcome).
+        self.max_strikes = 3
         self.reconnects = 0
         #: The bot's failures so far: exceptions its act() raised, and fallback moves sent in place of
         #: its answer; sent with every Decision, so the referee's result and record hold them.
@@ -214,6 +216,7 @@ class BotClient:
     def _on_welcome(self, w: pb.Welcome) -> None:
         tc = wire.time_control_from_pb(w.time_control)
         self.grace_ms = tc.grace_ms
+        self.max_strikes = tc.max_strikes
         self._connected_once = True
         if self.info is not None:
             log.info("rejoined match %s as seat %d (resumed=%s)", w.match_id, w.seat, w.resumed)
@@ -264,6 +267,10 @@ class BotClient:
                 except wire.WireError as e:  # e.g. a kind added by a newer referee: forward compatibility
                     log.debug("skipping an event this SDK does not know: %s", e)
                     continue
+                if event.kind == "timeout" and self.info is not None and event.seat == self.info.seat:
+                    log.warning("the referee timed out this seat (strike %d of %d): the bot answered past its "
+                                "deadline (ctx.time_left_ms), so the first legal action was played for it",
+                                event.value, self.max_strikes)
                 self._hooks.event(event)
 
     def _on_request(self, req: pb.DecisionRequest) -> None:

@@ -492,3 +492,30 @@ def test_a_referee_gone_mid_match_is_one_warning_and_one_error(bot: str) -> None
     lines = err.strip().splitlines()
     assert proc.returncode == 1, err
     assert len(lines) == 2 and "connection lost" in lines[0] and "cannot reach the referee" in lines[1], err
+
+
+def test_a_bot_that_answers_past_its_deadline_is_told_so_at_each_strike(tmp_path: Path) -> None:
+    """A bot whose ``act`` sleeps past ``time_left_ms`` lost its seat to ``timeout`` with nothing in its log
+    until the end (``this seat: timeout``): it did not know which decisions were late, nor that the
+    referee had played for it. Each strike (the referee's TIMEOUT event for this seat) is now a warning."""
+    (tmp_path / "slowbot.py").write_text(
+        "import time\nfrom sdk import Bot\n\nclass Slow(Bot):\n"
+        "    def act(self, ctx):\n        time.sleep(ctx.time_left_ms / 1000 + 0.5)\n        return ctx.legal[0]\n")
+    ref = Referee()
+    try:
+        m = ref.admin.CreateMatch(pb.CreateMatchRequest(
+            rules=pb.RuleSet(players=2), seat_names=["slow", "random"], games=1,
+            time_control=pb.TimeControl(decision_ms=300, max_strikes=2)), metadata=MD, timeout=10)
+        env = {**ENV, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "ALLFOURS_REFEREE": ref.address}
+        procs = [subprocess.Popen([sys.executable, "-m", "sdk.run", spec, "--log-level", "warning"], cwd=ROOT,
+                                  env={**env, "ALLFOURS_TICKET": t}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True)
+                 for spec, t in zip(["slowbot:Slow", "sample_bots.random_bot:RandomBot"], m.tickets, strict=True)]
+        result = ref.result(m.match_id)
+        (code, out, err), _ = finish(procs)
+    finally:
+        ref.close()
+    assert result.seats[0].termination == pb.TERMINATION_TIMEOUT and code == 0, (result, err)
+    strikes = [x for x in err.splitlines() if "past its deadline" in x]
+    assert len(strikes) == 2 and "strike 1 of 2" in strikes[0] and "strike 2 of 2" in strikes[1], err
+    assert out.strip().endswith("this seat timeout"), out
