@@ -544,3 +544,24 @@ def test_the_bots_own_text_is_printed_as_it_is_not_read_as_rich_markup() -> None
     assert "[/x] [pybot] [bold]v1[/bold]" in text, text
     assert "stopped: " + failure in text, text
     assert "scenario basic: 0 requests, exit None, 0.0 s — " + failure in text, text
+
+
+@pytest.mark.slow
+def test_a_bot_whose_own_code_fails_is_told_so_though_its_protocol_passes() -> None:
+    """docs/bot-authors.md promised a Python author that a failed check points at ``act``; but the SDK plays
+    a fallback for an ``act`` that raises, so a bot that raised at every decision passed all 20 checks and
+    heard nothing. The suite now reads the failures the bot reports itself (``Decision.counts``): a line
+    under the table and ``bot_counts`` in the JSON. The checks judge the protocol, as before."""
+    newcomer = (sys.executable, "-m", "sdk.run", "tests.bots.newcomer:MaxCardBot", "--log-level", "error")
+    out = run_suite(*newcomer, extra=("--only", "seq-echo", "--only", "multi-game"))
+    assert statuses(out) == {"seq-echo": "pass", "multi-game": "pass"}
+    counts = out["bot_counts"]
+    assert isinstance(counts, dict) and counts["exceptions"] == counts["fallbacks"] > 0, counts
+    assert counts["scenarios"] == ["basic", "multi-game"], counts
+    table = subprocess.run([sys.executable, "-m", "sdk.conformance", "--only", "seq-echo", "--", *newcomer], cwd=ROOT,
+                           capture_output=True, text=True, timeout=300)
+    assert table.returncode == 0, table.stderr
+    note = [x for x in table.stdout.splitlines() if "its own code failed" in x]
+    assert len(note) == 1 and "exceptions" in note[0] and "fallback" in note[0], table.stdout
+    clean = run_suite(sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", extra=("--only", "seq-echo"))
+    assert clean["bot_counts"] == {"exceptions": 0, "fallbacks": 0, "scenarios": []}

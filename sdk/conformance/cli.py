@@ -5,9 +5,10 @@ against the bot started by COMMAND and prints a table (check, pass or fail, what
 the bot did), the end of the bot's own output in each scenario with a failing check, and a one-line
 summary; ``--json`` prints one JSON object instead
 (``{"summary", "mode", "passed", "failure", "checks": [{"check", "status", "expected", "did",
-"scenario"}], "output_tails": {scenario: text}}``; ``failure`` is ``""`` or the one line saying why a
-lobby run stopped early; ``output_tails`` the end of the bot's own output in each scenario with a
-failing check). Exit
+"scenario"}], "output_tails": {scenario: text}, "bot_counts": {"exceptions", "fallbacks", "scenarios"}}``;
+``failure`` is ``""`` or the one line saying why a lobby run stopped early; ``output_tails`` the end of
+the bot's own output in each scenario with a failing check; ``bot_counts`` the failures of its own code
+the bot reported in its Decisions, which no check judges, also a line under the table). Exit
 status: 0 if every check selected passed, 1 if one failed (or, quietly, if the reader of the output
 went away: ``--list | head``), 2 on a usage error (an unknown check or rule option, a check of the
 other mode, no command, a command that cannot be started).
@@ -46,6 +47,32 @@ class Outcome:
     scenario: str
 
 
+@dataclass(frozen=True, slots=True)
+class BotCounts:
+    """The failures of its own code a bot reported in its Decisions (``Decision.counts``), summed over the
+    scenarios: ``exceptions`` its strategy raised, ``fallbacks`` moves its client sent in place of the
+    strategy's, and the ``scenarios`` with any. The checks do not judge them (they judge the protocol)."""
+
+    exceptions: int = 0
+    fallbacks: int = 0
+    scenarios: tuple[str, ...] = ()
+
+    @staticmethod
+    def of(logs: Sequence[RunLog]) -> BotCounts:
+        """The sum over ``logs``, one per scenario."""
+        failed = [log for log in logs if log.bot_exceptions or log.bot_fallbacks]
+        return BotCounts(sum(log.bot_exceptions for log in failed), sum(log.bot_fallbacks for log in failed),
+                         tuple(log.scenario for log in failed))
+
+    def line(self) -> str:
+        """One line for the table's reader, or ``""`` when the bot reported no failure."""
+        if not self.scenarios:
+            return ""
+        return (f"note: its own code failed: the bot reported {self.exceptions} exceptions and {self.fallbacks} "
+                f"fallback moves (Decision.counts) in {len(self.scenarios)} scenarios "
+                f"({', '.join(self.scenarios)}); the checks judge the protocol, not those moves: see its log")
+
+
 @dataclass(slots=True)
 class Report:
     """A run's rows, when a lobby run stopped early why (one line; else ``""``), and ``tails``: the end
@@ -54,6 +81,7 @@ class Report:
     outcomes: list[Outcome]
     failure: str = ""
     tails: dict[str, str] = field(default_factory=dict)
+    bot_counts: BotCounts = field(default_factory=BotCounts)
 
 
 _DEFAULTS = Limits()
@@ -137,13 +165,15 @@ async def run_checks(command: Sequence[str], checks: Sequence[Check], players: i
         out.append(Outcome(c.name, "pass" if v.passed else "fail", c.expected.format(**asdict(limits)), v.did,
                            c.scenario))
     lobby = next((log.lobby for log in logs.values() if log.lobby is not None), None)
-    return Report(out, lobby.fatal if lobby is not None else "", {n: log.stderr_tail for n, log in logs.items()})
+    return Report(out, lobby.fatal if lobby is not None else "", {n: log.stderr_tail for n, log in logs.items()},
+                  BotCounts.of(list(logs.values())))
 
 
 def print_table(outcomes: Sequence[Outcome], console: Console, mode: Mode = Mode.PER_GAME, failure: str = "",
-                tails: Mapping[str, str] | None = None) -> None:
+                tails: Mapping[str, str] | None = None, bot_counts: BotCounts | None = None) -> None:
     """The table, the bot's own output in the scenarios of failing checks (:func:`print_tails`), the one
-    line saying why a lobby run stopped early (if it did), and the summary."""
+    line saying why a lobby run stopped early (if it did), the one line on the failures the bot reported
+    of its own code (:meth:`BotCounts.line`, if any), and the summary."""
     title = "allfours.v1 conformance" + (" (lobby mode)" if mode is Mode.LOBBY else "")
     table = Table(title=title, show_lines=False)
     for col in ("check", "result", "expected", "the bot"):
@@ -156,6 +186,8 @@ def print_table(outcomes: Sequence[Outcome], console: Console, mode: Mode = Mode
     print_tails(outcomes, tails or {}, console)
     if failure:
         console.print(f"[bold red]stopped:[/] {escape(failure)}", markup=True, highlight=False)
+    if note := (bot_counts or BotCounts()).line():
+        console.print(note, style="yellow", markup=False, highlight=False, soft_wrap=True)
     console.print(summary(outcomes))
 
 
@@ -255,9 +287,10 @@ def _main(argv: Sequence[str] | None) -> int:
         failing = {o.scenario for o in outcomes if o.status == "fail"}
         print(json.dumps({"summary": summary(outcomes), "mode": mode.value, "passed": passed,
                           "failure": report.failure, "checks": [asdict(o) for o in outcomes],
+                          "bot_counts": {**asdict(report.bot_counts), "scenarios": list(report.bot_counts.scenarios)},
                           "output_tails": {k: v for k, v in report.tails.items() if k in failing}}, indent=1))
     else:
-        print_table(outcomes, console, mode, report.failure, report.tails)
+        print_table(outcomes, console, mode, report.failure, report.tails, report.bot_counts)
     return 0 if passed else 1
 
 

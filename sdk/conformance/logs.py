@@ -84,6 +84,10 @@ class RunLog:
     #: Lobby mode: what the scripted lobby saw (the same log for every scenario of the run), else ``None``.
     lobby: LobbyLog | None = None
     notes: list[str] = field(default_factory=list)
+    #: The failures of its own code the bot reported with its Decisions (``Decision.counts``, cumulative
+    #: over the match: the highest seen): exceptions its strategy raised, fallback moves sent in its place.
+    bot_exceptions: int = 0
+    bot_fallbacks: int = 0
 
     def by_seq(self, seq: int) -> list[DecisionSeen]:
         """The decisions taken for request ``seq`` (naming it, or sent with seq 0 while it was pending)."""

@@ -456,6 +456,8 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
                          pb.Action())
             return None
         d = m.decision
+        self.log.bot_exceptions = max(self.log.bot_exceptions, d.counts.exceptions)
+        self.log.bot_fallbacks = max(self.log.bot_fallbacks, d.counts.fallbacks)
         if d.seq not in (0, sent.seq):
             self._handle_stale(st, m, at)
             return None
