@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import sys
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -55,20 +58,42 @@ class BotFailed(RuntimeError):
     attributes; the bot's own exception is ``__cause__`` (its traceback, for the bot's author).
     """
 
-    def __init__(self, seat: int, bot: str, game: int, where: str, error: BaseException) -> None:
+    def __init__(self, seat: int, bot: str, game: int, where: str, error: BaseException, at: str = "") -> None:
         from referee.wire import plain_text  # here, not at the top: it loads protobuf, and only a failure needs it
 
         self.seat, self.bot, self.where = seat, bot, where
         text = plain_text(" ".join(str(error).split()), 300)  # one line, bounded, no control characters
-        super().__init__(f"seat {seat} ({bot}) failed in game {game}, {where}: {type(error).__name__}"
+        place = f", in {plain_text(at, 300)}" if at else ""
+        super().__init__(f"seat {seat} ({bot}) failed in game {game}, {where}{place}: {type(error).__name__}"
                          f"{': ' + text if text else ''}")
+
+
+def raised_at(error: BaseException, bot: object) -> str:
+    """Where in the bot's own module ``error`` was raised, its deepest frame there: ``act at
+    mybot.py:12`` (the path relative to the working folder when it is below it), or ``""`` when no frame
+    of the traceback is in that module (an inherited method, a builtin)."""
+    module = sys.modules.get(type(_unwrapped(bot)).__module__)
+    file = getattr(module, "__file__", None)
+    if not file:
+        return ""
+    own = [f for f in traceback.extract_tb(error.__traceback__) if os.path.abspath(f.filename) == os.path.abspath(file)]
+    if not own:
+        return ""
+    path = os.path.relpath(own[-1].filename)
+    return f"{own[-1].name} at {own[-1].filename if path.startswith('..') else path}:{own[-1].lineno}"
+
+
+def _unwrapped(bot: object) -> object:
+    """The bot inside a wrapper that names it as a ``wrapped`` property (``sdk.spar``'s timer), else ``bot``."""
+    while isinstance(getattr(type(bot), "wrapped", None), property):
+        bot = getattr(bot, "wrapped")  # noqa: B009 (bot is an object: mypy knows no such attribute)
+    return bot
 
 
 def bot_spec(bot: object) -> str:
     """``module:Class`` of a bot object (what ``load_bot`` takes); of the bot inside a wrapper that
     names it as a ``wrapped`` property (``sdk.spar``'s timer)."""
-    while isinstance(getattr(type(bot), "wrapped", None), property):
-        bot = getattr(bot, "wrapped")  # noqa: B009 (bot is an object: mypy knows no such attribute)
+    bot = _unwrapped(bot)
     return f"{type(bot).__module__}:{type(bot).__qualname__}"
 
 
@@ -80,7 +105,7 @@ def blamed(error: BaseException, bot: object, seat: int, game: int, where: str) 
     if isinstance(error, IllegalChoice):
         return IllegalChoice(error.choice, error.legal, f"{error.why} (seat {seat}, {bot_spec(bot)}, "
                                                         f"game {game}, {where})")
-    return BotFailed(seat, bot_spec(bot), game, where, error)
+    return BotFailed(seat, bot_spec(bot), game, where, error, raised_at(error, bot))
 
 
 def rules_option(text: str | None, players: int | None) -> RuleSet:

@@ -179,7 +179,8 @@ def test_a_bots_error_text_reaches_the_terminal_bounded_and_without_control_char
     with pytest.raises(BotFailed) as err:
         play_local([Noisy(), RandomBot()], seed="noisy")
     text = str(err.value)
-    assert text.isprintable() and "ValueError: [2J[31mgotcha" in text and len(text) < 500, text
+    # bounded: the text cut at 300 characters, the place in the code (file:line) at 300 too
+    assert text.isprintable() and "ValueError: [2J[31mgotcha" in text and len(text) < 800, text
 
 
 def test_load_bot_errors_are_value_errors() -> None:
@@ -234,3 +235,15 @@ def test_a_clamped_estimate_is_printed_as_a_bound(scores: list[float], expected:
     assert first.endswith(f" .. {high}), score {summary['score']}")
     assert (summary["ci_low"], summary["ci_high"]).count(None) == 1  # the end beyond the clamp is unbounded
     assert summary["elo"] == (-544.7 if scores[0] == 0 else 544.7)  # the JSON fields are unchanged
+
+
+@pytest.mark.parametrize("module", ["sdk.local", "sdk.spar"])
+def test_a_bots_exception_is_placed_at_its_own_line_of_code(tmp_path: Path, module: str) -> None:
+    """The one line said what the bot raised (``ZeroDivisionError: …``) but not where in its code: the
+    author had to call ``play_local`` from Python for the traceback. It now names the file and line of the
+    bot's own code that raised (the deepest frame in the bot's module), still in one line."""
+    line = BAD_BOTS.splitlines().index('        raise ZeroDivisionError("the bot divided by zero")') + 1
+    r = _run(tmp_path, module, "badbots:Raises", RANDOM, "--players", "2",
+             *(["--pairs", "1"] if module == "sdk.spar" else []))
+    message = _one_line(r, 1, "ZeroDivisionError: the bot divided by zero")
+    assert f"in act at {tmp_path / 'badbots.py'}:{line}: ZeroDivisionError" in message, message
