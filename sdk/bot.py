@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -280,11 +281,14 @@ class HookDispatcher:
     Feed every :class:`Event` to :meth:`event`: the bot's ``on_event`` gets it, and ``on_deal_end``
     / ``on_game_end`` are called on ``deal_ended`` / ``game_ended`` with the deal's points and tricks
     collected from the events. Hooks a bot lacks are skipped. ``games`` collects each :class:`GameEnd`.
+    ``call``: how a hook is called (default :func:`call_hook`, which lets the bot's exception out; the
+    remote runner's logs and counts it instead).
     """
 
-    def __init__(self, bot: object, players: int) -> None:
+    def __init__(self, bot: object, players: int, call: Callable[[object, str, object], None] | None = None) -> None:
         self.bot = bot
         self.players = players
+        self._call = call or call_hook
         self.games: list[GameEnd] = []
         self._points: list[PointEvent] = []
         self._tricks: list[Trick] = []
@@ -292,7 +296,7 @@ class HookDispatcher:
 
     def event(self, ev: Event) -> None:
         """Deliver ``ev`` and any deal or game end it completes."""
-        call_hook(self.bot, "on_event", ev)
+        self._call(self.bot, "on_event", ev)
         if ev.kind == "deal_started":
             self._points, self._tricks = [], []
             self._leader = ((ev.dealer or 0) + 1) % self.players
@@ -302,13 +306,13 @@ class HookDispatcher:
             self._tricks.append(Trick(leader=self._leader, cards=ev.cards, winner=ev.seat))
             self._leader = ev.seat
         elif ev.kind == "deal_ended":
-            call_hook(self.bot, "on_deal_end", DealEnd(
+            self._call(self.bot, "on_deal_end", DealEnd(
                 game=ev.game, deal=ev.deal, scores=_two(ev.scores), points=tuple(self._points),
                 tricks=tuple(self._tricks), ran_dry=ev.ran_dry))
         elif ev.kind == "game_ended":
             end = GameEnd(game=ev.game, scores=_two(ev.scores), winner=ev.winner, forfeited=ev.forfeited)
             self.games.append(end)
-            call_hook(self.bot, "on_game_end", end)
+            self._call(self.bot, "on_game_end", end)
 
 
 def _two(scores: tuple[int, ...]) -> tuple[int, int]:

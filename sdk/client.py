@@ -7,8 +7,9 @@ return. Messages convert to and from the engine's values with the shared module 
 
 Robustness:
 
-- A bot whose ``act`` raises or returns something illegal does not lose its seat: the error is
-  logged and the first legal action (the referee's default) is sent instead.
+- A bot whose ``act`` raises (``sys.exit`` included) or returns something illegal does not lose its
+  seat: the error is logged and the first legal action (the referee's default) is sent instead. A
+  hook that raises is logged and counted, and the match goes on.
 - A request seen again on the same stream after it was answered is ignored; unknown message and
   event kinds (from a newer referee) are skipped.
 - ActionRejected: the reason is logged and the bot is asked once more (``ctx.rejected`` says why);
@@ -204,7 +205,7 @@ class BotClient:
                     end = match_end_from_pb(resp.match_end.result, self.info.seat)
                     log.info("match over: %s, games won %s, winner side %s, this seat: %s %s", end.status,
                              end.wins, end.winner, end.termination, end.detail)
-                    call_hook(self.bot, "on_match_end", end)
+                    self._call_hook(self.bot, "on_match_end", end)
                     return end
             return None
         finally:
@@ -224,9 +225,9 @@ class BotClient:
         self.info = MatchInfo(match_id=w.match_id, seat=w.seat, rules=wire.rules_from_pb(w.rules), games=w.games,
                               commitment=w.seed_commitment, seat_names=tuple(w.seat_names),
                               decision_ms=tc.decision_ms, bank_ms=tc.bank_ms)
-        self._hooks = HookDispatcher(self.bot, self.info.rules.players)
+        self._hooks = HookDispatcher(self.bot, self.info.rules.players, self._call_hook)
         log.info("joined match %s as seat %d (side %d) of %d", w.match_id, w.seat, w.side, w.players)
-        call_hook(self.bot, "on_welcome", self.info)
+        self._call_hook(self.bot, "on_welcome", self.info)
 
     def _context(self, req: pb.DecisionRequest, rejected: str = "") -> Context:
         assert self.info is not None
@@ -245,12 +246,21 @@ class BotClient:
             return resolve_choice(self.bot.act(ctx), ctx.legal)
         except IllegalChoice as e:
             log.warning("seq %d: %s; sending the first legal action %s instead", ctx.decision, e, ctx.legal[0])
-        except Exception:
+        except (Exception, SystemExit):  # a sys.exit in act is the bot's failure too (as in local mode)
             self.counts.exceptions += 1
             log.exception("seq %d: the bot's act() raised; sending the first legal action %s", ctx.decision,
                           ctx.legal[0])
         self.counts.fallbacks += 1
         return ctx.legal[0]
+
+    def _call_hook(self, bot: object, hook: str, arg: object) -> None:
+        """Call the bot's ``hook`` (:func:`~sdk.bot.call_hook`); if it raises (or calls ``sys.exit``), log its
+        traceback, count an exception (:attr:`counts`) and go on: the seat is not lost to the bot's hook."""
+        try:
+            call_hook(bot, hook, arg)
+        except (Exception, SystemExit):
+            self.counts.exceptions += 1
+            log.exception("the bot's %s() raised; the match goes on", hook)
 
     def _send(self, seq: int, action: Action) -> None:
         """Send a Decision, with the bot's failure counts so far (the referee records them)."""

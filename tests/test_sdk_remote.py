@@ -519,3 +519,50 @@ def test_a_bot_that_answers_past_its_deadline_is_told_so_at_each_strike(tmp_path
     strikes = [x for x in err.splitlines() if "past its deadline" in x]
     assert len(strikes) == 2 and "strike 1 of 2" in strikes[0] and "strike 2 of 2" in strikes[1], err
     assert out.strip().endswith("this seat timeout"), out
+
+
+FAULTY_BOTS = '''
+import sys
+from sample_bots.random_bot import RandomBot
+
+class HookRaises(RandomBot):
+    def on_welcome(self, info):
+        raise RuntimeError("welcome hook broke")
+
+    def on_event(self, event):
+        if event.kind == "trick_won":
+            raise RuntimeError("event hook broke")
+
+class Exits(RandomBot):
+    def act(self, ctx):
+        if ctx.decision % 2:
+            sys.exit(3)
+        return super().act(ctx)
+'''
+
+
+def test_a_bot_whose_hook_raises_or_act_exits_keeps_its_seat(tmp_path: Path) -> None:
+    """The runner kept the seat of a bot whose ``act`` raised, but a hook that raised (``on_event``,
+    ``on_welcome``…) went up through it: ``sdk.run`` died with a traceback mid-match and its seat was
+    forfeited (``disconnect``); an ``act`` that called ``sys.exit`` ended the process with that status and
+    not a word. Both are now the bot's own failures like any other: its traceback logged, counted in
+    ``Decision.counts``, and the match played on (local mode already called a ``sys.exit`` a failure)."""
+    (tmp_path / "faulty.py").write_text(FAULTY_BOTS)
+    ref = Referee()
+    try:
+        m = ref.create(players=2)
+        env = {**ENV, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "ALLFOURS_REFEREE": ref.address}
+        procs = [subprocess.Popen([sys.executable, "-m", "sdk.run", spec, "--log-level", "warning"], cwd=ROOT,
+                                  env={**env, "ALLFOURS_TICKET": t}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True)
+                 for spec, t in zip(["faulty:HookRaises", "faulty:Exits"], m.tickets, strict=True)]
+        result = ref.result(m.match_id)
+        ends = finish(procs)
+    finally:
+        ref.close()
+    assert [code for code, _, _ in ends] == [0, 0], ends
+    assert_completed(result, games=1)
+    assert all(s.bot_counts.exceptions > 0 for s in result.seats), result.seats
+    hooks, exits = ends[0][2], ends[1][2]
+    assert "RuntimeError: welcome hook broke" in hooks and "RuntimeError: event hook broke" in hooks, hooks
+    assert "SystemExit: 3" in exits, exits
