@@ -373,3 +373,20 @@ def test_the_nodejs_bot_names_a_bad_ca_file_in_one_line(tmp_path: Path) -> None:
         lines = r.stderr.strip().splitlines()
         assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("bot.js: "), (args, r.stderr)
         assert "missing.pem" in lines[0] or "is not a PEM certificate" in lines[0], r.stderr
+
+
+
+def test_the_cpp_bot_names_a_bad_ca_file_in_one_line(tmp_path: Path) -> None:
+    """A CA file that cannot be read or holds no PEM certificate (``ALLFOURS_TLS_CA`` or ``--tls-ca``) is one
+    line and exit status 2 before any dial (one without a certificate was a handshake error at the first)."""
+    binary = ROOT / "sample_bots/cpp/build/allfours-cpp-bot"
+    require(binary.is_file(), "sample_bots/cpp is not built (run scripts/setup.sh or bash sample_bots/cpp/build.sh)")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    not_pem = tmp_path / "notes.txt"
+    not_pem.write_text("not a certificate\n")
+    for extra, args in (({"ALLFOURS_TLS_CA": str(tmp_path / "missing.pem")}, ["--referee", "127.0.0.1:9", "--ticket=t"]),
+                        ({}, ["--referee", "127.0.0.1:9", "--ticket=t", "--tls-ca", str(not_pem)])):
+        r = subprocess.run([str(binary), *args], env={**env, **extra}, capture_output=True, text=True, timeout=60)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("allfours-cpp-bot: "), (args, r.stderr)
+        assert "missing.pem" in lines[0] or "is not a PEM certificate" in lines[0], r.stderr

@@ -118,7 +118,8 @@ std::string ReadCa(const std::string& path, const std::string& what) {
   if (!in) Fail(what + " " + path + ": cannot be read");
   std::stringstream text;
   text << in.rdbuf();
-  if (text.str().empty()) Fail(what + " " + path + ": the file is empty");
+  if (text.str().find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+    Fail(what + " " + path + " is not a PEM certificate (no line with '-----BEGIN CERTIFICATE-----')");
   return text.str();
 }
 
