@@ -135,9 +135,8 @@ def test_the_cpp_bots_summary_line_says_how_its_seat_ended() -> None:
     timed out (or whose opponent never came) could not tell from it. It now names the match's status and
     this seat's termination, as the Python and Node.js lines do, and ``no winner`` instead of side -1."""
     require(BINARY.is_file(), "sample_bots/cpp is not built (run scripts/setup.sh or bash sample_bots/cpp/build.sh)")
-    from tests.test_sdk_remote import MD, Referee
-
     from allfours.v1 import referee_pb2 as pb
+    from tests.test_sdk_remote import MD, Referee
 
     ref = Referee()
     try:  # the other seat never joins: a forfeit (no_show) that the C++ bot's seat did not cause

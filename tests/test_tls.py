@@ -366,7 +366,8 @@ def test_the_nodejs_bot_names_a_bad_ca_file_in_one_line(tmp_path: Path) -> None:
     bot = ["node", str(ROOT / "sample_bots/js/bot.js")]
     not_pem = tmp_path / "notes.txt"
     not_pem.write_text("not a certificate\n")
-    for extra, args in (({"ALLFOURS_TLS_CA": str(tmp_path / "missing.pem")}, ["--referee", "127.0.0.1:9", "--ticket=t"]),
+    missing = {"ALLFOURS_TLS_CA": str(tmp_path / "missing.pem")}
+    for extra, args in ((missing, ["--referee", "127.0.0.1:9", "--ticket=t"]),
                         ({}, ["--referee", "127.0.0.1:9", "--ticket=t", "--tls-ca", str(not_pem)]),
                         ({"ALLFOURS_TLS_CA": str(not_pem), "ALLFOURS_BOT_TOKEN": "x"}, ["--arena", "127.0.0.1:9"])):
         r = subprocess.run([*bot, *args], env={**env, **extra}, capture_output=True, text=True, timeout=60)
@@ -384,7 +385,8 @@ def test_the_cpp_bot_names_a_bad_ca_file_in_one_line(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     not_pem = tmp_path / "notes.txt"
     not_pem.write_text("not a certificate\n")
-    for extra, args in (({"ALLFOURS_TLS_CA": str(tmp_path / "missing.pem")}, ["--referee", "127.0.0.1:9", "--ticket=t"]),
+    missing = {"ALLFOURS_TLS_CA": str(tmp_path / "missing.pem")}
+    for extra, args in ((missing, ["--referee", "127.0.0.1:9", "--ticket=t"]),
                         ({}, ["--referee", "127.0.0.1:9", "--ticket=t", "--tls-ca", str(not_pem)])):
         r = subprocess.run([str(binary), *args], env={**env, **extra}, capture_output=True, text=True, timeout=60)
         lines = r.stderr.strip().splitlines()
