@@ -88,7 +88,11 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _port(text: str) -> int:
+def port_number(text: str) -> int:
+    """A TCP port given on a command line, 0..65535 (0: any free one; ``arena`` takes it too).
+
+    :raises argparse.ArgumentTypeError: for anything else (argparse's one-line usage error).
+    """
     try:
         port = int(text)
     except ValueError:
@@ -122,7 +126,7 @@ def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="referee", description="The All Fours gRPC referee (protocol allfours.v1)")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="run the referee server")
-    s.add_argument("--port", type=_port, default=50051, help="TCP port 0..65535; 0 = any free port (printed)")
+    s.add_argument("--port", type=port_number, default=50051, help="TCP port 0..65535; 0 = any free port (printed)")
     s.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     s.add_argument("--admin-token", default=None,
                    help=f"admin token (default: ${ADMIN_TOKEN_ENV}, or the file ${ADMIN_TOKEN_ENV}_FILE names)")
@@ -136,7 +140,7 @@ def _parser() -> argparse.ArgumentParser:
                         "record files stay on disk")
     s.add_argument("--grace", type=_seconds, default=5.0, help="seconds (>= 0) matches get to finish on shutdown")
     s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    s.add_argument("--metrics-port", type=_port, default=None,
+    s.add_argument("--metrics-port", type=port_number, default=None,
                    help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off; docs/deploy.md)")
     _create_match_parser(sub)
     return p

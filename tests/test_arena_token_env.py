@@ -87,17 +87,22 @@ def test_a_token_on_the_command_line_is_warned_about_in_one_line(tmp_path: Path)
     assert first == "bot.js: warning: --token is visible to every local user (ps); set ALLFOURS_BOT_TOKEN instead"
 
 
+def token_hint(folder: Path, config: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    """``arena token CONFIG far`` for ``config`` written in ``folder``: the finished process (exit 0 checked)
+    and its hint on stderr with the lines joined."""
+    cfg = folder / "t.toml"
+    cfg.write_text(config)
+    proc = subprocess.run([sys.executable, "-m", "arena.cli", "token", str(cfg), "far"], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    return proc, " ".join(proc.stderr.split())
+
+
 def test_the_new_tokens_hint_puts_the_token_in_the_environment(tmp_path: Path) -> None:
     """``arena token CONFIG NAME`` told the remote bot's owner to run ``sdk.run … --token TOKEN``: the
     form docs/protocol.md ("Ready-made workers") advises against (it shows in ``ps``) and that sdk.run
     itself warns about. The hint now gives ``ALLFOURS_BOT_TOKEN=TOKEN``, as the competitor token's does."""
-    cfg = tmp_path / "t.toml"
-    cfg.write_text(CONFIG)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "arena.cli", "token", str(cfg), "far"], capture_output=True,
-                          text=True, timeout=60, env=env, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr
-    hint = " ".join(proc.stderr.split())
+    proc, hint = token_hint(tmp_path, CONFIG)
     assert "ALLFOURS_BOT_TOKEN=TOKEN python -m sdk.run MODULE:Class --arena HOST:PORT --name far" in hint, hint
     assert "--token" not in hint, hint
     assert proc.stdout.strip() and proc.stdout.strip() not in proc.stderr
@@ -107,13 +112,8 @@ def test_the_new_tokens_hint_names_the_lobby_and_its_tls(tmp_path: Path) -> None
     """For a lobby on this machine's address with TLS the hint gives that address and ``--tls-ca`` with
     the certificate's file name (the owner of a remote bot was told ``--arena HOST:PORT`` only, and their
     worker, dialling plaintext, met a TLS port: 'Socket closed')."""
-    cfg = tmp_path / "t.toml"
-    cfg.write_text(CONFIG.replace('output = "out"\n', 'output = "out"\nlobby = "10.0.0.5:50100"\n'
-                                  'lobby_tls_cert = "certs/lobby.crt"\nlobby_tls_key = "certs/lobby.key"\n'))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "arena.cli", "token", str(cfg), "far"], capture_output=True,
-                          text=True, timeout=60, env=env, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr
-    hint = " ".join(proc.stderr.split())
+    _, hint = token_hint(tmp_path, CONFIG.replace(
+        'output = "out"\n', 'output = "out"\nlobby = "10.0.0.5:50100"\n'
+        'lobby_tls_cert = "certs/lobby.crt"\nlobby_tls_key = "certs/lobby.key"\n'))
     assert "python -m sdk.run MODULE:Class --arena 10.0.0.5:50100 --name far --tls-ca lobby.crt" in hint, hint
     assert "lobby.key" not in hint, hint

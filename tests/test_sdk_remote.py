@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import grpc
@@ -99,6 +99,16 @@ def node_bot(referee: Referee, ticket: str, *extra: str) -> subprocess.Popen[str
     env = {**ENV, "ALLFOURS_TICKET": ticket, "ALLFOURS_REFEREE": referee.address}
     return subprocess.Popen([NODE, str(JS_BOT), *extra], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
+
+
+def sdk_runs(folder: Path, ref: Referee, specs: list[str], tickets: Sequence[str]) -> list[subprocess.Popen[str]]:
+    """``python -m sdk.run SPEC`` for each seat of a match on ``ref`` (its ticket by ``ALLFOURS_TICKET``), with
+    the bots' modules importable from ``folder``; read their ends with :func:`finish`."""
+    env = {**ENV, "PYTHONPATH": f"{folder}{os.pathsep}{ROOT}", "ALLFOURS_REFEREE": ref.address}
+    return [subprocess.Popen([sys.executable, "-m", "sdk.run", spec, "--log-level", "warning"], cwd=ROOT,
+                             env={**env, "ALLFOURS_TICKET": t}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+            for spec, t in zip(specs, tickets, strict=True)]
 
 
 def finish(procs: list[subprocess.Popen[str]]) -> list[tuple[int, str, str]]:
@@ -506,11 +516,7 @@ def test_a_bot_that_answers_past_its_deadline_is_told_so_at_each_strike(tmp_path
         m = ref.admin.CreateMatch(pb.CreateMatchRequest(
             rules=pb.RuleSet(players=2), seat_names=["slow", "random"], games=1,
             time_control=pb.TimeControl(decision_ms=300, max_strikes=2)), metadata=MD, timeout=10)
-        env = {**ENV, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "ALLFOURS_REFEREE": ref.address}
-        procs = [subprocess.Popen([sys.executable, "-m", "sdk.run", spec, "--log-level", "warning"], cwd=ROOT,
-                                  env={**env, "ALLFOURS_TICKET": t}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True)
-                 for spec, t in zip(["slowbot:Slow", "sample_bots.random_bot:RandomBot"], m.tickets, strict=True)]
+        procs = sdk_runs(tmp_path, ref, ["slowbot:Slow", "sample_bots.random_bot:RandomBot"], m.tickets)
         result = ref.result(m.match_id)
         (code, out, err), _ = finish(procs)
     finally:
@@ -551,11 +557,7 @@ def test_a_bot_whose_hook_raises_or_act_exits_keeps_its_seat(tmp_path: Path) -> 
     ref = Referee()
     try:
         m = ref.create(players=2)
-        env = {**ENV, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "ALLFOURS_REFEREE": ref.address}
-        procs = [subprocess.Popen([sys.executable, "-m", "sdk.run", spec, "--log-level", "warning"], cwd=ROOT,
-                                  env={**env, "ALLFOURS_TICKET": t}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True)
-                 for spec, t in zip(["faulty:HookRaises", "faulty:Exits"], m.tickets, strict=True)]
+        procs = sdk_runs(tmp_path, ref, ["faulty:HookRaises", "faulty:Exits"], m.tickets)
         result = ref.result(m.match_id)
         ends = finish(procs)
     finally:

@@ -9,6 +9,7 @@ from typing import Any
 from arena.config import ENV_ADMIN_TOKEN
 from arena.lobby.tokens import MIN_GIVEN_TOKEN
 from arena.ratings.fit import DEFAULT_BOOTSTRAP
+from referee.cli import port_number
 
 #: ``--bootstrap`` of run, serve and the final.
 _BOOTSTRAP_HELP = f"bootstrap resamples for intervals (default {DEFAULT_BOOTSTRAP}; 0: the normal approximation)"
@@ -22,17 +23,6 @@ def parser() -> argparse.ArgumentParser:
                 _add_submissions):
         add(sub)
     return p
-
-
-def _port(text: str) -> int:
-    """A TCP port, 0..65535 (0: any free one). :raises argparse.ArgumentTypeError: otherwise."""
-    try:
-        port = int(text)
-    except ValueError:
-        port = -1
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"must be a port, 0..65535 (got {text!r})")
-    return port
 
 
 def _add_run(sub: Any) -> None:
@@ -60,7 +50,7 @@ def _add_run(sub: Any) -> None:
     run.add_argument("--referee-advertise", metavar="HOST",
                      help="the host remote workers are told to dial the embedded referee at (default: "
                      "tournament.lobby's host; needed when that is 0.0.0.0 or ::)")
-    run.add_argument("--referee-port", type=_port, default=0, metavar="PORT",
+    run.add_argument("--referee-port", type=port_number, default=0, metavar="PORT",
                      help="the embedded referee's port (default 0: any free one); fix it when a firewall must "
                      "let remote workers through to it, beside the lobby's port")
     run.add_argument("--live", action="store_true",
@@ -121,7 +111,7 @@ def _add_serve(sub: Any) -> None:
     srv.add_argument("--referee", metavar="HOST:PORT", action="append", help="as for run")
     srv.add_argument("--admin-token", metavar="T", help="as for run")
     srv.add_argument("--referee-advertise", metavar="HOST", help="as for run")
-    srv.add_argument("--referee-port", type=_port, default=0, metavar="PORT", help="as for run")
+    srv.add_argument("--referee-port", type=port_number, default=0, metavar="PORT", help="as for run")
     srv.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
     srv.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, metavar="N",
                      help=_BOOTSTRAP_HELP)
