@@ -106,7 +106,8 @@ class League:
         self.republish.set()
 
     def request_reload(self) -> None:
-        """Read the config again after the games in flight (thread- and signal-safe)."""
+        """Read the config again after the games in flight and the twins of the pairs they began
+        (:meth:`_finish_pairs`; thread- and signal-safe)."""
         self.reload.set()
         self.halt.set()
 
@@ -216,7 +217,22 @@ class League:
         if self.reload.is_set() and not self.stop.is_set():
             self.reload.clear()
             self.halt.clear()
+            self._finish_pairs(t)
             self._reopen()
+
+    def _finish_pairs(self, t: Tournament) -> None:
+        """Before a reload takes the new config: play the second game of every duplicate pair whose first
+        is stored. The new config may drop an entrant (a competitor's version retired by a newer one, a bot
+        the host removed), and a pair of its left half played stayed so for ever: one game counted without
+        the twin that cancels its deal luck. A ladder plays half-played pairs first by itself."""
+        if self.ladder is not None:
+            return
+        stored = t.store.stored_ids()
+        begun = {g.pair_id for g in t.schedule if g.game_id in stored}
+        twins = [g for g in t.schedule if g.pair_id in begun and g.game_id not in stored]
+        if twins:
+            self._note(f"first the {len(twins)} game(s) that complete their duplicate pairs", "reload")
+            run_games(twins, self.runner, t.store, t.config.concurrency, self._stored, self.stop)
 
     def _ladder_games(self, t: Tournament, ladder: LadderRun) -> list[ScheduledGame]:
         """A ladder's next games (half-played pairs first, then a pair per two games of concurrency); when
