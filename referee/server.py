@@ -533,6 +533,8 @@ class RefereeServer:
         self._server: grpc.aio.Server | None = None
         #: One server a sandboxed bot (:meth:`listen_unix`), by its socket's address.
         self._bot_servers: dict[str, grpc.aio.Server] = {}
+        #: The servers remote workers dial (:meth:`listen_remote`).
+        self._remote_servers: list[grpc.aio.Server] = []
         self._health = health.aio.HealthServicer() if hasattr(health, "aio") else health.HealthServicer()
         self._accepting = threading.Event()
 
@@ -599,6 +601,36 @@ class RefereeServer:
         await server.start()
         self._bot_servers[address] = server
 
+    async def listen_remote(self, host: str, port: int = 0, tls: tuple[bytes, bytes] | None = None) -> int:
+        """Serve the seat streams (``Play``) and health on ``host``:``port`` (0: any free port) with a server
+        of its own, over TLS with ``tls`` (certificate chain PEM, key PEM), else plaintext; returns the bound
+        port. The arena's embedded referee listens on the container sandbox's gateway, which only this
+        machine reaches; remote workers on other machines dial this one instead. No AdminService there
+        (the arena's admin calls stay on the main address); silent streams count per peer host as on the
+        main server (:data:`PENDING_HELLOS_PER_PEER`). Stopped with the referee.
+
+        :raises RuntimeError: ``cannot bind HOST:PORT: REASON``, a TLS pair that does not load, or the
+            referee is not running.
+        """
+        if self._server is None:
+            raise RuntimeError("the referee is not running")
+        check_bindable(host, port)
+        server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS)
+        add_referee_service(RefereeServicer(self.registry, Pending(PENDING_HELLOS_PER_PEER)), server)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        addr = f"[{host.strip('[]')}]:{port}" if ":" in host else f"{host}:{port}"
+        if tls is not None:
+            bound: int = server.add_secure_port(addr, grpc.ssl_server_credentials([(tls[1], tls[0])]))
+        else:
+            bound = server.add_insecure_port(addr)
+        if not bound:
+            how = " with the TLS certificate and key (a matching PEM pair?)" if tls is not None else ""
+            raise RuntimeError(f"could not bind {addr}{how}")
+        await server.start()
+        self._remote_servers.append(server)
+        log.info("referee_remote_listener", host=host, port=bound, tls=tls is not None)
+        return bound
+
     async def stop(self, grace_s: float = 5.0) -> None:
         """Graceful shutdown: NOT_SERVING, refuse new matches, let running matches finish for
         ``grace_s`` seconds, abort the rest (TERMINATION_ABORTED), wait up to :data:`STREAM_DRAIN_S`
@@ -622,9 +654,11 @@ class RefereeServer:
         streams = [t for t in self.registry.streams if not t.done()]
         if streams:
             await asyncio.wait(streams, timeout=STREAM_DRAIN_S)
-        await asyncio.gather(self._server.stop(1.0), *(b.stop(1.0) for b in self._bot_servers.values()))
+        await asyncio.gather(self._server.stop(1.0), *(b.stop(1.0) for b in self._bot_servers.values()),
+                             *(r.stop(1.0) for r in self._remote_servers))
         self._server = None
         self._bot_servers.clear()
+        self._remote_servers.clear()
         log.info("referee_stopped")
 
     async def wait_for_termination(self) -> None:
@@ -697,6 +731,13 @@ class ThreadedReferee:
         :raises RuntimeError: as that method.
         """
         asyncio.run_coroutine_threadsafe(self.server.listen_unix(address), self._loop).result(30)
+
+    def listen_remote(self, host: str, port: int = 0, tls: tuple[bytes, bytes] | None = None) -> int:
+        """:meth:`RefereeServer.listen_remote` on the referee's loop (from any thread); returns the port.
+
+        :raises RuntimeError: as that method.
+        """
+        return asyncio.run_coroutine_threadsafe(self.server.listen_remote(host, port, tls), self._loop).result(30)
 
     def stop(self) -> None:
         """Stop the server gracefully and the loop thread."""

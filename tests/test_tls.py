@@ -399,3 +399,70 @@ def test_the_cpp_bot_names_a_bad_ca_file_in_one_line(tmp_path: Path) -> None:
         lines = r.stderr.strip().splitlines()
         assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("allfours-cpp-bot: "), (args, r.stderr)
         assert "missing.pem" in lines[0] or "is not a PEM certificate" in lines[0], r.stderr
+
+
+def _remote_listener_serves_seats_only(address: str, creds: grpc.ChannelCredentials | None) -> None:
+    """Health answers SERVING at ``address`` and the AdminService is not there: CreateMatch, even with the
+    right token, is UNIMPLEMENTED."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    channel = grpc.secure_channel(address, creds) if creds else grpc.insecure_channel(address)
+    with channel:
+        reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        with pytest.raises(grpc.RpcError) as e:
+            pb_grpc.AdminServiceStub(channel).CreateMatch(pb.CreateMatchRequest(
+                rules=pb.RuleSet(players=2, target=5), seat_names=["a", "b"], games=1), metadata=MD, timeout=10)
+        assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED, e.value
+
+
+def test_the_embedded_referees_remote_listener_serves_tls_seats_and_no_admin(tmp_path: Path) -> None:
+    """The listener remote workers dial when the embedded referee's own address is the container sandbox's
+    gateway (:class:`arena.play.referees.RemoteListener`): over TLS with the lobby's pair, bots play a
+    match there on tickets the main address gave; plaintext is refused there; no AdminService; a port in
+    use is one line; it stops with the referee."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    from arena.play.referees import RefereeError, RemoteListener, connect_referees
+
+    cert, key = make_cert(tmp_path)
+    pool = connect_referees([], None, remote=RemoteListener("127.0.0.1", 0, "localhost",
+                                                            (cert.read_bytes(), key.read_bytes())))
+    conn = pool.conns[0]
+    try:
+        assert conn.remote is not None and conn.remote.startswith("localhost:") and conn.remote_tls
+        assert conn.remote != conn.address and not conn.tls  # the main address is as it was
+        creds = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+        _remote_listener_serves_seats_only(conn.remote, creds)
+        with grpc.insecure_channel(conn.remote) as plain, pytest.raises(grpc.RpcError):
+            health_pb2_grpc.HealthStub(plain).Check(health_pb2.HealthCheckRequest(), timeout=5)
+        created = conn.admin.CreateMatch(pb.CreateMatchRequest(
+            rules=pb.RuleSet(players=2, target=5), seat_names=["a", "b"], games=1), metadata=conn.metadata, timeout=10)
+        bots = [subprocess.Popen([sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--referee",
+                                  conn.remote, f"--ticket={t}", "--tls-ca", str(cert), "--log-level", "warning"],
+                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                for t in created.tickets]
+        outs = [b.communicate(timeout=120)[0] for b in bots]
+        assert [b.returncode for b in bots] == [0, 0], outs
+        final = None
+        for ev in conn.admin.WatchMatch(pb.WatchMatchRequest(match_id=created.match_id, result_only=True),
+                                        metadata=conn.metadata, timeout=60):
+            final = ev.result if ev.HasField("result") else final
+        assert final is not None and final.status == pb.MATCH_STATUS_COMPLETED, final
+        with pytest.raises(RefereeError, match=r"^the embedded referee cannot listen for remote workers: cannot bind"):
+            RemoteListener("127.0.0.1", int(conn.remote.rsplit(":", 1)[1])).open(conn)
+    finally:
+        pool.close()
+    with grpc.insecure_channel(conn.remote.replace("localhost", "127.0.0.1")) as gone, pytest.raises(grpc.RpcError):
+        health_pb2_grpc.HealthStub(gone).Check(health_pb2.HealthCheckRequest(), timeout=5)
+
+
+def test_a_plaintext_remote_listener_serves_seats_and_no_admin() -> None:
+    """:meth:`referee.server.ThreadedReferee.listen_remote` without a TLS pair: plaintext, health and seats
+    only (no AdminService)."""
+    from referee.server import ThreadedReferee
+
+    with ThreadedReferee(grace_s=1.0, admin_token=TOKEN) as ref:
+        port = ref.listen_remote("127.0.0.1")
+        assert port not in (0, ref.port)
+        _remote_listener_serves_seats_only(f"127.0.0.1:{port}", None)

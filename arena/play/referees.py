@@ -103,6 +103,12 @@ class RefereeConnection:
     #: an embedded referee that serves TLS: its plaintext unix socket (``unix:PATH``), which the arena's
     #: admin channel and the bot processes it starts outside a sandbox dial instead (None: ``address``)
     local: str | None = None
+    #: the ``host:port`` remote-mode workers (``mode = "remote"`` bots, a competition's remote entries) are
+    #: told, when the embedded referee also listens for them apart (:class:`RemoteListener`; None: as
+    #: every other lobby worker)
+    remote: str | None = None
+    #: that listener serves TLS
+    remote_tls: bool = False
     _closed: bool = field(default=False, repr=False)
 
     @property
@@ -241,6 +247,35 @@ def _start_embedded(host: str, port: int, token: str, serve_tls: tuple[bytes, by
     return embedded, local
 
 
+@dataclass(frozen=True)
+class RemoteListener:
+    """Where the embedded referee also listens for remote-mode workers (those on other machines), apart
+    from its main address: the container sandbox's gateway, which only this machine reaches
+    (:meth:`referee.server.RefereeServer.listen_remote`; seats and health only, no AdminService).
+
+    ``host`` to bind (the lobby's), ``port`` (0: any free one), ``advertise`` the host the workers are
+    told (None: ``host``), ``tls`` the (certificate chain, key) PEM pair to serve (None: plaintext).
+    """
+
+    host: str
+    port: int = 0
+    advertise: str | None = None
+    tls: tuple[bytes, bytes] | None = None
+
+    def open(self, conn: RefereeConnection) -> None:
+        """Listen on the embedded referee of ``conn`` and set its :attr:`RefereeConnection.remote`.
+
+        :raises RefereeError: if the address cannot be bound (one line, exit status 1).
+        """
+        try:
+            port = conn.embedded.listen_remote(self.host, self.port, self.tls)
+        except RuntimeError as e:
+            raise RefereeError(f"the embedded referee cannot listen for remote workers: {e}") from None
+        host = self.advertise or self.host
+        conn.remote = f"[{host.strip('[]')}]:{port}" if ":" in host else f"{host}:{port}"
+        conn.remote_tls = self.tls is not None
+
+
 class RefereePool:
     """The referees a tournament's games are spread over; thread-safe.
 
@@ -329,13 +364,16 @@ def connect_referees(
     tls_ca: bytes | None = None,
     serve_tls: tuple[bytes, bytes] | None = None,
     port: int = 0,
+    remote: RemoteListener | None = None,
 ) -> RefereePool:
     """A :class:`RefereePool` of the referees at ``addresses`` (all checked at once, see
     :func:`connect_referee`; over TLS with ``tls_ca``), or of one embedded referee on ``host`` when
     ``addresses`` is empty, on ``port`` and serving TLS with ``serve_tls`` (see :func:`connect_referee`); lobby workers
-    are told to dial that one at ``advertise`` (a host name or IP; None: ``host``).
+    are told to dial that one at ``advertise`` (a host name or IP; None: ``host``), remote-mode workers at
+    ``remote`` when given (it is opened on the embedded referee; ignored with ``addresses``).
 
-    :raises RefereeError: naming the first referee that is unreachable or refuses the token.
+    :raises RefereeError: naming the first referee that is unreachable or refuses the token, or when
+        ``remote`` cannot be bound.
     """
     conns: list[RefereeConnection] = []
     try:
@@ -345,6 +383,8 @@ def connect_referees(
                                          port=port))
             if address is None and advertise:
                 conns[-1].advertise = f"{advertise}:{conns[-1].address.rsplit(':', 1)[1]}"
+            if address is None and remote is not None:
+                remote.open(conns[-1])
     except BaseException:
         for c in conns:
             c.close()
