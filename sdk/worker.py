@@ -210,6 +210,8 @@ class LobbyWorker:
                     log.info("registered at %s as worker %s of %s", self.lobby, self.worker_id, self.name)
                 elif which == "assignment":
                     a = resp.assignment
+                    log.debug("match %s, seat %d: referee %s%s", a.match_id, a.seat, a.referee,
+                              " (TLS)" if a.referee_tls else "")
                     try:
                         self.play(a)
                     except Exception as e:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import signal
 import socket
 import sqlite3
@@ -27,6 +28,8 @@ from typing import Any
 import grpc
 import pytest
 
+from allfours.v1 import referee_pb2 as pb
+from allfours.v1 import referee_pb2_grpc as pb_grpc
 from arena.competition.client import SubmissionClient, pack
 from arena.config import ConfigError, check_bot_cwds, load_config, parse_config
 from arena.hosting.shepherd import descendants
@@ -925,6 +928,55 @@ def test_a_remote_entry_registered_through_the_api_plays(league: tuple[Path, int
         for w in workers:
             w.terminate()
             w.wait(30)
+
+
+def test_a_remote_entry_plays_from_another_address_than_the_sandbox_gateway(tmp_path: Path) -> None:
+    """A competition whose lobby is on an address of this machine other than loopback and the container
+    sandbox's gateway (docker's default bridge, standing for an address other machines reach): a remote
+    entry's worker dialling only that address is told the embedded referee there, not the gateway (which
+    only this machine reaches: the entry could not play from elsewhere), plays its games to real scores,
+    and the referee listening there has no AdminService (CreateMatch is UNIMPLEMENTED, not refused)."""
+    import ipaddress
+
+    client = docker_client()
+    host = client.networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"]  # docker0: this machine
+    with socket.socket() as s:
+        s.bind((host, 0))
+        port = int(s.getsockname()[1])
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(CONFIG.format(name=f"rem{os.getpid()}", port=port, per_day=1, base=base_image("python"),
+                                 base_node=base_image("node"), prefix=PREFIX, root=ROOT)
+                   .replace('lobby = "127.0.0.1:', f'lobby = "{host}:'))
+    serve = Serve(cfg, tmp_path / "serve.log")
+    worker = None
+    try:
+        serve.wait_for("serving:")
+        found = re.search(r"container bots on network \S+ \(([^)]+)\)", serve.log.read_text())
+        assert found, serve.log.read_text()[-3000:]
+        subnet = ipaddress.ip_network(found.group(1))
+        token = arena("competitor", "add", str(cfg), "erin").stdout.strip()
+        erin = SubmissionClient(f"{host}:{port}", token)
+        sub, bot_token = erin.register_remote("erin-remote")
+        worker = subprocess.Popen([sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--arena",
+                                   f"{host}:{port}", "--token", bot_token, "--name", sub.entrant, "--reconnect", "60",
+                                   "--log-level", "debug"], cwd=ROOT, stdout=(tmp_path / "worker.log").open("w"),
+                                  stderr=subprocess.STDOUT, text=True)
+        _wait_rated(erin, sub.id)
+        games = erin.games()
+        assert games and all(g.score_a + g.score_b > 0 for g in games)  # played, not forfeited as no-shows
+        told = set(re.findall(r"seat \d+: referee (\S+)", (tmp_path / "worker.log").read_text()))
+        assert len(told) == 1, told
+        referee = told.pop()
+        assert referee.rpartition(":")[0] == host and ipaddress.ip_address(host) not in subnet, (referee, subnet)
+        with grpc.insecure_channel(referee) as channel:
+            code, _ = _code(lambda: pb_grpc.AdminServiceStub(channel).CreateMatch(
+                pb.CreateMatchRequest(rules=pb.RuleSet(players=2, target=5), seat_names=["a", "b"]), timeout=30))
+        assert code == grpc.StatusCode.UNIMPLEMENTED
+    finally:
+        if worker is not None:
+            worker.terminate()
+            worker.wait(30)
+        assert serve.stop() == 0, serve.log.read_text()[-3000:]
 
 
 def test_a_competitor_sees_their_own_page_in_a_browser(league: tuple[Path, int, Serve], tmp_path: Path) -> None:

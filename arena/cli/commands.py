@@ -70,6 +70,7 @@ if TYPE_CHECKING:  # imported where used: docker, the lobby and the web start on
     from arena.hosting.jail import Jail
     from arena.hosting.sandbox import Sandbox
     from arena.lobby.setup import LobbySetup
+    from arena.play.referees import RemoteListener
     from arena.web import WebServer
 
 #: Console width when output is not a terminal (a pipe, a CI log) and ``COLUMNS`` is not set.
@@ -288,14 +289,16 @@ def make_runner(
         if found != addresses:
             console.print(f"referees: {', '.join(addresses)} -> {', '.join(found)}", highlight=False, soft_wrap=True)
         timeout = DNS_CONNECT_TIMEOUT_S if found != addresses else CONNECT_TIMEOUT_S  # replicas may still be starting
+        port, remote = getattr(args, "referee_port", 0), None
         if sandbox is not None and sandbox.gateway:  # open() set it
             host, advertise = sandbox.gateway, None
+            remote = None if found else remote_listener(config, args, port)
         else:
             host, advertise = embedded_referee_host(config, args, found)
         tls_ca = read_config_file(config, "referee_tls_ca", config.referee_tls_ca) if config.referee_tls_ca else None
         pool = connect_referees(found, token, timeout, host, advertise, tls_ca=tls_ca,
                                 serve_tls=_embedded_tls(config, sandbox is not None and bool(sandbox.gateway)),
-                                port=getattr(args, "referee_port", 0))
+                                port=0 if remote is not None else port, remote=remote)
         isolation = undo.pop_all()
 
     def on_event(message: str) -> None:
@@ -386,7 +389,7 @@ def embedded_referee_host(
     :raises UsageError: one line, when remote workers could not reach the referee they are told.
     """
     advertise = getattr(args, "referee_advertise", None)
-    remote = any(b.mode == "remote" for b in config.bots)
+    remote = _remote_workers_possible(config)
     host = config.lobby.rpartition(":")[0].strip("[]")
     if not remote or _is_loopback(host):
         return "127.0.0.1", advertise
@@ -405,6 +408,29 @@ def embedded_referee_host(
                          "referee there: give --referee-advertise HOST (this machine's address the workers dial) or "
                          "a specific host in tournament.lobby")
     return host, advertise
+
+
+def remote_listener(config: TournamentConfig, args: argparse.Namespace, port: int) -> RemoteListener | None:
+    """Where the embedded referee, listening on the container sandbox's gateway (which only this machine
+    reaches), also listens for remote workers on other machines: on the lobby's host
+    (:func:`embedded_referee_host`: a wildcard lobby needs ``--referee-advertise``) at ``port`` (0: any
+    free one), serving the lobby's TLS pair when it has one. None when no remote worker can come (no
+    ``mode = "remote"`` bot and no competition, whose remote entries register later) or the lobby is on
+    loopback (its workers are on this machine, and reach the gateway).
+
+    :raises UsageError: a wildcard lobby without ``--referee-advertise``.
+    """
+    from arena.play.referees import RemoteListener
+
+    if not _remote_workers_possible(config) or _is_loopback(config.lobby.rpartition(":")[0].strip("[]")):
+        return None
+    host, advertise = embedded_referee_host(config, args, [])
+    return RemoteListener(host, port, advertise, _embedded_tls(config, False))
+
+
+def _remote_workers_possible(config: TournamentConfig) -> bool:
+    """A ``mode = "remote"`` bot, or a competition (remote entries register while it runs)."""
+    return config.competition is not None or any(b.mode == "remote" for b in config.bots)
 
 
 def open_sandbox(config: TournamentConfig, output: Path, addresses: Sequence[str]) -> Sandbox | None:

@@ -573,7 +573,10 @@ class GrpcGameRunner:
                 procs.append(None)
                 bot = self.bots[name]
                 referee = self._referee_for(conn, bot, worker=True)
-                tls = conn.tls and not (bot.jailed and self.jail is not None)
+                if bot.mode == "remote" and conn.remote is not None:
+                    tls = conn.remote_tls
+                else:
+                    tls = conn.tls and not (bot.jailed and self.jail is not None)
                 self._assign(referee, tls, worker, created.match_id, seat, ticket, notes)
 
     def _await_result(
@@ -671,9 +674,13 @@ class GrpcGameRunner:
         """The referee's address as ``bot``'s process dials it: its unix socket inside the sandbox
         (arena/hosting/jail.py) for a sandboxed bot, else ``host:port`` (for a lobby ``worker``, the
         address remote workers are told, ``--referee-advertise``'s, when there is one; for a per-game
-        bot, an embedded referee's plaintext unix socket when it serves TLS to remote workers)."""
+        bot, an embedded referee's plaintext unix socket when it serves TLS to remote workers; for a
+        ``mode = "remote"`` worker, the embedded referee's listener for them when it has one:
+        :attr:`RefereeConnection.remote`, as its own address is the container sandbox's gateway)."""
         if bot.jailed and self.jail is not None:
             return self.jail.referee_inside()
+        if worker and bot.mode == "remote" and conn.remote is not None:
+            return conn.remote
         return (conn.advertise or conn.address) if worker else (conn.local or conn.address)
 
     def _assign(
