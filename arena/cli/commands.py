@@ -70,7 +70,7 @@ if TYPE_CHECKING:  # imported where used: docker, the lobby and the web start on
     from arena.hosting.jail import Jail
     from arena.hosting.sandbox import Sandbox
     from arena.lobby.setup import LobbySetup
-    from arena.play.referees import RemoteListener
+    from arena.play.referees import RefereePool, RemoteListener
     from arena.web import WebServer
 
 #: Console width when output is not a terminal (a pipe, a CI log) and ``COLUMNS`` is not set.
@@ -273,7 +273,7 @@ def make_runner(
     if args.simulate is not None:
         return SimulatedRunner(delay_s=args.simulate, target=config.rules.target), lambda: None
     from arena.play.game import GrpcGameRunner
-    from arena.play.referees import CONNECT_TIMEOUT_S, DnsWatch, connect_referees, resolve_referees
+    from arena.play.referees import CONNECT_TIMEOUT_S, DnsWatch, resolve_referees
 
     addresses, token = referee_addresses(config, args)
     if not addresses and not args.verbose:
@@ -289,16 +289,8 @@ def make_runner(
         if found != addresses:
             console.print(f"referees: {', '.join(addresses)} -> {', '.join(found)}", highlight=False, soft_wrap=True)
         timeout = DNS_CONNECT_TIMEOUT_S if found != addresses else CONNECT_TIMEOUT_S  # replicas may still be starting
-        port, remote = getattr(args, "referee_port", 0), None
-        if sandbox is not None and sandbox.gateway:  # open() set it
-            host, advertise = sandbox.gateway, None
-            remote = None if found else remote_listener(config, args, port)
-        else:
-            host, advertise = embedded_referee_host(config, args, found)
         tls_ca = read_config_file(config, "referee_tls_ca", config.referee_tls_ca) if config.referee_tls_ca else None
-        pool = connect_referees(found, token, timeout, host, advertise, tls_ca=tls_ca,
-                                serve_tls=_embedded_tls(config, sandbox is not None and bool(sandbox.gateway)),
-                                port=0 if remote is not None else port, remote=remote)
+        pool = _connect(config, args, sandbox, found, token, timeout, tls_ca)
         isolation = undo.pop_all()
 
     def on_event(message: str) -> None:
@@ -321,6 +313,28 @@ def make_runner(
         sandbox.allow(int(pool.conns[0].address.rsplit(":", 1)[1]))
         console.print(f"container bots on network {sandbox.network_name} ({sandbox.subnet})", highlight=False)
     return GrpcGameRunner(config, pool, output, on_event=on_event, sandbox=sandbox, live=args.live, jail=jail), close
+
+
+def _connect(config: TournamentConfig, args: argparse.Namespace, sandbox: Sandbox | None, found: Sequence[str],
+             token: str | None, timeout: float, tls_ca: bytes | None) -> RefereePool:
+    """The referees at ``found`` (``tls_ca``: over TLS), or the embedded one: on the container sandbox's
+    gateway when ``sandbox`` is open (and for remote workers on the lobby's host too: :func:`remote_listener`),
+    else where :func:`embedded_referee_host` says.
+
+    :raises arena.play.referees.RefereeError: as :func:`arena.play.referees.connect_referees`.
+    :raises UsageError: as :func:`embedded_referee_host`.
+    """
+    from arena.play.referees import connect_referees
+
+    port, remote = getattr(args, "referee_port", 0), None
+    if sandbox is not None and sandbox.gateway:  # open() set it
+        host, advertise = sandbox.gateway, None
+        remote = None if found else remote_listener(config, args, port)
+    else:
+        host, advertise = embedded_referee_host(config, args, found)
+    return connect_referees(found, token, timeout, host, advertise, tls_ca=tls_ca,
+                            serve_tls=_embedded_tls(config, sandbox is not None and bool(sandbox.gateway)),
+                            port=0 if remote is not None else port, remote=remote)
 
 
 def _quiet_embedded_referee() -> None:

@@ -51,8 +51,9 @@ def _add_run(sub: Any) -> None:
                      help="the host remote workers are told to dial the embedded referee at (default: "
                      "tournament.lobby's host; needed when that is 0.0.0.0 or ::)")
     run.add_argument("--referee-port", type=port_number, default=0, metavar="PORT",
-                     help="the embedded referee's port (default 0: any free one); fix it when a firewall must "
-                     "let remote workers through to it, beside the lobby's port")
+                     help="the embedded referee's port remote workers dial (default 0: any free one; with container "
+                     "bots, its listener for them on the lobby's host); fix it when a firewall must let remote "
+                     "workers through to it, beside the lobby's port")
     run.add_argument("--live", action="store_true",
                      help="write running games' public events to OUTPUT/live/ for `arena web`'s spectators "
                      "(default: off, the arena then asks the referee for each result alone: cheaper)")
