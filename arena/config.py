@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import ipaddress
 import json
 import math
 import re
@@ -192,6 +193,20 @@ class TournamentConfig:
         """True if some bot plays through the lobby (worker or remote mode), or competitors submit bots
         (the Submission service is served on the lobby's port)."""
         return self.competition is not None or any(b.mode != "per_game" for b in self.bots)
+
+    @property
+    def remote_host(self) -> str | None:
+        """The lobby's host (no brackets) when workers on other machines may dial it: some ``mode = "remote"``
+        bot or a competition (its remote entries register while it runs), and a host that is not
+        loopback (``127.0.0.1``, ``::1``, ``localhost``); else None."""
+        if self.competition is None and not any(b.mode == "remote" for b in self.bots):
+            return None
+        host = self.lobby.rpartition(":")[0].strip("[]")
+        try:
+            loopback = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = host == "localhost"
+        return None if loopback else host
 
     def fingerprint(self) -> str:
         """SHA-256 (hex) of everything that decides which games are played and how.

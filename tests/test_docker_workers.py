@@ -65,3 +65,62 @@ decision_ms = 2000
     logs = sorted((tmp_path / "out" / "logs" / "workers").glob("*/worker*.log"))
     assert {p.parent.name for p in logs} == {"a", "b", "hog"}
     assert leftovers(client, run_key(tmp_path / "out")) == []
+
+
+def test_a_remote_bot_beside_container_bots_plays_from_the_lobbys_host(tmp_path: Path) -> None:
+    """`arena run` with a per-game container bot (the container sandbox open: the lobby and the embedded
+    referee listen on its gateway, which only this machine reaches) and a remote bot, the lobby on an
+    address of this machine other than loopback and that gateway (docker's default bridge, standing for
+    one other machines reach): the remote worker dials that address alone, is told the referee there
+    too, and plays every game to a normal end."""
+    import re
+    import socket
+
+    client: Any = docker_client()
+    host = client.networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"]  # docker0: this machine
+    image = build_bot(ROOT / "tests" / "bots" / "hostile", "hostile", "1", base_image("python"),
+                      entry="hostile:HostileBot")
+    with socket.socket() as s:
+        s.bind((host, 0))
+        port = int(s.getsockname()[1])
+    cfg = tmp_path / "t.toml"
+    cfg.write_text(f"""[tournament]
+name = "remote-beside-containers"
+players = 2
+games_per_pairing = 2
+concurrency = 1
+output = "out"
+lobby = "{host}:{port}"
+no_show_s = 30
+
+[[bots]]
+name = "box"
+image = "{image}"
+env = {{ HOSTILE = "none" }}
+
+[[bots]]
+name = "visitor"
+remote = true
+""")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    made = subprocess.run([sys.executable, "-m", "arena.cli", "token", str(cfg), "visitor"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert made.returncode == 0, made.stderr
+    log = tmp_path / "worker.log"
+    worker = subprocess.Popen([sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--arena",
+                               f"{host}:{port}", "--name", "visitor", "--reconnect", "120", "--log-level", "debug"],
+                              cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT, text=True,
+                              env={**env, "ALLFOURS_BOT_TOKEN": made.stdout.strip()})
+    try:
+        r = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=600, env=env)
+    finally:
+        worker.terminate()
+        worker.wait(30)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    played = [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
+    assert len(played) == 2 and all(g["terminations"] == ["normal"] * 2 for g in played), played
+    assert f"remote workers at {host}:{port}" in r.stdout, r.stdout[:2000]
+    told = set(re.findall(r"seat \d+: referee (\S+)", log.read_text()))
+    assert len(told) == 1 and told.pop().rpartition(":")[0] == host, log.read_text()[-2000:]
+    assert leftovers(client, run_key(tmp_path / "out")) == []

@@ -403,9 +403,8 @@ def embedded_referee_host(
     :raises UsageError: one line, when remote workers could not reach the referee they are told.
     """
     advertise = getattr(args, "referee_advertise", None)
-    remote = _remote_workers_possible(config)
-    host = config.lobby.rpartition(":")[0].strip("[]")
-    if not remote or _is_loopback(host):
+    host = config.remote_host
+    if host is None:
         return "127.0.0.1", advertise
     if referees:
         local = [a for a in referees if _is_loopback(a.rpartition(":")[0])]
@@ -436,15 +435,10 @@ def remote_listener(config: TournamentConfig, args: argparse.Namespace, port: in
     """
     from arena.play.referees import RemoteListener
 
-    if not _remote_workers_possible(config) or _is_loopback(config.lobby.rpartition(":")[0].strip("[]")):
+    if config.remote_host is None:
         return None
     host, advertise = embedded_referee_host(config, args, [])
     return RemoteListener(host, port, advertise, _embedded_tls(config, False))
-
-
-def _remote_workers_possible(config: TournamentConfig) -> bool:
-    """A ``mode = "remote"`` bot, or a competition (remote entries register while it runs)."""
-    return config.competition is not None or any(b.mode == "remote" for b in config.bots)
 
 
 def open_sandbox(config: TournamentConfig, output: Path, addresses: Sequence[str]) -> Sandbox | None:
@@ -837,7 +831,8 @@ def _open_lobby(
                        runner.sandbox, loop=runner.pool.embedded_loop(), jail=runner.jail)
     runner.attach_lobby(setup.lobby, setup.kinds)
     tls = " (TLS)" if config.lobby_tls else ""
-    console.print(f"lobby: {setup.lobby.address}{tls}", highlight=False)
+    remote = f", remote workers at {setup.lobby.remote_address}" if setup.lobby.remote_address else ""
+    console.print(f"lobby: {setup.lobby.address}{tls}{remote}", highlight=False)
     return setup
 
 

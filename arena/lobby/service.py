@@ -122,6 +122,8 @@ class Lobby:
     :param tokens: the bot tokens it accepts.
     :param host: / :param port: where to listen (port 0: any free one; read :attr:`address`).
     :param tls: ``(certificate chain PEM, private key PEM)`` to serve TLS, or None.
+    :param also_host: listen on this host too, at the same port (:attr:`remote_address`): remote workers'
+        address when ``host`` is the container sandbox's gateway, which only this machine reaches.
     :param on_change: called (from the lobby's thread) after every change, besides setting :attr:`wake`.
     :param services: functions that add more services to the lobby's ``grpc.aio.Server`` before it
         starts (the competition's Submission service: same port, same TLS).
@@ -137,8 +139,10 @@ class Lobby:
         on_change: Callable[[], None] | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
         services: Sequence[Callable[[grpc.aio.Server], None]] = (),
+        also_host: str | None = None,
     ):
         self.tournament = tournament
+        self.also_host = also_host
         self.services = tuple(services)
         self.tokens = tokens
         self.host, self.port, self.tls = host, port, tls
@@ -167,6 +171,13 @@ class Lobby:
         """``host:port`` workers dial."""
         return f"{self.host}:{self.port}"
 
+    @property
+    def remote_address(self) -> str | None:
+        """``host:port`` of the second address (``also_host``), or None."""
+        if self.also_host is None:
+            return None
+        return f"[{self.also_host}]:{self.port}" if ":" in self.also_host else f"{self.also_host}:{self.port}"
+
     def start(self) -> str:
         """Bind and serve; returns :attr:`address`.
 
@@ -183,7 +194,18 @@ class Lobby:
                           lpb.ConnectRequest, lpb.ConnectResponse)
         for add in self.services:
             add(server)
-        addr = f"{self.host}:{self.port}"
+        self.port = self._bind(server, f"{self.host}:{self.port}")
+        if self.remote_address is not None:
+            self._bind(server, self.remote_address)
+        await server.start()
+        self._server = server
+        return self.address
+
+    def _bind(self, server: grpc.aio.Server, addr: str) -> int:
+        """Add the port ``addr`` (``host:port``) to ``server``, TLS when the lobby serves it; the bound port.
+
+        :raises RuntimeError: ``the lobby could not bind ADDR`` (in use, or a bad TLS pair).
+        """
         if self.tls is not None:
             bound = server.add_secure_port(addr, grpc.ssl_server_credentials([(self.tls[1], self.tls[0])]))
         else:
@@ -191,10 +213,7 @@ class Lobby:
         if not bound:
             how = " with the TLS certificate and key (a matching PEM pair?)" if self.tls else ""
             raise RuntimeError(f"the lobby could not bind {addr}{how}")
-        self.port = bound
-        await server.start()
-        self._server = server
-        return self.address
+        return int(bound)
 
     def listen_unix(self, address: str) -> None:
         """Serve ``Connect`` on the unix socket ``address`` (``unix:PATH``) with a server of its own: one

@@ -75,9 +75,11 @@ def _start_lobby(
         cert, key = config.lobby_tls
         tls = (read_config_file(config, "lobby_tls_cert", cert), read_config_file(config, "lobby_tls_key", key))
     host, _, port = config.lobby.rpartition(":")
-    if sandbox is not None and sandbox.gateway:
-        host = sandbox.gateway
-    lobby = Lobby(config.name, TokenBook(), host.strip("[]"), int(port), tls, loop=loop, services=services)
+    also = None
+    if sandbox is not None and sandbox.gateway:  # its containers reach the gateway alone; other machines do not
+        host, also = sandbox.gateway, config.remote_host
+    lobby = Lobby(config.name, TokenBook(), host.strip("[]"), int(port), tls, loop=loop, services=services,
+                  also_host=also)
     try:
         lobby.start()
     except RuntimeError as e:
@@ -106,7 +108,9 @@ def open_lobby(
 
     With a ``sandbox`` (container bots) the lobby listens on the sandbox network's gateway (at the
     port of ``tournament.lobby``), the only address of the host its containers reach, and that port
-    is let through the sandbox's firewall chain.
+    is let through the sandbox's firewall chain; when workers from other machines may come
+    (:attr:`arena.config.TournamentConfig.remote_host`) it also listens on ``tournament.lobby``'s host, at
+    the same port.
 
     With a ``jail`` (sandboxed process bots, :mod:`arena.hosting.jail`) the lobby also listens on a unix
     socket of each sandboxed bot's own (``Jail.on_bot_folder``), the only way its local workers reach it.
