@@ -14,6 +14,11 @@ from main; none of them is part of the bot (none measured stronger). ``--trial``
 - ``ties:EPS``: every card as the search chooses it, except that the heuristic bot's card is played
   when the search values it within ``EPS`` of the best (``ties:0``: only on exact ties) — the fifth
   session's trial of a prior among cards the open-handed search cannot tell apart.
+- ``trick``: at a table of four, a deal too large for the exact search (more than 20 cards in the hands:
+  the first trick, and the first four after a run of the pack, when hands hold nine cards) values each
+  card by best play of every seat, every hand open, to the end of the trick in progress and a playout
+  from there (:func:`trick_search`), instead of a playout straight after the card — the sixteenth
+  session's trial (head to head every deal is searched exactly: the trial is the bot itself there).
 
 Prints one JSON object: per row ``players``, ``trial``, ``ms``, ``first_pair``, ``elo``, ``ci_low``,
 ``ci_high``, ``pairs``, ``score`` and ``pair_scores`` (against the heuristic bot, duplicate pairs);
@@ -45,7 +50,7 @@ from referee.rules import BEG, GIVE_ONE, RUN_PACK, STAND, Action, Play  # noqa: 
 from sample_bots.heuristic import HeuristicBot  # noqa: E402
 from sample_bots.search import SearchBot  # noqa: E402
 from sample_bots.search import bot as search  # noqa: E402
-from sample_bots.search.fast import Position, cards_in, playout  # noqa: E402
+from sample_bots.search.fast import Position, cards_in, distinct_moves, playout  # noqa: E402
 from sdk.bot import Context  # noqa: E402
 from sdk.spar import spar  # noqa: E402
 
@@ -173,6 +178,55 @@ class TieBot(SearchBot):
         return moves[best]
 
 
+def trick_search(pos: Position, value: search.DealValue, budget: search.Budget, alpha: float = -1.0,
+                 beta: float = 2.0) -> float:
+    """The value to ``value.side`` of ``pos`` (changed and restored) with best play by every seat, every hand
+    open, to the end of the trick in progress, then :func:`playout` of the rest (alpha-beta over
+    ``distinct_moves``; a node a card tried, plus the playouts' cards)."""
+    if not pos.trick:
+        return playout(pos.copy(), value, budget)
+    budget.used += 1
+    budget.left -= 1
+    maximise = (pos.to_act & 1) == value.side
+    best = -1.0 if maximise else 2.0
+    for card in distinct_moves(pos, pos.legal()):
+        undo = pos.play(card)
+        v = trick_search(pos, value, budget, alpha, beta)
+        pos.unplay(card, undo)
+        if maximise and v > best:
+            best, alpha = v, max(alpha, v)
+        elif not maximise and v < best:
+            best, beta = v, min(beta, v)
+        if alpha >= beta:
+            break
+    return best
+
+
+class TrickBot(SearchBot):
+    """``SearchBot`` whose cards, at a table of four in a deal too large to search exactly, are valued by
+    :func:`trick_search` (the module docstring's ``trick``)."""
+
+    name = "search-trick"
+
+    def _card_means(self, s: search._Setting, legal: tuple[Action, ...],
+                    rng: random.Random) -> tuple[list[Play], list[float]]:
+        moves = [a for a in legal if isinstance(a, Play)]
+        ids = [search.card_id(a.card) for a in moves]
+
+        def values(deal: search.Deal) -> list[float]:
+            pos, value = search._position(s, deal)
+            if pos.players != 4 or search._small(pos):
+                return search._after_each(s, (pos, value), ids)
+            out = []
+            for m in ids:
+                p = pos.copy()
+                p.play(m)
+                out.append(trick_search(p, value, s.budget))
+            return out
+
+        return moves, self._means(s, rng, len(moves), values)
+
+
 def make(trial: str, ms: int) -> Callable[[], SearchBot]:
     """A factory of the trial's bot.
 
@@ -187,10 +241,12 @@ def make(trial: str, ms: int) -> Callable[[], SearchBot]:
         margin = float(arg)
         key = "beg_margin" if name == "beg-margin" else "give_margin"
         return lambda: MarginBot(ms, **{key: margin})
+    if name == "trick" and not arg:
+        return lambda: TrickBot(ms=ms)
     if name == "ties" and arg:
         eps = float(arg)
         return lambda: TieBot(ms, eps)
-    raise ValueError(f"unknown trial {trial!r}: none, ismcts, beg-margin:M, give-margin:M or ties:EPS")
+    raise ValueError(f"unknown trial {trial!r}: none, ismcts, beg-margin:M, give-margin:M, ties:EPS or trick")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -291,7 +291,7 @@ def test_strength_ceiling_prints_a_row_per_phase_seen(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_search_trials_print_a_row_per_trial_and_a_zero_margin_changes_nothing(tmp_path: Path) -> None:
-    trials = ["none", "ismcts", "beg-margin:0", "give-margin:0", "ties:0"]
+    trials = ["none", "ismcts", "beg-margin:0", "give-margin:0", "ties:0", "trick"]
     out = run("search_trials.py", "--trial", *trials, "--pairs", "2", "--ms", "3", "--players", "2", cwd=tmp_path)
     rows = {r["trial"]: r for r in json.loads(out)["rows"]}
     assert list(rows) == trials, out
@@ -308,6 +308,50 @@ def test_search_trials_print_a_row_per_trial_and_a_zero_margin_changes_nothing(t
         assert r["deals"] - 4 <= first_choices <= r["deals"], out
     # A margin of 0 is the bot's own rule: the same choices, so the same games.
     assert rows["beg-margin:0"]["pair_scores"] == rows["give-margin:0"]["pair_scores"] == rows["none"]["pair_scores"]
+    # Head to head every deal is searched exactly: the trick trial is the bot itself there.
+    assert rows["trick"]["pair_scores"] == rows["none"]["pair_scores"]
+
+
+def test_the_trick_trial_searches_the_trick_in_progress_then_plays_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``trick_search`` is the minimax, every hand open, over the cards left in the trick in progress with a
+    playout's value at its end: it equals a plain minimax over every legal card (no pruning, no merged
+    cards) on random 4-player positions mid-trick, and a playout's value when the trick is complete."""
+    import random
+
+    from referee.rules import Phase, RuleSet, apply, legal_actions
+    from sample_bots.search import bot as search
+    from sample_bots.search.fast import Budget, DealValue, cards_in, dealt_facts, playout, position_of_state
+    from sample_bots.search.reference import random_play_state
+
+    trials = _load_benchmark("search_trials", monkeypatch)
+
+    def plain(pos: Any, value: Any) -> float:
+        if not pos.trick:
+            return playout(pos.copy(), value, Budget(10**9))
+        results = []
+        for card in cards_in(pos.legal()):
+            undo = pos.play(card)
+            results.append(plain(pos, value))
+            pos.unplay(card, undo)
+        return max(results) if (pos.to_act & 1) == value.side else min(results)
+
+    checked = 0
+    for k in range(40):
+        state = random_play_state(k, RuleSet(players=4, target=1000), 24)
+        rng = random.Random(k)
+        for _ in range(1 + k % 3 + 4 * rng.randrange(3)):  # into a trick, perhaps a trick or two later
+            state = apply(state, rng.choice(legal_actions(state)))
+        if state.phase is not Phase.PLAY:
+            continue
+        pos, dealt = position_of_state(state)
+        if not pos.trick:
+            continue
+        high, low, jack_side, _ = dealt_facts(dealt, pos.trump)
+        value = DealValue.build(k % 2, (k % 7, k % 5), 14, high, low, jack_side, 3)
+        assert trials.trick_search(pos.copy(), value, Budget(10**9)) == plain(pos.copy(), value)
+        checked += 1
+    assert checked >= 15
+    assert search.EXACT_CARDS_FOUR == 20  # what the trial's "too large to search exactly" means
 
 
 def test_the_ties_trial_plays_the_heuristic_card_within_its_margin(monkeypatch: pytest.MonkeyPatch) -> None:
