@@ -7,9 +7,11 @@ return. Messages convert to and from the engine's values with the shared module 
 
 Robustness:
 
-- A bot whose ``act`` raises (``sys.exit`` included) or returns something illegal does not lose its
-  seat: the error is logged and the first legal action (the referee's default) is sent instead. A
-  hook that raises is logged and counted, and the match goes on.
+- A bot whose ``act`` raises or returns something illegal does not lose its seat: the error is
+  logged and the first legal action (the referee's default) is sent instead. A hook that raises is
+  logged and counted, and the match goes on. A ``sys.exit`` in ``act`` or a hook is the bot leaving,
+  as Python means it: one error line names it and the process exits with its status (the referee
+  forfeits the seat; a competition's validation rejects such a bot).
 - A request seen again on the same stream after it was answered is ignored; unknown message and
   event kinds (from a newer referee) are skipped.
 - ActionRejected: the reason is logged and the bot is asked once more (``ctx.rejected`` says why);
@@ -246,7 +248,10 @@ class BotClient:
             return resolve_choice(self.bot.act(ctx), ctx.legal)
         except IllegalChoice as e:
             log.warning("seq %d: %s; sending the first legal action %s instead", ctx.decision, e, ctx.legal[0])
-        except (Exception, SystemExit):  # a sys.exit in act is the bot's failure too (as in local mode)
+        except SystemExit as e:  # the bot leaves, as Python means it: said, then let out
+            log.error("seq %d: the bot's act() called sys.exit(%s): it leaves the match", ctx.decision, e.code)
+            raise
+        except Exception:
             self.counts.exceptions += 1
             log.exception("seq %d: the bot's act() raised; sending the first legal action %s", ctx.decision,
                           ctx.legal[0])
@@ -254,11 +259,15 @@ class BotClient:
         return ctx.legal[0]
 
     def _call_hook(self, bot: object, hook: str, arg: object) -> None:
-        """Call the bot's ``hook`` (:func:`~sdk.bot.call_hook`); if it raises (or calls ``sys.exit``), log its
-        traceback, count an exception (:attr:`counts`) and go on: the seat is not lost to the bot's hook."""
+        """Call the bot's ``hook`` (:func:`~sdk.bot.call_hook`); if it raises, log its traceback, count an
+        exception (:attr:`counts`) and go on: the seat is not lost to the bot's hook. A ``sys.exit`` in it
+        is said in one line and let out (the bot leaves)."""
         try:
             call_hook(bot, hook, arg)
-        except (Exception, SystemExit):
+        except SystemExit as e:
+            log.error("the bot's %s() called sys.exit(%s): it leaves the match", hook, e.code)
+            raise
+        except Exception:
             self.counts.exceptions += 1
             log.exception("the bot's %s() raised; the match goes on", hook)
 

@@ -547,24 +547,29 @@ class Exits(RandomBot):
 '''
 
 
-def test_a_bot_whose_hook_raises_or_act_exits_keeps_its_seat(tmp_path: Path) -> None:
+def test_a_bot_whose_hook_raises_keeps_its_seat_and_one_that_exits_says_so(tmp_path: Path) -> None:
     """The runner kept the seat of a bot whose ``act`` raised, but a hook that raised (``on_event``,
     ``on_welcome``…) went up through it: ``sdk.run`` died with a traceback mid-match and its seat was
-    forfeited (``disconnect``); an ``act`` that called ``sys.exit`` ended the process with that status and
-    not a word. Both are now the bot's own failures like any other: its traceback logged, counted in
-    ``Decision.counts``, and the match played on (local mode already called a ``sys.exit`` a failure)."""
+    forfeited (``disconnect``). Now it is the bot's own failure like any other: its traceback logged,
+    counted in ``Decision.counts``, and the match played on. An ``act`` that calls ``sys.exit`` is the bot
+    leaving, as Python means it (a competition's validation rejects it so): it ended the process with its
+    status and not a word; now one error line says so first."""
     (tmp_path / "faulty.py").write_text(FAULTY_BOTS)
     ref = Referee()
     try:
-        m = ref.create(players=2)
-        procs = sdk_runs(tmp_path, ref, ["faulty:HookRaises", "faulty:Exits"], m.tickets)
-        result = ref.result(m.match_id)
-        ends = finish(procs)
+        ends, results = [], []
+        for spec in ("faulty:HookRaises", "faulty:Exits"):
+            m = ref.create(players=2)
+            procs = sdk_runs(tmp_path, ref, [spec, "sample_bots.random_bot:RandomBot"], m.tickets)
+            results.append(ref.result(m.match_id))
+            ends.append(finish(procs))
     finally:
         ref.close()
-    assert [code for code, _, _ in ends] == [0, 0], ends
-    assert_completed(result, games=1)
-    assert all(s.bot_counts.exceptions > 0 for s in result.seats), result.seats
-    hooks, exits = ends[0][2], ends[1][2]
+    (hook_code, _, hooks), _ = ends[0]
+    assert hook_code == 0, hooks
+    assert_completed(results[0], games=1)
+    assert results[0].seats[0].bot_counts.exceptions > 0, results[0].seats
     assert "RuntimeError: welcome hook broke" in hooks and "RuntimeError: event hook broke" in hooks, hooks
-    assert "SystemExit: 3" in exits, exits
+    (exit_code, _, exits), _ = ends[1]
+    assert exit_code == 3 and results[1].seats[0].termination != pb.TERMINATION_NORMAL, (exits, results[1].seats)
+    assert "the bot's act() called sys.exit(3): it leaves the match" in exits, exits
