@@ -3,6 +3,7 @@ the lobby, play game after game, and a worker killed at its memory limit forfeit
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -123,4 +124,42 @@ remote = true
     assert f"remote workers at {host}:{port}" in r.stdout, r.stdout[:2000]
     told = set(re.findall(r"seat \d+: referee (\S+)", log.read_text()))
     assert len(told) == 1 and told.pop().rpartition(":")[0] == host, log.read_text()[-2000:]
+    assert leftovers(client, run_key(tmp_path / "out")) == []
+
+
+def test_container_workers_play_in_a_served_league(tmp_path: Path) -> None:
+    """``arena serve`` opened its lobby without the container sandbox, on ``tournament.lobby``'s host only
+    (loopback here), which a container cannot reach: a league's container workers never registered and
+    every game ended no_show. The lobby listens on the sandbox's gateway there too, as for ``arena run``."""
+    import signal
+    import sqlite3
+    import time
+
+    client: Any = docker_client()
+    image = build_bot(ROOT / "tests" / "bots" / "hostile", "hostile", "1", base_image("python"),
+                      entry="hostile:HostileBot")
+    bots = "".join(f'\n[[bots]]\nname = "{n}"\nimage = "{image}"\nmode = "worker"\nworkers = 1\n'
+                   f'env = {{ HOSTILE = "none" }}\n' for n in ("a", "b"))
+    cfg = tmp_path / "t.toml"
+    cfg.write_text(f'[tournament]\nname = "served-workers"\nplayers = 2\ngames_per_pairing = 2\nconcurrency = 1\n'
+                   f'output = "out"\nmaster_seed = "{"6c" * 32}"\n[tournament.time_control]\njoin_ms = 20000\n'
+                   f'{bots}')
+    serve = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", str(cfg), "--no-live"], cwd=tmp_path,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        deadline = time.monotonic() + 300
+        stored = 0
+        while stored < 2 and time.monotonic() < deadline and serve.poll() is None:
+            time.sleep(1)
+            if (tmp_path / "out" / "arena.sqlite").exists():
+                with contextlib.closing(sqlite3.connect(tmp_path / "out" / "arena.sqlite", timeout=30)) as db, \
+                        contextlib.suppress(sqlite3.OperationalError):  # its tables are being made
+                    stored = db.execute("SELECT COUNT(*) FROM games").fetchone()[0]
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        out, _ = serve.communicate(timeout=180)
+    assert serve.returncode == 0 and stored == 2, out[-3000:]
+    played = [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
+    assert len(played) == 2 and all(g["terminations"] == ["normal"] * 2 for g in played), played
     assert leftovers(client, run_key(tmp_path / "out")) == []

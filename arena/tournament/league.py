@@ -135,6 +135,7 @@ class League:
             if self.setup is None:
                 self.setup = open_lobby(config, t.store, self.output / "logs", self.runner.secret_names,
                                         self.runner.secret_values, lambda m: self._note(m, "workers"),
+                                        getattr(self.runner, "sandbox", None),
                                         loop=self.runner.pool.embedded_loop(), jail=self.runner.jail,
                                         services=self.lobby_services)
                 self._note(f"lobby: {self.setup.lobby.address}")
