@@ -831,7 +831,7 @@ def _open_lobby(
                        runner.sandbox, loop=runner.pool.embedded_loop(), jail=runner.jail)
     runner.attach_lobby(setup.lobby, setup.kinds)
     tls = " (TLS)" if config.lobby_tls else ""
-    remote = f", remote workers at {setup.lobby.remote_address}" if setup.lobby.remote_address else ""
+    remote = f", remote workers at {setup.lobby.remote_address}" if config.remote_host else ""
     console.print(f"lobby: {setup.lobby.address}{tls}{remote}", highlight=False)
     return setup
 

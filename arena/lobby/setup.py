@@ -77,7 +77,7 @@ def _start_lobby(
     host, _, port = config.lobby.rpartition(":")
     also = None
     if sandbox is not None and sandbox.gateway:  # its containers reach the gateway alone; other machines do not
-        host, also = sandbox.gateway, config.remote_host
+        host, also = sandbox.gateway, host  # and this machine's workers and competitors tournament.lobby's host
     lobby = Lobby(config.name, TokenBook(), host.strip("[]"), int(port), tls, loop=loop, services=services,
                   also_host=also)
     try:
@@ -108,9 +108,9 @@ def open_lobby(
 
     With a ``sandbox`` (container bots) the lobby listens on the sandbox network's gateway (at the
     port of ``tournament.lobby``), the only address of the host its containers reach, and that port
-    is let through the sandbox's firewall chain; when workers from other machines may come
-    (:attr:`arena.config.TournamentConfig.remote_host`) it also listens on ``tournament.lobby``'s host, at
-    the same port.
+    is let through the sandbox's firewall chain; it also listens on ``tournament.lobby``'s host, at the
+    same port, where this machine's other workers, competitors (a competition's submissions share the
+    lobby) and workers from other machines (:attr:`arena.config.TournamentConfig.remote_host`) come.
 
     With a ``jail`` (sandboxed process bots, :mod:`arena.hosting.jail`) the lobby also listens on a unix
     socket of each sandboxed bot's own (``Jail.on_bot_folder``), the only way its local workers reach it.
