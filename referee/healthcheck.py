@@ -10,11 +10,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from referee.credentials import PemError, read_pem
 from referee.tls import tls_hint
 
 #: Seconds the check waits for the answer.
@@ -74,9 +74,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(USAGE, file=sys.stderr)
         return 2
     try:
-        ca = Path(check.tls_ca).read_bytes() if check.tls_ca else None
-    except OSError as e:
-        print(f"referee.healthcheck: --tls-ca {check.tls_ca}: {e.strerror}", file=sys.stderr)
+        ca = read_pem("--tls-ca", check.tls_ca) if check.tls_ca else None
+    except PemError as e:
+        print(f"referee.healthcheck: {e}", file=sys.stderr)
         return 2
     with _channel(check, ca) as channel:
         try:
