@@ -143,6 +143,15 @@ class BotSpec:
         return not self.in_container and self.mode != "remote" and self.sandbox != "none"
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address, brackets allowed, or a name) is this machine's loopback: ``127.x.y.z``,
+    ``::1`` or ``localhost``; only this machine reaches it."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
 @dataclass(frozen=True, slots=True)
 class TournamentConfig:
     """A parsed, validated tournament.
@@ -202,11 +211,7 @@ class TournamentConfig:
         if self.competition is None and not any(b.mode == "remote" for b in self.bots):
             return None
         host = self.lobby.rpartition(":")[0].strip("[]")
-        try:
-            loopback = ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            loopback = host == "localhost"
-        return None if loopback else host
+        return None if is_loopback(host) else host
 
     def fingerprint(self) -> str:
         """SHA-256 (hex) of everything that decides which games are played and how.

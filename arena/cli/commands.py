@@ -38,6 +38,7 @@ from arena.config import (
     ConfigError,
     TournamentConfig,
     check_bot_cwds,
+    is_loopback,
     load_config,
     parse_address,
     read_config_file,
@@ -195,8 +196,7 @@ def _lobby_to_dial(lobby: str) -> str:
     """``tournament.lobby`` as a remote worker would dial it: ``HOST`` for a wildcard or loopback host
     (this machine's address is the host's to say), ``PORT`` for port 0 (any free one, printed at start)."""
     host, _, port = lobby.rpartition(":")
-    bare = host.strip("[]")
-    host = "HOST" if bare in ("0.0.0.0", "::", "", "localhost") or bare.startswith("127.") or bare == "::1" else host
+    host = "HOST" if host.strip("[]") in ("0.0.0.0", "::", "") or is_loopback(host) else host
     return f"{host}:{'PORT' if port == '0' else port}"
 
 
@@ -372,13 +372,6 @@ def open_jail(config: TournamentConfig, addresses: Sequence[str], league: bool =
         raise UsageError(str(e)) from None
 
 
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return host == "localhost"
-
-
 def _embedded_tls(config: TournamentConfig, in_sandbox_network: bool) -> tuple[bytes, bytes] | None:
     """The TLS pair the embedded referee serves: the lobby's (``lobby_tls_cert``, ``lobby_tls_key``), so
     that a remote worker's games cross the network as privately as its lobby connection; None without
@@ -407,7 +400,7 @@ def embedded_referee_host(
     if host is None:
         return "127.0.0.1", advertise
     if referees:
-        local = [a for a in referees if _is_loopback(a.rpartition(":")[0])]
+        local = [a for a in referees if is_loopback(a.rpartition(":")[0])]
         if local:
             raise UsageError(f"remote workers dial the lobby at {config.lobby} but would be told referee {local[0]}, "
                              "which only this machine reaches: give the referees by an address the workers reach")
