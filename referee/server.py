@@ -486,6 +486,12 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
                             seed_commitment=m.commitment) for m in self.registry.matches.values()])
 
 
+def host_port(host: str, port: int | str) -> str:
+    """The address ``host:port`` to bind or dial, an IPv6 ``host`` in brackets (given with or without)."""
+    bare = host.strip("[]")
+    return f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"
+
+
 def check_bindable(host: str, port: int) -> None:
     """Whether ``host:port`` (port 0: any) can be bound now, tried with a plain socket as gRPC binds (address
     reuse on). gRPC's own failure logs a C-core line and says only "Failed to bind …", without the reason.
@@ -618,7 +624,7 @@ class RefereeServer:
         server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS)
         add_referee_service(RefereeServicer(self.registry, Pending(PENDING_HELLOS_PER_PEER)), server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
-        addr = f"[{host.strip('[]')}]:{port}" if ":" in host else f"{host}:{port}"
+        addr = host_port(host, port)
         if tls is not None:
             bound: int = server.add_secure_port(addr, grpc.ssl_server_credentials([(tls[1], tls[0])]))
         else:

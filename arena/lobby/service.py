@@ -176,7 +176,9 @@ class Lobby:
         """``host:port`` of the second address (``also_host``), or None."""
         if self.also_host is None:
             return None
-        return f"[{self.also_host}]:{self.port}" if ":" in self.also_host else f"{self.also_host}:{self.port}"
+        from referee.server import host_port
+
+        return host_port(self.also_host, self.port)
 
     def start(self) -> str:
         """Bind and serve; returns :attr:`address`.

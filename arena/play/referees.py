@@ -267,12 +267,14 @@ class RemoteListener:
 
         :raises RefereeError: if the address cannot be bound (one line, exit status 1).
         """
+        from referee.server import host_port
+
         try:
             port = conn.embedded.listen_remote(self.host, self.port, self.tls)
         except RuntimeError as e:
             raise RefereeError(f"the embedded referee cannot listen for remote workers: {e}") from None
         host = self.advertise or self.host
-        conn.remote = f"[{host.strip('[]')}]:{port}" if ":" in host else f"{host}:{port}"
+        conn.remote = host_port(host, port)
         conn.remote_tls = self.tls is not None
 
 
