@@ -184,9 +184,15 @@ class TcpCanary:
         self.sock.close()
 
 
+def docker0_address(client: Any) -> str:
+    """This machine's address on docker's default bridge (docker0): the IPAM config's ``Gateway``, which
+    some dockerd versions leave out for the default bridge (Debian's 20.10 on a fresh machine: only
+    ``Subnet``), and then the subnet's first host, the address dockerd gives docker0."""
+    ipam = client.networks.get("bridge").attrs["IPAM"]["Config"][0]
+    return str(ipam.get("Gateway") or next(ipaddress.ip_network(ipam["Subnet"]).hosts()))
+
+
 def host_service(client: Any) -> TcpCanary:
     """A TCP service of the host on docker0's address (a docker network, never the outside): what a
     bot or a build must not reach; an internal bridge would reach it but for the sandbox's INPUT rule."""
-    ipam = client.networks.get("bridge").attrs["IPAM"]["Config"][0]
-    bridge = ipam.get("Gateway") or str(next(ipaddress.ip_network(ipam["Subnet"]).hosts()))  # docker0
-    return TcpCanary(bridge)
+    return TcpCanary(docker0_address(client))

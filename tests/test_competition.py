@@ -34,7 +34,7 @@ from arena.competition.client import SubmissionClient, pack
 from arena.config import ConfigError, check_bot_cwds, load_config, parse_config
 from arena.hosting.shepherd import descendants
 from tests.conftest import running
-from tests.docker_helpers import base_image, docker_client
+from tests.docker_helpers import base_image, docker0_address, docker_client
 
 ROOT = Path(__file__).resolve().parent.parent
 PREFIX = "allfours-compete-test"
@@ -939,7 +939,7 @@ def test_a_remote_entry_plays_from_another_address_than_the_sandbox_gateway(tmp_
     import ipaddress
 
     client = docker_client()
-    host = client.networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"]  # docker0: this machine
+    host = docker0_address(client)  # docker0: this machine
     with socket.socket() as s:
         s.bind((host, 0))
         port = int(s.getsockname()[1])

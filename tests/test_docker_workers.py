@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from arena.hosting.sandbox import run_key
-from tests.docker_helpers import ROOT, base_image, build_bot, docker_client, leftovers
+from tests.docker_helpers import ROOT, base_image, build_bot, docker0_address, docker_client, leftovers
 
 pytestmark = pytest.mark.slow
 
@@ -78,7 +78,7 @@ def test_a_remote_bot_beside_container_bots_plays_from_the_lobbys_host(tmp_path:
     import socket
 
     client: Any = docker_client()
-    host = client.networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"]  # docker0: this machine
+    host = docker0_address(client)  # docker0: this machine
     image = build_bot(ROOT / "tests" / "bots" / "hostile", "hostile", "1", base_image("python"),
                       entry="hostile:HostileBot")
     with socket.socket() as s:
