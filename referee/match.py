@@ -390,6 +390,8 @@ class Match:
     :param on_end: called with the match once it has ended.
     :param work_ahead: when the seat to act has a single legal action, work out its consequences
         while the seat answers (:meth:`_work_ahead`); ``False`` only to compare (tests).
+    :param blind: tell the seats no names (:meth:`names_told`): Welcome and MatchEnd name the seats
+        "seat 0", "seat 1", ...; the record and watchers keep ``seat_names``.
     :raises ValueError: when the seat names do not match ``rules.players``, ``games < 1`` or a bad
         first dealer.
     """
@@ -397,11 +399,12 @@ class Match:
     def __init__(self, match_id: str, rules: RuleSet, seat_names: list[str], games: int, seed: bytes,
                  first_dealer: int | None, time_control: wire.TimeControl, tickets: list[str],
                  record_path: Path | None = None, on_end: Callable[[Match], None] | None = None,
-                 work_ahead: bool = True) -> None:
+                 work_ahead: bool = True, blind: bool = False) -> None:
         _check_match_args(rules, seat_names, games, first_dealer)
         self.id = match_id
         self.rules = rules
         self.seat_names = list(seat_names)
+        self.blind = blind
         self.games = games
         self.seed = seed
         self.commitment = commitment(seed)
@@ -481,6 +484,10 @@ class Match:
         self._task = asyncio.get_running_loop().create_task(self.run(), name=f"match-{self.id}")
         metrics.MATCHES_RUNNING.inc()
 
+    def names_told(self) -> list[str]:
+        """The seat names the seats are told: ``seat_names``, or "seat 0", "seat 1", ... when blind."""
+        return [f"seat {i}" for i in range(len(self.seat_names))] if self.blind else list(self.seat_names)
+
     @property
     def finished(self) -> bool:
         """True once the result is known."""
@@ -528,7 +535,7 @@ class Match:
         conn.out.put_nowait(pb.PlayResponse(welcome=pb.Welcome(
             match_id=self.id, seat=seat, side=side_of(seat), partner_seat=-1 if partner is None else partner,
             players=self.rules.players, rules=wire.rules_to_pb(self.rules),
-            time_control=wire.time_control_to_pb(self.tc), seat_names=self.seat_names, games=self.games,
+            time_control=wire.time_control_to_pb(self.tc), seat_names=self.names_told(), games=self.games,
             resumed=resumed, seed_commitment=self.commitment)))
         self.log.info("seat_joined", seat=seat, resumed=resumed, bot=s.bot_name, peer=conn.peer)
         if reconnected:
@@ -1211,8 +1218,12 @@ class Match:
 
     def _announce(self, result: pb.MatchResult) -> None:
         """The undelivered events, then MatchEnd and the end of the stream to every connected seat; the
-        result to every watcher."""
-        end = pb.PlayResponse(match_end=pb.MatchEnd(result=result))
+        result to every watcher (the seats' copy with :meth:`names_told`)."""
+        told = pb.MatchResult()
+        told.CopyFrom(result)
+        for seat, name in zip(told.seats, self.names_told(), strict=True):
+            seat.name = name
+        end = pb.PlayResponse(match_end=pb.MatchEnd(result=told))
         self._flush_events()
         for o in self.seats:
             if o.grace is not None:

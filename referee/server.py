@@ -429,7 +429,7 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
             tickets = [new_ticket() for _ in names]
             path = self.record_dir / f"{match_id}.jsonl" if self.record_dir is not None else None
             match = Match(match_id, rules, names, req.games or 1, seed, first_dealer, tc, tickets,
-                          record_path=path, on_end=self.registry.ended)
+                          record_path=path, on_end=self.registry.ended, blind=req.blind)
         except ValueError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         except OSError as e:

@@ -46,10 +46,10 @@ class RefereeProc:
         return f"127.0.0.1:{self.port}"
 
     def create(self, players: int = 4, games: int = 1, seed: bytes = b"", first_dealer: int | None = None,
-               **tc: int) -> pb.CreateMatchResponse:
+               blind: bool = False, **tc: int) -> pb.CreateMatchResponse:
         req = pb.CreateMatchRequest(rules=pb.RuleSet(players=players),
                                     seat_names=[f"seat{i}" for i in range(players)], games=games, seed=seed,
-                                    time_control=pb.TimeControl(**{**FAST, **tc}))
+                                    time_control=pb.TimeControl(**{**FAST, **tc}), blind=blind)
         if first_dealer is not None:
             req.first_dealer = first_dealer
         return self.admin.CreateMatch(req, metadata=MD, timeout=10)

@@ -16,6 +16,7 @@ import pytest
 
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
+from referee.record import read_record
 from tests.server_helpers import (
     MD,
     ROOT,
@@ -73,6 +74,27 @@ def test_full_match_to_the_end_verifies_and_leaks_nothing(referee: RefereeProc, 
         assert got == kinds
         ends = [m for m in messages(tmp_path, seat) if "matchEnd" in m]
         assert len(ends) == 1 and ends[0]["matchEnd"]["result"]["status"] == "MATCH_STATUS_COMPLETED"
+
+
+@pytest.mark.parametrize("blind", [False, True])
+def test_a_blind_match_tells_the_seats_no_names(referee: RefereeProc, tmp_path: Path, blind: bool) -> None:
+    """CreateMatch.blind: Welcome and MatchEnd name the seats "seat N"; the record, ListMatches and the
+    watcher keep the names given (the arena's ``tournament.blind_seats``, docs/protocol.md)."""
+    created = referee.create(players=4, blind=blind)
+    procs = launch_bots(referee.address, created.tickets, ["random"] * 4, tmp_path)
+    result, _ = referee.result(created.match_id)
+    assert finish(procs) == [0] * 4
+    given = [f"seat{i}" for i in range(4)]
+    told = [f"seat {i}" for i in range(4)] if blind else given
+    for seat in range(4):
+        got = messages(tmp_path, seat)
+        assert [m["welcome"]["seatNames"] for m in got if "welcome" in m] == [told]
+        assert [[s["name"] for s in m["matchEnd"]["result"]["seats"]] for m in got if "matchEnd" in m] == [told]
+    assert [s.name for s in result.seats] == given
+    header = next(obj for _, obj in read_record(referee.record(created.match_id)) if obj["type"] == "header")
+    assert header["seat_names"] == given
+    listed = referee.admin.ListMatches(pb.ListMatchesRequest(), metadata=MD, timeout=10).matches
+    assert [list(m.seat_names) for m in listed if m.match_id == created.match_id] == [given]
 
 
 def test_a_tampered_record_fails_verification(referee: RefereeProc, tmp_path: Path) -> None:

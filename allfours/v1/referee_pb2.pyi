@@ -503,20 +503,22 @@ class Pong(_message.Message):
     def __init__(self, nonce: _Optional[int] = ...) -> None: ...
 
 class CreateMatchRequest(_message.Message):
-    __slots__ = ("rules", "seat_names", "games", "seed", "first_dealer", "time_control")
+    __slots__ = ("rules", "seat_names", "games", "seed", "first_dealer", "time_control", "blind")
     RULES_FIELD_NUMBER: _ClassVar[int]
     SEAT_NAMES_FIELD_NUMBER: _ClassVar[int]
     GAMES_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     FIRST_DEALER_FIELD_NUMBER: _ClassVar[int]
     TIME_CONTROL_FIELD_NUMBER: _ClassVar[int]
+    BLIND_FIELD_NUMBER: _ClassVar[int]
     rules: RuleSet
     seat_names: _containers.RepeatedScalarFieldContainer[str]
     games: int
     seed: bytes
     first_dealer: int
     time_control: TimeControl
-    def __init__(self, rules: _Optional[_Union[RuleSet, _Mapping]] = ..., seat_names: _Optional[_Iterable[str]] = ..., games: _Optional[int] = ..., seed: _Optional[bytes] = ..., first_dealer: _Optional[int] = ..., time_control: _Optional[_Union[TimeControl, _Mapping]] = ...) -> None: ...
+    blind: bool
+    def __init__(self, rules: _Optional[_Union[RuleSet, _Mapping]] = ..., seat_names: _Optional[_Iterable[str]] = ..., games: _Optional[int] = ..., seed: _Optional[bytes] = ..., first_dealer: _Optional[int] = ..., time_control: _Optional[_Union[TimeControl, _Mapping]] = ..., blind: _Optional[bool] = ...) -> None: ...
 
 class CreateMatchResponse(_message.Message):
     __slots__ = ("match_id", "seed_commitment", "tickets")
