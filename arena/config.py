@@ -166,7 +166,9 @@ class TournamentConfig:
     ``lobby`` is where the lobby listens (``host:port``, port 0: any free one), ``lobby_tls`` the
     (certificate, key) file paths to serve it with TLS, ``no_show_s`` how long a bot's games wait for
     its first worker, and ``remote_in_4p`` False refuses remote bots in the 4-player format (their two seats may be one
-    program: the arena cannot see inside another machine).
+    program: the arena cannot see inside another machine). ``blind_seats`` True tells the bots no names (their
+    matches are created blind: "seat 0", "seat 1", ...), so a bot cannot throw games to a friend it recognises;
+    ``tournament.blind_seats`` sets it, and a config with ``[competition]`` has it on unless set false.
     """
 
     @property
@@ -196,6 +198,7 @@ class TournamentConfig:
     ladder: LadderSettings | None = None  # format = "ladder" (arena/formats/ladder_run.py)
     competition: CompetitionSettings | None = None  # [competition]: strangers submit bots (arena/competition/)
     bot_logs_kept_games: int = BOT_LOGS_KEPT_GAMES  # 0: every game's logs kept
+    blind_seats: bool = False  # the bots are told no names (CreateMatch.blind); a competition's default
 
     @property
     def uses_lobby(self) -> bool:
@@ -217,8 +220,8 @@ class TournamentConfig:
         """SHA-256 (hex) of everything that decides which games are played and how.
 
         Excludes ``concurrency``, ``output``, ``source``, ``referees``, ``admin_token_env``,
-        ``bot_log_bytes``, ``bot_logs_kept_games`` and the bots' ``command``/``cwd``/``env`` (where games
-        are refereed and how a bot is started may change between runs of one tournament; what a bot
+        ``bot_log_bytes``, ``bot_logs_kept_games``, ``blind_seats`` and the bots' ``command``/``cwd``/``env``
+        (where games are refereed and how a bot is started may change between runs of one tournament; what a bot
         *is* — name and version — may not). Includes the master seed only when the config gives one.
         See :meth:`identity`.
         """
@@ -341,6 +344,7 @@ _TOURNAMENT_KEYS = {
     "referee_tls_ca",
     "no_show_s",
     "remote_in_4p",
+    "blind_seats",
 }
 #: ``tournament.format``: every pairing plays ``games_per_pairing`` games, or a candidate plays a baseline
 #: until the SPRT decides (at most ``games_per_pairing`` games), or the ladder chooses the next duplicate
@@ -526,6 +530,7 @@ def parse_config(data: Mapping[str, object], path: str = "<config>", base: Path 
         ladder,
         competition,
         part.bot_logs_kept_games,
+        competition is not None if part.blind_seats is None else part.blind_seats,
     )
 
 
@@ -644,6 +649,7 @@ class _TournamentPart:
     no_show_s: int
     remote_in_4p: bool
     bot_logs_kept_games: int
+    blind_seats: bool | None  # None: not set (a competition's default: True; else False)
 
 
 def _parse_name(path: str, value: object) -> str:
@@ -786,6 +792,8 @@ def _parse_tournament(p: _Problems, t: Mapping[str, object], base: Path) -> _Tou
         remote_in_4p=p.check(lambda: _bool(path, "tournament.remote_in_4p", t.get("remote_in_4p", True)), True),
         bot_logs_kept_games=p.check(lambda: _int(path, "tournament.bot_logs_kept_games",
                                                  t.get("bot_logs_kept_games", BOT_LOGS_KEPT_GAMES), 0), 0),
+        blind_seats=p.check(lambda: _bool(path, "tournament.blind_seats", t["blind_seats"]), None)
+        if "blind_seats" in t else None,
     )
 
 

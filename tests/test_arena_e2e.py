@@ -633,3 +633,45 @@ command = ["{{python}}", "-m", "arena.testing.instant_bot"]
     done = arena(str(cfg), "--bootstrap", "0", "--skip-broken", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     return " | ".join(r for g in rows(tmp_path / "out") for r in g["reasons"]), done
+
+
+BLIND = """
+[tournament]
+name = "blind"
+players = 2
+games_per_pairing = 2
+output = "out"
+@BLIND@
+[tournament.rules]
+target = 7
+[[bots]]
+name = "alice"
+command = ["{python}", "-m", "sdk.run", "tests.bots.namer:NamerBot", "--log-level", "error"]
+[[bots]]
+name = "bob"
+command = ["{python}", "-m", "sdk.run", "tests.bots.namer:NamerBot", "--log-level", "error"]
+"""
+
+
+@pytest.mark.parametrize("blind", [True, False])
+def test_blind_seats_tell_the_bots_no_names(tmp_path: Path, blind: bool) -> None:
+    """``tournament.blind_seats = true``: each bot is told "seat 0", "seat 1" (a bot cannot recognise a
+    friend to throw games to); false: the entrants' names. The stored games keep the names either way."""
+    cfg = tmp_path / "blind.toml"
+    cfg.write_text(BLIND.replace("@BLIND@", f"blind_seats = {str(blind).lower()}"))
+    done = arena(str(cfg), "--bootstrap", "0")
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = tmp_path / "out"
+    games = rows(out)
+    assert len(games) == 2 and all(sorted((g["a"], g["b"])) == ["alice", "bob"] for g in games)
+    told = []
+    for g in games:
+        for seat in (0, 1):
+            log = (out / "logs" / g["game_id"] / f"seat{seat}.log").read_text()
+            told += [json.loads(x.removeprefix("seat_names: "))
+                     for x in log.splitlines() if x.startswith("seat_names: ")]
+    assert len(told) == 4
+    if blind:
+        assert told == [["seat 0", "seat 1"]] * 4
+    else:
+        assert sorted(map(sorted, told)) == [["alice", "bob"]] * 4

@@ -100,6 +100,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def test_a_competition_tells_the_bots_no_names_unless_set(tmp_path: Path) -> None:
+    """``tournament.blind_seats``: on by default with ``[competition]`` (strangers' bots must not recognise
+    a friend to throw games to), off without; the config may set it either way; not a bool is a config error."""
+    bots = [{"name": n, "command": ["x"]} for n in ("a", "b")]
+
+    def blind(tournament: dict[str, object], competition: bool) -> bool:
+        data = {"tournament": {"name": "t", **tournament}, "bots": bots, **({"competition": {}} if competition else {})}
+        return parse_config(data, base=tmp_path).blind_seats
+
+    assert [blind({}, True), blind({}, False)] == [True, False]
+    assert [blind({"blind_seats": False}, True), blind({"blind_seats": True}, False)] == [False, True]
+    with pytest.raises(ConfigError) as e:
+        parse_config({"tournament": {"name": "t", "blind_seats": "yes"}, "bots": bots}, "c.toml", base=tmp_path)
+    assert str(e.value).startswith("c.toml: tournament.blind_seats: "), e.value
+
+
 def test_the_competition_table_has_defaults_and_one_line_errors(tmp_path: Path) -> None:
     bots = [{"name": n, "command": ["x"]} for n in ("a", "b")]
     c = parse_config({"tournament": {"name": "t"}, "bots": bots, "competition": {}}, base=tmp_path).competition
@@ -457,6 +473,7 @@ def test_a_competitor_revoked_before_the_final_is_not_in_it(tmp_path: Path) -> N
     # it holds the final's master seed, secret until the final's board reveals it (a remote finalist
     # knowing it would know every deal): its owner's alone, as arena.sqlite
     assert final["tournament"]["master_seed"] and Path(run.config).stat().st_mode & 0o777 == 0o600
+    assert final["tournament"]["blind_seats"] is True  # the league's (a competition's default): strangers stay blind
     lines = [ln for ln in err.getvalue().splitlines() if ln.startswith("not in the final")]
     assert lines == ["not in the final: bob (bobbot@1), whose competitor token is revoked",
                      "not in the final: eve (evebot@1), a remote bot whose bot tokens are revoked (revoking a "

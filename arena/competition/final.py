@@ -109,6 +109,7 @@ def write_final_config(config: TournamentConfig, book: CompetitionBook, output: 
     head = (f"[tournament]\nname = {json.dumps(config.name + ' final')}\nplayers = {config.players}\n"
             f"games_per_pairing = {games_per_pairing}\nconcurrency = {config.concurrency}\n"
             f"master_seed = \"{seed}\"\noutput = {json.dumps(str(folder))}\nlobby = {json.dumps(config.lobby)}\n"
+            f"blind_seats = {str(config.blind_seats).lower()}\n"
             f"[tournament.rules]\n{rules}\n[tournament.time_control]\n{clock}\n")
     notes = "".join(f"# {line}\n" for line in left_out)
     path = folder / "final.toml"
@@ -145,6 +146,8 @@ def _check_not_over(path: Path, text: str) -> None:
         if store.get_meta("finished_at") is None:
             return
     old, new = tomllib.loads(path.read_text(encoding="utf-8")), tomllib.loads(text)
+    for t in (old, new):  # what the bots are told, not which games are played (a final written before it)
+        t["tournament"].pop("blind_seats", None)
     if old == new:
         return
     was, now = old["tournament"]["games_per_pairing"], new["tournament"]["games_per_pairing"]

@@ -528,6 +528,7 @@ class GrpcGameRunner:
                     seed=game.seed,
                     first_dealer=game.first_dealer,
                     time_control=self.tc_pb,
+                    blind=self.config.blind_seats,
                 ),
                 metadata=conn.metadata,
                 timeout=30,
