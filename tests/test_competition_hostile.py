@@ -560,6 +560,30 @@ def test_a_client_that_gets_the_arenas_tls_wrong_is_told_what_to_change(tmp_path
         assert "\n" not in text and token not in text
 
 
+@pytest.mark.parametrize("command", ["submit", "submissions"])
+def test_a_tls_ca_that_is_missing_or_not_pem_is_one_line_and_exit_2(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    """``arena submit --tls-ca`` read the file itself: a missing file was a FileNotFoundError traceback, a
+    file with no certificate gRPC's handshake error at the first call. Now one line naming the option, the
+    file and the problem, exit 2, and no connection tried (:func:`referee.credentials.read_pem`)."""
+    from arena.cli.commands import main
+
+    monkeypatch.setenv("ALLFOURS_COMPETITOR_TOKEN", "t")
+    folder = tmp_path / "alicebot"
+    folder.mkdir()
+    (folder / "bot.py").write_text("class Bot:\n    pass\n")
+    not_pem = tmp_path / "notes.txt"
+    not_pem.write_text("not a certificate\n")
+    missing = tmp_path / "missing.pem"
+    bot = [str(folder), "--name", "alicebot"] if command == "submit" else []
+    for ca, problem in ((missing, f"cannot read --tls-ca {missing}: No such file or directory"),
+                        (not_pem, f"--tls-ca {not_pem} is not a PEM certificate")):
+        status = main([command, *bot, "--arena", "127.0.0.1:1", "--tls-ca", str(ca)])
+        out, err = capsys.readouterr()
+        assert status == 2 and out == "", (status, out, err)
+        assert len(err.strip().splitlines()) == 1 and err.startswith(f"error: {problem}"), err
+
+
 _DIES_MID_UPLOAD = """
 import os, signal
 from concurrent import futures

@@ -31,3 +31,23 @@ def test_messages_are_kept_only_for_the_log(referee: RefereeProc, tmp_path: Path
     assert quiet.log == []  # no JSON made of a message nobody reads
     lines = log.read_text().splitlines()
     assert '"welcome"' in lines[0] and '"matchEnd"' in lines[-1]
+
+
+@pytest.mark.parametrize("variable", ["ALLFOURS_TLS_CA", "ALLFOURS_REFEREE_TLS_CA"])
+def test_a_worker_given_a_tls_ca_that_is_missing_or_not_pem_says_so_in_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], variable: str) -> None:
+    """As a worker it read ``$ALLFOURS_TLS_CA`` itself: a missing file was a FileNotFoundError traceback, a file
+    without a certificate gRPC's handshake error at its first call, and a bad ``$ALLFOURS_REFEREE_TLS_CA`` a
+    PemError traceback. Now one line naming the variable, the file and the problem, exit 2, no lobby dialled."""
+    monkeypatch.setenv("ALLFOURS_LOBBY", "127.0.0.1:1")
+    monkeypatch.delenv("ALLFOURS_TLS_CA", raising=False)
+    monkeypatch.delenv("ALLFOURS_REFEREE_TLS_CA", raising=False)
+    not_pem = tmp_path / "notes.txt"
+    not_pem.write_text("not a certificate\n")
+    missing = tmp_path / "missing.pem"
+    for ca, problem in ((missing, f"cannot read {variable} {missing}: No such file or directory"),
+                        (not_pem, f"{variable} {not_pem} is not a PEM certificate")):
+        monkeypatch.setenv(variable, str(ca))
+        assert main([]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"instant_bot: {problem}") and len(err.strip().splitlines()) == 1, err

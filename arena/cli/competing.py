@@ -223,7 +223,7 @@ def final_run_args(args: argparse.Namespace, err: Console) -> argparse.Namespace
 
 def _client(args: argparse.Namespace) -> Any:
     from arena.competition.client import ENV_COMPETITOR_TOKEN, SubmissionClient
-    from referee.credentials import SecretError, env_secret
+    from referee.credentials import SecretError, env_secret, read_pem
 
     try:
         token = env_secret(ENV_COMPETITOR_TOKEN)
@@ -232,7 +232,7 @@ def _client(args: argparse.Namespace) -> Any:
     if not token:
         raise _Usage(f"set ${ENV_COMPETITOR_TOKEN} to your competitor token (the host made it for you), or "
                      f"${ENV_COMPETITOR_TOKEN}_FILE to a file holding it")
-    ca = Path(args.tls_ca).read_bytes() if args.tls_ca else None
+    ca = read_pem("--tls-ca", args.tls_ca) if args.tls_ca else None  # PemError: one line, exit 2
     return SubmissionClient(args.arena, token, ca)
 
 

@@ -24,7 +24,9 @@ environment variables that the arena sets. Modes (``--after N``: once ``N`` deci
 
 Every message received is appended to ``--log`` as one JSON line (for the leak tests). Exit status:
 0 after MatchEnd, 1 a crash on purpose, 2 when the stream ends with an error status (printed as
-``STATUS <code> <details>``), 3 in ``exit`` mode, 4 when the stream ends without MatchEnd.
+``STATUS <code> <details>``) or, as a worker, when ``$ALLFOURS_TLS_CA`` or ``$ALLFOURS_REFEREE_TLS_CA``
+names a file that cannot be read or holds no PEM certificate (one line), 3 in ``exit`` mode, 4 when the
+stream ends without MatchEnd.
 
 As a local worker (``mode = "worker"``: the arena sets ``ALLFOURS_LOBBY``, ``ALLFOURS_BOT_TOKEN``
 and ``ALLFOURS_BOT_NAME`` instead of a ticket) it serves the lobby (:mod:`sdk.worker`), playing each
@@ -55,6 +57,7 @@ from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
 from arena.config import ENV_REFEREE, ENV_TICKET
+from referee.credentials import PemError, read_pem
 from sdk.worker import LOBBY_ENV, NAME_ENV, TLS_CA_ENV, TOKEN_ENV, LobbyWorker, WorkerError, referee_tls_ca
 
 PROTOCOL_VERSION = "allfours.v1"
@@ -252,8 +255,12 @@ class _Seats:
 def _serve_lobby(b: Behaviour, once: str | None) -> int:
     """Worker mode: play assignments until the lobby or the arena goes; a crash ends the process."""
     ca = os.environ.get(TLS_CA_ENV)
-    tls_ca = open(ca, "rb").read() if ca else None  # noqa: SIM115 - a small file, read once
-    seats = _Seats(referee_tls_ca(tls_ca))
+    try:
+        tls_ca = read_pem(TLS_CA_ENV, ca) if ca else None
+        seats = _Seats(referee_tls_ca(tls_ca))
+    except PemError as e:  # one line, as sdk.run says it
+        print(f"instant_bot: {e}", file=sys.stderr, flush=True)
+        return 2
 
     def play_seat(a: lpb.Assignment) -> None:
         seat = Behaviour(b.mode, b.after, b.delay_ms, b.seed, b.protocol)
