@@ -216,6 +216,54 @@ def test_node_bot_counts_its_strategys_exceptions_in_the_result_and_the_record(r
     assert end["seats"][0]["bot_counts"] == {"exceptions": counts.exceptions, "fallbacks": counts.fallbacks}
 
 
+def test_node_bot_says_each_strike_in_a_warning_line(referee: Referee) -> None:
+    """The Node.js bot ignored the referee's TIMEOUT events: a seat that answered late lost its decisions
+    (the referee played the first legal action) and, at ``max_strikes``, the seat, with nothing in its log
+    until the end. Each strike of its own seat is now one warning line, numbered as the referee counts
+    them (sdk/client.py says the same). ``decision_ms=1``: its answers come late; however many do, each
+    strike the result records is one line, and the other seat's strikes none."""
+    require(NODE is not None and (ROOT / "sample_bots/js/node_modules").is_dir(),
+            "node or sample_bots/js/node_modules missing (npm ci --prefix sample_bots/js)")
+    m = referee.admin.CreateMatch(pb.CreateMatchRequest(
+        rules=pb.RuleSet(players=2, target=5), seat_names=["js", "random"], games=1,
+        time_control=pb.TimeControl(decision_ms=1, max_strikes=1000)), metadata=MD, timeout=10)
+    procs = [node_bot(referee, m.tickets[0]), python_bot("sample_bots.random_bot:RandomBot", referee, m.tickets[1])]
+    result = referee.result(m.match_id)
+    (code, _, err), _ = finish(procs)
+    assert code == 0 and result.status == pb.MATCH_STATUS_COMPLETED, (result, err)
+    strikes = [x for x in err.splitlines() if "the referee timed out this seat" in x]
+    n = result.seats[0].strikes
+    assert n > 0 and len(strikes) == n, (n, err)
+    assert [f"(strike {k} of 1000)" in line for k, line in enumerate(strikes, 1)] == [True] * n, strikes
+    assert all(line.split(" ", 1)[1].startswith("warning: ") for line in strikes), strikes
+
+
+def test_node_bot_says_why_it_cannot_reach_the_referee(referee: Referee) -> None:
+    """An unreachable referee was ``no connection within the reconnect window``, whatever the reason
+    (waitForReady says only that its deadline passed); a refused seat gave the details without the status.
+    Each is now one line with gRPC's status and details, exit 1."""
+    require(NODE is not None and (ROOT / "sample_bots/js/node_modules").is_dir(),
+            "node or sample_bots/js/node_modules missing (npm ci --prefix sample_bots/js)")
+    import socket
+
+    assert NODE is not None
+
+    with socket.socket() as s:  # a port with nothing listening: bound, never listened on
+        s.bind(("127.0.0.1", 0))
+        closed = f"127.0.0.1:{s.getsockname()[1]}"
+        env = {**ENV, "ALLFOURS_TICKET": "no-such-ticket"}
+        runs = [subprocess.run([NODE, str(JS_BOT), "--referee", address, "--connect-timeout-ms", "1000"], cwd=ROOT,
+                               env=env, capture_output=True, text=True, timeout=60)
+                for address in (closed, referee.address)]
+    (unreachable, refused) = runs
+    for r in runs:
+        assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"cannot reach the referee at {closed}: UNAVAILABLE: " in unreachable.stderr, unreachable.stderr
+    assert "ECONNREFUSED" in unreachable.stderr and "Resolution note" not in unreachable.stderr, unreachable.stderr
+    assert refused.stderr.strip().endswith(
+        f"the referee at {referee.address} refused the seat: UNAUTHENTICATED: unknown ticket"), refused.stderr
+
+
 # ----------------------------------------------------------------- in-process client, same as local mode
 
 

@@ -384,6 +384,43 @@ def test_the_nodejs_bot_names_a_bad_ca_file_in_one_line(tmp_path: Path) -> None:
 
 
 
+def test_the_nodejs_bot_says_why_a_tls_connection_failed_in_one_line(tmp_path: Path) -> None:
+    """A plaintext bot at a TLS referee, or a ``--tls-ca`` bot at a plaintext one (or with another
+    certificate), said only ``no connection within the reconnect window`` (and Node.js's two-line
+    DEP0123 warning for a TLS dial of an IP address). Now one line with gRPC's status and details
+    (OpenSSL's reason) and the TLS hint, exit 1."""
+    require(shutil.which("node") is not None and (ROOT / "sample_bots/js/node_modules").is_dir(),
+            "node or sample_bots/js/node_modules is missing (run scripts/setup.sh)")
+    cert = make_cert(tmp_path)[0]
+    other = tmp_path / "other"
+    other.mkdir()
+    other_cert = make_cert(other)[0]
+    env = {**os.environ, "ALLFOURS_ADMIN_TOKEN": TOKEN, "PYTHONPATH": str(ROOT)}
+    plain = subprocess.Popen([sys.executable, "-m", "referee.cli", "serve", "--port", "0", "--log-level", "warning"],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
+
+    def bot(address: str, *extra: str) -> tuple[int, str]:
+        r = subprocess.run(["node", str(ROOT / "sample_bots/js/bot.js"), "--referee", address, "--ticket=t",
+                            "--connect-timeout-ms", "1000", *extra], env=env, capture_output=True, text=True,
+                           timeout=60)
+        return r.returncode, r.stderr.strip()
+
+    try:
+        assert plain.stdout is not None
+        plain_address = f"127.0.0.1:{plain.stdout.readline().split()[1]}"
+        with tls_referee(tmp_path, env) as address:
+            runs = {"plaintext": bot(address), "no TLS there": bot(plain_address, "--tls-ca", str(cert)),
+                    "another certificate": bot(address, "--tls-ca", str(other_cert))}
+    finally:
+        plain.terminate()
+        plain.wait(15)
+    for case, (code, err) in runs.items():
+        assert code == 1 and "\n" not in err and ": UNAVAILABLE: No connection established. " in err, (case, err)
+    assert runs["plaintext"][1].endswith("pass --tls-ca with the certificate its host gives out)"), runs
+    assert "wrong version number" in runs["no TLS there"][1], runs
+    assert "signed certificate" in runs["another certificate"][1], runs
+
+
 def test_the_cpp_bot_names_a_bad_ca_file_in_one_line(tmp_path: Path) -> None:
     """A CA file that cannot be read or holds no PEM certificate (``ALLFOURS_TLS_CA`` or ``--tls-ca``) is one
     line and exit status 2 before any dial (one without a certificate was a handshake error at the first)."""

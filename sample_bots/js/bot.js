@@ -10,7 +10,10 @@
 // or with the environment variables ALLFOURS_REFEREE and ALLFOURS_TICKET (the arena sets them).
 // --tls-ca (default $ALLFOURS_TLS_CA): the referee serves TLS; trust this certificate (or CA).
 // Exit status: 0 once the match is over, 1 if the seat was refused or the referee unreachable, 2 on
-// a usage error.
+// a usage error. A refused seat or an unreachable referee is one line with gRPC's status and details
+// (`cannot reach the referee at HOST:PORT: UNAVAILABLE: No connection established. Last error: …`).
+// Each strike (the referee's TIMEOUT event for this seat: an answer past its deadline, for which the
+// referee played the first legal action) and each rejected action is one warning line, as in sdk/client.py.
 //
 // Usage (worker mode: match after match from an arena's lobby, docs/protocol.md):
 //   node bot.js --arena HOST:PORT --token TOKEN [--name NAME]
@@ -32,6 +35,16 @@ const fs = require('fs');
 const path = require('path');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
+
+// grpc-js gives TLS the target's host as the server name even when it is an IP address, and Node.js
+// then prints a DeprecationWarning (DEP0123) of two lines at each TLS dial of an IP: nothing the bot or
+// its operator can change (the certificate is still checked against the IP), so not said. Every other
+// warning is printed as before.
+const emitWarning = process.emitWarning;
+process.emitWarning = (warning, ...rest) => {
+  if (rest.includes('DEP0123') || (rest[0] && rest[0].code === 'DEP0123')) return;
+  emitWarning.call(process, warning, ...rest);
+};
 
 const PROTOCOL_VERSION = 'allfours.v1';
 const RANKS = '23456789TJQKA';
@@ -141,6 +154,42 @@ function usage(msg, code = 2) {
 }
 
 const log = (...args) => console.error(new Date().toISOString(), ...args);
+
+// A gRPC error as one line, as the Python SDK prints it: `UNAVAILABLE: No connection established. Last
+// error: Error: connect ECONNREFUSED 127.0.0.1:9` (the code's name; details on one line, without
+// grpc-js's empty `Resolution note:`).
+function statusText(err) {
+  const details = String(err.details || err.message || '').replace(/\s+/g, ' ').replace(/\.? ?Resolution note: ?$/, '');
+  return `${grpc.status[err.code] || err.code}: ${details.trim()}`;
+}
+
+// Why `client` has no connection, as gRPC tells it to a call (waitForReady says only that the deadline
+// passed): a fail-fast call of `method` with a 1 s deadline, given to `done` as `statusText`. A channel
+// that keeps failing fails the call at once with its last error; one still connecting at the deadline.
+function whyNoConnection(client, method, done) {
+  const call = client[method]({ deadline: Date.now() + 1000 });
+  let said = false;
+  call.on('error', (err) => {
+    if (!said) done(statusText(err));
+    said = true;
+  });
+  call.on('data', () => {});
+  call.on('end', () => {
+    if (!said) done('the stream ended before anything was sent');
+    said = true;
+  });
+}
+
+// One warning line for each TIMEOUT event of `seat` among `events` (sdk/client.py says the same): a
+// strike, the referee having played the first legal action for an answer past the deadline.
+function logStrikes(events, seat, maxStrikes) {
+  for (const ev of events || []) {
+    if (ev.kind === 'EVENT_KIND_TIMEOUT' && ev.seat === seat) {
+      log(`warning: the referee timed out this seat (strike ${ev.value} of ${maxStrikes}): the bot answered past `
+        + 'its deadline (time_left_ms), so the first legal action was played for it');
+    }
+  }
+}
 
 // ------------------------------------------------------------------------------------ playing
 
@@ -275,6 +324,7 @@ function playMatch(proto, referee, ticket, opts, tls, ca) {
     const counts = { exceptions: 0, fallbacks: 0 }; // this match's failures, sent with every Decision
     const strategy = opts.raiseEvery > 0 ? raisingEvery(opts.raiseEvery, choose) : choose;
     let graceMs = 5000;
+    let maxStrikes = 3; // timeouts that forfeit the seat, from Welcome
     let windowEnd = Date.now() + opts.connectTimeoutMs; // reconnect until then
     let backoff = 50;
     let done = false;
@@ -302,8 +352,8 @@ function playMatch(proto, referee, ticket, opts, tls, ca) {
     function dial() {
       client.waitForReady(windowEnd, (err) => {
         if (done) return;
-        if (err) fail(`cannot reach the referee at ${referee}: no connection within the reconnect window${tlsHint(tls)}`);
-        else connect();
+        if (!err) connect();
+        else whyNoConnection(client, 'Play', (why) => fail(`cannot reach the referee at ${referee}: ${why}${tlsHint(tls)}`));
       });
     }
 
@@ -327,6 +377,7 @@ function playMatch(proto, referee, ticket, opts, tls, ca) {
             const w = resp.welcome;
             live = true;
             graceMs = Number(w.time_control.grace_ms) || graceMs;
+            maxStrikes = Number(w.time_control.max_strikes) || maxStrikes;
             backoff = 50;
             if (!welcome) {
               welcome = w;
@@ -338,6 +389,7 @@ function playMatch(proto, referee, ticket, opts, tls, ca) {
           }
           case 'decision_request': {
             const req = resp.decision_request;
+            logStrikes(req.events, welcome && welcome.seat, maxStrikes);
             if (answered.has(String(req.seq))) break; // already answered on this stream
             lastRequest = req;
             if (req.legal_actions.length === 0) break;
@@ -346,7 +398,7 @@ function playMatch(proto, referee, ticket, opts, tls, ca) {
           }
           case 'action_rejected': {
             const r = resp.action_rejected;
-            log(`seq ${r.seq}: rejected ${r.action ? r.action.kind + ' ' + r.action.card : ''}: ${r.reason}: ${r.message}`);
+            log(`warning: seq ${r.seq}: the referee rejected ${r.action ? r.action.kind + ' ' + r.action.card : ''}: ${r.reason}: ${r.message}`);
             const req = lastRequest;
             if (!req || String(r.seq) !== String(req.seq) || reasked.has(String(req.seq))) break;
             reasked.add(String(req.seq));
@@ -368,7 +420,10 @@ function playMatch(proto, referee, ticket, opts, tls, ca) {
             resolve();
             break;
           }
-          default: // events, pongs and message kinds of a newer protocol: this bot keeps no memory
+          case 'events': // this bot keeps no memory of them, but says its strikes
+            logStrikes(resp.events.events, welcome && welcome.seat, maxStrikes);
+            break;
+          default: // pongs and message kinds of a newer protocol
             break;
         }
       });
@@ -384,10 +439,10 @@ function playMatch(proto, referee, ticket, opts, tls, ca) {
         if (done) return;
         const refused = FATAL.has(err.code) || (err.code === grpc.status.PERMISSION_DENIED && !welcome);
         if (refused) {
-          fail(`the referee at ${referee} refused the seat: ${err.details || err.message}`);
+          fail(`the referee at ${referee} refused the seat: ${statusText(err)}`);
           return;
         }
-        lost(`${err.code}: ${err.details || err.message}`);
+        lost(statusText(err));
       });
       call.on('end', () => lost('the stream ended without MatchEnd'));
       call.on('status', () => {
@@ -460,10 +515,10 @@ function serveLobby(proto, opts) {
       // ("… waiting to register: dial again later"): a worker may leave (docs/protocol.md).
       const poolFull = err.code === grpc.status.RESOURCE_EXHAUSTED && /dial again later$/.test(err.details || '');
       if (LOBBY_FATAL.has(err.code) && !poolFull) {
-        console.error(`bot.js: lobby ${opts.arena} refused the worker: ${err.details || err.message}`);
+        console.error(`bot.js: lobby ${opts.arena} refused the worker: ${statusText(err)}`);
         process.exit(1);
       }
-      lost(`${err.code}: ${err.details || err.message}`);
+      lost(statusText(err));
     });
     call.on('end', () => lost('the stream ended'));
     call.write({ register: { token: opts.token, bot_name: opts.name, bot_version: opts.version,
