@@ -286,6 +286,30 @@ def test_arena_run_of_a_ladder_checks_every_bot_before_its_first_game(tmp_path: 
     assert not (tmp_path / "out" / "ratings.json").exists()
 
 
+def test_a_broken_bot_gets_no_games_of_a_ladder_under_skip_broken(tmp_path: Path) -> None:
+    """``--skip-broken`` promises that a bot failing its check does not stop the run and costs no
+    ``join_ms`` per game. A ladder chooses its games as it goes, and it went on choosing the broken bot
+    first, as a new entrant across the field: 3 pairs forfeited unplayed, half of a 12-game budget,
+    taken from the other entrants' budgets, and a rating for a bot that never played. Now the ladder
+    leaves it out of this run (one warning line says so): every game is between the bots that work."""
+    cfg = tmp_path / "l.toml"
+    bots = "".join(
+        f'\n[[bots]]\nname = "{n}"\nsandbox = "none"\ncwd = "{BOT_DIR}"\n'
+        f'command = ["{{python}}", "-m", "arena.testing.{"no_such_bot" if n == "a" else "instant_bot"}"]\n'
+        for n in ("a", "b", "c", "d")
+    )
+    cfg.write_text(HEAD.format(concurrency=2, seed=SEED, ladder="total = 12") + bots)
+    done = arena("run", str(cfg), "--no-progress", "--bootstrap", "0", "--skip-broken")
+    assert done.returncode == 0, done.stdout + done.stderr
+    warned = [x for x in done.stdout.splitlines() if x.startswith("warning: bot 'a' failed its check")]
+    assert len(warned) == 1 and warned[0].endswith("it gets no games in this run (--skip-broken)"), done.stdout
+    games = [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
+    assert len(games) == 12 and all("a" not in (g["a"], g["b"]) for g in games), [g["game_id"] for g in games]
+    assert all(g["record"] for g in games)  # all played
+    published = json.loads((tmp_path / "out" / "ratings.json").read_text())
+    assert "a" not in published["ratings"] and published["tournament"]["ladder"]["stop"] == Stop.TOTAL_BUDGET.value
+
+
 @pytest.mark.slow
 def test_the_example_ladder_from_the_docs_runs(tmp_path: Path) -> None:
     done = arena("run", "examples/ladder.toml", "--output", str(tmp_path / "out"), "--no-progress",

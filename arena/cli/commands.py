@@ -784,11 +784,7 @@ def _run_ladder(
         while True:
             now = time.time()
             games = ladder.next_games(max(1, (t.config.concurrency + 1) // 2), now)
-            t.store.set_meta(LADDER_KEY, json.dumps(ladder.board(now)))
-            console.print(escape(ladder.plan_line()), soft_wrap=True, highlight=False)
-            if not games:
-                break
-            if runner is None:
+            if games and runner is None:
                 _note_revealed(t, error)
                 runner = get_runner()
                 if hasattr(runner, "use_entrants"):
@@ -797,6 +793,13 @@ def _run_ladder(
                 code = _check_bots(args, console, error, runner, games, ladder.active)
                 if code:
                     return code
+                if ladder.leave_out(getattr(runner, "broken", {})):  # --skip-broken: choose without them
+                    games = ladder.next_games(max(1, (t.config.concurrency + 1) // 2), now)
+            t.store.set_meta(LADDER_KEY, json.dumps(ladder.board(now)))
+            console.print(escape(ladder.plan_line()), soft_wrap=True, highlight=False)
+            if not games:
+                break
+            assert runner is not None  # started with the first games
             code = _play(args, console, error, t.config, t, games, runner, ladder=ladder, check=False)
             if code:
                 return code
@@ -902,18 +905,20 @@ def _check_bots(
     """Check every bot of the ``pending`` games once (it starts and joins a practice match) before the
     first game; ``entrants``: check these instead (a ladder, whose games are chosen as it goes). A failure
     stops the run (exit status 2, one line per broken bot), or with ``--skip-broken`` its games are
-    forfeited at once (one warning line per broken bot); returns 0 to go on."""
+    forfeited at once, or in a ladder it gets none (the caller leaves it out: :meth:`LadderRun.leave_out`),
+    one warning line per broken bot; returns 0 to go on."""
     check = getattr(runner, "check_bots", None)
     if check is None:  # the simulated runner starts no bots
         return 0
     names = list(entrants) if entrants is not None else list(dict.fromkeys(n for g in pending for n in g.sides))
     problems: dict[str, str] = check(names)
     for name, why in problems.items():
-        games = "" if entrants is not None else f"{sum(name in g.sides for g in pending)} "
+        games = ("it gets no games in this run" if entrants is not None
+                 else f"its {sum(name in g.sides for g in pending)} games are forfeited")
         if args.skip_broken:
             console.print(
                 f"[yellow]warning:[/yellow] bot {escape(repr(name))} failed its check: {escape(why)}; "
-                f"its {games}games are forfeited (--skip-broken)",
+                f"{games} (--skip-broken)",
                 soft_wrap=True,
                 highlight=False,
             )

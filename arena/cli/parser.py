@@ -65,7 +65,7 @@ def _add_run(sub: Any) -> None:
         "--skip-broken",
         action="store_true",
         help="a bot that fails its check before the first game (it must start and join a practice match) "
-        "forfeits its games at once instead of stopping the run",
+        "forfeits its games at once (in a ladder: gets no games in this run) instead of stopping the run",
     )
     run.add_argument(
         "--simulate",

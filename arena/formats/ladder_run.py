@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -71,6 +71,14 @@ class LadderRun:
         a, b = self.labels[i], self.labels[j]
         return pair_games(self.name, (i, a), (j, b), k, self.players, self.master_seed,
                           independent=bool({a, b} & self.remote))
+
+    def leave_out(self, labels: Iterable[str]) -> bool:
+        """Leave the entrants ``labels`` out of this run (bots that failed their check, ``arena run
+        --skip-broken``): no pair of theirs is chosen or finished, and the board does not list them, so
+        they take no games from the budgets. :returns: whether any of them was active."""
+        out = set(labels) & set(self.active)
+        self.active = [label for label in self.active if label not in out]
+        return bool(out)
 
     def unfinished(self) -> list[ScheduledGame]:
         """The missing game of every half-played pair whose entrants are both active, by pair id."""
