@@ -19,6 +19,16 @@ from main; none of them is part of the bot (none measured stronger). ``--trial``
   card by best play of every seat, every hand open, to the end of the trick in progress and a playout
   from there (:func:`trick_search`), instead of a playout straight after the card — the sixteenth
   session's trial (head to head every deal is searched exactly: the trial is the bot itself there).
+- ``signal`` or ``signal:EPS``: a partner signal at a table of four, the side's own agreed convention
+  (:class:`SignalBot`, the seventeenth session's trial). The signaller, among the cards the search values
+  within ``EPS`` of the best (0, the default: exact ties only), plays the first whose rank is odd when it
+  holds a trump from the jack up (jack, queen, king or ace of trumps), even when it holds none
+  (:func:`signal_fact`, :func:`says`); with no such card among them, the search's own card. The partner
+  reads every card the signaller played this deal: a sampled deal in which the signaller, holding the
+  sampled hand (its cards now and those it played since), could have played a legal card saying its
+  fact but played one saying the opposite is kept with chance ``SIGNAL_MISS`` (:func:`signal_weight`;
+  rejection sampling, ``SIGNAL_TRIES`` draws at most). Head to head there is no partner: the trial is
+  the bot itself there.
 
 Prints one JSON object: per row ``players``, ``trial``, ``ms``, ``first_pair``, ``elo``, ``ci_low``,
 ``ci_high``, ``pairs``, ``score`` and ``pair_scores`` (against the heuristic bot, duplicate pairs);
@@ -46,11 +56,19 @@ sys.path.insert(0, str(ROOT))
 
 from _pairs import add_pair_options, parse_pair_options  # noqa: E402
 
-from referee.rules import BEG, GIVE_ONE, RUN_PACK, STAND, Action, Play  # noqa: E402
+from referee.rules import BEG, GIVE_ONE, RUN_PACK, STAND, Action, Observation, Play  # noqa: E402
 from sample_bots.heuristic import HeuristicBot  # noqa: E402
 from sample_bots.search import SearchBot  # noqa: E402
 from sample_bots.search import bot as search  # noqa: E402
-from sample_bots.search.fast import Position, cards_in, distinct_moves, playout  # noqa: E402
+from sample_bots.search.fast import (  # noqa: E402
+    Position,
+    card_id,
+    cards_in,
+    distinct_moves,
+    legal_mask,
+    playout,
+)
+from sample_bots.search.infer import Deal, Knowledge  # noqa: E402
 from sdk.bot import Context  # noqa: E402
 from sdk.spar import spar  # noqa: E402
 
@@ -227,6 +245,101 @@ class TrickBot(SearchBot):
         return moves, self._means(s, rng, len(moves), values)
 
 
+#: The signal's fact: a trump of these ranks (rank - 2 within the suit: jack, queen, king, ace).
+SIGNAL_RANKS = 0b1111 << 9
+#: The chance a sampled deal is kept when the partner's card there contradicts the convention (it could
+#: have said its fact with a legal card but did not: no such card was among its ties). Measured on the
+#: trial's own games (4 players, 200 ms, pairs 200-204, not those of the docs' rows): given a legal card
+#: saying its fact, the signaller played one in 65% of 526 choices (72% of those without a high trump,
+#: 62% of those with one), so a contradicting card is about half as likely as an agreeing one.
+SIGNAL_MISS = 0.5
+#: Most deals drawn for one sample; past them, the first of those with the greatest weight.
+SIGNAL_TRIES = 12
+
+
+def signal_fact(hand: int, trump: int) -> bool:
+    """What the signal says of ``hand`` (a card mask): whether it holds a trump from the jack up."""
+    return bool(hand >> (trump * 13) & SIGNAL_RANKS)
+
+
+def says(card: int) -> bool:
+    """What playing ``card`` says under the convention: an odd rank (3, 5, 7, 9, jack, king) says yes."""
+    return bool(card % 13 & 1)
+
+
+def signal_weight(k: Knowledge, obs: Observation, deal: Deal, miss: float = SIGNAL_MISS) -> float:
+    """How well ``deal`` agrees with the partner's signals this deal, read by ``k.seat`` from what it sees:
+    ``miss`` to the power of the partner's cards that said the opposite of the sampled hand's fact while a
+    legal card saying it was in that hand (1.0 head to head, or without such cards)."""
+    if k.players != 4:
+        return 1.0
+    partner = (k.seat + 2) % 4
+    plays: list[tuple[list[int], int]] = []  # (the trick before the partner's card, its card)
+    tricks = [(t.leader, t.cards) for t in obs.tricks]
+    if obs.trick:
+        tricks.append((obs.trick_leader, obs.trick))
+    for leader, cards in tricks:
+        ids = [card_id(c) for c in cards]
+        at = (partner - leader) % 4
+        if at < len(ids):
+            plays.append((ids[:at], ids[at]))
+    hand = deal.hands[partner]
+    weight = 1.0
+    for before, card in reversed(plays):  # the hand it held: its cards now and every one played since
+        hand |= 1 << card
+        fact = signal_fact(hand, k.trump)
+        if says(card) != fact:
+            legal = legal_mask(hand, before, k.trump, obs.rules.undertrump_ban, obs.rules.void_may_discard)
+            if any(says(c) == fact for c in cards_in(legal)):
+                weight *= miss
+    return weight
+
+
+class SignalBot(SearchBot):
+    """``SearchBot`` with the partner signal of the module docstring (``signal``): it signals its fact on
+    the cards the search cannot tell apart and reads its partner's signals in its samples."""
+
+    name = "search-signal"
+
+    def __init__(self, ms: int, eps: float = 0.0) -> None:
+        super().__init__(ms=ms)
+        self.eps = eps
+        self.obs: Observation | None = None
+        #: Card choices at four where a card saying the seat's fact was legal, and those that said it.
+        self.could = self.said = 0
+
+    def act(self, ctx: Context) -> Action:
+        self.obs = ctx.observation
+        return super().act(ctx)
+
+    def _play(self, s: search._Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
+        moves, means = self._card_means(s, legal, rng)
+        best = search._best(means)
+        if s.know.players != 4:
+            return moves[best]
+        fact = signal_fact(s.know.hands[s.know.seat], s.know.trump)
+        ids = [card_id(a.card) for a in moves]
+        choice = next((i for i in range(len(moves)) if means[i] >= means[best] - self.eps and says(ids[i]) == fact),
+                      best)
+        if any(says(c) == fact for c in ids):
+            self.could += 1
+            self.said += says(ids[choice]) == fact
+        return moves[choice]
+
+    def _sample(self, know: Knowledge, rng: random.Random) -> Deal:
+        assert self.obs is not None
+        kept, most = None, -1.0
+        for _ in range(SIGNAL_TRIES):
+            deal = super()._sample(know, rng)
+            weight = signal_weight(know, self.obs, deal)
+            if weight >= 1.0 or rng.random() < weight:
+                return deal
+            if weight > most:
+                kept, most = deal, weight
+        assert kept is not None
+        return kept
+
+
 def make(trial: str, ms: int) -> Callable[[], SearchBot]:
     """A factory of the trial's bot.
 
@@ -243,10 +356,14 @@ def make(trial: str, ms: int) -> Callable[[], SearchBot]:
         return lambda: MarginBot(ms, **{key: margin})
     if name == "trick" and not arg:
         return lambda: TrickBot(ms=ms)
+    if name == "signal":
+        eps = float(arg) if arg else 0.0
+        return lambda: SignalBot(ms, eps)
     if name == "ties" and arg:
         eps = float(arg)
         return lambda: TieBot(ms, eps)
-    raise ValueError(f"unknown trial {trial!r}: none, ismcts, beg-margin:M, give-margin:M, ties:EPS or trick")
+    raise ValueError(f"unknown trial {trial!r}: none, ismcts, beg-margin:M, give-margin:M, ties:EPS, trick"
+                     " or signal[:EPS]")
 
 
 def main(argv: list[str] | None = None) -> int:

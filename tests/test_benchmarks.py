@@ -291,7 +291,7 @@ def test_strength_ceiling_prints_a_row_per_phase_seen(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_search_trials_print_a_row_per_trial_and_a_zero_margin_changes_nothing(tmp_path: Path) -> None:
-    trials = ["none", "ismcts", "beg-margin:0", "give-margin:0", "ties:0", "trick"]
+    trials = ["none", "ismcts", "beg-margin:0", "give-margin:0", "ties:0", "trick", "signal"]
     out = run("search_trials.py", "--trial", *trials, "--pairs", "2", "--ms", "3", "--players", "2", cwd=tmp_path)
     rows = {r["trial"]: r for r in json.loads(out)["rows"]}
     assert list(rows) == trials, out
@@ -308,8 +308,9 @@ def test_search_trials_print_a_row_per_trial_and_a_zero_margin_changes_nothing(t
         assert r["deals"] - 4 <= first_choices <= r["deals"], out
     # A margin of 0 is the bot's own rule: the same choices, so the same games.
     assert rows["beg-margin:0"]["pair_scores"] == rows["give-margin:0"]["pair_scores"] == rows["none"]["pair_scores"]
-    # Head to head every deal is searched exactly: the trick trial is the bot itself there.
-    assert rows["trick"]["pair_scores"] == rows["none"]["pair_scores"]
+    # Head to head every deal is searched exactly: the trick trial is the bot itself there; nor is there
+    # a partner to signal to.
+    assert rows["trick"]["pair_scores"] == rows["signal"]["pair_scores"] == rows["none"]["pair_scores"]
 
 
 def test_the_trick_trial_searches_the_trick_in_progress_then_plays_out(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -375,6 +376,42 @@ def test_the_ties_trial_plays_the_heuristic_card_within_its_margin(monkeypatch: 
 
     play_local([Check(2, 1.0), HeuristicBot(), Check(2, 1.0), HeuristicBot()], seed="ties")
     assert compared > 10
+
+
+def test_the_signal_trial_says_its_fact_and_reads_its_partners(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``signal:EPS``: with a margin wider than any value difference (1.0) the signaller says its fact
+    with every card it can, so the true deal agrees with every signal its partner has read (weight 1)
+    while sampled deals do not always (the reading tells deals apart); a card's fact is the hand's
+    before it is played, the cards played since put back."""
+    import random
+
+    from referee.rules import Phase
+    from sample_bots.heuristic import HeuristicBot
+    from sample_bots.search.infer import knowledge, sample_deal
+    from sdk.local_table import play_local
+
+    trials = _load_benchmark("search_trials", monkeypatch)
+    ceiling = _load_benchmark("strength_ceiling", monkeypatch)
+    oracle = ceiling.Oracle()
+    read = contradicted = 0
+
+    class Check(trials.SignalBot):  # type: ignore[misc, name-defined]
+        def act(self, ctx):  # type: ignore[no-untyped-def]
+            nonlocal read, contradicted
+            obs = ctx.observation
+            if ctx.phase is Phase.PLAY:
+                know = knowledge(obs)
+                if trials.signal_weight(know, obs, oracle.true_deal()) != 1.0:
+                    contradicted += 1
+                weights = [trials.signal_weight(know, obs, sample_deal(know, random.Random(i))) for i in range(8)]
+                read += any(w < 1.0 for w in weights)
+            return super().act(ctx)
+
+    bots = [Check(2, 1.0), HeuristicBot(), Check(2, 1.0), HeuristicBot()]
+    with ceiling.watching(oracle):
+        play_local(bots, seed="signal")
+    assert contradicted == 0 and read > 10
+    assert bots[0].could > 10 and bots[0].said == bots[0].could and bots[2].said == bots[2].could
 
 
 def test_search_trials_name_an_unknown_trial_in_one_line(tmp_path: Path) -> None:
