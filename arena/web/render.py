@@ -10,6 +10,7 @@ Every template autoescapes; what goes in as markup is built here from numbers an
 
 from __future__ import annotations
 
+import functools
 import json
 import urllib.parse
 from collections.abc import Collection, Mapping, Sequence
@@ -58,9 +59,11 @@ def replay_json(replay: Mapping[str, Any]) -> str:
     return script_json({**replay, "frames": compact_frames(replay["frames"]), "frames_compact": True})
 
 
+@functools.cache
 def templates() -> jinja2.Environment:
     """The Jinja2 environment of the pages (autoescape on; ``script_json`` as a filter; ``pair_note``, what
-    the pages say of a pair's two games: :data:`arena.web.data.PAIR_NOTE`)."""
+    the pages say of a pair's two games: :data:`arena.web.data.PAIR_NOTE`). One for the process: it
+    compiles each template once (a league publishes its leaderboard again and again)."""
     from arena.web.data import PAIR_NOTE
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
@@ -135,30 +138,54 @@ def _href(path: str) -> str:
     return urllib.parse.quote(path, safe="/")
 
 
+class GameRowsHtml:
+    """The rows of the static leaderboard's games table (``_game_row.html``), each kept from one page to the
+    next while its game shows the same values and links: a league's publications render only the new games.
+    Each :meth:`render` keeps the rows of the games it was given, and no others."""
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[object, ...], jinja2.utils.markupsafe.Markup] = {}
+
+    def render(self, games: Sequence[GameRow], replays: Mapping[str, str]) -> list[jinja2.utils.markupsafe.Markup]:
+        """The row of each of ``games`` (games.jsonl rows), in their order: the game, its sides, score,
+        first dealer and reasons, its record and, from ``replays`` (game id -> the static viewer page,
+        :mod:`arena.web.export`), its replay linked."""
+        template = templates().get_template("_game_row.html")
+        kept, out = self._rows, []
+        self._rows = {}
+        for g in games:
+            gid = str(g["game_id"])
+            link = {"record": _href(str(g["record"])) if g.get("record") else "",
+                    "replay": _href(replays[gid]) if gid in replays else ""}
+            key = (g["game_id"], g["a"], g["b"], *g["scores"], g["first_dealer"], *g["reasons"], link["record"],
+                   link["replay"])
+            row = kept.get(key)
+            if row is None:
+                row = jinja2.utils.markupsafe.Markup(template.render(g=g, link=link))
+            self._rows[key] = row
+            out.append(row)
+        return out
+
+
 def leaderboard_html(
     ratings: RatingTable,
     tournament: TournamentFacts,
     games: Sequence[GameRow],
     replays: Mapping[str, str] | None = None,
+    rows: GameRowsHtml | None = None,
 ) -> str:
     """The static, self-contained leaderboard page: the live page's board (:func:`board_context`) and
     every game of ``games`` (games.jsonl rows) with its record and, from ``replays`` (game id -> the
     static viewer page, :mod:`arena.web.export`), its replay linked; the stylesheet inline, no script,
-    nothing fetched. Every name is HTML-escaped."""
+    nothing fetched. Every name is HTML-escaped. ``rows``: the games' rows kept from the last page (a
+    league's publications); without it, every row is rendered."""
     facts: TournamentFacts = {
         **tournament,
         "name": tournament.get("name", "tournament"),
         "played": tournament.get("played", len(games)),
         "scheduled": tournament.get("scheduled", len(games)),
     }
-    links = {
-        str(g["game_id"]): {
-            "record": _href(str(g["record"])) if g.get("record") else "",
-            "replay": _href((replays or {})[str(g["game_id"])]) if str(g["game_id"]) in (replays or {}) else "",
-        }
-        for g in games
-    }
+    game_rows = (rows or GameRowsHtml()).render(games, replays or {})
     css = jinja2.utils.markupsafe.Markup((HERE / "static" / "app.css").read_text(encoding="utf-8"))
     page = templates().get_template("leaderboard_file.html")
-    return page.render(**board_context(ratings, facts, games), games=games, links=links, inline_css=css,
-                       static_copy=True)
+    return page.render(**board_context(ratings, facts, games), game_rows=game_rows, inline_css=css, static_copy=True)
