@@ -1055,17 +1055,30 @@ def history(
     :returns: ``[{"games": n, "ratings": {bot: {"elo", "ci"}}}]``, ``n`` ascending; empty with no games.
     :raises ValueError: if ``every`` is negative.
     """
+    names = list(names)
+    return [history_point(games[:n], names, anchor) for n in history_marks(len(games), every)]
+
+
+def history_marks(count: int, every: int = 0) -> list[int]:
+    """The checkpoints of :func:`history` over ``count`` games: after every ``step`` games and after the
+    last, ``step`` at least ``every`` and wide enough for at most :data:`HISTORY_POINTS` (none without games).
+
+    :raises ValueError: if ``every`` is negative.
+    """
     if every < 0:
         raise ValueError(f"every must be >= 0, not {every}")
-    if not games:
+    if not count:
         return []
-    step = max(every, math.ceil(len(games) / HISTORY_POINTS), 1)
-    marks = [*range(step, len(games), step), len(games)]
-    out: list[HistoryPoint] = []
-    for n in marks:
-        result = rate(games[:n], anchor=anchor, bootstrap=0, names=names)
-        out.append({"games": n, "ratings": {b: {"elo": r["elo"], "ci": r["ci"]} for b, r in result["ratings"].items()}})
-    return out
+    step = max(every, math.ceil(count / HISTORY_POINTS), 1)
+    return [*range(step, count, step), count]
+
+
+def history_point(
+    games: Sequence[Game], names: Iterable[str] = (), anchor: tuple[str, float] | None = None
+) -> HistoryPoint:
+    """One checkpoint of :func:`history`: the ratings after ``games`` (all of them)."""
+    result = rate(games, anchor=anchor, bootstrap=0, names=names)
+    return {"games": len(games), "ratings": {b: {"elo": r["elo"], "ci": r["ci"]} for b, r in result["ratings"].items()}}
 
 
 if __name__ == "__main__":
