@@ -375,21 +375,43 @@ class Store:
 
     def results(self, order: Iterable[str] | None = None) -> list[GameResult]:
         """All stored results; in the order of the game ids ``order`` when given (others last), else by id."""
-        rows = self._db.execute(
-            "SELECT game_id, match_id, pair_id, side0, side1, score0, score1, winner, reasons, record_path,"
-            " seed, first_dealer, duration_s, extra, stored_at FROM games ORDER BY game_id"
-        ).fetchall()
-        out = [
-            GameResult.from_stored((*r[:8], json.loads(r[8]), *r[9:13]), json.loads(r[13]), r[14]) for r in rows
-        ]
+        out = [_stored_result(r) for r in self._db.execute(f"SELECT {_RESULT_COLUMNS} FROM games ORDER BY game_id")]
         if order is not None:
             rank = {gid: k for k, gid in enumerate(order)}
             out.sort(key=lambda g: rank.get(g.game_id, len(rank)))
         return out
 
+    def matches(self) -> dict[str, str]:
+        """Every stored game's id -> its match id (a game played again after a restore is another match):
+        what a reader keeping stored games between reads (:class:`arena.report.cache.PublishCache`) checks
+        its copies against, without reading the games."""
+        return dict(self._db.execute("SELECT game_id, match_id FROM games").fetchall())
+
+    def results_of(self, game_ids: Iterable[str]) -> list[GameResult]:
+        """The stored results of ``game_ids`` (those stored; in no particular order)."""
+        ids, out = list(game_ids), []
+        for k in range(0, len(ids), _IDS_PER_QUERY):
+            chunk = ids[k : k + _IDS_PER_QUERY]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(f"SELECT {_RESULT_COLUMNS} FROM games WHERE game_id IN ({marks})", chunk)
+            out += [_stored_result(r) for r in rows]
+        return out
+
     def count(self) -> int:
         """Number of stored games."""
         return int(self._db.execute("SELECT COUNT(*) FROM games").fetchone()[0])
+
+
+#: The columns of a stored result (:func:`_stored_result`), as a SELECT lists them.
+_RESULT_COLUMNS = ("game_id, match_id, pair_id, side0, side1, score0, score1, winner, reasons, record_path, seed,"
+                   " first_dealer, duration_s, extra, stored_at")
+#: Game ids one query of :meth:`Store.results_of` looks up (SQLite allows 32,766 parameters since 3.32).
+_IDS_PER_QUERY = 500
+
+
+def _stored_result(row: Sequence[Any]) -> GameResult:
+    """The :class:`GameResult` of a row of :data:`_RESULT_COLUMNS`."""
+    return GameResult.from_stored((*row[:8], json.loads(row[8]), *row[9:13]), json.loads(row[13]), row[14])
 
 
 def games_rows(results: Sequence[GameResult]) -> list[GameRow]:
