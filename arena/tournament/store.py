@@ -381,11 +381,12 @@ class Store:
             out.sort(key=lambda g: rank.get(g.game_id, len(rank)))
         return out
 
-    def matches(self) -> dict[str, str]:
-        """Every stored game's id -> its match id (a game played again after a restore is another match):
-        what a reader keeping stored games between reads (:class:`arena.report.cache.PublishCache`) checks
-        its copies against, without reading the games."""
-        return dict(self._db.execute("SELECT game_id, match_id FROM games").fetchall())
+    def stamps(self) -> dict[str, tuple[str, float]]:
+        """Every stored game's id -> its match id and when it was stored, which tell one storing of a game
+        from another (a game played again after its store was restored from a backup): what a reader that
+        keeps stored games between reads (:class:`arena.report.cache.PublishCache`) checks its copies
+        against, without reading the games."""
+        return {r[0]: (r[1], r[2]) for r in self._db.execute("SELECT game_id, match_id, stored_at FROM games")}
 
     def results_of(self, game_ids: Iterable[str]) -> list[GameResult]:
         """The stored results of ``game_ids`` (those stored; in no particular order)."""
