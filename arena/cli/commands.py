@@ -48,6 +48,7 @@ from arena.hosting.sandbox import SandboxError  # light: arena.config imports th
 from arena.lobby.tokens import MIN_GIVEN_TOKEN
 from arena.ratings.publication import LivePublisher, Refreshed
 from arena.report import failures
+from arena.report.cache import PublishCache
 from arena.report.live import remove_live_files
 from arena.report.publish import publish_tournament
 from arena.report.terminal import progress_bar
@@ -659,8 +660,9 @@ def _serve_league(
 
     publisher = LivePublisher(args.bootstrap, on_done=on_refreshed)
     closers.insert(0, publisher.close)
+    cache = PublishCache()  # each publication reads and renders only the games stored since the last
     league = League(args.config, output, console, lambda t: publish_tournament(
-        t, output, args.bootstrap, None, reveal=False, publisher=publisher), runner_for)
+        t, output, args.bootstrap, None, reveal=False, publisher=publisher, cache=cache), runner_for)
     refreshed.append(league.request_republish)
     closers.insert(0, league.close)
     if config.competition is not None:

@@ -32,6 +32,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -39,15 +40,17 @@ from rich.markup import escape
 from arena.formats.duplicate import precision_facts
 from arena.formats.ladder_run import FINAL_STOPS
 from arena.formats.sprt_run import SprtRun
-from arena.ratings.fit import RatingTable, games_from_mapping, history
+from arena.ratings.fit import RatingTable
 from arena.ratings.publication import LivePublisher, final_ratings
-from arena.report import failures
+from arena.report.cache import PublishCache, StoredGame
 from arena.report.figures import los_next, ranks
 from arena.report.terminal import failures_table, ratings_table
-from arena.tournament.result import GameResult
 from arena.tournament.runner import LADDER_KEY, Tournament, TournamentFacts, public_facts
 from arena.tournament.schedule import ScheduledGame
-from arena.tournament.store import StorageError, games_rows
+from arena.tournament.store import StorageError
+
+if TYPE_CHECKING:
+    from arena.web.render import GameRowsHtml
 
 
 class PublishError(StorageError, OSError):
@@ -57,22 +60,25 @@ class PublishError(StorageError, OSError):
 
 def write_outputs(
     output: Path,
-    results: Sequence[GameResult],
+    games: Sequence[StoredGame],
     ratings: RatingTable,
     tournament: TournamentFacts,
     warn: Callable[[str], None] | None = None,
+    rows: GameRowsHtml | None = None,
 ) -> dict[str, Path]:
     """Write games.jsonl, ratings.json, ratings.csv, leaderboard.html and the static replay pages into ``output``.
 
+    :param games: the stored games, in the order the files list them (:meth:`PublishCache.read`).
     :param ratings: the :func:`arena.ratings.fit.rate` result.
     :param tournament: JSON-ready facts about the tournament (name, bots {name: version}, commitment,
         master_seed or None, fingerprint, scheduled/played counts).
     :param warn: gets one line for each game whose record cannot be read (it has no replay page).
+    :param rows: the leaderboard's games table as the last publication rendered it (:attr:`PublishCache.rows`).
     :returns: ``{"games", "ratings_json", "ratings_csv", "leaderboard"}`` -> path written.
     :raises PublishError: if the folder cannot be written (one line naming it).
     """
     try:
-        return _write_outputs(output, results, ratings, tournament, warn)
+        return _write_outputs(output, games, ratings, tournament, warn, rows)
     except OSError as e:
         where = f" ({e.filename})" if e.filename else ""
         raise PublishError(f"cannot publish the results in {output}: {e.strerror or e}{where}; the stored games "
@@ -81,10 +87,11 @@ def write_outputs(
 
 def _write_outputs(
     output: Path,
-    results: Sequence[GameResult],
+    games: Sequence[StoredGame],
     ratings: RatingTable,
     tournament: TournamentFacts,
     warn: Callable[[str], None] | None,
+    rows: GameRowsHtml | None,
 ) -> dict[str, Path]:
     """:func:`write_outputs`, raising plain :class:`OSError`."""
     output.mkdir(parents=True, exist_ok=True)
@@ -94,15 +101,15 @@ def _write_outputs(
         "ratings_csv": output / "ratings.csv",
         "leaderboard": output / "leaderboard.html",
     }
-    rows = games_rows(results)
-    _atomic_write(paths["games"], "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    _atomic_write(paths["games"], "".join(g.line for g in games))
     _atomic_write(paths["ratings_json"], strict_json({**ratings, "tournament": dict(tournament)}) + "\n")
     _atomic_write(paths["ratings_csv"], _csv(ratings, tournament))
     from arena.web.export import write_static_replays
     from arena.web.render import leaderboard_html
 
-    replays = write_static_replays(output, rows, warn)
-    _atomic_write(paths["leaderboard"], leaderboard_html(ratings, tournament, rows, replays))
+    table = [g.row for g in games]
+    replays = write_static_replays(output, table, warn)
+    _atomic_write(paths["leaderboard"], leaderboard_html(ratings, tournament, table, replays, rows))
     return paths
 
 
@@ -192,6 +199,7 @@ def publish_tournament(
     *,
     reveal: bool = True,
     publisher: LivePublisher | None = None,
+    cache: PublishCache | None = None,
 ) -> RatingTable:
     """Rate every stored game and write the output files; print the table to ``console`` if given.
 
@@ -202,13 +210,18 @@ def publish_tournament(
         :meth:`arena.ratings.publication.LivePublisher.ratings` (live at once, normal approximation; the bootstrap
         once its background refresh covers these games), and the rating history is published with the
         bootstrap only. ``None``: the bootstrap now (``arena run``), marked ``"publication": "final"``.
+    :param cache: what the last publication of this output folder derived from its games, to use and
+        keep (:mod:`arena.report.cache`: a league's publications read and render only the new games);
+        ``None``: a new one. The files are the same either way.
     :returns: the ratings result (see :func:`arena.ratings.publication.live_ratings` and ``final_ratings``).
     :raises PublishError: the files cannot be written (one line naming the folder; the games stay stored).
 
     With a ``console``, each game whose record cannot be read (missing, cut short) gets a line
     ``warning: game G: its record records/G.jsonl cannot be read (why); …`` (:mod:`arena.web.export`).
     """
-    results = t.store.results(order=[g.game_id for g in t.schedule])
+    cache = cache if cache is not None else PublishCache()
+    stored = cache.read(t.store, [g.game_id for g in t.schedule])
+    results = [g.result for g in stored]
     test = SprtRun(t.config, t.schedule, results) if t.config.sprt else None
     board = json.loads(t.store.get_meta(LADDER_KEY) or "null") if t.config.ladder else None
     if board is not None:  # a ladder is complete once it stopped for good with nothing left to play
@@ -222,34 +235,33 @@ def publish_tournament(
         facts["ladder"] = board
     if test is not None:
         facts["sprt"] = test.test.to_dict()
-    facts["failures"] = {n: f.to_dict() for n, f in failures.tally(results, [b.name for b in t.config.bots]).items()}
+    facts["failures"] = cache.failures([b.name for b in t.config.bots])
     if complete and t.store.get_meta("finished_at") is None:
         t.store.set_meta("finished_at", f"{time.time():.3f}")
-    rows = games_rows(results)
-    games = games_from_mapping(rows)
+    games = [g.game for g in stored if g.game is not None]
     names = list(t.labels)
     if publisher is not None:
         ratings = publisher.ratings(games, names)
     else:
         ratings = final_ratings(games, names, bootstrap=bootstrap)
     if ratings.get("publication") != "live":
-        played = games_from_mapping(games_rows(_history_order(results, t.schedule)))
-        ratings = {**ratings, "history": history(played, names=names)}
+        played = [g.game for g in _history_order(stored, t.schedule) if g.game is not None]
+        ratings = {**ratings, "history": cache.history(played, names)}
     facts["precision"] = precision_facts(ratings, games)
-    write_outputs(output, results, ratings, facts, None if console is None else _warner(console))
+    write_outputs(output, stored, ratings, facts, None if console is None else _warner(console), cache.rows)
     if console is not None:
         _print_publication(console, output, ratings, facts, test, t if complete else None)
     return ratings
 
 
-def _history_order(results: Sequence[GameResult], schedule: Sequence[ScheduledGame]) -> list[GameResult]:
+def _history_order(games: Sequence[StoredGame], schedule: Sequence[ScheduledGame]) -> list[StoredGame]:
     """The games in the order the rating history counts them: the schedule's in its order (whatever an
     interruption or concurrency did to the order they were played, so a resumed run publishes what an
     uninterrupted one does), then those without a place in it (a ladder's, chosen as it went) in the
-    order they were stored; ``results`` holds the schedule's first, in its order (:meth:`Store.results`)."""
+    order they were stored; ``games`` holds the schedule's first, in its order (:meth:`PublishCache.read`)."""
     scheduled = {g.game_id for g in schedule}
-    rest = sorted((r for r in results if r.game_id not in scheduled), key=lambda r: r.stored_at or 0.0)
-    return [r for r in results if r.game_id in scheduled] + rest
+    rest = sorted((g for g in games if g.result.game_id not in scheduled), key=lambda g: g.result.stored_at or 0.0)
+    return [g for g in games if g.result.game_id in scheduled] + rest
 
 
 def _print_publication(console: Console, output: Path, ratings: RatingTable, facts: TournamentFacts,

@@ -146,10 +146,10 @@ class GameRowsHtml:
     def __init__(self) -> None:
         self._rows: dict[tuple[object, ...], jinja2.utils.markupsafe.Markup] = {}
 
-    def render(self, games: Sequence[GameRow], replays: Mapping[str, str]) -> list[jinja2.utils.markupsafe.Markup]:
-        """The row of each of ``games`` (games.jsonl rows), in their order: the game, its sides, score,
-        first dealer and reasons, its record and, from ``replays`` (game id -> the static viewer page,
-        :mod:`arena.web.export`), its replay linked."""
+    def render(self, games: Sequence[GameRow], replays: Mapping[str, str]) -> jinja2.utils.markupsafe.Markup:
+        """The rows of ``games`` (games.jsonl rows), in their order, each on a line of its own: the game,
+        its sides, score, first dealer and reasons, its record and, from ``replays`` (game id -> the
+        static viewer page, :mod:`arena.web.export`), its replay linked."""
         template = templates().get_template("_game_row.html")
         kept, out = self._rows, []
         self._rows = {}
@@ -164,7 +164,7 @@ class GameRowsHtml:
                 row = jinja2.utils.markupsafe.Markup(template.render(g=g, link=link))
             self._rows[key] = row
             out.append(row)
-        return out
+        return jinja2.utils.markupsafe.Markup("".join(f"\n{row}\n" for row in out))
 
 
 def leaderboard_html(
@@ -185,7 +185,7 @@ def leaderboard_html(
         "played": tournament.get("played", len(games)),
         "scheduled": tournament.get("scheduled", len(games)),
     }
-    game_rows = (rows or GameRowsHtml()).render(games, replays or {})
+    table = (rows or GameRowsHtml()).render(games, replays or {})
     css = jinja2.utils.markupsafe.Markup((HERE / "static" / "app.css").read_text(encoding="utf-8"))
     page = templates().get_template("leaderboard_file.html")
-    return page.render(**board_context(ratings, facts, games), game_rows=game_rows, inline_css=css, static_copy=True)
+    return page.render(**board_context(ratings, facts, games), games_table=table, inline_css=css, static_copy=True)

@@ -1,0 +1,118 @@
+"""What one publication derives from each stored game, kept for the next (:class:`PublishCache`).
+
+``arena serve`` publishes its league again and again as it grows
+(:func:`arena.report.publish.publish_tournament`), and most of a publication's work is per stored game:
+reading and parsing it, its games.jsonl row and line, its rating input, its failures, its row of the
+static leaderboard's games table, and the rating history's checkpoints over the games so far. A stored
+game never changes (the store writes a row once; a game played again after its store was restored from a
+backup is another storing: :meth:`arena.tournament.store.Store.stamps`), so the cache keeps what it
+derived from each game by its stamp: a publication reads the stamps of the stored games (one query), the
+games it has not seen, and forgets those the store no longer holds (then its failure totals are added up
+again). The history keeps its checkpoints over the same first games (in the history's order) for the
+same entrants.
+
+What is published depends on the store alone: it is the same, byte for byte, with a cache kept across
+publications as with a new one (``arena run``'s one publication, the first after ``arena serve`` starts,
+or resumes after a crash); tests/test_publish_cache.py compares them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from arena.ratings.fit import Game, HistoryPoint, history_marks, history_point, parse_game, unrated
+from arena.report.failures import Failures, of_game
+from arena.tournament.result import GameResult, GameRow
+from arena.tournament.store import Store
+
+if TYPE_CHECKING:
+    from arena.web.render import GameRowsHtml
+
+
+@dataclass(frozen=True, slots=True)
+class StoredGame:
+    """One stored game and what a publication derives from it: its games.jsonl ``row`` and ``line``
+    (with its newline), its rating input ``game`` (``None``: a game without a winner, not rated) and its
+    bots' ``failures`` (:func:`arena.report.failures.of_game`; not to be changed)."""
+
+    result: GameResult
+    row: GameRow
+    line: str
+    game: Game | None
+    failures: dict[str, Failures]
+
+    @classmethod
+    def of(cls, result: GameResult) -> StoredGame:
+        """Derive everything from ``result``."""
+        row = result.rating_row()
+        return cls(result, row, json.dumps(row, sort_keys=True) + "\n", None if unrated(row) else parse_game(row),
+                   of_game(result))
+
+
+class PublishCache:
+    """What the publications of one output folder derived from its stored games, kept for the next
+    (see the module docstring). For one publisher at a time (not thread-safe).
+
+    :attr:`rows` is the static leaderboard's games table (:class:`arena.web.render.GameRowsHtml`).
+    """
+
+    def __init__(self) -> None:
+        self._games: dict[str, tuple[tuple[str, float], StoredGame]] = {}  # game id -> (its stamp, the game)
+        self._failures: dict[str, Failures] = {}  # per bot, over every game of _games
+        self._order: list[StoredGame] = []  # the last read's games, in its order
+        self._history: tuple[tuple[str, ...], list[Game], list[HistoryPoint]] = ((), [], [])
+        from arena.web.render import GameRowsHtml  # Jinja, imported when a publication is made
+
+        self.rows: GameRowsHtml = GameRowsHtml()
+
+    def read(self, store: Store, order: Iterable[str] = ()) -> list[StoredGame]:
+        """Every game stored in ``store`` now, in the order of the game ids ``order`` (a schedule's), the
+        others after them by id: as :meth:`arena.tournament.store.Store.results` orders them. Reads only
+        the games not read before."""
+        stamps = store.stamps()
+        gone = [gid for gid, (stamp, _) in self._games.items() if stamps.get(gid) != stamp]
+        for gid in gone:
+            del self._games[gid]
+        if gone:  # counts cannot be taken back out of a total: add them up again
+            self._failures = {}
+            for _, game in self._games.values():
+                self._count_failures(game)
+        for result in store.results_of([gid for gid in stamps if gid not in self._games]):
+            game = StoredGame.of(result)
+            self._games[result.game_id] = ((result.match_id, result.stored_at or 0.0), game)
+            self._count_failures(game)
+        rank = {gid: k for k, gid in enumerate(order)}
+        self._order = [self._games[gid][1] for gid in sorted(self._games, key=lambda g: (rank.get(g, len(rank)), g))]
+        return list(self._order)
+
+    def _count_failures(self, game: StoredGame) -> None:
+        for name, counts in game.failures.items():
+            self._failures.setdefault(name, Failures()).add(counts)
+
+    def failures(self, names: Iterable[str] = ()) -> dict[str, dict[str, int]]:
+        """Each bot's failures over the games of the last :meth:`read` (JSON-ready), as
+        :func:`arena.report.failures.tally` gives them in the order it read them: every name of ``names``
+        first (zeros when it has no game), then the others as they first appear."""
+        bots = dict.fromkeys(names)
+        for game in self._order:
+            for bot in game.result.sides:
+                bots.setdefault(bot)
+        return {bot: self._failures.get(bot, Failures()).to_dict() for bot in bots}
+
+    def history(self, games: Sequence[Game], names: Sequence[str]) -> list[HistoryPoint]:
+        """:func:`arena.ratings.fit.history` of ``games`` (in the history's order) for the entrants
+        ``names``, computing only the checkpoints the last call did not have: those over more games than
+        the first ones both calls share, or all for other names."""
+        known_names, known_games, known = self._history
+        same = 0
+        if tuple(names) == known_names:
+            limit = min(len(games), len(known_games))
+            while same < limit and (games[same] is known_games[same] or games[same] == known_games[same]):
+                same += 1
+        reuse = {p["games"]: p for p in known if p["games"] <= same}
+        points = [reuse.get(n) or history_point(games[:n], names) for n in history_marks(len(games))]
+        self._history = (tuple(names), list(games), points)
+        return points
