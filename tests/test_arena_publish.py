@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from arena.ratings.fit import Game, games_from_mapping, rate
+from arena.report.cache import StoredGame
 from arena.report.publish import write_outputs
 from arena.report.terminal import progress_bar, ratings_table
 from arena.tournament.result import GameResult
@@ -51,7 +52,7 @@ def test_outputs(tmp_path: Path) -> None:
         "played": 12,
         "players": 4,
     }
-    paths = write_outputs(tmp_path, res, ratings, facts)
+    paths = write_outputs(tmp_path, [StoredGame.of(r) for r in res], ratings, facts)
 
     rows = [json.loads(x) for x in paths["games"].read_text().splitlines()]
     assert len(rows) == 12 and rows[0]["reasons"] == ["seat 0 (strong) crashed: exit status 1"]
@@ -224,7 +225,7 @@ def test_ratings_csv_starts_no_cell_with_a_formula(tmp_path: Path) -> None:
     ratings = rate(games_from_mapping(r.rating_row() for r in res), bootstrap=0)
     facts = {"name": "csv", "bots": dict(zip(names, ["@SUM(1+1)", "1", "\tx", "2"], strict=True)),
              "commitment": "c0ffee", "master_seed": None, "scheduled": len(res), "played": len(res), "players": 2}
-    paths = write_outputs(tmp_path, res, ratings, facts)
+    paths = write_outputs(tmp_path, [StoredGame.of(r) for r in res], ratings, facts)
     table = {r["bot"]: r for r in csv.DictReader(paths["ratings_csv"].open())}
     assert sorted(table) == sorted(["'=cmd|' /C calc'!A0", "'+1+1", "'-2-2", "plain"])
     assert table["'=cmd|' /C calc'!A0"]["version"] == "'@SUM(1+1)" and table["'-2-2"]["version"] == "'\tx"
@@ -240,7 +241,7 @@ def test_ratings_json_is_strict_json(tmp_path: Path) -> None:
     ratings = rate(games_from_mapping(r.rating_row() for r in res), bootstrap=0)
     facts = {"name": "pub", "bots": {}, "commitment": "c0ffee", "master_seed": None, "scheduled": 12, "played": 12,
              "players": 4, "precision": {"efficiency": {"ratio": float("inf"), "ratio_ci": [float("nan")] * 2}}}
-    paths = write_outputs(tmp_path, res, ratings, facts)
+    paths = write_outputs(tmp_path, [StoredGame.of(r) for r in res], ratings, facts)
 
     def refuse(constant: str) -> None:
         raise ValueError(f"{constant} is not JSON")
