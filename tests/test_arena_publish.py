@@ -180,14 +180,14 @@ def test_cli_console_is_wide_when_not_a_terminal(monkeypatch) -> None:
 def test_leaderboard_history_precision_and_sprt_sections() -> None:
     """The rating history chart (one line and band per bot), the precision lines and an SPRT verdict,
     with every bot name escaped."""
-    from arena.formats.duplicate import precision_facts
+    from arena.formats.duplicate import PRECISION_RESAMPLES, efficiency, precision_facts
     from arena.ratings.fit import history
 
     games = games_from_mapping(games_rows(results()))
     ratings = {**rate(games, bootstrap=0), "history": history(games, every=6)}
     facts = {
         "name": "pub",
-        "precision": precision_facts(ratings, games),
+        "precision": precision_facts(ratings, efficiency(games, PRECISION_RESAMPLES)),
         "sprt": {
             "candidate": "<b>odd</b>",
             "baseline": "weak",

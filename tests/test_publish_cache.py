@@ -43,8 +43,9 @@ def result_of(game: ScheduledGame, k: int) -> GameResult:
     that did not start, or both sides forfeiting (no winner: not rated)."""
     played = SimulatedRunner(strengths={"b0": 200}).play(game)
     if k % 7 == 3:
-        return replace(played, referee="127.0.0.1:1", terminations=(Termination.TIMEOUT, Termination.OTHER_SEAT_FORFEITED),
-                       failures=(Failures(timeouts=3, exceptions=1), Failures()), winner=1)
+        return replace(played, referee="127.0.0.1:1", winner=1,
+                       terminations=(Termination.TIMEOUT, Termination.OTHER_SEAT_FORFEITED),
+                       failures=(Failures(timeouts=3, exceptions=1), Failures()))
     if k % 11 == 5:
         return forfeit_result(game, {game.sides[0]: Unplayed(Termination.NOT_STARTED, "failed its check")})
     if k % 13 == 6:

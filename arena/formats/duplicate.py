@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import NotRequired, TypedDict, cast
@@ -113,7 +113,15 @@ def efficiency(games: Sequence[Game], resamples: int = 1000, seed: int = 0) -> E
     :returns: ``None`` when no pairing has two complete pairs (nothing to measure), else the
         :class:`Efficiency`.
     """
-    blocks = [b for b in complete_pairs(games).values() if len(b) >= 2]
+    return pairs_efficiency(complete_pairs(games), resamples, seed)
+
+
+def pairs_efficiency(
+    by_pairing: Mapping[tuple[str, str], np.ndarray], resamples: int = 1000, seed: int = 0
+) -> Efficiency | None:
+    """:func:`efficiency` of the complete duplicate pairs ``by_pairing`` (:func:`complete_pairs`: all it
+    depends on, so a caller that keeps them can tell when it would be the same)."""
+    blocks = [b for b in by_pairing.values() if len(b) >= 2]
     if not blocks:
         return None
     sizes = np.array([len(b) for b in blocks])
@@ -233,10 +241,15 @@ class PrecisionFacts(TypedDict):
     lines: list[str]
 
 
-def precision_facts(ratings: RatingTable, games: Sequence[Game], target: float = 20.0) -> PrecisionFacts:
+#: Resamples of the duplicate efficiency a publication measures on its games (:func:`precision_facts`).
+PRECISION_RESAMPLES = 200
+
+
+def precision_facts(ratings: RatingTable, here: Efficiency | None, target: float = 20.0) -> PrecisionFacts:
     """What the leaderboard says about precision: the widest interval now and the games for ``±target``
-    (:func:`games_needed`), the duplicate efficiency measured on ``games`` (:func:`efficiency`, 200
-    resamples) and on the sample bots (:func:`study`), as JSON-ready values and ``lines`` of text."""
+    (:func:`games_needed`), the duplicate efficiency measured on the games, ``here`` (:func:`efficiency`
+    with :data:`PRECISION_RESAMPLES`) and on the sample bots (:func:`study`), as JSON-ready values and
+    ``lines`` of text."""
     lines = []
     now = games_needed(ratings, target)
     if now is not None:
@@ -244,7 +257,6 @@ def precision_facts(ratings: RatingTable, games: Sequence[Game], target: float =
             f"Widest 95% interval now: ±{now.half_width:.0f} Elo after {now.games} games; "
             f"±{target:g} Elo for every bot needs about {now.games_needed} games in all (width goes as 1/√games)."
         )
-    here = efficiency(games, resamples=200)
     if here is not None and math.isfinite(here.ratio):
         lines.append(
             f"Duplicate pairs in this tournament ({here.pairs} pairs): variance per game {here.var_paired:.3f} "

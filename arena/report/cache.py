@@ -3,13 +3,14 @@
 ``arena serve`` publishes its league again and again as it grows
 (:func:`arena.report.publish.publish_tournament`), and most of a publication's work is per stored game:
 reading and parsing it, its games.jsonl row and line, its rating input, its failures, its row of the
-static leaderboard's games table, and the rating history's checkpoints over the games so far. A stored
-game never changes (the store writes a row once; a game played again after its store was restored from a
-backup is another storing: :meth:`arena.tournament.store.Store.stamps`), so the cache keeps what it
-derived from each game by its stamp: a publication reads the stamps of the stored games (one query), the
-games it has not seen, and forgets those the store no longer holds (then its failure totals are added up
-again). The history keeps its checkpoints over the same first games (in the history's order) for the
-same entrants.
+static leaderboard's games table; and over the games so far, the rating history's checkpoints and the
+duplicate efficiency's bootstrap. A stored game never changes (the store writes a row once; a game played
+again after its store was restored from a backup is another storing:
+:meth:`arena.tournament.store.Store.stamps`), so the cache keeps what it derived from each game by its
+stamp: a publication reads the stamps of the stored games (one query), the games it has not seen, and
+forgets those the store no longer holds (then its failure totals are added up again). The rating history
+keeps its checkpoints over the same first games (in the history's order) for the same entrants, and the
+duplicate efficiency (the precision section's) its measure while the complete duplicate pairs are the same.
 
 What is published depends on the store alone: it is the same, byte for byte, with a cache kept across
 publications as with a new one (``arena run``'s one publication, the first after ``arena serve`` starts,
@@ -23,6 +24,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from arena.formats.duplicate import PRECISION_RESAMPLES, Efficiency, complete_pairs, pairs_efficiency
 from arena.ratings.fit import Game, HistoryPoint, history_marks, history_point, parse_game, unrated
 from arena.report.failures import Failures, of_game
 from arena.tournament.result import GameResult, GameRow
@@ -64,6 +68,7 @@ class PublishCache:
         self._failures: dict[str, Failures] = {}  # per bot, over every game of _games
         self._order: list[StoredGame] = []  # the last read's games, in its order
         self._history: tuple[tuple[str, ...], list[Game], list[HistoryPoint]] = ((), [], [])
+        self._efficiency: tuple[dict[tuple[str, str], np.ndarray], Efficiency | None] | None = None
         from arena.web.render import GameRowsHtml  # Jinja, imported when a publication is made
 
         self.rows: GameRowsHtml = GameRowsHtml()
@@ -116,3 +121,19 @@ class PublishCache:
         points = [reuse.get(n) or history_point(games[:n], names) for n in history_marks(len(games))]
         self._history = (tuple(names), list(games), points)
         return points
+
+    def efficiency(self, games: Sequence[Game]) -> Efficiency | None:
+        """The duplicate efficiency of ``games`` a publication shows (:func:`arena.formats.duplicate.efficiency`,
+        :data:`arena.formats.duplicate.PRECISION_RESAMPLES`), measured again only when their complete
+        duplicate pairs changed: the first game of a pair to be stored leaves them as they were."""
+        pairs = complete_pairs(games)
+        if self._efficiency is not None and _same_pairs(pairs, self._efficiency[0]):
+            return self._efficiency[1]
+        measured = pairs_efficiency(pairs, PRECISION_RESAMPLES)
+        self._efficiency = (pairs, measured)
+        return measured
+
+
+def _same_pairs(a: dict[tuple[str, str], np.ndarray], b: dict[tuple[str, str], np.ndarray]) -> bool:
+    """Whether two :func:`arena.formats.duplicate.complete_pairs` results are the same (pairs in the same order)."""
+    return a.keys() == b.keys() and all(np.array_equal(v, b[k]) for k, v in a.items())

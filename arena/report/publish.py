@@ -247,7 +247,7 @@ def publish_tournament(
     if ratings.get("publication") != "live":
         played = [g.game for g in _history_order(stored, t.schedule) if g.game is not None]
         ratings = {**ratings, "history": cache.history(played, names)}
-    facts["precision"] = precision_facts(ratings, games)
+    facts["precision"] = precision_facts(ratings, cache.efficiency(games))
     write_outputs(output, stored, ratings, facts, None if console is None else _warner(console), cache.rows)
     if console is not None:
         _print_publication(console, output, ratings, facts, test, t if complete else None)
