@@ -658,9 +658,8 @@ def _serve_league(
         for fn in refreshed:
             fn()
 
-    publisher = LivePublisher(args.bootstrap, on_done=on_refreshed)
+    publisher, cache = LivePublisher(args.bootstrap, on_done=on_refreshed), PublishCache()  # kept by each publication
     closers.insert(0, publisher.close)
-    cache = PublishCache()  # each publication reads and renders only the games stored since the last
     league = League(args.config, output, console, lambda t: publish_tournament(
         t, output, args.bootstrap, None, reveal=False, publisher=publisher, cache=cache), runner_for)
     refreshed.append(league.request_republish)

@@ -240,10 +240,7 @@ def publish_tournament(
         t.store.set_meta("finished_at", f"{time.time():.3f}")
     games = [g.game for g in stored if g.game is not None]
     names = list(t.labels)
-    if publisher is not None:
-        ratings = publisher.ratings(games, names)
-    else:
-        ratings = final_ratings(games, names, bootstrap=bootstrap)
+    ratings = final_ratings(games, names, bootstrap=bootstrap) if publisher is None else publisher.ratings(games, names)
     if ratings.get("publication") != "live":
         played = [g.game for g in _history_order(stored, t.schedule) if g.game is not None]
         ratings = {**ratings, "history": cache.history(played, names)}
