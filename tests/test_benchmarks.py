@@ -107,6 +107,15 @@ def test_serve_publish_benchmark_prints_both_leagues_and_their_ratio(tmp_path: P
 
 
 @pytest.mark.slow
+def test_publish_benchmark_prints_both_ways_and_finds_the_same_files(tmp_path: Path) -> None:
+    out = run("publish.py", "--bots", "4", "--games-per-pairing", "4", "--play", "4", cwd=tmp_path)
+    assert "league: 4 bots, 20 games stored, then 4 more" in out, out
+    for kind in ("live", "final"):
+        assert re.search(rf"{kind}\s+recomputed: mean [\d.]+ s .* kept: mean [\d.]+ s .* recomputed/kept = [\d.]+"
+                         r"\s+same files: yes", out), out
+
+
+@pytest.mark.slow
 def test_load_benchmark_prints_dispatch_memory_and_drops(tmp_path: Path) -> None:
     out = run("load.py", "--matches", "4", "--workers", "2", cwd=tmp_path)
     assert re.search(r"dispatch loaded:\s+p50 [\d.]+ ms\s+p99 [\d.]+ ms", out), out
