@@ -157,8 +157,8 @@ class GameRowsHtml:
             gid = str(g["game_id"])
             link = {"record": _href(str(g["record"])) if g.get("record") else "",
                     "replay": _href(replays[gid]) if gid in replays else ""}
-            key = (g["game_id"], g["a"], g["b"], *g["scores"], g["first_dealer"], *g["reasons"], link["record"],
-                   link["replay"])
+            key = (g["game_id"], g["a"], g["b"], tuple(g["scores"]), g["first_dealer"], tuple(g["reasons"]),
+                   link["record"], link["replay"])
             row = kept.get(key)
             if row is None:
                 row = jinja2.utils.markupsafe.Markup(template.render(g=g, link=link))
