@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, TypeVar
 from arena.hosting.procs import PROCESS_LIMITS
 from arena.hosting.sandbox import Limits
 from referee import wire
-from referee.credentials import FILE_SUFFIX
+from referee.credentials import FILE_SUFFIX, PEM_CERTIFICATE, PEM_PRIVATE_KEY
 from referee.dealing import parse_seed
 from referee.rules import RuleSet
 from referee.wire import TimeControl
@@ -1074,14 +1074,21 @@ def _memory_and_pids(path: str, where: str, b: Mapping[str, object], limits: Lim
 
 
 def read_config_file(config: TournamentConfig, key: str, path: str) -> bytes:
-    """The bytes of the file at ``path`` that the config's ``tournament.<key>`` names (a certificate, a key).
+    """The bytes of the PEM file at ``path`` that the config's ``tournament.<key>`` names: a private key
+    when ``key`` ends in ``_key`` (``lobby_tls_key``), else a certificate (``lobby_tls_cert``, ``referee_tls_ca``).
 
-    :raises ConfigError: naming ``key`` when the file cannot be read.
+    :raises ConfigError: naming ``key`` when the file cannot be read or holds no PEM certificate (or key)
+        line: gRPC's own error for it is several lines ending in "Failed to bind to address".
     """
+    marker, what = (PEM_PRIVATE_KEY, "private key") if key.endswith("_key") else (PEM_CERTIFICATE, "certificate")
     try:
-        return Path(path).read_bytes()
+        data = Path(path).read_bytes()
     except OSError as e:
         raise ConfigError(config.source, f"tournament.{key}", f"cannot read it: {e.strerror}", path) from None
+    if marker not in data:
+        raise ConfigError(config.source, f"tournament.{key}",
+                          f"is not a PEM {what} (no line with {marker.decode()!r})", path)
+    return data
 
 
 def check_bot_cwds(config: TournamentConfig, output: Path, arena_cwd: Path | None = None) -> None:

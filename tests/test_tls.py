@@ -503,3 +503,31 @@ def test_a_plaintext_remote_listener_serves_seats_and_no_admin() -> None:
         port = ref.listen_remote("127.0.0.1")
         assert port not in (0, ref.port)
         _remote_listener_serves_seats_only(f"127.0.0.1:{port}", None)
+
+
+@pytest.mark.parametrize(("key", "what"), [("lobby_tls_cert", "certificate"), ("lobby_tls_key", "private key"),
+                                           ("referee_tls_ca", "certificate")])
+def test_a_config_naming_a_file_that_is_not_pem_is_one_line(tmp_path: Path, key: str, what: str) -> None:
+    """A config's ``lobby_tls_cert``/``lobby_tls_key``/``referee_tls_ca`` naming a file that is not PEM (a
+    wrong file, swapped names) met gRPC's own error: three log lines and "the embedded referee could not
+    start: Failed to bind to address 127.0.0.1:0", naming neither the key nor the file. It is one config
+    error line now, exit 2, before anything starts."""
+    cert, private = make_cert(tmp_path)
+    (tmp_path / "notes.txt").write_text("not a PEM file\n")
+    files = {"lobby_tls_cert": cert.name, "lobby_tls_key": private.name, "referee_tls_ca": cert.name, key: "notes.txt"}
+    referees = 'referees = ["127.0.0.1:1"]\n' if key == "referee_tls_ca" else ""
+    tls = "".join(f'{k} = "{v}"\n' for k, v in files.items() if k != "referee_tls_ca" or referees)
+    (tmp_path / "bot").mkdir()
+    cfg = tmp_path / "pem.toml"
+    cfg.write_text(f'[tournament]\nname = "pem"\nplayers = 2\noutput = "out"\nlobby = "127.0.0.1:0"\n{referees}{tls}'
+                   + "".join(f'[[bots]]\nname = "{n}"\nmode = "worker"\ncwd = "bot"\n'
+                             + ('sandbox = "none"\n' if referees else "")  # an external referee: trusted bots
+                             + 'command = ["{python}", "-m", "arena.testing.instant_bot"]\n' for n in "ab"))
+    done = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress"], cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "ALLFOURS_ADMIN_TOKEN": "t"},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        f"config error: {cfg}: tournament.{key}: is not a PEM {what} (no line with "
+        f"{'PRIVATE KEY-----' if what == 'private key' else '-----BEGIN CERTIFICATE-----'!r}) "
+        f"(got {str(tmp_path / 'notes.txt')!r})"], done.stderr
