@@ -1,5 +1,6 @@
 """The arena's Prometheus metrics (``prometheus_client``, the default registry, beside the referee's
-:mod:`referee.metrics`), served by ``arena run --metrics-port P`` at ``/metrics`` (docs/deploy.md):
+:mod:`referee.metrics`), served by ``arena run --metrics-port P`` and ``arena serve --metrics-port P`` at
+``/metrics`` (docs/deploy.md):
 
 - ``allfours_arena_games_stored_total`` (counter): results written to the arena's store;
 - ``allfours_arena_forfeits_total{bot,reason}`` (counter): a bot's forfeited seats in stored games, by
@@ -78,8 +79,9 @@ class _WithoutReferee(Collector):
 
 
 def registry(embedded_referee: bool) -> CollectorRegistry:
-    """What ``arena run --metrics-port`` serves: the default registry (the arena's metrics, the process's,
-    and the referee's) when the referee runs in this process, else the same without the referee's."""
+    """What ``arena run --metrics-port`` (and ``arena serve``'s) serves: the default registry (the arena's
+    metrics, the process's, and the referee's) when the referee runs in this process, else the same
+    without the referee's."""
     if embedded_referee:
         return REGISTRY
     view = CollectorRegistry(auto_describe=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -144,3 +145,52 @@ cwd = "ROOT"
     finally:
         proc.wait(120)
     assert proc.returncode == 0
+
+
+def test_arena_serve_serves_metrics_of_its_league(tmp_path: Path) -> None:
+    """`arena serve --metrics-port` (the long-running league, which had no metrics at all: only
+    `arena run` served them): the games it stores are counted as they are stored, the embedded
+    referee's metrics beside them; SIGTERM still stops it with exit 0."""
+    cfg = tmp_path / "t.toml"
+    cfg.write_text("""[tournament]
+name = "serve-metrics"
+players = 2
+games_per_pairing = 4
+concurrency = 1
+output = "out"
+[tournament.time_control]
+join_ms = 20000
+grace_ms = 1000
+[[bots]]
+name = "one"
+sandbox = "none"
+command = ["{python}", "-m", "arena.testing.instant_bot"]
+cwd = "ROOT"
+[[bots]]
+name = "two"
+sandbox = "none"
+command = ["{python}", "-m", "arena.testing.instant_bot"]
+cwd = "ROOT"
+""".replace("ROOT", str(ROOT)))
+    proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", str(cfg), "--metrics-port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("metrics: http://127.0.0.1:"), line
+        url = line.split()[1]
+        samples: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            samples = scrape(url)
+            if samples.get(("allfours_arena_games_stored_total", ()), 0.0) >= 4:
+                break
+            time.sleep(0.2)
+        assert samples.get(("allfours_arena_games_stored_total", ()), 0.0) == 4
+        assert ("allfours_referee_matches_running", ()) in samples  # its referee is embedded
+        assert samples[("allfours_referee_matches_total", (("status", "completed"),))] == 4
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 0, out

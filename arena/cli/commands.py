@@ -553,7 +553,8 @@ def _runner_maker(config: TournamentConfig, args: argparse.Namespace, output: Pa
     return get_runner
 
 
-def _serve_metrics(args: argparse.Namespace, config: TournamentConfig, console: Console, error: ErrorLine) -> bool:
+def _serve_metrics(args: argparse.Namespace, config: TournamentConfig, console: Console,
+                   error: Callable[[str], object]) -> bool:
     """``--metrics-port``: serve the metrics (:func:`arena.metrics.registry`: the referee's only when it is
     embedded) and print where; False after one line if the port is taken."""
     from referee.metrics import serve
@@ -601,6 +602,9 @@ def serve_command(args: argparse.Namespace, console: Console, err: Console) -> i
         except OSError as e:
             return error(f"--web {args.web_host}:{args.web}: {e.strerror or e}")
     closers: list[Callable[[], None]] = [web_sock.close] if web_sock is not None else []
+    if args.metrics_port is not None and not _serve_metrics(args, config, console, error):
+        _close_all(closers)
+        return 2
     try:
         with lock_output(output):
             try:

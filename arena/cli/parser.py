@@ -123,6 +123,10 @@ def _add_serve(sub: Any) -> None:
                      help="address of --web (default 127.0.0.1: this machine only)")
     srv.add_argument("--web-proxy", metavar="ADDR", action="append", default=[],
                      help="as `arena web --proxy`: a reverse proxy in front of --web (IP or network, repeatable)")
+    srv.add_argument("--metrics-port", type=int, metavar="PORT", default=None,
+                     help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off; docs/deploy.md)")
+    srv.add_argument("--metrics-host", default="127.0.0.1", metavar="HOST",
+                     help="interface of --metrics-port (default 127.0.0.1; 0.0.0.0 in a container)")
     srv.add_argument("--no-live", dest="live", action="store_false",
                      help="no live files of running games for `arena web`'s spectators (default: written)")
     srv.set_defaults(simulate=None, no_progress=True)

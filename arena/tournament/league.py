@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
+from arena import metrics
 from arena.config import ConfigError, TournamentConfig, check_bot_cwds, load_config
 from arena.tournament.game_logs import GameLogs
 from arena.tournament.result import GameResult
@@ -172,6 +173,7 @@ class League:
         assert t is not None
         if not written:
             return
+        metrics.game_stored(result)  # arena serve --metrics-port
         if self.ladder is not None:
             self.ladder.add(result)
             t.store.set_meta(LADDER_KEY, json.dumps(self.ladder.board(time.time())))
