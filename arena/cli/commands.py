@@ -932,6 +932,22 @@ def _check_bots(
     return 2 if problems and not args.skip_broken else 0
 
 
+def backup_command(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """``arena backup OUTPUT DEST`` (:mod:`arena.tournament.backup`): 0 and one line saying what was copied,
+    or 2 and one line saying why not."""
+    from arena.tournament.backup import SKIPPED, BackupError, backup
+
+    try:
+        made = backup(Path(args.output), Path(args.dest))
+    except (BackupError, OSError) as e:
+        err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True, highlight=False)
+        return 2
+    dbs = ", ".join(f"{name} ({size} bytes)" for name, size in made.databases.items())
+    console.print(f"backup: {Path(args.dest).resolve()}: {dbs} and {made.files} other files "
+                  f"({', '.join(sorted(SKIPPED))} left out)", soft_wrap=True, highlight=False)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``arena`` console script; returns the exit status."""
     from sdk.worker import warn_secret_in_argv
@@ -959,6 +975,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return serve_command(args, console, err)
         if args.command == "token":
             return token_command(args, console, err)
+        if args.command == "backup":
+            return backup_command(args, console, err)
         if args.command == "competition" and args.competition_command == "final":
             from arena.cli.competing import final_command
 

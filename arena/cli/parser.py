@@ -19,8 +19,8 @@ def parser() -> argparse.ArgumentParser:
     """The parser of every ``arena`` sub-command."""
     p = argparse.ArgumentParser(prog="arena", description="All Fours bot tournaments.")
     sub = p.add_subparsers(dest="command", required=True)
-    for add in (_add_run, _add_web, _add_bots, _add_serve, _add_token, _add_competitor, _add_competition, _add_submit,
-                _add_submissions):
+    for add in (_add_run, _add_web, _add_bots, _add_serve, _add_token, _add_backup, _add_competitor, _add_competition,
+                _add_submit, _add_submissions):
         add(sub)
     return p
 
@@ -142,6 +142,14 @@ def _add_token(sub: Any) -> None:
     tok.add_argument("--from-env", metavar="VAR", help="accept the token held by environment variable VAR (at least "
                      f"{MIN_GIVEN_TOKEN} characters, e.g. made with secrets.token_urlsafe(24)) instead of making one; "
                      "nothing is printed (compose.yaml: the arena and the bot's worker service share it)")
+
+
+def _add_backup(sub: Any) -> None:
+    """``arena backup OUTPUT DEST``: a consistent copy of an output folder, also while an arena serves it."""
+    b = sub.add_parser("backup", help="copy an output folder to DEST, safely while `arena serve` runs (SQLite's "
+                       "backup API; DEST new, 0700; logs/ and live/ left out)")
+    b.add_argument("output", metavar="OUTPUT", help="the tournament's output folder")
+    b.add_argument("dest", metavar="DEST", help="the backup's folder: new, or an empty one, outside OUTPUT")
 
 
 def _add_competitor(sub: Any) -> None:
