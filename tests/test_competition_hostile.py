@@ -5,6 +5,7 @@ real loopback socket in a thread of this process (no docker: the build queue is 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import tarfile
 import threading
@@ -872,3 +873,52 @@ def test_another_competitors_submission_id_answers_as_an_unknown_one(served: tup
                                                                f"no submission {sid} of yours"), call
     finally:
         eve.close()
+
+
+def test_a_prebuilt_images_archive_is_not_kept_once_it_is_judged(tmp_path: Path) -> None:
+    """A prebuilt image's upload (``OUTPUT/submissions/ID/image.tar``, up to ``image_upload_bytes``, 512 MiB)
+    was kept for ever after docker loaded it: a competitor's five a day, rejected or not, put 2.5 GiB a day
+    on the host's disk (and into every backup). Once accepted (the image is in docker) or rejected (never
+    built again) it goes; a ``failed`` one keeps it for ``arena competition retry``."""
+    import os
+
+    from arena.competition.intake import copy_image_archive
+    from arena.competition.pipeline import IMAGE_ARCHIVE, BuildQueue, submission_folder
+    from arena.competition.validate import Verdict
+    from tests.docker_helpers import docker_client
+
+    client = docker_client()
+    tag = f"allfours-test-archive:{os.getpid()}"
+    context = io.BytesIO()
+    with tarfile.open(fileobj=context, mode="w") as tar:
+        for name, body in (("Dockerfile", b"FROM scratch\nCOPY f /f\n"), ("f", b"x")):
+            info = tarfile.TarInfo(name)
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body))
+    context.seek(0)
+    image, _ = client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True)
+    saved = b"".join(image.save(named=True))
+    verdicts = {"pass": Verdict(True, (), ""), "fail": Verdict(False, ("players-2",), "it folded"),
+                "fault": Verdict(False, ("suite",), "", "docker failed during the validation")}
+    settings = CompetitionSettings(image_prefix="allfours-test-archive-sub")
+    book = CompetitionBook(tmp_path)
+    queue = BuildQueue(book, settings, tmp_path, lambda: None, lambda _: None, client=client,
+                       validator=lambda _image, _key, sub: verdicts[sub.name.removeprefix("eve")])
+    kept: dict[str, bool] = {}
+    try:
+        for case in verdicts:
+            sub = book.add_submission("eve", f"eve{case}", "1", "image", "")
+            folder = submission_folder(tmp_path, sub.id).parent
+            folder.mkdir(parents=True)
+            copy_image_archive(io.BytesIO(saved), folder / IMAGE_ARCHIVE, settings.image_bytes)
+            queue.process(sub)
+            judged = book.get(sub.id)
+            assert judged is not None
+            kept[judged.status] = (folder / IMAGE_ARCHIVE).exists()
+    finally:
+        for case in verdicts:
+            with contextlib.suppress(Exception):
+                client.images.remove(submission_tag(settings, tmp_path, f"eve{case}", "1"), force=True)
+        client.images.remove(tag, force=True)
+        book.close()
+    assert kept == {"accepted": False, "rejected": False, "failed": True}

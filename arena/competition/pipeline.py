@@ -198,6 +198,7 @@ class BuildQueue:
                 return
             step = "image" if "image limit" in str(e) else "build"
             self.book.set_status(sub.id, "rejected", step, str(e), log_tail=str(e))
+            self._drop_archive(sub)
             self.note(f"submission {sub.id} ({sub.entrant}) rejected at its {step}: {e}")
             return
         except BaseMissing as e:
@@ -216,6 +217,7 @@ class BuildQueue:
         if not self._judge(sub, image):
             return
         self.book.set_status(sub.id, "accepted", image=image)
+        self._drop_archive(sub)
         self._retire_old(sub)
         self.note(f"submission {sub.id} accepted: {sub.entrant} enters the league")
         self.enroll()
@@ -264,8 +266,20 @@ class BuildQueue:
             return False
         reason = f"failing checks: {', '.join(verdict.failing)}"
         self.book.set_status(sub.id, "rejected", "validation", reason, verdict.detail)
+        self._drop_archive(sub)
         self.note(f"submission {sub.id} ({sub.entrant}) rejected by validation: {reason}")
         return False
+
+    def _drop_archive(self, sub: Submission) -> None:
+        """Remove a prebuilt image's uploaded archive (``image.tar``, up to ``image_upload_bytes``) once
+        ``sub`` is accepted (docker holds the image) or rejected (never built again): kept, a competitor's
+        day of uploads would stay on the host's disk for good. A ``failed`` one keeps it for
+        ``arena competition retry``; a folder submission keeps its (smaller) unpacked files."""
+        if sub.kind == "image":
+            try:
+                (submission_folder(self.output, sub.id).parent / IMAGE_ARCHIVE).unlink(missing_ok=True)
+            except OSError as e:
+                self.note(f"submission {sub.id}'s image archive could not be removed: {e}")
 
     def _discard(self, tag: str) -> None:
         """Remove a rejected submission's image: it never plays, and a competitor's day of rejected
