@@ -9,7 +9,12 @@
   and containers playing a seat);
 - ``allfours_arena_workers_connected{bot}`` and ``allfours_arena_workers_idle{bot}`` (gauges): a bot's
   workers connected to the lobby, and those of them waiting for a seat (read from the lobby at each
-  scrape, :func:`watch_lobby`).
+  scrape, :func:`watch_lobby`);
+- ``allfours_arena_games_pending`` (gauge): scheduled games not yet stored, as ``arena serve``'s loop last
+  counted them (with ``games_stored_total`` flat, a stalled league);
+- ``allfours_arena_submissions{status}`` (gauge): a competition's submissions by status, every status
+  of :data:`arena.competition.book.STATUSES` (read from its book at each scrape,
+  :func:`watch_submissions`; ``failed`` ones wait for the host: ``arena competition retry``).
 
 The referee's metrics (:mod:`referee.metrics`) are served beside them only when the referee runs in the
 arena's process (embedded): with external referees, or simulated games, they would read zero, so
@@ -31,6 +36,7 @@ from referee.rules.seats import side_of
 GAMES_STORED = Counter("allfours_arena_games_stored", "Game results written to the arena's store")
 FORFEITS = Counter("allfours_arena_forfeits", "A bot's forfeited seats in stored games", ["bot", "reason"])
 WORKERS = Gauge("allfours_arena_workers", "A bot's workers running now (per-game: processes/containers)", ["bot"])
+GAMES_PENDING = Gauge("allfours_arena_games_pending", "Scheduled games not yet stored (arena serve)")
 
 def game_stored(result: GameResult) -> None:
     """Count one stored result and its forfeited seats (seat k plays for side k % 2)."""
@@ -67,6 +73,35 @@ REGISTRY.register(_LOBBY)
 def watch_lobby(counts: Callable[[], Mapping[str, tuple[int, int]]] | None) -> None:
     """Report the lobby's ``counts()`` (bot -> (connected, idle)) from now on (None: stop)."""
     _LOBBY.counts = counts
+
+
+class _SubmissionsCollector:
+    """Reads a competition's submissions by status at each scrape (``arena serve`` with ``[competition]``)."""
+
+    def __init__(self) -> None:
+        self.counts: Callable[[], Mapping[str, int]] | None = None
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        counts = self.counts
+        if counts is None:
+            return
+        from arena.competition.book import STATUSES
+
+        found = counts()
+        family = GaugeMetricFamily("allfours_arena_submissions", "A competition's submissions by status",
+                                   labels=["status"])
+        for status in STATUSES:
+            family.add_metric([status], found.get(status, 0))
+        yield family
+
+
+_SUBMISSIONS = _SubmissionsCollector()
+REGISTRY.register(_SUBMISSIONS)
+
+
+def watch_submissions(counts: Callable[[], Mapping[str, int]] | None) -> None:
+    """Report ``counts()`` (status -> submissions) from now on (None: stop, before the book closes)."""
+    _SUBMISSIONS.counts = counts
 
 
 class _WithoutReferee(Collector):

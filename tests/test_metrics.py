@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -182,15 +183,81 @@ cwd = "ROOT"
         url = line.split()[1]
         samples: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
         deadline = time.monotonic() + 120
+        sums: set[float] = set()  # stored + pending, at every scrape while the 4 games are played
         while time.monotonic() < deadline and proc.poll() is None:
             samples = scrape(url)
+            stored = samples.get(("allfours_arena_games_stored_total", ()), 0.0)
+            sums.add(stored + samples.get(("allfours_arena_games_pending", ()), 0.0))
             if samples.get(("allfours_arena_games_stored_total", ()), 0.0) >= 4:
                 break
-            time.sleep(0.2)
+            time.sleep(0.05)
         assert samples.get(("allfours_arena_games_stored_total", ()), 0.0) == 4
+        assert max(sums) <= 4, sums  # pending falls as each game is stored (not once the loop counts again)
         assert ("allfours_referee_matches_running", ()) in samples  # its referee is embedded
         assert samples[("allfours_referee_matches_total", (("status", "completed"),))] == 4
+        while time.monotonic() < deadline and samples.get(("allfours_arena_games_pending", ())) != 0:
+            time.sleep(0.2)  # set as the serve loop counts them again, once the 4 are stored
+            samples = scrape(url)
+        assert samples[("allfours_arena_games_pending", ())] == 0
+        assert ("allfours_arena_submissions", (("status", "failed"),)) not in samples  # no [competition] here
     finally:
         proc.send_signal(signal.SIGTERM)
         out = proc.communicate(timeout=60)[0]
     assert proc.returncode == 0, out
+
+
+def test_arena_serve_reports_a_competitions_submissions_by_status(tmp_path: Path) -> None:
+    """With a [competition] table, `arena serve --metrics-port` reports the book's submissions by status,
+    every status (0 included): a `failed` one (the arena's fault) waits for the host's
+    `arena competition retry`, which nothing but a log line told the host before. Needs dockerd (the
+    competition's container sandbox), as every `arena serve` with a [competition] table."""
+    from arena.competition.book import STATUSES, CompetitionBook
+
+    out = tmp_path / "out"
+    out.mkdir(mode=0o700)
+    with CompetitionBook(out) as book:
+        book.add_competitor("alice")
+        for k, status in enumerate(("failed", "failed", "rejected")):
+            sub = book.add_submission("alice", f"bot{k}", "1", "python", "bot:Bot")
+            book.set_status(sub.id, status, "build", "why")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        lobby = s.getsockname()[1]
+    cfg = tmp_path / "t.toml"
+    cfg.write_text(f"""[tournament]
+name = "submission-metrics-{os.getpid()}"
+players = 2
+games_per_pairing = 2
+concurrency = 1
+output = "out"
+lobby = "127.0.0.1:{lobby}"
+[competition]
+image_prefix = "allfours-metrics-test"
+[[bots]]
+name = "one"
+sandbox = "none"
+command = ["{{python}}", "-m", "arena.testing.instant_bot"]
+cwd = "{ROOT}"
+[[bots]]
+name = "two"
+sandbox = "none"
+command = ["{{python}}", "-m", "arena.testing.instant_bot"]
+cwd = "{ROOT}"
+""")
+    proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", str(cfg), "--metrics-port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split()[1]
+        seen: dict[str, float] = {}
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and not seen:
+            seen = {dict(labels)["status"]: value for (name, labels), value in scrape(url).items()
+                    if name == "allfours_arena_submissions"}
+            time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        log = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 0, log
+    assert seen == {status: {"failed": 2.0, "rejected": 1.0}.get(status, 0.0) for status in STATUSES}, log

@@ -338,6 +338,12 @@ class CompetitionBook:
                 f" AND status IN ({marks}) ORDER BY id", (competitor, competitor, sid, sid, *statuses)).fetchall()
         return [_submission(r) for r in rows]
 
+    def count_by_status(self) -> dict[str, int]:
+        """How many submissions are in each status (statuses with none left out)."""
+        with self._lock:
+            rows = self._db.execute("SELECT status, COUNT(*) FROM submissions GROUP BY status").fetchall()
+        return {str(status): int(n) for status, n in rows}
+
     def count_since(self, competitor: str, since: float) -> int:
         """How many submissions ``competitor`` made since UNIX time ``since``, but for ``failed`` ones
         (the arena's fault, such as a base image the host has not made: not the competitor's to pay)."""

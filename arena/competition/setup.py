@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
+from arena import metrics
 from arena.competition.book import CompetitionBook
 from arena.competition.desk import INCOMING_PREFIX, Desk, remove_partial_uploads
 from arena.competition.pipeline import BuildQueue, submission_tag, warn_missing_bases
@@ -80,8 +81,10 @@ def open_competition(config: TournamentConfig, output: Path, league: League,
         note(f"removed {folders} partial upload(s) ({size} bytes) that a stopped arena serve left in "
              f"{output / 'submissions'}/{INCOMING_PREFIX}*")
     queue.start()
+    metrics.watch_submissions(book.count_by_status)
 
     def close() -> None:
+        metrics.watch_submissions(None)  # a scrape no longer reads the book
         queue.stop()
         book.close()
 

@@ -174,6 +174,7 @@ class League:
         if not written:
             return
         metrics.game_stored(result)  # arena serve --metrics-port
+        metrics.GAMES_PENDING.dec()  # counted at the round's start: one fewer now
         if self.ladder is not None:
             self.ladder.add(result)
             t.store.set_meta(LADDER_KEY, json.dumps(self.ladder.board(time.time())))
@@ -208,6 +209,7 @@ class League:
         t = self.tournament
         assert t is not None
         pending = self._ladder_games(t, self.ladder) if self.ladder is not None else t.store.pending(t.schedule)
+        metrics.GAMES_PENDING.set(len(pending))
         if pending and not self.halt.is_set():
             run_games(pending, self.runner, t.store, t.config.concurrency, self._stored, self.halt)
         else:
