@@ -207,6 +207,26 @@ def test_a_lobby_on_the_embedded_referees_loop_serves_and_stops_leaving_the_refe
         conn.close()
 
 
+def test_the_lobbys_port_answers_the_standard_health_check() -> None:
+    """``arena run``/``arena serve`` had no health check an orchestrator could call (only the referee's);
+    the lobby's port serves ``grpc.health.v1.Health`` now: ``python -m referee.healthcheck`` (a real
+    process) exits 0 while it serves and 1, with one line, once it has stopped."""
+    lob = Lobby("t", TokenBook())
+    lob.start()
+
+    def check() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "referee.healthcheck", lob.address], cwd=ROOT, text=True,
+                              capture_output=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+    try:
+        up = check()
+        assert up.returncode == 0, up.stderr
+    finally:
+        lob.stop()
+    down = check()
+    assert down.returncode == 1 and len(down.stderr.strip().splitlines()) == 1, down.stderr
+
+
 def test_lobby_refuses_a_stream_silent_past_the_register_timeout(lobby: Lobby,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """No first message within REGISTER_TIMEOUT_S: INVALID_ARGUMENT in one line (the stream stays open)."""

@@ -21,6 +21,10 @@ on the one it is given: the embedded referee's, see ``loop``):
 - :attr:`wake`: a :class:`threading.Event` set on every change (a worker came, left or is idle
   again); the one run loop that waits on it clears it before looking.
 
+The lobby's port also serves the standard gRPC health check (``grpc.health.v1.Health``, service ``""``):
+SERVING while it serves, NOT_SERVING once it stops, so ``python -m referee.healthcheck HOST:PORT`` checks an
+``arena run``/``arena serve`` from outside (a compose healthcheck, a load balancer).
+
 Tokens (:class:`arena.lobby.tokens.TokenBook`) are kept as SHA-256 digests only; a token plays only as its own bot.
 Dead workers: every connection is pinged (HTTP/2 keepalive every :data:`KEEPALIVE_S` s, with
 :data:`KEEPALIVE_TIMEOUT_S` s to answer), so a worker whose machine or process stopped is dropped
@@ -38,6 +42,7 @@ from typing import Any
 
 import grpc
 import structlog
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import lobby_pb2_grpc as lpb_grpc
@@ -158,6 +163,8 @@ class Lobby:
         self._loop = loop or asyncio.new_event_loop()
         self._thread = None if loop else threading.Thread(target=self._loop.run_forever, name="lobby", daemon=True)
         self._server: grpc.aio.Server | None = None
+        #: The standard gRPC health service on the lobby's port (SERVING while it serves): made on the loop.
+        self._health: health.aio.HealthServicer | None = None
         #: One server a sandboxed bot (:meth:`listen_unix`), by its socket's address.
         self._bot_servers: dict[str, grpc.aio.Server] = {}
         self._serving = False
@@ -194,12 +201,15 @@ class Lobby:
         server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS)
         add_stream_method(server, LOBBY_SERVICE, "Connect", _Servicer(self).Connect,
                           lpb.ConnectRequest, lpb.ConnectResponse)
+        self._health = health.aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         for add in self.services:
             add(server)
         self.port = self._bind(server, f"{self.host}:{self.port}")
         if self.remote_address is not None:
             self._bind(server, self.remote_address)
         await server.start()
+        await self._health.set("", health_pb2.HealthCheckResponse.SERVING)
         self._server = server
         return self.address
 
@@ -251,6 +261,8 @@ class Lobby:
         self._closing = True
 
         async def _stop() -> None:
+            if self._health is not None:  # health: NOT_SERVING while the streams close
+                await self._health.enter_graceful_shutdown()
             with self._lock:
                 workers = list(self._workers.values())
             for w in workers:
