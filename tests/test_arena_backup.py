@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from arena.competition.book import BOOK_NAME, CompetitionBook
+from tests.configs import INSTANT, bots_toml
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,17 +39,7 @@ output = "out"
 [tournament.time_control]
 join_ms = 20000
 grace_ms = 1000
-[[bots]]
-name = "one"
-sandbox = "none"
-command = ["{python}", "-m", "arena.testing.instant_bot"]
-cwd = "ROOT"
-[[bots]]
-name = "two"
-sandbox = "none"
-command = ["{python}", "-m", "arena.testing.instant_bot"]
-cwd = "ROOT"
-""".replace("ROOT", str(ROOT))
+""" + bots_toml("one", "two", command=INSTANT, sandbox='"none"', cwd=f'"{ROOT}"')
 
 
 def arena(*args: str) -> subprocess.CompletedProcess[str]:

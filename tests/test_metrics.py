@@ -15,6 +15,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from allfours.v1 import referee_pb2 as pb
+from tests.configs import INSTANT, bots_toml
 from tests.server_helpers import MD, ROOT, TOKEN, RefereeProc, finish, launch_bots
 
 
@@ -162,17 +163,7 @@ output = "out"
 [tournament.time_control]
 join_ms = 20000
 grace_ms = 1000
-[[bots]]
-name = "one"
-sandbox = "none"
-command = ["{python}", "-m", "arena.testing.instant_bot"]
-cwd = "ROOT"
-[[bots]]
-name = "two"
-sandbox = "none"
-command = ["{python}", "-m", "arena.testing.instant_bot"]
-cwd = "ROOT"
-""".replace("ROOT", str(ROOT)))
+""" + bots_toml("one", "two", command=INSTANT, sandbox='"none"', cwd=f'"{ROOT}"'))
     proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", str(cfg), "--metrics-port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -233,17 +224,7 @@ output = "out"
 lobby = "127.0.0.1:{lobby}"
 [competition]
 image_prefix = "allfours-metrics-test"
-[[bots]]
-name = "one"
-sandbox = "none"
-command = ["{{python}}", "-m", "arena.testing.instant_bot"]
-cwd = "{ROOT}"
-[[bots]]
-name = "two"
-sandbox = "none"
-command = ["{{python}}", "-m", "arena.testing.instant_bot"]
-cwd = "{ROOT}"
-""")
+""" + bots_toml("one", "two", command=INSTANT, sandbox='"none"', cwd=f'"{ROOT}"'))
     proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", str(cfg), "--metrics-port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
