@@ -583,10 +583,6 @@ def test_a_tls_ca_that_is_missing_or_not_pem_is_one_line_and_exit_2(
         out, err = capsys.readouterr()
         assert status == 2 and out == "", (status, out, err)
         assert len(err.strip().splitlines()) == 1 and err.startswith(f"error: {problem}"), err
-    if command == "submit":  # the --tls-ca is read before the folder is packed (a large one takes a while)
-        assert main(["submit", str(tmp_path / "gone"), "--name", "x", "--arena", "127.0.0.1:1", "--tls-ca",
-                     str(missing)]) == 2
-        assert capsys.readouterr().err.startswith(f"error: cannot read --tls-ca {missing}")
 
 
 _DIES_MID_UPLOAD = """

@@ -222,18 +222,7 @@ def final_run_args(args: argparse.Namespace, err: Console) -> argparse.Namespace
 
 
 def _client(args: argparse.Namespace) -> Any:
-    """The Submission service's client for ``args`` (``--arena``, ``--tls-ca``, the competitor token)."""
-    from arena.competition.client import SubmissionClient
-
-    return SubmissionClient(args.arena, *_credentials(args))
-
-
-def _credentials(args: argparse.Namespace) -> tuple[str, bytes | None]:
-    """The competitor token (``$ALLFOURS_COMPETITOR_TOKEN`` or its ``_FILE``) and the ``--tls-ca`` PEM (or None).
-
-    :raises _Usage: no token, or its file unreadable; :raises PemError: a ``--tls-ca`` that is not PEM.
-    """
-    from arena.competition.client import ENV_COMPETITOR_TOKEN
+    from arena.competition.client import ENV_COMPETITOR_TOKEN, SubmissionClient
     from referee.credentials import SecretError, env_secret, read_pem
 
     try:
@@ -244,7 +233,7 @@ def _credentials(args: argparse.Namespace) -> tuple[str, bytes | None]:
         raise _Usage(f"set ${ENV_COMPETITOR_TOKEN} to your competitor token (the host made it for you), or "
                      f"${ENV_COMPETITOR_TOKEN}_FILE to a file holding it")
     ca = read_pem("--tls-ca", args.tls_ca) if args.tls_ca else None  # PemError: one line, exit 2
-    return token, ca
+    return SubmissionClient(args.arena, token, ca)
 
 
 def _revoke_remote_bots(output: Path, book: Any, competitor: str, err: Console) -> None:
@@ -270,7 +259,7 @@ def _line(sub: Any) -> str:
 
 
 def _submit(args: argparse.Namespace, console: Console, err: Console) -> int:
-    from arena.competition.client import SubmissionClient, pack
+    from arena.competition.client import pack
 
     if args.select is not None:
         client = _client(args)
@@ -285,9 +274,8 @@ def _submit(args: argparse.Namespace, console: Console, err: Console) -> int:
     if args.image and not args.name:
         raise _Usage("--image needs --name (an image archive has no folder name to take it from)")
     name = args.name or Path(args.folder).resolve().name.lower()
-    credentials = _credentials(args)  # a bad token or --tls-ca is said before a large folder is packed
     archive = Path(args.folder).read_bytes() if args.image else pack(args.folder)
-    client = SubmissionClient(args.arena, *credentials)
+    client = _client(args)
     try:
         sub = client.submit(archive, name, args.version, args.entry, image=args.image)
         console.print(str(sub.id), highlight=False)
