@@ -1219,10 +1219,12 @@ class Match:
     def _announce(self, result: pb.MatchResult) -> None:
         """The undelivered events, then MatchEnd and the end of the stream to every connected seat; the
         result to every watcher (the seats' copy with :meth:`names_told`)."""
-        told = pb.MatchResult()
-        told.CopyFrom(result)
-        for seat, name in zip(told.seats, self.names_told(), strict=True):
-            seat.name = name
+        told = result
+        if self.blind:  # a copy only when its names differ from the watchers'
+            told = pb.MatchResult()
+            told.CopyFrom(result)
+            for seat, name in zip(told.seats, self.names_told(), strict=True):
+                seat.name = name
         end = pb.PlayResponse(match_end=pb.MatchEnd(result=told))
         self._flush_events()
         for o in self.seats:
