@@ -265,18 +265,20 @@ def test_a_ladder_grown_after_its_seed_was_revealed_says_so(tmp_path: Path) -> N
 
 # ---------------------------------------------------------------------- real bots
 
+#: Four per-game bots: ``a`` a module that does not exist (it fails its check), ``b``-``d`` the instant bot.
+A_BROKEN_OF_FOUR = "".join(
+    f'\n[[bots]]\nname = "{n}"\nsandbox = "none"\ncwd = "{BOT_DIR}"\n'
+    f'command = ["{{python}}", "-m", "arena.testing.{"no_such_bot" if n == "a" else "instant_bot"}"]\n'
+    for n in ("a", "b", "c", "d")
+)
+
 
 def test_arena_run_of_a_ladder_checks_every_bot_before_its_first_game(tmp_path: Path) -> None:
     """A broken per-game bot stops a ladder's run before the first game (exit 2), as it stops a round
     robin's, whichever pair the ladder chooses first: only the bots of the first pair used to be
     checked, so a broken bot outside it forfeited every game and the run ended 0."""
     cfg = tmp_path / "l.toml"
-    bots = "".join(
-        f'\n[[bots]]\nname = "{n}"\nsandbox = "none"\ncwd = "{BOT_DIR}"\n'
-        f'command = ["{{python}}", "-m", "arena.testing.{"no_such_bot" if n == "a" else "instant_bot"}"]\n'
-        for n in ("a", "b", "c", "d")
-    )
-    cfg.write_text(HEAD.format(concurrency=2, seed=SEED, ladder="total = 4") + bots)
+    cfg.write_text(HEAD.format(concurrency=2, seed=SEED, ladder="total = 4") + A_BROKEN_OF_FOUR)
     first = LadderRun(t := open_tournament(load_config(cfg), tmp_path / "probe")).next_games(1, time.time())
     t.store.close()
     assert "a" not in first[0].sides  # the case: the broken bot is not in the first pair
@@ -293,12 +295,7 @@ def test_a_broken_bot_gets_no_games_of_a_ladder_under_skip_broken(tmp_path: Path
     taken from the other entrants' budgets, and a rating for a bot that never played. Now the ladder
     leaves it out of this run (one warning line says so): every game is between the bots that work."""
     cfg = tmp_path / "l.toml"
-    bots = "".join(
-        f'\n[[bots]]\nname = "{n}"\nsandbox = "none"\ncwd = "{BOT_DIR}"\n'
-        f'command = ["{{python}}", "-m", "arena.testing.{"no_such_bot" if n == "a" else "instant_bot"}"]\n'
-        for n in ("a", "b", "c", "d")
-    )
-    cfg.write_text(HEAD.format(concurrency=2, seed=SEED, ladder="total = 12") + bots)
+    cfg.write_text(HEAD.format(concurrency=2, seed=SEED, ladder="total = 12") + A_BROKEN_OF_FOUR)
     done = arena("run", str(cfg), "--no-progress", "--bootstrap", "0", "--skip-broken")
     assert done.returncode == 0, done.stdout + done.stderr
     warned = [x for x in done.stdout.splitlines() if x.startswith("warning: bot 'a' failed its check")]
