@@ -11,7 +11,10 @@
   workers connected to the lobby, and those of them waiting for a seat (read from the lobby at each
   scrape, :func:`watch_lobby`);
 - ``allfours_arena_games_pending`` (gauge): scheduled games not yet stored, as ``arena serve``'s loop last
-  counted them (with ``games_stored_total`` flat, a stalled league);
+  counted them (with ``games_stored_total`` flat, a stalled league); those of a bot left out are not counted;
+- ``allfours_arena_bots_left_out{bot}`` (gauge): 1 for each bot that failed its check before its first
+  game (it must start and join a practice match): ``arena serve`` plays none of its games until a reload
+  (SIGHUP) finds it working (:meth:`arena.tournament.league.League._check`);
 - ``allfours_arena_submissions{status}`` (gauge): a competition's submissions by status, every status
   of :data:`arena.competition.book.STATUSES` (read from its book at each scrape,
   :func:`watch_submissions`; ``failed`` ones wait for the host: ``arena competition retry``).
@@ -37,6 +40,8 @@ GAMES_STORED = Counter("allfours_arena_games_stored", "Game results written to t
 FORFEITS = Counter("allfours_arena_forfeits", "A bot's forfeited seats in stored games", ["bot", "reason"])
 WORKERS = Gauge("allfours_arena_workers", "A bot's workers running now (per-game: processes/containers)", ["bot"])
 GAMES_PENDING = Gauge("allfours_arena_games_pending", "Scheduled games not yet stored (arena serve)")
+BOTS_LEFT_OUT = Gauge("allfours_arena_bots_left_out", "1 for a bot that failed its check: arena serve plays none "
+                      "of its games", ["bot"])
 
 def game_stored(result: GameResult) -> None:
     """Count one stored result and its forfeited seats (seat k plays for side k % 2)."""

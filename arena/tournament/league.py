@@ -10,6 +10,8 @@ published are published, and the service waits. Signals:
 - ``SIGHUP``: the games in flight finish, then the config is read again — new bots (or versions,
   or a raised ``games_per_pairing``) add games; a changed rule or time control is refused with the
   field named and the old config kept; remote bots' tokens are read again (revoked ones are dropped);
+  each bot not yet checked (new, changed, or left out) is checked before it plays, as ``arena run``
+  checks every bot, and one that fails is left out of scheduling (:meth:`League._check`);
 - ``SIGTERM`` / ``SIGINT``: the games in flight finish, the workers, lobby and referees stop, exit 0.
 
 A ladder (``format = "ladder"``, :mod:`arena.formats.ladder_run`) has no schedule: the loop asks it for
@@ -32,7 +34,7 @@ import json
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,7 +43,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from arena import metrics
-from arena.config import ConfigError, TournamentConfig, check_bot_cwds, load_config
+from arena.config import BotSpec, ConfigError, TournamentConfig, check_bot_cwds, load_config
 from arena.tournament.game_logs import GameLogs
 from arena.tournament.result import GameResult
 from arena.tournament.runner import LADDER_KEY, LEAGUE_KEY, Tournament, open_tournament, run_games
@@ -92,6 +94,8 @@ class League:
     lobby_services: list[Callable[[Any], None]] = field(default_factory=list)  # more services on the lobby
     reopened: list[Callable[[TournamentConfig], None]] = field(default_factory=list)  # a SIGHUP's config, taken
     publish_spacing: float = PUBLISH_SPACING  # see PUBLISH_SPACING
+    left_out: dict[str, str] = field(default_factory=dict, init=False)  # entrant label -> why its check failed
+    _passed: dict[str, BotSpec] = field(default_factory=dict, init=False)  # label -> the bot that passed its check
     game_logs: GameLogs | None = field(default=None, init=False)  # per-game logs kept (bot_logs_kept_games)
     unpublished: bool = field(default=False, init=False)  # a game was stored since the last publication
     _last_publication: tuple[float, float] = field(default=(0.0, 0.0), init=False)  # (monotonic s it ended, s it took)
@@ -147,13 +151,52 @@ class League:
             from arena.formats.ladder_run import LadderRun
 
             self.ladder, self.asked = LadderRun(t), None
+            self._check(t, self.ladder.active)
+            self.ladder.leave_out(self.left_out)
             self._note(f"{config.name}: a ladder of {len(t.entrants)} bots, {t.store.count()} games stored; "
                        f"{len(t.labels)} entrants in all")
             return
         self.ladder = None
-        pending = t.store.pending(t.schedule)
+        self._check(t, dict.fromkeys(n for g in t.store.pending(t.schedule) for n in g.sides))
+        pending = self._playable(t.store.pending(t.schedule))
         self._note(f"{config.name}: {len(t.entrants)} bots, {len(t.schedule)} games scheduled, "
                    f"{len(pending)} to play; {len(t.labels)} entrants in all")
+
+    def _check(self, t: Tournament, labels: Iterable[str]) -> None:
+        """Check the entrants ``labels`` that have not passed yet (this bot, under this label) as ``arena run``
+        checks every bot before its first game (:meth:`arena.play.game.GrpcGameRunner.check_bots`: it must
+        start and join a practice match), at the start and after each reload; a bot that fails is left out
+        (:attr:`left_out`: its games are not played, so not forfeited one by one), one line says why, and
+        ``allfours_arena_bots_left_out{bot}`` is 1. A left-out bot is checked again at every reload (it was
+        mended); one that passed is not (a bot that breaks later loses its games, as in ``arena run``).
+
+        :raises RefereeError: if no referee is left to check on.
+        """
+        for gone in [label for label in self.left_out if label not in t.entrants]:  # dropped by the reload
+            del self.left_out[gone]
+            metrics.BOTS_LEFT_OUT.remove(gone)
+        check = getattr(self.runner, "check_bots", None)
+        todo = [label for label in labels if self._passed.get(label) != t.entrants[label]]
+        if check is None or not todo:  # the simulated runner starts no bots
+            return
+        problems: dict[str, str] = check(todo)
+        for label in todo:
+            why = problems.get(label)
+            if why is None:
+                self._passed[label] = t.entrants[label]
+                if self.left_out.pop(label, None) is not None:
+                    metrics.BOTS_LEFT_OUT.remove(label)
+                    self._note(f"bot {label!r} passed its check: its games are played")
+                continue
+            self.left_out[label] = why
+            metrics.BOTS_LEFT_OUT.labels(label).set(1)
+            self.console.print(f"[yellow]warning:[/yellow] bot {escape(repr(label))} failed its check: "
+                               f"{escape(why)}; it is left out: none of its games is played until it passes "
+                               "(a reload, SIGHUP, checks it again)", soft_wrap=True, highlight=False)
+
+    def _playable(self, games: Sequence[ScheduledGame]) -> list[ScheduledGame]:
+        """``games`` but those of a bot left out (:meth:`_check`): they stay pending, unplayed."""
+        return [g for g in games if not any(side in self.left_out for side in g.sides)]
 
     def _reopen(self) -> None:
         """SIGHUP: read the config again; keep the old one (and say why) if the new one is refused."""
@@ -208,7 +251,8 @@ class League:
         """One turn of :meth:`serve`: play the pending games, or publish what is due and wait; then reload if asked."""
         t = self.tournament
         assert t is not None
-        pending = self._ladder_games(t, self.ladder) if self.ladder is not None else t.store.pending(t.schedule)
+        pending = (self._ladder_games(t, self.ladder) if self.ladder is not None
+                   else self._playable(t.store.pending(t.schedule)))
         metrics.GAMES_PENDING.set(len(pending))
         if pending and not self.halt.is_set():
             run_games(pending, self.runner, t.store, t.config.concurrency, self._stored, self.halt)
@@ -234,7 +278,7 @@ class League:
             return
         stored = t.store.stored_ids()
         begun = {g.pair_id for g in t.schedule if g.game_id in stored}
-        twins = [g for g in t.schedule if g.pair_id in begun and g.game_id not in stored]
+        twins = self._playable([g for g in t.schedule if g.pair_id in begun and g.game_id not in stored])
         if twins:
             self._note(f"first the {len(twins)} game(s) that complete their duplicate pairs", "reload")
             run_games(twins, self.runner, t.store, t.config.concurrency, self._stored, self.stop)
