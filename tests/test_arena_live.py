@@ -88,18 +88,25 @@ cwd = "{root}"
 """
 
 
-def run_and_watch(tmp_path: Path, *flags: str) -> tuple[list[list[str]], subprocess.CompletedProcess[str]]:
-    """Run a real `arena run` (two games of bots answering in 25 ms) while looking at the live files
-    every 20 ms; returns the kinds of lines (:func:`kinds`) of every look at one, and the finished run."""
+def run_and_watch(
+    tmp_path: Path, *flags: str, blind: bool = False, heads: list[dict[str, object]] | None = None
+) -> tuple[list[list[str]], subprocess.CompletedProcess[str]]:
+    """Run a real `arena run` (two games of bots answering in 25 ms; ``blind``: ``blind_seats = true``)
+    while looking at the live files every 20 ms; returns the kinds of lines (:func:`kinds`) of every look at
+    one, and the finished run. ``heads`` gets the header line of each look."""
     cfg = tmp_path / "live.toml"
-    cfg.write_text(TOURNAMENT + "".join(SLOW_BOT.format(k=k, root=ROOT) for k in range(2)))
+    tournament = TOURNAMENT.replace("[tournament.rules]", f"blind_seats = {str(blind).lower()}\n\n[tournament.rules]")
+    cfg.write_text(tournament + "".join(SLOW_BOT.format(k=k, root=ROOT) for k in range(2)))
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress", "--bootstrap", "50",
                              *flags], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen: list[list[str]] = []
     deadline = time.monotonic() + 120
     while proc.poll() is None and time.monotonic() < deadline:
-        seen += [kinds(p) for p in live.live_files(out).values()]
+        looks = [live._read(p) for p in live.live_files(out).values()]
+        seen += [[o.get("kind", o.get("type")) for o in look] for look in looks]
+        if heads is not None:
+            heads += [look[0] for look in looks if look]
         time.sleep(0.02)
     stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 0, stdout + stderr
@@ -109,8 +116,14 @@ def run_and_watch(tmp_path: Path, *flags: str) -> tuple[list[list[str]], subproc
 
 
 @pytest.mark.slow
-def test_arena_run_live_writes_running_games_for_spectators(tmp_path: Path) -> None:
-    seen, _ = run_and_watch(tmp_path, "--live")
+@pytest.mark.parametrize("blind", [False, True])
+def test_arena_run_live_writes_running_games_for_spectators(tmp_path: Path, blind: bool) -> None:
+    """A blind tournament's live files say ``blind`` (the pages then name no entrant of a running game)
+    and so do its stored facts (``blind_seats``: what ``arena web`` reads)."""
+    heads: list[dict[str, object]] = []
+    seen, _ = run_and_watch(tmp_path, "--live", blind=blind, heads=heads)
+    assert heads and {h["blind"] for h in heads} == {blind}
+    assert json.loads((tmp_path / "out" / "ratings.json").read_text())["tournament"]["blind_seats"] is blind
     assert any(look.count("deal_started") >= 2 for look in seen), seen[-3:]  # a game followed deal by deal
     assert all(look[0] == "live" for look in seen if look)
     assert list((tmp_path / "out" / live.LIVE_DIR).iterdir()) == []  # each removed when its game ended
@@ -141,3 +154,19 @@ def test_the_kinds_the_arena_skips_are_the_ones_the_live_file_drops(tmp_path: Pa
             log.event(Event(kind, 1, 1, seat=0, side=0, scores=(0, 0), dealer=0))
         log.event(Event("game_ended", 1, scores=(14, 3), winner=0))
         assert kinds(log.path) == ["live", "game_ended"]
+
+
+def test_a_game_created_blind_is_listed_blind_whatever_the_caller_says(tmp_path: Path) -> None:
+    """The arena marks the live file of a blind game (``blind``: its match was created blind), so its
+    running-games entry names no entrant even where the tournament's facts are not read (or not stored
+    yet); a competitor's own entrants keep their names, with the seats they hold."""
+    with LiveLog(tmp_path, "g1", "p1", SEATS, RULES, SEED, blind=True), \
+            LiveLog(tmp_path, "g2", "p2", SEATS, RULES, SEED):
+        listed = {g["game_id"]: g["seat_names"] for g in live.running_games(tmp_path)}
+        assert listed == {"g1": ["seat 0", "seat 1", "seat 2", "seat 3"], "g2": list(SEATS)}
+        told = {g["game_id"]: g["seat_names"] for g in live.running_games(tmp_path, blind=True)}
+        assert told == {"g1": ["seat 0", "seat 1", "seat 2", "seat 3"], "g2": ["seat 0", "seat 1", "seat 2", "seat 3"]}
+        mine = live.running_games(tmp_path, blind=True, own={"c"})
+        assert [(g["game_id"], g["seat_names"], g["seats"]) for g in mine] == [
+            ("g1", ["seat 0", "seat 1", "c", "seat 3"], [2]), ("g2", ["seat 0", "seat 1", "c", "seat 3"], [2])]
+        assert live.running_games(tmp_path, own={"nobody"}) == []

@@ -5,6 +5,7 @@ Browser tests: tests/test_arena_web_browser.py."""
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 import sqlite3
@@ -15,7 +16,16 @@ from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
-from web_helpers import ROOT, cards_in, free_port, live_from_record, record_lines, run_tournament, seat_knowledge
+from web_helpers import (
+    ROOT,
+    cards_in,
+    free_port,
+    live_from_record,
+    record_lines,
+    run_tournament,
+    seat_knowledge,
+    set_blind,
+)
 
 from arena.report import live
 from arena.web.app import create_app
@@ -504,3 +514,54 @@ def test_a_game_not_running_links_its_replay_url_encoded(out: Path) -> None:
     assert r.json()["error"] == "no running game 'a b?c\"d' (a finished game's replay is at /games/a%20b%3Fc%22d)"
     page = c.get("/live/a%20b%3Fc%22d")
     assert page.status_code == 404 and "/games/a%20b%3Fc%22d)" in page.text
+
+
+def _named(text: str, labels: list[str]) -> list[str]:
+    """The ``labels`` that ``text`` names (as written, or HTML- or JSON-escaped)."""
+    forms = {lb: {lb, html.escape(lb), html.escape(lb, quote=False), json.dumps(lb)[1:-1]} for lb in labels}
+    return [lb for lb, fs in forms.items() if any(f in text for f in fs)]
+
+
+@pytest.mark.parametrize("blind", [True, False])
+def test_a_blind_leagues_running_game_names_no_entrant_until_it_is_stored(tmp_path: Path, out: Path,
+                                                                          blind: bool) -> None:
+    """A remote entry runs on its author's machine, which can read the public pages while its game runs:
+    the running games list, the spectator page and its JSON named the seats, so blind seats leaked whom
+    a running game seats. In a blind tournament they say "seat 0", "seat 1", ... until the game is
+    stored; then the games list and the replay name them. A tournament not blind names them at once."""
+    games = games_of(out)
+    labels = [games[0]["a"], games[0]["b"]]
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy, ignore=shutil.ignore_patterns("live"))
+    set_blind(copy, blind)
+    with sqlite3.connect(copy / "arena.sqlite") as db:
+        db.execute("DELETE FROM games")  # both games of the pair are running
+    a, b = (record_lines(out / g["record"]) for g in games)
+    ga = games[0]["game_id"]
+    c = TestClient(create_app(copy, bootstrap=0))
+    log_a = live_from_record(copy, a, ga, games[0]["pair"], upto=deal_lines_of(a)[1] + 3)
+    log_b = live_from_record(copy, b, games[1]["game_id"], games[1]["pair"], upto=deal_lines_of(b)[1] + 2)
+    try:
+        running = c.get("/api/live").json()["running"]
+        seen = c.get(f"/api/live/{ga}").json()
+        assert len(seen["frames"]) > 1  # deal 1 is shown (its texts name the seats)
+        pages = {"/live": c.get("/live").text, "/api/live": json.dumps(running),
+                 f"/live/{ga}": c.get(f"/live/{ga}").text, f"/api/live/{ga}": json.dumps(seen)}
+        if blind:
+            assert {u: _named(t, labels) for u, t in pages.items()} == {u: [] for u in pages}
+            assert [g["seat_names"] for g in running] == [["seat 0", "seat 1", "seat 2", "seat 3"]] * 2
+            assert seen["seat_names"] == ["seat 0", "seat 1", "seat 2", "seat 3"]
+        else:
+            for url, text in pages.items():
+                assert _named(text, labels) == labels, url
+    finally:
+        log_a.close()
+        log_b.close()
+    done = tmp_path / "stored"  # the same games, stored: their names are shown
+    shutil.copytree(out, done, ignore=shutil.ignore_patterns("live"))
+    set_blind(done, blind)
+    stored = TestClient(create_app(done, bootstrap=0))
+    assert _named(stored.get(f"/api/games/{ga}").text, labels) == labels
+    assert _named(stored.get(f"/games/{ga}").text, labels) == labels
+    assert stored.get(f"/api/games/{ga}/record").json()["seat_names"] == a[0]["seat_names"]
+    assert _named(stored.get("/_games").text, labels) == labels

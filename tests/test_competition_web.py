@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 from starlette.testclient import TestClient
-from web_helpers import arena_web, live_from_record, record_lines, run_tournament
+from web_helpers import arena_web, live_from_record, record_lines, run_tournament, set_blind
 
 from arena.competition.book import BOOK_NAME, CompetitionBook
 from arena.competition.games import hidden_versions
@@ -76,6 +76,34 @@ def test_my_running_game_from_my_seat_and_not_another(tmp_path: Path, out: Path)
         bad = TestClient(create_app(copy, bootstrap=20)).post(
             "/me/login", content="token=nope", headers={"content-type": "application/x-www-form-urlencoded"})
         assert bad.status_code == 401 and "af_session" not in bad.headers.get("set-cookie", "")
+    finally:
+        log.close()
+
+
+@pytest.mark.parametrize("blind", [True, False])
+def test_my_running_game_names_no_opponent_in_a_blind_league(tmp_path: Path, out: Path, blind: bool) -> None:
+    """A remote entry's author can read /me while its game runs: my running games and my seat's live
+    view named every seat, so in a blind league I could learn whom my entry plays (and throw the game to a
+    friend). Blind, they name my own entry only (the others are "seat K") until the game is stored; not
+    blind, every seat as before."""
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy, ignore=shutil.ignore_patterns("live"))
+    tokens = _book(copy)
+    set_blind(copy, blind)
+    game = json.loads((copy / "games.jsonl").read_text().splitlines()[0])
+    lines = record_lines(copy / game["record"])
+    lines[0] = {**lines[0], "seat_names": ["ivy-bot@1", "rival-bot@7", "ivy-bot@1", "rival-bot@7"]}
+    log = live_from_record(copy, lines, "running-1", "pair-9", upto=12)
+    try:
+        c = TestClient(create_app(copy, bootstrap=20))
+        c.post("/me/login", content=f"token={tokens['ivy']}", headers=FORM)
+        me, mine = c.get("/me").text, c.get("/me/live/running-1/0").text
+        assert 'href="/me/live/running-1/0"' in me and 'href="/me/live/running-1/2"' in me
+        assert "ivy-bot@1" in mine
+        assert ("rival-bot" in mine) is not blind and "rival-bot" not in me
+        data = json.loads(mine.split('id="replay-data">')[1].split("</script>")[0])
+        expect = ["ivy-bot@1", "seat 1", "ivy-bot@1", "seat 3"] if blind else lines[0]["seat_names"]
+        assert data["seat_names"] == expect
     finally:
         log.close()
 

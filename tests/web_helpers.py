@@ -10,6 +10,7 @@ import random
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -75,6 +76,14 @@ def run_tournament(folder: Path, seed: str = "11" * 32) -> Path:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return folder / "out"
+
+
+def set_blind(folder: Path, blind: bool) -> None:
+    """The public facts stored in ``folder`` say ``blind_seats`` (as the arena stores a blind tournament's)."""
+    with sqlite3.connect(folder / "arena.sqlite") as db:
+        (raw,) = db.execute("SELECT value FROM meta WHERE key = 'public_facts'").fetchone()
+        db.execute("UPDATE meta SET value = ? WHERE key = 'public_facts'",
+                   (json.dumps({**json.loads(raw), "blind_seats": blind}),))
 
 
 def record_lines(path: Path) -> list[dict[str, Any]]:

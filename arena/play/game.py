@@ -443,7 +443,7 @@ class GrpcGameRunner:
         if not self.live:
             return next((msg.result for msg in stream if msg.WhichOneof("msg") == "result"), None)
         with LiveLog(self.output, game.game_id, game.pair_id, game.seats, self.config.rules.to_dict(),
-                     game.seed) as spectators:
+                     game.seed, blind=self.config.blind_seats) as spectators:
             for msg in stream:
                 if msg.WhichOneof("msg") == "result":
                     result: pb.MatchResult = msg.result

@@ -1,7 +1,7 @@
 """Live files of running games, and what a spectator may see of them (delayed).
 
 **Writing** (the arena, :class:`LiveLog`): while a game runs, ``<output>/live/<game id>.jsonl``
-holds a header line ``{"type": "live", "game_id", "pair_id", "seat_names", "rules", "seed"}`` and
+holds a header line ``{"type": "live", "game_id", "pair_id", "seat_names", "rules", "seed", "blind"}`` and
 then one line per *action-like* public event the referee sent on ``Admin.WatchMatch``, in order:
 ``{"kind": "game_started", "game", "dealer"}``, ``{"kind": "deal_started", "game", "deal",
 "dealer"}``, ``{"kind": <stood|begged|gave_one|ran_pack|card_played|card_exposed|called|passed>,
@@ -21,6 +21,12 @@ every deck; a remote entrant's pair, dealt independently, is held back alike) ha
 started at least ``delay`` later deals (default 1: a deal behind). A twin that has not started yet
 holds the view back entirely (at ``concurrency >= 2`` the two games of a pair run side by side, so the
 view follows a deal behind).
+
+**Blind** (``tournament.blind_seats``): a remote entry runs on its author's machine, which can read the
+public pages while its game runs, so a page of a blind tournament's running game names no entrant: the
+seats are "seat 0", "seat 1", ... (:func:`shown_names`, the referee's blind names) until the game is
+stored, when its record and the games list name them. A game is shown blind when the tournament's facts
+say ``blind_seats`` (the caller's ``blind``) or its header says ``blind`` (it was created blind).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +63,8 @@ class LiveLog:
     """The live file of one running game (see the module docstring: written a deal at a time); a
     context manager that removes the file at the end. Written by one thread (the game's)."""
 
-    def __init__(
-        self, output: Path, game_id: str, pair_id: str, seat_names: Sequence[str], rules: Mapping[str, Any], seed: bytes
-    ) -> None:
+    def __init__(self, output: Path, game_id: str, pair_id: str, seat_names: Sequence[str], rules: Mapping[str, Any],
+                 seed: bytes, blind: bool = False) -> None:
         folder = output / LIVE_DIR
         folder.mkdir(mode=0o700, exist_ok=True)
         self.path = folder / f"{game_id}.jsonl"
@@ -67,7 +72,7 @@ class LiveLog:
         self._file = os.fdopen(fd, "w", encoding="utf-8")
         self._held: list[str] = []  # lines of the deal being played, not yet written
         header = {"type": "live", "game_id": game_id, "pair_id": pair_id, "seat_names": list(seat_names),
-                  "rules": dict(rules), "seed": seed.hex(), "started_at": round(time.time(), 3)}
+                  "rules": dict(rules), "seed": seed.hex(), "started_at": round(time.time(), 3), "blind": blind}
         self._write(header, now=True)
 
     def _write(self, line: Mapping[str, Any], now: bool = False) -> None:
@@ -150,9 +155,24 @@ def live_files(output: Path) -> dict[str, Path]:
     return {p.name[: -len(".jsonl")]: p for p in entries if p.name.endswith(".jsonl") and p.is_file()}
 
 
-def running_games(output: Path, stored: set[str] | None = None) -> list[dict[str, Any]]:
+def shown_names(head: Mapping[str, Any], blind: bool, own: Collection[str] = ()) -> list[str]:
+    """The seat names a page may show of the running game whose live file's header is ``head``: its
+    ``seat_names``, or — when the game is blind (``blind``: the tournament's ``blind_seats``, or the
+    header's own ``blind``) — "seat K" for each seat whose entrant is not one of ``own`` (a competitor's
+    page names the competitor's own entries only)."""
+    names = [str(n) for n in head.get("seat_names") or []]
+    if not (blind or head.get("blind") is True):
+        return names
+    return [n if n in own else f"seat {k}" for k, n in enumerate(names)]
+
+
+def running_games(
+    output: Path, stored: set[str] | None = None, *, blind: bool = False, own: Collection[str] | None = None
+) -> list[dict[str, Any]]:
     """The running games: ``[{"game_id", "pair_id", "seat_names", "deal", "game", "started_at"}]``
-    (no seed), skipping ids in ``stored`` (a file left behind by a killed run)."""
+    (no seed), skipping ids in ``stored`` (a file left behind by a killed run). The ``seat_names`` are
+    :func:`shown_names` (``blind``: the tournament's ``blind_seats``); with ``own`` (a competitor's
+    entrants), only the games seating one of them, each with ``seats``: the seats they hold."""
     out = []
     for gid, path in sorted(live_files(output).items()):
         if stored and gid in stored:
@@ -162,14 +182,20 @@ def running_games(output: Path, stored: set[str] | None = None) -> list[dict[str
             continue
         head = lines[0]
         deals = [o for o in lines[1:] if o.get("kind") == "deal_started"]
-        out.append({
+        game = {
             "game_id": gid,
             "pair_id": head.get("pair_id"),
-            "seat_names": head.get("seat_names"),
+            "seat_names": shown_names(head, blind, own or ()),
             "game": deals[-1].get("game") if deals else 0,
             "deal": deals[-1].get("deal") if deals else 0,
             "started_at": head.get("started_at"),
-        })
+        }
+        if own is not None:
+            seats = [k for k, name in enumerate(head.get("seat_names") or []) if name in own]
+            if not seats:
+                continue
+            game["seats"] = seats
+        out.append(game)
     return out
 
 
@@ -182,17 +208,17 @@ def progress_mark(output: Path) -> int:
     return total
 
 
-def record_lines(lines: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def record_lines(lines: Sequence[Mapping[str, Any]], seat_names: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """A live file's lines as record lines (docs/record.md: header, game, deal with its deck, action,
-    game_end) for :func:`arena.web.frames.replay_frames`.
+    game_end) for :func:`arena.web.frames.replay_frames`; the header names the seats ``seat_names``
+    (:func:`shown_names`) if given, else as the live file does.
 
     :raises ValueError: for a header without a valid seed.
     """
     head = lines[0]
     seed = parse_seed(str(head.get("seed", "")))
-    out: list[dict[str, Any]] = [
-        {"type": "header", "rules": head.get("rules"), "seat_names": head.get("seat_names"), "games": 1}
-    ]
+    names = list(seat_names) if seat_names is not None else head.get("seat_names")
+    out: list[dict[str, Any]] = [{"type": "header", "rules": head.get("rules"), "seat_names": names, "games": 1}]
     for o in lines[1:]:
         k = o.get("kind")
         if k == "game_started":

@@ -49,8 +49,8 @@ LADDER_KEY = "ladder_board"
 class TournamentFacts(TypedDict, total=False):
     """A tournament's public facts, JSON (ratings.json's ``tournament``, the pages): :func:`public_facts`
     (``name``, ``players``, ``games_per_pairing``, ``bots`` {name: version}, ``rules``,
-    ``config_fingerprint``, ``commitment``, ``scheduled``, ``format`` for a ladder), what the store and
-    the publication add (``entrants``, ``active``, ``unsandboxed``, ``remote``, ``master_seed`` once revealed,
+    ``config_fingerprint``, ``commitment``, ``scheduled``, ``blind_seats``, ``format`` for a ladder), what the
+    store and the publication add (``entrants``, ``active``, ``unsandboxed``, ``remote``, ``master_seed`` once revealed,
     ``played``, a ladder's board, the SPRT's state, ``failures`` per bot, ``precision``). Every key is optional to a
     reader: a page may show a folder whose tournament has not stored its facts yet."""
 
@@ -62,6 +62,7 @@ class TournamentFacts(TypedDict, total=False):
     config_fingerprint: str
     commitment: str | None  # None on a page of a folder whose seed is not committed yet
     scheduled: int | None
+    blind_seats: bool  # the bots are told no names, and the pages name no entrant of a running game
     format: str
     entrants: list[str]
     unsandboxed: list[str]
@@ -79,7 +80,8 @@ class TournamentFacts(TypedDict, total=False):
 def public_facts(config: TournamentConfig, commit: str, scheduled: int) -> TournamentFacts:
     """JSON-ready public facts of a tournament (never the master seed): name, players,
     games_per_pairing, bots {name: version}, rules, config_fingerprint, commitment, scheduled (a
-    ladder's: its total budget, or None), and ``format`` ("ladder" for a ladder)."""
+    ladder's: its total budget, or None), ``blind_seats`` (:mod:`arena.report.live`, Blind) and ``format``
+    ("ladder" for a ladder)."""
     if config.ladder is not None:
         return {**public_facts(replace(config, ladder=None), commit, 0), "format": "ladder",
                 "scheduled": config.ladder.budget.total, "config_fingerprint": config.fingerprint()}
@@ -92,6 +94,7 @@ def public_facts(config: TournamentConfig, commit: str, scheduled: int) -> Tourn
         "config_fingerprint": config.fingerprint(),
         "commitment": commit,
         "scheduled": scheduled,
+        "blind_seats": config.blind_seats,
     }
 
 

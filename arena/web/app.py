@@ -178,8 +178,9 @@ class WebApp:
         self.notify()
 
     def running(self) -> list[dict[str, Any]]:
-        """The games running now (live files of games not stored yet)."""
-        return live.running_games(self.data.output, self.data.stored_ids(live.live_files(self.data.output)))
+        """The games running now (live files of games not stored yet); a blind tournament's name no entrant."""
+        stored = self.data.stored_ids(live.live_files(self.data.output))
+        return live.running_games(self.data.output, stored, blind=self.data.blind())
 
     def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         """Render template ``name``."""

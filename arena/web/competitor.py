@@ -142,7 +142,7 @@ async def me(request: Request) -> Response:
     output: Path = request.app.state.web.data.output
     games = my_games(output, entrants, players_of(request))
     failures = sum(1 for s in subs if s.status in ("rejected", "failed"))
-    running = my_running(output, entrants)
+    running = my_running(output, entrants, request.app.state.web.data.blind())
     logs = {g.game_id: served_logs(output, g, remote) for g in games}
     return _page(request, 200, competitor=who, submissions=subs, games=games, failures=failures, running=running,
                  logs=logs)
@@ -271,14 +271,10 @@ def attachment(name: str) -> str:
     return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(name, safe='')}"
 
 
-def my_running(output: Path, entrants: set[str]) -> list[dict[str, Any]]:
-    """The running games (:func:`arena.report.live.running_games`) with ``seats``: the seats of ``entrants``."""
-    out = []
-    for g in live.running_games(output):
-        seats = [k for k, name in enumerate(g.get("seat_names") or []) if name in entrants]
-        if seats:
-            out.append({**g, "seats": seats})
-    return out
+def my_running(output: Path, entrants: set[str], blind: bool) -> list[dict[str, Any]]:
+    """The running games (:func:`arena.report.live.running_games`) seating ``entrants``, with ``seats``: the
+    seats they hold; when ``blind`` (the tournament's ``blind_seats``), the other seats are "seat K"."""
+    return live.running_games(output, blind=blind, own=entrants)
 
 
 async def live_seat(request: Request) -> Response:
@@ -298,7 +294,8 @@ async def live_seat(request: Request) -> Response:
     names = lines[0].get("seat_names") or []
     if not 0 <= seat < len(names) or names[seat] not in entrants:
         return Response(f"seat {seat} of game {game_id} is not yours\n", status_code=403, media_type="text/plain")
-    replay = replay_frames(live.record_lines(lines), seat)
+    blind = request.app.state.web.data.blind()  # blind: my seats' names only (no opponent's)
+    replay = replay_frames(live.record_lines(lines, live.shown_names(lines[0], blind, entrants)), seat)
     game = {"game_id": game_id, "reasons": []}
     mine = [k for k, name in enumerate(names) if name in entrants]  # its "view:" links: my seats' pages only
     return request.app.state.web.page(  # type: ignore[no-any-return]

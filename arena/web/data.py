@@ -261,6 +261,11 @@ class WebData:
             facts["ladder"] = json.loads(board)
         return facts
 
+    def blind(self) -> bool:
+        """Whether the tournament's games are blind (``tournament.blind_seats``, in the facts the arena
+        stored): its running games' pages then name no entrant (:func:`arena.report.live.shown_names`)."""
+        return self.facts().get("blind_seats") is True
+
     def revealed(self) -> bool:
         """Whether the master seed (hence every deal seed) is public (see :meth:`facts`)."""
         return self.facts()["master_seed"] is not None

@@ -27,7 +27,8 @@ def _not_running(game_id: str) -> NotFound:
 
 def spectator_replay(data: WebData, game_id: str, delay: int) -> SpectatorReplay:
     """The viewer data of running game ``game_id`` up to what a spectator may see now, plus
-    ``{"running": true, "hidden_from": "game G deal D" | None, "delay_deals": delay}``.
+    ``{"running": true, "hidden_from": "game G deal D" | None, "delay_deals": delay}``; the seats named
+    "seat 0", "seat 1", ... when the tournament is blind (:func:`arena.report.live.shown_names`).
 
     :raises NotFound: when no game of that id is running (finished games are at ``/games/{id}``).
     """
@@ -50,7 +51,7 @@ def spectator_replay(data: WebData, game_id: str, delay: int) -> SpectatorReplay
                 twins.append(live.started_deals(lines))
     while len(twins) < live.PAIR_SIZE - 1:
         twins.append([])  # a twin not started yet: it will deal the same decks (a duplicate pair's)
-    lines = live.record_lines(own)
+    lines = live.record_lines(own, live.shown_names(own[0], data.blind()))
     cut = live.visible_cut(own, twins, delay)
     replay = replay_frames(lines[: max(cut, 1)])
     nxt = lines[cut] if cut < len(lines) else None
