@@ -159,14 +159,21 @@ def test_the_kinds_the_arena_skips_are_the_ones_the_live_file_drops(tmp_path: Pa
 def test_a_game_created_blind_is_listed_blind_whatever_the_caller_says(tmp_path: Path) -> None:
     """The arena marks the live file of a blind game (``blind``: its match was created blind), so its
     running-games entry names no entrant even where the tournament's facts are not read (or not stored
-    yet); a competitor's own entrants keep their names, with the seats they hold."""
+    yet), nor its pairing (its id and pair id hidden); a competitor's own entrants keep their names, with
+    the seats they hold. A blind game is found by its shown id only."""
+    blind4 = ["seat 0", "seat 1", "seat 2", "seat 3"]
+    s1, s2 = live.shown_id({"blind": True}, "g1", False), live.shown_id({}, "g2", True)
+    assert s1.startswith(live.BLIND_ID) and len({s1, s2, "g1", "g2"}) == 4
     with LiveLog(tmp_path, "g1", "p1", SEATS, RULES, SEED, blind=True), \
             LiveLog(tmp_path, "g2", "p2", SEATS, RULES, SEED):
-        listed = {g["game_id"]: g["seat_names"] for g in live.running_games(tmp_path)}
-        assert listed == {"g1": ["seat 0", "seat 1", "seat 2", "seat 3"], "g2": list(SEATS)}
-        told = {g["game_id"]: g["seat_names"] for g in live.running_games(tmp_path, blind=True)}
-        assert told == {"g1": ["seat 0", "seat 1", "seat 2", "seat 3"], "g2": ["seat 0", "seat 1", "seat 2", "seat 3"]}
+        listed = {g["game_id"]: (g["pair_id"], g["seat_names"]) for g in live.running_games(tmp_path)}
+        assert listed == {s1: (None, blind4), "g2": ("p2", list(SEATS))}
+        told = {g["game_id"]: (g["pair_id"], g["seat_names"]) for g in live.running_games(tmp_path, blind=True)}
+        assert told == {s1: (None, blind4), s2: (None, blind4)}
         mine = live.running_games(tmp_path, blind=True, own={"c"})
         assert [(g["game_id"], g["seat_names"], g["seats"]) for g in mine] == [
-            ("g1", ["seat 0", "seat 1", "c", "seat 3"], [2]), ("g2", ["seat 0", "seat 1", "c", "seat 3"], [2])]
+            (s1, ["seat 0", "seat 1", "c", "seat 3"], [2]), (s2, ["seat 0", "seat 1", "c", "seat 3"], [2])]
         assert live.running_games(tmp_path, own={"nobody"}) == []
+        found = {k: live.find_running(tmp_path, k, False) for k in (s1, s2, "g1", "g2")}
+        assert {k: f[0] if f else None for k, f in found.items()} == {s1: "g1", s2: None, "g1": None, "g2": "g2"}
+        assert live.find_running(tmp_path, "g2", True) is None and live.find_running(tmp_path, s2, True) is not None

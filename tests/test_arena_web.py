@@ -543,14 +543,20 @@ def test_a_blind_leagues_running_game_names_no_entrant_until_it_is_stored(tmp_pa
     log_b = live_from_record(copy, b, games[1]["game_id"], games[1]["pair"], upto=deal_lines_of(b)[1] + 2)
     try:
         running = c.get("/api/live").json()["running"]
-        seen = c.get(f"/api/live/{ga}").json()
+        sa = live.shown_id({}, ga, blind)  # its id on the pages: a blind game's names no pairing either
+        assert sa in [g["game_id"] for g in running] and (sa == ga) is not blind
+        seen = c.get(f"/api/live/{sa}").json()
         assert len(seen["frames"]) > 1  # deal 1 is shown (its texts name the seats)
         pages = {"/live": c.get("/live").text, "/api/live": json.dumps(running),
-                 f"/live/{ga}": c.get(f"/live/{ga}").text, f"/api/live/{ga}": json.dumps(seen)}
+                 f"/live/{sa}": c.get(f"/live/{sa}").text, f"/api/live/{sa}": json.dumps(seen)}
         if blind:
             assert {u: _named(t, labels) for u, t in pages.items()} == {u: [] for u in pages}
             assert [g["seat_names"] for g in running] == [["seat 0", "seat 1", "seat 2", "seat 3"]] * 2
-            assert seen["seat_names"] == ["seat 0", "seat 1", "seat 2", "seat 3"]
+            assert seen["seat_names"] == ["seat 0", "seat 1", "seat 2", "seat 3"] and seen["game_id"] == sa
+            # the game ids (<name>-p<i>-<j>-g<k>: the pairing's entrant numbers) are not shown nor found
+            hidden = [x for g in games for x in (g["game_id"], g["pair"])]
+            assert {u: [x for x in hidden if x in t] for u, t in pages.items()} == {u: [] for u in pages}
+            assert c.get(f"/api/live/{ga}").status_code == 404 and c.get(f"/live/{ga}").status_code == 404
         else:
             for url, text in pages.items():
                 assert _named(text, labels) == labels, url

@@ -24,6 +24,7 @@ from web_helpers import arena_web, live_from_record, record_lines, run_tournamen
 
 from arena.competition.book import BOOK_NAME, CompetitionBook
 from arena.competition.games import hidden_versions
+from arena.report import live
 from arena.web.app import create_app
 from arena.web.competitor import COOKIE, IDLE_S, LIFETIME_S, SESSIONS_EACH, TOUCH_S, Sessions
 
@@ -93,14 +94,17 @@ def test_my_running_game_names_no_opponent_in_a_blind_league(tmp_path: Path, out
     game = json.loads((copy / "games.jsonl").read_text().splitlines()[0])
     lines = record_lines(copy / game["record"])
     lines[0] = {**lines[0], "seat_names": ["ivy-bot@1", "rival-bot@7", "ivy-bot@1", "rival-bot@7"]}
-    log = live_from_record(copy, lines, "running-1", "pair-9", upto=12)
+    log = live_from_record(copy, lines, "cup-p0-1-g0", "cup-p0-1-d0", upto=12)
     try:
         c = TestClient(create_app(copy, bootstrap=20))
         c.post("/me/login", content=f"token={tokens['ivy']}", headers=FORM)
-        me, mine = c.get("/me").text, c.get("/me/live/running-1/0").text
-        assert 'href="/me/live/running-1/0"' in me and 'href="/me/live/running-1/2"' in me
+        shown = live.shown_id({}, "cup-p0-1-g0", blind)  # a blind game's id names no pairing
+        me, mine = c.get("/me").text, c.get(f"/me/live/{shown}/0").text
+        assert f'href="/me/live/{shown}/0"' in me and f'href="/me/live/{shown}/2"' in me
+        assert ("cup-p0-1-g0" in me) is not blind and ("cup-p0-1-d0" in me + mine) is False
         assert "ivy-bot@1" in mine
         assert ("rival-bot" in mine) is not blind and "rival-bot" not in me
+        assert c.get("/me/live/cup-p0-1-g0/0").status_code == (404 if blind else 200)
         data = json.loads(mine.split('id="replay-data">')[1].split("</script>")[0])
         expect = ["ivy-bot@1", "seat 1", "ivy-bot@1", "seat 3"] if blind else lines[0]["seat_names"]
         assert data["seat_names"] == expect

@@ -26,14 +26,19 @@ view follows a deal behind).
 public pages while its game runs, so a page of a blind tournament's running game names no entrant: the
 seats are "seat 0", "seat 1", ... (:func:`shown_names`, the referee's blind names) until the game is
 stored, when its record and the games list name them. A game is shown blind when the tournament's facts
-say ``blind_seats`` (the caller's ``blind``) or its header says ``blind`` (it was created blind).
+say ``blind_seats`` (the caller's ``blind``) or its header says ``blind`` (it was created blind). Its id
+is hidden too (:func:`shown_id`): a game id holds its pairing's entrant numbers
+(``<name>-p<i>-<j>-g<k>``, :mod:`arena.tournament.schedule`), which the stored games tie to names.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import json
 import os
+import secrets
 import time
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
@@ -51,6 +56,12 @@ DEFAULT_DELAY = 1
 PAIR_SIZE = 2
 #: Largest live file read (a 4-player game to 14 is far below 1 MiB).
 MAX_LIVE_BYTES = 8 << 20
+
+#: The key of the ids pages give blind running games (:func:`shown_id`): random, this process's own (a
+#: page's link to a running game lasts while the game runs; a key anyone knows would let them test guesses).
+_ID_KEY = secrets.token_bytes(32)
+#: How a blind running game's id starts on the pages.
+BLIND_ID = "running-"
 
 _ACTION_KINDS = ("stood", "begged", "gave_one", "ran_pack", "card_played", "card_exposed", "called", "passed")
 #: The kinds :meth:`LiveLog.event` keeps (the replay derives the others: tricks won, points, ...).
@@ -161,9 +172,34 @@ def shown_names(head: Mapping[str, Any], blind: bool, own: Collection[str] = ())
     header's own ``blind``) — "seat K" for each seat whose entrant is not one of ``own`` (a competitor's
     page names the competitor's own entries only)."""
     names = [str(n) for n in head.get("seat_names") or []]
-    if not (blind or head.get("blind") is True):
+    if not is_blind(head, blind):
         return names
     return [n if n in own else f"seat {k}" for k, n in enumerate(names)]
+
+
+def is_blind(head: Mapping[str, Any], blind: bool) -> bool:
+    """Whether the pages show the running game of header ``head`` blind: ``blind`` (the tournament's
+    ``blind_seats``), or the game was created blind (its header's ``blind``)."""
+    return blind or head.get("blind") is True
+
+
+def shown_id(head: Mapping[str, Any], game_id: str, blind: bool) -> str:
+    """The id the pages give running game ``game_id`` (header ``head``): itself, or when blind
+    (:func:`is_blind`) :data:`BLIND_ID` and 16 hex digits of an HMAC of it under this process's random key,
+    which names no pairing and cannot be guessed (the module docstring, Blind)."""
+    if not is_blind(head, blind):
+        return game_id
+    return BLIND_ID + hmac.new(_ID_KEY, game_id.encode("utf-8"), hashlib.sha256).hexdigest()[:16]
+
+
+def find_running(output: Path, shown: str, blind: bool) -> tuple[str, list[dict[str, Any]]] | None:
+    """The running game a page calls ``shown`` (:func:`shown_id`): its game id and live file's lines;
+    None if there is none (a blind game is never found by its own id: that would test a guessed pairing)."""
+    for gid, path in sorted(live_files(output).items()):
+        lines = _read(path)
+        if lines and shown_id(lines[0], gid, blind) == shown:
+            return gid, lines
+    return None
 
 
 def running_games(
@@ -171,8 +207,9 @@ def running_games(
 ) -> list[dict[str, Any]]:
     """The running games: ``[{"game_id", "pair_id", "seat_names", "deal", "game", "started_at"}]``
     (no seed), skipping ids in ``stored`` (a file left behind by a killed run). The ``seat_names`` are
-    :func:`shown_names` (``blind``: the tournament's ``blind_seats``); with ``own`` (a competitor's
-    entrants), only the games seating one of them, each with ``seats``: the seats they hold."""
+    :func:`shown_names` and the ``game_id`` :func:`shown_id` (``blind``: the tournament's ``blind_seats``;
+    a blind game's ``pair_id`` is None); with ``own`` (a competitor's entrants), only the games seating
+    one of them, each with ``seats``: the seats they hold."""
     out = []
     for gid, path in sorted(live_files(output).items()):
         if stored and gid in stored:
@@ -183,8 +220,8 @@ def running_games(
         head = lines[0]
         deals = [o for o in lines[1:] if o.get("kind") == "deal_started"]
         game = {
-            "game_id": gid,
-            "pair_id": head.get("pair_id"),
+            "game_id": shown_id(head, gid, blind),
+            "pair_id": None if is_blind(head, blind) else head.get("pair_id"),
             "seat_names": shown_names(head, blind, own or ()),
             "game": deals[-1].get("game") if deals else 0,
             "deal": deals[-1].get("deal") if deals else 0,

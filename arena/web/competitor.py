@@ -287,14 +287,14 @@ async def live_seat(request: Request) -> Response:
         return Response("sign in first at /me\n", status_code=401, media_type="text/plain")
     output: Path = request.app.state.web.data.output
     game_id, seat = request.path_params["game_id"], int(request.path_params["seat"])
-    path = live.live_files(output).get(game_id)
-    lines = live._read(path) if path is not None else []
-    if not lines:
+    blind = request.app.state.web.data.blind()  # blind: my seats' names only (no opponent's), the game's id hidden
+    found = live.find_running(output, game_id, blind)
+    if found is None:
         return Response(f"no running game {game_id!r}\n", status_code=404, media_type="text/plain")
+    lines = found[1]
     names = lines[0].get("seat_names") or []
     if not 0 <= seat < len(names) or names[seat] not in entrants:
         return Response(f"seat {seat} of game {game_id} is not yours\n", status_code=403, media_type="text/plain")
-    blind = request.app.state.web.data.blind()  # blind: my seats' names only (no opponent's)
     replay = replay_frames(live.record_lines(lines, live.shown_names(lines[0], blind, entrants)), seat)
     game = {"game_id": game_id, "reasons": []}
     mine = [k for k, name in enumerate(names) if name in entrants]  # its "view:" links: my seats' pages only

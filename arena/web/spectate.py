@@ -25,23 +25,23 @@ def _not_running(game_id: str) -> NotFound:
     return NotFound(f"no running game {game_id!r} (a finished game's replay is at /games/{quote(game_id, safe='')})")
 
 
-def spectator_replay(data: WebData, game_id: str, delay: int) -> SpectatorReplay:
-    """The viewer data of running game ``game_id`` up to what a spectator may see now, plus
-    ``{"running": true, "hidden_from": "game G deal D" | None, "delay_deals": delay}``; the seats named
+def spectator_replay(data: WebData, shown: str, delay: int) -> SpectatorReplay:
+    """The viewer data of the running game a page calls ``shown`` (its id, or a blind game's
+    :func:`arena.report.live.shown_id`) up to what a spectator may see now, plus ``{"running": true,
+    "hidden_from": "game G deal D" | None, "delay_deals": delay, "game_id": shown}``; the seats named
     "seat 0", "seat 1", ... when the tournament is blind (:func:`arena.report.live.shown_names`).
 
     :raises NotFound: when no game of that id is running (finished games are at ``/games/{id}``).
     """
-    files = live.live_files(data.output)
-    path = files.get(game_id)
-    if path is None:
-        raise _not_running(game_id)
+    blind = data.blind()
+    found = live.find_running(data.output, shown, blind)
+    if found is None:
+        raise NotFound(f"no running game {shown!r}") if shown.startswith(live.BLIND_ID) else _not_running(shown)
+    game_id, own = found
     stored = {r.game_id: r.pair_id for r in data.stored_results()}
     if game_id in stored:
-        raise _not_running(game_id)
-    own = live._read(path)
-    if not own:
-        raise NotFound(f"no running game {game_id!r}")
+        raise _not_running(shown) if shown == game_id else NotFound(f"no running game {shown!r}")
+    files = live.live_files(data.output)
     pair = own[0].get("pair_id")
     twins: list[list[tuple[int, int]] | None] = [None for gid, p in stored.items() if p == pair]
     for gid, other in files.items():
@@ -51,7 +51,7 @@ def spectator_replay(data: WebData, game_id: str, delay: int) -> SpectatorReplay
                 twins.append(live.started_deals(lines))
     while len(twins) < live.PAIR_SIZE - 1:
         twins.append([])  # a twin not started yet: it will deal the same decks (a duplicate pair's)
-    lines = live.record_lines(own, live.shown_names(own[0], data.blind()))
+    lines = live.record_lines(own, live.shown_names(own[0], blind))
     cut = live.visible_cut(own, twins, delay)
     replay = replay_frames(lines[: max(cut, 1)])
     nxt = lines[cut] if cut < len(lines) else None
@@ -60,5 +60,5 @@ def spectator_replay(data: WebData, game_id: str, delay: int) -> SpectatorReplay
         "running": True,
         "delay_deals": delay,
         "hidden_from": None if nxt is None else f"game {nxt['game']} deal {nxt['deal']}",
-        "game_id": game_id,
+        "game_id": shown,
     }
