@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import grpc
@@ -216,26 +216,54 @@ def test_node_bot_counts_its_strategys_exceptions_in_the_result_and_the_record(r
     assert end["seats"][0]["bot_counts"] == {"exceptions": counts.exceptions, "fallbacks": counts.fallbacks}
 
 
+#: What the Node.js and C++ sample bots log, after a time stamp, at each strike of their seat: one text in
+#: both languages, and sdk/client.py's but for its ``ctx.time_left_ms``.
+STRIKE_LINE = ("warning: the referee timed out this seat (strike {k} of {n}): the bot answered past its deadline "
+               "(time_left_ms), so the first legal action was played for it")
+#: The sample bots' ``--think-ms`` for :func:`two_slow_seats`, and its time control: every answer comes
+#: 800 ms past its deadline (the referee's timer has that long to fire; an answer received before it fires
+#: would be played in time), so strikes no longer depend on the machine's speed.
+THINK_MS = 1000
+SLOW = pb.TimeControl(decision_ms=200, max_strikes=3)
+
+
+def two_slow_seats(referee: Referee, bot: Callable[[str], subprocess.Popen[str]]) -> tuple[pb.MatchResult, list[str]]:
+    """A 2-seat match at :data:`SLOW` of two ``bot(ticket)`` processes (a sample bot told ``--think-ms
+    THINK_MS``): the result and each seat's stderr, after checking that each left with status 0."""
+    m = referee.admin.CreateMatch(pb.CreateMatchRequest(rules=pb.RuleSet(players=2), seat_names=["slow0", "slow1"],
+                                                        games=1, time_control=SLOW), metadata=MD, timeout=10)
+    procs = [bot(t) for t in m.tickets]
+    result = referee.result(m.match_id)
+    ends = finish(procs)
+    assert [code for code, _, _ in ends] == [0, 0], ends
+    return result, [err for _, _, err in ends]
+
+
+def assert_each_strike_is_a_warning_line(result: pb.MatchResult, errs: list[str]) -> None:
+    """Each seat's strikes, and only its own, are its warning lines (:data:`STRIKE_LINE`), numbered as the
+    referee counts them. Every answer is late, so one seat strikes out at its third decision; the other has
+    struck by then (the dealer acts before the other seat's third decision), so each log is also tested for
+    the other seat's TIMEOUT events, which are not its strikes."""
+    n = SLOW.max_strikes
+    strikes = sorted(s.strikes for s in result.seats)
+    assert result.status == pb.MATCH_STATUS_FORFEITED and strikes[0] >= 1 and strikes[1] == n, result
+    assert sorted(s.termination for s in result.seats) == sorted(
+        [pb.TERMINATION_TIMEOUT, pb.TERMINATION_OTHER_SEAT_FORFEITED]), result
+    for seat, err in zip(result.seats, errs, strict=True):
+        said = [line.split(" ", 1)[1] for line in err.splitlines() if "timed out this seat" in line]
+        assert said == [STRIKE_LINE.format(k=k, n=n) for k in range(1, seat.strikes + 1)], (seat, err)
+
+
 def test_node_bot_says_each_strike_in_a_warning_line(referee: Referee) -> None:
     """The Node.js bot ignored the referee's TIMEOUT events: a seat that answered late lost its decisions
     (the referee played the first legal action) and, at ``max_strikes``, the seat, with nothing in its log
     until the end. Each strike of its own seat is now one warning line, numbered as the referee counts
-    them (sdk/client.py says the same). ``decision_ms=1``: its answers come late; however many do, each
-    strike the result records is one line, and the other seat's strikes none."""
+    them (sdk/client.py says the same). ``--think-ms`` makes every answer late (it relied on
+    ``decision_ms=1`` being too short for at least one answer)."""
     require(NODE is not None and (ROOT / "sample_bots/js/node_modules").is_dir(),
             "node or sample_bots/js/node_modules missing (npm ci --prefix sample_bots/js)")
-    m = referee.admin.CreateMatch(pb.CreateMatchRequest(
-        rules=pb.RuleSet(players=2, target=5), seat_names=["js", "random"], games=1,
-        time_control=pb.TimeControl(decision_ms=1, max_strikes=1000)), metadata=MD, timeout=10)
-    procs = [node_bot(referee, m.tickets[0]), python_bot("sample_bots.random_bot:RandomBot", referee, m.tickets[1])]
-    result = referee.result(m.match_id)
-    (code, _, err), _ = finish(procs)
-    assert code == 0 and result.status == pb.MATCH_STATUS_COMPLETED, (result, err)
-    strikes = [x for x in err.splitlines() if "the referee timed out this seat" in x]
-    n = result.seats[0].strikes
-    assert n > 0 and len(strikes) == n, (n, err)
-    assert [f"(strike {k} of 1000)" in line for k, line in enumerate(strikes, 1)] == [True] * n, strikes
-    assert all(line.split(" ", 1)[1].startswith("warning: ") for line in strikes), strikes
+    result, errs = two_slow_seats(referee, lambda ticket: node_bot(referee, ticket, "--think-ms", str(THINK_MS)))
+    assert_each_strike_is_a_warning_line(result, errs)
 
 
 def test_node_bot_says_why_it_cannot_reach_the_referee(referee: Referee) -> None:

@@ -7,8 +7,11 @@
 //
 // Usage (one match):
 //   node bot.js --referee HOST:PORT --ticket T [--name NAME] [--version V] [--raise-every N] [--tls-ca PEM]
+//               [--think-ms N]
 // or with the environment variables ALLFOURS_REFEREE and ALLFOURS_TICKET (the arena sets them).
 // --tls-ca (default $ALLFOURS_TLS_CA): the referee serves TLS; trust this certificate (or CA).
+// --think-ms N: wait N ms before each answer, as a slow strategy would (0, the default: none); past the
+// match's decision_ms every answer is late, so you see strikes happen.
 // Exit status: 0 once the match is over, 1 if the seat was refused or the referee unreachable, 2 on
 // a usage error. A refused seat or an unreachable referee is one line with gRPC's status and details
 // (`cannot reach the referee at HOST:PORT: UNAVAILABLE: No connection established. Last error: …`).
@@ -89,6 +92,7 @@ function parseArgs(argv) {
     version: '1',
     connectTimeoutMs: 15000,
     raiseEvery: Number(process.env.ALLFOURS_JS_RAISE_EVERY || 0),
+    thinkMs: 0, // --think-ms: a wait before each answer
     tlsCa: process.env.ALLFOURS_TLS_CA || '', // the referee (or the lobby) serves TLS: trust this file
   };
   argv = argv.flatMap((a) => (a.startsWith('--') && a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a]));
@@ -110,6 +114,11 @@ function parseArgs(argv) {
     else if (a === '--version') opts.version = next();
     else if (a === '--connect-timeout-ms') opts.connectTimeoutMs = Number(next());
     else if (a === '--raise-every') opts.raiseEvery = Number(next());
+    else if (a === '--think-ms') {
+      const ms = next();
+      if (!/^[0-9]+$/.test(ms)) usage(`--think-ms needs a whole number >= 0, not '${ms}'`);
+      opts.thinkMs = Number(ms);
+    }
     else if (a === '--tls-ca') opts.tlsCa = next();
     else if (a === '-h' || a === '--help') usage('', 0);
     else usage(`unknown argument ${a}`);
@@ -148,8 +157,8 @@ function readCa(path, what) {
 
 function usage(msg, code = 2) {
   if (msg) console.error(`bot.js: ${msg}`);
-  console.error('usage: node bot.js --referee HOST:PORT --ticket T [--name NAME] [--version V] [--raise-every N] [--tls-ca PEM]\n'
-    + '       node bot.js --arena HOST:PORT [--token TOKEN] [--name NAME] [--version V] [--tls-ca PEM]   (worker mode)');
+  console.error('usage: node bot.js --referee HOST:PORT --ticket T [--name NAME] [--version V] [--raise-every N] [--tls-ca PEM] [--think-ms N]\n'
+    + '       node bot.js --arena HOST:PORT [--token TOKEN] [--name NAME] [--version V] [--tls-ca PEM] [--think-ms N]   (worker mode)');
   process.exit(code);
 }
 
@@ -393,7 +402,15 @@ function playMatch(proto, referee, ticket, opts, tls, ca) {
             if (answered.has(String(req.seq))) break; // already answered on this stream
             lastRequest = req;
             if (req.legal_actions.length === 0) break;
-            send(req.seq, decide(strategy, req.observation, req.legal_actions, counts));
+            const action = decide(strategy, req.observation, req.legal_actions, counts);
+            if (opts.thinkMs === 0) {
+              send(req.seq, action);
+            } else {
+              answered.add(String(req.seq)); // while it thinks, the same request again is not answered twice
+              setTimeout(() => {
+                if (!ended && !done) send(req.seq, action);
+              }, opts.thinkMs);
+            }
             break;
           }
           case 'action_rejected': {
