@@ -178,3 +178,33 @@ def test_the_cpp_bots_errors_are_one_line_that_names_the_status() -> None:
                       (absent, f"cannot reach the referee at {address}: UNAVAILABLE: ")):
         lines = r.stderr.strip().splitlines()
         assert r.returncode == 1 and len(lines) == 1 and needle in lines[0], r.stderr
+
+
+def test_the_cpp_bot_says_each_strike_in_a_warning_line() -> None:
+    """The C++ bot ignored the referee's TIMEOUT events: a seat that answered late lost its decisions (the
+    referee played the first legal action) and, at ``max_strikes``, the seat, with nothing in its log until
+    the summary line. Each strike of its own seat is now one warning line on stderr, in the words of the
+    Python SDK and the Node.js bot; ``--think-ms`` (an author's way to see strikes happen) makes every
+    answer late."""
+    require(BINARY.is_file(), "sample_bots/cpp is not built (run scripts/setup.sh or bash sample_bots/cpp/build.sh)")
+    from tests.test_sdk_remote import ENV, THINK_MS, Referee, assert_each_strike_is_a_warning_line, two_slow_seats
+
+    def cpp_bot(ticket: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([str(BINARY), "--referee", ref.address, f"--ticket={ticket}", "--think-ms",
+                                 str(THINK_MS)], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    ref = Referee()
+    try:
+        result, errs = two_slow_seats(ref, cpp_bot)
+    finally:
+        ref.close()
+    assert_each_strike_is_a_warning_line(result, errs)
+
+
+def test_the_cpp_bot_refuses_a_think_time_that_is_not_a_whole_number() -> None:
+    """``--think-ms`` takes a whole number of ms; anything else is a usage error (status 2), not a silent 0."""
+    require(BINARY.is_file(), "sample_bots/cpp is not built (run scripts/setup.sh or bash sample_bots/cpp/build.sh)")
+    for bad in ("-1", "1.5", "", "x"):
+        r = subprocess.run([str(BINARY), "--referee", "127.0.0.1:1", "--ticket=t", f"--think-ms={bad}"],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 2 and r.stderr.startswith("allfours-cpp-bot: --think-ms needs a whole number >= 0"), r

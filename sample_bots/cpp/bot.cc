@@ -5,10 +5,15 @@
 // README.md for the build.
 //
 // Usage: allfours-cpp-bot [--referee HOST:PORT] [--ticket=T] [--name NAME] [--version V] [--tls-ca PEM]
+//                         [--think-ms N]
 // (default: the environment variables ALLFOURS_REFEREE and ALLFOURS_TICKET, which the arena sets).
 // --tls-ca (or ALLFOURS_TLS_CA): the referee serves TLS with this certificate (or one its CA signed).
+// --think-ms N: wait N ms before each answer, as a slow strategy would (0, the default: none); past the
+// match's decision_ms every answer is late, so you see strikes happen.
 // Exit status: 0 once the match is over, 1 if the seat was refused or the referee unreachable,
-// 2 on a usage error.
+// 2 on a usage error. Each strike of its seat (the referee's TIMEOUT event: an answer past its
+// deadline, for which the referee played the first legal action) is one warning line on stderr, as
+// in the Python SDK and the Node.js bot.
 //
 // Worker mode (docs/protocol.md, "Workers and the lobby"; proto/allfours/v1/lobby.proto): with no
 // referee and ticket but ALLFOURS_LOBBY set (the arena sets it with ALLFOURS_BOT_TOKEN and
@@ -32,6 +37,7 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
@@ -58,6 +64,7 @@ struct Options {
   std::string ticket;
   std::string name = "cpp-simple";
   std::string version = "1";
+  int think_ms = 0;  // --think-ms: a wait before each answer
   // Worker mode: the lobby's host:port, the bot token and the arena's process id (0: none).
   std::string lobby;
   std::string token;
@@ -84,7 +91,8 @@ void Log(const std::string& text) {
 
 [[noreturn]] void Usage(const std::string& why) {
   if (!why.empty()) std::cerr << "allfours-cpp-bot: " << why << "\n";
-  std::cerr << "usage: allfours-cpp-bot [--referee HOST:PORT] [--ticket T] [--name NAME] [--version V] [--tls-ca PEM]\n";
+  std::cerr << "usage: allfours-cpp-bot [--referee HOST:PORT] [--ticket T] [--name NAME] [--version V] [--tls-ca PEM]"
+               " [--think-ms N]\n";
   std::exit(2);
 }
 
@@ -123,6 +131,16 @@ std::string ReadCa(const std::string& path, const std::string& what) {
   return text.str();
 }
 
+// The value of option `name`, a whole number of at least 0 (else a usage error).
+int WholeNumber(const std::string& name, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  long n = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || n < 0 || n > INT_MAX)
+    Usage(name + " needs a whole number >= 0, not '" + text + "'");
+  return static_cast<int>(n);
+}
+
 Options ParseArgs(int argc, char** argv) {
   Options o;
   std::string tls_ca = Env("ALLFOURS_TLS_CA");
@@ -147,6 +165,7 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--name") o.name = value();
     else if (a == "--version") o.version = value();
     else if (a == "--tls-ca") tls_ca = value();
+    else if (a == "--think-ms") o.think_ms = WholeNumber(a, value());
     else Usage("unknown argument " + a);
   }
   o.ca_pem = ReadCa(tls_ca, "--tls-ca (or $ALLFOURS_TLS_CA)");
@@ -279,15 +298,19 @@ class Seat {
           joined_ = welcomed_ = true;
           seat_ = w.seat();
           if (w.time_control().grace_ms() > 0) grace_ms_ = static_cast<int>(w.time_control().grace_ms());
+          if (w.time_control().max_strikes() > 0) max_strikes_ = static_cast<int>(w.time_control().max_strikes());
           Log("joined match " + w.match_id() + " as seat " + std::to_string(w.seat()) +
               (w.resumed() ? " (resumed)" : ""));
           break;
         }
         case pb::PlayResponse::kDecisionRequest: {
           const auto& req = resp.decision_request();
+          LogStrikes(req.events());
           if (answered.count(req.seq()) || req.legal_actions_size() == 0) break;  // already answered here
           last = req;
-          Send(stream.get(), req.seq(), Choose(req), &answered);
+          pb::Action action = Choose(req);
+          std::this_thread::sleep_for(std::chrono::milliseconds(opts_.think_ms));
+          Send(stream.get(), req.seq(), action, &answered);
           break;
         }
         case pb::PlayResponse::kActionRejected: {
@@ -309,7 +332,10 @@ class Seat {
           stream->Finish();
           return Outcome::kMatchOver;
         }
-        default:  // events, pongs, and message kinds of a newer protocol: nothing to do
+        case pb::PlayResponse::kEvents:  // this bot keeps no memory of them, but says its strikes
+          LogStrikes(resp.events().events());
+          break;
+        default:  // pongs, and message kinds of a newer protocol: nothing to do
           break;
       }
     }
@@ -327,6 +353,17 @@ class Seat {
  private:
   using Stream = grpc::ClientReaderWriter<pb::PlayRequest, pb::PlayResponse>;
 
+  // One warning line for each TIMEOUT event of this seat among `events`, as sdk/client.py and the Node.js
+  // bot say it: a strike, the referee having played the first legal action for an answer past the deadline.
+  void LogStrikes(const google::protobuf::RepeatedPtrField<pb::Event>& events) const {
+    for (const auto& ev : events) {
+      if (ev.kind() != pb::EVENT_KIND_TIMEOUT || ev.seat() != seat_) continue;
+      Log("warning: the referee timed out this seat (strike " + std::to_string(ev.value()) + " of " +
+          std::to_string(max_strikes_) + "): the bot answered past its deadline (time_left_ms), so the first " +
+          "legal action was played for it");
+    }
+  }
+
   static void Send(Stream* stream, uint64_t seq, const pb::Action& action, std::set<uint64_t>* answered) {
     pb::PlayRequest msg;
     msg.mutable_decision()->set_seq(seq);
@@ -341,6 +378,7 @@ class Seat {
   bool welcomed_ = false;
   int seat_ = -1;
   int grace_ms_ = 5000;
+  int max_strikes_ = 3;  // timeouts that forfeit the seat, from Welcome
 };
 
 grpc::ChannelArguments KeepaliveArgs() {
