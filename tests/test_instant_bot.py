@@ -3,13 +3,15 @@ game does not need: it keeps the messages it receives only when ``--log`` asks f
 
 from __future__ import annotations
 
+import random
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from arena.testing.instant_bot import EXIT_MATCH_END, Behaviour, main, play
+from allfours.v1 import referee_pb2 as pb
+from arena.testing.instant_bot import EXIT_MATCH_END, Behaviour, _answer, main, play
 from tests.server_helpers import RefereeProc, start_referee
 
 
@@ -51,3 +53,18 @@ def test_a_worker_given_a_tls_ca_that_is_missing_or_not_pem_says_so_in_one_line(
         assert main([]) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"instant_bot: {problem}") and len(err.strip().splitlines()) == 1, err
+
+
+def test_duplicate_mode_sends_its_extra_answers_before_the_answer_that_may_end_the_match() -> None:
+    """The e2e test of duplicate answers failed once in CI: the instant bot wrote its second copy of the
+    match's last answer after the referee had ended the stream, and grpc.aio then reported INTERNAL
+    instead of the MatchEnd it had received (grpc/grpc#36066). The extras now go while this seat's own
+    request is pending (the match waits for it): the previous answer again and a stale seq, then the
+    answer, last."""
+    req = pb.DecisionRequest(seq=7, legal_actions=[pb.Action(kind=pb.ACTION_KIND_PLAY, card="AS")])
+    previous = pb.PlayRequest(decision=pb.Decision(seq=5, action=pb.Action(kind=pb.ACTION_KIND_PLAY, card="KD")))
+    b = Behaviour(mode="duplicate")
+    sent = _answer(b, req, random.Random(0), previous, due=True)
+    assert [(m.decision.seq, m.decision.action.card) for m in sent] == [(5, "KD"), (5, "AS"), (7, "AS")]
+    first = _answer(b, req, random.Random(0), None, due=True)  # nothing earlier to repeat
+    assert [(m.decision.seq, m.decision.action.card) for m in first] == [(7, "AS")]

@@ -20,7 +20,10 @@ environment variables that the arena sets. Modes (``--after N``: once ``N`` deci
   leaves the trick unfinished) it also plays another card with seq 0 (out of turn), until a request
   shows a card of its own exposed (a seq-0 play read late, when it is to act again, is an answer);
   ``resume``: after ``N`` answers drops the connection, reconnects after ``--delay-ms``;
-  ``duplicate``: sends each answer twice, and the seq of its own previous request.
+  ``duplicate``: before each answer but the first, sends its previous answer again (a duplicate, by
+  now late) and this request's action under the previous request's seq (stale). Both go while this
+  seat's request is pending, when the match cannot end: a write after the referee has ended the stream
+  makes grpc.aio report ``INTERNAL`` instead of the MatchEnd it received (grpc/grpc#36066).
 
 Every message received is appended to ``--log`` as one JSON line (for the leak tests). Exit status:
 0 after MatchEnd, 1 a crash on purpose, 2 when the stream ends with an error status (printed as
@@ -115,10 +118,11 @@ def _another_acts_next(req: pb.DecisionRequest, choice: pb.Action) -> bool:
     return choice.kind == pb.ACTION_KIND_PLAY and len(req.observation.trick) + 1 < players
 
 
-def _answer(b: Behaviour, req: pb.DecisionRequest, rng: random.Random, previous_seq: int,
+def _answer(b: Behaviour, req: pb.DecisionRequest, rng: random.Random, previous: pb.PlayRequest | None,
             due: bool) -> list[pb.PlayRequest]:
-    """The messages a bot of mode ``b.mode`` sends for ``req`` (see the module docstring); ``due``:
-    ``--after`` decisions are answered (the one-off fault may happen)."""
+    """The messages a bot of mode ``b.mode`` sends for ``req`` (see the module docstring), the answer
+    to ``req`` last but for ``outofturn``'s seq-0 play; ``previous``: the answer to this seat's previous
+    request; ``due``: ``--after`` decisions are answered (the one-off fault may happen)."""
     mode, out = b.mode, []
     in_play = req.observation.phase == pb.PHASE_PLAY
     if mode == "garbage":
@@ -132,11 +136,11 @@ def _answer(b: Behaviour, req: pb.DecisionRequest, rng: random.Random, previous_
         held = set(req.observation.hand)
         return [_decision(req.seq, _play_card(next(c for c in ("AD", "KD", "QD", "JD", "TD") if c not in held)))]
     choice = rng.choice(list(req.legal_actions)) if mode == "random" else req.legal_actions[0]
+    if mode == "duplicate" and previous is not None:
+        # Seqs of this seat's own (a seq sent to another seat is a protocol error), sent before the
+        # answer: after it, the match may end and close the stream under the write.
+        out += [previous, _decision(previous.decision.seq, choice)]
     out.append(_decision(req.seq, choice))
-    if mode == "duplicate":
-        out.append(_decision(req.seq, choice))
-        if previous_seq:  # a stale seq of this seat's own (a seq sent to another seat is a protocol error)
-            out.append(_decision(previous_seq, choice))
     if mode == "outofturn" and due and not b.done_once:
         if any(e.seat == req.observation.seat for e in req.observation.exposed):
             b.done_once = True  # the referee has exposed a card of this seat: done
@@ -176,7 +180,8 @@ async def _play_once(channel: grpc.aio.Channel, ticket: str, b: Behaviour) -> in
     asyncio client spends less on one than the threaded one)."""
     call = pb_grpc.RefereeServiceStub(channel).Play()
     rng = random.Random(b.seed)
-    answered = previous_seq = 0
+    answered = 0
+    previous: pb.PlayRequest | None = None
     try:
         await _send(call, pb.PlayRequest(hello=pb.Hello(ticket=ticket, protocol_version=b.protocol,
                                                         bot_name="instant", bot_version="1")))
@@ -197,9 +202,10 @@ async def _play_once(channel: grpc.aio.Channel, ticket: str, b: Behaviour) -> in
                 await _fault_at(b, answered)
             if b.mode == "slow":
                 await asyncio.sleep(b.delay_ms / 1000)
-            for out in _answer(b, req, rng, previous_seq, due):
+            sent = _answer(b, req, rng, previous, due)
+            for out in sent:
                 await _send(call, out)
-            answered, previous_seq = answered + 1, req.seq
+            answered, previous = answered + 1, next(m for m in sent if m.decision.seq == req.seq)
     except grpc.aio.AioRpcError as e:
         print(f"STATUS {e.code().name} {e.details()}", flush=True)
         return EXIT_STATUS
