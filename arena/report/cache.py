@@ -12,6 +12,10 @@ forgets those the store no longer holds (then its failure totals are added up ag
 keeps its checkpoints over the same first games (in the history's order) for the same entrants, and the
 duplicate efficiency (the precision section's) its measure while the complete duplicate pairs are the same.
 
+The web (:class:`arena.web.data.WebData`, ``arena web`` and ``arena serve --web``) keeps one as well, read through
+its read-only connection (:class:`arena.tournament.store.GamesReader`): its pages' ratings, failures and
+forfeits are derived from the games it keeps, and only the games stored since its last read are read.
+
 What is published depends on the store alone: it is the same, byte for byte, with a cache kept across
 publications as with a new one (``arena run``'s one publication, the first after ``arena serve`` starts,
 or resumes after a crash); tests/test_publish_cache.py compares them.
@@ -30,7 +34,7 @@ from arena.formats.duplicate import PRECISION_RESAMPLES, Efficiency, complete_pa
 from arena.ratings.fit import Game, HistoryPoint, history_marks, history_point, parse_game, unrated
 from arena.report.failures import Failures, of_game
 from arena.tournament.result import GameResult, GameRow
-from arena.tournament.store import Store
+from arena.tournament.store import GamesReader
 
 if TYPE_CHECKING:
     from arena.web.render import GameRowsHtml
@@ -73,10 +77,11 @@ class PublishCache:
 
         self.rows: GameRowsHtml = GameRowsHtml()
 
-    def read(self, store: Store, order: Iterable[str] = ()) -> list[StoredGame]:
-        """Every game stored in ``store`` now, in the order of the game ids ``order`` (a schedule's), the
-        others after them by id: as :meth:`arena.tournament.store.Store.results` orders them. Reads only
-        the games not read before."""
+    def read(self, store: GamesReader, order: Iterable[str] = ()) -> list[StoredGame]:
+        """Every game stored in ``store`` now (a :class:`arena.tournament.store.Store`, or a read-only
+        connection's reader: the web's), in the order of the game ids ``order`` (a schedule's; the web's:
+        by stored time), the others after them by id: as :meth:`arena.tournament.store.Store.results`
+        orders them. Reads only the games not read before."""
         stamps = store.stamps()
         gone = [gid for gid, (stamp, _) in self._games.items() if stamps.get(gid) != stamp]
         for gid in gone:

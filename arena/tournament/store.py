@@ -205,7 +205,31 @@ class Entrant:
     version: str
 
 
-class Store:
+class GamesReader:
+    """The stored games of a connection to a results database, by stamp: the store's own (:class:`Store`) or a
+    read-only one (the web's, :class:`arena.web.data.WebData`). What a reader that keeps stored games between
+    reads (:class:`arena.report.cache.PublishCache`) asks of a store."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self._db = db
+
+    def stamps(self) -> dict[str, tuple[str, float]]:
+        """Every stored game's id -> its match id and when it was stored, which tell one storing of a game
+        from another (a game played again after its store was restored from a backup), without reading the games."""
+        return {r[0]: (r[1], r[2]) for r in self._db.execute("SELECT game_id, match_id, stored_at FROM games")}
+
+    def results_of(self, game_ids: Iterable[str]) -> list[GameResult]:
+        """The stored results of ``game_ids`` (those stored; in no particular order)."""
+        ids, out = list(game_ids), []
+        for k in range(0, len(ids), _IDS_PER_QUERY):
+            chunk = ids[k : k + _IDS_PER_QUERY]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(f"SELECT {_RESULT_COLUMNS} FROM games WHERE game_id IN ({marks})", chunk)
+            out += [_stored_result(r) for r in rows]
+        return out
+
+
+class Store(GamesReader):
     """An open results database. Not thread-safe: use it from one thread (the arena's main loop).
 
     The file is created with permissions 0600 (and an existing one is set to 0600): it holds the
@@ -218,7 +242,7 @@ class Store:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         # the file holds the master seed (every deck derives from it): readable by its owner only
-        self._db = open_private_database(self.path, _SCHEMA, schema_version=SCHEMA_VERSION)
+        super().__init__(open_private_database(self.path, _SCHEMA, schema_version=SCHEMA_VERSION))
 
     def close(self) -> None:
         """Close the connection (committed rows are already durable)."""
@@ -379,23 +403,6 @@ class Store:
         if order is not None:
             rank = {gid: k for k, gid in enumerate(order)}
             out.sort(key=lambda g: rank.get(g.game_id, len(rank)))
-        return out
-
-    def stamps(self) -> dict[str, tuple[str, float]]:
-        """Every stored game's id -> its match id and when it was stored, which tell one storing of a game
-        from another (a game played again after its store was restored from a backup): what a reader that
-        keeps stored games between reads (:class:`arena.report.cache.PublishCache`) checks its copies
-        against, without reading the games."""
-        return {r[0]: (r[1], r[2]) for r in self._db.execute("SELECT game_id, match_id, stored_at FROM games")}
-
-    def results_of(self, game_ids: Iterable[str]) -> list[GameResult]:
-        """The stored results of ``game_ids`` (those stored; in no particular order)."""
-        ids, out = list(game_ids), []
-        for k in range(0, len(ids), _IDS_PER_QUERY):
-            chunk = ids[k : k + _IDS_PER_QUERY]
-            marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(f"SELECT {_RESULT_COLUMNS} FROM games WHERE game_id IN ({marks})", chunk)
-            out += [_stored_result(r) for r in rows]
         return out
 
     def count(self) -> int:
