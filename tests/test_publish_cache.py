@@ -11,16 +11,25 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from arena.config import TournamentConfig, parse_config
-from arena.report.cache import PublishCache
+from arena.ratings.fit import Game, RatingTable, games_from_mapping
+from arena.ratings.publication import final_ratings
+from arena.report.cache import PublishCache, StoredGame
+from arena.report.failures import tally
 from arena.report.publish import publish_tournament
 from arena.tournament.result import Failures, GameResult, Unplayed, forfeit_result
 from arena.tournament.runner import DB_NAME, SimulatedRunner, Tournament, open_tournament
 from arena.tournament.schedule import ScheduledGame
-from arena.web.render import GameRowsHtml
+from arena.tournament.store import Store
+from arena.web.data import WebData
+from arena.web.render import GameRowsHtml, forfeits_by_bot
 from referee.outcome import Termination
 
 #: The files a publication writes that are compared.
@@ -139,3 +148,92 @@ def test_kept_leaderboard_rows_follow_their_links() -> None:
     after = rows.render([row], {"g1": "replays/g1.html"})  # type: ignore[list-item]
     assert "replay" not in before and 'href="replays/g1.html"' in after and "x&lt;y" in after
     assert after == GameRowsHtml().render([row], {"g1": "replays/g1.html"})  # type: ignore[list-item]
+
+
+class Pages:
+    """The web's ratings (:meth:`arena.web.data.WebData.ratings`, ``/api/ratings``) and forfeits (the board's) of
+    one league, from a :class:`WebData` kept across the league's growth (its cache kept) and from a new one
+    each time (everything read again), and counted: the fits and the stored games read."""
+
+    def __init__(self, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        import arena.web.data
+
+        self.folder, self.count = folder, 0
+        self.kept = WebData(folder, bootstrap=20)
+        self.stamps: dict[str, tuple[str, float]] = {}  # of the games stored at the last check
+        self.fits: list[int] = []  # the games of each fit
+        self.read: list[str] = []  # the game ids of each stored game read
+
+        def fit(games: Sequence[Game], *args: Any, **kwargs: Any) -> RatingTable:
+            self.fits.append(len(games))
+            return final_ratings(games, *args, **kwargs)
+
+        def of(result: GameResult) -> StoredGame:
+            self.read.append(result.game_id)
+            return make(result)
+
+        make = StoredGame.of
+        monkeypatch.setattr(arena.web.data, "final_ratings", fit)
+        monkeypatch.setattr(StoredGame, "of", staticmethod(of))
+
+    def check(self) -> None:
+        """After a change of the store: the kept WebData's pages as a new one's and as computed from the store
+        without a cache (the bootstrap's seed and the games' order included: by stored time); the kept one
+        fits once and reads only the games it has not read (in another storing), and neither fits nor reads
+        while nothing changes."""
+        with Store(self.folder / DB_NAME) as store:
+            stamps = store.stamps()
+            results = sorted(store.results(), key=lambda r: (r.stored_at or 0.0, r.game_id))
+        fits, read = len(self.fits), len(self.read)
+        kept = self.kept.ratings()
+        stored = len(self.kept.stored())
+        assert len(self.fits) == fits + 1, self.count
+        assert sorted(self.read[read:]) == sorted(g for g, s in stamps.items() if self.stamps.get(g) != s)
+        self.stamps = stamps
+        fresh = WebData(self.folder, bootstrap=20)
+        assert kept == fresh.ratings() and self.kept.forfeits() == fresh.forfeits()
+        names = kept["tournament"]["entrants"]
+        rows = [r.rating_row() for r in results]
+        expected = final_ratings(games_from_mapping(rows), names, bootstrap=20)
+        assert {k: v for k, v in kept.items() if k != "tournament"} == expected, self.count
+        assert kept["tournament"]["failures"] == {n: f.to_dict() for n, f in tally(results, names).items()}
+        assert self.kept.forfeits() == forfeits_by_bot(rows)
+        fits, read = len(self.fits), len(self.read)
+        for _ in range(2):  # nothing stored since: nothing fitted, nothing read
+            assert self.kept.ratings() == kept and len(self.kept.stored()) == stored
+        assert (len(self.fits), len(self.read)) == (fits, read)
+        self.count += 1
+
+
+def test_the_webs_pages_are_the_same_with_its_kept_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The web (``arena web``, ``arena serve --web``) fitted its ratings and read every stored game again after
+    each game stored (and derived every game's row again for each board): it keeps a PublishCache as a
+    league's publications do. Its pages are the same as a new one's and as the store's games say, while the
+    league grows out of schedule order, an entrant joins and the store changes under it; each new game is
+    read once, one fit after each change, none while nothing changes."""
+    t = league(tmp_path, [f"b{k}" for k in range(4)])
+    pages = Pages(tmp_path / "store", monkeypatch)
+    pages.check()  # no game yet
+    games = list(t.schedule)
+    random.Random(2).shuffle(games)
+    for k, game in enumerate(games[:30]):
+        t.store.record(result_of(game, k))
+        if k % 3 == 0:
+            pages.check()
+    t.store.close()
+
+    t = league(tmp_path, [f"b{k}" for k in range(5)])  # an entrant joins: new names
+    for k, game in enumerate(t.store.pending(t.schedule)[:12]):
+        t.store.record(result_of(game, k))
+        if k % 4 == 0:
+            pages.check()
+    db = sqlite3.connect(tmp_path / "store" / DB_NAME)
+    with db:  # restored from a backup: games gone, and one stored again (same match id, another time)
+        gone = [r[0] for r in db.execute("SELECT game_id FROM games ORDER BY stored_at DESC LIMIT 5")]
+        db.execute(f"DELETE FROM games WHERE game_id IN ({','.join('?' * len(gone))})", gone)
+        db.execute("UPDATE games SET duration_s = 99.0, stored_at = stored_at + 1000 WHERE game_id = ?",
+                   (games[0].game_id,))
+    db.close()
+    pages.check()
+    assert pages.count > 10
+    t.store.close()

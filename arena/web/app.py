@@ -193,9 +193,8 @@ class WebApp:
         best-rated version only, unless ``all_versions`` (``?versions=all``)."""
         ratings = self.data.ratings()
         hidden = set() if all_versions else competitor.older_versions(self.data.output, list(ratings["ratings"]))
-        rows = [r.rating_row() for r in self.data.stored_results()]
-        return board_context(ratings, ratings["tournament"], rows, running=self.running(), rate=self.data.rate(),
-                             hidden=hidden)
+        return board_context(ratings, ratings["tournament"], self.data.forfeits(), running=self.running(),
+                             rate=self.data.rate(), hidden=hidden)
 
     def games_context(self, request: Request) -> dict[str, Any]:
         """The games list of the query in ``request``, and ``keep``: the query's other parameters that its

@@ -9,6 +9,11 @@ one would show the cards of the other while it is played (a pairing with a remot
 two games independently: they are held back alike). Paths come from the database, never from
 a URL, and must resolve inside the output folder.
 
+What the pages derive from every stored game (the ratings' input, each bot's failures, the forfeits) is kept
+between updates in the publication's cache (:class:`arena.report.cache.PublishCache`, one per
+:class:`WebData`): an update reads only the games stored since the last, and a page while no game is stored
+reads none.
+
 Shapes: :meth:`WebData.game_row` is a games.jsonl row (:meth:`arena.tournament.store.GameResult.rating_row`)
 without ``seed`` (unless revealed) and with ``replay_open``; :meth:`WebData.ratings` is the
 ratings.json shape (:mod:`arena.ratings.publication`'s live or final ratings plus ``tournament``).
@@ -24,11 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NotRequired, TypeAlias, TypedDict
 
-from arena.ratings.fit import DEFAULT_BOOTSTRAP, RatingTable, games_from_mapping
+from arena.ratings.fit import DEFAULT_BOOTSTRAP, RatingTable
 from arena.ratings.publication import LivePublisher, final_ratings
-from arena.report import failures
+from arena.report.cache import PublishCache, StoredGame
 from arena.tournament.result import GameFacts, GameResult
 from arena.tournament.runner import DB_NAME, FACTS_KEY, LADDER_KEY, LEAGUE_KEY, TournamentFacts
+from arena.tournament.store import GamesReader
+from arena.web.render import forfeits_by_bot
 from referee.outcome import Termination
 
 #: Games of one pair (arena/tournament/schedule.py): a duplicate pair's share the deal seed, hence every
@@ -55,6 +62,9 @@ DEFAULT_PER_PAGE = 50
 #: last is empty).
 MAX_PAGE = 1_000_000
 
+#: The version of the stored games (:meth:`WebData.version`).
+_VERSION_SQL = "SELECT COUNT(*), COALESCE(MAX(stored_at), 0) FROM games"
+
 _COLUMNS = (
     "game_id, match_id, pair_id, side0, side1, score0, score1, winner, reasons, record_path, seed, first_dealer,"
     " duration_s, extra"
@@ -65,8 +75,12 @@ _COLUMNS = (
 SqlParam: TypeAlias = str | int | None
 
 
+#: What :meth:`WebData.version` says of the stored games: (games stored, time of the last one).
+Version: TypeAlias = tuple[int, float]
 #: When the ratings were computed: :meth:`WebData.version` and :meth:`WebData.bootstrap_mark`.
-RatingsKey: TypeAlias = tuple[tuple[int, float], int | None]
+RatingsKey: TypeAlias = tuple[Version, int | None]
+#: Per bot, its seats' failure terminations and how many of each (:func:`arena.web.render.forfeits_by_bot`).
+Forfeits: TypeAlias = dict[str, dict[str, int]]
 
 
 class PublicGameRow(GameFacts):
@@ -174,7 +188,12 @@ class WebData:
         # the last computed ratings: their key, the table and each bot's failures
         self._ratings: tuple[RatingsKey, RatingTable, dict[str, dict[str, int]]] | None = None
         self._published: tuple[tuple[int, int], dict[str, Any]] | None = None  # ratings.json, by (mtime, size)
-        self._stored: tuple[tuple[int, float], list[GameResult]] | None = None  # every stored game, by version
+        #: what the pages derive from each stored game, kept from one read of the store to the next (its
+        #: lock held while it is used: it serves one reader at a time)
+        self.cache = PublishCache()
+        self._reading = threading.Lock()
+        # the last read: its version, every stored game (oldest first) and the forfeits over them
+        self._stored: tuple[Version, list[StoredGame], Forfeits] | None = None
 
     # ------------------------------------------------------------------ database
     def _connect(self) -> sqlite3.Connection | None:
@@ -202,9 +221,9 @@ class WebData:
         rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
         return str(rows[0][0]) if rows else None
 
-    def version(self) -> tuple[int, float]:
+    def version(self) -> Version:
         """(games stored, time of the last one): changes when a game finishes."""
-        rows = self._query("SELECT COUNT(*), COALESCE(MAX(stored_at), 0) FROM games")
+        rows = self._query(_VERSION_SQL)
         return (int(rows[0][0]), float(rows[0][1])) if rows else (0, 0.0)
 
     def rate(self) -> float | None:
@@ -226,17 +245,52 @@ class WebData:
         marks = ",".join("?" * len(ids))
         return {r[0] for r in self._query(f"SELECT game_id FROM games WHERE game_id IN ({marks})", ids)}
 
-    def stored_results(self) -> list[GameResult]:
-        """Every stored game's result, oldest first: read and parsed again only once a game was stored
-        (:meth:`version`), not for each page (every open page reloads the board when a game is stored)."""
-        mark = self.version()
-        with self._lock:
-            if self._stored is not None and self._stored[0] == mark:
-                return self._stored[1]
-        results = self._results("", [])
-        with self._lock:
-            self._stored = (mark, results)
-        return results
+    def pair_games(self, pair_id: str) -> set[str]:
+        """The ids of the stored games of the pair ``pair_id`` (looked up by pair: not every stored game read)."""
+        return {r[0] for r in self._query("SELECT game_id FROM games WHERE pair_id = ?", (pair_id,))}
+
+    def stored(self) -> list[StoredGame]:
+        """Every stored game and what the pages derive from it, oldest first (by stored time, then id):
+        the store is read only once a game was stored (:meth:`version`: not for each page; every open page
+        reloads the board when a game is stored), and then only the games not read before (:attr:`cache`)."""
+        with self._reading:
+            return self._read(self.version())[1]
+
+    def forfeits(self) -> Forfeits:
+        """Per bot, its seats' failure terminations over every stored game (the board's forfeits table:
+        :func:`arena.web.render.forfeits_by_bot`), counted again only once a game was stored."""
+        with self._reading:
+            return self._read(self.version())[2]
+
+    def _read(self, seen: Version) -> tuple[Version, list[StoredGame], Forfeits]:
+        """The last read of the store when the store is still at version ``seen``, else a new one (its
+        version as read, in the same read transaction as its games). :attr:`_reading` must be held."""
+        if self._stored is not None and self._stored[0] == seen:
+            return self._stored
+        read = self._read_store()
+        if read is None:  # no store (yet, or any more): no game, and none kept
+            self.cache, read = PublishCache(), ((0, 0.0), [])
+        mark, games = read
+        self._stored = (mark, games, forfeits_by_bot([g.row for g in games]))
+        return self._stored
+
+    def _read_store(self) -> tuple[Version, list[StoredGame]] | None:
+        """The store's version and every stored game, oldest first, read through :attr:`cache` in one read
+        transaction (they agree); None without a database or its tables (one the arena has just created)."""
+        db = self._connect()
+        if db is None:
+            return None
+        try:
+            db.execute("BEGIN")
+            count, last = db.execute(_VERSION_SQL).fetchone()
+            order = [r[0] for r in db.execute("SELECT game_id FROM games ORDER BY stored_at, game_id")]
+            return (int(count), float(last)), self.cache.read(GamesReader(db), order)
+        except sqlite3.OperationalError as e:
+            if "no such table" in str(e):
+                return None
+            raise
+        finally:
+            db.close()
 
     # ------------------------------------------------------------------ tournament
     def facts(self) -> TournamentFacts:
@@ -292,14 +346,15 @@ class WebData:
         with self._lock:
             cached = self._ratings if self._ratings is not None and self._ratings[0] == key else None
         if cached is None:
-            results = self.stored_results()
             names = facts.get("entrants") or list(facts.get("bots") or {})
-            games = games_from_mapping([r.rating_row() for r in results])
+            with self._reading:  # the cache's failures are those of its last read
+                mark, stored, _ = self._read(key[0])
+                fails = self.cache.failures(names)
+            games = [g.game for g in stored if g.game is not None]
             publisher = self.publisher
             rated = final_ratings(games, names, bootstrap=self.bootstrap) if publisher is None else (
                 publisher.ratings(games, names))
-            fails = {n: f.to_dict() for n, f in failures.tally(results, names).items()}
-            cached = (key, rated, fails)
+            cached = ((mark, key[1]), rated, fails)
             with self._lock:
                 self._ratings = cached
         return {**cached[1], "tournament": {**facts, "failures": cached[2]}}

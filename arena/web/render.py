@@ -91,15 +91,15 @@ def forfeits_by_bot(rows: Sequence[GameFacts]) -> dict[str, dict[str, int]]:
 def board_context(
     ratings: RatingTable,
     facts: TournamentFacts,
-    rows: Sequence[GameFacts],
+    forfeits: Mapping[str, Mapping[str, int]],
     running: Sequence[Mapping[str, Any]] = (),
     rate: float | None = None,
     hidden: Collection[str] = (),
 ) -> dict[str, Any]:
     """What ``_board.html`` shows: the ratings (a :func:`arena.ratings.fit.rate` result with its
     publication marks), the tournament's public ``facts`` (name, players, bots, commitment, scheduled,
-    played, master seed; and when published: failures, sprt, precision), the forfeits counted from the
-    games.jsonl ``rows``, and for a live league the ``running`` games and ``rate`` (games a second).
+    played, master seed; and when published: failures, sprt, precision), the ``forfeits`` (:func:`forfeits_by_bot`
+    of the games.jsonl rows), and for a live league the ``running`` games and ``rate`` (games a second).
     ``hidden``: entrants left out of the tables, the charts, the failures and the forfeits (a
     competition's older versions, unless asked for)."""
     names = [n for n in ratings["ratings"] if n not in hidden]
@@ -125,7 +125,7 @@ def board_context(
         "history_chart": jinja2.utils.markupsafe.Markup(history_chart(history)) if history else None,
         "failure_kinds": [f.name for f in dataclass_fields(Failures)],
         "failures": failures,
-        "forfeits": {bot: kinds for bot, kinds in forfeits_by_bot(rows).items() if bot not in hidden},
+        "forfeits": {bot: kinds for bot, kinds in forfeits.items() if bot not in hidden},
         "rate": rate,
         "running": list(running),
         "hidden": len(hidden),
@@ -188,4 +188,5 @@ def leaderboard_html(
     table = (rows or GameRowsHtml()).render(games, replays or {})
     css = jinja2.utils.markupsafe.Markup((HERE / "static" / "app.css").read_text(encoding="utf-8"))
     page = templates().get_template("leaderboard_file.html")
-    return page.render(**board_context(ratings, facts, games), games_table=table, inline_css=css, static_copy=True)
+    board = board_context(ratings, facts, forfeits_by_bot(games))
+    return page.render(**board, games_table=table, inline_css=css, static_copy=True)

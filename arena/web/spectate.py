@@ -38,12 +38,12 @@ def spectator_replay(data: WebData, shown: str, delay: int) -> SpectatorReplay:
     if found is None:
         raise NotFound(f"no running game {shown!r}") if shown.startswith(live.BLIND_ID) else _not_running(shown)
     game_id, own = found
-    stored = {r.game_id: r.pair_id for r in data.stored_results()}
-    if game_id in stored:
+    if data.stored_ids([game_id]):
         raise _not_running(shown) if shown == game_id else NotFound(f"no running game {shown!r}")
     files = live.live_files(data.output)
     pair = own[0].get("pair_id")
-    twins: list[list[tuple[int, int]] | None] = [None for gid, p in stored.items() if p == pair]
+    stored = data.pair_games(str(pair)) if pair is not None else set()  # its pair's finished games
+    twins: list[list[tuple[int, int]] | None] = [None for _ in stored]
     for gid, other in files.items():
         if gid != game_id and gid not in stored:
             lines = live._read(other)
