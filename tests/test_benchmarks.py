@@ -107,12 +107,14 @@ def test_serve_publish_benchmark_prints_both_leagues_and_their_ratio(tmp_path: P
 
 
 @pytest.mark.slow
-def test_publish_benchmark_prints_both_ways_and_finds_the_same_files(tmp_path: Path) -> None:
+def test_publish_benchmark_prints_both_ways_and_finds_the_same_files_and_board(tmp_path: Path) -> None:
     out = run("publish.py", "--bots", "4", "--games-per-pairing", "4", "--play", "4", cwd=tmp_path)
     assert "league: 4 bots, 20 games stored, then 4 more" in out, out
     for kind in ("live", "final"):
         assert re.search(rf"{kind}\s+recomputed: mean [\d.]+ s .* kept: mean [\d.]+ s .* recomputed/kept = [\d.]+"
                          r"\s+same files: yes", out), out
+    assert re.search(r"web\s+recomputed: mean [\d.]+ s .* kept: mean [\d.]+ s .* recomputed/kept = [\d.]+"
+                     r"\s+unchanged: mean [\d.]+ s\s+same page: yes", out), out
 
 
 @pytest.mark.slow
