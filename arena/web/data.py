@@ -35,15 +35,12 @@ from arena.report.cache import PublishCache, StoredGame
 from arena.tournament.result import GameFacts, GameResult
 from arena.tournament.runner import DB_NAME, FACTS_KEY, LADDER_KEY, LEAGUE_KEY, TournamentFacts
 from arena.tournament.store import GamesReader
-from arena.web.render import forfeits_by_bot
+from arena.web.render import PAIR_NOTE, forfeits_by_bot
 from referee.outcome import Termination
 
 #: Games of one pair (arena/tournament/schedule.py): a duplicate pair's share the deal seed, hence every
 #: deck; with a remote entrant the two are dealt independently (its bot could remember the first's cards).
 PAIR_SIZE = 2
-#: What the pages say of the two games of a pair, true of both kinds (one clause).
-PAIR_NOTE = ("duplicate pair deals both games the same cards; with a remote bot in the pairing its two games are "
-             "dealt independently, and held back alike")
 #: The termination kinds a stored seat can end with (docs/arena.md, Bot failures): the referee's and
 #: the arena's own (:class:`referee.outcome.Termination`; not ``aborted``: an aborted match is never stored).
 TERMINATIONS = tuple(t.value for t in Termination if t not in (Termination.UNSPECIFIED, Termination.ABORTED))

@@ -44,6 +44,10 @@ if TYPE_CHECKING:
 _NOT_FAILURES = frozenset(t.value for t in NOT_A_FORFEIT)
 
 HERE = Path(__file__).parent
+#: What the pages say of the two games of a pair, true of both kinds (one clause; the data layer's refusal of a
+#: closed replay says it too: :class:`arena.web.data.NotYet`).
+PAIR_NOTE = ("duplicate pair deals both games the same cards; with a remote bot in the pairing its two games are "
+             "dealt independently, and held back alike")
 
 
 def script_json(value: object) -> str:
@@ -62,10 +66,8 @@ def replay_json(replay: Mapping[str, Any]) -> str:
 @functools.cache
 def templates() -> jinja2.Environment:
     """The Jinja2 environment of the pages (autoescape on; ``script_json`` as a filter; ``pair_note``, what
-    the pages say of a pair's two games: :data:`arena.web.data.PAIR_NOTE`). One for the process: it
-    compiles each template once (a league publishes its leaderboard again and again)."""
-    from arena.web.data import PAIR_NOTE
-
+    the pages say of a pair's two games: :data:`PAIR_NOTE`). One for the process: it compiles each
+    template once (a league publishes its leaderboard again and again)."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
     env.filters["script_json"] = lambda v: jinja2.utils.markupsafe.Markup(script_json(v))
     env.filters["replay_json"] = lambda v: jinja2.utils.markupsafe.Markup(replay_json(v))
