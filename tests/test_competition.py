@@ -1057,6 +1057,55 @@ def test_a_good_nodejs_submission_is_accepted_and_rated(league: tuple[Path, int,
     assert '"jsbot@1"' in (cfg.parent / "out" / "ratings.json").read_text()
 
 
+def test_a_rejected_submission_keeps_its_receipt_and_log_not_its_files(league: tuple[Path, int, Serve],
+                                                                         tmp_path: Path) -> None:
+    """A rejected submission's unpacked folder (up to ``unpacked_bytes``, never built again) stayed on the
+    host's disk for good: a competitor's day of rejections, every day. It goes once rejected; what says
+    why stays: its status, reason and log tail in the book (served to its competitor), and its receipt
+    (the archive's SHA-256 and size, 0600, in a 0700 folder)."""
+    import hashlib
+    import json
+
+    cfg, port, _ = league
+    token = arena("competitor", "add", str(cfg), "bob").stdout.strip()
+    bob = SubmissionClient(f"127.0.0.1:{port}", token)
+    archive = pack(_bot(tmp_path / "broken", BROKEN, "broken"))
+    sub = bob.submit(archive, "broken", entry="broken:Broken")
+    last = bob.follow(sub.id, lambda s: None, 900)
+    assert (last.status, last.step) == ("rejected", "validation"), (last.status, last.reason)
+    folder = cfg.parent / "out" / "submissions" / str(sub.id)
+    assert sorted(p.name for p in folder.iterdir()) == ["upload.json"]
+    receipt = folder / "upload.json"
+    assert json.loads(receipt.read_text()) == {"sha256": hashlib.sha256(archive).hexdigest(), "bytes": len(archive)}
+    assert (receipt.stat().st_mode & 0o777, folder.stat().st_mode & 0o777) == (0o600, 0o700)
+    seen = bob.get(sub.id)  # what the competitor is served, after the files went
+    assert seen.status == "rejected" and "failing checks: players-2" in seen.reason
+    assert "broken bot gives up here" in seen.log_tail
+
+
+def test_a_superseded_versions_files_go_and_the_current_one_plays(league: tuple[Path, int, Serve],
+                                                                   tmp_path: Path) -> None:
+    """An accepted version's unpacked folder stays while it is scheduled (what it would be rebuilt from;
+    it runs from its image); once a newer version retires it, nothing needs it and it goes, its receipt
+    kept. The league plays the current version on."""
+    cfg, port, serve = league
+    token = arena("competitor", "add", str(cfg), "alice").stdout.strip()
+    alice = SubmissionClient(f"127.0.0.1:{port}", token)
+    good = pack(_bot(tmp_path / "goodbot", GOOD, "random_bot"))
+    subs = cfg.parent / "out" / "submissions"
+    first = alice.submit(good, "rando", entry="random_bot:RandomBot")
+    assert alice.follow(first.id, lambda s: None, 900).status == "rated"
+    assert (subs / str(first.id) / "bot" / "random_bot.py").is_file()  # scheduled: kept
+    second = alice.submit(good, "rando", entry="random_bot:RandomBot")
+    last = alice.follow(second.id, lambda s: None, 900)
+    assert last.status == "rated", (last.status, last.reason, last.log_tail[-1500:])  # rando@2 played its games
+    assert alice.get(first.id).retired
+    assert sorted(p.name for p in (subs / str(first.id)).iterdir()) == ["upload.json"]
+    assert sorted(p.name for p in (subs / str(second.id)).iterdir()) == ["bot", "upload.json"]
+    assert "rando@2 enters the league" in serve.log.read_text()
+    assert '"rando@2"' in (cfg.parent / "out" / "ratings.json").read_text()
+
+
 def test_freeze_then_final_plays_the_chosen_entries(league: tuple[Path, int, Serve], tmp_path: Path) -> None:
     import hashlib
     import json
@@ -1070,6 +1119,7 @@ def test_freeze_then_final_plays_the_chosen_entries(league: tuple[Path, int, Ser
     assert fay.follow(first.id, lambda s: None, 900).status == "rated"
     second = fay.submit(pack(good), "fay-bot", entry="random_bot:RandomBot")
     assert fay.follow(second.id, lambda s: None, 900).status == "rated"
+    assert not (cfg.parent / "out" / "submissions" / str(first.id) / "bot").exists()  # retired: plays from its image
     other = gus.submit(pack(good), "gus-bot", entry="random_bot:RandomBot")
     assert gus.follow(other.id, lambda s: None, 900).status == "rated"
     chose = arena("submit", "--select", str(first.id), "--arena", address,

@@ -64,7 +64,9 @@ def test_the_next_start_removes_every_partial_upload(tmp_path: Path, start: Call
     (partial[0] / "bot" / "evebot.py").write_bytes(b"x" * 3000)
     partial[1].mkdir()
     (partial[1] / "image.tar").write_bytes(b"y" * 1000)
-    kept = subs / "1" / "bot"
+    with CompetitionBook(tmp_path / "out") as book:
+        sid = book.add_submission("eve", "evebot", "1", "python", "evebot:EveBot").id
+    kept = subs / str(sid) / "bot"
     kept.mkdir(parents=True)
     notes = start()
     assert not any(p.exists() for p in partial) and kept.is_dir()
@@ -207,3 +209,53 @@ def test_the_queue_waits_for_files_being_moved_in_rather_than_call_them_lost(tmp
         got = book.get(sub.id)
     assert got is not None and got.status == "failed" and "lost its files" not in got.reason, got
     assert "docker was asked" in got.reason, got
+
+
+def test_the_next_start_removes_the_files_no_submission_needs(tmp_path: Path, start: Callable[[], list[str]]) -> None:
+    """`arena serve` killed between a decision and the removal of the files it frees (a rejection kept,
+    a newer version accepted and the old one retired), or a folder whose submission the book does not
+    have (a book restored from an older backup): the next start removes them, in one line, and keeps
+    what is still needed: a scheduled entrant's unpacked files (what it would be rebuilt from), a failed
+    one's (arena competition retry builds it again), every receipt (the archive's digest and size)."""
+    out = tmp_path / "out"
+    subs = out / "submissions"
+
+    def folder(sid: int, *names: str) -> Path:
+        for name in names:
+            path = subs / str(sid) / name
+            if name == "bot":
+                path.mkdir(parents=True)
+                (path / "evebot.py").write_bytes(b"x" * 1000)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(b"y" * 100)
+        return subs / str(sid)
+
+    with CompetitionBook(out) as book:
+        def sub(version: str, kind: str, status: str) -> int:
+            sid = book.add_submission("eve", "evebot", version, kind, "evebot:EveBot").id
+            book.set_status(sid, status, image=f"img:{version}")
+            return sid
+
+        rejected = folder(sub("1", "python", "rejected"), "bot", "upload.json")
+        rejected_image = folder(sub("2", "image", "rejected"), "image.tar", "upload.json")
+        retired = sub("3", "python", "rated")
+        book.retire(retired)
+        retired_folder = folder(retired, "bot", "upload.json")
+        accepted_image = folder(sub("4", "image", "accepted"), "image.tar", "upload.json")
+        failed = folder(sub("5", "python", "failed"), "bot", "upload.json")
+        playing = folder(sub("6", "python", "playing"), "bot", "upload.json")
+    orphan = folder(99, "bot", "upload.json")
+    notes = start()
+    assert not orphan.exists()
+    for gone in (rejected, rejected_image, retired_folder, accepted_image):
+        assert sorted(p.name for p in gone.iterdir()) == ["upload.json"], gone
+    for kept in (failed, playing):
+        assert sorted(p.name for p in kept.iterdir()) == ["bot", "upload.json"], kept
+    said = [n for n in notes if "no longer needed" in n]
+    assert said == ["removed 5 submission file tree(s) no longer needed (3300 bytes): rejected or retired "
+                    "submissions' files, and folders of no submission, that a stopped arena serve left"], notes
+    from arena.competition.pipeline import prune_submission_files
+
+    with CompetitionBook(out) as book:
+        assert prune_submission_files(book, out) == (0, 0)  # nothing left for another start

@@ -11,6 +11,8 @@ entrant to ``playing``, then ``rated`` once none of its scheduled games is pendi
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import os
 import secrets
 import shutil
@@ -23,7 +25,7 @@ from typing import IO
 
 from arena.competition.book import DAY_S, IN_PLAY, BookError, CompetitionBook, Submission, name_key
 from arena.competition.intake import IntakeError, IntakeLimits, copy_image_archive, unpack
-from arena.competition.pipeline import IMAGE_ARCHIVE, submission_folder
+from arena.competition.pipeline import IMAGE_ARCHIVE, RECEIPT, submission_folder
 from arena.config import BotSpec, CompetitionSettings, TournamentConfig
 from arena.hosting.sandbox import Limits
 from arena.lobby.tokens import new_token, token_digest
@@ -115,7 +117,8 @@ class Desk:
         return sub
 
     def receive(self, competitor: str, header: Header, archive: IO[bytes]) -> Submission:
-        """Unpack ``archive``, check the bot (kind, entry), keep it as a ``received`` submission and wake
+        """Unpack ``archive``, check the bot (kind, entry), keep it as a ``received`` submission with its
+        receipt (the archive's SHA-256 and size: :data:`arena.competition.pipeline.RECEIPT`) and wake
         the queue. The freeze and the per-day limit are checked again as the submission is kept (uploads
         that passed :meth:`check_open` together cannot all be kept past the limit).
         :raises Refused: ``invalid`` (one line from the intake or the plan), ``exists``, ``exhausted``,
@@ -126,7 +129,11 @@ class Desk:
         version = self.book.next_version(header.name) if header.version in NEXT else header.version
         incoming = self.output / "submissions" / f"{INCOMING_PREFIX}{secrets.token_hex(8)}"
         try:
+            digest, size = archive_digest(archive)
+            (self.output / "submissions").mkdir(mode=0o700, parents=True, exist_ok=True)
+            incoming.mkdir(mode=0o700)
             kind, entry = self._take(archive, incoming, header, version)
+            write_receipt(incoming / RECEIPT, digest, size)
             with self.intake:  # the files are in place before the queue may look (it waits on this lock)
                 self.check_open(competitor, time.time())
                 sub = self.book.add_submission(competitor, header.name, version, kind, entry)
@@ -164,7 +171,6 @@ class Desk:
 
         if header.kind == "image":
             check_name_version(header.name, version)
-            incoming.mkdir(mode=0o700, parents=True)
             copy_image_archive(archive, incoming / IMAGE_ARCHIVE, self.settings.image_bytes)
             return "image", ""
         unpack(archive, incoming / "bot", self.limits())
@@ -242,6 +248,26 @@ class Desk:
                 status = "playing" if sub.entrant in pending else "rated"
                 if status != sub.status and self.games.get(sub.entrant, 0) > 0:
                     self.book.set_status(sub.id, status, image=sub.image)
+
+
+def archive_digest(archive: IO[bytes]) -> tuple[str, int]:
+    """The SHA-256 (hex) and size of what is left of ``archive`` (a seekable file), which is then read
+    again from where it was."""
+    start = archive.tell()
+    h, size = hashlib.sha256(), 0
+    while chunk := archive.read(1 << 20):
+        h.update(chunk)
+        size += len(chunk)
+    archive.seek(start)
+    return h.hexdigest(), size
+
+
+def write_receipt(path: Path, digest: str, size: int) -> None:
+    """Write an upload's receipt (``{"sha256": …, "bytes": …}``) to ``path``, 0600 (a new file)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump({"sha256": digest, "bytes": size}, f)
+        f.write("\n")
 
 
 def remove_partial_uploads(output: Path) -> tuple[int, int]:

@@ -13,6 +13,10 @@ pullable: :class:`BaseMissing`; a conformance suite that could not judge the bot
 crashed, or docker failed under it; files lost to a kill while the submission was taken in) marks the
 submission ``failed``, which the per-day limit does not count, and is told in the host's log with its fix.
 
+Each decision removes the files it frees (:func:`prune_submission_files`): a rejected submission keeps
+only its receipt (the archive's digest and size), an accepted one its unpacked folder while it is
+scheduled; what a kill left undone goes at the queue's next start (docs/competition.md, "Disk").
+
 Builds run the competitor's own code as root (npm's ``preinstall``, a pip sdist's ``setup.py``): they
 run on the run's build network (:class:`arena.hosting.sandbox.BuildNetwork`: the registries reachable,
 no service of the host), made before the first build and removed by :meth:`BuildQueue.stop`.
@@ -21,13 +25,14 @@ no service of the host), made before the first build and removed by :meth:`Build
 from __future__ import annotations
 
 import contextlib
+import shutil
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from arena.competition.book import CompetitionBook, Submission
+from arena.competition.book import IN_PLAY, IN_QUEUE, CompetitionBook, Submission
 from arena.competition.validate import Verdict, validate_image
 from arena.config import CompetitionSettings
 from referee.wire import plain_text
@@ -107,6 +112,77 @@ def submission_folder(output: Path, sid: int) -> Path:
     return output / "submissions" / str(sid) / "bot"
 
 
+#: An upload's receipt in its submission's folder (``OUTPUT/submissions/ID/upload.json``, 0600): the
+#: archive's ``sha256`` (hex) and ``bytes``, kept as long as the book's row.
+RECEIPT = "upload.json"
+
+
+def _tree_bytes(path: Path) -> int:
+    """Bytes of the regular files under ``path`` (itself if a file), links not followed."""
+    if path.is_file() and not path.is_symlink():
+        return path.lstat().st_size
+    return sum(f.lstat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def _remove(path: Path) -> int:
+    """Remove ``path`` (a file, a link, or a folder with all it holds; nothing if absent); its bytes."""
+    if path.is_dir() and not path.is_symlink():
+        size = _tree_bytes(path)
+        shutil.rmtree(path)
+        return size
+    if path.exists() or path.is_symlink():
+        size = _tree_bytes(path)
+        path.unlink()
+        return size
+    return 0
+
+
+def files_needed(sub: Submission | None) -> tuple[str, ...] | None:
+    """The names ``sub``'s folder (``OUTPUT/submissions/ID``) keeps; None: all of it (a submission still
+    in the queue builds from them, a ``failed`` one is built again by ``arena competition retry``).
+    A rejected one keeps its receipt only (never built again: its status, reason and log tail are in the
+    book); an accepted one runs, in the league and in the final, from its image, so its ``image.tar`` goes
+    and its unpacked ``bot`` stays only while it is scheduled (not retired: what a host would rebuild it
+    from); a folder of no submission keeps nothing."""
+    if sub is None:
+        return ()
+    if sub.status in IN_QUEUE or sub.status == "failed":
+        return None
+    if sub.status in IN_PLAY and not sub.retired:
+        return (RECEIPT, "bot")
+    return (RECEIPT,)
+
+
+def prune_submission_files(book: CompetitionBook, output: Path) -> tuple[int, int]:
+    """Remove from ``OUTPUT/submissions`` what no submission needs any more (:func:`files_needed`);
+    returns (items removed, their bytes). The folders are listed before the book is read: a folder is
+    moved in only after its row is kept (:meth:`arena.competition.desk.Desk.receive`), so a listed one
+    has its row, unless it is an orphan (the book restored from an older backup). Run after each
+    rejection and acceptance and at the queue's start, so what a kill between a decision and its removal
+    left goes at the next start; ``incoming-*`` uploads are :func:`arena.competition.desk.remove_partial_uploads`'."""
+    root = output / "submissions"
+    if not root.is_dir():
+        return 0, 0
+    folders = [d for d in root.iterdir() if d.name.isdigit() and d.is_dir() and not d.is_symlink()]
+    if not folders:
+        return 0, 0
+    subs = {s.id: s for s in book.submissions()}
+    items = size = 0
+    for folder in folders:
+        keep = files_needed(subs.get(int(folder.name)))
+        if keep is None:
+            continue
+        if not keep:
+            size += _remove(folder)
+            items += 1
+            continue
+        for item in folder.iterdir():
+            if item.name not in keep:
+                size += _remove(item)
+                items += 1
+    return items, size
+
+
 def submission_tag(settings: CompetitionSettings, output: Path, name: str, version: str) -> str:
     """The image tag of submission ``name`` ``version`` of the competition kept in ``output``:
     ``IMAGE_PREFIX/KEY/NAME:VERSION``, KEY the folder's run key (:func:`arena.hosting.sandbox.run_key`),
@@ -147,13 +223,22 @@ class BuildQueue:
     def start(self) -> None:
         """Remove the build contexts and validation sockets a killed arena left in the temp folder
         (:func:`arena.hosting.tempdirs.sweep_dead`), resume what a restart interrupted
-        (:meth:`CompetitionBook.resume`), then serve the queue."""
+        (:meth:`CompetitionBook.resume`), remove the submissions' files a kill between a decision and
+        their removal left (:func:`prune_submission_files`, one line if any), then serve the queue."""
         from arena.competition.validate import SOCKET_DIR_PREFIX
         from arena.hosting.bots_build import BUILD_DIR_PREFIX
         from arena.hosting.tempdirs import sweep_dead
 
         sweep_dead((BUILD_DIR_PREFIX, SOCKET_DIR_PREFIX))
         waiting = self.book.resume()
+        try:
+            items, size = prune_submission_files(self.book, self.output)
+        except OSError as e:
+            items, size = 0, 0
+            self.note(f"submissions' files no longer needed could not be removed: {e}")
+        if items:
+            self.note(f"removed {items} submission file tree(s) no longer needed ({size} bytes): rejected or "
+                      f"retired submissions' files, and folders of no submission, that a stopped arena serve left")
         if waiting:
             self.note(f"{len(waiting)} submission(s) in the build queue")
         self._thread.start()
@@ -198,7 +283,7 @@ class BuildQueue:
                 return
             step = "image" if "image limit" in str(e) else "build"
             self.book.set_status(sub.id, "rejected", step, str(e), log_tail=str(e))
-            self._drop_archive(sub)
+            self._prune()
             self.note(f"submission {sub.id} ({sub.entrant}) rejected at its {step}: {e}")
             return
         except BaseMissing as e:
@@ -217,8 +302,8 @@ class BuildQueue:
         if not self._judge(sub, image):
             return
         self.book.set_status(sub.id, "accepted", image=image)
-        self._drop_archive(sub)
         self._retire_old(sub)
+        self._prune()
         self.note(f"submission {sub.id} accepted: {sub.entrant} enters the league")
         self.enroll()
 
@@ -266,20 +351,19 @@ class BuildQueue:
             return False
         reason = f"failing checks: {', '.join(verdict.failing)}"
         self.book.set_status(sub.id, "rejected", "validation", reason, verdict.detail)
-        self._drop_archive(sub)
+        self._prune()
         self.note(f"submission {sub.id} ({sub.entrant}) rejected by validation: {reason}")
         return False
 
-    def _drop_archive(self, sub: Submission) -> None:
-        """Remove a prebuilt image's uploaded archive (``image.tar``, up to ``image_upload_bytes``) once
-        ``sub`` is accepted (docker holds the image) or rejected (never built again): kept, a competitor's
-        day of uploads would stay on the host's disk for good. A ``failed`` one keeps it for
-        ``arena competition retry``; a folder submission keeps its (smaller) unpacked files."""
-        if sub.kind == "image":
-            try:
-                (submission_folder(self.output, sub.id).parent / IMAGE_ARCHIVE).unlink(missing_ok=True)
-            except OSError as e:
-                self.note(f"submission {sub.id}'s image archive could not be removed: {e}")
+    def _prune(self) -> None:
+        """Remove the files no submission needs any more (:func:`prune_submission_files`), under the intake
+        lock (the desk keeps a row, then moves its folder in: a folder is never taken for an orphan of a
+        row being kept); a failure is only noted (the decision stands, the next prune tries again)."""
+        try:
+            with self.intake:
+                prune_submission_files(self.book, self.output)
+        except OSError as e:
+            self.note(f"submissions' files no longer needed could not be removed: {e}")
 
     def _discard(self, tag: str) -> None:
         """Remove a rejected submission's image: it never plays, and a competitor's day of rejected
