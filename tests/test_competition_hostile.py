@@ -54,6 +54,27 @@ def test_uploads_that_passed_the_check_together_do_not_pass_the_daily_limit(tmp_
     assert not list((tmp_path / "submissions").glob("incoming-*"))  # nothing left of the refused one
 
 
+
+def test_a_folder_bot_retired_by_a_remote_registration_leaves_only_its_receipt(tmp_path: Path) -> None:
+    """A remote version past ``in_play`` retires the competitor's accepted folder bot at once, without
+    the build queue: its unpacked files (it ran from its image) go then, not at the next decision or
+    start; the receipt kept by the desk (the archive's SHA-256 and size, 0600) stays."""
+    import hashlib
+    import json
+
+    desk = _desk(tmp_path, per_day=10)
+    desk.book.add_competitor("eve")
+    archive = _archive()
+    sub = desk.receive("eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(archive))
+    folder = tmp_path / "submissions" / str(sub.id)
+    receipt = folder / "upload.json"
+    assert json.loads(receipt.read_text()) == {"sha256": hashlib.sha256(archive).hexdigest(), "bytes": len(archive)}
+    assert (receipt.stat().st_mode & 0o777, folder.stat().st_mode & 0o777) == (0o600, 0o700)
+    desk.book.set_status(sub.id, "accepted", image="evebot-image")  # as the build queue accepts it
+    desk.register_remote("eve", "evebot", "2")
+    assert desk.book.submissions("eve")[0].retired
+    assert sorted(p.name for p in folder.iterdir()) == ["upload.json"]
+
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, str, Desk]]:
     """The service over a fresh desk on a loopback port: (address, eve's token, the desk)."""

@@ -25,7 +25,7 @@ from typing import IO
 
 from arena.competition.book import DAY_S, IN_PLAY, BookError, CompetitionBook, Submission, name_key
 from arena.competition.intake import IntakeError, IntakeLimits, copy_image_archive, unpack
-from arena.competition.pipeline import IMAGE_ARCHIVE, RECEIPT, submission_folder
+from arena.competition.pipeline import IMAGE_ARCHIVE, RECEIPT, prune_submission_files, submission_folder
 from arena.config import BotSpec, CompetitionSettings, TournamentConfig
 from arena.hosting.sandbox import Limits
 from arena.lobby.tokens import new_token, token_digest
@@ -202,7 +202,9 @@ class Desk:
         with Store(self.output / DB_NAME) as store:
             store.add_token(sub.entrant, token_digest(token))
         self.book.set_status(sub.id, "accepted")
-        self.book.retire_over(competitor, self.settings.in_play)
+        if self.book.retire_over(competitor, self.settings.in_play):
+            with self.intake:  # a retired folder bot's unpacked files: nothing needs them now
+                prune_submission_files(self.book, self.output)
         self.enroll()
         return self.owned(competitor, sub.id), token
 

@@ -119,7 +119,9 @@ RECEIPT = "upload.json"
 
 def _tree_bytes(path: Path) -> int:
     """Bytes of the regular files under ``path`` (itself if a file), links not followed."""
-    if path.is_file() and not path.is_symlink():
+    if path.is_symlink():
+        return 0
+    if path.is_file():
         return path.lstat().st_size
     return sum(f.lstat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
 
