@@ -23,6 +23,7 @@ NOT_PATHS = {
     "records/m1.json": "a record path inside a test's output folder",
     "replays/pages.json": "a file of a tournament's output folder (arena/web/export.py)",
     "d/manifest.json": "a member of a hostile image archive (tests/test_competition_intake.py)",
+    "OUTPUT/submissions/ID/upload.json": "a receipt in a competition's output folder (arena/competition/pipeline.py)",
     "examples/my.toml": "the copy of examples/demo.toml a bot author makes (docs/bot-authors.md)",
     "mybots/cpp/build.sh": "the copy of sample_bots/cpp a bot author makes (docs/bot-authors.md)",
 }
