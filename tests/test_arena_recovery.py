@@ -221,7 +221,10 @@ def test_a_run_warns_of_each_unreadable_record_and_still_succeeds(tmp_path: Path
     for page in (out / REPLAYS_DIR).glob(f"{gone}.*"):
         page.unlink()
     record = out / "records" / f"{cut}.jsonl"
-    record.write_bytes(record.read_bytes()[: record.stat().st_size // 2])
+    half = record.read_bytes()[: record.stat().st_size // 2]
+    # Cut inside a line: a cut that fell just after a newline (the games are random, so now and then
+    # it did, in CI) leaves whole lines, read as a record cut short before its seed line instead.
+    record.write_bytes(half[:-2] if half.endswith(b"\n") else half)
     done = run(cfg, simulate=False)
     assert done.returncode == 0, done.stdout + done.stderr
     warned = [ln for ln in done.stdout.splitlines() if ln.startswith("warning:")]
