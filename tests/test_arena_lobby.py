@@ -9,6 +9,7 @@ no_show; the lobby drops a frozen worker within 15 s.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -225,6 +226,52 @@ def test_the_lobbys_port_answers_the_standard_health_check() -> None:
         lob.stop()
     down = check()
     assert down.returncode == 1 and len(down.stderr.strip().splitlines()) == 1, down.stderr
+
+
+def test_health_watch_streams_of_one_address_do_not_take_the_lobbys_port() -> None:
+    """A health ``Watch`` stream takes no token and stays open as long as its client likes, each holding one
+    of the lobby server's 1024 RPC slots: one anonymous client's 1100 of them made the port refuse every
+    worker's Connect (and the Submission service's calls) with "Concurrent RPC limit exceeded!". Now one
+    address's Watch streams are capped: the rest are refused at once in one line, and a worker's
+    Connect and a health Check still answer."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    lob = Lobby("t", TokenBook())
+    address = lob.start()
+    flood = 1100
+
+    async def attack() -> tuple[int, list[tuple[grpc.StatusCode, str]], tuple[grpc.StatusCode, str], int]:
+        channels = [grpc.aio.insecure_channel(address) for _ in range(8)]
+        calls = [health_pb2_grpc.HealthStub(channels[k % 8]).Watch(health_pb2.HealthCheckRequest(), timeout=60)
+                 for k in range(flood)]
+        firsts = await asyncio.gather(*(c.read() for c in calls), return_exceptions=True)
+        watching = sum(isinstance(f, health_pb2.HealthCheckResponse) for f in firsts)
+        refused = [(f.code(), f.details()) for f in firsts if isinstance(f, grpc.aio.AioRpcError)]
+        async with grpc.aio.insecure_channel(address) as ch:
+            try:
+                await lpb_grpc.LobbyServiceStub(ch).Connect(iter([register("nope", "b")]), timeout=30).read()
+                worker = (grpc.StatusCode.OK, "")
+            except grpc.aio.AioRpcError as e:
+                worker = (e.code(), e.details() or "")
+            status = (await health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=30)).status
+        for c in calls:
+            c.cancel()
+        for c in channels:
+            await c.close()
+        return watching, refused, worker, status
+
+    try:
+        watching, refused, worker, status = asyncio.run(attack())
+    finally:
+        lob.stop()
+    assert worker[0] == grpc.StatusCode.UNAUTHENTICATED, worker  # the lobby's own answer to a bad token
+    assert status == health_pb2.HealthCheckResponse.SERVING
+    assert watching == lobby_module.WATCHES_PER_PEER
+    line = f"{lobby_module.WATCHES_PER_PEER} health Watch streams of your address are open: close one"
+    capped = [r for r in refused if r == (grpc.StatusCode.RESOURCE_EXHAUSTED, line)]
+    # every other stream ended at once (now and then gRPC reports one aborted as it opened as CANCELLED)
+    assert len(refused) == flood - watching and len(capped) > flood // 2, refused[:3]
+    assert all(code == grpc.StatusCode.CANCELLED for code, d in refused if d != line), refused[:3]
 
 
 def test_lobby_refuses_a_stream_silent_past_the_register_timeout(lobby: Lobby,
