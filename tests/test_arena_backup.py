@@ -135,6 +135,9 @@ def test_a_finals_store_is_copied_whole_while_its_rows_are_in_the_wal(tmp_path: 
         writer.execute("CREATE TABLE games (id TEXT)")
         writer.execute("INSERT INTO games VALUES ('final-p0-1-g0')")
         assert (out / "final" / "arena.sqlite-wal").stat().st_size > 0  # the rows: in the -wal file
+        for skipped in ("logs/final-p0-1-g0/seat0.log", "live/final-p0-1-g1.jsonl", "records/final-p0-1-g0.jsonl"):
+            (out / "final" / skipped).parent.mkdir(parents=True, exist_ok=True)
+            (out / "final" / skipped).write_text("x\n")
         made = arena("backup", str(out), str(dest))
     finally:
         writer.close()
@@ -142,3 +145,5 @@ def test_a_finals_store_is_copied_whole_while_its_rows_are_in_the_wal(tmp_path: 
     assert not list((dest / "final").glob("*-wal")) and not list((dest / "final").glob("*-shm"))
     assert mode(dest / "final" / "arena.sqlite") == 0o600
     assert stored(dest / "final" / "arena.sqlite") == 1  # (reading it makes its -shm)
+    # the final's bots' output and running games are left out as the league's are; its records are not
+    assert sorted(p.name for p in (dest / "final").iterdir() if not p.name.startswith("arena.sqlite")) == ["records"]

@@ -13,7 +13,8 @@ The rest of the folder (records, published files, replay pages, submissions, the
 store copied as the league's) is copied after the databases, so every game a copied store holds has
 its record; a game stored after the snapshot may have its record copied too, and a restored arena
 plays it again and replaces it. Left
-out: the databases' ``-wal``/``-shm`` files, the lock's description, ``live/`` (running games),
+out: the databases' ``-wal``/``-shm`` files, the lock's description, and of the folder and of its final
+(any folder holding an arena store) ``live/`` (running games),
 uploads being taken in (``submissions/incoming-*``) and ``logs/`` (the bots' output, which can be
 large and is not the tournament).
 """
@@ -82,10 +83,13 @@ def _copy_database(source: Path, target: Path) -> int:
 
 def _copy_tree(source: Path, target: Path, top: bool) -> int:
     """Copy the folder ``source`` into the existing ``target`` (modes kept, links copied as links);
-    returns how many files it copied. An entry that vanishes meanwhile (a page republished) is skipped."""
+    returns how many files it copied. An entry that vanishes meanwhile (a page republished) is skipped.
+    :data:`SKIPPED` is left out of the top folder and of every tournament folder in it (one holding an
+    arena store: ``OUTPUT/final``, whose ``logs/`` are the final's bots' output)."""
     count = 0
+    tournament = top or (source / DB_NAME).is_file()
     for entry in sorted(os.scandir(source), key=lambda e: e.name):
-        if (top and entry.name in SKIPPED) or entry.name == LOCK_NAME:
+        if (tournament and entry.name in SKIPPED) or entry.name == LOCK_NAME:
             continue
         if source.name == "submissions" and entry.name.startswith("incoming-"):
             continue
