@@ -171,8 +171,8 @@ def test_a_game_created_blind_is_listed_blind_whatever_the_caller_says(tmp_path:
         told = {g["game_id"]: (g["pair_id"], g["seat_names"]) for g in live.running_games(tmp_path, blind=True)}
         assert told == {s1: (None, blind4), s2: (None, blind4)}
         mine = live.running_games(tmp_path, blind=True, own={"c"})
-        assert [(g["game_id"], g["seat_names"], g["seats"]) for g in mine] == [
-            (s1, ["seat 0", "seat 1", "c", "seat 3"], [2]), (s2, ["seat 0", "seat 1", "c", "seat 3"], [2])]
+        assert [(g["game_id"], g["seat_names"], g["seats"]) for g in mine] == sorted([
+            (s1, ["seat 0", "seat 1", "c", "seat 3"], [2]), (s2, ["seat 0", "seat 1", "c", "seat 3"], [2])])
         assert live.running_games(tmp_path, own={"nobody"}) == []
         found = {k: live.find_running(tmp_path, k, False) for k in (s1, s2, "g1", "g2")}
         assert {k: f[0] if f else None for k, f in found.items()} == {s1: "g1", s2: None, "g1": None, "g2": "g2"}

@@ -573,3 +573,28 @@ def test_a_blind_leagues_running_game_names_no_entrant_until_it_is_stored(tmp_pa
     assert _named(stored.get(f"/games/{ga}").text, labels) == labels
     assert stored.get(f"/api/games/{ga}/record").json()["seat_names"] == a[0]["seat_names"]
     assert _named(stored.get("/_games").text, labels) == labels
+
+
+def test_a_blind_leagues_running_games_are_listed_in_the_order_of_their_shown_ids(tmp_path: Path, out: Path) -> None:
+    """The running games were listed in the order of their own ids (``<name>-p<i>-<j>-g<k>``), so in a blind
+    tournament a game's place in the list (and a competitor's own game's place, which /me tells them) said
+    where its pairing comes in the schedule, under the opaque ids. They are listed by the ids shown now."""
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy, ignore=shutil.ignore_patterns("live"))
+    set_blind(copy, True)
+    with sqlite3.connect(copy / "arena.sqlite") as db:
+        db.execute("DELETE FROM games")
+    seed = bytes(32)
+    rules = record_lines(out / games_of(out)[0]["record"])[0]["rules"]
+    ids = [f"web-p{i}-{j}-g{k}" for j in range(1, 5) for i in range(j) for k in range(2)]  # schedule order
+    logs = [live.LiveLog(copy, gid, gid[:-2] + "d0", ["a", "b", "a", "b"], rules, seed) for gid in ids]
+    try:
+        c = TestClient(create_app(copy, bootstrap=0))
+        listed = [g["game_id"] for g in c.get("/api/live").json()["running"]]
+        shown = sorted(live.shown_id({}, gid, True) for gid in ids)
+        assert listed == shown  # (in the schedule's order, a random key gives this order once in 20! runs)
+        page = c.get("/live").text
+        assert sorted(shown, key=page.index) == shown
+    finally:
+        for log in logs:
+            log.close()

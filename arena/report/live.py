@@ -209,7 +209,8 @@ def running_games(
     (no seed), skipping ids in ``stored`` (a file left behind by a killed run). The ``seat_names`` are
     :func:`shown_names` and the ``game_id`` :func:`shown_id` (``blind``: the tournament's ``blind_seats``;
     a blind game's ``pair_id`` is None); with ``own`` (a competitor's entrants), only the games seating
-    one of them, each with ``seats``: the seats they hold."""
+    one of them, each with ``seats``: the seats they hold. In the order of the ids shown: a blind game's
+    place in a list sorted by its own id would tell where its pairing comes in the schedule."""
     out = []
     for gid, path in sorted(live_files(output).items()):
         if stored and gid in stored:
@@ -233,6 +234,7 @@ def running_games(
                 continue
             game["seats"] = seats
         out.append(game)
+    out.sort(key=lambda g: str(g["game_id"]))
     return out
 
 
