@@ -52,7 +52,7 @@ from typing import Any
 
 import grpc
 import structlog
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from allfours.v1 import referee_pb2 as pb
@@ -61,7 +61,7 @@ from referee import wire
 from referee.dealing import check_seed, fresh_seed
 from referee.match import CLOSE, Connection, Match, SeatUnavailable, now
 from referee.rules.errors import quote
-from referee.streams import M, Pending, Undecodable, add_service, add_stream_method, decoded
+from referee.streams import CappedHealth, M, Pending, Undecodable, add_service, add_stream_method, decoded
 
 log = structlog.get_logger("referee.server")
 
@@ -541,7 +541,7 @@ class RefereeServer:
         self._bot_servers: dict[str, grpc.aio.Server] = {}
         #: The servers remote workers dial (:meth:`listen_remote`).
         self._remote_servers: list[grpc.aio.Server] = []
-        self._health = health.aio.HealthServicer() if hasattr(health, "aio") else health.HealthServicer()
+        self._health = CappedHealth()  # Watch streams capped per peer address (referee.streams)
         self._accepting = threading.Event()
 
     @property

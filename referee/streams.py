@@ -8,7 +8,9 @@ Both are bidirectional streams whose first client message must be one kind of a 
   Python exception's text, or end a running stream as if the peer had gone);
 - :func:`first_message` waits for the first message and refuses a wrong one with one line;
 - :func:`add_service` registers a whole service (the referee's AdminService) with that decoder, so its
-  handlers answer undecodable requests with one line too (:func:`decoded`).
+  handlers answer undecodable requests with one line too (:func:`decoded`);
+- :class:`CappedHealth`, the standard health service of both ports, whose ``Watch`` streams (no token, open
+  as long as the client likes) are capped per peer address as :class:`Pending` caps silent streams.
 
 The one-line statuses are documented in docs/protocol.md (the Play and the lobby tables).
 """
@@ -24,6 +26,7 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.message import DecodeError, Message
+from grpc_health.v1 import health, health_pb2
 
 M = TypeVar("M", bound=Message)
 
@@ -161,6 +164,44 @@ class Pending:
         self._by_host[host] = self._by_host.get(host, 0) + 1
         try:
             return await first_message(context, timeout_s, expected)
+        finally:
+            self._by_host[host] -= 1
+            if not self._by_host[host]:
+                del self._by_host[host]
+
+
+#: Most health ``Watch`` streams of one peer address, and of all peers together (:class:`CappedHealth`):
+#: an orchestrator watches with one or two.
+WATCHES_PER_PEER = 4
+WATCHES_ALL = 64
+
+
+class CappedHealth(health.aio.HealthServicer):  # type: ignore[misc]  # grpc_health ships no types
+    """The standard health service, its ``Watch`` streams capped: at most ``per_peer`` of one peer address
+    (a unix socket's peers count as one, :data:`UNIX_PEER`) and ``in_all`` in all; more are
+    refused at once with RESOURCE_EXHAUSTED and one line. ``Check`` (one answer) is not capped. A Watch
+    stream takes no token and lasts as long as its client keeps it, holding one of the server's
+    ``maximum_concurrent_rpcs`` slots: uncapped, one client's 1024 of them made the lobby's port refuse
+    every worker's Connect and every Submission call, and 2048 (over 80 connections) the referee's refuse
+    the arena's admin calls and every seat ("Concurrent RPC limit exceeded!"). Used on one event loop only
+    (one instance may serve several servers of that loop: the counts are by peer address)."""
+
+    def __init__(self, per_peer: int = WATCHES_PER_PEER, in_all: int = WATCHES_ALL) -> None:
+        super().__init__()
+        self.per_peer, self.in_all = per_peer, in_all
+        self._by_host: dict[str, int] = {}
+
+    async def Watch(self, request: health_pb2.HealthCheckRequest, context: grpc.aio.ServicerContext) -> None:
+        host = peer_host(context.peer() or "") or UNIX_PEER
+        if self._by_host.get(host, 0) >= self.per_peer:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                f"{self.per_peer} health Watch streams of your address are open: close one")
+        if sum(self._by_host.values()) >= self.in_all:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                f"{self.in_all} health Watch streams are open: watch again later")
+        self._by_host[host] = self._by_host.get(host, 0) + 1
+        try:
+            await super().Watch(request, context)
         finally:
             self._by_host[host] -= 1
             if not self._by_host[host]:

@@ -236,6 +236,8 @@ def test_health_watch_streams_of_one_address_do_not_take_the_lobbys_port() -> No
     Connect and a health Check still answer."""
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+    from referee.streams import WATCHES_PER_PEER
+
     lob = Lobby("t", TokenBook())
     address = lob.start()
     flood = 1100
@@ -266,8 +268,8 @@ def test_health_watch_streams_of_one_address_do_not_take_the_lobbys_port() -> No
         lob.stop()
     assert worker[0] == grpc.StatusCode.UNAUTHENTICATED, worker  # the lobby's own answer to a bad token
     assert status == health_pb2.HealthCheckResponse.SERVING
-    assert watching == lobby_module.WATCHES_PER_PEER
-    line = f"{lobby_module.WATCHES_PER_PEER} health Watch streams of your address are open: close one"
+    assert watching == WATCHES_PER_PEER
+    line = f"{WATCHES_PER_PEER} health Watch streams of your address are open: close one"
     capped = [r for r in refused if r == (grpc.StatusCode.RESOURCE_EXHAUSTED, line)]
     # every other stream ended at once (now and then gRPC reports one aborted as it opened as CANCELLED)
     assert len(refused) == flood - watching and len(capped) > flood // 2, refused[:3]

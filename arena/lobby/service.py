@@ -25,7 +25,7 @@ The lobby's port also serves the standard gRPC health check (``grpc.health.v1.He
 SERVING while it serves, NOT_SERVING once it stops, so ``python -m referee.healthcheck HOST:PORT`` checks an
 ``arena run``/``arena serve`` from outside (a compose healthcheck, a load balancer). Its ``Watch`` streams
 take no token and last as long as their client keeps them, each holding one of the server's RPC slots, so
-they are capped per peer address and in all (:class:`CappedHealth`).
+they are capped per peer address and in all (:class:`referee.streams.CappedHealth`).
 
 Tokens (:class:`arena.lobby.tokens.TokenBook`) are kept as SHA-256 digests only; a token plays only as its own bot.
 Dead workers: every connection is pinged (HTTP/2 keepalive every :data:`KEEPALIVE_S` s, with
@@ -44,13 +44,13 @@ from typing import Any
 
 import grpc
 import structlog
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import lobby_pb2_grpc as lpb_grpc
 from arena.lobby.tokens import MAX_FIELD, TokenBook, token_digest
 from referee import wire
-from referee.streams import UNIX_PEER, Pending, Undecodable, add_stream_method, peer_host
+from referee.streams import CappedHealth, Pending, Undecodable, add_stream_method
 
 log = structlog.get_logger("arena.lobby.service")
 
@@ -72,11 +72,6 @@ MAX_WORKERS_PER_BOT = 64
 #: one line; the peers of a sandboxed bot's own unix socket count as one (:meth:`Lobby.listen_unix`).
 PENDING_PER_PEER = 16
 PENDING_ALL = 256
-#: Most health ``Watch`` streams of one peer address, and of all peers together (:class:`CappedHealth`):
-#: an orchestrator watches with one or two; 1024 watching streams of one anonymous client took every
-#: RPC slot of the lobby's port, so every worker's Connect and every Submission call was refused.
-WATCHES_PER_PEER = 4
-WATCHES_ALL = 64
 
 SERVER_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.keepalive_time_ms", KEEPALIVE_S * 1000),
@@ -96,36 +91,6 @@ MAXIMUM_CONCURRENT_RPCS = 1024
 #: (at most 512: a pool is sized for 256 games at once, two seats each) and its silent ones (at most
 #: ``PENDING_PER_PEER``), with room to spare.
 BOT_SOCKET_RPCS = 1024
-
-
-class CappedHealth(health.aio.HealthServicer):  # type: ignore[misc]  # grpc_health ships no types
-    """The standard health service, its ``Watch`` streams capped: at most ``per_peer`` of one peer address
-    (a unix socket's peers count as one, :data:`referee.streams.UNIX_PEER`) and ``in_all`` in all; more are
-    refused at once with RESOURCE_EXHAUSTED and one line. ``Check`` (one answer) is not capped. A Watch
-    stream takes no token and lasts as long as its client keeps it, holding one of the server's
-    :data:`MAXIMUM_CONCURRENT_RPCS` slots: uncapped, one client's 1024 of them made the lobby's port refuse
-    every other call ("Concurrent RPC limit exceeded!"). Used on one event loop only."""
-
-    def __init__(self, per_peer: int = WATCHES_PER_PEER, in_all: int = WATCHES_ALL) -> None:
-        super().__init__()
-        self.per_peer, self.in_all = per_peer, in_all
-        self._by_host: dict[str, int] = {}
-
-    async def Watch(self, request: health_pb2.HealthCheckRequest, context: grpc.aio.ServicerContext) -> None:
-        host = peer_host(context.peer() or "") or UNIX_PEER
-        if self._by_host.get(host, 0) >= self.per_peer:
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                f"{self.per_peer} health Watch streams of your address are open: close one")
-        if sum(self._by_host.values()) >= self.in_all:
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                f"{self.in_all} health Watch streams are open: watch again later")
-        self._by_host[host] = self._by_host.get(host, 0) + 1
-        try:
-            await super().Watch(request, context)
-        finally:
-            self._by_host[host] -= 1
-            if not self._by_host[host]:
-                del self._by_host[host]
 
 
 @dataclass(eq=False)
