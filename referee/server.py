@@ -53,7 +53,7 @@ from typing import Any
 import grpc
 import structlog
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
@@ -61,7 +61,7 @@ from referee import wire
 from referee.dealing import check_seed, fresh_seed
 from referee.match import CLOSE, Connection, Match, SeatUnavailable, now
 from referee.rules.errors import quote
-from referee.streams import CappedHealth, M, Pending, Undecodable, add_service, add_stream_method, decoded
+from referee.streams import CappedHealth, M, PeerStreams, Pending, Undecodable, add_service, add_stream_method, decoded
 
 log = structlog.get_logger("referee.server")
 
@@ -562,9 +562,9 @@ class RefereeServer:
         add_service(server, pb.DESCRIPTOR.services_by_name["AdminService"],
                     AdminServicer(self.registry, self.admin_token, self.record_dir, self._accepting), pb)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
-        reflection.enable_server_reflection(
+        reflection_pb2_grpc.add_ServerReflectionServicer_to_server(CappedReflection(
             (*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-             reflection.SERVICE_NAME), server)
+             reflection.SERVICE_NAME)), server)
         addr = f"{self.host}:{self.port}"
         check_bindable(self.host, self.port)
         if self.tls is not None:
@@ -691,6 +691,27 @@ def start_server(host: str = "127.0.0.1", port: int = 0, admin_token: str | None
     """A :class:`RefereeServer` to use as ``async with start_server(port=0, admin_token=t) as s:``
     (``kwargs``: its other parameters)."""
     return RefereeServer(host=host, port=port, admin_token=admin_token, record_dir=record_dir, tls=tls, **kwargs)
+
+
+#: Most server reflection streams of one peer address, and of all peers together (:class:`CappedReflection`).
+REFLECTIONS_PER_PEER = 4
+REFLECTIONS_ALL = 64
+
+
+class CappedReflection(reflection.aio.ReflectionServicer):  # type: ignore[misc]  # grpc_reflection ships no types
+    """Server reflection (``grpcurl``), its streams capped (:class:`referee.streams.PeerStreams`): a stream
+    that sends nothing holds one of the server's slots for as long as its client likes, and 2600 of them
+    over 80 connections made the referee refuse the arena's admin calls and every seat."""
+
+    def __init__(self, service_names: tuple[str, ...]) -> None:
+        super().__init__(service_names)
+        self.streams = PeerStreams("reflection", REFLECTIONS_PER_PEER, REFLECTIONS_ALL)
+
+    async def ServerReflectionInfo(self, request_iterator: Any,
+                                   context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        async with self.streams.held(context):
+            async for answer in super().ServerReflectionInfo(request_iterator, context):
+                yield answer
 
 
 class ThreadedReferee:

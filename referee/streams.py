@@ -9,8 +9,9 @@ Both are bidirectional streams whose first client message must be one kind of a 
 - :func:`first_message` waits for the first message and refuses a wrong one with one line;
 - :func:`add_service` registers a whole service (the referee's AdminService) with that decoder, so its
   handlers answer undecodable requests with one line too (:func:`decoded`);
-- :class:`CappedHealth`, the standard health service of both ports, whose ``Watch`` streams (no token, open
-  as long as the client likes) are capped per peer address as :class:`Pending` caps silent streams.
+- :class:`PeerStreams` caps the streams that take no token and stay open as long as the client likes (a
+  health ``Watch``, a reflection stream) per peer address, as :class:`Pending` caps silent streams;
+  :class:`CappedHealth` is the standard health service of both ports with its ``Watch`` capped so.
 
 The one-line statuses are documented in docs/protocol.md (the Play and the lobby tables).
 """
@@ -18,7 +19,8 @@ The one-line statuses are documented in docs/protocol.md (the Play and the lobby
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, TypeVar
@@ -176,33 +178,47 @@ WATCHES_PER_PEER = 4
 WATCHES_ALL = 64
 
 
-class CappedHealth(health.aio.HealthServicer):  # type: ignore[misc]  # grpc_health ships no types
-    """The standard health service, its ``Watch`` streams capped: at most ``per_peer`` of one peer address
-    (a unix socket's peers count as one, :data:`UNIX_PEER`) and ``in_all`` in all; more are
-    refused at once with RESOURCE_EXHAUSTED and one line. ``Check`` (one answer) is not capped. A Watch
-    stream takes no token and lasts as long as its client keeps it, holding one of the server's
-    ``maximum_concurrent_rpcs`` slots: uncapped, one client's 1024 of them made the lobby's port refuse
-    every worker's Connect and every Submission call, and 2048 (over 80 connections) the referee's refuse
-    the arena's admin calls and every seat ("Concurrent RPC limit exceeded!"). Used on one event loop only
-    (one instance may serve several servers of that loop: the counts are by peer address)."""
+class PeerStreams:
+    """Open streams of one kind that take no token and last as long as their client keeps them (a health
+    ``Watch``, a reflection stream), counted by the peer's address (a unix socket's peers as one,
+    :data:`UNIX_PEER`): each holds one of the server's ``maximum_concurrent_rpcs`` slots, so uncapped, one
+    client's streams made the server refuse every other call ("Concurrent RPC limit exceeded!"). At most
+    ``per_peer`` of one address and ``in_all`` in all; more are refused at once with RESOURCE_EXHAUSTED and
+    one line. Used on one event loop only (one instance may count the streams of several servers of it)."""
 
-    def __init__(self, per_peer: int = WATCHES_PER_PEER, in_all: int = WATCHES_ALL) -> None:
-        super().__init__()
-        self.per_peer, self.in_all = per_peer, in_all
+    def __init__(self, what: str, per_peer: int, in_all: int) -> None:
+        self.what, self.per_peer, self.in_all = what, per_peer, in_all
         self._by_host: dict[str, int] = {}
 
-    async def Watch(self, request: health_pb2.HealthCheckRequest, context: grpc.aio.ServicerContext) -> None:
+    @contextlib.asynccontextmanager
+    async def held(self, context: grpc.aio.ServicerContext) -> AsyncIterator[None]:
+        """Count the stream of ``context`` while the block runs, or abort it as the class docstring says."""
         host = peer_host(context.peer() or "") or UNIX_PEER
         if self._by_host.get(host, 0) >= self.per_peer:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                f"{self.per_peer} health Watch streams of your address are open: close one")
+                                f"{self.per_peer} {self.what} streams of your address are open: close one")
         if sum(self._by_host.values()) >= self.in_all:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                f"{self.in_all} health Watch streams are open: watch again later")
+                                f"{self.in_all} {self.what} streams are open: try again later")
         self._by_host[host] = self._by_host.get(host, 0) + 1
         try:
-            await super().Watch(request, context)
+            yield
         finally:
             self._by_host[host] -= 1
             if not self._by_host[host]:
                 del self._by_host[host]
+
+
+class CappedHealth(health.aio.HealthServicer):  # type: ignore[misc]  # grpc_health ships no types
+    """The standard health service, its ``Watch`` streams capped (:class:`PeerStreams`: at most ``per_peer``
+    of one peer address and ``in_all`` in all). ``Check`` (one answer) is not capped. Uncapped, one client's
+    1024 Watch streams made the lobby's port refuse every worker's Connect and every Submission call, and
+    2048 (over 80 connections) the referee's refuse the arena's admin calls and every seat."""
+
+    def __init__(self, per_peer: int = WATCHES_PER_PEER, in_all: int = WATCHES_ALL) -> None:
+        super().__init__()
+        self.streams = PeerStreams("health Watch", per_peer, in_all)
+
+    async def Watch(self, request: health_pb2.HealthCheckRequest, context: grpc.aio.ServicerContext) -> None:
+        async with self.streams.held(context):
+            await super().Watch(request, context)

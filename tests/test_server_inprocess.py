@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from typing import Any
 
 import grpc
 import pytest
@@ -147,3 +149,63 @@ def test_health_watch_streams_of_one_address_do_not_take_the_referees_slots() ->
     assert watching == WATCHES_PER_PEER and len(refused) == flood - watching
     capped = [d for d in refused if d == f"{WATCHES_PER_PEER} health Watch streams of your address are open: close one"]
     assert len(capped) > flood // 2, refused[:3]  # (now and then gRPC reports one aborted as it opened as CANCELLED)
+
+
+def test_silent_reflection_streams_of_one_address_do_not_take_the_referees_slots() -> None:
+    """Server reflection is a stream that may send nothing and stay open: 2600 silent ones over 80
+    connections took the referee's 2048 RPC slots, and the arena's admin calls and every seat's Play were
+    refused. One address's reflection streams are capped now (more refused at once, one line); reflection
+    still lists the services, and the admin calls answer."""
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    from referee.server import REFLECTIONS_PER_PEER
+
+    flood, conns = 2600, 80
+
+    async def main() -> tuple[list[str], list[str], bool]:
+        release = asyncio.Event()
+
+        async def silent() -> Any:
+            await release.wait()
+            return
+            yield
+
+        async with start_server(port=0, admin_token=TOKEN) as server:
+            channels = [grpc.aio.insecure_channel(server.address, options=[("grpc.use_local_subchannel_pool", 1)])
+                        for _ in range(conns)]
+            calls = [reflection_pb2_grpc.ServerReflectionStub(channels[k % conns]).ServerReflectionInfo(
+                silent(), timeout=60) for k in range(flood)]
+            refused: list[str] = []
+
+            async def follow(call: Any) -> None:
+                with contextlib.suppress(asyncio.CancelledError):
+                    try:
+                        await call.read()
+                    except grpc.aio.AioRpcError as e:
+                        refused.append(e.details() or "")
+
+            tasks = [asyncio.ensure_future(follow(c)) for c in calls]
+            for _ in range(100):  # until every stream past the cap is refused (at most 10 s)
+                if len(refused) >= flood - REFLECTIONS_PER_PEER:
+                    break
+                await asyncio.sleep(0.1)
+            async with grpc.aio.insecure_channel(server.address) as ch:
+                admin = pb_grpc.AdminServiceStub(ch)
+                listed = await admin.ListMatches(pb.ListMatchesRequest(), metadata=MD, timeout=30)
+            release.set()
+            for c in calls:
+                c.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            async with grpc.aio.insecure_channel(server.address) as ch:
+                ask = reflection_pb2.ServerReflectionRequest(list_services="")
+                answer = await reflection_pb2_grpc.ServerReflectionStub(ch).ServerReflectionInfo(iter([ask])).read()
+            for c in channels:
+                await c.close()
+            services = [s.name for s in answer.list_services_response.service]
+            return refused, services, isinstance(listed, pb.ListMatchesResponse)
+
+    refused, services, admin = asyncio.run(main())
+    assert admin and "allfours.v1.RefereeService" in services
+    line = f"{REFLECTIONS_PER_PEER} reflection streams of your address are open: close one"
+    capped = [d for d in refused if d == line]
+    assert len(refused) == flood - REFLECTIONS_PER_PEER and len(capped) > flood // 2, refused[:3]
