@@ -75,6 +75,29 @@ def test_a_folder_bot_retired_by_a_remote_registration_leaves_only_its_receipt(t
     assert desk.book.submissions("eve")[0].retired
     assert sorted(p.name for p in folder.iterdir()) == ["upload.json"]
 
+def test_a_remote_registration_stands_when_the_retired_bots_files_cannot_be_removed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The removal of a retired folder bot's files ran after the remote entry was accepted and its token's
+    digest stored, and before it was enrolled: an OSError there ended RegisterRemote with the entry kept
+    but its token (told only in the answer) lost and the bot not scheduled. The registration stands now;
+    the build queue's next prune removes the files (and says it if it cannot)."""
+    import arena.competition.desk as desk_module
+
+    def refuse(*_: object) -> tuple[int, int]:
+        raise PermissionError(13, "Permission denied", "submissions/1/bot")
+
+    enrolled: list[int] = []
+    desk = _desk(tmp_path, per_day=10)
+    desk.enroll = lambda: enrolled.append(1)
+    desk.book.add_competitor("eve")
+    sub = desk.receive("eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(_archive()))
+    desk.book.set_status(sub.id, "accepted", image="evebot-image")
+    monkeypatch.setattr(desk_module, "prune_submission_files", refuse)
+    entry, token = desk.register_remote("eve", "evebot", "2")
+    assert entry.status == "accepted" and token and enrolled == [1]
+    assert desk.book.submissions("eve")[0].retired
+
+
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, str, Desk]]:
     """The service over a fresh desk on a loopback port: (address, eve's token, the desk)."""

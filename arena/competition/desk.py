@@ -10,6 +10,7 @@ entrant to ``playing``, then ``rated`` once none of its scheduled games is pendi
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -203,7 +204,9 @@ class Desk:
             store.add_token(sub.entrant, token_digest(token))
         self.book.set_status(sub.id, "accepted")
         if self.book.retire_over(competitor, self.settings.in_play):
-            with self.intake:  # a retired folder bot's unpacked files: nothing needs them now
+            # a retired folder bot's unpacked files: nothing needs them now. The registration stands if they
+            # cannot be removed (its token is only told here; the build queue's next prune tries again, and says so)
+            with self.intake, contextlib.suppress(OSError):
                 prune_submission_files(self.book, self.output)
         self.enroll()
         return self.owned(competitor, sub.id), token
