@@ -6,6 +6,7 @@ Images are made the way a host without an image registry makes them: the Debian 
 
 from __future__ import annotations
 
+import io
 import ipaddress
 import json
 import os
@@ -13,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tarfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -55,6 +57,20 @@ def build_bot(folder: Path, name: str, version: str, base: str, entry: str | Non
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert r.returncode == 0, f"arena bots build failed ({r.returncode}): {r.stdout[-1000:]} {r.stderr[-2000:]}"
     return r.stdout.strip().splitlines()[-1]
+
+
+def scratch_image(client: Any, tag: str, dockerfile_tail: str = "") -> Any:
+    """An image ``tag`` built from scratch holding one file ``/f`` (``FROM scratch``, ``COPY f /f``, then
+    ``dockerfile_tail``, e.g. ``"VOLUME /data\n"``): the smallest image a test can hand the arena."""
+    context = io.BytesIO()
+    with tarfile.open(fileobj=context, mode="w") as tar:
+        for name, body in (("Dockerfile", f"FROM scratch\nCOPY f /f\n{dockerfile_tail}".encode()), ("f", b"x")):
+            info = tarfile.TarInfo(name)
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body))
+    context.seek(0)
+    image, _ = client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True)
+    return image
 
 
 def _text_of(container: Any, path: str) -> str:

@@ -278,18 +278,11 @@ def test_a_prebuilt_image_declaring_a_volume_is_rejected(tmp_path: Path) -> None
     from arena.competition.intake import copy_image_archive
     from arena.competition.pipeline import IMAGE_ARCHIVE, BuildQueue, submission_folder
     from arena.hosting.bots_build import BuildError
-    from tests.docker_helpers import docker_client
+    from tests.docker_helpers import docker_client, scratch_image
 
     client = docker_client()
     tag = f"allfours-test-volume:{os.getpid()}"
-    context = io.BytesIO()
-    with tarfile.open(fileobj=context, mode="w") as tar:
-        for name, body in (("Dockerfile", b"FROM scratch\nCOPY f /f\nVOLUME /data\n"), ("f", b"x")):
-            info = tarfile.TarInfo(name)
-            info.size = len(body)
-            tar.addfile(info, io.BytesIO(body))
-    context.seek(0)
-    image, _ = client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True)
+    image = scratch_image(client, tag, "VOLUME /data\n")
     book = CompetitionBook(tmp_path)
     settings = CompetitionSettings(image_prefix="allfours-test-volume-sub")
     try:
@@ -929,18 +922,11 @@ def test_a_prebuilt_images_archive_is_not_kept_once_it_is_judged(tmp_path: Path)
     from arena.competition.intake import copy_image_archive
     from arena.competition.pipeline import IMAGE_ARCHIVE, BuildQueue, submission_folder
     from arena.competition.validate import Verdict
-    from tests.docker_helpers import docker_client
+    from tests.docker_helpers import docker_client, scratch_image
 
     client = docker_client()
     tag = f"allfours-test-archive:{os.getpid()}"
-    context = io.BytesIO()
-    with tarfile.open(fileobj=context, mode="w") as tar:
-        for name, body in (("Dockerfile", b"FROM scratch\nCOPY f /f\n"), ("f", b"x")):
-            info = tarfile.TarInfo(name)
-            info.size = len(body)
-            tar.addfile(info, io.BytesIO(body))
-    context.seek(0)
-    image, _ = client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True)
+    image = scratch_image(client, tag)
     saved = b"".join(image.save(named=True))
     verdicts = {"pass": Verdict(True, (), ""), "fail": Verdict(False, ("players-2",), "it folded"),
                 "fault": Verdict(False, ("suite",), "", "docker failed during the validation")}
