@@ -705,11 +705,11 @@ class CappedReflection(reflection.aio.ReflectionServicer):  # type: ignore[misc]
 
     def __init__(self, service_names: tuple[str, ...]) -> None:
         super().__init__(service_names)
-        self.streams = PeerStreams("reflection", REFLECTIONS_PER_PEER, REFLECTIONS_ALL)
+        self.streams = PeerStreams(REFLECTIONS_PER_PEER, REFLECTIONS_ALL)
 
     async def ServerReflectionInfo(self, request_iterator: Any,
                                    context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-        async with self.streams.held(context):
+        async with self.streams.held_open(context, "reflection"):
             async for answer in super().ServerReflectionInfo(request_iterator, context):
                 yield answer
 

@@ -140,66 +140,28 @@ def peer_host(peer: str) -> str | None:
     return rest.rsplit(":", 1)[0]
 
 
-class Pending:
-    """Streams waiting for their first message, counted by the TCP peer's host: each holds one of the
-    server's ``maximum_concurrent_rpcs`` slots before any ticket or token is seen, so one client holding
-    silent streams made the server refuse every other call ("Concurrent RPC limit exceeded!"). A
-    stream over ``per_peer`` of its host, or over ``in_all`` of all hosts, is refused at once
-    (RESOURCE_EXHAUSTED, one line ending ``dial again later``). A unix socket's peers carry no address:
-    they are all counted as one host, :data:`UNIX_PEER` (a server with a unix socket listens for one
-    sandboxed bot only: ``RefereeServer.listen_unix``, ``Lobby.listen_unix``). Used on one event loop only."""
+class PeerStreams:
+    """Open streams of one kind counted by the peer's address (a unix socket's peers as one,
+    :data:`UNIX_PEER`): each holds one of the server's ``maximum_concurrent_rpcs`` slots, so uncapped, one
+    client's streams made the server refuse every other call ("Concurrent RPC limit exceeded!"). At most
+    ``per_peer`` of one address and ``in_all`` (None: no bound) in all; more are refused at once with
+    RESOURCE_EXHAUSTED and the one line the caller of :meth:`held` gives. The counter of :class:`Pending`
+    (silent streams), :class:`CappedHealth` (health ``Watch``) and the referee's reflection service. Used on
+    one event loop only (one instance may count the streams of several servers of it)."""
 
     def __init__(self, per_peer: int, in_all: int | None = None) -> None:
         self.per_peer, self.in_all = per_peer, in_all
         self._by_host: dict[str, int] = {}
 
-    async def first_message(self, context: grpc.aio.ServicerContext, timeout_s: float, expected: str) -> Any:
-        """:func:`first_message`, or the stream refused as the class docstring says."""
-        host = peer_host(context.peer() or "") or UNIX_PEER
-        kind = expected.capitalize()
-        if self._by_host.get(host, 0) >= self.per_peer:
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{self.per_peer} streams of your address are "
-                                f"waiting to send a {kind}: dial again later")
-        if self.in_all is not None and sum(self._by_host.values()) >= self.in_all:
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                f"{self.in_all} streams are waiting to send a {kind}: dial again later")
-        self._by_host[host] = self._by_host.get(host, 0) + 1
-        try:
-            return await first_message(context, timeout_s, expected)
-        finally:
-            self._by_host[host] -= 1
-            if not self._by_host[host]:
-                del self._by_host[host]
-
-
-#: Most health ``Watch`` streams of one peer address, and of all peers together (:class:`CappedHealth`):
-#: an orchestrator watches with one or two.
-WATCHES_PER_PEER = 4
-WATCHES_ALL = 64
-
-
-class PeerStreams:
-    """Open streams of one kind that take no token and last as long as their client keeps them (a health
-    ``Watch``, a reflection stream), counted by the peer's address (a unix socket's peers as one,
-    :data:`UNIX_PEER`): each holds one of the server's ``maximum_concurrent_rpcs`` slots, so uncapped, one
-    client's streams made the server refuse every other call ("Concurrent RPC limit exceeded!"). At most
-    ``per_peer`` of one address and ``in_all`` in all; more are refused at once with RESOURCE_EXHAUSTED and
-    one line. Used on one event loop only (one instance may count the streams of several servers of it)."""
-
-    def __init__(self, what: str, per_peer: int, in_all: int) -> None:
-        self.what, self.per_peer, self.in_all = what, per_peer, in_all
-        self._by_host: dict[str, int] = {}
-
     @contextlib.asynccontextmanager
-    async def held(self, context: grpc.aio.ServicerContext) -> AsyncIterator[None]:
-        """Count the stream of ``context`` while the block runs, or abort it as the class docstring says."""
+    async def held(self, context: grpc.aio.ServicerContext, over_peer: str, over_all: str) -> AsyncIterator[None]:
+        """Count the stream of ``context`` while the block runs; abort it with ``over_peer`` when its address
+        has ``per_peer`` open already, with ``over_all`` when all peers have ``in_all``."""
         host = peer_host(context.peer() or "") or UNIX_PEER
         if self._by_host.get(host, 0) >= self.per_peer:
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                f"{self.per_peer} {self.what} streams of your address are open: close one")
-        if sum(self._by_host.values()) >= self.in_all:
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                f"{self.in_all} {self.what} streams are open: try again later")
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, over_peer)
+        if self.in_all is not None and sum(self._by_host.values()) >= self.in_all:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, over_all)
         self._by_host[host] = self._by_host.get(host, 0) + 1
         try:
             yield
@@ -207,6 +169,41 @@ class PeerStreams:
             self._by_host[host] -= 1
             if not self._by_host[host]:
                 del self._by_host[host]
+
+    def held_open(self, context: grpc.aio.ServicerContext, what: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """:meth:`held` for a stream that stays open as long as its client likes (``what``: its kind, as
+        ``"health Watch"``), refused with ``N <what> streams of your address are open: close one`` or
+        ``N <what> streams are open: try again later``."""
+        return self.held(context, f"{self.per_peer} {what} streams of your address are open: close one",
+                         f"{self.in_all} {what} streams are open: try again later")
+
+
+class Pending:
+    """Streams waiting for their first message, counted by the TCP peer's host (:class:`PeerStreams`): each
+    holds one of the server's ``maximum_concurrent_rpcs`` slots before any ticket or token is seen, so one
+    client holding silent streams made the server refuse every other call ("Concurrent RPC limit
+    exceeded!"). A stream over ``per_peer`` of its host, or over ``in_all`` of all hosts, is refused at once
+    (RESOURCE_EXHAUSTED, one line ending ``dial again later``). A unix socket's peers carry no address:
+    they are all counted as one host, :data:`UNIX_PEER` (a server with a unix socket listens for one
+    sandboxed bot only: ``RefereeServer.listen_unix``, ``Lobby.listen_unix``). Used on one event loop only."""
+
+    def __init__(self, per_peer: int, in_all: int | None = None) -> None:
+        self.streams = PeerStreams(per_peer, in_all)
+
+    async def first_message(self, context: grpc.aio.ServicerContext, timeout_s: float, expected: str) -> Any:
+        """:func:`first_message`, or the stream refused as the class docstring says."""
+        kind = expected.capitalize()
+        async with self.streams.held(
+            context, f"{self.streams.per_peer} streams of your address are waiting to send a {kind}: dial again later",
+            f"{self.streams.in_all} streams are waiting to send a {kind}: dial again later",
+        ):
+            return await first_message(context, timeout_s, expected)
+
+
+#: Most health ``Watch`` streams of one peer address, and of all peers together (:class:`CappedHealth`):
+#: an orchestrator watches with one or two.
+WATCHES_PER_PEER = 4
+WATCHES_ALL = 64
 
 
 class CappedHealth(health.aio.HealthServicer):  # type: ignore[misc]  # grpc_health ships no types
@@ -217,8 +214,8 @@ class CappedHealth(health.aio.HealthServicer):  # type: ignore[misc]  # grpc_hea
 
     def __init__(self, per_peer: int = WATCHES_PER_PEER, in_all: int = WATCHES_ALL) -> None:
         super().__init__()
-        self.streams = PeerStreams("health Watch", per_peer, in_all)
+        self.streams = PeerStreams(per_peer, in_all)
 
     async def Watch(self, request: health_pb2.HealthCheckRequest, context: grpc.aio.ServicerContext) -> None:
-        async with self.streams.held(context):
+        async with self.streams.held_open(context, "health Watch"):
             await super().Watch(request, context)
