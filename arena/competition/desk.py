@@ -26,7 +26,7 @@ from typing import IO
 
 from arena.competition.book import DAY_S, IN_PLAY, BookError, CompetitionBook, Submission, name_key
 from arena.competition.intake import IntakeError, IntakeLimits, copy_image_archive, unpack
-from arena.competition.pipeline import IMAGE_ARCHIVE, RECEIPT, prune_submission_files, submission_folder
+from arena.competition.pipeline import IMAGE_ARCHIVE, RECEIPT, prune_submission_files, submission_folder, tree_bytes
 from arena.config import BotSpec, CompetitionSettings, TournamentConfig
 from arena.hosting.sandbox import Limits
 from arena.lobby.tokens import new_token, token_digest
@@ -282,7 +282,7 @@ def remove_partial_uploads(output: Path) -> tuple[int, int]:
     folders = size = 0
     for d in (output / "submissions").glob(f"{INCOMING_PREFIX}*"):
         if d.is_dir() and not d.is_symlink():
-            size += sum(f.lstat().st_size for f in d.rglob("*") if f.is_file() and not f.is_symlink())
+            size += tree_bytes(d)
             shutil.rmtree(d, ignore_errors=True)
             folders += 1
     return folders, size

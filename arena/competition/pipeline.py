@@ -117,7 +117,7 @@ def submission_folder(output: Path, sid: int) -> Path:
 RECEIPT = "upload.json"
 
 
-def _tree_bytes(path: Path) -> int:
+def tree_bytes(path: Path) -> int:
     """Bytes of the regular files under ``path`` (itself if a file), links not followed."""
     if path.is_symlink():
         return 0
@@ -129,11 +129,11 @@ def _tree_bytes(path: Path) -> int:
 def _remove(path: Path) -> int:
     """Remove ``path`` (a file, a link, or a folder with all it holds; nothing if absent); its bytes."""
     if path.is_dir() and not path.is_symlink():
-        size = _tree_bytes(path)
+        size = tree_bytes(path)
         shutil.rmtree(path)
         return size
     if path.exists() or path.is_symlink():
-        size = _tree_bytes(path)
+        size = tree_bytes(path)
         path.unlink()
         return size
     return 0
