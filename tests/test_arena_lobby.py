@@ -483,6 +483,119 @@ def test_a_remote_worker_on_another_machine_is_told_a_referee_it_reaches(tmp_pat
     assert refused.returncode == 2 and len(lines) == 1 and "--referee-advertise" in lines[0], refused.stderr
 
 
+def test_a_remote_bot_added_on_sighup_is_told_a_referee_it_reaches(tmp_path: Path) -> None:
+    """`arena serve` on a non-loopback lobby with no remote bot yet: its embedded referee listened on
+    127.0.0.1 alone (no worker from another machine could come), so a remote bot a reload (SIGHUP) added
+    had its worker told 127.0.0.1, which on its machine is not the arena: every game of it a no-show until
+    a restart. The reload now opens the referee's listener for remote workers on the lobby's host: the
+    worker, in a network namespace of its own, plays its games normally."""
+    with netns() as ns:
+        port = free_port()
+        head = f'lobby = "{ns.host_ip}:{port}"\nno_show_s = 60'
+        cfg = write_config(tmp_path, worker_bot("one") + worker_bot("two"), players=2, gpp=2, extra=head)
+        proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", str(cfg), "--bootstrap", "0"],
+                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        worker = None
+        try:
+            _served(cfg, proc, lambda games: len(games) >= 2)
+            cfg.write_text(cfg.read_text() + '\n[[bots]]\nname = "far"\nremote = true\n')
+            token = arena("token", str(cfg), "far").stdout.strip()
+            worker = subprocess.Popen(
+                ns.argv(sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--arena",
+                        f"{ns.host_ip}:{port}", "--name", "far", "--log-level", "warning", "--reconnect", "120"),
+                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                env={**os.environ, "ALLFOURS_BOT_TOKEN": token},
+            )
+            proc.send_signal(signal.SIGHUP)
+            games = _served(cfg, proc, lambda games: sum("far" in (g["a"], g["b"]) for g in games) >= 4)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            out = proc.communicate(timeout=120)[0]
+            if worker is not None:
+                worker.kill()
+                worker.wait(10)
+    assert proc.returncode == 0 and "Traceback" not in out, out
+    far = [g for g in games if "far" in (g["a"], g["b"])]
+    assert len(far) == 4 and all(g["terminations"] == ["normal"] * 2 for g in far), (far, out)
+
+
+@dataclass
+class _Embedded:
+    """An embedded referee's stand-in for :func:`arena.cli.commands.reach_remote_workers`: records where it
+    was asked to listen for remote workers, and answers with port 7777."""
+
+    asked: list[tuple[str, int]]
+
+    def listen_remote(self, host: str, port: int, tls: object) -> int:
+        self.asked.append((host, port))
+        return 7777
+
+
+@pytest.mark.parametrize(
+    ("address", "in_sandbox", "lobby", "advertise", "expected"),
+    [
+        # a league started with container bots and no remote one: the referee on the sandbox's gateway
+        ("172.18.0.1:5000", True, "10.231.0.1:7000", None, "10.231.0.1:7777"),
+        # started without containers or remote bots: on loopback
+        ("127.0.0.1:5000", False, "10.231.0.1:7000", None, "10.231.0.1:7777"),
+        # a wildcard lobby, told the address other machines dial
+        ("127.0.0.1:5000", False, "0.0.0.0:7000", "arena.example", "arena.example:7777"),
+        # already where other machines reach it (started with a remote bot): nothing to open
+        ("10.231.0.1:5000", False, "10.231.0.1:7000", None, None),
+    ],
+)
+def test_a_reload_opens_the_listener_for_remote_workers_where_the_referee_was_out_of_reach(
+        tmp_path: Path, address: str, in_sandbox: bool, lobby: str, advertise: str | None, expected: str | None
+) -> None:
+    from argparse import Namespace
+
+    from arena.cli.commands import reach_remote_workers
+    from arena.config import load_config
+    from arena.play.referees import RefereeConnection
+
+    cfg = load_config(str(write_config(tmp_path, worker_bot("one") + '\n[[bots]]\nname = "far"\nremote = true\n',
+                                       players=2, extra=f'lobby = "{lobby}"')))
+    embedded = _Embedded([])
+    conn = RefereeConnection(address, "t", None, None, embedded=embedded)  # type: ignore[arg-type]
+    pool = Namespace(conns=[conn])
+    reach_remote_workers(cfg, Namespace(referee_advertise=advertise, referee_port=0), pool, in_sandbox)  # type: ignore[arg-type]
+    assert conn.remote == expected
+    assert len(embedded.asked) == (expected is not None)
+
+
+def test_a_reload_adding_a_remote_bot_on_a_wildcard_lobby_without_an_advertised_address_is_refused(
+        tmp_path: Path) -> None:
+    """One line naming tournament.lobby, so the league keeps its old config (arena/tournament/league.py)."""
+    from argparse import Namespace
+
+    from arena.cli.commands import reach_remote_workers
+    from arena.config import ConfigError, load_config
+    from arena.play.referees import RefereeConnection
+
+    cfg = load_config(str(write_config(tmp_path, worker_bot("one") + '\n[[bots]]\nname = "far"\nremote = true\n',
+                                       players=2, extra='lobby = "0.0.0.0:7000"')))
+    conn = RefereeConnection("127.0.0.1:5000", "t", None, None, embedded=_Embedded([]))  # type: ignore[arg-type]
+    with pytest.raises(ConfigError) as e:
+        reach_remote_workers(cfg, Namespace(referee_advertise=None, referee_port=0), Namespace(conns=[conn]), False)  # type: ignore[arg-type]
+    assert "tournament.lobby: remote workers cannot be told a referee they reach" in str(e.value)
+    assert "--referee-advertise" in str(e.value) and "\n" not in str(e.value) and conn.remote is None
+
+
+def _served(cfg: Path, proc: subprocess.Popen[str], enough: Any) -> list[dict[str, Any]]:
+    """The rows of a served league's games.jsonl once ``enough`` of them (180 s at most)."""
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        try:
+            games = rows(cfg)
+        except (OSError, json.JSONDecodeError):  # not yet written, or caught mid-write
+            games = []
+        if enough(games):
+            return games
+        time.sleep(0.2)
+    raise AssertionError("the games awaited were not stored within 180 s")
+
+
 def test_a_remote_bot_that_never_comes_forfeits_by_no_show(tmp_path: Path) -> None:
     bots = worker_bot("near") + '\n[[bots]]\nname = "ghost"\nremote = true\n'
     cfg = write_config(tmp_path, bots, players=2, gpp=4, extra="no_show_s = 1")

@@ -435,6 +435,40 @@ def remote_listener(config: TournamentConfig, args: argparse.Namespace, port: in
     return RemoteListener(host, port, advertise, _embedded_tls(config, False))
 
 
+def reach_remote_workers(config: TournamentConfig, args: argparse.Namespace, pool: RefereePool,
+                         in_sandbox_network: bool) -> None:
+    """Make the referees of a league's re-read ``config`` (SIGHUP) ones its remote workers reach, when it
+    has remote workers now (:attr:`arena.config.TournamentConfig.remote_host`: a ``mode = "remote"`` bot
+    on a lobby other machines dial) and the embedded referee listens only where this machine reaches it
+    (``127.0.0.1``, as a league started without remote workers does, or the container sandbox's gateway,
+    ``in_sandbox_network``): it opens the listener for remote workers (:func:`remote_listener`) at
+    ``--referee-port`` (0: any free port), as had the league started with them. External referees at
+    loopback addresses are refused as at the start (:func:`embedded_referee_host`).
+
+    :raises ConfigError: one line naming ``tournament.lobby``, so the league keeps its old config: a
+        wildcard lobby without ``--referee-advertise``, loopback external referees, or the address cannot
+        be bound.
+    """
+    from arena.play.referees import RefereeError
+
+    if config.remote_host is None:
+        return
+    embedded = [c for c in pool.conns if c.embedded is not None]
+    try:
+        if not embedded:
+            embedded_referee_host(config, args, [c.address for c in pool.conns])
+            return
+        conn = embedded[0]
+        if conn.remote is not None or not (in_sandbox_network or is_loopback(conn.address.rpartition(":")[0])):
+            return
+        listener = remote_listener(config, args, getattr(args, "referee_port", 0))
+        if listener is not None:
+            listener.open(conn)
+    except (UsageError, RefereeError) as e:
+        raise ConfigError(config.source, "tournament.lobby", f"remote workers cannot be told a referee they "
+                          f"reach: {e}", show_value=False) from None
+
+
 def open_sandbox(config: TournamentConfig, output: Path, addresses: Sequence[str]) -> Sandbox | None:
     """The container sandbox (:class:`arena.hosting.sandbox.Sandbox`, opened) when the tournament has container
     bots or a competition (its accepted submissions play in containers), else None. Leftovers of an earlier
@@ -640,22 +674,11 @@ def _serve_league(
 ) -> int:
     """Serve the league in the locked ``output`` until stopped (see :func:`serve_command`), its web on
     ``web_sock`` (``--web``); every resource opened is put in ``closers`` (first to close first)."""
-    from arena.play.game import GrpcGameRunner
     from arena.tournament.league import League, install_signals
 
     first, close = make_runner(config, args, output, console, league=True)
     closers.append(close)
-    assert isinstance(first, GrpcGameRunner)
-
-    def runner_for(cfg: TournamentConfig) -> GrpcGameRunner:
-        """The runner of a (re-read) config. :raises ConfigError: sandboxed bots without a sandbox
-        (bwrap missing, or external referees), so the league keeps its old config."""
-        if first.jail is None and any(b.jailed for b in cfg.bots):
-            raise ConfigError(cfg.source, "bots", 'sandboxed process bots need bwrap (Debian\'s bubblewrap) and '
-                              'the embedded referee: install it and restart, or set sandbox = "none"', show_value=False)
-        return GrpcGameRunner(cfg, first.pool, output, on_event=first.on_event, sandbox=first.sandbox,
-                              live=first.live, jail=first.jail)
-
+    runner_for = _league_runners(first, args, output)
     refreshed: list[Callable[[], None]] = []  # run (in the refresher's thread) after each background bootstrap
 
     def on_refreshed(_: Refreshed) -> None:
@@ -689,6 +712,28 @@ def _serve_league(
     league.serve()
     console.print("stopped: every stored game is kept; `arena serve` again resumes", highlight=False)
     return 0
+
+
+def _league_runners(
+    first: GameRunner, args: argparse.Namespace, output: Path
+) -> Callable[[TournamentConfig], GameRunner]:
+    """How a league makes the runner of each (re-read) config: on ``first``'s referees, sandboxes and jail."""
+    from arena.play.game import GrpcGameRunner
+
+    assert isinstance(first, GrpcGameRunner)
+
+    def runner_for(cfg: TournamentConfig) -> GrpcGameRunner:
+        """The runner of a (re-read) config. :raises ConfigError: sandboxed bots without a sandbox
+        (bwrap missing, or external referees), or remote workers that could not be told a referee they
+        reach (:func:`reach_remote_workers`), so the league keeps its old config."""
+        if first.jail is None and any(b.jailed for b in cfg.bots):
+            raise ConfigError(cfg.source, "bots", 'sandboxed process bots need bwrap (Debian\'s bubblewrap) and '
+                              'the embedded referee: install it and restart, or set sandbox = "none"', show_value=False)
+        reach_remote_workers(cfg, args, first.pool, first.sandbox is not None)
+        return GrpcGameRunner(cfg, first.pool, output, on_event=first.on_event, sandbox=first.sandbox,
+                              live=first.live, jail=first.jail)
+
+    return runner_for
 
 
 def _competition_note(console: Console) -> Callable[[str], None]:
