@@ -454,3 +454,33 @@ def test_the_leaderboard_lists_the_unrated_bots_with_why() -> None:
     page = leaderboard_html(ratings, {"name": "lad", "players": 2, "bots": {}}, [])
     unrated = page[page.index('id="unrated"'):].split("</p>")[0]
     assert "newcomer" in unrated and ratings["unrated"][0]["why"] in unrated
+
+
+@pytest.mark.parametrize("blind", [False, True])
+def test_a_blind_ladders_board_names_no_pair_it_chose(tmp_path: Path, blind: bool) -> None:
+    """The board (ratings.json's ``tournament.ladder``, the leaderboard) listed the pairs the ladder chose
+    last, names and gap, while they played: with blind seats a remote entry's author, reading the board
+    while their bot plays, learnt whom it seats. A blind ladder's plan now gives each pair's reason
+    alone (the gap would name the pair through the standings), and the page says the pairs are not named."""
+    from arena.web.render import leaderboard_html
+
+    cfg = write(tmp_path / "l.toml", "total = 200", list(STRENGTHS))
+    blind_line = f'format = "ladder"\nblind_seats = {str(blind).lower()}'
+    cfg.write_text(cfg.read_text().replace('format = "ladder"', blind_line))
+    t = open_tournament(load_config(str(cfg)), tmp_path / "out")
+    run = LadderRun(t)
+    games = run.next_games(2, time.time())
+    board = run.board(time.time())
+    t.store.close()
+    chosen = {name for g in games for name in g.sides}
+    assert len(board["plan"]) == 2 and len(chosen) >= 2
+    page = leaderboard_html({"ratings": {}, "matrix": {}}, {"name": "lad", "players": 2, "bots": {},
+                                                            "ladder": board}, [])
+    plan = page[page.index("The ladder"):page.index("The ladder's own fit")]
+    if blind:
+        assert all(set(c) == {"reason"} for c in board["plan"]), board["plan"]
+        assert 'id="ladder-plan-blind"' in plan and "The 2 pair(s) chosen are not named" in plan
+        assert not [n for n in chosen if f">{n} v " in plan or f" v {n}<" in plan], plan
+    else:
+        assert {frozenset((c["a"], c["b"])) for c in board["plan"]} == {frozenset(g.sides) for g in games}
+        assert 'id="ladder-plan"' in plan and all(n in plan for n in chosen), plan

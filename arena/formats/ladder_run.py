@@ -51,6 +51,8 @@ class LadderRun:
         self.active = [label for label in t.labels if label in t.entrants]
         #: Remote entrants: their pairs are two independent games (arena/tournament/schedule.py).
         self.remote = {label for label, bot in t.entrants.items() if bot.mode == "remote"}
+        #: Blind seats (``tournament.blind_seats``): the board names no pair of the plan (:meth:`board`).
+        self.blind = t.config.blind_seats
         self.top: dict[tuple[int, int], int] = {}  # pairing (i, j) -> highest pair number stored
         self.halves: dict[str, set[str]] = {}  # pair id -> game ids stored
         self.last: Plan | None = None
@@ -131,9 +133,16 @@ class LadderRun:
         """JSON-ready: ``standings`` (per entrant, best first: name, elo, sd, pairs, games_today, new,
         settled), ``plan`` (the last pairs chosen: a, b, reason, gap, gap_sd, undecided), ``reasons``
         (the distinct reasons of the plan), ``stop`` (why it chose fewer than asked, or null), ``budget``
-        and ``games`` (counted by the ladder)."""
+        and ``games`` (counted by the ladder).
+
+        With blind seats (:attr:`blind`) each pair of ``plan`` is its ``reason`` alone: the chosen pairs
+        are the games about to be played, so their names (or their gap, which the standings' ratings
+        tell apart) would tell a remote entry's author, who reads this board while their bot plays, whom
+        it seats (docs/tournament-config.md, "Blind seats"); ``plan_line``, the host's terminal, names them."""
         plan = self.last
         choices = [] if plan is None else [{**asdict(c), "reason": c.reason.value} for c in plan.choices]
+        if self.blind:
+            choices = [{"reason": c["reason"]} for c in choices]
         return {
             "standings": [asdict(s) for s in self.ladder.standings(self.active, now)] if len(self.active) else [],
             "plan": choices,
