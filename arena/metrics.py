@@ -13,8 +13,10 @@
 - ``allfours_arena_games_pending`` (gauge): scheduled games not yet stored, as ``arena serve``'s loop last
   counted them (with ``games_stored_total`` flat, a stalled league); those of a bot left out are not counted;
 - ``allfours_arena_bots_left_out{bot}`` (gauge): 1 for each bot that failed its check before its first
-  game (it must start and join a practice match): ``arena serve`` plays none of its games until a reload
-  (SIGHUP) finds it working (:meth:`arena.tournament.league.League._check`);
+  game (it must start and join a practice match), or passed it and then failed
+  :data:`arena.tournament.league.BROKEN_IN_A_ROW` games in a row for its own fault (it did not start, join,
+  or its process died): ``arena serve`` plays none of its games until a reload (SIGHUP) finds it working
+  (:meth:`arena.tournament.league.League._leave_out`);
 - ``allfours_arena_submissions{status}`` (gauge): a competition's submissions by status, every status
   of :data:`arena.competition.book.STATUSES` (read from its book at each scrape,
   :func:`watch_submissions`; ``failed`` ones wait for the host: ``arena competition retry``).
@@ -40,8 +42,8 @@ GAMES_STORED = Counter("allfours_arena_games_stored", "Game results written to t
 FORFEITS = Counter("allfours_arena_forfeits", "A bot's forfeited seats in stored games", ["bot", "reason"])
 WORKERS = Gauge("allfours_arena_workers", "A bot's workers running now (per-game: processes/containers)", ["bot"])
 GAMES_PENDING = Gauge("allfours_arena_games_pending", "Scheduled games not yet stored (arena serve)")
-BOTS_LEFT_OUT = Gauge("allfours_arena_bots_left_out", "1 for a bot that failed its check: arena serve plays none "
-                      "of its games", ["bot"])
+BOTS_LEFT_OUT = Gauge("allfours_arena_bots_left_out", "1 for a bot that failed its check, or games in a row for its "
+                      "own fault: arena serve plays none of its games until a reload", ["bot"])
 
 def game_stored(result: GameResult) -> None:
     """Count one stored result and its forfeited seats (seat k plays for side k % 2)."""

@@ -16,6 +16,8 @@ in-process for a ladder.
 
 from __future__ import annotations
 
+import dataclasses
+import html
 import io
 import json
 import signal
@@ -30,9 +32,12 @@ import pytest
 from rich.console import Console
 
 from arena.config import load_config
-from arena.tournament.league import League
-from arena.tournament.result import GameResult
+from arena.report.publish import publish_tournament
+from arena.tournament.league import BROKEN_IN_A_ROW, WHY_CHARS, League
+from arena.tournament.result import GameResult, Unplayed, forfeit_result
 from arena.tournament.runner import SimulatedRunner, Tournament
+from arena.tournament.schedule import ScheduledGame
+from referee.outcome import Termination
 from tests.configs import INSTANT, bots_toml
 from tests.test_metrics import scrape
 
@@ -111,7 +116,7 @@ def test_a_served_ladder_leaves_a_broken_entrant_out_until_a_reload_finds_it_men
                     lambda _: CheckedRunner(broken, checked), publish_spacing=0)
     league.after_game.append(after)
     league.open(load_config(str(path)))
-    assert league.left_out == {"x": "its process exited with status 3 before joining"}
+    assert league.left_out == {"x": "failed its check: its process exited with status 3 before joining"}
     assert league.ladder is not None and "x" not in league.ladder.active
     try:
         league.serve()
@@ -194,3 +199,149 @@ def _stored(tmp: Path, n: int, proc: subprocess.Popen[str],
             return games
         time.sleep(0.2)
     raise AssertionError(f"fewer than {n} games stored (or not those awaited) after 180 s")
+
+
+#: A check's failure as a hostile bot may make it: its last output with a token it printed, a path in the
+#: arena's output folder, a terminal escape, a newline and a screenful more.
+TOKEN = "tok_" + "A9" * 20
+
+
+def hostile_why(output: Path) -> str:
+    return (f"its process exited with status 3 before joining (last output: \x1b[31m{TOKEN} "
+            f"{output.resolve()}/logs/check/bot3/seat0.log\nnext line {'x ' * 2000})")
+
+
+def test_the_bots_left_out_are_published_with_a_bounded_reason_in_ratings_json_the_web_and_the_terminal(
+    tmp_path: Path,
+) -> None:
+    """A bot left out was said once on the console and shown by a gauge, but the board (ratings.json, the
+    web's leaderboard, the terminal's tables) did not say which bots the league does not play, nor why.
+    Now each lists them with the one line, made public: one line, capped, no path in the output folder,
+    no token it printed, no escape."""
+    from starlette.testclient import TestClient
+
+    from arena.web.app import create_app
+
+    path = tmp_path / "league.toml"
+    path.write_text(config_text(["a", "b", "x"]))
+    out_dir, shown = tmp_path / "out", io.StringIO()
+
+    class Hostile(CheckedRunner):
+        def check_bots(self, names: list[str]) -> dict[str, str]:
+            return {n: hostile_why(out_dir) for n in names if n == "x"}
+
+    board = Console(file=shown, width=400)
+    league = League(str(path), out_dir, Console(file=io.StringIO(), width=400),
+                    lambda t: publish_tournament(t, out_dir, 0, board, reveal=False),
+                    lambda _: Hostile(set(), []), publish_spacing=0)
+    league.open(load_config(str(path)))
+    league.after_game.append(lambda r, t: league.request_stop() if len(t.store.stored_ids()) == 4 else None)
+    try:
+        league.serve()
+    finally:
+        league.close()
+    told = json.loads((out_dir / "ratings.json").read_text())["tournament"]["left_out"]
+    assert [row["bot"] for row in told] == ["x"], told
+    why = told[0]["why"]
+    assert why.startswith("failed its check: its process exited with status 3 before joining"), why
+    assert len(why) <= WHY_CHARS and why.endswith("…"), why
+    assert TOKEN not in why and str(out_dir.resolve()) not in why and "<output>" in why, why
+    assert "\x1b" not in why and "\n" not in why and "next line" in why, why
+    assert why == league.left_out["x"]
+    assert "left out" in shown.getvalue() and why[:60] in shown.getvalue(), shown.getvalue()
+    client = TestClient(create_app(out_dir, bootstrap=0))
+    assert client.get("/api/ratings").json()["tournament"]["left_out"] == told
+    page = client.get("/").text
+    assert 'id="left-out"' in page and html.escape(why[:60]) in page, page
+    assert TOKEN not in page and str(out_dir.resolve()) not in page
+
+
+def test_ratings_json_lists_no_bot_left_out_once_a_reload_finds_it_mended(tmp_path: Path) -> None:
+    path = tmp_path / "league.toml"
+    path.write_text(config_text(["a", "b", "x"]))
+    broken, out_dir = {"x"}, tmp_path / "out"
+
+    def after(result: GameResult, t: Tournament) -> None:
+        if len(t.store.stored_ids()) == 2:
+            broken.clear()
+            league.request_reload()
+        elif "x" in result.sides:
+            league.request_stop()
+
+    league = League(str(path), out_dir, Console(file=io.StringIO()),
+                    lambda t: publish_tournament(t, out_dir, 0, None, reveal=False),
+                    lambda _: CheckedRunner(broken, []), publish_spacing=0)
+    league.after_game.append(after)
+    league.open(load_config(str(path)))
+    assert json.loads(league.tournament.store.get_meta("left_out") or "[]")[0]["bot"] == "x"  # type: ignore[union-attr]
+    try:
+        league.serve()
+    finally:
+        league.close()
+    assert "left_out" not in json.loads((out_dir / "ratings.json").read_text())["tournament"]
+
+
+class BreakingRunner(CheckedRunner):
+    """Passes every check; then ``x``'s games go as ``fates`` says, one a game of x in turn: a
+    :class:`Termination` its side forfeits with (``crash``: its process died), ``None`` a game it plays."""
+
+    def __init__(self, fates: list[Termination | None]):
+        super().__init__(set(), [])
+        self.fates = fates
+        self.played: list[Termination | None] = []
+
+    def play(self, game: ScheduledGame) -> GameResult:
+        if "x" not in game.sides or not self.fates:
+            return super().play(game)
+        fate = self.fates.pop(0)
+        self.played.append(fate)
+        if fate is None:  # played to the end
+            return dataclasses.replace(super().play(game), terminations=(Termination.NORMAL, Termination.NORMAL))
+        return forfeit_result(game, {"x": Unplayed(fate, f"crash: process exited with status 1 before the match "
+                                                         f"ended (last output: my hand 7H JD {TOKEN})")})
+
+
+def served_breaker(tmp_path: Path, fates: list[Termination | None]) -> tuple[League, BreakingRunner, str]:
+    """A league of a, b, x (8 games of x) served until every game is stored or x is left out and the
+    rest are stored: the league, its runner and what it said."""
+    path = tmp_path / "league.toml"
+    path.write_text(config_text(["a", "b", "x"]))
+    runner, said = BreakingRunner(fates), io.StringIO()
+
+    def after(result: GameResult, t: Tournament) -> None:
+        rest = [g for g in t.store.pending(t.schedule) if "x" not in g.sides or "x" not in league.left_out]
+        if not rest:
+            league.request_stop()
+
+    league = League(str(path), tmp_path / "out", Console(file=said, width=400), lambda t: None,
+                    lambda _: runner, publish_spacing=0)
+    league.after_game.append(after)
+    league.open(load_config(str(path)))
+    try:
+        league.serve()
+    finally:
+        league.close()
+    return league, runner, said.getvalue()
+
+
+def test_a_bot_that_passed_its_check_and_breaks_is_left_out_after_games_in_a_row(tmp_path: Path) -> None:
+    """A bot that passed its check and then broke (its command gone, its process dying at once) lost
+    every remaining game of its one by one, each a forfeit, for as long as the league ran. Now after
+    BROKEN_IN_A_ROW games in a row it failed for its own fault it is left out, with a line that says so."""
+    fates = [Termination.CRASH, Termination.NO_SHOW, Termination.CRASH] + [Termination.CRASH] * 5
+    league, runner, said = served_breaker(tmp_path, fates)
+    assert BROKEN_IN_A_ROW == 3 and len(runner.played) == 3, runner.played  # the other 5 games not played
+    why = league.left_out["x"]
+    assert why.startswith("left out after 3 games in a row it failed to start or crashed: side "), why
+    assert "crash: process exited with status 1" in why and "last output" not in why and "7H" not in why, why
+    lines = [line for line in said.splitlines() if "'x'" in line]
+    assert len(lines) == 1 and "left out after 3 games" in lines[0] and "reload" in lines[0], said
+
+
+def test_a_game_the_bot_plays_starts_its_count_again(tmp_path: Path) -> None:
+    """Two failures, a game played, two failures, a loss by an illegal action: never three in a row for
+    its own fault (breaking, not losing), so it is never left out and plays all of its games."""
+    fates = [Termination.CRASH, Termination.CRASH, None, Termination.NO_SHOW, Termination.CRASH, Termination.ILLEGAL,
+             Termination.CRASH, Termination.CRASH]
+    league, runner, _ = served_breaker(tmp_path, fates)
+    assert league.left_out == {} and len(runner.played) == 8, runner.played

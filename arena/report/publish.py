@@ -12,7 +12,8 @@ Files written by :func:`write_outputs` (all UTF-8):
   versions, config fingerprint, master seed commitment, ``failures`` per bot, the revealed
   ``master_seed`` once every game is played — ``null`` before — and for a ladder ``ladder``: its
   standings, the last pairs chosen with their reasons and why it stopped,
-  :meth:`arena.formats.ladder_run.LadderRun.board`);
+  :meth:`arena.formats.ladder_run.LadderRun.board`; ``left_out``, when ``arena serve`` leaves bots out:
+  ``[{"bot", "why"}]``, each reason one public line, :func:`arena.tournament.league.public_why`);
 - ``ratings.csv`` — rank (shared by equal ratings: 1, 2, 2, 4), bot, version, elo, ci_low, ci_high, games,
   score, los_next, ci_method;
 - ``leaderboard.html`` — self-contained (inline CSS and SVG, no scripts or external assets), rendered
@@ -44,8 +45,8 @@ from arena.ratings.fit import RatingTable
 from arena.ratings.publication import LivePublisher, final_ratings
 from arena.report.cache import PublishCache, StoredGame
 from arena.report.figures import los_next, ranks
-from arena.report.terminal import failures_table, ratings_table
-from arena.tournament.runner import LADDER_KEY, Tournament, TournamentFacts, public_facts
+from arena.report.terminal import failures_table, left_out_table, ratings_table
+from arena.tournament.runner import LADDER_KEY, LEFT_OUT_KEY, Tournament, TournamentFacts, left_out_facts, public_facts
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import StorageError
 
@@ -188,7 +189,15 @@ def tournament_facts(t: Tournament, complete: bool) -> TournamentFacts:
         "remote": [label for label, b in t.entrants.items() if b.mode == "remote"],
         "master_seed": t.master_seed.hex() if complete else None,
         "played": t.store.count(),
+        **left_out_of(t),
     }
+
+
+def left_out_of(t: Tournament) -> TournamentFacts:
+    """``{"left_out": [{"bot", "why"}]}``: the bots ``arena serve`` leaves out (:data:`LEFT_OUT_KEY`); ``{}``
+    when none is."""
+    rows = left_out_facts(t.store.get_meta(LEFT_OUT_KEY))
+    return {"left_out": rows} if rows else {}
 
 
 def publish_tournament(
@@ -269,6 +278,9 @@ def _print_publication(console: Console, output: Path, ratings: RatingTable, fac
     if test is not None:
         console.print(test.summary(), soft_wrap=True, highlight=False)
     console.print(failures_table(facts, list(ratings["ratings"])))
+    left_out = left_out_table(facts)
+    if left_out is not None:
+        console.print(left_out)
     console.print(f"output: {output}  (leaderboard.html, ratings.json, ratings.csv, games.jsonl)", soft_wrap=True)
     if revealed is not None:
         console.print(f"master seed (revealed): {revealed.master_seed.hex()}  sha256: {revealed.commitment}",

@@ -1,5 +1,5 @@
-"""The terminal's view of a tournament: the ranking table, the bots' failures table and the live progress
-bar (rich; one line a bot in a pipe or a CI log)."""
+"""The terminal's view of a tournament: the ranking table, the bots' failures table, the bots left out
+(``arena serve``) and the live progress bar (rich; one line a bot in a pipe or a CI log)."""
 
 from __future__ import annotations
 
@@ -89,6 +89,20 @@ def failures_table(tournament: TournamentFacts | None, order: Sequence[str] = ()
     rank = {name: k for k, name in enumerate(order)}
     for name, counts in sorted(failure_rows(tournament), key=lambda x: rank.get(x[0], len(rank))):
         table.add_row(escape(name), *(str(getattr(counts, n)) for n in names))
+    return table
+
+
+def left_out_table(tournament: TournamentFacts | None) -> Table | None:
+    """A rich table of the bots ``arena serve`` leaves out, each with its one-line reason (the ``left_out``
+    facts, :data:`arena.tournament.runner.LEFT_OUT_KEY`); None when no bot is left out."""
+    rows = (tournament or {}).get("left_out", [])
+    if not rows:
+        return None
+    table = Table(title="left out (none of their games is played until a reload checks them again)")
+    table.add_column("bot", justify="left")
+    table.add_column("why", justify="left")
+    for row in rows:
+        table.add_row(escape(row["bot"]), escape(row["why"]))
     return table
 
 

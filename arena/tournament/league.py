@@ -11,12 +11,17 @@ published are published, and the service waits. Signals:
   or a raised ``games_per_pairing``) add games; a changed rule or time control is refused with the
   field named and the old config kept; remote bots' tokens are read again (revoked ones are dropped);
   each bot not yet checked (new, changed, or left out) is checked before it plays, as ``arena run``
-  checks every bot, and one that fails is left out of scheduling (:meth:`League._check`);
+  checks every bot, and one that fails is left out of scheduling (:meth:`League._check`), as is one that
+  passed and then failed :data:`BROKEN_IN_A_ROW` games in a row for its own fault (:meth:`League._count_breakdowns`);
 - ``SIGTERM`` / ``SIGINT``: the games in flight finish, the workers, lobby and referees stop, exit 0.
 
 A ladder (``format = "ladder"``, :mod:`arena.formats.ladder_run`) has no schedule: the loop asks it for
 the next pairs (one for every two games of concurrency), plays them, and asks again; when it stops (settled, a
 budget spent) it says why once and waits, asking again after SIGHUP (a new entrant) and at UTC midnight.
+
+The bots left out are listed, each with its one public line (:func:`public_why`), in the store's meta
+(:data:`arena.tournament.runner.LEFT_OUT_KEY`): ratings.json's ``tournament.left_out``, the web's board and
+the terminal's show them (docs/arena.md, "Bot failures").
 
 A restart (even after SIGKILL) resumes: stored games stay, games in flight are played again from their
 seeds, remote workers dial the lobby again by themselves. The master seed is never revealed by
@@ -31,6 +36,7 @@ serve loop publish again once no game is being played.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import threading
 import time
@@ -46,9 +52,12 @@ from arena import metrics
 from arena.config import BotSpec, ConfigError, TournamentConfig, check_bot_cwds, load_config
 from arena.tournament.game_logs import GameLogs
 from arena.tournament.result import GameResult
-from arena.tournament.runner import LADDER_KEY, LEAGUE_KEY, Tournament, open_tournament, run_games
+from arena.tournament.runner import LADDER_KEY, LEAGUE_KEY, LEFT_OUT_KEY, Tournament, open_tournament, run_games
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import StoreMismatch
+from referee.outcome import Termination
+from referee.rules.seats import side_of
+from referee.wire import printable
 
 if TYPE_CHECKING:  # imported where used: only a ladder needs it
     from arena.formats.ladder_run import LadderRun
@@ -61,8 +70,41 @@ IDLE_S = 0.5
 #: league's size. 0: after every game.
 PUBLISH_SPACING = 9.0
 
+#: A bot that passed its check and then fails this many games in a row for its own fault (:data:`BROKEN_ENDS`)
+#: is left out until a reload checks it again: a bot broken for good forfeits a few games, not all of its own.
+BROKEN_IN_A_ROW = 3
+#: How a seat ends when its bot is broken, not when it lost or erred: it could not start (``not_started``),
+#: its workers died again and again (``broken``), it never joined (``no_show``), its process died (``crash``).
+#: A timeout, an illegal action, a disconnect or a memory limit is the bot's play, and loses that game only.
+BROKEN_ENDS = frozenset({Termination.NOT_STARTED, Termination.BROKEN, Termination.NO_SHOW, Termination.CRASH})
+#: A seat's end that says nothing of its bot: it did not have to play (the other side forfeited, the match stopped).
+SILENT_ENDS = frozenset({Termination.OTHER_SEAT_FORFEITED, Termination.ABORTED, Termination.UNSPECIFIED})
+#: The longest line published for a bot left out (:func:`public_why`): a longer one is cut, ending with "…".
+WHY_CHARS = 300
+#: A run of letters and digits as long as a token (a bot may print one it was given): never published.
+_TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{32,}")
+
 #: Called after each stored game with the result and the open tournament.
 AfterGame = Callable[[GameResult, Tournament], None]
+
+
+def public_why(why: str, output: Path) -> str:
+    """``why``, a bot's failure line (which may quote the bot's own output, :func:`arena.play.environment.log_tail`),
+    as the board publishes it: one line of printable characters, each path under ``output`` (the arena's
+    folder: logs, submissions) as ``<output>``, each token-shaped run (:data:`_TOKEN_SHAPE`) as ``<redacted>``,
+    at most :data:`WHY_CHARS` characters."""
+    line = printable(" ".join(why.split()))
+    for folder in sorted({str(output.absolute()), str(output.resolve())}, key=len, reverse=True):
+        line = re.sub(re.escape(folder) + r"[^\s'\"(),;]*", "<output>", line)
+    line = _TOKEN_SHAPE.sub("<redacted>", line)
+    return line if len(line) <= WHY_CHARS else line[: WHY_CHARS - 1] + "…"
+
+
+def failure_line(result: GameResult, label: str) -> str:
+    """The reason ``result`` gives for ``label``'s failure (its seat's or side's), without the bot's last output:
+    a game's deal is secret until its duplicate twin is played, and a bot may print its cards."""
+    line = next((r for r in result.reasons if f"({label})" in r), f"it failed game {result.game_id}")
+    return line.split(" (last output: ")[0]
 
 
 @dataclass
@@ -94,7 +136,8 @@ class League:
     lobby_services: list[Callable[[Any], None]] = field(default_factory=list)  # more services on the lobby
     reopened: list[Callable[[TournamentConfig], None]] = field(default_factory=list)  # a SIGHUP's config, taken
     publish_spacing: float = PUBLISH_SPACING  # see PUBLISH_SPACING
-    left_out: dict[str, str] = field(default_factory=dict, init=False)  # entrant label -> why its check failed
+    left_out: dict[str, str] = field(default_factory=dict, init=False)  # label -> why it is left out (public_why)
+    _in_a_row: dict[str, int] = field(default_factory=dict, init=False)  # label -> games failed in a row (BROKEN_ENDS)
     _passed: dict[str, BotSpec] = field(default_factory=dict, init=False)  # label -> the bot that passed its check
     game_logs: GameLogs | None = field(default=None, init=False)  # per-game logs kept (bot_logs_kept_games)
     unpublished: bool = field(default=False, init=False)  # a game was stored since the last publication
@@ -153,11 +196,13 @@ class League:
             self.ladder, self.asked = LadderRun(t), None
             self._check(t, self.ladder.active)
             self.ladder.leave_out(self.left_out)
+            self._list_left_out(t)
             self._note(f"{config.name}: a ladder of {len(t.entrants)} bots, {t.store.count()} games stored; "
                        f"{len(t.labels)} entrants in all")
             return
         self.ladder = None
         self._check(t, dict.fromkeys(n for g in t.store.pending(t.schedule) for n in g.sides))
+        self._list_left_out(t)
         pending = self._playable(t.store.pending(t.schedule))
         self._note(f"{config.name}: {len(t.entrants)} bots, {len(t.schedule)} games scheduled, "
                    f"{len(pending)} to play; {len(t.labels)} entrants in all")
@@ -166,15 +211,16 @@ class League:
         """Check the entrants ``labels`` that have not passed yet (this bot, under this label) as ``arena run``
         checks every bot before its first game (:meth:`arena.play.game.GrpcGameRunner.check_bots`: it must
         start and join a practice match), at the start and after each reload; a bot that fails is left out
-        (:attr:`left_out`: its games are not played, so not forfeited one by one), one line says why, and
-        ``allfours_arena_bots_left_out{bot}`` is 1. A left-out bot is checked again at every reload (it was
-        mended); one that passed is not (a bot that breaks later loses its games, as in ``arena run``).
+        (:meth:`_leave_out`: its games are not played, so not forfeited one by one). A left-out bot is checked
+        again at every reload (it was mended); one that passed is not (a bot that breaks later loses its
+        games, as in ``arena run``, until :meth:`_count_breakdowns` leaves it out).
 
         :raises RefereeError: if no referee is left to check on.
         """
         for gone in [label for label in self.left_out if label not in t.entrants]:  # dropped by the reload
             del self.left_out[gone]
             metrics.BOTS_LEFT_OUT.remove(gone)
+            self.unpublished = True
         check = getattr(self.runner, "check_bots", None)
         todo = [label for label in labels if self._passed.get(label) != t.entrants[label]]
         if check is None or not todo:  # the simulated runner starts no bots
@@ -182,17 +228,55 @@ class League:
         problems: dict[str, str] = check(todo)
         for label in todo:
             why = problems.get(label)
+            self._in_a_row.pop(label, None)
             if why is None:
                 self._passed[label] = t.entrants[label]
                 if self.left_out.pop(label, None) is not None:
                     metrics.BOTS_LEFT_OUT.remove(label)
+                    self.unpublished = True
                     self._note(f"bot {label!r} passed its check: its games are played")
                 continue
-            self.left_out[label] = why
-            metrics.BOTS_LEFT_OUT.labels(label).set(1)
-            self.console.print(f"[yellow]warning:[/yellow] bot {escape(repr(label))} failed its check: "
-                               f"{escape(why)}; it is left out: none of its games is played until it passes "
-                               "(a reload, SIGHUP, checks it again)", soft_wrap=True, highlight=False)
+            self._leave_out(label, f"failed its check: {why}")
+
+    def _leave_out(self, label: str, why: str) -> None:
+        """Leave ``label`` out (:attr:`left_out`: none of its games is played until a reload's check passes):
+        ``why`` (one line, made public with :func:`public_why`) is said once and published, and
+        ``allfours_arena_bots_left_out{bot}`` is 1."""
+        self.left_out[label] = public_why(why, self.output)
+        self._passed.pop(label, None)  # checked again at the next reload
+        self.unpublished = True
+        metrics.BOTS_LEFT_OUT.labels(label).set(1)
+        said = "" if why.startswith("left out") else "it is left out: "
+        self.console.print(f"[yellow]warning:[/yellow] bot {escape(repr(label))} {escape(self.left_out[label])}; "
+                           f"{said}none of its games is played until it passes its check (a reload, SIGHUP, "
+                           "checks it again)", soft_wrap=True, highlight=False)
+
+    def _list_left_out(self, t: Tournament) -> None:
+        """Write :attr:`left_out` into the store's meta (:data:`LEFT_OUT_KEY`), by bot: the one list the
+        publication and the web read (:func:`arena.tournament.runner.left_out_facts`)."""
+        t.store.set_meta(LEFT_OUT_KEY, json.dumps([{"bot": b, "why": w} for b, w in sorted(self.left_out.items())]))
+
+    def _count_breakdowns(self, t: Tournament, result: GameResult) -> None:
+        """After each stored game: count the games in a row each of its bots failed for its own fault (a seat
+        of it ended in :data:`BROKEN_ENDS`); a game it played (any other end of its own) starts the count
+        again, one it had no part in (:data:`SILENT_ENDS`: its opponent forfeited first) leaves it. At
+        :data:`BROKEN_IN_A_ROW` the bot is left out with the last failure's line (:meth:`_leave_out`) and the
+        round ends after the games in flight, so none of its games starts (:meth:`_round`)."""
+        for side, label in enumerate(result.sides):
+            ends = {end for seat, end in enumerate(result.terminations) if side_of(seat) == side}
+            if not ends & BROKEN_ENDS:
+                if ends - SILENT_ENDS:
+                    self._in_a_row.pop(label, None)
+                continue
+            n = self._in_a_row[label] = self._in_a_row.get(label, 0) + 1
+            if n >= BROKEN_IN_A_ROW and label not in self.left_out and label in t.entrants:
+                self._in_a_row.pop(label)
+                self._leave_out(label, f"left out after {n} games in a row it failed to start or crashed: "
+                                       f"{failure_line(result, label)}")
+                if self.ladder is not None:
+                    self.ladder.leave_out([label])
+                self._list_left_out(t)
+                self.halt.set()
 
     def _playable(self, games: Sequence[ScheduledGame]) -> list[ScheduledGame]:
         """``games`` but those of a bot left out (:meth:`_check`): they stay pending, unplayed."""
@@ -218,6 +302,7 @@ class League:
             return
         metrics.game_stored(result)  # arena serve --metrics-port
         metrics.GAMES_PENDING.dec()  # counted at the round's start: one fewer now
+        self._count_breakdowns(t, result)
         if self.ladder is not None:
             self.ladder.add(result)
             t.store.set_meta(LADDER_KEY, json.dumps(self.ladder.board(time.time())))
@@ -251,6 +336,10 @@ class League:
         """One turn of :meth:`serve`: play the pending games, or publish what is due and wait; then reload if asked."""
         t = self.tournament
         assert t is not None
+        if self.halt.is_set() and not (self.stop.is_set() or self.reload.is_set()):  # a bot was left out
+            self.halt.clear()  # (_count_breakdowns): the games of the others go on
+            if self.stop.is_set() or self.reload.is_set():  # asked for between the two looks: it stands
+                self.halt.set()
         pending = (self._ladder_games(t, self.ladder) if self.ladder is not None
                    else self._playable(t.store.pending(t.schedule)))
         metrics.GAMES_PENDING.set(len(pending))

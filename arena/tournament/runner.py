@@ -44,6 +44,19 @@ LEAGUE_KEY = "served_as_league"
 #: The meta key of a ladder tournament's board (JSON, :meth:`arena.formats.ladder_run.LadderRun.board`):
 #: standings, why the last pairs were chosen, why it stopped; published with the ratings and on the web.
 LADDER_KEY = "ladder_board"
+#: The meta key of the bots ``arena serve`` leaves out (JSON, a list of :class:`LeftOut`, by bot; written by
+#: :meth:`arena.tournament.league.League.open` and after each game that leaves one out): published with the
+#: ratings (``tournament.left_out``), on the web's board and the terminal's (:func:`left_out_facts` reads it).
+LEFT_OUT_KEY = "left_out"
+
+
+class LeftOut(TypedDict):
+    """A bot ``arena serve`` leaves out (its games not played until a reload checks it again) and ``why``:
+    one public line, at most :data:`arena.tournament.league.WHY_CHARS` characters
+    (:func:`arena.tournament.league.public_why`)."""
+
+    bot: str
+    why: str
 
 
 class TournamentFacts(TypedDict, total=False):
@@ -75,6 +88,20 @@ class TournamentFacts(TypedDict, total=False):
     sprt: dict[str, object]
     failures: dict[str, dict[str, int]]
     precision: PrecisionFacts
+    left_out: list[LeftOut]  # arena serve: the bots left out, each with its one-line reason (none: absent)
+
+
+def left_out_facts(raw: str | None) -> list[LeftOut]:
+    """The bots left out, as the store's :data:`LEFT_OUT_KEY` holds them (``raw``; none when absent or not a
+    list of ``{"bot", "why"}``): the one reader of the list for the publication and the web."""
+    try:
+        rows = json.loads(raw) if raw else []
+    except ValueError:
+        return []
+    if not isinstance(rows, list):
+        return []
+    return [{"bot": r["bot"], "why": r["why"]} for r in rows
+            if isinstance(r, dict) and isinstance(r.get("bot"), str) and isinstance(r.get("why"), str)]
 
 
 def public_facts(config: TournamentConfig, commit: str, scheduled: int) -> TournamentFacts:

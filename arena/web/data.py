@@ -33,7 +33,15 @@ from arena.ratings.fit import DEFAULT_BOOTSTRAP, RatingTable
 from arena.ratings.publication import LivePublisher, final_ratings
 from arena.report.cache import PublishCache, StoredGame
 from arena.tournament.result import GameFacts, GameResult
-from arena.tournament.runner import DB_NAME, FACTS_KEY, LADDER_KEY, LEAGUE_KEY, TournamentFacts
+from arena.tournament.runner import (
+    DB_NAME,
+    FACTS_KEY,
+    LADDER_KEY,
+    LEAGUE_KEY,
+    LEFT_OUT_KEY,
+    TournamentFacts,
+    left_out_facts,
+)
 from arena.tournament.store import GamesReader
 from arena.web.render import PAIR_NOTE, forfeits_by_bot
 from referee.outcome import Termination
@@ -47,7 +55,7 @@ TERMINATIONS = tuple(t.value for t in Termination if t not in (Termination.UNSPE
 #: The published ratings in the output folder (:mod:`arena.report.publish`).
 RATINGS_FILE = "ratings.json"
 #: The tournament facts the store decides, whatever a ratings.json says (:meth:`WebData.published`).
-_STORE_FACTS = ("master_seed", "league", "ladder")
+_STORE_FACTS = ("master_seed", "league", "ladder", "left_out")
 #: Seconds of play the board's games per second looks back on, from the newest stored game (the speed
 #: lately: not since a start days before, across a resume or a league at rest).
 RATE_WINDOW_S = 600
@@ -292,8 +300,9 @@ class WebData:
     # ------------------------------------------------------------------ tournament
     def facts(self) -> TournamentFacts:
         """The public facts (name, players, bots {name: version}, rules, commitment, scheduled, played,
-        ``ladder`` for a ladder (:data:`arena.tournament.runner.LADDER_KEY`), and ``master_seed`` — ``None``
-        until the arena has revealed it: ``finished_at`` is in the meta
+        ``ladder`` for a ladder (:data:`arena.tournament.runner.LADDER_KEY`), ``left_out``: the bots
+        ``arena serve`` leaves out, each with its reason (:data:`arena.tournament.runner.LEFT_OUT_KEY`), and
+        ``master_seed`` — ``None`` until the arena has revealed it: ``finished_at`` is in the meta
         table, set by ``arena run`` when it publishes the seed; ``arena serve`` never reveals it, and its
         store's :data:`arena.tournament.runner.LEAGUE_KEY` makes ``league`` True while the seed is secret)."""
         raw = self._meta(FACTS_KEY)
@@ -310,6 +319,9 @@ class WebData:
         board = self._meta(LADDER_KEY)
         if board:  # a ladder: standings, why the last pairs were chosen, why it stopped
             facts["ladder"] = json.loads(board)
+        left_out = left_out_facts(self._meta(LEFT_OUT_KEY))  # arena serve: changes at a reload, without a game
+        if left_out:
+            facts["left_out"] = left_out
         return facts
 
     def blind(self) -> bool:
