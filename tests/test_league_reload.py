@@ -301,11 +301,11 @@ class BreakingRunner(CheckedRunner):
                                                          f"ended (last output: my hand 7H JD {TOKEN})")})
 
 
-def served_breaker(tmp_path: Path, fates: list[Termination | None]) -> tuple[League, BreakingRunner, str]:
-    """A league of a, b, x (8 games of x) served until every game is stored or x is left out and the
-    rest are stored: the league, its runner and what it said."""
+def served_breaker(tmp_path: Path, fates: list[Termination | None], x: str = "") -> tuple[League, BreakingRunner, str]:
+    """A league of a, b, x (8 games of x; ``x``: more of x's table) served until every game is stored or x
+    is left out and the rest are stored: the league, its runner and what it said."""
     path = tmp_path / "league.toml"
-    path.write_text(config_text(["a", "b", "x"]))
+    path.write_text(config_text(["a", "b"]) + '\n[[bots]]\nname = "x"\n' + (x or 'command = ["true"]\n'))
     runner, said = BreakingRunner(fates), io.StringIO()
 
     def after(result: GameResult, t: Tournament) -> None:
@@ -338,6 +338,13 @@ def test_a_bot_that_passed_its_check_and_breaks_is_left_out_after_games_in_a_row
     assert len(lines) == 1 and "left out after 3 games" in lines[0] and "reload" in lines[0], said
 
 
+def test_a_remote_bot_that_misses_games_in_a_row_is_not_left_out(tmp_path: Path) -> None:
+    """A remote bot's workers may connect at any time (its owner's machine restarted): it forfeits each game
+    it misses (no_show), as before, and is not left out until a reload."""
+    league, runner, _ = served_breaker(tmp_path, [Termination.NO_SHOW] * 8, x="remote = true\n")
+    assert league.left_out == {} and len(runner.played) == 8, runner.played
+
+
 def test_a_game_the_bot_plays_starts_its_count_again(tmp_path: Path) -> None:
     """Two failures, a game played, two failures, a loss by an illegal action: never three in a row for
     its own fault (breaking, not losing), so it is never left out and plays all of its games."""
@@ -345,3 +352,64 @@ def test_a_game_the_bot_plays_starts_its_count_again(tmp_path: Path) -> None:
              Termination.CRASH, Termination.CRASH]
     league, runner, _ = served_breaker(tmp_path, fates)
     assert league.left_out == {} and len(runner.played) == 8, runner.played
+
+
+#: A bot that passes its check and dies at every later start: each start takes the next number (a file
+#: made with O_EXCL, so concurrent starts never share one); the check's two seats are starts 0 and 1.
+DIES_AFTER_ITS_CHECK = """import os, runpy, sys
+here, k = os.path.dirname(os.path.abspath(__file__)), 0
+while True:
+    try:
+        os.close(os.open(os.path.join(here, f"start-{k}"), os.O_CREAT | os.O_EXCL))
+        break
+    except FileExistsError:
+        k += 1
+if k >= 2:
+    print("dying at start", k, flush=True)
+    sys.exit(3)
+sys.argv = sys.argv[:1]
+runpy.run_module("arena.testing.instant_bot", run_name="__main__")
+"""
+
+
+@pytest.mark.slow
+def test_served_a_bot_that_passes_its_check_and_then_dies_is_left_out_after_three_games(tmp_path: Path) -> None:
+    """End to end with real processes: `arena serve` checks the bot (it joins the practice match), then
+    every process of it exits at once. It lost each of its games one by one, a forfeit each, for as long as
+    the league ran; now it is left out after BROKEN_IN_A_ROW of them, one line says so, the gauge is 1 and
+    ratings.json names it with the line; the other bots' games are all played."""
+    (tmp_path / "bot").mkdir()
+    script = tmp_path / "bot" / "bot.py"
+    script.write_text(DIES_AFTER_ITS_CHECK)
+    cfg = tmp_path / "league.toml"
+    good = {"command": INSTANT, "sandbox": '"none"', "cwd": f'"{ROOT}"'}
+    cfg.write_text(SERVED_HEAD.replace("games_per_pairing = 2", "games_per_pairing = 4").replace(
+        "join_ms = 20000", "join_ms = 5000") + bots_toml("one", "two", **good)
+        + bots_toml("bad", command=f'["{{python}}", "{script}"]', sandbox='"none"', cwd=f'"{ROOT}"'))
+    proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", str(cfg), "--bootstrap", "0",
+                             "--metrics-port", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=ROOT)
+    ratings = tmp_path / "out" / "ratings.json"
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("metrics: http://127.0.0.1:"), line
+        url = line.split()[1]
+        _stored(tmp_path, 4, proc, lambda rows: sum({g["a"], g["b"]} == {"one", "two"} for g in rows) == 4
+                and ratings.exists() and "left_out" in json.loads(ratings.read_text())["tournament"])
+        samples = scrape(url)
+        told = json.loads(ratings.read_text())["tournament"]["left_out"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 0 and "Traceback" not in out, out
+    games = [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
+    bad = [g for g in games if "bad" in (g["a"], g["b"])]
+    assert BROKEN_IN_A_ROW <= len(bad) <= BROKEN_IN_A_ROW + 1 < 8, [g["reasons"] for g in bad]  # 1 more: in flight
+    assert all((g["a"], g["b"]).index("bad") != g["winner"] for g in bad), bad  # each a forfeit of bad's
+    assert all({"crash", "no_show"} & set(g["terminations"]) for g in bad), [g["terminations"] for g in bad]
+    said = [x for x in out.splitlines() if "'bad'" in x]
+    assert len(said) == 1 and "left out after 3 games in a row it failed to start or crashed: " in said[0], out
+    assert "exited with status 3" in said[0] and "dying at start" not in said[0], said  # not its last output
+    assert [row["bot"] for row in told] == ["bad"] and told[0]["why"].startswith("left out after 3 games"), told
+    assert samples.get(("allfours_arena_bots_left_out", (("bot", "bad"),))) == 1, samples

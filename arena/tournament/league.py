@@ -261,7 +261,8 @@ class League:
         of it ended in :data:`BROKEN_ENDS`); a game it played (any other end of its own) starts the count
         again, one it had no part in (:data:`SILENT_ENDS`: its opponent forfeited first) leaves it. At
         :data:`BROKEN_IN_A_ROW` the bot is left out with the last failure's line (:meth:`_leave_out`) and the
-        round ends after the games in flight, so none of its games starts (:meth:`_round`)."""
+        round ends after the games in flight, so none of its games starts (:meth:`_round`). A remote bot is
+        not: its workers may connect at any time, and no reload would be needed to play it again."""
         for side, label in enumerate(result.sides):
             ends = {end for seat, end in enumerate(result.terminations) if side_of(seat) == side}
             if not ends & BROKEN_ENDS:
@@ -269,7 +270,7 @@ class League:
                     self._in_a_row.pop(label, None)
                 continue
             n = self._in_a_row[label] = self._in_a_row.get(label, 0) + 1
-            if n >= BROKEN_IN_A_ROW and label not in self.left_out and label in t.entrants:
+            if n >= BROKEN_IN_A_ROW and label not in self.left_out and _local(t, label):
                 self._in_a_row.pop(label)
                 self._leave_out(label, f"left out after {n} games in a row it failed to start or crashed: "
                                        f"{failure_line(result, label)}")
@@ -395,6 +396,12 @@ class League:
             self.setup = None
         if self.tournament is not None:
             self.tournament.store.close()
+
+
+def _local(t: Tournament, label: str) -> bool:
+    """Whether ``label`` is an entrant the arena starts (a per-game bot or a worker pool), not a remote one."""
+    bot = t.entrants.get(label)
+    return bot is not None and bot.mode != "remote"
 
 
 def install_signals(league: League) -> None:

@@ -100,7 +100,8 @@ def board_context(
 ) -> dict[str, Any]:
     """What ``_board.html`` shows: the ratings (a :func:`arena.ratings.fit.rate` result with its
     publication marks), the tournament's public ``facts`` (name, players, bots, commitment, scheduled,
-    played, master seed; and when published: failures, sprt, precision), the ``forfeits`` (:func:`forfeits_by_bot`
+    played, master seed; and when published: failures, sprt, precision; ``left_out``: the bots ``arena serve``
+    leaves out, with why, its "Left out" table), the ``forfeits`` (:func:`forfeits_by_bot`
     of the games.jsonl rows), and for a live league the ``running`` games and ``rate`` (games a second).
     ``hidden``: entrants left out of the tables, the charts, the failures and the forfeits (a
     competition's older versions, unless asked for)."""
