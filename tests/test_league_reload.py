@@ -33,7 +33,7 @@ from rich.console import Console
 
 from arena.config import load_config
 from arena.report.publish import publish_tournament
-from arena.tournament.league import BROKEN_IN_A_ROW, WHY_CHARS, League
+from arena.tournament.league import BROKEN_IN_A_ROW, WHY_CHARS, League, public_why
 from arena.tournament.result import GameResult, Unplayed, forfeit_result
 from arena.tournament.runner import SimulatedRunner, Tournament
 from arena.tournament.schedule import ScheduledGame
@@ -207,8 +207,8 @@ TOKEN = "tok_" + "A9" * 20
 
 
 def hostile_why(output: Path) -> str:
-    return (f"its process exited with status 3 before joining (last output: \x1b[31m{TOKEN} "
-            f"{output.resolve()}/logs/check/bot3/seat0.log\nnext line {'x ' * 2000})")
+    return (f"its process exited with status 3 before joining: \x1b[31m{TOKEN} "
+            f"{output.resolve()}/logs/check/bot3/seat0.log\nnext line {'x ' * 2000} (last output: my hand 7H JD)")
 
 
 def test_the_bots_left_out_are_published_with_a_bounded_reason_in_ratings_json_the_web_and_the_terminal(
@@ -244,6 +244,7 @@ def test_the_bots_left_out_are_published_with_a_bounded_reason_in_ratings_json_t
     assert [row["bot"] for row in told] == ["x"], told
     why = told[0]["why"]
     assert why.startswith("failed its check: its process exited with status 3 before joining"), why
+    assert public_why("exited with status 3 (last output: my hand 7H JD)", out_dir) == "exited with status 3"
     assert len(why) <= WHY_CHARS and why.endswith("…"), why
     assert TOKEN not in why and str(out_dir.resolve()) not in why and "<output>" in why, why
     assert "\x1b" not in why and "\n" not in why and "next line" in why, why

@@ -89,11 +89,12 @@ AfterGame = Callable[[GameResult, Tournament], None]
 
 
 def public_why(why: str, output: Path) -> str:
-    """``why``, a bot's failure line (which may quote the bot's own output, :func:`arena.play.environment.log_tail`),
-    as the board publishes it: one line of printable characters, each path under ``output`` (the arena's
-    folder: logs, submissions) as ``<output>``, each token-shaped run (:data:`_TOKEN_SHAPE`) as ``<redacted>``,
-    at most :data:`WHY_CHARS` characters."""
-    line = printable(" ".join(why.split()))
+    """``why``, a bot's failure line, as the board publishes it: without the bot's own output it may quote
+    (`` (last output: …)``, :func:`arena.play.environment.log_tail`: its author's log, private to them as every
+    bot log is, and it may print its cards), one line of printable characters, each path under ``output``
+    (the arena's folder: logs, submissions) as ``<output>``, each token-shaped run (:data:`_TOKEN_SHAPE`) as
+    ``<redacted>``, at most :data:`WHY_CHARS` characters."""
+    line = printable(" ".join(why.split(" (last output: ")[0].split()))
     for folder in sorted({str(output.absolute()), str(output.resolve())}, key=len, reverse=True):
         line = re.sub(re.escape(folder) + r"[^\s'\"(),;]*", "<output>", line)
     line = _TOKEN_SHAPE.sub("<redacted>", line)
