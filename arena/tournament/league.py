@@ -241,14 +241,15 @@ class League:
 
     def _leave_out(self, label: str, why: str) -> None:
         """Leave ``label`` out (:attr:`left_out`: none of its games is played until a reload's check passes):
-        ``why`` (one line, made public with :func:`public_why`) is said once and published, and
-        ``allfours_arena_bots_left_out{bot}`` is 1."""
+        ``why`` (one line) is said once on the host's terminal as it is (the bot's last output included)
+        and published as :func:`public_why` makes it, and ``allfours_arena_bots_left_out{bot}`` is 1."""
         self.left_out[label] = public_why(why, self.output)
         self._passed.pop(label, None)  # checked again at the next reload
         self.unpublished = True
         metrics.BOTS_LEFT_OUT.labels(label).set(1)
         said = "" if why.startswith("left out") else "it is left out: "
-        self.console.print(f"[yellow]warning:[/yellow] bot {escape(repr(label))} {escape(self.left_out[label])}; "
+        told = printable(" ".join(why.split()))  # the host's own terminal: the bot's last output too
+        self.console.print(f"[yellow]warning:[/yellow] bot {escape(repr(label))} {escape(told)}; "
                            f"{said}none of its games is played until it passes its check (a reload, SIGHUP, "
                            "checks it again)", soft_wrap=True, highlight=False)
 
