@@ -263,3 +263,26 @@ def test_an_entrant_no_longer_scheduled_may_have_been_remote(out: Path) -> None:
         f"deal seed {own['cup-p0-1-g1']}, not the one the committed master seed gives pair 0 of pairing 0 (its second "
         "game)", f"deal seed {own['cup-p1-2-g1']}, not the one the committed master seed gives pair 0 of pairing 2 "
         "(its second game)"]
+
+
+def test_a_blind_tournament_plays_in_its_keyed_order_and_passes_the_audit(tmp_path: Path) -> None:
+    """``blind_seats``: the games are played in the order the master seed keys
+    (:func:`arena.tournament.schedule.blind_order`, not the public schedule's), which the revealed seed
+    derives again, and the published tournament passes the audit (pairs whole, each pairing's in order)."""
+    from arena.tournament.schedule import blind_order, make_schedule
+
+    config = tmp_path / "blind.toml"
+    config.write_text(
+        '[tournament]\nname = "cup"\nplayers = 2\ngames_per_pairing = 4\noutput = "out"\nblind_seats = true\n'
+        'concurrency = 2\n[tournament.rules]\ntarget = 3\n'
+        + bots_toml("a", "b", "c", "d", command=INSTANT, cwd=json.dumps(str(ROOT / "arena"))))
+    done = _arena_run(config)
+    assert done.returncode == 0, done.stderr
+    audited = _audit(tmp_path / "out")
+    assert audited.returncode == 0 and audited.stdout.startswith("OK 24 games"), audited.stderr
+    seed = bytes.fromhex(json.loads((tmp_path / "out" / "ratings.json").read_text())["tournament"]["master_seed"])
+    with sqlite3.connect(tmp_path / "out" / "arena.sqlite") as db:
+        played = [r[0] for r in db.execute("SELECT pair_id FROM games ORDER BY stored_at")]
+    schedule = make_schedule("cup", ["a", "b", "c", "d"], 4, 2, seed)
+    want = list(dict.fromkeys(g.pair_id for g in blind_order(schedule, seed)))
+    assert list(dict.fromkeys(played)) == want != list(dict.fromkeys(g.pair_id for g in schedule))

@@ -61,6 +61,7 @@ from arena.tournament.runner import (
     SimulatedRunner,
     Tournament,
     open_tournament,
+    pending_games,
     run_games,
 )
 from arena.tournament.schedule import ScheduledGame
@@ -773,7 +774,7 @@ def _open_and_play(
     try:
         if config.ladder is not None:
             return _run_ladder(args, console, error, t, output, get_runner)
-        pending = t.store.pending(t.schedule)
+        pending = pending_games(t)
         console.print(
             f"tournament {config.name}: {len(t.schedule)} games scheduled, "
             f"{len(t.schedule) - len(pending)} already played; master seed commitment {t.commitment}",

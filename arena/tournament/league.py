@@ -52,7 +52,16 @@ from arena import metrics
 from arena.config import BotSpec, ConfigError, TournamentConfig, check_bot_cwds, load_config
 from arena.tournament.game_logs import GameLogs
 from arena.tournament.result import GameResult
-from arena.tournament.runner import LADDER_KEY, LEAGUE_KEY, LEFT_OUT_KEY, Tournament, open_tournament, run_games
+from arena.tournament.runner import (
+    LADDER_KEY,
+    LEAGUE_KEY,
+    LEFT_OUT_KEY,
+    Tournament,
+    open_tournament,
+    pending_games,
+    run_games,
+    unpaired_twins,
+)
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import StoreMismatch
 from referee.outcome import Termination
@@ -202,9 +211,10 @@ class League:
                        f"{len(t.labels)} entrants in all")
             return
         self.ladder = None
-        self._check(t, dict.fromkeys(n for g in t.store.pending(t.schedule) for n in g.sides))
+        pending = pending_games(t)
+        self._check(t, dict.fromkeys(n for g in pending for n in g.sides))
         self._list_left_out(t)
-        pending = self._playable(t.store.pending(t.schedule))
+        pending = self._playable(pending)
         self._note(f"{config.name}: {len(t.entrants)} bots, {len(t.schedule)} games scheduled, "
                    f"{len(pending)} to play; {len(t.labels)} entrants in all")
 
@@ -344,7 +354,7 @@ class League:
             if self.stop.is_set() or self.reload.is_set():  # asked for between the two looks: it stands
                 self.halt.set()
         pending = (self._ladder_games(t, self.ladder) if self.ladder is not None
-                   else self._playable(t.store.pending(t.schedule)))
+                   else self._playable(pending_games(t)))
         metrics.GAMES_PENDING.set(len(pending))
         if pending and not self.halt.is_set():
             run_games(pending, self.runner, t.store, t.config.concurrency, self._stored, self.halt)
@@ -368,9 +378,7 @@ class League:
         the twin that cancels its deal luck. A ladder plays half-played pairs first by itself."""
         if self.ladder is not None:
             return
-        stored = t.store.stored_ids()
-        begun = {g.pair_id for g in t.schedule if g.game_id in stored}
-        twins = self._playable([g for g in t.schedule if g.pair_id in begun and g.game_id not in stored])
+        twins = self._playable(unpaired_twins(t.schedule, t.store.stored_ids()))
         if twins:
             self._note(f"first the {len(twins)} game(s) that complete their duplicate pairs", "reload")
             run_games(twins, self.runner, t.store, t.config.concurrency, self._stored, self.stop)

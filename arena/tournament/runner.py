@@ -18,7 +18,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Protocol, TypedDict, runtime_checkable
 from arena.config import BotSpec, TournamentConfig, identity_changes
 from arena.ratings.elo import expected_score
 from arena.tournament.result import GameResult
-from arena.tournament.schedule import ScheduledGame, make_schedule
+from arena.tournament.schedule import ScheduledGame, blind_order, make_schedule
 from arena.tournament.store import Store, StoreMismatch, recovery_advice
 from referee.dealing import commitment, fresh_seed
 
@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 
 DB_NAME = "arena.sqlite"
 COMMITMENT_FILE = "commitment.json"
-#: The meta key of the tournament's public facts (JSON, :func:`public_facts` and ``entrants``: every entrant's
-#: label, as ratings.json lists them), read by ``arena web``.
+#: The meta key of the tournament's public facts (JSON, :func:`public_facts`, ``entrants``: every entrant's
+#: label, as ratings.json lists them, and ``active``: those the config schedules now), read by ``arena web``.
 FACTS_KEY = "public_facts"
 #: The store's meta key ``arena serve`` sets on a league's store: its master seed is never revealed.
 LEAGUE_KEY = "served_as_league"
@@ -196,10 +196,31 @@ def open_tournament(config: TournamentConfig, output: Path | None = None) -> Tou
         independent={e.label for e in active if spec[(e.name, e.version)].mode == "remote"},
     )
     labels = [e.label for e in every]
-    store.set_meta(FACTS_KEY, json.dumps({**public_facts(config, commit, len(schedule)), "entrants": labels},
-                                         sort_keys=True))
+    facts = {**public_facts(config, commit, len(schedule)), "entrants": labels, "active": [e.label for e in active]}
+    store.set_meta(FACTS_KEY, json.dumps(facts, sort_keys=True))
     entrants = {e.label: spec[(e.name, e.version)] for e in active}
     return Tournament(config, store, seed, commit, schedule, entrants, labels)
+
+
+def pending_games(t: Tournament) -> list[ScheduledGame]:
+    """The games of ``t``'s schedule not stored yet, in the order they are to be played: the schedule's
+    (pairing, pair, game: public), or a blind tournament's (``blind_seats``) blind order
+    (:func:`arena.tournament.schedule.blind_order`, which the public cannot foresee) with the twins of its
+    half-played pairs first (:func:`unpaired_twins`: its publication holds their first games back,
+    :mod:`arena.report.held`)."""
+    if not t.config.blind_seats:
+        return t.store.pending(t.schedule)
+    stored = t.store.stored_ids()
+    twins = unpaired_twins(t.schedule, stored)
+    first = {g.game_id for g in twins}
+    return twins + [g for g in blind_order(t.schedule, t.master_seed) if g.game_id not in stored | first]
+
+
+def unpaired_twins(schedule: Sequence[ScheduledGame], stored: Collection[str]) -> list[ScheduledGame]:
+    """The games of ``schedule`` not ``stored`` (game ids) whose duplicate pair has a game stored: the
+    twins of the half-played pairs, in ``schedule``'s order."""
+    begun = {g.pair_id for g in schedule if g.game_id in stored}
+    return [g for g in schedule if g.pair_id in begun and g.game_id not in stored]
 
 
 def _claim_seed(store: Store, config: TournamentConfig, out: Path) -> bytes:

@@ -23,6 +23,13 @@ Seats: side ``s`` holds seats ``s`` and ``s + 2`` at a 4-player table (partners 
 bot fills both, one process per seat) and seat ``s`` at a 2-player table.
 
 The master seed is committed before play (:func:`commitment`, SHA-256 hex) and revealed after.
+**Play order.** The games are played in schedule order (pairing number, then pair, then game), which is
+public, but a blind tournament's (``blind_seats``) in :func:`blind_order`: a key ``HMAC-SHA256(master_seed,
+b"allfours/arena/v1/blind-order")`` ranks each pair by ``HMAC-SHA256(key, pair id)``; the pairs play in the
+order of their ranks, except that a pairing plays its own pairs in their order (its ``n``-th pair by rank is
+its ``n``-th by number), both games of a pair together. Without the master seed the order is not foreseen;
+with it (revealed) anyone derives it again.
+
 Ids are stable strings so that a rerun resumes by id: game ``"<name>-p<i>-<j>-g<k>"``, duplicate pair
 ``"<name>-p<i>-<j>-d<k>"`` (``i``, ``j`` the entrants' numbers). Raising ``games_per_pairing`` adds
 pairs ``k`` at the end of each pairing; the games already played keep their ids and deals.
@@ -38,10 +45,12 @@ from dataclasses import dataclass
 from referee.dealing import check_seed, commitment
 from referee.rules.seats import side_of
 
-__all__ = ["ScheduledGame", "commitment", "make_schedule", "pair_games", "pair_seed", "pairing_number"]
+__all__ = ["ScheduledGame", "blind_order", "commitment", "make_schedule", "pair_games", "pair_seed",
+           "pairing_number"]
 
 PAIR_LABEL = b"allfours/arena/v1/pair"
 SECOND_LABEL = b"allfours/arena/v1/pair-second"
+ORDER_LABEL = b"allfours/arena/v1/blind-order"
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,3 +172,23 @@ def make_schedule(
                                 independent=bot_i in independent or bot_j in independent)
     return games
 
+
+
+def blind_order(games: Sequence[ScheduledGame], master_seed: bytes) -> list[ScheduledGame]:
+    """``games`` (a schedule) in a blind tournament's play order (module docstring, Play order): the pairs in
+    the order of their keyed ranks, each pairing's pairs in their order, the games of a pair together in
+    their order in ``games``. A schedule's pending games are its blind order's not stored, so a resumed run
+    keeps the order.
+
+    :raises ValueError: if ``master_seed`` is not 32 bytes.
+    """
+    key = hmac.new(check_seed(master_seed), ORDER_LABEL, hashlib.sha256).digest()
+    pairs: dict[str, list[ScheduledGame]] = {}
+    for g in games:
+        pairs.setdefault(g.pair_id, []).append(g)
+    numbered: dict[int, list[str]] = {}  # pairing -> its pair ids by pair number
+    for pid in sorted(pairs, key=lambda p: pairs[p][0].pair):
+        numbered.setdefault(pairs[pid][0].pairing, []).append(pid)
+    turns = {pairing: iter(pids) for pairing, pids in numbered.items()}
+    ranked = sorted(pairs, key=lambda p: hmac.new(key, p.encode(), hashlib.sha256).digest())
+    return [g for pid in ranked for g in pairs[next(turns[pairs[pid][0].pairing])]]
