@@ -8,7 +8,9 @@ duplicate efficiency's bootstrap. A stored game never changes (the store writes 
 again after its store was restored from a backup is another storing:
 :meth:`arena.tournament.store.Store.stamps`), so the cache keeps what it derived from each game by its
 stamp: a publication reads the stamps of the stored games (one query), the games it has not seen, and
-forgets those the store no longer holds (then its failure totals are added up again). The rating history
+forgets those the store no longer holds (then its failure totals are added up again). A blind tournament's
+games held back (:mod:`arena.report.held`) stay in the cache; :meth:`PublishCache.hold` leaves them out of
+what is published, and its failure totals count each game from when it is shown. The rating history
 keeps its checkpoints over the same first games (in the history's order) for the same entrants, and the
 duplicate efficiency (the precision section's) its measure while the complete duplicate pairs are the same.
 
@@ -24,7 +26,7 @@ or resumes after a crash); tests/test_publish_cache.py compares them.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -69,7 +71,8 @@ class PublishCache:
 
     def __init__(self) -> None:
         self._games: dict[str, tuple[tuple[str, float], StoredGame]] = {}  # game id -> (its stamp, the game)
-        self._failures: dict[str, Failures] = {}  # per bot, over every game of _games
+        self._failures: dict[str, Failures] = {}  # per bot, over the games of _counted
+        self._counted: set[str] = set()  # the games whose failures _failures holds
         self._order: list[StoredGame] = []  # the last read's games, in its order
         self._history: tuple[tuple[str, ...], list[Game], list[HistoryPoint]] = ((), [], [])
         self._efficiency: tuple[dict[tuple[str, str], np.ndarray], Efficiency | None] | None = None
@@ -87,25 +90,38 @@ class PublishCache:
         for gid in gone:
             del self._games[gid]
         if gone:  # counts cannot be taken back out of a total: add them up again
-            self._failures = {}
-            for _, game in self._games.values():
-                self._count_failures(game)
+            self._failures, self._counted = {}, set()
         for result in store.results_of([gid for gid in stamps if gid not in self._games]):
-            game = StoredGame.of(result)
-            self._games[result.game_id] = ((result.match_id, result.stored_at or 0.0), game)
-            self._count_failures(game)
+            self._games[result.game_id] = ((result.match_id, result.stored_at or 0.0), StoredGame.of(result))
         rank = {gid: k for k, gid in enumerate(order)}
         self._order = [self._games[gid][1] for gid in sorted(self._games, key=lambda g: (rank.get(g, len(rank)), g))]
         return list(self._order)
 
-    def _count_failures(self, game: StoredGame) -> None:
-        for name, counts in game.failures.items():
-            self._failures.setdefault(name, Failures()).add(counts)
+    def hold(self, held: Collection[str]) -> list[StoredGame]:
+        """The games of the last :meth:`read` but those of ``held`` (game ids: a blind tournament's games
+        held back, :mod:`arena.report.held`), which the publication then leaves out: :meth:`failures`
+        counts them no more, until a read and a hold without them. The cache keeps them."""
+        if held:
+            self._order = [g for g in self._order if g.result.game_id not in held]
+        return list(self._order)
+
+    def _count_failures(self) -> None:
+        """Make :attr:`_failures` the totals over the games of the last read (and hold): add the new ones; add
+        all up again when one counted is no longer among them (gone from the store, or held once more)."""
+        shown = {g.result.game_id: g for g in self._order}
+        if not self._counted <= shown.keys():
+            self._failures, self._counted = {}, set()
+        for gid, game in shown.items():
+            if gid not in self._counted:
+                self._counted.add(gid)
+                for name, counts in game.failures.items():
+                    self._failures.setdefault(name, Failures()).add(counts)
 
     def failures(self, names: Iterable[str] = ()) -> dict[str, dict[str, int]]:
-        """Each bot's failures over the games of the last :meth:`read` (JSON-ready), as
+        """Each bot's failures over the games of the last :meth:`read` and :meth:`hold` (JSON-ready), as
         :func:`arena.report.failures.tally` gives them in the order it read them: every name of ``names``
         first (zeros when it has no game), then the others as they first appear."""
+        self._count_failures()
         bots = dict.fromkeys(names)
         for game in self._order:
             for bot in game.result.sides:

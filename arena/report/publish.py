@@ -45,6 +45,7 @@ from arena.ratings.fit import RatingTable
 from arena.ratings.publication import LivePublisher, final_ratings
 from arena.report.cache import PublishCache, StoredGame
 from arena.report.figures import los_next, ranks
+from arena.report.held import Holding
 from arena.report.terminal import failures_table, left_out_table, ratings_table
 from arena.tournament.runner import LADDER_KEY, LEFT_OUT_KEY, Tournament, TournamentFacts, left_out_facts, public_facts
 from arena.tournament.schedule import ScheduledGame
@@ -175,7 +176,8 @@ def _csv(ratings: RatingTable, tournament: TournamentFacts) -> str:
 
 
 def tournament_facts(t: Tournament, complete: bool) -> TournamentFacts:
-    """JSON-ready facts published with the ratings; the master seed only when ``complete``."""
+    """JSON-ready facts published with the ratings (but ``played``, the games published); the master seed
+    only when ``complete``."""
     return {
         **public_facts(t.config, t.commitment, len(t.schedule)),
         "bots": {label: b.version for label, b in t.entrants.items()},
@@ -188,7 +190,6 @@ def tournament_facts(t: Tournament, complete: bool) -> TournamentFacts:
         "active": list(t.entrants),
         "remote": [label for label, b in t.entrants.items() if b.mode == "remote"],
         "master_seed": t.master_seed.hex() if complete else None,
-        "played": t.store.count(),
         **left_out_of(t),
     }
 
@@ -238,6 +239,8 @@ def publish_tournament(
     else:
         complete = reveal and (not t.store.pending(t.schedule) or (test is not None and test.test.decided))
     facts = tournament_facts(t, complete)
+    stored = cache.hold(Holding.of(facts).held(t.store.lone_games()))  # a blind tournament's: arena.report.held
+    facts["played"] = len(stored)  # the games published
     if not reveal:
         facts["league"] = True
     if board is not None:

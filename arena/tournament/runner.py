@@ -356,7 +356,7 @@ def run_games(
     """Play ``games`` with up to ``concurrency`` at once, storing each result as it arrives.
 
     A plain :class:`GameRunner` plays them in order. A :class:`Starter` (games with lobby seats) is
-    asked, in schedule order, which games can start now; a game whose bots have no idle workers is
+    asked, in the order of ``games``, which games can start now; a game whose bots have no idle workers is
     passed over (it does not block the others) and tried again when :attr:`Starter.wake` is set.
 
     :param on_result: called in this thread after each store attempt with ``(result, written)``.

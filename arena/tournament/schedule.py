@@ -142,7 +142,8 @@ def make_schedule(
     numbers: Sequence[int] | None = None,
     independent: Collection[str] = (),
 ) -> list[ScheduledGame]:
-    """Every game of the round robin, in play order (pairing number, then pair, then the two games).
+    """Every game of the round robin, in schedule order (pairing number, then pair, then the two games): the
+    play order, but a blind tournament's (:func:`blind_order`).
 
     :param bots: entrant names (labels).
     :param numbers: each entrant's stable number (default ``0, 1, ...``): ids and seeds use these.

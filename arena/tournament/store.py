@@ -29,7 +29,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from arena.tournament.result import GameResult, GameRow
 from arena.tournament.schedule import ScheduledGame
@@ -205,6 +205,15 @@ class Entrant:
     version: str
 
 
+class Lone(NamedTuple):
+    """A stored game whose duplicate pair has no other game stored (:meth:`GamesReader.lone_games`): its id,
+    its pair's id and the entrants on its sides."""
+
+    game_id: str
+    pair_id: str
+    sides: tuple[str, str]
+
+
 class GamesReader:
     """The stored games of a connection to a results database, by stamp: the store's own (:class:`Store`) or a
     read-only one (the web's, :class:`arena.web.data.WebData`). What a reader that keeps stored games between
@@ -217,6 +226,12 @@ class GamesReader:
         """Every stored game's id -> its match id and when it was stored, which tell one storing of a game
         from another (a game played again after its store was restored from a backup), without reading the games."""
         return {r[0]: (r[1], r[2]) for r in self._db.execute("SELECT game_id, match_id, stored_at FROM games")}
+
+    def lone_games(self) -> list[Lone]:
+        """The stored games whose pair has no other game stored (one query, by id)."""
+        rows = self._db.execute("SELECT game_id, pair_id, side0, side1 FROM games WHERE pair_id IN"
+                                " (SELECT pair_id FROM games GROUP BY pair_id HAVING COUNT(*) = 1) ORDER BY game_id")
+        return [Lone(r[0], r[1], (r[2], r[3])) for r in rows]
 
     def results_of(self, game_ids: Iterable[str]) -> list[GameResult]:
         """The stored results of ``game_ids`` (those stored; in no particular order)."""

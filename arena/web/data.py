@@ -6,7 +6,9 @@ the meta table: every game played, as on the static leaderboard; never for a lea
 seed is never shown before that (the two games of a duplicate pair share it). A game's replay opens
 only when **both games of its pair** are stored — a duplicate pair's share every deck, so the replay of
 one would show the cards of the other while it is played (a pairing with a remote entrant deals its
-two games independently: they are held back alike). Paths come from the database, never from
+two games independently: they are held back alike). A blind tournament's game whose pair's twin is not
+stored yet is shown nowhere, as if not stored, while that twin is still to be played
+(:mod:`arena.report.held`, :meth:`WebData.held`). Paths come from the database, never from
 a URL, and must resolve inside the output folder.
 
 What the pages derive from every stored game (the ratings' input, each bot's failures, the forfeits) is kept
@@ -32,6 +34,7 @@ from typing import Any, NotRequired, TypeAlias, TypedDict
 from arena.ratings.fit import DEFAULT_BOOTSTRAP, RatingTable
 from arena.ratings.publication import LivePublisher, final_ratings
 from arena.report.cache import PublishCache, StoredGame
+from arena.report.held import Holding
 from arena.tournament.result import GameFacts, GameResult
 from arena.tournament.runner import (
     DB_NAME,
@@ -82,8 +85,9 @@ SqlParam: TypeAlias = str | int | None
 
 #: What :meth:`WebData.version` says of the stored games: (games stored, time of the last one).
 Version: TypeAlias = tuple[int, float]
-#: When the ratings were computed: :meth:`WebData.version` and :meth:`WebData.bootstrap_mark`.
-RatingsKey: TypeAlias = tuple[Version, int | None]
+#: When the ratings were computed: :meth:`WebData.version`, :meth:`WebData.bootstrap_mark` and what was held
+#: back (:class:`arena.report.held.Holding`).
+RatingsKey: TypeAlias = tuple[Version, int | None, Holding]
 #: Per bot, its seats' failure terminations and how many of each (:func:`arena.web.render.forfeits_by_bot`).
 Forfeits: TypeAlias = dict[str, dict[str, int]]
 
@@ -197,8 +201,8 @@ class WebData:
         #: lock held while it is used: it serves one reader at a time)
         self.cache = PublishCache()
         self._reading = threading.Lock()
-        # the last read: its version, every stored game (oldest first) and the forfeits over them
-        self._stored: tuple[Version, list[StoredGame], Forfeits] | None = None
+        # the last read: its version and holding, every game shown (oldest first) and the forfeits over them
+        self._stored: tuple[tuple[Version, Holding], list[StoredGame], Forfeits] | None = None
 
     # ------------------------------------------------------------------ database
     def _connect(self) -> sqlite3.Connection | None:
@@ -255,33 +259,36 @@ class WebData:
         return {r[0] for r in self._query("SELECT game_id FROM games WHERE pair_id = ?", (pair_id,))}
 
     def stored(self) -> list[StoredGame]:
-        """Every stored game and what the pages derive from it, oldest first (by stored time, then id):
-        the store is read only once a game was stored (:meth:`version`: not for each page; every open page
-        reloads the board when a game is stored), and then only the games not read before (:attr:`cache`)."""
+        """Every stored game shown (not held back: :meth:`held`) and what the pages derive from it, oldest
+        first (by stored time, then id): the store is read only once a game was stored (:meth:`version`: not
+        for each page; every open page reloads the board when a game is stored) or what is held changed, and
+        then only the games not read before (:attr:`cache`)."""
         with self._reading:
-            return self._read(self.version())[1]
+            return self._read(self.version(), self.holding())[1]
 
     def forfeits(self) -> Forfeits:
-        """Per bot, its seats' failure terminations over every stored game (the board's forfeits table:
+        """Per bot, its seats' failure terminations over every game shown (the board's forfeits table:
         :func:`arena.web.render.forfeits_by_bot`), counted again only once a game was stored."""
         with self._reading:
-            return self._read(self.version())[2]
+            return self._read(self.version(), self.holding())[2]
 
-    def _read(self, seen: Version) -> tuple[Version, list[StoredGame], Forfeits]:
-        """The last read of the store when the store is still at version ``seen``, else a new one (its
-        version as read, in the same read transaction as its games). :attr:`_reading` must be held."""
-        if self._stored is not None and self._stored[0] == seen:
+    def _read(self, seen: Version, holding: Holding) -> tuple[tuple[Version, Holding], list[StoredGame], Forfeits]:
+        """The last read of the store when the store is still at version ``seen`` and ``holding`` the same,
+        else a new one (its version as read, in the same read transaction as its games). :attr:`_reading`
+        must be held."""
+        if self._stored is not None and self._stored[0] == (seen, holding):
             return self._stored
-        read = self._read_store()
+        read = self._read_store(holding)
         if read is None:  # no store (yet, or any more): no game, and none kept
             self.cache, read = PublishCache(), ((0, 0.0), [])
         mark, games = read
-        self._stored = (mark, games, forfeits_by_bot([g.row for g in games]))
+        self._stored = ((mark, holding), games, forfeits_by_bot([g.row for g in games]))
         return self._stored
 
-    def _read_store(self) -> tuple[Version, list[StoredGame]] | None:
-        """The store's version and every stored game, oldest first, read through :attr:`cache` in one read
-        transaction (they agree); None without a database or its tables (one the arena has just created)."""
+    def _read_store(self, holding: Holding) -> tuple[Version, list[StoredGame]] | None:
+        """The store's version and every stored game that ``holding`` does not hold back, oldest first, read
+        through :attr:`cache` in one read transaction (they agree); None without a database or its tables
+        (one the arena has just created)."""
         db = self._connect()
         if db is None:
             return None
@@ -289,7 +296,10 @@ class WebData:
             db.execute("BEGIN")
             count, last = db.execute(_VERSION_SQL).fetchone()
             order = [r[0] for r in db.execute("SELECT game_id FROM games ORDER BY stored_at, game_id")]
-            return (int(count), float(last)), self.cache.read(GamesReader(db), order)
+            reader = GamesReader(db)
+            self.cache.read(reader, order)
+            held = holding.held(reader.lone_games()) if holding.on else frozenset()
+            return (int(count), float(last)), self.cache.hold(held)
         except sqlite3.OperationalError as e:
             if "no such table" in str(e):
                 return None
@@ -298,6 +308,26 @@ class WebData:
             db.close()
 
     # ------------------------------------------------------------------ tournament
+    def holding(self) -> Holding:
+        """What decides the games held back (:mod:`arena.report.held`: a blind tournament's), from :meth:`facts`."""
+        return Holding.of(self._facts())
+
+    def held(self, holding: Holding | None = None) -> frozenset[str]:
+        """The ids of the stored games held back now (:mod:`arena.report.held`): the pages show them nowhere
+        (as if not stored) until they are released; ``holding``: :meth:`holding`, when known."""
+        holding = self.holding() if holding is None else holding
+        db = self._connect() if holding.on else None
+        if db is None:
+            return frozenset()
+        try:
+            return holding.held(GamesReader(db).lone_games())
+        except sqlite3.OperationalError as e:
+            if "no such table" in str(e):
+                return frozenset()
+            raise
+        finally:
+            db.close()
+
     def facts(self) -> TournamentFacts:
         """The public facts (name, players, bots {name: version}, rules, commitment, scheduled, played,
         ``ladder`` for a ladder (:data:`arena.tournament.runner.LADDER_KEY`), ``left_out``: the bots
@@ -305,11 +335,16 @@ class WebData:
         ``master_seed`` — ``None`` until the arena has revealed it: ``finished_at`` is in the meta
         table, set by ``arena run`` when it publishes the seed; ``arena serve`` never reveals it, and its
         store's :data:`arena.tournament.runner.LEAGUE_KEY` makes ``league`` True while the seed is secret)."""
+        facts = self._facts()
+        facts["played"] = self.version()[0] - len(self.held(Holding.of(facts)))  # the games shown
+        return facts
+
+    def _facts(self) -> TournamentFacts:
+        """:meth:`facts` but ``played``."""
         raw = self._meta(FACTS_KEY)
         facts: TournamentFacts = json.loads(raw) if raw else {}
         facts.setdefault("name", self.output.name)
         facts.setdefault("commitment", self._meta("commitment"))
-        facts["played"] = self.version()[0]
         # revealed exactly when the arena revealed it: `arena run` sets finished_at when it publishes the
         # seed (every game played, or an SPRT decided); a league (`arena serve`) never does
         revealed = self._meta("finished_at") is not None
@@ -347,9 +382,9 @@ class WebData:
         ``"publication": "live"``; the bootstrap, ``"final"``, once the background refresh covers these
         games — as ``arena serve`` publishes), else the bootstrap now (``"final"``), with the facts and
         each bot's failures (``tournament.failures``)."""
-        key = (self.version(), self.bootstrap_mark())
         facts = self.facts()  # fresh each time: a ladder's board changes without a new game (it stopped)
-        published = self.published(key[0][0], facts)
+        key = (self.version(), self.bootstrap_mark(), Holding.of(facts))
+        published = self.published(facts.get("played", 0), facts)
         if published is not None:
             return published
         with self._lock:
@@ -357,13 +392,13 @@ class WebData:
         if cached is None:
             names = facts.get("entrants") or list(facts.get("bots") or {})
             with self._reading:  # the cache's failures are those of its last read
-                mark, stored, _ = self._read(key[0])
+                (mark, _), stored, _ = self._read(key[0], key[2])
                 fails = self.cache.failures(names)
             games = [g.game for g in stored if g.game is not None]
             publisher = self.publisher
             rated = final_ratings(games, names, bootstrap=self.bootstrap) if publisher is None else (
                 publisher.ratings(games, names))
-            cached = ((mark, key[1]), rated, fails)
+            cached = ((mark, key[1], key[2]), rated, fails)
             with self._lock:
                 self._ratings = cached
         return {**cached[1], "tournament": {**facts, "failures": cached[2]}}
@@ -435,6 +470,10 @@ class WebData:
         """
         q.check()
         where, args = q.where()
+        held = sorted(self.held())
+        if held:  # a blind tournament's games held back (arena.report.held): as if not stored
+            where += f"{' AND' if where else ' WHERE'} game_id NOT IN ({','.join('?' * len(held))})"
+            args += held
         counted = self._query(f"SELECT COUNT(*) FROM games{where}", args)
         total = int(counted[0][0]) if counted else 0
         tail = " ORDER BY stored_at DESC, game_id DESC LIMIT ? OFFSET ?"
@@ -455,7 +494,7 @@ class WebData:
         :raises NotFound: for an unknown id.
         """
         results = self._results(" WHERE game_id = ?", [game_id])
-        if not results:
+        if not results or game_id in self.held():
             raise NotFound(f"no game {game_id!r}")
         r = results[0]
         return self.game_row(r, r.pair_id in self._pair_done([r.pair_id]), self.revealed())
