@@ -309,7 +309,9 @@ def _odd_clocks(clocks: Mapping[str, list[str]]) -> list[str]:
 def _half_pairs(pub: Published, seen: Mapping[str, set[int]]) -> list[str]:
     """A line for each duplicate pair with one game published, and for each pair skipped (a later pair of
     the pairing published, not this one): once the tournament is over (its seed revealed), every pairing
-    plays its pairs 0, 1, ... in full, in a round robin and a ladder alike."""
+    plays its pairs 0, 1, ... in full, in a round robin and a ladder alike (a blind round robin interleaves
+    the pairings in an order keyed by the master seed, but plays each pairing's pairs in their order:
+    :func:`arena.tournament.schedule.blind_order`)."""
     out = []
     for key, games in sorted(seen.items()):
         for n in sorted(games):

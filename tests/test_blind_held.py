@@ -8,19 +8,22 @@ the running twin seats. It is now shown once its twin is stored, or once the twi
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from starlette.testclient import TestClient
 
 from arena.competition.games import my_games
-from arena.config import TournamentConfig, parse_config
+from arena.config import TournamentConfig, load_config, parse_config
 from arena.report.cache import PublishCache
 from arena.report.held import Holding
 from arena.report.publish import publish_tournament
-from arena.tournament.result import Unplayed, forfeit_result
+from arena.tournament.league import League
+from arena.tournament.result import GameResult, Unplayed, forfeit_result
 from arena.tournament.runner import SimulatedRunner, Tournament, open_tournament, pending_games, run_games
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import Lone
@@ -148,3 +151,33 @@ def test_the_web_shows_no_held_game(tmp_path: Path) -> None:
     assert listed["total"] == 6 and web.get(f"/api/games/{lone.game_id}").status_code == 200
     assert web.get("/api/ratings").json()["tournament"]["played"] == 6
     t.store.close()
+
+
+def test_a_served_blind_league_publishes_whole_pairs_only(tmp_path: Path) -> None:
+    """`arena serve` in process (simulated games, two at a time, a publication after each): each publication
+    holds the games of the pairs not whole yet, and the league at rest has published every game."""
+    path = tmp_path / "t.toml"
+    path.write_text('[tournament]\nname = "t"\nplayers = 2\ngames_per_pairing = 4\nconcurrency = 2\n'
+                    f'output = "store"\nmaster_seed = "{"11" * 32}"\nblind_seats = true\n'
+                    + "".join(f'\n[[bots]]\nname = "{b}"\ncommand = ["true"]\n' for b in "abcd"))
+    seen: list[tuple[int, int]] = []  # (games stored, games published) after each game
+
+    def after(result: GameResult, t: Tournament) -> None:
+        rows = [json.loads(x) for x in (tmp_path / "pub" / "games.jsonl").read_text().splitlines()]
+        pairs = [r.pair_id for r in t.store.results()]
+        assert sorted(r["game_id"] for r in rows) == sorted(
+            r.game_id for r in t.store.results() if pairs.count(r.pair_id) == 2)
+        seen.append((t.store.count(), len(rows)))
+        if not pending_games(t):
+            league.request_stop()
+
+    league = League(str(path), tmp_path / "store", Console(file=io.StringIO()),
+                    lambda t: publish_tournament(t, tmp_path / "pub", 0, None, reveal=False),
+                    lambda _: SimulatedRunner(), publish_spacing=0)
+    league.after_game.append(after)
+    league.open(load_config(str(path)))
+    try:
+        league.serve()
+    finally:
+        league.close()
+    assert seen[-1] == (24, 24) and any(stored > shown for stored, shown in seen)

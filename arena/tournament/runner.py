@@ -212,8 +212,8 @@ def pending_games(t: Tournament) -> list[ScheduledGame]:
         return t.store.pending(t.schedule)
     stored = t.store.stored_ids()
     twins = unpaired_twins(t.schedule, stored)
-    first = {g.game_id for g in twins}
-    return twins + [g for g in blind_order(t.schedule, t.master_seed) if g.game_id not in stored | first]
+    skip = stored | {g.game_id for g in twins}
+    return twins + [g for g in blind_order(t.schedule, t.master_seed) if g.game_id not in skip]
 
 
 def unpaired_twins(schedule: Sequence[ScheduledGame], stored: Collection[str]) -> list[ScheduledGame]:
