@@ -484,3 +484,26 @@ def test_a_blind_ladders_board_names_no_pair_it_chose(tmp_path: Path, blind: boo
     else:
         assert {frozenset((c["a"], c["b"])) for c in board["plan"]} == {frozenset(g.sides) for g in games}
         assert 'id="ladder-plan"' in plan and all(n in plan for n in chosen), plan
+
+
+@pytest.mark.parametrize("blind", [False, True])
+def test_a_blind_ladders_board_moves_only_when_a_pair_is_complete(tmp_path: Path, blind: bool) -> None:
+    """The first game of a pair stored, its twin still to play: the ladder's standings (ratings, pairs,
+    games today) moved for the pair's two entrants, telling a remote entry's author reading the board whom
+    the twin seats. A blind ladder counts the first game with its twin (and so does a restart from the store)."""
+    cfg = write(tmp_path / "l.toml", "total = 200", list(STRENGTHS))
+    cfg.write_text(cfg.read_text().replace('format = "ladder"', f'format = "ladder"\nblind_seats = {blind!s}'.lower()))
+    t = open_tournament(load_config(str(cfg)), tmp_path / "out")
+    run = LadderRun(t)
+    now = time.time()
+    first, twin = run.next_games(1, now)
+    before = run.board(now)["standings"]
+    run_games([first], SimulatedRunner(STRENGTHS), t.store, on_result=lambda r, ok: ok and run.add(r))
+    half = run.board(now)["standings"]
+    assert (half == before) is blind, (before, half)
+    assert LadderRun(t).board(now)["standings"] == half  # a restart counts the same
+    run_games([twin], SimulatedRunner(STRENGTHS), t.store, on_result=lambda r, ok: ok and run.add(r))
+    done = run.board(now)["standings"]
+    assert {s["name"]: s["pairs"] for s in done if s["name"] in first.sides} == {n: 1 for n in first.sides}
+    assert LadderRun(t).board(now)["standings"] == done
+    t.store.close()

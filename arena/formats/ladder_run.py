@@ -51,23 +51,33 @@ class LadderRun:
         self.active = [label for label in t.labels if label in t.entrants]
         #: Remote entrants: their pairs are two independent games (arena/tournament/schedule.py).
         self.remote = {label for label, bot in t.entrants.items() if bot.mode == "remote"}
-        #: Blind seats (``tournament.blind_seats``): the board names no pair of the plan (:meth:`board`).
+        #: Blind seats (``tournament.blind_seats``): the board names no pair of the plan and counts no
+        #: half-played pair (:meth:`board`, :meth:`add`).
         self.blind = t.config.blind_seats
         self.top: dict[tuple[int, int], int] = {}  # pairing (i, j) -> highest pair number stored
         self.halves: dict[str, set[str]] = {}  # pair id -> game ids stored
+        self._lone: dict[str, GameResult] = {}  # blind: pair id -> its one stored game, counted with its twin
         self.last: Plan | None = None
         for result in t.store.results():
             self.add(result)
 
     def add(self, result: GameResult) -> None:
-        """Count one stored game (its ``stored_at`` gives its day; now if unset)."""
-        at = result.stored_at if result.stored_at is not None else time.time()
-        self.ladder.add(Played(result.sides[0], result.sides[1], result.score_a, result.pair_id, at))
+        """Count one stored game (its ``stored_at`` gives its day; now if unset). With blind seats the first
+        game of a pair is counted only with its twin: until then the board (the ladder's ratings, pairs,
+        games today) would move for its two entrants while their twin plays, and say whom it seats
+        (docs/tournament-config.md, "Blind seats"); the choice meanwhile sees the pair as in flight."""
         self.halves.setdefault(result.pair_id, set()).add(result.game_id)
         m = PAIR_ID.search(result.pair_id)
         if m:
             i, j, k = (int(x) for x in m.groups())
             self.top[(i, j)] = max(self.top.get((i, j), -1), k)
+        if self.blind and len(self.halves[result.pair_id]) == 1:
+            self._lone[result.pair_id] = result
+            return
+        first = self._lone.pop(result.pair_id, None)
+        for game in (first, result) if first is not None else (result,):
+            at = game.stored_at if game.stored_at is not None else time.time()
+            self.ladder.add(Played(game.sides[0], game.sides[1], game.score_a, game.pair_id, at))
 
     def _pair(self, i: int, j: int, k: int) -> list[ScheduledGame]:
         a, b = self.labels[i], self.labels[j]

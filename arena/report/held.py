@@ -7,12 +7,13 @@ stored is **held**: the public publication (games.jsonl, ratings.json and its ra
 ``played``, the leaderboard, the web's games list, ``/api/games`` and ratings, a competitor's ``/me``)
 leaves it out, as if not yet played, while its twin is still to be played: that is, while
 
-- the tournament is a round robin (a ladder has no schedule: nothing is held),
 - its master seed is not revealed (``arena run`` reveals it at the end, when every game is played or an
   SPRT decided: then no twin is to be played),
 - both its entrants are scheduled now (``active``: an entrant retired, dropped or replaced by a newer
   version plays no more), and
-- its pair is one the schedule still holds (its number below ``games_per_pairing / 2``).
+- its pair is one the schedule still holds (its number below ``games_per_pairing / 2``; a ladder has no
+  schedule, and plays the missing game of every half-played pair whose entrants are both active first:
+  :meth:`arena.formats.ladder_run.LadderRun.unfinished`).
 
 It is **released** (published) as soon as one of these stops: its twin is stored, or the twin is no longer to
 be played. The store keeps every game (crash recovery, the arena's own view), only what is shown waits.
@@ -33,23 +34,24 @@ _PAIR_NUMBER = re.compile(r"-d(\d+)\Z")
 @dataclass(frozen=True, slots=True)
 class Holding:
     """What decides which games are held (module docstring), from a tournament's public facts: ``on``
-    (blind, a round robin, the master seed not revealed), the ``active`` entrants (None: the facts do not
-    say, then every entrant counts as scheduled) and ``pairs``, the pairs per pairing."""
+    (blind, the master seed not revealed), the ``active`` entrants (None: the facts do not say, then every
+    entrant counts as scheduled), ``pairs``, the pairs per pairing of a round robin, and ``ladder`` (a
+    ladder: no pair number is past its schedule)."""
 
     on: bool
     active: frozenset[str] | None
     pairs: int
+    ladder: bool = False
 
     @classmethod
     def of(cls, facts: Mapping[str, object]) -> Holding:
         """The holding of a tournament whose public facts (``ratings.json``'s ``tournament``, the store's
         :data:`arena.tournament.runner.FACTS_KEY`) are ``facts``."""
-        on = (facts.get("blind_seats") is True and facts.get("format") != "ladder"
-              and facts.get("master_seed") is None)
+        on = facts.get("blind_seats") is True and facts.get("master_seed") is None
         active = facts.get("active")
         per = facts.get("games_per_pairing")
         return cls(on, frozenset(str(a) for a in active) if isinstance(active, list) else None,
-                   per // 2 if isinstance(per, int) else 0)
+                   per // 2 if isinstance(per, int) else 0, facts.get("format") == "ladder")
 
     def held(self, lone: Iterable[Lone]) -> frozenset[str]:
         """The ids of the games of ``lone`` (stored games without a stored twin:
@@ -60,5 +62,5 @@ class Holding:
 
     def _twin_to_play(self, game: Lone) -> bool:
         number = _PAIR_NUMBER.search(game.pair_id)
-        return (number is not None and int(number[1]) < self.pairs
+        return (number is not None and (self.ladder or int(number[1]) < self.pairs)
                 and (self.active is None or set(game.sides) <= self.active))
