@@ -502,6 +502,9 @@ def test_a_blind_ladders_board_moves_only_when_a_pair_is_complete(tmp_path: Path
     half = run.board(now)["standings"]
     assert (half == before) is blind, (before, half)
     assert LadderRun(t).board(now)["standings"] == half  # a restart counts the same
+    publish_tournament(t, tmp_path / "out", 0, None, reveal=False)
+    shown = (tmp_path / "out" / "games.jsonl").read_text().splitlines()
+    assert len(shown) == (0 if blind else 1), shown  # the publication holds the game back too
     run_games([twin], SimulatedRunner(STRENGTHS), t.store, on_result=lambda r, ok: ok and run.add(r))
     done = run.board(now)["standings"]
     assert {s["name"]: s["pairs"] for s in done if s["name"] in first.sides} == {n: 1 for n in first.sides}
