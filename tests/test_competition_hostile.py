@@ -952,3 +952,59 @@ def test_a_prebuilt_images_archive_is_not_kept_once_it_is_judged(tmp_path: Path)
         client.images.remove(tag, force=True)
         book.close()
     assert kept == {"accepted": False, "rejected": False, "failed": True}
+
+
+def test_the_sandbox_gateway_serves_bots_the_lobby_alone_not_the_submission_service(tmp_path: Path) -> None:
+    """A competition's lobby listens on the container sandbox's gateway (the only address of the host a
+    submitted bot's container reaches, its port let through the firewall) and on ``tournament.lobby``'s
+    host, where competitors come. It was one gRPC server on both, the Submission service included, so a
+    submitted bot holding its author's competitor token could call it from inside its game: GetSeatLog
+    handed it its own log of a duplicate pair's stored first game (every card of every deal, written as
+    it played) while it played the second, on the same decks; Submit and SelectSubmission worked as well.
+    Now the gateway serves Connect alone (UNIMPLEMENTED for the rest) and the competitors' host all of it.
+    The gateway is played here by a second loopback address (the wiring is arena serve's: _start_lobby)."""
+    from types import SimpleNamespace
+
+    from allfours.v1 import lobby_pb2 as lpb
+    from allfours.v1 import lobby_pb2_grpc as lpb_grpc
+    from arena.lobby.setup import _start_lobby
+
+    allowed: list[int] = []
+    sandbox = SimpleNamespace(gateway="127.0.0.2", allow=allowed.append)
+    config = SimpleNamespace(lobby_tls=None, lobby="127.0.0.1:0", name="t", source=str(tmp_path / "t.toml"))
+    desk = _desk(tmp_path, per_day=10)
+    token = desk.book.add_competitor("eve")
+    lobby = _start_lobby(config, sandbox, None, None, [service.add_to_server(desk)])  # type: ignore[arg-type]
+    bots, competitors = lobby.address, lobby.remote_address
+    assert bots.startswith("127.0.0.2:") and competitors == f"127.0.0.1:{lobby.port}" and allowed == [lobby.port]
+    auth = (("authorization", f"Bearer {token}"),)
+
+    def submissions(address: str) -> Any:
+        with grpc.insecure_channel(address) as ch:
+            try:
+                return spb_grpc.SubmissionServiceStub(ch).ListSubmissions(spb.ListSubmissionsRequest(), metadata=auth,
+                                                                          timeout=30)
+            except grpc.RpcError as e:
+                return e.code()
+
+    def register(address: str) -> tuple[grpc.StatusCode, str]:
+        """A Connect with an unknown bot token: the lobby answers it (UNAUTHENTICATED), wherever it is dialled."""
+        with grpc.insecure_channel(address) as ch:
+            hello = lpb.ConnectRequest(register=lpb.Register(token="x" * 32, bot_name="b",
+                                                             protocol_version="allfours.v1"))
+            try:
+                for _ in lpb_grpc.LobbyServiceStub(ch).Connect(iter([hello]), timeout=30):
+                    pass
+            except grpc.RpcError as e:
+                return e.code(), e.details()
+        return grpc.StatusCode.OK, ""
+
+    try:
+        from_a_bot, from_a_competitor = submissions(bots), submissions(competitors)
+        connects = register(bots), register(competitors)
+    finally:
+        lobby.stop()
+        desk.book.close()
+    assert from_a_bot == grpc.StatusCode.UNIMPLEMENTED
+    assert isinstance(from_a_competitor, spb.ListSubmissionsResponse), from_a_competitor
+    assert connects[0] == connects[1] and connects[0][0] == grpc.StatusCode.UNAUTHENTICATED, connects

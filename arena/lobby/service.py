@@ -130,10 +130,13 @@ class Lobby:
     :param host: / :param port: where to listen (port 0: any free one; read :attr:`address`).
     :param tls: ``(certificate chain PEM, private key PEM)`` to serve TLS, or None.
     :param also_host: listen on this host too, at the same port (:attr:`remote_address`): remote workers'
-        address when ``host`` is the container sandbox's gateway, which only this machine reaches.
+        and competitors' address when ``host`` is the container sandbox's gateway, which only this
+        machine reaches. ``host`` then serves ``Connect`` alone (a server of its own); ``also_host``
+        serves everything (health, ``services``).
     :param on_change: called (from the lobby's thread) after every change, besides setting :attr:`wake`.
     :param services: functions that add more services to the lobby's ``grpc.aio.Server`` before it
-        starts (the competition's Submission service: same port, same TLS).
+        starts (the competition's Submission service: same port, same TLS; not on ``host`` when
+        ``also_host`` is given).
     """
 
     def __init__(
@@ -167,7 +170,8 @@ class Lobby:
         self._server: grpc.aio.Server | None = None
         #: The standard gRPC health service on the lobby's port (SERVING while it serves): made on the loop.
         self._health: CappedHealth | None = None
-        #: One server a sandboxed bot (:meth:`listen_unix`), by its socket's address.
+        #: The servers with Connect alone, by address: one a sandboxed bot (:meth:`listen_unix`, its socket's
+        #: address), and the container sandbox's gateway (``host`` when ``also_host`` is given).
         self._bot_servers: dict[str, grpc.aio.Server] = {}
         self._serving = False
         self._closing = False
@@ -207,9 +211,19 @@ class Lobby:
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         for add in self.services:
             add(server)
-        self.port = self._bind(server, f"{self.host}:{self.port}")
-        if self.remote_address is not None:
+        if self.remote_address is None:
+            self.port = self._bind(server, f"{self.host}:{self.port}")
+        else:
+            # ``host`` is the bots' network (the container sandbox's gateway): a server with Connect
+            # alone there, so no bot in a container reaches the other services (the Submission service:
+            # a bot with its author's token read its own logs of stored games, the twin's decks).
+            bots = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS)
+            add_stream_method(bots, LOBBY_SERVICE, "Connect", _Servicer(self).Connect,
+                              lpb.ConnectRequest, lpb.ConnectResponse)
+            self.port = self._bind(bots, f"{self.host}:{self.port}")
+            self._bot_servers[self.address] = bots  # stopped with the rest (stop), bound or not
             self._bind(server, self.remote_address)
+            await bots.start()
         await server.start()
         await self._health.set("", health_pb2.HealthCheckResponse.SERVING)
         self._server = server
