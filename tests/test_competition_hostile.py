@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import subprocess
 import tarfile
 import threading
 from collections.abc import Callable, Iterator
@@ -954,41 +955,44 @@ def test_a_prebuilt_images_archive_is_not_kept_once_it_is_judged(tmp_path: Path)
     assert kept == {"accepted": False, "rejected": False, "failed": True}
 
 
-def test_the_sandbox_gateway_serves_bots_the_lobby_alone_not_the_submission_service(tmp_path: Path) -> None:
-    """A competition's lobby listens on the container sandbox's gateway (the only address of the host a
-    submitted bot's container reaches, its port let through the firewall) and on ``tournament.lobby``'s
-    host, where competitors come. It was one gRPC server on both, the Submission service included, so a
-    submitted bot holding its author's competitor token could call it from inside its game: GetSeatLog
-    handed it its own log of a duplicate pair's stored first game (every card of every deal, written as
-    it played) while it played the second, on the same decks; Submit and SelectSubmission worked as well.
-    Now the gateway serves Connect alone (UNIMPLEMENTED for the rest) and the competitors' host all of it.
-    The gateway is played here by a second loopback address (the wiring is arena serve's: _start_lobby)."""
+
+def _gateway_probe(folder: str, lobby_at: str) -> dict[str, str]:
+    """A competition's lobby wired as arena serve wires it with a container sandbox (_start_lobby), the
+    gateway played by 127.0.0.2 and ``tournament.lobby`` = ``lobby_at``; what a Submission call (a
+    competitor's token) and a Connect (an unknown bot token) get at the gateway's address and at the
+    competitors' (``bots`` and ``competitors``: ``host:port``; ``start``: the lobby's start refused)."""
     from types import SimpleNamespace
 
     from allfours.v1 import lobby_pb2 as lpb
     from allfours.v1 import lobby_pb2_grpc as lpb_grpc
+    from arena.config import ConfigError
     from arena.lobby.setup import _start_lobby
 
+    tmp = Path(folder)
     allowed: list[int] = []
     sandbox = SimpleNamespace(gateway="127.0.0.2", allow=allowed.append)
-    config = SimpleNamespace(lobby_tls=None, lobby="127.0.0.1:0", name="t", source=str(tmp_path / "t.toml"))
-    desk = _desk(tmp_path, per_day=10)
+    config = SimpleNamespace(lobby_tls=None, lobby=lobby_at, name="t", source=str(tmp / "t.toml"))
+    desk = _desk(tmp, per_day=10)
     token = desk.book.add_competitor("eve")
-    lobby = _start_lobby(config, sandbox, None, None, [service.add_to_server(desk)])  # type: ignore[arg-type]
-    bots, competitors = lobby.address, lobby.remote_address
-    assert bots.startswith("127.0.0.2:") and competitors == f"127.0.0.1:{lobby.port}" and allowed == [lobby.port]
-    auth = (("authorization", f"Bearer {token}"),)
+    try:
+        lobby = _start_lobby(config, sandbox, None, None, [service.add_to_server(desk)])  # type: ignore[arg-type]
+    except ConfigError as e:
+        desk.book.close()
+        return {"start": str(e)}
+    port = lobby.remote_port
+    out = {"bots": lobby.address, "competitors": f"127.0.0.1:{port}", "remote": str(lobby.remote_address),
+           "allowed": ",".join(map(str, allowed))}
 
-    def submissions(address: str) -> Any:
+    def submissions(address: str) -> str:
         with grpc.insecure_channel(address) as ch:
             try:
-                return spb_grpc.SubmissionServiceStub(ch).ListSubmissions(spb.ListSubmissionsRequest(), metadata=auth,
-                                                                          timeout=30)
+                spb_grpc.SubmissionServiceStub(ch).ListSubmissions(
+                    spb.ListSubmissionsRequest(), metadata=(("authorization", f"Bearer {token}"),), timeout=30)
             except grpc.RpcError as e:
-                return e.code()
+                return str(e.code().name)
+        return "OK"
 
-    def register(address: str) -> tuple[grpc.StatusCode, str]:
-        """A Connect with an unknown bot token: the lobby answers it (UNAUTHENTICATED), wherever it is dialled."""
+    def register(address: str) -> str:
         with grpc.insecure_channel(address) as ch:
             hello = lpb.ConnectRequest(register=lpb.Register(token="x" * 32, bot_name="b",
                                                              protocol_version="allfours.v1"))
@@ -996,15 +1000,57 @@ def test_the_sandbox_gateway_serves_bots_the_lobby_alone_not_the_submission_serv
                 for _ in lpb_grpc.LobbyServiceStub(ch).Connect(iter([hello]), timeout=30):
                     pass
             except grpc.RpcError as e:
-                return e.code(), e.details()
-        return grpc.StatusCode.OK, ""
+                return f"{e.code().name}: {e.details()}"
+        return "OK"
 
     try:
-        from_a_bot, from_a_competitor = submissions(bots), submissions(competitors)
-        connects = register(bots), register(competitors)
+        for who in ("bots", "competitors"):
+            out[f"{who}_submissions"], out[f"{who}_connect"] = submissions(out[who]), register(out[who])
     finally:
         lobby.stop()
         desk.book.close()
-    assert from_a_bot == grpc.StatusCode.UNIMPLEMENTED
-    assert isinstance(from_a_competitor, spb.ListSubmissionsResponse), from_a_competitor
-    assert connects[0] == connects[1] and connects[0][0] == grpc.StatusCode.UNAUTHENTICATED, connects
+    return out
+
+
+def test_the_sandbox_gateway_serves_bots_the_lobby_alone_not_the_submission_service(tmp_path: Path) -> None:
+    """A competition's lobby listens on the container sandbox's gateway (the only address of the host a
+    submitted bot's container reaches, its port let through the firewall) and on ``tournament.lobby``'s
+    host, where competitors come. It was one gRPC server on both, the Submission service included, so a
+    submitted bot holding its author's competitor token could call it from inside its game: GetSeatLog
+    handed it its own log of a duplicate pair's stored first game (every card of every deal, written as
+    it played) while it played the second, on the same decks; Submit and SelectSubmission worked as well.
+    Now the gateway serves Connect alone (UNIMPLEMENTED for the rest), at a port of its own (the one the
+    firewall lets through), and the competitors' host all of it."""
+    got = _gateway_probe(str(tmp_path), "127.0.0.1:0")
+    assert "start" not in got, got
+    port = got["bots"].rpartition(":")[2]
+    assert got["bots"].startswith("127.0.0.2:") and got["allowed"] == port, got
+    assert got["remote"] == got["competitors"] and not got["competitors"].endswith(f":{port}"), got
+    assert got["bots_submissions"] == "UNIMPLEMENTED" and got["competitors_submissions"] == "OK", got
+    assert got["bots_connect"] == got["competitors_connect"] == "UNAUTHENTICATED: unknown or revoked bot token", got
+
+
+def test_a_wildcard_lobby_beside_the_sandbox_starts_and_keeps_the_gateway_to_connect(tmp_path: Path) -> None:
+    """``lobby = "0.0.0.0:PORT"`` is how a competition takes submissions from other machines
+    (examples/competition.toml), and a competition always has the container sandbox. The lobby bound the
+    gateway and then the wildcard at the same port, which the wildcard's bind refuses (the lobby sets no
+    SO_REUSEPORT): arena serve stopped at once with ``tournament.lobby: cannot listen there: Failed to
+    bind to address 0.0.0.0:PORT``. Run in a network namespace of its own (its wildcard reaches nothing
+    of this host's); its loopback plays the gateway (127.0.0.2) and the competitors' address."""
+    import json
+    import sys
+
+    from tests.netns_helpers import netns
+
+    root = Path(__file__).resolve().parent.parent
+    code = ("import json, sys; from tests.test_competition_hostile import _gateway_probe; "
+            "print(json.dumps(_gateway_probe(sys.argv[1], '0.0.0.0:0')))")
+    with netns() as ns:
+        done = subprocess.run(ns.argv(sys.executable, "-c", code, str(tmp_path)), cwd=root, capture_output=True,
+                              text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "start" not in got, got
+    assert got["remote"].startswith("0.0.0.0:"), got
+    assert got["bots_submissions"] == "UNIMPLEMENTED" and got["competitors_submissions"] == "OK", got
+    assert got["bots_connect"] == got["competitors_connect"] == "UNAUTHENTICATED: unknown or revoked bot token", got

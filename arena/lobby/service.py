@@ -129,10 +129,10 @@ class Lobby:
     :param tokens: the bot tokens it accepts.
     :param host: / :param port: where to listen (port 0: any free one; read :attr:`address`).
     :param tls: ``(certificate chain PEM, private key PEM)`` to serve TLS, or None.
-    :param also_host: listen on this host too, at the same port (:attr:`remote_address`): remote workers'
-        and competitors' address when ``host`` is the container sandbox's gateway, which only this
-        machine reaches. ``host`` then serves ``Connect`` alone (a server of its own); ``also_host``
-        serves everything (health, ``services``).
+    :param also_host: listen on this host too (:attr:`remote_address`, at ``port``): remote workers' and
+        competitors' address when ``host`` is the container sandbox's gateway, which only this machine
+        reaches. ``host`` then serves ``Connect`` alone, with a server and a port of its own (any free
+        one: :attr:`address`); ``also_host`` serves everything (health, ``services``).
     :param on_change: called (from the lobby's thread) after every change, besides setting :attr:`wake`.
     :param services: functions that add more services to the lobby's ``grpc.aio.Server`` before it
         starts (the competition's Submission service: same port, same TLS; not on ``host`` when
@@ -156,6 +156,8 @@ class Lobby:
         self.services = tuple(services)
         self.tokens = tokens
         self.host, self.port, self.tls = host, port, tls
+        #: The port bound on ``also_host`` once serving (``port`` is then ``host``'s own), else None.
+        self.remote_port: int | None = None
         self.on_change = on_change
         self.wake = threading.Event()
         self._lock = threading.Lock()
@@ -191,7 +193,7 @@ class Lobby:
             return None
         from referee.server import host_port
 
-        return host_port(self.also_host, self.port)
+        return host_port(self.also_host, self.port if self.remote_port is None else self.remote_port)
 
     def start(self) -> str:
         """Bind and serve; returns :attr:`address`.
@@ -214,15 +216,19 @@ class Lobby:
         if self.remote_address is None:
             self.port = self._bind(server, f"{self.host}:{self.port}")
         else:
+            from referee.server import host_port
+
             # ``host`` is the bots' network (the container sandbox's gateway): a server with Connect
             # alone there, so no bot in a container reaches the other services (the Submission service:
             # a bot with its author's token read its own logs of stored games, the twin's decks).
             bots = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS)
             add_stream_method(bots, LOBBY_SERVICE, "Connect", _Servicer(self).Connect,
                               lpb.ConnectRequest, lpb.ConnectResponse)
-            self.port = self._bind(bots, f"{self.host}:{self.port}")
-            self._bot_servers[self.address] = bots  # stopped with the rest (stop), bound or not
-            self._bind(server, self.remote_address)
+            self._bot_servers[self.host] = bots  # stopped with the rest (stop), bound or not
+            self.remote_port = self._bind(server, host_port(self.also_host, self.port))
+            # A port of its own: on the same one a wildcard also_host (0.0.0.0, tournament.lobby's for
+            # competitors on other machines) would take the gateway's address too, and neither bind.
+            self.port = self._bind(bots, f"{self.host}:0")
             await bots.start()
         await server.start()
         await self._health.set("", health_pb2.HealthCheckResponse.SERVING)

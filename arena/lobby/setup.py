@@ -106,11 +106,13 @@ def open_lobby(
 ) -> LobbySetup:
     """Start the lobby and every lobby bot's workers (see the module docstring).
 
-    With a ``sandbox`` (container bots) the lobby listens on the sandbox network's gateway (at the
-    port of ``tournament.lobby``), the only address of the host its containers reach, and that port
-    is let through the sandbox's firewall chain; it also listens on ``tournament.lobby``'s host, at the
-    same port, where this machine's other workers, competitors (a competition's submissions share the
-    lobby) and workers from other machines (:attr:`arena.config.TournamentConfig.remote_host`) come.
+    With a ``sandbox`` (container bots) the lobby listens on the sandbox network's gateway, the only
+    address of the host its containers reach, at a port of its own with ``Connect`` alone (no
+    container reaches the ``services``: a submitted bot could have called the Submission service with
+    its author's token), and that port is let through the sandbox's firewall chain; it also listens at
+    ``tournament.lobby`` (a wildcard too), with everything, where competitors (a competition's
+    submissions share the lobby) and workers from other machines
+    (:attr:`arena.config.TournamentConfig.remote_host`) come.
 
     With a ``jail`` (sandboxed process bots, :mod:`arena.hosting.jail`) the lobby also listens on a unix
     socket of each sandboxed bot's own (``Jail.on_bot_folder``), the only way its local workers reach it.
