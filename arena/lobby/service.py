@@ -213,7 +213,7 @@ class Lobby:
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         for add in self.services:
             add(server)
-        if self.remote_address is None:
+        if self.also_host is None:
             self.port = self._bind(server, f"{self.host}:{self.port}")
         else:
             from referee.server import host_port
