@@ -196,7 +196,9 @@ class League:
                                         getattr(self.runner, "sandbox", None),
                                         loop=self.runner.pool.embedded_loop(), jail=self.runner.jail,
                                         services=self.lobby_services)
-                self._note(f"lobby: {self.setup.lobby.address}")
+                remote = self.setup.lobby.remote_address  # the gateway's port is not tournament.lobby's
+                self._note(f"lobby: {self.setup.lobby.address}" + (f", competitors and remote workers at {remote}"
+                                                                    if remote else ""))
             else:
                 self.setup.update(config, t.store)
             self.runner.attach_lobby(self.setup.lobby, self.setup.kinds)
