@@ -967,6 +967,7 @@ def _gateway_probe(folder: str, lobby_at: str) -> dict[str, str]:
     from allfours.v1 import lobby_pb2_grpc as lpb_grpc
     from arena.config import ConfigError
     from arena.lobby.setup import _start_lobby
+    from arena.lobby.tokens import token_digest
 
     tmp = Path(folder)
     allowed: list[int] = []
@@ -992,20 +993,33 @@ def _gateway_probe(folder: str, lobby_at: str) -> dict[str, str]:
                 return str(e.code().name)
         return "OK"
 
-    def register(address: str) -> str:
+    def register(address: str, token: str, bot: str) -> str:
+        """The first answer to a Register: "registered" or the refusal's status and line."""
         with grpc.insecure_channel(address) as ch:
-            hello = lpb.ConnectRequest(register=lpb.Register(token="x" * 32, bot_name="b",
-                                                             protocol_version="allfours.v1"))
+            hello = lpb.ConnectRequest(register=lpb.Register(token=token, bot_name=bot, protocol_version="allfours.v1"))
+            release = threading.Event()
+
+            def requests() -> Iterator[lpb.ConnectRequest]:
+                yield hello
+                release.wait(30)
+
+            call = lpb_grpc.LobbyServiceStub(ch).Connect(requests(), timeout=30)
             try:
-                for _ in lpb_grpc.LobbyServiceStub(ch).Connect(iter([hello]), timeout=30):
-                    pass
+                return str(next(call).WhichOneof("msg"))
             except grpc.RpcError as e:
                 return f"{e.code().name}: {e.details()}"
-        return "OK"
+            finally:
+                release.set()
+                call.cancel()
 
+    remote, own = "r" * 32, lobby.tokens.issue("near")  # a remote entry's token; an arena worker's
+    lobby.tokens.set_bot("far", [token_digest(remote)])
     try:
         for who in ("bots", "competitors"):
-            out[f"{who}_submissions"], out[f"{who}_connect"] = submissions(out[who]), register(out[who])
+            out[f"{who}_submissions"] = submissions(out[who])
+            out[f"{who}_connect"] = register(out[who], "x" * 32, "b")
+            out[f"{who}_remote"] = register(out[who], remote, "far")
+            out[f"{who}_own"] = register(out[who], own, "near")
     finally:
         lobby.stop()
         desk.book.close()
@@ -1020,7 +1034,11 @@ def test_the_sandbox_gateway_serves_bots_the_lobby_alone_not_the_submission_serv
     handed it its own log of a duplicate pair's stored first game (every card of every deal, written as
     it played) while it played the second, on the same decks; Submit and SelectSubmission worked as well.
     Now the gateway serves Connect alone (UNIMPLEMENTED for the rest), at a port of its own (the one the
-    firewall lets through), and the competitors' host all of it."""
+    firewall lets through), and the competitors' host all of it. Nor does the gateway take a remote
+    entry's bot token (its author's too): a submitted bot connecting as a worker of that entry would play
+    its seats from inside its container, beside a partner seat on its author's machine at four players."""
+    from arena.lobby.service import REMOTE_TOKEN_ON_GATEWAY
+
     got = _gateway_probe(str(tmp_path), "127.0.0.1:0")
     assert "start" not in got, got
     port = got["bots"].rpartition(":")[2]
@@ -1028,6 +1046,8 @@ def test_the_sandbox_gateway_serves_bots_the_lobby_alone_not_the_submission_serv
     assert got["remote"] == got["competitors"] and not got["competitors"].endswith(f":{port}"), got
     assert got["bots_submissions"] == "UNIMPLEMENTED" and got["competitors_submissions"] == "OK", got
     assert got["bots_connect"] == got["competitors_connect"] == "UNAUTHENTICATED: unknown or revoked bot token", got
+    assert got["bots_own"] == got["competitors_own"] == got["competitors_remote"] == "registered", got
+    assert got["bots_remote"] == f"UNAUTHENTICATED: {REMOTE_TOKEN_ON_GATEWAY}", got
 
 
 def test_a_wildcard_lobby_beside_the_sandbox_starts_and_keeps_the_gateway_to_connect(tmp_path: Path) -> None:
@@ -1040,6 +1060,7 @@ def test_a_wildcard_lobby_beside_the_sandbox_starts_and_keeps_the_gateway_to_con
     import json
     import sys
 
+    from arena.lobby.service import REMOTE_TOKEN_ON_GATEWAY
     from tests.netns_helpers import netns
 
     root = Path(__file__).resolve().parent.parent
@@ -1054,3 +1075,5 @@ def test_a_wildcard_lobby_beside_the_sandbox_starts_and_keeps_the_gateway_to_con
     assert got["remote"].startswith("0.0.0.0:"), got
     assert got["bots_submissions"] == "UNIMPLEMENTED" and got["competitors_submissions"] == "OK", got
     assert got["bots_connect"] == got["competitors_connect"] == "UNAUTHENTICATED: unknown or revoked bot token", got
+    assert got["bots_own"] == got["competitors_own"] == got["competitors_remote"] == "registered", got
+    assert got["bots_remote"] == f"UNAUTHENTICATED: {REMOTE_TOKEN_ON_GATEWAY}", got

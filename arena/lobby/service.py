@@ -85,6 +85,11 @@ SERVER_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.max_send_message_length", 1024 * 1024),
     ("grpc.so_reuseport", 0),
 ]
+#: The refusal of a remote bot's token on the container sandbox's gateway, where only the arena's own
+#: workers come: a submitted bot holding its author's remote entry's token would play that entry's seats
+#: from inside its container (beside a partner on its author's machine, in the 4-player format).
+REMOTE_TOKEN_ON_GATEWAY = ("a remote bot's token is not taken on the bots' network: its workers dial the lobby "
+                           "at tournament.lobby")
 #: Most streams the lobby serves at once.
 MAXIMUM_CONCURRENT_RPCS = 1024
 #: The RPCs at once on one sandboxed bot's own socket (:meth:`Lobby.listen_unix`): its workers' streams
@@ -222,7 +227,7 @@ class Lobby:
             # alone there, so no bot in a container reaches the other services (the Submission service:
             # a bot with its author's token read its own logs of stored games, the twin's decks).
             bots = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS)
-            add_stream_method(bots, LOBBY_SERVICE, "Connect", _Servicer(self).Connect,
+            add_stream_method(bots, LOBBY_SERVICE, "Connect", _Servicer(self, own_only=True).Connect,
                               lpb.ConnectRequest, lpb.ConnectResponse)
             self._bot_servers[self.host] = bots  # stopped with the rest (stop), bound or not
             self.remote_port = self._bind(server, host_port(self.also_host, self.port))
@@ -406,7 +411,7 @@ class Lobby:
         return len(workers)
 
     # ------------------------------------------------------------------ the service's side
-    def _register(self, reg: lpb.Register, peer: str) -> WorkerRef:
+    def _register(self, reg: lpb.Register, peer: str, own_only: bool = False) -> WorkerRef:
         if self._closing:
             raise _Refusal(grpc.StatusCode.UNAVAILABLE, "the arena is shutting down; connect again later")
         if reg.protocol_version != wire.PROTOCOL_VERSION:
@@ -419,6 +424,8 @@ class Lobby:
         if reg.bot_name != bot:
             raise _Refusal(grpc.StatusCode.UNAUTHENTICATED,
                            f"this token is not bot {reg.bot_name[:MAX_FIELD]!r}'s: a token plays only as its own bot")
+        if own_only and not self.tokens.issued(reg.token):
+            raise _Refusal(grpc.StatusCode.UNAUTHENTICATED, REMOTE_TOKEN_ON_GATEWAY)
         with self._lock:
             if sum(w.bot == bot for w in self._workers.values()) >= MAX_WORKERS_PER_BOT:
                 raise _Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED,
@@ -449,9 +456,13 @@ class Lobby:
 
 
 class _Servicer(lpb_grpc.LobbyServiceServicer):
-    def __init__(self, lobby: Lobby, pending: Pending | None = None):
+    """``Connect`` of one of the lobby's servers; ``own_only``: it takes the arena's own workers' tokens
+    alone (:meth:`TokenBook.issued`), not a remote bot's (the container sandbox's gateway)."""
+
+    def __init__(self, lobby: Lobby, pending: Pending | None = None, own_only: bool = False):
         self.lobby = lobby
         self.pending = pending or lobby._pending
+        self.own_only = own_only
 
     async def Connect(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> None:
         """One worker's stream (see the proto for the status codes)."""
@@ -459,7 +470,7 @@ class _Servicer(lpb_grpc.LobbyServiceServicer):
         if first is None:
             return
         try:
-            w = self.lobby._register(first.register, context.peer() or "")
+            w = self.lobby._register(first.register, context.peer() or "", self.own_only)
         except _Refusal as e:
             await context.abort(e.code, str(e))
         refusal: _Refusal | None = None

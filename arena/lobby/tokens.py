@@ -44,13 +44,22 @@ class TokenBook:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_digest: dict[str, str] = {}
+        #: The digests :meth:`issue` made: tokens of the arena's own worker processes and containers.
+        self._issued: set[str] = set()
 
     def issue(self, bot: str) -> str:
         """A new token for ``bot`` (kept as its digest); returns the token."""
         token = new_token()
         with self._lock:
             self._by_digest[token_digest(token)] = bot
+            self._issued.add(token_digest(token))
         return token
+
+    def issued(self, token: str) -> bool:
+        """Whether ``token`` is a live one :meth:`issue` made (an arena's own worker's, not a remote bot's)."""
+        digest = token_digest(token)
+        with self._lock:
+            return digest in self._issued and digest in self._by_digest
 
     def set_bot(self, bot: str, digests: Sequence[str]) -> None:
         """Make ``digests`` the only tokens of ``bot`` (an empty list: none)."""
