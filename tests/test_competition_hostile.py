@@ -956,6 +956,30 @@ def test_a_prebuilt_images_archive_is_not_kept_once_it_is_judged(tmp_path: Path)
 
 
 
+def _first_reply(address: str, token: str, bot: str) -> str:
+    """The lobby's first answer at ``address`` (``host:port`` or ``unix:PATH``) to a Register of ``bot`` with
+    ``token``: "registered", or the refusal's status and line."""
+    from allfours.v1 import lobby_pb2 as lpb
+    from allfours.v1 import lobby_pb2_grpc as lpb_grpc
+
+    with grpc.insecure_channel(address) as ch:
+        hello = lpb.ConnectRequest(register=lpb.Register(token=token, bot_name=bot, protocol_version="allfours.v1"))
+        release = threading.Event()
+
+        def requests() -> Iterator[lpb.ConnectRequest]:
+            yield hello
+            release.wait(30)
+
+        call = lpb_grpc.LobbyServiceStub(ch).Connect(requests(), timeout=30)
+        try:
+            return str(next(call).WhichOneof("msg"))
+        except grpc.RpcError as e:
+            return f"{e.code().name}: {e.details()}"
+        finally:
+            release.set()
+            call.cancel()
+
+
 def _gateway_probe(folder: str, lobby_at: str) -> dict[str, str]:
     """A competition's lobby wired as arena serve wires it with a container sandbox (_start_lobby), the
     gateway played by 127.0.0.2 and ``tournament.lobby`` = ``lobby_at``; what a Submission call (a
@@ -963,8 +987,6 @@ def _gateway_probe(folder: str, lobby_at: str) -> dict[str, str]:
     competitors' (``bots`` and ``competitors``: ``host:port``; ``start``: the lobby's start refused)."""
     from types import SimpleNamespace
 
-    from allfours.v1 import lobby_pb2 as lpb
-    from allfours.v1 import lobby_pb2_grpc as lpb_grpc
     from arena.config import ConfigError
     from arena.lobby.setup import _start_lobby
     from arena.lobby.tokens import token_digest
@@ -993,33 +1015,14 @@ def _gateway_probe(folder: str, lobby_at: str) -> dict[str, str]:
                 return str(e.code().name)
         return "OK"
 
-    def register(address: str, token: str, bot: str) -> str:
-        """The first answer to a Register: "registered" or the refusal's status and line."""
-        with grpc.insecure_channel(address) as ch:
-            hello = lpb.ConnectRequest(register=lpb.Register(token=token, bot_name=bot, protocol_version="allfours.v1"))
-            release = threading.Event()
-
-            def requests() -> Iterator[lpb.ConnectRequest]:
-                yield hello
-                release.wait(30)
-
-            call = lpb_grpc.LobbyServiceStub(ch).Connect(requests(), timeout=30)
-            try:
-                return str(next(call).WhichOneof("msg"))
-            except grpc.RpcError as e:
-                return f"{e.code().name}: {e.details()}"
-            finally:
-                release.set()
-                call.cancel()
-
     remote, own = "r" * 32, lobby.tokens.issue("near")  # a remote entry's token; an arena worker's
     lobby.tokens.set_bot("far", [token_digest(remote)])
     try:
         for who in ("bots", "competitors"):
             out[f"{who}_submissions"] = submissions(out[who])
-            out[f"{who}_connect"] = register(out[who], "x" * 32, "b")
-            out[f"{who}_remote"] = register(out[who], remote, "far")
-            out[f"{who}_own"] = register(out[who], own, "near")
+            out[f"{who}_connect"] = _first_reply(out[who], "x" * 32, "b")
+            out[f"{who}_remote"] = _first_reply(out[who], remote, "far")
+            out[f"{who}_own"] = _first_reply(out[who], own, "near")
     finally:
         lobby.stop()
         desk.book.close()
@@ -1077,3 +1080,28 @@ def test_a_wildcard_lobby_beside_the_sandbox_starts_and_keeps_the_gateway_to_con
     assert got["bots_connect"] == got["competitors_connect"] == "UNAUTHENTICATED: unknown or revoked bot token", got
     assert got["bots_own"] == got["competitors_own"] == got["competitors_remote"] == "registered", got
     assert got["bots_remote"] == f"UNAUTHENTICATED: {REMOTE_TOKEN_ON_GATEWAY}", got
+
+
+def test_a_sandboxed_bots_own_socket_takes_no_remote_bots_token(tmp_path: Path) -> None:
+    """A sandboxed process bot reaches the lobby only by a unix socket of its own; like the container
+    sandbox's gateway, that socket took any live token, a remote entry's included, so a bot whose author
+    also runs a remote entry could play that entry's seats from inside its sandbox (beside a partner seat on
+    its author's machine at four players). It now takes the arena's own workers' tokens alone, refusing a
+    remote bot's with one line; the same remote token registers on the lobby's own address."""
+    from arena.lobby.service import REMOTE_TOKEN_ON_GATEWAY, Lobby
+    from arena.lobby.tokens import TokenBook, token_digest
+
+    lobby = Lobby("t", TokenBook())
+    lobby.start()
+    socket_path = tmp_path / "lobby.sock"
+    try:
+        lobby.listen_unix(f"unix:{socket_path}")
+        remote, own = "r" * 32, lobby.tokens.issue("near")
+        lobby.tokens.set_bot("far", [token_digest(remote)])
+        got = {(where, who): _first_reply(address, token, bot)
+               for where, address in (("socket", f"unix:{socket_path}"), ("lobby", lobby.address))
+               for who, token, bot in (("remote", remote, "far"), ("own", own, "near"))}
+    finally:
+        lobby.stop()
+    assert got[("socket", "remote")] == f"UNAUTHENTICATED: {REMOTE_TOKEN_ON_GATEWAY}", got
+    assert got[("socket", "own")] == got[("lobby", "own")] == got[("lobby", "remote")] == "registered", got

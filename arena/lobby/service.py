@@ -85,9 +85,10 @@ SERVER_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.max_send_message_length", 1024 * 1024),
     ("grpc.so_reuseport", 0),
 ]
-#: The refusal of a remote bot's token on the container sandbox's gateway, where only the arena's own
-#: workers come: a submitted bot holding its author's remote entry's token would play that entry's seats
-#: from inside its container (beside a partner on its author's machine, in the 4-player format).
+#: The refusal of a remote bot's token on the container sandbox's gateway and on a sandboxed process bot's
+#: own socket, where only the arena's own workers come: a bot holding its author's remote entry's token
+#: would play that entry's seats from inside its sandbox (beside a partner on its author's machine, in the
+#: 4-player format).
 REMOTE_TOKEN_ON_GATEWAY = ("a remote bot's token is not taken on the bots' network: its workers dial the lobby "
                            "at tournament.lobby")
 #: Most streams the lobby serves at once.
@@ -258,7 +259,8 @@ class Lobby:
         """Serve ``Connect`` on the unix socket ``address`` (``unix:PATH``) with a server of its own: one
         sandboxed bot's socket (arena/hosting/jail.py), so its silent streams and its RPC slots
         (:data:`BOT_SOCKET_RPCS`) are its own and a bot flooding it cannot keep another bot's workers
-        out. Callable from any thread.
+        out. It takes the arena's own workers' tokens alone (:data:`REMOTE_TOKEN_ON_GATEWAY`). Callable
+        from any thread.
 
         :raises RuntimeError: if the socket cannot be bound, or the lobby is not serving.
         """
@@ -270,7 +272,7 @@ class Lobby:
                 return
             server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=BOT_SOCKET_RPCS)
             pending = Pending(PENDING_PER_PEER, PENDING_ALL)
-            add_stream_method(server, LOBBY_SERVICE, "Connect", _Servicer(self, pending).Connect,
+            add_stream_method(server, LOBBY_SERVICE, "Connect", _Servicer(self, pending, own_only=True).Connect,
                               lpb.ConnectRequest, lpb.ConnectResponse)
             if not server.add_insecure_port(address):
                 raise RuntimeError(f"the lobby could not bind {address}")
