@@ -151,6 +151,10 @@ class Tournament:
     schedule: list[ScheduledGame]
     entrants: Mapping[str, BotSpec]
     labels: list[str]
+    #: A blind tournament's (``blind_seats``) schedule in its blind order (:func:`pending_games`), made once
+    #: when it is opened (tens of milliseconds for a schedule of 20,000 games, and a league asks for its
+    #: pending games every half second while idle); None: not blind, or not made yet.
+    blind_order: list[ScheduledGame] | None = None
 
 
 def open_tournament(config: TournamentConfig, output: Path | None = None) -> Tournament:
@@ -199,7 +203,8 @@ def open_tournament(config: TournamentConfig, output: Path | None = None) -> Tou
     facts = {**public_facts(config, commit, len(schedule)), "entrants": labels, "active": [e.label for e in active]}
     store.set_meta(FACTS_KEY, json.dumps(facts, sort_keys=True))
     entrants = {e.label: spec[(e.name, e.version)] for e in active}
-    return Tournament(config, store, seed, commit, schedule, entrants, labels)
+    order = blind_order(schedule, seed) if config.blind_seats else None
+    return Tournament(config, store, seed, commit, schedule, entrants, labels, order)
 
 
 def pending_games(t: Tournament) -> list[ScheduledGame]:
@@ -213,7 +218,8 @@ def pending_games(t: Tournament) -> list[ScheduledGame]:
     stored = t.store.stored_ids()
     twins = unpaired_twins(t.schedule, stored)
     skip = stored | {g.game_id for g in twins}
-    return twins + [g for g in blind_order(t.schedule, t.master_seed) if g.game_id not in skip]
+    order = t.blind_order if t.blind_order is not None else blind_order(t.schedule, t.master_seed)
+    return twins + [g for g in order if g.game_id not in skip]
 
 
 def unpaired_twins(schedule: Sequence[ScheduledGame], stored: Collection[str]) -> list[ScheduledGame]:
