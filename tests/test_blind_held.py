@@ -18,7 +18,7 @@ from rich.console import Console
 from starlette.testclient import TestClient
 
 from arena.competition.games import my_games
-from arena.config import TournamentConfig, load_config, parse_config
+from arena.config import TournamentConfig, parse_config
 from arena.report.cache import PublishCache
 from arena.report.held import Holding
 from arena.report.publish import publish_tournament
@@ -29,6 +29,7 @@ from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import Lone
 from arena.web.app import create_app
 from referee.outcome import Termination
+from tests.league_helpers import serve_until_stopped
 
 FACTS: dict[str, Any] = {"blind_seats": True, "games_per_pairing": 4, "active": ["a", "b", "c"], "master_seed": None}
 FIRST = Lone("t-p0-1-g0", "t-p0-1-d0", ("a", "b"))
@@ -177,10 +178,5 @@ def test_a_served_blind_league_publishes_whole_pairs_only(tmp_path: Path) -> Non
     league = League(str(path), tmp_path / "store", Console(file=io.StringIO()),
                     lambda t: publish_tournament(t, tmp_path / "pub", 0, None, reveal=False),
                     lambda _: SimulatedRunner(), publish_spacing=0)
-    league.after_game.append(after)
-    league.open(load_config(str(path)))
-    try:
-        league.serve()
-    finally:
-        league.close()
+    serve_until_stopped(league, path, after)
     assert seen[-1] == (24, 24) and any(stored > shown for stored, shown in seen)

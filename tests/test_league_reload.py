@@ -39,6 +39,7 @@ from arena.tournament.runner import SimulatedRunner, Tournament
 from arena.tournament.schedule import ScheduledGame
 from referee.outcome import Termination
 from tests.configs import INSTANT, bots_toml
+from tests.league_helpers import serve_until_stopped
 from tests.test_metrics import scrape
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,12 +66,7 @@ def test_a_reload_that_drops_an_entrant_finishes_its_begun_pair_first(tmp_path: 
 
     league = League(str(path), tmp_path / "out", Console(file=io.StringIO()), lambda t: None,
                     lambda _: SimulatedRunner(), publish_spacing=0)
-    league.after_game.append(after)
-    league.open(load_config(str(path)))
-    try:
-        league.serve()
-    finally:
-        league.close()
+    serve_until_stopped(league, path, after)
     first = stored[0]
     assert "a" in first.sides
     twins = [r for r in stored if r.pair_id == first.pair_id]
@@ -114,14 +110,11 @@ def test_a_served_ladder_leaves_a_broken_entrant_out_until_a_reload_finds_it_men
 
     league = League(str(path), tmp_path / "out", Console(file=out, width=400), lambda t: None,
                     lambda _: CheckedRunner(broken, checked), publish_spacing=0)
-    league.after_game.append(after)
-    league.open(load_config(str(path)))
-    assert league.left_out == {"x": "failed its check: its process exited with status 3 before joining"}
-    assert league.ladder is not None and "x" not in league.ladder.active
-    try:
-        league.serve()
-    finally:
-        league.close()
+    def opened(league: League) -> None:
+        assert league.left_out == {"x": "failed its check: its process exited with status 3 before joining"}
+        assert league.ladder is not None and "x" not in league.ladder.active
+
+    serve_until_stopped(league, path, after, opened)
     assert sorted(checked) == ["a", "b", "c", "x", "x"]  # x again at the reload, the others once
     assert all("x" not in r.sides for r in stored[:6]), [r.sides for r in stored]
     assert sum("x" in r.sides for r in stored[6:]) >= 2  # mended: it plays
@@ -272,13 +265,11 @@ def test_ratings_json_lists_no_bot_left_out_once_a_reload_finds_it_mended(tmp_pa
     league = League(str(path), out_dir, Console(file=io.StringIO()),
                     lambda t: publish_tournament(t, out_dir, 0, None, reveal=False),
                     lambda _: CheckedRunner(broken, []), publish_spacing=0)
-    league.after_game.append(after)
-    league.open(load_config(str(path)))
-    assert json.loads(league.tournament.store.get_meta("left_out") or "[]")[0]["bot"] == "x"  # type: ignore[union-attr]
-    try:
-        league.serve()
-    finally:
-        league.close()
+    def opened(league: League) -> None:
+        assert league.tournament is not None
+        assert json.loads(league.tournament.store.get_meta("left_out") or "[]")[0]["bot"] == "x"
+
+    serve_until_stopped(league, path, after, opened)
     assert "left_out" not in json.loads((out_dir / "ratings.json").read_text())["tournament"]
 
 
@@ -316,12 +307,7 @@ def served_breaker(tmp_path: Path, fates: list[Termination | None], x: str = "")
 
     league = League(str(path), tmp_path / "out", Console(file=said, width=400), lambda t: None,
                     lambda _: runner, publish_spacing=0)
-    league.after_game.append(after)
-    league.open(load_config(str(path)))
-    try:
-        league.serve()
-    finally:
-        league.close()
+    serve_until_stopped(league, path, after)
     return league, runner, said.getvalue()
 
 
