@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -309,3 +310,54 @@ def test_the_build_network_is_replaced_and_cleaned_up_by_run_key(tmp_path: Path)
     assert f"allfours-build-{key}" in removed and f"iptables chain AFB-{key}" in removed, removed
     assert f"cgroup allfours-build-{key}" in removed, removed
     assert leftovers(client, key) == []
+
+
+def _recording_builds(client: Any) -> list[str]:
+    """Tee every build ``client`` makes: returns the list its output lines (``stream``) are added to."""
+    lines: list[str] = []
+    build = client.api.build
+
+    def tee(*args: Any, **kwargs: Any) -> Any:
+        stream = build(*args, **kwargs)
+
+        class Tee:
+            def __iter__(self) -> Any:
+                for chunk in stream:
+                    lines.extend(str(chunk.get("stream") or "").splitlines())
+                    yield chunk
+
+            def close(self) -> None:
+                stream.close()
+
+        return Tee()
+
+    client.api.build = tee
+    return lines
+
+
+def test_a_failed_build_leaves_no_images_of_its_steps(tmp_path: Path) -> None:
+    """The classic builder commits an image after each step; a build that fails keeps those of the steps
+    before the failing one (untagged, in no ``docker images`` without ``-a``, never removed). A Node.js
+    bot whose ``preinstall`` fails left its whole folder (``COPY bot``, up to the submission's unpacked
+    size) on the host's disk at every rejected submission. The images a failed build made are removed."""
+    import uuid
+
+    client = docker_client()
+    (tmp_path / "bot.js").write_text("")
+    (tmp_path / "payload.bin").write_bytes(uuid.uuid4().bytes * (1024 * 1024 // 16))  # unique: no cache hit
+    (tmp_path / "package.json").write_text('{"name": "fails", "version": "1.0.0", "main": "bot.js", '
+                                           '"scripts": {"preinstall": "exit 3"}}')
+    plan = plan_build(tmp_path, "fails", "1", tag="allfours-test/fails:1")
+    lines = _recording_builds(client)
+    with pytest.raises(BuildError, match=r"^the build of allfours-test/fails:1 failed: "):
+        build_image(plan, base_image("node"), client=client, timeout_s=300)
+    made = [m.group(1) for i, line in enumerate(lines) if (m := re.fullmatch(r"\s*---> ([0-9a-f]{12,64})", line))
+            and "Using cache" not in lines[i - 1] and " : FROM " not in "".join(lines[i - 2:i])]
+    assert made, lines  # the build got past its COPY steps
+    import docker.errors
+
+    kept = []
+    for image in made:
+        with contextlib.suppress(docker.errors.ImageNotFound):
+            kept.append(client.images.get(image).id)
+    assert kept == [], lines

@@ -243,6 +243,7 @@ def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST
     if base:
         args["BASE"] = base
     over = f"the build of {build.tag} went over the build time limit of {timeout_s} s"
+    made: list[str] = []  # the images of its steps, removed if the build fails (:func:`_remove_made`)
     with pid_temp_dir(BUILD_DIR_PREFIX) as tmp:  # a killed arena's is removed at the next start
         make_context(build, Path(tmp), ca_bundle)
         try:
@@ -254,17 +255,20 @@ def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST
                                           timeout=timeout_s, decode=True, network_mode=network)
             watch = _DiskWatch(client, disk_bytes) if disk_bytes else None
             try:
-                return _follow(stream, build.tag, time.monotonic() + timeout_s, over, watch)
+                return _follow(stream, build.tag, time.monotonic() + timeout_s, over, watch, made)
             finally:
                 if watch is not None:
                     watch.stop()
         except BuildError as e:
             if str(e) == over:
                 client.api.close()  # the connection goes with the stream: docker stops the build
+            _remove_made(client, made)
             raise
         except docker.errors.APIError as e:
+            _remove_made(client, made)
             raise BuildError(f"docker refused the build of {build.tag}: {e.explanation or e}") from None
         except requests.exceptions.ReadTimeout:
+            _remove_made(client, made)
             raise BuildError(over) from None
 
 
@@ -331,11 +335,29 @@ class _DiskWatch:
                 return
 
 
-def _follow(stream: Any, tag: str, deadline: float, over: str, watch: _DiskWatch | None = None) -> str:
+def _remove_made(client: Any, made: list[str]) -> None:
+    """Remove the images a failed build's steps committed (``made``, oldest first): the classic builder
+    keeps one per step, untagged, and a failed build's stay on the host's disk for good (a Node.js bot
+    whose ``npm install`` fails left its whole folder there, once per rejected submission). Not forced,
+    and never a tagged one: an image another build has meanwhile built on (its cache) stays; docker's
+    errors are ignored."""
+    import docker.errors
+
+    for image in reversed(made):
+        with contextlib.suppress(docker.errors.DockerException, OSError):
+            if not client.api.inspect_image(image).get("RepoTags"):  # a tagged one is someone's
+                client.api.remove_image(image)
+    made.clear()
+
+
+def _follow(stream: Any, tag: str, deadline: float, over: str, watch: _DiskWatch | None = None,
+            made: list[str] | None = None) -> str:
     """Read a build's decoded output ``stream`` to its image id, or stop it (closing the stream) at
-    ``deadline`` (``time.monotonic()``); ``watch`` is told each step's container. :raises BuildError:
-    the build's error line (the disk watch's when it killed the step), or ``over``."""
+    ``deadline`` (``time.monotonic()``); ``watch`` is told each step's container; ``made`` gets the id of
+    each image a step committed (not those taken from the build cache). :raises BuildError: the build's
+    error line (the disk watch's when it killed the step), or ``over``."""
     image_id, last = "", ""
+    kept = False  # the step's image is the base or from the build cache
     try:
         for chunk in stream:
             if time.monotonic() > deadline:
@@ -345,6 +367,13 @@ def _follow(stream: Any, tag: str, deadline: float, over: str, watch: _DiskWatch
                     raise BuildError(f"the build of {tag} failed: {watch.over}")
                 raise BuildError(f"the build of {tag} failed: {' '.join(str(chunk['error']).split())[:400]}")
             line = str(chunk.get("stream") or "").strip()
+            instruction = re.match(r"Step \d+/\d+ : (\w+)", line)
+            if instruction:  # FROM names the base image: never the build's to remove
+                kept = instruction.group(1).upper() == "FROM"
+            step = re.fullmatch(r"---> ([0-9a-f]{12,64})", line)
+            if step and made is not None and not kept:
+                made.append(step.group(1))
+            kept = line == "---> Using cache" or (kept and not step)
             running = re.search(r"---> Running in ([0-9a-f]{12,64})\b", str(chunk.get("stream") or ""))
             if running and watch is not None:
                 watch.step(running.group(1))
