@@ -810,7 +810,9 @@ class CompetitionSettings:
     ``IMAGE_PREFIX/KEY/NAME:VERSION`` (KEY: the output folder's run key,
     :func:`arena.competition.pipeline.submission_tag`). ``checks``: the conformance checks of the validation episode
     (empty: every per-game check; ``python -m sdk.conformance --list``). ``image_upload_bytes``: the
-    upload limit of a prebuilt image (``docker save``) instead of ``upload_bytes``.
+    upload limit of a prebuilt image (``docker save``) instead of ``upload_bytes``. ``image_files``: most
+    files, folders and links the image's own layers (above the build's base) may hold, and a build step
+    may make: empty files take no bytes but each takes one of the host disk's inodes.
     """
 
     submissions_per_day: int = 5
@@ -827,6 +829,7 @@ class CompetitionSettings:
     image_prefix: str = "allfours-submissions"
     checks: tuple[str, ...] = ()
     image_upload_bytes: int = 512 * 1024 * 1024
+    image_files: int = 200_000
 
 
 #: ``[competition]``'s whole-number limits: (key, least, most).
@@ -840,6 +843,7 @@ _COMPETITION_INTS = (
     ("image_bytes", 1024**2, 64 * 1024**3),
     ("memory_mb", 32, 65536),
     ("image_upload_bytes", 1024, 64 * 1024**3),
+    ("image_files", 1000, 10_000_000),
 )
 
 

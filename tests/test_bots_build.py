@@ -361,3 +361,43 @@ def test_a_failed_build_leaves_no_images_of_its_steps(tmp_path: Path) -> None:
         with contextlib.suppress(docker.errors.ImageNotFound):
             kept.append(client.images.get(image).id)
     assert kept == [], lines
+
+
+def _file_maker(folder: Path, files: int, then_sleep_s: int) -> None:
+    """A Node.js bot whose ``preinstall`` (run in the build, as root) makes ``files`` empty files in the
+    image, then sleeps ``then_sleep_s`` seconds."""
+    (folder / "bot.js").write_text("")
+    script = (f"node -e \"const fs = require('fs'); fs.mkdirSync('many'); for (let i = 0; i < {files}; i++) "
+              f"fs.writeFileSync('many/' + i, ''); setTimeout(() => {{}}, {then_sleep_s * 1000})\"")
+    (folder / "package.json").write_text(f'{{"name": "inodes", "version": "1.0.0", "main": "bot.js", '
+                                         f'"scripts": {{"preinstall": {json.dumps(script)}}}}}')
+
+
+def test_a_build_step_making_too_many_empty_files_is_killed(tmp_path: Path) -> None:
+    """Empty files take no bytes (the disk watch and ``image_bytes`` saw nothing) but each takes one of
+    the host disk's inodes: a build step making millions (about 6,000 a second here) ran the host's
+    file system out of inodes, and the image kept them. Over ``files_limit`` the step is killed."""
+    client = docker_client()
+    _file_maker(tmp_path, 3000, 5)
+    plan = plan_build(tmp_path, "inodes", "1", tag="allfours-test/inodes:1")
+    with pytest.raises(BuildError, match=r"^the build of allfours-test/inodes:1 failed: a build step made over "
+                                         r"1000 files, folders and links, over the image limit of files$"):
+        image = build_image(plan, base_image("node"), client=client, timeout_s=300, files_limit=1000)
+        client.images.remove(image, force=True)
+
+
+def test_the_files_of_an_image_above_its_base_are_counted(tmp_path: Path) -> None:
+    """What a step made too fast for the watch is counted in the built image (the competition service
+    rejects an image over ``image_files``): its own layers only, not its base's."""
+    from arena.hosting.bots_build import image_files
+
+    client = docker_client()
+    _file_maker(tmp_path, 3000, 0)
+    plan = plan_build(tmp_path, "inodes", "2", tag="allfours-test/inodes:2")
+    image = build_image(plan, base_image("node"), client=client, timeout_s=300)
+    try:
+        assert image_files(client, image, base_image("node"), 1000) == 1001
+        assert 3000 < (image_files(client, image, base_image("node"), 10**6) or 0) < 3100
+        assert (image_files(client, image, None, 10**6) or 0) > 3100  # the base's files too
+    finally:
+        client.images.remove("allfours-test/inodes:2", force=True)

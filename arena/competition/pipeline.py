@@ -389,12 +389,13 @@ class BuildQueue:
         """Build ``sub``'s image; returns its tag. :raises BuildError: the build failed, took over
         ``build_s``, or made an image over ``image_bytes`` (which is then removed). :raises BaseMissing:
         its base image is not on the host and cannot be pulled."""
-        from arena.hosting.bots_build import BuildError, build_image, plan_build
+        from arena.hosting.bots_build import BuildError, build_image, image_files, plan_build
         from arena.hosting.sandbox import docker_client
 
         s = self.settings
         tag = submission_tag(s, self.output, sub.name, sub.version)
         client = self.client or docker_client(timeout=s.build_s)
+        base = None
         if sub.kind == "image":
             image_id = self._load(client, sub, tag)
         else:
@@ -403,11 +404,17 @@ class BuildQueue:
             _ensure_base(client, base, plan.kind)
             network = self._build_network(client)
             image_id = build_image(plan, base, client=client, timeout_s=s.build_s, network=network.name,
-                                   cgroup_parent=network.cgroup_parent, disk_bytes=s.image_bytes)
+                                   cgroup_parent=network.cgroup_parent, disk_bytes=s.image_bytes,
+                                   files_limit=s.image_files)
         size = int(client.images.get(image_id).attrs.get("Size", 0))
         if size > s.image_bytes:
             client.images.remove(tag, force=True)
             raise BuildError(f"the image is {size} bytes, over the image limit of {s.image_bytes} bytes")
+        files = image_files(client, image_id, base, s.image_files)
+        if files is not None and files > s.image_files:
+            client.images.remove(tag, force=True)
+            raise BuildError(f"the image holds over {s.image_files} files, folders and links of its own, over "
+                             f"the image limit of files (each takes one of the host disk's inodes)")
         return tag
 
     def _build_network(self, client: Any) -> BuildNetwork:

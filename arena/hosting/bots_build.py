@@ -25,6 +25,7 @@ import contextlib
 import importlib.metadata
 import inspect
 import json
+import os
 import re
 import shutil
 import threading
@@ -214,7 +215,8 @@ def make_context(build: BotBuild, into: Path, ca_bundle: Path) -> None:
 
 def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST_CA_BUNDLE, client: Any = None,
                 timeout_s: int = BUILD_TIMEOUT_S, memory_mb: int = BUILD_MEMORY_MB, network: str | None = None,
-                cgroup_parent: str | None = None, disk_bytes: int | None = None) -> str:
+                cgroup_parent: str | None = None, disk_bytes: int | None = None,
+                files_limit: int | None = None) -> str:
     """Build ``build``'s image; returns its id. ``timeout_s``: the whole build's time limit (a build that
     keeps printing is stopped too: its connection is closed, which cancels it in dockerd); ``memory_mb``:
     the memory (and memory+swap) of each step's container. ``network``: the docker network the build's
@@ -225,7 +227,9 @@ def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST
     own build scripts: docker's build API has no pids limit of its own). ``disk_bytes``: most bytes a
     step may write (its container's writable layer, polled every :data:`DISK_POLL_S` s while it runs;
     over it the step is killed and the build fails): docker's build API has no disk limit, and the
-    built image's size is known only once the build ends.
+    built image's size is known only once the build ends. ``files_limit``: most files, folders and links
+    a step may make (counted in its writable layer at the same polls; over it the step is killed too):
+    empty files take no bytes, but each takes one of the host disk's inodes.
 
     :raises BuildError: with the build's error line, when it timed out, or when docker is unreachable.
     """
@@ -253,7 +257,7 @@ def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST
                                                   "org.allfours.version": build.version},
                                           container_limits={"memory": memory, "memswap": memory},
                                           timeout=timeout_s, decode=True, network_mode=network)
-            watch = _DiskWatch(client, disk_bytes) if disk_bytes else None
+            watch = _DiskWatch(client, disk_bytes, files_limit) if disk_bytes or files_limit else None
             try:
                 return _follow(stream, build.tag, time.monotonic() + timeout_s, over, watch, made)
             finally:
@@ -262,14 +266,13 @@ def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST
         except BuildError as e:
             if str(e) == over:
                 client.api.close()  # the connection goes with the stream: docker stops the build
-            _remove_made(client, made)
             raise
         except docker.errors.APIError as e:
-            _remove_made(client, made)
             raise BuildError(f"docker refused the build of {build.tag}: {e.explanation or e}") from None
         except requests.exceptions.ReadTimeout:
-            _remove_made(client, made)
             raise BuildError(over) from None
+        finally:
+            _remove_made(client, made)  # empty once built: :func:`_follow` clears it
 
 
 @contextlib.contextmanager
@@ -298,12 +301,53 @@ def _cgroup_parent(client: Any, parent: str | None) -> Iterator[None]:
 DISK_POLL_S = 1.0
 
 
+def count_entries(folders: list[str], stop: int) -> int:
+    """Files, folders and links below ``folders`` (the folders themselves not counted), without following
+    links; counting stops once past ``stop`` (the count is then ``stop + 1``). Unreadable folders count
+    what they hold as nothing."""
+    n, todo = 0, list(folders)
+    while todo:
+        try:
+            with os.scandir(todo.pop()) as entries:
+                for entry in entries:
+                    n += 1
+                    if n > stop:
+                        return n
+                    if entry.is_dir(follow_symlinks=False):
+                        todo.append(entry.path)
+        except OSError:
+            continue
+    return n
+
+
+def layer_folders(attrs: dict[str, Any]) -> list[str] | None:
+    """The host folders of an image's or container's layers (``inspect``'s ``GraphDriver``), top first, or
+    None for a storage driver other than ``overlay2`` (whose layers are not plain folders)."""
+    driver = attrs.get("GraphDriver") or {}
+    if driver.get("Name") != "overlay2":
+        return None
+    data = driver.get("Data") or {}
+    return [d for d in [data.get("UpperDir") or "", *(data.get("LowerDir") or "").split(":")] if d]
+
+
+def image_files(client: Any, image: str, base: str | None, stop: int) -> int | None:
+    """The files, folders and links of ``image``'s layers not also ``base``'s (all of them without a
+    base), counted up to ``stop + 1`` (:func:`count_entries`); None when the storage driver is not
+    ``overlay2`` or the layers are not on this machine."""
+    own = layer_folders(client.api.inspect_image(image))
+    if own is None or not all(os.path.isdir(d) for d in own):
+        return None
+    shared = set(layer_folders(client.api.inspect_image(base)) or []) if base else set()
+    return count_entries([d for d in own if d not in shared], stop)
+
+
 class _DiskWatch:
     """Watches the container of the build step under way (:meth:`step`) in a thread and kills it once
-    its writable layer holds over ``limit`` bytes (``over`` then says so)."""
+    its writable layer holds over ``limit`` bytes or over ``files`` files, folders and links (``over``
+    then says so)."""
 
-    def __init__(self, client: Any, limit: int):
-        self.client, self.limit = client, limit
+    def __init__(self, client: Any, limit: int | None, files: int | None = None):
+        self.client, self.limit, self.files = client, limit, files
         self.over: str | None = None
         self._container: str | None = None
         self._stop = threading.Event()
@@ -328,11 +372,24 @@ class _DiskWatch:
                 size = int(found[0].get("SizeRw") or 0) if found else 0
             except Exception:  # the step ended meanwhile
                 continue
-            if size > self.limit:
+            if self.limit and size > self.limit:
                 self.over = f"a build step wrote {size} bytes, over the image limit of {self.limit} bytes"
-                with contextlib.suppress(Exception):
-                    self.client.api.kill(cid)
-                return
+            elif self.files and self._files(cid) > self.files:
+                self.over = (f"a build step made over {self.files} files, folders and links, over the image limit "
+                             "of files")
+            else:
+                continue
+            with contextlib.suppress(Exception):
+                self.client.api.kill(cid)
+            return
+
+    def _files(self, cid: str) -> int:
+        """The files, folders and links in container ``cid``'s writable layer, counted up to the limit."""
+        try:
+            folders = layer_folders(self.client.api.inspect_container(cid))
+        except Exception:  # the step ended meanwhile
+            return 0
+        return count_entries(folders[:1], self.files or 0) if folders else 0
 
 
 def _remove_made(client: Any, made: list[str]) -> None:
@@ -354,8 +411,8 @@ def _follow(stream: Any, tag: str, deadline: float, over: str, watch: _DiskWatch
             made: list[str] | None = None) -> str:
     """Read a build's decoded output ``stream`` to its image id, or stop it (closing the stream) at
     ``deadline`` (``time.monotonic()``); ``watch`` is told each step's container; ``made`` gets the id of
-    each image a step committed (not those taken from the build cache). :raises BuildError: the build's
-    error line (the disk watch's when it killed the step), or ``over``."""
+    each image a step committed (not those taken from the build cache), and is emptied once the image is
+    built. :raises BuildError: the build's error line (the disk watch's when it killed the step), or ``over``."""
     image_id, last = "", ""
     kept = False  # the step's image is the base or from the build cache
     try:
@@ -385,4 +442,6 @@ def _follow(stream: Any, tag: str, deadline: float, over: str, watch: _DiskWatch
         stream.close()
     if not image_id:
         raise BuildError(f"the build of {tag} failed: {' '.join(last.split())[:400] or 'no image'}")
+    if made is not None:
+        made.clear()  # the built image's own: not for :func:`_remove_made`
     return image_id
