@@ -231,6 +231,13 @@ class _LoadedImage:
         pass
 
 
+class _NoLayers:
+    """A docker API whose images tell no layer folders (another storage driver: files are not counted)."""
+
+    def inspect_image(self, image: str) -> dict[str, Any]:
+        return {}
+
+
 class _Images:
     def load(self, f: Any) -> list[_LoadedImage]:
         return [_LoadedImage()]
@@ -274,7 +281,7 @@ def test_a_validation_the_suite_could_not_judge_is_the_arenas_failure(tmp_path: 
             sub = book.add_submission("eve", "evebot", str(k), "image", "")
             submission_folder(tmp_path / "out", sub.id).parent.mkdir(parents=True)
             (submission_folder(tmp_path / "out", sub.id).parent / IMAGE_ARCHIVE).write_bytes(b"")
-            client = type("Client", (), {"images": _Images()})()
+            client = type("Client", (), {"images": _Images(), "api": _NoLayers()})()
             BuildQueue(book, CompetitionSettings(), tmp_path / "out", lambda: None, notes.append, validator=validator,
                        client=client).process(sub)
         got = [(s.status, s.step, s.reason) for s in book.submissions("eve")]
@@ -318,7 +325,7 @@ def test_two_competitions_on_one_docker_host_keep_their_images_apart(tmp_path: P
             sub = book.add_submission("eve", "evebot", "1", "image", "")
             submission_folder(out, sub.id).parent.mkdir(parents=True)
             (submission_folder(out, sub.id).parent / IMAGE_ARCHIVE).write_bytes(b"")
-            client = type("Client", (), {"images": _Images()})()
+            client = type("Client", (), {"images": _Images(), "api": _NoLayers()})()
             BuildQueue(book, CompetitionSettings(), out, lambda: None, lambda _: None, client=client).process(sub)
             (got,) = book.submissions("eve")
         assert got.status == "accepted", got

@@ -1105,3 +1105,46 @@ def test_a_sandboxed_bots_own_socket_takes_no_remote_bots_token(tmp_path: Path) 
         lobby.stop()
     assert got[("socket", "remote")] == f"UNAUTHENTICATED: {REMOTE_TOKEN_ON_GATEWAY}", got
     assert got[("socket", "own")] == got[("lobby", "own")] == got[("lobby", "remote")] == "registered", got
+
+
+def test_a_prebuilt_image_of_too_many_files_is_rejected_and_removed(tmp_path: Path) -> None:
+    """A prebuilt image's layer of empty files (512 bytes of archive each) is tiny for ``image_bytes`` but
+    takes an inode of the host's disk per file, for good once accepted. An image whose own layers hold
+    over ``image_files`` files, folders and links is rejected and removed (so is a built one)."""
+    import os
+
+    from arena.competition.intake import copy_image_archive
+    from arena.competition.pipeline import IMAGE_ARCHIVE, BuildQueue, submission_folder
+    from tests.docker_helpers import docker_client
+
+    client = docker_client()
+    tag = f"allfours-test-inodes:{os.getpid()}"
+    context = io.BytesIO()
+    with tarfile.open(fileobj=context, mode="w") as tar:
+        dockerfile = b"FROM scratch\nCOPY d /d\n"
+        info = tarfile.TarInfo("Dockerfile")
+        info.size = len(dockerfile)
+        tar.addfile(info, io.BytesIO(dockerfile))
+        for i in range(1500):
+            tar.addfile(tarfile.TarInfo(f"d/{i}"), io.BytesIO(b""))
+    context.seek(0)
+    image, _ = client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True)
+    settings = CompetitionSettings(image_prefix="allfours-test-inodes-sub", image_files=1000)
+    book = CompetitionBook(tmp_path)
+    try:
+        saved = b"".join(image.save(named=True))
+        sub = book.add_submission("eve", "many", "1", "image", "")
+        folder = submission_folder(tmp_path, sub.id).parent
+        folder.mkdir(parents=True)
+        copy_image_archive(io.BytesIO(saved), folder / IMAGE_ARCHIVE, settings.image_bytes)
+        BuildQueue(book, settings, tmp_path, lambda: None, lambda _: None, client=client,
+                   validator=lambda *_: pytest.fail("an image over the limit was validated")).process(sub)
+        judged = book.get(sub.id)
+        assert judged is not None and judged.status == "rejected", judged
+        assert "the image holds over 1000 files, folders and links of its own" in judged.reason, judged
+        assert client.images.list(name=submission_tag(settings, tmp_path, "many", "1")) == []
+    finally:
+        with contextlib.suppress(Exception):
+            client.images.remove(submission_tag(settings, tmp_path, "many", "1"), force=True)
+        client.images.remove(tag, force=True)
+        book.close()
