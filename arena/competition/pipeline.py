@@ -3,7 +3,8 @@
 A thread (:class:`BuildQueue`) takes the oldest ``received`` submission, builds its image with the
 machinery of ``arena bots build`` (:mod:`arena.hosting.bots_build`: the project's Dockerfiles, the
 bot's unpacked folder as the only user content of the build context, ``[competition] build_s`` as the
-time limit), refuses (and removes) an image over ``image_bytes``, validates it
+time limit), refuses (and removes) an image over ``image_bytes`` or whose own layers hold over
+``image_files`` files (:func:`arena.hosting.bots_build.image_files`), validates it
 (:mod:`arena.competition.validate`), and on a pass retires the competitor's oldest entrants over
 ``in_play`` and calls ``enroll`` (the league grows at once:
 :meth:`arena.tournament.league.League.request_reload`). A rejection names its step (``build``,
