@@ -242,10 +242,7 @@ def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST
         client = client or docker_client(timeout=timeout_s)
     except SandboxError as e:
         raise BuildError(str(e)) from None
-    args = {"BOT_ENTRY": build.entry}
-    memory = memory_mb * 1024 * 1024
-    if base:
-        args["BASE"] = base
+    args, memory = {"BOT_ENTRY": build.entry, **({"BASE": base} if base else {})}, memory_mb * 1024 * 1024
     over = f"the build of {build.tag} went over the build time limit of {timeout_s} s"
     made: list[str] = []  # the images of its steps, removed if the build fails (:func:`_remove_made`)
     replaced = _image_id(client, build.tag)  # the image the tag names now, if any (:func:`_remove_replaced`)
