@@ -65,6 +65,9 @@ def test_a_spectator_a_deal_behind_sees_every_finished_deal_whole(tmp_path: Path
 
 
 
+#: A fixed master seed, so every run deals the same games: with a fresh one a pair's first deal (dealt alike
+#: in both of its games) can score the target's 7 points, and then no game reaches a second deal and no look
+#: can see two (the likely cause of one red CI, 2026-12-06, whose three last looks each held deal 1 alone).
 TOURNAMENT = """
 [tournament]
 name = "live"
@@ -72,6 +75,7 @@ players = 2
 games_per_pairing = 2
 concurrency = 2
 output = "out"
+master_seed = "5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed"
 
 [tournament.rules]
 target = 7
