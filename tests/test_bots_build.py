@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import docker.errors
 import pytest
 
 from arena.hosting.bots_build import DOCKER_DIR, BuildError, build_image, plan_build
@@ -162,6 +163,9 @@ class _EndlessBuild:
                 yield {"stream": "still building\n"}
 
         return lines()
+
+    def inspect_image(self, tag: str) -> Any:
+        raise docker.errors.ImageNotFound(f"No such image: {tag}")  # docker's answer: the tag names none yet
 
     def close(self) -> None:
         self.closed = True
