@@ -151,10 +151,10 @@ class Tournament:
     schedule: list[ScheduledGame]
     entrants: Mapping[str, BotSpec]
     labels: list[str]
-    #: A blind tournament's (``blind_seats``) schedule in its blind order (:func:`pending_games`), made once
-    #: when it is opened (tens of milliseconds for a schedule of 20,000 games, and a league asks for its
-    #: pending games every half second while idle); None: not blind, or not made yet.
-    blind_order: list[ScheduledGame] | None = None
+    #: The schedule in the order it is played (:func:`pending_games`): the schedule's own, or a blind
+    #: tournament's (``blind_seats``) blind order, made once when it is opened (tens of milliseconds for a
+    #: schedule of 20,000 games, and a league asks for its pending games every half second while idle).
+    play_order: list[ScheduledGame]
 
 
 def open_tournament(config: TournamentConfig, output: Path | None = None) -> Tournament:
@@ -203,7 +203,7 @@ def open_tournament(config: TournamentConfig, output: Path | None = None) -> Tou
     facts = {**public_facts(config, commit, len(schedule)), "entrants": labels, "active": [e.label for e in active]}
     store.set_meta(FACTS_KEY, json.dumps(facts, sort_keys=True))
     entrants = {e.label: spec[(e.name, e.version)] for e in active}
-    order = blind_order(schedule, seed) if config.blind_seats else None
+    order = blind_order(schedule, seed) if config.blind_seats else schedule
     return Tournament(config, store, seed, commit, schedule, entrants, labels, order)
 
 
@@ -214,12 +214,11 @@ def pending_games(t: Tournament) -> list[ScheduledGame]:
     half-played pairs first (:func:`unpaired_twins`: its publication holds their first games back,
     :mod:`arena.report.held`)."""
     if not t.config.blind_seats:
-        return t.store.pending(t.schedule)
+        return t.store.pending(t.play_order)
     stored = t.store.stored_ids()
     twins = unpaired_twins(t.schedule, stored)
     skip = stored | {g.game_id for g in twins}
-    order = t.blind_order if t.blind_order is not None else blind_order(t.schedule, t.master_seed)
-    return twins + [g for g in order if g.game_id not in skip]
+    return twins + [g for g in t.play_order if g.game_id not in skip]
 
 
 def unpaired_twins(schedule: Sequence[ScheduledGame], stored: Collection[str]) -> list[ScheduledGame]:
