@@ -26,7 +26,7 @@ from arena.tournament.league import League
 from arena.tournament.result import GameResult, Unplayed, forfeit_result
 from arena.tournament.runner import SimulatedRunner, Tournament, open_tournament, pending_games, run_games
 from arena.tournament.schedule import ScheduledGame
-from arena.tournament.store import Lone
+from arena.tournament.store import GamesReader, Lone
 from arena.web.app import create_app
 from referee.outcome import Termination
 from tests.league_helpers import serve_until_stopped
@@ -180,3 +180,22 @@ def test_a_served_blind_league_publishes_whole_pairs_only(tmp_path: Path) -> Non
                     lambda _: SimulatedRunner(), publish_spacing=0)
     serve_until_stopped(league, path, after)
     assert seen[-1] == (24, 24) and any(stored > shown for stored, shown in seen)
+
+
+def test_the_web_finds_the_held_games_once_a_game_is_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which games are held back is found by a query over every stored game (the lone games): the web
+    keeps its answer with its last read of the store, so it asks again only once a game was stored, not
+    for each request of a blind tournament's pages."""
+    t = open_tournament(config(tmp_path, ["a", "b", "c"]))
+    run_games(pending_games(t)[:3], SimulatedRunner(), t.store)  # the third a pair's first game: held
+    asked: list[int] = []
+    lone_games = GamesReader.lone_games
+    monkeypatch.setattr(GamesReader, "lone_games", lambda self: asked.append(1) or lone_games(self))
+    web = TestClient(create_app(tmp_path / "store", bootstrap=0))
+    for _ in range(3):
+        assert web.get("/api/games").json()["total"] == 2
+        assert web.get("/api/ratings").json()["tournament"]["played"] == 2
+    assert len(asked) == 1
+    run_games(pending_games(t)[:1], SimulatedRunner(), t.store)  # its twin
+    assert web.get("/api/games").json()["total"] == 4 and len(asked) == 2
+    t.store.close()

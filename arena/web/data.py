@@ -92,6 +92,18 @@ RatingsKey: TypeAlias = tuple[Version, int | None, Holding]
 Forfeits: TypeAlias = dict[str, dict[str, int]]
 
 
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """One read of the store (:meth:`WebData._read`): its ``version``, the ``holding`` it was read under,
+    every game shown (``games``, oldest first), the forfeits over them and the ids ``held`` back."""
+
+    version: Version
+    holding: Holding
+    games: list[StoredGame]
+    forfeits: Forfeits
+    held: frozenset[str]
+
+
 class PublicGameRow(GameFacts):
     """:meth:`WebData.game_row`: a games.jsonl row without its ``referee`` (ever) and its ``seed`` (until
     the master seed is revealed), and ``replay_open`` (both games of its duplicate pair stored, or the
@@ -201,8 +213,7 @@ class WebData:
         #: lock held while it is used: it serves one reader at a time)
         self.cache = PublishCache()
         self._reading = threading.Lock()
-        # the last read: its version and holding, every game shown (oldest first) and the forfeits over them
-        self._stored: tuple[tuple[Version, Holding], list[StoredGame], Forfeits] | None = None
+        self._stored: _Read | None = None  # the last read of the store
 
     # ------------------------------------------------------------------ database
     def _connect(self) -> sqlite3.Connection | None:
@@ -264,31 +275,31 @@ class WebData:
         for each page; every open page reloads the board when a game is stored) or what is held changed, and
         then only the games not read before (:attr:`cache`)."""
         with self._reading:
-            return self._read(self.version(), self.holding())[1]
+            return self._read(self.version(), self.holding()).games
 
     def forfeits(self) -> Forfeits:
         """Per bot, its seats' failure terminations over every game shown (the board's forfeits table:
         :func:`arena.web.render.forfeits_by_bot`), counted again only once a game was stored."""
         with self._reading:
-            return self._read(self.version(), self.holding())[2]
+            return self._read(self.version(), self.holding()).forfeits
 
-    def _read(self, seen: Version, holding: Holding) -> tuple[tuple[Version, Holding], list[StoredGame], Forfeits]:
+    def _read(self, seen: Version, holding: Holding) -> _Read:
         """The last read of the store when the store is still at version ``seen`` and ``holding`` the same,
         else a new one (its version as read, in the same read transaction as its games). :attr:`_reading`
         must be held."""
-        if self._stored is not None and self._stored[0] == (seen, holding):
+        if self._stored is not None and (self._stored.version, self._stored.holding) == (seen, holding):
             return self._stored
         read = self._read_store(holding)
         if read is None:  # no store (yet, or any more): no game, and none kept
-            self.cache, read = PublishCache(), ((0, 0.0), [])
-        mark, games = read
-        self._stored = ((mark, holding), games, forfeits_by_bot([g.row for g in games]))
-        return self._stored
+            self.cache = PublishCache()
+            read = _Read((0, 0.0), holding, [], {}, frozenset())
+        self._stored = read
+        return read
 
-    def _read_store(self, holding: Holding) -> tuple[Version, list[StoredGame]] | None:
+    def _read_store(self, holding: Holding) -> _Read | None:
         """The store's version and every stored game that ``holding`` does not hold back, oldest first, read
-        through :attr:`cache` in one read transaction (they agree); None without a database or its tables
-        (one the arena has just created)."""
+        through :attr:`cache` in one read transaction (they agree), with the ids held back; None without a
+        database or its tables (one the arena has just created)."""
         db = self._connect()
         if db is None:
             return None
@@ -299,7 +310,8 @@ class WebData:
             reader = GamesReader(db)
             self.cache.read(reader, order)
             held = holding.held(reader.lone_games()) if holding.on else frozenset()
-            return (int(count), float(last)), self.cache.hold(held)
+            games = self.cache.hold(held)
+            return _Read((int(count), float(last)), holding, games, forfeits_by_bot([g.row for g in games]), held)
         except sqlite3.OperationalError as e:
             if "no such table" in str(e):
                 return None
@@ -314,19 +326,14 @@ class WebData:
 
     def held(self, holding: Holding | None = None) -> frozenset[str]:
         """The ids of the stored games held back now (:mod:`arena.report.held`): the pages show them nowhere
-        (as if not stored) until they are released; ``holding``: :meth:`holding`, when known."""
+        (as if not stored) until they are released; ``holding``: :meth:`holding`, when known. Those of the
+        last read of the store (:meth:`_read`), read again only once a game was stored: not the lone games'
+        query over every stored game for each request."""
         holding = self.holding() if holding is None else holding
-        db = self._connect() if holding.on else None
-        if db is None:
+        if not holding.on:
             return frozenset()
-        try:
-            return holding.held(GamesReader(db).lone_games())
-        except sqlite3.OperationalError as e:
-            if "no such table" in str(e):
-                return frozenset()
-            raise
-        finally:
-            db.close()
+        with self._reading:
+            return self._read(self.version(), holding).held
 
     def facts(self) -> TournamentFacts:
         """The public facts (name, players, bots {name: version}, rules, commitment, scheduled, played,
@@ -392,13 +399,13 @@ class WebData:
         if cached is None:
             names = facts.get("entrants") or list(facts.get("bots") or {})
             with self._reading:  # the cache's failures are those of its last read
-                (mark, _), stored, _ = self._read(key[0], key[2])
+                read = self._read(key[0], key[2])
                 fails = self.cache.failures(names)
-            games = [g.game for g in stored if g.game is not None]
+            games = [g.game for g in read.games if g.game is not None]
             publisher = self.publisher
             rated = final_ratings(games, names, bootstrap=self.bootstrap) if publisher is None else (
                 publisher.ratings(games, names))
-            cached = ((mark, key[1], key[2]), rated, fails)
+            cached = ((read.version, key[1], key[2]), rated, fails)
             with self._lock:
                 self._ratings = cached
         return {**cached[1], "tournament": {**facts, "failures": cached[2]}}
