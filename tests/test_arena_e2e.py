@@ -138,6 +138,53 @@ def test_a_broken_bot_stops_the_run_before_the_first_game(tmp_path: Path) -> Non
     assert json.dumps(sorted((tmp_path / "out" / "logs").glob("failing-*"))) == "[]"
 
 
+#: A bot that counts the bots alive beside it (itself included) before it plays as the instant bot: each
+#: holds a lock on its own file in ``sys.argv[1]`` while it lives (the kernel lets go when it dies), and a
+#: file no one can lock is a bot alive (no braces: the config would read them as placeholders). It waits up to 1.5 s for a third (in a 2-player tournament of
+#: concurrency 1, never more than two are due at once), and writes the most it saw to ``seen-<pid>``.
+COUNTING_BOT = r"""
+import fcntl, os, runpy, sys, time
+folder = sys.argv.pop(1)
+me = open(os.path.join(folder, "slot-%d" % os.getpid()), "w")
+fcntl.flock(me, fcntl.LOCK_EX)
+def alive():
+    n = 0
+    for name in os.listdir(folder):
+        if name.startswith("slot-"):
+            with open(os.path.join(folder, name)) as f:
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    n += 1
+    return n
+most, end = alive(), time.monotonic() + 1.5
+while most < 3 and time.monotonic() < end:
+    time.sleep(0.05)
+    most = max(most, alive())
+with open(os.path.join(folder, "seen-%d" % os.getpid()), "w") as f:
+    f.write(str(most))
+runpy.run_module("arena.testing.instant_bot", run_name="__main__")
+"""
+
+
+def test_bots_are_checked_no_more_at_once_than_games_are_played(tmp_path: Path) -> None:
+    """The check before the first game starts every seat of a bot (a practice match): every bot at once,
+    it started every seat of the whole field together, and a league of a hundred container bots, started
+    again, would see bots that were fine miss ``join_ms``. At most ``concurrency`` bots are checked at
+    once: here 1, so no more than one bot's two seats (then one game's two) are ever alive together."""
+    folder = tmp_path / "alive"
+    folder.mkdir()
+    bots = "".join(f'[[bots]]\nname = "b{k}"\nsandbox = "none"\ncommand = ["{{python}}", "-c", {json.dumps(COUNTING_BOT)}, '
+                   f'"{folder}"]\n' for k in range(3))
+    cfg = tmp_path / "t.toml"
+    cfg.write_text('[tournament]\nname = "t"\nplayers = 2\ngames_per_pairing = 2\nconcurrency = 1\noutput = "out"\n'
+                   f"[tournament.time_control]\njoin_ms = 20000\n{bots}")
+    done = arena(str(cfg), "--bootstrap", "0", timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    seen = [int(f.read_text()) for f in folder.glob("seen-*")]
+    assert len(seen) == 3 * 2 + 6 * 2 and max(seen) == 2, seen  # 3 checks and 6 games, two seats each
+
+
 def test_bot_failures_are_results(tmp_path: Path) -> None:
     """With --skip-broken the bot that fails its check forfeits its games at once (no join timeout);
     a bot that crashes mid-game loses that game on disconnect."""

@@ -44,6 +44,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -342,25 +343,22 @@ class GrpcGameRunner:
         disconnects; it is never stored). Logs: ``logs/check/bot<k>/seat<j>.log`` (``k``: the bot's
         index in the config).
 
+        At most ``concurrency`` bots are checked at once, as many as games are played at once: a league of a
+        hundred container bots started again would otherwise start every seat of every bot together, and
+        bots that were fine would miss ``join_ms`` on a machine sized for ``concurrency`` games.
+
         Only per-game bots are checked here: a worker pool shows it is broken through the lobby (three
         deaths in a row), and a remote bot's workers may connect later (``no_show_s``).
 
         :returns: bot name -> one-line problem, for the bots that failed (empty: all passed).
         :raises RefereeError: if no referee is left to check on.
         """
-        problems: dict[str, str] = {}
         names = [n for n in names if self.bots[n].mode == "per_game"]
-
-        def check(name: str) -> None:
-            why = self._check_bot(self.bots[name])
-            if why:
-                problems[name] = why
-
-        threads = [threading.Thread(target=check, args=(n,), name=f"check-{n}") for n in names]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        if not names:
+            return {}
+        with ThreadPoolExecutor(max_workers=max(1, self.config.concurrency), thread_name_prefix="check") as pool:
+            found = dict(zip(names, pool.map(lambda n: self._check_bot(self.bots[n]), names), strict=True))
+        problems = {name: why for name, why in found.items() if why}
         self.broken.update(problems)
         return problems
 
