@@ -470,3 +470,21 @@ def test_dns_watch_retires_a_referee_gone_from_dns_and_adds_a_new_one(referees: 
     finally:
         pool.close()
     assert [e.split(":")[0] for e in events] == [f"referee {second.split(':')[0]}"] * 3, events
+
+
+def test_a_check_with_no_referee_left_says_so(tmp_path: Path) -> None:
+    """A bot's check needs a referee for its practice match: with none left, ``check_bots`` raises
+    RefereeError (the run stops with that line). Each check ran in a thread of its own, which died with
+    the error, and the bot was taken to have passed."""
+    from arena.config import parse_config
+    from arena.play.game import GrpcGameRunner
+    from arena.play.referees import RefereeError
+
+    data = {"tournament": {"name": "t", "players": 2, "games_per_pairing": 2, "output": str(tmp_path / "out")},
+            "bots": [{"name": b, "command": ["true"], "sandbox": "none"} for b in ("a", "b")]}
+    gone = RefereeConnection("h:1", "t", None, None)  # type: ignore[arg-type]
+    pool = RefereePool([gone])
+    pool.retire(gone, "it stopped answering")
+    runner = GrpcGameRunner(parse_config(data, str(tmp_path / "t.toml"), tmp_path), pool, tmp_path / "out")
+    with pytest.raises(RefereeError, match="^no referee left to check the bots on$"):
+        runner.check_bots(["a", "b"])
