@@ -139,7 +139,7 @@ def test_a_broken_bot_stops_the_run_before_the_first_game(tmp_path: Path) -> Non
 
 
 #: A bot that counts the bots alive beside it (itself included) before it plays as the instant bot: each
-#: holds a lock on its own file in ``sys.argv[1]`` while it lives (the kernel lets go when it dies), and a
+#: holds an exclusive lock on its own file in ``sys.argv[1]`` while it lives (the kernel lets go when it dies), and a
 #: file no one can lock is a bot alive (no braces: the config would read them as placeholders). It waits up to 1.5 s for a third (in a 2-player tournament of
 #: concurrency 1, never more than two are due at once), and writes the most it saw to ``seen-<pid>``.
 COUNTING_BOT = r"""
@@ -153,7 +153,7 @@ def alive():
         if name.startswith("slot-"):
             with open(os.path.join(folder, name)) as f:
                 try:
-                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)  # shared: another bot's look is no bot
                 except BlockingIOError:
                     n += 1
     return n
@@ -181,7 +181,7 @@ def test_bots_are_checked_no_more_at_once_than_games_are_played(tmp_path: Path) 
                    f"[tournament.time_control]\njoin_ms = 20000\n{bots}")
     done = arena(str(cfg), "--bootstrap", "0", timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    seen = [int(f.read_text()) for f in folder.glob("seen-*")]
+    seen = [int(f.read_text()) for f in sorted(folder.glob("seen-*"), key=lambda f: f.stat().st_mtime_ns)]
     assert len(seen) == 3 * 2 + 6 * 2 and max(seen) == 2, seen  # 3 checks and 6 games, two seats each
 
 
