@@ -139,9 +139,10 @@ def test_a_broken_bot_stops_the_run_before_the_first_game(tmp_path: Path) -> Non
 
 
 #: A bot that counts the bots alive beside it (itself included) before it plays as the instant bot: each
-#: holds an exclusive lock on its own file in ``sys.argv[1]`` while it lives (the kernel lets go when it dies), and a
-#: file no one can lock is a bot alive (no braces: the config would read them as placeholders). It waits up to 1.5 s for a third (in a 2-player tournament of
-#: concurrency 1, never more than two are due at once), and writes the most it saw to ``seen-<pid>``.
+#: holds an exclusive lock on its own file in ``sys.argv[1]`` while it lives (the kernel lets go when it
+#: dies), and a file no one can lock is a bot alive (no braces: the config would read them as
+#: placeholders). It waits up to 1.5 s for a third (in a 2-player tournament of concurrency 1, never more
+#: than two are due at once), and writes the most it saw to ``seen-<pid>``.
 COUNTING_BOT = r"""
 import fcntl, os, runpy, sys, time
 folder = sys.argv.pop(1)
@@ -174,8 +175,8 @@ def test_bots_are_checked_no_more_at_once_than_games_are_played(tmp_path: Path) 
     once: here 1, so no more than one bot's two seats (then one game's two) are ever alive together."""
     folder = tmp_path / "alive"
     folder.mkdir()
-    bots = "".join(f'[[bots]]\nname = "b{k}"\nsandbox = "none"\ncommand = ["{{python}}", "-c", {json.dumps(COUNTING_BOT)}, '
-                   f'"{folder}"]\n' for k in range(3))
+    command = f'["{{python}}", "-c", {json.dumps(COUNTING_BOT)}, "{folder}"]'
+    bots = "".join(f'[[bots]]\nname = "b{k}"\nsandbox = "none"\ncommand = {command}\n' for k in range(3))
     cfg = tmp_path / "t.toml"
     cfg.write_text('[tournament]\nname = "t"\nplayers = 2\ngames_per_pairing = 2\nconcurrency = 1\noutput = "out"\n'
                    f"[tournament.time_control]\njoin_ms = 20000\n{bots}")

@@ -486,5 +486,5 @@ def test_a_check_with_no_referee_left_says_so(tmp_path: Path) -> None:
     pool = RefereePool([gone])
     pool.retire(gone, "it stopped answering")
     runner = GrpcGameRunner(parse_config(data, str(tmp_path / "t.toml"), tmp_path), pool, tmp_path / "out")
-    with pytest.raises(RefereeError, match="^no referee left to check the bots on$"):
+    with pytest.raises(RefereeError, match=r"^no referee left to check the bots on$"):
         runner.check_bots(["a", "b"])
