@@ -60,6 +60,7 @@ from arena.tournament.runner import (
     GameRunner,
     SimulatedRunner,
     Tournament,
+    closed_league,
     open_tournament,
     pending_games,
     run_games,
@@ -606,7 +607,8 @@ def _serve_metrics(args: argparse.Namespace, config: TournamentConfig, console: 
 
 def serve_command(args: argparse.Namespace, console: Console, err: Console) -> int:
     """``arena serve``: see :mod:`arena.tournament.league`. Exit status 0 after SIGTERM/SIGINT; 2 on a bad config,
-    arguments or a changed rule/time control; 1 when the referees cannot be reached, the folder is locked or
+    arguments, a changed rule/time control or a closed league (``arena competition close`` revealed its
+    seed); 1 when the referees cannot be reached, the folder is locked or
     docker does not answer (container bots, a competition)."""
     from arena.play.referees import RefereeError
 
@@ -677,6 +679,9 @@ def _serve_league(
     ``web_sock`` (``--web``); every resource opened is put in ``closers`` (first to close first)."""
     from arena.tournament.league import League, install_signals
 
+    refused = closed_league(output)  # its seed is published: refused before a referee or a bot starts
+    if refused is not None:
+        return error(refused)
     first, close = make_runner(config, args, output, console, league=True)
     closers.append(close)
     runner_for = _league_runners(first, args, output)

@@ -1,5 +1,6 @@
 """The competition's commands (docs/competition.md): the host's ``arena competitor add|list`` and
-``arena competition freeze|retry|final``; the competitor's ``arena submit`` (``--select``) and ``arena submissions``.
+``arena competition freeze|retry|final|close``; the competitor's ``arena submit`` (``--select``) and
+``arena submissions``.
 
 Exit status: 0; 1 when the arena refuses (the status code and its one line) or a followed submission
 ends rejected or failed; 2 on bad arguments or config (one line).
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,8 @@ def competing_command(args: argparse.Namespace, console: Console, err: Console) 
             return _competitor(args, console, err)
         if args.command == "competition" and args.competition_command == "retry":
             return _retry(args, console, err)
+        if args.command == "competition" and args.competition_command == "close":
+            return _close(args, console, err)
         if args.command == "competition":
             return _freeze(args, console, err)
         if args.command == "submit":
@@ -164,6 +168,57 @@ def _retry(args: argparse.Namespace, console: Console, err: Console) -> int:
         console.print(_line(sub), highlight=False, soft_wrap=True, markup=False)
     err.print(f"{len(retried)} failed submission(s) back in the build queue" if retried else
               "no failed submission to retry", highlight=False, soft_wrap=True)
+    return 0
+
+
+def _close(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """``arena competition close CONFIG``: end the league for good and reveal its master seed (printed on stdout;
+    published in the league's ratings.json, its board and ``arena web``, as a finished ``arena run`` reveals
+    its own), under the league folder's lock (exit 1 and one line while ``arena serve`` runs there). The
+    competition must be frozen. Run again, it publishes the same again. From then on ``arena serve`` and
+    ``arena run`` refuse the folder (:class:`arena.tournament.runner.LeagueClosed`)."""
+    from arena.competition.book import BOOK_NAME, CompetitionBook
+    from arena.competition.desk import FROZEN_KEY, grow_config
+    from arena.report.publish import publish_tournament
+    from arena.tournament.lock import OutputLocked, lock_output
+    from arena.tournament.runner import CLOSED_KEY, DB_NAME, LEAGUE_KEY, open_tournament
+    from arena.tournament.store import StoreMismatch
+
+    config = load_config(args.config)
+    output = _output(args)
+    assert config.competition is not None  # _output checked it
+    if not (output / BOOK_NAME).is_file() or not (output / DB_NAME).is_file():
+        raise _Usage(f"{output}: no league of a competition was served there: is {args.config} the competition's "
+                     "config? (nothing to close)")
+    try:
+        with lock_output(output, advice="stop `arena serve` first: the league is closed once it stopped"):
+            with CompetitionBook(output) as book:
+                if book.get_meta(FROZEN_KEY) is None:
+                    raise _Usage("the competition is not frozen: run `arena competition freeze CONFIG` first "
+                                 "(closing the league publishes its master seed, and with it the deal of any game "
+                                 "it would play)")
+                grown = grow_config(config, book, config.competition)
+            t = open_tournament(grown, output, closing=True)
+            try:
+                if t.store.get_meta(LEAGUE_KEY) is None:
+                    raise _Usage(f"{output}: its games were played by `arena run`, not served as a league by "
+                                 "`arena serve` (nothing to close: `arena run` reveals its seed itself)")
+                if t.store.get_meta(CLOSED_KEY) is None:
+                    t.store.set_meta(CLOSED_KEY, f"{time.time():.3f}")  # before the publication: a rerun finishes it
+                publish_tournament(t, output, args.bootstrap, None)
+                seed, commit = t.master_seed.hex(), t.commitment
+            finally:
+                t.store.close()
+    except OutputLocked as e:
+        err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True, highlight=False)
+        return 1
+    except StoreMismatch as e:
+        raise _Usage(str(e)) from None
+    console.print(seed, highlight=False)
+    err.print(f"the league is closed: the line above is its master seed (SHA-256 {commit}, as {output}/commitment.json "
+              f"committed), published in {output}/ratings.json; `arena serve` and `arena run` refuse this folder "
+              f"from now on; anyone checks every league game's deal with `python -m arena.audit {output}`",
+              highlight=False, soft_wrap=True, markup=False)
     return 0
 
 

@@ -167,8 +167,8 @@ def _add_competitor(sub: Any) -> None:
 
 
 def _add_competition(sub: Any) -> None:
-    """``arena competition freeze|retry|final CONFIG``: stop taking submissions, build failed ones again,
-    play the final."""
+    """``arena competition freeze|retry|final|close CONFIG``: stop taking submissions, build failed ones again,
+    play the final, end the league and reveal its seed."""
     comp = sub.add_parser("competition", help="a competition's lifecycle (docs/competition.md)")
     verbs = comp.add_subparsers(dest="competition_command", required=True)
     freeze = verbs.add_parser("freeze", help="stop taking submissions (a running arena serve refuses them at once)")
@@ -187,6 +187,11 @@ def _add_competition(sub: Any) -> None:
                        help="games of each pairing (even; default: twice the league's)")
     final.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, metavar="N",
                        help=_BOOTSTRAP_HELP)
+    close = verbs.add_parser("close", help="end the league for good and reveal its master seed (after the final; "
+                             "arena serve is refused there from then on)")
+    close.add_argument("config", help="league config (TOML)")
+    close.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
+    close.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, metavar="N", help=_BOOTSTRAP_HELP)
 
 
 def _arena_options(p: Any) -> None:

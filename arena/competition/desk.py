@@ -224,17 +224,9 @@ class Desk:
         return {s.entrant for s in self.book.submissions(competitor, statuses=IN_PLAY)}
 
     def grow(self, config: TournamentConfig) -> TournamentConfig:
-        """``config`` with every accepted, unretired submission as a container bot ``name@version``."""
-        taken = {b.name for b in config.bots}
-        s = self.settings
-        limits = Limits(cpus=s.cpus, memory_mb=s.memory_mb)
-        extra = tuple(
-            BotSpec(sub.entrant, sub.version, (), mode="remote") if sub.kind == "remote" else
-            BotSpec(sub.entrant, sub.version, (), image=sub.image, limits=limits)
-            for sub in self.book.submissions(statuses=IN_PLAY)
-            if not sub.retired and sub.entrant not in taken
-        )
-        return dataclasses.replace(config, bots=config.bots + extra)
+        """``config`` with every accepted, unretired submission as a container bot ``name@version``
+        (:func:`grow_config`)."""
+        return grow_config(config, self.book, self.settings)
 
     def after_game(self, result: GameResult, t: Tournament) -> None:
         """Count the game for its entrants; move them to ``playing``, or ``rated`` when none of their
@@ -253,6 +245,21 @@ class Desk:
                 status = "playing" if sub.entrant in pending else "rated"
                 if status != sub.status and self.games.get(sub.entrant, 0) > 0:
                     self.book.set_status(sub.id, status, image=sub.image)
+
+
+def grow_config(config: TournamentConfig, book: CompetitionBook, settings: CompetitionSettings) -> TournamentConfig:
+    """``config`` with every accepted, unretired submission of ``book`` as a bot ``name@version`` (a container
+    bot with ``settings``' limits, or a remote one): the league ``arena serve`` plays (:meth:`Desk.grow`), and
+    the one ``arena competition close`` publishes."""
+    taken = {b.name for b in config.bots}
+    limits = Limits(cpus=settings.cpus, memory_mb=settings.memory_mb)
+    extra = tuple(
+        BotSpec(sub.entrant, sub.version, (), mode="remote") if sub.kind == "remote" else
+        BotSpec(sub.entrant, sub.version, (), image=sub.image, limits=limits)
+        for sub in book.submissions(statuses=IN_PLAY)
+        if not sub.retired and sub.entrant not in taken
+    )
+    return dataclasses.replace(config, bots=config.bots + extra)
 
 
 def archive_digest(archive: IO[bytes]) -> tuple[str, int]:

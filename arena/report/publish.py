@@ -33,7 +33,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -47,7 +47,15 @@ from arena.report.cache import PublishCache, StoredGame
 from arena.report.figures import los_next, ranks
 from arena.report.held import Holding
 from arena.report.terminal import failures_table, left_out_table, ratings_table
-from arena.tournament.runner import LADDER_KEY, LEFT_OUT_KEY, Tournament, TournamentFacts, left_out_facts, public_facts
+from arena.tournament.runner import (
+    CLOSED_KEY,
+    LADDER_KEY,
+    LEFT_OUT_KEY,
+    Tournament,
+    TournamentFacts,
+    left_out_facts,
+    public_facts,
+)
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import StorageError
 
@@ -191,7 +199,14 @@ def tournament_facts(t: Tournament, complete: bool) -> TournamentFacts:
         "remote": [label for label, b in t.entrants.items() if b.mode == "remote"],
         "master_seed": t.master_seed.hex() if complete else None,
         **left_out_of(t),
+        **({"league_closed": True} if _closed(t) else {}),
     }
+
+
+def _closed(t: Tournament) -> bool:
+    """Whether ``t`` is a league ``arena competition close`` ended for good (:data:`CLOSED_KEY`): its seed is
+    revealed, and it plays no more games."""
+    return t.store.get_meta(CLOSED_KEY) is not None
 
 
 def left_out_of(t: Tournament) -> TournamentFacts:
@@ -214,7 +229,8 @@ def publish_tournament(
     """Rate every stored game and write the output files; print the table to ``console`` if given.
 
     The master seed is revealed once every scheduled game is played, unless ``reveal`` is False (a
-    league served by ``arena serve`` has no last game: its seed stays secret).
+    league served by ``arena serve`` has no last game: its seed stays secret), and in a league closed for
+    good (:func:`_closed`, ``tournament.league_closed``), whatever is left unplayed.
 
     :param publisher: for a league that republishes after every game: the ratings come from
         :meth:`arena.ratings.publication.LivePublisher.ratings` (live at once, normal approximation; the bootstrap
@@ -234,10 +250,7 @@ def publish_tournament(
     results = [g.result for g in stored]
     test = SprtRun(t.config, t.schedule, results) if t.config.sprt else None
     board = json.loads(t.store.get_meta(LADDER_KEY) or "null") if t.config.ladder else None
-    if board is not None:  # a ladder is complete once it stopped for good with nothing left to play
-        complete = reveal and board["stop"] in [s.value for s in FINAL_STOPS] and not board["plan"]
-    else:
-        complete = reveal and (not t.store.pending(t.schedule) or (test is not None and test.test.decided))
+    complete = _closed(t) or (reveal and _complete(t, board, test))
     facts = tournament_facts(t, complete)
     stored = cache.hold(Holding.of(facts).held(t.store.lone_games()))  # a blind tournament's: arena.report.held
     facts["played"] = len(stored)  # the games published
@@ -271,6 +284,14 @@ def _history_order(games: Sequence[StoredGame], schedule: Sequence[ScheduledGame
     scheduled = {g.game_id for g in schedule}
     rest = sorted((g for g in games if g.result.game_id not in scheduled), key=lambda g: g.result.stored_at or 0.0)
     return [g for g in games if g.result.game_id in scheduled] + rest
+
+
+def _complete(t: Tournament, board: dict[str, Any] | None, test: SprtRun | None) -> bool:
+    """Whether ``t`` is over (its master seed then revealed): a ladder (its ``board``) once it stopped for good
+    with nothing left to play; else every scheduled game played, or the SPRT ``test`` decided."""
+    if board is not None:
+        return board["stop"] in [s.value for s in FINAL_STOPS] and not board["plan"]
+    return not t.store.pending(t.schedule) or (test is not None and test.test.decided)
 
 
 def _print_publication(console: Console, output: Path, ratings: RatingTable, facts: TournamentFacts,

@@ -39,8 +39,12 @@ COMMITMENT_FILE = "commitment.json"
 #: The meta key of the tournament's public facts (JSON, :func:`public_facts`, ``entrants``: every entrant's
 #: label, as ratings.json lists them, and ``active``: those the config schedules now), read by ``arena web``.
 FACTS_KEY = "public_facts"
-#: The store's meta key ``arena serve`` sets on a league's store: its master seed is never revealed.
+#: The store's meta key ``arena serve`` sets on a league's store: its master seed is never revealed by ``serve``.
 LEAGUE_KEY = "served_as_league"
+#: The store's meta key ``arena competition close`` sets (the time, seconds) when it reveals a league's master
+#: seed (with ``finished_at``): the league is over for good, and no game is dealt from its seed again
+#: (:func:`open_tournament` refuses the folder: :class:`LeagueClosed`).
+CLOSED_KEY = "league_closed"
 #: The meta key of a ladder tournament's board (JSON, :meth:`arena.formats.ladder_run.LadderRun.board`):
 #: standings, why the last pairs were chosen, why it stopped; published with the ratings and on the web.
 LADDER_KEY = "ladder_board"
@@ -83,6 +87,7 @@ class TournamentFacts(TypedDict, total=False):
     remote: list[str]  # the remote ones among them: their pairs' second games are dealt on their own
     master_seed: str | None
     league: bool  # served by ``arena serve``: the master seed stays secret (absent: ``arena run``)
+    league_closed: bool  # a league closed by ``arena competition close``: its master seed revealed, no more games
     played: int
     ladder: dict[str, object]
     sprt: dict[str, object]
@@ -157,7 +162,7 @@ class Tournament:
     play_order: list[ScheduledGame]
 
 
-def open_tournament(config: TournamentConfig, output: Path | None = None) -> Tournament:
+def open_tournament(config: TournamentConfig, output: Path | None = None, *, closing: bool = False) -> Tournament:
     """Open or resume the tournament in ``output`` (default ``config.output``).
 
     The master seed is the config's, else the one stored by an earlier run, else a fresh one from
@@ -174,12 +179,18 @@ def open_tournament(config: TournamentConfig, output: Path | None = None) -> Tou
         tournament (:func:`published_files`) but its store is missing or holds none (emptied, or its WAL lost
         after a kill), or one whose commitment is not the published ``commitment.json``'s: a new master
         seed would be drawn and every game played again under it.
+    :raises LeagueClosed: ``output`` holds a league whose master seed ``arena competition close`` revealed
+        (:func:`closed_league`), unless ``closing`` (that command's own publication, which plays nothing).
     """
     out = Path(output or config.output)
     out.mkdir(mode=0o700, parents=True, exist_ok=True)
     if not (out / DB_NAME).exists():
         _check_nothing_published(out, "is missing")  # before the store is made again: nothing is written
     store = Store(out / DB_NAME)
+    closed = None if closing else _closed_line(store, out)
+    if closed is not None:  # its seed is published: no game is dealt from it again
+        store.close()
+        raise LeagueClosed(closed)
     seed = _claim_seed(store, config, out)
     commit = commitment(seed)
     try:
@@ -283,6 +294,32 @@ def _write_commitment(out: Path, config: TournamentConfig, commit: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text + "\n", encoding="utf-8")
     tmp.replace(path)
+
+
+class LeagueClosed(StoreMismatch):
+    """The output folder holds a league whose master seed is revealed (:data:`CLOSED_KEY`): a game dealt from
+    it now would be known to anyone beforehand; the message is one line."""
+
+
+def _closed_line(store: Store, out: Path) -> str | None:
+    """The one line refusing to deal games in ``out`` whose ``store`` is a closed league; None when it is not."""
+    when = store.get_meta(CLOSED_KEY)
+    if when is None:
+        return None
+    day = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(float(when)))
+    return (f"the league in {out} is closed (`arena competition close`, {day}): its master seed is published, "
+            "so anyone could compute the deals of any game played from it; it plays no more games (its board, "
+            "games and records stand as published: `python -m arena.audit` checks them; a new league needs "
+            "another output folder)")
+
+
+def closed_league(out: Path) -> str | None:
+    """The one line refusing ``arena serve`` (and ``arena run``) in ``out`` when it holds a closed league
+    (:class:`LeagueClosed`), before anything is started; None when it does not (or holds no store yet)."""
+    if not (out / DB_NAME).is_file():
+        return None
+    with Store(out / DB_NAME) as store:
+        return _closed_line(store, out)
 
 
 class StoreLost(StoreMismatch):

@@ -2,7 +2,8 @@
 records and the live files of running games. Nothing here writes.
 
 Secrets stay out: the master seed is read only once the arena has revealed it (``finished_at`` in
-the meta table: every game played, as on the static leaderboard; never for a league); a game's deal
+the meta table: every game played, as on the static leaderboard; for a league only once ``arena competition
+close`` closed it); a game's deal
 seed is never shown before that (the two games of a duplicate pair share it). A game's replay opens
 only when **both games of its pair** are stored — a duplicate pair's share every deck, so the replay of
 one would show the cards of the other while it is played (a pairing with a remote entrant deals its
@@ -37,6 +38,7 @@ from arena.report.cache import PublishCache, StoredGame
 from arena.report.held import Holding
 from arena.tournament.result import GameFacts, GameResult
 from arena.tournament.runner import (
+    CLOSED_KEY,
     DB_NAME,
     FACTS_KEY,
     LADDER_KEY,
@@ -58,7 +60,7 @@ TERMINATIONS = tuple(t.value for t in Termination if t not in (Termination.UNSPE
 #: The published ratings in the output folder (:mod:`arena.report.publish`).
 RATINGS_FILE = "ratings.json"
 #: The tournament facts the store decides, whatever a ratings.json says (:meth:`WebData.published`).
-_STORE_FACTS = ("master_seed", "league", "ladder", "left_out")
+_STORE_FACTS = ("master_seed", "league", "league_closed", "ladder", "left_out")
 #: Seconds of play the board's games per second looks back on, from the newest stored game (the speed
 #: lately: not since a start days before, across a resume or a league at rest).
 RATE_WINDOW_S = 600
@@ -358,6 +360,8 @@ class WebData:
         facts["master_seed"] = self._meta("master_seed") if revealed else None
         if not revealed and self._meta(LEAGUE_KEY) is not None:
             facts["league"] = True
+        if revealed and self._meta(CLOSED_KEY) is not None:  # `arena competition close` revealed it
+            facts["league_closed"] = True
         board = self._meta(LADDER_KEY)
         if board:  # a ladder: standings, why the last pairs were chosen, why it stopped
             facts["ladder"] = json.loads(board)
