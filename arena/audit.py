@@ -5,8 +5,9 @@ play against the rules). This checks what ties the records to the tournament, fr
 folder publishes (``commitment.json``, ``ratings.json``, ``games.jsonl``, ``records/``), so that an
 outsider who distrusts the host can check that:
 
-- the revealed master seed (``ratings.json``'s ``tournament.master_seed``, or ``--seed`` for a
-  league whose seed was revealed elsewhere, e.g. a final's printed seed) hashes to ``commitment.json``;
+- the revealed master seed (``ratings.json``'s ``tournament.master_seed``: a finished ``arena run``'s, a
+  competition's final's, a league's once ``arena competition close`` ended it; or ``--seed`` for one
+  revealed elsewhere) hashes to ``commitment.json``;
 - every game's deal seed is the one the master seed gives its pairing and pair
   (:func:`arena.tournament.schedule.pair_seed`: the pair's seed, or for the second game of a pair
   with a remote entrant the pair's second seed), so no deal was chosen after the commitment;
@@ -21,6 +22,11 @@ outsider who distrusts the host can check that:
   its winner's; every record has the tournament's one time control (that of most of them). A game
   without a record must be one forfeited before it was played (a seat ``not_started``, ``broken`` or
   ``no_show``, every other one that or ``other_seat_forfeited``).
+
+A closed league (``tournament.league_closed``) may have left its pairings' last pairs half played (it was
+stopped, or an entrant left, between a pair's two games, and plays no more): those are counted on the ``OK``
+line, not failed. A league still served (``tournament.league``, its seed secret) gets an ``OK`` line saying
+so and what was checked instead.
 
 Each problem is one line ``FAIL games.jsonl line N (GAME): ...`` (or ``FAIL commitment.json: ...``) on
 stderr; exit status 0 with an ``OK`` summary on stdout when there is none, 1 otherwise, 2 for a folder

@@ -25,7 +25,9 @@ the terminal's show them (docs/arena.md, "Bot failures").
 
 A restart (even after SIGKILL) resumes: stored games stay, games in flight are played again from their
 seeds, remote workers dial the lobby again by themselves. The master seed is never revealed by
-``serve`` (a league has no last game); ``arena run`` reveals it once every scheduled game is played.
+``serve`` (a league has no last game); ``arena run`` reveals it once every scheduled game is played, and
+``arena competition close`` once a competition's league is over for good (then ``serve`` refuses the folder:
+:class:`arena.tournament.runner.LeagueClosed`).
 
 Plug-ins (the web UI, live ratings) use :class:`League`: ``league.after_game.append(fn)`` with
 ``fn(result, tournament)``, called in the serve loop's thread after each stored game;

@@ -342,8 +342,9 @@ class WebData:
         ``ladder`` for a ladder (:data:`arena.tournament.runner.LADDER_KEY`), ``left_out``: the bots
         ``arena serve`` leaves out, each with its reason (:data:`arena.tournament.runner.LEFT_OUT_KEY`), and
         ``master_seed`` — ``None`` until the arena has revealed it: ``finished_at`` is in the meta
-        table, set by ``arena run`` when it publishes the seed; ``arena serve`` never reveals it, and its
-        store's :data:`arena.tournament.runner.LEAGUE_KEY` makes ``league`` True while the seed is secret)."""
+        table, set by ``arena run`` when it publishes the seed, and by ``arena competition close``, which makes
+        ``league_closed`` True; ``arena serve`` never reveals it, and its store's
+        :data:`arena.tournament.runner.LEAGUE_KEY` makes ``league`` True while the seed is secret)."""
         facts = self._facts()
         facts["played"] = self.version()[0] - len(self.held(Holding.of(facts)))  # the games shown
         return facts
