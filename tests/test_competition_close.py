@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import signal
 import socket
@@ -243,3 +244,18 @@ def test_a_half_played_last_pair_of_a_closed_league_is_counted_not_failed(out: P
     (out / "ratings.json").write_text(json.dumps(ratings))
     assert audit(out).stderr.splitlines() == [
         "FAIL games.jsonl: cup-p1-2-g1 is not published, yet its twin cup-p1-2-g0 is (a duplicate pair is two games)"]
+
+
+def test_the_close_waits_for_arena_serve_to_stop(out: Path) -> None:
+    """The close takes the league folder's lock, as the final does: beside a running `arena serve` (whose lock
+    this process holds here) it refuses with one line, exit 1, and reveals nothing more."""
+    from arena.tournament.lock import lock_output
+
+    before = (out / "ratings.json").read_text()
+    with lock_output(out):
+        done = arena("competition", "close", str(out.parent / "comp.toml"))
+    assert (done.returncode, done.stdout) == (1, ""), done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"error: output folder {out} is in use by another arena (pid {os.getpid()} "), line
+    assert line.endswith("; stop `arena serve` first: the league is closed once it stopped"), line
+    assert (out / "ratings.json").read_text() == before
