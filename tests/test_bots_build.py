@@ -430,3 +430,50 @@ def test_building_a_name_and_version_again_removes_the_image_it_replaces(tmp_pat
             client.images.get(first)
     finally:
         client.images.remove(tags[-1], force=True)
+
+
+def _descends(images: list[dict[str, Any]], image: str, ancestors: list[str]) -> bool:
+    """Whether ``image`` (an id) is one of ``ancestors`` (short or full ids) or descends from one."""
+    parents = {i["Id"]: i.get("ParentId") or "" for i in images}
+    seen: str | None = image
+    while seen:
+        if any(seen.removeprefix("sha256:").startswith(a.removeprefix("sha256:")) for a in ancestors):
+            return True
+        seen = parents.get(seen)
+    return False
+
+
+def test_a_given_up_build_leaves_no_images_of_its_steps(tmp_path: Path) -> None:
+    """A build whose step runs past the time limit was given up, but its connection stayed open until the
+    arena let go of the stream: docker went on building, the RUN step's container kept the step images
+    before it in use (the arena's removal of them failed), and the step committed its own image after the
+    arena had stopped reading (a silent step raised urllib3's ReadTimeoutError, not BuildError, when the
+    client's own read timeout came first). Now the
+    connection is shut at the limit (docker cancels the build), the arena waits for docker to be done with
+    the step, and removes every image the build made, those it committed after the limit too."""
+    import uuid
+
+    from arena.hosting.sandbox import docker_client as timed_client
+
+    docker_client()
+    limit = 30
+    client = timed_client(timeout=4 * limit)  # its reads wait past the limit (the arena's own waits it out)
+    (tmp_path / "bot.js").write_text(f"// {uuid.uuid4()}\n")  # unique: no cache hit
+    script = f"for i in $(seq {limit + 15}); do echo $i; sleep 1; done"  # past the limit, then done
+    (tmp_path / "package.json").write_text(json.dumps({"name": "slow", "version": "1.0.0", "main": "bot.js",
+                                                       "scripts": {"preinstall": script}}))
+    plan = plan_build(tmp_path, "slow", "1", tag="allfours-test/slow:1")
+    lines = _recording_builds(client)
+    before = {i["Id"] for i in client.api.images(all=True)}
+    over = rf"^the build of allfours-test/slow:1 went over the build time limit of {limit} s$"
+    with pytest.raises(BuildError, match=over):
+        image = build_image(plan, base_image("node"), client=client, timeout_s=limit)
+        client.images.remove(image, force=True)
+    made = [m.group(1) for i, line in enumerate(lines) if (m := re.fullmatch(r"\s*---> ([0-9a-f]{12,64})", line))
+            and "Using cache" not in lines[i - 1] and " : FROM " not in "".join(lines[i - 2:i])]
+    assert made and any("Running in" in line for line in lines), lines  # the RUN step was under way
+    images = client.api.images(all=True)
+    kept = [i["Id"] for i in images if i["Id"] not in before and _descends(images, i["Id"], made)]
+    assert kept == [], lines
+    with pytest.raises(docker.errors.ImageNotFound):
+        client.images.get("allfours-test/slow:1")

@@ -28,10 +28,12 @@ import json
 import os
 import re
 import shutil
+import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -234,7 +236,6 @@ def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST
     :raises BuildError: with the build's error line, when it timed out, or when docker is unreachable.
     """
     import docker.errors
-    import requests.exceptions
 
     from arena.hosting.sandbox import SandboxError, docker_client
 
@@ -244,21 +245,23 @@ def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST
         raise BuildError(str(e)) from None
     args, memory = {"BOT_ENTRY": build.entry, **({"BASE": base} if base else {})}, memory_mb * 1024 * 1024
     over = f"the build of {build.tag} went over the build time limit of {timeout_s} s"
-    made: list[str] = []  # the images of its steps, removed if the build fails (:func:`_remove_made`)
+    trace = _Trace(time.time())  # what its steps made, removed if the build fails (:func:`_sweep`)
     replaced = _image_id(client, build.tag)  # the image the tag names now, if any (:func:`_remove_replaced`)
     with pid_temp_dir(BUILD_DIR_PREFIX) as tmp:  # a killed arena's is removed at the next start
         make_context(build, Path(tmp), ca_bundle)
+        hang_up = threading.Timer(timeout_s, trace.time_up)  # a silent build too: its reader sees the end
         try:
-            with _cgroup_parent(client, cgroup_parent):
+            with _build_request(client, cgroup_parent, trace):
                 stream = client.api.build(path=tmp, tag=build.tag, buildargs=args, rm=True, forcerm=True, pull=False,
                                           labels={"org.allfours.bot": build.name,
                                                   "org.allfours.version": build.version},
                                           container_limits={"memory": memory, "memswap": memory},
                                           timeout=timeout_s, decode=True, network_mode=network)
+            hang_up.start()
             watch = _DiskWatch(client, disk_bytes, files_limit) if disk_bytes or files_limit else None
             try:
                 return _remove_replaced(client, replaced, _follow(stream, build.tag, time.monotonic() + timeout_s,
-                                                                   over, watch, made))
+                                                                   over, watch, trace))
             finally:
                 if watch is not None:
                     watch.stop()
@@ -268,28 +271,68 @@ def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST
             raise
         except docker.errors.APIError as e:
             raise BuildError(f"docker refused the build of {build.tag}: {e.explanation or e}") from None
-        except requests.exceptions.ReadTimeout:
-            raise BuildError(over) from None
         finally:
-            _remove_made(client, made)  # empty once built: :func:`_follow` clears it
+            hang_up.cancel()
+            trace.hang_up()
+            _sweep(client, trace)  # nothing once built: :func:`_follow` clears it
+
+
+@dataclass
+class _Trace:
+    """What a build under way has made: ``made``, the ids of the images its steps committed (not those
+    taken from the build cache), oldest first; ``tip``, the last step image it named (committed, cached or
+    the base: the next step's container runs from it; ``ran``: a step was seen running from it);
+    ``since``, its start (``time.time()``); and ``response``, its HTTP response (its connection, closed
+    by :meth:`hang_up`; ``timed_out`` once :meth:`time_up` did so)."""
+
+    since: float
+    made: list[str] = field(default_factory=list)
+    tip: str = ""
+    response: Any = None
+    timed_out: bool = False
+    ran: bool = False  # a step's container ran from ``tip`` ("Running in")
+    kept: bool = False  # the step under way names the base or a cached image, not one it commits
+
+    def time_up(self) -> None:
+        """The build's time is up (from a timer's thread): ``timed_out`` set, the connection shut down (both
+        ways), which cancels the build in dockerd, and its reader sees the end. Never raises."""
+        self.timed_out = True
+        with contextlib.suppress(Exception):
+            self.response.raw._connection.sock.shutdown(socket.SHUT_RDWR)
+
+    def hang_up(self) -> None:
+        """Close the build's connection now, not when its stream is collected (docker goes on building until
+        then): shut down both ways, whatever else holds the socket, then closed. Once only; never raises."""
+        response, self.response = self.response, None
+        if response is None:
+            return
+        with contextlib.suppress(Exception):
+            response.raw._connection.sock.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(Exception):
+            response.close()
 
 
 @contextlib.contextmanager
-def _cgroup_parent(client: Any, parent: str | None) -> Iterator[None]:
-    """Within it, ``client``'s build requests carry ``cgroupparent=parent`` (the engine API's build
-    parameter, which the docker SDK does not pass: its ``container_limits`` takes four keys only)."""
-    if not parent:
+def _build_request(client: Any, parent: str | None, trace: _Trace) -> Iterator[None]:
+    """Within it, ``client``'s build request hands its HTTP response to ``trace`` (the docker SDK returns
+    only a generator over it, which holds the connection open, and docker building, until it is
+    collected) and carries ``cgroupparent=parent`` if given (the engine API's build parameter, which the
+    docker SDK does not pass: its ``container_limits`` takes four keys only)."""
+    api = client.api
+    post = getattr(api, "_post", None)
+    if post is None:  # not the docker SDK's client
         yield
         return
-    api = client.api
-    post = api._post
 
-    def with_parent(url: str, **kwargs: Any) -> Any:
-        if url.endswith("/build"):
+    def traced(url: str, **kwargs: Any) -> Any:
+        if url.endswith("/build") and parent:
             kwargs["params"] = {**(kwargs.get("params") or {}), "cgroupparent": parent}
-        return post(url, **kwargs)
+        response = post(url, **kwargs)
+        if url.endswith("/build"):
+            trace.response = response
+        return response
 
-    api._post = with_parent
+    api._post = traced
     try:
         yield
     finally:
@@ -416,29 +459,76 @@ def _remove_replaced(client: Any, replaced: str | None, built: str) -> str:
     return built
 
 
-def _remove_made(client: Any, made: list[str]) -> None:
-    """Remove the images a failed build's steps committed (``made``, oldest first): the classic builder
-    keeps one per step, untagged, and a failed build's stay on the host's disk for good (a Node.js bot
-    whose ``npm install`` fails left its whole folder there, once per rejected submission). Not forced,
-    and never a tagged one: an image another build has meanwhile built on (its cache) stays; docker's
-    errors are ignored."""
+#: Seconds a failed build's sweep waits at most for docker to be done with the step under way (:func:`_sweep`).
+SWEEP_WAIT_S = 60.0
+
+
+def _sweep(client: Any, trace: _Trace) -> None:
+    """Remove the images a failed build's steps committed: the classic builder keeps one per step, untagged,
+    and a failed build's stayed on the host's disk for good (a Node.js bot whose ``npm install`` fails left
+    its whole folder there, once per rejected submission). Those it named (``trace.made``), and those it
+    committed after the arena stopped reading (a given-up build's step that ended meanwhile): untagged
+    images descended from ``trace.tip`` made since the build began, once docker is done with the step
+    under way (no container made since then runs from one of them; at most :data:`SWEEP_WAIT_S` s). Only
+    when ``tip`` is its own or a step was seen running from it: another build's steps may descend from a
+    shared base or cache image. Not forced, and never a tagged one: an image another build has meanwhile
+    built on (its cache) stays; docker's errors are ignored."""
     import docker.errors
 
-    for image in reversed(made):
-        with contextlib.suppress(docker.errors.DockerException, OSError):
-            if not client.api.inspect_image(image).get("RepoTags"):  # a tagged one is someone's
-                client.api.remove_image(image)
-    made.clear()
+    if not trace.tip or not (trace.made or trace.ran):  # no image of its own yet, and none under way
+        trace.tip = ""
+        return
+    with contextlib.suppress(docker.errors.DockerException, OSError):
+        later = _descendants(client, trace)
+        deadline = time.monotonic() + SWEEP_WAIT_S
+        while _steps_under_way(client, trace, later) and time.monotonic() < deadline:
+            time.sleep(0.2)
+            later = _descendants(client, trace)
+        for image in [*reversed(later), *reversed(trace.made)]:  # children before their parents
+            with contextlib.suppress(docker.errors.DockerException, OSError):
+                if not client.api.inspect_image(image).get("RepoTags"):  # a tagged one is someone's
+                    client.api.remove_image(image)
+    trace.made.clear()
+    trace.tip = ""
+
+
+def _descendants(client: Any, trace: _Trace) -> list[str]:
+    """The ids of the images made since ``trace.since`` that descend from ``trace.tip``, parents first."""
+    since = int(trace.since) - 1  # docker's Created is in whole seconds
+    children: dict[str, list[str]] = {}
+    for image in client.api.images(all=True):
+        if int(image.get("Created") or 0) >= since and image.get("ParentId"):
+            children.setdefault(image["ParentId"], []).append(image["Id"])
+    tip = _image_id(client, trace.tip) or trace.tip
+    found, todo = [], [tip]
+    while todo:
+        for child in children.get(todo.pop(0), []):
+            if child not in found:
+                found.append(child)
+                todo.append(child)
+    return found
+
+
+def _steps_under_way(client: Any, trace: _Trace, later: list[str]) -> bool:
+    """Whether a container made since ``trace.since`` runs from ``trace.tip`` or one of ``later`` (a build
+    step docker has not committed or removed yet)."""
+    tip = _image_id(client, trace.tip) or trace.tip
+    since = int(trace.since) - 1
+    return any(c.get("ImageID") in (tip, *later) and int(c.get("Created") or 0) >= since
+               for c in client.api.containers(all=True))
 
 
 def _follow(stream: Any, tag: str, deadline: float, over: str, watch: _DiskWatch | None = None,
-            made: list[str] | None = None) -> str:
+            trace: _Trace | None = None) -> str:
     """Read a build's decoded output ``stream`` to its image id, or stop it (closing the stream) at
-    ``deadline`` (``time.monotonic()``); ``watch`` is told each step's container; ``made`` gets the id of
-    each image a step committed (not those taken from the build cache), and is emptied once the image is
-    built. :raises BuildError: the build's error line (the disk watch's when it killed the step), or ``over``."""
+    ``deadline`` (``time.monotonic()``), or once ``trace.timed_out`` (its connection closed under it);
+    ``watch`` is told each step's container; ``trace`` what the steps made (:class:`_Trace`, emptied once
+    the image is built). :raises BuildError: the build's error line (the disk watch's when it killed the
+    step), or ``over``."""
+    import urllib3.exceptions
+
+    trace = trace or _Trace(time.time())
     image_id, last = "", ""
-    kept = False  # the step's image is the base or from the build cache
     try:
         for chunk in stream:
             if time.monotonic() > deadline:
@@ -448,13 +538,7 @@ def _follow(stream: Any, tag: str, deadline: float, over: str, watch: _DiskWatch
                     raise BuildError(f"the build of {tag} failed: {watch.over}")
                 raise BuildError(f"the build of {tag} failed: {' '.join(str(chunk['error']).split())[:400]}")
             line = str(chunk.get("stream") or "").strip()
-            instruction = re.match(r"Step \d+/\d+ : (\w+)", line)
-            if instruction:  # FROM names the base image: never the build's to remove
-                kept = instruction.group(1).upper() == "FROM"
-            step = re.fullmatch(r"---> ([0-9a-f]{12,64})", line)
-            if step and made is not None and not kept:
-                made.append(step.group(1))
-            kept = line == "---> Using cache" or (kept and not step)
+            _note_step(trace, line)
             running = re.search(r"---> Running in ([0-9a-f]{12,64})\b", str(chunk.get("stream") or ""))
             if running and watch is not None:
                 watch.step(running.group(1))
@@ -462,10 +546,39 @@ def _follow(stream: Any, tag: str, deadline: float, over: str, watch: _DiskWatch
             image_id = str((chunk.get("aux") or {}).get("ID") or "") or image_id
             built = re.match(r"Successfully built ([0-9a-f]+)$", line)
             image_id = built.group(1) if built else image_id
+    except (urllib3.exceptions.HTTPError, OSError, ValueError):  # a read timeout, or its connection closed
+        if not trace.timed_out and time.monotonic() < deadline and not _read_timeout(sys.exc_info()[1]):
+            raise
+        raise BuildError(over) from None
     finally:
         stream.close()
     if not image_id:
+        if trace.timed_out:
+            raise BuildError(over)
         raise BuildError(f"the build of {tag} failed: {' '.join(last.split())[:400] or 'no image'}")
-    if made is not None:
-        made.clear()  # the built image's own: not for :func:`_remove_made`
+    trace.made.clear()  # the built image's own: not for :func:`_sweep`
+    trace.tip = ""
     return image_id
+
+
+def _read_timeout(e: BaseException | None) -> bool:
+    """Whether ``e`` is a read that timed out (the client's timeout: the build sent nothing for that long)."""
+    import requests.exceptions
+    import urllib3.exceptions
+
+    return isinstance(e, urllib3.exceptions.ReadTimeoutError | requests.exceptions.ReadTimeout | TimeoutError)
+
+
+def _note_step(trace: _Trace, line: str) -> None:
+    """Note in ``trace`` what a line of a build's output says of its steps (see :class:`_Trace`)."""
+    instruction = re.match(r"Step \d+/\d+ : (\w+)", line)
+    if instruction:  # FROM names the base image: never the build's to remove
+        trace.kept = instruction.group(1).upper() == "FROM"
+    step = re.fullmatch(r"---> ([0-9a-f]{12,64})", line)
+    if step:
+        trace.tip, trace.ran = step.group(1), False
+        if not trace.kept:
+            trace.made.append(step.group(1))
+    if re.match(r"---> Running in [0-9a-f]{12,64}\b", line):
+        trace.ran = True
+    trace.kept = line == "---> Using cache" or (trace.kept and not step)
