@@ -6,6 +6,7 @@ Images are made the way a host without an image registry makes them: the Debian 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import ipaddress
 import json
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import tarfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +59,29 @@ def build_bot(folder: Path, name: str, version: str, base: str, entry: str | Non
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert r.returncode == 0, f"arena bots build failed ({r.returncode}): {r.stdout[-1000:]} {r.stderr[-2000:]}"
     return r.stdout.strip().splitlines()[-1]
+
+
+@contextlib.contextmanager
+def removing_replaced(client: Any, tag: str) -> Iterator[None]:
+    """Within it, builds may tag ``tag`` anew (``docker-compose build`` of ``allfours:dev``); after it, the
+    image ``tag`` named before is removed when another has taken the tag, no tag names it and no container
+    uses it (not forced; docker's errors ignored), as :func:`arena.hosting.bots_build.build_image` does for
+    a bot's image: each rebuild left the old one on the host's disk, dangling (about 770 MB a run)."""
+    import docker.errors
+
+    def image_id() -> str | None:
+        with contextlib.suppress(docker.errors.DockerException):
+            return str(client.api.inspect_image(tag)["Id"])
+        return None
+
+    before = image_id()
+    try:
+        yield
+    finally:
+        if before is not None and image_id() != before:
+            with contextlib.suppress(docker.errors.DockerException):
+                if not client.api.inspect_image(before).get("RepoTags"):
+                    client.api.remove_image(before)
 
 
 def scratch_image(client: Any, tag: str, dockerfile_tail: str = "") -> Any:
