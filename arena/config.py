@@ -802,7 +802,9 @@ class CompetitionSettings:
     """The ``[competition]`` table: strangers submit their own bots (docs/competition.md).
 
     Limits: ``submissions_per_day`` per competitor (UTC days), ``in_play`` entrants per competitor
-    scheduled at once (older versions retire from scheduling, their games kept), ``upload_bytes`` of
+    scheduled at once (older versions retire from scheduling, their games kept), ``versions_kept``
+    accepted versions per competitor whose images docker keeps (past it the oldest retired one, not the
+    competitor's selected final entry, has its image removed: no longer selectable), ``upload_bytes`` of
     one archive, ``unpacked_bytes`` and ``files`` of its contents, ``build_s`` seconds of one image
     build, ``image_bytes`` of the built image. ``base_python`` / ``base_node`` replace the official
     base images of builds (``arena bots build --base``; offline hosts: docker/base-image.sh).
@@ -817,6 +819,7 @@ class CompetitionSettings:
 
     submissions_per_day: int = 5
     in_play: int = 1
+    versions_kept: int = 5
     upload_bytes: int = 8 * 1024 * 1024
     unpacked_bytes: int = 64 * 1024 * 1024
     files: int = 2000
@@ -836,6 +839,7 @@ class CompetitionSettings:
 _COMPETITION_INTS = (
     ("submissions_per_day", 1, 10_000),
     ("in_play", 1, 100),
+    ("versions_kept", 1, 1000),
     ("upload_bytes", 1024, 1024**3),
     ("unpacked_bytes", 1024, 16 * 1024**3),
     ("files", 1, 1_000_000),

@@ -335,6 +335,82 @@ def test_two_competitions_on_one_docker_host_keep_their_images_apart(tmp_path: P
     assert keys == [f"allfours-submissions-{run_key(tmp_path / d / 'out')}-sub1" for d in ("one", "two")]
 
 
+class _KeptImages(_Images):
+    """A docker client's images that records what is removed; ``in_use`` ones are refused (a container
+    runs them), as docker refuses an image removal that is not forced."""
+
+    def __init__(self, in_use: set[str]) -> None:
+        self.removed: list[str] = []
+        self.in_use = in_use
+
+    def remove(self, tag: str, force: bool = False) -> None:
+        import docker.errors
+
+        assert not force
+        if tag in self.in_use:
+            raise docker.errors.APIError("409 Conflict", explanation=f"conflict: unable to remove {tag}: in use")
+        self.removed.append(tag)
+
+
+def test_a_competitor_keeps_at_most_versions_kept_images(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every accepted version's image was kept on the host's disk for good (the final may choose any), so a
+    competitor's disk was bounded per image only: ``submissions_per_day`` new images a day, each up to
+    ``image_bytes``. Past ``versions_kept`` accepted versions, the oldest retired one's image is removed
+    now, never the selected final entry's nor one a container still runs (docker refuses: it goes at a later
+    acceptance); its owner sees it retired with the reason, it can no longer be chosen, its games stay."""
+    from arena.cli.competing import _line
+    from arena.competition import pipeline
+    from arena.competition.book import REMOVED_REASON, CompetitionBook
+    from arena.competition.desk import Desk, Refused
+    from arena.competition.pipeline import IMAGE_ARCHIVE, BuildQueue, submission_folder
+    from arena.competition.service import submission_pb
+    from arena.competition.validate import Verdict
+    from arena.config import CompetitionSettings
+
+    monkeypatch.setattr(pipeline, "validate_image", lambda *_, **__: Verdict(True, (), ""))
+    out = tmp_path / "out"
+    settings = CompetitionSettings(versions_kept=2)
+    images = _KeptImages(in_use=set())
+    client = type("Client", (), {"images": images, "api": _NoLayers()})()
+    notes: list[str] = []
+    with CompetitionBook(out) as book:
+        book.add_competitor("eve")
+        desk = Desk(settings, out, book, lambda: None)
+        tags: dict[int, str] = {}
+
+        def accept(version: int) -> None:
+            sub = book.add_submission("eve", "evebot", str(version), "image", "")
+            submission_folder(out, sub.id).parent.mkdir(parents=True)
+            (submission_folder(out, sub.id).parent / IMAGE_ARCHIVE).write_bytes(b"")
+            BuildQueue(book, settings, out, lambda: None, notes.append, client=client).process(sub)
+            tags[version] = book.submissions("eve")[-1].image
+
+        accept(1)
+        accept(2)
+        desk.select("eve", 1)  # the final entry stays, however old
+        accept(3)  # three kept, over 2: v2 goes (v1 is selected)
+        assert images.removed == [tags[2]], notes
+        images.in_use.add(tags[3])
+        accept(4)  # v3 is in use: it stays for now
+        assert images.removed == [tags[2]], notes
+        assert any(n.startswith("evebot@3's image stays for now (past versions_kept; docker: ") for n in notes), notes
+        images.in_use.clear()
+        accept(5)  # now v3 and v4 go: v1 (selected) and v5 stay
+        assert images.removed == [tags[2], tags[3], tags[4]], notes
+        subs = {int(s.version): s for s in book.submissions("eve")}
+        assert [v for v, s in subs.items() if s.removed] == [2, 3, 4]
+        assert all(subs[v].retired and subs[v].reason == REMOVED_REASON for v in (2, 3, 4))
+        assert not subs[1].removed and not subs[5].removed and subs[5].reason == ""
+        assert _line(submission_pb(subs[2])) == f"#{subs[2].id} evebot@2 accepted [{REMOVED_REASON}]"  # arena submit
+        assert _line(submission_pb(subs[5])) == f"#{subs[5].id} evebot@5 accepted"
+        with pytest.raises(Refused, match=r"^submission 2 is retired and its image removed \(past versions_kept\)"):
+            desk.select("eve", subs[2].id)
+        assert [s.version for s in book.finalists()] == ["1"]
+        book.select("eve", 0)  # a selection of nothing: the latest kept version is the entry
+        assert [s.version for s in book.finalists()] == ["5"]
+    assert "evebot@2's image is removed (past versions_kept = 2); its games are kept" in notes, notes
+
+
 def test_the_host_retries_failed_submissions_and_only_those(tmp_path: Path) -> None:
     """`arena competition retry CONFIG [ID ...]`: a failed submission (the arena's fault) goes back to the
     build queue keeping its version (before, the competitor had to submit it again as a new version);

@@ -307,9 +307,11 @@ def _revoke_remote_bots(output: Path, book: Any, competitor: str, err: Console) 
 
 
 def _line(sub: Any) -> str:
-    """One submission as a line: id, entrant, status, and the step and reason of a rejection."""
+    """One submission as a line: id, entrant, status, and the step and reason of a rejection, or why it
+    retired for good (its image removed: its reason)."""
     why = f" ({sub.step}: {sub.reason})" if sub.status in ("rejected", "failed") else ""
-    retired = " [retired]" if sub.retired else ""
+    said = sub.reason and not why  # an accepted one's reason: why it retired for good (its image went)
+    retired = (f" [{sub.reason}]" if said else " [retired]") if sub.retired else ""
     return f"#{sub.id} {sub.entrant} {sub.status}{why}{retired}"
 
 

@@ -40,6 +40,11 @@ STATUSES = ("received", "building", "validating", "accepted", "playing", "rated"
 IN_QUEUE = ("received", "building", "validating")
 #: Statuses of an entrant that is (or will be) scheduled.
 IN_PLAY = ("accepted", "playing", "rated")
+#: ``retired``'s value once a retired version's image is removed too (past ``[competition] versions_kept``).
+IMAGE_REMOVED = 2
+#: The reason a version whose image was removed shows its owner (``arena submissions``, ``/me``).
+REMOVED_REASON = ("retired, its image removed (past [competition] versions_kept): its games stay; it can no "
+                  "longer be chosen for the final")
 #: Seconds in a (UTC) day: the per-day submission limit counts submissions since the day began.
 DAY_S = 86_400
 
@@ -78,7 +83,8 @@ class Submission:
     ``name@version``); ``kind`` (``python``, ``node``); ``entry`` (``module:Class`` or a file);
     ``status`` (one of :data:`STATUSES`); ``step`` and ``reason`` of a rejection; ``log_tail`` (the
     failing step's output, at most a few KiB); ``image`` (the built tag); times in UNIX seconds;
-    ``retired`` (no longer scheduled: a newer version took its place)."""
+    ``retired`` (no longer scheduled: a newer version took its place); ``removed`` (retired, and its image
+    removed: past ``versions_kept``; no longer selectable, its ``reason`` :data:`REMOVED_REASON`)."""
 
     id: int
     competitor: str
@@ -94,6 +100,7 @@ class Submission:
     created_at: float
     updated_at: float
     retired: bool
+    removed: bool = False
 
     @property
     def entrant(self) -> str:
@@ -119,8 +126,9 @@ _COLUMNS = ("id, competitor, name, version, kind, entry, status, step, reason, l
 def _submission(r: tuple[object, ...]) -> Submission:
     """A row of :data:`_COLUMNS` as a :class:`Submission`."""
     t = [str(x) for x in r]
-    return Submission(int(t[0]), t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], float(t[11]),
-                      float(t[12]), bool(r[13]))
+    removed = r[13] == IMAGE_REMOVED
+    return Submission(int(t[0]), t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8] or (REMOVED_REASON if removed else ""),
+                      t[9], t[10], float(t[11]), float(t[12]), bool(r[13]), removed)
 
 
 class CompetitionBook:
@@ -301,16 +309,31 @@ class CompetitionBook:
             self.retire(sub.id)
         return old
 
+    def images_over(self, competitor: str, keep: int) -> list[Submission]:
+        """``competitor``'s accepted versions whose images may go to keep at most ``keep`` (their newest
+        ones, but for those that must stay), oldest first: retired from scheduling, not their selected final
+        entry, not yet removed. Remote entries have no image and do not count."""
+        held = [x for x in self.submissions(competitor, statuses=IN_PLAY) if x.kind != "remote" and not x.removed]
+        chosen = self.get_meta(f"selected:{competitor}")
+        over = [x for x in held if x.retired and str(x.id) != chosen]
+        return over[: max(0, len(held) - keep)]
+
+    def image_removed(self, sid: int) -> None:
+        """Submission ``sid``'s image is removed: retired for good (:data:`IMAGE_REMOVED`)."""
+        with self._lock:
+            self._db.execute("UPDATE submissions SET retired = ?, updated_at = ? WHERE id = ?",
+                             (IMAGE_REMOVED, time.time(), sid))
+
     def select(self, competitor: str, sid: int) -> None:
         """Make ``sid`` ``competitor``'s entry in the final evaluation (the caller checked it is theirs)."""
         self.set_meta(f"selected:{competitor}", str(sid))
 
     def finalists(self) -> list[Submission]:
         """Each competitor's entry in the final evaluation: the one they selected (if it was accepted),
-        else their latest accepted; by competitor."""
+        else their latest accepted (whose image is kept); by competitor."""
         out = []
         for name, _ in self.competitors():
-            entries = self.submissions(name, statuses=IN_PLAY)
+            entries = [s for s in self.submissions(name, statuses=IN_PLAY) if not s.removed]
             chosen = self.get_meta(f"selected:{name}")
             pick = next((s for s in entries if str(s.id) == chosen), entries[-1] if entries else None)
             if pick is not None:

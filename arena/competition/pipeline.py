@@ -6,7 +6,8 @@ bot's unpacked folder as the only user content of the build context, ``[competit
 time limit), refuses (and removes) an image over ``image_bytes`` or whose own layers hold over
 ``image_files`` files (:func:`arena.hosting.bots_build.image_files`), validates it
 (:mod:`arena.competition.validate`), and on a pass retires the competitor's oldest entrants over
-``in_play`` and calls ``enroll`` (the league grows at once:
+``in_play``, removes the images of their oldest retired versions over ``versions_kept`` (not their
+selected final entry) and calls ``enroll`` (the league grows at once:
 :meth:`arena.tournament.league.League.request_reload`). A rejection names its step (``build``,
 ``image``, ``validation``) with a one-line reason and the log tail, and removes the image; the arena's
 own trouble (docker unreachable, the build network failing, a base image neither on the host nor
@@ -306,6 +307,7 @@ class BuildQueue:
             return
         self.book.set_status(sub.id, "accepted", image=image)
         self._retire_old(sub)
+        self._remove_old_images(sub)
         self._prune()
         self.note(f"submission {sub.id} accepted: {sub.entrant} enters the league")
         self.enroll()
@@ -463,6 +465,36 @@ class BuildQueue:
         """Keep at most ``in_play`` scheduled entrants of ``sub``'s competitor: retire the oldest."""
         for old in self.book.retire_over(sub.competitor, self.settings.in_play):
             self.note(f"{old.entrant} retires from scheduling (its games are kept): {sub.entrant} takes its place")
+
+    def _remove_old_images(self, sub: Submission) -> None:
+        """Keep the images of at most ``versions_kept`` accepted versions of ``sub``'s competitor: remove those
+        of the oldest retired ones (never their selected final entry; :meth:`CompetitionBook.images_over`),
+        not forced: one a container still runs stays, and goes at a later acceptance."""
+        import docker.errors
+
+        from arena.hosting.sandbox import SandboxError, docker_client
+
+        old = self.book.images_over(sub.competitor, self.settings.versions_kept)
+        if not old:
+            return
+        try:
+            client = self.client or docker_client()
+        except SandboxError as e:
+            self.note(f"the images of {len(old)} retired version(s) of {sub.competitor} stay for now: {e}")
+            return
+        for gone in old:
+            try:
+                if gone.image:
+                    client.images.remove(gone.image)
+            except docker.errors.ImageNotFound:
+                pass
+            except docker.errors.DockerException as e:
+                why = " ".join(str(getattr(e, "explanation", None) or e).split())[:300]
+                self.note(f"{gone.entrant}'s image stays for now (past versions_kept; docker: {why})")
+                continue
+            self.book.image_removed(gone.id)
+            self.note(f"{gone.entrant}'s image is removed (past versions_kept = {self.settings.versions_kept}); "
+                      "its games are kept")
 
 
 def _ensure_base(client: Any, base: str, kind: str) -> None:
