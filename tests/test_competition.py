@@ -406,9 +406,32 @@ def test_a_competitor_keeps_at_most_versions_kept_images(tmp_path: Path, monkeyp
         with pytest.raises(Refused, match=r"^submission 2 is retired and its image removed \(past versions_kept\)"):
             desk.select("eve", subs[2].id)
         assert [s.version for s in book.finalists()] == ["1"]
-        book.select("eve", 0)  # a selection of nothing: the latest kept version is the entry
+        book.set_meta("selected:eve", "0")  # a selection of nothing: the latest kept version is the entry
         assert [s.version for s in book.finalists()] == ["5"]
     assert "evebot@2's image is removed (past versions_kept = 2); its games are kept" in notes, notes
+
+
+def test_a_version_chosen_as_its_image_goes_is_either_kept_or_refused(tmp_path: Path) -> None:
+    """Choosing a final entry (``arena submit --select``) and removing a retired version's image (past
+    ``versions_kept``) are one transaction each in the book: whichever comes first wins, and a version is
+    never both chosen and without its image (the final would then have no image to play)."""
+    from arena.competition.book import CompetitionBook
+
+    with CompetitionBook(tmp_path) as book:
+        book.add_competitor("eve")
+        old, new = (book.add_submission("eve", "evebot", v, "image", "") for v in ("1", "2"))
+        for sub in (old, new):
+            book.set_status(sub.id, "accepted", image=f"img:{sub.version}")
+        book.retire(old.id)
+        old = book.submissions("eve")[0]
+        assert book.select("eve", old.id)  # chosen first: its image stays
+        assert not book.claim_removal(old)
+        assert book.select("eve", new.id)
+        assert book.claim_removal(old)  # no longer chosen: its image may go
+        assert not book.select("eve", old.id) and book.get_meta("selected:eve") == str(new.id)
+        assert book.submissions("eve")[0].removed
+        book.keep_image(old.id)  # docker kept it (a container ran it): retired, and selectable again
+        assert not book.submissions("eve")[0].removed and book.select("eve", old.id)
 
 
 def test_the_host_retries_failed_submissions_and_only_those(tmp_path: Path) -> None:

@@ -318,15 +318,46 @@ class CompetitionBook:
         over = [x for x in held if x.retired and str(x.id) != chosen]
         return over[: max(0, len(held) - keep)]
 
-    def image_removed(self, sid: int) -> None:
-        """Submission ``sid``'s image is removed: retired for good (:data:`IMAGE_REMOVED`)."""
+    def claim_removal(self, sub: Submission) -> bool:
+        """Mark ``sub``'s image as removed (:data:`IMAGE_REMOVED`: no longer selectable) before it is removed,
+        unless it is (now) its competitor's selected final entry or no longer retired; in one transaction with
+        :meth:`select`'s, so a version chosen for the final at that moment is either chosen (and kept) or
+        refused. Returns whether it was marked (:meth:`keep_image` undoes it when docker keeps the image)."""
         with self._lock:
-            self._db.execute("UPDATE submissions SET retired = ?, updated_at = ? WHERE id = ?",
-                             (IMAGE_REMOVED, time.time(), sid))
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                chosen = self._db.execute("SELECT value FROM meta WHERE key = ?",
+                                          (f"selected:{sub.competitor}",)).fetchone()
+                marked = chosen != (str(sub.id),) and self._db.execute(
+                    "UPDATE submissions SET retired = ?, updated_at = ? WHERE id = ? AND retired = 1",
+                    (IMAGE_REMOVED, time.time(), sub.id)).rowcount == 1
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        return marked
 
-    def select(self, competitor: str, sid: int) -> None:
-        """Make ``sid`` ``competitor``'s entry in the final evaluation (the caller checked it is theirs)."""
-        self.set_meta(f"selected:{competitor}", str(sid))
+    def keep_image(self, sid: int) -> None:
+        """Submission ``sid``'s image was not removed after all (docker kept it): retired, selectable again."""
+        with self._lock:
+            self._db.execute("UPDATE submissions SET retired = 1, updated_at = ? WHERE id = ? AND retired = ?",
+                             (time.time(), sid, IMAGE_REMOVED))
+
+    def select(self, competitor: str, sid: int) -> bool:
+        """Make ``sid`` ``competitor``'s entry in the final evaluation (the caller checked it is theirs) unless its
+        image is removed (:meth:`claim_removal`, in one transaction with this); returns whether it was chosen."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                row = self._db.execute("SELECT retired FROM submissions WHERE id = ?", (sid,)).fetchone()
+                chosen = row is not None and row[0] != IMAGE_REMOVED
+                if chosen:
+                    self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"selected:{competitor}", str(sid)))
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        return chosen
 
     def finalists(self) -> list[Submission]:
         """Each competitor's entry in the final evaluation: the one they selected (if it was accepted),

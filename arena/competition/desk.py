@@ -216,10 +216,9 @@ class Desk:
         sub = self.owned(competitor, sid)
         if sub.status not in IN_PLAY:
             raise Refused("frozen", f"submission {sid} is {sub.status}: only an accepted one can be chosen")
-        if sub.removed:
+        if sub.removed or not self.book.select(competitor, sid):  # its image removed (perhaps just now)
             raise Refused("frozen", f"submission {sid} is retired and its image removed (past versions_kept): "
                           "choose a version whose image is kept")
-        self.book.select(competitor, sid)
         return sub
 
     def entrants(self, competitor: str) -> set[str]:

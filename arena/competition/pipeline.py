@@ -483,16 +483,18 @@ class BuildQueue:
             self.note(f"the images of {len(old)} retired version(s) of {sub.competitor} stay for now: {e}")
             return
         for gone in old:
+            if not self.book.claim_removal(gone):  # chosen for the final meanwhile: it stays
+                continue
             try:
                 if gone.image:
                     client.images.remove(gone.image)
             except docker.errors.ImageNotFound:
                 pass
             except docker.errors.DockerException as e:
+                self.book.keep_image(gone.id)
                 why = " ".join(str(getattr(e, "explanation", None) or e).split())[:300]
                 self.note(f"{gone.entrant}'s image stays for now (past versions_kept; docker: {why})")
                 continue
-            self.book.image_removed(gone.id)
             self.note(f"{gone.entrant}'s image is removed (past versions_kept = {self.settings.versions_kept}); "
                       "its games are kept")
 
