@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -100,6 +101,19 @@ def test_the_league_grows_and_keeps_every_stored_result(tmp_path: Path) -> None:
     assert set(published["ratings"]) == {"one", "one@2", "two", "three"}  # the old version keeps its rating
     assert published["tournament"]["entrants"] == ["one", "two", "three", "one@2"]
     assert published["ratings"]["one"]["games"] == 8 and published["ratings"]["one@2"]["games"] == 8
+    # every entrant's version, the old one's too (its row showed none), by label: the live pages' facts
+    # named the config's bots, so "one" showed the new version 2 and "one@2" none
+    versions = {"one": "1", "two": "1", "three": "1", "one@2": "2"}
+    assert published["tournament"]["bots"] == versions, published["tournament"]
+    db = sqlite3.connect(tmp_path / "out" / "arena.sqlite")
+    try:
+        (raw,) = db.execute("SELECT value FROM meta WHERE key = 'public_facts'").fetchone()
+    finally:
+        db.close()
+    assert json.loads(raw)["bots"] == versions, raw
+    board = (tmp_path / "out" / "leaderboard.html").read_text()
+    for label, version in versions.items():
+        assert f'<td class="l bot">{label}</td><td class=l>{version}</td>' in board, label
 
     cfg.write_text(HEAD.format(gpp=4, extra="[tournament.rules]\ntarget = 7") + bot("one", "2") + bot("two"))
     refused = arena("run", str(cfg), "--no-progress")

@@ -188,7 +188,7 @@ def tournament_facts(t: Tournament, complete: bool) -> TournamentFacts:
     only when ``complete``."""
     return {
         **public_facts(t.config, t.commitment, len(t.schedule)),
-        "bots": {label: b.version for label, b in t.entrants.items()},
+        "bots": dict(t.versions),  # every entrant's, by label: a retired one's row shows its version too
         "entrants": list(t.labels),
         # local process bots the organiser trusted to run outside the sandbox (sandbox = "none")
         "unsandboxed": [label for label, b in t.entrants.items() if b.sandbox == "none" and not b.in_container

@@ -65,7 +65,8 @@ class LeftOut(TypedDict):
 
 class TournamentFacts(TypedDict, total=False):
     """A tournament's public facts, JSON (ratings.json's ``tournament``, the pages): :func:`public_facts`
-    (``name``, ``players``, ``games_per_pairing``, ``bots`` {name: version}, ``rules``,
+    (``name``, ``players``, ``games_per_pairing``, ``bots`` {name: version}: the store's facts and the
+    publication's, {label: version} of every entrant, ``rules``,
     ``config_fingerprint``, ``commitment``, ``scheduled``, ``blind_seats``, ``format`` for a ladder), what the
     store and the publication add (``entrants``, ``active``, ``unsandboxed``, ``remote``, ``master_seed`` once revealed,
     ``played``, a ladder's board, the SPRT's state, ``failures`` per bot, ``precision``). Every key is optional to a
@@ -160,6 +161,8 @@ class Tournament:
     #: tournament's (``blind_seats``) blind order, made once when it is opened (tens of milliseconds for a
     #: schedule of 20,000 games, and a league asks for its pending games every half second while idle).
     play_order: list[ScheduledGame]
+    #: Every entrant's version, by label (``labels``'s order): those no longer in the config too.
+    versions: Mapping[str, str]
 
 
 def open_tournament(config: TournamentConfig, output: Path | None = None, *, closing: bool = False) -> Tournament:
@@ -211,11 +214,13 @@ def open_tournament(config: TournamentConfig, output: Path | None = None, *, clo
         independent={e.label for e in active if spec[(e.name, e.version)].mode == "remote"},
     )
     labels = [e.label for e in every]
-    facts = {**public_facts(config, commit, len(schedule)), "entrants": labels, "active": [e.label for e in active]}
+    versions = {e.label: e.version for e in every}
+    facts = {**public_facts(config, commit, len(schedule)), "bots": versions, "entrants": labels,
+             "active": [e.label for e in active]}
     store.set_meta(FACTS_KEY, json.dumps(facts, sort_keys=True))
     entrants = {e.label: spec[(e.name, e.version)] for e in active}
     order = blind_order(schedule, seed) if config.blind_seats else schedule
-    return Tournament(config, store, seed, commit, schedule, entrants, labels, order)
+    return Tournament(config, store, seed, commit, schedule, entrants, labels, order, versions)
 
 
 def pending_games(t: Tournament) -> list[ScheduledGame]:
