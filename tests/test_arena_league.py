@@ -111,6 +111,10 @@ def test_the_league_grows_and_keeps_every_stored_result(tmp_path: Path) -> None:
     finally:
         db.close()
     assert json.loads(raw)["bots"] == versions, raw
+    # the progress counts the old version's 8 games among the scheduled too: the board said "20 of 12 games
+    # played" (the schedule of the config's bots now, 12, beside every stored game)
+    assert published["tournament"]["played"] == published["tournament"]["scheduled"] == 20, published["tournament"]
+    assert json.loads(raw)["scheduled"] == 20, raw
     board = (tmp_path / "out" / "leaderboard.html").read_text()
     for label, version in versions.items():
         assert f'<td class="l bot">{label}</td><td class=l>{version}</td>' in board, label

@@ -55,6 +55,7 @@ from arena.tournament.runner import (
     TournamentFacts,
     left_out_facts,
     public_facts,
+    scheduled_count,
 )
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import StorageError
@@ -187,7 +188,7 @@ def tournament_facts(t: Tournament, complete: bool) -> TournamentFacts:
     """JSON-ready facts published with the ratings (but ``played``, the games published); the master seed
     only when ``complete``."""
     return {
-        **public_facts(t.config, t.commitment, len(t.schedule)),
+        **public_facts(t.config, t.commitment, scheduled_count(t.schedule, t.store)),
         "bots": dict(t.versions),  # every entrant's, by label: a retired one's row shows its version too
         "entrants": list(t.labels),
         # local process bots the organiser trusted to run outside the sandbox (sandbox = "none")

@@ -215,12 +215,20 @@ def open_tournament(config: TournamentConfig, output: Path | None = None, *, clo
     )
     labels = [e.label for e in every]
     versions = {e.label: e.version for e in every}
-    facts = {**public_facts(config, commit, len(schedule)), "bots": versions, "entrants": labels,
+    facts = {**public_facts(config, commit, scheduled_count(schedule, store)), "bots": versions, "entrants": labels,
              "active": [e.label for e in active]}
     store.set_meta(FACTS_KEY, json.dumps(facts, sort_keys=True))
     entrants = {e.label: spec[(e.name, e.version)] for e in active}
     order = blind_order(schedule, seed) if config.blind_seats else schedule
     return Tournament(config, store, seed, commit, schedule, entrants, labels, order, versions)
+
+
+def scheduled_count(schedule: Sequence[ScheduledGame], store: Store) -> int:
+    """The games the tournament's progress counts (``tournament.scheduled``): ``schedule``'s, and the stored
+    games outside it (a league that grew: those of entrants, or pairs, no longer scheduled, which ``played``
+    counts too). Only ``schedule``'s, the board said "20 of 12 games played" once a version retired."""
+    ids = {g.game_id for g in schedule}
+    return len(schedule) + sum(1 for game_id in store.stored_ids() if game_id not in ids)
 
 
 def pending_games(t: Tournament) -> list[ScheduledGame]:
