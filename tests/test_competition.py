@@ -434,6 +434,49 @@ def test_a_version_chosen_as_its_image_goes_is_either_kept_or_refused(tmp_path: 
         assert not book.submissions("eve")[0].removed and book.select("eve", old.id)
 
 
+def test_a_competitor_sees_which_entry_plays_the_final(tmp_path: Path) -> None:
+    """Seen walking docs/competition.md: after `arena submit --select 2`, nothing showed which entry plays
+    the final (`arena submissions`, /me, the API), so a competitor could not check the selection, nor
+    learn that by default their latest accepted version plays. The final's entry (the chosen one, else the
+    latest accepted whose image is kept, as `arena competition final` picks it) is marked in each."""
+    import io
+
+    from rich.console import Console
+
+    from arena.cli.competing import _line, _submissions
+    from arena.competition.book import CompetitionBook
+    from arena.competition.service import submission_pb
+
+    with CompetitionBook(tmp_path) as book:
+        book.add_competitor("eve")
+        one, two = (book.add_submission("eve", "evebot", v, "image", "") for v in ("1", "2"))
+        for sub in (one, two):
+            book.set_status(sub.id, "accepted", image=f"img:{sub.version}")
+        book.retire(one.id)
+        assert book.final_entry("eve") == two.id  # the latest, by default
+        assert book.select("eve", one.id)
+        assert book.final_entry("eve") == one.id and [s.id for s in book.finalists()] == [one.id]
+        assert book.final_entry("nobody") is None
+        marked = [submission_pb(s, final=book.final_entry("eve")) for s in book.submissions("eve")]
+    assert [m.final_entry for m in marked] == [True, False]
+    assert _line(marked[0]) == f"#{one.id} evebot@1 accepted [retired] [final entry]"
+    assert _line(marked[1]) == f"#{two.id} evebot@2 accepted"
+
+    class Client:
+        def submissions(self) -> list[Any]:
+            return marked
+
+        def close(self) -> None:
+            pass
+
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("arena.cli.competing._client", lambda _args: Client())
+        assert _submissions(None, Console(file=out, width=200)) == 0  # type: ignore[arg-type]
+    assert "evebot@1 (retired, final entry)" in out.getvalue(), out.getvalue()
+    assert "evebot@2 " in out.getvalue() and "evebot@2 (" not in out.getvalue(), out.getvalue()
+
+
 def test_the_host_retries_failed_submissions_and_only_those(tmp_path: Path) -> None:
     """`arena competition retry CONFIG [ID ...]`: a failed submission (the arena's fault) goes back to the
     build queue keeping its version (before, the competitor had to submit it again as a new version);

@@ -136,6 +136,25 @@ def test_my_remote_bots_seats_are_not_linked_to_logs_kept_on_my_machine(tmp_path
     assert me.count("runs on your machine") == 2
 
 
+def test_my_page_marks_my_final_entry(tmp_path: Path, out: Path) -> None:
+    """/me said nothing of which entry plays the final: the latest accepted by default, the chosen one once
+    `arena submit --select` chose it (as `arena competition final` picks it)."""
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy, ignore=shutil.ignore_patterns("live"))
+    tokens = _book(copy)
+    with CompetitionBook(copy) as book:
+        newer = book.add_submission("ivy", "ivy-bot", "2", "python", "m:C")
+        book.set_status(newer.id, "accepted", image="y")
+    c = TestClient(create_app(copy, bootstrap=20))
+    c.post("/me/login", content=f"token={tokens['ivy']}", headers=FORM)
+    me = c.get("/me").text
+    assert me.count("(final entry)") == 1 and "ivy-bot@2 <b class=\"final-entry\">(final entry)</b>" in me, me
+    with CompetitionBook(copy) as book:
+        assert book.select("ivy", newer.id - 1)
+    me = c.get("/me").text
+    assert me.count("(final entry)") == 1 and "ivy-bot@1 <b class=\"final-entry\">(final entry)</b>" in me, me
+
+
 def test_hidden_versions_keep_each_competitors_best() -> None:
     ranked = ["a@2", "house", "b@1", "a@1", "a@3"]
     owners = {"a@1": "ann", "a@2": "ann", "a@3": "ann", "b@1": "bo"}

@@ -24,15 +24,15 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x61llfours/v1/submission.proto\x12\x0b\x61llfours.v1\"T\n\rSubmitRequest\x12+\n\x06header\x18\x01 \x01(\x0b\x32\x19.allfours.v1.SubmitHeaderH\x00\x12\x0f\n\x05\x63hunk\x18\x02 \x01(\x0cH\x00\x42\x05\n\x03msg\"g\n\x0cSubmitHeader\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12)\n\x04kind\x18\x03 \x01(\x0e\x32\x1b.allfours.v1.SubmissionKind\x12\r\n\x05\x65ntry\x18\x04 \x01(\t\"=\n\x0eSubmitResponse\x12+\n\nsubmission\x18\x01 \x01(\x0b\x32\x17.allfours.v1.Submission\"\x18\n\x16ListSubmissionsRequest\"G\n\x17ListSubmissionsResponse\x12,\n\x0bsubmissions\x18\x01 \x03(\x0b\x32\x17.allfours.v1.Submission\"\"\n\x14GetSubmissionRequest\x12\n\n\x02id\x18\x01 \x01(\x03\"D\n\x15GetSubmissionResponse\x12+\n\nsubmission\x18\x01 \x01(\x0b\x32\x17.allfours.v1.Submission\"\xd0\x01\n\nSubmission\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\t\x12\x0f\n\x07\x65ntrant\x18\x04 \x01(\t\x12\x0e\n\x06status\x18\x05 \x01(\t\x12\x0c\n\x04step\x18\x06 \x01(\t\x12\x0e\n\x06reason\x18\x07 \x01(\t\x12\x10\n\x08log_tail\x18\x08 \x01(\t\x12\x12\n\ncreated_at\x18\t \x01(\x01\x12\x12\n\nupdated_at\x18\n \x01(\x01\x12\x0f\n\x07retired\x18\x0b \x01(\x08\x12\r\n\x05games\x18\x0c \x01(\x05\"\x12\n\x10ListGamesRequest\"5\n\x11ListGamesResponse\x12 \n\x05games\x18\x01 \x03(\x0b\x32\x11.allfours.v1.Game\"n\n\x04Game\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\t\n\x01\x61\x18\x02 \x01(\t\x12\t\n\x01\x62\x18\x03 \x01(\t\x12\x0f\n\x07score_a\x18\x04 \x01(\x05\x12\x0f\n\x07score_b\x18\x05 \x01(\x05\x12\x0e\n\x06winner\x18\x06 \x01(\x05\x12\r\n\x05seats\x18\x07 \x03(\x05\"2\n\x11GetSeatLogRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\x05\"\"\n\x12GetSeatLogResponse\x12\x0c\n\x04text\x18\x01 \x01(\x0c\"6\n\x15RegisterRemoteRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\"X\n\x16RegisterRemoteResponse\x12+\n\nsubmission\x18\x01 \x01(\x0b\x32\x17.allfours.v1.Submission\x12\x11\n\tbot_token\x18\x02 \x01(\t\"%\n\x17SelectSubmissionRequest\x12\n\n\x02id\x18\x01 \x01(\x03\"G\n\x18SelectSubmissionResponse\x12+\n\nsubmission\x18\x01 \x01(\x0b\x32\x17.allfours.v1.Submission*\x82\x01\n\x0eSubmissionKind\x12\x1f\n\x1bSUBMISSION_KIND_UNSPECIFIED\x10\x00\x12\x1a\n\x16SUBMISSION_KIND_PYTHON\x10\x01\x12\x18\n\x14SUBMISSION_KIND_NODE\x10\x02\x12\x19\n\x15SUBMISSION_KIND_IMAGE\x10\x03\x32\xe5\x04\n\x11SubmissionService\x12\x43\n\x06Submit\x12\x1a.allfours.v1.SubmitRequest\x1a\x1b.allfours.v1.SubmitResponse(\x01\x12\\\n\x0fListSubmissions\x12#.allfours.v1.ListSubmissionsRequest\x1a$.allfours.v1.ListSubmissionsResponse\x12V\n\rGetSubmission\x12!.allfours.v1.GetSubmissionRequest\x1a\".allfours.v1.GetSubmissionResponse\x12J\n\tListGames\x12\x1d.allfours.v1.ListGamesRequest\x1a\x1e.allfours.v1.ListGamesResponse\x12M\n\nGetSeatLog\x12\x1e.allfours.v1.GetSeatLogRequest\x1a\x1f.allfours.v1.GetSeatLogResponse\x12Y\n\x0eRegisterRemote\x12\".allfours.v1.RegisterRemoteRequest\x1a#.allfours.v1.RegisterRemoteResponse\x12_\n\x10SelectSubmission\x12$.allfours.v1.SelectSubmissionRequest\x1a%.allfours.v1.SelectSubmissionResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x61llfours/v1/submission.proto\x12\x0b\x61llfours.v1\"T\n\rSubmitRequest\x12+\n\x06header\x18\x01 \x01(\x0b\x32\x19.allfours.v1.SubmitHeaderH\x00\x12\x0f\n\x05\x63hunk\x18\x02 \x01(\x0cH\x00\x42\x05\n\x03msg\"g\n\x0cSubmitHeader\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12)\n\x04kind\x18\x03 \x01(\x0e\x32\x1b.allfours.v1.SubmissionKind\x12\r\n\x05\x65ntry\x18\x04 \x01(\t\"=\n\x0eSubmitResponse\x12+\n\nsubmission\x18\x01 \x01(\x0b\x32\x17.allfours.v1.Submission\"\x18\n\x16ListSubmissionsRequest\"G\n\x17ListSubmissionsResponse\x12,\n\x0bsubmissions\x18\x01 \x03(\x0b\x32\x17.allfours.v1.Submission\"\"\n\x14GetSubmissionRequest\x12\n\n\x02id\x18\x01 \x01(\x03\"D\n\x15GetSubmissionResponse\x12+\n\nsubmission\x18\x01 \x01(\x0b\x32\x17.allfours.v1.Submission\"\xe5\x01\n\nSubmission\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\t\x12\x0f\n\x07\x65ntrant\x18\x04 \x01(\t\x12\x0e\n\x06status\x18\x05 \x01(\t\x12\x0c\n\x04step\x18\x06 \x01(\t\x12\x0e\n\x06reason\x18\x07 \x01(\t\x12\x10\n\x08log_tail\x18\x08 \x01(\t\x12\x12\n\ncreated_at\x18\t \x01(\x01\x12\x12\n\nupdated_at\x18\n \x01(\x01\x12\x0f\n\x07retired\x18\x0b \x01(\x08\x12\r\n\x05games\x18\x0c \x01(\x05\x12\x13\n\x0b\x66inal_entry\x18\r \x01(\x08\"\x12\n\x10ListGamesRequest\"5\n\x11ListGamesResponse\x12 \n\x05games\x18\x01 \x03(\x0b\x32\x11.allfours.v1.Game\"n\n\x04Game\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\t\n\x01\x61\x18\x02 \x01(\t\x12\t\n\x01\x62\x18\x03 \x01(\t\x12\x0f\n\x07score_a\x18\x04 \x01(\x05\x12\x0f\n\x07score_b\x18\x05 \x01(\x05\x12\x0e\n\x06winner\x18\x06 \x01(\x05\x12\r\n\x05seats\x18\x07 \x03(\x05\"2\n\x11GetSeatLogRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\x05\"\"\n\x12GetSeatLogResponse\x12\x0c\n\x04text\x18\x01 \x01(\x0c\"6\n\x15RegisterRemoteRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\"X\n\x16RegisterRemoteResponse\x12+\n\nsubmission\x18\x01 \x01(\x0b\x32\x17.allfours.v1.Submission\x12\x11\n\tbot_token\x18\x02 \x01(\t\"%\n\x17SelectSubmissionRequest\x12\n\n\x02id\x18\x01 \x01(\x03\"G\n\x18SelectSubmissionResponse\x12+\n\nsubmission\x18\x01 \x01(\x0b\x32\x17.allfours.v1.Submission*\x82\x01\n\x0eSubmissionKind\x12\x1f\n\x1bSUBMISSION_KIND_UNSPECIFIED\x10\x00\x12\x1a\n\x16SUBMISSION_KIND_PYTHON\x10\x01\x12\x18\n\x14SUBMISSION_KIND_NODE\x10\x02\x12\x19\n\x15SUBMISSION_KIND_IMAGE\x10\x03\x32\xe5\x04\n\x11SubmissionService\x12\x43\n\x06Submit\x12\x1a.allfours.v1.SubmitRequest\x1a\x1b.allfours.v1.SubmitResponse(\x01\x12\\\n\x0fListSubmissions\x12#.allfours.v1.ListSubmissionsRequest\x1a$.allfours.v1.ListSubmissionsResponse\x12V\n\rGetSubmission\x12!.allfours.v1.GetSubmissionRequest\x1a\".allfours.v1.GetSubmissionResponse\x12J\n\tListGames\x12\x1d.allfours.v1.ListGamesRequest\x1a\x1e.allfours.v1.ListGamesResponse\x12M\n\nGetSeatLog\x12\x1e.allfours.v1.GetSeatLogRequest\x1a\x1f.allfours.v1.GetSeatLogResponse\x12Y\n\x0eRegisterRemote\x12\".allfours.v1.RegisterRemoteRequest\x1a#.allfours.v1.RegisterRemoteResponse\x12_\n\x10SelectSubmission\x12$.allfours.v1.SelectSubmissionRequest\x1a%.allfours.v1.SelectSubmissionResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'allfours.v1.submission_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SUBMISSIONKIND']._serialized_start=1249
-  _globals['_SUBMISSIONKIND']._serialized_end=1379
+  _globals['_SUBMISSIONKIND']._serialized_start=1270
+  _globals['_SUBMISSIONKIND']._serialized_end=1400
   _globals['_SUBMITREQUEST']._serialized_start=45
   _globals['_SUBMITREQUEST']._serialized_end=129
   _globals['_SUBMITHEADER']._serialized_start=131
@@ -48,25 +48,25 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETSUBMISSIONRESPONSE']._serialized_start=434
   _globals['_GETSUBMISSIONRESPONSE']._serialized_end=502
   _globals['_SUBMISSION']._serialized_start=505
-  _globals['_SUBMISSION']._serialized_end=713
-  _globals['_LISTGAMESREQUEST']._serialized_start=715
-  _globals['_LISTGAMESREQUEST']._serialized_end=733
-  _globals['_LISTGAMESRESPONSE']._serialized_start=735
-  _globals['_LISTGAMESRESPONSE']._serialized_end=788
-  _globals['_GAME']._serialized_start=790
-  _globals['_GAME']._serialized_end=900
-  _globals['_GETSEATLOGREQUEST']._serialized_start=902
-  _globals['_GETSEATLOGREQUEST']._serialized_end=952
-  _globals['_GETSEATLOGRESPONSE']._serialized_start=954
-  _globals['_GETSEATLOGRESPONSE']._serialized_end=988
-  _globals['_REGISTERREMOTEREQUEST']._serialized_start=990
-  _globals['_REGISTERREMOTEREQUEST']._serialized_end=1044
-  _globals['_REGISTERREMOTERESPONSE']._serialized_start=1046
-  _globals['_REGISTERREMOTERESPONSE']._serialized_end=1134
-  _globals['_SELECTSUBMISSIONREQUEST']._serialized_start=1136
-  _globals['_SELECTSUBMISSIONREQUEST']._serialized_end=1173
-  _globals['_SELECTSUBMISSIONRESPONSE']._serialized_start=1175
-  _globals['_SELECTSUBMISSIONRESPONSE']._serialized_end=1246
-  _globals['_SUBMISSIONSERVICE']._serialized_start=1382
-  _globals['_SUBMISSIONSERVICE']._serialized_end=1995
+  _globals['_SUBMISSION']._serialized_end=734
+  _globals['_LISTGAMESREQUEST']._serialized_start=736
+  _globals['_LISTGAMESREQUEST']._serialized_end=754
+  _globals['_LISTGAMESRESPONSE']._serialized_start=756
+  _globals['_LISTGAMESRESPONSE']._serialized_end=809
+  _globals['_GAME']._serialized_start=811
+  _globals['_GAME']._serialized_end=921
+  _globals['_GETSEATLOGREQUEST']._serialized_start=923
+  _globals['_GETSEATLOGREQUEST']._serialized_end=973
+  _globals['_GETSEATLOGRESPONSE']._serialized_start=975
+  _globals['_GETSEATLOGRESPONSE']._serialized_end=1009
+  _globals['_REGISTERREMOTEREQUEST']._serialized_start=1011
+  _globals['_REGISTERREMOTEREQUEST']._serialized_end=1065
+  _globals['_REGISTERREMOTERESPONSE']._serialized_start=1067
+  _globals['_REGISTERREMOTERESPONSE']._serialized_end=1155
+  _globals['_SELECTSUBMISSIONREQUEST']._serialized_start=1157
+  _globals['_SELECTSUBMISSIONREQUEST']._serialized_end=1194
+  _globals['_SELECTSUBMISSIONRESPONSE']._serialized_start=1196
+  _globals['_SELECTSUBMISSIONRESPONSE']._serialized_end=1267
+  _globals['_SUBMISSIONSERVICE']._serialized_start=1403
+  _globals['_SUBMISSIONSERVICE']._serialized_end=2016
 # @@protoc_insertion_point(module_scope)

@@ -67,7 +67,7 @@ class GetSubmissionResponse(_message.Message):
     def __init__(self, submission: _Optional[_Union[Submission, _Mapping]] = ...) -> None: ...
 
 class Submission(_message.Message):
-    __slots__ = ("id", "name", "version", "entrant", "status", "step", "reason", "log_tail", "created_at", "updated_at", "retired", "games")
+    __slots__ = ("id", "name", "version", "entrant", "status", "step", "reason", "log_tail", "created_at", "updated_at", "retired", "games", "final_entry")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -80,6 +80,7 @@ class Submission(_message.Message):
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
     RETIRED_FIELD_NUMBER: _ClassVar[int]
     GAMES_FIELD_NUMBER: _ClassVar[int]
+    FINAL_ENTRY_FIELD_NUMBER: _ClassVar[int]
     id: int
     name: str
     version: str
@@ -92,7 +93,8 @@ class Submission(_message.Message):
     updated_at: float
     retired: bool
     games: int
-    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., version: _Optional[str] = ..., entrant: _Optional[str] = ..., status: _Optional[str] = ..., step: _Optional[str] = ..., reason: _Optional[str] = ..., log_tail: _Optional[str] = ..., created_at: _Optional[float] = ..., updated_at: _Optional[float] = ..., retired: _Optional[bool] = ..., games: _Optional[int] = ...) -> None: ...
+    final_entry: bool
+    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., version: _Optional[str] = ..., entrant: _Optional[str] = ..., status: _Optional[str] = ..., step: _Optional[str] = ..., reason: _Optional[str] = ..., log_tail: _Optional[str] = ..., created_at: _Optional[float] = ..., updated_at: _Optional[float] = ..., retired: _Optional[bool] = ..., games: _Optional[int] = ..., final_entry: _Optional[bool] = ...) -> None: ...
 
 class ListGamesRequest(_message.Message):
     __slots__ = ()

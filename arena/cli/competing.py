@@ -308,11 +308,13 @@ def _revoke_remote_bots(output: Path, book: Any, competitor: str, err: Console) 
 
 def _line(sub: Any) -> str:
     """One submission as a line: id, entrant, status, and the step and reason of a rejection, or why it
-    retired for good (its image removed: its reason)."""
+    retired for good (its image removed: its reason), and ``[final entry]`` for the competitor's entry in the
+    final as it stands (the wire's ``final_entry``)."""
     why = f" ({sub.step}: {sub.reason})" if sub.status in ("rejected", "failed") else ""
     said = sub.reason and not why  # an accepted one's reason: why it retired for good (its image went)
     retired = (f" [{sub.reason}]" if said else " [retired]") if sub.retired else ""
-    return f"#{sub.id} {sub.entrant} {sub.status}{why}{retired}"
+    final = " [final entry]" if getattr(sub, "final_entry", False) else ""  # the book's own rows have no mark
+    return f"#{sub.id} {sub.entrant} {sub.status}{why}{retired}{final}"
 
 
 def _submit(args: argparse.Namespace, console: Console, err: Console) -> int:
@@ -372,7 +374,8 @@ def _submissions(args: argparse.Namespace, console: Console) -> int:
         client.close()
     table = Table("id", "entrant", "status", "games", "reason")
     for s in subs:
-        table.add_row(str(s.id), s.entrant + (" (retired)" if s.retired else ""), s.status, str(s.games),
+        marks = ", ".join(m for m, on in (("retired", s.retired), ("final entry", s.final_entry)) if on)
+        table.add_row(str(s.id), s.entrant + (f" ({marks})" if marks else ""), s.status, str(s.games),
                       Text(f"{s.step}: {s.reason}" if s.step else s.reason))  # the arena's words, not markup
     console.print(table)
     return 0

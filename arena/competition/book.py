@@ -360,16 +360,20 @@ class CompetitionBook:
         return chosen
 
     def finalists(self) -> list[Submission]:
-        """Each competitor's entry in the final evaluation: the one they selected (if it was accepted),
-        else their latest accepted (whose image is kept); by competitor."""
-        out = []
-        for name, _ in self.competitors():
-            entries = [s for s in self.submissions(name, statuses=IN_PLAY) if not s.removed]
-            chosen = self.get_meta(f"selected:{name}")
-            pick = next((s for s in entries if str(s.id) == chosen), entries[-1] if entries else None)
-            if pick is not None:
-                out.append(pick)
-        return out
+        """Each competitor's entry in the final evaluation (:meth:`final_entry`), by competitor."""
+        return [pick for name, _ in self.competitors() if (pick := self._final_entry(name)) is not None]
+
+    def final_entry(self, competitor: str) -> int | None:
+        """The id of ``competitor``'s entry in the final evaluation as it stands (what ``arena submissions`` and
+        /me mark), or None: the one they selected (if it was accepted), else their latest accepted (whose image
+        is kept)."""
+        pick = self._final_entry(competitor)
+        return None if pick is None else pick.id
+
+    def _final_entry(self, competitor: str) -> Submission | None:
+        entries = [s for s in self.submissions(competitor, statuses=IN_PLAY) if not s.removed]
+        chosen = self.get_meta(f"selected:{competitor}")
+        return next((s for s in entries if str(s.id) == chosen), entries[-1] if entries else None)
 
     def _one(self, sid: int) -> Submission:
         found = self.submissions(sid=sid)

@@ -45,11 +45,11 @@ def token_of(metadata: Any) -> str:
     return ""
 
 
-def submission_pb(sub: Submission, games: int = 0) -> spb.Submission:
-    """The wire form of ``sub``."""
+def submission_pb(sub: Submission, games: int = 0, final: int | None = None) -> spb.Submission:
+    """The wire form of ``sub``; ``final``: the id of its competitor's final entry (``final_entry``)."""
     return spb.Submission(id=sub.id, name=sub.name, version=sub.version, entrant=sub.entrant, status=sub.status,
                           step=sub.step, reason=sub.reason, log_tail=sub.log_tail, created_at=sub.created_at,
-                          updated_at=sub.updated_at, retired=sub.retired, games=games)
+                          updated_at=sub.updated_at, retired=sub.retired, games=games, final_entry=sub.id == final)
 
 
 class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
@@ -74,8 +74,9 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
         await context.abort(_CODES[e.kind], str(e))
         raise AssertionError("abort returned")  # pragma: no cover
 
-    def _pb(self, sub: Submission) -> spb.Submission:
-        return submission_pb(sub, self.desk.games.get(sub.entrant, 0))
+    def _pb(self, sub: Submission, final: int | None = None) -> spb.Submission:
+        return submission_pb(sub, self.desk.games.get(sub.entrant, 0),
+                             self.desk.book.final_entry(sub.competitor) if final is None else final)
 
     async def Submit(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> spb.SubmitResponse:
         competitor = await self._who(context)
@@ -133,7 +134,9 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
     async def ListSubmissions(self, request: spb.ListSubmissionsRequest,
                               context: grpc.aio.ServicerContext) -> spb.ListSubmissionsResponse:
         competitor = await self._who(context)
-        return spb.ListSubmissionsResponse(submissions=[self._pb(s) for s in self.desk.book.submissions(competitor)])
+        book = self.desk.book
+        final = book.final_entry(competitor)
+        return spb.ListSubmissionsResponse(submissions=[self._pb(s, final) for s in book.submissions(competitor)])
 
     async def GetSubmission(self, request: spb.GetSubmissionRequest,
                             context: grpc.aio.ServicerContext) -> spb.GetSubmissionResponse:

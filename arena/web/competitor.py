@@ -137,6 +137,7 @@ async def me(request: Request) -> Response:
         if who is None:
             return _page(request, 200, competitor=None)
         subs = book.submissions(who)
+        final = book.final_entry(who)
     entrants = {s.entrant for s in subs if s.status in ("accepted", "playing", "rated")}
     remote = {s.entrant for s in subs if s.kind == "remote"}
     output: Path = request.app.state.web.data.output
@@ -145,7 +146,7 @@ async def me(request: Request) -> Response:
     running = my_running(output, entrants, request.app.state.web.data.blind())
     logs = {g.game_id: served_logs(output, g, remote) for g in games}
     return _page(request, 200, competitor=who, submissions=subs, games=games, failures=failures, running=running,
-                 logs=logs)
+                 logs=logs, final=final)
 
 
 def served_logs(output: Path, game: MyGame, remote: set[str]) -> list[tuple[int, str | None]]:
