@@ -648,18 +648,25 @@ def test_a_final_over_is_not_played_on_with_more_games(tmp_path: Path) -> None:
         args = argparse.Namespace(config=str(cfg), output=None, games_per_pairing=gpp, bootstrap=20)
         return final_run_args(args, Console(file=err, width=400)), err.getvalue()
 
-    first, _ = final(None)
+    first, _ = final(6)
     assert isinstance(first, argparse.Namespace)
     played = Path(first.config).read_text()
     with Store(Path(first.config).parent / "arena.sqlite") as store:
         store.set_meta("finished_at", "1.0")  # as `arena run` marks it when it publishes the complete final
     more, said = final(8)
     assert more == 2, said
-    assert said.startswith("error: the final is over and its master seed is revealed: --games-per-pairing 8 "
-                           "(it was played with 4)"), said
+    assert said.startswith("error: the final is over and its master seed is revealed: 8 games a pairing "
+                           "(it was played with 6) would deal games"), said
+    assert said.rstrip().endswith("(`--games-per-pairing 6` publishes it again)"), said
     assert len(said.strip().splitlines()) == 1, said
     assert Path(first.config).read_text() == played
-    again, said = final(None)
+    # without the flag (the default, twice the league's 2): it named a "--games-per-pairing 4" never given,
+    # and said to run it "unchanged", which this was
+    default, said = final(None)
+    assert default == 2 and said.startswith("error: the final is over and its master seed is revealed: 4 games a "
+                                            "pairing (it was played with 6)"), said
+    assert "--games-per-pairing 4" not in said and "`--games-per-pairing 6` publishes it again" in said, said
+    again, said = final(6)
     assert isinstance(again, argparse.Namespace), said
 
 

@@ -152,12 +152,14 @@ def _check_not_over(path: Path, text: str) -> None:
         return
     was, now = old["tournament"]["games_per_pairing"], new["tournament"]["games_per_pairing"]
     bots = [", ".join(b["name"] for b in t.get("bots", [])) for t in (old, new)]
-    change = (f"--games-per-pairing {now} (it was played with {was})" if was != now else
+    # the games a pairing, given or the default (twice the league's): not named as a flag the host may not
+    # have given, and the flag that publishes the board again is named
+    change = (f"{now} games a pairing (it was played with {was})" if was != now else
               f"the finalists {bots[1]} (it was played by {bots[0]})" if bots[0] != bots[1] else
               "another config (the league's rules or time control changed)")
+    again = f"`--games-per-pairing {was}` publishes it again" if was != now else "run it unchanged to publish it again"
     raise FinalError(f"the final is over and its master seed is revealed: {change} would deal games anyone can "
-                     f"compute from the public seed; its board stands as published (run it unchanged to "
-                     f"publish it again)")
+                     f"compute from the public seed; its board stands as published ({again})")
 
 
 def _copy_remote_tokens(finalists: list[Submission], league: Path, final: Path) -> None:
