@@ -12,6 +12,7 @@ restart of `arena serve` mid-build loses nothing.
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import signal
@@ -439,8 +440,6 @@ def test_a_competitor_sees_which_entry_plays_the_final(tmp_path: Path) -> None:
     the final (`arena submissions`, /me, the API), so a competitor could not check the selection, nor
     learn that by default their latest accepted version plays. The final's entry (the chosen one, else the
     latest accepted whose image is kept, as `arena competition final` picks it) is marked in each."""
-    import io
-
     from rich.console import Console
 
     from arena.cli.competing import _line, _submissions
@@ -475,6 +474,24 @@ def test_a_competitor_sees_which_entry_plays_the_final(tmp_path: Path) -> None:
         assert _submissions(None, Console(file=out, width=200)) == 0  # type: ignore[arg-type]
     assert "evebot@1 (retired, final entry)" in out.getvalue(), out.getvalue()
     assert "evebot@2 " in out.getvalue() and "evebot@2 (" not in out.getvalue(), out.getvalue()
+
+
+def test_a_competition_leagues_commitment_says_the_close_reveals_its_seed(tmp_path: Path) -> None:
+    """Seen walking docs/competition.md: the league's commitment.json, which competitors keep to check the
+    seed `arena competition close` reveals, said "the seed is revealed in ratings.json after the last game",
+    and a served league has no last game. A competition's league names the close; another tournament (the
+    final's included) keeps the note."""
+    from arena.tournament.runner import open_tournament
+
+    bots = [{"name": n, "command": ["x"]} for n in ("a", "b")]
+    for competition in (True, False):
+        out = tmp_path / f"out-{competition}"
+        data = {"tournament": {"name": "t", "output": str(out)}, "bots": bots,
+                **({"competition": {}} if competition else {})}
+        open_tournament(parse_config(data, base=tmp_path)).store.close()
+        note = json.loads((out / "commitment.json").read_text())["note"]
+        assert ("`arena competition close`" in note) is competition, note
+        assert ("after the last game" in note) is not competition, note
 
 
 def test_the_host_retries_failed_submissions_and_only_those(tmp_path: Path) -> None:

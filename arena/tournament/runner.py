@@ -300,7 +300,9 @@ def _write_commitment(out: Path, config: TournamentConfig, commit: str) -> None:
             "tournament": config.name,
             "master_seed_sha256": commit,
             "config_fingerprint": config.fingerprint(),
-            "note": "SHA-256 of the 32-byte master seed; the seed is revealed in ratings.json after the last game",
+            "note": "SHA-256 of the 32-byte master seed; the seed is revealed in ratings.json " + (
+                "when the league is closed (`arena competition close`): a served league has no last game"
+                if config.competition is not None else "after the last game"),
         },
         indent=2,
     )
