@@ -565,3 +565,14 @@ def test_a_bot_whose_own_code_fails_is_told_so_though_its_protocol_passes() -> N
     assert len(note) == 1 and "exceptions" in note[0] and "fallback" in note[0], table.stdout
     clean = run_suite(sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", extra=("--only", "seq-echo"))
     assert clean["bot_counts"] == {"exceptions": 0, "fallbacks": 0, "scenarios": []}
+
+
+@pytest.mark.slow
+def test_a_bot_that_repeats_the_move_refused_on_purpose_is_not_told_its_code_failed() -> None:
+    """Seen entering a competition by docs/competition.md: the sample random bot, checked locally, was told
+    "note: its own code failed: … 1 fallback moves … (retry)". The retry scenario refuses a legal move on
+    purpose; a bot asked again that repeats it (any deterministic one) gets the SDK's other legal move, which
+    it counts as a fallback, and no failure of the bot's. That one is not counted; others are."""
+    clean = run_suite(sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", extra=("--only", "retry"))
+    assert statuses(clean) == {"retry": "pass"}
+    assert clean["bot_counts"] == {"exceptions": 0, "fallbacks": 0, "scenarios": []}, clean["bot_counts"]

@@ -59,9 +59,12 @@ class BotCounts:
 
     @staticmethod
     def of(logs: Sequence[RunLog]) -> BotCounts:
-        """The sum over ``logs``, one per scenario."""
-        failed = [log for log in logs if log.bot_exceptions or log.bot_fallbacks]
-        return BotCounts(sum(log.bot_exceptions for log in failed), sum(log.bot_fallbacks for log in failed),
+        """The sum over ``logs``, one per scenario, but the fallbacks the suite caused: a legal move refused on
+        purpose (the retry scenario) that the bot, asked again, repeats is replaced by the SDK's fallback, no
+        failure of the bot's own code (one such fallback per refusal at most)."""
+        fallbacks = {log.scenario: max(0, log.bot_fallbacks - _refused_on_purpose(log)) for log in logs}
+        failed = [log for log in logs if log.bot_exceptions or fallbacks[log.scenario]]
+        return BotCounts(sum(log.bot_exceptions for log in failed), sum(fallbacks[log.scenario] for log in failed),
                          tuple(log.scenario for log in failed))
 
     def line(self) -> str:
@@ -71,6 +74,11 @@ class BotCounts:
         return (f"note: its own code failed: the bot reported {self.exceptions} exceptions and {self.fallbacks} "
                 f"fallback moves (Decision.counts) in {len(self.scenarios)} scenarios "
                 f"({', '.join(self.scenarios)}); the checks judge the protocol, not those moves: see its log")
+
+
+def _refused_on_purpose(log: RunLog) -> int:
+    """The legal answers the scripted referee of ``log`` refused on purpose (the retry scenario's)."""
+    return sum(1 for d in log.decisions if d.verdict == "rejected-on-purpose")
 
 
 @dataclass(slots=True)
