@@ -1443,7 +1443,7 @@ def test_a_reason_with_square_brackets_is_printed_as_it_is(tmp_path: Path, monke
 
     reason = "the host is to set [competition] base_python; step [/opt/bot] failed"
     sub = SimpleNamespace(id=7, entrant="evebot@1", status="failed", step="build", reason=reason, retired=True,
-                          log_tail="", games=0)
+                          log_tail="", games=0, final_entry=False)
     code, err = _submit_with_a_fake_arena(tmp_path, monkeypatch, sub, "evebot")
     assert code == 1
     assert f"submitted: #7 evebot@1 failed (build: {reason}) [retired]" in err, err
@@ -1461,7 +1461,7 @@ def test_submit_wait_that_times_out_says_so(tmp_path: Path, monkeypatch: pytest.
     from types import SimpleNamespace
 
     sub = SimpleNamespace(id=3, entrant="mybot@1", status=status, step="", reason="", retired=False, log_tail="",
-                          games=0)
+                          games=0, final_entry=False)
     got, err = _submit_with_a_fake_arena(tmp_path, monkeypatch, sub, "mybot", first="received")
     assert got == code
     assert err.splitlines()[-1] == (f"#3 mybot@1 still {status} after 5 s (--wait-timeout): no longer "

@@ -20,7 +20,7 @@ from arena.competition.client import SubmissionClient
 def _sub(status: str) -> SimpleNamespace:
     """Submission #2 of alicebot@1 with ``status`` (the fields ``arena submit`` prints)."""
     return SimpleNamespace(id=2, entrant="alicebot@1", status=status, step="", reason="", retired=False,
-                           log_tail="")
+                           log_tail="", final_entry=False)
 
 
 class FakeClient(SubmissionClient):
