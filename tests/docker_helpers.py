@@ -84,15 +84,20 @@ def removing_replaced(client: Any, tag: str) -> Iterator[None]:
                     client.api.remove_image(before)
 
 
+def add_tar_file(tar: tarfile.TarFile, name: str, body: bytes) -> None:
+    """Add a regular file ``name`` holding ``body`` to ``tar`` (a build context, an archive a test sends)."""
+    info = tarfile.TarInfo(name)
+    info.size = len(body)
+    tar.addfile(info, io.BytesIO(body))
+
+
 def scratch_image(client: Any, tag: str, dockerfile_tail: str = "") -> Any:
     """An image ``tag`` built from scratch holding one file ``/f`` (``FROM scratch``, ``COPY f /f``, then
     ``dockerfile_tail``, e.g. ``"VOLUME /data\n"``): the smallest image a test can hand the arena."""
     context = io.BytesIO()
     with tarfile.open(fileobj=context, mode="w") as tar:
-        for name, body in (("Dockerfile", f"FROM scratch\nCOPY f /f\n{dockerfile_tail}".encode()), ("f", b"x")):
-            info = tarfile.TarInfo(name)
-            info.size = len(body)
-            tar.addfile(info, io.BytesIO(body))
+        add_tar_file(tar, "Dockerfile", f"FROM scratch\nCOPY f /f\n{dockerfile_tail}".encode())
+        add_tar_file(tar, "f", b"x")
     context.seek(0)
     image, _ = client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True)
     return image

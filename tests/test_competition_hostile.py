@@ -24,16 +24,14 @@ from arena.competition.book import CompetitionBook
 from arena.competition.desk import Desk, Header, Refused
 from arena.competition.pipeline import submission_tag
 from arena.config import CompetitionSettings
+from tests.docker_helpers import add_tar_file
 
 
 def _archive() -> bytes:
     """A tar.gz of a Python bot ``bot:Bot`` (enough for the desk's plan; it is never built here)."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        body = b"class Bot:\n    pass\n"
-        info = tarfile.TarInfo("bot.py")
-        info.size = len(body)
-        tar.addfile(info, io.BytesIO(body))
+        add_tar_file(tar, "bot.py", b"class Bot:\n    pass\n")
     return buf.getvalue()
 
 
@@ -334,9 +332,7 @@ def test_the_hosts_console_gets_no_escape_sequences_from_a_submission(tmp_path: 
     manifest = json.dumps([{"Config": "\x1b[2J\x1b]0;owned\x07.json", "RepoTags": None, "Layers": []}]).encode()
     archive = io.BytesIO()
     with tarfile.open(fileobj=archive, mode="w") as tar:
-        info = tarfile.TarInfo("manifest.json")
-        info.size = len(manifest)
-        tar.addfile(info, io.BytesIO(manifest))
+        add_tar_file(tar, "manifest.json", manifest)
     archive.seek(0)
     book = CompetitionBook(tmp_path)
     try:
@@ -1121,10 +1117,7 @@ def test_a_prebuilt_image_of_too_many_files_is_rejected_and_removed(tmp_path: Pa
     tag = f"allfours-test-inodes:{os.getpid()}"
     context = io.BytesIO()
     with tarfile.open(fileobj=context, mode="w") as tar:
-        dockerfile = b"FROM scratch\nCOPY d /d\n"
-        info = tarfile.TarInfo("Dockerfile")
-        info.size = len(dockerfile)
-        tar.addfile(info, io.BytesIO(dockerfile))
+        add_tar_file(tar, "Dockerfile", b"FROM scratch\nCOPY d /d\n")
         for i in range(1500):
             tar.addfile(tarfile.TarInfo(f"d/{i}"), io.BytesIO(b""))
     context.seek(0)
