@@ -24,7 +24,7 @@ import tarfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import pytest
@@ -36,6 +36,9 @@ from arena.config import ConfigError, check_bot_cwds, load_config, parse_config
 from arena.hosting.shepherd import descendants
 from tests.conftest import running
 from tests.docker_helpers import base_image, docker0_address, docker_client
+
+if TYPE_CHECKING:
+    from arena.competition.book import CompetitionBook, Submission
 
 ROOT = Path(__file__).resolve().parent.parent
 PREFIX = "allfours-compete-test"
@@ -412,6 +415,18 @@ def test_a_competitor_keeps_at_most_versions_kept_images(tmp_path: Path, monkeyp
     assert "evebot@2's image is removed (past versions_kept = 2); its games are kept" in notes, notes
 
 
+def _two_versions(book: CompetitionBook) -> tuple[Submission, Submission]:
+    """Competitor eve with two accepted versions of evebot in ``book`` (images ``img:1``, ``img:2``), the first
+    retired (a newer one took its place); as the book reads them now."""
+    book.add_competitor("eve")
+    for version in ("1", "2"):
+        sub = book.add_submission("eve", "evebot", version, "image", "")
+        book.set_status(sub.id, "accepted", image=f"img:{version}")
+    old, new = book.submissions("eve")
+    book.retire(old.id)
+    return book.submissions("eve")[0], new
+
+
 def test_a_version_chosen_as_its_image_goes_is_either_kept_or_refused(tmp_path: Path) -> None:
     """Choosing a final entry (``arena submit --select``) and removing a retired version's image (past
     ``versions_kept``) are one transaction each in the book: whichever comes first wins, and a version is
@@ -419,12 +434,7 @@ def test_a_version_chosen_as_its_image_goes_is_either_kept_or_refused(tmp_path: 
     from arena.competition.book import CompetitionBook
 
     with CompetitionBook(tmp_path) as book:
-        book.add_competitor("eve")
-        old, new = (book.add_submission("eve", "evebot", v, "image", "") for v in ("1", "2"))
-        for sub in (old, new):
-            book.set_status(sub.id, "accepted", image=f"img:{sub.version}")
-        book.retire(old.id)
-        old = book.submissions("eve")[0]
+        old, new = _two_versions(book)
         assert book.select("eve", old.id)  # chosen first: its image stays
         assert not book.claim_removal(old)
         assert book.select("eve", new.id)
@@ -447,11 +457,7 @@ def test_a_competitor_sees_which_entry_plays_the_final(tmp_path: Path) -> None:
     from arena.competition.service import submission_pb
 
     with CompetitionBook(tmp_path) as book:
-        book.add_competitor("eve")
-        one, two = (book.add_submission("eve", "evebot", v, "image", "") for v in ("1", "2"))
-        for sub in (one, two):
-            book.set_status(sub.id, "accepted", image=f"img:{sub.version}")
-        book.retire(one.id)
+        one, two = _two_versions(book)
         assert book.final_entry("eve") == two.id  # the latest, by default
         assert book.select("eve", one.id)
         assert book.final_entry("eve") == one.id and [s.id for s in book.finalists()] == [one.id]
