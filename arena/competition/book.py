@@ -17,10 +17,11 @@ made before sessions were kept here gets their table when it is opened (``CREATE
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -150,6 +151,19 @@ class CompetitionBook:
         with self._lock:
             self._db.close()
 
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE``: another process's waits), under :attr:`_lock`: committed
+        at the end, rolled back on any error (which is raised)."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
     def __enter__(self) -> CompetitionBook:
         return self
 
@@ -213,17 +227,11 @@ class CompetitionBook:
         """Keep a new session of ``competitor`` (``digest``: the SHA-256 of its id), signed in and last
         used at ``now`` (UNIX seconds), and end their oldest ones beyond the newest ``keep``, in one
         transaction (two sign-ins at once leave at most ``keep``)."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                self._db.execute("INSERT INTO sessions VALUES (?, ?, ?, ?)", (digest, competitor, now, now))
-                self._db.execute("DELETE FROM sessions WHERE competitor = ? AND digest NOT IN (SELECT digest FROM "
-                                 "sessions WHERE competitor = ? ORDER BY created_at DESC, rowid DESC LIMIT ?)",
-                                 (competitor, competitor, keep))
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        with self._transaction() as db:
+            db.execute("INSERT INTO sessions VALUES (?, ?, ?, ?)", (digest, competitor, now, now))
+            db.execute("DELETE FROM sessions WHERE competitor = ? AND digest NOT IN (SELECT digest FROM "
+                       "sessions WHERE competitor = ? ORDER BY created_at DESC, rowid DESC LIMIT ?)",
+                       (competitor, competitor, keep))
 
     def session(self, digest: str) -> WebSession | None:
         """The session whose id has SHA-256 ``digest``, or None (never made, or ended)."""
@@ -323,19 +331,11 @@ class CompetitionBook:
         unless it is (now) its competitor's selected final entry or no longer retired; in one transaction with
         :meth:`select`'s, so a version chosen for the final at that moment is either chosen (and kept) or
         refused. Returns whether it was marked (:meth:`keep_image` undoes it when docker keeps the image)."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                chosen = self._db.execute("SELECT value FROM meta WHERE key = ?",
-                                          (f"selected:{sub.competitor}",)).fetchone()
-                marked = chosen != (str(sub.id),) and self._db.execute(
-                    "UPDATE submissions SET retired = ?, updated_at = ? WHERE id = ? AND retired = 1",
-                    (IMAGE_REMOVED, time.time(), sub.id)).rowcount == 1
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
-        return marked
+        with self._transaction() as db:
+            chosen = db.execute("SELECT value FROM meta WHERE key = ?", (f"selected:{sub.competitor}",)).fetchone()
+            return chosen != (str(sub.id),) and db.execute(
+                "UPDATE submissions SET retired = ?, updated_at = ? WHERE id = ? AND retired = 1",
+                (IMAGE_REMOVED, time.time(), sub.id)).rowcount == 1
 
     def keep_image(self, sid: int) -> None:
         """Submission ``sid``'s image was not removed after all (docker kept it): retired, selectable again."""
@@ -346,17 +346,11 @@ class CompetitionBook:
     def select(self, competitor: str, sid: int) -> bool:
         """Make ``sid`` ``competitor``'s entry in the final evaluation (the caller checked it is theirs) unless its
         image is removed (:meth:`claim_removal`, in one transaction with this); returns whether it was chosen."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                row = self._db.execute("SELECT retired FROM submissions WHERE id = ?", (sid,)).fetchone()
-                chosen = row is not None and row[0] != IMAGE_REMOVED
-                if chosen:
-                    self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"selected:{competitor}", str(sid)))
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        with self._transaction() as db:
+            row = db.execute("SELECT retired FROM submissions WHERE id = ?", (sid,)).fetchone()
+            chosen = row is not None and row[0] != IMAGE_REMOVED
+            if chosen:
+                db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"selected:{competitor}", str(sid)))
         return chosen
 
     def finalists(self) -> list[Submission]:
