@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import socket
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ from arena.competition.book import BOOK_NAME, CompetitionBook
 from arena.competition.games import hidden_versions
 from arena.report import live
 from arena.web.app import create_app
-from arena.web.competitor import COOKIE, IDLE_S, LIFETIME_S, SESSIONS_EACH, TOUCH_S, Sessions
+from arena.web.competitor import COOKIE, FORM_BYTES, IDLE_S, LIFETIME_S, SESSIONS_EACH, TOUCH_S, Sessions
 
 pytestmark = pytest.mark.slow
 
@@ -279,6 +280,34 @@ def test_a_session_outlives_a_restart_of_arena_web(tmp_path: Path, out: Path) ->
         again = httpx.get(f"{base}/me", headers=_cookie(sid))
         assert again.status_code == 200 and IVY_PAGE in again.text
         assert SIGN_IN_FORM in httpx.get(f"{base}/me", headers=_cookie(sid + "x")).text
+
+
+def _post_head(base: str, headers: str, body: bytes) -> bytes:
+    """Send ``POST /me/login`` with ``headers`` and the first ``body`` bytes of a longer body (never sent);
+    the status line the server answers with before the rest (b"" if it closes without one)."""
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as s:
+        s.settimeout(30)  # a safety net: the server should answer without waiting for the rest
+        s.sendall(f"POST /me/login HTTP/1.1\r\nHost: {host}:{port}\r\n{headers}\r\n".encode() + body)
+        return s.makefile("rb").readline()
+
+
+def test_a_sign_in_form_over_its_limit_is_refused_unread(tmp_path: Path, out: Path) -> None:
+    """/me/login read the whole body into memory before keeping its first FORM_BYTES: anyone, with no
+    token, could post gigabytes (400 MB took arena serve to 950 MB) and run the league's host out of
+    memory. Over the limit by Content-Length, or by what a chunked body has sent so far, it is a 413 at
+    once, the rest never read; a form within it still signs in (a real `arena web` process)."""
+    copy, tokens = _competition(tmp_path, out)
+    with arena_web(copy) as base:
+        declared = _post_head(base, f"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {1 << 30}\r\n",
+                              b"token=")
+        assert declared.startswith(b"HTTP/1.1 413"), declared
+        chunk = b"token=" + b"a" * FORM_BYTES
+        chunked = _post_head(base, "Content-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n",
+                             b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        assert chunked.startswith(b"HTTP/1.1 413"), chunked
+        signed = httpx.post(f"{base}/me/login", content=f"token={tokens['ivy']}", headers=FORM, follow_redirects=False)
+        assert signed.status_code == 303, signed.text
 
 
 def test_the_book_keeps_only_a_sessions_sha256(tmp_path: Path, out: Path) -> None:

@@ -1,11 +1,12 @@
 """A competitor's own pages (docs/competition.md): sign in with the competitor token, see my
 submissions with their statuses and reasons, my games (replays) and download my seat logs.
 
-- ``GET /me``: the sign-in form, or (signed in) my page; ``POST /me/login`` (form field ``token``): a
-  session cookie ``af_session`` (HttpOnly, SameSite=Strict, Path=/, kept :data:`LIFETIME_S`; the token
-  is never in a URL and never stored); ``POST /me/logout``; both refuse (403) a form posted from another
-  site (its ``Origin`` or ``Sec-Fetch-Site`` says so): SameSite guards sending the cookie, not setting
-  it, so another site's form could sign a browser in as the attacker (login CSRF) or out;
+- ``GET /me``: the sign-in form, or (signed in) my page; ``POST /me/login`` (form field ``token``, the form
+  at most :data:`FORM_BYTES`: more is 413, unread): a session cookie ``af_session`` (HttpOnly,
+  SameSite=Strict, Path=/, kept :data:`LIFETIME_S`; the token is never in a URL and never stored);
+  ``POST /me/logout``; both refuse (403) a form posted from another site (its ``Origin`` or
+  ``Sec-Fetch-Site`` says so): SameSite guards sending the cookie, not setting it, so another site's
+  form could sign a browser in as the attacker (login CSRF) or out;
 - ``GET /me/live/{game_id}/{seat}``: my seat's view of a running game (as my bot sees it);
 - ``GET /me/logs/{game_id}/{seat}``: my seat's log as a download; another's seat, or no session, is
   refused (403 / 401) — whatever the URL names (:func:`arena.competition.games.seat_log` decides). My
@@ -189,6 +190,21 @@ def _cross_site(request: Request) -> Response | None:
     return None
 
 
+async def form_body(request: Request) -> bytes | None:
+    """The request's body, or None once it is over :data:`FORM_BYTES` (by its ``Content-Length``, or by what
+    has come so far), the rest left unread: a body read whole first let anyone, with no token, fill the
+    server's memory with one post."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > FORM_BYTES:
+        return None
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > FORM_BYTES:
+            return None
+    return body
+
+
 async def login(request: Request) -> Response:
     """``POST /me/login``: a session for the competitor whose token the form holds (303 to /me)."""
     refused = _cross_site(request)
@@ -197,8 +213,10 @@ async def login(request: Request) -> Response:
     book = _book(request)
     if book is None:
         return _page(request, 404, error="this arena runs no competition")
-    body = (await request.body())[:FORM_BYTES].decode("utf-8", "replace")
-    token = (parse_qs(body).get("token") or [""])[0].strip()
+    body = await form_body(request)
+    if body is None:
+        return Response(f"a sign-in form holds at most {FORM_BYTES} bytes\n", status_code=413, media_type="text/plain")
+    token = (parse_qs(body.decode("utf-8", "replace")).get("token") or [""])[0].strip()
     with book:
         who = book.competitor_for(token)
         sid = None if who is None else request.app.state.sessions.open(book, who)
