@@ -284,6 +284,37 @@ def test_the_table_shows_the_bots_own_output_when_a_run_fails() -> None:
     assert proc.stdout.rstrip().splitlines()[-1] == "conformance: 0 passed, 1 failed (join), 0 skipped"
 
 
+#: A bot that writes 32 MiB of output, then reports (to the file named in its argv) how many bytes of it the
+#: suite holds on disk (its stdout's size when that is a file, 0 for a pipe), says its last words and
+#: exits before its Hello.
+FLOODER = """
+import os, stat, sys
+for _ in range(512):
+    os.write(1, b"x" * 65536)
+st = os.fstat(1)
+with open(sys.argv[1], "w") as f:
+    f.write(str(st.st_size if stat.S_ISREG(st.st_mode) else 0))
+os.write(2, b"MARKER-last-words")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", [(), ("--lobby",)], ids=["per-game", "lobby"])
+def test_a_bots_flood_of_output_is_not_kept_on_disk(tmp_path: Path, mode: tuple[str, ...]) -> None:
+    """The suite wrote all the bot's output to a temporary file and read its last 2 KiB at the end: a bot
+    writing without end filled the host's temp folder for as long as its scenarios lasted (the arena's
+    validation of a submission runs this suite, `docker run` streaming the container's output into it,
+    for up to 900 s). Only the end is kept now, in memory: of 32 MiB written, nothing is held on disk,
+    and the tail is its last words."""
+    report = tmp_path / "held"
+    out = run_suite(sys.executable, "-c", FLOODER, str(report),
+                    extra=(*mode, "--startup-limit", "1", "--only", "lobby-register" if mode else "join"), timeout=120)
+    assert int(report.read_text()) <= 1 << 20
+    tails = out["output_tails"]
+    assert isinstance(tails, dict) and tails, out
+    assert all(str(t).endswith("MARKER-last-words") and len(str(t)) <= 2048 for t in tails.values()), tails
+
+
 @pytest.mark.slow
 def test_only_and_two_players() -> None:
     out = run_suite(sys.executable, "-m", "tests.bots.broken", extra=("--only", "phases", "--only", "pack-runs-dry",

@@ -4,9 +4,10 @@ The bot is launched the way the arena launches it (docs/tournament-config.md, Wh
 each bot process): its argv with the placeholders ``{python}``, ``{ticket}``, ``{referee}``,
 ``{seat}`` and ``{config_dir}`` (the current directory) replaced, and the environment variables
 ``ALLFOURS_TICKET`` and ``ALLFOURS_REFEREE`` set. It runs in its own session (process group), with
-stdin closed, stdout and stderr in a private temporary file (0600, removed afterwards; the last
-2 KiB are kept for the report). While it runs, the peak resident memory of its process group
-(the sum of each process's ``VmHWM`` in /proc) is sampled every 100 ms.
+stdin closed, stdout and stderr in a pipe that the suite reads as it comes, keeping only the last
+2 KiB (for the report): never a file, which a bot writing without end would grow until the disk is
+full. While it runs, the peak resident memory of its process group (the sum of each process's
+``VmHWM`` in /proc) is sampled every 100 ms.
 """
 
 from __future__ import annotations
@@ -16,14 +17,13 @@ import contextlib
 import functools
 import os
 import secrets
+import select
 import signal
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 import grpc
 
@@ -36,6 +36,8 @@ from sdk.conformance.scenarios import Scenario
 
 #: Bytes of the bot's output kept for the report.
 TAIL_BYTES = 2048
+#: Most bytes of the bot's output read once its run is over (what its pipe holds then, at most).
+DRAIN_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,25 +139,68 @@ async def run_scenario(scenario: Scenario, command: Sequence[str], limits: Limit
     ticket = ref.ticket
     argv = bot_argv(command, ticket, address, scenario.bot_seat)
     env = {**os.environ, ENV_TICKET: ticket, ENV_REFEREE: address}
-    with tempfile.TemporaryFile(prefix="conformance-") as out:  # created 0600 and unlinked at once
+    with OutputTail() as out:
         try:
             proc = await asyncio.create_subprocess_exec(*argv, env=env, stdin=asyncio.subprocess.DEVNULL,
-                                                        stdout=out, stderr=out, start_new_session=True)
+                                                        stdout=out.fd, stderr=out.fd, start_new_session=True)
         except OSError:
             await server.stop(None)
             raise
+        out.started()
         log = await _supervise(ref, proc, limits, t0)
         await server.stop(0.2)
-        log.stderr_tail = output_tail(out)
+        log.stderr_tail = out.text()
     log.wall_s = time.monotonic() - t0
     return log
 
 
-def output_tail(out: IO[bytes]) -> str:
-    """The last TAIL_BYTES of the bot's output file ``out``, decoded (bad bytes replaced)."""
-    out.seek(0, os.SEEK_END)
-    out.seek(max(0, out.tell() - TAIL_BYTES))
-    return out.read().decode("utf-8", "replace")
+class OutputTail:
+    """The bot's output (stdout and stderr): a pipe whose write end :attr:`fd` the bot gets and whose read
+    end the running event loop reads as it comes, keeping only its last :data:`TAIL_BYTES` (the suite
+    kept all of it in a temporary file and read the end: a bot writing without end filled the disk). Use
+    it as a context manager inside the event loop; call :meth:`started` once the bot has the write end."""
+
+    def __init__(self) -> None:
+        self._read_fd, self.fd = os.pipe()
+        os.set_blocking(self._read_fd, False)
+        self._tail = bytearray()
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(self._read_fd, self._read)
+
+    def __enter__(self) -> OutputTail:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._loop.remove_reader(self._read_fd)
+        os.close(self._read_fd)
+        self.started()
+
+    def started(self) -> None:
+        """Close the suite's copy of the write end (the bot has its own): the bot's exit ends the output."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def _read(self) -> bool:
+        """Read what the pipe holds now (at most 64 KiB) into the tail; whether more may come (not at its end)."""
+        try:
+            data = os.read(self._read_fd, 65536)
+        except BlockingIOError:
+            return True
+        if not data:
+            self._loop.remove_reader(self._read_fd)
+            return False
+        self._tail += data
+        del self._tail[:-TAIL_BYTES]
+        return True
+
+    def text(self) -> str:
+        """The last :data:`TAIL_BYTES` of the output, decoded (bad bytes replaced), once what the pipe holds
+        now is read (at most :data:`DRAIN_BYTES` more: a process the bot left behind may write on)."""
+        for _ in range(DRAIN_BYTES // 65536):
+            if not self._read() or not select.select([self._read_fd], [], [], 0)[0]:
+                break
+        return bytes(self._tail).decode("utf-8", "replace")
 
 
 async def play_beside(ref: ScriptedReferee, proc: asyncio.subprocess.Process, limits: Limits,

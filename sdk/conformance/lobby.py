@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import os
 import secrets
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -37,9 +36,9 @@ from referee import wire
 from referee.streams import Undecodable, add_stream_method
 from sdk.conformance.launch import (
     Limits,
+    OutputTail,
     bot_argv,
     kill_group,
-    output_tail,
     play_beside,
     sample_memory,
     start_referee,
@@ -177,14 +176,15 @@ async def run_lobby(scenarios: Sequence[Scenario], command: Sequence[str], limit
     await server.start()
     logs: dict[str, RunLog] = {}
     peak = RunLog(scenario="lobby", ticket="")
-    with tempfile.TemporaryFile(prefix="conformance-") as out:  # created 0600 and unlinked at once
+    with OutputTail() as out:
         try:
             proc = await asyncio.create_subprocess_exec(*bot_argv(command, "", "", 0), env=worker_env(address,
                                                         lobby.log.token), stdin=asyncio.subprocess.DEVNULL,
-                                                        stdout=out, stderr=out, start_new_session=True)
+                                                        stdout=out.fd, stderr=out.fd, start_new_session=True)
         except OSError:
             await server.stop(None)
             raise
+        out.started()
         memory = asyncio.ensure_future(watch_memory(proc.pid, peak))
         try:
             await _await_register(lobby, proc, limits.startup_s + 5)
@@ -200,7 +200,7 @@ async def run_lobby(scenarios: Sequence[Scenario], command: Sequence[str], limit
             kill_group(proc)
             await proc.wait()
             await server.stop(0.2)
-        tail = output_tail(out)
+        tail = out.text()
     if lobby.log.fatal and (words := _last_line(tail)):
         lobby.log.fatal += f" (its last output: {words})"
     for sc in scenarios:
