@@ -230,16 +230,52 @@ def _host_addresses() -> list[str]:
     return [a for a in dict.fromkeys(["172.17.0.1", *found]) if not a.startswith("127.")]
 
 
-def _probe_folder(folder: Path, port: int) -> None:
-    """A Node.js bot whose preinstall script runs :data:`PROBE_JS` against ``port``."""
+def _probe_folder(folder: Path, port: int, hosts: list[str]) -> None:
+    """A Node.js bot whose preinstall script runs :data:`PROBE_JS` against ``hosts`` at ``port``."""
     import json
 
     folder.mkdir(parents=True)
     (folder / "bot.js").write_text("")
     (folder / "probe.js").write_text(PROBE_JS)
-    (folder / "targets.json").write_text(json.dumps({"hosts": _host_addresses(), "port": port}))
+    (folder / "targets.json").write_text(json.dumps({"hosts": hosts, "port": port}))
     (folder / "package.json").write_text(json.dumps({"name": "prober", "version": "1.0.0", "main": "bot.js",
                                                      "scripts": {"preinstall": "node probe.js"}}))
+
+
+def _probe_build(out: Path, prefix: str, port: int, hosts: list[str]) -> tuple[str, str, list[str]]:
+    """Build eve's prober@1 (:func:`_probe_folder`) through a real build queue of the competition in
+    ``out`` (images ``prefix``/…, removed after), its validation passing every image; returns its status,
+    its probe.txt and what of the run was on docker while the queue was open."""
+    from arena.competition.book import CompetitionBook
+    from arena.competition.pipeline import BuildQueue, submission_folder, submission_tag
+    from arena.competition.validate import Verdict
+    from arena.config import CompetitionSettings
+
+    client = docker_client()
+    settings = CompetitionSettings(base_node=base_image("node"), image_prefix=prefix)
+    tag = submission_tag(settings, out, "prober", "1")
+    try:
+        with CompetitionBook(out) as book:
+            book.add_competitor("eve")
+            sub = book.add_submission("eve", "prober", "1", "node", "")
+            _probe_folder(submission_folder(out, sub.id), port, hosts)
+            queue = BuildQueue(book, settings, out, lambda: None, lambda _: None,
+                               validator=lambda *_: Verdict(True, (), ""), client=client)
+            queue.start()  # the queue's thread takes the submission, as in `arena serve`
+            try:
+                deadline = time.monotonic() + 600
+                while (got := book.get(sub.id)) is not None and got.status in ("received", "building"):
+                    assert time.monotonic() < deadline, "the build did not end in 600 s"
+                    time.sleep(0.5)
+                assert got is not None
+                while_open = leftovers(client, run_key(out))
+            finally:
+                queue.stop()
+        probe = file_in_image(client, tag, "/opt/bot/probe.txt") if got.status == "accepted" else ""
+    finally:
+        with contextlib.suppress(Exception):
+            client.images.remove(tag, force=True)
+    return got.status, probe, while_open
 
 
 @pytest.mark.slow
@@ -249,52 +285,80 @@ def test_a_competition_build_reaches_no_service_of_the_host(tmp_path: Path) -> N
     competition's build network no address of the host answers, the build still has a default route
     (not an internal network: its registries stay reachable), the build succeeds, and stopping the
     queue removes the network and its firewall chain."""
-
-    from arena.competition.book import CompetitionBook
-    from arena.competition.pipeline import BuildQueue, submission_folder, submission_tag
-    from arena.competition.validate import Verdict
-    from arena.config import CompetitionSettings
-
-    client = docker_client()
     out = tmp_path / "out"
-    settings = CompetitionSettings(base_node=base_image("node"), image_prefix="allfours-test-buildnet")
-    tag = submission_tag(settings, out, "prober", "1")
     listener = TcpCanary()
     try:
-        with CompetitionBook(out) as book:
-            book.add_competitor("eve")
-            sub = book.add_submission("eve", "prober", "1", "node", "")
-            _probe_folder(submission_folder(out, sub.id), listener.port)
-            queue = BuildQueue(book, settings, out, lambda: None, lambda _: None,
-                               validator=lambda *_: Verdict(True, (), ""), client=client)
-            queue.start()  # the queue's thread takes the submission, as in `arena serve`
-            try:
-                deadline = time.monotonic() + 600
-                while (got := book.get(sub.id)) is not None and got.status in ("received", "building"):
-                    assert time.monotonic() < deadline, "the build did not end in 600 s"
-                    time.sleep(0.5)
-                assert got is not None and got.status == "accepted", got
-                while_open = leftovers(client, run_key(out))
-            finally:
-                queue.stop()
-        probe = file_in_image(client, tag, "/opt/bot/probe.txt")
+        status, probe, while_open = _probe_build(out, "allfours-test-buildnet", listener.port, _host_addresses())
     finally:
         listener.close()
-        with contextlib.suppress(Exception):
-            client.images.remove(tag, force=True)
+    assert status == "accepted", probe
     tried = [line for line in probe.splitlines() if line.startswith("TCP ")]
     assert len(tried) >= 3 and all(" failed: " in line for line in tried), probe
     assert listener.peers == [], (listener.peers, probe)
     assert probe.startswith("GATEWAY ") and not probe.startswith("GATEWAY null"), probe
     assert any("allfours-build-" in x for x in while_open), while_open
-    assert leftovers(client, run_key(out)) == []
+    assert leftovers(docker_client(), run_key(out)) == []
+
+
+#: A cloud's metadata service (AWS, GCP, Azure, OpenStack): it hands the machine's credentials to whoever asks.
+METADATA = "169.254.169.254"
+#: A TCP listener (run in a network namespace): one line on stdout, the peer's address, per connection.
+NS_LISTENER = """
+import socket, sys
+s = socket.create_server(("0.0.0.0", int(sys.argv[1])))
+while True:
+    c, peer = s.accept()
+    print(peer[0], flush=True)
+    c.close()
+"""
+
+
+@pytest.mark.slow
+def test_a_competition_build_reaches_no_private_or_link_local_address(tmp_path: Path) -> None:
+    """The build network forwarded a build's traffic to any address the host routes to: a cloud host's
+    metadata service (169.254.169.254: its credentials) and every machine of its private network, from
+    the competitor's own code running as root in the build. A network namespace plays both (a machine at
+    a 10.x address of this host's, answering at 169.254.169.254 too): this host reaches it (the control),
+    the build reaches neither address and still succeeds (its name lookups and registries are elsewhere)."""
+    import socket
+
+    from tests.netns_helpers import netns
+
+    port = 8080
+    with netns() as ns:
+        subprocess.run(["ip", "route", "add", f"{METADATA}/32", "via", ns.ns_ip], check=True, capture_output=True)
+        try:
+            ns.run("ip", "addr", "add", f"{METADATA}/32", "dev", "lo")
+            listener = subprocess.Popen(ns.argv(sys.executable, "-c", NS_LISTENER, str(port)),
+                                        stdout=subprocess.PIPE, text=True)
+            try:
+                for host in (ns.ns_ip, METADATA):  # the control, once the listener listens
+                    deadline = time.monotonic() + 30
+                    while True:
+                        try:
+                            socket.create_connection((host, port), timeout=5).close()
+                            break
+                        except OSError:
+                            assert time.monotonic() < deadline, f"the control did not reach {host}:{port}"
+                            time.sleep(0.2)
+                status, probe, _ = _probe_build(tmp_path / "out", "allfours-test-buildlan", port, [ns.ns_ip, METADATA])
+            finally:
+                listener.terminate()
+                peers = listener.communicate(timeout=10)[0].split()
+        finally:
+            subprocess.run(["ip", "route", "del", f"{METADATA}/32"], capture_output=True, timeout=30)
+    assert status == "accepted", probe
+    assert f"TCP {ns.ns_ip} failed" in probe and f"TCP {METADATA} failed" in probe, probe
+    assert peers == [ns.host_ip, ns.host_ip], (peers, probe)  # the control's two connections only
+    assert leftovers(docker_client(), run_key(tmp_path / "out")) == []
 
 
 @pytest.mark.slow
 def test_the_build_network_is_replaced_and_cleaned_up_by_run_key(tmp_path: Path) -> None:
-    """A crashed run's build network and chain are replaced by the next open (one INPUT hook, not two);
-    the run key's cleanup (the reaper's, ``python -m arena.hosting.sandbox clean``) removes them."""
-    from arena.hosting.sandbox import BuildNetwork, cleanup
+    """A crashed run's build network and chains are replaced by the next open (one INPUT hook and one
+    DOCKER-USER hook, not two); the run key's cleanup (the reaper's, ``python -m arena.hosting.sandbox
+    clean``) removes them."""
+    from arena.hosting.sandbox import PRIVATE_NETS, BuildNetwork, cleanup
 
     client = docker_client()
     key = run_key(tmp_path)
@@ -305,14 +369,19 @@ def test_the_build_network_is_replaced_and_cleaned_up_by_run_key(tmp_path: Path)
         rules = subprocess.run(["iptables", "-S", "INPUT"], capture_output=True, text=True, timeout=30).stdout
         assert [line for line in rules.splitlines() if f"AFB-{key}" in line] == [
             f"-A INPUT -i {again.bridge} -j AFB-{key}"], rules
+        out = f"AFB-{key}-out"
         assert sorted(leftovers(client, key)) == sorted([
             f"network allfours-build-{key}", f"iptables -N AFB-{key}", f"iptables -A AFB-{key} -j DROP",
-            f"iptables -A INPUT -i {again.bridge} -j AFB-{key}", *[
+            f"iptables -A INPUT -i {again.bridge} -j AFB-{key}", f"iptables -N {out}",
+            *[f"iptables -A {out} -p {p} -m {p} --dport 53 -j RETURN" for p in ("udp", "tcp")],
+            *[f"iptables -A {out} -d {net} -j DROP" for net in PRIVATE_NETS],
+            f"iptables -A DOCKER-USER -i {again.bridge} -j {out}", *[
                 f"cgroup {d}" for d in Path("/sys/fs/cgroup").glob(f"*/allfours-build-{key}")]])
         assert again.cgroup_parent == f"/allfours-build-{key}"  # the builds' pids limit (cgroupfs driver)
     finally:
         removed = cleanup(client, key)
     assert f"allfours-build-{key}" in removed and f"iptables chain AFB-{key}" in removed, removed
+    assert f"iptables chain AFB-{key}-out" in removed, removed
     assert f"cgroup allfours-build-{key}" in removed, removed
     assert leftovers(client, key) == []
 

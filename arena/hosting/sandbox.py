@@ -322,6 +322,11 @@ def network_names(key: str, build: bool = False) -> tuple[str, str, str]:
     return f"allfours-{key}", f"af-{key}"[:15], f"AF-{key}"
 
 
+def forward_chain(chain: str) -> str:
+    """The name of the build network's second chain (:func:`wall_private`), beside its INPUT ``chain``."""
+    return f"{chain}-out"
+
+
 def walled_network(client: Any, name: str, bridge: str, chain: str, labels: Mapping[str, str],
                    internal: bool) -> tuple[str, str | None]:
     """Create the bridge network ``name`` (interface ``bridge``, no traffic between its containers) and
@@ -352,11 +357,30 @@ def walled_network(client: Any, name: str, bridge: str, chain: str, labels: Mapp
     return str(gateway), subnet
 
 
-def _remove_chain(chain: str, bridge: str) -> list[str]:
-    """Unhook ``chain`` from INPUT and delete it (absent: nothing done); returns what was removed."""
+#: Where a build's traffic is not forwarded (:func:`wall_private`): a cloud's metadata service (the
+#: link-local 169.254.169.254 hands out the host's credentials), the private networks around the host (RFC
+#: 1918) and carrier-grade NAT's (some clouds' metadata, VPNs). Name lookups (port 53) still pass: the host's
+#: resolver often has a private address, and docker's resolver asks it from the build's own network.
+PRIVATE_NETS = ("169.254.0.0/16", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
+
+
+def wall_private(bridge: str, chain: str) -> None:
+    """Make the iptables chain ``chain``, hooked into docker's ``DOCKER-USER`` (docker's FORWARD asks it
+    first) for traffic from ``bridge``, that drops what goes to :data:`PRIVATE_NETS` but name lookups.
+    :raises SandboxError: if iptables fails (one line)."""
+    _iptables("-N", chain)
+    for proto in ("udp", "tcp"):
+        _iptables("-A", chain, "-p", proto, "--dport", "53", "-j", "RETURN")
+    for net in PRIVATE_NETS:
+        _iptables("-A", chain, "-d", net, "-j", "DROP")
+    _iptables("-I", "DOCKER-USER", "1", "-i", bridge, "-j", chain)
+
+
+def _remove_chain(chain: str, bridge: str, hook: str = "INPUT") -> list[str]:
+    """Unhook ``chain`` from ``hook`` and delete it (absent: nothing done); returns what was removed."""
     removed: list[str] = []
-    while _iptables("-D", "INPUT", "-i", bridge, "-j", chain, check=False):
-        removed.append(f"iptables INPUT -> {chain}")
+    while _iptables("-D", hook, "-i", bridge, "-j", chain, check=False):
+        removed.append(f"iptables {hook} -> {chain}")
     if _iptables("-F", chain, check=False):
         _iptables("-X", chain, check=False)
         removed.append(f"iptables chain {chain}")
@@ -578,8 +602,9 @@ class BuildNetwork:
     is forwarded out through the host's default route, and so are the name lookups of Docker's
     resolver) with inter-container traffic disabled, and an iptables chain on INPUT for its bridge that
     drops everything: a build reaches no service of the host (the arena's gRPC services, the web, the
-    metrics), whatever address of the host it tries. It carries the run's labels, so :func:`cleanup`
-    (and the reaper) of run ``key`` removes it too.
+    metrics), whatever address of the host it tries; nor, through a second chain on docker's FORWARD
+    (:func:`wall_private`), a cloud's metadata service or the private networks around the host. It
+    carries the run's labels, so :func:`cleanup` (and the reaper) of run ``key`` removes it too.
 
     :param client: a ``docker.DockerClient`` (:func:`docker_client`).
     :param key: the run key (:func:`run_key`).
@@ -608,6 +633,7 @@ class BuildNetwork:
         self.close()
         self.gateway, _ = walled_network(self.client, self.name, self.bridge, self.chain, self.labels, internal=False)
         try:
+            wall_private(self.bridge, forward_chain(self.chain))
             self.cgroup_parent = open_build_cgroup(self.client, self.key)
         except SandboxError:
             self.close()
@@ -626,7 +652,8 @@ class BuildNetwork:
             pass
         except Exception:
             return removed  # still there: its chain stays, so a build on it still reaches nothing
-        return removed + _remove_chain(self.chain, self.bridge) + remove_build_cgroup(self.key)
+        return (removed + _remove_chain(self.chain, self.bridge)
+                + _remove_chain(forward_chain(self.chain), self.bridge, "DOCKER-USER") + remove_build_cgroup(self.key))
 
 
 def cleanup(client: Any, key: str) -> list[str]:
@@ -652,6 +679,7 @@ def cleanup(client: Any, key: str) -> list[str]:
     for build in (False, True):  # the networks first: a chain goes once nothing is left behind its bridge
         _, bridge, chain = network_names(key, build)
         removed += _remove_chain(chain, bridge)
+    removed += _remove_chain(forward_chain(chain), bridge, "DOCKER-USER")
     return removed + remove_build_cgroup(key)
 
 
