@@ -81,3 +81,30 @@ def test_an_image_over_the_size_limit_is_rejected_and_removed(tmp_path: Path) ->
     assert got.reason.startswith("the image is ") and got.reason.endswith("over the image limit of 67108864 bytes")
     assert not client.images.list(filters={"reference": "allfours-test-size/*"})
     assert leftovers(client, run_key(out)) == []
+
+
+def test_a_validation_containers_output_is_capped_on_dockers_disk(tmp_path: Path) -> None:
+    """A validation's containers ran with docker's default logging, json-file without a size limit: all a
+    bot wrote while its scenario lasted (the suite lets one run 120 s, and a submission has many) went to
+    docker's disk as well as to the suite, from a competitor's one submission. Now capped as a game's
+    containers are (the sandbox's ``log_max_size`` x ``log_files``): of 30 MB written, a few MiB at most
+    stay in docker's log files. (The container is kept until its log is measured: the test drops
+    ``--rm``.)"""
+    import os
+    import secrets
+
+    from arena.competition.validate import container_command
+    from tests.docker_helpers import base_image
+
+    name = f"allfours-test-validate-log-{secrets.token_hex(4)}"
+    argv = [a for a in container_command(base_image("python"), name, str(tmp_path), 1.0, 256) if a != "--rm"]
+    argv[2:2] = ["--name", name]
+    try:
+        subprocess.run([*argv, "sh", "-c", "head -c 30000000 /dev/zero | tr '\\0' x"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=300, check=True)
+        log = subprocess.run(["docker", "inspect", "--format", "{{.LogPath}}", name], capture_output=True, text=True,
+                             timeout=60, check=True).stdout.strip()
+        held = sum(os.path.getsize(p) for p in Path(log).parent.glob(Path(log).name + "*"))
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=60)
+    assert 0 < held <= 4 << 20, held

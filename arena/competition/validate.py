@@ -1,7 +1,8 @@
 """The validation episode: the conformance suite (:mod:`sdk.conformance`) against a built image.
 
 Each scenario starts the image in a container with no network at all (``--network none``), read-only,
-no capabilities, the submission's memory, CPU and process limits, as the bot user; the scripted
+no capabilities, the submission's memory, CPU and process limits, as the bot user, its output kept by
+docker up to the game containers' cap (:data:`LOGS`); the scripted
 referee listens on a unix socket in a fresh folder mounted read-only at the same path
 (``--socket-dir``; connecting to a socket needs no write access to its file system), the only thing
 the container reaches, and a bot cannot write into the host's folder. Every container of a validation
@@ -27,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arena.competition.book import LOG_TAIL_CHARS
-from arena.hosting.sandbox import LABEL_RUN
+from arena.hosting.sandbox import LABEL_RUN, Limits
 from arena.hosting.tempdirs import pid_temp_dir
 from arena.hosting.tether import tether_command
 
@@ -39,6 +40,9 @@ LABEL = "org.allfours.validate"
 VALIDATE_TIMEOUT_S = 900
 #: Seconds from a container's launch to its Hello (a container starts slower than a process).
 STARTUP_S = 30.0
+#: The cap of what docker keeps of a container's output (a game's containers' own): docker's default
+#: json-file log has none, and ``docker run`` streaming the output to the suite does not keep it off disk.
+LOGS = Limits()
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +67,8 @@ def container_command(image: str, key: str, socket_dir: str, cpus: float, memory
             "--tmpfs", "/tmp:rw,noexec,nosuid,nodev,size=16m", "--cap-drop", "ALL",
             "--security-opt", "no-new-privileges", "--memory", f"{memory_mb}m", "--memory-swap", f"{memory_mb}m",
             "--pids-limit", "64", "--cpus", f"{cpus:g}", "--user", "10001:10001", "--ipc", "private",
-            *labels, "-v", f"{socket_dir}:{socket_dir}:ro",
+            "--log-driver", "json-file", "--log-opt", f"max-size={LOGS.log_max_size}",
+            "--log-opt", f"max-file={LOGS.log_files}", *labels, "-v", f"{socket_dir}:{socket_dir}:ro",
             "-e", "ALLFOURS_TICKET", "-e", "ALLFOURS_REFEREE", image]
 
 
