@@ -114,6 +114,30 @@ def test_an_entry_the_module_may_bind_passes_as_before(tmp_path: Path, source: s
     assert plan_build(tmp_path, "alice", "1", "pkg:NoSuch").entry == "pkg:NoSuch"
 
 
+#: An entry module crafted for the parser: a list of a million zeros (2 MB of source; gzip makes it 2 KB).
+CRAFTED = "NoSuch = 1\nx = [" + "0," * 1_000_000 + "]\n"
+#: Prints the peak memory (KiB) of checking the entry ``alicebot:NoSuch`` of the folder ``sys.argv[1]``.
+PEAK_OF_PLAN = ("import resource, sys\nfrom arena.hosting.bots_build import plan_build\n"
+                "plan_build(sys.argv[1], 'alice', '1', 'alicebot:NoSuch')\n"
+                "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+
+
+def test_a_crafted_entry_module_costs_the_entry_check_little_memory(tmp_path: Path) -> None:
+    """The entry check parsed the entry module whole with ast, in `arena serve`'s own process as a
+    submission came in (and again at its build): some 500 bytes of memory a byte of a crafted module,
+    holding the GIL (10 MB of ``0,`` took 4.9 GB and 22 s, the embedded referee's games stalled, and an
+    upload refused or not, it counted in no daily limit). A module over ENTRY_PARSE_BYTES is not parsed
+    (unsure: built and validated as before): 2 MB of it cost the check under 200 MiB (a process of its
+    own measures it), and one of them that binds no such name is not refused."""
+    (tmp_path / "alicebot.py").write_text(CRAFTED)
+    r = subprocess.run([sys.executable, "-c", PEAK_OF_PLAN, str(tmp_path)], capture_output=True, text=True,
+                       timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout) < 200 * 1024, f"the check took {int(r.stdout) // 1024} MiB"
+    (tmp_path / "alicebot.py").write_text(CRAFTED.replace("NoSuch = 1", "Other = 1"))
+    assert plan_build(tmp_path, "alice", "1", "alicebot:NoSuch").entry == "alicebot:NoSuch"
+
+
 def test_cli_refuses_a_bad_folder_with_status_2(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-m", "arena.cli", "bots", "build", str(tmp_path), "--name", "a",
                         "--version", "1"], capture_output=True, text=True, timeout=60)

@@ -53,6 +53,10 @@ _SKIP = shutil.ignore_patterns(".git", "node_modules", ".venv", "__pycache__", "
 BUILD_DIR_PREFIX = "allfours-build-"
 #: Seconds a whole build may take.
 BUILD_TIMEOUT_S = 900
+#: Most bytes of an entry module the entry check parses (a larger one is not checked: built and validated
+#: as before). ast takes some 500 bytes of memory a byte of a crafted module, holding the GIL of the
+#: process that checks (``arena serve``, as a submission comes in): 10 MB of ``0,`` took 4.9 GB and 22 s.
+ENTRY_PARSE_BYTES = 64 * 1024
 #: MiB of memory (and memory+swap) of each container a build runs its steps in: pip's sdists and npm's
 #: scripts run the bot's own code there, as root.
 BUILD_MEMORY_MB = 2048
@@ -147,6 +151,8 @@ def _check_entry_class(folder: Path, module: str, entry: str) -> None:
         if (path.parent / f"{name}.py").exists() or (path.parent / name).is_dir():
             return  # a submodule: bound once something imports it
     try:
+        if path.stat().st_size > ENTRY_PARSE_BYTES:
+            return  # unsure: not worth its parse (see ENTRY_PARSE_BYTES)
         tree = ast.parse(path.read_bytes(), filename=path.name)
     except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
         return  # unsure: python in the image may read it, or say why
