@@ -909,6 +909,40 @@ def test_another_competitors_submission_id_answers_as_an_unknown_one(served: tup
         eve.close()
 
 
+def _node_archive(package_json: bytes) -> bytes:
+    """A tar.gz of a Node.js bot ``bot.js`` whose package.json is ``package_json``."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        add_tar_file(tar, "bot.js", b"")
+        add_tar_file(tar, "package.json", package_json)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(("package_json", "words"), [
+    (b"[" * 100_000 + b"]" * 100_000, "package.json: not a JSON object: nested too deep"),
+    (b'{"main": "bot.js", "x": [' + b"{}," * 1_000_000 + b'{}]}', "package.json is over 1048576 bytes"),
+], ids=["deep", "large"])
+def test_a_crafted_package_json_is_one_line_and_leaves_no_files(served: tuple[str, str, Desk], package_json: bytes,
+                                                                words: str) -> None:
+    """A package.json of 100,000 nested arrays made the plan raise RecursionError, which no one caught:
+    the competitor got ``UNKNOWN: Unexpected <class 'RecursionError'>``, and the unpacked upload stayed in
+    ``OUTPUT/submissions/incoming-*`` (up to ``unpacked_bytes`` each time, in no daily limit, until the
+    next start). A large one was read whole into arena serve's memory (30 MB of ``{},`` took 775 MB).
+    Each is now INVALID_ARGUMENT with one line, and nothing of it is left on disk."""
+    from arena.competition.client import SubmissionClient
+
+    address, token, desk = served
+    eve = SubmissionClient(address, token)
+    try:
+        with pytest.raises(grpc.RpcError) as e:
+            eve.submit(_node_archive(package_json), "evejs")
+    finally:
+        eve.close()
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT, e.value.details()
+    assert words in (e.value.details() or ""), e.value.details()
+    assert list((desk.output / "submissions").glob("incoming-*")) == []
+
+
 def test_a_prebuilt_images_archive_is_not_kept_once_it_is_judged(tmp_path: Path) -> None:
     """A prebuilt image's upload (``OUTPUT/submissions/ID/image.tar``, up to ``image_upload_bytes``, 512 MiB)
     was kept for ever after docker loaded it: a competitor's five a day, rejected or not, put 2.5 GiB a day

@@ -147,7 +147,7 @@ class Desk:
         except BookError as e:
             shutil.rmtree(incoming, ignore_errors=True)
             raise Refused("exists", str(e)) from None
-        except Refused:
+        except Exception:  # Refused, or a failure of the arena's: the upload's files go whatever happened
             shutil.rmtree(incoming, ignore_errors=True)
             raise
         self.wake()

@@ -53,6 +53,9 @@ _SKIP = shutil.ignore_patterns(".git", "node_modules", ".venv", "__pycache__", "
 BUILD_DIR_PREFIX = "allfours-build-"
 #: Seconds a whole build may take.
 BUILD_TIMEOUT_S = 900
+#: Most bytes of a Node.js bot's package.json: read whole into the memory of the process that plans the
+#: build (``arena serve``, as a submission comes in), where 30 MB of ``{},`` took 775 MB.
+PACKAGE_JSON_BYTES = 1 << 20
 #: Most bytes of an entry module the entry check parses (a larger one is not checked: built and validated
 #: as before). ast takes some 500 bytes of memory a byte of a crafted module, holding the GIL of the
 #: process that checks (``arena serve``, as a submission comes in): 10 MB of ``0,`` took 4.9 GB and 22 s.
@@ -109,8 +112,12 @@ def plan_build(
     check_name_version(name, version)
     pkg = d / "package.json"
     if pkg.is_file():
+        if pkg.stat().st_size > PACKAGE_JSON_BYTES:
+            raise BuildError(f"{pkg} is over {PACKAGE_JSON_BYTES} bytes (it names the entry and the dependencies)")
         try:
             main = json.loads(pkg.read_text(encoding="utf-8")).get("main")
+        except RecursionError:
+            raise BuildError(f"{pkg}: not a JSON object: nested too deep") from None
         except (OSError, ValueError, AttributeError) as e:
             raise BuildError(f"{pkg}: not a JSON object: {e}") from None
         entry = entry or main
