@@ -253,6 +253,9 @@ def test_an_image_archive_loses_its_tags(tmp_path: Path) -> None:
 
 IMAGE_REFUSED = [
     ("two images", lambda: _image_archive([{}, {}]), "exactly one image"),
+    # json's RecursionError is no ValueError: it failed the call as UNKNOWN, naming the Python exception
+    ("manifest nested too deep", lambda: _tar(_file("manifest.json", b"[" * 20_000 + b"]" * 20_000), mode="w"),
+     "manifest.json is not JSON"),
     ("no manifest", lambda: _tar(_file("abc/layer.tar"), mode="w"), "no manifest.json"),
     ("link out", lambda: _image_archive([{}], _member("x/layer.tar", tarfile.SYMTYPE, "../../etc/passwd")),
      "a link leaving the archive"),

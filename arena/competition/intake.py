@@ -254,7 +254,7 @@ def _manifest(raw: bytes) -> bytes:
     :raises IntakeError: not one image."""
     try:
         manifest = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep
         raise IntakeError("manifest.json is not JSON: not a `docker save` archive") from None
     if not isinstance(manifest, list) or len(manifest) != 1 or not isinstance(manifest[0], dict):
         raise IntakeError("an image archive must hold exactly one image (docker save IMAGE > bot.tar)")
