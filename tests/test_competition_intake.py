@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from arena.competition.client import SubmitError, pack
-from arena.competition.intake import IntakeError, IntakeLimits, check_upload, copy_image_archive, unpack
+from arena.competition.intake import MAX_DEPTH, IntakeError, IntakeLimits, check_upload, copy_image_archive, unpack
 
 LIMITS = IntakeLimits(upload_bytes=64 * 1024, unpacked_bytes=256 * 1024, files=20)
 
@@ -121,7 +121,21 @@ HOSTILE = [
                                                       _member("b", tarfile.SYMTYPE, "a"), _file("a/x"))),
      "'a/x': under a loop of links"),
     ("a name too long", lambda: _tar(_file("n" * 300)), "cannot be unpacked: File name too long"),
+    ("a path too deep", lambda: _tar(_file("/".join(["d"] * 600) + "/x.py")), f"more than {MAX_DEPTH} folders deep"),
 ]
+
+
+def test_a_folder_as_deep_as_the_intake_takes_goes_into_a_build_context(tmp_path: Path) -> None:
+    """A folder 600 deep passed the intake, then failed its build's copy (a RecursionError: `failed`, the
+    arena's fault, in no daily limit, its files kept). The intake's deepest copies."""
+    from arena.hosting.bots_build import make_context, plan_build
+
+    deep = "/".join(["d"] * (MAX_DEPTH - 1)) + "/x.py"
+    unpack(_tar(_all(_file("bot.py", b"class Bot:\n    pass\n"), _file(deep))), tmp_path / "bot", LIMITS)
+    (tmp_path / "ca.pem").write_text("")
+    (tmp_path / "context").mkdir()
+    make_context(plan_build(tmp_path / "bot", "deep", "1", "bot:Bot"), tmp_path / "context", tmp_path / "ca.pem")
+    assert (tmp_path / "context" / "bot" / deep).is_file()
 
 
 @pytest.mark.parametrize(("case", "make", "line"), HOSTILE, ids=[c for c, _, _ in HOSTILE])

@@ -42,6 +42,10 @@ from typing import IO
 
 #: Bytes copied at a time while unpacking (the unpacked size is counted per chunk).
 CHUNK = 64 * 1024
+#: Most names in a member's path (folders and the file). The build copies the folder with Python's
+#: recursive copytree, which a folder 600 deep failed with a RecursionError: the submission was ``failed``,
+#: the arena's fault, in no daily limit, its files kept, so it could be sent again and again.
+MAX_DEPTH = 64
 #: Most bytes of one member's long name, long link name or pax header (a path needs at most a few KiB).
 HEADER_BYTES = 64 * 1024
 #: Tar's header kinds whose data is read whole into memory before the member they describe.
@@ -86,6 +90,8 @@ def _safe_name(name: str) -> str:
     parts = [p for p in name.split("/") if p not in ("", ".")]
     if ".." in parts:
         raise IntakeError(f"{name!r}: a path escaping the submission's folder (..)")
+    if len(parts) > MAX_DEPTH:
+        raise IntakeError(f"{_short(name)}: more than {MAX_DEPTH} folders deep")
     return "/".join(parts)
 
 
