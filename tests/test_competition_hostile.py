@@ -359,6 +359,18 @@ def test_a_refusal_names_no_path_of_the_server(tmp_path: Path) -> None:
     assert str(tmp_path) not in str(e.value)
 
 
+@pytest.mark.parametrize("entry", ["n" * 300, "bot\x00.js"], ids=["name too long", "nul"])
+def test_an_entry_that_names_no_file_is_one_line_naming_no_path_of_the_server(tmp_path: Path, entry: str) -> None:
+    """A Node.js entry the file system cannot take (a name over 255 bytes, a NUL) raised OSError or ValueError
+    out of the plan: the competitor read ``UNKNOWN: Unexpected <class 'OSError'>: [Errno 36] File name too
+    long: '/OUTPUT/submissions/incoming-…/bot/nnn…'``, the server's own path. Now the plan's one line."""
+    desk = _desk(tmp_path)
+    desk.book.add_competitor("eve")
+    with pytest.raises(Refused, match="the entry must be a file inside the folder") as e:
+        desk.receive("eve", Header("evejs", "1", "", entry), io.BytesIO(_node_archive(b'{"main": "bot.js"}')))
+    assert e.value.kind == "invalid" and str(tmp_path) not in str(e.value) and len(str(e.value)) < 300, str(e.value)
+
+
 def test_a_build_that_keeps_talking_stops_at_the_build_time_limit(tmp_path: Path) -> None:
     """The build limit was docker's read timeout: a build printing a line a second (npm runs the
     package's own preinstall script) never went quiet for ``build_s``, so it held the one-at-a-time

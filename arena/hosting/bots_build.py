@@ -92,11 +92,16 @@ def check_name_version(name: str, version: str) -> None:
 
 def _inside(folder: Path, entry: str) -> bool:
     """Whether ``entry`` is a relative path that stays in ``folder`` (no ``..``, not absolute; links in
-    the folder resolved)."""
-    if entry.startswith("/") or ".." in entry.split("/"):
+    the folder resolved; one the file system cannot take, a NUL or a name too long, is not)."""
+    if entry.startswith("/") or ".." in entry.split("/") or "\x00" in entry:
         return False
+    if any(len(part.encode("utf-8", "surrogateescape")) > 255 for part in entry.split("/")):
+        return False  # no file has such a name (the file system's own refusal would name the server's path)
     root = folder.resolve()
-    return root in (folder / entry).resolve().parents
+    try:
+        return root in (folder / entry).resolve().parents
+    except OSError:
+        return False
 
 
 def plan_build(
@@ -122,7 +127,7 @@ def plan_build(
             raise BuildError(f"{pkg}: not a JSON object: {e}") from None
         entry = entry or main
         if isinstance(entry, str) and not _inside(d, entry):
-            raise BuildError(f"--entry {entry!r}: the entry must be a file inside the folder")
+            raise BuildError(f"--entry {entry[:100]!r}: the entry must be a file inside the folder")
         if not isinstance(entry, str) or not (d / entry).is_file():
             raise BuildError(
                 f"{folder}: no entry file: pass --entry FILE or set \"main\" in package.json (got {entry!r})"
