@@ -68,15 +68,17 @@ def test_a_node_entry_must_be_a_file_inside_the_folder(tmp_path: Path) -> None:
         (("nowhere", "a", "1", None), "nowhere: not a folder"),
         ((".", "Big Name", "1", None), "--name 'Big Name'"),
         ((".", "a", "1 2", None), "--version '1 2'"),
-        ((".", "a", "1", None), "a Python bot needs --entry module:Class (got None)"),
+        ((".", "a", "1", None), "a Python bot needs --entry module:Class of at most 200 characters (got None)"),
         ((".", "a", "1", "missing:Bot"), "no missing.py in the folder"),
+        # a module name over 255 bytes raised OSError (File name too long) naming the server's path
+        ((".", "a", "1", "a" * 300 + ":Bot"), "a Python bot needs --entry module:Class of at most 200 characters"),
     ],
 )
 def test_plan_errors_are_one_line(tmp_path: Path, args: tuple[Any, ...], message: str) -> None:
     folder = tmp_path / args[0] if args[0] != "." else tmp_path
     with pytest.raises(BuildError) as e:
         plan_build(folder, *args[1:])
-    assert message in str(e.value) and "\n" not in str(e.value)
+    assert message in str(e.value) and "\n" not in str(e.value) and len(str(e.value)) < len(str(folder)) + 300
 
 
 @pytest.mark.parametrize(

@@ -47,6 +47,9 @@ HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")
 _VERSION = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _ENTRY = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+#: Most characters of a Python entry (a longer module name is no file name: the file system's refusal named
+#: the server's path).
+ENTRY_CHARS = 200
 _SKIP = shutil.ignore_patterns(".git", "node_modules", ".venv", "__pycache__", "*.pyc")
 #: The name of a build context in the temp folder: ``allfours-build-<arena pid>-XXXX``
 #: (:mod:`arena.hosting.tempdirs`: the next start removes those of a killed arena).
@@ -134,8 +137,9 @@ def plan_build(
             )
         kind = "node"
     else:
-        if not entry or not _ENTRY.fullmatch(entry):
-            raise BuildError(f"{folder}: a Python bot needs --entry module:Class (got {entry!r})")
+        if not entry or len(entry) > ENTRY_CHARS or not _ENTRY.fullmatch(entry):
+            raise BuildError(f"{folder}: a Python bot needs --entry module:Class of at most {ENTRY_CHARS} characters "
+                             f"(got {entry if entry is None else entry[:100]!r})")
         module = entry.split(":")[0].replace(".", "/")
         if not ((d / f"{module}.py").is_file() or (d / module / "__init__.py").is_file()):
             raise BuildError(f"{folder}: --entry {entry}: no {module}.py in the folder")
