@@ -121,6 +121,10 @@ HOSTILE = [
                                                       _member("b", tarfile.SYMTYPE, "a"), _file("a/x"))),
      "'a/x': under a loop of links"),
     ("a name too long", lambda: _tar(_file("n" * 300)), "cannot be unpacked: File name too long"),
+    ("a long name escaping", lambda: _tar(_file("a" * 5000 + "/../../evil.py")),
+     "a path escaping the submission's folder (..)"),
+    ("a long absolute name", lambda: _tar(_file("/" + "a" * 5000)),
+     "a path escaping the submission's folder (absolute)"),
     ("a path too deep", lambda: _tar(_file("/".join(["d"] * 600) + "/x.py")), f"more than {MAX_DEPTH} folders deep"),
 ]
 

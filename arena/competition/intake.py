@@ -86,10 +86,10 @@ def check_upload(received: int, limits: IntakeLimits) -> None:
 def _safe_name(name: str) -> str:
     """The member's path, normalised, relative. :raises IntakeError: absolute or escaping."""
     if name.startswith("/") or "\\" in name or "\x00" in name:
-        raise IntakeError(f"{name!r}: a path escaping the submission's folder (absolute)")
+        raise IntakeError(f"{_short(name)}: a path escaping the submission's folder (absolute)")
     parts = [p for p in name.split("/") if p not in ("", ".")]
     if ".." in parts:
-        raise IntakeError(f"{name!r}: a path escaping the submission's folder (..)")
+        raise IntakeError(f"{_short(name)}: a path escaping the submission's folder (..)")
     if len(parts) > MAX_DEPTH:
         raise IntakeError(f"{_short(name)}: more than {MAX_DEPTH} folders deep")
     return "/".join(parts)
