@@ -320,6 +320,18 @@ def test_a_hostile_image_archive_is_refused(tmp_path: Path, case: str, make: Cal
     assert not (tmp_path / "image.tar").exists()
 
 
+def test_an_image_archive_of_too_many_files_is_refused_before_docker_loads_it(tmp_path: Path) -> None:
+    """A loaded image's files were counted once docker load had written them all (an inode of the host's
+    disk each: 2 GiB of a layer is 4 million empty files). Its layers' members are counted as the archive
+    is taken in: over the image limit of files, it is refused before any load."""
+    many = _layer(*[_file(f"e/{k}", b"") for k in range(11)])
+    archive = lambda: _image_archive([{"Layers": ["abc/layer.tar", "m/layer.tar"]}], _file("m/layer.tar", many))  # noqa: E731
+    with pytest.raises(IntakeError, match="the image's layers hold over 10 files, folders and links"):
+        copy_image_archive(archive(), tmp_path / "image.tar", IMAGE_BYTES, most_files=10)
+    assert not (tmp_path / "image.tar").exists()
+    copy_image_archive(archive(), tmp_path / "image.tar", IMAGE_BYTES, most_files=20)
+
+
 def test_a_shared_layer_link_is_kept(tmp_path: Path) -> None:
     """What docker save makes of a layer two images share (``ID/layer.tar -> ../ID2/layer.tar``) passes."""
     link = _member("def/layer.tar", tarfile.SYMTYPE, "../abc/layer.tar")

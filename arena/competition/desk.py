@@ -172,7 +172,7 @@ class Desk:
 
         if header.kind == "image":
             check_name_version(header.name, version)
-            copy_image_archive(archive, incoming / IMAGE_ARCHIVE, self.settings.image_bytes)
+            copy_image_archive(archive, incoming / IMAGE_ARCHIVE, self.settings.image_bytes, self.settings.image_files)
             return "image", ""
         unpack(archive, incoming / "bot", self.limits())
         plan = plan_build(incoming / "bot", header.name, version, header.entry or None)

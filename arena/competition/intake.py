@@ -282,11 +282,12 @@ def _image_member(rel: str, member: tarfile.TarInfo, seen_manifest: bool) -> Non
         raise IntakeError("manifest.json twice or not a file: an image archive names its image in one manifest.json")
 
 
-def copy_image_archive(archive: IO[bytes], into: Path, most_bytes: int) -> None:
+def copy_image_archive(archive: IO[bytes], into: Path, most_bytes: int, most_files: int | None = None) -> None:
     """Copy the ``docker save`` tar ``archive`` to the new file ``into`` without its image names (see
     :func:`_manifest`) and its ``repositories`` file, refusing what :func:`unpack` refuses of paths and
     kinds (links must stay inside; devices, FIFOs), a ``manifest.json`` that is a link or comes twice,
-    other links than ``docker save``'s, and members over ``most_bytes`` in all. :raises IntakeError: one line."""
+    other links than ``docker save``'s, members over ``most_bytes`` in all, and layers of over
+    ``most_files`` members in all (:func:`_check_layers`). :raises IntakeError: one line."""
     seen_manifest = False
     total = 0
     try:
@@ -321,23 +322,30 @@ def copy_image_archive(archive: IO[bytes], into: Path, most_bytes: int) -> None:
         into.unlink(missing_ok=True)
         raise IntakeError("no manifest.json: not a `docker save` archive")
     try:
-        _check_layers(into)
+        _check_layers(into, most_files)
     except (IntakeError, tarfile.TarError, EOFError, OSError, KeyError, ValueError) as e:
         into.unlink(missing_ok=True)
         why = str(e) if isinstance(e, IntakeError) else f"a layer the manifest names is not a readable tar: {e!s:.200}"
         raise IntakeError(why) from None
 
 
-def _check_layers(path: Path) -> None:
+def _check_layers(path: Path, most_files: int | None = None) -> None:
     """Refuse a layer (a tar the manifest of the image archive ``path`` names) holding a sparse file: docker
-    load writes its holes out in full (a 20 KB archive loaded as an image of 100 MiB), past the image limit.
+    load writes its holes out in full (a 20 KB archive loaded as an image of 100 MiB), past the image limit;
+    and layers of over ``most_files`` members in all (files, folders, links: docker load writes each, an
+    inode of the host's disk, before the loaded image's are counted).
     :raises IntakeError: one line; tarfile's, KeyError, ValueError: a layer missing or unreadable."""
+    count = 0
     with tarfile.open(path) as tar:
         manifest = tar.extractfile("manifest.json")
         assert manifest is not None
         for layer in json.loads(manifest.read())[0].get("Layers") or []:
             with tarfile.open(fileobj=tar.extractfile(str(layer)), mode="r|", tarinfo=_TarInfo) as files:
                 for member in files:
+                    count += 1
+                    if most_files is not None and count > most_files:
+                        raise IntakeError(f"the image's layers hold over {most_files} files, folders and links (the "
+                                          "image limit of files): docker load would write each to the host's disk")
                     if member.issparse():
                         raise IntakeError(f"{_short(str(layer))}: a sparse file ({_short(member.name)}), which docker "
                                           "load would write out in full past the image limit")
