@@ -679,7 +679,8 @@ def cleanup(client: Any, key: str) -> list[str]:
     for build in (False, True):  # the networks first: a chain goes once nothing is left behind its bridge
         _, bridge, chain = network_names(key, build)
         removed += _remove_chain(chain, bridge)
-    removed += _remove_chain(forward_chain(chain), bridge, "DOCKER-USER")
+        if build:
+            removed += _remove_chain(forward_chain(chain), bridge, "DOCKER-USER")
     return removed + remove_build_cgroup(key)
 
 
