@@ -16,7 +16,15 @@ from pathlib import Path
 import pytest
 
 from arena.competition.client import SubmitError, pack
-from arena.competition.intake import MAX_DEPTH, IntakeError, IntakeLimits, check_upload, copy_image_archive, unpack
+from arena.competition.intake import (
+    CONFIG_BYTES,
+    MAX_DEPTH,
+    IntakeError,
+    IntakeLimits,
+    check_upload,
+    copy_image_archive,
+    unpack,
+)
 
 LIMITS = IntakeLimits(upload_bytes=64 * 1024, unpacked_bytes=256 * 1024, files=20)
 
@@ -330,6 +338,23 @@ def test_an_image_archive_of_too_many_files_is_refused_before_docker_loads_it(tm
         copy_image_archive(archive(), tmp_path / "image.tar", IMAGE_BYTES, most_files=10)
     assert not (tmp_path / "image.tar").exists()
     copy_image_archive(archive(), tmp_path / "image.tar", IMAGE_BYTES, most_files=20)
+
+
+def test_an_image_archive_with_a_huge_config_is_refused(tmp_path: Path) -> None:
+    """An image's config (the JSON its manifest names: env, labels, history) was taken at any size up to
+    the image limit: docker load parses it whole in dockerd (a 50 MB one took dockerd from 108 to 294 MB,
+    and `docker image inspect` 350 MB; 2 GiB of it gzips to a few MB of upload), as does the arena's own
+    inspect of the loaded image. Over CONFIG_BYTES it is refused as the archive is taken in."""
+    def archive(config: bytes) -> io.BytesIO:
+        manifest = [{"Config": "big.json", "Layers": ["abc/layer.tar"]}]
+        return _tar(_all(_file("abc/layer.tar", _layer(_file("bin/bot"))), _file("big.json", config),
+                         _file("manifest.json", json.dumps(manifest).encode())), mode="w")
+
+    padded = b'{"config": {"Env": ["X=' + b"a" * CONFIG_BYTES + b'"]}}'
+    with pytest.raises(IntakeError, match=f"the image's config big.json is over {CONFIG_BYTES} bytes"):
+        copy_image_archive(archive(padded), tmp_path / "image.tar", 4 * CONFIG_BYTES)
+    assert not (tmp_path / "image.tar").exists()
+    copy_image_archive(archive(b'{"config": {"Env": ["X=1"]}}'), tmp_path / "image.tar", 4 * CONFIG_BYTES)
 
 
 def test_a_shared_layer_link_is_kept(tmp_path: Path) -> None:

@@ -249,6 +249,10 @@ def unpack(archive: IO[bytes], into: Path, limits: IntakeLimits) -> int:
 IMAGE_MEMBERS = 1000
 #: Most bytes of an image archive's manifest.json.
 MANIFEST_BYTES = 1024 * 1024
+#: Most bytes of an image's config (the JSON its manifest names: env, labels, history; a few KB as docker
+#: makes it): docker load parses it whole in dockerd (a 50 MB one took dockerd 190 MB more), and so does
+#: every inspect of the image, the arena's own included.
+CONFIG_BYTES = 1024 * 1024
 #: How the compressed streams that docker load expands begin (gzip, bzip2, xz, zstd): ``docker save``
 #: writes plain tars, and a compressed layer would take far more disk on load than the archive's bytes.
 _COMPRESSED = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd")
@@ -330,8 +334,9 @@ def copy_image_archive(archive: IO[bytes], into: Path, most_bytes: int, most_fil
 
 
 def _check_layers(path: Path, most_files: int | None = None) -> None:
-    """Refuse a layer (a tar the manifest of the image archive ``path`` names) holding a sparse file: docker
-    load writes its holes out in full (a 20 KB archive loaded as an image of 100 MiB), past the image limit;
+    """Refuse an image config (the file the manifest of the image archive ``path`` names) over
+    :data:`CONFIG_BYTES`; a layer (a tar the manifest names) holding a sparse file: docker load writes its
+    holes out in full (a 20 KB archive loaded as an image of 100 MiB), past the image limit;
     and layers of over ``most_files`` members in all (files, folders, links: docker load writes each, an
     inode of the host's disk, before the loaded image's are counted).
     :raises IntakeError: one line; tarfile's, KeyError, ValueError: a layer missing or unreadable."""
@@ -339,7 +344,12 @@ def _check_layers(path: Path, most_files: int | None = None) -> None:
     with tarfile.open(path) as tar:
         manifest = tar.extractfile("manifest.json")
         assert manifest is not None
-        for layer in json.loads(manifest.read())[0].get("Layers") or []:
+        image = json.loads(manifest.read())[0]
+        config = str(image.get("Config") or "")
+        if config and tar.getmember(config).size > CONFIG_BYTES:
+            raise IntakeError(f"the image's config {_short(config)[1:-1]} is over {CONFIG_BYTES} bytes (docker makes "
+                              "one of a few KB; docker load and every inspect of the image parse it whole)")
+        for layer in image.get("Layers") or []:
             with tarfile.open(fileobj=tar.extractfile(str(layer)), mode="r|", tarinfo=_TarInfo) as files:
                 for member in files:
                     count += 1
