@@ -16,6 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DOCKER="${DOCKER:-/usr/bin/docker}"
 . docker/secrets.sh
+. docker/compose-build.sh
 trap secrets_cleanup EXIT  # until the stack's own trap below takes over
 ALLFOURS_BASE="${ALLFOURS_BASE:-$(bash docker/base-image.sh node)}"
 export ALLFOURS_BASE
@@ -62,7 +63,7 @@ in_background() {
   return "$status"
 }
 
-in_background docker-compose build
+in_background compose_build  # the image it replaces removed
 in_background docker-compose up -d --scale referee=2 --scale nodejs=2
 arena=$(docker-compose ps -q arena)
 [ -n "$arena" ] || { echo "compose-demo: the arena's container did not start" >&2; exit 1; }

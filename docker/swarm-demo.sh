@@ -31,6 +31,7 @@ say() { echo "swarm-demo: $*" >&2; }
 # the tokens as files for the stack's secrets (the swarm keeps them encrypted and mounts them only in
 # the tasks that name them; nothing in any service's environment): docker/secrets.sh
 . docker/secrets.sh
+. docker/compose-build.sh
 trap secrets_cleanup EXIT  # until the teardown trap below takes over
 results="${ALLFOURS_RESULTS:-$PWD/arena-out/compose}"
 mkdir -p "$results"  # the bind mount's source must exist on the arena's node, or its task is rejected
@@ -41,7 +42,7 @@ if [ "${ALLFOURS_SKIP_BUILD:-}" != 1 ]; then
   ALLFOURS_BASE="${ALLFOURS_BASE:-$(bash docker/base-image.sh node)}"
   export ALLFOURS_BASE
   [ -e docker/build-ca.pem ] || cp /etc/ssl/certs/ca-certificates.crt docker/build-ca.pem
-  docker-compose build
+  compose_build  # docker/compose-build.sh: the image it replaces removed
 fi
 
 inited=""

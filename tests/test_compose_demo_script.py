@@ -38,6 +38,8 @@ if sys.argv[1] == "up":  # the secrets' folder and the token variables, as compo
     seen = {{"folder": str(folder), "mode": oct(folder.stat().st_mode & 0o777) if folder.is_dir() else None,
             "files": files, "token_vars": sorted(k for k in os.environ if "TOKEN" in k)}}
     pathlib.Path(os.environ["FAKE_LOG"] + ".secrets").write_text(json.dumps(seen))
+if sys.argv[1] == "build" and os.environ.get("FAKE_BUILT_ID"):  # the build gives the tag to this image
+    pathlib.Path(os.environ["FAKE_LOG"] + ".image").write_text(os.environ["FAKE_BUILT_ID"] + "\\n")
 if sys.argv[1] == os.environ["FAKE_STEP"]:  # the step to interrupt lasts; the others end at once
     try:
         time.sleep(8)
@@ -50,8 +52,14 @@ if sys.argv[1] == "logs":  # the arena's own line: its results folder inside its
 """
 
 FAKE_DOCKER = """#!/bin/sh
-# `docker wait ID`: the arena's container ends with status 0 after a while
 echo "docker $*" >> "$FAKE_LOG"
+case "$1 $2" in
+  "image inspect")  # the id of the image the tag names: the file $FAKE_LOG.image (empty or none: no image)
+    [ -s "$FAKE_LOG.image" ] || exit 1
+    cat "$FAKE_LOG.image"; exit 0 ;;
+  "image rm") exit "${FAKE_RM_STATUS:-0}" ;;
+esac
+# `docker wait ID`: the arena's container ends with status 0 after a while
 touch "$FAKE_LOG.wait"
 sleep "${FAKE_WAIT_S:-8}"
 echo 0
@@ -128,6 +136,40 @@ def test_tokens_reach_compose_as_secret_files_only(tmp_path: Path) -> None:
     drawn = [text.strip() for name, (_, text) in files.items() if name != "admin_token"]
     assert len(set(drawn)) == 3 and all(len(t) >= 32 for t in drawn), drawn
     assert not Path(seen["folder"]).exists()
+
+
+OLD_ID = "sha256:" + "0" * 64
+NEW_ID = "sha256:" + "1" * 64
+
+
+@pytest.mark.parametrize(("before", "built", "rm_status", "removed", "said"), [
+    (OLD_ID, NEW_ID, 0, True, "compose-build: removed the image allfours:dev named before (" + "0" * 64 + ")"),
+    (OLD_ID, NEW_ID, 1, True, "compose-build: kept the image allfours:dev named before (" + "0" * 64 + "): a "
+                              "container or another tag uses it"),
+    (OLD_ID, OLD_ID, 0, False, None),  # nothing changed: the build kept the image
+    (None, NEW_ID, 0, False, None),  # the first build: no image before
+], ids=["replaced", "still-used", "unchanged", "first-build"])
+def test_a_rebuild_removes_the_image_it_replaced(tmp_path: Path, before: str | None, built: str, rm_status: int,
+                                                removed: bool, said: str | None) -> None:
+    """Each run of the demo after a code change left the previous allfours:dev on the host's disk, dangling
+    (about 770 MB; 4 such images on this project's machine in a day). docker/compose-build.sh removes the
+    image the tag named before once the build gave the tag to a new one, after the build and before the
+    stack starts, not forced: docker's refusal (a container or another tag still uses it) leaves it,
+    said in one line, and the demo goes on."""
+    env = {**_stand_ins(tmp_path, "none"), "FAKE_WAIT_S": "1", "FAKE_BUILT_ID": built,
+           "FAKE_RM_STATUS": str(rm_status)}
+    if before is not None:
+        (tmp_path / "calls.log.image").write_text(before + "\n")
+    done = subprocess.run(["bash", "docker/compose-demo.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    rm = f"docker image rm {OLD_ID}"
+    assert (rm in calls) is removed, calls
+    if removed:
+        assert calls.index("build") < calls.index(rm) < calls.index("up -d --scale referee=2 --scale nodejs=2"), calls
+    assert [line for line in done.stderr.splitlines() if line.startswith("compose-build:")] == \
+        ([said] if said else []), done.stderr
 
 
 @pytest.mark.parametrize("step", ["build", "up", "ps", "logs", "wait"])
