@@ -814,7 +814,10 @@ class CompetitionSettings:
     (empty: every per-game check; ``python -m sdk.conformance --list``). ``image_upload_bytes``: the
     upload limit of a prebuilt image (``docker save``) instead of ``upload_bytes``. ``image_files``: most
     files, folders and links the image's own layers (above the build's base) may hold, and a build step
-    may make: empty files take no bytes but each takes one of the host disk's inodes.
+    may make: empty files take no bytes but each takes one of the host disk's inodes. ``build_reaches``:
+    the IPv4 networks (``10.1.2.3/32``) of the private network that a build may reach all the same, a
+    package registry's mirror or a proxy of the host's (its build network drops every other private,
+    link-local or carrier-grade NAT address: :data:`arena.hosting.sandbox.PRIVATE_NETS`).
     """
 
     submissions_per_day: int = 5
@@ -833,6 +836,7 @@ class CompetitionSettings:
     checks: tuple[str, ...] = ()
     image_upload_bytes: int = 512 * 1024 * 1024
     image_files: int = 200_000
+    build_reaches: tuple[str, ...] = ()
 
 
 #: ``[competition]``'s whole-number limits: (key, least, most).
@@ -857,7 +861,8 @@ def _parse_competition(p: _Problems, raw: object) -> CompetitionSettings | None:
         p.add("competition", "must be a table", raw)
         return None
     _unknown(p, "competition", raw,
-             {k for k, _, _ in _COMPETITION_INTS} | {"base_python", "base_node", "cpus", "image_prefix", "checks"})
+             {k for k, _, _ in _COMPETITION_INTS}
+             | {"base_python", "base_node", "cpus", "image_prefix", "checks", "build_reaches"})
     out: dict[str, Any] = {}
     for key, lo, hi in _COMPETITION_INTS:
         if key in raw:
@@ -868,6 +873,7 @@ def _parse_competition(p: _Problems, raw: object) -> CompetitionSettings | None:
               checks)
         checks = []
     out["checks"] = tuple(checks)
+    out["build_reaches"] = _build_reaches(p, raw.get("build_reaches", []))
     for key in ("base_python", "base_node", "image_prefix"):
         if key in raw:
             value = raw[key]
@@ -879,6 +885,25 @@ def _parse_competition(p: _Problems, raw: object) -> CompetitionSettings | None:
         p.add("competition.cpus", "must be a number of cores between 0.05 and 64", cpus)
         cpus = 1.0
     return CompetitionSettings(**out, cpus=float(cpus))
+
+
+def _build_reaches(p: _Problems, raw: object) -> tuple[str, ...]:
+    """``competition.build_reaches``: IPv4 networks, each as ``ipaddress`` writes it (``10.1.2.3/32``; a
+    bare address is its ``/32``); a problem noted in ``p`` (and none kept) when one is not."""
+    import ipaddress
+
+    nets: list[str] = []
+    for item in raw if isinstance(raw, list) else [None]:
+        try:
+            if not isinstance(item, str):
+                raise ValueError
+            nets.append(str(ipaddress.IPv4Network(item)))
+        except ValueError:
+            p.add("competition.build_reaches",
+                  "must be a list of IPv4 networks a build may reach, such as \"10.1.2.3/32\" (host bits zero)",
+                  raw if item is None else item)
+            return ()
+    return tuple(nets)
 
 
 def _bool(path: str, key: str, value: object) -> bool:

@@ -269,17 +269,19 @@ def _probe_folder(folder: Path, port: int, hosts: list[str]) -> None:
                                                      "scripts": {"preinstall": "node probe.js"}}))
 
 
-def _probe_build(out: Path, prefix: str, port: int, hosts: list[str]) -> tuple[str, str, list[str]]:
+def _probe_build(out: Path, prefix: str, port: int, hosts: list[str],
+                 reaches: tuple[str, ...] = ()) -> tuple[str, str, list[str]]:
     """Build eve's prober@1 (:func:`_probe_folder`) through a real build queue of the competition in
-    ``out`` (images ``prefix``/…, removed after), its validation passing every image; returns its status,
-    its probe.txt and what of the run was on docker while the queue was open."""
+    ``out`` (images ``prefix``/…, removed after; ``[competition] build_reaches = reaches``), its validation
+    passing every image; returns its status, its probe.txt and what of the run was on docker while the
+    queue was open."""
     from arena.competition.book import CompetitionBook
     from arena.competition.pipeline import BuildQueue, submission_folder, submission_tag
     from arena.competition.validate import Verdict
     from arena.config import CompetitionSettings
 
     client = docker_client()
-    settings = CompetitionSettings(base_node=base_image("node"), image_prefix=prefix)
+    settings = CompetitionSettings(base_node=base_image("node"), image_prefix=prefix, build_reaches=reaches)
     tag = submission_tag(settings, out, "prober", "1")
     try:
         with CompetitionBook(out) as book:
@@ -341,12 +343,15 @@ while True:
 
 
 @pytest.mark.slow
-def test_a_competition_build_reaches_no_private_or_link_local_address(tmp_path: Path) -> None:
+@pytest.mark.parametrize("reach", [False, True], ids=["walled", "build_reaches"])
+def test_a_competition_build_reaches_no_private_or_link_local_address(tmp_path: Path, reach: bool) -> None:
     """The build network forwarded a build's traffic to any address the host routes to: a cloud host's
     metadata service (169.254.169.254: its credentials) and every machine of its private network, from
     the competitor's own code running as root in the build. A network namespace plays both (a machine at
     a 10.x address of this host's, answering at 169.254.169.254 too): this host reaches it (the control),
-    the build reaches neither address and still succeeds (its name lookups and registries are elsewhere)."""
+    the build reaches neither address and still succeeds (its name lookups and registries are elsewhere).
+    With the machine's address in ``[competition] build_reaches`` (a host's own registry mirror or proxy)
+    the build reaches it, and still not the metadata service."""
     import socket
 
     from tests.netns_helpers import netns
@@ -368,15 +373,21 @@ def test_a_competition_build_reaches_no_private_or_link_local_address(tmp_path: 
                         except OSError:
                             assert time.monotonic() < deadline, f"the control did not reach {host}:{port}"
                             time.sleep(0.2)
-                status, probe, _ = _probe_build(tmp_path / "out", "allfours-test-buildlan", port, [ns.ns_ip, METADATA])
+                status, probe, _ = _probe_build(tmp_path / "out", "allfours-test-buildlan", port, [ns.ns_ip, METADATA],
+                                                (f"{ns.ns_ip}/32",) if reach else ())
             finally:
                 listener.terminate()
                 peers = listener.communicate(timeout=10)[0].split()
         finally:
             subprocess.run(["ip", "route", "del", f"{METADATA}/32"], capture_output=True, timeout=30)
     assert status == "accepted", probe
-    assert f"TCP {ns.ns_ip} failed" in probe and f"TCP {METADATA} failed" in probe, probe
-    assert peers == [ns.host_ip, ns.host_ip], (peers, probe)  # the control's two connections only
+    assert f"TCP {METADATA} failed" in probe, probe
+    if reach:  # the build's connection comes from this host's side of the link (docker masquerades it)
+        assert f"TCP {ns.ns_ip} connected" in probe, probe
+        assert peers == [ns.host_ip] * 3, (peers, probe)
+    else:
+        assert f"TCP {ns.ns_ip} failed" in probe, probe
+        assert peers == [ns.host_ip, ns.host_ip], (peers, probe)  # the control's two connections only
     assert leftovers(docker_client(), run_key(tmp_path / "out")) == []
 
 

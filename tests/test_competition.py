@@ -133,6 +133,70 @@ def test_the_competition_table_has_defaults_and_one_line_errors(tmp_path: Path) 
     assert any("competition.bogus" in ln for ln in lines), lines
 
 
+@pytest.mark.parametrize(("given", "kept"), [
+    ([], ()),
+    (["10.1.2.3", "192.168.8.0/24"], ("10.1.2.3/32", "192.168.8.0/24")),
+    (["10.1.2.3/24"], None),  # host bits set: a typo for 10.1.2.0/24 or 10.1.2.3/32?
+    (["fd00::/8"], None),  # IPv6: the wall is IPv4's
+    ("10.1.2.3", None),  # not a list
+    ([10], None),
+    (["registry.lan"], None),
+])
+def test_build_reaches_is_a_list_of_ipv4_networks(tmp_path: Path, given: object, kept: tuple[str, ...] | None) -> None:
+    """``[competition] build_reaches``: the private networks a submission's build may still reach (the
+    host's registry mirror or proxy), as ``ipaddress`` writes them; anything else is one line naming the
+    key, and the service does not start."""
+    bots = [{"name": n, "command": ["x"]} for n in ("a", "b")]
+    data = {"tournament": {"name": "t"}, "bots": bots, "competition": {"build_reaches": given}}
+    if kept is not None:
+        c = parse_config(data, "c.toml", base=tmp_path).competition
+        assert c is not None and c.build_reaches == kept
+        return
+    with pytest.raises(ConfigError) as e:
+        parse_config(data, "c.toml", base=tmp_path)
+    assert str(e.value).startswith("c.toml: competition.build_reaches: must be a list of IPv4 networks"), e.value
+    assert "\n" not in str(e.value)
+
+
+def test_the_build_network_is_made_anew_when_a_reload_changes_build_reaches(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SIGHUP re-reads ``[competition]`` and the next submission uses it; the build network, made at the
+    first build, kept the walls it was made with, so a ``build_reaches`` added for a registry mirror had no
+    effect until ``arena serve`` started again. The queue now makes the network anew before the next build
+    when ``build_reaches`` changed (and keeps it while it did not)."""
+    import dataclasses
+
+    import arena.hosting.sandbox as sandbox
+    from arena.competition.book import CompetitionBook
+    from arena.competition.pipeline import BuildQueue
+    from arena.config import CompetitionSettings
+
+    made: list[tuple[str, ...]] = []
+    closed: list[tuple[str, ...]] = []
+
+    class Network:
+        def __init__(self, client: object, key: str, tournament: str = "", reaches: tuple[str, ...] = ()) -> None:
+            self.reaches = tuple(reaches)
+
+        def open(self) -> str:
+            made.append(self.reaches)
+            return "net"
+
+        def close(self) -> list[str]:
+            closed.append(self.reaches)
+            return []
+
+    monkeypatch.setattr(sandbox, "BuildNetwork", Network)
+    with CompetitionBook(tmp_path / "out") as book:
+        queue = BuildQueue(book, CompetitionSettings(), tmp_path / "out", lambda: None, lambda _: None, client=object())
+        first = queue._build_network(object())
+        assert queue._build_network(object()) is first and made == [()]
+        queue.settings = dataclasses.replace(queue.settings, build_reaches=("10.1.2.3/32",))  # the reload
+        second = queue._build_network(object())
+        assert second is not first and made == [(), ("10.1.2.3/32",)] and closed == [()]
+        assert queue._build_network(object()) is second and len(made) == 2
+
+
 def test_a_misspelt_validation_check_is_a_config_error_not_every_submissions_rejection(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """competition.checks names conformance checks: a typo (or a lobby-only check, which the per-game

@@ -422,15 +422,20 @@ class BuildQueue:
 
     def _build_network(self, client: Any) -> BuildNetwork:
         """The build network (its name, and the builds' parent cgroup: their pids limit), made on first use
-        (what a crashed run of this output left is replaced). :raises arena.hosting.sandbox.SandboxError:
-        docker, iptables or the cgroup failing, or the queue stopping (its network is gone)."""
+        (what a crashed run of this output left is replaced), and made anew when a SIGHUP changed
+        ``build_reaches`` (between builds: this queue's one thread builds). :raises
+        arena.hosting.sandbox.SandboxError: docker, iptables or the cgroup failing, or the queue stopping (its
+        network is gone)."""
         from arena.hosting.sandbox import BuildNetwork, SandboxError, run_key
 
         with self._network_lock:
             if self._stop.is_set():
                 raise SandboxError("the build queue is stopping")
+            if self._network is not None and self._network.reaches != self.settings.build_reaches:
+                self._network.close()
+                self._network = None
             if self._network is None:
-                network = BuildNetwork(client, run_key(self.output), self.tournament)
+                network = BuildNetwork(client, run_key(self.output), self.tournament, self.settings.build_reaches)
                 network.open()
                 self._network = network
             return self._network

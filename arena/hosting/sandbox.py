@@ -364,13 +364,16 @@ def walled_network(client: Any, name: str, bridge: str, chain: str, labels: Mapp
 PRIVATE_NETS = ("169.254.0.0/16", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
 
 
-def wall_private(bridge: str, chain: str) -> None:
+def wall_private(bridge: str, chain: str, reaches: Sequence[str] = ()) -> None:
     """Make the iptables chain ``chain``, hooked into docker's ``DOCKER-USER`` (docker's FORWARD asks it
-    first) for traffic from ``bridge``, that drops what goes to :data:`PRIVATE_NETS` but name lookups.
+    first) for traffic from ``bridge``, that drops what goes to :data:`PRIVATE_NETS` but name lookups and
+    the networks ``reaches`` (the host's ``[competition] build_reaches``: a registry's mirror, a proxy).
     :raises SandboxError: if iptables fails (one line)."""
     _iptables("-N", chain)
     for proto in ("udp", "tcp"):
         _iptables("-A", chain, "-p", proto, "--dport", "53", "-j", "RETURN")
+    for net in reaches:
+        _iptables("-A", chain, "-d", net, "-j", "RETURN")
     for net in PRIVATE_NETS:
         _iptables("-A", chain, "-d", net, "-j", "DROP")
     _iptables("-I", "DOCKER-USER", "1", "-i", bridge, "-j", chain)
@@ -609,15 +612,17 @@ class BuildNetwork:
     :param client: a ``docker.DockerClient`` (:func:`docker_client`).
     :param key: the run key (:func:`run_key`).
     :param tournament: the tournament's name (a label).
+    :param reaches: the private networks a build may reach all the same (:func:`wall_private`).
     """
 
-    def __init__(self, client: Any, key: str, tournament: str = ""):
+    def __init__(self, client: Any, key: str, tournament: str = "", reaches: Sequence[str] = ()):
         if not re.fullmatch(r"[0-9a-f]{12}", key):
             raise ValueError(f"a run key is 12 hex characters, got {key!r}")
         self.client = client
         self.name, self.bridge, self.chain = network_names(key, build=True)
         self.labels = {LABEL_RUN: key, LABEL_TOURNAMENT: tournament, LABEL_ROLE: "build"}
         self.key = key
+        self.reaches = tuple(reaches)
         self.gateway: str | None = None
         #: The builds' ``cgroupparent`` (:func:`open_build_cgroup`: their pids limit), set by :meth:`open`.
         self.cgroup_parent: str | None = None
@@ -633,7 +638,7 @@ class BuildNetwork:
         self.close()
         self.gateway, _ = walled_network(self.client, self.name, self.bridge, self.chain, self.labels, internal=False)
         try:
-            wall_private(self.bridge, forward_chain(self.chain))
+            wall_private(self.bridge, forward_chain(self.chain), self.reaches)
             self.cgroup_parent = open_build_cgroup(self.client, self.key)
         except SandboxError:
             self.close()
