@@ -10,9 +10,12 @@ seats are the seats of that side (:func:`referee.rules.seats.side_of`); a seat l
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from arena.tournament.game_logs import game_log_folder
 from referee.rules.seats import side_of
@@ -40,21 +43,68 @@ class MyGame:
     recorded: bool = True
 
 
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """What :func:`my_games` needs of one games.jsonl line (:class:`MyGame` without the seats)."""
+
+    game_id: str
+    a: str
+    b: str
+    scores: tuple[int, int]
+    winner: int | None
+    recorded: bool
+
+
+#: Parsed games.jsonl files: path -> (its version: device, inode, size, mtime and ctime in ns; its rows). A publication
+#: replaces the file (a new inode), so between two publications every call reads the rows parsed once:
+#: a competitor asking again and again (ListGames, /me, a seat log) cost a parse of every stored game a
+#: call in arena serve's process, beside the embedded referee. At most :data:`_CACHED_FILES` files.
+_CACHE: dict[Path, tuple[tuple[int, ...], tuple[_Row, ...]]] = {}
+_CACHED_FILES = 4
+_CACHE_LOCK = threading.Lock()
+
+
+def _rows(path: Path) -> tuple[_Row, ...]:
+    """The rows of the games file ``path`` (empty when there is none), parsed once a version of the file."""
+    try:
+        with path.open("rb") as f:
+            st = os.fstat(f.fileno())
+            key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            with _CACHE_LOCK:
+                hit = _CACHE.get(path)
+            if hit is not None and hit[0] == key:
+                return hit[1]
+            data = f.read().decode("utf-8")
+    except (FileNotFoundError, IsADirectoryError):
+        return ()
+    rows = tuple(_row(json.loads(line)) for line in data.splitlines())
+    with _CACHE_LOCK:
+        _CACHE.pop(path, None)
+        while len(_CACHE) >= _CACHED_FILES:
+            del _CACHE[next(iter(_CACHE))]  # the file parsed longest ago
+        _CACHE[path] = (key, rows)
+    return rows
+
+
+def _row(row: Any) -> _Row:
+    """One parsed games.jsonl line (the arena's own JSON: arena.tournament.result) as a :class:`_Row`."""
+    scores = row.get("scores") or [0, 0]
+    winner = row.get("winner")
+    return _Row(str(row["game_id"]), str(row["a"]), str(row["b"]), (int(scores[0]), int(scores[1])),
+                None if winner is None else int(winner), bool(row.get("record")))
+
+
 def my_games(output: Path, entrants: Collection[str], players: int) -> list[MyGame]:
-    """The games in ``OUTPUT/games.jsonl`` in which one of ``entrants`` played, oldest first."""
-    path = output / "games.jsonl"
-    if not entrants or not path.is_file():
+    """The games in ``OUTPUT/games.jsonl`` in which one of ``entrants`` played, oldest first (the file
+    parsed once a publication: :func:`_rows`)."""
+    if not entrants:
         return []
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        sides = (str(row["a"]), str(row["b"]))
+    for r in _rows(output / "games.jsonl"):
+        sides = (r.a, r.b)
         seats = tuple(k for k in range(players) if sides[side_of(k)] in entrants)
         if seats:
-            scores = row.get("scores") or [0, 0]
-            winner = row.get("winner")
-            out.append(MyGame(str(row["game_id"]), sides[0], sides[1], (int(scores[0]), int(scores[1])),
-                              None if winner is None else int(winner), seats, bool(row.get("record"))))
+            out.append(MyGame(r.game_id, r.a, r.b, r.scores, r.winner, seats, r.recorded))
     return out
 
 
