@@ -818,6 +818,9 @@ class CompetitionSettings:
     the IPv4 networks (``10.1.2.3/32``) of the private network that a build may reach all the same, a
     package registry's mirror or a proxy of the host's (its build network drops every other private,
     link-local or carrier-grade NAT address: :data:`arena.hosting.sandbox.PRIVATE_NETS`).
+    ``refused_per_day``: a competitor's uploads refused once unpacked (not a bot, an entry that is no
+    file, a name and version taken) a UTC day, past which they are not taken in until the next day: each
+    costs the server an unpacking, and a refused one counts in no other limit.
     """
 
     submissions_per_day: int = 5
@@ -837,6 +840,7 @@ class CompetitionSettings:
     image_upload_bytes: int = 512 * 1024 * 1024
     image_files: int = 200_000
     build_reaches: tuple[str, ...] = ()
+    refused_per_day: int = 50
 
 
 #: ``[competition]``'s whole-number limits: (key, least, most).
@@ -852,6 +856,7 @@ _COMPETITION_INTS = (
     ("memory_mb", 32, 65536),
     ("image_upload_bytes", 1024, 64 * 1024**3),
     ("image_files", 1000, 10_000_000),
+    ("refused_per_day", 1, 100_000),
 )
 
 

@@ -54,6 +54,44 @@ def test_uploads_that_passed_the_check_together_do_not_pass_the_daily_limit(tmp_
 
 
 
+def test_uploads_refused_once_unpacked_are_limited_a_day(tmp_path: Path) -> None:
+    """An upload refused after it was unpacked (no bot in it, a version taken) counted in no limit, so a
+    competitor could send them without end, one at a time, each spooled, unpacked and planned by the
+    server. Past ``refused_per_day`` such refusals in a UTC day the competitor's uploads are not taken in
+    (``exhausted``, with when to retry), across a restart (the book keeps them), another competitor
+    untouched; an accepted upload counts only in ``submissions_per_day``."""
+    import time
+
+    settings = CompetitionSettings(submissions_per_day=10, refused_per_day=2)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        add_tar_file(tar, "README", b"no bot here\n")
+    no_bot = buf.getvalue()
+    with CompetitionBook(tmp_path) as book:
+        desk = Desk(settings, tmp_path, book, lambda: None)
+        for who in ("eve", "bob"):
+            book.add_competitor(who)
+        desk.receive("eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(_archive()))
+        with pytest.raises(Refused) as e:
+            desk.receive("eve", Header("evebot", "2", "python", "bot:Bot"), io.BytesIO(no_bot))
+        assert e.value.kind == "invalid"
+        with pytest.raises(Refused) as e:  # evebot@1 again: a version taken
+            desk.receive("eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(_archive()))
+        assert e.value.kind == "exists"
+        desk.check_open("bob", time.time())
+    with CompetitionBook(tmp_path) as book:  # arena serve started again
+        desk = Desk(settings, tmp_path, book, lambda: None)
+        with pytest.raises(Refused, match=r"^2 uploads of yours refused today, the limit of a day \(check a bot "
+                                          r"with arena bots build and python -m sdk.conformance first\): try "
+                                          r"again after \d{4}-\d\d-\d\dT00:00:00Z \(in \d+ s\)$") as e:
+            desk.receive("eve", Header("evebot", "3", "python", "bot:Bot"), io.BytesIO(_archive()))
+        assert e.value.kind == "exhausted"
+        desk.receive("bob", Header("bobbot", "1", "python", "bot:Bot"), io.BytesIO(_archive()))
+        desk.check_open("eve", time.time() + 86400)  # the next day
+        assert [s.version for s in book.submissions("eve")] == ["1"]
+    assert not list((tmp_path / "submissions").glob("incoming-*"))
+
+
 def test_a_folder_bot_retired_by_a_remote_registration_leaves_only_its_receipt(tmp_path: Path) -> None:
     """A remote version past ``in_play`` retires the competitor's accepted folder bot at once, without
     the build queue: its unpacked files (it ran from its image) go then, not at the next decision or

@@ -12,7 +12,9 @@ arena stopped back to ``received``: the queue builds it again from its kept fold
 
 A web session (:class:`WebSession`, arena/web/competitor.py decides when one ends) is kept as the
 SHA-256 of its id, so a copy of the file signs nobody in; revoking a competitor deletes theirs. A book
-made before sessions were kept here gets their table when it is opened (``CREATE TABLE IF NOT EXISTS``).
+made before sessions were kept here gets their table when it is opened (``CREATE TABLE IF NOT EXISTS``),
+as does one made before refused uploads were counted (``refusals``: a competitor's uploads refused after
+they were unpacked, :meth:`CompetitionBook.add_refusal`).
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ CREATE TABLE IF NOT EXISTS submissions (
 CREATE TABLE IF NOT EXISTS sessions (
     digest TEXT PRIMARY KEY, competitor TEXT NOT NULL, created_at REAL NOT NULL, used_at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS sessions_by_competitor ON sessions (competitor, created_at);
+CREATE TABLE IF NOT EXISTS refusals (competitor TEXT NOT NULL, at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS refusals_by_competitor ON refusals (competitor, at);
 """
 
 
@@ -402,6 +406,20 @@ class CompetitionBook:
         with self._lock:
             row = self._db.execute("SELECT COUNT(*) FROM submissions WHERE competitor = ? AND created_at >= ? "
                                    "AND status != 'failed'", (competitor, since)).fetchone()
+        return int(row[0])
+
+    def add_refusal(self, competitor: str, at: float) -> None:
+        """Note that an upload of ``competitor`` was refused at UNIX time ``at`` after it was unpacked and
+        looked at (:meth:`refusals_since` counts them); refusals two days older are forgotten."""
+        with self._lock, self._db:
+            self._db.execute("DELETE FROM refusals WHERE at < ?", (at - 2 * 86400,))
+            self._db.execute("INSERT INTO refusals (competitor, at) VALUES (?, ?)", (competitor, at))
+
+    def refusals_since(self, competitor: str, since: float) -> int:
+        """How many uploads of ``competitor`` were refused since UNIX time ``since`` (:meth:`add_refusal`)."""
+        with self._lock:
+            row = self._db.execute("SELECT COUNT(*) FROM refusals WHERE competitor = ? AND at >= ?",
+                                   (competitor, since)).fetchone()
         return int(row[0])
 
     def retry_failed(self, ids: Sequence[int] = ()) -> list[Submission]:

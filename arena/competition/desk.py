@@ -102,11 +102,16 @@ class Desk:
             raise Refused("frozen", f"submissions are frozen since {_utc(float(frozen))}: the final evaluation is "
                                     f"on{committed}")
         day = now - now % DAY_S
+        retry = day + DAY_S
         made = self.book.count_since(competitor, day)
         if made >= self.settings.submissions_per_day:
-            retry = day + DAY_S
             raise Refused("exhausted", f"{made} submissions today, the limit of a day: try again after "
                                        f"{_utc(retry)} (in {int(retry - now)} s)")
+        refused = self.book.refusals_since(competitor, day)
+        if refused >= self.settings.refused_per_day:
+            raise Refused("exhausted", f"{refused} uploads of yours refused today, the limit of a day (check a bot "
+                                       f"with arena bots build and python -m sdk.conformance first): try again "
+                                       f"after {_utc(retry)} (in {int(retry - now)} s)")
 
     def owned(self, competitor: str, sid: int) -> Submission:
         """Submission ``sid`` if it is ``competitor``'s. :raises Refused: ``not_found``, the same line for
@@ -121,7 +126,8 @@ class Desk:
         """Unpack ``archive``, check the bot (kind, entry), keep it as a ``received`` submission with its
         receipt (the archive's SHA-256 and size: :data:`arena.competition.pipeline.RECEIPT`) and wake
         the queue. The freeze and the per-day limit are checked again as the submission is kept (uploads
-        that passed :meth:`check_open` together cannot all be kept past the limit).
+        that passed :meth:`check_open` together cannot all be kept past the limit). A refusal once the
+        archive is taken in (``invalid``, ``exists``) is noted in the book (``refused_per_day``).
         :raises Refused: ``invalid`` (one line from the intake or the plan), ``exists``, ``exhausted``,
         ``frozen``."""
         from arena.hosting.bots_build import BuildError
@@ -143,12 +149,16 @@ class Desk:
                 os.replace(incoming, final)  # failing (or a kill before it), the queue marks it failed
         except (IntakeError, BuildError) as e:
             shutil.rmtree(incoming, ignore_errors=True)  # the plan names its folder: the server's path, not theirs
+            self.book.add_refusal(competitor, time.time())
             raise Refused("invalid", str(e).replace(str(incoming / "bot"), "the archive")) from None
         except BookError as e:
             shutil.rmtree(incoming, ignore_errors=True)
+            self.book.add_refusal(competitor, time.time())
             raise Refused("exists", str(e)) from None
-        except Exception:  # Refused, or a failure of the arena's: the upload's files go whatever happened
+        except Exception as e:  # Refused, or a failure of the arena's: the upload's files go whatever happened
             shutil.rmtree(incoming, ignore_errors=True)
+            if isinstance(e, Refused) and e.kind == "invalid":  # the kind given is not the files'
+                self.book.add_refusal(competitor, time.time())
             raise
         self.wake()
         return sub
