@@ -29,6 +29,17 @@ from main; none of them is part of the bot (none measured stronger). ``--trial``
   fact but played one saying the opposite is kept with chance ``SIGNAL_MISS`` (:func:`signal_weight`;
   rejection sampling, ``SIGNAL_TRIES`` draws at most). Head to head there is no partner: the trial is
   the bot itself there.
+- ``view`` or ``view:K``: at a table of four, on each sampled deal, after the seat's candidate card the
+  other seats still to play to the trick in progress (partner included) each choose their card by a small
+  PIMC of their own (:class:`ViewBot`, the twenty-first session's trial): ``K`` deals (``VIEW_DEALS`` by
+  default) consistent with what THAT seat sees (its own hand on the sampled deal, every card played, the
+  voids shown, the trick; the cards it cannot see dealt anew to the other hands and the stock by
+  ``infer.sample_deal``), each of its cards valued by the bot's evaluator from its side's view (exact
+  search of all its cards within ``VIEW_CAP`` nodes a deal when at most ``VIEW_EXACT_CARDS`` cards are
+  left in the hands, else playouts), the
+  best mean played (:func:`seen_choice`). The rest of the deal from the end of that trick is valued as
+  the bot does (exact when small, else a playout). Every inner node and sample is counted in the
+  decision's budget. Head to head the trial is the bot itself.
 
 Prints one JSON object: per row ``players``, ``trial``, ``ms``, ``first_pair``, ``elo``, ``ci_low``,
 ``ci_high``, ``pairs``, ``score`` and ``pair_scores`` (against the heuristic bot, duplicate pairs);
@@ -36,7 +47,8 @@ Prints one JSON object: per row ``players``, ``trial``, ``ms``, ``first_pair``, 
 Each row also says where the points came from (``sdk.spar.Tally``): ``deals`` played,
 ``points_per_deal`` (per kind of point: kick, one, high, low, jack, hang_jack, game, and all;
 ``[trial's side, heuristic's side]``) and ``choices`` (begged, stood, gave_one, ran_pack: ``[trial,
-heuristic]`` counts).
+heuristic]`` counts); ``decision_cpu_ms_p50``, ``decision_cpu_ms_p99``: the CPU of every decision the
+trial's bot was asked (``sdk.spar``'s, as ``strength.py`` reports them).
 """
 
 from __future__ import annotations
@@ -61,14 +73,20 @@ from sample_bots.heuristic import HeuristicBot  # noqa: E402
 from sample_bots.search import SearchBot  # noqa: E402
 from sample_bots.search import bot as search  # noqa: E402
 from sample_bots.search.fast import (  # noqa: E402
+    Budget,
+    DealValue,
+    OutOfNodes,
     Position,
     card_id,
     cards_in,
+    dealt_facts,
     distinct_moves,
+    hanged_jack_points,
     legal_mask,
     playout,
+    solve,
 )
-from sample_bots.search.infer import Deal, Knowledge  # noqa: E402
+from sample_bots.search.infer import Deal, Knowledge, _read_trick, sample_deal  # noqa: E402
 from sdk.bot import Context  # noqa: E402
 from sdk.spar import spar  # noqa: E402
 
@@ -341,6 +359,128 @@ class SignalBot(SearchBot):
         return kept
 
 
+#: Deals each other seat's own choice in the trick in progress is valued on (``view:K`` sets it).
+VIEW_DEALS = 4
+#: Such a deal with at most this many cards left in the hands (three each) is searched exactly, within
+#: ``VIEW_CAP`` nodes for all that seat's cards together; a larger one, or one past the cap, by a playout
+#: each (a deal of 16-20 cards nearly always passes the cap: the nodes would be spent for nothing).
+VIEW_EXACT_CARDS = 12
+VIEW_CAP = 1000
+
+#: What a seat chooses, keyed by what it sees on a sampled deal: (seat, its hand, the trick so far).
+Choices = dict[tuple[int, int, tuple[int, ...]], int]
+
+
+def seen_choice(s: search._Setting, deal: Deal, pos: Position, deals: int, rng: random.Random,
+                choices: Choices, values: dict[tuple[int, int, int, int], DealValue]) -> int:
+    """The card the seat to act in ``pos`` (a trick in progress on the sampled ``deal``) plays when it
+    chooses by what IT sees: a PIMC of ``deals`` deals of the cards it cannot see (the other hands of
+    ``pos`` and ``deal.stock``, dealt anew by ``infer.sample_deal`` with the hand sizes, the exposed cards
+    of seats other than the bot's and every void shown, the trick's own included), each of its cards
+    (``distinct_moves`` on ``pos``) valued for its side by an exact search within ``VIEW_CAP`` nodes when
+    at most ``VIEW_EXACT_CARDS`` cards are left in the hands, else a playout; the best mean (the first on a tie). Every node and sample is
+    charged to ``s.budget``. ``choices`` keeps the choice for what the seat sees (it depends on nothing
+    else); ``values`` the deal values built so far."""
+    t = pos.to_act
+    moves = distinct_moves(pos, pos.legal())
+    if len(moves) == 1:
+        return moves[0]
+    key = (t, pos.hands[t], tuple(pos.trick))
+    if key in choices:
+        return choices[key]
+    k = s.know
+    n = k.players
+    voids = list(k.voids)
+    played = list(k.played)
+    _read_trick(pos.leader, pos.trick, k.trump, n, s.obs, played, voids)
+    fixed = [0] * n  # the other seats' exposed cards still in their hands, and the chooser's own hand
+    unseen = 0
+    for x in range(n):
+        if x == t:
+            fixed[x] = pos.hands[x]
+            continue
+        if x != k.seat:
+            fixed[x] = k.hands[x] & pos.hands[x]
+        unseen |= pos.hands[x] & ~fixed[x]
+    for c in deal.stock:
+        unseen |= 1 << c
+    view = Knowledge(t, n, k.trump, tuple(fixed), tuple(bin(h).count("1") for h in pos.hands), tuple(played),
+                     tuple(voids), unseen, len(deal.stock))
+    rules = s.obs.rules
+    totals = [0.0] * len(moves)
+    for _ in range(deals):
+        hands = sample_deal(view, rng).hands
+        s.budget.left -= search.SAMPLE_COST
+        s.budget.used += search.SAMPLE_COST
+        high, low, jack_side, total = dealt_facts([hands[x] | played[x] for x in range(n)], k.trump)
+        facts = (t & 1, high, low, jack_side)
+        if facts not in values:
+            values[facts] = DealValue.build(t & 1, s.obs.scores, rules.target, high, low, jack_side,
+                                            hanged_jack_points(rules))
+        q = Position(n, k.trump, hands, pos.leader, list(pos.trick), list(pos.taken), pos.jack_taker, total,
+                     pos.undertrump_ban, pos.void_may_discard)
+        after = []
+        for m in moves:
+            p = q.copy()
+            p.play(m)
+            after.append(p)
+        for i, v in enumerate(_values_within(after, values[facts], s.budget)):
+            totals[i] += v
+    best = moves[max(range(len(moves)), key=lambda i: (totals[i], -i))]
+    choices[key] = best
+    return best
+
+
+def _values_within(positions: list[Position], value: DealValue, budget: Budget) -> list[float]:
+    """``search._evaluate_all`` for a seat's own choice: exact values of every position when each holds
+    at most ``VIEW_EXACT_CARDS`` cards in the hands and together they take at most ``VIEW_CAP`` nodes,
+    else a playout each."""
+    if all(sum(bin(h).count("1") for h in p.hands) <= VIEW_EXACT_CARDS for p in positions):
+        cap = Budget(min(VIEW_CAP, max(budget.left, 1)))
+        table: dict[tuple[int, ...], tuple[float, float]] = {}
+        try:
+            return [solve(p.copy(), value, cap, table=table) for p in positions]
+        except OutOfNodes:
+            pass
+        finally:
+            budget.left -= cap.used
+            budget.used += cap.used
+    return [playout(p.copy(), value, budget) for p in positions]
+
+
+class ViewBot(SearchBot):
+    """``SearchBot`` in whose sampled deals at a table of four the other seats still to play to the trick
+    in progress choose by what they see (:func:`seen_choice`; the module docstring's ``view``)."""
+
+    name = "search-view"
+
+    def __init__(self, ms: int, deals: int = VIEW_DEALS) -> None:
+        super().__init__(ms=ms)
+        self.deals = deals
+
+    def _card_means(self, s: search._Setting, legal: tuple[Action, ...],
+                    rng: random.Random) -> tuple[list[Play], list[float]]:
+        if s.know.players != 4:
+            return super()._card_means(s, legal, rng)
+        moves = [a for a in legal if isinstance(a, Play)]
+        ids = [search.card_id(a.card) for a in moves]
+        choices: Choices = {}
+        values: dict[tuple[int, int, int, int], DealValue] = {}
+
+        def after_each(deal: Deal) -> list[float]:
+            pos, value = search._position(s, deal)
+            items: list[float | tuple[Position, DealValue]] = []
+            for m in ids:
+                p = pos.copy()
+                p.play(m)
+                while p.trick:
+                    p.play(seen_choice(s, deal, p, self.deals, rng, choices, values))
+                items.append((p, value))
+            return search._evaluate_all(items, s.budget)
+
+        return moves, self._means(s, rng, len(moves), after_each)
+
+
 def make(trial: str, ms: int) -> Callable[[], SearchBot]:
     """A factory of the trial's bot.
 
@@ -360,11 +500,16 @@ def make(trial: str, ms: int) -> Callable[[], SearchBot]:
     if name == "signal":
         eps = float(arg) if arg else 0.0
         return lambda: SignalBot(ms, eps)
+    if name == "view":
+        deals = int(arg) if arg else VIEW_DEALS
+        if deals < 1:
+            raise ValueError(f"view:K needs K of at least 1, not {deals}")
+        return lambda: ViewBot(ms, deals)
     if name == "ties" and arg:
         eps = float(arg)
         return lambda: TieBot(ms, eps)
-    raise ValueError(f"unknown trial {trial!r}: none, ismcts, beg-margin:M, give-margin:M, ties:EPS, trick"
-                     " or signal[:EPS]")
+    raise ValueError(f"unknown trial {trial!r}: none, ismcts, beg-margin:M, give-margin:M, ties:EPS, trick,"
+                     " signal[:EPS] or view[:K]")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -386,7 +531,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append({"players": players, "trial": trial, "ms": args.ms, "first_pair": args.first_pair,
                          **{k: summary[k] for k in ("elo", "ci_low", "ci_high", "pairs", "score")},
                          "pair_scores": result.scores,
-                         **{k: summary[k] for k in ("deals", "points_per_deal", "choices")}})
+                         **{k: summary[k] for k in ("deals", "points_per_deal", "choices",
+                                                     "decision_cpu_ms_p50", "decision_cpu_ms_p99")}})
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     print(json.dumps({"rows": rows, "cpu_s": round(time.process_time() - cpu, 1)}, indent=2))
     return 0
