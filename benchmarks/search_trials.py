@@ -378,9 +378,9 @@ def seen_choice(s: search._Setting, deal: Deal, pos: Position, deals: int, rng: 
     ``pos`` and ``deal.stock``, dealt anew by ``infer.sample_deal`` with the hand sizes, the exposed cards
     of seats other than the bot's and every void shown, the trick's own included), each of its cards
     (``distinct_moves`` on ``pos``) valued for its side by an exact search within ``VIEW_CAP`` nodes when
-    at most ``VIEW_EXACT_CARDS`` cards are left in the hands, else a playout; the best mean (the first on a tie). Every node and sample is
-    charged to ``s.budget``. ``choices`` keeps the choice for what the seat sees (it depends on nothing
-    else); ``values`` the deal values built so far."""
+    at most ``VIEW_EXACT_CARDS`` cards are left in the hands, else a playout; the best mean (the first on
+    a tie). Every node and sample is charged to ``s.budget``. ``choices`` keeps the choice for what the
+    seat sees (it depends on nothing else); ``values`` the deal values built so far."""
     t = pos.to_act
     moves = distinct_moves(pos, pos.legal())
     if len(moves) == 1:
@@ -463,7 +463,7 @@ class ViewBot(SearchBot):
         if s.know.players != 4:
             return super()._card_means(s, legal, rng)
         moves = [a for a in legal if isinstance(a, Play)]
-        ids = [search.card_id(a.card) for a in moves]
+        ids = [card_id(a.card) for a in moves]
         choices: Choices = {}
         values: dict[tuple[int, int, int, int], DealValue] = {}
 

@@ -302,7 +302,7 @@ def test_strength_ceiling_prints_a_row_per_phase_seen(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_search_trials_print_a_row_per_trial_and_a_zero_margin_changes_nothing(tmp_path: Path) -> None:
-    trials = ["none", "ismcts", "beg-margin:0", "give-margin:0", "ties:0", "trick", "signal"]
+    trials = ["none", "ismcts", "beg-margin:0", "give-margin:0", "ties:0", "trick", "signal", "view"]
     out = run("search_trials.py", "--trial", *trials, "--pairs", "2", "--ms", "3", "--players", "2", cwd=tmp_path)
     rows = {r["trial"]: r for r in json.loads(out)["rows"]}
     assert list(rows) == trials, out
@@ -320,8 +320,10 @@ def test_search_trials_print_a_row_per_trial_and_a_zero_margin_changes_nothing(t
     # A margin of 0 is the bot's own rule: the same choices, so the same games.
     assert rows["beg-margin:0"]["pair_scores"] == rows["give-margin:0"]["pair_scores"] == rows["none"]["pair_scores"]
     # Head to head every deal is searched exactly: the trick trial is the bot itself there; nor is there
-    # a partner to signal to.
+    # a partner to signal to, and the view trial models only a table of four.
     assert rows["trick"]["pair_scores"] == rows["signal"]["pair_scores"] == rows["none"]["pair_scores"]
+    assert rows["view"]["pair_scores"] == rows["none"]["pair_scores"]
+    assert all(0 <= r["decision_cpu_ms_p50"] <= r["decision_cpu_ms_p99"] for r in rows.values()), out
 
 
 def test_the_trick_trial_searches_the_trick_in_progress_then_plays_out(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -423,6 +425,46 @@ def test_the_signal_trial_says_its_fact_and_reads_its_partners(monkeypatch: pyte
         play_local(bots, seed="signal")
     assert contradicted == 0 and read > 10
     assert bots[0].could > 10 and bots[0].said == bots[0].could and bots[2].said == bots[2].could
+
+
+def test_the_view_trial_lets_each_seat_choose_from_what_it_sees(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``view:K``: in 4-player games each seat modelled in the trick in progress chooses a card legal for it,
+    on deals that keep its own hand and every hand's size and deal the other seats and the stock exactly
+    the cards it cannot see (the sampled deal's other hands and stock); the bot's budget counts the work."""
+    from sample_bots.heuristic import HeuristicBot
+    from sdk.local_table import play_local
+
+    trials = _load_benchmark("search_trials", monkeypatch)
+    deals = choices = 0
+    real_deal, real_choice = trials.sample_deal, trials.seen_choice
+
+    def checked_deal(view, rng):  # type: ignore[no-untyped-def]
+        nonlocal deals
+        deal = real_deal(view, rng)
+        assert deal.hands[view.seat] == view.hands[view.seat]
+        assert tuple(bin(h).count("1") for h in deal.hands) == view.sizes
+        others = seen = 0
+        for x in range(view.players):
+            if x != view.seat:
+                others |= deal.hands[x]
+                seen |= view.hands[x]
+        assert others | sum(1 << c for c in deal.stock) == view.unseen | seen
+        assert not view.unseen & view.hands[view.seat]
+        deals += 1
+        return deal
+
+    def checked_choice(s, deal, pos, *rest):  # type: ignore[no-untyped-def]
+        nonlocal choices
+        used = s.budget.used
+        card = real_choice(s, deal, pos, *rest)
+        assert pos.legal() >> card & 1 and s.budget.used >= used
+        choices += 1
+        return card
+
+    monkeypatch.setattr(trials, "sample_deal", checked_deal)
+    monkeypatch.setattr(trials, "seen_choice", checked_choice)
+    play_local([trials.ViewBot(5, 2), HeuristicBot(), trials.ViewBot(5, 2), HeuristicBot()], seed="view")
+    assert deals > 50 and choices > 50
 
 
 def test_search_trials_name_an_unknown_trial_in_one_line(tmp_path: Path) -> None:
