@@ -254,11 +254,17 @@ def test_arena_killed_leaves_nothing_behind(client: Any, hostile_image: str, tmp
     arena = subprocess.Popen([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress"], cwd=tmp_path,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
+        # both at once: the bots' check before the first game starts their containers and removes them
+        # again, so a bot process seen then may have no container a moment later (seen under CI's load)
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not bot_processes("hostile:HostileBot", mine):
+        running: list[Any] = []
+        seen: list[str] = []
+        while time.monotonic() < deadline and not (running and seen):
+            running = client.containers.list(filters={"label": f"org.allfours.run={key}"})
+            seen = bot_processes("hostile:HostileBot", mine)
             time.sleep(0.2)
-        assert client.containers.list(filters={"label": f"org.allfours.run={key}"}), "no bot container started"
-        assert bot_processes("hostile:HostileBot", mine), "this test's bot processes are not found by their tag"
+        assert running, "no bot container started"
+        assert seen, "this test's bot processes are not found by their tag"
     finally:
         os.kill(arena.pid, signal.SIGKILL)
         arena.wait(10)
