@@ -411,9 +411,9 @@ class CompetitionBook:
     def add_refusal(self, competitor: str, at: float) -> None:
         """Note that an upload of ``competitor`` was refused at UNIX time ``at`` after it was unpacked and
         looked at (:meth:`refusals_since` counts them); refusals two days older are forgotten."""
-        with self._lock, self._db:
-            self._db.execute("DELETE FROM refusals WHERE at < ?", (at - 2 * 86400,))
-            self._db.execute("INSERT INTO refusals (competitor, at) VALUES (?, ?)", (competitor, at))
+        with self._transaction() as db:
+            db.execute("DELETE FROM refusals WHERE at < ?", (at - 2 * 86400,))
+            db.execute("INSERT INTO refusals (competitor, at) VALUES (?, ?)", (competitor, at))
 
     def refusals_since(self, competitor: str, since: float) -> int:
         """How many uploads of ``competitor`` were refused since UNIX time ``since`` (:meth:`add_refusal`)."""
