@@ -92,6 +92,19 @@ def test_uploads_refused_once_unpacked_are_limited_a_day(tmp_path: Path) -> None
     assert not list((tmp_path / "submissions").glob("incoming-*"))
 
 
+def test_a_kind_that_is_not_the_files_is_invalid_and_counted(tmp_path: Path) -> None:
+    """A kind given that is not the files' (a Python bot sent as ``node``) is refused ``invalid`` in one line,
+    leaves no files, and counts in ``refused_per_day`` as the intake's other refusals do."""
+    with CompetitionBook(tmp_path) as book:
+        desk = Desk(CompetitionSettings(refused_per_day=5), tmp_path, book, lambda: None)
+        book.add_competitor("eve")
+        with pytest.raises(Refused, match=r"^kind node was given, but the files make a python bot$") as e:
+            desk.receive("eve", Header("evebot", "1", "node", "bot:Bot"), io.BytesIO(_archive()))
+        assert e.value.kind == "invalid"
+        assert book.refusals_since("eve", 0.0) == 1 and book.submissions("eve") == []
+    assert not list((tmp_path / "submissions").glob("incoming-*"))
+
+
 def test_a_folder_bot_retired_by_a_remote_registration_leaves_only_its_receipt(tmp_path: Path) -> None:
     """A remote version past ``in_play`` retires the competitor's accepted folder bot at once, without
     the build queue: its unpacked files (it ran from its image) go then, not at the next decision or

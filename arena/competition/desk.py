@@ -155,10 +155,8 @@ class Desk:
             shutil.rmtree(incoming, ignore_errors=True)
             self.book.add_refusal(competitor, time.time())
             raise Refused("exists", str(e)) from None
-        except Exception as e:  # Refused, or a failure of the arena's: the upload's files go whatever happened
+        except Exception:  # Refused, or a failure of the arena's: the upload's files go whatever happened
             shutil.rmtree(incoming, ignore_errors=True)
-            if isinstance(e, Refused) and e.kind == "invalid":  # the kind given is not the files'
-                self.book.add_refusal(competitor, time.time())
             raise
         self.wake()
         return sub
@@ -177,8 +175,9 @@ class Desk:
     def _take(self, archive: IO[bytes], incoming: Path, header: Header, version: str) -> tuple[str, str]:
         """Take the archive into ``incoming``: unpacked to ``bot/`` (its kind and entry found by ``arena bots
         build``'s plan), or a prebuilt image copied to ``image.tar``; returns (kind, entry).
-        :raises IntakeError, BuildError, Refused: as :meth:`receive`."""
-        from arena.hosting.bots_build import check_name_version, plan_build
+        :raises IntakeError, BuildError: what :meth:`receive` refuses as ``invalid`` (a kind given that is not
+        the files' included)."""
+        from arena.hosting.bots_build import BuildError, check_name_version, plan_build
 
         if header.kind == "image":
             check_name_version(header.name, version)
@@ -187,7 +186,7 @@ class Desk:
         unpack(archive, incoming / "bot", self.limits())
         plan = plan_build(incoming / "bot", header.name, version, header.entry or None)
         if header.kind and header.kind != plan.kind:
-            raise Refused("invalid", f"kind {header.kind} was given, but the files make a {plan.kind} bot")
+            raise BuildError(f"kind {header.kind} was given, but the files make a {plan.kind} bot")
         return plan.kind, plan.entry
 
     def register_remote(self, competitor: str, name: str, version: str) -> tuple[Submission, str]:
