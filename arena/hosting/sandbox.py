@@ -379,6 +379,11 @@ def wall_private(bridge: str, chain: str, reaches: Sequence[str] = ()) -> None:
     _iptables("-I", "DOCKER-USER", "1", "-i", bridge, "-j", chain)
 
 
+def _remove_build_chains(chain: str, bridge: str) -> list[str]:
+    """Remove the build network's two chains: ``chain`` on INPUT and :func:`forward_chain` on DOCKER-USER."""
+    return _remove_chain(chain, bridge) + _remove_chain(forward_chain(chain), bridge, "DOCKER-USER")
+
+
 def _remove_chain(chain: str, bridge: str, hook: str = "INPUT") -> list[str]:
     """Unhook ``chain`` from ``hook`` and delete it (absent: nothing done); returns what was removed."""
     removed: list[str] = []
@@ -657,8 +662,7 @@ class BuildNetwork:
             pass
         except Exception:
             return removed  # still there: its chain stays, so a build on it still reaches nothing
-        return (removed + _remove_chain(self.chain, self.bridge)
-                + _remove_chain(forward_chain(self.chain), self.bridge, "DOCKER-USER") + remove_build_cgroup(self.key))
+        return removed + _remove_build_chains(self.chain, self.bridge) + remove_build_cgroup(self.key)
 
 
 def cleanup(client: Any, key: str) -> list[str]:
@@ -683,9 +687,7 @@ def cleanup(client: Any, key: str) -> list[str]:
                 removed.append(_remove_network(n))
     for build in (False, True):  # the networks first: a chain goes once nothing is left behind its bridge
         _, bridge, chain = network_names(key, build)
-        removed += _remove_chain(chain, bridge)
-        if build:
-            removed += _remove_chain(forward_chain(chain), bridge, "DOCKER-USER")
+        removed += _remove_build_chains(chain, bridge) if build else _remove_chain(chain, bridge)
     return removed + remove_build_cgroup(key)
 
 
