@@ -24,6 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, TypeVar
 
+from arena.competition.reads import DEFAULT_READS_PER_MINUTE
 from arena.hosting.procs import PROCESS_LIMITS
 from arena.hosting.sandbox import Limits
 from referee import wire
@@ -820,7 +821,9 @@ class CompetitionSettings:
     link-local or carrier-grade NAT address: :data:`arena.hosting.sandbox.PRIVATE_NETS`).
     ``refused_per_day``: a competitor's uploads refused once unpacked (not a bot, an entry that is no
     file, a name and version taken) a UTC day, past which they are not taken in until the next day: each
-    costs the server an unpacking, and a refused one counts in no other limit.
+    costs the server an unpacking, and a refused one counts in no other limit. ``reads_per_minute``: a
+    competitor's reads (their submissions, games, seat logs and ``/me`` pages) a minute, a quarter of it at
+    once, on each door (:mod:`arena.competition.reads`).
     """
 
     submissions_per_day: int = 5
@@ -841,6 +844,7 @@ class CompetitionSettings:
     image_files: int = 200_000
     build_reaches: tuple[str, ...] = ()
     refused_per_day: int = 50
+    reads_per_minute: int = DEFAULT_READS_PER_MINUTE
 
 
 #: ``[competition]``'s whole-number limits: (key, least, most).
@@ -857,6 +861,7 @@ _COMPETITION_INTS = (
     ("image_upload_bytes", 1024, 64 * 1024**3),
     ("image_files", 1000, 10_000_000),
     ("refused_per_day", 1, 100_000),
+    ("reads_per_minute", 1, 1_000_000),
 )
 
 

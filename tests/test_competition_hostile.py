@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import io
 import subprocess
 import tarfile
@@ -1238,3 +1239,62 @@ def test_a_prebuilt_image_of_too_many_files_is_rejected_and_removed(tmp_path: Pa
             client.images.remove(submission_tag(settings, tmp_path, "many", "1"), force=True)
         client.images.remove(tag, force=True)
         book.close()
+
+
+def test_a_competitors_reads_are_limited_a_minute(served: tuple[str, str, Desk]) -> None:
+    """A competitor's script reading in a loop (a seat log is up to 512 KiB from disk each time) made
+    arena serve, which hosts the embedded referee, do it without end. Now each competitor's reads count
+    against ``reads_per_minute``, a quarter of it at once (the allowance's clock stands still here: no
+    read comes back while the test runs); another competitor's reads and a wrong token are not theirs."""
+    from arena.competition.reads import ReadAllowance
+
+    address, token, desk = served
+    desk.settings = dataclasses.replace(desk.settings, reads_per_minute=8)  # 2 at once
+    desk.reads = ReadAllowance(clock=lambda: 0.0)
+    other = desk.book.add_competitor("dan")
+
+    def meta(t: str) -> tuple[tuple[str, str]]:
+        return (("authorization", f"Bearer {t}"),)
+
+    with grpc.insecure_channel(address) as channel:
+        stub = spb_grpc.SubmissionServiceStub(channel)
+        stub.ListSubmissions(spb.ListSubmissionsRequest(), metadata=meta(token), timeout=30)
+        stub.ListGames(spb.ListGamesRequest(), metadata=meta(token), timeout=30)
+        for call in (lambda: stub.GetSeatLog(spb.GetSeatLogRequest(game_id="g", seat=0), metadata=meta(token),
+                                             timeout=30),
+                     lambda: stub.GetSubmission(spb.GetSubmissionRequest(id=1), metadata=meta(token), timeout=30),
+                     lambda: stub.ListSubmissions(spb.ListSubmissionsRequest(), metadata=meta(token), timeout=30)):
+            with pytest.raises(grpc.RpcError) as e:
+                call()
+            assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, e.value.details()
+            assert e.value.details() == ("too many reads: at most 8 a minute (reads_per_minute), 2 at once; "
+                                         "try again in 8 s")
+        assert stub.ListSubmissions(spb.ListSubmissionsRequest(), metadata=meta(other), timeout=30).submissions == []
+        with pytest.raises(grpc.RpcError) as e:
+            stub.ListGames(spb.ListGamesRequest(), metadata=meta("nope"), timeout=30)
+        assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_arena_submit_wait_asks_again_after_a_refused_read(served: tuple[str, str, Desk],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """`arena submit --wait` polls its submission: a poll refused for reads_per_minute (the competitor's
+    other scripts used the minute's reads) is asked again later, not the command's end."""
+    from arena.competition import client as client_module
+    from arena.competition.reads import ReadAllowance
+
+    address, token, desk = served
+    desk.settings = dataclasses.replace(desk.settings, reads_per_minute=4)  # 1 at once
+    times = iter([0.0, 0.0, 60.0])  # the second read is refused; the third comes a minute later
+    desk.reads = ReadAllowance(clock=lambda: next(times))
+    sub = desk.book.add_submission("eve", "evebot", "1", "python", "bot:Bot")
+    desk.book.set_status(sub.id, "rated", image="x")
+    monkeypatch.setattr(client_module, "READS_WAIT_S", 0.0)
+    competitor = client_module.SubmissionClient(address, token)
+    try:
+        assert [s.id for s in competitor.submissions()] == [sub.id]  # the minute's one read
+        seen: list[str] = []
+        last = competitor.follow(sub.id, lambda s: seen.append(s.status), timeout_s=600)
+    finally:
+        competitor.close()
+    assert last.status == "rated" and seen == ["rated"]
+    assert next(times, None) is None  # asked three times in all

@@ -4,6 +4,7 @@ book.py (competitors' token digests and submissions, SQLite), intake.py (an arch
 desk.py (limits, freeze, a submission taken in, the league grown by the accepted entrants),
 pipeline.py (the build queue: build, validate, enroll), validate.py (the conformance suite against an
 image in a container without a network), service.py (the Submission gRPC service on the lobby's
-server), client.py (``arena submit`` and ``arena submissions``), setup.py (:func:`open_competition`:
+server), reads.py (a competitor's reads a minute, on the service and the pages), client.py (``arena
+submit`` and ``arena submissions``), setup.py (:func:`open_competition`:
 the whole of it beside ``arena serve``'s league).
 """

@@ -33,6 +33,8 @@ FINAL = ("rated", "rejected", "failed")
 #: Default most bytes of one packed file and of the whole archive.
 MAX_FILE_BYTES = 16 * 1024 * 1024
 MAX_ARCHIVE_BYTES = 64 * 1024 * 1024
+#: Seconds :meth:`SubmissionClient.follow` waits after a poll refused for ``reads_per_minute``.
+READS_WAIT_S = 5.0
 
 
 class SubmitError(ValueError):
@@ -142,10 +144,17 @@ class SubmissionClient:
         """Poll submission ``sid`` until it reaches a :data:`FINAL` status or ``timeout_s`` passes, calling
         ``on_change`` at each new status; returns the last seen. ``shown``: the status the caller has
         shown already (``arena submit`` prints the new submission's ``received``), not called back again
-        while it lasts (a submission queued behind another build stays ``received`` for many polls)."""
+        while it lasts (a submission queued behind another build stays ``received`` for many polls). A poll
+        refused for ``reads_per_minute`` is asked again :data:`READS_WAIT_S` later (until ``timeout_s``)."""
         deadline, seen = time.monotonic() + timeout_s, shown
         while True:
-            sub = self.get(sid)
+            try:
+                sub = self.get(sid)
+            except grpc.RpcError as e:  # past reads_per_minute (other reads of the competitor's): wait, ask again
+                if e.code() != grpc.StatusCode.RESOURCE_EXHAUSTED or time.monotonic() > deadline:
+                    raise
+                time.sleep(READS_WAIT_S)
+                continue
             if sub.status != seen:
                 seen = sub.status
                 on_change(sub)

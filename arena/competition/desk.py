@@ -27,6 +27,7 @@ from typing import IO
 from arena.competition.book import DAY_S, IN_PLAY, BookError, CompetitionBook, Submission, name_key
 from arena.competition.intake import IntakeError, IntakeLimits, copy_image_archive, unpack
 from arena.competition.pipeline import IMAGE_ARCHIVE, RECEIPT, prune_submission_files, submission_folder, tree_bytes
+from arena.competition.reads import ReadAllowance, wait_line
 from arena.config import BotSpec, CompetitionSettings, TournamentConfig
 from arena.hosting.sandbox import Limits
 from arena.lobby.tokens import new_token, token_digest
@@ -83,6 +84,7 @@ class Desk:
     house: frozenset[str] = frozenset()
     _counted: bool = False
     intake: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    reads: ReadAllowance = dataclasses.field(default_factory=ReadAllowance)
 
     def limits(self, kind: str = "") -> IntakeLimits:
         """The intake's limits of ``[competition]`` for a submission of ``kind`` (an ``image``'s upload
@@ -112,6 +114,14 @@ class Desk:
             raise Refused("exhausted", f"{refused} uploads of yours refused today, the limit of a day (check a bot "
                                        f"with arena bots build and python -m sdk.conformance first): try again "
                                        f"after {_utc(retry)} (in {int(retry - now)} s)")
+
+    def check_read(self, competitor: str) -> None:
+        """Count one read of ``competitor`` (a listing, a submission, a seat log) against ``reads_per_minute``.
+        :raises Refused: ``exhausted``, with the limit and when to try again (nothing counted)."""
+        per_minute = self.settings.reads_per_minute
+        wait = self.reads.take(competitor, per_minute)
+        if wait:
+            raise Refused("exhausted", wait_line(per_minute, wait))
 
     def owned(self, competitor: str, sid: int) -> Submission:
         """Submission ``sid`` if it is ``competitor``'s. :raises Refused: ``not_found``, the same line for

@@ -2,7 +2,9 @@
 
 Every call is authenticated by the competitor's token in the metadata ``authorization: Bearer TOKEN``
 (UNAUTHENTICATED, one line, otherwise) and reaches only the caller's submissions (another's id is
-NOT_FOUND, as an unknown one: no competitor learns which ids exist).
+NOT_FOUND, as an unknown one: no competitor learns which ids exist). The reads (ListSubmissions,
+GetSubmission, ListGames, GetSeatLog) count against ``reads_per_minute`` (:mod:`arena.competition.reads`:
+RESOURCE_EXHAUSTED, saying when to try again).
 What is decided lives in :class:`arena.competition.desk.Desk`; this module moves bytes and maps its
 refusals to status codes. An upload is spooled to a temporary file (the upload limit is counted as the
 chunks arrive) and unpacked in a worker thread, off the event loop the embedded referee shares.
@@ -59,6 +61,15 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
         self.desk = desk
         #: Competitors with an upload under way (one at a time each: every upload spools to disk).
         self._uploading: set[str] = set()
+
+    async def _reader(self, context: grpc.aio.ServicerContext) -> str:
+        """The caller, as :meth:`_who`, with one read counted (RESOURCE_EXHAUSTED past ``reads_per_minute``)."""
+        competitor = await self._who(context)
+        try:
+            self.desk.check_read(competitor)
+        except Refused as e:
+            await self._refuse(context, e)
+        return competitor
 
     async def _who(self, context: grpc.aio.ServicerContext) -> str:
         token = token_of(context.invocation_metadata())
@@ -133,14 +144,14 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
 
     async def ListSubmissions(self, request: spb.ListSubmissionsRequest,
                               context: grpc.aio.ServicerContext) -> spb.ListSubmissionsResponse:
-        competitor = await self._who(context)
+        competitor = await self._reader(context)
         book = self.desk.book
         final = book.final_entry(competitor)
         return spb.ListSubmissionsResponse(submissions=[self._pb(s, final) for s in book.submissions(competitor)])
 
     async def GetSubmission(self, request: spb.GetSubmissionRequest,
                             context: grpc.aio.ServicerContext) -> spb.GetSubmissionResponse:
-        competitor = await self._who(context)
+        competitor = await self._reader(context)
         try:
             sub = self.desk.owned(competitor, int(request.id))
         except Refused as e:
@@ -150,7 +161,7 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
 
     async def ListGames(self, request: spb.ListGamesRequest,
                         context: grpc.aio.ServicerContext) -> spb.ListGamesResponse:
-        competitor = await self._who(context)
+        competitor = await self._reader(context)
         d = self.desk
         games = await asyncio.to_thread(my_games, d.output, d.entrants(competitor), d.players)
         return spb.ListGamesResponse(games=[
@@ -159,7 +170,7 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
 
     async def GetSeatLog(self, request: spb.GetSeatLogRequest,
                          context: grpc.aio.ServicerContext) -> spb.GetSeatLogResponse:
-        competitor = await self._who(context)
+        competitor = await self._reader(context)
         d = self.desk
         try:
             text = await asyncio.to_thread(seat_log, d.output, d.entrants(competitor), d.players,
