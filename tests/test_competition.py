@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import grpc
+import httpx
 import pytest
 
 from allfours.v1 import referee_pb2 as pb
@@ -974,14 +975,23 @@ def test_sighup_applies_a_changed_competition_table(league: tuple[Path, int, Ser
     and nothing said that the change was not taken."""
     cfg, port, serve = league
     token = arena("competitor", "add", str(cfg), "uma").stdout.strip()
-    cfg.write_text(cfg.read_text().replace("upload_bytes = 200000", "upload_bytes = 1024"))
+    cfg.write_text(cfg.read_text().replace("upload_bytes = 200000", "upload_bytes = 1024\nreads_per_minute = 1"))
     serve.proc.send_signal(signal.SIGHUP)
-    serve.wait_for("[competition] re-read: upload_bytes")
+    serve.wait_for("[competition] re-read: upload_bytes, reads_per_minute")
     good = _bot(tmp_path / "goodbot", GOOD, "random_bot")
     (good / "data.bin").write_bytes(os.urandom(4096))  # past the new limit, not the old one
     code, details = _code(lambda: SubmissionClient(f"127.0.0.1:{port}", token).submit(
         pack(good), "uma-bot", entry="random_bot:RandomBot"))
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "upload limit" in details, details
+    # reads_per_minute = 1: one read, then a minute's wait, on the service and on the pages alike
+    assert SubmissionClient(f"127.0.0.1:{port}", token).submissions() == []
+    code, details = _code(lambda: SubmissionClient(f"127.0.0.1:{port}", token).games())
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "at most 1 a minute (reads_per_minute)" in details, details
+    with httpx.Client(base_url=serve.web) as web:
+        assert web.post("/me/login", data={"token": token}).status_code == 303  # signing in is no read
+        assert web.get("/me").status_code == 200
+        again = web.get("/me")
+        assert again.status_code == 429 and "at most 1 a minute" in again.text, again.text
     cfg.write_text(cfg.read_text().replace("[competition]", "[competitio]"))
     serve.proc.send_signal(signal.SIGHUP)
     serve.wait_for("the new config is refused, the old one stays")

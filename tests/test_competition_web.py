@@ -584,3 +584,26 @@ def test_my_pages_are_never_stored_by_a_cache(tmp_path: Path, out: Path) -> None
                 assert r.headers.get("cache-control") == "no-store", (r.url, r.headers)
     finally:
         log.close()
+
+
+def test_my_pages_count_against_reads_per_minute(tmp_path: Path, out: Path) -> None:
+    """/me, a seat log and a running seat's page are reads: past the book's ``reads_per_minute`` (which
+    arena serve writes there) they are a 429 saying when to try again, for that competitor alone; signing
+    in is no read. The allowance's clock stands still here, so no read comes back during the test."""
+    from arena.competition.reads import READS_KEY, ReadAllowance
+
+    copy, tokens = _competition(tmp_path, out)
+    with CompetitionBook(copy) as book:
+        book.set_meta(READS_KEY, "8")  # 2 at once
+    client = _client(copy)
+    client.app.state.reads = ReadAllowance(clock=lambda: 0.0)  # type: ignore[attr-defined]
+    ivy, jay = _sign_in(client, tokens["ivy"]), _sign_in(client, tokens["jay"])
+    assert IVY_PAGE in _me(client, ivy)
+    assert client.get("/me/logs/nothing/0", headers=_cookie(ivy)).status_code == 403  # a read all the same
+    for url in ("/me", "/me/logs/nothing/0", "/me/live/nothing/0"):
+        refused = client.get(url, headers=_cookie(ivy))
+        assert refused.status_code == 429, (url, refused.text)
+        assert refused.text == "too many reads: at most 8 a minute (reads_per_minute), 2 at once; try again in 8 s\n"
+        assert refused.headers["retry-after"] == "8" and refused.headers["cache-control"] == "no-store"
+    assert "jay" in _me(client, jay)
+    assert SIGN_IN_FORM in client.get("/me").text  # signed out: the form, no read of anyone's

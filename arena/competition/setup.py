@@ -11,6 +11,7 @@ from arena import metrics
 from arena.competition.book import CompetitionBook
 from arena.competition.desk import INCOMING_PREFIX, Desk, remove_partial_uploads
 from arena.competition.pipeline import BuildQueue, submission_tag, warn_missing_bases
+from arena.competition.reads import READS_KEY
 from arena.competition.service import add_to_server
 from arena.config import CompetitionSettings, ConfigError, TournamentConfig
 from arena.tournament.league import League
@@ -45,6 +46,7 @@ def open_competition(config: TournamentConfig, output: Path, league: League,
     assert settings is not None
     check_validation_checks(settings, config.source)
     book = CompetitionBook(output)
+    book.set_meta(READS_KEY, str(settings.reads_per_minute))  # for the /me pages, maybe served by arena web
     queue = BuildQueue(book, settings, output, league.request_reload, note, tournament=config.name)
     house = frozenset(b.name.split("@")[0] for b in config.bots)
     desk = Desk(settings, output, book, queue.wake, league.request_reload, config.players, house=house,
@@ -69,6 +71,7 @@ def open_competition(config: TournamentConfig, output: Path, league: League,
                    if getattr(new.competition, f.name) != getattr(desk.settings, f.name)]
         if changed:
             desk.settings = queue.settings = new.competition
+            book.set_meta(READS_KEY, str(new.competition.reads_per_minute))
             note(f"[competition] re-read: {', '.join(changed)} changed")
             if {"base_python", "base_node"} & set(changed):
                 warn_missing_bases(new.competition, note)

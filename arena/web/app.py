@@ -465,5 +465,5 @@ def create_app(
 
     app = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(SecurityHeaders)])
     app.state.web = web
-    app.state.sessions = competitor.Sessions()
+    competitor.attach(app)
     return app

@@ -31,12 +31,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
+from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from arena.competition.book import BOOK_NAME, DAY_S, CompetitionBook, WebSession
 from arena.competition.games import MyGame, NotYours, hidden_versions, log_path, my_games, seat_log
+from arena.competition.reads import DEFAULT_READS_PER_MINUTE, READS_KEY, ReadAllowance, retry_after, wait_line
 from arena.lobby.tokens import token_digest
 from arena.report import live
 from referee.rules.seats import side_of
@@ -137,6 +139,9 @@ async def me(request: Request) -> Response:
         who = _signed_in(request, book)
         if who is None:
             return _page(request, 200, competitor=None)
+        refused = _too_many_reads(request, book, who)
+        if refused is not None:
+            return refused
         subs = book.submissions(who)
         final = book.final_entry(who)
     entrants = {s.entrant for s in subs if s.status in ("accepted", "playing", "rated")}
@@ -254,25 +259,39 @@ def _signed_in(request: Request, book: CompetitionBook) -> str | None:
     return who
 
 
-def _signed_in_entrants(request: Request) -> set[str] | None:
-    """The entrants of the signed-in competitor (retired ones too), or None without a live session."""
-    if not request.cookies.get(COOKIE):
+def _too_many_reads(request: Request, book: CompetitionBook, who: str) -> Response | None:
+    """Count one read of ``who`` against the book's ``reads_per_minute`` (:mod:`arena.competition.reads`):
+    None when it may be made, else a 429 saying when to try again (``Retry-After``, seconds)."""
+    try:
+        per_minute = int(book.get_meta(READS_KEY) or DEFAULT_READS_PER_MINUTE)
+    except ValueError:
+        per_minute = DEFAULT_READS_PER_MINUTE
+    wait = request.app.state.reads.take(who, per_minute)
+    if not wait:
         return None
-    book = _book(request)
+    return Response(f"{wait_line(per_minute, wait)}\n", status_code=429, media_type="text/plain",
+                    headers={"Retry-After": str(retry_after(wait))})
+
+
+def _signed_in_entrants(request: Request) -> set[str] | Response:
+    """The entrants of the signed-in competitor (retired ones too), one read counted; else the answer: 401
+    without a live session, 429 past ``reads_per_minute``."""
+    book = _book(request) if request.cookies.get(COOKIE) else None
     if book is None:
-        return None
+        return Response("sign in first at /me\n", status_code=401, media_type="text/plain")
     with book:
         who = _signed_in(request, book)
         if who is None:
-            return None
-        return {s.entrant for s in book.submissions(who, statuses=("accepted", "playing", "rated"))}
+            return Response("sign in first at /me\n", status_code=401, media_type="text/plain")
+        return _too_many_reads(request, book, who) or \
+            {s.entrant for s in book.submissions(who, statuses=("accepted", "playing", "rated"))}
 
 
 async def log_download(request: Request) -> Response:
     """``GET /me/logs/{game_id}/{seat}``: my seat's log, as an attachment."""
     entrants = _signed_in_entrants(request)
-    if entrants is None:
-        return Response("sign in first at /me\n", status_code=401, media_type="text/plain")
+    if isinstance(entrants, Response):
+        return entrants
     game_id, seat = request.path_params["game_id"], request.path_params["seat"]
     try:
         text = seat_log(request.app.state.web.data.output, entrants, players_of(request), game_id, int(seat))
@@ -302,8 +321,8 @@ async def live_seat(request: Request) -> Response:
     from arena.web.frames import replay_frames
 
     entrants = _signed_in_entrants(request)
-    if entrants is None:
-        return Response("sign in first at /me\n", status_code=401, media_type="text/plain")
+    if isinstance(entrants, Response):
+        return entrants
     output: Path = request.app.state.web.data.output
     game_id, seat = request.path_params["game_id"], int(request.path_params["seat"])
     blind = request.app.state.web.data.blind()  # blind: my seats' names only (no opponent's), the game's id hidden
@@ -331,6 +350,13 @@ def private(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Requ
         return response
 
     return run
+
+
+def attach(app: Starlette) -> None:
+    """Give ``app`` the state these pages keep: its :class:`Sessions` and its competitors' reads
+    (:class:`arena.competition.reads.ReadAllowance`, at the book's ``reads_per_minute``)."""
+    app.state.sessions = Sessions()
+    app.state.reads = ReadAllowance()
 
 
 ROUTES = [
