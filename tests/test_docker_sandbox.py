@@ -301,3 +301,58 @@ def test_control_an_internal_network_alone_reaches_the_host(client: Any, hostile
         net.remove()
         host.close()
     assert out == b"" and host.accepted == 1
+
+
+class _Net:
+    """A docker network as docker-py gives it, made with IPv6 on (dockerd's default-network-opts)."""
+
+    def __init__(self, ipv6: bool) -> None:
+        self.attrs = {"EnableIPv6": ipv6, "IPAM": {"Config": [{"Gateway": "172.30.0.1", "Subnet": "172.30.0.0/16"}]}}
+        self.removed = False
+
+    def reload(self) -> None:
+        pass
+
+    def remove(self) -> None:
+        self.removed = True
+
+
+def test_a_network_docker_makes_with_ipv6_is_refused_and_removed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sandbox's walls are iptables rules, IPv4's alone: on a dockerd whose default-network-opts turn
+    IPv6 on for new networks (docker 24 and later), a bot would reach the host's services on the gateway's
+    IPv6 address past every wall. The network is asked for without IPv6 and refused (before any iptables
+    rule) if docker makes it with IPv6 all the same."""
+    import arena.hosting.sandbox as sandbox
+
+    made: list[dict[str, Any]] = []
+    net = _Net(ipv6=True)
+
+    class Networks:
+        def create(self, name: str, **kw: Any) -> _Net:
+            made.append(kw)
+            return net
+
+    class Client:
+        networks = Networks()
+
+    monkeypatch.setattr(sandbox, "_iptables", lambda *a, **k: pytest.fail(f"iptables {a} for a refused network"))
+    with pytest.raises(sandbox.SandboxError, match="made the network af-t with IPv6, which the sandbox's walls"):
+        sandbox.walled_network(Client(), "af-t", "af-t", "AF-t", {}, internal=True)
+    assert net.removed and made[0]["options"]["com.docker.network.enable_ipv6"] == "false"
+
+
+def test_the_sandboxs_network_has_no_ipv6_on_a_real_dockerd(client: Any) -> None:
+    """This dockerd takes the option that keeps IPv6 off (as docker 20.10 to 28 do) and makes the network
+    without it."""
+    from arena.hosting.sandbox import _remove_chain, walled_network
+
+    name = f"allfours-v6probe-{os.getpid()}"
+    bridge, chain = f"afv6-{os.getpid()}"[:15], f"AFV6-{os.getpid()}"
+    try:
+        walled_network(client, name, bridge, chain, {"allfours.test": "ipv6"}, internal=True)
+        attrs = client.networks.get(name).attrs
+        assert attrs["EnableIPv6"] is False and attrs["Options"]["com.docker.network.enable_ipv6"] == "false"
+    finally:
+        _remove_chain(chain, bridge)
+        for net in client.networks.list(names=[name]):
+            net.remove()

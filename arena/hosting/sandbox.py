@@ -327,14 +327,20 @@ def forward_chain(chain: str) -> str:
     return f"{chain}-out"
 
 
+#: The network option that keeps IPv6 off whatever dockerd's ``default-network-opts`` say (docker 24 and
+#: later can turn it on for every new bridge network; docker-py never sends ``EnableIPv6: false``).
+NO_IPV6 = {"com.docker.network.enable_ipv6": "false"}
+
+
 def walled_network(client: Any, name: str, bridge: str, chain: str, labels: Mapping[str, str],
                    internal: bool) -> tuple[str, str | None]:
     """Create the bridge network ``name`` (interface ``bridge``, no traffic between its containers) and
     the iptables chain ``chain``, hooked into INPUT for ``bridge``, that drops everything (the host's
     services are out of reach; :meth:`Sandbox.allow` opens ports). ``internal``: no route out either.
-    Returns (gateway, subnet).
+    IPv6 is off (:data:`NO_IPV6`): the walls are iptables, IPv4's alone. Returns (gateway, subnet).
 
-    :raises SandboxError: if docker refuses the network or iptables fails (one line).
+    :raises SandboxError: if docker refuses the network, makes it with IPv6 all the same (it is removed) or
+        iptables fails (one line).
     """
     try:
         net = client.networks.create(
@@ -342,13 +348,19 @@ def walled_network(client: Any, name: str, bridge: str, chain: str, labels: Mapp
             driver="bridge",
             internal=internal,
             labels=dict(labels),
-            options={"com.docker.network.bridge.enable_icc": "false", "com.docker.network.bridge.name": bridge},
+            options={"com.docker.network.bridge.enable_icc": "false", "com.docker.network.bridge.name": bridge,
+                     **NO_IPV6},
         )
         net.reload()
         ipam = (net.attrs.get("IPAM") or {}).get("Config") or [{}]
         gateway, subnet = ipam[0].get("Gateway"), ipam[0].get("Subnet")
     except Exception as e:
         raise SandboxError(f"cannot create the network {name}: {' '.join(str(e).split())}") from None
+    if net.attrs.get("EnableIPv6"):
+        with contextlib.suppress(Exception):
+            net.remove()
+        raise SandboxError(f"docker made the network {name} with IPv6, which the sandbox's walls (iptables, IPv4) "
+                           "do not cover: turn IPv6 off in dockerd's default-network-opts")
     if not gateway:
         raise SandboxError(f"the network {name} has no gateway address")
     _iptables("-N", chain)
