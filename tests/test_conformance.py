@@ -174,6 +174,19 @@ def test_workers_pass_every_check_in_lobby_mode(name: str) -> None:
     assert out["summary"] == f"conformance: {len(LOBBY)} passed, 0 failed, 0 skipped"
 
 
+@pytest.mark.slow
+def test_a_worker_that_sends_its_ready_before_the_match_end_fails_lobby_ready() -> None:
+    """A Ready sent with the Assignment, before the seat is played, then another after MatchEnd: the
+    arena's lobby takes the first as the seat played (it may give the worker a second seat meanwhile)
+    and refuses the second (INVALID_ARGUMENT, the worker's stream ends). The check passed it: the suite
+    took the early Ready, still queued at MatchEnd, for one sent after it."""
+    out = run_suite(sys.executable, "-m", "tests.bots.broken", "--break", "lobby-ready-early",
+                    extra=("--lobby", "--only", "lobby-ready"), timeout=120)
+    assert statuses(out) == {"lobby-ready": "fail"}, json.dumps(out, indent=1)
+    did = out["checks"][0]["did"]  # type: ignore[index]
+    assert did.startswith("sent the Ready naming conformance-multi-game before its MatchEnd"), did
+
+
 #: Workers that fail in the lobby itself: ``python -c SCRIPT ARG`` with ARG one of the keys of DYING.
 DYING_WORKER = """
 import os, sys, time, grpc

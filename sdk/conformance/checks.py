@@ -277,6 +277,12 @@ def judge_lobby_ready(log: RunLog, limits: Limits) -> Verdict:
         return Verdict(False, "not run in lobby mode")
     if not lobby.ended:
         return Verdict(False, lobby.fatal or "no Assignment was played to MatchEnd")
+    early = [m for m in lobby.ended if m in lobby.ready_early_s]
+    if early:
+        return Verdict(False, f"sent the Ready naming {early[0]} before its MatchEnd ("
+                              f"{1000 * lobby.ready_early_s[early[0]]:.0f} ms before; {len(early)} of "
+                              f"{len(lobby.ended)} matches): the arena's lobby takes a Ready as the seat played, "
+                              f"may give the worker another seat meanwhile, and refuses a second Ready")
     missing = [m for m in lobby.ended if m not in lobby.ready_after_s]
     if missing:
         others = sorted({m for m, _ in lobby.readies} - set(lobby.assigned))
@@ -318,8 +324,8 @@ CHECKS: list[Check] = [
                              "most {memory_mib:g} MiB", judge_limits),
     Check("lobby-register", "basic", f"first a Register with ALLFOURS_BOT_TOKEN, ALLFOURS_BOT_NAME and "
                                      f"{PROTOCOL_VERSION}", judge_lobby_register, frozenset({Mode.LOBBY})),
-    Check("lobby-ready", "multi-game", "a Ready naming the match within {exit_s:g} s of each MatchEnd, and "
-                                       "every next Assignment played",
+    Check("lobby-ready", "multi-game", "a Ready naming the match within {exit_s:g} s after each MatchEnd (not "
+                                       "before), and every next Assignment played",
           judge_lobby_ready, frozenset({Mode.LOBBY})),
 ]
 

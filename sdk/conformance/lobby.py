@@ -76,7 +76,8 @@ class ScriptedLobby(lpb_grpc.LobbyServiceServicer):
         self.registered = asyncio.Event()
         #: Set with ``log.fatal`` when the worker's stream was refused as the arena's lobby refuses it.
         self.refused = asyncio.Event()
-        self.ready: asyncio.Queue[str] = asyncio.Queue(maxsize=MAX_READIES)
+        #: Each Ready's match id and when it came (from the launch).
+        self.ready: asyncio.Queue[tuple[str, float]] = asyncio.Queue(maxsize=MAX_READIES)
 
     async def Connect(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> None:
         """One worker stream: Register → Registered, then the queued Assignments; Readies are logged."""
@@ -114,9 +115,10 @@ class ScriptedLobby(lpb_grpc.LobbyServiceServicer):
                     self.close()
                     return
                 if msg.WhichOneof("msg") == "ready" and len(self.log.readies) < MAX_READIES:
-                    self.log.readies.append((msg.ready.match_id[:80], self.clock()))
+                    seen = (msg.ready.match_id[:80], self.clock())
+                    self.log.readies.append(seen)
                     with contextlib.suppress(asyncio.QueueFull):
-                        self.ready.put_nowait(msg.ready.match_id[:80])
+                        self.ready.put_nowait(seen)
 
     def _refuse(self, why: str) -> None:
         """The worker sent what the arena's lobby refuses, ending its stream: the run stops (``fatal``)."""
@@ -131,17 +133,21 @@ class ScriptedLobby(lpb_grpc.LobbyServiceServicer):
             self.out.put_nowait(lpb.ConnectResponse(assignment=assignment))
 
     async def wait_ready(self, match_id: str, ended_at: float, timeout: float) -> None:
-        """Wait up to ``timeout`` s for a Ready naming ``match_id``; log how long after MatchEnd it came."""
+        """Wait up to ``timeout`` s for a Ready naming ``match_id``; log how long after MatchEnd it came, or,
+        for one that came before it (queued meanwhile), how long before (``ready_early_s``)."""
         self.log.ended.append(match_id)
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
         while (left := end - loop.time()) > 0:
             try:
-                got = await asyncio.wait_for(self.ready.get(), left)
+                got, at = await asyncio.wait_for(self.ready.get(), left)
             except TimeoutError:
                 return
             if got == match_id:
-                self.log.ready_after_s[match_id] = self.clock() - ended_at
+                if at < ended_at:
+                    self.log.ready_early_s[match_id] = ended_at - at
+                else:
+                    self.log.ready_after_s[match_id] = at - ended_at
                 return
 
     def close(self) -> None:

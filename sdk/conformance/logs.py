@@ -114,6 +114,8 @@ class LobbyLog:
       :data:`sdk.conformance.lobby.MAX_READIES`).
     - ``assigned``: match ids in the order assigned; ``ended``: those whose match reached MatchEnd.
     - ``ready_after_s``: match id -> seconds from its MatchEnd to the Ready naming it (absent: none).
+    - ``ready_early_s``: match id -> seconds from its first Ready to its MatchEnd, for one sent before
+      the match ended (the arena's lobby would take the worker as idle while it still plays the seat).
     - ``fatal``: why the run stopped early (one line), else ``""``.
     """
 
@@ -124,4 +126,5 @@ class LobbyLog:
     assigned: list[str] = field(default_factory=list)
     ended: list[str] = field(default_factory=list)
     ready_after_s: dict[str, float] = field(default_factory=dict)
+    ready_early_s: dict[str, float] = field(default_factory=dict)
     fatal: str = ""

@@ -31,6 +31,9 @@ lobby-register            (worker mode) registers with protocol_version "allfour
 lobby-ready               (worker mode) sends no Ready after its first match
 ========================  ======================================================================
 
+``--break lobby-ready-early`` (worker mode) also sends each Ready with its Assignment, before the
+match is played; it fails ``lobby-ready`` (tests/test_conformance.py).
+
 Worker mode: with ``ALLFOURS_LOBBY`` set and no ``ALLFOURS_TICKET`` it registers at the lobby with
 ``ALLFOURS_BOT_TOKEN`` and ``ALLFOURS_BOT_NAME``, plays each Assignment as above and sends Ready.
 Where the table says "exits", a worker leaves that match (closes its stream) and plays on, so each
@@ -200,6 +203,8 @@ def work(fault: str) -> int:
                 if resp.WhichOneof("msg") != "assignment":
                     continue
                 a = resp.assignment
+                if fault == "lobby-ready-early":  # idle again before the seat is played
+                    out.put(lpb.ConnectRequest(ready=lpb.Ready(match_id=a.match_id)))
                 with contextlib.suppress(Quit):  # a worker leaves the match where a per-game bot exits
                     play_match(a.referee, a.ticket, fault)
                 played += 1
