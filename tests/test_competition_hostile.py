@@ -226,6 +226,44 @@ def test_a_stalled_upload_ends_at_the_upload_timeout(served: tuple[str, str, Des
     assert "the upload took over 1 s" in (e.value.details() or "")
 
 
+def test_a_competitor_lists_their_games_and_reads_their_seat_logs_on_the_command_line(
+        served: tuple[str, str, Desk], tmp_path: Path) -> None:
+    """docs/competition.md sent a competitor to /me (a browser) or to Python (``SubmissionClient``) for
+    their games and seat logs: ``arena submissions`` listed submissions only. ``--games`` lists the games
+    (as ListGames), ``--log GAME SEAT`` prints that seat's log as stored (GetSeatLog); another's seat is
+    one line and exit 1."""
+    import json
+    import os
+    import sys
+
+    address, token, desk = served
+    desk.register_remote("eve", "evebot", "next")
+    game = "cup-p0-1-g0"
+    with (tmp_path / "games.jsonl").open("w") as f:
+        f.write(json.dumps({"game_id": game, "a": "evebot@1", "b": "house", "scores": [14, 9], "winner": 0,
+                            "record": "records/x.jsonl"}) + "\n")
+    (tmp_path / "logs" / game).mkdir(parents=True)
+    (tmp_path / "logs" / game / "seat0.log").write_bytes(b"evebot: hello from seat 0\n")
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "ALLFOURS_COMPETITOR_TOKEN": token, "PYTHONPATH": str(root)}
+
+    def submissions(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "arena.cli", "submissions", "--arena", address, *extra],
+                              capture_output=True, text=True, timeout=120, env=env, cwd=root)
+
+    games = submissions("--games")
+    assert games.returncode == 0, games.stderr
+    row = next(line for line in games.stdout.splitlines() if game in line)
+    assert "evebot@1" in row and "house" in row and "14-9" in row, games.stdout
+    log = submissions("--log", game, "0")
+    assert log.returncode == 0 and log.stdout == "evebot: hello from seat 0\n", log
+    other = submissions("--log", game, "1")
+    assert other.returncode == 1 and other.stdout == "", other
+    assert other.stderr.strip() == f"error: PERMISSION_DENIED: seat 1 of game {game} is not yours", other.stderr
+    bad = submissions("--log", game, "one")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+
+
 def test_a_cross_site_form_cannot_sign_in_or_out(tmp_path: Path) -> None:
     """Login CSRF: another site's form posting the attacker's token would sign the victim's browser in as
     the attacker (SameSite guards sending a cookie, not setting one); a cross-site sign-out would end the

@@ -1,6 +1,6 @@
 """The competition's commands (docs/competition.md): the host's ``arena competitor add|list`` and
 ``arena competition freeze|retry|final|close``; the competitor's ``arena submit`` (``--select``) and
-``arena submissions``.
+``arena submissions`` (``--games``, ``--log GAME SEAT``).
 
 Exit status: 0; 1 when the arena refuses (the status code and its one line) or a followed submission
 ends rejected or failed; 2 on bad arguments or config (one line).
@@ -367,6 +367,10 @@ def _waited(last: Any, timeout_s: float, err: Console) -> int:
 
 
 def _submissions(args: argparse.Namespace, console: Console) -> int:
+    if args.log is not None:
+        return _seat_log(args)
+    if args.games:
+        return _games(args, console)
     client = _client(args)
     try:
         subs = client.submissions()
@@ -378,4 +382,36 @@ def _submissions(args: argparse.Namespace, console: Console) -> int:
         table.add_row(str(s.id), s.entrant + (f" ({marks})" if marks else ""), s.status, str(s.games),
                       Text(f"{s.step}: {s.reason}" if s.step else s.reason))  # the arena's words, not markup
     console.print(table)
+    return 0
+
+
+def _games(args: argparse.Namespace, console: Console) -> int:
+    """``arena submissions --games``: the games of my entrants, oldest first (ListGames)."""
+    client = _client(args)
+    try:
+        games = client.games()
+    finally:
+        client.close()
+    table = Table("game", "side 0", "side 1", "score", "my seats")
+    for g in games:
+        table.add_row(Text(g.game_id), Text(g.a), Text(g.b), f"{g.score_a}-{g.score_b}",
+                      ", ".join(str(k) for k in g.seats))
+    console.print(table)
+    return 0
+
+
+def _seat_log(args: argparse.Namespace) -> int:
+    """``arena submissions --log GAME SEAT``: my bot's log of that seat, its bytes as stored (GetSeatLog)."""
+    import sys
+
+    game, seat = args.log
+    if not seat.isdigit():
+        raise _Usage(f"--log GAME SEAT: SEAT must be a seat number (0-based), not {seat[:20]!r}")
+    client = _client(args)
+    try:
+        text = client.seat_log(game, int(seat))
+    finally:
+        client.close()
+    sys.stdout.buffer.write(text)
+    sys.stdout.flush()
     return 0

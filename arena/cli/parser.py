@@ -216,6 +216,12 @@ def _add_submit(sub: Any) -> None:
 
 
 def _add_submissions(sub: Any) -> None:
-    """``arena submissions --arena HOST:PORT``: my submissions."""
-    s = sub.add_parser("submissions", help="list my submissions (token: $ALLFOURS_COMPETITOR_TOKEN)")
+    """``arena submissions --arena HOST:PORT [--games | --log GAME SEAT]``: my submissions, games, a seat's log."""
+    s = sub.add_parser("submissions", help="list my submissions, or my games, or print a seat's log (token: "
+                       "$ALLFOURS_COMPETITOR_TOKEN)")
     _arena_options(s)
+    which = s.add_mutually_exclusive_group()
+    which.add_argument("--games", action="store_true", help="list my entrants' games instead (id, sides, score, "
+                       "my seats)")
+    which.add_argument("--log", nargs=2, metavar=("GAME", "SEAT"), help="print my bot's log of SEAT (0-based) in "
+                       "GAME instead (its last 512 KiB), as it wrote it")
