@@ -264,6 +264,34 @@ def test_a_competitor_lists_their_games_and_reads_their_seat_logs_on_the_command
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
 
 
+def test_a_competitor_registers_a_remote_bot_on_the_command_line(served: tuple[str, str, Desk]) -> None:
+    """docs/competition.md had a competitor register a bot that runs on their own machine in Python
+    (``SubmissionClient(...).register_remote``), whatever their bot's language. ``arena submit --remote
+    --name NAME`` does it: the bot token alone on stdout (once), the entrant and how to run its workers
+    on stderr; the token is the lobby's for that entrant."""
+    import os
+    import sys
+
+    address, token, desk = served
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "ALLFOURS_COMPETITOR_TOKEN": token, "PYTHONPATH": str(root)}
+
+    def submit(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "arena.cli", "submit", "--arena", address, *extra],
+                              capture_output=True, text=True, timeout=120, env=env, cwd=root)
+
+    done = submit("--remote", "--name", "evejs")
+    assert done.returncode == 0, done.stderr
+    bot_token = done.stdout.strip()
+    assert len(bot_token) >= 32 and "\n" not in bot_token
+    assert "evejs@1" in done.stderr and "--name evejs@1" in done.stderr and bot_token not in done.stderr
+    assert desk.entrants("eve") == {"evejs@1"}
+    again = submit("--remote", "--name", "evejs", "--version", "1")
+    assert again.returncode == 1 and "ALREADY_EXISTS" in again.stderr and again.stdout == "", again
+    both = submit("--remote", "somefolder", "--name", "x")
+    assert both.returncode == 2 and len(both.stderr.strip().splitlines()) == 1, both.stderr
+
+
 def test_a_cross_site_form_cannot_sign_in_or_out(tmp_path: Path) -> None:
     """Login CSRF: another site's form posting the attacker's token would sign the victim's browser in as
     the attacker (SameSite guards sending a cookie, not setting one); a cross-site sign-out would end the

@@ -1,5 +1,5 @@
 """The competition's commands (docs/competition.md): the host's ``arena competitor add|list`` and
-``arena competition freeze|retry|final|close``; the competitor's ``arena submit`` (``--select``) and
+``arena competition freeze|retry|final|close``; the competitor's ``arena submit`` (``--select``, ``--remote``) and
 ``arena submissions`` (``--games``, ``--log GAME SEAT``).
 
 Exit status: 0; 1 when the arena refuses (the status code and its one line) or a followed submission
@@ -328,8 +328,10 @@ def _submit(args: argparse.Namespace, console: Console, err: Console) -> int:
             client.close()
         err.print(f"chosen for the final evaluation: {_line(chosen)}", highlight=False, soft_wrap=True, markup=False)
         return 0
+    if args.remote:
+        return _register_remote(args, console, err)
     if args.folder is None:
-        raise _Usage("give the bot's folder (or --select ID)")
+        raise _Usage("give the bot's folder (or --select ID, or --remote --name NAME)")
     if args.image and not args.name:
         raise _Usage("--image needs --name (an image archive has no folder name to take it from)")
     name = args.name or Path(args.folder).resolve().name.lower()
@@ -351,6 +353,24 @@ def _submit(args: argparse.Namespace, console: Console, err: Console) -> int:
     finally:
         client.close()
     return _waited(last, args.wait_timeout, err)
+
+
+def _register_remote(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """``arena submit --remote --name NAME``: a remote entry (RegisterRemote); its bot token alone on stdout."""
+    if args.folder is not None or args.image or args.entry:
+        raise _Usage("--remote registers a bot that runs on your machine: give no folder, --image or --entry")
+    if not args.name:
+        raise _Usage("--remote needs --name (the bot's name)")
+    client = _client(args)
+    try:
+        sub, token = client.register_remote(args.name, args.version)
+    finally:
+        client.close()
+    console.print(token, highlight=False, markup=False)
+    err.print(f"registered: {_line(sub)}; its bot token, on stdout, is shown this once. Run its workers with it in the "
+              f"environment: ALLFOURS_BOT_TOKEN=TOKEN python -m sdk.run MODULE:Class --arena {args.arena} "
+              f"--name {sub.entrant} (docs/competition.md)", highlight=False, soft_wrap=True, markup=False)
+    return 0
 
 
 def _waited(last: Any, timeout_s: float, err: Console) -> int:

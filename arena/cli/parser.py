@@ -211,6 +211,8 @@ def _add_submit(sub: Any) -> None:
     s.add_argument("--entry", default="", help="module:Class (Python) or the entry file (Node.js; default: main)")
     s.add_argument("--image", action="store_true", help="DIR is instead a prebuilt image's archive (docker save IMAGE "
                    "> bot.tar; its entry point plays one seat per container, as user 10001); --name is required")
+    s.add_argument("--remote", action="store_true", help="instead of a folder: register a bot that runs on your own "
+                   "machine as a remote entry (--name; --version); prints its bot token, once")
     s.add_argument("--wait", action="store_true", help="follow the submission's status to the end")
     s.add_argument("--wait-timeout", type=float, default=3600.0, metavar="S", help="stop following after S seconds")
 
