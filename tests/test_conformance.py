@@ -378,6 +378,15 @@ def test_parse_rules() -> None:
         selected_checks(["nope"], 4)
 
 
+@pytest.mark.parametrize("mode", list(Mode), ids=lambda m: m.value)
+def test_an_unknown_check_lists_the_checks_of_its_mode(mode: Mode) -> None:
+    """``--only`` with a typo listed every check of both modes, so ``lobby-ready`` was offered to a per-game
+    run, where naming it is a usage error of its own."""
+    with pytest.raises(ValueError) as e:
+        selected_checks(["nope"], 4, mode)
+    assert str(e.value) == f"unknown check(s) nope; checks: {', '.join(c.name for c in checks_of(mode))}"
+
+
 @pytest.mark.parametrize("args, words", [
     ([], "no bot command"),
     (["--only", "nope", "--", "true"], "unknown check"),

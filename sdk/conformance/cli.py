@@ -124,11 +124,10 @@ def selected_checks(only: Sequence[str], players: int, mode: Mode = Mode.PER_GAM
 
     :raises ValueError: for a name in ``only`` that is not a check, or is a check of the other mode.
     """
-    names = [c.name for c in CHECKS]
-    unknown = [n for n in only if n not in names]
-    if unknown:
-        raise ValueError(f"unknown check(s) {', '.join(unknown)}; checks: {', '.join(names)}")
     suite = checks_of(mode)
+    unknown = [n for n in only if n not in {c.name for c in CHECKS}]
+    if unknown:
+        raise ValueError(f"unknown check(s) {', '.join(unknown)}; checks: {', '.join(c.name for c in suite)}")
     elsewhere = [n for n in only if n not in {c.name for c in suite}]
     if elsewhere:
         how = "run without --lobby" if mode is Mode.LOBBY else "add --lobby"
