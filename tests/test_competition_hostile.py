@@ -285,6 +285,7 @@ def test_a_competitor_registers_a_remote_bot_on_the_command_line(served: tuple[s
     bot_token = done.stdout.strip()
     assert len(bot_token) >= 32 and "\n" not in bot_token
     assert "evejs@1" in done.stderr and "--name evejs@1" in done.stderr and bot_token not in done.stderr
+    assert "Its games start now: run its workers at once" in done.stderr  # or they are forfeited (no_show)
     assert desk.entrants("eve") == {"evejs@1"}
     again = submit("--remote", "--name", "evejs", "--version", "1")
     assert again.returncode == 1 and "ALREADY_EXISTS" in again.stderr and again.stdout == "", again

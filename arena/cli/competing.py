@@ -367,9 +367,11 @@ def _register_remote(args: argparse.Namespace, console: Console, err: Console) -
     finally:
         client.close()
     console.print(token, highlight=False, markup=False)
-    err.print(f"registered: {_line(sub)}; its bot token, on stdout, is shown this once. Run its workers with it in the "
-              f"environment: ALLFOURS_BOT_TOKEN=TOKEN python -m sdk.run MODULE:Class --arena {args.arena} "
-              f"--name {sub.entrant} (docs/competition.md)", highlight=False, soft_wrap=True, markup=False)
+    err.print(f"registered: {_line(sub)}; its bot token, on stdout, is shown this once. Its games start now: run "
+              f"its workers at once (a game that waits for them longer than the league's no_show_s, 120 s by "
+              f"default, is forfeited), with the token in the environment: ALLFOURS_BOT_TOKEN=TOKEN python -m "
+              f"sdk.run MODULE:Class --arena {args.arena} --name {sub.entrant} (docs/competition.md)",
+              highlight=False, soft_wrap=True, markup=False)
     return 0
 
 
