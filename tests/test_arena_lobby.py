@@ -141,7 +141,10 @@ def test_lobby_refuses_bad_registrations_with_one_line(lobby: Lobby) -> None:
     code, msg = refusal(lobby, register("x" * 32, "alpha"))
     assert (code, msg) == (grpc.StatusCode.UNAUTHENTICATED, "unknown or revoked bot token")
     code, msg = refusal(lobby, register(other, "alpha"))
-    assert code == grpc.StatusCode.UNAUTHENTICATED and "plays only as its own bot" in msg and "\n" not in msg
+    # names the bot it is for: a competitor's remote entry registers as 'name@N', and 'name' alone was
+    # told only "this token is not bot 'name''s" (the holder of a token may know its bot's name)
+    assert (code, msg) == (grpc.StatusCode.UNAUTHENTICATED, "this token is bot 'beta''s, not 'alpha''s: register "
+                                                            "as 'beta' (a token plays only as its own bot)")
     code, msg = refusal(lobby, register(good, "alpha", version="allfours.v0"))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "protocol_version" in msg
     code, msg = refusal(lobby, lpb.ConnectRequest(ready=lpb.Ready(match_id="m")))

@@ -425,7 +425,8 @@ class Lobby:
             raise _Refusal(grpc.StatusCode.UNAUTHENTICATED, "unknown or revoked bot token")
         if reg.bot_name != bot:
             raise _Refusal(grpc.StatusCode.UNAUTHENTICATED,
-                           f"this token is not bot {reg.bot_name[:MAX_FIELD]!r}'s: a token plays only as its own bot")
+                           f"this token is bot {bot!r}'s, not {reg.bot_name[:MAX_FIELD]!r}'s: register as {bot!r} "
+                           f"(a token plays only as its own bot)")
         if own_only and not self.tokens.issued(reg.token):
             raise _Refusal(grpc.StatusCode.UNAUTHENTICATED, REMOTE_TOKEN_ON_GATEWAY)
         with self._lock:
