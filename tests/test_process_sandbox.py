@@ -329,3 +329,32 @@ def test_a_sandboxed_bots_tmp_is_as_small_as_its_table_says(tmp_path: Path) -> N
     assert int(out.stdout.split()[1]) <= 4, out.stdout  # not a megabyte past its 4 MiB
     assert default.stdout.splitlines()[0] == "ENOSPC" and int(default.stdout.split()[1]) <= 16, default.stdout
     assert default.stdout.rstrip().endswith("['marker']") and out.stdout.rstrip().endswith("[]")  # own folder only
+
+
+def test_a_sandboxed_bot_writes_nowhere_but_its_small_tmpfs(tmp_path: Path) -> None:
+    """The 16 MiB ``/tmp`` was the only limited place a sandboxed bot could write: the empty root bwrap
+    makes (``/``, ``/run``, ``/etc``) and the minimal ``/dev`` (``/dev/shm`` too) are tmpfs mounts of
+    no size, the bot their owner, so a hostile bot wrote 64 MiB of the host's memory to each (and as
+    much more as it liked). The root and ``/dev`` are read-only now; ``/dev/shm`` (POSIX semaphores,
+    Python's ``multiprocessing`` locks) is a tmpfs of the same ``tmpfs_mb`` as ``/tmp``."""
+    from arena.hosting.jail import Jail
+
+    places = ["/f", "/run/f", "/etc/f", "/dev/f", "/dev/shm/f", "/tmp/f"]
+    fill = ("import contextlib, errno, multiprocessing, os, sys\nfor path in sys.argv[1:]:\n    written = 0\n"
+            "    try:\n        with open(path, 'wb') as f:\n            for _ in range(64):\n"
+            "                f.write(b'x' * (1 << 20)); f.flush(); written += 1\n"
+            "    except OSError as e:\n        written = errno.errorcode[e.errno]\n    print(path, written)\n"
+            "    with contextlib.suppress(OSError):\n        os.unlink(path)\n"
+            "multiprocessing.Lock()\nprint('lock')\n")
+    jail = Jail.open()
+    try:
+        small = jail.for_bot("small", tmpfs_mb=4)
+        out = subprocess.run(small.wrap([sys.executable, "-c", fill, *places], str(tmp_path)), capture_output=True,
+                             text=True, timeout=120)
+    finally:
+        jail.close()
+    written = dict(line.split() for line in out.stdout.splitlines() if line != "lock")
+    assert {p: written.get(p) for p in places} == {
+        "/f": "EROFS", "/run/f": "EROFS", "/etc/f": "EROFS", "/dev/f": "EROFS", "/dev/shm/f": "ENOSPC",
+        "/tmp/f": "ENOSPC"}, out.stdout + out.stderr
+    assert out.stdout.rstrip().endswith("lock"), out.stderr  # POSIX semaphores still work in /dev/shm

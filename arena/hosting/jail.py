@@ -12,7 +12,10 @@ default) is started as ``bwrap [options] -- ARGV`` (:meth:`Jail.wrap`), inside t
   Node.js bot loads the .proto files), and the bot's own folder (its ``cwd``); a private ``/tmp``
   (tmpfs, mounted first so that a bot folder under ``/tmp`` is still bound over it; also
   ``HOME`` and ``TMPDIR``; 16 MiB, a container's ``/tmp``: its ``limits.tmpfs_mb``),
-  its own ``/proc`` and a minimal ``/dev``. Not the arena's
+  its own ``/proc`` and a minimal ``/dev`` with a ``/dev/shm`` of the same size. Nothing else is
+  writable: the root bwrap makes and its ``/dev`` are tmpfs mounts of no size that the bot owns, so
+  both are remounted read-only last (a bot wrote as much of the host's memory to ``/`` or
+  ``/dev/shm`` as it liked). Not the arena's
   output folder (``arena.sqlite`` with the unrevealed master seed, the records, other seats' logs),
   not the home folder, not the rest of the repository (``arena.config.check_bot_cwds`` refuses a
   sandboxed bot whose folder holds the output folder).
@@ -228,18 +231,19 @@ class Jail:
         """``argv`` run by ``bwrap`` in the sandbox (see the module docstring), in ``cwd`` (default: the
         arena's working directory), which the bot sees read-only as its own folder."""
         folder = str(Path(cwd or os.getcwd()).resolve())
+        size = ["--size", str(self.tmpfs_mb * 1024 * 1024)]
         args = [self.bwrap, "--unshare-all", "--unshare-user", "--uid", NOBODY, "--gid", NOBODY,
                 "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--hostname", "bot",
-                "--size", str(self.tmpfs_mb * 1024 * 1024), "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr",
+                *size, "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr",
                 *_root_links()]
         for public in ("/etc/ld.so.cache", "/etc/ssl/certs"):  # the linker's cache; CA certificates (Node reads them)
             if Path(public).exists():
                 args += ["--ro-bind", public, public]
         for p in self.runtime:
             args += ["--ro-bind", str(p), str(p)]
-        args += ["--ro-bind", folder, folder, "--proc", "/proc", "--dev", "/dev",
-                 "--ro-bind", str(self.sockets), SOCKET_DIR, "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp",
-                 "--chdir", folder, "--", *argv]
+        args += ["--ro-bind", folder, folder, "--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/dev/shm",
+                 "--ro-bind", str(self.sockets), SOCKET_DIR, "--remount-ro", "/dev", "--remount-ro", "/",
+                 "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--chdir", folder, "--", *argv]
         return args
 
     def close(self) -> None:
