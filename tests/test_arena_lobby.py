@@ -301,11 +301,10 @@ def test_lobby_refuses_a_stream_silent_past_the_register_timeout(lobby: Lobby,
 def test_lobby_drops_a_frozen_worker_within_15_seconds(lobby: Lobby, tmp_path: Path) -> None:
     """A worker process that stops answering (SIGSTOP: its gRPC threads freeze too) is dropped by the
     lobby's keepalive within 15 s, and a worker whose process dies is dropped at once."""
-    token = lobby.tokens.issue("alpha")
-    procs = [
+    procs = [  # a token of its own each, as the arena issues them (one worker a token)
         subprocess.Popen(
             [sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--arena", lobby.address,
-             "--token", token, "--name", "alpha", "--reconnect", "1"],
+             "--token", lobby.tokens.issue("alpha"), "--name", "alpha", "--reconnect", "1"],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         for _ in range(2)
     ]
@@ -742,9 +741,10 @@ def test_a_full_pool_is_retried_and_an_oversized_message_is_final(lobby: Lobby,
 
         first = lpb_grpc.LobbyServiceStub(ch).Connect(held_open(), timeout=120)
         assert next(first).WhichOneof("msg") == "registered"
-        assert refusal(lobby, register(token, "alpha")) == (
+        other = lobby.tokens.issue("alpha")  # another worker's (one worker a token of the arena's)
+        assert refusal(lobby, register(other, "alpha")) == (
             grpc.StatusCode.RESOURCE_EXHAUSTED, "bot 'alpha' already has 1 workers connected: dial again later")
-        second = LobbyWorker(lambda a: None, lobby.address, token, "alpha", reconnect_s=60)
+        second = LobbyWorker(lambda a: None, lobby.address, other, "alpha", reconnect_s=60)
         errors: list[str] = []
         thread = threading.Thread(target=_run_collecting, args=(second, errors))
         retries = _Retries()
@@ -803,7 +803,8 @@ def test_the_nodejs_worker_dials_a_full_pool_again(lobby: Lobby, monkeypatch: py
         first = lpb_grpc.LobbyServiceStub(ch).Connect(held_open(), timeout=120)
         assert next(first).WhichOneof("msg") == "registered"
         node = subprocess.Popen(["node", "sample_bots/js/bot.js", "--arena", lobby.address, "--name", "alpha"],
-                                cwd=ROOT, env={**os.environ, "ALLFOURS_BOT_TOKEN": token}, text=True,
+                                cwd=ROOT, env={**os.environ, "ALLFOURS_BOT_TOKEN": lobby.tokens.issue("alpha")},
+                                text=True,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             assert node.stderr is not None
@@ -830,14 +831,14 @@ def test_a_worker_done_with_its_match_stays_its_games_until_the_game_lets_it_go(
     :meth:`Lobby.reserve` until :meth:`Lobby.release`; :meth:`Lobby.reclaim` takes it back for the replay."""
     import queue
 
-    token = lobby.tokens.issue("alpha")
+    tokens = [lobby.tokens.issue("alpha") for _ in range(2)]  # one worker a token, as the arena's
     leave = threading.Event()
     with grpc.insecure_channel(lobby.address) as ch:
         outs: list[queue.Queue[str]] = [queue.Queue(), queue.Queue()]
         got: queue.Queue[tuple[int, str]] = queue.Queue()
 
         def requests(k: int) -> Iterator[lpb.ConnectRequest]:
-            yield register(token, "alpha")
+            yield register(tokens[k], "alpha")
             while not leave.is_set():  # the stream stays open; Ready when the test says
                 with contextlib.suppress(queue.Empty):
                     yield lpb.ConnectRequest(ready=lpb.Ready(match_id=outs[k].get(timeout=0.05)))
@@ -976,3 +977,45 @@ def test_a_place_restarted_for_ever_keeps_only_its_newest_restart_logs(tmp_path:
     newest = range(20, KEPT_RESTART_LOGS + 20)  # the last start is restart KEPT_RESTART_LOGS + 19
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["worker1.log", *(f"worker1.restart{n}.log"
                                                                                  for n in newest)])
+
+
+DOUBLE = '''"""A worker bot that says which seat of which match each of its answers is for."""
+from sdk.bot import Bot, Context
+
+
+class Double(Bot):
+    name = "double"
+
+    def act(self, ctx: Context):
+        print(f"SEAT {ctx.match_id} {ctx.seat}", flush=True)
+        return ctx.legal[0]
+'''
+
+
+def test_a_local_worker_process_registering_twice_never_holds_both_partner_seats(tmp_path: Path) -> None:
+    """A local worker's token is its process's own, but the lobby took it for as many workers as the
+    process registered: a sandboxed worker process that registered twice (``sdk.run --workers 2``, or
+    a second Connect of its own) was given both seats of its side at four players, so it saw its
+    partner's hand. An arena's own token now holds one worker at a time; the second is refused with a
+    line ending ``dial again later`` (an honest worker's new stream may come before its old one is
+    seen gone), and every seat of every game still plays."""
+    folder = tmp_path / "double"
+    folder.mkdir()
+    (folder / "double.py").write_text(DOUBLE)
+    command = '["{python}", "-m", "sdk.run", "double:Double", "--workers", "2"]'
+    bots = (f'\n[[bots]]\nname = "double"\nmode = "worker"\nworkers = 2\ncommand = {command}\ncwd = "{folder}"\n'
+            + worker_bot("other"))
+    cfg = write_config(tmp_path, bots, gpp=6)
+    done = run(cfg)
+    assert done.returncode == 0, done.stdout + done.stderr
+    games = rows(cfg)
+    assert len(games) == 6 and all(g["terminations"] == ["normal"] * 4 for g in games), games
+    logs = sorted((tmp_path / "out" / "logs" / "workers" / "double").glob("*.log"))
+    assert logs
+    for log in logs:
+        seats: dict[str, set[str]] = {}
+        for line in log.read_text().splitlines():
+            if line.startswith("SEAT "):
+                _, match, seat = line.split()
+                seats.setdefault(match, set()).add(seat)
+        assert all(len(s) == 1 for s in seats.values()), (log.name, seats)

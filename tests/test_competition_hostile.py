@@ -1176,14 +1176,14 @@ def _gateway_probe(folder: str, lobby_at: str) -> dict[str, str]:
                 return str(e.code().name)
         return "OK"
 
-    remote, own = "r" * 32, lobby.tokens.issue("near")  # a remote entry's token; an arena worker's
+    remote = "r" * 32  # a remote entry's token; an arena worker's below (one worker a token)
     lobby.tokens.set_bot("far", [token_digest(remote)])
     try:
         for who in ("bots", "competitors"):
             out[f"{who}_submissions"] = submissions(out[who])
             out[f"{who}_connect"] = _first_reply(out[who], "x" * 32, "b")
             out[f"{who}_remote"] = _first_reply(out[who], remote, "far")
-            out[f"{who}_own"] = _first_reply(out[who], own, "near")
+            out[f"{who}_own"] = _first_reply(out[who], lobby.tokens.issue("near"), "near")
     finally:
         lobby.stop()
         desk.book.close()
@@ -1257,11 +1257,11 @@ def test_a_sandboxed_bots_own_socket_takes_no_remote_bots_token(tmp_path: Path) 
     socket_path = tmp_path / "lobby.sock"
     try:
         lobby.listen_unix(f"unix:{socket_path}")
-        remote, own = "r" * 32, lobby.tokens.issue("near")
+        remote = "r" * 32
         lobby.tokens.set_bot("far", [token_digest(remote)])
-        got = {(where, who): _first_reply(address, token, bot)
+        got = {(where, who): _first_reply(address, token, bot)  # an arena worker's token: one worker each
                for where, address in (("socket", f"unix:{socket_path}"), ("lobby", lobby.address))
-               for who, token, bot in (("remote", remote, "far"), ("own", own, "near"))}
+               for who, token, bot in (("remote", remote, "far"), ("own", lobby.tokens.issue("near"), "near"))}
     finally:
         lobby.stop()
     assert got[("socket", "remote")] == f"UNAUTHENTICATED: {REMOTE_TOKEN_ON_GATEWAY}", got

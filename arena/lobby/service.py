@@ -91,6 +91,12 @@ SERVER_OPTIONS: list[tuple[str, Any]] = [
 #: 4-player format).
 REMOTE_TOKEN_ON_GATEWAY = ("a remote bot's token is not taken on the bots' network: its workers dial the lobby "
                            "at tournament.lobby")
+#: The refusal of a second worker on an arena's own worker's token, while its first is connected: the token
+#: is one process's, and a process registered twice (``sdk.run --workers 2``, or a Connect of its own)
+#: was given both seats of its side at four players, so it saw its partner's hand. It ends ``dial again
+#: later``: an honest worker's new stream may come before its old one is seen gone.
+ONE_WORKER_A_PROCESS = ("this token's worker is already connected (an arena's own worker plays one seat at a time): "
+                        "dial again later")
 #: Most streams the lobby serves at once.
 MAXIMUM_CONCURRENT_RPCS = 1024
 #: The RPCs at once on one sandboxed bot's own socket (:meth:`Lobby.listen_unix`): its workers' streams
@@ -429,11 +435,14 @@ class Lobby:
                            f"(a token plays only as its own bot)")
         if own_only and not self.tokens.issued(reg.token):
             raise _Refusal(grpc.StatusCode.UNAUTHENTICATED, REMOTE_TOKEN_ON_GATEWAY)
+        digest = token_digest(reg.token)
         with self._lock:
+            if self.tokens.issued(reg.token) and any(w.digest == digest for w in self._workers.values()):
+                raise _Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, ONE_WORKER_A_PROCESS)
             if sum(w.bot == bot for w in self._workers.values()) >= MAX_WORKERS_PER_BOT:
                 raise _Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                f"bot {bot!r} already has {MAX_WORKERS_PER_BOT} workers connected: dial again later")
-            w = WorkerRef(f"w{next(self._ids)}", bot, reg.bot_version[:64], peer[:100], token_digest(reg.token))
+            w = WorkerRef(f"w{next(self._ids)}", bot, reg.bot_version[:64], peer[:100], digest)
             self._workers[w.worker_id] = w
         log.info("lobby_worker_registered", worker=w.worker_id, bot=bot, peer=w.peer)
         self._changed()
