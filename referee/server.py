@@ -587,11 +587,13 @@ class RefereeServer:
         return bound
 
     async def listen_unix(self, address: str) -> None:
-        """Serve the seat streams (``Play``) and health on the unix socket ``address`` (``unix:PATH``) with
-        a server of its own: one sandboxed bot's socket (arena/hosting/jail.py). Its silent streams and
-        its RPC slots (:data:`BOT_SOCKET_RPCS`) are its own, so a bot that floods its socket with streams
-        that never say Hello only fails its own games, never another bot's or the admin calls
-        (a unix peer has no address to count it by on a shared socket). No AdminService there.
+        """Serve the seat streams (``Play``) on the unix socket ``address`` (``unix:PATH``) with a server of
+        its own: one sandboxed bot's socket (arena/hosting/jail.py). Its silent streams and its RPC slots
+        (:data:`BOT_SOCKET_RPCS`) are its own, so a bot that floods its socket with streams that never say
+        Hello only fails its own games, never another bot's or the admin calls (a unix peer has no address
+        to count it by on a shared socket). No AdminService there, nor health: the referee's one health
+        service counts every unix peer as one address, so a bot holding its 4 ``Watch`` streams made the
+        next one on any other bot's socket refused, a channel between bots told only their own sockets.
 
         :raises RuntimeError: if the socket cannot be bound, or the referee is not running.
         """
@@ -601,7 +603,6 @@ class RefereeServer:
             return
         server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=BOT_SOCKET_RPCS)
         add_referee_service(RefereeServicer(self.registry, Pending(PENDING_HELLOS_PER_PEER)), server)
-        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         if not server.add_insecure_port(address):
             raise RuntimeError(f"could not bind {address}")
         await server.start()

@@ -1017,6 +1017,48 @@ def test_a_sandboxed_bot_flooding_its_sockets_fails_only_its_own_games(tmp_path:
     assert seen[f"{LOBBY_SOCKET} honest"][0] == grpc.StatusCode.UNAUTHENTICATED, seen[f"{LOBBY_SOCKET} honest"]
 
 
+def test_what_one_sandboxed_bot_holds_open_on_its_socket_another_bots_socket_does_not_show(tmp_path: Path) -> None:
+    """Each sandboxed bot's referee socket had the referee's one health service, whose ``Watch`` streams are
+    capped at 4 of one address, every unix peer counted as one: a bot holding 4 Watch streams on its socket
+    made the next Watch on any other bot's socket refused (RESOURCE_EXHAUSTED), so two bots, each told only
+    its own socket, could pass each other bits (a hand, who they are in a blind tournament) by opening and
+    probing, beside the referee. The bots' sockets serve Play alone now (no bot checks the referee's health;
+    the lobby's bot sockets never served it): what one holds open, another does not see."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    from arena.hosting.jail import REFEREE_SOCKET, Jail
+    from referee.server import ThreadedReferee
+    from referee.streams import WATCHES_PER_PEER
+
+    async def watch(folder: Path) -> tuple[str, Any]:
+        """The first answer of a health Watch on ``folder``'s referee socket, the call left open."""
+        ch = grpc.aio.insecure_channel(f"unix:{folder / REFEREE_SOCKET}")
+        call = health_pb2_grpc.HealthStub(ch).Watch(health_pb2.HealthCheckRequest(service=""), timeout=30)
+        try:
+            return str((await call.read()).status), (ch, call)
+        except grpc.aio.AioRpcError as e:
+            return e.code().name, (ch, call)
+
+    async def probe(sender: Path, receiver: Path) -> dict[str, str]:
+        alone = await watch(receiver)
+        await close([alone])
+        held = [await watch(sender) for _ in range(WATCHES_PER_PEER)]
+        beside = await watch(receiver)
+        await close([*held, beside])
+        return {"alone": alone[0], "beside": beside[0]}
+
+    async def close(calls: list[tuple[str, Any]]) -> None:
+        for _, (ch, call) in calls:
+            call.cancel()
+            await ch.close()
+
+    jail = Jail("bwrap", tmp_path, runtime=[])
+    with ThreadedReferee() as ref:
+        jail.on_bot_folder(lambda d: ref.listen_unix(f"unix:{d / REFEREE_SOCKET}"))
+        seen = asyncio.run(probe(jail.for_bot("sender").sockets, jail.for_bot("receiver").sockets))
+    assert seen["alone"] == seen["beside"], seen
+
+
 def test_another_competitors_submission_id_answers_as_an_unknown_one(served: tuple[str, str, Desk]) -> None:
     """Getting or selecting a submission id that is another competitor's answered PERMISSION_DENIED, an
     unknown one NOT_FOUND: a competitor could tell which ids exist (and count the others' submissions).
