@@ -608,6 +608,12 @@ class RefereeServer:
         await server.start()
         self._bot_servers[address] = server
 
+    async def stop_unix(self, address: str) -> None:
+        """Stop serving the unix socket ``address`` (:meth:`listen_unix`), whose one bot process is gone."""
+        server = self._bot_servers.pop(address, None)
+        if server is not None:
+            await server.stop(0)
+
     async def listen_remote(self, host: str, port: int = 0, tls: tuple[bytes, bytes] | None = None) -> int:
         """Serve the seat streams (``Play``) and health on ``host``:``port`` (0: any free port) with a server
         of its own, over TLS with ``tls`` (certificate chain PEM, key PEM), else plaintext; returns the bound
@@ -759,6 +765,11 @@ class ThreadedReferee:
         :raises RuntimeError: as that method.
         """
         asyncio.run_coroutine_threadsafe(self.server.listen_unix(address), self._loop).result(30)
+
+    def stop_unix(self, address: str) -> None:
+        """:meth:`RefereeServer.stop_unix` on the referee's loop (from any thread; nothing once it stopped)."""
+        if self._loop.is_running():
+            asyncio.run_coroutine_threadsafe(self.server.stop_unix(address), self._loop).result(30)
 
     def listen_remote(self, host: str, port: int = 0, tls: tuple[bytes, bytes] | None = None) -> int:
         """:meth:`RefereeServer.listen_remote` on the referee's loop (from any thread); returns the port.

@@ -1059,6 +1059,60 @@ def test_what_one_sandboxed_bot_holds_open_on_its_socket_another_bots_socket_doe
     assert seen["alone"] == seen["beside"], seen
 
 
+def test_what_one_process_of_a_bot_holds_open_its_partner_process_does_not_see(tmp_path: Path) -> None:
+    """Two processes of one sandboxed bot at once (partners at four, a pair's twins under concurrency) had the
+    bot's one socket: a process holding the 128 silent streams the socket's server allows made its partner's
+    next stream refused (``128 streams of your address are waiting to send a Hello``), whatever it said, so
+    the count it held (0-128) passed 7 bits a round. Each process has a socket folder of its own now
+    (``Jail.for_process``): the partner's Hello is read (an unknown ticket here), and a folder given up
+    (``Jail.release``) is no longer served."""
+    from allfours.v1 import referee_pb2 as pb
+    from allfours.v1 import referee_pb2_grpc as pb_grpc
+    from arena.hosting.jail import REFEREE_SOCKET, Jail
+    from referee import wire
+    from referee.server import PENDING_HELLOS_PER_PEER, ThreadedReferee
+
+    hello = pb.PlayRequest(hello=pb.Hello(ticket="t-no-such", protocol_version=wire.PROTOCOL_VERSION))
+
+    async def first_answer(folder: Path) -> str:
+        async with grpc.aio.insecure_channel(f"unix:{folder / REFEREE_SOCKET}") as ch:
+            try:
+                async for _ in pb_grpc.RefereeServiceStub(ch).Play(iter([hello]), timeout=30):
+                    pass
+                return "OK"
+            except grpc.aio.AioRpcError as e:
+                return f"{e.code().name}: {e.details()}"
+
+    async def probe(sender: Path, receiver: Path) -> str:
+        release = asyncio.Event()
+        own = [("grpc.use_local_subchannel_pool", 1)]  # a connection each: 64 streams at most on one
+        channels = [grpc.aio.insecure_channel(f"unix:{sender / REFEREE_SOCKET}", options=own) for _ in range(4)]
+        calls = [pb_grpc.RefereeServiceStub(channels[k % 4]).Play(_silent(release), timeout=60)
+                 for k in range(PENDING_HELLOS_PER_PEER)]
+        for _ in range(200):  # until the server holds them all (its next one refused), at most 10 s
+            if (await first_answer(sender)).startswith("RESOURCE_EXHAUSTED"):
+                break
+            await asyncio.sleep(0.05)
+        got = await first_answer(receiver)
+        release.set()
+        for c in calls:
+            c.cancel()
+        for ch in channels:
+            await ch.close()
+        return got
+
+    jail = Jail("bwrap", tmp_path, runtime=[])
+    with ThreadedReferee() as ref:
+        jail.on_bot_folder(lambda d: ref.listen_unix(f"unix:{d / REFEREE_SOCKET}"), key=ref,
+                           unlisten=lambda d: ref.stop_unix(f"unix:{d / REFEREE_SOCKET}"))
+        sender, receiver = jail.for_process("bot"), jail.for_process("bot")
+        got = asyncio.run(probe(sender.sockets, receiver.sockets))
+        jail.release(receiver)
+        gone = asyncio.run(first_answer(receiver.sockets))
+    assert got == "UNAUTHENTICATED: unknown ticket", got
+    assert gone.startswith("UNAVAILABLE"), gone
+
+
 def test_another_competitors_submission_id_answers_as_an_unknown_one(served: tuple[str, str, Desk]) -> None:
     """Getting or selecting a submission id that is another competitor's answered PERMISSION_DENIED, an
     unknown one NOT_FOUND: a competitor could tell which ids exist (and count the others' submissions).

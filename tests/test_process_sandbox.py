@@ -358,3 +358,64 @@ def test_a_sandboxed_bot_writes_nowhere_but_its_small_tmpfs(tmp_path: Path) -> N
         "/f": "EROFS", "/run/f": "EROFS", "/etc/f": "EROFS", "/dev/f": "EROFS", "/dev/shm/f": "ENOSPC",
         "/tmp/f": "ENOSPC"}, out.stdout + out.stderr
     assert out.stdout.rstrip().endswith("lock"), out.stderr  # POSIX semaphores still work in /dev/shm
+
+
+SOCKETS = '''"""Says which socket folder of the host it was given (its mount's source) for which seat of which match."""
+from sdk.bot import Bot, Context
+
+FOLDER = next(line.split()[3] for line in open("/proc/self/mountinfo") if line.split()[4] == "/run/allfours")
+
+
+class Sockets(Bot):
+    name = "sockets"
+
+    def act(self, ctx: Context):
+        print(f"SOCKET {ctx.match_id} {ctx.seat} {FOLDER}", flush=True)
+        return ctx.legal[0]
+'''
+
+
+def test_two_processes_of_one_bot_at_once_share_no_socket(tmp_path: Path) -> None:
+    """A side's two seats at four players (and a duplicate pair's two games under concurrency) are two
+    processes of one bot. They dialled the same socket, the bot's, whose server counts what is held
+    open on it: one process holding N silent streams left the other 128 - N before its refusal, so
+    partners passed each other their hands in a few rounds. Each process now has a socket folder of its
+    own (``Jail.for_process``), given up when its game ends; the games play as before."""
+    folder = tmp_path / "sockets"
+    folder.mkdir()
+    (folder / "sockets.py").write_text(SOCKETS)
+    config = tmp_path / "cup.toml"
+    config.write_text(f'''
+[tournament]
+name = "cup"
+players = 4
+games_per_pairing = 4
+concurrency = 2
+output = "{tmp_path / 'out'}"
+[tournament.rules]
+target = 3
+[[bots]]
+name = "sockets"
+command = ["{{python}}", "-m", "sdk.run", "sockets:Sockets"]
+cwd = "{folder}"
+[[bots]]
+name = "random"
+command = ["{{python}}", "-m", "sdk.run", "sample_bots.random_bot:RandomBot"]
+cwd = "{ROOT}"
+''')
+    done = arena_run(config)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = tmp_path / "out"
+    games = [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
+    assert len(games) == 4 and all(g["terminations"] == ["normal"] * 4 for g in games), games
+    sockets: dict[str, dict[str, str]] = {}
+    for game in games:
+        for log in (out / "logs" / game["game_id"]).glob("seat*.log"):
+            for line in log.read_text().splitlines():
+                if line.startswith("SOCKET "):
+                    _, _, seat, where = line.split()
+                    sockets.setdefault(game["game_id"], {})[seat] = where
+    assert len(sockets) == 4, sockets
+    for game_id, seen in sockets.items():
+        assert len(seen) == 2 and len(set(seen.values())) == 2, (game_id, seen)  # partners: a folder each
+    assert len({f for seen in sockets.values() for f in seen.values()}) == 8, sockets  # every game its own

@@ -20,7 +20,10 @@ default) is started as ``bwrap [options] -- ARGV`` (:meth:`Jail.wrap`), inside t
   not the home folder, not the rest of the repository (``arena.config.check_bot_cwds`` refuses a
   sandboxed bot whose folder holds the output folder).
 - **network**: a network namespace of its own (only a loopback nobody else is on), so nothing on the
-  machine or beyond; the referee and the lobby listen on unix sockets too, **one pair a bot**, in a
+  machine or beyond; the referee and the lobby listen on unix sockets too, **one pair a bot** (a
+  worker's), and one pair a per-game seat's process (:meth:`Jail.for_process`, given up with
+  :meth:`Jail.release` when its game ends: two processes of a bot at once, partners or a pair's twins,
+  could pass each other bits through the counts a shared socket's server keeps), in a
   folder of the run (:meth:`Jail.for_bot`: ``<sockets>/<hash of the bot's name>/``) bound at
   :data:`SOCKET_DIR` inside, so the bot is told ``ALLFOURS_REFEREE=unix:/run/allfours/referee.sock``
   and ``ALLFOURS_LOBBY=unix:/run/allfours/lobby.sock``. Each bot's sockets are served by servers of
@@ -46,13 +49,14 @@ A missing ``bwrap`` is :class:`JailError` with one line naming the package (:fun
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -148,7 +152,9 @@ class Jail:
     #: The size of the bot's ``/tmp`` in MiB.
     tmpfs_mb: int = TMPFS_MB
     _listeners: list[Callable[[Path], None]] = field(default_factory=list, repr=False)
+    _unlisteners: list[Callable[[Path], None]] = field(default_factory=list, repr=False)
     _bots: dict[str, Path] = field(default_factory=dict, repr=False)
+    _processes: Iterator[int] = field(default_factory=itertools.count, repr=False)
     _keys: set[object] = field(default_factory=set, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -197,18 +203,48 @@ class Jail:
         """The lobby's address as a sandboxed bot dials it."""
         return f"unix:{SOCKET_DIR}/{LOBBY_SOCKET}"
 
-    def on_bot_folder(self, listen: Callable[[Path], None], key: object = None) -> None:
+    def on_bot_folder(self, listen: Callable[[Path], None], key: object = None,
+                      unlisten: Callable[[Path], None] | None = None) -> None:
         """Call ``listen(folder)`` for every bot's socket folder, those made already and each one
         :meth:`for_bot` makes later: the referee and the lobby bind their sockets for that bot there
-        (``lambda d: referee.listen_unix(f"unix:{d}/referee.sock")``). A second listener with the same
-        ``key`` (not None: e.g. the server it binds for) is not added again."""
+        (``lambda d: referee.listen_unix(f"unix:{d}/referee.sock")``), and ``unlisten(folder)`` when
+        :meth:`release` gives a process's folder up. A second listener with the same ``key`` (not None:
+        e.g. the server it binds for) is not added again."""
         with self._lock:
             if key is not None and key in self._keys:
                 return
             self._keys.add(key)
             self._listeners.append(listen)
+            if unlisten is not None:
+                self._unlisteners.append(unlisten)
             for folder in self._bots.values():
                 listen(folder)
+
+    def for_process(self, name: str, tmpfs_mb: int = TMPFS_MB) -> Jail:
+        """:meth:`for_bot` for one process of bot ``name`` (a per-game seat) with a socket folder of its
+        own, given up by :meth:`release` once the process is gone. Two processes of one bot at once (a
+        side's two seats at four players, a duplicate pair's two games under concurrency) shared its
+        sockets, and every count a server keeps of them is seen by both: one holding N silent streams
+        left the other 128 - N before refusals, 7 bits passed a round (a hand in a few).
+
+        :raises RuntimeError: from a listener that cannot bind the socket.
+        """
+        with self._lock:
+            n = next(self._processes)
+        return self.for_bot(f"{name}\0{n}", tmpfs_mb)
+
+    def release(self, jail: Jail) -> None:
+        """Give up the socket folder of a process's sandbox (:meth:`for_process`): ``unlisten`` it and
+        remove it. Nothing for a folder this jail did not make or gave up already."""
+        with self._lock:
+            name = next((n for n, f in self._bots.items() if f == jail.sockets and "\0" in n), None)
+            if name is None:
+                return
+            del self._bots[name]
+            unlisteners = list(self._unlisteners)
+        for unlisten in unlisteners:
+            unlisten(jail.sockets)
+        shutil.rmtree(jail.sockets, ignore_errors=True)
 
     def for_bot(self, name: str, tmpfs_mb: int = TMPFS_MB) -> Jail:
         """The sandbox of bot ``name``'s processes: this one with the bot's own socket folder (made, and

@@ -537,6 +537,8 @@ class BotProcess:
         self.cpu_throttled = 0
         self.pump = pump
         self.grace_s = GRACE_S
+        #: The sandbox it runs in (:meth:`start`'s ``jail``), for its owner to release once it is gone.
+        self.jail: Jail | None = None
         self._ended = threading.Event()
         self._end_lock = threading.Lock()
         if kind is Containment.CGROUP:
@@ -593,7 +595,9 @@ class BotProcess:
             os.close(write_fd)
         pump = _LogPump(read_fd, Path(log_path), log_limit)
         pump.start()
-        return cls(popen, kind, cgroups, pump)
+        proc = cls(popen, kind, cgroups, pump)
+        proc.jail = jail
+        return proc
 
     @property
     def pid(self) -> int:

@@ -287,6 +287,18 @@ class Lobby:
 
         asyncio.run_coroutine_threadsafe(_listen(), self._loop).result(30)
 
+    def stop_unix(self, address: str) -> None:
+        """Stop serving the unix socket ``address`` (:meth:`listen_unix`), whose one bot process is gone.
+        Callable from any thread; nothing once the lobby stopped."""
+
+        async def _stop() -> None:
+            server = self._bot_servers.pop(address, None)
+            if server is not None:
+                await server.stop(0)
+
+        if self._serving and self._loop.is_running():
+            asyncio.run_coroutine_threadsafe(_stop(), self._loop).result(30)
+
     def stop(self, grace_s: float = 1.0) -> None:
         """Close every worker's stream (they see UNAVAILABLE and may reconnect later) and stop serving
         (and the lobby's own loop; a loop it was given, the embedded referee's, is left running)."""

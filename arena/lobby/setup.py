@@ -86,7 +86,8 @@ def _start_lobby(
         lobby.stop()
         raise ConfigError(config.source, "tournament.lobby", f"cannot listen there: {e}", config.lobby) from None
     if jail is not None:  # each sandboxed bot's workers dial a socket of their own (arena/hosting/jail.py)
-        jail.on_bot_folder(lambda folder: lobby.listen_unix(f"unix:{folder / LOBBY_SOCKET}"), key=lobby)
+        jail.on_bot_folder(lambda folder: lobby.listen_unix(f"unix:{folder / LOBBY_SOCKET}"), key=lobby,
+                           unlisten=lambda folder: lobby.stop_unix(f"unix:{folder / LOBBY_SOCKET}"))
     if sandbox is not None:
         sandbox.allow(int(lobby.address.rsplit(":", 1)[1]))
     return lobby

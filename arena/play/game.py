@@ -56,7 +56,7 @@ from allfours.v1 import referee_pb2 as pb
 from arena import metrics
 from arena.config import ENV_REFEREE, ENV_TICKET, BotSpec, TournamentConfig
 from arena.hosting.jail import REFEREE_SOCKET, Jail
-from arena.hosting.procs import CPU_PERIOD_US, BotProcess, stop_all
+from arena.hosting.procs import CPU_PERIOD_US, EXIT_WAIT_S, BotProcess, stop_all
 from arena.hosting.sandbox import BotContainer, Sandbox, SandboxError
 from arena.lobby.seats import LobbyBot, SeatWait
 from arena.play.environment import admin_secret_names, bot_environment, expand_command, log_tail
@@ -152,7 +152,8 @@ def _serve_each_bots_socket(jail: Jail, pool: RefereePool) -> None:
     (arena/hosting/jail.py). External referees are not reached from the sandbox."""
     embedded = next((c.embedded for c in pool.conns if c.embedded is not None), None)
     if embedded is not None:
-        jail.on_bot_folder(lambda folder: embedded.listen_unix(f"unix:{folder / REFEREE_SOCKET}"), key=embedded)
+        jail.on_bot_folder(lambda folder: embedded.listen_unix(f"unix:{folder / REFEREE_SOCKET}"), key=embedded,
+                           unlisten=lambda folder: embedded.stop_unix(f"unix:{folder / REFEREE_SOCKET}"))
 
 
 class GrpcGameRunner:
@@ -392,7 +393,7 @@ class GrpcGameRunner:
             started = self._watch_start(conn, created.match_id, procs)
             early = next(((k, p.poll()) for k, p in enumerate(procs) if p is not None and p.poll() is not None), None)
         finally:
-            stop_all(procs, exit_wait_s=0)
+            self._stop_seats(procs, exit_wait_s=0)
         if started:
             return None
         if early is not None:
@@ -492,7 +493,7 @@ class GrpcGameRunner:
             record = self._save_record(conn, game, mid)
             clock.record = time.perf_counter()
         finally:
-            codes = stop_all(procs)
+            codes = self._stop_seats(procs)
             for name, proc in zip(game.seats, procs, strict=False):
                 if proc is not None:
                     metrics.WORKERS.labels(name).dec()
@@ -701,6 +702,14 @@ class GrpcGameRunner:
         if not self.lobby.assign(worker, assignment):
             notes.append(f"seat {seat} worker {worker.worker_id} left before its assignment: {self.lobby.gone(worker)}")
 
+    def _stop_seats(self, procs: Sequence[Seat], exit_wait_s: float = EXIT_WAIT_S) -> list[int | None]:
+        """:func:`stop_all` on a game's seats, then each sandboxed process's sockets given up."""
+        codes = stop_all(procs, exit_wait_s)
+        for p in procs:
+            if isinstance(p, BotProcess) and p.jail is not None and self.jail is not None:
+                self.jail.release(p.jail)
+        return codes
+
     def _launch(
         self, conn: RefereeConnection, bot: BotSpec, seat: int, ticket: str, log_dir: Path, notes: list[str]
     ) -> Seat:
@@ -718,6 +727,9 @@ class GrpcGameRunner:
             },
         )
         env = bot_environment(bot, ticket, referee, self.secret_names, self.secret_values)
+        # sockets of its own, not its bot's: two processes of one bot at once (partners, a pair's two games)
+        # could pass each other bits through the counts a server keeps (Jail.for_process)
+        jail = self.jail.for_process(bot.name, bot.limits.tmpfs_mb) if bot.jailed and self.jail else None
         try:
             return BotProcess.start(
                 argv,
@@ -725,10 +737,12 @@ class GrpcGameRunner:
                 env=env,
                 log_path=log_dir / f"seat{seat}.log",
                 log_limit=self.config.bot_log_bytes,
-                jail=self.jail.for_bot(bot.name, bot.limits.tmpfs_mb) if bot.jailed and self.jail else None,
+                jail=jail,
                 limits=bot.limits,
             )
         except OSError as e:
+            if self.jail is not None and jail is not None:
+                self.jail.release(jail)
             if bot.cwd is not None and not Path(bot.cwd).is_dir():
                 notes.append(f"seat {seat} ({bot.name}) could not start: no working directory {bot.cwd!r}")
             else:
