@@ -136,3 +136,53 @@ def test_a_bot_container_sends_no_query_for_an_outside_name(tmp_path: Path) -> N
     assert {x for x in lines if x.startswith("RAW")} == {f"RAW {gateway} no answer", "RAW 127.0.0.11 no answer"}
     assert canary.queries == []
     assert leftovers(client, key) == []
+
+
+#: What a hostile container asks Docker's resolver: the name of every address of its network's first
+#: ten (its own and its neighbours', reverse lookups); prints ``PTR <address> <name>`` for each answer.
+PTR_PROBE = r"""
+import socket, struct
+mine = [line.split()[0] for line in open("/etc/hosts") if line.split()[1:] == ["bot"]][0]
+net = mine.rsplit(".", 1)[0]
+for last in range(2, 12):
+    address = f"{net}.{last}"
+    name = ".".join(reversed(address.split("."))) + ".in-addr.arpa"
+    query = struct.pack(">HHHHHH", last, 0x0100, 1, 0, 0, 0) + b"".join(
+        bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0" + struct.pack(">HH", 12, 1)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(2)
+    s.sendto(query, ("127.0.0.11", 53))
+    try:
+        answer = s.recv(4096)
+    except OSError:
+        continue
+    print("PTR", address, "".join(chr(b) if 33 <= b < 127 else "." for b in answer[len(query):]), flush=True)
+"""
+
+
+def test_a_bot_container_learns_no_game_from_its_networks_names(tmp_path: Path) -> None:
+    """Docker's resolver answers reverse lookups of the network's addresses with its containers' names,
+    and a bot container's name held its game's id and seat (``allfours-<key>-cup-p0-3-g1-s0-<n>``): a
+    container learned its own game's pairing (the entrant numbers, which the stored games tie to names,
+    so whom it plays in a blind tournament) and every running game's. A container's name is now the run's
+    key and a random part; its game and seat are in its labels, which no container reads."""
+    client = docker_client()
+    key = run_key(tmp_path / "out")
+    sandbox = Sandbox(client, key, "dns-names")
+    sandbox.open(reaper=False)
+    log = tmp_path / "probe.log"
+    try:
+        other = sandbox.start(base_image("python"), "friend", "cup-p0-3-g1-s1", {}, Limits(), tmp_path / "o.log",
+                              command=["python3", "-c", "import time; time.sleep(120)"])
+        bot = sandbox.start(base_image("python"), "hostile", "cup-p0-3-g1-s0", {}, Limits(), log,
+                            command=["python3", "-c", PTR_PROBE])
+        code = bot.wait(60)
+        bot.stop()
+        other.stop()
+    finally:
+        sandbox.close()
+    lines = log.read_text().splitlines()
+    assert code == 0, lines
+    assert len([x for x in lines if x.startswith("PTR ")]) >= 2, lines  # both containers' names were told
+    assert not [x for x in lines if "p0-3" in x or "g1" in x or "hostile" in x or "friend" in x], lines
+    assert leftovers(client, key) == []

@@ -39,6 +39,7 @@ import contextlib
 import hashlib
 import os
 import re
+import secrets
 import signal
 import subprocess
 import sys
@@ -436,7 +437,6 @@ class Sandbox:
         self.gateway: str | None = None
         self.subnet: str | None = None
         self._reaper: subprocess.Popen[bytes] | None = None
-        self._serial = 0
 
     @property
     def labels(self) -> dict[str, str]:
@@ -488,8 +488,11 @@ class Sandbox:
         import docker.errors
         from docker.types import LogConfig
 
-        self._serial += 1
-        name = f"allfours-{self.key}-{re.sub(r'[^A-Za-z0-9_.-]', '_', role)[:40]}-{self._serial}"
+        # Docker's resolver tells every container on the network the others' names (and its own, by a
+        # reverse lookup of its address): a name holding the role (the game's id: its pairing's entrant
+        # numbers, so whom it plays in a blind tournament) told it that. The role is a label, which no
+        # container reads; the name is the run's key and a random part.
+        name = f"allfours-{self.key}-{secrets.token_hex(8)}"
         try:
             c = self.client.containers.run(
                 image,
