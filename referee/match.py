@@ -106,6 +106,12 @@ MAX_QUEUED = 256
 #: A Ping gets a Pong only while fewer messages than this wait for the stream: a peer that does not
 #: read gets no more.
 PONG_QUEUE_LIMIT = 8
+#: Most times one seat may take its seat again in a match (a reconnect, or a new stream over its old one):
+#: each costs a Welcome, a re-sent request and two public events kept for the whole match and sent to
+#: every seat and watcher, so a bot reconnecting without end (300 times a second from one client)
+#: grew the referee's memory and every feed by tens of MB a match. The next Hello forfeits the seat
+#: (``disconnect``); an honest bot on a bad network reconnects a few times a match.
+MAX_RESUMES = 100
 #: Pings answered per second on one stream (a token bucket of :data:`PING_BURST`); others are dropped.
 PING_RATE = 10.0
 PING_BURST = 20
@@ -188,6 +194,8 @@ class SeatRuntime:
     #: The same for the record (read after the match): may name the cards of the engine's message.
     full_detail: str = ""
     grace: asyncio.TimerHandle | None = None
+    #: Times the seat was taken again this match (:data:`MAX_RESUMES`).
+    resumes: int = 0
     #: Public events not yet delivered to this seat (sent inside its next DecisionRequest, or as an
     #: EventBatch at the end of a game, on a reconnect and before MatchEnd).
     outbox: list[pb.Event] = field(default_factory=list)
@@ -512,13 +520,21 @@ class Match:
         may be dead without the referee knowing yet: a half-open connection looks alive until
         keepalive gives up), that stream is closed with ABORTED and this one resumes the seat.
 
-        :raises SeatUnavailable: if the match is over or the seat forfeited.
+        :raises SeatUnavailable: if the match is over or the seat forfeited, or this Hello would take the seat
+            again more than :data:`MAX_RESUMES` times (the seat then forfeits: ``disconnect``).
         """
         s = self.seats[seat]
         if self.finished:
             raise SeatUnavailable(f"match {self.id} is over")
         if s.termination != pb.TERMINATION_UNSPECIFIED:
             raise SeatUnavailable(f"seat {seat} of match {self.id} has forfeited")
+        if s.joined:
+            s.resumes += 1
+            if s.resumes > MAX_RESUMES:
+                why = f"seat {seat} took its seat again more than {MAX_RESUMES} times in this match"
+                if s.resumes == MAX_RESUMES + 1:  # once: the Hellos that come before the forfeit post nothing
+                    self._post(GaveUp(seat, pb.TERMINATION_DISCONNECT, why))
+                raise SeatUnavailable(why)
         reconnected = s.joined and s.conn is None
         if s.conn is not None:
             old, s.conn = s.conn, None

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -369,3 +370,39 @@ def test_fixed_seed_and_first_dealer_are_honoured(referee: RefereeProc, tmp_path
     assert games[1] == {**games[1], "dealer": (last_of_game_1["dealer"] + 1) % 2, "how": "continued"}
     assert deals[0]["deck"] == [str(c) for c in deck_for(seed, 1, 1)]
     assert lines[-1] == {"type": "seed", "seed": seed.hex()}
+
+
+def test_a_seat_taken_again_without_end_forfeits(referee: RefereeProc) -> None:
+    """A bot that takes its seat again and again (300 times a second from one client) made the referee
+    keep two public events a time for the whole match and send them to every seat and watcher. Past
+    MAX_RESUMES the next Hello is refused with one line and the seat forfeits (``disconnect``); here
+    each new stream takes the seat over from the one before, which stays open, so no grace runs out."""
+    import queue
+
+    from referee.match import MAX_RESUMES
+
+    created = referee.create(players=2, games=1, join_ms=300_000)
+    stub = pb_grpc.RefereeServiceStub(referee.channel)
+    hello = pb.PlayRequest(hello=pb.Hello(ticket=created.tickets[0], protocol_version="allfours.v1"))
+    held: list[tuple[queue.Queue[pb.PlayRequest | None], Any]] = []
+    try:
+        for k in range(MAX_RESUMES + 2):
+            q: queue.Queue[pb.PlayRequest | None] = queue.Queue()
+            q.put(hello)
+            call = stub.Play(iter(q.get, None), timeout=120)
+            held.append((q, call))
+            if k <= MAX_RESUMES:  # the first join, then MAX_RESUMES times taken again
+                assert next(call).welcome.resumed is (k > 0)
+        with pytest.raises(grpc.RpcError) as refused:
+            next(held[-1][1])
+        assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED  # type: ignore[attr-defined]
+        why = f"seat 0 took its seat again more than {MAX_RESUMES} times in this match"
+        assert why in (refused.value.details() or "")  # type: ignore[attr-defined]
+        result, _ = referee.result(created.match_id)
+    finally:
+        for q, call in held:
+            q.put(None)
+            call.cancel()
+    assert result.status == pb.MATCH_STATUS_FORFEITED and result.forfeited_side == 0
+    assert terminations(result) == ["TERMINATION_DISCONNECT", "TERMINATION_OTHER_SEAT_FORFEITED"]
+    assert why in result.seats[0].detail
