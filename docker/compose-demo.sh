@@ -70,9 +70,23 @@ arena=$(docker-compose ps -q arena)
 # the arena's `output: /results` is shown as the host's folder; $! is docker-compose's (sed ends with it)
 docker-compose logs -f --no-color --no-log-prefix arena > >(sed -u "s|^output: /results\\b|output: $results_sed|") &
 follow=$!
-# `wait` on a background job lets the INT/TERM traps run at once (a foreground command would delay them)
-"$DOCKER" wait "$arena" >"$code_file" &
-wait $!
+# `wait` on a background job lets the INT/TERM traps run at once (a foreground command would delay them).
+# An arena that crashes is started again by docker (compose.yaml's restart policy: on-failure, 3 times)
+# and resumes from its store; `docker wait` returns at each exit, so it is asked again while the
+# container is restarting (before, the demo took the stack down under the resumed arena, status 137),
+# and its log is followed again from that exit on (docker-compose's follow ends with the first run)
+while :; do
+  "$DOCKER" wait "$arena" >"$code_file" &
+  wait $!
+  read -r state finished < <("$DOCKER" inspect --format '{{.State.Status}} {{.State.FinishedAt}}' "$arena" 2>/dev/null || true)
+  case "${state:-}" in
+    restarting|running) echo "compose-demo: the arena exited with status $(cat "$code_file"); docker starts it again" >&2 ;;
+    *) break ;;
+  esac
+  kill "$follow" 2>/dev/null || true
+  "$DOCKER" logs -f --since "$finished" "$arena" > >(sed -u "s|^output: /results\\b|output: $results_sed|") &
+  follow=$!
+done
 code=$(cat "$code_file")
 [ -n "$code" ] || { echo "compose-demo: lost the arena's container" >&2; exit 1; }
 sleep 1  # the last lines of the arena's log

@@ -58,11 +58,19 @@ case "$1 $2" in
     [ -s "$FAKE_LOG.image" ] || exit 1
     cat "$FAKE_LOG.image"; exit 0 ;;
   "image rm") exit "${FAKE_RM_STATUS:-0}" ;;
+  "inspect --format")  # the container's state: restarting while exit statuses of $FAKE_WAIT_CODES are left
+    waits=$(cat "$FAKE_LOG.waits" 2>/dev/null | wc -l)
+    if [ "$waits" -lt "$(echo ${FAKE_WAIT_CODES:-0} | wc -w)" ]; then state=restarting; else state=exited; fi
+    echo "$state 2026-12-06T14:11:00.5Z"; exit 0 ;;
+  "logs -f")  # the restarted arena's log, from its last exit on
+    echo "tournament compose-demo: 12 games scheduled, 4 already played"
+    echo "output: /results  (leaderboard.html, ratings.json, ratings.csv, games.jsonl)"; exit 0 ;;
 esac
-# `docker wait ID`: the arena's container ends with status 0 after a while
+# `docker wait ID`: the arena's container ends after a while, with the next status of $FAKE_WAIT_CODES
 touch "$FAKE_LOG.wait"
 sleep "${FAKE_WAIT_S:-8}"
-echo 0
+echo x >> "$FAKE_LOG.waits"
+echo ${FAKE_WAIT_CODES:-0} | cut -d' ' -f"$(cat "$FAKE_LOG.waits" | wc -l)"
 """
 
 
@@ -136,6 +144,36 @@ def test_tokens_reach_compose_as_secret_files_only(tmp_path: Path) -> None:
     drawn = [text.strip() for name, (_, text) in files.items() if name != "admin_token"]
     assert len(set(drawn)) == 3 and all(len(t) >= 32 for t in drawn), drawn
     assert not Path(seen["folder"]).exists()
+
+
+def test_an_arena_that_docker_restarts_is_waited_for(tmp_path: Path) -> None:
+    """Seen hosting the demo: the arena's process killed mid-run (a crash) was started again by docker
+    (compose.yaml's restart policy, on-failure 3 times) to resume from its store, but `docker wait` had
+    returned 137 at the first exit and the script took the stack down under the resumed arena (3 of 12
+    games stored, exit status 137). It now waits again while the container is restarting: the status is
+    the resumed arena's, and its log is shown (docker-compose's `logs -f` had ended with the first run)."""
+    env = {**_stand_ins(tmp_path, "none"), "FAKE_WAIT_S": "1", "FAKE_WAIT_CODES": "137 0"}
+    done = subprocess.run(["bash", "docker/compose-demo.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "the arena exited with status 137; docker starts it again" in done.stderr, done.stderr
+    assert "the arena exited with status 0;" in done.stderr, done.stderr
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    assert [c for c in calls if c.startswith("docker wait")] == ["docker wait 0123456789ab"] * 2, calls
+    # the resumed arena's log is followed too, from the exit on, its results folder the host's
+    assert "docker logs -f --since 2026-12-06T14:11:00.5Z 0123456789ab" in calls, calls
+    assert "12 games scheduled, 4 already played" in done.stdout, done.stdout
+    assert done.stdout.count(f"output: {tmp_path / 'results'}  (") == 2, done.stdout
+    assert calls[-1] == "down --remove-orphans -t 5", calls
+
+
+def test_an_arena_that_fails_for_good_ends_the_demo_with_its_status(tmp_path: Path) -> None:
+    """The arena's last exit (its restart policy spent, or none due): the demo ends with that status."""
+    env = {**_stand_ins(tmp_path, "none"), "FAKE_WAIT_S": "1", "FAKE_WAIT_CODES": "3"}
+    done = subprocess.run(["bash", "docker/compose-demo.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 3, done.stderr
+    assert "starts it again" not in done.stderr, done.stderr
 
 
 OLD_ID = "sha256:" + "0" * 64
