@@ -485,6 +485,29 @@ def test_a_remote_worker_on_another_machine_is_told_a_referee_it_reaches(tmp_pat
     assert refused.returncode == 2 and len(lines) == 1 and "--referee-advertise" in lines[0], refused.stderr
 
 
+def test_a_wildcard_lobby_with_remote_bots_names_no_second_address(tmp_path: Path) -> None:
+    """Seen hosting the compose demo (`lobby = "0.0.0.0:50100"`, remote bots): `arena run` printed
+    `lobby: 0.0.0.0:50100, remote workers at None`. The lobby listens for remote workers on that
+    address itself (no second listener), so the line names it alone, as `arena serve`'s does."""
+    port = free_port()
+    bots = worker_bot("near") + '\n[[bots]]\nname = "far"\nremote = true\n'
+    cfg = write_config(tmp_path, bots, players=2, gpp=2, extra=f'lobby = "0.0.0.0:{port}"\nno_show_s = 60')
+    token = arena("token", str(cfg), "far").stdout.strip()
+    arena_proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress",
+                                   "--bootstrap", "50", "--referee-advertise", "127.0.0.1"], cwd=ROOT,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    worker = remote_worker(port, token, "far")
+    try:
+        out, err = arena_proc.communicate(timeout=240)
+    finally:
+        for p in (arena_proc, worker):
+            p.kill()
+            p.wait(10)
+    assert arena_proc.returncode == 0, out + err
+    assert f"lobby: 0.0.0.0:{port}\n" in out, out
+    assert "None" not in out, out
+
+
 def test_a_remote_bot_added_on_sighup_is_told_a_referee_it_reaches(tmp_path: Path) -> None:
     """`arena serve` on a non-loopback lobby with no remote bot yet: its embedded referee listened on
     127.0.0.1 alone (no worker from another machine could come), so a remote bot a reload (SIGHUP) added

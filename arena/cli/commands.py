@@ -883,7 +883,8 @@ def _open_lobby(
                        runner.sandbox, loop=runner.pool.embedded_loop(), jail=runner.jail)
     runner.attach_lobby(setup.lobby, setup.kinds)
     tls = " (TLS)" if config.lobby_tls else ""
-    remote = f", remote workers at {setup.lobby.remote_address}" if config.remote_host else ""
+    also = setup.lobby.remote_address  # None when the lobby's own address is tournament.lobby's (a wildcard)
+    remote = f", remote workers at {also}" if config.remote_host and also else ""
     console.print(f"lobby: {setup.lobby.address}{tls}{remote}", highlight=False)
     return setup
 
