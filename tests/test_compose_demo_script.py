@@ -183,7 +183,8 @@ NEW_ID = "sha256:" + "1" * 64
 @pytest.mark.parametrize(("before", "built", "rm_status", "removed", "said"), [
     (OLD_ID, NEW_ID, 0, True, "compose-build: removed the image allfours:dev named before (" + "0" * 64 + ")"),
     (OLD_ID, NEW_ID, 1, True, "compose-build: kept the image allfours:dev named before (" + "0" * 64 + "): a "
-                              "container or another tag uses it"),
+                              "container or another tag uses it; once none does (the stack recreated on the new "
+                              "one): docker image rm " + "0" * 64),
     (OLD_ID, OLD_ID, 0, False, None),  # nothing changed: the build kept the image
     (None, NEW_ID, 0, False, None),  # the first build: no image before
 ], ids=["replaced", "still-used", "unchanged", "first-build"])
