@@ -78,7 +78,8 @@ follow=$!
 while :; do
   "$DOCKER" wait "$arena" >"$code_file" &
   wait $!
-  read -r state finished < <("$DOCKER" inspect --format '{{.State.Status}} {{.State.FinishedAt}}' "$arena" 2>/dev/null || true)
+  state="" finished=""
+  read -r state finished < <("$DOCKER" inspect --format '{{.State.Status}} {{.State.FinishedAt}}' "$arena" 2>/dev/null) || true
   case "${state:-}" in
     restarting|running) echo "compose-demo: the arena exited with status $(cat "$code_file"); docker starts it again" >&2 ;;
     *) break ;;
