@@ -515,6 +515,8 @@ def test_a_competitor_sees_which_entry_plays_the_final(tmp_path: Path) -> None:
     the final (`arena submissions`, /me, the API), so a competitor could not check the selection, nor
     learn that by default their latest accepted version plays. The final's entry (the chosen one, else the
     latest accepted whose image is kept, as `arena competition final` picks it) is marked in each."""
+    from argparse import Namespace
+
     from rich.console import Console
 
     from arena.cli.competing import _line, _submissions
@@ -542,7 +544,7 @@ def test_a_competitor_sees_which_entry_plays_the_final(tmp_path: Path) -> None:
     out = io.StringIO()
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr("arena.cli.competing._client", lambda _args: Client())
-        assert _submissions(None, Console(file=out, width=200)) == 0  # type: ignore[arg-type]
+        assert _submissions(Namespace(log=None, games=False), Console(file=out, width=200)) == 0
     assert "evebot@1 (retired, final entry)" in out.getvalue(), out.getvalue()
     assert "evebot@2 " in out.getvalue() and "evebot@2 (" not in out.getvalue(), out.getvalue()
 
@@ -1504,7 +1506,7 @@ def _submit_with_a_fake_arena(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, s
     (tmp_path / "bot" / f"{name}.py").write_text("x = 1\n")
     out, err = io.StringIO(), io.StringIO()
     args = argparse.Namespace(select=None, folder=str(tmp_path / "bot"), image=False, name=name, version="next",
-                              entry=f"{name}:Bot", wait=True, wait_timeout=5.0)
+                              entry=f"{name}:Bot", wait=True, wait_timeout=5.0, remote=False)
     code = competing._submit(args, Console(file=out, width=400), Console(file=err, width=400))
     return code, err.getvalue()
 
@@ -1528,7 +1530,7 @@ def test_a_reason_with_square_brackets_is_printed_as_it_is(tmp_path: Path, monke
     assert code == 1
     assert f"submitted: #7 evebot@1 failed (build: {reason}) [retired]" in err, err
     table = io.StringIO()
-    assert competing._submissions(argparse.Namespace(), Console(file=table, width=400)) == 0
+    assert competing._submissions(argparse.Namespace(log=None, games=False), Console(file=table, width=400)) == 0
     assert "[competition] base_python; step [/opt/bot] failed" in table.getvalue(), table.getvalue()
 
 

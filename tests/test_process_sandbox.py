@@ -361,7 +361,7 @@ def test_a_sandboxed_bot_writes_nowhere_but_its_small_tmpfs(tmp_path: Path) -> N
 
 
 SOCKETS = '''"""Says which socket folder of the host it was given (its mount's source) for which seat of which match."""
-from sdk.bot import Bot, Context
+from sdk.bot import Bot, Context, MatchInfo
 
 FOLDER = next(line.split()[3] for line in open("/proc/self/mountinfo") if line.split()[4] == "/run/allfours")
 
@@ -369,8 +369,10 @@ FOLDER = next(line.split()[3] for line in open("/proc/self/mountinfo") if line.s
 class Sockets(Bot):
     name = "sockets"
 
+    def on_welcome(self, info: MatchInfo):  # at the Welcome: a game may end at the kick before a seat acts
+        print(f"SOCKET {info.match_id} {info.seat} {FOLDER}", flush=True)
+
     def act(self, ctx: Context):
-        print(f"SOCKET {ctx.match_id} {ctx.seat} {FOLDER}", flush=True)
         return ctx.legal[0]
 '''
 
