@@ -13,7 +13,7 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.markup import escape
@@ -21,6 +21,9 @@ from rich.table import Table
 from rich.text import Text
 
 from arena.config import ConfigError, load_config
+
+#: What a competitor command asks the Submission service for (:func:`_ask`).
+T = TypeVar("T")
 
 
 class _Usage(Exception):
@@ -291,6 +294,15 @@ def _client(args: argparse.Namespace) -> Any:
     return SubmissionClient(args.arena, token, ca)
 
 
+def _ask(args: argparse.Namespace, ask: Callable[[Any], T]) -> T:
+    """``ask``'s answer from a :func:`_client` of ``args``, whose channel is closed after it (raised or not)."""
+    client = _client(args)
+    try:
+        return ask(client)
+    finally:
+        client.close()
+
+
 def _revoke_remote_bots(output: Path, book: Any, competitor: str, err: Console) -> None:
     """Revoke the lobby tokens of ``competitor``'s remote bots (``RegisterRemote``): their workers run on
     the competitor's own machine, so a revoked competitor kept playing the league through them."""
@@ -321,11 +333,7 @@ def _submit(args: argparse.Namespace, console: Console, err: Console) -> int:
     from arena.competition.client import pack
 
     if args.select is not None:
-        client = _client(args)
-        try:
-            chosen = client.select(args.select)
-        finally:
-            client.close()
+        chosen = _ask(args, lambda c: c.select(args.select))
         err.print(f"chosen for the final evaluation: {_line(chosen)}", highlight=False, soft_wrap=True, markup=False)
         return 0
     if args.remote:
@@ -361,11 +369,7 @@ def _register_remote(args: argparse.Namespace, console: Console, err: Console) -
         raise _Usage("--remote registers a bot that runs on your machine: give no folder, --image or --entry")
     if not args.name:
         raise _Usage("--remote needs --name (the bot's name)")
-    client = _client(args)
-    try:
-        sub, token = client.register_remote(args.name, args.version)
-    finally:
-        client.close()
+    sub, token = _ask(args, lambda c: c.register_remote(args.name, args.version))
     console.print(token, highlight=False, markup=False)
     err.print(f"registered: {_line(sub)}; its bot token, on stdout, is shown this once. Its games start now: run "
               f"its workers at once (a game that waits for them longer than the league's no_show_s, 120 s by "
@@ -393,11 +397,7 @@ def _submissions(args: argparse.Namespace, console: Console) -> int:
         return _seat_log(args)
     if args.games:
         return _games(args, console)
-    client = _client(args)
-    try:
-        subs = client.submissions()
-    finally:
-        client.close()
+    subs = _ask(args, lambda c: c.submissions())
     table = Table("id", "entrant", "status", "games", "reason")
     for s in subs:
         marks = ", ".join(m for m, on in (("retired", s.retired), ("final entry", s.final_entry)) if on)
@@ -409,11 +409,7 @@ def _submissions(args: argparse.Namespace, console: Console) -> int:
 
 def _games(args: argparse.Namespace, console: Console) -> int:
     """``arena submissions --games``: the games of my entrants, oldest first (ListGames)."""
-    client = _client(args)
-    try:
-        games = client.games()
-    finally:
-        client.close()
+    games = _ask(args, lambda c: c.games())
     table = Table("game", "side 0", "side 1", "score", "my seats")
     for g in games:
         table.add_row(Text(g.game_id), Text(g.a), Text(g.b), f"{g.score_a}-{g.score_b}",
@@ -429,11 +425,7 @@ def _seat_log(args: argparse.Namespace) -> int:
     game, seat = args.log
     if not seat.isdigit():
         raise _Usage(f"--log GAME SEAT: SEAT must be a seat number (0-based), not {seat[:20]!r}")
-    client = _client(args)
-    try:
-        text = client.seat_log(game, int(seat))
-    finally:
-        client.close()
+    text = _ask(args, lambda c: c.seat_log(game, int(seat)))
     sys.stdout.buffer.write(text)
     sys.stdout.flush()
     return 0
