@@ -468,12 +468,7 @@ def test_a_remote_worker_on_another_machine_is_told_a_referee_it_reaches(tmp_pat
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "ALLFOURS_BOT_TOKEN": token},
         )
-        try:
-            out, err = arena_proc.communicate(timeout=240)
-        finally:
-            for p in (arena_proc, worker):
-                p.kill()
-                p.wait(10)
+        out, err = ended(arena_proc, worker)
     assert arena_proc.returncode == 0, out + err
     games = rows(cfg)
     assert len(games) == 2 and all(g["terminations"] == ["normal"] * 2 for g in games), games
@@ -483,6 +478,17 @@ def test_a_remote_worker_on_another_machine_is_told_a_referee_it_reaches(tmp_pat
     refused = run(cfg, timeout=60)
     lines = refused.stderr.strip().splitlines()
     assert refused.returncode == 2 and len(lines) == 1 and "--referee-advertise" in lines[0], refused.stderr
+
+
+def ended(arena_proc: subprocess.Popen[str], *others: subprocess.Popen[str]) -> tuple[str, str]:
+    """``arena_proc``'s stdout and stderr once it ends (240 s at most); it and ``others`` (its remote workers,
+    which outlive it) are killed after, whatever happened."""
+    try:
+        return arena_proc.communicate(timeout=240)
+    finally:
+        for p in (arena_proc, *others):
+            p.kill()
+            p.wait(10)
 
 
 def test_a_wildcard_lobby_with_remote_bots_names_no_second_address(tmp_path: Path) -> None:
@@ -497,12 +503,7 @@ def test_a_wildcard_lobby_with_remote_bots_names_no_second_address(tmp_path: Pat
                                    "--bootstrap", "50", "--referee-advertise", "127.0.0.1"], cwd=ROOT,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     worker = remote_worker(port, token, "far")
-    try:
-        out, err = arena_proc.communicate(timeout=240)
-    finally:
-        for p in (arena_proc, worker):
-            p.kill()
-            p.wait(10)
+    out, err = ended(arena_proc, worker)
     assert arena_proc.returncode == 0, out + err
     assert f"lobby: 0.0.0.0:{port}\n" in out, out
     assert "None" not in out, out
