@@ -200,6 +200,7 @@ class TournamentConfig:
     competition: CompetitionSettings | None = None  # [competition]: strangers submit bots (arena/competition/)
     bot_logs_kept_games: int = BOT_LOGS_KEPT_GAMES  # 0: every game's logs kept
     blind_seats: bool = False  # the bots are told no names (CreateMatch.blind); a competition's default
+    twins_together: bool = False  # a duplicate pair's two games may run at once (trusted bots only: run_games)
 
     @property
     def uses_lobby(self) -> bool:
@@ -220,10 +221,10 @@ class TournamentConfig:
     def fingerprint(self) -> str:
         """SHA-256 (hex) of everything that decides which games are played and how.
 
-        Excludes ``concurrency``, ``output``, ``source``, ``referees``, ``admin_token_env``,
-        ``bot_log_bytes``, ``bot_logs_kept_games``, ``blind_seats`` and the bots' ``command``/``cwd``/``env``
-        (where games are refereed and how a bot is started may change between runs of one tournament; what a bot
-        *is* — name and version — may not). Includes the master seed only when the config gives one.
+        Excludes ``concurrency``, ``output``, ``source``, ``referees``, ``admin_token_env``, ``bot_log_bytes``,
+        ``bot_logs_kept_games``, ``blind_seats``, ``twins_together`` and the bots' ``command``/``cwd``/``env``
+        (where games are refereed and how a bot is started may change between runs of one tournament; what a
+        bot *is* — name and version — may not). Includes the master seed only when the config gives one.
         See :meth:`identity`.
         """
         return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()
@@ -346,6 +347,7 @@ _TOURNAMENT_KEYS = {
     "no_show_s",
     "remote_in_4p",
     "blind_seats",
+    "twins_together",
 }
 #: ``tournament.format``: every pairing plays ``games_per_pairing`` games, or a candidate plays a baseline
 #: until the SPRT decides (at most ``games_per_pairing`` games), or the ladder chooses the next duplicate
@@ -532,6 +534,7 @@ def parse_config(data: Mapping[str, object], path: str = "<config>", base: Path 
         competition,
         part.bot_logs_kept_games,
         competition is not None if part.blind_seats is None else part.blind_seats,
+        part.twins_together,
     )
 
 
@@ -651,6 +654,7 @@ class _TournamentPart:
     remote_in_4p: bool
     bot_logs_kept_games: int
     blind_seats: bool | None  # None: not set (a competition's default: True; else False)
+    twins_together: bool
 
 
 def _parse_name(path: str, value: object) -> str:
@@ -795,6 +799,7 @@ def _parse_tournament(p: _Problems, t: Mapping[str, object], base: Path) -> _Tou
                                                  t.get("bot_logs_kept_games", BOT_LOGS_KEPT_GAMES), 0), 0),
         blind_seats=p.check(lambda: _bool(path, "tournament.blind_seats", t["blind_seats"]), None)
         if "blind_seats" in t else None,
+        twins_together=p.check(lambda: _bool(path, "tournament.twins_together", t.get("twins_together", False)), False),
     )
 
 

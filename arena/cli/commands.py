@@ -828,7 +828,7 @@ def _run_ladder(
     import json
     import time
 
-    from arena.formats.ladder_run import LadderRun
+    from arena.formats.ladder_run import LadderRun, pairs_a_round
     from arena.tournament.runner import LADDER_KEY
 
     ladder = LadderRun(t)
@@ -839,7 +839,7 @@ def _run_ladder(
     try:
         while True:
             now = time.time()
-            games = ladder.next_games(max(1, (t.config.concurrency + 1) // 2), now)
+            games = ladder.next_games(pairs_a_round(t.config), now)
             if games and runner is None:
                 _note_revealed(t, error)
                 runner = get_runner()
@@ -850,7 +850,7 @@ def _run_ladder(
                 if code:
                     return code
                 if ladder.leave_out(getattr(runner, "broken", {})):  # --skip-broken: choose without them
-                    games = ladder.next_games(max(1, (t.config.concurrency + 1) // 2), now)
+                    games = ladder.next_games(pairs_a_round(t.config), now)
             t.store.set_meta(LADDER_KEY, json.dumps(ladder.board(now)))
             console.print(escape(ladder.plan_line()), soft_wrap=True, highlight=False)
             if not games:
@@ -938,7 +938,7 @@ def _play(
                     )
 
             with interrupt.stopping(stop):  # a stop signal: no new game; those in flight are stored
-                run_games(pending, runner, t.store, config.concurrency, on_result, stop)
+                run_games(pending, runner, t.store, config.concurrency, on_result, stop, config.twins_together)
     except RefereeError as e:
         error(str(e))
         if e.exit_status == 1:

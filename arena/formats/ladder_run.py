@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from arena.config import TournamentConfig
 from arena.formats.ladder import Ladder, Plan, Played, Stop
 from arena.tournament.result import GameResult
 from arena.tournament.runner import Tournament
@@ -30,6 +31,16 @@ from arena.tournament.schedule import ScheduledGame, pair_games
 PAIR_ID = re.compile(r"-p(\d+)-(\d+)-d(\d+)$")
 #: Stops after which a ladder tournament is complete (``arena run`` reveals the master seed).
 FINAL_STOPS = (Stop.SETTLED, Stop.TOTAL_BUDGET)
+
+
+def pairs_a_round(config: TournamentConfig) -> int:
+    """How many pairs the ladder chooses a round (:meth:`LadderRun.next_games`): one a game of
+    ``concurrency`` when a pair's two games are played one after the other (twins apart, the default:
+    :func:`arena.tournament.runner.run_games`), so every slot has a first game to play; one per two
+    games when ``tournament.twins_together`` lets both games of a pair run at once."""
+    if config.twins_together:
+        return max(1, (config.concurrency + 1) // 2)
+    return config.concurrency
 
 
 class LadderRun:

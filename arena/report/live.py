@@ -19,8 +19,9 @@ re-derived from the seed) and then viewer frames (:mod:`arena.web.frames`), all 
 that a spectator sees deal ``(g, d)`` only when **every game of its pair** (a duplicate pair's share
 every deck; a remote entrant's pair, dealt independently, is held back alike) has either finished or
 started at least ``delay`` later deals (default 1: a deal behind). A twin that has not started yet
-holds the view back entirely (at ``concurrency >= 2`` the two games of a pair run side by side, so the
-view follows a deal behind).
+holds the view back entirely (the two games of a pair are played one after the other, so the first is
+watched once its twin caught up; with ``tournament.twins_together`` they run side by side and the view
+follows both a deal behind).
 
 **Blind** (``tournament.blind_seats``): a remote entry runs on its author's machine, which can read the
 public pages while its game runs, so a page of a blind tournament's running game names no entrant: the

@@ -361,7 +361,8 @@ class League:
                    else self._playable(pending_games(t)))
         metrics.GAMES_PENDING.set(len(pending))
         if pending and not self.halt.is_set():
-            run_games(pending, self.runner, t.store, t.config.concurrency, self._stored, self.halt)
+            run_games(pending, self.runner, t.store, t.config.concurrency, self._stored, self.halt,
+                      t.config.twins_together)
         else:
             if self.unpublished and not self.halt.is_set():  # at rest: the games stored since the last publication
                 self._publish(t)
@@ -385,17 +386,19 @@ class League:
         twins = self._playable(unpaired_twins(t.schedule, t.store.stored_ids()))
         if twins:
             self._note(f"first the {len(twins)} game(s) that complete their duplicate pairs", "reload")
-            run_games(twins, self.runner, t.store, t.config.concurrency, self._stored, self.stop)
+            run_games(twins, self.runner, t.store, t.config.concurrency, self._stored, self.stop,
+                      t.config.twins_together)
 
     def _ladder_games(self, t: Tournament, ladder: LadderRun) -> list[ScheduledGame]:
-        """A ladder's next games (half-played pairs first, then a pair per two games of concurrency); when
+        """A ladder's next games (half-played pairs first, then :func:`pairs_a_round` pairs); when
         it stopped, say why once and ask again only on a new UTC day (DAY_BUDGETS) or after SIGHUP."""
         from arena.formats.ladder import DAY_S
+        from arena.formats.ladder_run import pairs_a_round
 
         now = time.time()
         if self.asked is not None and self.asked[0] == int(now // DAY_S):
             return []
-        games = ladder.next_games(max(1, (t.config.concurrency + 1) // 2), now)
+        games = ladder.next_games(pairs_a_round(t.config), now)
         t.store.set_meta(LADDER_KEY, json.dumps(ladder.board(now)))
         self._note(ladder.plan_line())
         if not games:

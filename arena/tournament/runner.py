@@ -409,12 +409,21 @@ def run_games(
     concurrency: int = 1,
     on_result: Callable[[GameResult, bool], None] | None = None,
     stop: threading.Event | None = None,
+    twins_together: bool = False,
 ) -> int:
     """Play ``games`` with up to ``concurrency`` at once, storing each result as it arrives.
 
     A plain :class:`GameRunner` plays them in order. A :class:`Starter` (games with lobby seats) is
     asked, in the order of ``games``, which games can start now; a game whose bots have no idle workers is
     passed over (it does not block the others) and tried again when :attr:`Starter.wake` is set.
+
+    **Twins apart.** A game never starts while its duplicate twin (a game of the same match seed: the
+    same deals, each side given the other's cards) is in flight; it is passed over like a game waiting for
+    workers, and the next game of another pair takes the slot. Each bot plays in both twins, and two of
+    its processes at once on one machine could pass the other side's cards between them by the load they
+    make (docs/arena.md, "Sandboxes"); one after the other, the first game's processes are gone before
+    the second's deal. ``twins_together`` (the config's ``tournament.twins_together``, for bots the host
+    trusts) lets them run at once.
 
     :param on_result: called in this thread after each store attempt with ``(result, written)``.
     :param stop: when set, no new game starts; games in flight finish and are stored.
@@ -435,12 +444,12 @@ def run_games(
         return stored.error is not None or (stop is not None and stop.is_set())
 
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="arena-game") as pool:
-        running: set[Future[GameResult]] = set()
+        running: dict[Future[GameResult], ScheduledGame] = {}
         try:
             while todo or running:
                 wake.clear()
                 if not halted():
-                    for result in _start_games(todo, starter, pool, running, concurrency, wake):
+                    for result in _start_games(todo, starter, pool, running, concurrency, wake, twins_together):
                         stored.add(result)
                 if not running and (not todo or halted()):
                     break
@@ -449,7 +458,7 @@ def run_games(
                     wake.wait(IDLE_POLL_S if todo else None)
                     continue
                 for fut in done:  # one at a time: if on_result raises, the others are still in `running`
-                    running.discard(fut)
+                    del running[fut]
                     stored.collect([fut])
         except BaseException:  # e.g. Ctrl-C: no new game; those in flight are waited for anyway (the pool's exit)
             todo.clear()
@@ -497,17 +506,19 @@ def _start_games(
     todo: list[ScheduledGame],
     starter: Starter,
     pool: ThreadPoolExecutor,
-    running: set[Future[GameResult]],
+    running: dict[Future[GameResult], ScheduledGame],
     concurrency: int,
     wake: threading.Event,
+    twins_together: bool = False,
 ) -> list[GameResult]:
-    """Start what can start now (removing it from ``todo``); returns the results decided without a game."""
+    """Start what can start now (removing it from ``todo``); returns the results decided without a game.
+    A game whose twin is in ``running`` waits unless ``twins_together`` (:func:`run_games`)."""
     decided: list[GameResult] = []
     waiting: set[tuple[str, ...]] = set()  # seatings that found no idle workers in this look
     k = 0
     while k < len(todo) and len(running) < concurrency:
         game = todo[k]
-        if game.seats in waiting:
+        if game.seats in waiting or (not twins_together and _twin_in_flight(game, running.values())):
             k += 1
             continue
         got = starter.start(game)
@@ -521,8 +532,14 @@ def _start_games(
             continue
         fut = pool.submit(got)
         fut.add_done_callback(lambda _f: wake.set())
-        running.add(fut)
+        running[fut] = game
     return decided
+
+
+def _twin_in_flight(game: ScheduledGame, in_flight: Iterable[ScheduledGame]) -> bool:
+    """True if a game dealt from ``game``'s match seed (its duplicate twin) is in flight. A pair dealt
+    from two seeds (``independent``: a pairing with a remote entrant) has no twin in this sense."""
+    return any(other.seed == game.seed for other in in_flight)
 
 
 class SimulatedRunner:
