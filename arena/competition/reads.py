@@ -55,8 +55,9 @@ class ReadAllowance:
         """Count one read of ``competitor``: 0.0 when it may be made, else the seconds until it may (nothing
         counted). ``per_minute``: the rate to apply now (default :attr:`per_minute`; a changed config
         applies at once, each bucket capped at the new :func:`burst`)."""
-        rate = (per_minute or self.per_minute) / 60.0
-        most = burst(per_minute or self.per_minute)
+        per_minute = per_minute or self.per_minute
+        rate = per_minute / 60.0
+        most = burst(per_minute)
         now = self._clock()
         with self._lock:
             bucket = self._buckets.get(competitor)
