@@ -9,6 +9,10 @@ slot without timing anything."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -19,7 +23,8 @@ from arena.tournament.result import GameResult
 from arena.tournament.runner import SimulatedRunner, open_tournament, run_games
 from arena.tournament.schedule import ScheduledGame, make_schedule, pair_games
 from arena.tournament.store import Store
-from tests.configs import bots_toml
+from tests.configs import INSTANT, bots_toml
+from tests.server_helpers import ROOT
 
 
 class Recording(SimulatedRunner):
@@ -99,3 +104,26 @@ def test_the_config_key(tmp_path: Path) -> None:
     assert cfg.fingerprint() == load_config(_config(tmp_path, "")).fingerprint()
     t = open_tournament(cfg)
     t.store.close()
+
+
+def test_arena_run_plays_each_pair_s_second_game_after_its_first_is_stored(tmp_path: Path) -> None:
+    """A real ``arena run`` (bot processes, the embedded referee, concurrency 2): every stored game of a
+    pair began after its twin was stored (a game starts at ``stored_at - duration_s`` at the latest)."""
+    config = tmp_path / "cup.toml"
+    config.write_text(
+        '[tournament]\nname = "cup"\nplayers = 2\ngames_per_pairing = 4\nconcurrency = 2\noutput = "out"\n'
+        '[tournament.rules]\ntarget = 3\n'
+        + bots_toml("a", "b", "c", command=INSTANT, cwd=json.dumps(str(ROOT / "arena"))))
+    done = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(config), "--no-progress", "--bootstrap", "0"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    db = sqlite3.connect(tmp_path / "out" / "arena.sqlite")
+    rows = db.execute("SELECT pair_id, game_id, stored_at, duration_s FROM games ORDER BY stored_at").fetchall()
+    assert len(rows) == 12
+    first_stored: dict[str, float] = {}
+    for pair_id, game_id, stored_at, duration_s in rows:
+        if pair_id in first_stored:
+            assert stored_at - duration_s >= first_stored[pair_id], (game_id, "ran beside its twin")
+        else:
+            first_stored[pair_id] = stored_at
+    assert len(first_stored) == 6
