@@ -98,7 +98,7 @@ def test_the_config_key(tmp_path: Path) -> None:
     assert load_config(_config(tmp_path, "")).twins_together is False
     cfg = load_config(_config(tmp_path, "twins_together = true"))
     assert cfg.twins_together is True
-    with pytest.raises(ConfigError, match="tournament.twins_together"):
+    with pytest.raises(ConfigError, match=r"tournament\.twins_together"):
         load_config(_config(tmp_path, 'twins_together = "yes"'))
     # how the twins are scheduled is not what the games are: a finished tournament may change it
     assert cfg.fingerprint() == load_config(_config(tmp_path, "")).fingerprint()
