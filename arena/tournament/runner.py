@@ -417,13 +417,8 @@ def run_games(
     asked, in the order of ``games``, which games can start now; a game whose bots have no idle workers is
     passed over (it does not block the others) and tried again when :attr:`Starter.wake` is set.
 
-    **Twins apart.** A game never starts while its duplicate twin (a game of the same match seed: the
-    same deals, each side given the other's cards) is in flight; it is passed over like a game waiting for
-    workers, and the next game of another pair takes the slot. Each bot plays in both twins, and two of
-    its processes at once on one machine could pass the other side's cards between them by the load they
-    make (docs/arena.md, "Sandboxes"); one after the other, the first game's processes are gone before
-    the second's deal. ``twins_together`` (the config's ``tournament.twins_together``, for bots the host
-    trusts) lets them run at once.
+    **Twins apart**: a game whose duplicate twin is in flight is passed over too (:func:`_twin_in_flight`),
+    unless ``twins_together`` (the config's ``tournament.twins_together``, for bots the host trusts).
 
     :param on_result: called in this thread after each store attempt with ``(result, written)``.
     :param stop: when set, no new game starts; games in flight finish and are stored.
@@ -537,8 +532,13 @@ def _start_games(
 
 
 def _twin_in_flight(game: ScheduledGame, in_flight: Iterable[ScheduledGame]) -> bool:
-    """True if a game dealt from ``game``'s match seed (its duplicate twin) is in flight. A pair dealt
-    from two seeds (``independent``: a pairing with a remote entrant) has no twin in this sense."""
+    """True if a game dealt from ``game``'s match seed (its duplicate twin) is in flight.
+
+    Twins deal the same cards, each side given the other's. Each bot plays in both, and two of its
+    processes at once on one machine could pass the other side's cards between them by the load they
+    make (docs/arena.md, "Schedule and fairness"); one after the other, the first game's processes are
+    gone before the second's first deal. A pair dealt from two seeds (``independent``: a pairing with a
+    remote entrant) shares no cards and has no twin in this sense."""
     return any(other.seed == game.seed for other in in_flight)
 
 
