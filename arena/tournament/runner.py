@@ -415,10 +415,8 @@ def run_games(
 
     A plain :class:`GameRunner` plays them in order. A :class:`Starter` (games with lobby seats) is
     asked, in the order of ``games``, which games can start now; a game whose bots have no idle workers is
-    passed over (it does not block the others) and tried again when :attr:`Starter.wake` is set.
-
-    **Twins apart**: a game whose duplicate twin is in flight is passed over too (:func:`_twin_in_flight`),
-    unless ``twins_together`` (the config's ``tournament.twins_together``, for bots the host trusts).
+    passed over (it does not block the others) and tried again when :attr:`Starter.wake` is set; so is
+    a game whose duplicate twin is in flight (:func:`_twin_in_flight`) unless ``twins_together``.
 
     :param on_result: called in this thread after each store attempt with ``(result, written)``.
     :param stop: when set, no new game starts; games in flight finish and are stored.
