@@ -429,9 +429,7 @@ def run_games(
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, not {concurrency}")
     starter = runner if isinstance(runner, Starter) else _InOrder(runner)
-    wake = starter.wake
-    stored = _Stored(store, on_result)
-    todo = list(games)
+    wake, stored, todo = starter.wake, _Stored(store, on_result), list(games)
 
     def halted() -> bool:
         return stored.error is not None or (stop is not None and stop.is_set())
