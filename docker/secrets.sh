@@ -5,7 +5,7 @@
 #
 # Each token comes from its ALLFOURS_* variable when set (then unset here: the stack never sees the
 # variable), else it is drawn (24 random bytes). The files go to $ALLFOURS_SECRETS when set (a folder
-# that already holds the four files is used as it is), else to a new private folder; `secrets_cleanup`
+# that already holds the five files is used as it is), else to a new private folder; `secrets_cleanup`
 # removes a folder made here. Files are 0444 in a 0700 folder: only root on this host reaches them, and
 # the services' user (10001) can read the bind-mounted file (docker-compose mounts the host's file).
 #
@@ -14,6 +14,7 @@
 # token file name -> the variable a caller may set it in
 declare -A SECRET_VARS=(
   [admin_token]=ALLFOURS_ADMIN_TOKEN
+  [metrics_token]=ALLFOURS_METRICS_TOKEN
   [token_random]=ALLFOURS_TOKEN_RANDOM
   [token_heuristic]=ALLFOURS_TOKEN_HEURISTIC
   [token_nodejs]=ALLFOURS_TOKEN_NODEJS

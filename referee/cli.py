@@ -141,7 +141,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--grace", type=_seconds, default=5.0, help="seconds (>= 0) matches get to finish on shutdown")
     s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     s.add_argument("--metrics-port", type=port_number, default=None,
-                   help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off; docs/deploy.md)")
+                   help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off; behind a bearer "
+                        "token when $ALLFOURS_METRICS_TOKEN or its _FILE is set; docs/deploy.md)")
     _create_match_parser(sub)
     return p
 
@@ -183,6 +184,7 @@ def _tls(args: argparse.Namespace) -> tuple[bytes, bytes] | None:
 async def _serve(args: argparse.Namespace) -> int:
     try:
         token = args.admin_token or env_secret(ADMIN_TOKEN_ENV)
+        scrape_token = metrics.metrics_token() if args.metrics_port is not None else None
         tls = _tls(args)
         if args.record_dir is not None:
             prepare_record_dir(args.record_dir)
@@ -205,7 +207,7 @@ async def _serve(args: argparse.Namespace) -> int:
         print(f"referee: admin token {server.admin_token}", file=sys.stderr)
     if args.metrics_port is not None:
         try:
-            print(f"METRICS {metrics.serve(args.metrics_port, args.host)}", flush=True)
+            print(f"METRICS {metrics.serve(args.metrics_port, args.host, token=scrape_token)}", flush=True)
         except OSError as e:
             print(f"referee: --metrics-port {args.metrics_port}: {e.strerror or e}", file=sys.stderr)
             await server.stop(0)

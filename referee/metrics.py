@@ -14,15 +14,31 @@ referee shows both on its ``--metrics-port`` (one without shows only its own:
 - ``allfours_referee_forfeits_total{reason}`` (counter): forfeited seats by termination (``timeout``,
   ``disconnect``, ``no_show``, …);
 
+With a **metrics token** (``$ALLFOURS_METRICS_TOKEN``, or the file ``$ALLFOURS_METRICS_TOKEN_FILE`` names:
+:func:`metrics_token`) every request must carry ``Authorization: Bearer <token>`` (Prometheus:
+``authorization: {credentials_file: …}``); any other gets 401 and no metric. The metrics say which
+entrants are playing now, so on a network the bots share (a compose stack's) they are the host's alone.
+
 Decision latencies are kept per match (a list append on the decision path) and observed when the
 match ends, so the hot path pays no lock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import hmac
+import socket
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
+from prometheus_client.exposition import ThreadingWSGIServer
+
+from referee.credentials import env_secret
+
+#: The environment variable of the metrics token (or its ``_FILE``: :mod:`referee.credentials`).
+ENV_METRICS_TOKEN = "ALLFOURS_METRICS_TOKEN"
 
 #: Buckets of the decision latency histogram, in seconds (a decision limit is usually 0.2-10 s).
 DECISION_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -52,11 +68,52 @@ def match_finished(status: str, forfeits: Iterable[str], latencies_s: Iterable[f
     DECISIONS.inc(n)
 
 
-def serve(port: int, host: str = "127.0.0.1", registry: CollectorRegistry = REGISTRY) -> int:
-    """Serve ``registry``'s ``/metrics`` over HTTP on ``host:port`` (0: a free port) in a daemon thread;
-    returns the port.
+def metrics_token(environ: Mapping[str, str] | None = None) -> str | None:
+    """The token a scraper must send (``$ALLFOURS_METRICS_TOKEN`` or its file), None when unset: the
+    metrics are then open to whoever reaches the port.
 
-    :raises OSError: if the port cannot be bound.
+    :raises referee.credentials.SecretError: its file cannot be read, or it is given twice (one line).
     """
-    server, _thread = start_http_server(port, addr=host, registry=registry)
+    return env_secret(ENV_METRICS_TOKEN, environ)
+
+
+def serve(port: int, host: str = "127.0.0.1", registry: CollectorRegistry = REGISTRY,
+          token: str | None = None) -> int:
+    """Serve ``registry``'s ``/metrics`` over HTTP on ``host:port`` (0: a free port) in a daemon thread;
+    returns the port. With ``token``, a request without ``Authorization: Bearer <token>`` gets 401.
+
+    :raises OSError: if the port cannot be bound or ``host`` not resolved.
+    """
+    app = make_wsgi_app(registry)
+    if token is not None:
+        app = _bearer_only(app, token)
+    family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    server_class: type[ThreadingWSGIServer] = type("MetricsServer", (ThreadingWSGIServer,), {"address_family": family})
+    server: WSGIServer = make_server(str(address[0]), port, app, server_class, handler_class=_Quiet)
+    threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
     return int(server.server_port)
+
+
+_App = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def _bearer_only(app: _App, token: str) -> _App:
+    """``app`` behind a bearer token (compared in constant time); any other request: 401, one line."""
+    expected = f"Bearer {token}".encode()
+
+    def guarded(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        given = str(environ.get("HTTP_AUTHORIZATION", "")).encode("utf-8", "replace")
+        if hmac.compare_digest(given, expected):
+            return app(environ, start_response)
+        start_response("401 Unauthorized", [("Content-Type", "text/plain; charset=utf-8"),
+                                            ("WWW-Authenticate", 'Bearer realm="metrics"')])
+        return [b"metrics need the metrics token: Authorization: Bearer <ALLFOURS_METRICS_TOKEN>\n"]
+
+    return guarded
+
+
+class _Quiet(WSGIRequestHandler):
+    """No access log line per scrape on stderr."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass

@@ -138,11 +138,11 @@ def test_tokens_reach_compose_as_secret_files_only(tmp_path: Path) -> None:
     seen = json.loads((tmp_path / "calls.log.secrets").read_text())
     assert seen["mode"] == "0o700" and seen["token_vars"] == [], seen
     files = seen["files"]
-    assert sorted(files) == ["admin_token", "token_heuristic", "token_nodejs", "token_random"], files
+    assert sorted(files) == ["admin_token", "metrics_token", "token_heuristic", "token_nodejs", "token_random"], files
     assert all(mode == "0o444" for mode, _ in files.values()), files
     assert files["admin_token"][1].strip() == given
     drawn = [text.strip() for name, (_, text) in files.items() if name != "admin_token"]
-    assert len(set(drawn)) == 3 and all(len(t) >= 32 for t in drawn), drawn
+    assert len(set(drawn)) == 4 and all(len(t) >= 32 for t in drawn), drawn
     assert not Path(seen["folder"]).exists()
 
 

@@ -174,6 +174,29 @@ def token_environment(client: Any, container_id: str, secrets: list[str]) -> tup
     return names, [v.split("=", 1)[0] for v in variables if any(t in v for t in secrets)]
 
 
+#: Run in a container: GET each URL given (with the bearer token in the file named by $TOKEN_FILE, if
+#: set) and print each answer's HTTP status, one a line.
+SCRAPE = """
+import os, sys, urllib.error, urllib.request
+path = os.environ.get("TOKEN_FILE")
+headers = {"Authorization": "Bearer " + open(path).read().strip()} if path else {}
+for url in sys.argv[1:]:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10) as r:
+            print(r.status)
+    except urllib.error.HTTPError as e:
+        print(e.code)
+"""
+
+
+def _scrape_from(client: Any, container_id: str, urls: list[str], token_file: str | None = None) -> list[str]:
+    """The HTTP status of a GET of each of ``urls`` made inside the container (``docker exec``)."""
+    env = {"TOKEN_FILE": token_file} if token_file else {}
+    ex = client.api.exec_create(container_id, ["python3", "-c", SCRAPE, *urls], environment=env)
+    out = client.api.exec_start(ex["Id"]).decode()
+    return out.split()
+
+
 def test_readme_compose_command_outlives_a_referee_killed_mid_run(env: dict[str, str], tmp_path: Path) -> None:
     """The README's compose command with one referee container killed after the first stored games:
     the arena retires it and plays on (12 of 12 games, each once), the command exits with the
@@ -182,7 +205,8 @@ def test_readme_compose_command_outlives_a_referee_killed_mid_run(env: dict[str,
     root, every capability dropped, memory and CPU limits (the referees had kept their capabilities);
     and no container's environment holds a token (docker inspect showed all four): each reads its
     token from a secret's file, through a ``*_FILE`` variable, and every game is played (the workers'
-    tokens were accepted)."""
+    tokens were accepted). A bot worker that scrapes the arena's or a referee's metrics on the stack's
+    network gets 401 (they say which entrants play now); the arena, holding the metrics token, 200."""
     client = docker_client()
     project = env["COMPOSE_PROJECT_NAME"]
     results = tmp_path / "results"  # not created: the command makes the results folder itself
@@ -207,6 +231,11 @@ def test_readme_compose_command_outlives_a_referee_killed_mid_run(env: dict[str,
                 for c in referees + workers + arena:  # the tokens are secrets: files, not the environment
                     names, exposed = token_environment(client, c["Id"], tokens(env))
                     assert exposed == [] and names and all(n.endswith("_FILE") for n in names), (c["Names"], names)
+                # the metrics (which entrants play now) are the host's: a worker on the stack's network
+                # that scrapes them is refused, the metrics token's holder is answered
+                urls = ["http://arena:9101/metrics", "http://referee:9100/metrics"]
+                assert _scrape_from(client, workers[0]["Id"], urls) == ["401", "401"]
+                assert _scrape_from(client, arena[0]["Id"], urls, "/run/secrets/metrics_token") == ["200", "200"]
                 victim = referees[0]
                 victim_ip = next(iter(victim["NetworkSettings"]["Networks"].values()))["IPAddress"]
                 client.api.kill(victim["Id"])

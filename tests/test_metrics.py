@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -242,3 +243,84 @@ image_prefix = "allfours-metrics-test"
         log = proc.communicate(timeout=120)[0]
     assert proc.returncode == 0, log
     assert seen == {status: {"failed": 2.0, "rejected": 1.0}.get(status, 0.0) for status in STATUSES}, log
+
+
+def _get(url: str, token: str | None = None) -> tuple[int, str]:
+    """(status, body) of a GET of ``url``, with ``Authorization: Bearer token`` when given."""
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def _only_with_the_token(url: str, token: str) -> str:
+    """Check ``url`` answers 401 without the token or with another, and return its metrics with it."""
+    for other in (None, "wrong", token + "x", token[:-1]):
+        status, body = _get(url, other)
+        assert status == 401, (other, status)
+        assert body == "metrics need the metrics token: Authorization: Bearer <ALLFOURS_METRICS_TOKEN>\n"
+        assert "allfours_" not in body
+    status, body = _get(url, token)
+    assert status == 200
+    return body
+
+
+def test_a_metrics_token_keeps_the_referee_s_metrics_from_anyone_without_it(tmp_path: Path) -> None:
+    """On a network the bots share (a compose stack's), a bot reached the metrics port and read which
+    entrants play now; with ``ALLFOURS_METRICS_TOKEN_FILE`` (a Docker secret) a scrape needs the token."""
+    secret = tmp_path / "metrics_token"
+    secret.write_text("scrape-me-0123456789\n")
+    env = {**os.environ, "ALLFOURS_ADMIN_TOKEN": TOKEN, "PYTHONPATH": str(ROOT),
+           "ALLFOURS_METRICS_TOKEN_FILE": str(secret)}
+    proc = subprocess.Popen([sys.executable, "-m", "referee.cli", "serve", "--port", "0", "--metrics-port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline().split()
+        assert first[0] == "METRICS", first
+        body = _only_with_the_token(f"http://127.0.0.1:{int(first[1])}/metrics", "scrape-me-0123456789")
+        assert "allfours_referee_matches_running 0.0" in body
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+def test_a_metrics_token_given_twice_or_unreadable_is_one_line_before_anything_starts(tmp_path: Path) -> None:
+    env = {**os.environ, "ALLFOURS_ADMIN_TOKEN": TOKEN, "PYTHONPATH": str(ROOT),
+           "ALLFOURS_METRICS_TOKEN_FILE": str(tmp_path / "missing")}
+    ref = subprocess.run([sys.executable, "-m", "referee.cli", "serve", "--port", "0", "--metrics-port", "0"],
+                         capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    assert ref.returncode == 2 and "PORT" not in ref.stdout
+    assert ref.stderr.startswith("referee: ") and "ALLFOURS_METRICS_TOKEN_FILE" in ref.stderr
+    assert len(ref.stderr.strip().splitlines()) == 1
+    cfg = tmp_path / "t.toml"
+    cfg.write_text('[tournament]\nname = "m"\nplayers = 2\noutput = "out"\n' + bots_toml("a", "b"))
+    env["ALLFOURS_METRICS_TOKEN"] = "also-here"
+    env["ALLFOURS_METRICS_TOKEN_FILE"] = str(cfg)
+    run = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(cfg), "--simulate", "0", "--no-progress",
+                          "--metrics-port", "0"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert run.returncode == 2
+    assert (run.stdout + run.stderr).strip() == (
+        "error: $ALLFOURS_METRICS_TOKEN and $ALLFOURS_METRICS_TOKEN_FILE are both set: give the secret once")
+    assert not (tmp_path / "out").exists()  # refused before the tournament's folder is made
+
+
+def test_the_arena_s_metrics_behind_its_token(tmp_path: Path) -> None:
+    cfg = tmp_path / "t.toml"
+    cfg.write_text('[tournament]\nname = "m"\nplayers = 2\ngames_per_pairing = 10\noutput = "out"\n'
+                   + bots_toml("a", "b"))
+    env = {**os.environ, "ALLFOURS_METRICS_TOKEN": "arena-scrape-token"}
+    proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "run", str(cfg), "--simulate", "0.3",
+                             "--no-progress", "--metrics-port", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("metrics: http://127.0.0.1:"), line
+        body = _only_with_the_token(line.split()[1], "arena-scrape-token")
+        assert "allfours_arena_games_stored_total" in body
+    finally:
+        proc.wait(60)
+    assert proc.returncode == 0

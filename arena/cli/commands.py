@@ -593,11 +593,15 @@ def _serve_metrics(args: argparse.Namespace, config: TournamentConfig, console: 
                    error: Callable[[str], object]) -> bool:
     """``--metrics-port``: serve the metrics (:func:`arena.metrics.registry`: the referee's only when it is
     embedded) and print where; False after one line if the port is taken."""
-    from referee.metrics import serve
+    from referee.credentials import SecretError
+    from referee.metrics import metrics_token, serve
 
     embedded = args.simulate is None and not (args.referee or config.referees)
     try:
-        port = serve(args.metrics_port, args.metrics_host, metrics.registry(embedded))
+        port = serve(args.metrics_port, args.metrics_host, metrics.registry(embedded), metrics_token())
+    except SecretError as e:
+        error(str(e))
+        return False
     except OSError as e:
         error(f"--metrics-port {args.metrics_port}: {e.strerror or e}")
         return False

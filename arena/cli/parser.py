@@ -58,7 +58,8 @@ def _add_run(sub: Any) -> None:
                      help="write running games' public events to OUTPUT/live/ for `arena web`'s spectators "
                      "(default: off, the arena then asks the referee for each result alone: cheaper)")
     run.add_argument("--metrics-port", type=int, metavar="PORT", default=None,
-                     help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off; docs/deploy.md)")
+                     help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off; behind a bearer "
+                     "token when $ALLFOURS_METRICS_TOKEN or its _FILE is set; docs/deploy.md)")
     run.add_argument("--metrics-host", default="127.0.0.1", metavar="HOST",
                      help="interface of --metrics-port (default 127.0.0.1; 0.0.0.0 in a container)")
     run.add_argument(
@@ -124,7 +125,8 @@ def _add_serve(sub: Any) -> None:
     srv.add_argument("--web-proxy", metavar="ADDR", action="append", default=[],
                      help="as `arena web --proxy`: a reverse proxy in front of --web (IP or network, repeatable)")
     srv.add_argument("--metrics-port", type=int, metavar="PORT", default=None,
-                     help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off; docs/deploy.md)")
+                     help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off; behind a bearer "
+                     "token when $ALLFOURS_METRICS_TOKEN or its _FILE is set; docs/deploy.md)")
     srv.add_argument("--metrics-host", default="127.0.0.1", metavar="HOST",
                      help="interface of --metrics-port (default 127.0.0.1; 0.0.0.0 in a container)")
     srv.add_argument("--no-live", dest="live", action="store_false",
