@@ -356,3 +356,50 @@ def test_the_sandboxs_network_has_no_ipv6_on_a_real_dockerd(client: Any) -> None
         _remove_chain(chain, bridge)
         for net in client.networks.list(names=[name]):
             net.remove()
+
+
+def test_a_container_sees_a_fixed_view_of_the_hosts_counters(client: Any, tmp_path: Path) -> None:
+    """A container's ``/proc`` showed the host's counters: free memory, the load, every CPU's time, open
+    files. Partners at a table of four are two containers of one bot, so one could hold memory or spin
+    threads and the other read its hidden hand off them. A bot container (``Sandbox.start``) now reads
+    each of those files twice, the host busy in between (memory held, a thread spinning, files open),
+    and reads the same text both times: the view's (arena/hosting/procview.py) where runc lets a file be
+    bound over ``/proc`` (``meminfo``, ``stat``, ``loadavg``…), empty (docker's masking) elsewhere, never
+    the host's. Docker's own masked paths stay masked."""
+    from arena.hosting.sandbox import Limits, Sandbox
+    from tests.proc_helpers import NAMES, READER, host_load, host_text
+
+    limits = Limits(cpus=1.0, memory_mb=200)
+    sandbox = Sandbox(client, run_key(tmp_path), f"procview-{tmp_path.name[-8:]}")
+    sandbox.open(reaper=False)
+    try:
+        bot = sandbox.start(base_image("python"), "signaller", "g00001-s0", {}, limits, command=["sleep", "600"])
+
+        def read() -> dict[str, str]:
+            code, out = bot.container.exec_run(["python3", "-c", READER, *NAMES], demux=False)
+            assert code == 0, out
+            return dict(json.loads(out.decode()))
+
+        masked = client.api.inspect_container(bot.container.id)["HostConfig"]["MaskedPaths"]
+        first = read()
+        with host_load():
+            second = read()
+            host = host_text()
+        bot.stop(exit_wait_s=0)
+    finally:
+        sandbox.close()
+    moved = {name for name in NAMES if first[name] != second[name]}
+    assert not moved, f"these moved with the host's load: {sorted(moved)}"
+
+    from arena.hosting.procview import HOST_WIDE, RUNC_BINDABLE, content, cpu_count
+
+    assert NAMES == HOST_WIDE  # the test reads every file of the view
+    for name in NAMES:
+        if name in host:  # the view's text where runc binds it, else masked (empty); never the host's
+            assert first[name] == (content(name, cpu_count(limits), 200) if name in RUNC_BINDABLE else ""), name
+        else:  # absent from this kernel (schedstat without CONFIG_SCHEDSTATS): absent in the container too
+            assert first[name].startswith("error "), (name, first[name])
+    assert host["meminfo"] != first["meminfo"]
+    assert first["meminfo"].split()[:3] == ["MemTotal:", str(200 * 1024), "kB"], first["meminfo"]
+    assert {"/proc/kcore", "/proc/keys", "/proc/timer_list", "/sys/firmware"} <= set(masked)  # docker's own still
+    assert leftovers(client, run_key(tmp_path)) == []

@@ -421,3 +421,51 @@ cwd = "{ROOT}"
     for game_id, seen in sockets.items():
         assert len(seen) == 2 and len(set(seen.values())) == 2, (game_id, seen)  # partners: a folder each
     assert len({f for seen in sockets.values() for f in seen.values()}) == 8, sockets  # every game its own
+
+
+def test_a_sandboxed_bot_sees_a_fixed_view_of_the_hosts_counters(tmp_path: Path) -> None:
+    """``--proc /proc`` gave a bot its own processes but the whole host's counters: free memory, the
+    load, every CPU's time, open files (``/proc/meminfo``, ``loadavg``, ``stat``, ``/proc/sys/fs/file-nr``…).
+    Partners at a table of four are two processes of one bot, so one could hold memory or spin threads
+    and the other read its hidden hand off them. Now each of those files is a read-only file of a fixed
+    view (arena/hosting/procview.py): a bot reads it twice, the host busy in between (memory held, a
+    thread spinning, files open), and reads the same text both times, the view's, not the host's;
+    Python's ``os.cpu_count`` still answers (the view's CPUs: no ``/sys`` in the sandbox)."""
+    from arena.hosting.jail import Jail
+    from tests.proc_helpers import NAMES, READER, host_load, host_text
+
+    jail = Jail.open()
+    try:
+        bot = jail.for_process("signaller")
+        reader = subprocess.Popen(bot.wrap([sys.executable, "-c", READER, "--twice", *NAMES], str(tmp_path)),
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert reader.stdin is not None and reader.stdout is not None
+        first = json.loads(reader.stdout.readline() or "{}")
+        with host_load():
+            reader.stdin.write("again\n")
+            reader.stdin.flush()
+            second = json.loads(reader.stdout.readline() or "{}")
+            host = host_text()
+        _, err = reader.communicate(timeout=60)
+        cpus = subprocess.run(bot.wrap([sys.executable, "-c", "import os; print(os.cpu_count())"], str(tmp_path)),
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        jail.close()
+    assert set(first) == set(NAMES), err
+    moved = {name for name in NAMES if first[name] != second[name]}
+    assert not moved, f"these moved with the host's load: {sorted(moved)}"
+
+    from arena.hosting.procview import HOST_WIDE, content, cpu_count
+    from arena.hosting.sandbox import Limits
+
+    assert NAMES == HOST_WIDE  # the test reads every file of the view
+
+    shown = cpu_count(Limits())
+    for name in NAMES:
+        if name in host:  # on this kernel: the view's text (empty where no runtime reads it), not the host's
+            assert first[name] == content(name, shown, Limits().memory_mb), name
+        else:  # absent from this kernel (schedstat without CONFIG_SCHEDSTATS): absent in the sandbox too
+            assert first[name].startswith("error "), (name, first[name])
+    assert host["meminfo"] != first["meminfo"]
+    assert first["meminfo"].split()[:3] == ["MemTotal:", str(Limits().memory_mb * 1024), "kB"], first["meminfo"]
+    assert cpus.returncode == 0 and cpus.stdout.strip() == str(shown), cpus.stdout + cpus.stderr

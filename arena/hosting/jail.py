@@ -12,7 +12,9 @@ default) is started as ``bwrap [options] -- ARGV`` (:meth:`Jail.wrap`), inside t
   Node.js bot loads the .proto files), and the bot's own folder (its ``cwd``); a private ``/tmp``
   (tmpfs, mounted first so that a bot folder under ``/tmp`` is still bound over it; also
   ``HOME`` and ``TMPDIR``; 16 MiB, a container's ``/tmp``: its ``limits.tmpfs_mb``),
-  its own ``/proc`` and a minimal ``/dev`` with a ``/dev/shm`` of the same size. Nothing else is
+  its own ``/proc`` (whose host-wide counters, free memory, the load, CPU time, open files…, are
+  read-only files of a fixed view, :mod:`arena.hosting.procview`: two processes of one bot could signal
+  each other through them) and a minimal ``/dev`` with a ``/dev/shm`` of the same size. Nothing else is
   writable: the root bwrap makes and its ``/dev`` are tmpfs mounts of no size that the bot owns, so
   both are remounted read-only last (a bot wrote as much of the host's memory to ``/`` or
   ``/dev/shm`` as it liked). Not the arena's
@@ -60,6 +62,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from arena.hosting.procview import view
 from arena.hosting.sandbox import Limits
 
 #: Seconds the start-up probe (:meth:`Jail.probe`) may take: a Python that starts and exits at once.
@@ -263,9 +266,10 @@ class Jail:
                 self._bots[name] = folder
         return Jail(self.bwrap, folder, self.runtime, tmpfs_mb)
 
-    def wrap(self, argv: Sequence[str], cwd: str | None) -> list[str]:
+    def wrap(self, argv: Sequence[str], cwd: str | None, limits: Limits | None = None) -> list[str]:
         """``argv`` run by ``bwrap`` in the sandbox (see the module docstring), in ``cwd`` (default: the
-        arena's working directory), which the bot sees read-only as its own folder."""
+        arena's working directory), which the bot sees read-only as its own folder; its ``/proc`` shows
+        the host-wide counters as a fixed view of a machine of ``limits`` (default: :class:`Limits`'s)."""
         folder = str(Path(cwd or os.getcwd()).resolve())
         size = ["--size", str(self.tmpfs_mb * 1024 * 1024)]
         args = [self.bwrap, "--unshare-all", "--unshare-user", "--uid", NOBODY, "--gid", NOBODY,
@@ -277,7 +281,8 @@ class Jail:
                 args += ["--ro-bind", public, public]
         for p in self.runtime:
             args += ["--ro-bind", str(p), str(p)]
-        args += ["--ro-bind", folder, folder, "--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/dev/shm",
+        args += ["--ro-bind", folder, folder, "--proc", "/proc", *view(limits or Limits()).bwrap_args(),
+                 "--dev", "/dev", *size, "--tmpfs", "/dev/shm",
                  "--ro-bind", str(self.sockets), SOCKET_DIR, "--remount-ro", "/dev", "--remount-ro", "/",
                  "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--chdir", folder, "--", *argv]
         return args

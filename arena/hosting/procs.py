@@ -566,7 +566,7 @@ class BotProcess:
         """
         _check_command(argv, cwd, env)
         if jail is not None:
-            argv = jail.wrap(argv, cwd)
+            argv = jail.wrap(argv, cwd, limits)
         kind, base = containment(prefer)
         cgroups = None
         if kind is Containment.CGROUP and base is not None:

@@ -6,6 +6,9 @@ Python SDK (docs/deploy.md, "Container bots"). Every container is:
 - a non-root user (``10001:10001``), read-only root file system, a small ``/tmp`` tmpfs
   (``noexec,nosuid``), every capability dropped, ``no-new-privileges``, an init process (so a bot
   that ignores SIGTERM is still reaped), a short stop grace;
+- shown a fixed view of the host-wide counters of ``/proc`` (free memory, the load, CPU time, open
+  files: :mod:`arena.hosting.procview`), read-only files bound over ``meminfo``, ``stat``, ``loadavg``…
+  and the others masked, so that two containers of one bot cannot signal each other through them;
 - limited: memory = memory+swap (:attr:`Limits.memory_mb`), a pids limit, a CPU quota, a capped log
   (json-file, :attr:`Limits.log_max_size` x :attr:`Limits.log_files`);
 - given only its ticket and referee address (``ALLFOURS_TICKET``, ``ALLFOURS_REFEREE``) and the bot's
@@ -488,20 +491,20 @@ class Sandbox:
         import docker.errors
         from docker.types import LogConfig
 
+        from arena.hosting.procview import view
+
         # Docker's resolver tells every container on the network the others' names (and its own, by a
         # reverse lookup of its address): a name holding the role (the game's id: its pairing's entrant
         # numbers, so whom it plays in a blind tournament) told it that. The role is a label, which no
         # container reads; the name is the run's key and a random part.
         name = f"allfours-{self.key}-{secrets.token_hex(8)}"
+        api = self.client.api
         try:
-            c = self.client.containers.run(
-                image,
-                command=list(command) if command else None,
-                name=name,
-                detach=True,
-                labels={**self.labels, LABEL_BOT: bot, LABEL_ROLE: role},
-                environment=dict(env),
-                user=BOT_USER,
+            # the host-wide counters of /proc (free memory, the load, CPU time...) as a fixed view: two
+            # containers of one bot could signal each other through them (arena.hosting.procview)
+            proc = view(limits)
+            host_config = api.create_host_config(
+                binds=proc.docker_binds(),
                 read_only=True,
                 tmpfs={"/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmpfs_mb}m"},
                 cap_drop=["ALL"],
@@ -513,20 +516,40 @@ class Sandbox:
                 log_config=LogConfig(
                     type="json-file", config={"max-size": limits.log_max_size, "max-file": str(limits.log_files)}
                 ),
-                network=self.network_name,
+                network_mode=self.network_name,
                 # Docker's resolver in the container (127.0.0.11) answers the network's own names and
                 # forwards any other name to these servers, from the container's network namespace:
                 # the gateway alone, whose port 53 the firewall chain drops. So no query for a name
                 # outside the tournament leaves (the daemon's own upstream is never asked).
                 dns=[str(self.gateway)],
                 init=True,
+                ipc_mode="private",
+            )
+            # the view's files runc lets no bind cover read empty, with docker's own masked paths (docker-py
+            # has no argument for it: the API's HostConfig field)
+            host_config["MaskedPaths"] = proc.docker_masked()
+            created = api.create_container(
+                image,
+                command=list(command) if command else None,
+                name=name,
+                detach=True,
+                labels={**self.labels, LABEL_BOT: bot, LABEL_ROLE: role},
+                environment=dict(env),
+                user=BOT_USER,
                 stop_signal="SIGTERM",
                 hostname="bot",
-                ipc_mode="private",
+                host_config=host_config,
             )
         except docker.errors.ImageNotFound:
             raise SandboxError(f"bot {bot}: no image {image!r} (build it with `arena bots build`)") from None
         except Exception as e:
+            raise SandboxError(f"bot {bot}: docker refused the container: {e}") from None
+        try:
+            api.start(created["Id"])
+            c = self.client.containers.get(created["Id"])
+        except Exception as e:
+            with contextlib.suppress(Exception):
+                api.remove_container(created["Id"], force=True, v=True)
             raise SandboxError(f"bot {bot}: docker refused the container: {e}") from None
         return BotContainer(c, name, log_path, log_limit)
 
