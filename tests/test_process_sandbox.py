@@ -469,3 +469,33 @@ def test_a_sandboxed_bot_sees_a_fixed_view_of_the_hosts_counters(tmp_path: Path)
     assert host["meminfo"] != first["meminfo"]
     assert first["meminfo"].split()[:3] == ["MemTotal:", str(Limits().memory_mb * 1024), "kB"], first["meminfo"]
     assert cpus.returncode == 0 and cpus.stdout.strip() == str(shown), cpus.stdout + cpus.stderr
+
+
+def test_the_proc_view_is_private_made_once_and_gone_at_exit(tmp_path: Path) -> None:
+    """The view's files (arena/hosting/procview.py) are in a folder of the arena's own (0700, files 0444:
+    the container's user reads them through the bind), written once per (CPUs, memory) pair, removed when
+    the arena exits; a killed arena's folder goes at the next start (as the build folders)."""
+    probe = (
+        "import json, os, stat, sys\n"
+        "from arena.hosting.procview import view\n"
+        "from arena.hosting.sandbox import Limits\n"
+        "a, b = view(Limits(cpus=2.5, memory_mb=300)), view(Limits(cpus=2.5, memory_mb=300))\n"
+        "folder = next(iter(a.files.values())).parents[1]\n"
+        "modes = {n: oct(stat.S_IMODE(f.stat().st_mode)) for n, f in a.files.items()}\n"
+        "print(json.dumps([str(folder), oct(stat.S_IMODE(folder.stat().st_mode)), a is b, a.cpus, modes,\n"
+        "                  a.files['stat'].read_text(), os.path.exists(sys.argv[1])]))\n"
+    )
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"allfours-procview-{dead.pid}-x"
+    (stale / "cpus1-mem256").mkdir(parents=True)
+    (stale / "cpus1-mem256" / "meminfo").write_text("old")
+    done = subprocess.run([sys.executable, "-c", probe, str(stale)], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT, env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    folder, mode, same, cpus, modes, stat_text, stale_left = json.loads(done.stdout)
+    assert Path(folder).parent == tmp_path and mode == "0o700" and same and not stale_left
+    assert set(modes.values()) == {"0o444"} and "meminfo" in modes and "loadavg" in modes, modes
+    assert cpus == min(3, len(os.sched_getaffinity(0)))
+    assert [line.split()[0] for line in stat_text.splitlines()][:cpus + 1] == ["cpu", *(f"cpu{i}" for i in range(cpus))]
+    assert not Path(folder).exists()  # gone with its arena
