@@ -365,7 +365,8 @@ def test_a_container_sees_a_fixed_view_of_the_hosts_counters(client: Any, tmp_pa
     each of those files twice, the host busy in between (memory held, a thread spinning, files open),
     and reads the same text both times: the view's (arena/hosting/procview.py) where runc lets a file be
     bound over ``/proc`` (``meminfo``, ``stat``, ``loadavg``…), empty (docker's masking) elsewhere, never
-    the host's. Docker's own masked paths stay masked."""
+    the host's; ``/sys`` (the host's node0/meminfo, every disk's stat…) is masked whole, so Python counts
+    the view's CPUs. Docker's own masked paths stay masked."""
     from arena.hosting.sandbox import Limits, Sandbox
     from tests.proc_helpers import NAMES, READER, host_load, host_text
 
@@ -385,6 +386,8 @@ def test_a_container_sees_a_fixed_view_of_the_hosts_counters(client: Any, tmp_pa
         with host_load():
             second = read()
             host = host_text()
+        sysfs = bot.container.exec_run(["ls", "-A", "/sys"])
+        cpus = bot.container.exec_run(["python3", "-c", "import os; print(os.cpu_count())"])
         bot.stop(exit_wait_s=0)
     finally:
         sandbox.close()
@@ -402,4 +405,6 @@ def test_a_container_sees_a_fixed_view_of_the_hosts_counters(client: Any, tmp_pa
     assert host["meminfo"] != first["meminfo"]
     assert first["meminfo"].split()[:3] == ["MemTotal:", str(200 * 1024), "kB"], first["meminfo"]
     assert {"/proc/kcore", "/proc/keys", "/proc/timer_list", "/sys/firmware"} <= set(masked)  # docker's own still
+    assert sysfs.exit_code == 0 and sysfs.output == b""  # the host's sysfs (node0/meminfo, disks' stat…) masked
+    assert cpus.exit_code == 0 and cpus.output.decode().strip() == str(cpu_count(limits))  # from the view's stat
     assert leftovers(client, run_key(tmp_path)) == []

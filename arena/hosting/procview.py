@@ -17,8 +17,9 @@ changes (:func:`view`):
 The bwrap sandbox binds every one of them (:meth:`ProcView.bwrap_args`). Docker's runc binds a file over
 ``/proc`` only for lxcfs's list (:data:`RUNC_BINDABLE`: ``meminfo``, ``stat``, ``loadavg``…), so a
 container gets those bound (:meth:`ProcView.docker_binds`) and the others *masked* (docker's own
-``MaskedPaths``, which reads them empty: :meth:`ProcView.docker_masked`). A file this kernel has not
-(``schedstat`` without ``CONFIG_SCHEDSTATS``) is left out.
+``MaskedPaths``, which reads them empty: :meth:`ProcView.docker_masked`), and its ``/sys`` masked whole
+(:data:`DOCKER_MASKED_SYS`: the host's sysfs counts as much; bwrap mounts none). A file this kernel has
+not (``schedstat`` without ``CONFIG_SCHEDSTATS``) is left out.
 
 The files live in one private folder per arena process (``/tmp/allfours-procview-<pid>-XXXXXXXX``, 0700;
 files 0444: the container's user reads them through the bind; nothing in them is secret), one subfolder
@@ -91,6 +92,14 @@ RUNC_BINDABLE = frozenset({"cpuinfo", "diskstats", "meminfo", "stat", "swaps", "
 #: gets only those, so the view's are added to these.
 DOCKER_MASKED = ("/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
                  "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware")
+
+#: What docker masks besides (a read-only empty tmpfs over it): the host's whole sysfs, which bwrap does
+#: not show at all. Read in a container, with the host busy, it moved in ``devices/system/node/node0/``
+#: (the host's meminfo, vmstat, numastat), every disk's ``stat``, ``/sys/fs/ext4/*/…write_kbytes``,
+#: ``kernel/irq/*/per_cpu_count``, the virtual balloon's ``module/page_reporting``, every CPU's idle
+#: states (``cpuidle/*/usage``, ``time``) and, on hardware, its frequency and temperatures (``hwmon``).
+#: Without it glibc counts the CPUs from ``/proc/stat`` (the view's), as in bwrap.
+DOCKER_MASKED_SYS = ("/sys",)
 
 #: The prefix of the view's folder in the temp folder (``PREFIX<pid>-XXXXXXXX``).
 PREFIX = "allfours-procview-"
@@ -243,9 +252,10 @@ class ProcView:
         return [f"{file}:/proc/{name}:ro" for name, file in self.files.items() if name in RUNC_BINDABLE]
 
     def docker_masked(self) -> list[str]:
-        """Docker's ``MaskedPaths``: its own (:data:`DOCKER_MASKED`) and the files runc will not let a bind
-        cover (they read empty)."""
-        return [*DOCKER_MASKED, *(f"/proc/{name}" for name in self.files if name not in RUNC_BINDABLE)]
+        """Docker's ``MaskedPaths``: its own (:data:`DOCKER_MASKED`), the files runc will not let a bind
+        cover (they read empty) and ``/sys`` (:data:`DOCKER_MASKED_SYS`)."""
+        return [*DOCKER_MASKED, *(f"/proc/{name}" for name in self.files if name not in RUNC_BINDABLE),
+                *DOCKER_MASKED_SYS]
 
 
 _lock = threading.Lock()

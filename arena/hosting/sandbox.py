@@ -8,7 +8,8 @@ Python SDK (docs/deploy.md, "Container bots"). Every container is:
   that ignores SIGTERM is still reaped), a short stop grace;
 - shown a fixed view of the host-wide counters of ``/proc`` (free memory, the load, CPU time, open
   files: :mod:`arena.hosting.procview`), read-only files bound over ``meminfo``, ``stat``, ``loadavg``…
-  and the others masked, so that two containers of one bot cannot signal each other through them;
+  and the others masked, and ``/sys`` (the host's sysfs, whose node, disk and CPU counters move just as
+  much) masked whole, so that two containers of one bot cannot signal each other through them;
 - limited: memory = memory+swap (:attr:`Limits.memory_mb`), a pids limit, a CPU quota, a capped log
   (json-file, :attr:`Limits.log_max_size` x :attr:`Limits.log_files`);
 - given only its ticket and referee address (``ALLFOURS_TICKET``, ``ALLFOURS_REFEREE``) and the bot's
