@@ -474,6 +474,45 @@ class Sandbox:
         rule = ("-p", "tcp", "-d", str(self.gateway), "--dport", str(int(port)), "-j", "ACCEPT")
         _iptables("-I", self.chain, "1", *rule)
 
+    def _host_config(self, limits: Limits) -> dict[str, Any]:
+        """A bot container's host configuration (the module docstring's walls) with ``limits``.
+
+        :raises OSError: the view of ``/proc`` cannot be written (:func:`arena.hosting.procview.view`)."""
+        from docker.types import LogConfig
+
+        from arena.hosting.procview import view
+
+        api = self.client.api
+        # the host-wide counters of /proc (free memory, the load, CPU time...) as a fixed view: two
+        # containers of one bot could signal each other through them (arena.hosting.procview)
+        proc = view(limits)
+        host_config = api.create_host_config(
+            binds=proc.docker_binds(),
+            read_only=True,
+            tmpfs={"/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmpfs_mb}m"},
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            mem_limit=f"{limits.memory_mb}m",
+            memswap_limit=f"{limits.memory_mb}m",
+            pids_limit=limits.pids,
+            nano_cpus=int(limits.cpus * 1e9),
+            log_config=LogConfig(
+                type="json-file", config={"max-size": limits.log_max_size, "max-file": str(limits.log_files)}
+            ),
+            network_mode=self.network_name,
+            # Docker's resolver in the container (127.0.0.11) answers the network's own names and
+            # forwards any other name to these servers, from the container's network namespace:
+            # the gateway alone, whose port 53 the firewall chain drops. So no query for a name
+            # outside the tournament leaves (the daemon's own upstream is never asked).
+            dns=[str(self.gateway)],
+            init=True,
+            ipc_mode="private",
+        )
+        # the view's files runc lets no bind cover read empty, with docker's own masked paths (docker-py
+        # has no argument for it: the API's HostConfig field)
+        host_config["MaskedPaths"] = proc.docker_masked()
+        return dict(host_config)
+
     def start(
         self,
         image: str,
@@ -490,9 +529,6 @@ class Sandbox:
         :raises SandboxError: if the image is missing or docker refuses the container.
         """
         import docker.errors
-        from docker.types import LogConfig
-
-        from arena.hosting.procview import view
 
         # Docker's resolver tells every container on the network the others' names (and its own, by a
         # reverse lookup of its address): a name holding the role (the game's id: its pairing's entrant
@@ -501,34 +537,7 @@ class Sandbox:
         name = f"allfours-{self.key}-{secrets.token_hex(8)}"
         api = self.client.api
         try:
-            # the host-wide counters of /proc (free memory, the load, CPU time...) as a fixed view: two
-            # containers of one bot could signal each other through them (arena.hosting.procview)
-            proc = view(limits)
-            host_config = api.create_host_config(
-                binds=proc.docker_binds(),
-                read_only=True,
-                tmpfs={"/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmpfs_mb}m"},
-                cap_drop=["ALL"],
-                security_opt=["no-new-privileges"],
-                mem_limit=f"{limits.memory_mb}m",
-                memswap_limit=f"{limits.memory_mb}m",
-                pids_limit=limits.pids,
-                nano_cpus=int(limits.cpus * 1e9),
-                log_config=LogConfig(
-                    type="json-file", config={"max-size": limits.log_max_size, "max-file": str(limits.log_files)}
-                ),
-                network_mode=self.network_name,
-                # Docker's resolver in the container (127.0.0.11) answers the network's own names and
-                # forwards any other name to these servers, from the container's network namespace:
-                # the gateway alone, whose port 53 the firewall chain drops. So no query for a name
-                # outside the tournament leaves (the daemon's own upstream is never asked).
-                dns=[str(self.gateway)],
-                init=True,
-                ipc_mode="private",
-            )
-            # the view's files runc lets no bind cover read empty, with docker's own masked paths (docker-py
-            # has no argument for it: the API's HostConfig field)
-            host_config["MaskedPaths"] = proc.docker_masked()
+            host_config = self._host_config(limits)
             created = api.create_container(
                 image,
                 command=list(command) if command else None,
