@@ -5,6 +5,8 @@
 - a bot with one deliberate fault per check (tests/bots/broken.py) fails exactly that check;
 - in lobby mode (one long-lived worker, a scripted lobby) the Python SDK, Node.js and C++ workers
   pass every check, and the broken bot's faults fail exactly their checks there too;
+- a worker that does not dial the lobby again after it went away (an arena restarting) fails
+  ``lobby-redial`` with one line, whether it idles or exits;
 - a worker that never registers, dies before or after registering (a bot without worker mode), or
   does not join its Assignment gets one line saying so, within bounded time;
 - the scripted decks stage what their checks need (checked through the engine);
@@ -138,6 +140,12 @@ def test_a_bot_broken_for_one_check_fails_exactly_that_check(mode: Mode) -> None
         resume = next(out for check, _, out in results if check == "resume")
         did = next(c["did"] for c in resume["checks"] if c["check"] == "resume")  # type: ignore[attr-defined]
         assert did.endswith("no new stream came within 5 s"), did
+        # a worker that stays but never dials the lobby again is told so after a bounded wait
+        redial = next(out for check, _, out in results if check == "lobby-redial")
+        did = next(c["did"] for c in redial["checks"] if c["check"] == "lobby-redial")  # type: ignore[attr-defined]
+        assert did == ("no new Register within 12 s of the lobby listening again (it closed the worker's stream "
+                       "with UNAVAILABLE and was down 1 s): a worker must dial again with back-off until the lobby "
+                       "is back"), did
 
 
 def test_the_per_game_suite_is_unchanged_by_lobby_mode() -> None:
@@ -147,7 +155,7 @@ def test_the_per_game_suite_is_unchanged_by_lobby_mode() -> None:
         "join", "phases", "deadline", "retry", "seq-echo", "resend", "unknown-messages", "pack-runs-dry",
         "kick-ends-game", "multi-game", "players-2", "players-4", "rules-deal-in-ones", "rules-target-21",
         "rules-hang-jack-off", "rules-undertrump-ban", "rules-void-may-discard", "resume", "exit", "limits"]
-    assert list(LOBBY) == [c for c in PER_GAME if c != "exit"] + ["lobby-register", "lobby-ready"]
+    assert list(LOBBY) == [c for c in PER_GAME if c != "exit"] + ["lobby-register", "lobby-ready", "lobby-redial"]
     for mode, other in ((Mode.PER_GAME, LOBBY), (Mode.LOBBY, PER_GAME)):
         chosen, skips = selected_checks([], 4, mode)
         assert [c.name for c in chosen] == list(PER_GAME if mode is Mode.PER_GAME else LOBBY) and skips == []
@@ -185,6 +193,23 @@ def test_a_worker_that_sends_its_ready_before_the_match_end_fails_lobby_ready() 
     assert statuses(out) == {"lobby-ready": "fail"}, json.dumps(out, indent=1)
     did = out["checks"][0]["did"]  # type: ignore[index]
     assert did.startswith("sent the Ready naming conformance-multi-game before its MatchEnd"), did
+
+
+@pytest.mark.slow
+def test_a_worker_that_leaves_when_its_lobby_goes_away_fails_lobby_redial_quoting_its_last_words() -> None:
+    """An arena that restarts (``arena serve`` after an upgrade or a crash) closes every worker's stream with
+    UNAVAILABLE and comes back on the same address: a worker that leaves then (the C++ sample bot did,
+    with status 1) plays nothing more. Nothing told its author: the suite never dropped the lobby. The
+    check fails it at once (no waiting), with the worker's own last line, and judges nothing else
+    differently."""
+    out = run_suite(sys.executable, "-m", "tests.bots.broken", "--break", "lobby-redial-exit",
+                    extra=("--lobby", "--only", "lobby-redial", "--only", "lobby-ready"), timeout=120)
+    assert statuses(out) == {"lobby-ready": "pass", "lobby-redial": "fail"}, json.dumps(out, indent=1)
+    did = next(c["did"] for c in out["checks"] if c["check"] == "lobby-redial")  # type: ignore[attr-defined]
+    assert did == ("the worker's process ended with status 1 when the lobby closed its stream with UNAVAILABLE "
+                   "(an arena restarting) instead of dialling again (its last output: 'broken: the lobby stream "
+                   "ended: leaving')"), did
+    assert out["failure"] == "", out["failure"]  # the run was over: no "stopped:" line
 
 
 #: Workers that fail in the lobby itself: ``python -c SCRIPT ARG`` with ARG one of the keys of DYING.

@@ -13,8 +13,10 @@ Parts (each with its own docstring):
 - :mod:`sdk.conformance.launch`: launching the bot as the arena does (placeholders, environment),
   its start-up time, memory and exit status (per-game mode).
 - :mod:`sdk.conformance.lobby`: lobby mode: the bot launched once as a worker, a scripted lobby
-  (Register, one Assignment per scenario, Ready) and why a run stopped early.
+  (Register, one Assignment per scenario, Ready), the lobby going away and coming back
+  (``lobby-redial``) and why a run stopped early.
 - :mod:`sdk.conformance.checks`: the named checks, each a judge of one run's log, and the mode(s)
-  each belongs to (``exit`` per-game only; ``lobby-register``, ``lobby-ready`` lobby only).
+  each belongs to (``exit`` per-game only; ``lobby-register``, ``lobby-ready``,
+  ``lobby-redial`` lobby only).
 - :mod:`sdk.conformance.cli`: the command line, the table and the JSON output.
 """

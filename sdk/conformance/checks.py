@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sdk.conformance.launch import Limits
+from sdk.conformance.lobby import DOWN_S, REDIAL_S
 from sdk.conformance.logs import RequestSent, RunLog
 from sdk.conformance.scenarios import RULE_OPTIONS
 
@@ -296,6 +297,33 @@ def judge_lobby_ready(log: RunLog, limits: Limits) -> Verdict:
                          f"after MatchEnd)")
 
 
+def judge_lobby_redial(log: RunLog, _: Limits) -> Verdict:
+    lobby = log.lobby
+    if lobby is None:
+        return Verdict(False, "not run in lobby mode")
+    r = lobby.redial
+    if r is None:
+        return Verdict(False, f"not tried: {lobby.fatal}" if lobby.fatal else "not tried")
+    if r.back_at is None:
+        return Verdict(False, r.failure)
+    down = f"it closed the worker's stream with UNAVAILABLE and was down {DOWN_S:g} s"
+    if r.register is None:
+        if r.exit_code is not None:
+            words = f" (its last output: {r.last_words})" if r.last_words else ""
+            return Verdict(False, f"the worker's process ended with status {r.exit_code} when the lobby closed its "
+                                  f"stream with UNAVAILABLE (an arena restarting) instead of dialling again{words}")
+        return Verdict(False, f"no new Register within {REDIAL_S:g} s of the lobby listening again ({down}): "
+                              f"a worker must dial again with back-off until the lobby is back")
+    if not r.register.first_message:
+        return Verdict(False, "dialled again, but the first message on the new lobby stream was not a Register")
+    if (r.register.token, r.register.bot_name) != (lobby.token, lobby.bot_name):
+        return Verdict(False, "dialled again, but its new Register carried another token or bot_name than its first")
+    after = f"registered again {r.register.at - r.back_at:.2f} s after the lobby listened again ({down})"
+    if r.failure:
+        return Verdict(False, f"{after}, but {r.failure}")
+    return Verdict(True, f"{after}, then played {r.match_id} and sent its Ready")
+
+
 CHECKS: list[Check] = [
     Check("join", "basic", f"first message a Hello with its ticket and protocol_version {PROTOCOL_VERSION}",
           judge_join),
@@ -327,10 +355,14 @@ CHECKS: list[Check] = [
     Check("lobby-ready", "multi-game", "a Ready naming the match within {exit_s:g} s after each MatchEnd (not "
                                        "before), and every next Assignment played",
           judge_lobby_ready, frozenset({Mode.LOBBY})),
+    Check("lobby-redial", "basic", f"after the lobby closes its stream with UNAVAILABLE and comes back on the "
+                                   f"same address {DOWN_S:g} s later (an arena restarting): a new Register within "
+                                   f"{REDIAL_S:g} s, then the next Assignment played and a Ready",
+          judge_lobby_redial, frozenset({Mode.LOBBY})),
 ]
 
 
 def checks_of(mode: Mode) -> list[Check]:
-    """The suite of ``mode``, in order (``exit`` is per-game only; ``lobby-register`` and ``lobby-ready``
-    are lobby-mode only)."""
+    """The suite of ``mode``, in order (``exit`` is per-game only; ``lobby-register``, ``lobby-ready`` and
+    ``lobby-redial`` are lobby-mode only)."""
     return [c for c in CHECKS if mode in c.modes]

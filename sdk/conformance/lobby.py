@@ -8,11 +8,18 @@ The worker is launched once (:func:`run_lobby`) with ``ALLFOURS_LOBBY`` (the lob
 (``arena.play.environment.worker_environment``). The lobby answers its Register with Registered, sends the
 Assignments one at a time and waits up to ``Limits.exit_s`` for a Ready naming each match before it
 sends the next (:class:`ScriptedLobby`). What the lobby saw goes into :class:`LobbyLog`; the lobby
-checks (``lobby-register``, ``lobby-ready``) judge it, the other checks judge each match as in
-per-game mode.
+checks (``lobby-register``, ``lobby-ready``, ``lobby-redial``) judge it, the other checks judge each
+match as in per-game mode.
+
+``lobby-redial`` (:func:`_redial`, after the scenarios, so that a worker that never comes back fails
+that check only): the lobby closes the worker's stream with UNAVAILABLE and stops serving, as an arena
+that shuts down to restart does, listens again on the same address :data:`DOWN_S` later, and waits up
+to :data:`REDIAL_S` for a new Register; the worker then gets one more Assignment and must play it and
+send its Ready.
 
 Bounded waits: the Register within ``Limits.startup_s + 5`` s of the launch (or the worker's exit,
-whichever comes first), a Hello on each Assignment's referee within :data:`JOIN_S`. A worker that
+whichever comes first), a Hello on each Assignment's referee within :data:`JOIN_S`, a new Register
+within :data:`REDIAL_S` of the lobby coming back (``lobby-redial``). A worker that
 never registers, exits, or does not join an Assignment ends the run at once: the scenarios left get
 ``"not played: …"`` and :attr:`LobbyLog.fatal` says why in one line.
 """
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import secrets
 import time
@@ -44,7 +52,7 @@ from sdk.conformance.launch import (
     start_referee,
     watch_memory,
 )
-from sdk.conformance.logs import LobbyLog, RegisterSeen, RunLog
+from sdk.conformance.logs import LobbyLog, RedialSeen, RegisterSeen, RunLog
 from sdk.conformance.scenarios import Scenario
 from sdk.worker import LOBBY_ENV, NAME_ENV, PARENT_ENV, TOKEN_ENV
 
@@ -60,6 +68,20 @@ MAX_READIES = 256
 LOBBY_SERVICE = lpb.DESCRIPTOR.services_by_name["LobbyService"].full_name
 #: Characters of the worker's last output line quoted in a fatal failure.
 LAST_WORDS_CHARS = 160
+#: ``lobby-redial``: seconds the scripted lobby stays down between closing the worker's stream and
+#: listening again on the same address (an arena restarting), so that the worker's first dials fail.
+DOWN_S = 1.0
+#: ``lobby-redial``: seconds from the lobby listening again to the worker's new Register. A worker dialling
+#: with back-off capped at 5 s (plus jitter, plus its gRPC channel's own reconnect back-off) is well
+#: within it.
+REDIAL_S = 12.0
+#: What the arena's lobby says closing each worker's stream when it shuts down (arena/lobby/service.py).
+SHUTTING_DOWN = "the arena is shutting down; connect again later"
+#: The name of the scenario played after the worker came back (``lobby-redial``; a copy of ``basic``).
+REDIAL_SCENARIO = "redial"
+
+#: Put in a worker's stream queue: end the stream with UNAVAILABLE, as the arena's lobby does at shutdown.
+_DROP = "drop"
 
 
 class ScriptedLobby(lpb_grpc.LobbyServiceServicer):
@@ -72,7 +94,7 @@ class ScriptedLobby(lpb_grpc.LobbyServiceServicer):
     def __init__(self, token: str, bot_name: str, clock: Callable[[], float]) -> None:
         self.log = LobbyLog(token=token, bot_name=bot_name)
         self.clock = clock
-        self.out: asyncio.Queue[lpb.ConnectResponse | None] | None = None
+        self.out: asyncio.Queue[lpb.ConnectResponse | str | None] | None = None
         self.registered = asyncio.Event()
         #: Set with ``log.fatal`` when the worker's stream was refused as the arena's lobby refuses it.
         self.refused = asyncio.Event()
@@ -96,13 +118,16 @@ class ScriptedLobby(lpb_grpc.LobbyServiceServicer):
         reg = first.register if is_register else lpb.Register()
         self.log.registers.append(RegisterSeen(self.clock(), reg.token, reg.bot_name, reg.protocol_version,
                                                is_register))
-        out: asyncio.Queue[lpb.ConnectResponse | None] = asyncio.Queue()
+        out: asyncio.Queue[lpb.ConnectResponse | str | None] = asyncio.Queue()
         self.out = out
         await context.write(lpb.ConnectResponse(registered=lpb.Registered(worker_id="w1", tournament="conformance")))
         self.registered.set()
         reader = asyncio.ensure_future(self._read(context))
         try:
             while (msg := await out.get()) is not None:
+                if isinstance(msg, str):  # _DROP
+                    await context.abort(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
+                    return
                 await context.write(msg)
         finally:
             reader.cancel()
@@ -136,24 +161,35 @@ class ScriptedLobby(lpb_grpc.LobbyServiceServicer):
         """Wait up to ``timeout`` s for a Ready naming ``match_id``; log how long after MatchEnd it came, or,
         for one that came before it (queued meanwhile), how long before (``ready_early_s``)."""
         self.log.ended.append(match_id)
+        at = await self.next_ready(match_id, timeout)
+        if at is not None and at < ended_at:
+            self.log.ready_early_s[match_id] = ended_at - at
+        elif at is not None:
+            self.log.ready_after_s[match_id] = at - ended_at
+
+    async def next_ready(self, match_id: str, timeout: float) -> float | None:
+        """When the next Ready naming ``match_id`` came (s from the launch; one queued already counts),
+        waiting up to ``timeout`` s; ``None`` if none came."""
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
         while (left := end - loop.time()) > 0:
             try:
                 got, at = await asyncio.wait_for(self.ready.get(), left)
             except TimeoutError:
-                return
+                return None
             if got == match_id:
-                if at < ended_at:
-                    self.log.ready_early_s[match_id] = ended_at - at
-                else:
-                    self.log.ready_after_s[match_id] = at - ended_at
-                return
+                return at
+        return None
 
     def close(self) -> None:
         """End the worker's stream (after the last scenario)."""
         if self.out is not None:
             self.out.put_nowait(None)
+
+    def drop(self) -> None:
+        """End the worker's stream with UNAVAILABLE, as the arena's lobby does when it shuts down."""
+        if self.out is not None:
+            self.out.put_nowait(_DROP)
 
 
 def worker_env(lobby_address: str, token: str) -> dict[str, str]:
@@ -163,10 +199,21 @@ def worker_env(lobby_address: str, token: str) -> dict[str, str]:
     return env
 
 
-async def run_lobby(scenarios: Sequence[Scenario], command: Sequence[str], limits: Limits) -> dict[str, RunLog]:
+def _lobby_server(lobby: ScriptedLobby) -> grpc.aio.Server:
+    """A server for ``lobby`` (no port yet)."""
+    server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 * 1024)])
+    # Bytes that are not a ConnectRequest reach the scripted lobby as Undecodable (as they reach the
+    # arena's), so it refuses them as the arena does instead of losing the stream to gRPC's decoder.
+    add_stream_method(server, LOBBY_SERVICE, "Connect", lobby.Connect, lpb.ConnectRequest, lpb.ConnectResponse)
+    return server
+
+
+async def run_lobby(scenarios: Sequence[Scenario], command: Sequence[str], limits: Limits,
+                    redial: bool = False) -> dict[str, RunLog]:
     """Launch the bot once as a worker of a scripted lobby and play every scenario as one Assignment
-    after another. Every returned log (one per scenario, by name) carries the same :class:`LobbyLog` in
-    ``lobby``; its start-up time is the Register's, its peak memory the worker's over the whole run.
+    after another; with ``redial``, then the ``lobby-redial`` step (:func:`_redial`). Every returned log
+    (one per scenario, by name) carries the same :class:`LobbyLog` in ``lobby``; its start-up time is the
+    Register's, its peak memory the worker's over the whole run.
 
     :raises ValueError: for a command with an unknown placeholder.
     :raises OSError: if the command cannot be started.
@@ -174,12 +221,10 @@ async def run_lobby(scenarios: Sequence[Scenario], command: Sequence[str], limit
     t0 = time.monotonic()
     clock = lambda: time.monotonic() - t0  # noqa: E731
     lobby = ScriptedLobby(secrets.token_urlsafe(18), BOT_NAME, clock)
-    server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 * 1024)])
-    # Bytes that are not a ConnectRequest reach the scripted lobby as Undecodable (as they reach the
-    # arena's), so it refuses them as the arena does instead of losing the stream to gRPC's decoder.
-    add_stream_method(server, LOBBY_SERVICE, "Connect", lobby.Connect, lpb.ConnectRequest, lpb.ConnectResponse)
+    server = _lobby_server(lobby)
     address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
     await server.start()
+    servers = [server]  # the one serving is the last (lobby-redial starts another on the same address)
     logs: dict[str, RunLog] = {}
     peak = RunLog(scenario="lobby", ticket="")
     with OutputTail() as out:
@@ -198,6 +243,8 @@ async def run_lobby(scenarios: Sequence[Scenario], command: Sequence[str], limit
                 if lobby.log.fatal:
                     break
                 logs[sc.name] = await _assignment(lobby, sc, proc, limits, clock)
+            if redial and scenarios and not lobby.log.fatal:
+                await _redial(lobby, servers, address, proc, scenarios[0], limits, clock)
         finally:
             memory.cancel()
             if proc.returncode is None:
@@ -205,10 +252,12 @@ async def run_lobby(scenarios: Sequence[Scenario], command: Sequence[str], limit
             lobby.close()
             kill_group(proc)
             await proc.wait()
-            await server.stop(0.2)
+            await servers[-1].stop(0.2)
         tail = out.text()
     if lobby.log.fatal and (words := _last_line(tail)):
         lobby.log.fatal += f" (its last output: {words})"
+    if (redialled := lobby.log.redial) is not None and redialled.exit_code is not None:
+        redialled.last_words = _last_line(tail)
     for sc in scenarios:
         logs.setdefault(sc.name, RunLog(sc.name, "", failure=f"not played: {lobby.log.fatal}"))
     startup = lobby.log.registers[0].at if lobby.log.registers else None
@@ -240,6 +289,66 @@ async def _await_register(lobby: ScriptedLobby, proc: asyncio.subprocess.Process
     else:
         lobby.log.fatal = (f"the worker sent no Register to the lobby within {timeout:g} s of the launch "
                            f"(is its worker mode started by {LOBBY_ENV}?)")
+
+
+async def _redial(lobby: ScriptedLobby, servers: list[grpc.aio.Server], address: str,
+                  proc: asyncio.subprocess.Process, scenario: Scenario, limits: Limits,
+                  clock: Callable[[], float]) -> None:
+    """The ``lobby-redial`` step, written down in ``lobby.log.redial``: close the worker's stream with
+    UNAVAILABLE and stop serving (as an arena shutting down to restart), listen again on ``address``
+    :data:`DOWN_S` later (the new server is appended to ``servers``), wait up to :data:`REDIAL_S` for a
+    new Register, then give the worker one more Assignment (a copy of ``scenario``) and wait for its
+    Ready. Never sets ``fatal``: a worker that does not come back fails ``lobby-redial`` only."""
+    seen = RedialSeen(dropped_at=clock())
+    lobby.log.redial = seen
+    before = len(lobby.log.registers)
+    lobby.registered.clear()
+    lobby.drop()
+    await servers[-1].stop(0.5)  # the worker's stream has its UNAVAILABLE, then the port closes
+    await asyncio.sleep(DOWN_S)
+    server = _lobby_server(lobby)
+    port = 0
+    for _ in range(20):  # the port was ours a moment ago; something else may hold it for a while
+        with contextlib.suppress(RuntimeError):  # grpc raises RuntimeError when it cannot bind
+            port = server.add_insecure_port(address)
+        if port:
+            break
+        await asyncio.sleep(0.1)
+    if not port:
+        seen.failure = f"internal: the scripted lobby could not listen on {address} again"
+        return
+    await server.start()
+    servers.append(server)
+    seen.back_at = clock()
+    if proc.returncode is None:
+        registered = asyncio.ensure_future(lobby.registered.wait())
+        exited = asyncio.ensure_future(proc.wait())
+        try:
+            await asyncio.wait({registered, exited}, timeout=REDIAL_S, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            registered.cancel()
+            exited.cancel()
+    if len(lobby.log.registers) > before:
+        seen.register = lobby.log.registers[before]
+    if seen.register is None or not lobby.registered.is_set():
+        seen.exit_code = proc.returncode
+        return
+    again = dataclasses.replace(scenario, name=REDIAL_SCENARIO)
+    ref, ref_server, ref_address = await start_referee(again, clock)
+    try:
+        seen.match_id = ref.match_id
+        lobby.assign(lpb.Assignment(match_id=ref.match_id, seat=again.bot_seat, ticket=ref.ticket,
+                                    referee=ref_address, rules=wire.rules_to_pb(again.rules),
+                                    time_control=ref.time_control()))
+        log = await play_beside(ref, proc, limits, JOIN_S, since="its Assignment")
+        if not log.match_end_sent:
+            seen.failure = (f"did not play its next Assignment {ref.match_id} to MatchEnd: "
+                            f"{log.failure or 'the match did not end'}")
+        elif await lobby.next_ready(ref.match_id, limits.exit_s) is None:
+            seen.failure = f"sent no Ready naming {ref.match_id} within {limits.exit_s:g} s of its MatchEnd"
+        ref.drain()
+    finally:
+        await ref_server.stop(0.2)
 
 
 async def _assignment(lobby: ScriptedLobby, sc: Scenario, proc: asyncio.subprocess.Process, limits: Limits,

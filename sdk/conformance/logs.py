@@ -106,6 +106,30 @@ class RegisterSeen:
 
 
 @dataclass(slots=True)
+class RedialSeen:
+    """The ``lobby-redial`` step (times in seconds from the launch): the scripted lobby closed the worker's
+    stream with UNAVAILABLE and stopped serving, as an arena that restarts does, then listened again on
+    the same address; what the worker did then.
+
+    - ``dropped_at``: when the stream was closed; ``back_at``: when the lobby listened again (``None``: it
+      could not, ``failure`` says why).
+    - ``register``: the first Register on a stream opened after the drop (``None``: none came).
+    - ``exit_code``: the worker's status if it ended before it registered again, and ``last_words``: the
+      last line of its output then (quoted, or ``""``).
+    - ``match_id``: the Assignment given after the new Register; ``failure``: why that Assignment was not
+      played to MatchEnd with a Ready after it (one line; ``""``: it was).
+    """
+
+    dropped_at: float
+    back_at: float | None = None
+    register: RegisterSeen | None = None
+    exit_code: int | None = None
+    last_words: str = ""
+    match_id: str = ""
+    failure: str = ""
+
+
+@dataclass(slots=True)
 class LobbyLog:
     """What the scripted lobby saw (times in seconds from the launch).
 
@@ -117,6 +141,7 @@ class LobbyLog:
     - ``ready_early_s``: match id -> seconds from its first Ready to its MatchEnd, for one sent before
       the match ended (the arena's lobby would take the worker as idle while it still plays the seat).
     - ``fatal``: why the run stopped early (one line), else ``""``.
+    - ``redial``: the ``lobby-redial`` step, after the scenarios (``None``: not run).
     """
 
     token: str
@@ -128,3 +153,4 @@ class LobbyLog:
     ready_after_s: dict[str, float] = field(default_factory=dict)
     ready_early_s: dict[str, float] = field(default_factory=dict)
     fatal: str = ""
+    redial: RedialSeen | None = None

@@ -29,13 +29,16 @@ exit                      exits 3 after MatchEnd
 limits                    holds 300 MiB of memory from the start
 lobby-register            (worker mode) registers with protocol_version "allfours.v0"
 lobby-ready               (worker mode) sends no Ready after its first match
+lobby-redial              (worker mode) never dials the lobby again once its stream ends (it idles)
 ========================  ======================================================================
 
 ``--break lobby-ready-early`` (worker mode) also sends each Ready with its Assignment, before the
-match is played; it fails ``lobby-ready`` (tests/test_conformance.py).
+match is played; it fails ``lobby-ready`` (tests/test_conformance.py). ``--break lobby-redial-exit``
+(worker mode) says one line and exits 1 when its lobby stream ends; it fails ``lobby-redial``.
 
 Worker mode: with ``ALLFOURS_LOBBY`` set and no ``ALLFOURS_TICKET`` it registers at the lobby with
-``ALLFOURS_BOT_TOKEN`` and ``ALLFOURS_BOT_NAME``, plays each Assignment as above and sends Ready.
+``ALLFOURS_BOT_TOKEN`` and ``ALLFOURS_BOT_NAME``, plays each Assignment as above and sends Ready; when
+the lobby stream ends (the lobby restarting) it dials again every 0.5 s and registers again.
 Where the table says "exits", a worker leaves that match (closes its stream) and plays on, so each
 fault still fails its own check only (``exit`` has no lobby-mode check).
 """
@@ -185,7 +188,21 @@ def play_match(referee: str, ticket: str, fault: str) -> int:
 
 
 def work(fault: str) -> int:
-    """Worker mode (``ALLFOURS_LOBBY`` set, no ticket): Register, then play each Assignment and send Ready."""
+    """Worker mode (``ALLFOURS_LOBBY`` set, no ticket): Register, then play each Assignment and send Ready;
+    dial again every 0.5 s whenever the lobby stream ends (until killed)."""
+    played = 0
+    while True:
+        played = lobby_session(fault, played)
+        if fault == "lobby-redial-exit":
+            print("broken: the lobby stream ended: leaving", file=sys.stderr, flush=True)
+            return 1
+        if fault == "lobby-redial":
+            time.sleep(3600)  # alive, but never back: the suite waits its bounded time, then kills it
+        time.sleep(0.5)
+
+
+def lobby_session(fault: str, played: int) -> int:
+    """One lobby stream, until it ends; the matches played in all (``played`` before it)."""
     out: queue.Queue[lpb.ConnectRequest | None] = queue.Queue()
     version = "allfours.v0" if fault == "lobby-register" else "allfours.v1"
     out.put(lpb.ConnectRequest(register=lpb.Register(token=os.environ.get("ALLFOURS_BOT_TOKEN", ""),
@@ -196,7 +213,6 @@ def work(fault: str) -> int:
         while (m := out.get()) is not None:
             yield m
 
-    played = 0
     with grpc.insecure_channel(os.environ["ALLFOURS_LOBBY"]) as channel:
         try:
             for resp in lpb_grpc.LobbyServiceStub(channel).Connect(requests()):
@@ -214,7 +230,7 @@ def work(fault: str) -> int:
             pass
         finally:
             out.put(None)
-    return 0
+    return played
 
 
 def main() -> int:
