@@ -1,11 +1,13 @@
 """The C++ sample bot (sample_bots/cpp, built offline from Debian's gRPC by scripts/setup.d/30-cpp.sh)
 plays in a tournament over real gRPC and is seated in the demo; as a worker it leaves once its arena
-is gone. The conformance suite runs on it, in both modes, in tests/test_conformance.py."""
+is gone, and dials its lobby again until it is back (but not after a refusal). The conformance suite
+runs on it, in both modes, in tests/test_conformance.py."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import subprocess
 import sys
 import time
@@ -15,6 +17,7 @@ import grpc
 import pytest
 
 from allfours.v1 import lobby_pb2_grpc as lpb_grpc
+from allfours.v1.lobby_pb2_grpc import LobbyServiceServicer
 from arena.config import load_config
 from sdk.conformance.lobby import BOT_NAME, ScriptedLobby, worker_env
 from sdk.worker import PARENT_ENV
@@ -108,6 +111,79 @@ def test_the_cpp_worker_leaves_once_its_arena_is_gone() -> None:
     status, err = asyncio.run(serve_until_it_leaves())
     assert status == 0, err
     assert err.strip().splitlines()[-1].endswith(") is gone: leaving"), err
+
+
+class RefusingLobby(LobbyServiceServicer):
+    """A lobby that refuses every worker as the arena's refuses a revoked token."""
+
+    async def Connect(self, request_iterator: object, context: grpc.aio.ServicerContext) -> None:  # type: ignore[override]
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, "unknown or revoked bot token")
+
+
+def test_the_cpp_worker_dials_its_lobby_again_until_it_is_back_and_leaves_at_a_refusal() -> None:
+    """docs/protocol.md ("Workers and the lobby", 6): a worker whose lobby stream breaks (UNAVAILABLE: the
+    arena restarting), or whose first dial finds no lobby, dials again with back-off and registers again.
+    The C++ worker left with status 1 at the first loss, so an arena restarted (``arena serve`` after an
+    upgrade or a crash) had lost its C++ workers for good. Now it dials until its lobby is there (started
+    after it), registers again once the lobby stopped and came back on the same address, and leaves
+    (status 1, one line) only when refused in a way dialling again cannot help."""
+    require(BINARY.is_file(), "sample_bots/cpp is not built (run scripts/setup.sh or bash sample_bots/cpp/build.sh)")
+    with socket.socket() as probe:  # a free port, for three servers in turn
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    address = f"127.0.0.1:{port}"
+    servers: list[grpc.aio.Server] = []
+
+    async def serve(servicer: LobbyServiceServicer) -> grpc.aio.Server:
+        server = grpc.aio.server()
+        lpb_grpc.add_LobbyServiceServicer_to_server(servicer, server)
+        assert server.add_insecure_port(address) == port
+        await server.start()
+        servers.append(server)
+        return server
+
+    async def restarts() -> tuple[int | None, str, int]:
+        lobby = ScriptedLobby("a-token", BOT_NAME, time.monotonic)
+        proc = await asyncio.create_subprocess_exec(str(BINARY), env=worker_env(address, "a-token"),
+                                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                                    stderr=subprocess.PIPE)
+
+        async def registers() -> None:  # at this lobby, or say why not (the worker's stderr)
+            gone = asyncio.ensure_future(proc.wait())
+            came = asyncio.ensure_future(lobby.registered.wait())
+            await asyncio.wait({gone, came}, timeout=20, return_when=asyncio.FIRST_COMPLETED)
+            gone.cancel()
+            came.cancel()
+            if not lobby.registered.is_set():
+                err = await proc.stderr.read() if proc.returncode is not None and proc.stderr else b""
+                raise AssertionError(f"no Register (the worker's status: {proc.returncode}): {err.decode()}")
+            lobby.registered.clear()
+
+        try:
+            await asyncio.sleep(1.5)  # no lobby yet: the worker's first dials find nothing
+            server = await serve(lobby)
+            await registers()
+            await server.stop(0)  # the arena goes away …
+            await asyncio.sleep(1.0)
+            server = await serve(lobby)  # … and comes back on the same address
+            await registers()
+            count = len(lobby.log.registers)
+            await server.stop(0)
+            server = await serve(RefusingLobby())  # its token revoked meanwhile
+            _, err = await asyncio.wait_for(proc.communicate(), 20)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+            for server in servers:
+                await server.stop(None)
+        return proc.returncode, err.decode(), count
+
+    status, err, count = asyncio.run(restarts())
+    assert count == 2, err
+    assert status == 1, err
+    assert err.strip().splitlines()[-1].endswith(
+        f"lobby {address} refused the worker: UNAUTHENTICATED: unknown or revoked bot token"), err
 
 
 def test_a_copy_of_the_cpp_bot_in_a_folder_of_its_own_builds_from_the_proto_beside_it(tmp_path: Path) -> None:

@@ -18,9 +18,12 @@
 // Worker mode (docs/protocol.md, "Workers and the lobby"; proto/allfours/v1/lobby.proto): with no
 // referee and ticket but ALLFOURS_LOBBY set (the arena sets it with ALLFOURS_BOT_TOKEN and
 // ALLFOURS_BOT_NAME for its local workers), it registers at that lobby and plays each Assignment as
-// above, then sends Ready. It leaves with status 0 when the lobby ends the stream or the process named
-// by ALLFOURS_WORKER_PARENT (the arena) is gone, and with status 1 and one line when the lobby refuses
-// it or is lost (it does not dial again). The lobby is dialled over TLS when ALLFOURS_TLS_CA (or
+// above, then sends Ready. When the lobby stream ends or breaks (UNAVAILABLE: the arena restarting), or
+// the first dial finds no lobby, it dials again with back-off (0.5 s doubling to 5 s, with jitter; one
+// line each time) and registers again, for as long as it runs. It leaves with status 0 once the process
+// named by ALLFOURS_WORKER_PARENT (the arena) is gone, and with status 1 and one line when the lobby
+// refuses it (a wrong or revoked token, a bad registration: dialling again cannot help; RESOURCE_EXHAUSTED
+// ending "dial again later", a full pool, is dialled again). The lobby is dialled over TLS when ALLFOURS_TLS_CA (or
 // --tls-ca) names its certificate; a referee an Assignment marks referee_tls trusts the file of
 // ALLFOURS_REFEREE_TLS_CA, else that one.
 //
@@ -38,11 +41,14 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -442,56 +448,138 @@ int PlayMatch(const Options& opts) {
   }
 }
 
-// Worker mode: Register at opts.lobby, then each Assignment played to its end and a Ready for it.
-int Work(const Options& opts) {
-  auto channel = grpc::CreateCustomChannel(opts.lobby, Credentials(!opts.ca_pem.empty(), opts.ca_pem), KeepaliveArgs());
-  auto stub = pb::LobbyService::NewStub(channel);
-  grpc::ClientContext context;
-  std::atomic<bool> done{false}, orphaned{false};
-  std::thread watch([&] {  // leave once the arena that started this worker is gone
-    while (opts.parent > 0 && !done) {
-      if (kill(static_cast<pid_t>(opts.parent), 0) != 0 && errno == ESRCH) {
-        orphaned = true;
-        context.TryCancel();
+// Whether the lobby's refusal `status` ends the worker: dialling again cannot help (a wrong or revoked token,
+// a bad registration, a message over its limit), except a RESOURCE_EXHAUSTED ending "dial again later"
+// (a full pool, too many streams waiting: a worker may leave). As sdk/worker.py's is_final.
+bool LobbyRefusalIsFinal(const grpc::Status& status) {
+  const std::string again = "dial again later";
+  const std::string& text = status.error_message();
+  switch (status.error_code()) {
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return !(text.size() >= again.size() && text.compare(text.size() - again.size(), again.size(), again) == 0);
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::UNIMPLEMENTED:
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Worker mode: the lobby's worker, one lobby stream at a time (a new one, on a new channel, after each loss).
+class Worker {
+ public:
+  explicit Worker(const Options& opts) : opts_(opts) {}
+
+  // Dial, register and play until the lobby refuses the worker (1) or the arena is gone (0).
+  int Run() {
+    std::thread watch([this] { WatchParent(); });
+    std::mt19937 rng(std::random_device{}());
+    std::uniform_real_distribution<double> jitter(0.8, 1.2);
+    auto backoff = kFirstBackoff;
+    int code = 0;
+    for (;;) {
+      bool registered = false;
+      grpc::Status status = Session(&registered);
+      if (orphaned_) break;
+      if (LobbyRefusalIsFinal(status)) {
+        Log("lobby " + opts_.lobby + " refused the worker: " + StatusText(status));
+        code = 1;
+        break;
+      }
+      if (registered) backoff = kFirstBackoff;  // it was up: this is a new loss
+      auto wait = std::chrono::milliseconds(static_cast<long>(backoff.count() * jitter(rng)));
+      std::string why = status.ok() ? "the stream ended" : StatusText(status);
+      Log((registered ? "lobby connection lost (" : "cannot reach the lobby at " + opts_.lobby + " (") + why +
+          "); dialling again in " + std::to_string(wait.count()) + " ms");
+      std::unique_lock<std::mutex> lock(mu_);
+      if (wake_.wait_for(lock, wait, [this] { return orphaned_.load(); })) break;
+      backoff = std::min(backoff * 2, kMaxBackoff);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    wake_.notify_all();
+    watch.join();
+    if (orphaned_) Log("the arena (process " + std::to_string(opts_.parent) + ") is gone: leaving");
+    return code;
+  }
+
+ private:
+  static constexpr std::chrono::milliseconds kFirstBackoff{500};
+  static constexpr std::chrono::milliseconds kMaxBackoff{5000};
+
+  // One lobby stream: Register, then each Assignment played to its end and a Ready for it, until the
+  // stream ends; its status (OK: the lobby ended it). `registered`: it got as far as Registered.
+  grpc::Status Session(bool* registered) {
+    auto channel = grpc::CreateCustomChannel(opts_.lobby, Credentials(!opts_.ca_pem.empty(), opts_.ca_pem),
+                                             KeepaliveArgs());
+    auto stub = pb::LobbyService::NewStub(channel);
+    grpc::ClientContext context;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (orphaned_) return grpc::Status::CANCELLED;
+      context_ = &context;
+    }
+    auto stream = stub->Connect(&context);
+    pb::ConnectRequest hello;
+    auto* reg = hello.mutable_register_();
+    reg->set_token(opts_.token);
+    reg->set_bot_name(opts_.name);
+    reg->set_bot_version(opts_.version);
+    reg->set_protocol_version(kProtocolVersion);
+    stream->Write(hello);
+    pb::ConnectResponse resp;
+    while (stream->Read(&resp)) {
+      if (resp.has_registered()) {
+        *registered = true;
+        Log("registered at the lobby as worker " + resp.registered().worker_id());
+      }
+      if (!resp.has_assignment()) continue;  // and message kinds of a newer protocol
+      const auto& a = resp.assignment();
+      Options match = opts_;
+      match.referee = a.referee();
+      match.ticket = a.ticket();
+      match.referee_tls = a.referee_tls();
+      Log("match " + a.match_id() + ": " + (PlayMatch(match) == 0 ? "over" : "left"));
+      pb::ConnectRequest ready;
+      ready.mutable_ready()->set_match_id(a.match_id());
+      if (!stream->Write(ready)) break;
+    }
+    stream->WritesDone();
+    grpc::Status status = stream->Finish();
+    std::lock_guard<std::mutex> lock(mu_);
+    context_ = nullptr;
+    return status;
+  }
+
+  // Leave once the arena that started this worker is gone: cancel the stream, end the back-off wait.
+  void WatchParent() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (opts_.parent > 0 && !done_) {
+      if (kill(static_cast<pid_t>(opts_.parent), 0) != 0 && errno == ESRCH) {
+        orphaned_ = true;
+        if (context_ != nullptr) context_->TryCancel();
+        wake_.notify_all();
         return;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      wake_.wait_for(lock, std::chrono::milliseconds(500), [this] { return done_; });
     }
-  });
-  auto stream = stub->Connect(&context);
-  pb::ConnectRequest hello;
-  auto* reg = hello.mutable_register_();
-  reg->set_token(opts.token);
-  reg->set_bot_name(opts.name);
-  reg->set_bot_version(opts.version);
-  reg->set_protocol_version(kProtocolVersion);
-  stream->Write(hello);
-  pb::ConnectResponse resp;
-  while (stream->Read(&resp)) {
-    if (resp.has_registered()) Log("registered at the lobby as worker " + resp.registered().worker_id());
-    if (!resp.has_assignment()) continue;  // and message kinds of a newer protocol
-    const auto& a = resp.assignment();
-    Options match = opts;
-    match.referee = a.referee();
-    match.ticket = a.ticket();
-    match.referee_tls = a.referee_tls();
-    Log("match " + a.match_id() + ": " + (PlayMatch(match) == 0 ? "over" : "left"));
-    pb::ConnectRequest ready;
-    ready.mutable_ready()->set_match_id(a.match_id());
-    if (!stream->Write(ready)) break;
   }
-  grpc::Status status = stream->Finish();
-  done = true;
-  watch.join();
-  if (orphaned) Log("the arena (process " + std::to_string(opts.parent) + ") is gone: leaving");
-  if (status.ok() || orphaned) return 0;
-  Log("lobby " + opts.lobby + " ended the worker: " + StatusText(status));
-  return 1;
-}
+
+  const Options& opts_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  grpc::ClientContext* context_ = nullptr;  // the live stream's, under mu_
+  bool done_ = false;                       // under mu_
+  std::atomic<bool> orphaned_{false};
+};
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Options opts = ParseArgs(argc, argv);
-  return opts.lobby.empty() ? PlayMatch(opts) : Work(opts);
+  return opts.lobby.empty() ? PlayMatch(opts) : Worker(opts).Run();
 }
