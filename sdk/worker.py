@@ -4,10 +4,11 @@ Protocol (proto/allfours/v1/lobby.proto, docs/protocol.md "Workers and the lobby
 ``LobbyService.Connect``, send Register (bot token, bot name, version, protocol version), wait for
 Assignments; for each, play the seat on the referee's ``Play`` stream with the ticket (the same
 :class:`sdk.client.BotClient` a per-game bot uses), then send Ready. A lost lobby connection (the
-arena restarting) is dialled again with back-off for ``reconnect_s`` seconds; a refused token or
-registration (UNAUTHENTICATED, INVALID_ARGUMENT, a message over the lobby's 16 KiB limit:
-RESOURCE_EXHAUSTED) ends the worker with :class:`WorkerError` at once; a full pool (RESOURCE_EXHAUSTED
-"… workers connected: dial again later", or any refusal ending ``dial again later``) is dialled again like a lost lobby.
+arena restarting) is dialled again, on a new channel, with back-off (0.5 s doubling to 5 s, with
+jitter) for ``reconnect_s`` seconds; a refused token or registration (UNAUTHENTICATED,
+INVALID_ARGUMENT, a message over the lobby's 16 KiB limit: RESOURCE_EXHAUSTED) ends the worker with
+:class:`WorkerError` at once; a full pool (RESOURCE_EXHAUSTED "… workers connected: dial again later",
+or any refusal ending ``dial again later``) is dialled again like a lost lobby.
 
 Environment (set by the arena for its own local workers; a remote worker may use them too):
 ``ALLFOURS_LOBBY`` (``host:port``), ``ALLFOURS_BOT_TOKEN``, ``ALLFOURS_BOT_NAME``, and
@@ -20,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import random
 import sys
 import threading
 import time
@@ -93,6 +95,12 @@ def is_final(code: grpc.StatusCode, details: str | None) -> bool:
         return False
     return code in FATAL_CODES
 
+#: Seconds before the first dial again after a loss; doubled after each failed dial, up to MAX_BACKOFF_S.
+FIRST_BACKOFF_S = 0.5
+MAX_BACKOFF_S = 5.0
+#: Each wait is the back-off times a random factor within 1 ± JITTER.
+JITTER = 0.2
+
 #: Plays one assignment to its end; errors it raises are logged and the worker carries on.
 PlaySeat = Callable[[lpb.Assignment], None]
 
@@ -146,41 +154,42 @@ class LobbyWorker:
 
         :raises WorkerError: if the lobby refuses the registration, or cannot be reached for ``reconnect_s``.
         """
-        if self.tls_ca is not None:
-            channel = grpc.secure_channel(self.lobby, grpc.ssl_channel_credentials(root_certificates=self.tls_ca))
-        else:
-            channel = grpc.insecure_channel(self.lobby)
-        stub = lpb_grpc.LobbyServiceStub(channel)
         window_end = time.monotonic() + self.reconnect_s
-        backoff = 0.1
+        backoff = FIRST_BACKOFF_S
         hint_tls = True  # until a session registers: a TLS mismatch then gets a hint (referee.tls)
-        try:
-            while not self._done():
-                self._registered = False
-                try:
-                    self._session(stub)
-                    why = "the stream ended"
-                except grpc.RpcError as e:
-                    code = e.code()
-                    why = f"{code.name}: {e.details()}"
-                    if is_final(code, e.details()):
-                        raise WorkerError(f"lobby {self.lobby} refused the worker: {why}") from None
-                if self._registered:  # a session that got as far as Registered, however it ended
-                    window_end = time.monotonic() + self.reconnect_s
-                    backoff = 0.1
-                    hint_tls = False
-                if self._done():
-                    break
-                hint = tls_hint(why, self.lobby, "--tls-ca" if self.tls_ca is not None else None) if hint_tls else ""
-                if time.monotonic() >= window_end:
-                    raise WorkerError(f"cannot reach the lobby at {self.lobby}: {why}{hint}")
-                # a TLS mismatch is the worker's setting, not a lobby restarting: said at once
-                log.log(logging.WARNING if hint else logging.INFO, "lobby connection lost (%s%s); dialling again "
-                        "in %.1f s", why, hint, backoff)
-                self.stop.wait(backoff)
-                backoff = min(backoff * 2, 5.0)
-        finally:
-            channel.close()
+        while not self._done():
+            self._registered = False
+            # A new channel for each dial: one channel kept across a long outage waits out gRPC's own
+            # reconnect back-off (up to 120 s) after the lobby is back, whatever the back-off here.
+            if self.tls_ca is not None:
+                channel = grpc.secure_channel(self.lobby, grpc.ssl_channel_credentials(root_certificates=self.tls_ca))
+            else:
+                channel = grpc.insecure_channel(self.lobby)
+            try:
+                self._session(lpb_grpc.LobbyServiceStub(channel))
+                why = "the stream ended"
+            except grpc.RpcError as e:
+                code = e.code()
+                why = f"{code.name}: {e.details()}"
+                if is_final(code, e.details()):
+                    raise WorkerError(f"lobby {self.lobby} refused the worker: {why}") from None
+            finally:
+                channel.close()
+            if self._registered:  # a session that got as far as Registered, however it ended
+                window_end = time.monotonic() + self.reconnect_s
+                backoff = FIRST_BACKOFF_S
+                hint_tls = False
+            if self._done():
+                break
+            hint = tls_hint(why, self.lobby, "--tls-ca" if self.tls_ca is not None else None) if hint_tls else ""
+            if time.monotonic() >= window_end:
+                raise WorkerError(f"cannot reach the lobby at {self.lobby}: {why}{hint}")
+            wait = backoff * random.uniform(1 - JITTER, 1 + JITTER)  # workers of a restarted arena spread out
+            # a TLS mismatch is the worker's setting, not a lobby restarting: said at once
+            log.log(logging.WARNING if hint else logging.INFO, "lobby connection lost (%s%s); dialling again "
+                    "in %.1f s", why, hint, wait)
+            self.stop.wait(wait)
+            backoff = min(backoff * 2, MAX_BACKOFF_S)
         return self.played
 
     def _done(self) -> bool:

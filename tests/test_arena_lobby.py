@@ -744,6 +744,30 @@ def test_a_new_token_never_starts_with_a_dash(monkeypatch: pytest.MonkeyPatch) -
     assert tokens_module.new_token() == "b" * 32
 
 
+def test_each_dial_of_a_lost_lobby_is_a_new_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK's worker dialled again on the channel it had kept since its start: after an outage that
+    channel waits out gRPC's own reconnect back-off (1 s growing 1.6-fold, up to 120 s), during which every
+    dial fails at once, whatever the worker's own back-off (capped at 5 s). Measured: a lobby down 30 s
+    was found again 12.6 s after it came back; after a long upgrade, up to two minutes. Each dial now
+    opens a new channel (and closes it after the stream)."""
+    import sdk.worker as worker_module
+
+    opened: list[grpc.Channel] = []
+    real = worker_module.grpc.insecure_channel
+
+    def counted(target: str) -> grpc.Channel:
+        opened.append(real(target))
+        return opened[-1]
+
+    monkeypatch.setattr(worker_module.grpc, "insecure_channel", counted)
+    with socket.socket() as probe:  # a port nothing listens on: every dial fails
+        probe.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{probe.getsockname()[1]}"
+    with pytest.raises(worker_module.WorkerError, match="cannot reach the lobby"):
+        worker_module.LobbyWorker(lambda a: None, address, "t", "alpha", reconnect_s=1.0).run()
+    assert len(opened) >= 2, opened  # 0.5 s, then 1 s of back-off (± 20%): two or three dials
+
+
 def test_a_full_pool_is_retried_and_an_oversized_message_is_final(lobby: Lobby,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """issue 24, item 9: both are RESOURCE_EXHAUSTED (docs/protocol.md): "already has N workers" is worth
