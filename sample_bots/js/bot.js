@@ -483,12 +483,14 @@ function tlsHint(tls) {
 
 // Worker mode (docs/protocol.md, "Workers and the lobby"): register at the lobby with the bot token,
 // play each Assignment with playMatch, send Ready, and so on until killed. A refused token exits 1;
-// a lost lobby is dialled again with back-off for 300 s (the arena may be restarting).
+// a lost lobby is dialled again with back-off (0.5 s doubling to 5 s, each wait within ±20%: the workers
+// of a restarted arena spread out) for 300 s (the arena may be restarting). Each dial is a new client
+// on a subchannel of its own: one kept across an outage waits out gRPC's own reconnect back-off (up to
+// 120 s) after the lobby is back, failing every call at once meanwhile.
 function serveLobby(proto, opts) {
   const creds = opts.caPem ? grpc.credentials.createSsl(opts.caPem) : grpc.credentials.createInsecure();
-  const client = new proto.LobbyService(opts.arena, creds);
   let windowEnd = Date.now() + 300000;
-  let backoff = 100;
+  let backoff = 500;
   const parent = process.env.ALLFOURS_WORKER_PARENT;
 
   function connect() {
@@ -499,6 +501,7 @@ function serveLobby(proto, opts) {
         if (e.code === 'ESRCH') process.exit(0); // the arena that started this worker is gone
       }
     }
+    const client = new proto.LobbyService(opts.arena, creds, { 'grpc.use_local_subchannel_pool': 1 });
     const call = client.Connect();
     let over = false;
     let registered = false; // this stream got as far as Registered
@@ -506,7 +509,7 @@ function serveLobby(proto, opts) {
       if (resp.msg === 'registered') {
         log(`registered at ${opts.arena} as worker ${resp.registered.worker_id} of ${opts.name}`);
         registered = true;
-        backoff = 100;
+        backoff = 500;
       } else if (resp.msg === 'assignment') {
         const a = resp.assignment;
         playMatch(proto, a.referee, a.ticket, opts, a.referee_tls, opts.refereeCaPem)
@@ -517,13 +520,15 @@ function serveLobby(proto, opts) {
     const lost = (why) => {
       if (over) return;
       over = true;
+      client.close();
       if (registered) windowEnd = Date.now() + 300000; // dial again for 300 s from the loss
       if (Date.now() >= windowEnd) {
         log(`cannot reach the lobby at ${opts.arena}: ${why}`);
         process.exit(1);
       }
-      log(`lobby connection lost (${why}); dialling again in ${backoff} ms`);
-      setTimeout(connect, backoff);
+      const wait = Math.round(backoff * (0.8 + 0.4 * Math.random()));
+      log(`lobby connection lost (${why}); dialling again in ${wait} ms`);
+      setTimeout(connect, wait);
       backoff = Math.min(backoff * 2, 5000);
     };
     call.on('error', (err) => {
