@@ -212,6 +212,15 @@ def test_a_worker_that_leaves_when_its_lobby_goes_away_fails_lobby_redial_quotin
     assert out["failure"] == "", out["failure"]  # the run was over: no "stopped:" line
 
 
+def test_the_scripted_lobby_closes_a_stream_in_the_arenas_own_words() -> None:
+    """lobby-redial closes the worker's stream as the arena's lobby does when it shuts down: the same
+    status and text (a worker may read it)."""
+    from sdk.conformance.lobby import SHUTTING_DOWN
+
+    service = (ROOT / "arena/lobby/service.py").read_text()
+    assert f'StatusCode.UNAVAILABLE, "{SHUTTING_DOWN}"' in service
+
+
 #: Workers that fail in the lobby itself: ``python -c SCRIPT ARG`` with ARG one of the keys of DYING.
 DYING_WORKER = """
 import os, sys, time, grpc

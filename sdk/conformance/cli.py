@@ -160,7 +160,8 @@ async def run_checks(command: Sequence[str], checks: Sequence[Check], players: i
     needed = [scenarios[name] for name in dict.fromkeys(c.scenario for c in checks)]
     logs: dict[str, RunLog] = {}
     if mode is Mode.LOBBY:
-        redial = any(c.name == "lobby-redial" for c in checks)  # after the scenarios: the lobby restarts
+        # lobby-redial: after the scenarios, the lobby restarts and the worker plays a copy of its scenario
+        redial = next((scenarios[c.scenario] for c in checks if c.name == "lobby-redial"), None)
         logs = await run_lobby(needed, command, limits, redial=redial)
     for sc in needed:
         if sc.name not in logs:

@@ -77,7 +77,7 @@ DOWN_S = 1.0
 REDIAL_S = 12.0
 #: What the arena's lobby says closing each worker's stream when it shuts down (arena/lobby/service.py).
 SHUTTING_DOWN = "the arena is shutting down; connect again later"
-#: The name of the scenario played after the worker came back (``lobby-redial``; a copy of ``basic``).
+#: The name of the scenario played after the worker came back (``lobby-redial``: a copy of its scenario).
 REDIAL_SCENARIO = "redial"
 
 #: Put in a worker's stream queue: end the stream with UNAVAILABLE, as the arena's lobby does at shutdown.
@@ -209,9 +209,10 @@ def _lobby_server(lobby: ScriptedLobby) -> grpc.aio.Server:
 
 
 async def run_lobby(scenarios: Sequence[Scenario], command: Sequence[str], limits: Limits,
-                    redial: bool = False) -> dict[str, RunLog]:
+                    redial: Scenario | None = None) -> dict[str, RunLog]:
     """Launch the bot once as a worker of a scripted lobby and play every scenario as one Assignment
-    after another; with ``redial``, then the ``lobby-redial`` step (:func:`_redial`). Every returned log
+    after another; with ``redial``, then the ``lobby-redial`` step (:func:`_redial`), whose Assignment
+    after the worker came back is a copy of that scenario. Every returned log
     (one per scenario, by name) carries the same :class:`LobbyLog` in ``lobby``; its start-up time is the
     Register's, its peak memory the worker's over the whole run.
 
@@ -243,8 +244,8 @@ async def run_lobby(scenarios: Sequence[Scenario], command: Sequence[str], limit
                 if lobby.log.fatal:
                     break
                 logs[sc.name] = await _assignment(lobby, sc, proc, limits, clock)
-            if redial and scenarios and not lobby.log.fatal:
-                await _redial(lobby, servers, address, proc, scenarios[0], limits, clock)
+            if redial is not None and not lobby.log.fatal:
+                await _redial(lobby, servers, address, proc, redial, limits, clock)
         finally:
             memory.cancel()
             if proc.returncode is None:
