@@ -499,3 +499,29 @@ def test_the_proc_view_is_private_made_once_and_gone_at_exit(tmp_path: Path) -> 
     assert cpus == min(3, len(os.sched_getaffinity(0)))
     assert [line.split()[0] for line in stat_text.splitlines()][:cpus + 1] == ["cpu", *(f"cpu{i}" for i in range(cpus))]
     assert not Path(folder).exists()  # gone with its arena
+
+
+def test_release_gives_up_a_process_s_folder_and_nothing_else() -> None:
+    """``Jail.release``: a per-game process's socket folder is unlistened and removed, once; a bot's own
+    folder (``for_bot``) and a folder released already are left alone."""
+    from arena.hosting.jail import Jail
+
+    jail = Jail.open()
+    try:
+        listened: list[Path] = []
+        unlistened: list[Path] = []
+        jail.on_bot_folder(listened.append, "t", unlistened.append)
+        bot = jail.for_bot("b")
+        first, second = jail.for_process("b"), jail.for_process("b")
+        assert len({bot.sockets, first.sockets, second.sockets}) == 3
+        assert listened == [bot.sockets, first.sockets, second.sockets]
+        jail.release(first)
+        jail.release(first)
+        jail.release(bot)
+        assert unlistened == [first.sockets]
+        assert not first.sockets.exists() and second.sockets.is_dir() and bot.sockets.is_dir()
+        jail.release(second)
+        assert unlistened == [first.sockets, second.sockets] and not second.sockets.exists()
+        assert jail.for_bot("b").sockets == bot.sockets  # the bot's own folder is still its own
+    finally:
+        jail.close()

@@ -158,6 +158,7 @@ class Jail:
     _unlisteners: list[Callable[[Path], None]] = field(default_factory=list, repr=False)
     _bots: dict[str, Path] = field(default_factory=dict, repr=False)
     _processes: Iterator[int] = field(default_factory=itertools.count, repr=False)
+    _process_folders: dict[Path, str] = field(default_factory=dict, repr=False)  # for_process's: folder -> key
     _keys: set[object] = field(default_factory=set, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -233,17 +234,20 @@ class Jail:
         :raises RuntimeError: from a listener that cannot bind the socket.
         """
         with self._lock:
-            n = next(self._processes)
-        return self.for_bot(f"{name}\0{n}", tmpfs_mb)
+            key = f"{name}\0{next(self._processes)}"
+        jail = self.for_bot(key, tmpfs_mb)
+        with self._lock:
+            self._process_folders[jail.sockets] = key
+        return jail
 
     def release(self, jail: Jail) -> None:
         """Give up the socket folder of a process's sandbox (:meth:`for_process`): ``unlisten`` it and
         remove it. Nothing for a folder this jail did not make or gave up already."""
         with self._lock:
-            name = next((n for n, f in self._bots.items() if f == jail.sockets and "\0" in n), None)
-            if name is None:
+            key = self._process_folders.pop(jail.sockets, None)
+            if key is None:
                 return
-            del self._bots[name]
+            del self._bots[key]
             unlisteners = list(self._unlisteners)
         for unlisten in unlisteners:
             unlisten(jail.sockets)
