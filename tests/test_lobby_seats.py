@@ -1,13 +1,24 @@
 """The lobby's seat wait (arena/lobby/seats.py) on explicit times: a table of moments, each with what the
-lobby holds and the forfeits expected; nothing sleeps and no clock is read."""
+lobby holds and the forfeits expected; nothing sleeps and no clock is read. And the run loop
+(arena/tournament/runner.py ``run_games``) with a starter whose remote bot never comes (:class:`Absent`): a
+served league returns with its games pending, a run that ends gives up on it once only they are left."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Collection
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
+from arena.config import load_config
 from arena.lobby.seats import LOCAL_WORKER_START_S, LobbyBot, SeatWait
+from arena.tournament.result import GameResult, Unplayed, forfeit_result
+from arena.tournament.runner import Absent, SimulatedRunner, Start, open_tournament, run_games
+from arena.tournament.schedule import ScheduledGame
+from referee.outcome import Termination
+from tests.configs import bots_toml
 
 
 @dataclass(frozen=True)
@@ -25,6 +36,10 @@ def remote(connected: int, seats: int = 2, no_show_s: float = 10) -> LobbyBot:
 
 def pool(connected: int, seats: int = 2, no_show_s: float = 10) -> LobbyBot:
     return LobbyBot(connected=connected, seats=seats, no_show_s=no_show_s, local_pool=True)
+
+
+def absent(seats: int = 2, no_show_s: float = 10) -> LobbyBot:
+    return LobbyBot(connected=0, seats=seats, no_show_s=no_show_s, absent=True)
 
 
 NO_SHOW_10 = "no_show: too few workers connected for 10 s"
@@ -72,6 +87,20 @@ CASES: dict[str, list[Moment]] = {
         Moment(10, {"a": remote(1), "b": remote(1)}, {"a": NO_SHOW_10}),
         Moment(15, {"a": remote(2), "b": remote(1)}, {"b": NO_SHOW_10}),
     ],
+    "a remote bot none of whose workers came has no clock; once one came, its leaving starts one": [
+        Moment(0, {"a": absent()}, {}),
+        Moment(1000, {"a": absent(), "b": remote(2)}, {}),
+        Moment(1000, {"a": remote(2)}, {}),
+        Moment(1001, {"a": remote(0)}, {}),
+        Moment(1010, {"a": remote(0)}, {}),
+        Moment(1011, {"a": remote(0)}, {"a": NO_SHOW_10}),
+    ],
+    "a bot no longer waited for as absent (a run that ends gave up) gets no_show_s from then": [
+        Moment(0, {"a": absent()}, {}),
+        Moment(500, {"a": remote(0)}, {}),
+        Moment(509.9, {"a": remote(0)}, {}),
+        Moment(510, {"a": remote(0)}, {"a": NO_SHOW_10}),
+    ],
     "a bot holding both seats of a side needs two workers": [
         Moment(0, {"a": remote(1, seats=2, no_show_s=0)}, {"a": "no_show: too few workers connected for 0 s"}),
         Moment(0, {"b": remote(1, seats=1, no_show_s=0)}, {}),
@@ -92,3 +121,49 @@ def test_the_wait_is_a_property_of_the_bot() -> None:
     assert remote(0, no_show_s=7).wait_s == 7
     assert pool(0, no_show_s=7).wait_s == LOCAL_WORKER_START_S
     assert pool(0, no_show_s=LOCAL_WORKER_START_S + 1).wait_s == LOCAL_WORKER_START_S + 1
+
+
+class NeverComes:
+    """A :class:`arena.tournament.runner.Starter` whose remote bot ``ghost`` never has a worker: its games are
+    :class:`Absent` until :meth:`give_up`, then forfeited (no_show) at once; the others are simulated."""
+
+    def __init__(self) -> None:
+        self.wake = threading.Event()
+        self.gave_up: list[list[str]] = []
+
+    def start(self, game: ScheduledGame) -> Start:
+        if "ghost" not in game.sides:
+            return lambda: SimulatedRunner().play(game)
+        if not self.gave_up:
+            return Absent(("ghost",))
+        return forfeit_result(game, {"ghost": Unplayed(Termination.NO_SHOW, "no_show: never came")})
+
+    def give_up(self, bots: Collection[str]) -> str:
+        self.gave_up.append(sorted(bots))
+        return "given up on " + ", ".join(bots)
+
+
+def test_the_run_loop_passes_over_a_remote_bot_that_never_came(tmp_path: Path) -> None:
+    (tmp_path / "t.toml").write_text(f'[tournament]\nname = "late"\nplayers = 2\ngames_per_pairing = 2\n'
+                                     f'master_seed = "{"5c" * 32}"\noutput = "out"\n' + bots_toml("a", "b", "ghost"))
+    t = open_tournament(load_config(tmp_path / "t.toml"))
+    try:
+        starter, notes, stored = NeverComes(), [], []
+
+        def on_result(r: GameResult, written: bool) -> None:
+            stored.append(r)
+
+        # a served league: the others are played, the ghost's stay pending (one line said), nothing given up
+        assert run_games(t.schedule, starter, t.store, 2, on_result, continuous=True, on_note=notes.append) == 2
+        assert {r.sides for r in stored} == {("a", "b"), ("b", "a")} and starter.gave_up == []
+        assert [g for g in t.store.pending(t.schedule) if "ghost" not in g.sides] == []
+        assert len(notes) == 1 and "'ghost' wait for their first worker" in notes[0], notes
+        # a run that ends: once only the ghost's games are left, it gives up on it (its line said), they forfeit
+        notes.clear()
+        assert run_games(t.store.pending(t.schedule), starter, t.store, 2, on_result, on_note=notes.append) == 4
+        assert starter.gave_up == [["ghost"]] and notes[-1] == "given up on ghost", notes
+        ghost = [r for r in stored if "ghost" in r.sides]
+        assert len(ghost) == 4 and all(Termination.NO_SHOW in r.terminations for r in ghost)
+        assert t.store.pending(t.schedule) == []
+    finally:
+        t.store.close()

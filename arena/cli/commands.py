@@ -893,6 +893,12 @@ def _open_lobby(
     return setup
 
 
+def _workers_note(console: Console) -> Callable[[str], None]:
+    """How the run loop's notes are said (a remote bot's games wait for its first worker; a run that ends gives
+    up on it): one ``workers: …`` line on ``console``, as the lobby's own."""
+    return lambda line: console.print(f"[yellow]workers:[/yellow] {escape(line)}", soft_wrap=True, highlight=False)
+
+
 def _play(
     args: argparse.Namespace,
     console: Console,
@@ -942,7 +948,8 @@ def _play(
                     )
 
             with interrupt.stopping(stop):  # a stop signal: no new game; those in flight are stored
-                run_games(pending, runner, t.store, config.concurrency, on_result, stop, config.twins_together)
+                run_games(pending, runner, t.store, config.concurrency, on_result, stop,
+                          twins_together=config.twins_together, on_note=_workers_note(console))
     except RefereeError as e:
         error(str(e))
         if e.exit_status == 1:

@@ -18,6 +18,7 @@ on the one it is given: the embedded referee's, see ``loop``):
   them); :meth:`reclaim` (the same workers again, for a replay);
 - :meth:`assign` ``(worker, Assignment) -> bool`` (False: that worker is gone);
 - :meth:`gone` ``(worker) -> str | None`` (why it left, once it has), :meth:`counts` (per bot);
+  :meth:`came` ``(bot) -> bool`` (a worker of the bot has registered since the lobby started);
 - :attr:`wake`: a :class:`threading.Event` set on every change (a worker came, left or is idle
   again); the one run loop that waits on it clears it before looking.
 
@@ -175,6 +176,8 @@ class Lobby:
         self._lock = threading.Lock()
         self._workers: dict[str, WorkerRef] = {}
         self._games: dict[str, int] = {}
+        #: The bots a worker has registered for since the lobby started (:meth:`came`).
+        self._came: set[str] = set()
         self._ids = itertools.count(1)
         # gRPC's asyncio layer polls on the first loop of the process and hands other loops each event
         # across threads: served on the embedded referee's loop, the lobby costs the arena ~10 ms of CPU
@@ -338,6 +341,13 @@ class Lobby:
                 out[w.bot] = (n + 1, idle + (w.state == "idle"))
         return out
 
+    def came(self, bot: str) -> bool:
+        """Whether a worker of ``bot`` has registered since the lobby started (connected now or not): a remote
+        bot none of whose workers came yet has its games wait for the first without a no-show clock
+        (:class:`arena.lobby.seats.LobbyBot`, ``absent``)."""
+        with self._lock:
+            return bot in self._came
+
     def reserve(self, seats: Sequence[str | None]) -> list[WorkerRef | None] | None:
         """One distinct idle worker per seat (``seats[k]`` is the bot of seat k; None: no worker
         there, e.g. a per-game seat), marked reserved and claimed by the caller's game until it
@@ -456,6 +466,7 @@ class Lobby:
                                f"bot {bot!r} already has {MAX_WORKERS_PER_BOT} workers connected: dial again later")
             w = WorkerRef(f"w{next(self._ids)}", bot, reg.bot_version[:64], peer[:100], digest)
             self._workers[w.worker_id] = w
+            self._came.add(bot)
         log.info("lobby_worker_registered", worker=w.worker_id, bot=bot, peer=w.peer)
         self._changed()
         return w

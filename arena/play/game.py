@@ -43,7 +43,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +63,7 @@ from arena.play.environment import admin_secret_names, bot_environment, expand_c
 from arena.play.referees import RefereeConnection, RefereeError, RefereeFailure, RefereePool, rpc_status
 from arena.report.live import LIVE_KINDS_PB, LiveLog
 from arena.tournament.result import Failures, GameResult, Unplayed, forfeit_result
+from arena.tournament.runner import Absent, Start
 from arena.tournament.schedule import ScheduledGame
 from referee import wire
 from referee.outcome import CONSEQUENCES, MatchStatus, Termination
@@ -205,6 +206,8 @@ class GrpcGameRunner:
         self.wake = lobby.wake if lobby is not None else threading.Event()
         #: per lobby bot, since when it has had too few workers (its games then wait, up to a no-show)
         self.seat_wait = SeatWait()
+        #: remote bots (labels) whose first worker a run that ends no longer waits for (:meth:`give_up`)
+        self.given_up: set[str] = set()
         self.pool = referees if isinstance(referees, RefereePool) else RefereePool([referees])
         if jail is not None:
             _serve_each_bots_socket(jail, self.pool)
@@ -247,21 +250,32 @@ class GrpcGameRunner:
         if self.on_event is not None:
             self.on_event(message)
 
-    def start(self, game: ScheduledGame) -> Callable[[], GameResult] | GameResult | None:
+    def start(self, game: ScheduledGame) -> Start:
         """What the run loop does with ``game`` now (:func:`arena.tournament.runner.run_games`).
 
         Returns a job that plays it (its lobby seats already hold reserved workers); or a result at
-        once, without a match, when a bot of the game is broken or has had no worker connected for
-        ``no_show_s`` (that side forfeits, with the reason); or None when it must wait for workers.
+        once, without a match, when a bot of the game is broken or has had too few workers connected for
+        ``no_show_s`` (that side forfeits, with the reason); or :class:`Absent` when a remote bot of it has
+        had no worker connected yet (its games wait for the first, without a no-show clock, until
+        :meth:`give_up`); or None when it must wait for workers.
         """
         seats = self.seat_workers(game)
-        if seats is None or isinstance(seats, GameResult):
+        if seats is None or isinstance(seats, GameResult | Absent):
             return seats
         return lambda: self.play(game, seats or None)
 
-    def seat_workers(self, game: ScheduledGame) -> list[WorkerRef | None] | GameResult | None:
+    def give_up(self, bots: Collection[str]) -> str:
+        """A run that ends has only the games of remote ``bots`` (labels) none of whose workers came left: from
+        now on their games wait ``no_show_s`` for them, as for any bot short of workers, then are forfeited
+        (``no_show``); returns the one line that says so."""
+        self.given_up.update(bots)
+        names = ", ".join(repr(b) for b in sorted(bots))
+        return (f"only games of remote bot(s) {names} are left, and none of their workers has connected: they wait "
+                f"no_show_s ({self.config.no_show_s} s) more, then are forfeited (no_show)")
+
+    def seat_workers(self, game: ScheduledGame) -> list[WorkerRef | None] | GameResult | Absent | None:
         """Reserve one idle worker per lobby seat of ``game`` (None at per-game seats; ``[]`` when the
-        game has no lobby seat); or a forfeit result (see :meth:`start`); or None: wait."""
+        game has no lobby seat); or a forfeit result, or :class:`Absent` (see :meth:`start`); or None: wait."""
         lobby_bots = [b for b in dict.fromkeys(game.seats) if self.bots[b].mode != "per_game"]  # labels
         if not lobby_bots:
             return []
@@ -271,16 +285,21 @@ class GrpcGameRunner:
         for bot in lobby_bots:
             name = self.bots[bot].name  # workers register by the config's name
             kind = self.kinds.get(name)
+            remote = self.bots[bot].mode == "remote"
             seen[bot] = LobbyBot(
                 connected=counts.get(name, (0, 0))[0],
                 seats=game.seats.count(bot),
                 no_show_s=self.config.no_show_s,
                 local_pool=self.bots[bot].mode == "worker",
                 broken=kind.broken if kind is not None else None,
+                absent=remote and bot not in self.given_up and not self.lobby.came(name),
             )
         failed = self.seat_wait.check(time.monotonic(), seen)
         if failed:
             return forfeit_result(game, failed)
+        absent = tuple(bot for bot, b in seen.items() if b.absent)
+        if absent:
+            return Absent(absent)
         return self.lobby.reserve([None if self.bots[b].mode == "per_game" else self.bots[b].name for b in game.seats])
 
     def play(self, game: ScheduledGame, workers: Sequence[WorkerRef | None] | None = None) -> GameResult:

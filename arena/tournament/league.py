@@ -154,6 +154,7 @@ class League:
     game_logs: GameLogs | None = field(default=None, init=False)  # per-game logs kept (bot_logs_kept_games)
     unpublished: bool = field(default=False, init=False)  # a game was stored since the last publication
     _last_publication: tuple[float, float] = field(default=(0.0, 0.0), init=False)  # (monotonic s it ended, s it took)
+    _said: set[str] = field(default_factory=set, init=False)  # the run loop's notes said (_note_once)
 
     def request_stop(self) -> None:
         """Stop after the games in flight (thread- and signal-safe)."""
@@ -360,10 +361,8 @@ class League:
         pending = (self._ladder_games(t, self.ladder) if self.ladder is not None
                    else self._playable(pending_games(t)))
         metrics.GAMES_PENDING.set(len(pending))
-        if pending and not self.halt.is_set():
-            run_games(pending, self.runner, t.store, t.config.concurrency, self._stored, self.halt,
-                      t.config.twins_together)
-        else:
+        played = bool(pending) and not self.halt.is_set() and self._play(t, pending, self.halt) > 0
+        if not played:  # nothing to play, or only games that wait for a remote bot's first worker
             if self.unpublished and not self.halt.is_set():  # at rest: the games stored since the last publication
                 self._publish(t)
             self.halt.wait(IDLE_S)
@@ -386,8 +385,22 @@ class League:
         twins = self._playable(unpaired_twins(t.schedule, t.store.stored_ids()))
         if twins:
             self._note(f"first the {len(twins)} game(s) that complete their duplicate pairs", "reload")
-            run_games(twins, self.runner, t.store, t.config.concurrency, self._stored, self.stop,
-                      t.config.twins_together)
+            self._play(t, twins, self.stop)
+
+    def _play(self, t: Tournament, games: Sequence[ScheduledGame], stop: threading.Event) -> int:
+        """Play ``games`` (:func:`run_games`); returns how many were stored. A round-robin league waits for a
+        remote bot's first worker as long as it takes (``continuous``: its games are passed over, not
+        forfeited; the first time, one line says so); a ladder, which would choose the same pairs again,
+        waits ``no_show_s`` as ``arena run`` does."""
+        return run_games(games, self.runner, t.store, t.config.concurrency, self._stored, stop,
+                         twins_together=t.config.twins_together, continuous=self.ladder is None,
+                         on_note=self._note_once)
+
+    def _note_once(self, line: str) -> None:
+        """Say ``line`` as a ``workers:`` note unless it was said already (each round asks again)."""
+        if line not in self._said:
+            self._said.add(line)
+            self._note(line, "workers")
 
     def _ladder_games(self, t: Tournament, ladder: LadderRun) -> list[ScheduledGame]:
         """A ladder's next games (half-played pairs first, then :func:`pairs_a_round` pairs); when

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypedDict, runtime_checkable
 
@@ -368,8 +368,19 @@ def _check_nothing_published(out: Path, state: str) -> None:
                         f"{recovery_advice(DB_NAME)}")
 
 
-#: What a starter makes of one game now: a job that plays it, a result decided without playing, or None (wait).
-Start = Callable[[], GameResult] | GameResult | None
+@dataclass(frozen=True, slots=True)
+class Absent:
+    """What a starter makes of a game that waits for the first worker of remote bots none of whose workers
+    has connected yet (``bots``: their labels; their competitor enrolled them and has not started them).
+    It is passed over, not forfeited: a served league waits for them as long as it takes, a run that ends
+    no longer than ``no_show_s`` once only such games are left (:func:`run_games`, :meth:`Starter.give_up`)."""
+
+    bots: tuple[str, ...]
+
+
+#: What a starter makes of one game now: a job that plays it, a result decided without playing, None (wait
+#: for idle workers), or :class:`Absent` (wait for a remote bot's first worker).
+Start = Callable[[], GameResult] | GameResult | Absent | None
 
 
 @runtime_checkable
@@ -386,6 +397,12 @@ class Starter(Protocol):
         """See the class docstring."""
         ...
 
+    def give_up(self, bots: Collection[str]) -> str:
+        """A run that ends has only games :class:`Absent` for ``bots`` left: from now on wait for their workers
+        as for any bot short of workers (``no_show_s``, then their games are forfeited as ``no_show``); returns
+        the one line that says so."""
+        ...
+
 
 class _InOrder:
     """A plain :class:`GameRunner` as a :class:`Starter`: every game can start at once."""
@@ -396,6 +413,9 @@ class _InOrder:
 
     def start(self, game: ScheduledGame) -> Start:
         return functools.partial(self.runner.play, game)
+
+    def give_up(self, bots: Collection[str]) -> str:  # never asked: no game of its waits
+        return ""
 
 
 #: Seconds the run loop sleeps at most between looks when games wait for workers (no-show clocks).
@@ -409,7 +429,10 @@ def run_games(
     concurrency: int = 1,
     on_result: Callable[[GameResult, bool], None] | None = None,
     stop: threading.Event | None = None,
+    *,
     twins_together: bool = False,
+    continuous: bool = False,
+    on_note: Callable[[str], None] | None = None,
 ) -> int:
     """Play ``games`` with up to ``concurrency`` at once, storing each result as it arrives.
 
@@ -417,6 +440,12 @@ def run_games(
     asked, in the order of ``games``, which games can start now; a game whose bots have no idle workers is
     passed over (it does not block the others) and tried again when :attr:`Starter.wake` is set; so is
     a game whose duplicate twin is in flight (:func:`_twin_in_flight`) unless ``twins_together``.
+
+    A game :class:`Absent` (a remote bot none of whose workers has connected yet) is passed over too. Once
+    only such games are left (none running, none other to start), ``continuous`` (a served league) returns:
+    they stay pending, and are asked again on the next call; otherwise (a run that ends) the starter is
+    told to give up on their bots (:meth:`Starter.give_up`: they wait ``no_show_s`` more, then forfeit) and
+    its line goes to ``on_note``, as does one line the first time a bot's games are passed over so.
 
     :param on_result: called in this thread after each store attempt with ``(result, written)``.
     :param stop: when set, no new game starts; games in flight finish and are stored.
@@ -429,38 +458,84 @@ def run_games(
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, not {concurrency}")
     starter = runner if isinstance(runner, Starter) else _InOrder(runner)
-    wake, stored, todo = starter.wake, _Stored(store, on_result), list(games)
-
-    def halted() -> bool:
-        return stored.error is not None or (stop is not None and stop.is_set())
-
+    loop = _RunLoop(starter, _Stored(store, on_result), list(games), concurrency, stop, continuous, on_note,
+                    twins_together)
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="arena-game") as pool:
-        running: dict[Future[GameResult], ScheduledGame] = {}
         try:
-            while todo or running:
-                wake.clear()
-                if not halted():
-                    for result in _start_games(todo, starter, pool, running, concurrency, wake, twins_together):
-                        stored.add(result)
-                if not running and (not todo or halted()):
-                    break
-                done = {f for f in running if f.done()}
-                if not done:
-                    wake.wait(IDLE_POLL_S if todo else None)
-                    continue
-                for fut in done:  # one at a time: if on_result raises, the others are still in `running`
-                    del running[fut]
-                    stored.collect([fut])
+            while loop.turn(pool):
+                pass
         except BaseException:  # e.g. Ctrl-C: no new game; those in flight are waited for anyway (the pool's exit)
-            todo.clear()
+            loop.todo.clear()
             if stop is not None:
                 stop.set()
-            for fut in as_completed(running):
-                stored.collect([fut])  # so they are stored, not thrown away
+            for fut in as_completed(loop.running):
+                loop.stored.collect([fut])  # so they are stored, not thrown away
             raise
-    if stored.error is not None:
-        raise stored.error
-    return stored.written
+    if loop.stored.error is not None:
+        raise loop.stored.error
+    return loop.stored.written
+
+
+@dataclass
+class _RunLoop:
+    """:func:`run_games`'s state: the games to start (``todo``), those in flight, the results stored, and the
+    remote bots whose games were said to wait for their first worker (``said``) or given up on (``given_up``)."""
+
+    starter: Starter
+    stored: _Stored
+    todo: list[ScheduledGame]
+    concurrency: int
+    stop: threading.Event | None
+    continuous: bool
+    on_note: Callable[[str], None] | None
+    twins_together: bool = False
+    running: dict[Future[GameResult], ScheduledGame] = field(default_factory=dict)
+    said: set[str] = field(default_factory=set)
+    given_up: set[str] = field(default_factory=set)
+
+    def halted(self) -> bool:
+        return self.stored.error is not None or (self.stop is not None and self.stop.is_set())
+
+    def note(self, line: str) -> None:
+        if self.on_note is not None and line:
+            self.on_note(line)
+
+    def turn(self, pool: ThreadPoolExecutor) -> bool:
+        """Start what can start now, then wait for a game to end or for :attr:`Starter.wake` (at most
+        :data:`IDLE_POLL_S` while games wait) and store what ended; False once the loop is over."""
+        if not (self.todo or self.running):
+            return False
+        wake = self.starter.wake
+        wake.clear()
+        look = None if self.halted() else _start_games(self.todo, self.starter, pool, self.running, self.concurrency,
+                                                       wake, self.twins_together)
+        for result in look.decided if look is not None else ():
+            self.stored.add(result)
+        if look is not None and look.absent - self.said:
+            self.note(_absent_line(sorted(look.absent - self.said)))
+            self.said |= look.absent
+        stalled = look is not None and look.only_absent and not self.running
+        if not self.running and (not self.todo or self.halted() or (stalled and self.continuous)):
+            return False
+        if look is not None and stalled and look.absent - self.given_up:
+            self.given_up |= look.absent
+            self.note(self.starter.give_up(sorted(look.absent)))
+            return True  # asked again at once: their games wait on the no-show clock now
+        done = {f for f in self.running if f.done()}
+        if not done:
+            wake.wait(IDLE_POLL_S if self.todo else None)
+            return True
+        for fut in done:  # one at a time: if on_result raises, the others are still in `running`
+            del self.running[fut]
+            self.stored.collect([fut])
+        return True
+
+
+def _absent_line(bots: Sequence[str]) -> str:
+    """The line said the first time the games of remote ``bots`` are passed over for their first worker."""
+    names = ", ".join(repr(b) for b in bots)
+    return (f"the games of remote bot(s) {names} wait for their first worker (none has connected yet): they are "
+            "passed over, not forfeited, and the other games go on")
 
 
 @dataclass
@@ -493,6 +568,16 @@ class _Stored:
             self.add(fut.result())
 
 
+@dataclass
+class _Look:
+    """One look of :func:`_start_games`: the results decided without a game, the bots of the games
+    :class:`Absent` in it, and whether every game left waits for such a bot (``only_absent``)."""
+
+    decided: list[GameResult]
+    absent: set[str]
+    only_absent: bool
+
+
 def _start_games(
     todo: list[ScheduledGame],
     starter: Starter,
@@ -501,11 +586,11 @@ def _start_games(
     concurrency: int,
     wake: threading.Event,
     twins_together: bool = False,
-) -> list[GameResult]:
-    """Start what can start now (removing it from ``todo``); returns the results decided without a game.
-    A game whose twin is in ``running`` waits unless ``twins_together`` (:func:`run_games`)."""
+) -> _Look:
+    """Start what can start now (removing it from ``todo``); see :class:`_Look`. A game whose twin is in
+    ``running`` waits unless ``twins_together`` (:func:`run_games`)."""
     decided: list[GameResult] = []
-    waiting: set[tuple[str, ...]] = set()  # seatings that found no idle workers in this look
+    waiting: dict[tuple[str, ...], Absent | None] = {}  # seatings that could not start in this look
     k = 0
     while k < len(todo) and len(running) < concurrency:
         game = todo[k]
@@ -513,8 +598,8 @@ def _start_games(
             k += 1
             continue
         got = starter.start(game)
-        if got is None:
-            waiting.add(game.seats)
+        if got is None or isinstance(got, Absent):
+            waiting[game.seats] = got
             k += 1
             continue
         todo.pop(k)
@@ -524,7 +609,9 @@ def _start_games(
         fut = pool.submit(got)
         fut.add_done_callback(lambda _f: wake.set())
         running[fut] = game
-    return decided
+    absent = {b for got in waiting.values() if got is not None for b in got.bots}
+    only = bool(todo) and not running and all(waiting.get(g.seats) is not None for g in todo)
+    return _Look(decided, absent, only)
 
 
 def _twin_in_flight(game: ScheduledGame, in_flight: Iterable[ScheduledGame]) -> bool:
