@@ -268,11 +268,16 @@ def test_a_competitor_registers_a_remote_bot_on_the_command_line(served: tuple[s
     """docs/competition.md had a competitor register a bot that runs on their own machine in Python
     (``SubmissionClient(...).register_remote``), whatever their bot's language. ``arena submit --remote
     --name NAME`` does it: the bot token alone on stdout (once), the entrant and how to run its workers
-    on stderr; the token is the lobby's for that entrant."""
+    on stderr; the token is the lobby's for that entrant. Its line and `arena submissions` say its games wait
+    for its workers until the lobby has seen one (they are not forfeited meanwhile)."""
     import os
     import sys
 
+    from arena.competition.desk import WAITING_NOTE
+
     address, token, desk = served
+    came: set[str] = set()  # the entrants a worker of which the lobby has seen (Lobby.came)
+    desk.workers_came = came.__contains__
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "ALLFOURS_COMPETITOR_TOKEN": token, "PYTHONPATH": str(root)}
 
@@ -285,7 +290,19 @@ def test_a_competitor_registers_a_remote_bot_on_the_command_line(served: tuple[s
     bot_token = done.stdout.strip()
     assert len(bot_token) >= 32 and "\n" not in bot_token
     assert "evejs@1" in done.stderr and "--name evejs@1" in done.stderr and bot_token not in done.stderr
-    assert "Its games start now: run its workers at once" in done.stderr  # or they are forfeited (no_show)
+    assert "#1 evejs@1 accepted (its games wait for its workers: none has connected yet" in done.stderr, done.stderr
+    assert "wait for its first worker (none is forfeited before one connects" in done.stderr, done.stderr
+
+    def listed() -> str:  # `arena submissions`: a table with the reason column, on a terminal wide enough
+        done = subprocess.run([sys.executable, "-m", "arena.cli", "submissions", "--arena", address],
+                              capture_output=True, text=True, timeout=120, env={**env, "COLUMNS": "400"}, cwd=root)
+        assert done.returncode == 0, done.stderr
+        row = next(ln for ln in done.stdout.splitlines() if "evejs@1" in ln)
+        return " ".join(row.replace("│", " ").split())
+
+    assert listed() == f"1 evejs@1 (final entry) accepted 0 {WAITING_NOTE}"
+    came.add("evejs@1")  # its first worker registered with the lobby
+    assert listed() == "1 evejs@1 (final entry) accepted 0"
     assert desk.entrants("eve") == {"evejs@1"}
     again = submit("--remote", "--name", "evejs", "--version", "1")
     assert again.returncode == 1 and "ALREADY_EXISTS" in again.stderr and again.stdout == "", again

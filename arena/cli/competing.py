@@ -320,13 +320,15 @@ def _revoke_remote_bots(output: Path, book: Any, competitor: str, err: Console) 
 
 def _line(sub: Any) -> str:
     """One submission as a line: id, entrant, status, and the step and reason of a rejection, or why it
-    retired for good (its image removed: its reason), and ``[final entry]`` for the competitor's entry in the
-    final as it stands (the wire's ``final_entry``)."""
+    retired for good (its image removed: its reason), or the arena's note on one in play (a remote entry
+    whose games wait for its first worker: ``(its games wait for its workers: …)``), and ``[final entry]``
+    for the competitor's entry in the final as it stands (the wire's ``final_entry``)."""
     why = f" ({sub.step}: {sub.reason})" if sub.status in ("rejected", "failed") else ""
-    said = sub.reason and not why  # an accepted one's reason: why it retired for good (its image went)
+    said = sub.reason and not why  # an accepted one's reason: why it retired for good (its image went), or a note
     retired = (f" [{sub.reason}]" if said else " [retired]") if sub.retired else ""
+    note = f" ({sub.reason})" if said and not sub.retired else ""
     final = " [final entry]" if getattr(sub, "final_entry", False) else ""  # the book's own rows have no mark
-    return f"#{sub.id} {sub.entrant} {sub.status}{why}{retired}{final}"
+    return f"#{sub.id} {sub.entrant} {sub.status}{why}{note}{retired}{final}"
 
 
 def _submit(args: argparse.Namespace, console: Console, err: Console) -> int:
@@ -371,10 +373,11 @@ def _register_remote(args: argparse.Namespace, console: Console, err: Console) -
         raise _Usage("--remote needs --name (the bot's name)")
     sub, token = _ask(args, lambda c: c.register_remote(args.name, args.version))
     console.print(token, highlight=False, markup=False)
-    err.print(f"registered: {_line(sub)}; its bot token, on stdout, is shown this once. Its games start now: run "
-              f"its workers at once (a game that waits for them longer than the league's no_show_s, 120 s by "
-              f"default, is forfeited), with the token in the environment: ALLFOURS_BOT_TOKEN=TOKEN python -m "
-              f"sdk.run MODULE:Class --arena {args.arena} --name {sub.entrant} (docs/competition.md)",
+    err.print(f"registered: {_line(sub)}; its bot token, on stdout, is shown this once. Its games are scheduled "
+              f"now and wait for its first worker (none is forfeited before one connects; once one has, a game "
+              f"that finds too few connected for the league's no_show_s, 120 s by default, is): run its workers "
+              f"with the token in the environment: ALLFOURS_BOT_TOKEN=TOKEN python -m sdk.run MODULE:Class "
+              f"--arena {args.arena} --name {sub.entrant} --reconnect 60 (docs/competition.md)",
               highlight=False, soft_wrap=True, markup=False)
     return 0
 

@@ -44,6 +44,9 @@ FROZEN_KEY = "frozen_at"
 SEED_KEY = "final_seed"
 #: What a "version" of "next" or empty asks for.
 NEXT = ("", "next")
+#: The note on a remote entry in play none of whose workers has connected to the lobby since ``arena serve``
+#: started (:meth:`Desk.note`): its games are passed over, not forfeited, until the first one comes.
+WAITING_NOTE = "its games wait for its workers: none has connected yet (no game is forfeited for that meanwhile)"
 
 
 class Refused(Exception):
@@ -85,6 +88,17 @@ class Desk:
     _counted: bool = False
     intake: threading.Lock = dataclasses.field(default_factory=threading.Lock)
     reads: ReadAllowance = dataclasses.field(default_factory=ReadAllowance)
+    #: Whether a worker of a bot (its entrant's name) has connected to the league's lobby since it started
+    #: (:meth:`arena.lobby.service.Lobby.came`); None: not known (no note, :meth:`note`).
+    workers_came: Callable[[str], bool] | None = None
+
+    def note(self, sub: Submission) -> str:
+        """What the competitor is told of ``sub`` beside its status (the wire's ``reason``): its book's reason,
+        or for a remote entry in play none of whose workers has connected yet, :data:`WAITING_NOTE`."""
+        if (sub.kind == "remote" and sub.status in IN_PLAY and not sub.retired and not sub.reason
+                and self.workers_came is not None and not self.workers_came(sub.entrant)):
+            return WAITING_NOTE
+        return sub.reason
 
     def limits(self, kind: str = "") -> IntakeLimits:
         """The intake's limits of ``[competition]`` for a submission of ``kind`` (an ``image``'s upload

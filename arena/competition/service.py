@@ -47,10 +47,12 @@ def token_of(metadata: Any) -> str:
     return ""
 
 
-def submission_pb(sub: Submission, games: int = 0, final: int | None = None) -> spb.Submission:
-    """The wire form of ``sub``; ``final``: the id of its competitor's final entry (``final_entry``)."""
+def submission_pb(sub: Submission, games: int = 0, final: int | None = None, note: str | None = None) -> spb.Submission:
+    """The wire form of ``sub``; ``final``: the id of its competitor's final entry (``final_entry``); ``note``:
+    its ``reason`` when not the book's (:meth:`Desk.note`)."""
     return spb.Submission(id=sub.id, name=sub.name, version=sub.version, entrant=sub.entrant, status=sub.status,
-                          step=sub.step, reason=sub.reason, log_tail=sub.log_tail, created_at=sub.created_at,
+                          step=sub.step, reason=sub.reason if note is None else note, log_tail=sub.log_tail,
+                          created_at=sub.created_at,
                           updated_at=sub.updated_at, retired=sub.retired, games=games, final_entry=sub.id == final)
 
 
@@ -86,8 +88,8 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
         raise AssertionError("abort returned")  # pragma: no cover
 
     def _pb(self, sub: Submission, final: int | None = None) -> spb.Submission:
-        return submission_pb(sub, self.desk.games.get(sub.entrant, 0),
-                             self.desk.book.final_entry(sub.competitor) if final is None else final)
+        final = self.desk.book.final_entry(sub.competitor) if final is None else final
+        return submission_pb(sub, self.desk.games.get(sub.entrant, 0), final, self.desk.note(sub))
 
     async def Submit(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> spb.SubmitResponse:
         competitor = await self._who(context)

@@ -52,6 +52,7 @@ def open_competition(config: TournamentConfig, output: Path, league: League,
     desk = Desk(settings, output, book, queue.wake, league.request_reload, config.players, house=house,
                 intake=queue.intake)
     league.grow = desk.grow
+    desk.workers_came = lambda name: league.setup is not None and league.setup.lobby.came(name)
     league.lobby_services.append(add_to_server(desk))
     league.after_game.append(desk.after_game)
 
