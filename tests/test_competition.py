@@ -11,6 +11,7 @@ restart of `arena serve` mid-build loses nothing.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -1209,6 +1210,55 @@ def test_a_remote_entry_registered_through_the_api_plays(league: tuple[Path, int
         for w in workers:
             w.terminate()
             w.wait(30)
+
+
+def _stored_sides(cfg: Path) -> list[tuple[str, str]]:
+    """The sides of every game the league of ``cfg`` (output ``out`` beside it) has stored, read while it runs."""
+    db = cfg.parent / "out" / "arena.sqlite"
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)) as con:
+        return [(str(a), str(b)) for a, b in con.execute("SELECT side0, side1 FROM games")]
+
+
+def test_a_remote_entry_whose_workers_start_late_plays_every_game(tmp_path: Path) -> None:
+    """Seen hosting: a competitor registered a remote entry, started its workers a few minutes later, and all
+    its games were already lost as no_show (no_show_s had passed). Its games now wait for its first worker,
+    the house's games go on, `arena submissions` says so, and when the worker comes every game of it is
+    played to a real score, though no_show_s is 1 s."""
+    from arena.competition.desk import WAITING_NOTE
+
+    docker_client()  # or skip (no dockerd)
+    port = free_port()
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(CONFIG.format(name=f"late{os.getpid()}", port=port, per_day=1, base=base_image("python"),
+                                 base_node=base_image("node"), prefix=PREFIX, root=ROOT)
+                   .replace("lobby = ", "no_show_s = 1\nlobby = "))
+    serve = Serve(cfg, tmp_path / "serve.log")
+    worker = None
+    try:
+        serve.wait_for("serving:")
+        erin = SubmissionClient(f"127.0.0.1:{port}", arena("competitor", "add", str(cfg), "erin").stdout.strip())
+        sub, bot_token = erin.register_remote("erin-remote")
+        assert sub.reason == WAITING_NOTE, sub
+        serve.wait_for("'erin-remote@1' wait for their first worker")
+        deadline = time.monotonic() + 120
+        while len(_stored_sides(cfg)) < 2:  # the house's games (one v two) are played meanwhile
+            assert time.monotonic() < deadline, serve.log.read_text()[-3000:]
+            time.sleep(0.2)
+        time.sleep(3)  # three times no_show_s: its games would be forfeited by now, were they not waited for
+        assert erin.games() == [] and {s.id: s.reason for s in erin.submissions()} == {sub.id: WAITING_NOTE}
+        worker = _worker(port, bot_token, sub.entrant, tmp_path / "worker.log")
+        _wait_rated(erin, sub.id)
+        games = erin.games()
+        assert len(games) == 4 and all(g.score_a + g.score_b > 0 for g in games), games  # none a no_show forfeit
+        assert {s.id: s.reason for s in erin.submissions()} == {sub.id: ""}
+        house = [sides for sides in _stored_sides(cfg) if "erin-remote@1" not in sides]
+        assert sorted(map(sorted, house)) == [["one", "two"]] * 2, house  # the house's games went on meanwhile
+    finally:
+        if worker is not None:
+            worker.terminate()
+            worker.wait(30)
+        assert serve.stop() == 0, serve.log.read_text()[-3000:]
+        _remove_images(cfg)
 
 
 def test_a_remote_entry_plays_from_another_address_than_the_sandbox_gateway(tmp_path: Path) -> None:
