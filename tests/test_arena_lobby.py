@@ -4,7 +4,8 @@ A pool of local workers plays 100 games, partners always on two workers; a worke
 forfeits only its game and is restarted; a bot whose workers keep dying forfeits the rest at once;
 remote workers dial in with `python -m sdk.run --arena` and a token from `arena token`; wrong,
 revoked and borrowed tokens are refused with one line; a remote bot that never comes forfeits by
-no_show; the lobby drops a frozen worker within 15 s.
+no_show once `arena run` has only its games left (and no_show_s more passed), while a served league waits
+for a late one's first worker and plays all its games; the lobby drops a frozen worker within 15 s.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """``arena serve CONFIG``: the league as a service (docs/arena.md, "A league that grows").
 
-The lobby stays open; the pending games of the config's entrants are played as workers are idle;
+The lobby stays open; the pending games of the config's entrants are played as workers are idle (those
+of a remote bot none of whose workers has connected yet wait for its first as long as it takes, not
+forfeited: :class:`arena.tournament.runner.Absent`; a ladder's wait ``no_show_s``, as ``arena run``'s);
 after each game the result is stored, every callback in :attr:`League.after_game` is called and the
 ratings and leaderboard are republished when a publication is due (:data:`PUBLISH_SPACING`: a
 publication rates and writes every stored game, so its cost grows with the league; it may take at most
