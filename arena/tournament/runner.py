@@ -534,8 +534,8 @@ class _RunLoop:
 def _absent_line(bots: Sequence[str]) -> str:
     """The line said the first time the games of remote ``bots`` are passed over for their first worker."""
     names = ", ".join(repr(b) for b in bots)
-    return (f"the games of remote bot(s) {names} wait for their first worker (none has connected yet): they are "
-            "passed over, not forfeited, and the other games go on")
+    return (f"the games of remote bot(s) {names} wait for their first worker (none has connected yet) and are "
+            "passed over meanwhile, not forfeited; the other games go on")
 
 
 @dataclass
