@@ -326,7 +326,7 @@ def _line(sub: Any) -> str:
     why = f" ({sub.step}: {sub.reason})" if sub.status in ("rejected", "failed") else ""
     said = sub.reason and not why  # an accepted one's reason: why it retired for good (its image went), or a note
     retired = (f" [{sub.reason}]" if said else " [retired]") if sub.retired else ""
-    note = f" ({sub.reason})" if said and not sub.retired else ""
+    note = f" ({sub.reason})" if said and not sub.retired and sub.status in ("accepted", "playing", "rated") else ""
     final = " [final entry]" if getattr(sub, "final_entry", False) else ""  # the book's own rows have no mark
     return f"#{sub.id} {sub.entrant} {sub.status}{why}{note}{retired}{final}"
 
