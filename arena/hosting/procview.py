@@ -38,12 +38,21 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from arena.hosting.tempdirs import pid_temp_dir, sweep_dead
 
-if TYPE_CHECKING:
-    from arena.hosting.sandbox import Limits
+
+class Limits(Protocol):
+    """What the view takes of a sandbox's limits (:class:`arena.hosting.sandbox.Limits`, which imports this
+    module: named by its shape, so that the two do not import each other)."""
+
+    @property
+    def cpus(self) -> float: ...
+
+    @property
+    def memory_mb(self) -> int: ...
+
 
 #: The files of ``/proc`` (paths under it) that count the whole host and move with other processes'
 #: activity: what each one told a bot about the others. Checked on kernel 6.18 by reading each twice in
@@ -272,6 +281,12 @@ def _root() -> Path:
         maker = os.getpid()
         atexit.register(lambda: folder.cleanup() if os.getpid() == maker else None)  # not a forked child's
     return Path(_folder.name)
+
+
+def folder() -> Path:
+    """This arena process's private folder of sandbox files (the view's; the seccomp filter's)."""
+    with _lock:
+        return _root()
 
 
 def view(limits: Limits) -> ProcView:
