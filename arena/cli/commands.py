@@ -926,7 +926,6 @@ def _play(
         with progress_bar(
             len(t.schedule), len(t.schedule) - len(pending), console, enabled=not args.no_progress and not ladder
         ) as advance:
-
             seen = failures.Failures()
             logs = GameLogs(config.bot_logs_kept_games)  # its first call sweeps: earlier runs' games too
 
