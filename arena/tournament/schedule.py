@@ -27,8 +27,8 @@ The master seed is committed before play (:func:`commitment`, SHA-256 hex) and r
 public, but a blind tournament's (``blind_seats``) in :func:`blind_order`: a key ``HMAC-SHA256(master_seed,
 b"allfours/arena/v1/blind-order")`` ranks each pair by ``HMAC-SHA256(key, pair id)``; the pairs play in the
 order of their ranks, except that a pairing plays its own pairs in their order (its ``n``-th pair by rank is
-its ``n``-th by number), both games of a pair together. Without the master seed the order is not foreseen;
-with it (revealed) anyone derives it again.
+its ``n``-th by number), both games of a pair next to each other (never at once: run_games). Without the
+master seed the order is not foreseen; with it (revealed) anyone derives it again.
 
 Ids are stable strings so that a rerun resumes by id: game ``"<name>-p<i>-<j>-g<k>"``, duplicate pair
 ``"<name>-p<i>-<j>-d<k>"`` (``i``, ``j`` the entrants' numbers). Raising ``games_per_pairing`` adds
