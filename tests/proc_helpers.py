@@ -4,7 +4,9 @@ the host-wide files, and a load on the host between its two reads."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import struct
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -17,6 +19,7 @@ NAMES = (
     "uptime", "pressure/cpu", "pressure/memory", "pressure/io", "diskstats", "interrupts", "softirqs",
     "schedstat", "timer_list", "swaps", "cpuinfo", "sys/fs/file-nr", "sys/fs/inode-nr", "sys/fs/inode-state",
     "sys/fs/dentry-state", "sys/fs/aio-nr", "sys/kernel/pty/nr", "sys/kernel/random/entropy_avail",
+    "locks",
 )
 
 #: A hostile reader: prints, as one JSON line, the text of each ``/proc`` file named in its arguments (or
@@ -53,7 +56,7 @@ def host_text(names: tuple[str, ...] = NAMES) -> dict[str, str]:
 @contextlib.contextmanager
 def host_load(mb: int = 256) -> Iterator[None]:
     """Within it the host is busier than before: ``mb`` MiB held (every page touched), a thread spinning,
-    200 files open, a file written to disk: what one bot would do to signal another. Checked: the host's
+    200 files open, a file written to disk and locked: what one bot would do to signal another. Checked: the host's
     ``meminfo`` and ``stat`` move."""
     before = host_text(("meminfo", "stat"))
     stop = threading.Event()
@@ -73,6 +76,7 @@ def host_load(mb: int = 256) -> Iterator[None]:
             f.write(os.urandom(4 << 20))
             f.flush()
             os.fsync(f.fileno())
+            fcntl.fcntl(f, fcntl.F_OFD_SETLK, struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 0, 0) + bytes(4))  # no pid
             assert host_text(("meminfo", "stat")) != before  # the control: the host's own counters moved
             yield
     finally:

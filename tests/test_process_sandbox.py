@@ -525,3 +525,47 @@ def test_release_gives_up_a_process_s_folder_and_nothing_else() -> None:
         assert jail.for_bot("b").sockets == bot.sockets  # the bot's own folder is still its own
     finally:
         jail.close()
+
+
+OFD_LOCKER = '''import fcntl, struct, sys
+with open("/tmp/held", "w") as f:
+    fcntl.fcntl(f, fcntl.F_OFD_SETLK, struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 0, 0) + bytes(4))
+    print("locked", flush=True)
+    sys.stdin.readline()
+'''
+
+LOCKS_READER = '''import sys
+def read():
+    with open("/proc/locks") as f:
+        return f.read()
+print(repr(read()), flush=True)
+sys.stdin.readline()
+print(repr(read()), flush=True)
+'''
+
+
+def test_a_bots_file_lock_is_not_seen_by_its_partner(tmp_path: Path) -> None:
+    """``/proc/locks`` lists the whole host's file locks, and an open file description's lock (``F_OFD_SETLK``)
+    has no process, so no pid namespace hides it: a partner (another process of the same bot, in a
+    sandbox of its own) that locked a file in its own ``/tmp`` added a line to the other's ``/proc/locks``,
+    a channel with no noise from anything else. The view shows it empty (arena/hosting/procview.py)."""
+    from arena.hosting.jail import Jail
+
+    jail = Jail.open()
+    try:
+        reader = subprocess.Popen(jail.for_process("signaller").wrap([sys.executable, "-c", LOCKS_READER], str(tmp_path)),
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        locker = subprocess.Popen(jail.for_process("signaller").wrap([sys.executable, "-c", OFD_LOCKER], str(tmp_path)),
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert reader.stdin is not None and reader.stdout is not None
+        assert locker.stdin is not None and locker.stdout is not None
+        before = reader.stdout.readline()
+        assert locker.stdout.readline() == "locked\n", locker.communicate(timeout=60)
+        reader.stdin.write("again\n")
+        reader.stdin.flush()
+        after = reader.stdout.readline()
+        locker.communicate("done\n", timeout=60)
+        _, err = reader.communicate(timeout=60)
+    finally:
+        jail.close()
+    assert before and before == after, (before, after, err)

@@ -91,6 +91,9 @@ HOST_WIDE: tuple[str, ...] = (
     "sys/kernel/pty/nr",
     # the entropy pool's fill (fixed at 256 since kernel 5.18; it moved with others' reads before)
     "sys/kernel/random/entropy_avail",
+    # every file lock of the host: an open file description's lock (F_OFD_SETLK) has no process, so no
+    # pid namespace hides it (a partner that locked a file in its own /tmp added a line; shown empty)
+    "locks",
 )
 
 #: The files of ``/proc`` docker's runc lets a bind mount cover (runc's ``checkProcMount``: the files
