@@ -553,10 +553,11 @@ def test_a_bots_file_lock_is_not_seen_by_its_partner(tmp_path: Path) -> None:
 
     jail = Jail.open()
     try:
-        reader = subprocess.Popen(jail.for_process("signaller").wrap([sys.executable, "-c", LOCKS_READER], str(tmp_path)),
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        locker = subprocess.Popen(jail.for_process("signaller").wrap([sys.executable, "-c", OFD_LOCKER], str(tmp_path)),
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        def start(script: str) -> subprocess.Popen[str]:
+            return subprocess.Popen(jail.for_process("signaller").wrap([sys.executable, "-c", script], str(tmp_path)),
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+        reader, locker = start(LOCKS_READER), start(OFD_LOCKER)
         assert reader.stdin is not None and reader.stdout is not None
         assert locker.stdin is not None and locker.stdout is not None
         before = reader.stdout.readline()
