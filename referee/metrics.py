@@ -43,6 +43,13 @@ ENV_METRICS_TOKEN = "ALLFOURS_METRICS_TOKEN"
 #: Buckets of the decision latency histogram, in seconds (a decision limit is usually 0.2-10 s).
 DECISION_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
+#: Seconds a metrics client has for each read of its request: a silent or slow one (a slowloris) is cut
+#: off then, instead of holding a thread of the server for ever.
+CLIENT_TIMEOUT_S = 5.0
+#: Clients the metrics server serves at once (a scrape takes milliseconds); one more is closed at once,
+#: so clients that hold connections open cannot pile up threads in the referee's (or arena's) process.
+MAX_CLIENTS = 16
+
 #: The start of every referee metric's name.
 PREFIX = "allfours_referee_"
 
@@ -80,7 +87,8 @@ def metrics_token(environ: Mapping[str, str] | None = None) -> str | None:
 def serve(port: int, host: str = "127.0.0.1", registry: CollectorRegistry = REGISTRY,
           token: str | None = None) -> int:
     """Serve ``registry``'s ``/metrics`` over HTTP on ``host:port`` (0: a free port) in a daemon thread;
-    returns the port. With ``token``, a request without ``Authorization: Bearer <token>`` gets 401.
+    returns the port. With ``token``, a request without ``Authorization: Bearer <token>`` gets 401. At
+    most :data:`MAX_CLIENTS` clients at once, each :data:`CLIENT_TIMEOUT_S` per read of its request.
 
     :raises OSError: if the port cannot be bound or ``host`` not resolved.
     """
@@ -88,7 +96,7 @@ def serve(port: int, host: str = "127.0.0.1", registry: CollectorRegistry = REGI
     if token is not None:
         app = _bearer_only(app, token)
     family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-    server_class: type[ThreadingWSGIServer] = type("MetricsServer", (ThreadingWSGIServer,), {"address_family": family})
+    server_class: type[_Bounded] = type("MetricsServer", (_Bounded,), {"address_family": family})
     server: WSGIServer = make_server(str(address[0]), port, app, server_class, handler_class=_Quiet)
     threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
     return int(server.server_port)
@@ -112,8 +120,41 @@ def _bearer_only(app: _App, token: str) -> _App:
     return guarded
 
 
+class _Bounded(ThreadingWSGIServer):
+    """A thread per client, at most :data:`MAX_CLIENTS` at once: one more is closed unanswered."""
+
+    def server_activate(self) -> None:
+        self.slots = threading.BoundedSemaphore(MAX_CLIENTS)
+        super().server_activate()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()  # no thread started to give it back
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+
 class _Quiet(WSGIRequestHandler):
-    """No access log line per scrape on stderr."""
+    """No access log line per scrape on stderr; a client that is silent for :data:`CLIENT_TIMEOUT_S` (or
+    goes away) mid-request is dropped without a traceback."""
+
+    timeout = CLIENT_TIMEOUT_S
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except OSError:  # TimeoutError, a reset: nothing to answer
+            self.close_connection = True
 
     def log_message(self, format: str, *args: Any) -> None:
         pass

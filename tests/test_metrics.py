@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from allfours.v1 import referee_pb2 as pb
@@ -324,3 +325,47 @@ def test_the_arena_s_metrics_behind_its_token(tmp_path: Path) -> None:
     finally:
         proc.wait(60)
     assert proc.returncode == 0
+
+
+def _closed_by_server(s: socket.socket, wait_s: float) -> bool:
+    """Whether the server closed ``s`` (it reads EOF, or a reset) within ``wait_s`` seconds."""
+    s.settimeout(wait_s)
+    try:
+        return s.recv(1024) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+def test_silent_clients_neither_hold_the_metrics_port_nor_pile_up_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client that connects and sends nothing (or a byte now and then: a slowloris) held a thread of
+    the metrics server for ever, and each one more: on a network the bots share (a compose stack's), a
+    bot could pile up thousands of threads in the referee's process. Now a client has CLIENT_TIMEOUT_S
+    for each read of its request, and at most MAX_CLIENTS are served at once (one more is closed at
+    once); once the silent ones are gone, a scrape with the token is served."""
+    from referee import metrics
+
+    port = metrics.serve(0, token="scrape-token")
+    silent = socket.create_connection(("127.0.0.1", port))
+    assert _closed_by_server(silent, 60), "a silent client was never cut off"
+    silent.close()
+
+    monkeypatch.setattr(metrics._Quiet, "timeout", 60)
+    held = [socket.create_connection(("127.0.0.1", port)) for _ in range(metrics.MAX_CLIENTS)]
+    extra = [socket.create_connection(("127.0.0.1", port)) for _ in range(5)]
+    try:
+        assert all(_closed_by_server(s, 30) for s in extra), "clients beyond MAX_CLIENTS were served"
+        assert not _closed_by_server(held[0], 0.2)  # the first ones still wait for their request
+    finally:
+        for s in held + extra:
+            s.close()
+    url = f"http://127.0.0.1:{port}/metrics"
+    deadline = time.monotonic() + 60
+    status = 0
+    while status != 200 and time.monotonic() < deadline:
+        try:
+            status = _get(url, "scrape-token")[0]
+        except OSError:  # refused while the closed clients' threads end
+            time.sleep(0.1)
+    assert status == 200
