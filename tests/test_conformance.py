@@ -212,6 +212,26 @@ def test_a_worker_that_leaves_when_its_lobby_goes_away_fails_lobby_redial_quotin
     assert out["failure"] == "", out["failure"]  # the run was over: no "stopped:" line
 
 
+@pytest.mark.slow
+def test_a_worker_that_dials_again_at_once_fails_lobby_redial() -> None:
+    """lobby-redial passed any worker that registered again within 12 s, one dialling again every 10 ms
+    as well: a worker without back-off floods a lobby that refuses it (an arena restarting, a full pool;
+    every stream a handler at the lobby), and docs/protocol.md asks for back-off. Now the lobby, back,
+    refuses the worker's first new stream (UNAVAILABLE) and its next Register must come at least
+    MIN_REDIAL_GAP_S later; tests/bots/broken.py's honest worker (0.5 s between dials) still passes, as
+    the SDK and sample workers do (their conformance runs)."""
+    out = run_suite(sys.executable, "-m", "tests.bots.broken", "--break", "lobby-redial-hammer",
+                    extra=("--lobby", "--only", "lobby-redial", "--only", "lobby-ready"), timeout=120)
+    assert statuses(out) == {"lobby-ready": "pass", "lobby-redial": "fail"}, json.dumps(out, indent=1)
+    did = next(c["did"] for c in out["checks"] if c["check"] == "lobby-redial")  # type: ignore[attr-defined]
+    assert did.startswith("dialled again ") and did.endswith(
+        " ms after the lobby refused its first new stream with UNAVAILABLE: a worker must back off (at least "
+        "0.25 s; from 0.5 s, doubling), or it floods a lobby that refuses it"), did
+    honest = run_suite(sys.executable, "-m", "tests.bots.broken", extra=("--lobby", "--only", "lobby-redial"),
+                       timeout=120)
+    assert statuses(honest) == {"lobby-redial": "pass"}, json.dumps(honest, indent=1)
+
+
 def test_the_scripted_lobby_closes_a_stream_in_the_arenas_own_words() -> None:
     """lobby-redial closes the worker's stream as the arena's lobby does when it shuts down: the same
     status and text (a worker may read it)."""

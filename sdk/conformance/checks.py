@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sdk.conformance.launch import Limits
-from sdk.conformance.lobby import DOWN_S, REDIAL_S
+from sdk.conformance.lobby import DOWN_S, MIN_REDIAL_GAP_S, REDIAL_S
 from sdk.conformance.logs import RequestSent, RunLog
 from sdk.conformance.scenarios import RULE_OPTIONS
 
@@ -318,7 +318,13 @@ def judge_lobby_redial(log: RunLog, _: Limits) -> Verdict:
         return Verdict(False, "dialled again, but the first message on the new lobby stream was not a Register")
     if (r.register.token, r.register.bot_name) != (lobby.token, lobby.bot_name):
         return Verdict(False, "dialled again, but its new Register carried another token or bot_name than its first")
-    after = f"registered again {r.register.at - r.back_at:.2f} s after the lobby listened again ({down})"
+    gap = r.register.at - (r.refused_at if r.refused_at is not None else r.back_at)
+    if gap < MIN_REDIAL_GAP_S:
+        return Verdict(False, f"dialled again {1000 * gap:.0f} ms after the lobby refused its first new stream with "
+                              f"UNAVAILABLE: a worker must back off (at least {MIN_REDIAL_GAP_S:g} s; from 0.5 s, "
+                              f"doubling), or it floods a lobby that refuses it")
+    after = (f"registered again {r.register.at - r.back_at:.2f} s after the lobby listened again ({down}), "
+             f"{gap:.2f} s after it refused the first new stream")
     if r.failure:
         return Verdict(False, f"{after}, but {r.failure}")
     return Verdict(True, f"{after}, then played {r.match_id} and sent its Ready")
@@ -357,7 +363,8 @@ CHECKS: list[Check] = [
           judge_lobby_ready, frozenset({Mode.LOBBY})),
     Check("lobby-redial", "basic", f"after the lobby closes its stream with UNAVAILABLE and comes back on the "
                                    f"same address {DOWN_S:g} s later (an arena restarting): a new Register within "
-                                   f"{REDIAL_S:g} s, then the next Assignment played and a Ready",
+                                   f"{REDIAL_S:g} s, at least {MIN_REDIAL_GAP_S:g} s after its first new stream "
+                                   "was refused (back-off), then the next Assignment played and a Ready",
           judge_lobby_redial, frozenset({Mode.LOBBY})),
 ]
 

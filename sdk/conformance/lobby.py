@@ -15,7 +15,9 @@ match as in per-game mode.
 that check only): the lobby closes the worker's stream with UNAVAILABLE and stops serving, as an arena
 that shuts down to restart does, listens again on the same address :data:`DOWN_S` later, and waits up
 to :data:`REDIAL_S` for a new Register; the worker then gets one more Assignment and must play it and
-send its Ready.
+send its Ready. The first stream after the lobby is back is refused (UNAVAILABLE, as by a lobby still
+shutting down), and the next must come at least :data:`MIN_REDIAL_GAP_S` later: a worker that dials
+again at once, without back-off, floods a lobby that refuses it.
 
 Bounded waits: the Register within ``Limits.startup_s + 5`` s of the launch (or the worker's exit,
 whichever comes first), a Hello on each Assignment's referee within :data:`JOIN_S`, a new Register
@@ -75,6 +77,10 @@ DOWN_S = 1.0
 #: with back-off capped at 5 s (plus jitter, plus its gRPC channel's own reconnect back-off) is well
 #: within it.
 REDIAL_S = 12.0
+#: ``lobby-redial``: least seconds from the lobby's refusal of the worker's first new stream to its next
+#: Register. A worker backing off from 0.5 s (less 20% jitter) is well above it; one that dials again at
+#: once floods a lobby that refuses it (every stream a handler at the lobby).
+MIN_REDIAL_GAP_S = 0.25
 #: What the arena's lobby says closing each worker's stream when it shuts down (arena/lobby/service.py).
 SHUTTING_DOWN = "the arena is shutting down; connect again later"
 #: The name of the scenario played after the worker came back (``lobby-redial``: a copy of its scenario).
@@ -100,6 +106,8 @@ class ScriptedLobby(lpb_grpc.LobbyServiceServicer):
         self.refused = asyncio.Event()
         #: Each Ready's match id and when it came (from the launch).
         self.ready: asyncio.Queue[tuple[str, float]] = asyncio.Queue(maxsize=MAX_READIES)
+        #: ``lobby-redial``: refuse the next Register (UNAVAILABLE) and note when in ``log.redial``.
+        self.refuse_next = False
 
     async def Connect(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> None:
         """One worker stream: Register → Registered, then the queued Assignments; Readies are logged."""
@@ -115,6 +123,11 @@ class ScriptedLobby(lpb_grpc.LobbyServiceServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, first.detail())
             return
         is_register = first.WhichOneof("msg") == "register"
+        if is_register and self.refuse_next and self.log.redial is not None:  # lobby-redial: a lobby that refuses
+            self.refuse_next = False
+            self.log.redial.refused_at = self.clock()
+            await context.abort(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
+            return
         reg = first.register if is_register else lpb.Register()
         self.log.registers.append(RegisterSeen(self.clock(), reg.token, reg.bot_name, reg.protocol_version,
                                                is_register))
@@ -297,9 +310,10 @@ async def _redial(lobby: ScriptedLobby, servers: list[grpc.aio.Server], address:
                   clock: Callable[[], float]) -> None:
     """The ``lobby-redial`` step, written down in ``lobby.log.redial``: close the worker's stream with
     UNAVAILABLE and stop serving (as an arena shutting down to restart), listen again on ``address``
-    :data:`DOWN_S` later (the new server is appended to ``servers``), wait up to :data:`REDIAL_S` for a
-    new Register, then give the worker one more Assignment (a copy of ``scenario``) and wait for its
-    Ready. Never sets ``fatal``: a worker that does not come back fails ``lobby-redial`` only."""
+    :data:`DOWN_S` later (the new server is appended to ``servers``), refuse the first Register there
+    (UNAVAILABLE), wait up to :data:`REDIAL_S` for a new Register, then give the worker one more
+    Assignment (a copy of ``scenario``) and wait for its Ready. Never sets ``fatal``: a worker that does
+    not come back fails ``lobby-redial`` only."""
     seen = RedialSeen(dropped_at=clock())
     lobby.log.redial = seen
     before = len(lobby.log.registers)
@@ -318,6 +332,7 @@ async def _redial(lobby: ScriptedLobby, servers: list[grpc.aio.Server], address:
     if not port:
         seen.failure = f"internal: the scripted lobby could not listen on {address} again"
         return
+    lobby.refuse_next = True
     await server.start()
     servers.append(server)
     seen.back_at = clock()

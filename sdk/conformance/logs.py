@@ -113,7 +113,8 @@ class RedialSeen:
 
     - ``dropped_at``: when the stream was closed; ``back_at``: when the lobby listened again (``None``: it
       could not, ``failure`` says why).
-    - ``register``: the first Register on a stream opened after the drop (``None``: none came).
+    - ``refused_at``: when the lobby, back, refused the worker's first new stream (UNAVAILABLE; ``None``:
+      none came); ``register``: the first Register on a stream accepted after the drop (``None``: none).
     - ``exit_code``: the worker's status if it ended before it registered again, and ``last_words``: the
       last line of its output then (quoted, or ``""``).
     - ``match_id``: the Assignment given after the new Register; ``failure``: why that Assignment was not
@@ -122,6 +123,7 @@ class RedialSeen:
 
     dropped_at: float
     back_at: float | None = None
+    refused_at: float | None = None
     register: RegisterSeen | None = None
     exit_code: int | None = None
     last_words: str = ""

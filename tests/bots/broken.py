@@ -35,6 +35,8 @@ lobby-redial              (worker mode) never dials the lobby again once its str
 ``--break lobby-ready-early`` (worker mode) also sends each Ready with its Assignment, before the
 match is played; it fails ``lobby-ready`` (tests/test_conformance.py). ``--break lobby-redial-exit``
 (worker mode) says one line and exits 1 when its lobby stream ends; it fails ``lobby-redial``.
+``--break lobby-redial-hammer`` (worker mode) dials again 10 ms after each lost or refused stream, without
+back-off; it fails ``lobby-redial``.
 
 Worker mode: with ``ALLFOURS_LOBBY`` set and no ``ALLFOURS_TICKET`` it registers at the lobby with
 ``ALLFOURS_BOT_TOKEN`` and ``ALLFOURS_BOT_NAME``, plays each Assignment as above and sends Ready; when
@@ -198,7 +200,7 @@ def work(fault: str) -> int:
             return 1
         if fault == "lobby-redial":
             time.sleep(3600)  # alive, but never back: the suite waits its bounded time, then kills it
-        time.sleep(0.5)
+        time.sleep(0.01 if fault == "lobby-redial-hammer" else 0.5)
 
 
 def lobby_session(fault: str, played: int) -> int:
