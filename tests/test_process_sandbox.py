@@ -570,3 +570,54 @@ def test_a_bots_file_lock_is_not_seen_by_its_partner(tmp_path: Path) -> None:
     finally:
         jail.close()
     assert before and before == after, (before, after, err)
+
+
+KEY_ADDER = '''import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+add_key = {"x86_64": 248, "aarch64": 217}[os.uname().machine]
+made = [libc.syscall(add_key, b"user", f"hand{i}".encode(), b"7H JS QD", 8, -2) for i in range(20)]  # process keyring
+print(sum(k > 0 for k in made), os.strerror(ctypes.get_errno()), flush=True)
+sys.stdin.readline()
+'''
+
+KEY_USERS_READER = '''import sys
+def read():
+    try:
+        with open("/proc/key-users") as f:
+            return f.read()
+    except OSError as e:
+        return type(e).__name__
+print(repr(read()), flush=True)
+sys.stdin.readline()
+print(repr(read()), flush=True)
+'''
+
+
+@pytest.mark.skipif(os.uname().machine not in ("x86_64", "aarch64"), reason="the keyring filter's architectures")
+def test_a_bot_cannot_use_the_kernel_keyring_its_partner_sees(tmp_path: Path) -> None:
+    """Kernel keys are counted per user of the host, and every process sandbox runs as the arena's user:
+    a bot that added keys to its process keyring moved its partner's ``/proc/key-users`` (its own
+    sandbox's process, another bot's) by their count and bytes, and their descriptions (any text) showed
+    in ``/proc/keys``. bwrap's seccomp filter now refuses ``add_key``, ``keyctl`` and ``request_key``
+    (EPERM), as docker's default profile does in containers (arena/hosting/seccomp.py)."""
+    from arena.hosting.jail import Jail
+
+    jail = Jail.open()
+    try:
+        def start(script: str) -> subprocess.Popen[str]:
+            return subprocess.Popen(jail.for_process("signaller").wrap([sys.executable, "-c", script], str(tmp_path)),
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+        reader = start(KEY_USERS_READER)
+        assert reader.stdin is not None and reader.stdout is not None
+        before = reader.stdout.readline()
+        adder = start(KEY_ADDER)
+        added, _ = adder.communicate("done\n", timeout=60)
+        reader.stdin.write("again\n")
+        reader.stdin.flush()
+        after = reader.stdout.readline()
+        _, err = reader.communicate(timeout=60)
+    finally:
+        jail.close()
+    assert added == "0 Operation not permitted\n", added
+    assert before and before == after, (before, after, err)

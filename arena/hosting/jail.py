@@ -35,7 +35,10 @@ default) is started as ``bwrap [options] -- ARGV`` (:meth:`Jail.wrap`), inside t
   fail its own.
 - **processes**: its own pid namespace (when its first process ends, the kernel kills every other one
   in it), ``--die-with-parent``, a new session (no terminal to inject input into), every capability
-  dropped and a user namespace whose only user is ``nobody`` (65534, which is the arena's user outside).
+  dropped and a user namespace whose only user is ``nobody`` (65534, which is the arena's user outside);
+  a seccomp filter refuses the kernel keyring's calls (:mod:`arena.hosting.seccomp`: keys count per
+  user of the host, so a bot's keys showed in its partner's ``/proc/key-users``). bwrap reads the
+  filter from descriptor :data:`SECCOMP_FD`, which ``/bin/sh`` opens before it becomes bwrap.
 
 Why these options (checked as root in this project's environment, kernel 6.18, bubblewrap 0.8):
 run as root, bwrap without ``--unshare-user`` keeps every capability of the host's root in the
@@ -62,8 +65,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from arena.hosting import procview
 from arena.hosting.procview import view
 from arena.hosting.sandbox import Limits
+from arena.hosting.seccomp import filter_file
 
 #: Seconds the start-up probe (:meth:`Jail.probe`) may take: a Python that starts and exits at once.
 PROBE_TIMEOUT_S = 60.0
@@ -76,6 +81,8 @@ REFEREE_SOCKET = "referee.sock"
 LOBBY_SOCKET = "lobby.sock"
 #: The user and group a sandboxed bot runs as (nobody).
 NOBODY = "65534"
+#: The descriptor bwrap reads its seccomp filter from (:mod:`arena.hosting.seccomp`: no kernel keyring).
+SECCOMP_FD = 9
 #: The size of a sandboxed bot's ``/tmp`` (MiB): a container's (``arena.hosting.sandbox.Limits.tmpfs_mb``).
 TMPFS_MB = Limits().tmpfs_mb
 
@@ -288,8 +295,13 @@ class Jail:
         args += ["--ro-bind", folder, folder, "--proc", "/proc", *view(limits or Limits()).bwrap_args(),
                  "--dev", "/dev", *size, "--tmpfs", "/dev/shm",
                  "--ro-bind", str(self.sockets), SOCKET_DIR, "--remount-ro", "/dev", "--remount-ro", "/",
-                 "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--chdir", folder, "--", *argv]
-        return args
+                 "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--chdir", folder]
+        seccomp = filter_file(procview.folder())
+        if seccomp is None:
+            return [*args, "--", *argv]
+        # bwrap reads the filter from a descriptor: a shell opens it as SECCOMP_FD and becomes bwrap
+        return ["/bin/sh", "-c", f'exec "$@" {SECCOMP_FD}<"$0"', str(seccomp),
+                *args, "--seccomp", str(SECCOMP_FD), "--", *argv]
 
     def close(self) -> None:
         """Remove the socket folder (after the referee and the lobby stopped)."""
