@@ -621,3 +621,42 @@ def test_a_bot_cannot_use_the_kernel_keyring_its_partner_sees(tmp_path: Path) ->
         jail.close()
     assert added == "0 Operation not permitted\n", added
     assert before and before == after, (before, after, err)
+
+
+WATCHER = '''import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(os.O_NONBLOCK)
+print(fd, os.strerror(ctypes.get_errno()), flush=True)
+if fd >= 0:
+    for path in (b"/proc/meminfo", b"/etc/ld.so.cache"):
+        libc.inotify_add_watch(fd, path, 0x1 | 0x20)  # IN_ACCESS | IN_OPEN
+    print("watching", flush=True)
+    sys.stdin.readline()
+    try:
+        print(len(os.read(fd, 4096)), "bytes of events", flush=True)
+    except BlockingIOError:
+        print("no events", flush=True)
+'''
+
+
+def test_a_bot_cannot_watch_the_files_its_partner_reads(tmp_path: Path) -> None:
+    """A file watch (inotify) sees every open and read of a file through any mount of it, and the
+    sandboxes share ``/usr``, the linker's cache and the ``/proc`` view's files: a bot watching a file
+    no one else reads (a ``/usr/share/zoneinfo`` file; here the view's ``meminfo``) saw its partner
+    (its own process in another sandbox) open and read it, a channel with no noise. bwrap's seccomp
+    filter refuses ``inotify_init1`` and the other watch calls (EPERM)."""
+    from arena.hosting.jail import Jail
+
+    jail = Jail.open()
+    try:
+        watcher = subprocess.Popen(jail.for_process("signaller").wrap([sys.executable, "-c", WATCHER], str(tmp_path)),
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert watcher.stdout is not None
+        first = watcher.stdout.readline()
+        reading = "open('/proc/meminfo').read()"
+        subprocess.run(jail.for_process("signaller").wrap([sys.executable, "-c", reading], str(tmp_path)),
+                       capture_output=True, timeout=60, check=True)
+        out, err = watcher.communicate("go\n", timeout=60)
+    finally:
+        jail.close()
+    assert first == "-1 Operation not permitted\n", (first, out, err)

@@ -36,9 +36,10 @@ default) is started as ``bwrap [options] -- ARGV`` (:meth:`Jail.wrap`), inside t
 - **processes**: its own pid namespace (when its first process ends, the kernel kills every other one
   in it), ``--die-with-parent``, a new session (no terminal to inject input into), every capability
   dropped and a user namespace whose only user is ``nobody`` (65534, which is the arena's user outside);
-  a seccomp filter refuses the kernel keyring's calls (:mod:`arena.hosting.seccomp`: keys count per
-  user of the host, so a bot's keys showed in its partner's ``/proc/key-users``). bwrap reads the
-  filter from descriptor :data:`SECCOMP_FD`, which ``/bin/sh`` opens before it becomes bwrap.
+  a seccomp filter refuses the kernel keyring's and file watches' calls (:mod:`arena.hosting.seccomp`:
+  keys count per user of the host, so a bot's keys showed in its partner's ``/proc/key-users``; a
+  watch on a shared file saw the partner read it). bwrap reads the filter from descriptor
+  :data:`SECCOMP_FD`, which ``/bin/sh`` opens before it becomes bwrap.
 
 Why these options (checked as root in this project's environment, kernel 6.18, bubblewrap 0.8):
 run as root, bwrap without ``--unshare-user`` keeps every capability of the host's root in the
@@ -81,7 +82,7 @@ REFEREE_SOCKET = "referee.sock"
 LOBBY_SOCKET = "lobby.sock"
 #: The user and group a sandboxed bot runs as (nobody).
 NOBODY = "65534"
-#: The descriptor bwrap reads its seccomp filter from (:mod:`arena.hosting.seccomp`: no kernel keyring).
+#: The descriptor bwrap reads its seccomp filter from (:mod:`arena.hosting.seccomp`).
 SECCOMP_FD = 9
 #: The size of a sandboxed bot's ``/tmp`` (MiB): a container's (``arena.hosting.sandbox.Limits.tmpfs_mb``).
 TMPFS_MB = Limits().tmpfs_mb
