@@ -408,3 +408,50 @@ def test_a_container_sees_a_fixed_view_of_the_hosts_counters(client: Any, tmp_pa
     assert sysfs.exit_code == 0 and sysfs.output == b""  # the host's sysfs (node0/meminfo, disks' stat…) masked
     assert cpus.exit_code == 0 and cpus.output.decode().strip() == str(cpu_count(limits))  # from the view's stat
     assert leftovers(client, run_key(tmp_path)) == []
+
+
+#: A watch on ``/proc/meminfo`` (the view's file) for a few seconds: how many bytes of events came.
+WATCH_MEMINFO = """
+import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(os.O_NONBLOCK)
+assert fd >= 0 and libc.inotify_add_watch(fd, b"/proc/meminfo", 0x1 | 0x20) >= 0  # IN_ACCESS | IN_OPEN
+open("/tmp/watching", "w").close()
+time.sleep(4)
+try:
+    print(len(os.read(fd, 4096)))
+except BlockingIOError:
+    print(0)
+"""
+
+
+def test_a_container_cannot_watch_its_partner_read_the_view(client: Any, tmp_path: Path) -> None:
+    """A file watch (inotify, which docker's seccomp profile allows) sees every open and read of a file
+    through any mount of it, and every container of a run was bound to the same files of the ``/proc``
+    view: one container of a bot watching its ``/proc/meminfo`` saw another read its own (measured:
+    IN_OPEN and IN_ACCESS), a channel with no noise. Each container now gets its own copy of the view's
+    files, removed with it."""
+    from arena.hosting.sandbox import Limits, Sandbox
+
+    limits = Limits(cpus=1.0, memory_mb=200)
+    sandbox = Sandbox(client, run_key(tmp_path), f"watch-{tmp_path.name[-8:]}")
+    sandbox.open(reaper=False)
+    try:
+        image = base_image("python")
+        watcher = sandbox.start(image, "signaller", "g00001-s0", {}, limits, command=["python3", "-c", WATCH_MEMINFO])
+        reader = sandbox.start(image, "signaller", "g00001-s2", {}, limits, command=["sleep", "600"])
+        folders = [c.copy_folder if c is not None else None for c in (watcher.view_copy, reader.view_copy)]
+        deadline = time.monotonic() + 60
+        while watcher.container.exec_run(["test", "-e", "/tmp/watching"]).exit_code != 0:
+            assert time.monotonic() < deadline, "the watcher did not start"
+            time.sleep(0.2)
+        assert reader.container.exec_run(["cat", "/proc/meminfo"]).exit_code == 0
+        assert watcher.wait(60) == 0
+        events = watcher.container.logs().decode().strip()
+        watcher.stop(exit_wait_s=0)
+        reader.stop(exit_wait_s=0)
+    finally:
+        sandbox.close()
+    assert events == "0", events
+    assert None not in folders and folders[0] != folders[1], folders
+    assert not any(f.exists() for f in folders if f is not None)  # removed with their containers

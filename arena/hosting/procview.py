@@ -23,8 +23,10 @@ not (``schedstat`` without ``CONFIG_SCHEDSTATS``) is left out.
 
 The files live in one private folder per arena process (``/tmp/allfours-procview-<pid>-XXXXXXXX``, 0700;
 files 0444: the container's user reads them through the bind; nothing in them is secret), one subfolder
-per (CPUs, memory) pair, written at first use and removed at exit; a later start removes those of an
-arena that was killed (:func:`arena.hosting.tempdirs.sweep_dead`).
+per (CPUs, memory) pair, written at first use and removed at exit; each container binds a copy of its
+own (:meth:`ProcView.private_copy`, removed with it: a file watch sees every read of a file through any
+mount of it, so containers bound to one file saw each other read it; bwrap refuses watches instead);
+a later start removes those of an arena that was killed (:func:`arena.hosting.tempdirs.sweep_dead`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import atexit
 import math
 import os
 import re
+import shutil
 import tempfile
 import threading
 from collections.abc import Callable
@@ -254,6 +257,27 @@ class ProcView:
     cpus: int
     memory_mb: int
     files: dict[str, Path]
+    #: A copy's own folder (:meth:`private_copy`), None for the shared view.
+    copy_folder: Path | None = None
+
+    def private_copy(self) -> ProcView:
+        """These files copied into a folder of their own, for one container (:meth:`remove_copy` removes
+        it). A file watch (inotify, which docker's seccomp profile allows) sees every open and read of a
+        file through any mount of it: two containers bound to one file saw each other read it.
+
+        :raises OSError: the copy cannot be written."""
+        folder = Path(tempfile.mkdtemp(prefix="copy-", dir=_folder_now()))
+        files: dict[str, Path] = {}
+        for name, file in self.files.items():
+            files[name] = copied = folder / file.name
+            shutil.copyfile(file, copied)
+            os.chmod(copied, 0o444)
+        return ProcView(self.cpus, self.memory_mb, files, folder)
+
+    def remove_copy(self) -> None:
+        """Remove a :meth:`private_copy`'s folder (the shared view's is left alone)."""
+        if self.copy_folder is not None:
+            shutil.rmtree(self.copy_folder, ignore_errors=True)
 
     def bwrap_args(self) -> list[str]:
         """bwrap's options that bind the files read-only over ``/proc`` (after its ``--proc /proc``)."""
@@ -286,8 +310,12 @@ def _root() -> Path:
     return Path(_folder.name)
 
 
+def _folder_now() -> Path:
+    return folder()
+
+
 def folder() -> Path:
-    """This arena process's private folder of sandbox files (the view's; the seccomp filter's)."""
+    """This arena process's private folder of sandbox files (the view's, its copies, the seccomp filter's)."""
     with _lock:
         return _root()
 

@@ -54,6 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arena.hosting.procview import ProcView, view
+
 #: Label holding the run key (see :func:`run_key`) on every container and network of a tournament.
 LABEL_RUN = "org.allfours.run"
 #: Label holding the tournament's name.
@@ -145,6 +147,8 @@ class BotContainer:
     returncode: int | None = None
     oom_killed: bool = False
     pids_limited: bool = False
+    #: Its own copy of the /proc view's files (removed with the container).
+    view_copy: ProcView | None = None
     _logs_copied: bool = field(default=False, repr=False)
     _signalled: bool = field(default=False, repr=False)
     #: Held while the exit is read: the worker pool's watcher and a game's end may ask at once, and
@@ -233,6 +237,8 @@ class BotContainer:
             _copy_logs(self.container, self.log_path, self.log_limit)
         with contextlib.suppress(Exception):
             self.container.remove(force=True, v=True)
+        if self.view_copy is not None:
+            self.view_copy.remove_copy()
         return self.returncode
 
 
@@ -474,18 +480,13 @@ class Sandbox:
         rule = ("-p", "tcp", "-d", str(self.gateway), "--dport", str(int(port)), "-j", "ACCEPT")
         _iptables("-I", self.chain, "1", *rule)
 
-    def _host_config(self, limits: Limits) -> dict[str, Any]:
-        """A bot container's host configuration (the module docstring's walls) with ``limits``.
-
-        :raises OSError: the view of ``/proc`` cannot be written (:func:`arena.hosting.procview.view`)."""
+    def _host_config(self, limits: Limits, proc: ProcView) -> dict[str, Any]:
+        """A bot container's host configuration (the module docstring's walls) with ``limits``, its
+        ``/proc`` showing the host-wide counters as ``proc``'s fixed view: two containers of one bot could
+        signal each other through them (arena.hosting.procview)."""
         from docker.types import LogConfig
 
-        from arena.hosting.procview import view
-
         api = self.client.api
-        # the host-wide counters of /proc (free memory, the load, CPU time...) as a fixed view: two
-        # containers of one bot could signal each other through them (arena.hosting.procview)
-        proc = view(limits)
         host_config = api.create_host_config(
             binds=proc.docker_binds(),
             read_only=True,
@@ -536,8 +537,12 @@ class Sandbox:
         # container reads; the name is the run's key and a random part.
         name = f"allfours-{self.key}-{secrets.token_hex(8)}"
         api = self.client.api
+        try:  # its own copy of the view's files: a watch on shared ones saw the other containers read them
+            proc = view(limits).private_copy()
+        except OSError as e:
+            raise SandboxError(f"bot {bot}: cannot write its view of /proc: {e}") from None
         try:
-            host_config = self._host_config(limits)
+            host_config = self._host_config(limits, proc)
             created = api.create_container(
                 image,
                 command=list(command) if command else None,
@@ -550,9 +555,10 @@ class Sandbox:
                 hostname="bot",
                 host_config=host_config,
             )
-        except docker.errors.ImageNotFound:
-            raise SandboxError(f"bot {bot}: no image {image!r} (build it with `arena bots build`)") from None
         except Exception as e:
+            proc.remove_copy()
+            if isinstance(e, docker.errors.ImageNotFound):
+                raise SandboxError(f"bot {bot}: no image {image!r} (build it with `arena bots build`)") from None
             raise SandboxError(f"bot {bot}: docker refused the container: {e}") from None
         try:
             api.start(created["Id"])
@@ -560,8 +566,9 @@ class Sandbox:
         except Exception as e:
             with contextlib.suppress(Exception):
                 api.remove_container(created["Id"], force=True, v=True)
+            proc.remove_copy()
             raise SandboxError(f"bot {bot}: docker refused the container: {e}") from None
-        return BotContainer(c, name, log_path, log_limit)
+        return BotContainer(c, name, log_path, log_limit, view_copy=proc)
 
     def cleanup(self) -> list[str]:
         """Remove every container and network labelled with this run key, and the firewall chain.
