@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from arena.hosting.tempdirs import pid_temp_dir, sweep_dead
+from arena.hosting.tempdirs import pid_temp_dir, sweep_dead, write_read_only
 
 
 class Limits(Protocol):
@@ -212,6 +212,9 @@ def _fixed(text: str) -> Callable[[int, int], str]:
     return lambda cpus, memory_mb: text
 
 
+#: Every ``pressure/*`` file: no task ever stalled.
+_NO_PRESSURE = "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+
 #: What each :data:`HOST_WIDE` file shows (cpus, memory in MiB -> its text); a file not here is empty.
 _CONTENT: dict[str, Callable[[int, int], str]] = {
     "loadavg": _fixed("0.00 0.00 0.00 1/8 1\n"),
@@ -219,12 +222,9 @@ _CONTENT: dict[str, Callable[[int, int], str]] = {
     "meminfo": _meminfo,
     "vmstat": _vmstat,
     "uptime": _uptime,
-    "pressure/cpu": _fixed("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
-                           "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"),
-    "pressure/memory": _fixed("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
-                              "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"),
-    "pressure/io": _fixed("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
-                          "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"),
+    "pressure/cpu": _fixed(_NO_PRESSURE),
+    "pressure/memory": _fixed(_NO_PRESSURE),
+    "pressure/io": _fixed(_NO_PRESSURE),
     "interrupts": lambda cpus, memory_mb: _columns(cpus),
     "softirqs": _softirqs,
     "swaps": _fixed("Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"),
@@ -266,13 +266,13 @@ class ProcView:
         file through any mount of it: two containers bound to one file saw each other read it.
 
         :raises OSError: the copy cannot be written."""
-        folder = Path(tempfile.mkdtemp(prefix="copy-", dir=_folder_now()))
+        own = Path(tempfile.mkdtemp(prefix="copy-", dir=folder()))
         files: dict[str, Path] = {}
         for name, file in self.files.items():
-            files[name] = copied = folder / file.name
+            files[name] = copied = own / file.name
             shutil.copyfile(file, copied)
             os.chmod(copied, 0o444)
-        return ProcView(self.cpus, self.memory_mb, files, folder)
+        return ProcView(self.cpus, self.memory_mb, files, own)
 
     def remove_copy(self) -> None:
         """Remove a :meth:`private_copy`'s folder (the shared view's is left alone)."""
@@ -310,10 +310,6 @@ def _root() -> Path:
     return Path(_folder.name)
 
 
-def _folder_now() -> Path:
-    return folder()
-
-
 def folder() -> Path:
     """This arena process's private folder of sandbox files (the view's, its copies, the seccomp filter's)."""
     with _lock:
@@ -338,11 +334,7 @@ def view(limits: Limits) -> ProcView:
             if not os.path.exists(f"/proc/{name}"):
                 continue  # this kernel has not got it (schedstat without CONFIG_SCHEDSTATS, no PSI)
             file = folder / name.replace("/", "_")
-            file.unlink(missing_ok=True)
-            fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
-            with os.fdopen(fd, "w") as out:
-                out.write(content(name, cpus, limits.memory_mb))
-            os.chmod(file, 0o444)  # whatever the umask
+            write_read_only(file, content(name, cpus, limits.memory_mb).encode())
             files[name] = file
         made = _views[key] = ProcView(cpus, limits.memory_mb, files)
         return made

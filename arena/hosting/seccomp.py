@@ -25,11 +25,12 @@ then each call's number.
 from __future__ import annotations
 
 import errno
-import os
 import platform
 import struct
 import threading
 from pathlib import Path
+
+from arena.hosting.tempdirs import write_read_only
 
 #: Per machine: (its audit architecture, then those of the same kernel's other ABIs) each with the
 #: numbers of add_key, request_key, keyctl, then inotify_init (none on aarch64), inotify_add_watch,
@@ -88,10 +89,6 @@ def filter_file(folder: Path) -> Path | None:
         if file is not None and file.is_file():
             return file
         file = folder / "seccomp.bpf"
-        file.unlink(missing_ok=True)
-        fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.chmod(file, 0o444)
+        write_read_only(file, data)
         _written[folder] = file
         return file

@@ -36,3 +36,13 @@ def sweep_dead(prefixes: Iterable[str], tmp: Path | None = None) -> list[Path]:
                 shutil.rmtree(d, ignore_errors=True)
                 removed.append(d)
     return removed
+
+
+def write_read_only(file: Path, data: bytes) -> None:
+    """Write ``data`` to a new ``file`` of mode 0444 whatever the umask (one left there is replaced): the
+    sandbox files every bot reads and none may change (the /proc view's, the seccomp filter)."""
+    file.unlink(missing_ok=True)
+    fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+    os.chmod(file, 0o444)
