@@ -536,14 +536,8 @@ def test_a_remote_bot_added_on_sighup_is_told_a_referee_it_reaches(tmp_path: Pat
             proc.send_signal(signal.SIGHUP)
             games = _served(cfg, proc, lambda games: sum("far" in (g["a"], g["b"]) for g in games) >= 4)
         finally:
-            proc.send_signal(signal.SIGTERM)
-            out = proc.communicate(timeout=120)[0]
-            if worker is not None:
-                worker.kill()
-                worker.wait(10)
-    assert proc.returncode == 0 and "Traceback" not in out, out
-    far = [g for g in games if "far" in (g["a"], g["b"])]
-    assert len(far) == 4 and all(g["terminations"] == ["normal"] * 2 for g in far), (far, out)
+            out = _stopped(proc, worker)
+    _played_its_four(games, "far", proc, out)
 
 
 @dataclass
@@ -608,6 +602,25 @@ def test_a_reload_adding_a_remote_bot_on_a_wildcard_lobby_without_an_advertised_
     assert "--referee-advertise" in str(e.value) and "\n" not in str(e.value) and conn.remote is None
 
 
+def _stopped(league: subprocess.Popen[str], worker: subprocess.Popen[str] | None) -> str:
+    """A served league's output once SIGTERM ended it (120 s at most); its remote ``worker``, if started,
+    killed after."""
+    league.send_signal(signal.SIGTERM)
+    try:
+        return league.communicate(timeout=120)[0]
+    finally:
+        if worker is not None:
+            worker.kill()
+            worker.wait(10)
+
+
+def _played_its_four(games: list[dict[str, Any]], bot: str, league: subprocess.Popen[str], out: str) -> None:
+    """The league exited 0 without a traceback, and ``bot`` played its four games to the end, every seat."""
+    assert league.returncode == 0 and "Traceback" not in out, out
+    its = [g for g in games if bot in (g["a"], g["b"])]
+    assert len(its) == 4 and all(g["terminations"] == ["normal"] * 2 for g in its), (its, out)
+
+
 def _served(cfg: Path, proc: subprocess.Popen[str], enough: Any) -> list[dict[str, Any]]:
     """The rows of a served league's games.jsonl once ``enough`` of them (180 s at most)."""
     deadline = time.monotonic() + 180
@@ -664,14 +677,8 @@ def test_a_remote_bot_whose_worker_comes_late_plays_all_its_games_in_a_served_le
         worker = remote_worker(port, token, "late")
         games = _served(cfg, proc, lambda games: len(games) >= 6)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        out = proc.communicate(timeout=120)[0]
-        if worker is not None:
-            worker.kill()
-            worker.wait(10)
-    assert proc.returncode == 0 and "Traceback" not in out, out
-    late = [g for g in games if "late" in (g["a"], g["b"])]
-    assert len(late) == 4 and all(g["terminations"] == ["normal"] * 2 for g in late), (late, out)
+        out = _stopped(proc, worker)
+    _played_its_four(games, "late", proc, out)
     assert "remote bot(s) 'late' wait for their first worker" in out, out
 
 
