@@ -58,8 +58,9 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"worker mode: the bot token (default: ${TOKEN_ENV}, or the file ${TOKEN_ENV}_FILE names)")
     p.add_argument("--workers", type=int, default=1, help="worker mode: workers in this process (default 1)")
     p.add_argument("--games", type=int, default=None, help="worker mode: each worker leaves after N matches")
-    p.add_argument("--reconnect", type=float, default=300.0, metavar="SECONDS",
-                   help="worker mode: how long to keep dialling a lobby that is down (default 300)")
+    p.add_argument("--reconnect", type=float, default=None, metavar="SECONDS",
+                   help="worker mode: give up after dialling a lobby that is down for SECONDS (default: dial on "
+                        "until stopped, through an arena upgrade of any length)")
     p.add_argument("--name", default=None,
                    help=f"bot name sent in Hello/Register (default: ${NAME_ENV}, else the bot's name or class)")
     p.add_argument("--version", default=None, help="bot version sent in Hello (default: the bot's version)")
@@ -108,6 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.token = args.token or _env_token(p)
     if worker_mode and (args.workers < 1 or (args.games is not None and args.games < 1)):
         p.error("--workers and --games must be at least 1")
+    if args.reconnect is not None and not args.reconnect >= 0:
+        p.error(f"--reconnect must be a number of seconds >= 0, not {args.reconnect}")
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

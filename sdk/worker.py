@@ -4,8 +4,9 @@ Protocol (proto/allfours/v1/lobby.proto, docs/protocol.md "Workers and the lobby
 ``LobbyService.Connect``, send Register (bot token, bot name, version, protocol version), wait for
 Assignments; for each, play the seat on the referee's ``Play`` stream with the ticket (the same
 :class:`sdk.client.BotClient` a per-game bot uses), then send Ready. A lost lobby connection (the
-arena restarting) is dialled again, on a new channel, with back-off (0.5 s doubling to 5 s, with
-jitter) for ``reconnect_s`` seconds; a refused token or registration (UNAUTHENTICATED,
+arena restarting, for an upgrade of any length) is dialled again, on a new channel, with back-off (0.5 s
+doubling to 5 s, with jitter) until the worker is stopped, or for ``reconnect_s`` seconds when given
+(:func:`gives_up`); a refused token or registration (UNAUTHENTICATED,
 INVALID_ARGUMENT, a message over the lobby's 16 KiB limit: RESOURCE_EXHAUSTED) ends the worker with
 :class:`WorkerError` at once; a full pool (RESOURCE_EXHAUSTED "… workers connected: dial again later",
 or any refusal ending ``dial again later``) is dialled again like a lost lobby.
@@ -101,6 +102,14 @@ MAX_BACKOFF_S = 5.0
 #: Each wait is the back-off times a random factor within 1 ± JITTER.
 JITTER = 0.2
 
+
+def gives_up(now: float, lost_at: float, reconnect_s: float | None) -> bool:
+    """Whether a worker that lost its lobby at ``lost_at`` (or started then, not yet registered) stops dialling
+    at ``now`` (seconds, one monotonic clock): only with a bound ``reconnect_s`` (seconds, ``--reconnect``)
+    that has run out; None, the default, dials on for as long as the worker runs (the arena may be
+    upgraded for hours, and its competitors' workers must be there when it is back)."""
+    return reconnect_s is not None and now - lost_at >= reconnect_s
+
 #: Plays one assignment to its end; errors it raises are logged and the worker carries on.
 PlaySeat = Callable[[lpb.Assignment], None]
 
@@ -120,12 +129,13 @@ class LobbyWorker:
     :param lobby: ``host:port``; :param token: the bot token; :param name: the bot's config name;
     :param version: reported in Register; :param games: leave after this many matches (None: never);
     :param tls_ca: PEM root certificate(s) for a lobby serving TLS (None: plaintext);
-    :param reconnect_s: seconds to keep dialling a lobby that went away (or is not up yet);
+    :param reconnect_s: seconds to keep dialling a lobby that went away (or is not up yet); None (the
+        default): for as long as the worker runs (:func:`gives_up`);
     :param stop: set it to leave after the current match.
     """
 
     def __init__(self, play: PlaySeat, lobby: str, token: str, name: str, version: str = "0",
-                 games: int | None = None, tls_ca: bytes | None = None, reconnect_s: float = 300.0,
+                 games: int | None = None, tls_ca: bytes | None = None, reconnect_s: float | None = None,
                  stop: threading.Event | None = None) -> None:
         self.play, self.lobby, self.token, self.name, self.version = play, lobby, token, name, version
         self.games, self.tls_ca, self.reconnect_s = games, tls_ca, reconnect_s
@@ -152,9 +162,10 @@ class LobbyWorker:
         """Serve until ``games`` matches are played, ``stop`` is set, or the parent arena is gone;
         returns the matches played.
 
-        :raises WorkerError: if the lobby refuses the registration, or cannot be reached for ``reconnect_s``.
+        :raises WorkerError: if the lobby refuses the registration, or cannot be reached for ``reconnect_s``
+            (when given).
         """
-        window_end = time.monotonic() + self.reconnect_s
+        lost_at = time.monotonic()
         backoff = FIRST_BACKOFF_S
         hint_tls = True  # until a session registers: a TLS mismatch then gets a hint (referee.tls)
         while not self._done():
@@ -176,13 +187,13 @@ class LobbyWorker:
             finally:
                 channel.close()
             if self._registered:  # a session that got as far as Registered, however it ended
-                window_end = time.monotonic() + self.reconnect_s
+                lost_at = time.monotonic()
                 backoff = FIRST_BACKOFF_S
                 hint_tls = False
             if self._done():
                 break
             hint = tls_hint(why, self.lobby, "--tls-ca" if self.tls_ca is not None else None) if hint_tls else ""
-            if time.monotonic() >= window_end:
+            if gives_up(time.monotonic(), lost_at, self.reconnect_s):
                 raise WorkerError(f"cannot reach the lobby at {self.lobby}: {why}{hint}")
             wait = backoff * random.uniform(1 - JITTER, 1 + JITTER)  # workers of a restarted arena spread out
             # a TLS mismatch is the worker's setting, not a lobby restarting: said at once

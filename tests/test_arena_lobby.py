@@ -782,6 +782,77 @@ def test_a_bot_without_workers_does_not_block_the_others(tmp_path: Path) -> None
     assert len(games) == 12 and all(g["terminations"] == ["normal"] * 2 for g in games)
 
 
+# ------------------------------------------------------------------------------- a lobby that is down
+
+
+def _node_worker_says(script: str) -> Any:
+    """What ``script`` (JavaScript, given sample_bots/js/bot.js as ``bot``) prints as JSON."""
+    require(shutil.which("node") is not None and (ROOT / "sample_bots/js/node_modules").is_dir(),
+            "node or sample_bots/js/node_modules missing (npm ci --prefix sample_bots/js)")
+    done = subprocess.run(["node", "-e", f"const bot = require('./sample_bots/js/bot.js'); {script}"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "ALLFOURS_BOT_TOKEN": "t"})
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_worker_dials_a_lost_lobby_on_for_ever_unless_told_a_bound() -> None:
+    """An arena upgrade may take hours: the Python and Node.js workers, as the C++ one, dial a lost lobby for
+    as long as they run by default (they gave up after 300 s); ``--reconnect S`` still gives up after S s."""
+    from sdk.run import _parser
+    from sdk.worker import LobbyWorker, gives_up
+
+    assert _parser().parse_args(["m:C", "--arena", "h:1"]).reconnect is None
+    assert _parser().parse_args(["m:C", "--reconnect", "2.5"]).reconnect == 2.5
+    assert LobbyWorker(lambda a: None, "h:1", "t", "alpha").reconnect_s is None
+    week = 7 * 24 * 3600.0
+    assert [gives_up(now, 100.0, None) for now in (100.0, 400.0, 100.0 + week)] == [False, False, False]
+    assert [gives_up(now, 100.0, 60.0) for now in (100.0, 159.9, 160.0, 400.0)] == [False, False, True, True]
+    assert gives_up(100.0, 100.0, 0.0)  # --reconnect 0: the first failed dial ends it
+    node = _node_worker_says(
+        "const o = bot.parseArgs(['--arena', 'h:1']); const b = bot.parseArgs(['--arena', 'h:1', '--reconnect', '60']);"
+        " console.log(JSON.stringify([o.reconnectMs, b.reconnectMs, [100, 400, 100 + 604800000].map("
+        "(n) => bot.givesUp(n, 100, o.reconnectMs)), [59999, 60000].map((n) => bot.givesUp(n, 0, b.reconnectMs))]))")
+    assert node == [None, 60000, [False, False, False], [False, True]], node
+
+
+def test_workers_dial_a_lobby_down_past_a_small_bound_and_register_when_it_is_back(tmp_path: Path) -> None:
+    """Real workers dialling a port where no lobby listens: with ``--reconnect 1`` the Python and Node.js ones
+    give up (exit 1, one line), without it they are still dialling after that and register once a lobby
+    listens there."""
+    require(shutil.which("node") is not None and (ROOT / "sample_bots/js/node_modules").is_dir(),
+            "node or sample_bots/js/node_modules missing (npm ci --prefix sample_bots/js)")
+    port, book = free_port(), TokenBook()
+    address = f"127.0.0.1:{port}"
+
+    def worker(kind: str, name: str, *extra: str) -> subprocess.Popen[str]:
+        cmd = ([sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot"] if kind == "python"
+               else ["node", "sample_bots/js/bot.js"])
+        env = {**os.environ, "ALLFOURS_BOT_TOKEN": book.issue(name)}
+        return subprocess.Popen([*cmd, "--arena", address, "--name", name, *extra], cwd=ROOT, env=env, text=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    bounded = [worker("python", "py", "--reconnect", "1"), worker("node", "js", "--reconnect", "1")]
+    endless = [worker("python", "py"), worker("node", "js")]
+    lobby = None
+    try:
+        for w in bounded:
+            _, err = w.communicate(timeout=60)
+            assert w.returncode == 1 and "cannot reach the lobby at" in err, err
+        assert [w.poll() for w in endless] == [None, None]  # still dialling, past the bound the others gave up at
+        lobby = Lobby("t", book, port=port)
+        lobby.start()
+        deadline = time.monotonic() + 60
+        while not (lobby.came("py") and lobby.came("js")):
+            assert time.monotonic() < deadline and [w.poll() for w in endless] == [None, None], lobby.counts()
+            time.sleep(0.1)
+    finally:
+        for w in bounded + endless:
+            w.kill()
+            w.wait(10)
+        if lobby is not None:
+            lobby.stop()
+
+
 def test_a_new_token_never_starts_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
     """A token after ``--token`` that starts with ``-`` reads as an option (a 1-in-64 flake of the test above)."""
     made = iter(["-" + "a" * 31, "b" * 32])

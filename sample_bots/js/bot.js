@@ -19,9 +19,10 @@
 // referee played the first legal action) and each rejected action is one warning line, as in sdk/client.py.
 //
 // Usage (worker mode: match after match from an arena's lobby, docs/protocol.md):
-//   node bot.js --arena HOST:PORT --token TOKEN [--name NAME]
+//   node bot.js --arena HOST:PORT --token TOKEN [--name NAME] [--reconnect S]
 // or with ALLFOURS_LOBBY, ALLFOURS_BOT_TOKEN and ALLFOURS_BOT_NAME (the arena sets them for its
-// local workers). Exit status 1 if the lobby refuses the token (one line on stderr).
+// local workers). Exit status 1 if the lobby refuses the token (one line on stderr), or if it cannot
+// be reached for S seconds with --reconnect S (without it a lost lobby is dialled for ever).
 //
 // Failures are counted as the Python SDK counts them (sdk/client.py): if the strategy throws or
 // chooses no legal action, the bot sends the first legal action instead; each such fallback (and
@@ -94,6 +95,7 @@ function parseArgs(argv) {
     raiseEvery: Number(process.env.ALLFOURS_JS_RAISE_EVERY || 0),
     thinkMs: 0, // --think-ms: a wait before each answer
     tlsCa: process.env.ALLFOURS_TLS_CA || '', // the referee (or the lobby) serves TLS: trust this file
+    reconnectMs: null, // --reconnect S: give up on a lobby down for S seconds (null: dial on for ever)
   };
   argv = argv.flatMap((a) => (a.startsWith('--') && a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a]));
   for (let i = 0; i < argv.length; i++) {
@@ -120,6 +122,11 @@ function parseArgs(argv) {
       opts.thinkMs = Number(ms);
     }
     else if (a === '--tls-ca') opts.tlsCa = next();
+    else if (a === '--reconnect') {
+      const s = next();
+      if (!/^[0-9]+(\.[0-9]+)?$/.test(s)) usage(`--reconnect needs a number of seconds >= 0, not '${s}'`);
+      opts.reconnectMs = Number(s) * 1000;
+    }
     else if (a === '-h' || a === '--help') usage('', 0);
     else usage(`unknown argument ${a}`);
   }
@@ -158,7 +165,7 @@ function readCa(path, what) {
 function usage(msg, code = 2) {
   if (msg) console.error(`bot.js: ${msg}`);
   console.error('usage: node bot.js --referee HOST:PORT --ticket T [--name NAME] [--version V] [--raise-every N] [--tls-ca PEM] [--think-ms N]\n'
-    + '       node bot.js --arena HOST:PORT [--token TOKEN] [--name NAME] [--version V] [--tls-ca PEM] [--think-ms N]   (worker mode)');
+    + '       node bot.js --arena HOST:PORT [--token TOKEN] [--name NAME] [--version V] [--tls-ca PEM] [--think-ms N] [--reconnect S]   (worker mode)');
   process.exit(code);
 }
 
@@ -484,12 +491,19 @@ function tlsHint(tls) {
 // Worker mode (docs/protocol.md, "Workers and the lobby"): register at the lobby with the bot token,
 // play each Assignment with playMatch, send Ready, and so on until killed. A refused token exits 1;
 // a lost lobby is dialled again with back-off (0.5 s doubling to 5 s, each wait within ±20%: the workers
-// of a restarted arena spread out) for 300 s (the arena may be restarting). Each dial is a new client
+// of a restarted arena spread out) for as long as it runs (an arena upgrade may take hours), or for
+// --reconnect S seconds from the loss (givesUp, as sdk/worker.py's gives_up). Each dial is a new client
 // on a subchannel of its own: one kept across an outage waits out gRPC's own reconnect back-off (up to
 // 120 s) after the lobby is back, failing every call at once meanwhile.
+// Whether a worker dialling a lost lobby since lostAt stops at now (ms): only with --reconnect
+// (reconnectMs) run out; null dials on for as long as the worker runs.
+function givesUp(now, lostAt, reconnectMs) {
+  return reconnectMs !== null && now - lostAt >= reconnectMs;
+}
+
 function serveLobby(proto, opts) {
   const creds = opts.caPem ? grpc.credentials.createSsl(opts.caPem) : grpc.credentials.createInsecure();
-  let windowEnd = Date.now() + 300000;
+  let lostAt = Date.now(); // dialling since (the start, or the last loss of a registered stream)
   let backoff = 500;
   const parent = process.env.ALLFOURS_WORKER_PARENT;
 
@@ -521,8 +535,8 @@ function serveLobby(proto, opts) {
       if (over) return;
       over = true;
       client.close();
-      if (registered) windowEnd = Date.now() + 300000; // dial again for 300 s from the loss
-      if (Date.now() >= windowEnd) {
+      if (registered) lostAt = Date.now(); // it was up: this is a new loss
+      if (givesUp(Date.now(), lostAt, opts.reconnectMs)) {
         log(`cannot reach the lobby at ${opts.arena}: ${why}`);
         process.exit(1);
       }
@@ -568,4 +582,4 @@ function main() {
 
 if (require.main === module) main();
 
-module.exports = { choose, chooseCard, winningIndex, decide };
+module.exports = { choose, chooseCard, winningIndex, decide, parseArgs, givesUp };
