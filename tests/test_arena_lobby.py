@@ -653,8 +653,39 @@ def test_a_remote_bot_that_never_comes_forfeits_by_no_show(tmp_path: Path) -> No
         assert g["winner"] == 1 - side
         assert g["reasons"] == [f"side {side} (ghost) forfeited: no_show: too few workers connected for 1 s"]
     assert all(g["terminations"] == ["normal"] * 2 for g in games if g not in ghost), games
-    said = [ln for ln in done.stdout.splitlines() if "only games of remote bot(s) 'ghost' are left" in ln]
-    assert len(said) == 1 and "no_show_s (1 s) more, then are forfeited (no_show)" in said[0], done.stdout
+    lines = done.stdout.splitlines()
+    said = [ln for ln in lines if "the games left wait for the workers of remote bot(s) 'ghost'" in ln]
+    assert len(said) == 1 and "at most no_show_s (1 s)" in said[0], done.stdout
+    warned = [ln for ln in lines if "no worker of remote bot(s) 'ghost' connected in time" in ln]
+    assert len(warned) == 1 and lines.index(said[0]) < lines.index(warned[0]), done.stdout  # once it ran out
+
+
+def test_a_run_of_remote_bots_only_says_their_games_wait_and_warns_of_no_forfeit(tmp_path: Path) -> None:
+    """Seen in the compose demo: `arena run` of a tournament whose only bots are remote, their workers started
+    with it, printed at its first look that the games are forfeited after no_show_s, before any worker had a
+    chance to dial; every game was then played. Now one line says the games wait for their workers, and for
+    how long at most, and nothing speaks of a forfeit, since none happened."""
+    port = free_port()
+    bots = '\n[[bots]]\nname = "far"\nremote = true\n\n[[bots]]\nname = "farther"\nremote = true\n'
+    cfg = write_config(tmp_path, bots, players=2, gpp=2, extra=f'lobby = "127.0.0.1:{port}"\nno_show_s = 120')
+    tokens = {b: arena("token", str(cfg), b).stdout.strip() for b in ("far", "farther")}
+    arena_proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress",
+                                   "--bootstrap", "0"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True)
+    workers = []
+    try:
+        workers = [remote_worker(port, token, bot) for bot, token in tokens.items()]
+        out, err = arena_proc.communicate(timeout=240)
+        assert arena_proc.returncode == 0, out + err
+    finally:
+        for p in (arena_proc, *workers):
+            p.kill()
+            p.wait(10)
+    games = rows(cfg)
+    assert len(games) == 2 and all(g["terminations"] == ["normal"] * 2 for g in games), games
+    said = [ln for ln in out.splitlines() if "remote bot(s) 'far', 'farther'" in ln]
+    assert len(said) == 1 and "wait for the workers" in said[0] and "at most no_show_s (120 s)" in said[0], out
+    assert not [ln for ln in out.splitlines() if ln.startswith("workers:") and "forfeit" in ln], out
 
 
 def test_a_remote_bot_whose_worker_comes_late_plays_all_its_games_in_a_served_league(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -243,6 +244,25 @@ def test_a_league_never_reveals_the_master_seed(tmp_path: Path, out: Path) -> No
     facts = c.get("/api/ratings").json()["tournament"]
     assert facts["played"] == facts["scheduled"] and facts["master_seed"] is None
     assert "11" * 32 not in c.get("/").text and "11" * 32 not in c.get("/api/games").text
+
+
+def test_the_board_marks_a_remote_bot_whose_games_wait_for_its_workers(tmp_path: Path, out: Path) -> None:
+    """A rated remote bot none of whose workers has connected since the arena started again (the store's
+    list, written by the run loop): its row says it waits for its workers, the others' do not, and the API
+    says so too; a list that is not one (a hand-edited store) marks nothing."""
+    copy = tmp_path / "waiting"
+    shutil.copytree(out, copy)
+    bot = games_of(out)[0]["a"]
+    with sqlite3.connect(copy / "arena.sqlite") as db:
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('waiting_for_workers', ?)", (json.dumps([bot]),))
+    c = TestClient(create_app(copy, bootstrap=0))
+    board = c.get("/_board").text
+    marked = re.findall(r'<td class="l bot">([^<]*?) <span class="waiting">waiting for its workers</span>', board)
+    assert marked == [html.escape(bot)], board
+    assert c.get("/api/ratings").json()["tournament"]["waiting"] == [bot]
+    with sqlite3.connect(copy / "arena.sqlite") as db:
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('waiting_for_workers', '{\"a\": 1}')")
+    assert 'class="waiting"' not in c.get("/_board").text
 
 
 def test_live_file_replays_like_the_record(tmp_path: Path, out: Path) -> None:

@@ -12,6 +12,7 @@ restart of `arena serve` mid-build loses nothing.
 from __future__ import annotations
 
 import contextlib
+import html
 import io
 import json
 import os
@@ -1223,7 +1224,9 @@ def test_a_remote_entry_whose_workers_start_late_plays_every_game(tmp_path: Path
     """Seen hosting: a competitor registered a remote entry, started its workers a few minutes later, and all
     its games were already lost as no_show (no_show_s had passed). Its games now wait for its first worker,
     the house's games go on, `arena submissions` says so, and when the worker comes every game of it is
-    played to a real score, though no_show_s is 1 s."""
+    played to a real score, though no_show_s is 1 s. The web says it too, from the store's word (as `arena
+    web` in another process would read it): the competitor's /me the same note, the public board a marker
+    beside the entry; both gone once its worker came and played."""
     from arena.competition.desk import WAITING_NOTE
 
     docker_client()  # or skip (no dockerd)
@@ -1236,7 +1239,8 @@ def test_a_remote_entry_whose_workers_start_late_plays_every_game(tmp_path: Path
     worker = None
     try:
         serve.wait_for("serving:")
-        erin = SubmissionClient(f"127.0.0.1:{port}", arena("competitor", "add", str(cfg), "erin").stdout.strip())
+        token = arena("competitor", "add", str(cfg), "erin").stdout.strip()
+        erin = SubmissionClient(f"127.0.0.1:{port}", token)
         sub, bot_token = erin.register_remote("erin-remote")
         assert sub.reason == WAITING_NOTE, sub
         serve.wait_for("'erin-remote@1' wait for their first worker")
@@ -1246,11 +1250,18 @@ def test_a_remote_entry_whose_workers_start_late_plays_every_game(tmp_path: Path
             time.sleep(0.2)
         time.sleep(3)  # three times no_show_s: its games would be forfeited by now, were they not waited for
         assert erin.games() == [] and {s.id: s.reason for s in erin.submissions()} == {sub.id: WAITING_NOTE}
+        web = httpx.Client(base_url=serve.web)
+        assert web.post("/me/login", data={"token": token}).status_code == 303
+        assert WAITING_NOTE in _my_reasons(web), web.get("/me").text
+        assert "erin-remote@1" in _waiting_on_board(web)
         worker = _worker(port, bot_token, sub.entrant, tmp_path / "worker.log")
         _wait_rated(erin, sub.id)
         games = erin.games()
         assert len(games) == 4 and all(g.score_a + g.score_b > 0 for g in games), games  # none a no_show forfeit
         assert {s.id: s.reason for s in erin.submissions()} == {sub.id: ""}
+        assert _my_reasons(web) == [""] and _waiting_on_board(web) == []
+        assert "erin-remote@1" in _board_rows(web.get("/_board").text)  # rated now, without the marker
+        web.close()
         house = [sides for sides in _stored_sides(cfg) if "erin-remote@1" not in sides]
         assert sorted(map(sorted, house)) == [["one", "two"]] * 2, house  # the house's games went on meanwhile
     finally:
@@ -1259,6 +1270,25 @@ def test_a_remote_entry_whose_workers_start_late_plays_every_game(tmp_path: Path
             worker.wait(30)
         assert serve.stop() == 0, serve.log.read_text()[-3000:]
         _remove_images(cfg)
+
+
+def _my_reasons(web: httpx.Client) -> list[str]:
+    """The reason column of the signed-in competitor's submissions on /me (its own page), as shown."""
+    page = web.get("/me")
+    assert page.status_code == 200, page.text
+    rows = re.search(r'<table id="submissions">(.*?)</table>', page.text, re.S)
+    assert rows, page.text
+    return [html.unescape(r) for r in re.findall(r'<td class="l">(.*?)</td></tr>', rows.group(1), re.S)]
+
+
+def _waiting_on_board(web: httpx.Client) -> list[str]:
+    """The entrants the public board marks as waiting for their workers (its #waiting line and the marker
+    beside a rated entry alike)."""
+    board = web.get("/_board").text
+    line = re.search(r'<p class="meta" id="waiting">(.*?)</p>', board, re.S)
+    listed = re.findall(r'<span class="bot">(.*?)</span>', line.group(1)) if line else []
+    marked = re.findall(r'<td class="l bot">([^<]*?) <span class="waiting">waiting for its workers</span>', board)
+    return sorted({*listed, *marked})
 
 
 def test_a_remote_entry_plays_from_another_address_than_the_sandbox_gateway(tmp_path: Path) -> None:

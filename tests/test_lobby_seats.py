@@ -15,7 +15,15 @@ import pytest
 from arena.config import load_config
 from arena.lobby.seats import LOCAL_WORKER_START_S, LobbyBot, SeatWait
 from arena.tournament.result import GameResult, Unplayed, forfeit_result
-from arena.tournament.runner import Absent, SimulatedRunner, Start, open_tournament, run_games
+from arena.tournament.runner import (
+    WAITING_KEY,
+    Absent,
+    SimulatedRunner,
+    Start,
+    open_tournament,
+    run_games,
+    waiting_facts,
+)
 from arena.tournament.schedule import ScheduledGame
 from referee.outcome import Termination
 from tests.configs import bots_toml
@@ -142,6 +150,9 @@ class NeverComes:
         self.gave_up.append(sorted(bots))
         return "given up on " + ", ".join(bots)
 
+    def waiting(self) -> frozenset[str]:
+        return frozenset() if self.gave_up else frozenset({"ghost"})
+
 
 def test_the_run_loop_passes_over_a_remote_bot_that_never_came(tmp_path: Path) -> None:
     (tmp_path / "t.toml").write_text(f'[tournament]\nname = "late"\nplayers = 2\ngames_per_pairing = 2\n'
@@ -158,12 +169,17 @@ def test_the_run_loop_passes_over_a_remote_bot_that_never_came(tmp_path: Path) -
         assert {r.sides for r in stored} == {("a", "b"), ("b", "a")} and starter.gave_up == []
         assert [g for g in t.store.pending(t.schedule) if "ghost" not in g.sides] == []
         assert len(notes) == 1 and "'ghost' wait for their first worker" in notes[0], notes
+        assert waiting_facts(t.store.get_meta(WAITING_KEY)) == ["ghost"]  # what the web's pages say
         # a run that ends: once only the ghost's games are left, it gives up on it (its line said), they forfeit
         notes.clear()
         assert run_games(t.store.pending(t.schedule), starter, t.store, 2, on_result, on_note=notes.append) == 4
-        assert starter.gave_up == [["ghost"]] and notes[-1] == "given up on ghost", notes
+        # said once, at the look that gave up (not also "passed over": nothing else is left); the forfeit warned of
+        assert starter.gave_up == [["ghost"]] and notes == [
+            "given up on ghost", "no worker of remote bot(s) 'ghost' connected in time: their games are forfeited "
+            "(no_show)"], notes
         ghost = [r for r in stored if "ghost" in r.sides]
         assert len(ghost) == 4 and all(Termination.NO_SHOW in r.terminations for r in ghost)
         assert t.store.pending(t.schedule) == []
+        assert waiting_facts(t.store.get_meta(WAITING_KEY)) == []  # given up on: no longer passed over
     finally:
         t.store.close()

@@ -49,6 +49,16 @@ NEXT = ("", "next")
 WAITING_NOTE = "its games wait for its workers: none has connected yet (no game is forfeited for that meanwhile)"
 
 
+def note_of(sub: Submission, waiting: bool) -> str:
+    """What the competitor is told of ``sub`` beside its status (``arena submissions``, the wire's ``reason``,
+    ``/me``): its book's reason, or :data:`WAITING_NOTE` for a remote entry in play whose games wait for its
+    first worker (``waiting``: the live lobby's word, or the store's list the web reads,
+    :data:`arena.tournament.runner.WAITING_KEY`)."""
+    if sub.kind == "remote" and sub.status in IN_PLAY and not sub.retired and not sub.reason and waiting:
+        return WAITING_NOTE
+    return sub.reason
+
+
 class Refused(Exception):
     """A request the desk refuses: ``kind`` is ``invalid``, ``exhausted``, ``frozen``, ``exists`` or
     ``not_found``; ``str(e)`` is one line."""
@@ -93,12 +103,9 @@ class Desk:
     workers_came: Callable[[str], bool] | None = None
 
     def note(self, sub: Submission) -> str:
-        """What the competitor is told of ``sub`` beside its status (the wire's ``reason``): its book's reason,
-        or for a remote entry in play none of whose workers has connected yet, :data:`WAITING_NOTE`."""
-        if (sub.kind == "remote" and sub.status in IN_PLAY and not sub.retired and not sub.reason
-                and self.workers_came is not None and not self.workers_came(sub.entrant)):
-            return WAITING_NOTE
-        return sub.reason
+        """What the competitor is told of ``sub`` beside its status (the wire's ``reason``): :func:`note_of`,
+        from the live lobby."""
+        return note_of(sub, self.workers_came is not None and not self.workers_came(sub.entrant))
 
     def limits(self, kind: str = "") -> IntakeLimits:
         """The intake's limits of ``[competition]`` for a submission of ``kind`` (an ``image``'s upload

@@ -270,8 +270,19 @@ class GrpcGameRunner:
         (``no_show``); returns the one line that says so."""
         self.given_up.update(bots)
         names = ", ".join(repr(b) for b in sorted(bots))
-        return (f"only games of remote bot(s) {names} are left, and none of their workers has connected: they wait "
-                f"no_show_s ({self.config.no_show_s} s) more, then are forfeited (no_show)")
+        return (f"the games left wait for the workers of remote bot(s) {names} (none has connected yet): at most "
+                f"no_show_s ({self.config.no_show_s} s)")
+
+    def waiting(self) -> frozenset[str]:
+        """The remote bots (labels) whose games wait for their first worker (:class:`Absent`): none of their
+        workers has connected since the lobby started, and :meth:`give_up` was not told of them."""
+        return frozenset(label for label in self.bots if self._absent(label))
+
+    def _absent(self, label: str) -> bool:
+        """Whether the games of ``label`` are :class:`Absent` (see :meth:`waiting`)."""
+        bot = self.bots[label]
+        return (bot.mode == "remote" and label not in self.given_up and self.lobby is not None
+                and not self.lobby.came(bot.name))
 
     def seat_workers(self, game: ScheduledGame) -> list[WorkerRef | None] | GameResult | Absent | None:
         """Reserve one idle worker per lobby seat of ``game`` (None at per-game seats; ``[]`` when the
@@ -285,14 +296,13 @@ class GrpcGameRunner:
         for bot in lobby_bots:
             name = self.bots[bot].name  # workers register by the config's name
             kind = self.kinds.get(name)
-            remote = self.bots[bot].mode == "remote"
             seen[bot] = LobbyBot(
                 connected=counts.get(name, (0, 0))[0],
                 seats=game.seats.count(bot),
                 no_show_s=self.config.no_show_s,
                 local_pool=self.bots[bot].mode == "worker",
                 broken=kind.broken if kind is not None else None,
-                absent=remote and bot not in self.given_up and not self.lobby.came(name),
+                absent=self._absent(bot),
             )
         failed = self.seat_wait.check(time.monotonic(), seen)
         if failed:

@@ -30,6 +30,8 @@ from arena.tournament.result import GameResult
 from arena.tournament.schedule import ScheduledGame, blind_order, make_schedule
 from arena.tournament.store import Store, StoreMismatch, recovery_advice
 from referee.dealing import commitment, fresh_seed
+from referee.outcome import Termination
+from referee.rules.seats import side_of
 
 if TYPE_CHECKING:
     from arena.formats.duplicate import PrecisionFacts
@@ -52,6 +54,10 @@ LADDER_KEY = "ladder_board"
 #: :meth:`arena.tournament.league.League.open` and after each game that leaves one out): published with the
 #: ratings (``tournament.left_out``), on the web's board and the terminal's (:func:`left_out_facts` reads it).
 LEFT_OUT_KEY = "left_out"
+#: The meta key of the remote bots whose games wait for their first worker (JSON, a sorted list of labels:
+#: :meth:`Starter.waiting`, written by :func:`run_games` whenever it changes): the web's board marks them and
+#: a competitor's page says so (:func:`waiting_facts` reads it).
+WAITING_KEY = "waiting_for_workers"
 
 
 class LeftOut(TypedDict):
@@ -95,6 +101,17 @@ class TournamentFacts(TypedDict, total=False):
     failures: dict[str, dict[str, int]]
     precision: PrecisionFacts
     left_out: list[LeftOut]  # arena serve: the bots left out, each with its one-line reason (none: absent)
+    waiting: list[str]  # the remote bots whose games wait for their first worker (WAITING_KEY; none: absent)
+
+
+def waiting_facts(raw: str | None) -> list[str]:
+    """The remote bots (labels) whose games wait for their first worker, as the store's :data:`WAITING_KEY`
+    holds them (``raw``; none when absent or not a list of strings): the one reader of the list."""
+    try:
+        rows = json.loads(raw) if raw else []
+    except ValueError:
+        return []
+    return [r for r in rows if isinstance(r, str)] if isinstance(rows, list) else []
 
 
 def left_out_facts(raw: str | None) -> list[LeftOut]:
@@ -400,7 +417,12 @@ class Starter(Protocol):
     def give_up(self, bots: Collection[str]) -> str:
         """A run that ends has only games :class:`Absent` for ``bots`` left: from now on wait for their workers
         as for any bot short of workers (``no_show_s``, then their games are forfeited as ``no_show``); returns
-        the one line that says so."""
+        the one line that says how long they wait (no warning yet: the run loop warns once one forfeits)."""
+        ...
+
+    def waiting(self) -> frozenset[str]:
+        """The remote bots (labels) whose games are :class:`Absent` now: none of their workers has connected
+        yet, and no run that ends has given up on them."""
         ...
 
 
@@ -416,6 +438,9 @@ class _InOrder:
 
     def give_up(self, bots: Collection[str]) -> str:  # never asked: no game of its waits
         return ""
+
+    def waiting(self) -> frozenset[str]:
+        return frozenset()
 
 
 #: Seconds the run loop sleeps at most between looks when games wait for workers (no-show clocks).
@@ -445,7 +470,10 @@ def run_games(
     only such games are left (none running, none other to start), ``continuous`` (a served league) returns:
     they stay pending, and are asked again on the next call; otherwise (a run that ends) the starter is
     told to give up on their bots (:meth:`Starter.give_up`: they wait ``no_show_s`` more, then forfeit) and
-    its line goes to ``on_note``, as does one line the first time a bot's games are passed over so.
+    its line goes to ``on_note``, as does one line the first time a bot's games are passed over so (not when
+    it is given up on at the same look: its line says it all), and one warning when a game of a bot given up
+    on is forfeited (no worker came in time). The bots whose games are passed over so
+    (:meth:`Starter.waiting`) are written to ``store``'s :data:`WAITING_KEY` whenever they change.
 
     :param on_result: called in this thread after each store attempt with ``(result, written)``.
     :param stop: when set, no new game starts; games in flight finish and are stored.
@@ -492,6 +520,8 @@ class _RunLoop:
     running: dict[Future[GameResult], ScheduledGame] = field(default_factory=dict)
     said: set[str] = field(default_factory=set)
     given_up: set[str] = field(default_factory=set)
+    warned: set[str] = field(default_factory=set)  # given up on, and a game of theirs forfeited since
+    listed: frozenset[str] | None = None  # the bots last written to the store's WAITING_KEY
 
     def halted(self) -> bool:
         return self.stored.error is not None or (self.stop is not None and self.stop.is_set())
@@ -511,16 +541,22 @@ class _RunLoop:
                                                        wake, self.twins_together)
         for result in look.decided if look is not None else ():
             self.stored.add(result)
-        if look is not None and look.absent - self.said:
-            self.note(_absent_line(sorted(look.absent - self.said)))
-            self.said |= look.absent
+        self._warn_forfeits(look.decided if look is not None else [])
         stalled = look is not None and look.only_absent and not self.running
+        giving_up = look is not None and stalled and not self.continuous and bool(look.absent - self.given_up)
+        if look is not None and look.absent - self.said and not giving_up:
+            self.note(_absent_line(sorted(look.absent - self.said), self.continuous))
+            self.said |= look.absent
         if not self.running and (not self.todo or self.halted() or (stalled and self.continuous)):
+            self._list_waiting()
             return False
-        if look is not None and stalled and look.absent - self.given_up:
+        if look is not None and giving_up:
             self.given_up |= look.absent
+            self.said |= look.absent
             self.note(self.starter.give_up(sorted(look.absent)))
+            self._list_waiting()
             return True  # asked again at once: their games wait on the no-show clock now
+        self._list_waiting()
         done = {f for f in self.running if f.done()}
         if not done:
             wake.wait(IDLE_POLL_S if self.todo else None)
@@ -531,11 +567,37 @@ class _RunLoop:
         return True
 
 
-def _absent_line(bots: Sequence[str]) -> str:
-    """The line said the first time the games of remote ``bots`` are passed over for their first worker."""
+    def _list_waiting(self) -> None:
+        """Write :meth:`Starter.waiting` to the store's :data:`WAITING_KEY` if it changed since last written
+        (always at a loop's first turn: a former run's list may be stale)."""
+        waiting = self.starter.waiting()
+        if waiting != self.listed:
+            self.stored.store.set_meta(WAITING_KEY, json.dumps(sorted(waiting)))
+            self.listed = waiting
+
+    def _warn_forfeits(self, decided: Sequence[GameResult]) -> None:
+        """Warn once per bot given up on (:meth:`Starter.give_up`) when a game of it is forfeited as a no-show
+        among the ``decided`` results: its wait ran out."""
+        lost = sorted({side for r in decided for side in _no_shows(r)} & (self.given_up - self.warned))
+        if lost:
+            self.warned.update(lost)
+            self.note(f"no worker of remote bot(s) {', '.join(map(repr, lost))} connected in time: their games are "
+                      "forfeited (no_show)")
+
+
+def _no_shows(result: GameResult) -> set[str]:
+    """The sides (labels) of ``result`` that forfeited as no-shows (a seat of theirs ended ``no_show``)."""
+    return {result.sides[side_of(seat)] for seat, end in enumerate(result.terminations)
+            if end == Termination.NO_SHOW}
+
+
+def _absent_line(bots: Sequence[str], continuous: bool) -> str:
+    """The line said the first time the games of remote ``bots`` are passed over for their first worker (by a
+    served league, ``continuous``: as long as it takes; by a run that ends: until only theirs are left)."""
     names = ", ".join(repr(b) for b in bots)
+    until = "" if continuous else " until only theirs are left (then they wait no_show_s more)"
     return (f"the games of remote bot(s) {names} wait for their first worker (none has connected yet) and are "
-            "passed over meanwhile, not forfeited; the other games go on")
+            f"passed over meanwhile, not forfeited{until}; the other games go on")
 
 
 @dataclass

@@ -24,6 +24,7 @@ folder holds a competition's book (``competition.sqlite``); otherwise 404.
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -37,6 +38,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from arena.competition.book import BOOK_NAME, DAY_S, CompetitionBook, WebSession
+from arena.competition.desk import note_of
 from arena.competition.games import MyGame, NotYours, hidden_versions, log_path, my_games, seat_log
 from arena.competition.reads import DEFAULT_READS_PER_MINUTE, READS_KEY, ReadAllowance, retry_after, wait_line
 from arena.lobby.tokens import token_digest
@@ -144,6 +146,8 @@ async def me(request: Request) -> Response:
             return refused
         subs = book.submissions(who)
         final = book.final_entry(who)
+    waiting = set(request.app.state.web.data.waiting())
+    subs = [dataclasses.replace(s, reason=note_of(s, s.entrant in waiting)) for s in subs]
     entrants = {s.entrant for s in subs if s.status in ("accepted", "playing", "rated")}
     remote = {s.entrant for s in subs if s.kind == "remote"}
     output: Path = request.app.state.web.data.output

@@ -44,8 +44,10 @@ from arena.tournament.runner import (
     LADDER_KEY,
     LEAGUE_KEY,
     LEFT_OUT_KEY,
+    WAITING_KEY,
     TournamentFacts,
     left_out_facts,
+    waiting_facts,
 )
 from arena.tournament.store import GamesReader
 from arena.web.render import PAIR_NOTE, forfeits_by_bot
@@ -60,7 +62,7 @@ TERMINATIONS = tuple(t.value for t in Termination if t not in (Termination.UNSPE
 #: The published ratings in the output folder (:mod:`arena.report.publish`).
 RATINGS_FILE = "ratings.json"
 #: The tournament facts the store decides, whatever a ratings.json says (:meth:`WebData.published`).
-_STORE_FACTS = ("master_seed", "league", "league_closed", "ladder", "left_out")
+_STORE_FACTS = ("master_seed", "league", "league_closed", "ladder", "left_out", "waiting")
 #: Seconds of play the board's games per second looks back on, from the newest stored game (the speed
 #: lately: not since a start days before, across a resume or a league at rest).
 RATE_WINDOW_S = 600
@@ -243,6 +245,11 @@ class WebData:
         rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
         return str(rows[0][0]) if rows else None
 
+    def waiting(self) -> list[str]:
+        """The remote bots (labels) whose games wait for their first worker, as the arena last wrote them
+        (:data:`arena.tournament.runner.WAITING_KEY`); sorted, none when not written."""
+        return waiting_facts(self._meta(WAITING_KEY))
+
     def version(self) -> Version:
         """(games stored, time of the last one): changes when a game finishes."""
         rows = self._query(_VERSION_SQL)
@@ -340,7 +347,8 @@ class WebData:
     def facts(self) -> TournamentFacts:
         """The public facts (name, players, bots {name: version}, rules, commitment, scheduled, played,
         ``ladder`` for a ladder (:data:`arena.tournament.runner.LADDER_KEY`), ``left_out``: the bots
-        ``arena serve`` leaves out, each with its reason (:data:`arena.tournament.runner.LEFT_OUT_KEY`), and
+        ``arena serve`` leaves out, each with its reason (:data:`arena.tournament.runner.LEFT_OUT_KEY`),
+        ``waiting``: the remote bots whose games wait for their first worker (:meth:`waiting`), and
         ``master_seed`` — ``None`` until the arena has revealed it: ``finished_at`` is in the meta
         table, set by ``arena run`` when it publishes the seed, and by ``arena competition close``, which makes
         ``league_closed`` True; ``arena serve`` never reveals it, and its store's
@@ -369,6 +377,9 @@ class WebData:
         left_out = left_out_facts(self._meta(LEFT_OUT_KEY))  # arena serve: changes at a reload, without a game
         if left_out:
             facts["left_out"] = left_out
+        waiting = self.waiting()  # a remote bot's first worker came: changes without a game
+        if waiting:
+            facts["waiting"] = waiting
         return facts
 
     def blind(self) -> bool:

@@ -101,7 +101,8 @@ def board_context(
     """What ``_board.html`` shows: the ratings (a :func:`arena.ratings.fit.rate` result with its
     publication marks), the tournament's public ``facts`` (name, players, bots, commitment, scheduled,
     played, master seed; and when published: failures, sprt, precision; ``left_out``: the bots ``arena serve``
-    leaves out, with why, its "Left out" table), the ``forfeits`` (:func:`forfeits_by_bot`
+    leaves out, with why, its "Left out" table; ``waiting``: the remote bots whose games wait for their first
+    worker, marked "waiting for its workers"), the ``forfeits`` (:func:`forfeits_by_bot`
     of the games.jsonl rows), and for a live league the ``running`` games and ``rate`` (games a second).
     ``hidden``: entrants left out of the tables, the charts, the failures and the forfeits (a
     competition's older versions, unless asked for)."""
@@ -132,6 +133,7 @@ def board_context(
         "rate": rate,
         "running": list(running),
         "hidden": len(hidden),
+        "waiting": [w for w in facts.get("waiting", []) if w not in hidden],
     }
 
 
