@@ -828,7 +828,8 @@ def _node_worker_says(script: str) -> Any:
 
 def test_a_worker_dials_a_lost_lobby_on_for_ever_unless_told_a_bound() -> None:
     """An arena upgrade may take hours: the Python and Node.js workers, as the C++ one, dial a lost lobby for
-    as long as they run by default (they gave up after 300 s); ``--reconnect S`` still gives up after S s."""
+    as long as they run by default (they gave up after 300 s); ``--reconnect S`` still gives up after S s
+    (the C++ worker's bound: the real-process test below)."""
     from sdk.run import _parser
     from sdk.worker import LobbyWorker, gives_up
 
@@ -847,34 +848,37 @@ def test_a_worker_dials_a_lost_lobby_on_for_ever_unless_told_a_bound() -> None:
 
 
 def test_workers_dial_a_lobby_down_past_a_small_bound_and_register_when_it_is_back(tmp_path: Path) -> None:
-    """Real workers dialling a port where no lobby listens: with ``--reconnect 1`` the Python and Node.js ones
-    give up (exit 1, one line), without it they are still dialling after that and register once a lobby
+    """Real workers dialling a port where no lobby listens: with ``--reconnect 1`` the Python, Node.js and C++
+    ones give up (exit 1, one line), without it they are still dialling after that and register once a lobby
     listens there."""
     require(shutil.which("node") is not None and (ROOT / "sample_bots/js/node_modules").is_dir(),
             "node or sample_bots/js/node_modules missing (npm ci --prefix sample_bots/js)")
+    cpp = ROOT / "sample_bots/cpp/build/allfours-cpp-bot"
+    require(cpp.is_file(), "sample_bots/cpp is not built (run scripts/setup.sh or bash sample_bots/cpp/build.sh)")
     port, book = free_port(), TokenBook()
     address = f"127.0.0.1:{port}"
+    commands = {"py": [sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--arena", address],
+                "js": ["node", "sample_bots/js/bot.js", "--arena", address], "cc": [str(cpp)]}  # C++: ALLFOURS_LOBBY
 
-    def worker(kind: str, name: str, *extra: str) -> subprocess.Popen[str]:
-        cmd = ([sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot"] if kind == "python"
-               else ["node", "sample_bots/js/bot.js"])
-        env = {**os.environ, "ALLFOURS_BOT_TOKEN": book.issue(name)}
-        return subprocess.Popen([*cmd, "--arena", address, "--name", name, *extra], cwd=ROOT, env=env, text=True,
+    def worker(name: str, *extra: str) -> subprocess.Popen[str]:
+        env = {**os.environ, "ALLFOURS_BOT_TOKEN": book.issue(name), "ALLFOURS_BOT_NAME": name,
+               "ALLFOURS_LOBBY": address}
+        return subprocess.Popen([*commands[name], *extra], cwd=ROOT, env=env, text=True,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
-    bounded = [worker("python", "py", "--reconnect", "1"), worker("node", "js", "--reconnect", "1")]
-    endless = [worker("python", "py"), worker("node", "js")]
+    bounded = [worker(name, "--reconnect", "1") for name in commands]
+    endless = [worker(name) for name in commands]
     lobby = None
     try:
         for w in bounded:
             _, err = w.communicate(timeout=60)
             assert w.returncode == 1 and "cannot reach the lobby at" in err, err
-        assert [w.poll() for w in endless] == [None, None]  # still dialling, past the bound the others gave up at
+        assert [w.poll() for w in endless] == [None] * 3  # still dialling, past the bound the others gave up at
         lobby = Lobby("t", book, port=port)
         lobby.start()
         deadline = time.monotonic() + 60
-        while not (lobby.came("py") and lobby.came("js")):
-            assert time.monotonic() < deadline and [w.poll() for w in endless] == [None, None], lobby.counts()
+        while not all(lobby.came(name) for name in commands):
+            assert time.monotonic() < deadline and [w.poll() for w in endless] == [None] * 3, lobby.counts()
             time.sleep(0.1)
     finally:
         for w in bounded + endless:

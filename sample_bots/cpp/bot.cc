@@ -20,7 +20,8 @@
 // ALLFOURS_BOT_NAME for its local workers), it registers at that lobby and plays each Assignment as
 // above, then sends Ready. When the lobby stream ends or breaks (UNAVAILABLE: the arena restarting), or
 // the first dial finds no lobby, it dials again with back-off (0.5 s doubling to 5 s, with jitter; one
-// line each time) and registers again, for as long as it runs. It leaves with status 0 once the process
+// line each time) and registers again, for as long as it runs, or for --reconnect S seconds from the
+// loss (then status 1 and one line: "cannot reach the lobby at …"). It leaves with status 0 once the process
 // named by ALLFOURS_WORKER_PARENT (the arena) is gone, and with status 1 and one line when the lobby
 // refuses it (a wrong or revoked token, a bad registration: dialling again cannot help; RESOURCE_EXHAUSTED
 // ending "dial again later", a full pool, is dialled again). The lobby is dialled over TLS when ALLFOURS_TLS_CA (or
@@ -75,6 +76,7 @@ struct Options {
   std::string lobby;
   std::string token;
   long parent = 0;
+  int reconnect_s = -1;  // --reconnect S: give up on a lobby down for S seconds (-1: dial on for ever)
   // TLS: the PEM of --tls-ca (or $ALLFOURS_TLS_CA; empty: plaintext), the one trusted for a referee an
   // Assignment marks referee_tls ($ALLFOURS_REFEREE_TLS_CA, else ca_pem), and whether opts.referee
   // serves TLS (a match of its own: ca_pem is set; a worker's match: the Assignment's referee_tls).
@@ -98,7 +100,7 @@ void Log(const std::string& text) {
 [[noreturn]] void Usage(const std::string& why) {
   if (!why.empty()) std::cerr << "allfours-cpp-bot: " << why << "\n";
   std::cerr << "usage: allfours-cpp-bot [--referee HOST:PORT] [--ticket T] [--name NAME] [--version V] [--tls-ca PEM]"
-               " [--think-ms N]\n";
+               " [--think-ms N] [--reconnect S]\n";
   std::exit(2);
 }
 
@@ -172,6 +174,7 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--version") o.version = value();
     else if (a == "--tls-ca") tls_ca = value();
     else if (a == "--think-ms") o.think_ms = WholeNumber(a, value());
+    else if (a == "--reconnect") o.reconnect_s = WholeNumber(a, value());
     else Usage("unknown argument " + a);
   }
   o.ca_pem = ReadCa(tls_ca, "--tls-ca (or $ALLFOURS_TLS_CA)");
@@ -467,17 +470,26 @@ bool LobbyRefusalIsFinal(const grpc::Status& status) {
   }
 }
 
+// Whether a worker dialling a lost lobby for `dialling` stops: only with --reconnect S (reconnect_s >= 0)
+// run out; -1 dials on for as long as the worker runs (an arena upgrade may take hours), as the Python
+// SDK's sdk.worker.gives_up and the Node.js bot's givesUp.
+bool GivesUp(std::chrono::steady_clock::duration dialling, int reconnect_s) {
+  return reconnect_s >= 0 && dialling >= std::chrono::seconds(reconnect_s);
+}
+
 // Worker mode: the lobby's worker, one lobby stream at a time (a new one, on a new channel, after each loss).
 class Worker {
  public:
   explicit Worker(const Options& opts) : opts_(opts) {}
 
-  // Dial, register and play until the lobby refuses the worker (1) or the arena is gone (0).
+  // Dial, register and play until the lobby refuses the worker (1), --reconnect runs out (1) or the arena is
+  // gone (0).
   int Run() {
     std::thread watch([this] { WatchParent(); });
     std::mt19937 rng(std::random_device{}());
     std::uniform_real_distribution<double> jitter(0.8, 1.2);
     auto backoff = kFirstBackoff;
+    auto lost_at = std::chrono::steady_clock::now();  // dialling since (the start, or the last loss)
     int code = 0;
     for (;;) {
       bool registered = false;
@@ -488,9 +500,17 @@ class Worker {
         code = 1;
         break;
       }
-      if (registered) backoff = kFirstBackoff;  // it was up: this is a new loss
+      if (registered) {  // it was up: this is a new loss
+        backoff = kFirstBackoff;
+        lost_at = std::chrono::steady_clock::now();
+      }
       auto wait = std::chrono::milliseconds(static_cast<long>(backoff.count() * jitter(rng)));
       std::string why = status.ok() ? "the stream ended" : StatusText(status);
+      if (GivesUp(std::chrono::steady_clock::now() - lost_at, opts_.reconnect_s)) {
+        Log("cannot reach the lobby at " + opts_.lobby + ": " + why);
+        code = 1;
+        break;
+      }
       Log((registered ? "lobby connection lost (" : "cannot reach the lobby at " + opts_.lobby + " (") + why +
           "); dialling again in " + std::to_string(wait.count()) + " ms");
       std::unique_lock<std::mutex> lock(mu_);
