@@ -183,3 +183,31 @@ def test_the_run_loop_passes_over_a_remote_bot_that_never_came(tmp_path: Path) -
         assert waiting_facts(t.store.get_meta(WAITING_KEY)) == []  # given up on: no longer passed over
     finally:
         t.store.close()
+
+
+class TwoNeverCome(NeverComes):
+    """Neither remote bot's worker ever comes (a served league's look at them)."""
+
+    def waiting(self) -> frozenset[str]:
+        return frozenset({"ghost", "idle"})
+
+
+def test_the_waiting_list_names_only_bots_with_games_left_and_a_new_run_starts_it_afresh(tmp_path: Path) -> None:
+    (tmp_path / "t.toml").write_text(f'[tournament]\nname = "late"\nplayers = 2\ngames_per_pairing = 2\n'
+                                     f'master_seed = "{"5c" * 32}"\noutput = "out"\n' + bots_toml("a", "b", "ghost"))
+    config = load_config(tmp_path / "t.toml")
+    t = open_tournament(config)
+    try:
+        # 'idle' has no game in this run (a remote bot whose games are all played): its games do not wait
+        t.store.set_meta(WAITING_KEY, '["stale"]')
+        games = [g for g in t.schedule if "ghost" not in g.sides]
+        assert run_games(t.schedule, TwoNeverCome(), t.store, 2, lambda r, w: None, continuous=True) == len(games)
+        assert waiting_facts(t.store.get_meta(WAITING_KEY)) == ["ghost"]
+    finally:
+        t.store.close()
+    # a restart with no game to play (the list is written by a run loop only): the former list is not shown
+    t = open_tournament(config)
+    try:
+        assert waiting_facts(t.store.get_meta(WAITING_KEY)) == []
+    finally:
+        t.store.close()

@@ -235,6 +235,7 @@ def open_tournament(config: TournamentConfig, output: Path | None = None, *, clo
     facts = {**public_facts(config, commit, scheduled_count(schedule, store)), "bots": versions, "entrants": labels,
              "active": [e.label for e in active]}
     store.set_meta(FACTS_KEY, json.dumps(facts, sort_keys=True))
+    store.set_meta(WAITING_KEY, "[]")  # a former run's list: this run's loop writes its own (no game: none)
     entrants = {e.label: spec[(e.name, e.version)] for e in active}
     order = blind_order(schedule, seed) if config.blind_seats else schedule
     return Tournament(config, store, seed, commit, schedule, entrants, labels, order, versions)
@@ -568,9 +569,10 @@ class _RunLoop:
 
 
     def _list_waiting(self) -> None:
-        """Write :meth:`Starter.waiting` to the store's :data:`WAITING_KEY` if it changed since last written
-        (always at a loop's first turn: a former run's list may be stale)."""
-        waiting = self.starter.waiting()
+        """Write :meth:`Starter.waiting`, less the bots with no game left in this loop (their games do not wait),
+        to the store's :data:`WAITING_KEY` if it changed since last written (always at a loop's first turn)."""
+        left = {label for g in (*self.todo, *self.running.values()) for label in g.seats}
+        waiting = self.starter.waiting() & left
         if waiting != self.listed:
             self.stored.store.set_meta(WAITING_KEY, json.dumps(sorted(waiting)))
             self.listed = waiting
