@@ -61,7 +61,17 @@ from referee import wire
 from referee.dealing import check_seed, fresh_seed
 from referee.match import CLOSE, Connection, Match, SeatUnavailable, now
 from referee.rules.errors import quote
-from referee.streams import CappedHealth, M, PeerStreams, Pending, Undecodable, add_service, add_stream_method, decoded
+from referee.streams import (
+    CappedHealth,
+    M,
+    PeerStreams,
+    Pending,
+    UnaryRequests,
+    Undecodable,
+    add_service,
+    add_stream_method,
+    decoded,
+)
 
 log = structlog.get_logger("referee.server")
 
@@ -557,7 +567,8 @@ class RefereeServer:
         """
         if self.record_dir is not None:
             prepare_record_dir(self.record_dir)
-        server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS)
+        server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS,
+                                 interceptors=[UnaryRequests()])
         add_referee_service(RefereeServicer(self.registry), server)
         add_service(server, pb.DESCRIPTOR.services_by_name["AdminService"],
                     AdminServicer(self.registry, self.admin_token, self.record_dir, self._accepting), pb)
@@ -601,7 +612,8 @@ class RefereeServer:
             raise RuntimeError("the referee is not running")
         if address in self._bot_servers:
             return
-        server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=BOT_SOCKET_RPCS)
+        server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=BOT_SOCKET_RPCS,
+                                 interceptors=[UnaryRequests()])
         add_referee_service(RefereeServicer(self.registry, Pending(PENDING_HELLOS_PER_PEER)), server)
         if not server.add_insecure_port(address):
             raise RuntimeError(f"could not bind {address}")
@@ -628,7 +640,8 @@ class RefereeServer:
         if self._server is None:
             raise RuntimeError("the referee is not running")
         check_bindable(host, port)
-        server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS)
+        server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS,
+                                 interceptors=[UnaryRequests()])
         add_referee_service(RefereeServicer(self.registry, Pending(PENDING_HELLOS_PER_PEER)), server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         addr = host_port(host, port)

@@ -11,7 +11,10 @@ Both are bidirectional streams whose first client message must be one kind of a 
   handlers answer undecodable requests with one line too (:func:`decoded`);
 - :class:`PeerStreams` caps the streams that take no token and stay open as long as the client likes (a
   health ``Watch``, a reflection stream) per peer address, as :class:`Pending` caps silent streams;
-  :class:`CappedHealth` is the standard health service of both ports with its ``Watch`` capped so.
+  :class:`CappedHealth` is the standard health service of both ports with its ``Watch`` capped so;
+- :class:`UnaryRequests`, a server interceptor, does for every method whose request is one message (the
+  Submission service's, health ``Check`` and ``Watch``, the AdminService's) what :class:`Pending` does for
+  the streams: the request within :data:`REQUEST_TIMEOUT_S`, the calls waiting for theirs capped per address.
 
 The one-line statuses are documented in docs/protocol.md (the Play and the lobby tables).
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -219,3 +223,66 @@ class CappedHealth(health.aio.HealthServicer):  # type: ignore[misc]  # grpc_hea
     async def Watch(self, request: health_pb2.HealthCheckRequest, context: grpc.aio.ServicerContext) -> None:
         async with self.streams.held_open(context, "health Watch"):
             await super().Watch(request, context)
+
+
+#: Seconds a call of a method whose request is one message has to send it (:class:`UnaryRequests`).
+REQUEST_TIMEOUT_S = 10.0
+#: Most such calls of one peer address waiting for their request at once, and of all peers together.
+REQUESTS_PER_PEER = 16
+REQUESTS_ALL = 256
+
+
+class UnaryRequests(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """A server interceptor bounding the calls that wait for their one request message. gRPC reads a unary
+    request before it calls the handler, with no time limit: a call whose client opened it and sent nothing
+    held one of the server's ``maximum_concurrent_rpcs`` slots until the client let go, before any token was
+    seen, so an anonymous client holding 1024 silent ``GetSubmission`` (or health ``Check``) calls made the
+    lobby's port refuse every competitor's call and every worker's ``Connect`` ("Concurrent RPC limit
+    exceeded!"), and a bot's container the embedded referee's every seat. Each such method is served as a
+    request stream instead (the same bytes on the wire: a unary client sees no difference), whose one
+    message is read here: within ``timeout_s`` (else INVALID_ARGUMENT, ``no request within 10 s of opening
+    the call``), at most ``per_peer`` calls of one address and ``in_all`` in all waiting for theirs at once
+    (:class:`PeerStreams`; more are refused at once, RESOURCE_EXHAUSTED, one line ending ``dial again
+    later``). Then the method's own handler runs as before. Used on one event loop only (its server's)."""
+
+    def __init__(self, per_peer: int = REQUESTS_PER_PEER, in_all: int = REQUESTS_ALL,
+                 timeout_s: float | None = None) -> None:
+        self.streams = PeerStreams(per_peer, in_all)
+        self.timeout_s = REQUEST_TIMEOUT_S if timeout_s is None else timeout_s
+
+    async def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        """The method's handler, a request stream reading its one request (see the class docstring)."""
+        handler = await continuation(details)
+        if handler is None or handler.request_streaming:
+            return handler
+        streaming = bool(handler.response_streaming)
+        method = handler.unary_stream if streaming else handler.unary_unary
+
+        async def behavior(_requests: Any, context: grpc.aio.ServicerContext) -> Any:
+            result = method(await self.request(context), context)
+            if hasattr(result, "__aiter__"):  # an async generator of responses
+                async for response in result:
+                    await context.write(response)
+                return None
+            return await result if inspect.isawaitable(result) else result
+
+        kind = grpc.stream_stream_rpc_method_handler if streaming else grpc.stream_unary_rpc_method_handler
+        return kind(behavior, request_deserializer=handler.request_deserializer,
+                    response_serializer=handler.response_serializer)
+
+    async def request(self, context: grpc.aio.ServicerContext) -> Any:
+        """The call's one request message, or the call aborted (see the class docstring; a call that ends
+        without one: INVALID_ARGUMENT, ``the call ended without its request``)."""
+        async with self.streams.held(
+            context, f"{self.streams.per_peer} calls of your address are waiting to send their request: dial "
+                     "again later",
+            f"{self.streams.in_all} calls are waiting to send their request: dial again later",
+        ):
+            try:
+                request = await asyncio.wait_for(context.read(), self.timeout_s)
+            except TimeoutError:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                    f"no request within {self.timeout_s:g} s of opening the call")
+        if request is grpc.aio.EOF:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the call ended without its request")
+        return request

@@ -1478,3 +1478,149 @@ def test_arena_submit_wait_asks_again_after_a_refused_read(served: tuple[str, st
         competitor.close()
     assert last.status == "rated" and seen == ["rated"]
     assert next(times, None) is None  # asked three times in all
+
+
+def _silent_calls(channels: list[Any], method: str, release: asyncio.Event, count: int) -> list[Any]:
+    """``count`` calls of ``method`` (a unary one: ``/pkg.Service/Method``) over ``channels`` in turn, each
+    opened and never sending its request until ``release``: a client that calls and stays silent."""
+    return [channels[k % len(channels)].stream_stream(method, request_serializer=bytes, response_deserializer=bytes)(
+        _silent(release), timeout=60) for k in range(count)]
+
+
+@pytest.mark.parametrize("method", ["/allfours.v1.SubmissionService/GetSubmission", "/grpc.health.v1.Health/Check"])
+def test_silent_unary_calls_of_one_address_do_not_stop_the_lobby(tmp_path: Path, method: str) -> None:
+    """gRPC reads a unary call's request before its handler runs, with no time limit, and the call holds one
+    of the lobby server's 1024 RPC slots meanwhile, before any token is seen. An anonymous client holding 1100
+    GetSubmission (or health Check) calls that never sent their request made the lobby's port refuse every
+    competitor's call and every worker's Connect ("Concurrent RPC limit exceeded!") for as long as it
+    liked. Now the calls of one address waiting for their request are capped: the rest are refused at once
+    with one line, and a competitor from another address (here IPv6 loopback) is answered."""
+    from arena.lobby.service import Lobby
+    from arena.lobby.tokens import TokenBook
+    from referee.streams import REQUESTS_PER_PEER
+
+    desk = _desk(tmp_path, per_day=10)
+    token = desk.book.add_competitor("eve")
+    lobby = Lobby("t", TokenBook(), host="localhost", services=[service.add_to_server(desk)])  # 127.0.0.1 and ::1
+    port = lobby.start().rpartition(":")[2]
+    flood = 1100
+
+    async def attack() -> tuple[list[tuple[grpc.StatusCode, str]], Any]:
+        release = asyncio.Event()
+        own = [("grpc.use_local_subchannel_pool", 1)]
+        channels = [grpc.aio.insecure_channel(f"ipv4:127.0.0.1:{port}", options=own) for _ in range(8)]
+        calls = _silent_calls(channels, method, release, flood)
+        refused, tasks = await _follow_refusals(calls, lambda seen: seen >= flood - REQUESTS_PER_PEER)
+        async with grpc.aio.insecure_channel(f"ipv6:[::1]:{port}") as ch:
+            try:
+                answer: Any = await spb_grpc.SubmissionServiceStub(ch).ListSubmissions(
+                    spb.ListSubmissionsRequest(), metadata=(("authorization", f"Bearer {token}"),), timeout=30)
+            except grpc.aio.AioRpcError as e:
+                answer = (e.code(), e.details())
+        release.set()
+        await asyncio.gather(*tasks)
+        for c in channels:
+            await c.close()
+        return refused, answer
+
+    try:
+        refused, answer = asyncio.run(attack())
+    finally:
+        lobby.stop()
+        desk.book.close()
+    assert isinstance(answer, spb.ListSubmissionsResponse), answer
+    line = f"{REQUESTS_PER_PEER} calls of your address are waiting to send their request: dial again later"
+    capped = [d for code, d in refused if code == grpc.StatusCode.RESOURCE_EXHAUSTED and d == line]
+    assert len(refused) >= flood - REQUESTS_PER_PEER and len(capped) > flood // 2, refused[:3]
+
+
+def test_a_unary_call_without_its_request_ends_with_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call that sends no request ends at the request time limit (INVALID_ARGUMENT, one line), one that ends
+    without it at once; the unary calls that send theirs are answered as before, health's Watch too."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    from arena.lobby.service import Lobby
+    from arena.lobby.tokens import TokenBook
+    from referee import streams
+
+    monkeypatch.setattr(streams, "REQUEST_TIMEOUT_S", 1.0)
+    desk = _desk(tmp_path, per_day=10)
+    token = desk.book.add_competitor("eve")
+    lobby = Lobby("t", TokenBook(), services=[service.add_to_server(desk)])
+    address = lobby.start()
+
+    async def calls() -> list[str]:
+        async def outcome(call: Any) -> str:
+            try:
+                got = [m async for m in call] if hasattr(call, "__aiter__") else [await call]
+                return f"OK {len(got)}"
+            except grpc.aio.AioRpcError as e:
+                return f"{e.code().name}: {e.details()}"
+
+        release = asyncio.Event()
+        meta = (("authorization", f"Bearer {token}"),)
+        async with grpc.aio.insecure_channel(address) as ch:
+            silent = _silent_calls([ch], "/allfours.v1.SubmissionService/GetSubmission", release, 1)[0]
+            ended = ch.stream_stream("/allfours.v1.SubmissionService/GetSubmission", request_serializer=bytes,
+                                     response_deserializer=bytes)(iter(()), metadata=meta, timeout=30)
+            stub = spb_grpc.SubmissionServiceStub(ch)
+            got = [await outcome(silent), await outcome(ended),
+                   await outcome(stub.GetSubmission(spb.GetSubmissionRequest(id=7), metadata=meta, timeout=30)),
+                   await outcome(health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=30))]
+            watch = health_pb2_grpc.HealthStub(ch).Watch(health_pb2.HealthCheckRequest(), timeout=30)
+            got.append(health_pb2.HealthCheckResponse.ServingStatus.Name((await watch.read()).status))
+            watch.cancel()
+            release.set()
+        return got
+
+    try:
+        got = asyncio.run(calls())
+    finally:
+        lobby.stop()
+        desk.book.close()
+    assert got == ["INVALID_ARGUMENT: no request within 1 s of opening the call",
+                   "INVALID_ARGUMENT: the call ended without its request",
+                   "NOT_FOUND: no submission 7 of yours", "OK 1", "SERVING"], got
+
+
+def test_silent_unary_calls_of_one_address_do_not_stop_the_referee(tmp_path: Path) -> None:
+    """A submitted bot's container reaches the embedded referee, whose health service (and AdminService) take
+    unary calls: 4000 health Check calls that never sent their request (over 80 connections) held every one of
+    the referee's 2048 RPC slots, so every seat's Play stream was refused ("Concurrent RPC limit exceeded!")
+    and every other game forfeited. Now they are capped per address as silent Play streams are: another
+    seat's stream (a sandboxed process bot's, on the referee's unix socket) is still answered."""
+    from allfours.v1 import referee_pb2 as pb
+    from allfours.v1 import referee_pb2_grpc as pb_grpc
+    from referee import wire
+    from referee.server import ThreadedReferee
+    from referee.streams import REQUESTS_PER_PEER
+
+    flood = 4000
+
+    async def attack(address: str, sock: str) -> tuple[list[tuple[grpc.StatusCode, str]], tuple[grpc.StatusCode, str]]:
+        release = asyncio.Event()
+        own = [("grpc.use_local_subchannel_pool", 1)]  # a connection each: 64 streams at most on one
+        channels = [grpc.aio.insecure_channel(address, options=own) for _ in range(80)]
+        calls = _silent_calls(channels, "/grpc.health.v1.Health/Check", release, flood)
+        refused, tasks = await _follow_refusals(calls, lambda seen: seen >= flood - REQUESTS_PER_PEER)
+        async with grpc.aio.insecure_channel(sock) as ch:
+            hello = pb.PlayRequest(hello=pb.Hello(ticket="t-no-such", protocol_version=wire.PROTOCOL_VERSION))
+            try:
+                async for _ in pb_grpc.RefereeServiceStub(ch).Play(iter([hello]), timeout=30):
+                    pass
+                other = (grpc.StatusCode.OK, "")
+            except grpc.aio.AioRpcError as e:
+                other = (e.code(), e.details() or "")
+        release.set()
+        await asyncio.gather(*tasks)
+        for c in channels:
+            await c.close()
+        return refused, other
+
+    sock = f"unix:{tmp_path}/referee.sock"
+    with ThreadedReferee(unix_socket=sock) as ref:
+        refused, other = asyncio.run(attack(ref.address, sock))
+    assert other == (grpc.StatusCode.UNAUTHENTICATED, "unknown ticket"), other  # served: its ticket was read
+    line = f"{REQUESTS_PER_PEER} calls of your address are waiting to send their request: dial again later"
+    capped = [d for code, d in refused if code == grpc.StatusCode.RESOURCE_EXHAUSTED and d == line]
+    assert len(refused) >= flood - REQUESTS_PER_PEER and len(capped) > flood // 2, refused[:3]

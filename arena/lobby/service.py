@@ -51,7 +51,7 @@ from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import lobby_pb2_grpc as lpb_grpc
 from arena.lobby.tokens import MAX_FIELD, TokenBook, token_digest
 from referee import wire
-from referee.streams import CappedHealth, Pending, Undecodable, add_stream_method
+from referee.streams import CappedHealth, Pending, UnaryRequests, Undecodable, add_stream_method
 
 log = structlog.get_logger("arena.lobby.service")
 
@@ -221,7 +221,8 @@ class Lobby:
         return asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(30)
 
     async def _start(self) -> str:
-        server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS)
+        server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS,
+                                 interceptors=[UnaryRequests()])
         add_stream_method(server, LOBBY_SERVICE, "Connect", _Servicer(self).Connect,
                           lpb.ConnectRequest, lpb.ConnectResponse)
         self._health = CappedHealth()
@@ -236,7 +237,8 @@ class Lobby:
             # ``host`` is the bots' network (the container sandbox's gateway): a server with Connect
             # alone there, so no bot in a container reaches the other services (the Submission service:
             # a bot with its author's token read its own logs of stored games, the twin's decks).
-            bots = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS)
+            bots = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS,
+                                   interceptors=[UnaryRequests()])
             add_stream_method(bots, LOBBY_SERVICE, "Connect", _Servicer(self, own_only=True).Connect,
                               lpb.ConnectRequest, lpb.ConnectResponse)
             self._bot_servers[self.host] = bots  # stopped with the rest (stop), bound or not
@@ -279,7 +281,8 @@ class Lobby:
                 raise RuntimeError("the lobby is not serving")
             if address in self._bot_servers:
                 return
-            server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=BOT_SOCKET_RPCS)
+            server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=BOT_SOCKET_RPCS,
+                                     interceptors=[UnaryRequests()])
             pending = Pending(PENDING_PER_PEER, PENDING_ALL)
             add_stream_method(server, LOBBY_SERVICE, "Connect", _Servicer(self, pending, own_only=True).Connect,
                               lpb.ConnectRequest, lpb.ConnectResponse)
