@@ -1624,3 +1624,43 @@ def test_silent_unary_calls_of_one_address_do_not_stop_the_referee(tmp_path: Pat
     line = f"{REQUESTS_PER_PEER} calls of your address are waiting to send their request: dial again later"
     capped = [d for code, d in refused if code == grpc.StatusCode.RESOURCE_EXHAUSTED and d == line]
     assert len(refused) >= flood - REQUESTS_PER_PEER and len(capped) > flood // 2, refused[:3]
+
+
+def test_bytes_that_are_no_request_are_one_line_not_the_parsers_exception(served: tuple[str, str, Desk]) -> None:
+    """Bytes that do not decode as a Submission method's request (not protobuf, or a name that is not UTF-8)
+    were answered UNKNOWN with the server's Python exception ("Unexpected <class
+    'google.protobuf.message.DecodeError'>: Error parsing message with type ..."), Submit's too; now
+    INVALID_ARGUMENT with one line naming their size, as the referee and the lobby answer on their streams."""
+    address, token, _ = served
+    meta = (("authorization", f"Bearer {token}"),)
+    bad_utf8 = b"\x0a\x02\xff\xfe"  # field 1 (a name), 2 bytes that are not UTF-8
+    got = []
+    with grpc.insecure_channel(address) as channel:
+        for method, body in (("GetSubmission", b"\xff\xff\xff"), ("RegisterRemote", bad_utf8),
+                             ("GetSeatLog", b"\xff\xff\xff")):
+            call = channel.unary_unary(f"/allfours.v1.SubmissionService/{method}", request_serializer=bytes,
+                                       response_deserializer=bytes)
+            with pytest.raises(grpc.RpcError) as e:
+                call(body, metadata=meta, timeout=30)
+            got.append((e.value.code(), e.value.details()))
+        header = spb.SubmitRequest(header=spb.SubmitHeader(name="evebot", kind=spb.SUBMISSION_KIND_PYTHON,
+                                                           entry="bot:Bot")).SerializeToString()
+        submit = channel.stream_unary("/allfours.v1.SubmissionService/Submit", request_serializer=bytes,
+                                      response_deserializer=bytes)
+        for messages in ([b"\xff\xff\xff"], [header, b"\xff\xff\xff"]):
+            with pytest.raises(grpc.RpcError) as e:
+                submit(iter(messages), metadata=meta, timeout=30)
+            got.append((e.value.code(), e.value.details()))
+    invalid = grpc.StatusCode.INVALID_ARGUMENT
+    assert got == [
+        (invalid, "the request is not a GetSubmissionRequest (3 bytes that do not decode as "
+                  "allfours.v1.GetSubmissionRequest)"),
+        (invalid, "the request is not a RegisterRemoteRequest (4 bytes that do not decode as "
+                  "allfours.v1.RegisterRemoteRequest)"),
+        (invalid, "the request is not a GetSeatLogRequest (3 bytes that do not decode as "
+                  "allfours.v1.GetSeatLogRequest)"),
+        (invalid, "the first message is not a SubmitRequest (3 bytes that do not decode as "
+                  "allfours.v1.SubmitRequest)"),
+        (invalid, "a message after the header is not a SubmitRequest (3 bytes that do not decode as "
+                  "allfours.v1.SubmitRequest)"),
+    ], got

@@ -7,7 +7,9 @@ GetSubmission, ListGames, GetSeatLog) count against ``reads_per_minute`` (:mod:`
 RESOURCE_EXHAUSTED, saying when to try again).
 What is decided lives in :class:`arena.competition.desk.Desk`; this module moves bytes and maps its
 refusals to status codes. An upload is spooled to a temporary file (the upload limit is counted as the
-chunks arrive) and unpacked in a worker thread, off the event loop the embedded referee shares.
+chunks arrive) and unpacked in a worker thread, off the event loop the embedded referee shares. Bytes that
+do not decode as a method's request are INVALID_ARGUMENT with one line naming their size
+(:class:`referee.streams.Undecodable`), not gRPC's UNKNOWN with the parser's exception.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from arena.competition.book import Submission
 from arena.competition.desk import Desk, Header, Refused
 from arena.competition.games import NotYours, my_games, seat_log
 from arena.competition.intake import IntakeError, check_upload
+from referee.streams import Undecodable, add_service, decoded
 
 #: The metadata key of the competitor's token (``Bearer TOKEN``).
 AUTH_KEY = "authorization"
@@ -107,6 +110,8 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
         """Submit's work for ``competitor``: the header, the chunks (the whole stream within
         :data:`UPLOAD_TIMEOUT_S`), then the desk's :meth:`Desk.receive`."""
         first = await anext(aiter(request_iterator), None)
+        if isinstance(first, Undecodable):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, first.detail())
         if first is None or first.WhichOneof("msg") != "header":
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first message of Submit must be a SubmitHeader")
         assert first is not None
@@ -135,6 +140,8 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
         """Write the archive's chunks to ``spool``, refusing another message or more than the upload limit."""
         received = 0
         async for msg in request_iterator:
+            if isinstance(msg, Undecodable):
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, msg.detail("a message after the header"))
             if msg.WhichOneof("msg") != "chunk":
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "after the header, only chunks")
             received += len(msg.chunk)
@@ -146,6 +153,7 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
 
     async def ListSubmissions(self, request: spb.ListSubmissionsRequest,
                               context: grpc.aio.ServicerContext) -> spb.ListSubmissionsResponse:
+        request = await decoded(request, context)
         competitor = await self._reader(context)
         book = self.desk.book
         final = book.final_entry(competitor)
@@ -153,6 +161,7 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
 
     async def GetSubmission(self, request: spb.GetSubmissionRequest,
                             context: grpc.aio.ServicerContext) -> spb.GetSubmissionResponse:
+        request = await decoded(request, context)
         competitor = await self._reader(context)
         try:
             sub = self.desk.owned(competitor, int(request.id))
@@ -163,6 +172,7 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
 
     async def ListGames(self, request: spb.ListGamesRequest,
                         context: grpc.aio.ServicerContext) -> spb.ListGamesResponse:
+        request = await decoded(request, context)
         competitor = await self._reader(context)
         d = self.desk
         games = await asyncio.to_thread(my_games, d.output, d.entrants(competitor), d.players)
@@ -172,6 +182,7 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
 
     async def GetSeatLog(self, request: spb.GetSeatLogRequest,
                          context: grpc.aio.ServicerContext) -> spb.GetSeatLogResponse:
+        request = await decoded(request, context)
         competitor = await self._reader(context)
         d = self.desk
         try:
@@ -183,6 +194,7 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
 
     async def RegisterRemote(self, request: spb.RegisterRemoteRequest,
                              context: grpc.aio.ServicerContext) -> spb.RegisterRemoteResponse:
+        request = await decoded(request, context)
         competitor = await self._who(context)
         try:
             self.desk.check_open(competitor, time.time())
@@ -194,6 +206,7 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
 
     async def SelectSubmission(self, request: spb.SelectSubmissionRequest,
                                context: grpc.aio.ServicerContext) -> spb.SelectSubmissionResponse:
+        request = await decoded(request, context)
         competitor = await self._who(context)
         try:
             sub = self.desk.select(competitor, int(request.id))
@@ -205,5 +218,5 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
 def add_to_server(desk: Desk) -> Any:
     """A function that adds the service over ``desk`` to a ``grpc.aio.Server`` (the lobby's)."""
     def add(server: grpc.aio.Server) -> None:
-        spb_grpc.add_SubmissionServiceServicer_to_server(SubmissionServicer(desk), server)
+        add_service(server, spb.DESCRIPTOR.services_by_name["SubmissionService"], SubmissionServicer(desk), spb)
     return add
