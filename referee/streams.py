@@ -243,7 +243,8 @@ class UnaryRequests(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     message is read here: within ``timeout_s`` (else INVALID_ARGUMENT, ``no request within 10 s of opening
     the call``), at most ``per_peer`` calls of one address and ``in_all`` in all waiting for theirs at once
     (:class:`PeerStreams`; more are refused at once, RESOURCE_EXHAUSTED, one line ending ``dial again
-    later``). Then the method's own handler runs as before. Used on one event loop only (its server's)."""
+    later``; a unix socket's calls are timed, not capped: :meth:`request`). Then the method's own handler runs as
+    before. Used on one event loop only (its server's)."""
 
     def __init__(self, per_peer: int = REQUESTS_PER_PEER, in_all: int = REQUESTS_ALL,
                  timeout_s: float | None = None) -> None:
@@ -272,17 +273,25 @@ class UnaryRequests(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
     async def request(self, context: grpc.aio.ServicerContext) -> Any:
         """The call's one request message, or the call aborted (see the class docstring; a call that ends
-        without one: INVALID_ARGUMENT, ``the call ended without its request``)."""
+        without one: INVALID_ARGUMENT, ``the call ended without its request``). A unix socket's calls are not
+        capped, only timed: the one socket with unary methods is the embedded referee's own, the arena's admin
+        calls (a sandboxed bot's socket serves its streams only: ``listen_unix``)."""
+        if peer_host(context.peer() or "") is None:
+            return await self._read(context)
         async with self.streams.held(
             context, f"{self.streams.per_peer} calls of your address are waiting to send their request: dial "
                      "again later",
             f"{self.streams.in_all} calls are waiting to send their request: dial again later",
         ):
-            try:
-                request = await asyncio.wait_for(context.read(), self.timeout_s)
-            except TimeoutError:
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                    f"no request within {self.timeout_s:g} s of opening the call")
+            return await self._read(context)
+
+    async def _read(self, context: grpc.aio.ServicerContext) -> Any:
+        """The one request of :meth:`request`, within ``timeout_s``."""
+        try:
+            request = await asyncio.wait_for(context.read(), self.timeout_s)
+        except TimeoutError:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"no request within {self.timeout_s:g} s of opening "
+                                "the call")
         if request is grpc.aio.EOF:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the call ended without its request")
         return request

@@ -1664,3 +1664,33 @@ def test_bytes_that_are_no_request_are_one_line_not_the_parsers_exception(served
         (invalid, "a message after the header is not a SubmitRequest (3 bytes that do not decode as "
                   "allfours.v1.SubmitRequest)"),
     ], got
+
+
+def test_the_arenas_own_calls_on_the_referees_unix_socket_are_not_capped(tmp_path: Path) -> None:
+    """The embedded referee's unix socket carries the arena's own admin calls (every game's CreateMatch, from
+    as many threads as games run at once): its calls are not capped as one address's, so more of them at once
+    than a TCP address may have waiting are never refused; each is still timed."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    from referee.server import ThreadedReferee
+    from referee.streams import REQUESTS_PER_PEER
+
+    async def calls(sock: str) -> str:
+        release = asyncio.Event()
+        async with grpc.aio.insecure_channel(sock) as ch:
+            silent = _silent_calls([ch], "/grpc.health.v1.Health/Check", release, REQUESTS_PER_PEER + 4)
+            await asyncio.sleep(1)  # the server holds them (capped, the next would be refused at once)
+            try:
+                got = await health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=30)
+                answer = health_pb2.HealthCheckResponse.ServingStatus.Name(got.status)
+            except grpc.aio.AioRpcError as e:
+                answer = f"{e.code().name}: {e.details()}"
+            release.set()
+            for c in silent:
+                c.cancel()
+        return answer
+
+    sock = f"unix:{tmp_path}/referee.sock"
+    with ThreadedReferee(unix_socket=sock):
+        answer = asyncio.run(calls(sock))
+    assert answer == "SERVING", answer
