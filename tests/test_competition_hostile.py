@@ -1694,3 +1694,51 @@ def test_the_arenas_own_calls_on_the_referees_unix_socket_are_not_capped(tmp_pat
     with ThreadedReferee(unix_socket=sock):
         answer = asyncio.run(calls(sock))
     assert answer == "SERVING", answer
+
+
+@pytest.mark.parametrize("held", ["competitor_for", "select"])
+def test_a_call_waiting_on_the_book_does_not_hold_the_lobbys_event_loop(tmp_path: Path, held: str) -> None:
+    """The Submission service shares its event loop with the lobby and the embedded referee (every game's
+    seats). It read and wrote the competition's book on that loop, and the book waits on its lock while the
+    build queue writes and on another process's write, each a disk sync; a competitor's SelectSubmission
+    calls (no limit: choices are not reads) each synced the disk there. A call whose book access waits (here
+    held until released: the token's look-up, or a choice's write) stopped every other call of the port, and
+    every game; now it waits in a worker thread and the port answers meanwhile (health Check, SERVING)."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    from arena.lobby.service import Lobby
+    from arena.lobby.tokens import TokenBook
+
+    desk = _desk(tmp_path, per_day=10)
+    token = desk.book.add_competitor("eve")
+    sub = desk.receive("eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(_archive()))
+    desk.book.set_status(sub.id, "accepted")
+    entered, release = threading.Event(), threading.Event()
+    original = getattr(desk.book, held)
+
+    def waiting(*args: Any) -> Any:
+        entered.set()
+        release.wait(60)
+        return original(*args)
+
+    setattr(desk.book, held, waiting)
+    lobby = Lobby("t", TokenBook(), services=[service.add_to_server(desk)])
+    address = lobby.start()
+    try:
+        with grpc.insecure_channel(address) as channel:
+            stub = spb_grpc.SubmissionServiceStub(channel)
+            chosen = stub.SelectSubmission.future(spb.SelectSubmissionRequest(id=sub.id),
+                                                  metadata=(("authorization", f"Bearer {token}"),), timeout=60)
+            assert entered.wait(30)
+            try:
+                got = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
+                answer = health_pb2.HealthCheckResponse.ServingStatus.Name(got.status)
+            except grpc.RpcError as e:
+                answer = f"{e.code().name}: {e.details()}"
+            release.set()
+            assert chosen.result().submission.final_entry
+    finally:
+        release.set()
+        lobby.stop()
+        desk.book.close()
+    assert answer == "SERVING", answer

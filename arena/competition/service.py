@@ -7,7 +7,11 @@ GetSubmission, ListGames, GetSeatLog) count against ``reads_per_minute`` (:mod:`
 RESOURCE_EXHAUSTED, saying when to try again).
 What is decided lives in :class:`arena.competition.desk.Desk`; this module moves bytes and maps its
 refusals to status codes. An upload is spooled to a temporary file (the upload limit is counted as the
-chunks arrive) and unpacked in a worker thread, off the event loop the embedded referee shares. Bytes that
+chunks arrive) and unpacked in a worker thread, off the event loop the embedded referee shares; every look at
+the competition's book (the token, the submissions, a choice) runs in a worker thread too: the book waits on
+its lock while the build queue writes and on another process's write (``arena competitor``, ``arena web``),
+each a disk sync, and on the loop every game's referee waited with it (a competitor's SelectSubmission calls,
+in no limit, each synced the disk there). Bytes that
 do not decode as a method's request are INVALID_ARGUMENT with one line naming their size
 (:class:`referee.streams.Undecodable`), not gRPC's UNKNOWN with the parser's exception.
 """
@@ -78,7 +82,7 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
 
     async def _who(self, context: grpc.aio.ServicerContext) -> str:
         token = token_of(context.invocation_metadata())
-        competitor = self.desk.book.competitor_for(token) if token else None
+        competitor = await asyncio.to_thread(self.desk.book.competitor_for, token) if token else None
         if competitor is None:
             why = "no competitor token (metadata authorization: Bearer TOKEN)" if not token else \
                 "unknown or revoked competitor token"
@@ -118,7 +122,7 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
         h = first.header
         header = Header(h.name, h.version, _KINDS.get(h.kind, ""), h.entry)
         try:
-            self.desk.check_open(competitor, time.time())
+            await asyncio.to_thread(self.desk.check_open, competitor, time.time())
         except Refused as e:
             await self._refuse(context, e)
         with tempfile.TemporaryFile(prefix="allfours-upload-") as spool:
@@ -133,7 +137,7 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
                 sub = await asyncio.to_thread(self.desk.receive, competitor, header, spool)
             except Refused as e:
                 await self._refuse(context, e)
-        return spb.SubmitResponse(submission=self._pb(sub))
+        return spb.SubmitResponse(submission=await asyncio.to_thread(self._pb, sub))
 
     async def _spool(self, request_iterator: Any, context: grpc.aio.ServicerContext, header: Header,
                      spool: IO[bytes]) -> None:
@@ -155,6 +159,10 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
                               context: grpc.aio.ServicerContext) -> spb.ListSubmissionsResponse:
         request = await decoded(request, context)
         competitor = await self._reader(context)
+        return await asyncio.to_thread(self._list, competitor)
+
+    def _list(self, competitor: str) -> spb.ListSubmissionsResponse:
+        """ListSubmissions' answer for ``competitor`` (reads the book: in a worker thread)."""
         book = self.desk.book
         final = book.final_entry(competitor)
         return spb.ListSubmissionsResponse(submissions=[self._pb(s, final) for s in book.submissions(competitor)])
@@ -164,10 +172,10 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
         request = await decoded(request, context)
         competitor = await self._reader(context)
         try:
-            sub = self.desk.owned(competitor, int(request.id))
+            sub = await asyncio.to_thread(self.desk.owned, competitor, int(request.id))
         except Refused as e:
             await self._refuse(context, e)
-        return spb.GetSubmissionResponse(submission=self._pb(sub))
+        return spb.GetSubmissionResponse(submission=await asyncio.to_thread(self._pb, sub))
 
 
     async def ListGames(self, request: spb.ListGamesRequest,
@@ -175,7 +183,7 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
         request = await decoded(request, context)
         competitor = await self._reader(context)
         d = self.desk
-        games = await asyncio.to_thread(my_games, d.output, d.entrants(competitor), d.players)
+        games = await asyncio.to_thread(lambda: my_games(d.output, d.entrants(competitor), d.players))
         return spb.ListGamesResponse(games=[
             spb.Game(game_id=g.game_id, a=g.a, b=g.b, score_a=g.scores[0], score_b=g.scores[1],
                      winner=-1 if g.winner is None else g.winner, seats=list(g.seats)) for g in games])
@@ -186,8 +194,8 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
         competitor = await self._reader(context)
         d = self.desk
         try:
-            text = await asyncio.to_thread(seat_log, d.output, d.entrants(competitor), d.players,
-                                           request.game_id, int(request.seat))
+            text = await asyncio.to_thread(lambda: seat_log(d.output, d.entrants(competitor), d.players,
+                                                            request.game_id, int(request.seat)))
         except NotYours as e:
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, str(e))
         return spb.GetSeatLogResponse(text=text)
@@ -197,11 +205,11 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
         request = await decoded(request, context)
         competitor = await self._who(context)
         try:
-            self.desk.check_open(competitor, time.time())
+            await asyncio.to_thread(self.desk.check_open, competitor, time.time())
             sub, token = await asyncio.to_thread(self.desk.register_remote, competitor, request.name, request.version)
         except Refused as e:
             await self._refuse(context, e)
-        return spb.RegisterRemoteResponse(submission=self._pb(sub), bot_token=token)
+        return spb.RegisterRemoteResponse(submission=await asyncio.to_thread(self._pb, sub), bot_token=token)
 
 
     async def SelectSubmission(self, request: spb.SelectSubmissionRequest,
@@ -209,10 +217,10 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
         request = await decoded(request, context)
         competitor = await self._who(context)
         try:
-            sub = self.desk.select(competitor, int(request.id))
+            sub = await asyncio.to_thread(self.desk.select, competitor, int(request.id))
         except Refused as e:
             await self._refuse(context, e)
-        return spb.SelectSubmissionResponse(submission=self._pb(sub))
+        return spb.SelectSubmissionResponse(submission=await asyncio.to_thread(self._pb, sub))
 
 
 def add_to_server(desk: Desk) -> Any:
