@@ -1178,7 +1178,11 @@ def test_a_place_restarted_for_ever_keeps_only_its_newest_restart_logs(tmp_path:
                                                                                  for n in newest)])
 
 
-DOUBLE = '''"""A worker bot that says which seat of which match each of its answers is for."""
+DOUBLE = '''"""A worker bot that says which seat of which match each of its answers is for: one write of the whole
+line (its two workers are threads of one process: print writes the text and its newline apart, so two
+lines could mix)."""
+import os
+
 from sdk.bot import Bot, Context
 
 
@@ -1186,7 +1190,7 @@ class Double(Bot):
     name = "double"
 
     def act(self, ctx: Context):
-        print(f"SEAT {ctx.match_id} {ctx.seat}", flush=True)
+        os.write(1, f"SEAT {ctx.match_id} {ctx.seat}\\n".encode())
         return ctx.legal[0]
 '''
 
