@@ -11,7 +11,7 @@ import io
 import subprocess
 import tarfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -595,6 +595,70 @@ def test_a_fork_bomb_in_a_build_stops_at_the_builds_pids_limit(tmp_path: Path) -
     assert leftovers(client, run_key(out)) == []
 
 
+Refusals = list[tuple[grpc.StatusCode, str]]
+
+
+def _own_channels(target: str, count: int) -> list[grpc.aio.Channel]:
+    """``count`` channels to ``target``, each its own connection (channels to one address share theirs by
+    default, and a connection carries 64 streams at most)."""
+    return [grpc.aio.insecure_channel(target, options=[("grpc.use_local_subchannel_pool", 1)]) for _ in range(count)]
+
+
+Flood = Callable[[list[grpc.aio.Channel], asyncio.Event], list[Any]]
+
+
+async def _flood_then(open_channels: Callable[[], list[grpc.aio.Channel]], flood: Flood,
+                      enough: Callable[[int], bool], probe: Callable[[], Awaitable[Any]]) -> tuple[Refusals, Any]:
+    """On ``open_channels()`` (opened here, in the running loop), open ``flood(channels, release)``'s silent calls
+    until ``enough(refusals seen)``, then await ``probe()`` (another client's call, meanwhile); release and close
+    the flood; returns its refusals and the probe's answer."""
+    channels = open_channels()
+    release = asyncio.Event()
+    refused, tasks = await _follow_refusals(flood(channels, release), enough)
+    answer = await probe()
+    release.set()
+    await asyncio.gather(*tasks)
+    for c in channels:
+        await c.close()
+    return refused, answer
+
+
+def _attack_then_stop(attack: Callable[[], Coroutine[Any, Any, tuple[Refusals, Any]]], lobby: Any,
+                      desk: Desk) -> tuple[Refusals, Any]:
+    """Run ``attack()``, then stop the lobby and close the desk's book whatever happened."""
+    try:
+        return asyncio.run(attack())
+    finally:
+        lobby.stop()
+        desk.book.close()
+
+
+async def _listed(target: str, token: str) -> Any:
+    """A competitor's ListSubmissions on ``target``: its response, or (code, details)."""
+    async with grpc.aio.insecure_channel(target) as ch:
+        try:
+            return await spb_grpc.SubmissionServiceStub(ch).ListSubmissions(
+                spb.ListSubmissionsRequest(), metadata=(("authorization", f"Bearer {token}"),), timeout=30)
+        except grpc.aio.AioRpcError as e:
+            return (e.code(), e.details())
+
+
+async def _hello(sock: str) -> tuple[grpc.StatusCode, str]:
+    """A seat's Play on the referee's unix ``sock`` with an unknown ticket: (code, details)."""
+    from allfours.v1 import referee_pb2 as pb
+    from allfours.v1 import referee_pb2_grpc as pb_grpc
+    from referee import wire
+
+    async with grpc.aio.insecure_channel(sock) as ch:
+        hello = pb.PlayRequest(hello=pb.Hello(ticket="t-no-such", protocol_version=wire.PROTOCOL_VERSION))
+        try:
+            async for _ in pb_grpc.RefereeServiceStub(ch).Play(iter([hello]), timeout=30):
+                pass
+        except grpc.aio.AioRpcError as e:
+            return (e.code(), e.details() or "")
+    return (grpc.StatusCode.OK, "")
+
+
 def test_silent_lobby_streams_of_one_address_do_not_stop_the_submission_service(tmp_path: Path) -> None:
     """Every stream holds one of the lobby server's 1024 RPC slots before any token is seen (the lobby's
     Connect waits 10 s for a Register). An anonymous client holding 1100 silent Connect streams made the
@@ -612,29 +676,14 @@ def test_silent_lobby_streams_of_one_address_do_not_stop_the_submission_service(
     address = lobby.start()
     flood = 1100
 
-    async def attack() -> tuple[list[tuple[grpc.StatusCode, str]], Any]:
-        release = asyncio.Event()
+    def connects(channels: list[grpc.aio.Channel], release: asyncio.Event) -> list[Any]:
+        return [lpb_grpc.LobbyServiceStub(channels[k % 8]).Connect(_silent(release), timeout=60) for k in range(flood)]
 
-        channels = [grpc.aio.insecure_channel(address) for _ in range(8)]
-        calls = [lpb_grpc.LobbyServiceStub(channels[k % 8]).Connect(_silent(release), timeout=60) for k in range(flood)]
-        refused, tasks = await _follow_refusals(calls, lambda seen: seen >= flood - 1024)
-        async with grpc.aio.insecure_channel(address) as ch:
-            try:
-                answer: Any = await spb_grpc.SubmissionServiceStub(ch).ListSubmissions(
-                    spb.ListSubmissionsRequest(), metadata=(("authorization", f"Bearer {token}"),), timeout=30)
-            except grpc.aio.AioRpcError as e:
-                answer = (e.code(), e.details())
-        release.set()
-        await asyncio.gather(*tasks)
-        for c in channels:
-            await c.close()
-        return refused, answer
+    async def attack() -> tuple[Refusals, Any]:
+        return await _flood_then(lambda: [grpc.aio.insecure_channel(address) for _ in range(8)], connects,
+                                 lambda seen: seen >= flood - 1024, lambda: _listed(address, token))
 
-    try:
-        refused, answer = asyncio.run(attack())
-    finally:
-        lobby.stop()
-        desk.book.close()
+    refused, answer = _attack_then_stop(attack, lobby, desk)
     assert isinstance(answer, spb.ListSubmissionsResponse), answer
     capped = [d for code, d in refused if code == grpc.StatusCode.RESOURCE_EXHAUSTED
               and d == f"{PENDING_PER_PEER} streams of your address are waiting to send a Register: dial again later"]
@@ -651,39 +700,16 @@ def test_silent_play_streams_of_one_address_do_not_stop_the_referee(tmp_path: Pa
     RPC limit exceeded!"), so every other game of the league forfeited. The streams of one address
     waiting for their Hello are capped now: another seat's stream (here a sandboxed process bot's, on the
     referee's unix socket, as the slots are the server's whatever the address) is still answered."""
-    from allfours.v1 import referee_pb2 as pb
     from allfours.v1 import referee_pb2_grpc as pb_grpc
-    from referee import wire
     from referee.server import PENDING_HELLOS_PER_PEER, ThreadedReferee
 
     flood = 4000
 
-    async def attack(address: str, sock: str) -> tuple[list[tuple[grpc.StatusCode, str]], tuple[grpc.StatusCode, str]]:
-        release = asyncio.Event()
-
-        # each channel its own connection (channels to one address share theirs by default, and a
-        # connection carries 64 streams at most)
-        own = [("grpc.use_local_subchannel_pool", 1)]
-        channels = [grpc.aio.insecure_channel(address, options=own) for _ in range(80)]
-        calls = [pb_grpc.RefereeServiceStub(channels[k % 80]).Play(_silent(release), timeout=60) for k in range(flood)]
-        refused, tasks = await _follow_refusals(calls, lambda seen: seen > 0)
-        async with grpc.aio.insecure_channel(sock) as ch:
-            hello = pb.PlayRequest(hello=pb.Hello(ticket="t-no-such", protocol_version=wire.PROTOCOL_VERSION))
-            try:
-                async for _ in pb_grpc.RefereeServiceStub(ch).Play(iter([hello]), timeout=30):
-                    pass
-                other = (grpc.StatusCode.OK, "")
-            except grpc.aio.AioRpcError as e:
-                other = (e.code(), e.details() or "")
-        release.set()
-        await asyncio.gather(*tasks)
-        for c in channels:
-            await c.close()
-        return refused, other
-
     sock = f"unix:{tmp_path}/referee.sock"
     with ThreadedReferee(unix_socket=sock) as ref:
-        refused, other = asyncio.run(attack(ref.address, sock))
+        refused, other = asyncio.run(_flood_then(
+            lambda: _own_channels(ref.address, 80), lambda chs, release: [pb_grpc.RefereeServiceStub(chs[k % 80]).Play(
+                _silent(release), timeout=60) for k in range(flood)], lambda seen: seen > 0, lambda: _hello(sock)))
     assert other == (grpc.StatusCode.UNAUTHENTICATED, "unknown ticket"), other  # served: its ticket was read
     line = f"{PENDING_HELLOS_PER_PEER} streams of your address are waiting to send a Hello: dial again later"
     capped = [d for code, d in refused if code == grpc.StatusCode.RESOURCE_EXHAUSTED and d == line]
@@ -1505,29 +1531,13 @@ def test_silent_unary_calls_of_one_address_do_not_stop_the_lobby(tmp_path: Path,
     port = lobby.start().rpartition(":")[2]
     flood = 1100
 
-    async def attack() -> tuple[list[tuple[grpc.StatusCode, str]], Any]:
-        release = asyncio.Event()
-        own = [("grpc.use_local_subchannel_pool", 1)]
-        channels = [grpc.aio.insecure_channel(f"ipv4:127.0.0.1:{port}", options=own) for _ in range(8)]
-        calls = _silent_calls(channels, method, release, flood)
-        refused, tasks = await _follow_refusals(calls, lambda seen: seen >= flood - REQUESTS_PER_PEER)
-        async with grpc.aio.insecure_channel(f"ipv6:[::1]:{port}") as ch:
-            try:
-                answer: Any = await spb_grpc.SubmissionServiceStub(ch).ListSubmissions(
-                    spb.ListSubmissionsRequest(), metadata=(("authorization", f"Bearer {token}"),), timeout=30)
-            except grpc.aio.AioRpcError as e:
-                answer = (e.code(), e.details())
-        release.set()
-        await asyncio.gather(*tasks)
-        for c in channels:
-            await c.close()
-        return refused, answer
+    async def attack() -> tuple[Refusals, Any]:
+        return await _flood_then(lambda: _own_channels(f"ipv4:127.0.0.1:{port}", 8),
+                                 lambda chs, release: _silent_calls(chs, method, release, flood),
+                                 lambda seen: seen >= flood - REQUESTS_PER_PEER,
+                                 lambda: _listed(f"ipv6:[::1]:{port}", token))
 
-    try:
-        refused, answer = asyncio.run(attack())
-    finally:
-        lobby.stop()
-        desk.book.close()
+    refused, answer = _attack_then_stop(attack, lobby, desk)
     assert isinstance(answer, spb.ListSubmissionsResponse), answer
     line = f"{REQUESTS_PER_PEER} calls of your address are waiting to send their request: dial again later"
     capped = [d for code, d in refused if code == grpc.StatusCode.RESOURCE_EXHAUSTED and d == line]
@@ -1589,37 +1599,17 @@ def test_silent_unary_calls_of_one_address_do_not_stop_the_referee(tmp_path: Pat
     the referee's 2048 RPC slots, so every seat's Play stream was refused ("Concurrent RPC limit exceeded!")
     and every other game forfeited. Now they are capped per address as silent Play streams are: another
     seat's stream (a sandboxed process bot's, on the referee's unix socket) is still answered."""
-    from allfours.v1 import referee_pb2 as pb
-    from allfours.v1 import referee_pb2_grpc as pb_grpc
-    from referee import wire
     from referee.server import ThreadedReferee
     from referee.streams import REQUESTS_PER_PEER
 
     flood = 4000
 
-    async def attack(address: str, sock: str) -> tuple[list[tuple[grpc.StatusCode, str]], tuple[grpc.StatusCode, str]]:
-        release = asyncio.Event()
-        own = [("grpc.use_local_subchannel_pool", 1)]  # a connection each: 64 streams at most on one
-        channels = [grpc.aio.insecure_channel(address, options=own) for _ in range(80)]
-        calls = _silent_calls(channels, "/grpc.health.v1.Health/Check", release, flood)
-        refused, tasks = await _follow_refusals(calls, lambda seen: seen >= flood - REQUESTS_PER_PEER)
-        async with grpc.aio.insecure_channel(sock) as ch:
-            hello = pb.PlayRequest(hello=pb.Hello(ticket="t-no-such", protocol_version=wire.PROTOCOL_VERSION))
-            try:
-                async for _ in pb_grpc.RefereeServiceStub(ch).Play(iter([hello]), timeout=30):
-                    pass
-                other = (grpc.StatusCode.OK, "")
-            except grpc.aio.AioRpcError as e:
-                other = (e.code(), e.details() or "")
-        release.set()
-        await asyncio.gather(*tasks)
-        for c in channels:
-            await c.close()
-        return refused, other
-
     sock = f"unix:{tmp_path}/referee.sock"
     with ThreadedReferee(unix_socket=sock) as ref:
-        refused, other = asyncio.run(attack(ref.address, sock))
+        refused, other = asyncio.run(_flood_then(
+            lambda: _own_channels(ref.address, 80),
+            lambda chs, release: _silent_calls(chs, "/grpc.health.v1.Health/Check", release, flood),
+            lambda seen: seen >= flood - REQUESTS_PER_PEER, lambda: _hello(sock)))
     assert other == (grpc.StatusCode.UNAUTHENTICATED, "unknown ticket"), other  # served: its ticket was read
     line = f"{REQUESTS_PER_PEER} calls of your address are waiting to send their request: dial again later"
     capped = [d for code, d in refused if code == grpc.StatusCode.RESOURCE_EXHAUSTED and d == line]
