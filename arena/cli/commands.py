@@ -1010,6 +1010,31 @@ def backup_command(args: argparse.Namespace, console: Console, err: Console) -> 
     return 0
 
 
+def restore_command(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """``arena restore BACKUP OUTPUT [--keep-close]`` (:mod:`arena.tournament.restore`): 0 and one line saying
+    what was restored and where the replaced folder is, 2 and one line saying why not (nothing changed), 1 and
+    one line while an arena uses OUTPUT."""
+    from arena.tournament.backup import BackupError
+    from arena.tournament.lock import OutputLocked
+    from arena.tournament.restore import RestoreError, restore
+
+    try:
+        done = restore(Path(args.backup), Path(args.output), args.keep_close)
+    except OutputLocked as e:
+        err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True, highlight=False)
+        return 1
+    except (RestoreError, BackupError, OSError) as e:
+        err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True, highlight=False)
+        return 2
+    dbs = ", ".join(f"{name} ({size} bytes)" for name, size in done.copied.databases.items())
+    aside = f"; the folder it replaced is at {done.aside}" if done.aside else ""
+    kept = (f"; kept from it: {', '.join(done.kept)} (what came after the backup is gone; `arena competition close "
+            "CONFIG` publishes a closed league's board again)") if done.kept else ""
+    console.print(f"restore: {Path(args.output).resolve()} from {Path(args.backup).resolve()}: {dbs} and "
+                  f"{done.copied.files} other files{aside}{kept}", soft_wrap=True, highlight=False)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``arena`` console script; returns the exit status."""
     from sdk.worker import warn_secret_in_argv
@@ -1039,6 +1064,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return token_command(args, console, err)
         if args.command == "backup":
             return backup_command(args, console, err)
+        if args.command == "restore":
+            return restore_command(args, console, err)
         if args.command == "competition" and args.competition_command == "final":
             from arena.cli.competing import final_command
 

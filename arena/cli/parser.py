@@ -19,8 +19,8 @@ def parser() -> argparse.ArgumentParser:
     """The parser of every ``arena`` sub-command."""
     p = argparse.ArgumentParser(prog="arena", description="All Fours bot tournaments.")
     sub = p.add_subparsers(dest="command", required=True)
-    for add in (_add_run, _add_web, _add_bots, _add_serve, _add_token, _add_backup, _add_competitor, _add_competition,
-                _add_submit, _add_submissions):
+    for add in (_add_run, _add_web, _add_bots, _add_serve, _add_token, _add_backup, _add_restore, _add_competitor,
+                _add_competition, _add_submit, _add_submissions):
         add(sub)
     return p
 
@@ -152,6 +152,16 @@ def _add_backup(sub: Any) -> None:
                        "backup API; DEST new, 0700; logs/ and live/ left out)")
     b.add_argument("output", metavar="OUTPUT", help="the tournament's output folder")
     b.add_argument("dest", metavar="DEST", help="the backup's folder: new, or an empty one, outside OUTPUT")
+
+
+def _add_restore(sub: Any) -> None:
+    """``arena restore BACKUP OUTPUT [--keep-close]``: put a backup back as an output folder."""
+    r = sub.add_parser("restore", help="put a backup (`arena backup`) back as OUTPUT, the folder it replaces moved "
+                       "aside; refused when the backup was made before OUTPUT's freeze, final or close")
+    r.add_argument("backup", metavar="BACKUP", help="the backup's folder (made by `arena backup`)")
+    r.add_argument("output", metavar="OUTPUT", help="the tournament's output folder (the path it was served at)")
+    r.add_argument("--keep-close", action="store_true", help="restore a backup made before OUTPUT's freeze, final or "
+                   "close and keep them in it (the league stays closed, the book frozen, the final OUTPUT's)")
 
 
 def _add_competitor(sub: Any) -> None:

@@ -54,15 +54,17 @@ def _is_database_file(name: str) -> bool:
     return any(name == db or name.startswith(f"{db}-") for db in DATABASES)
 
 
-def _copy_database(source: Path, target: Path) -> int:
-    """Copy ``source`` to the new file ``target`` (0600) in one read transaction; returns its size.
+def _copy_database(source: Path, target: Path, still: bool = False) -> int:
+    """Copy ``source`` to the new file ``target`` (0600) in one read transaction; returns its size. ``still``:
+    ``source`` is a backup no one writes, opened ``immutable`` (no ``-shm``/``-wal`` file made beside it).
 
     :raises BackupError: the source cannot be read or its copy is not sound.
     """
     fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     os.close(fd)
     try:
-        src = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+        src = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro{'&immutable=1' if still else ''}", uri=True,
+                              timeout=30.0)
     except sqlite3.Error as e:
         raise BackupError(f"{source}: cannot open it: {e}") from None
     try:
@@ -81,7 +83,7 @@ def _copy_database(source: Path, target: Path) -> int:
     return target.stat().st_size
 
 
-def _copy_tree(source: Path, target: Path, top: bool) -> int:
+def _copy_tree(source: Path, target: Path, top: bool, still: bool = False) -> int:
     """Copy the folder ``source`` into the existing ``target`` (modes kept, links copied as links);
     returns how many files it copied. An entry that vanishes meanwhile (a page republished) is skipped.
     :data:`SKIPPED` is left out of the top folder and of every tournament folder in it (one holding an
@@ -96,7 +98,7 @@ def _copy_tree(source: Path, target: Path, top: bool) -> int:
         to = target / entry.name
         if _is_database_file(entry.name):  # a final's own store (OUTPUT/final) too: never a plain copy
             if not top and entry.name in DATABASES and entry.is_file(follow_symlinks=False):
-                _copy_database(Path(entry.path), to)
+                _copy_database(Path(entry.path), to, still)
                 count += 1
             continue
         try:
@@ -104,7 +106,7 @@ def _copy_tree(source: Path, target: Path, top: bool) -> int:
                 os.symlink(os.readlink(entry.path), to)
             elif entry.is_dir():
                 to.mkdir(mode=0o700)
-                count += _copy_tree(Path(entry.path), to, False)
+                count += _copy_tree(Path(entry.path), to, False, still)
                 shutil.copystat(entry.path, to)
             elif entry.is_file():
                 shutil.copy2(entry.path, to)
@@ -114,8 +116,9 @@ def _copy_tree(source: Path, target: Path, top: bool) -> int:
     return count
 
 
-def backup(output: Path, dest: Path) -> Backup:
-    """Copy the tournament folder ``output`` to the new folder ``dest`` (module docstring).
+def backup(output: Path, dest: Path, still: bool = False) -> Backup:
+    """Copy the tournament folder ``output`` to the new folder ``dest`` (module docstring); ``still``: ``output``
+    is a backup no one writes (``arena restore``), read without making a file in it.
 
     :raises BackupError: ``output`` holds no arena database, ``dest`` exists and is not an empty folder
         or lies inside ``output``, or a database cannot be copied (the half-made ``dest`` is removed).
@@ -132,8 +135,8 @@ def backup(output: Path, dest: Path) -> Backup:
     dest.mkdir(mode=0o700, parents=True, exist_ok=True)
     dest.chmod(0o700)
     try:
-        sizes = {name: _copy_database(output / name, dest / name) for name in found}
-        files = _copy_tree(output, dest, True)  # the top folder's databases are in dest already
+        sizes = {name: _copy_database(output / name, dest / name, still) for name in found}
+        files = _copy_tree(output, dest, True, still)  # the top folder's databases are in dest already
     except BaseException:
         if made:
             shutil.rmtree(dest, ignore_errors=True)
