@@ -204,3 +204,27 @@ def test_a_restore_into_a_missing_folder_and_over_a_serving_one(base: Path) -> N
     assert (busy.returncode, busy.stdout) == (1, ""), busy.stdout + busy.stderr
     assert len(busy.stderr.strip().splitlines()) == 1 and "is in use by another arena" in busy.stderr, busy.stderr
     assert meta(out / "arena.sqlite", "league_closed") is None  # untouched: still the backup's open league
+
+
+def test_a_backup_from_before_the_final_is_refused_and_keep_close_keeps_the_played_final(base: Path) -> None:
+    """The final is played as `arena run` plays `OUTPUT/final/final.toml` (its own store, its seed revealed at
+    its end): here an `arena run` of instant bots in `out/final`, after the backup `after` was made."""
+    out = base / "out"
+    final = LEAGUE.replace('"cup"', '"cup final"').replace('output = "out"', 'output = "out/final"')
+    (base / "final.toml").write_text(final + bots("a", "b"))
+    played = arena("run", str(base / "final.toml"), "--no-progress")
+    assert played.returncode == 0, played.stdout + played.stderr
+    final_seed = json.loads((out / "final" / "ratings.json").read_text())["tournament"]["master_seed"]
+    assert final_seed and meta(out / "final" / "arena.sqlite", "finished_at") is not None
+    done = arena("restore", str(base / "after"), str(out))
+    assert (done.returncode, done.stdout) == (2, ""), done.stdout + done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "was made before the final (its seed is revealed" in \
+        done.stderr and "freeze" not in done.stderr and "close (" not in done.stderr, done.stderr
+    assert meta(out / "final" / "arena.sqlite", "finished_at") is not None  # nothing changed
+    done = arena("restore", str(base / "after"), str(out), "--keep-close")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "kept from it: the final (final/ as it was)" in done.stdout, done.stdout
+    assert meta(out / "final" / "arena.sqlite", "finished_at") is not None
+    assert meta(out / "final" / "arena.sqlite", "master_seed") == final_seed
+    assert stored(out / "final" / "arena.sqlite") == GAMES
+    assert_serve_refuses_the_closed_league(base)
