@@ -1,4 +1,4 @@
-"""The competition's commands (docs/competition.md): the host's ``arena competitor add|list`` and
+"""The competition's commands (docs/competition.md): the host's ``arena competitor add|disqualify|list`` and
 ``arena competition freeze|retry|final|close``; the competitor's ``arena submit`` (``--select``, ``--remote``) and
 ``arena submissions`` (``--games``, ``--log GAME SEAT``).
 
@@ -113,6 +113,9 @@ def _competitor(args: argparse.Namespace, console: Console, err: Console) -> int
     if args.competitor_command == "list" and not (output / BOOK_NAME).is_file():
         err.print("no competitors yet", highlight=False)  # a look makes no output folder and no book
         return 0
+    if args.competitor_command == "disqualify" and not (output / BOOK_NAME).is_file():
+        raise _Usage(f"no competitor {args.name!r}: none was added in {output} (is {args.config} the competition's "
+                     "config?)")
     with CompetitionBook(output) as book:
         if args.competitor_command == "list":
             competitors = book.competitors()
@@ -123,10 +126,10 @@ def _competitor(args: argparse.Namespace, console: Console, err: Console) -> int
             return 0
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", args.name):
             raise _Usage(f"competitor name {args.name!r}: use 1 to 64 letters, digits, '_', '.', '-'")
+        if args.competitor_command == "disqualify":
+            return _disqualify(args, output, book, err)
         if args.revoke:
-            names = [name for name, _ in book.competitors()]
-            if args.name not in names:  # a mistyped name must not pass for a revoked token
-                raise _Usage(f"no competitor {args.name!r} (competitors: {', '.join(names) or 'none'})")
+            _known(book, args.name)
             done = book.revoke_competitor(args.name)
             err.print(f"{args.name}: token revoked" if done else f"{args.name}: token already revoked",
                       highlight=False)
@@ -136,6 +139,47 @@ def _competitor(args: argparse.Namespace, console: Console, err: Console) -> int
     console.print(token, highlight=False, soft_wrap=True)
     err.print(f"competitor token for {args.name}: shown once, keep it secret; they submit with "
               "ALLFOURS_COMPETITOR_TOKEN=TOKEN arena submit DIR --arena HOST:PORT", highlight=False, soft_wrap=True)
+    return 0
+
+
+def _known(book: Any, name: str) -> None:
+    """:raises _Usage: ``name`` is no competitor of ``book`` (a mistyped name must not pass for a revoked token)."""
+    names = [known for known, _ in book.competitors()]
+    if name not in names:
+        raise _Usage(f"no competitor {name!r} (competitors: {', '.join(names) or 'none'})")
+
+
+def _disqualify(args: argparse.Namespace, output: Path, book: Any, err: Console) -> int:
+    """``arena competitor disqualify CONFIG NAME --reason TEXT [--undo]``: record it in the book (who, when, why,
+    by whom), revoking the token and the remote bots' tokens as ``--revoke`` does; a running ``arena serve``
+    sees it within :data:`arena.competition.pipeline.POLL_S` seconds (docs/competition.md)."""
+    import getpass
+
+    from arena.competition.pipeline import POLL_S
+
+    _known(book, args.name)
+    if args.undo:
+        if args.reason is not None:
+            raise _Usage("--undo takes no --reason (the disqualification's record keeps its own)")
+        done = book.undo_disqualification(args.name)
+        err.print(f"{args.name}: disqualification undone: their entries are scheduled and rated again (a running "
+                  f"`arena serve` within {POLL_S:g} s); their token stays revoked: `arena competitor add "
+                  f"{args.config} {args.name}` makes a new one" if done else f"{args.name}: not disqualified",
+                  highlight=False, soft_wrap=True, markup=False)
+        return 0
+    if args.reason is None:
+        raise _Usage('give --reason "TEXT": why, shown on the board beside their entries')
+    try:
+        by = getpass.getuser()
+    except (KeyError, OSError):
+        by = ""
+    book.disqualify(args.name, args.reason, by)  # BookError (a ValueError): exit 2 with its line
+    entrants = [s.entrant for s in book.submissions(args.name)]
+    err.print(f"{args.name}: disqualified ({book.disqualified()[args.name].reason}); token revoked; entries "
+              f"{', '.join(entrants) or '(none yet)'} are no longer scheduled and their games are left out of the "
+              f"ratings (a running `arena serve` within {POLL_S:g} s; games in flight finish); not in the final",
+              highlight=False, soft_wrap=True, markup=False)
+    _revoke_remote_bots(output, book, args.name, err)
     return 0
 
 

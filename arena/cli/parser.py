@@ -165,7 +165,8 @@ def _add_restore(sub: Any) -> None:
 
 
 def _add_competitor(sub: Any) -> None:
-    """``arena competitor add CONFIG NAME [--revoke]``, ``arena competitor list CONFIG``: competitors."""
+    """``arena competitor add CONFIG NAME [--revoke]``, ``arena competitor disqualify CONFIG NAME --reason TEXT
+    [--undo]``, ``arena competitor list CONFIG``: competitors."""
     comp = sub.add_parser("competitor", help="competitors who submit their own bots (docs/competition.md)")
     verbs = comp.add_subparsers(dest="competitor_command", required=True)
     add = verbs.add_parser("add", help="print a new token for competitor NAME, once (or revoke it)")
@@ -173,6 +174,15 @@ def _add_competitor(sub: Any) -> None:
     add.add_argument("name", help="the competitor's name")
     add.add_argument("--revoke", action="store_true", help="revoke NAME's token (its submissions and games stay)")
     add.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
+    dq = verbs.add_parser("disqualify", help="disqualify competitor NAME: token revoked, entries no longer "
+                          "scheduled, their games out of the ratings, out of the final (--undo takes it back)")
+    dq.add_argument("config", help="league config (TOML) with a [competition] table")
+    dq.add_argument("name", help="the competitor's name (arena competitor list CONFIG)")
+    dq.add_argument("--reason", help="why, one line of at most 200 characters: shown on the board beside each of "
+                    "their entries (required, but with --undo)")
+    dq.add_argument("--undo", action="store_true", help="take the disqualification back: their entries are "
+                    "scheduled and rated again (their token stays revoked: `competitor add` makes a new one)")
+    dq.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")
     ls = verbs.add_parser("list", help="list the competitors and whether their tokens are live")
     ls.add_argument("config", help="league config (TOML)")
     ls.add_argument("--output", metavar="DIR", help="output folder (default: the config's tournament.output)")

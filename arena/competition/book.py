@@ -14,7 +14,9 @@ A web session (:class:`WebSession`, arena/web/competitor.py decides when one end
 SHA-256 of its id, so a copy of the file signs nobody in; revoking a competitor deletes theirs. A book
 made before sessions were kept here gets their table when it is opened (``CREATE TABLE IF NOT EXISTS``),
 as does one made before refused uploads were counted (``refusals``: a competitor's uploads refused after
-they were unpacked, :meth:`CompetitionBook.add_refusal`).
+they were unpacked, :meth:`CompetitionBook.add_refusal`), and one made before a host could disqualify
+(``disqualifications``: :meth:`CompetitionBook.disqualify`, who, when, why and by whom; an undone one keeps
+its row with ``undone_at``).
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ IMAGE_REMOVED = 2
 #: The reason a version whose image was removed shows its owner (``arena submissions``, ``/me``).
 REMOVED_REASON = ("retired, its image removed (past [competition] versions_kept): its games stay; it can no "
                   "longer be chosen for the final")
+#: The longest reason a disqualification may give (characters): it is shown on the public board.
+REASON_CHARS = 200
 #: Seconds in a (UTC) day: the per-day submission limit counts submissions since the day began.
 DAY_S = 86_400
 
@@ -68,6 +72,9 @@ CREATE TABLE IF NOT EXISTS sessions (
 CREATE INDEX IF NOT EXISTS sessions_by_competitor ON sessions (competitor, created_at);
 CREATE TABLE IF NOT EXISTS refusals (competitor TEXT NOT NULL, at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS refusals_by_competitor ON refusals (competitor, at);
+CREATE TABLE IF NOT EXISTS disqualifications (
+    competitor TEXT PRIMARY KEY, at REAL NOT NULL, reason TEXT NOT NULL, by TEXT NOT NULL DEFAULT '',
+    digest TEXT, undone_at REAL);
 """
 
 
@@ -114,6 +121,34 @@ class Submission:
 
 
 @dataclass(frozen=True, slots=True)
+class Disqualification:
+    """A competitor the host disqualified (``arena competitor disqualify``): ``competitor``, when (``at``, UNIX
+    seconds), the host's ``reason`` (one line, at most :data:`REASON_CHARS`) and ``by`` (the host's user name)."""
+
+    competitor: str
+    at: float
+    reason: str
+    by: str
+
+    def line(self) -> str:
+        """What the competitor is told when they present their token (one line)."""
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.at))
+        return (f"competitor {self.competitor} was disqualified by the host at {when}: {self.reason} (no submission "
+                "is taken; their entries are out of the league, its ratings and the final)")
+
+
+def plain_reason(text: str) -> str:
+    """``text`` as a disqualification's reason: its whitespace runs (newlines, tabs) one space, no other control
+    character, stripped. :raises BookError: empty, or longer than :data:`REASON_CHARS`."""
+    reason = " ".join("".join(c for c in text if c.isprintable() or c.isspace()).split())
+    if not reason:
+        raise BookError("--reason: give the reason (one line, shown on the board beside the competitor's entries)")
+    if len(reason) > REASON_CHARS:
+        raise BookError(f"--reason: {len(reason)} characters, at most {REASON_CHARS} (it is shown on the board)")
+    return reason
+
+
+@dataclass(frozen=True, slots=True)
 class WebSession:
     """A competitor's web session: the SHA-256 (hex) of its id (``digest``), its ``competitor``, its
     sign-in (``created_at``) and its last use as last written (``used_at``), in UNIX seconds."""
@@ -126,6 +161,19 @@ class WebSession:
 
 _COLUMNS = ("id, competitor, name, version, kind, entry, status, step, reason, log_tail, image, created_at, "
             "updated_at, retired")
+
+#: Every entrant of a disqualified competitor and the reason (:meth:`CompetitionBook.disqualified_entrants`).
+_DISQUALIFIED_ENTRANTS = ("SELECT s.name || '@' || s.version, d.reason FROM submissions s JOIN disqualifications d "
+                          "ON s.competitor = d.competitor WHERE d.undone_at IS NULL ORDER BY s.id")
+
+
+def _revoke(db: sqlite3.Connection, name: str) -> bool:
+    """Revoke competitor ``name``'s token (only its revocation time is kept) and delete their web sessions, on
+    ``db`` (the caller holds the book's lock); False if the token was revoked already."""
+    cur = db.execute("UPDATE competitors SET revoked_at = ?, digest = NULL WHERE name = ? AND revoked_at IS NULL",
+                     (time.time(), name))
+    db.execute("DELETE FROM sessions WHERE competitor = ?", (name,))
+    return cur.rowcount > 0
 
 
 def _submission(r: tuple[object, ...]) -> Submission:
@@ -206,10 +254,55 @@ class CompetitionBook:
         """Revoke ``name``'s token and end their web sessions (their submissions and entrants stay);
         False if the token was revoked already (the sessions end all the same)."""
         with self._lock:
-            cur = self._db.execute("UPDATE competitors SET revoked_at = ?, digest = NULL WHERE name = ? "
-                                   "AND revoked_at IS NULL", (time.time(), name))
-            self._db.execute("DELETE FROM sessions WHERE competitor = ?", (name,))
+            return _revoke(self._db, name)
+
+    def disqualify(self, name: str, reason: str, by: str) -> None:
+        """Disqualify ``name`` (a registered competitor) for ``reason`` (:func:`plain_reason`), noted as done by
+        ``by``: their token revoked and web sessions ended as :meth:`revoke_competitor` does, in one transaction,
+        keeping the token's digest in the record (a request with it is told why, :meth:`disqualified_for`).
+        Disqualifying again replaces the reason and time. Their entrants are left out of the league from then on
+        (:meth:`disqualified_entrants`). :raises BookError: no such competitor, or a bad reason."""
+        reason = plain_reason(reason)
+        with self._transaction() as db:
+            row = db.execute("SELECT digest FROM competitors WHERE name = ?", (name,)).fetchone()
+            if row is None:
+                raise BookError(f"no competitor {name!r}")
+            old = db.execute("SELECT digest FROM disqualifications WHERE competitor = ?", (name,)).fetchone()
+            digest = row[0] if row[0] is not None else (old[0] if old else None)
+            db.execute("INSERT OR REPLACE INTO disqualifications VALUES (?, ?, ?, ?, ?, NULL)",
+                       (name, time.time(), reason, by, digest))
+            _revoke(db, name)
+
+    def undo_disqualification(self, name: str) -> bool:
+        """Take ``name``'s disqualification back (its row stays, with ``undone_at``, for the record): their
+        entrants are scheduled and rated again; their token stays revoked (``arena competitor add`` makes a
+        new one). False if they were not disqualified."""
+        with self._lock:
+            cur = self._db.execute("UPDATE disqualifications SET undone_at = ?, digest = NULL WHERE competitor = ? "
+                                   "AND undone_at IS NULL", (time.time(), name))
         return cur.rowcount > 0
+
+    def disqualified(self) -> dict[str, Disqualification]:
+        """Every competitor disqualified now (not undone), by name."""
+        with self._lock:
+            rows = self._db.execute("SELECT competitor, at, reason, by FROM disqualifications WHERE undone_at IS NULL"
+                                    " ORDER BY competitor").fetchall()
+        return {str(r[0]): Disqualification(str(r[0]), float(r[1]), str(r[2]), str(r[3])) for r in rows}
+
+    def disqualified_for(self, token: str) -> Disqualification | None:
+        """The disqualification of the competitor whose (revoked) token ``token`` was, or None."""
+        if not token or len(token) > MAX_FIELD:
+            return None
+        with self._lock:
+            row = self._db.execute("SELECT competitor FROM disqualifications WHERE digest = ? AND undone_at IS NULL",
+                                   (token_digest(token),)).fetchone()
+        return None if row is None else self.disqualified().get(str(row[0]))
+
+    def disqualified_entrants(self) -> dict[str, str]:
+        """Every entrant (``name@version``, any status) of a disqualified competitor -> the reason."""
+        with self._lock:
+            rows = self._db.execute(_DISQUALIFIED_ENTRANTS).fetchall()
+        return {str(e): str(r) for e, r in rows}
 
     def competitors(self) -> list[tuple[str, bool]]:
         """Every competitor's name and whether its token is live, by name."""
@@ -448,3 +541,25 @@ class CompetitionBook:
                              "'the arena restarted during this step; it runs again' "
                              "WHERE status IN ('building', 'validating')", (time.time(),))
         return self.submissions(statuses=IN_QUEUE)
+
+
+def read_disqualified(folder: Path) -> dict[str, str]:
+    """:meth:`CompetitionBook.disqualified_entrants` of the book in the output folder ``folder``, read-only
+    (``{}`` when it has no book, or a book made before disqualifications): what a publication of the league
+    (``arena serve``, ``arena competition close``, ``arena web``) leaves out of the ratings. Makes no file."""
+    path = Path(folder) / BOOK_NAME
+    if not path.is_file():
+        return {}
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+    except sqlite3.Error:
+        return {}
+    try:
+        rows = db.execute(_DISQUALIFIED_ENTRANTS).fetchall()
+    except sqlite3.OperationalError as e:
+        if "no such table" in str(e):
+            return {}
+        raise
+    finally:
+        db.close()
+    return {str(e): str(r) for e, r in rows}

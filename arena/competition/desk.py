@@ -291,9 +291,9 @@ class Desk:
 
 def grow_config(config: TournamentConfig, book: CompetitionBook, settings: CompetitionSettings) -> TournamentConfig:
     """``config`` with every accepted, unretired submission of ``book`` as a bot ``name@version`` (a container
-    bot with ``settings``' limits, or a remote one): the league ``arena serve`` plays (:meth:`Desk.grow`), and
-    the one ``arena competition close`` publishes."""
-    taken = {b.name for b in config.bots}
+    bot with ``settings``' limits, or a remote one), but those of a disqualified competitor: the league
+    ``arena serve`` plays (:meth:`Desk.grow`), and the one ``arena competition close`` publishes."""
+    taken = {b.name for b in config.bots} | set(book.disqualified_entrants())
     limits = Limits(cpus=settings.cpus, memory_mb=settings.memory_mb)
     extra = tuple(
         BotSpec(sub.entrant, sub.version, (), mode="remote") if sub.kind == "remote" else

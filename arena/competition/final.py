@@ -45,7 +45,8 @@ class Final:
 
 def choose_finalists(book: CompetitionBook, league: Path) -> tuple[list[Submission], list[str]]:
     """Each live competitor's entry (:meth:`CompetitionBook.finalists`) and a line for each one left out:
-    a competitor whose token is revoked, or a remote entry with no live bot token in the league's store
+    a competitor disqualified (``arena competitor disqualify``, even if added again), one whose token is revoked,
+    or a remote entry with no live bot token in the league's store
     (``league``: its output folder) — it could only forfeit every game (no_show)."""
     from arena.tournament.runner import DB_NAME
     from arena.tournament.store import Store
@@ -57,8 +58,12 @@ def choose_finalists(book: CompetitionBook, league: Path) -> tuple[list[Submissi
         with Store(league / DB_NAME) as store:
             remote_tokens = store.token_digests()
     finalists, left_out = [], []
+    gone = book.disqualified()
     for sub in chosen:
-        if sub.competitor not in live:
+        if sub.competitor in gone:
+            left_out.append(f"not in the final: {sub.competitor} ({sub.entrant}), disqualified: "
+                            f"{gone[sub.competitor].reason}")
+        elif sub.competitor not in live:
             left_out.append(f"not in the final: {sub.competitor} ({sub.entrant}), whose competitor token is revoked")
         elif sub.kind == "remote" and not remote_tokens.get(sub.entrant):
             left_out.append(f"not in the final: {sub.competitor} ({sub.entrant}), a remote bot whose bot tokens "

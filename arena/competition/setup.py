@@ -4,13 +4,15 @@ beside the league (:func:`open_competition`)."""
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from arena import metrics
 from arena.competition.book import CompetitionBook
 from arena.competition.desk import INCOMING_PREFIX, Desk, remove_partial_uploads
-from arena.competition.pipeline import BuildQueue, submission_tag, warn_missing_bases
+from arena.competition.pipeline import POLL_S, BuildQueue, submission_tag, warn_missing_bases
 from arena.competition.reads import READS_KEY
 from arena.competition.service import add_to_server
 from arena.config import CompetitionSettings, ConfigError, TournamentConfig
@@ -86,11 +88,44 @@ def open_competition(config: TournamentConfig, output: Path, league: League,
              f"{output / 'submissions'}/{INCOMING_PREFIX}*")
     queue.start()
     metrics.watch_submissions(book.count_by_status)
+    league.barred = lambda: book.disqualified_entrants()
+    watch = _watch_disqualifications(book, league, note)
 
     def close() -> None:
         metrics.watch_submissions(None)  # a scrape no longer reads the book
+        watch.set()
         queue.stop()
         book.close()
 
     return close
 
+
+
+def _watch_disqualifications(book: CompetitionBook, league: League, note: Callable[[str], None]) -> threading.Event:
+    """Look at the book's disqualifications every :data:`arena.competition.pipeline.POLL_S` seconds (a thread of
+    its own: a build under way does not hold it up); when they change (``arena competitor disqualify`` ran),
+    say so and have the league reload (the games in flight finish, none of a disqualified entrant starts, its
+    entrants leave the config) and publish again. Returns the event that stops the thread."""
+    stop = threading.Event()
+    seen = book.disqualified_entrants()
+
+    def run() -> None:
+        nonlocal seen
+        while not stop.wait(POLL_S):
+            try:
+                now = book.disqualified_entrants()
+            except sqlite3.Error as e:  # a busy or closing book: look again next time
+                if stop.is_set():
+                    return
+                note(f"the book's disqualifications could not be read ({e}); looking again in {POLL_S:g} s")
+                continue
+            if now != seen:
+                gone, back = sorted(set(now) - set(seen)), sorted(set(seen) - set(now))
+                note("disqualified: " + (", ".join(gone) or "none") + "; reinstated: " + (", ".join(back) or "none")
+                     + " (the games in flight finish; the league reloads and its ratings are published again)")
+                seen = now
+                league.request_reload()
+                league.request_republish()
+
+    threading.Thread(target=run, name="competition-disqualifications", daemon=True).start()
+    return stop

@@ -13,7 +13,9 @@ Files written by :func:`write_outputs` (all UTF-8):
   ``master_seed`` once every game is played — ``null`` before — and for a ladder ``ladder``: its
   standings, the last pairs chosen with their reasons and why it stopped,
   :meth:`arena.formats.ladder_run.LadderRun.board`; ``left_out``, when ``arena serve`` leaves bots out:
-  ``[{"bot", "why"}]``, each reason one public line, :func:`arena.tournament.league.public_why`);
+  ``[{"bot", "why"}]``, each reason one public line, :func:`arena.tournament.league.public_why`;
+  ``disqualified``, when the host disqualified a competitor: ``[{"bot", "why": "disqualified: REASON"}]``, whose
+  games are left out of the ratings, kept in games.jsonl and the replays, :mod:`arena.report.disqualified`);
 - ``ratings.csv`` — rank (shared by equal ratings: 1, 2, 2, 4), bot, version, elo, ci_low, ci_high, games,
   score, los_next, ci_method;
 - ``leaderboard.html`` — self-contained (inline CSS and SVG, no scripts or external assets), rendered
@@ -44,6 +46,7 @@ from arena.formats.sprt_run import SprtRun
 from arena.ratings.fit import RatingTable
 from arena.ratings.publication import LivePublisher, final_ratings
 from arena.report.cache import PublishCache, StoredGame
+from arena.report.disqualified import disqualified_facts, rated, read_barred
 from arena.report.figures import los_next, ranks
 from arena.report.held import Holding
 from arena.report.terminal import failures_table, left_out_table, ratings_table
@@ -264,11 +267,16 @@ def publish_tournament(
     facts["failures"] = cache.failures([b.name for b in t.config.bots])
     if complete and t.store.get_meta("finished_at") is None:
         t.store.set_meta("finished_at", f"{time.time():.3f}")
-    games = [g.game for g in stored if g.game is not None]
-    names = list(t.labels)
+    barred = read_barred(output)  # a competition's disqualified entrants: their games are not rated
+    if barred:
+        facts["disqualified"] = disqualified_facts(barred)
+        facts["failures"] = {bot: f for bot, f in facts["failures"].items() if bot not in barred}
+    counted = rated(stored, barred)
+    games = [g.game for g in counted if g.game is not None]
+    names = [name for name in t.labels if name not in barred]
     ratings = final_ratings(games, names, bootstrap=bootstrap) if publisher is None else publisher.ratings(games, names)
     if ratings.get("publication") != "live":
-        played = [g.game for g in _history_order(stored, t.schedule) if g.game is not None]
+        played = [g.game for g in _history_order(counted, t.schedule) if g.game is not None]
         ratings = {**ratings, "history": cache.history(played, names)}
     facts["precision"] = precision_facts(ratings, cache.efficiency(games))
     write_outputs(output, stored, ratings, facts, None if console is None else _warner(console), cache.rows)

@@ -44,7 +44,7 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -150,6 +150,9 @@ class League:
     lobby_services: list[Callable[[Any], None]] = field(default_factory=list)  # more services on the lobby
     reopened: list[Callable[[TournamentConfig], None]] = field(default_factory=list)  # a SIGHUP's config, taken
     publish_spacing: float = PUBLISH_SPACING  # see PUBLISH_SPACING
+    #: The entrants none of whose games may start (a competition's disqualified ones), asked before each round
+    #: and before a reload's twins: they stay out until a reload drops them from the config.
+    barred: Callable[[], Collection[str]] = lambda: ()
     left_out: dict[str, str] = field(default_factory=dict, init=False)  # label -> why it is left out (public_why)
     _in_a_row: dict[str, int] = field(default_factory=dict, init=False)  # label -> games failed in a row (BROKEN_ENDS)
     _passed: dict[str, BotSpec] = field(default_factory=dict, init=False)  # label -> the bot that passed its check
@@ -299,8 +302,10 @@ class League:
                 self.halt.set()
 
     def _playable(self, games: Sequence[ScheduledGame]) -> list[ScheduledGame]:
-        """``games`` but those of a bot left out (:meth:`_check`): they stay pending, unplayed."""
-        return [g for g in games if not any(side in self.left_out for side in g.sides)]
+        """``games`` but those of a bot left out (:meth:`_check`) or barred (:attr:`barred`): they stay pending,
+        unplayed."""
+        out = set(self.left_out) | set(self.barred())
+        return [g for g in games if not any(side in out for side in g.sides)]
 
     def _reopen(self) -> None:
         """SIGHUP: read the config again; keep the old one (and say why) if the new one is refused."""

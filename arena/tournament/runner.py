@@ -102,6 +102,8 @@ class TournamentFacts(TypedDict, total=False):
     precision: PrecisionFacts
     left_out: list[LeftOut]  # arena serve: the bots left out, each with its one-line reason (none: absent)
     waiting: list[str]  # the remote bots whose games wait for their first worker (WAITING_KEY; none: absent)
+    # a competition's disqualified entrants, ``why`` "disqualified: REASON": not rated (arena/report/disqualified.py)
+    disqualified: list[LeftOut]
 
 
 def waiting_facts(raw: str | None) -> list[str]:

@@ -228,7 +228,10 @@ async def login(request: Request) -> Response:
     token = (parse_qs(body.decode("utf-8", "replace")).get("token") or [""])[0].strip()
     with book:
         who = book.competitor_for(token)
-        sid = None if who is None else request.app.state.sessions.open(book, who)
+        gone = book.disqualified().get(who) if who else book.disqualified_for(token)
+        sid = None if who is None or gone is not None else request.app.state.sessions.open(book, who)
+    if gone is not None:
+        return _page(request, 403, competitor=None, error=gone.line())
     if sid is None:
         return _page(request, 401, competitor=None, error="unknown or revoked competitor token")
     response = RedirectResponse("/me", status_code=303)

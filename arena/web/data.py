@@ -35,6 +35,7 @@ from typing import Any, NotRequired, TypeAlias, TypedDict
 from arena.ratings.fit import DEFAULT_BOOTSTRAP, RatingTable
 from arena.ratings.publication import LivePublisher, final_ratings
 from arena.report.cache import PublishCache, StoredGame
+from arena.report.disqualified import disqualified_facts, rated, read_barred
 from arena.report.held import Holding
 from arena.tournament.result import GameFacts, GameResult
 from arena.tournament.runner import (
@@ -91,7 +92,7 @@ SqlParam: TypeAlias = str | int | None
 Version: TypeAlias = tuple[int, float]
 #: When the ratings were computed: :meth:`WebData.version`, :meth:`WebData.bootstrap_mark` and what was held
 #: back (:class:`arena.report.held.Holding`).
-RatingsKey: TypeAlias = tuple[Version, int | None, Holding]
+RatingsKey: TypeAlias = tuple[Version, int | None, Holding, tuple[str, ...]]  # the last: the disqualified
 #: Per bot, its seats' failure terminations and how many of each (:func:`arena.web.render.forfeits_by_bot`).
 Forfeits: TypeAlias = dict[str, dict[str, int]]
 
@@ -380,6 +381,9 @@ class WebData:
         waiting = self.waiting()  # a remote bot's first worker came: changes without a game
         if waiting:
             facts["waiting"] = waiting
+        barred = read_barred(self.output)  # the host's disqualifications: at once, without a game
+        if barred:
+            facts["disqualified"] = disqualified_facts(barred)
         return facts
 
     def blind(self) -> bool:
@@ -406,22 +410,23 @@ class WebData:
         games — as ``arena serve`` publishes), else the bootstrap now (``"final"``), with the facts and
         each bot's failures (``tournament.failures``)."""
         facts = self.facts()  # fresh each time: a ladder's board changes without a new game (it stopped)
-        key = (self.version(), self.bootstrap_mark(), Holding.of(facts))
+        barred = {row["bot"]: row["why"] for row in facts.get("disqualified", [])}
+        key: RatingsKey = (self.version(), self.bootstrap_mark(), Holding.of(facts), tuple(barred))
         published = self.published(facts.get("played", 0), facts)
         if published is not None:
             return published
         with self._lock:
             cached = self._ratings if self._ratings is not None and self._ratings[0] == key else None
         if cached is None:
-            names = facts.get("entrants") or list(facts.get("bots") or {})
+            names = [n for n in facts.get("entrants") or list(facts.get("bots") or {}) if n not in barred]
             with self._reading:  # the cache's failures are those of its last read
                 read = self._read(key[0], key[2])
-                fails = self.cache.failures(names)
-            games = [g.game for g in read.games if g.game is not None]
+                fails = {bot: f for bot, f in self.cache.failures(names).items() if bot not in barred}
+            games = [g.game for g in rated(read.games, barred) if g.game is not None]
             publisher = self.publisher
-            rated = final_ratings(games, names, bootstrap=self.bootstrap) if publisher is None else (
+            rating = final_ratings(games, names, bootstrap=self.bootstrap) if publisher is None else (
                 publisher.ratings(games, names))
-            cached = ((read.version, key[1], key[2]), rated, fails)
+            cached = ((read.version, key[1], key[2], key[3]), rating, fails)
             with self._lock:
                 self._ratings = cached
         return {**cached[1], "tournament": {**facts, "failures": cached[2]}}
@@ -431,11 +436,13 @@ class WebData:
         games stored now, of this store's commitment; None when missing, unreadable, live or of other
         games. What the store decides stays the store's (``facts``): whether the master seed is revealed
         (``master_seed``, ``league``: a file copied or restored beside another store reveals nothing) and a
-        ladder's board (``ladder``: it changes when the ladder stops, without a game)."""
+        ladder's board (``ladder``: it changes when the ladder stops, without a game). A file published before a
+        disqualification, or its undoing (``disqualified`` differs), rated other games: None."""
         page = self._ratings_file()
         told = page.get("tournament") if page is not None else None
         if (page is None or not isinstance(told, dict) or page.get("publication") != "final"
-                or told.get("played") != played or told.get("commitment") != facts.get("commitment")):
+                or told.get("played") != played or told.get("commitment") != facts.get("commitment")
+                or told.get("disqualified", []) != facts.get("disqualified", [])):  # rated with other games
             return None
         mine = {k: v for k, v in told.items() if k not in _STORE_FACTS}
         mine.update({k: facts[k] for k in _STORE_FACTS if k in facts})  # type: ignore[literal-required]

@@ -1,0 +1,258 @@
+"""`arena competitor disqualify CONFIG NAME --reason TEXT` (docs/competition.md, "Disqualifying a competitor").
+
+Before, a host who found a competitor cheating could only `--revoke` them: their entries went on playing
+league games and their games stayed in the ratings; only the final left them out. One real `arena serve`
+(an embedded referee, three instant house bots, a competitor's remote entry played by a real SDK worker)
+plays its league; the host disqualifies the competitor while its games are being played: from then on none
+of its games starts (but the one in flight), the league plays the others' games to the end, the published
+ratings are those of the games no disqualified entrant sat in, the board lists the entry as "disqualified:
+REASON" (escaped), the competitor's token is refused with that line (submit, submissions, /me), and the
+final leaves them out in one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.docker_helpers import docker_client
+
+ROOT = Path(__file__).resolve().parent.parent
+
+GAMES_PER_PAIRING = 16
+HOUSE = ("one", "two", "three")
+CONFIG = """
+[tournament]
+name = "dq"
+players = 2
+games_per_pairing = {gpp}
+concurrency = 1
+output = "out"
+lobby = "127.0.0.1:{port}"
+[tournament.rules]
+target = 3
+[tournament.time_control]
+join_ms = 30000
+grace_ms = 1000
+
+[competition]
+base_python = "x"
+base_node = "x"
+"""
+BOT = '[[bots]]\nname = "{name}"\nsandbox = "none"\ncommand = ["{{python}}", "-m", "arena.testing.instant_bot"]\n' \
+      'cwd = "{root}"\n'
+REASON = "colluding <b>entries</b> & a second account"
+
+
+def arena(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "arena.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def write_config(folder: Path, port: int = 0) -> Path:
+    cfg = folder / "c.toml"
+    cfg.write_text(CONFIG.format(gpp=GAMES_PER_PAIRING, port=port)
+                   + "".join(BOT.format(name=n, root=ROOT) for n in HOUSE))
+    return cfg
+
+
+def sides(out: Path) -> list[tuple[str, str]]:
+    """The sides of every stored game, read while the league runs."""
+    with contextlib.closing(sqlite3.connect(f"file:{out / 'arena.sqlite'}?mode=ro", uri=True, timeout=10)) as con:
+        return [(str(a), str(b)) for a, b in con.execute("SELECT side0, side1 FROM games")]
+
+
+def wait(what: str, ok: object, proc: subprocess.Popen[str], log: Path, timeout: float = 300) -> None:
+    """Wait until ``ok()`` holds (``proc`` alive), else fail naming ``what`` and the log's end."""
+    deadline = time.monotonic() + timeout
+    while not ok():  # type: ignore[operator]
+        assert proc.poll() is None, log.read_text()[-3000:]
+        assert time.monotonic() < deadline, f"{what}: {log.read_text()[-3000:]}"
+        time.sleep(0.2)
+
+
+def test_a_bad_name_or_a_missing_reason_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path)
+    none = arena("competitor", "disqualify", str(cfg), "mal", "--reason", "x")
+    assert none.returncode == 2 and not (tmp_path / "out").exists(), none  # a look at nothing makes nothing
+    assert none.stderr.startswith("error: no competitor 'mal'") and len(none.stderr.splitlines()) == 1, none.stderr
+    assert arena("competitor", "add", str(cfg), "ann").returncode == 0
+    for args, said in ((("mal", "--reason", "x"), "no competitor 'mal' (competitors: ann)"),
+                       (("ann",), 'give --reason "TEXT"'),
+                       (("ann", "--reason", " \n\t"), "--reason: give the reason"),
+                       (("ann", "--reason", "x" * 201), "--reason: 201 characters, at most 200"),
+                       (("a/b", "--reason", "x"), "competitor name 'a/b'")):
+        r = arena("competitor", "disqualify", str(cfg), *args)
+        assert r.returncode == 2 and said in r.stderr and len(r.stderr.splitlines()) == 1, (args, r.stderr)
+    listed = arena("competitor", "list", str(cfg))
+    assert listed.stdout.split() == ["ann", "live"]  # nothing was done to ann
+
+
+def test_undo_takes_a_disqualification_back_and_the_record_stays(tmp_path: Path) -> None:
+    from arena.competition.book import CompetitionBook
+
+    cfg = write_config(tmp_path)
+    assert arena("competitor", "add", str(cfg), "ann").returncode == 0
+    r = arena("competitor", "disqualify", str(cfg), "ann", "--reason", "a bug exploited\nin the lobby")
+    assert r.returncode == 0 and "ann: disqualified (a bug exploited in the lobby); token revoked" in r.stderr
+    assert arena("competitor", "list", str(cfg)).stdout.split() == ["ann", "revoked"]
+    with CompetitionBook(tmp_path / "out") as book:
+        [(name, gone)] = book.disqualified().items()
+        assert (name, gone.reason) == ("ann", "a bug exploited in the lobby") and gone.at > 0
+    undo = arena("competitor", "disqualify", str(cfg), "ann", "--undo")
+    assert undo.returncode == 0 and "ann: disqualification undone" in undo.stderr, undo.stderr
+    again = arena("competitor", "disqualify", str(cfg), "ann", "--undo")
+    assert again.returncode == 0 and "ann: not disqualified" in again.stderr
+    with CompetitionBook(tmp_path / "out") as book:
+        assert book.disqualified() == {}
+    with contextlib.closing(sqlite3.connect(tmp_path / "out" / "competition.sqlite")) as con:
+        rows = con.execute("SELECT competitor, reason, undone_at IS NOT NULL FROM disqualifications").fetchall()
+    assert rows == [("ann", "a bug exploited in the lobby", 1)]  # the record of what was done stays
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> tuple[Path, int, subprocess.Popen[str], Path]:
+    docker_client()  # `arena serve` with a [competition] table runs container bots (or skip without dockerd)
+    port = free_port()
+    cfg = write_config(tmp_path, port)
+    log = tmp_path / "serve.log"
+    proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", str(cfg), "--bootstrap", "20", "--web", "0"],
+                            cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT, text=True)
+    try:
+        yield cfg, port, proc, log
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(60)
+
+
+def test_a_disqualified_entry_stops_playing_and_its_games_leave_the_ratings(
+        served: tuple[Path, int, subprocess.Popen[str], Path], tmp_path: Path) -> None:
+    from arena.competition.client import SubmissionClient
+    from arena.ratings.fit import rate, read_games
+
+    cfg, port, proc, log = served
+    out = tmp_path / "out"
+    wait("serving", lambda: "serving:" in log.read_text() and "web: " in log.read_text(), proc, log)
+    web = next(ln for ln in log.read_text().splitlines() if ln.startswith("web: ")).split()[1].rstrip("/")
+    token = arena("competitor", "add", str(cfg), "mal").stdout.strip()
+    mal = SubmissionClient(f"127.0.0.1:{port}", token)
+    sub, bot_token = mal.register_remote("malbot")
+    mal.close()
+    entry = sub.entrant
+    # the lobby knows the bot's token once the league took it in (a reload after the games in flight)
+    wait("the league takes malbot in", lambda: f"{len(HOUSE) + 1} bots" in log.read_text(), proc, log)
+    worker = subprocess.Popen([sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--arena",
+                               f"127.0.0.1:{port}", "--token", bot_token, "--name", entry, "--reconnect", "60"],
+                              cwd=ROOT, stdout=(tmp_path / "worker.log").open("w"), stderr=subprocess.STDOUT, text=True)
+    try:
+        wait("malbot's first game", lambda: any(entry in s for s in sides(out)), proc, log)
+        r = arena("competitor", "disqualify", str(cfg), "mal", "--reason", REASON)
+        assert r.returncode == 0, r.stderr
+        assert f"mal: disqualified ({REASON}); token revoked; entries {entry} are no longer scheduled" in r.stderr
+        wait("the serve sees it", lambda: f"disqualified: {entry}" in log.read_text(), proc, log)
+        seen = sum(entry in s for s in sides(out))
+        house = len(HOUSE) * (len(HOUSE) - 1) // 2 * GAMES_PER_PAIRING
+        wait("the house bots' games", lambda: sum(entry not in s for s in sides(out)) == house, proc, log)
+        board = httpx.get(f"{web}/_board", timeout=30).text
+        me = httpx.post(f"{web}/me/login", data={"token": token}, timeout=30)
+    finally:
+        worker.terminate()
+        worker.wait(30)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(60) == 0, log.read_text()[-3000:]
+    played = sum(entry in s for s in sides(out))
+    # none of its games started once the serve saw it, but the one in flight (concurrency 1); its other
+    # games stay pending, never played
+    assert seen <= played <= seen + 1 and played < 2 * len(HOUSE) * GAMES_PER_PAIRING // 2, (seen, played)
+
+    lines = (out / "games.jsonl").read_text().splitlines()
+    assert sum(entry in (json.loads(ln)["a"], json.loads(ln)["b"]) for ln in lines) == played  # kept for audit
+    published = json.loads((out / "ratings.json").read_text())
+    kept = [ln for ln in lines if entry not in (json.loads(ln)["a"], json.loads(ln)["b"])]
+    expected = rate(read_games(kept), bootstrap=0, names=list(HOUSE))
+    with_it = rate(read_games(lines), bootstrap=0, names=[*HOUSE, entry])
+    assert set(published["ratings"]) == set(HOUSE)
+    for bot in HOUSE:
+        assert published["ratings"][bot]["elo"] == pytest.approx(expected["ratings"][bot]["elo"], abs=1e-6)
+        assert published["ratings"][bot]["games"] == expected["ratings"][bot]["games"] == 2 * GAMES_PER_PAIRING
+    assert any(abs(published["ratings"][b]["elo"] - with_it["ratings"][b]["elo"]) > 1e-3 for b in HOUSE)
+    why = f"disqualified: {REASON}"
+    assert published["tournament"]["disqualified"] == [{"bot": entry, "why": why}]
+
+    ratings_table, _, rest = board.partition("<h2>Disqualified</h2>")
+    assert entry not in ratings_table and all(f'<td class="l bot">{b}</td>' in ratings_table for b in HOUSE)
+    assert (f'<td class="l bot">{entry}</td><td class="l reason">disqualified: colluding &lt;b&gt;entries&lt;/b&gt; '
+            "&amp; a second account</td>") in rest, rest[:2000]
+    leaderboard = (out / "leaderboard.html").read_text()
+    assert "colluding &lt;b&gt;entries&lt;/b&gt;" in leaderboard and "<b>entries</b>" not in leaderboard
+
+    told = "competitor mal was disqualified by the host at "
+    assert me.status_code == 403 and told in me.text and "colluding &lt;b&gt;entries&lt;/b&gt;" in me.text
+    _the_competitor_is_told(cfg, port, token, told)
+    assert sum(entry in s for s in sides(out)) == played  # served again, the league leaves it out
+    _the_final_leaves_them_out(cfg, out, entry)
+
+
+def _the_competitor_is_told(cfg: Path, port: int, token: str, told: str) -> None:
+    """A served arena refuses the disqualified competitor's token with the disqualification's line."""
+    import os
+
+    log = cfg.parent / "again.log"
+    proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", str(cfg), "--web", "0"], cwd=ROOT,
+                            stdout=log.open("w"), stderr=subprocess.STDOUT, text=True)
+    try:
+        wait("serving again", lambda: "serving:" in log.read_text(), proc, log)
+        env = {**os.environ, "ALLFOURS_COMPETITOR_TOKEN": token}
+        for args in (("submissions",), ("submit", "--remote", "--name", "malbot2")):
+            r = arena(*args, "--arena", f"127.0.0.1:{port}", env=env)
+            assert r.returncode == 1 and f"PERMISSION_DENIED: {told}" in r.stderr, (args, r.stderr)
+            assert "colluding <b>entries</b> & a second account" in r.stderr and len(r.stderr.splitlines()) <= 2
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0, log.read_text()[-3000:]
+
+
+def _the_final_leaves_them_out(cfg: Path, out: Path, entry: str) -> None:
+    """Two more competitors with accepted entries, the freeze: the final's config is theirs, and one line says
+    why mal's entry is not in it."""
+    import tomllib
+
+    from rich.console import Console
+
+    from arena.cli.competing import final_run_args
+    from arena.competition.book import CompetitionBook
+    from arena.competition.final import freeze
+
+    with CompetitionBook(out) as book:
+        for name in ("ann", "cid"):
+            book.add_competitor(name)
+            sub = book.add_submission(name, f"{name}bot", "1", "python", "m:C")
+            book.set_status(sub.id, "accepted", image=f"example/{name}bot:1")
+        freeze(book)
+    err = io.StringIO()
+    run = final_run_args(argparse.Namespace(config=str(cfg), output=None, games_per_pairing=None, bootstrap=20),
+                         Console(file=err, width=400))
+    assert isinstance(run, argparse.Namespace), err.getvalue()
+    final = tomllib.loads(Path(run.config).read_text())
+    assert [b["name"] for b in final["bots"]] == ["annbot@1", "cidbot@1"]
+    left = [ln for ln in err.getvalue().splitlines() if ln.startswith("not in the final")]
+    assert left == [f"not in the final: mal ({entry}), disqualified: {REASON}"], err.getvalue()
