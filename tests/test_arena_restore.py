@@ -228,3 +228,27 @@ def test_a_backup_from_before_the_final_is_refused_and_keep_close_keeps_the_play
     assert meta(out / "final" / "arena.sqlite", "master_seed") == final_seed
     assert stored(out / "final" / "arena.sqlite") == GAMES
     assert_serve_refuses_the_closed_league(base)
+
+
+def test_a_backup_from_before_a_disqualification_is_refused_and_keep_close_keeps_it(base: Path) -> None:
+    """A host disqualified ann after the last backup: restored as it was, the backup would give her her token,
+    her entries' games and ratings back. Refused with one line naming it; with --keep-close restored with
+    her disqualification (and her token revoked) carried in."""
+    out = base / "out"
+    done = arena("competitor", "disqualify", str(base / "comp.toml"), "ann", "--reason", "colluding entries")
+    assert done.returncode == 0, done.stderr
+    refused = arena("restore", str(base / "after"), str(out))
+    assert (refused.returncode, refused.stdout) == (2, ""), refused.stdout + refused.stderr
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and "was made before the disqualification of ann (colluding entries: restored, their " \
+        "entries would be scheduled and rated again)" in lines[0], refused.stderr
+    kept = arena("restore", str(base / "after"), str(out), "--keep-close")
+    assert kept.returncode == 0 and "kept from it: the disqualification of ann" in kept.stdout, kept.stdout
+    listed = arena("competitor", "list", str(base / "comp.toml"))
+    assert listed.stdout.split() == ["ann", "revoked"], listed.stdout  # live in the backup
+    con = sqlite3.connect(f"{(out / 'competition.sqlite').as_uri()}?mode=ro", uri=True)
+    try:
+        rows = con.execute("SELECT competitor, reason, undone_at FROM disqualifications").fetchall()
+    finally:
+        con.close()
+    assert rows == [("ann", "colluding entries", None)]

@@ -273,6 +273,15 @@ class CompetitionBook:
                        (name, time.time(), reason, by, digest))
             _revoke(db, name)
 
+    def keep_disqualification(self, gone: Disqualification) -> None:
+        """Record ``gone`` as it was (``arena restore`` carrying it into a book older than it): the competitor's
+        token revoked and sessions ended as :meth:`disqualify` does, whether or not this book knows them yet."""
+        with self._transaction() as db:
+            row = db.execute("SELECT digest FROM competitors WHERE name = ?", (gone.competitor,)).fetchone()
+            db.execute("INSERT OR REPLACE INTO disqualifications VALUES (?, ?, ?, ?, ?, NULL)",
+                       (gone.competitor, gone.at, gone.reason, gone.by, row[0] if row else None))
+            _revoke(db, gone.competitor)
+
     def undo_disqualification(self, name: str) -> bool:
         """Take ``name``'s disqualification back (its row stays, with ``undone_at``, for the record): their
         entrants are scheduled and rated again; their token stays revoked (``arena competitor add`` makes a

@@ -10,8 +10,9 @@ again (a new freeze would draw a final seed other than the one committed to). So
 revealed seed, the close in the store, each also from the published ``ratings.json`` when a store cannot
 be read) and refuses, with one line and nothing changed, a backup that lacks one the folder has. With
 ``keep_close`` (``--keep-close``) it restores the backup and carries the seals into it: the store stays
-closed (its close time), the book frozen (its seed), the final is the folder's; the games, submissions
-and competitors after the backup are gone.
+closed (its close time), the book frozen (its seed), the final is the folder's, each competitor disqualified
+there stays so (their token and remote bots' tokens revoked again); the games, submissions and competitors
+after the backup are gone.
 
 The copy is :func:`arena.tournament.backup.backup`'s (the databases with SQLite's backup API, 0600 in a
 0700 folder), made beside OUTPUT, under OUTPUT's lock (an arena serving it: refused); then OUTPUT is moved
@@ -30,7 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from arena.competition.book import BOOK_NAME, CompetitionBook
+from arena.competition.book import BOOK_NAME, CompetitionBook, Disqualification
 from arena.competition.desk import FROZEN_KEY, SEED_KEY
 from arena.competition.final import FINAL_DIR
 from arena.tournament.backup import DATABASES, Backup, backup
@@ -53,12 +54,14 @@ class Seals:
     ``frozen``: the book's (frozen_at, final_seed hex); ``final_over``: the final's seed is revealed
     (``final/arena.sqlite`` ``finished_at``, or ``final/ratings.json`` showing it); ``closed``: the
     league's close time (Unix seconds, text) from its store, or the published ``ratings.json``'s mtime
-    when only that says ``league_closed``.
+    when only that says ``league_closed``; ``disqualified``: the competitors the host disqualified (the book's,
+    not undone): a backup from before restored, a cheater's entries would play and be rated again.
     """
 
     frozen: tuple[str, str] | None
     final_over: bool
     closed: str | None
+    disqualified: tuple[Disqualification, ...] = ()
 
     def lost_in(self, older: Seals) -> list[str]:
         """What restoring ``older`` over this folder would undo: one phrase each (``[]``: nothing)."""
@@ -73,6 +76,9 @@ class Seals:
             day = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(float(self.closed)))
             lost.append(f"the league's close ({day}: restored, `arena serve` would deal games again from its "
                         "published master seed)")
+        had = {d.competitor for d in older.disqualified}
+        lost += [f"the disqualification of {d.competitor} ({d.reason}: restored, their entries would be scheduled "
+                 "and rated again)" for d in self.disqualified if d.competitor not in had]
         return lost
 
 
@@ -95,6 +101,26 @@ def _meta(db: Path, key: str, still: bool) -> str | None:
     return None if row is None else str(row[0])
 
 
+def _disqualified(db: Path, still: bool) -> tuple[Disqualification, ...]:
+    """The disqualifications (not undone) of the book ``db``, read-only as :func:`_meta`; ``()`` if none or
+    unreadable (a book made before disqualifications)."""
+    if not db.is_file():
+        return ()
+    try:
+        con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro{'&immutable=1' if still else ''}", uri=True,
+                              timeout=30.0)
+    except sqlite3.Error:
+        return ()
+    try:
+        rows = con.execute("SELECT competitor, at, reason, by FROM disqualifications WHERE undone_at IS NULL "
+                           "ORDER BY competitor").fetchall()
+    except sqlite3.Error:
+        return ()
+    finally:
+        con.close()
+    return tuple(Disqualification(str(c), float(at), str(why), str(by)) for c, at, why, by in rows)
+
+
 def _published(folder: Path) -> dict[str, object]:
     """The ``tournament`` object of ``folder/ratings.json`` (``{}`` when missing or unreadable)."""
     with contextlib.suppress(OSError, ValueError, AttributeError):
@@ -112,7 +138,8 @@ def read_seals(folder: Path, still: bool = False) -> Seals:
     closed = _meta(folder / DB_NAME, CLOSED_KEY, still)
     if closed is None and _published(folder).get("league_closed") is True:
         closed = f"{(folder / 'ratings.json').stat().st_mtime:.3f}"
-    return Seals((frozen_at, seed) if frozen_at and seed else None, final_over, closed)
+    return Seals((frozen_at, seed) if frozen_at and seed else None, final_over, closed,
+                 _disqualified(folder / BOOK_NAME, still))
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +164,18 @@ def _carry(seals: Seals, old: Path, copy: Path) -> tuple[str, ...]:
         shutil.rmtree(copy / FINAL_DIR, ignore_errors=True)
         backup(old / FINAL_DIR, copy / FINAL_DIR)
         kept.append(f"the final ({FINAL_DIR}/ as it was)")
+    lost = [d for d in seals.disqualified if d.competitor not in {x.competitor for x in had.disqualified}]
+    if lost:
+        with CompetitionBook(copy) as book:
+            for gone in lost:
+                book.keep_disqualification(gone)
+            remote = [s.entrant for s in book.submissions() if s.kind == "remote" and s.competitor in
+                      {d.competitor for d in lost}]
+        if remote and (copy / DB_NAME).is_file():
+            with Store(copy / DB_NAME) as store:
+                for entrant in remote:
+                    store.revoke_tokens(entrant)
+        kept.append(f"the disqualification of {', '.join(d.competitor for d in lost)}")
     if seals.closed and not had.closed:
         with Store(copy / DB_NAME) as store:
             store.set_meta(CLOSED_KEY, seals.closed)
