@@ -157,11 +157,13 @@ def _add_backup(sub: Any) -> None:
 def _add_restore(sub: Any) -> None:
     """``arena restore BACKUP OUTPUT [--keep-close]``: put a backup back as an output folder."""
     r = sub.add_parser("restore", help="put a backup (`arena backup`) back as OUTPUT, the folder it replaces moved "
-                       "aside; refused when the backup was made before OUTPUT's freeze, final or close")
+                       "aside; refused when the backup was made before OUTPUT's freeze, final, close or a "
+                       "disqualification")
     r.add_argument("backup", metavar="BACKUP", help="the backup's folder (made by `arena backup`)")
     r.add_argument("output", metavar="OUTPUT", help="the tournament's output folder (the path it was served at)")
-    r.add_argument("--keep-close", action="store_true", help="restore a backup made before OUTPUT's freeze, final or "
-                   "close and keep them in it (the league stays closed, the book frozen, the final OUTPUT's)")
+    r.add_argument("--keep-close", action="store_true", help="restore a backup made before OUTPUT's freeze, final, "
+                   "close or a disqualification and keep them in it (the league stays closed, the book frozen, the "
+                   "final OUTPUT's, the disqualified competitors so)")
 
 
 def _add_competitor(sub: Any) -> None:
