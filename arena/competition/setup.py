@@ -88,7 +88,7 @@ def open_competition(config: TournamentConfig, output: Path, league: League,
              f"{output / 'submissions'}/{INCOMING_PREFIX}*")
     queue.start()
     metrics.watch_submissions(book.count_by_status)
-    league.barred = lambda: book.disqualified_entrants()
+    league.barred = book.disqualified_entrants  # its keys: the entrants of disqualified competitors
     watch = _watch_disqualifications(book, league, note)
 
     def close() -> None:
@@ -98,7 +98,6 @@ def open_competition(config: TournamentConfig, output: Path, league: League,
         book.close()
 
     return close
-
 
 
 def _watch_disqualifications(book: CompetitionBook, league: League, note: Callable[[str], None]) -> threading.Event:
