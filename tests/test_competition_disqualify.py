@@ -212,6 +212,13 @@ def test_a_disqualified_entry_stops_playing_and_its_games_leave_the_ratings(
     _the_competitor_is_told(cfg, port, token, told)
     assert sum(entry in s for s in sides(out)) == played  # served again, the league leaves it out
     _the_final_leaves_them_out(cfg, out, entry)
+    close = arena("competition", "close", str(cfg), "--bootstrap", "20")  # frozen by the final's step
+    assert close.returncode == 0, close.stderr
+    closed = json.loads((out / "ratings.json").read_text())
+    assert closed["tournament"]["league_closed"] is True and set(closed["ratings"]) == set(HOUSE)
+    assert closed["tournament"]["disqualified"] == [{"bot": entry, "why": why}]
+    for bot in HOUSE:
+        assert closed["ratings"][bot]["elo"] == pytest.approx(expected["ratings"][bot]["elo"], abs=1e-6)
 
 
 def _the_competitor_is_told(cfg: Path, port: int, token: str, told: str) -> None:
