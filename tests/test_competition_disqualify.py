@@ -2,7 +2,7 @@
 
 Before, a host who found a competitor cheating could only `--revoke` them: their entries went on playing
 league games and their games stayed in the ratings; only the final left them out. One real `arena serve`
-(an embedded referee, three instant house bots, a competitor's remote entry played by a real SDK worker)
+(an embedded referee, three instant house bots, a competitor's submitted bot built and played in its container)
 plays its league; the host disqualifies the competitor while its games are being played: from then on none
 of its games starts (but the one in flight), the league plays the others' games to the end, the published
 ratings are those of the games no disqualified entrant sat in, the board lists the entry as "disqualified:
@@ -27,7 +27,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.docker_helpers import docker_client
+from tests.docker_helpers import base_image, docker_client
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,9 +48,12 @@ join_ms = 30000
 grace_ms = 1000
 
 [competition]
-base_python = "x"
+base_python = "{base}"
 base_node = "x"
+image_prefix = "{prefix}"
+checks = ["join", "players-2"]
 """
+PREFIX = "allfours-disqualify-test"
 BOT = '[[bots]]\nname = "{name}"\nsandbox = "none"\ncommand = ["{{python}}", "-m", "arena.testing.instant_bot"]\n' \
       'cwd = "{root}"\n'
 REASON = "colluding <b>entries</b> & a second account"
@@ -67,9 +70,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def write_config(folder: Path, port: int = 0) -> Path:
+def write_config(folder: Path, port: int = 0, base: str = "x") -> Path:
     cfg = folder / "c.toml"
-    cfg.write_text(CONFIG.format(gpp=GAMES_PER_PAIRING, port=port)
+    cfg.write_text(CONFIG.format(gpp=GAMES_PER_PAIRING, port=port, base=base, prefix=PREFIX)
                    + "".join(BOT.format(name=n, root=ROOT) for n in HOUSE))
     return cfg
 
@@ -130,9 +133,9 @@ def test_undo_takes_a_disqualification_back_and_the_record_stays(tmp_path: Path)
 
 @pytest.fixture
 def served(tmp_path: Path) -> tuple[Path, int, subprocess.Popen[str], Path]:
-    docker_client()  # `arena serve` with a [competition] table runs container bots (or skip without dockerd)
+    client = docker_client()  # submitted bots play in containers (or skip without dockerd)
     port = free_port()
-    cfg = write_config(tmp_path, port)
+    cfg = write_config(tmp_path, port, base_image("python"))
     log = tmp_path / "serve.log"
     proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", str(cfg), "--bootstrap", "20", "--web", "0"],
                             cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT, text=True)
@@ -142,11 +145,14 @@ def served(tmp_path: Path) -> tuple[Path, int, subprocess.Popen[str], Path]:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
+        for image in client.images.list(filters={"reference": f"{PREFIX}/*/*"}):
+            for tag in image.tags:
+                client.images.remove(tag, force=True)
 
 
 def test_a_disqualified_entry_stops_playing_and_its_games_leave_the_ratings(
         served: tuple[Path, int, subprocess.Popen[str], Path], tmp_path: Path) -> None:
-    from arena.competition.client import SubmissionClient
+    from arena.competition.client import SubmissionClient, pack
     from arena.ratings.fit import rate, read_games
 
     cfg, port, proc, log = served
@@ -154,29 +160,23 @@ def test_a_disqualified_entry_stops_playing_and_its_games_leave_the_ratings(
     wait("serving", lambda: "serving:" in log.read_text() and "web: " in log.read_text(), proc, log)
     web = next(ln for ln in log.read_text().splitlines() if ln.startswith("web: ")).split()[1].rstrip("/")
     token = arena("competitor", "add", str(cfg), "mal").stdout.strip()
+    folder = tmp_path / "malbot"
+    folder.mkdir()
+    (folder / "random_bot.py").write_text((ROOT / "sample_bots" / "random_bot.py").read_text())
     mal = SubmissionClient(f"127.0.0.1:{port}", token)
-    sub, bot_token = mal.register_remote("malbot")
+    sub = mal.submit(pack(folder), "malbot", entry="random_bot:RandomBot")  # a container entry: built, validated
     mal.close()
     entry = sub.entrant
-    # the lobby knows the bot's token once the league took it in (a reload after the games in flight)
-    wait("the league takes malbot in", lambda: f"{len(HOUSE) + 1} bots" in log.read_text(), proc, log)
-    worker = subprocess.Popen([sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--arena",
-                               f"127.0.0.1:{port}", "--token", bot_token, "--name", entry, "--reconnect", "60"],
-                              cwd=ROOT, stdout=(tmp_path / "worker.log").open("w"), stderr=subprocess.STDOUT, text=True)
-    try:
-        wait("malbot's first game", lambda: any(entry in s for s in sides(out)), proc, log)
-        r = arena("competitor", "disqualify", str(cfg), "mal", "--reason", REASON)
-        assert r.returncode == 0, r.stderr
-        assert f"mal: disqualified ({REASON}); token revoked; entries {entry} are no longer scheduled" in r.stderr
-        wait("the serve sees it", lambda: f"disqualified: {entry}" in log.read_text(), proc, log)
-        seen = sum(entry in s for s in sides(out))
-        house = len(HOUSE) * (len(HOUSE) - 1) // 2 * GAMES_PER_PAIRING
-        wait("the house bots' games", lambda: sum(entry not in s for s in sides(out)) == house, proc, log)
-        board = httpx.get(f"{web}/_board", timeout=30).text
-        me = httpx.post(f"{web}/me/login", data={"token": token}, timeout=30)
-    finally:
-        worker.terminate()
-        worker.wait(30)
+    wait("malbot's first game", lambda: any(entry in s for s in sides(out)), proc, log, timeout=900)
+    r = arena("competitor", "disqualify", str(cfg), "mal", "--reason", REASON)
+    assert r.returncode == 0, r.stderr
+    assert f"mal: disqualified ({REASON}); token revoked; entries {entry} are no longer scheduled" in r.stderr
+    wait("the serve sees it", lambda: f"disqualified: {entry}" in log.read_text(), proc, log)
+    seen = sum(entry in s for s in sides(out))
+    house = len(HOUSE) * (len(HOUSE) - 1) // 2 * GAMES_PER_PAIRING
+    wait("the house bots' games", lambda: sum(entry not in s for s in sides(out)) == house, proc, log, timeout=900)
+    board = httpx.get(f"{web}/_board", timeout=30).text
+    me = httpx.post(f"{web}/me/login", data={"token": token}, timeout=30)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(60) == 0, log.read_text()[-3000:]
     played = sum(entry in s for s in sides(out))
@@ -199,6 +199,7 @@ def test_a_disqualified_entry_stops_playing_and_its_games_leave_the_ratings(
     assert sum(with_it["ratings"][b]["games"] for b in HOUSE) == len(HOUSE) * 2 * GAMES_PER_PAIRING + played
     why = f"disqualified: {REASON}"
     assert published["tournament"]["disqualified"] == [{"bot": entry, "why": why}]
+    assert entry not in published["tournament"]["active"]  # the league schedules it no more
 
     ratings_table, _, rest = board.partition("<h2>Disqualified</h2>")
     assert entry not in ratings_table and all(f'<td class="l bot">{b}</td>' in ratings_table for b in HOUSE)
