@@ -38,12 +38,11 @@ def check_validation_checks(settings: CompetitionSettings, source: str) -> None:
 
 def open_competition(config: TournamentConfig, output: Path, league: League,
                      note: Callable[[str], None]) -> Callable[[], None]:
-    """Hook the competition into ``league`` before it opens: its accepted entrants join the config
-    (``league.grow``), the Submission service joins the lobby's server, each stored game moves its
-    entrants' statuses, and an accepted submission re-opens the league at once (no SIGHUP). Removes
-    the uploads a killed arena left half taken in (one line to ``note`` if any), then starts the build
-    queue (resuming what a restart interrupted); returns the closer (stops the queue and removes its
-    build network, then closes the book). Called under the output lock, before the lobby listens."""
+    """Hook the competition into ``league`` before it opens: its accepted entrants join the config (``league.grow``),
+    the Submission service joins the lobby's server, each stored game moves its entrants' statuses; an accepted
+    submission or a disqualification (:func:`_watch_disqualifications`) re-opens the league at once (no SIGHUP).
+    Removes the uploads a killed arena left half taken in (one line to ``note``), starts the build queue (resuming
+    what a restart interrupted); returns the closer. Called under the output lock, before the lobby listens."""
     settings = config.competition
     assert settings is not None
     check_validation_checks(settings, config.source)
@@ -88,12 +87,11 @@ def open_competition(config: TournamentConfig, output: Path, league: League,
              f"{output / 'submissions'}/{INCOMING_PREFIX}*")
     queue.start()
     metrics.watch_submissions(book.count_by_status)
-    league.barred = book.disqualified_entrants  # its keys: the entrants of disqualified competitors
-    watch = _watch_disqualifications(book, league, note)
+    stop_watching = _watch_disqualifications(book, league, note).set
 
     def close() -> None:
         metrics.watch_submissions(None)  # a scrape no longer reads the book
-        watch.set()
+        stop_watching()
         queue.stop()
         book.close()
 
@@ -104,7 +102,9 @@ def _watch_disqualifications(book: CompetitionBook, league: League, note: Callab
     """Look at the book's disqualifications every :data:`arena.competition.pipeline.POLL_S` seconds (a thread of
     its own: a build under way does not hold it up); when they change (``arena competitor disqualify`` ran),
     say so and have the league reload (the games in flight finish, none of a disqualified entrant starts, its
-    entrants leave the config) and publish again. Returns the event that stops the thread."""
+    entrants leave the config) and publish again; the league bars their games meanwhile (:attr:`League.barred`).
+    Returns the event that stops the thread."""
+    league.barred = book.disqualified_entrants  # its keys: the entrants of disqualified competitors
     stop = threading.Event()
     seen = book.disqualified_entrants()
 

@@ -267,10 +267,7 @@ def publish_tournament(
     facts["failures"] = cache.failures([b.name for b in t.config.bots])
     if complete and t.store.get_meta("finished_at") is None:
         t.store.set_meta("finished_at", f"{time.time():.3f}")
-    barred = read_barred(output)  # a competition's disqualified entrants: their games are not rated
-    if barred:
-        facts["disqualified"] = disqualified_facts(barred)
-        facts["failures"] = {bot: f for bot, f in facts["failures"].items() if bot not in barred}
+    barred = _barred(output, facts)
     counted = rated(stored, barred)
     games = [g.game for g in counted if g.game is not None]
     names = [name for name in t.labels if name not in barred]
@@ -283,6 +280,16 @@ def publish_tournament(
     if console is not None:
         _print_publication(console, output, ratings, facts, test, t if complete else None)
     return ratings
+
+
+def _barred(output: Path, facts: TournamentFacts) -> dict[str, str]:
+    """The disqualified entrants of the competition in ``output`` (:func:`read_barred`: their games are not
+    rated), listed in ``facts`` (``disqualified``) and left out of its ``failures``."""
+    barred = read_barred(output)
+    if barred:
+        facts["disqualified"] = disqualified_facts(barred)
+        facts["failures"] = {bot: f for bot, f in facts["failures"].items() if bot not in barred}
+    return barred
 
 
 def _history_order(games: Sequence[StoredGame], schedule: Sequence[ScheduledGame]) -> list[StoredGame]:
