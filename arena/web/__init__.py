@@ -17,7 +17,8 @@ Interface (small on purpose, for ``arena serve`` and tests):
 Modules: :mod:`arena.web.app` (routes), :mod:`arena.web.data` (read-only database and records),
 :mod:`arena.web.frames` (record -> viewer frames, from ``observe``), :mod:`arena.web.spectate`
 (running games, delayed; the live files are :mod:`arena.report.live`), :mod:`arena.web.export` (the static
-viewer copies linked from leaderboard.html). Pages and API: docs/arena.md, The web.
+viewer copies linked from leaderboard.html), :mod:`arena.web.connections` (the server's connections, bounded per
+client address and in all, a request's head timed). Pages and API: docs/arena.md, The web.
 """
 
 from __future__ import annotations
@@ -64,12 +65,24 @@ def trusted_proxies(values: Sequence[str]) -> tuple[str, ...]:
 
 
 def _config(app: Starlette, host: str, port: int, proxies: Sequence[str]) -> uvicorn.Config:
+    """uvicorn's settings: its connections bounded (:mod:`arena.web.connections`; a trusted proxy's peer has
+    no per-address cap of its own) and ``proxies``' ``X-Forwarded-For`` read."""
     import uvicorn
 
+    from arena.web.connections import (
+        ACCEPT_BACKLOG,
+        MAX_CONNECTIONS_PER_CLIENT,
+        ConnectionCounts,
+        bounded_protocol,
+        total_cap,
+    )
+
+    total = total_cap()
+    counts = ConnectionCounts(total, min(MAX_CONNECTIONS_PER_CLIENT, max(1, total // 4)), exempt=proxies)
     return uvicorn.Config(
         app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=GRACEFUL_S, lifespan="on",
         access_log=False, proxy_headers=bool(proxies), forwarded_allow_ips=list(proxies) or None,
-        server_header=False,
+        server_header=False, http=bounded_protocol(counts), backlog=ACCEPT_BACKLOG,
     )
 
 
