@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from starlette.requests import ClientDisconnect
 
+from arena.report.live import LiveLog
 from arena.web import WebServer, start_in_thread, trusted_proxies
 from arena.web.app import MAX_STREAMS, MAX_STREAMS_PER_CLIENT, SlotStream, StreamSlots
 
@@ -142,6 +143,40 @@ def test_behind_a_trusted_proxy_each_visitor_has_its_own_cap(tmp_path: Path) -> 
     finally:
         close_all(visitors + one)
         server.stop()
+
+
+def first_event(port: int) -> dict[str, Any]:
+    """The data of the first ``event: games`` of a new ``/events`` stream."""
+    s = ask(port)
+    try:
+        status, got = answer(s)
+        assert status == 200
+        while b"event: games\ndata: " not in got or not got.split(b"event: games\ndata: ", 1)[1].count(b"\n"):
+            chunk = s.recv(4096)
+            assert chunk, f"the stream ended: {got!r}"
+            got += chunk
+        data: dict[str, Any] = json.loads(got.split(b"event: games\ndata: ", 1)[1].split(b"\n", 1)[0])
+        return data
+    finally:
+        s.close()
+
+
+def test_the_stream_tells_nothing_of_a_blind_running_games_entrants(tmp_path: Path) -> None:
+    """The stream's events carried ``live``, the summed size of the live files, which a blind running game's
+    header (its entrants' names, its pairing's numbers) makes: anyone could tell apart the pairings about to
+    be played by the size by which a new game's file grew the sum. Two folders, each running one blind game
+    of the same seed and length of id, whose entrants' names differ in length only: their events are alike."""
+    seen = []
+    for k, names in enumerate((["ann@1", "bob@1"], ["a-much-longer-name@1", "bob@1"])):
+        out = tmp_path / f"out{k}"
+        out.mkdir()
+        with LiveLog(out, "league-p0-1-g0", "league-p0-1", names, {"target": 7}, bytes(32), blind=True):
+            server = start_in_thread(out, "127.0.0.1", 0, bootstrap=0)
+            try:
+                seen.append(first_event(server.port))
+            finally:
+                server.stop()
+    assert seen[0] == seen[1]
 
 
 def test_a_client_that_goes_before_its_answer_gives_its_slot_back(web: WebServer) -> None:

@@ -281,7 +281,8 @@ async def games_part(request: Request) -> Response:
 
 
 async def events(request: Request) -> Response:
-    """Server-Sent Events: ``event: games`` with ``{"played": N}`` when the stored games change. A stream
+    """Server-Sent Events: ``event: games`` with ``{"played": N, "running": bool}`` when the stored games, a
+    running game's live file or the background bootstrap change (nothing of how: no live file's size). A stream
     takes its slot here, before the answer starts; with none free (:data:`MAX_STREAMS` in all,
     :data:`MAX_STREAMS_PER_CLIENT` of the client's address) the answer is 503 with one line."""
     app: WebApp = request.app.state.web
@@ -307,7 +308,9 @@ async def live_updates(request: Request, app: WebApp) -> AsyncIterator[str]:
         if now != last:
             last = now
             idle = 0.0
-            data = {"played": now[0], "live": now[2], "running": now[4]}
+            # not the live files' summed size (now[2]): a blind game's header, its entrants' names and
+            # pairing's numbers, made it, so it told the pairings apart; only that something changed
+            data = {"played": now[0], "running": now[4]}
             yield f"event: games\ndata: {json.dumps(data)}\n\n"
         elif idle >= 15:
             idle = 0.0
