@@ -27,7 +27,7 @@ from arena.competition.book import BOOK_NAME, CompetitionBook
 from arena.competition.games import hidden_versions
 from arena.report import live
 from arena.web.app import create_app
-from arena.web.competitor import COOKIE, FORM_BYTES, IDLE_S, LIFETIME_S, SESSIONS_EACH, TOUCH_S, Sessions
+from arena.web.competitor import COOKIE, FORM_BYTES, FORM_WAIT_S, IDLE_S, LIFETIME_S, SESSIONS_EACH, TOUCH_S, Sessions
 
 pytestmark = pytest.mark.slow
 
@@ -308,6 +308,25 @@ def test_a_sign_in_form_over_its_limit_is_refused_unread(tmp_path: Path, out: Pa
         assert chunked.startswith(b"HTTP/1.1 413"), chunked
         signed = httpx.post(f"{base}/me/login", content=f"token={tokens['ivy']}", headers=FORM, follow_redirects=False)
         assert signed.status_code == 303, signed.text
+
+
+def test_a_sign_in_form_that_does_not_come_is_refused(tmp_path: Path, out: Path) -> None:
+    """/me/login waited for its body as long as it took: anyone, with no token, could hold a connection and
+    its request for ever by sending a declared 100-byte form a byte now and then (the server's timer for a
+    request's head stops once the head has come). Now the form must come whole within FORM_WAIT_S: a
+    one-line 408, and the connection closed (a real `arena web` process)."""
+    copy, _ = _competition(tmp_path, out)
+    with arena_web(copy) as base:
+        host, port = base.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port))) as s:
+            s.settimeout(120)  # a safety net: the server should answer within FORM_WAIT_S
+            s.sendall(f"POST /me/login HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/x-www-form-"
+                      "urlencoded\r\nContent-Length: 100\r\n\r\ntoken=".encode())
+            got = b""
+            while chunk := s.recv(4096):
+                got += chunk
+        assert got.startswith(b"HTTP/1.1 408"), got
+        assert got.endswith(f"\r\n\r\nthe sign-in form did not come within {FORM_WAIT_S:g} s\n".encode()), got
 
 
 def test_the_book_keeps_only_a_sessions_sha256(tmp_path: Path, out: Path) -> None:

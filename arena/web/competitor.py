@@ -2,8 +2,9 @@
 submissions with their statuses and reasons, my games (replays) and download my seat logs.
 
 - ``GET /me``: the sign-in form, or (signed in) my page; ``POST /me/login`` (form field ``token``, the form
-  at most :data:`FORM_BYTES`: more is 413, unread): a session cookie ``af_session`` (HttpOnly,
-  SameSite=Strict, Path=/, kept :data:`LIFETIME_S`; the token is never in a URL and never stored);
+  at most :data:`FORM_BYTES`: more is 413, unread; not all come within :data:`FORM_WAIT_S`: 408): a session
+  cookie ``af_session`` (HttpOnly, SameSite=Strict, Path=/, kept :data:`LIFETIME_S`; the token is never in a
+  URL and never stored);
   ``POST /me/logout``; both refuse (403) a form posted from another site (its ``Origin`` or
   ``Sec-Fetch-Site`` says so): SameSite guards sending the cookie, not setting it, so another site's
   form could sign a browser in as the attacker (login CSRF) or out;
@@ -24,6 +25,7 @@ folder holds a competition's book (``competition.sqlite``); otherwise 404.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import secrets
 import time
@@ -49,6 +51,8 @@ from referee.rules.seats import side_of
 COOKIE = "af_session"
 #: Most bytes of a sign-in form.
 FORM_BYTES = 4096
+#: Seconds a sign-in form's body may take to come whole.
+FORM_WAIT_S = 10.0
 
 
 #: Most sessions of one competitor (their newest; signing in once more ends the oldest).
@@ -199,18 +203,25 @@ def _cross_site(request: Request) -> Response | None:
     return None
 
 
-async def form_body(request: Request) -> bytes | None:
-    """The request's body, or None once it is over :data:`FORM_BYTES` (by its ``Content-Length``, or by what
-    has come so far), the rest left unread: a body read whole first let anyone, with no token, fill the
-    server's memory with one post."""
+async def form_body(request: Request) -> bytes | Response:
+    """The request's body, or the answer refusing it: 413 once it is over :data:`FORM_BYTES` (by its
+    ``Content-Length``, or by what has come so far), the rest left unread (a body read whole first let anyone,
+    with no token, fill the server's memory with one post); 408 when it has not all come within
+    :data:`FORM_WAIT_S` seconds (a body sent a byte a minute held its connection for ever)."""
     declared = request.headers.get("content-length", "")
+    too_big = Response(f"a sign-in form holds at most {FORM_BYTES} bytes\n", status_code=413, media_type="text/plain")
     if declared.isdigit() and int(declared) > FORM_BYTES:
-        return None
+        return too_big
     body = b""
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > FORM_BYTES:
-            return None
+    try:
+        async with asyncio.timeout(FORM_WAIT_S):
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > FORM_BYTES:
+                    return too_big
+    except TimeoutError:
+        return Response(f"the sign-in form did not come within {FORM_WAIT_S:g} s\n", status_code=408,
+                        media_type="text/plain", headers={"Connection": "close"})
     return body
 
 
@@ -223,8 +234,8 @@ async def login(request: Request) -> Response:
     if book is None:
         return _page(request, 404, error="this arena runs no competition")
     body = await form_body(request)
-    if body is None:
-        return Response(f"a sign-in form holds at most {FORM_BYTES} bytes\n", status_code=413, media_type="text/plain")
+    if isinstance(body, Response):
+        return body
     token = (parse_qs(body.decode("utf-8", "replace")).get("token") or [""])[0].strip()
     with book:
         who = book.competitor_for(token)
