@@ -145,6 +145,23 @@ def test_behind_a_trusted_proxy_each_visitor_has_its_own_cap(tmp_path: Path) -> 
         server.stop()
 
 
+def test_an_ipv6_visitor_has_one_cap_for_its_64(tmp_path: Path) -> None:
+    """An IPv6 visitor holds a whole /64 (2^64 addresses): counted per address, one visitor took every one
+    of the MAX_STREAMS streams from 8 of its own addresses and no one else had live updates. Its streams
+    are counted per /64 now; another /64 has its own cap. (IPv6 visitors through a trusted proxy: a real
+    server on IPv4 loopback, the visitors named by ``X-Forwarded-For``.)"""
+    (tmp_path / "out").mkdir()
+    server = start_in_thread(tmp_path / "out", "127.0.0.1", 0, trusted_proxies(["127.0.0.1"]), bootstrap=0)
+    one = [ask(server.port, forwarded_for=f"2001:db8:1:2::{k + 1:x}") for k in range(MAX_STREAMS_PER_CLIENT + 2)]
+    other = [ask(server.port, forwarded_for="2001:db8:1:3::1")]
+    try:
+        assert statuses(one) == {200: MAX_STREAMS_PER_CLIENT, 503: 2}
+        assert statuses(other) == {200: 1}
+    finally:
+        close_all(one + other)
+        server.stop()
+
+
 def first_event(port: int) -> dict[str, Any]:
     """The data of the first ``event: games`` of a new ``/events`` stream."""
     s = ask(port)

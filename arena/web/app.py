@@ -42,6 +42,7 @@ from arena.ratings.publication import LivePublisher
 from arena.report import live
 from arena.tournament.lock import held
 from arena.web import competitor
+from arena.web.connections import client_key
 from arena.web.data import (
     DEFAULT_PER_PAGE,
     TERMINATIONS,
@@ -59,7 +60,7 @@ from arena.web.spectate import spectator_replay
 
 #: Most open live-update streams at once (each polls the database once a second).
 MAX_STREAMS = 64
-#: Most open live-update streams of one client address (one visitor cannot take every slot).
+#: Most open live-update streams of one client address, an IPv6 client's /64 (one visitor cannot take every slot).
 MAX_STREAMS_PER_CLIENT = 8
 #: Seconds between two looks at the database for a live-update stream.
 POLL_S = 1.0
@@ -284,9 +285,10 @@ async def events(request: Request) -> Response:
     """Server-Sent Events: ``event: games`` with ``{"played": N, "running": bool}`` when the stored games, a
     running game's live file or the background bootstrap change (nothing of how: no live file's size). A stream
     takes its slot here, before the answer starts; with none free (:data:`MAX_STREAMS` in all,
-    :data:`MAX_STREAMS_PER_CLIENT` of the client's address) the answer is 503 with one line."""
+    :data:`MAX_STREAMS_PER_CLIENT` of the client's address, an IPv6 client's /64:
+    :func:`arena.web.connections.client_key`) the answer is 503 with one line."""
     app: WebApp = request.app.state.web
-    client = request.client.host if request.client is not None else ""
+    client = client_key(request.client.host) if request.client is not None else ""  # an IPv6 visitor: its /64
     refused = app.streams.take(client)
     if refused is not None:
         return JSONResponse({"error": refused}, status_code=503)
