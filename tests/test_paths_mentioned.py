@@ -24,6 +24,9 @@ NOT_PATHS = {
     "replays/pages.json": "a file of a tournament's output folder (arena/web/export.py)",
     "d/manifest.json": "a member of a hostile image archive (tests/test_competition_intake.py)",
     "OUTPUT/submissions/ID/upload.json": "a receipt in a competition's output folder (arena/competition/pipeline.py)",
+    "final/ratings.json": "a file of a tournament's output folder (a competition's final: arena/tournament/restore.py)",
+    "folder/ratings.json": "a file of any tournament's output folder (arena/tournament/restore.py)",
+    "OUTPUT/final/final.toml": "the final's config in a competition's output folder (arena/competition/final.py)",
     "examples/my.toml": "the copy of examples/demo.toml a bot author makes (docs/bot-authors.md)",
     "mybots/cpp/build.sh": "the copy of sample_bots/cpp a bot author makes (docs/bot-authors.md)",
 }
