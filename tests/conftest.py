@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from arena.web import WebServer
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
@@ -65,3 +70,17 @@ def stored_games(db: Path) -> int:
             con.close()
     except sqlite3.OperationalError:
         return 0
+
+
+@pytest.fixture
+def web(tmp_path: Path) -> Iterator[WebServer]:
+    """``arena web`` of an empty output folder in a thread of this process, on 127.0.0.1 (the web's stream and
+    connection tests)."""
+    from arena.web import start_in_thread
+
+    (tmp_path / "out").mkdir()
+    server = start_in_thread(tmp_path / "out", "127.0.0.1", 0, bootstrap=0)
+    try:
+        yield server
+    finally:
+        server.stop()

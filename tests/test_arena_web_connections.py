@@ -12,7 +12,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,17 +24,6 @@ from tests.web_helpers import ROOT, free_port
 SERVER_FILES = 1024
 #: Seconds a test waits for an answer the server should send (at most; never a duration asserted).
 WAIT_S = 60
-
-
-@pytest.fixture
-def web(tmp_path: Path) -> Iterator[WebServer]:
-    """``arena web`` of an empty output folder in a thread of this process, on 127.0.0.1."""
-    (tmp_path / "out").mkdir()
-    server = start_in_thread(tmp_path / "out", "127.0.0.1", 0, bootstrap=0)
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def connect(port: int, source: str = "127.0.0.1", send: bytes = b"") -> socket.socket:

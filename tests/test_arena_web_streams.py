@@ -14,7 +14,7 @@ import json
 import socket
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -27,17 +27,6 @@ from arena.web.app import MAX_STREAMS, MAX_STREAMS_PER_CLIENT, SlotStream, Strea
 
 #: Seconds a test waits for the server to notice clients that went (it looks every second).
 GONE_S = 30
-
-
-@pytest.fixture
-def web(tmp_path: Path) -> Iterator[WebServer]:
-    """``arena web`` of an empty output folder in a thread of this process, on 127.0.0.1."""
-    (tmp_path / "out").mkdir()
-    server = start_in_thread(tmp_path / "out", "127.0.0.1", 0, bootstrap=0)
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def ask(port: int, source: str = "127.0.0.1", forwarded_for: str = "") -> socket.socket:
