@@ -303,9 +303,9 @@ class CompetitionBook:
         if not token or len(token) > MAX_FIELD:
             return None
         with self._lock:
-            row = self._db.execute("SELECT competitor FROM disqualifications WHERE digest = ? AND undone_at IS NULL",
-                                   (token_digest(token),)).fetchone()
-        return None if row is None else self.disqualified().get(str(row[0]))
+            row = self._db.execute("SELECT competitor, at, reason, by FROM disqualifications WHERE digest = ? AND "
+                                   "undone_at IS NULL", (token_digest(token),)).fetchone()
+        return None if row is None else Disqualification(str(row[0]), float(row[1]), str(row[2]), str(row[3]))
 
     def disqualified_entrants(self) -> dict[str, str]:
         """Every entrant (``name@version``, any status) of a disqualified competitor -> the reason."""
