@@ -54,8 +54,9 @@ from arena.web.data import (
     PublicGameRow,
     WebData,
 )
-from arena.web.frames import ALL, RecordReplayError, replay_frames
+from arena.web.frames import ALL, RecordReplayError, Replay, replay_frames
 from arena.web.render import HERE, board_context, templates
+from arena.web.replays import ReplayCache
 from arena.web.spectate import spectator_replay
 
 #: Most open live-update streams at once (each polls the database once a second).
@@ -162,6 +163,7 @@ class WebApp:
         self.record = record
         self.env = templates()
         self.streams = StreamSlots(MAX_STREAMS, MAX_STREAMS_PER_CLIENT)
+        self.replays = ReplayCache()
         self.changed = asyncio.Event()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.closing = False
@@ -177,6 +179,16 @@ class WebApp:
         the graceful shutdown until it is cancelled). Safe from any thread and from a signal handler."""
         self.closing = True
         self.notify()
+
+    def replay(self, game_id: str, view: str | int) -> Replay:
+        """The replay of stored game ``game_id`` in ``view`` (:data:`ALL` or a seat), kept while its record
+        does not change (:class:`arena.web.replays.ReplayCache`). Reads files: call it off the event loop.
+
+        :raises NotFound: unknown game, or no record inside ``records/``.
+        :raises NotYet: its duplicate twin is not finished.
+        :raises RecordReplayError: a record that does not replay, or no such seat.
+        """
+        return self.replays.replay(self.data.output / "records", self.data.record_path(game_id), view)
 
     def running(self) -> list[dict[str, Any]]:
         """The games running now (live files of games not stored yet); a blind tournament's name no entrant."""
@@ -337,8 +349,7 @@ async def viewer(request: Request) -> Response:
     game_id = request.path_params["game_id"]
     view = seat_param(request)
     game = await run_in_threadpool(app.data.game, game_id)
-    lines = await run_in_threadpool(app.data.record_lines, game_id)
-    replay = await run_in_threadpool(replay_frames, lines, view)
+    replay = await run_in_threadpool(app.replay, game_id, view)
     return app.page("viewer.html", replay=replay, game=game, view=view, base="/", static_copy=False)
 
 
@@ -397,8 +408,7 @@ async def api_game(request: Request) -> Response:
 async def api_record(request: Request) -> Response:
     app: WebApp = request.app.state.web
     view = seat_param(request)
-    lines = await run_in_threadpool(app.data.record_lines, request.path_params["game_id"])
-    return JSONResponse(await run_in_threadpool(replay_frames, lines, view))
+    return JSONResponse(await run_in_threadpool(app.replay, request.path_params["game_id"], view))
 
 
 async def api_live(request: Request) -> Response:

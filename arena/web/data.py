@@ -529,10 +529,11 @@ class WebData:
         r = results[0]
         return self.game_row(r, r.pair_id in self._pair_done([r.pair_id]), self.revealed())
 
-    def record_lines(self, game_id: str) -> list[dict[str, Any]]:
-        """The parsed record of a stored game whose replay is open.
+    def record_path(self, game_id: str) -> Path:
+        """The record file of a stored game whose replay is open, as the store names it (not resolved yet:
+        :func:`record_file` resolves it, inside ``records/``).
 
-        :raises NotFound: unknown game, no record, or a record path outside ``records/``.
+        :raises NotFound: unknown game, or one without a record.
         :raises NotYet: its duplicate twin is not finished.
         """
         row = self.game(game_id)
@@ -544,7 +545,18 @@ class WebData:
         rel = row.get("record")
         if not rel:
             raise NotFound(f"game {game_id!r} has no record")
-        return read_record_file(self.output / "records", self.output / str(rel))
+        return self.output / str(rel)
+
+
+def record_file(inside: Path, path: Path) -> Path:
+    """``path`` resolved, which must be a file inside the folder ``inside``.
+
+    :raises NotFound: outside that folder, or not a file.
+    """
+    real = path.resolve()
+    if not real.is_relative_to(inside.resolve()) or not real.is_file():
+        raise NotFound("no such record")
+    return real
 
 
 def read_record_file(inside: Path, path: Path) -> list[dict[str, Any]]:
@@ -552,10 +564,7 @@ def read_record_file(inside: Path, path: Path) -> list[dict[str, Any]]:
 
     :raises NotFound: outside that folder, missing, or not JSON lines of objects.
     """
-    real = path.resolve()
-    if not real.is_relative_to(inside.resolve()) or not real.is_file():
-        raise NotFound("no such record")
-    return parse_record_text(real.read_text(encoding="utf-8", errors="replace"))
+    return parse_record_text(record_file(inside, path).read_text(encoding="utf-8", errors="replace"))
 
 
 def parse_record_text(text: str) -> list[dict[str, Any]]:

@@ -1,0 +1,150 @@
+"""arena web under load: a finished game's replay is made once and kept (arena/web/replays.py), never
+served stale, within its bounds, never to a spectator of a running game nor to another view."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+from web_helpers import cards_in, live_from_record, record_lines, run_tournament, seat_knowledge
+
+from arena.report.live import LIVE_DIR
+from arena.web.app import create_app
+from arena.web.frames import ALL, FrameBuilder, replay_frames
+from arena.web.replays import ReplayCache
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return run_tournament(tmp_path_factory.mktemp("load"))
+
+
+@pytest.fixture
+def replays(monkeypatch: pytest.MonkeyPatch) -> list[str | int]:
+    """The view of every replay through the engine from now on (each :class:`FrameBuilder` made), in order."""
+    made: list[str | int] = []
+    init = FrameBuilder.__init__
+
+    def counted(self: FrameBuilder, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        made.append(self.view)
+
+    monkeypatch.setattr(FrameBuilder, "__init__", counted)
+    return made
+
+
+def games_of(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
+
+
+def copy_of(out: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy, ignore=shutil.ignore_patterns(LIVE_DIR))
+    return copy
+
+
+def test_a_finished_games_replay_is_made_once_per_view(out: Path, replays: list[str | int]) -> None:
+    """The page and the API of a finished game replay its record once; a seat's view is its own replay
+    (kept apart: it never gets the all-hands view kept before it) and holds only what that seat knew."""
+    c = TestClient(create_app(out, bootstrap=0))
+    g = games_of(out)[0]
+    gid = g["game_id"]
+    page = c.get(f"/games/{gid}")
+    assert page.status_code == 200 and replays == [ALL]
+    assert c.get(f"/games/{gid}").text == page.text
+    every = c.get(f"/api/games/{gid}/record").json()
+    assert replays == [ALL], "the same finished game was replayed again"
+    seat = c.get(f"/api/games/{gid}/record", params={"seat": 1}).json()
+    assert replays == [ALL, 1] and seat["view"] == 1
+    assert c.get(f"/games/{gid}", params={"seat": 1}).status_code == 200 and replays == [ALL, 1]
+    lines = record_lines(out / g["record"])
+    known = list(seat_knowledge(lines, 1))
+    assert len(seat["frames"]) == len(known) and any(hidden for _, _, hidden in known)
+    for frame, (_, may_know, hidden) in zip(seat["frames"], known, strict=True):
+        assert cards_in(frame) <= may_know and not cards_in(frame) & hidden, frame["i"]
+    assert every == json.loads(json.dumps(replay_frames(lines, ALL)))  # what was kept is the replay
+
+
+def test_a_changed_record_is_replayed_again(tmp_path: Path, out: Path, replays: list[str | int]) -> None:
+    """A record rewritten in place, or replaced by another file, is served as it is now, never as kept."""
+    copy = copy_of(out, tmp_path)
+    c = TestClient(create_app(copy, bootstrap=0))
+    g = games_of(copy)[0]
+    url = f"/api/games/{g['game_id']}/record"
+    path = copy / g["record"]
+    whole = path.read_text()
+    first = c.get(url).json()["frames"]
+    assert first[-1]["kind"] == "result"
+    path.write_text("".join(x + "\n" for x in whole.splitlines() if json.loads(x)["type"] != "result"))
+    cut = c.get(url).json()["frames"]
+    assert [f["kind"] for f in cut] == [f["kind"] for f in first[:-1]] and replays == [ALL, ALL]
+    other = path.with_name("new.jsonl")
+    other.write_text(whole.replace('"seat_names":["', '"seat_names":["renamed '))
+    os.replace(other, path)
+    renamed = c.get(url).json()
+    assert renamed["seat_names"][0].startswith("renamed ") and len(renamed["frames"]) == len(first)
+    assert c.get(url).json() == renamed and replays == [ALL, ALL, ALL]
+
+
+def test_the_kept_replays_stay_within_their_bounds(tmp_path: Path, out: Path, replays: list[str | int]) -> None:
+    """At most ``max_replays`` replays and ``max_frames`` frames are kept, the least recently used out first;
+    a replay of more frames than the bound is served, not kept."""
+    records = tmp_path / "records"
+    records.mkdir()
+    g = games_of(out)[0]
+    for name in "abc":
+        shutil.copy(out / g["record"], records / f"{name}.jsonl")
+    frames = len(replay_frames(record_lines(out / g["record"]))["frames"])
+    replays.clear()
+    kept = ReplayCache(max_replays=2)
+    for name in "abcca":  # c used last of b and c: b goes when a comes back
+        kept.replay(records, records / f"{name}.jsonl", ALL)
+    assert len(kept) == 2 and kept.frames == 2 * frames and replays == [ALL] * 4
+    kept.replay(records, records / "c.jsonl", ALL)
+    kept.replay(records, records / "b.jsonl", ALL)
+    assert len(kept) == 2 and replays == [ALL] * 5
+    by_frames = ReplayCache(max_frames=2 * frames + 1)
+    for name in "abc":
+        by_frames.replay(records, records / f"{name}.jsonl", ALL)
+    assert len(by_frames) == 2 and by_frames.frames == 2 * frames
+    too_big = ReplayCache(max_frames=frames - 1)
+    assert too_big.replay(records, records / "a.jsonl", ALL)["frames"] and len(too_big) == too_big.frames == 0
+
+
+def test_a_spectator_is_never_served_a_kept_replay(tmp_path: Path, out: Path, replays: list[str | int]) -> None:
+    """A running game's record kept whole (as if it had been stored and replayed) changes nothing of what its
+    spectators see: their view is replayed from the live file at each request, cut a deal behind."""
+    games = games_of(out)
+    copy = copy_of(out, tmp_path)
+    with sqlite3.connect(copy / "arena.sqlite") as db:
+        db.execute("DELETE FROM games")  # both games of the pair are running
+    app = create_app(copy, bootstrap=0)
+    c = TestClient(app)
+    a, b = (record_lines(out / g["record"]) for g in games)
+    second = [n for n, o in enumerate(a) if o["type"] == "deal"][1]
+    second_b = [n for n, o in enumerate(b) if o["type"] == "deal"][1]
+    ga = games[0]["game_id"]
+    whole = app.state.web.replays.replay(copy / "records", copy / games[0]["record"], ALL)
+    dealt = next(f["hands"] for f in whole["frames"] if f["deal"] == 2 and f["kind"] == "deal")
+    log_a = live_from_record(copy, a, ga, games[0]["pair"], upto=second + 3)
+    log_b = live_from_record(copy, b, games[1]["game_id"], games[1]["pair"], upto=second_b + 2)
+    try:
+        for _ in range(2):
+            seen = c.get(f"/api/live/{ga}").json()
+            assert {f["deal"] for f in seen["frames"]} == {0, 1} and seen["hidden_from"] == "game 1 deal 2"
+            assert len(seen["frames"]) == second - 1
+            assert not [f for f in seen["frames"] if f["hands"] == dealt]  # deal 2's hands are not shown
+        page = c.get(f"/live/{ga}").text
+        assert "hidden from game 1 deal 2" in page
+    finally:
+        log_a.close()
+        log_b.close()
+    assert replays == [ALL] * 4 and len(app.state.web.replays) == 1
