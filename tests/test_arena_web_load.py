@@ -1,20 +1,28 @@
 """arena web under load: a finished game's replay is made once and kept (arena/web/replays.py), never
-served stale, within its bounds, never to a spectator of a running game nor to another view."""
+served stale, within its bounds, never to a spectator of a running game nor to another view; and the
+live files (the games running) are read off the event loop, so one that stalls its reader stalls no
+other request."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
+import signal
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from starlette.testclient import TestClient
 from web_helpers import cards_in, live_from_record, record_lines, run_tournament, seat_knowledge
 
 from arena.report.live import LIVE_DIR
+from arena.web import WebServer
 from arena.web.app import create_app
 from arena.web.frames import ALL, FrameBuilder, replay_frames
 from arena.web.replays import ReplayCache
@@ -148,3 +156,42 @@ def test_a_spectator_is_never_served_a_kept_replay(tmp_path: Path, out: Path, re
         log_a.close()
         log_b.close()
     assert replays == [ALL] * 4 and len(app.state.web.replays) == 1
+
+
+@contextlib.contextmanager
+def stalling(path: Path) -> Iterator[None]:
+    """``path`` under a write lease of this process (``F_SETLEASE``): any other open of it, to read too, waits
+    until the lease is let go on exit (or the kernel breaks it, after /proc/sys/fs/lease-break-time seconds),
+    as a read of a slow disk would. The kernel tells the lease's holder with SIGURG, which is ignored. (Not a
+    named pipe: the web takes only regular files for live files, so it would never open one.)"""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETSIG, signal.SIGURG)
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+        yield
+    finally:
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)  # the stalled readers go on
+        os.close(fd)
+
+
+def test_a_live_file_that_stalls_its_reader_stalls_no_other_request(web: WebServer) -> None:
+    """``/live`` and ``/api/live`` read the live files on the server's threads: while one stalls its reader
+    (a slow disk), the games list still answers; the old code read them on the event loop, and every
+    request waited."""
+    output = web.app.state.web.data.output
+    (output / LIVE_DIR).mkdir()
+    path = output / LIVE_DIR / "g.jsonl"
+    path.write_text(json.dumps({"type": "live", "game_id": "g", "pair_id": "p", "seat_names": ["a", "b"]}) + "\n")
+    base = f"http://127.0.0.1:{web.port}"
+    with httpx.Client(base_url=base, timeout=20) as client:
+        with stalling(path):
+            for url in ("/live", "/api/live"):
+                with pytest.raises(httpx.TimeoutException):  # the lease holds the reader: else no test
+                    client.get(url, timeout=1)
+            try:
+                games = client.get("/api/games")
+            except httpx.TimeoutException:
+                pytest.fail("a live file that stalls its reader stalled every other request")
+            assert games.status_code == 200 and games.json()["games"] == []
+        running = client.get("/api/live").json()["running"]
+        assert [g["game_id"] for g in running] == ["g"]

@@ -191,7 +191,8 @@ class WebApp:
         return self.replays.replay(self.data.output / "records", self.data.record_path(game_id), view)
 
     def running(self) -> list[dict[str, Any]]:
-        """The games running now (live files of games not stored yet); a blind tournament's name no entrant."""
+        """The games running now (live files of games not stored yet); a blind tournament's name no entrant.
+        Reads the live files (a slow disk, a big file): call it off the event loop."""
         stored = self.data.stored_ids(live.live_files(self.data.output))
         return live.running_games(self.data.output, stored, blind=self.data.blind())
 
@@ -368,7 +369,7 @@ async def viewer_of_file(request: Request) -> Response:
 
 async def live_list(request: Request) -> Response:
     app: WebApp = request.app.state.web
-    return app.page("live.html", running=app.running(), delay=app.spectator_delay)
+    return app.page("live.html", running=await run_in_threadpool(app.running), delay=app.spectator_delay)
 
 
 async def live_viewer(request: Request) -> Response:
@@ -413,7 +414,7 @@ async def api_record(request: Request) -> Response:
 
 async def api_live(request: Request) -> Response:
     app: WebApp = request.app.state.web
-    return JSONResponse({"delay_deals": app.spectator_delay, "running": app.running()})
+    return JSONResponse({"delay_deals": app.spectator_delay, "running": await run_in_threadpool(app.running)})
 
 
 async def api_live_game(request: Request) -> Response:
