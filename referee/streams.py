@@ -14,7 +14,8 @@ Both are bidirectional streams whose first client message must be one kind of a 
   :class:`CappedHealth` is the standard health service of both ports with its ``Watch`` capped so;
 - :class:`UnaryRequests`, a server interceptor, does for every method whose request is one message (the
   Submission service's, health ``Check`` and ``Watch``, the AdminService's) what :class:`Pending` does for
-  the streams: the request within :data:`REQUEST_TIMEOUT_S`, the calls waiting for theirs capped per address.
+  the streams: the request within :data:`REQUEST_TIMEOUT_S`, the calls waiting for theirs capped per address
+  (an IPv6 client's /64: :func:`peer_key`).
 
 The one-line statuses are documented in docs/protocol.md (the Play and the lobby tables).
 """
@@ -33,6 +34,8 @@ import grpc
 from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.message import DecodeError, Message
 from grpc_health.v1 import health, health_pb2
+
+from referee.peers import client_key
 
 M = TypeVar("M", bound=Message)
 
@@ -137,17 +140,28 @@ UNIX_PEER = "unix"
 
 
 def peer_host(peer: str) -> str | None:
-    """The host of a gRPC peer (``ipv4:1.2.3.4:5``, ``ipv6:[::1]:5``), or None for a unix socket's."""
+    """The host of a gRPC peer (``ipv4:1.2.3.4:5`` -> ``1.2.3.4``, ``ipv6:[::1]:5`` -> ``::1``), or None for a
+    unix socket's."""
     kind, _, rest = peer.partition(":")
     if kind == "unix" or not rest:
         return None
-    return rest.rsplit(":", 1)[0]
+    return rest.rsplit(":", 1)[0].removeprefix("[").removesuffix("]")
+
+
+def peer_key(peer: str) -> str:
+    """What :class:`PeerStreams` counts a gRPC peer under: its host's :func:`referee.peers.client_key` (an
+    IPv6 peer's /64, ``ipv6:[2001:db8::1]:5000`` -> ``2001:db8::/64``; ``ipv6:[::ffff:1.2.3.4]:5`` ->
+    ``1.2.3.4``), or :data:`UNIX_PEER` for a unix socket's."""
+    host = peer_host(peer)
+    return UNIX_PEER if host is None else client_key(host)
 
 
 class PeerStreams:
-    """Open streams of one kind counted by the peer's address (a unix socket's peers as one,
-    :data:`UNIX_PEER`): each holds one of the server's ``maximum_concurrent_rpcs`` slots, so uncapped, one
-    client's streams made the server refuse every other call ("Concurrent RPC limit exceeded!"). At most
+    """Open streams of one kind counted by the peer's address (:func:`peer_key`: an IPv6 peer by its /64,
+    which one machine holds whole, so it cannot spread its calls over many addresses and fill ``in_all``,
+    the cap every competitor shares; a unix socket's peers as one, :data:`UNIX_PEER`): each holds one of the
+    server's ``maximum_concurrent_rpcs`` slots, so uncapped, one client's streams made the server refuse every
+    other call ("Concurrent RPC limit exceeded!"). At most
     ``per_peer`` of one address and ``in_all`` (None: no bound) in all; more are refused at once with
     RESOURCE_EXHAUSTED and the one line the caller of :meth:`held` gives. The counter of :class:`Pending`
     (silent streams), :class:`CappedHealth` (health ``Watch``) and the referee's reflection service. Used on
@@ -161,7 +175,7 @@ class PeerStreams:
     async def held(self, context: grpc.aio.ServicerContext, over_peer: str, over_all: str) -> AsyncIterator[None]:
         """Count the stream of ``context`` while the block runs; abort it with ``over_peer`` when its address
         has ``per_peer`` open already, with ``over_all`` when all peers have ``in_all``."""
-        host = peer_host(context.peer() or "") or UNIX_PEER
+        host = peer_key(context.peer() or "")
         if self._by_host.get(host, 0) >= self.per_peer:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, over_peer)
         if self.in_all is not None and sum(self._by_host.values()) >= self.in_all:

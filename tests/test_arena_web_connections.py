@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from arena.web import WebServer, start_in_thread
-from arena.web.connections import HEAD_TIMEOUT_S, MAX_CONNECTIONS_PER_CLIENT, client_key
+from arena.web.connections import HEAD_TIMEOUT_S, MAX_CONNECTIONS_PER_CLIENT
+from referee.peers import client_key
 from tests.web_helpers import ROOT, free_port
 
 #: The open files the server process of the exhaustion test may have.

@@ -42,7 +42,6 @@ from arena.ratings.publication import LivePublisher
 from arena.report import live
 from arena.tournament.lock import held
 from arena.web import competitor
-from arena.web.connections import client_key
 from arena.web.data import (
     DEFAULT_PER_PAGE,
     TERMINATIONS,
@@ -58,6 +57,7 @@ from arena.web.frames import ALL, RecordReplayError, Replay, replay_frames
 from arena.web.render import HERE, board_context, templates
 from arena.web.replays import ReplayCache
 from arena.web.spectate import spectator_replay
+from referee.peers import client_key
 
 #: Most open live-update streams at once (each polls the database once a second).
 MAX_STREAMS = 64
@@ -299,7 +299,7 @@ async def events(request: Request) -> Response:
     running game's live file or the background bootstrap change (nothing of how: no live file's size). A stream
     takes its slot here, before the answer starts; with none free (:data:`MAX_STREAMS` in all,
     :data:`MAX_STREAMS_PER_CLIENT` of the client's address, an IPv6 client's /64:
-    :func:`arena.web.connections.client_key`) the answer is 503 with one line."""
+    :func:`referee.peers.client_key`) the answer is 503 with one line."""
     app: WebApp = request.app.state.web
     client = client_key(request.client.host) if request.client is not None else ""  # an IPv6 visitor: its /64
     refused = app.streams.take(client)

@@ -28,6 +28,8 @@ from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from referee.peers import client_key
+
 #: Most open connections of one client address (a browser opens about 6; a page holds one live stream).
 MAX_CONNECTIONS_PER_CLIENT = 32
 #: Most open connections in all (fewer when the process may open fewer than 8 times as many files:
@@ -50,23 +52,10 @@ def total_cap() -> int:
     return MAX_CONNECTIONS if soft == resource.RLIM_INFINITY else max(1, min(MAX_CONNECTIONS, soft // 8))
 
 
-def client_key(host: str) -> str:
-    """The address a client's connections are counted under: an IPv4 address itself (an IPv4-mapped IPv6
-    one as IPv4), an IPv6 address its /64 network; anything else (a Unix socket's peer) as given."""
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        return host
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
-    return str(ip)
-
-
 class ConnectionCounts:
-    """The open connections, in all and per :func:`client_key`; used from the server's event loop only.
-    ``exempt``: the networks (``10.0.0.0/24``) whose peers have no cap of their own (trusted proxies)."""
+    """The open connections, in all and per :func:`referee.peers.client_key` (an IPv6 client's /64); used from
+    the server's event loop only. ``exempt``: the networks (``10.0.0.0/24``) whose peers have no cap of their
+    own (trusted proxies)."""
 
     def __init__(self, total: int, per_client: int, exempt: Sequence[str] = ()) -> None:
         self.total = total
