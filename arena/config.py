@@ -825,7 +825,8 @@ class CompetitionSettings:
     package registry's mirror or a proxy of the host's (its build network drops every other private,
     link-local or carrier-grade NAT address: :data:`arena.hosting.sandbox.PRIVATE_NETS`).
     ``refused_per_day``: a competitor's uploads refused once unpacked (not a bot, an entry that is no
-    file, a name and version taken) a UTC day, past which they are not taken in until the next day: each
+    file, a name and version taken; an upload whose client cancelled it while it was being taken in) a UTC day,
+    past which they are not taken in until the next day: each
     costs the server an unpacking, and a refused one counts in no other limit. ``reads_per_minute``: a
     competitor's reads (their submissions, games, seat logs and ``/me`` pages) a minute, a quarter of it at
     once, on each door (:mod:`arena.competition.reads`).

@@ -106,6 +106,24 @@ def test_a_kind_that_is_not_the_files_is_invalid_and_counted(tmp_path: Path) -> 
     assert not list((tmp_path / "submissions").glob("incoming-*"))
 
 
+def test_an_archive_withdrawn_during_its_intake_is_invalid_and_counted(tmp_path: Path) -> None:
+    """An upload whose call ends while it is taken in (:func:`withdrawable`: its reads refused from then on, here
+    once its digest is taken, as the unpack reads) is refused ``invalid`` in one line, leaves no files and counts
+    in ``refused_per_day`` as the intake's other refusals do."""
+    from arena.competition.intake import WITHDRAWN, withdrawable
+
+    reads = iter(range(100))
+    with CompetitionBook(tmp_path) as book:
+        desk = Desk(CompetitionSettings(refused_per_day=5), tmp_path, book, lambda: None)
+        book.add_competitor("eve")
+        archive = withdrawable(io.BytesIO(_archive()), lambda: next(reads) >= 3)
+        with pytest.raises(Refused, match=f"^{WITHDRAWN}$") as e:
+            desk.receive("eve", Header("evebot", "1", "python", "bot:Bot"), archive)
+        assert e.value.kind == "invalid"
+        assert book.refusals_since("eve", 0.0) == 1 and book.submissions("eve") == []
+    assert not list((tmp_path / "submissions").glob("incoming-*"))
+
+
 def test_a_folder_bot_retired_by_a_remote_registration_leaves_only_its_receipt(tmp_path: Path) -> None:
     """A remote version past ``in_play`` retires the competitor's accepted folder bot at once, without
     the build queue: its unpacked files (it ran from its image) go then, not at the next decision or
@@ -1732,3 +1750,104 @@ def test_a_call_waiting_on_the_book_does_not_hold_the_lobbys_event_loop(tmp_path
         lobby.stop()
         desk.book.close()
     assert answer == "SERVING", answer
+
+
+#: A server process serving the Submission service on a lobby's port over a fresh competition in ``argv[1]``
+#: (eve the one competitor, one refused upload a day; uploads of up to 64 MiB), printing its address and
+#: eve's token, until its stdin closes.
+_SERVES_ONE_REFUSAL_A_DAY = """
+import sys
+from pathlib import Path
+from arena.competition import service
+from arena.competition.book import CompetitionBook
+from arena.competition.desk import Desk
+from arena.config import CompetitionSettings
+from arena.lobby.service import Lobby
+from arena.lobby.tokens import TokenBook
+
+output = Path(sys.argv[1])
+settings = CompetitionSettings(refused_per_day=1, upload_bytes=64 << 20, unpacked_bytes=128 << 20)
+desk = Desk(settings, output, CompetitionBook(output), lambda: None)
+token = desk.book.add_competitor("eve")
+lobby = Lobby("t", TokenBook(), services=[service.add_to_server(desk)])
+print(lobby.start(), token, flush=True)
+sys.stdin.read()
+lobby.stop()
+desk.book.close()
+"""
+
+
+def _large_upload(files: int, each: int) -> Iterator[spb.SubmitRequest]:
+    """Submit's messages for a tar of ``files`` files of ``each`` random bytes (no bot in it: never kept)."""
+    import os
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for k in range(files):
+            add_tar_file(tar, f"data/{k}.bin", os.urandom(each))
+    data = buf.getvalue()
+    yield spb.SubmitRequest(header=spb.SubmitHeader(name="evebot", version="next", kind=spb.SUBMISSION_KIND_PYTHON,
+                                                    entry="bot:Bot"))
+    for at in range(0, len(data), service.CHUNK_BYTES):
+        yield spb.SubmitRequest(chunk=data[at:at + service.CHUNK_BYTES])
+
+
+def test_an_upload_cancelled_while_it_is_unpacked_counts_as_refused(tmp_path: Path) -> None:
+    """A competitor's Submit cancelled by its client while the arena unpacked the archive was counted nowhere:
+    the call's end closed the spooled archive under the intake, whose next read failed as the arena's fault, so
+    a client could send a large upload and cancel it once sent, again and again, and have the server unpack
+    each in no limit. Now the intake stops at its next read and the upload counts as refused: with
+    ``refused_per_day`` 1, eve's next upload is refused for the day (a real server process, a real client that
+    cancels once the arena has begun writing the archive's files)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parents[1]
+    output = tmp_path / "out"
+    server = subprocess.Popen([sys.executable, "-c", _SERVES_ONE_REFUSAL_A_DAY, str(output)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    try:
+        assert server.stdout is not None and server.stdin is not None
+        address, token = server.stdout.readline().split()
+        meta = (("authorization", f"Bearer {token}"),)
+        with grpc.insecure_channel(address) as channel:
+            stub = spb_grpc.SubmissionServiceStub(channel)
+            upload = stub.Submit.future(_large_upload(1200, 40 * 1024), metadata=meta, timeout=300)
+            deadline = time.monotonic() + 240
+            while not any((output / "submissions").glob("incoming-*/bot/data/*")):  # the arena unpacks it
+                assert not upload.done() and time.monotonic() < deadline, upload
+                time.sleep(0.005)
+            upload.cancel()
+            refused = _next_upload(stub, meta)
+        server.stdin.close()
+        assert server.wait(60) == 0
+    finally:
+        server.kill()
+        server.wait(30)
+    assert refused.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, refused.details()
+    assert (refused.details() or "").startswith("1 uploads of yours refused today, the limit of a day"), refused
+
+    with CompetitionBook(output) as book:
+        assert (book.refusals_since("eve", 0), book.count_since("eve", 0)) == (1, 0)
+    assert not list((output / "submissions").glob("incoming-*")), "the cancelled upload's files are gone"
+
+
+def _next_upload(stub: spb_grpc.SubmissionServiceStub, meta: Any) -> grpc.RpcError:
+    """A small valid upload of eve's, sent again while her last one is still under way; its refusal (the test
+    fails if it is kept)."""
+    import time
+
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            kept = stub.Submit(iter([spb.SubmitRequest(header=spb.SubmitHeader(name="evebot", version="next",
+                                                                               entry="bot:Bot")),
+                                     spb.SubmitRequest(chunk=_archive())]), metadata=meta, timeout=60)
+        except grpc.RpcError as e:
+            if "an upload of yours is under way" not in (e.details() or "") or time.monotonic() > deadline:
+                return e
+            time.sleep(0.2)
+        else:
+            raise AssertionError(f"the next upload was kept: {kept}")

@@ -158,7 +158,9 @@ class Desk:
         receipt (the archive's SHA-256 and size: :data:`arena.competition.pipeline.RECEIPT`) and wake
         the queue. The freeze and the per-day limit are checked again as the submission is kept (uploads
         that passed :meth:`check_open` together cannot all be kept past the limit). A refusal once the
-        archive is taken in (``invalid``, ``exists``) is noted in the book (``refused_per_day``).
+        archive is taken in (``invalid``, ``exists``) is noted in the book (``refused_per_day``), and so is an
+        upload whose call ended meanwhile (``invalid``: the Submission service's ``archive``, made by
+        :func:`arena.competition.intake.withdrawable`, raises at its next read).
         :raises Refused: ``invalid`` (one line from the intake or the plan), ``exists``, ``exhausted``,
         ``frozen``."""
         from arena.hosting.bots_build import BuildError

@@ -36,9 +36,10 @@ import posixpath
 import shutil
 import stat
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 #: Bytes copied at a time while unpacking (the unpacked size is counted per chunk).
 CHUNK = 64 * 1024
@@ -55,6 +56,45 @@ _HEADER_TYPES = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHD
 
 class IntakeError(ValueError):
     """An archive refused; ``str(e)`` is one line saying why."""
+
+
+#: The line of an upload whose call ended (its client cancelled it) while the archive was taken in.
+WITHDRAWN = "the upload was cancelled while the arena was taking it in"
+
+
+class _Withdrawable(io.RawIOBase):
+    """The bytes of ``archive`` from where it is, each read refused once ``withdrawn()`` is true."""
+
+    def __init__(self, archive: IO[bytes], withdrawn: Callable[[], bool]) -> None:
+        super().__init__()
+        self._archive, self._withdrawn = archive, withdrawn
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._withdrawn():
+            raise IntakeError(WITHDRAWN)
+        data = self._archive.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        return self._archive.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._archive.tell()
+
+
+def withdrawable(archive: IO[bytes], withdrawn: Callable[[], bool]) -> IO[bytes]:
+    """``archive`` (a seekable file, read from where it is) as a file whose every read raises
+    :class:`IntakeError` (:data:`WITHDRAWN`) once ``withdrawn()`` is true: an intake that reads it
+    (:func:`unpack`, :func:`copy_image_archive`) stops at its next read once its upload's call has ended. The
+    caller keeps ``archive`` open until the intake is over, and closes it."""
+    return io.BufferedReader(_Withdrawable(archive, withdrawn), CHUNK)
 
 
 @dataclass(frozen=True, slots=True)

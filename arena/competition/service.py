@@ -7,7 +7,9 @@ GetSubmission, ListGames, GetSeatLog) count against ``reads_per_minute`` (:mod:`
 RESOURCE_EXHAUSTED, saying when to try again).
 What is decided lives in :class:`arena.competition.desk.Desk`; this module moves bytes and maps its
 refusals to status codes. An upload is spooled to a temporary file (the upload limit is counted as the
-chunks arrive) and unpacked in a worker thread, off the event loop the embedded referee shares; every look at
+chunks arrive) and unpacked in a worker thread, off the event loop the embedded referee shares (an upload
+whose client cancels the call meanwhile stops there and counts as refused: :meth:`SubmissionServicer._receive`);
+every look at
 the competition's book (the token, the submissions, a choice) runs in a worker thread too: the book waits on
 its lock while the build queue writes and on another process's write (``arena competitor``, ``arena web``),
 each a disk sync, and on the loop every game's referee waited with it (a competitor's SelectSubmission calls,
@@ -19,7 +21,9 @@ do not decode as a method's request are INVALID_ARGUMENT with one line naming th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import tempfile
+import threading
 import time
 from typing import IO, Any, NoReturn
 
@@ -30,7 +34,7 @@ from allfours.v1 import submission_pb2_grpc as spb_grpc
 from arena.competition.book import Disqualification, Submission
 from arena.competition.desk import Desk, Header, Refused
 from arena.competition.games import NotYours, my_games, seat_log
-from arena.competition.intake import IntakeError, check_upload
+from arena.competition.intake import IntakeError, check_upload, withdrawable
 from referee.streams import Undecodable, add_service, decoded
 
 #: The metadata key of the competitor's token (``Bearer TOKEN``).
@@ -141,11 +145,29 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
                 await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
                                     f"the upload took over {UPLOAD_TIMEOUT_S:g} s: send the archive at once")
             spool.seek(0)
-            try:
-                sub = await asyncio.to_thread(self.desk.receive, competitor, header, spool)
-            except Refused as e:
-                await self._refuse(context, e)
+            sub = await self._receive(competitor, header, spool, context)
         return spb.SubmitResponse(submission=await asyncio.to_thread(self._pb, sub))
+
+    async def _receive(self, competitor: str, header: Header, spool: IO[bytes],
+                       context: grpc.aio.ServicerContext) -> Submission:
+        """:meth:`Desk.receive` of the spooled archive, in a worker thread. A call cancelled meanwhile (its
+        client gone) stops the intake at its next read of the archive (:func:`withdrawable`), which the desk
+        counts as a refused upload (``refused_per_day``): else a client that cancelled each upload once it was
+        sent had the server unpack it, again and again, in no limit (the spool was closed under the intake,
+        whose read then failed as the arena's fault). The call ends once the intake has: the spool stays open
+        for it, the competitor's one upload stays under way, and its outcome is in the book."""
+        ended = threading.Event()
+        work = asyncio.ensure_future(asyncio.to_thread(self.desk.receive, competitor, header,
+                                                       withdrawable(spool, ended.is_set)))
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            ended.set()
+            with contextlib.suppress(Exception):
+                await work  # its outcome (a refusal, or a submission kept before the read stopped) is in the book
+            raise
+        except Refused as e:
+            await self._refuse(context, e)
 
     async def _spool(self, request_iterator: Any, context: grpc.aio.ServicerContext, header: Header,
                      spool: IO[bytes]) -> None:
