@@ -1851,3 +1851,46 @@ def _next_upload(stub: spb_grpc.SubmissionServiceStub, meta: Any) -> grpc.RpcErr
             time.sleep(0.2)
         else:
             raise AssertionError(f"the next upload was kept: {kept}")
+
+
+def test_an_authenticated_call_reads_only_its_callers_disqualification(served: tuple[str, str, Desk],
+                                                                         tmp_path: Path) -> None:
+    """Every call looks its caller up in the book. It read every disqualification there was, each call (and a
+    revoked token's by a digest no index held): a host with many would make every competitor's call read them
+    all. Now each look at the table is an indexed search for the one caller (by name, or by the revoked token's
+    digest), and each caller is told what they were told before."""
+    import sqlite3
+
+    from arena.competition.client import SubmissionClient
+
+    address, eve, desk = served
+    book = desk.book
+    mal = book.add_competitor("mal")
+    for k in range(20):  # others disqualified: rows no caller's look may read
+        book.add_competitor(f"c{k}")
+        book.disqualify(f"c{k}", f"reason {k}", "host")
+    book.disqualify("mal", "a second account", "host")
+    again = book.add_competitor("mal")  # added again with a new token: still disqualified
+    looks: list[str] = []
+    book._db.set_trace_callback(lambda sql: looks.append(sql) if "disqualifications" in sql else None)
+    told: dict[str, int | tuple[grpc.StatusCode, str]] = {}
+    for who, token in (("eve", eve), ("mal", mal), ("mal again", again), ("nobody", "x" * 43)):
+        client = SubmissionClient(address, token)
+        try:
+            told[who] = len(client.submissions())
+        except grpc.RpcError as e:
+            told[who] = (e.code(), str(e.details()))
+        finally:
+            client.close()
+    book._db.set_trace_callback(None)
+    assert told["eve"] == 0
+    for who in ("mal", "mal again"):
+        code, said = told[who]  # type: ignore[misc]
+        assert code == grpc.StatusCode.PERMISSION_DENIED and "a second account" in said
+        assert said.startswith("competitor mal was disqualified by the host at "), said
+    assert told["nobody"] == (grpc.StatusCode.UNAUTHENTICATED, "unknown or revoked competitor token")
+    assert len(looks) >= 4, looks  # each caller's request looked at the table
+    with contextlib.closing(sqlite3.connect(tmp_path / "competition.sqlite")) as con:
+        for sql in looks:
+            plan = " ".join(str(row[-1]) for row in con.execute(f"EXPLAIN QUERY PLAN {sql}"))
+            assert "SEARCH disqualifications USING INDEX" in plan and "SCAN" not in plan, (sql, plan)

@@ -75,6 +75,7 @@ CREATE INDEX IF NOT EXISTS refusals_by_competitor ON refusals (competitor, at);
 CREATE TABLE IF NOT EXISTS disqualifications (
     competitor TEXT PRIMARY KEY, at REAL NOT NULL, reason TEXT NOT NULL, by TEXT NOT NULL DEFAULT '',
     digest TEXT, undone_at REAL);
+CREATE INDEX IF NOT EXISTS disqualifications_by_digest ON disqualifications (digest);
 """
 
 
@@ -165,6 +166,15 @@ _COLUMNS = ("id, competitor, name, version, kind, entry, status, step, reason, l
 #: Every entrant of a disqualified competitor and the reason (:meth:`CompetitionBook.disqualified_entrants`).
 _DISQUALIFIED_ENTRANTS = ("SELECT s.name || '@' || s.version, d.reason FROM submissions s JOIN disqualifications d "
                           "ON s.competitor = d.competitor WHERE d.undone_at IS NULL ORDER BY s.id")
+
+
+#: A :class:`Disqualification`'s columns (:func:`_disqualification`), to which a ``WHERE`` is added.
+_DISQUALIFICATION = "SELECT competitor, at, reason, by FROM disqualifications"
+
+
+def _disqualification(r: tuple[str, float, str, str]) -> Disqualification:
+    """A row of :data:`_DISQUALIFICATION` as a :class:`Disqualification`."""
+    return Disqualification(str(r[0]), float(r[1]), str(r[2]), str(r[3]))
 
 
 def _revoke(db: sqlite3.Connection, name: str) -> bool:
@@ -294,18 +304,31 @@ class CompetitionBook:
     def disqualified(self) -> dict[str, Disqualification]:
         """Every competitor disqualified now (not undone), by name."""
         with self._lock:
-            rows = self._db.execute("SELECT competitor, at, reason, by FROM disqualifications WHERE undone_at IS NULL"
-                                    " ORDER BY competitor").fetchall()
-        return {str(r[0]): Disqualification(str(r[0]), float(r[1]), str(r[2]), str(r[3])) for r in rows}
+            rows = self._db.execute(f"{_DISQUALIFICATION} WHERE undone_at IS NULL ORDER BY competitor").fetchall()
+        return {str(r[0]): _disqualification(r) for r in rows}
+
+    def standing(self, token: str) -> tuple[str | None, Disqualification | None]:
+        """Who presents ``token`` and whether they are disqualified, for an authenticated request (a Submission
+        call, /me's sign-in): ``(competitor, None)`` for a live token; ``(competitor or None, disqualification)``
+        when they are disqualified (a revoked token is found by the digest the record keeps; a live one, given
+        after ``arena competitor add`` again, by their name); ``(None, None)`` for an unknown or revoked one.
+        Each look is one indexed query: only the caller's row of each table is read."""
+        who = self.competitor_for(token)
+        if who is None:
+            return None, self.disqualified_for(token)
+        with self._lock:
+            row = self._db.execute(f"{_DISQUALIFICATION} WHERE competitor = ? AND undone_at IS NULL",
+                                   (who,)).fetchone()
+        return who, None if row is None else _disqualification(row)
 
     def disqualified_for(self, token: str) -> Disqualification | None:
         """The disqualification of the competitor whose (revoked) token ``token`` was, or None."""
         if not token or len(token) > MAX_FIELD:
             return None
         with self._lock:
-            row = self._db.execute("SELECT competitor, at, reason, by FROM disqualifications WHERE digest = ? AND "
-                                   "undone_at IS NULL", (token_digest(token),)).fetchone()
-        return None if row is None else Disqualification(str(row[0]), float(row[1]), str(row[2]), str(row[3]))
+            row = self._db.execute(f"{_DISQUALIFICATION} WHERE digest = ? AND undone_at IS NULL",
+                                   (token_digest(token),)).fetchone()
+        return None if row is None else _disqualification(row)
 
     def disqualified_entrants(self) -> dict[str, str]:
         """Every entrant (``name@version``, any status) of a disqualified competitor -> the reason."""

@@ -31,7 +31,7 @@ import grpc
 
 from allfours.v1 import submission_pb2 as spb
 from allfours.v1 import submission_pb2_grpc as spb_grpc
-from arena.competition.book import Disqualification, Submission
+from arena.competition.book import Submission
 from arena.competition.desk import Desk, Header, Refused
 from arena.competition.games import NotYours, my_games, seat_log
 from arena.competition.intake import IntakeError, check_upload, withdrawable
@@ -86,13 +86,8 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
 
     async def _who(self, context: grpc.aio.ServicerContext) -> str:
         token = token_of(context.invocation_metadata())
-        book = self.desk.book
-
-        def look() -> tuple[str | None, Disqualification | None]:  # the book's lock and disk: off the event loop
-            who = book.competitor_for(token) if token else None
-            return who, book.disqualified().get(who) if who else book.disqualified_for(token)
-
-        competitor, gone = await asyncio.to_thread(look)
+        # the caller's rows only (indexed), off the event loop: the book waits on its lock and the disk
+        competitor, gone = await asyncio.to_thread(self.desk.book.standing, token)
         if gone is not None:  # their token is revoked, or they were added again: still disqualified
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, gone.line())
         if competitor is None:

@@ -238,8 +238,7 @@ async def login(request: Request) -> Response:
         return body
     token = (parse_qs(body.decode("utf-8", "replace")).get("token") or [""])[0].strip()
     with book:
-        who = book.competitor_for(token)
-        gone = book.disqualified().get(who) if who else book.disqualified_for(token)
+        who, gone = book.standing(token)
         sid = None if who is None or gone is not None else request.app.state.sessions.open(book, who)
     if gone is not None:
         return _page(request, 403, competitor=None, error=gone.line())
