@@ -249,3 +249,22 @@ def test_ratings_json_is_strict_json(tmp_path: Path) -> None:
     saved = json.loads(paths["ratings_json"].read_text(), parse_constant=refuse)
     assert saved["tournament"]["precision"]["efficiency"] == {"ratio": None, "ratio_ci": [None, None]}
     assert saved["ratings"] == ratings["ratings"]
+
+
+def test_the_terminal_table_lists_disqualified_entrants_below_the_ranked_rows_unranked() -> None:
+    """`arena run`'s terminal table did not list a competition's disqualified entrants at all (the board lists
+    them apart, "disqualified: REASON"): now each is a row below the ranked ones, with no rank and no figures,
+    its reason shown as written (the host's text is no rich markup)."""
+    ratings = rate(games_from_mapping(r.rating_row() for r in results()), bootstrap=0)
+    why = "disqualified: colluding [b]entries[/b] & a second account"
+    facts = {"name": "pub", "bots": {"strong": "1", "mal@3": "3"}, "disqualified": [{"bot": "mal@3", "why": why}]}
+    console = Console(record=True, width=120, force_terminal=False)
+    console.print(ratings_table(ratings, facts))
+    lines = console.export_text().splitlines()
+    rule = next(k for k, line in enumerate(lines) if line.startswith("├"))  # the ranked rows end here
+    above, below = ([[c.strip() for c in line.split("│")[1:-1]] for line in part if "│" in line]
+                    for part in (lines[:rule], lines[rule:]))
+    assert [r[1] for r in above if r[0].isdigit()] == list(ratings["ratings"])
+    assert "mal@3" not in "\n".join(lines[:rule])
+    column = [" ".join(cell for cell in col if cell) for col in zip(*below, strict=True)]  # a long reason wraps
+    assert column[:3] == ["", f"mal@3  {why}", "3"] and not any(column[3:]), column

@@ -1,4 +1,5 @@
-"""The terminal's view of a tournament: the ranking table, the bots' failures table, the bots left out
+"""The terminal's view of a tournament: the ranking table (a competition's disqualified entrants below its
+ranked rows, not ranked), the bots' failures table, the bots left out
 (``arena serve``) and the live progress bar (rich; one line a bot in a pipe or a CI log)."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from arena.report import failures
 from arena.report.figures import interval_note, interval_text, los_next, ranks
@@ -31,7 +33,8 @@ if TYPE_CHECKING:
 
 def ratings_table(ratings: RatingTable, tournament: TournamentFacts | None = None) -> Table:
     """A rich table of the ranking: rank (shared by equal ratings), bot, version, Elo, 95% interval,
-    games, score, LOS vs next.
+    games, score, LOS vs next; then, not ranked, each disqualified entrant of ``tournament`` (its
+    ``disqualified`` facts) as ``BOT  disqualified: REASON`` (:func:`_add_disqualified`).
 
     Intervals are whole Elo points and never wrapped (a pipe or CI log gets one line a bot); an
     interval the bootstrap alone could not estimate is marked ``*`` and explained in the caption.
@@ -65,7 +68,22 @@ def ratings_table(ratings: RatingTable, tournament: TournamentFacts | None = Non
             f"{r['score']:g}",
             "" if lv is None else f"{lv:.1%}",
         )
+    _add_disqualified(table, tournament)
     return table
+
+
+def _add_disqualified(table: Table, tournament: TournamentFacts | None) -> None:
+    """Below ``table``'s ranked rows, one row a disqualified entrant (the ``disqualified`` facts,
+    :mod:`arena.report.disqualified`), not ranked: no rank, the bot followed by ``disqualified: REASON`` (plain
+    text: the host's reason is no markup), its version, no figures (its games are not rated)."""
+    rows = (tournament or {}).get("disqualified", [])
+    if not rows:
+        return
+    versions = (tournament or {}).get("bots", {})
+    table.add_section()
+    for row in rows:
+        table.add_row("", Text(f"{row['bot']}  {row['why']}"), Text(str(versions.get(row["bot"], ""))),
+                      *[""] * (len(table.columns) - 3))
 
 
 def failure_rows(tournament: TournamentFacts | None) -> list[tuple[str, failures.Failures]]:
