@@ -6,6 +6,7 @@ served league returns with its games pending, a run that ends gives up on it onc
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -211,3 +212,58 @@ def test_the_waiting_list_names_only_bots_with_games_left_and_a_new_run_starts_i
         assert waiting_facts(t.store.get_meta(WAITING_KEY)) == []
     finally:
         t.store.close()
+
+
+def test_the_published_files_mark_a_remote_bot_whose_games_wait_for_its_workers(tmp_path: Path) -> None:
+    """The live pages and /api mark a remote bot whose games wait for its first worker; ratings.json and
+    leaderboard.html did not say so, and a served league left with only such games, no game stored since its
+    last publication, did not publish again when the list changed. Now both files carry it
+    (``tournament.waiting``; the board's marker and its #waiting line), republished once the list moves."""
+    import io
+    import json
+
+    from rich.console import Console
+
+    from arena.report.publish import publish_tournament
+    from arena.tournament.league import League
+
+    path, out = tmp_path / "t.toml", tmp_path / "out"
+    path.write_text(f'[tournament]\nname = "late"\nplayers = 2\ngames_per_pairing = 2\nmaster_seed = "{"5c" * 32}"\n'
+                    'output = "out"\n' + bots_toml("a", "b", "ghost"))
+    t = open_tournament(load_config(path))
+    try:  # played before (the ghost's worker came then): all but the ghost's pairing with b
+        assert run_games([g for g in t.schedule if set(g.sides) != {"ghost", "b"}], SimulatedRunner(), t.store) == 4
+    finally:
+        t.store.close()
+    league = League(str(path), out, Console(file=io.StringIO()),
+                    lambda t: publish_tournament(t, out, 0, None, reveal=False), lambda _: NeverComes())
+    opened, first = threading.Event(), list[object]()
+
+    def serve() -> None:  # as arena serve does, in one thread (the store's)
+        try:
+            league.open(load_config(path))
+            assert league.tournament is not None
+            league.publish(league.tournament)  # once open: nobody waits yet
+            first.append(told())
+            opened.set()
+            league.serve()
+        finally:
+            league.close()
+
+    def told() -> object:
+        return json.loads((out / "ratings.json").read_text())["tournament"].get("waiting")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        assert opened.wait(60)
+        deadline = time.monotonic() + 60
+        while told() != ["ghost"] and thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        league.request_stop()
+        thread.join(60)
+    assert first == [None] and told() == ["ghost"]
+    board = (out / "leaderboard.html").read_text()
+    assert '<td class="l bot">ghost <span class="waiting">waiting for its workers</span></td>' in board
+    assert '<p class="meta" id="waiting">' in board and '<span class="bot">ghost</span>' in board

@@ -13,7 +13,9 @@ Files written by :func:`write_outputs` (all UTF-8):
   ``master_seed`` once every game is played — ``null`` before — and for a ladder ``ladder``: its
   standings, the last pairs chosen with their reasons and why it stopped,
   :meth:`arena.formats.ladder_run.LadderRun.board`; ``left_out``, when ``arena serve`` leaves bots out:
-  ``[{"bot", "why"}]``, each reason one public line, :func:`arena.tournament.league.public_why`;
+  ``[{"bot", "why"}]``, each reason one public line, :func:`arena.tournament.league.public_why`; ``waiting``, when
+  remote bots' games wait for their first worker: their labels, sorted (the board marks them "waiting for its
+  workers"), as of the publication;
   ``disqualified``, when the host disqualified a competitor: ``[{"bot", "why": "disqualified: REASON"}]``, whose
   games are left out of the ratings, kept in games.jsonl and the replays, :mod:`arena.report.disqualified`);
 - ``ratings.csv`` — rank (shared by equal ratings: 1, 2, 2, 4), bot, version, elo, ci_low, ci_high, games,
@@ -54,11 +56,13 @@ from arena.tournament.runner import (
     CLOSED_KEY,
     LADDER_KEY,
     LEFT_OUT_KEY,
+    WAITING_KEY,
     Tournament,
     TournamentFacts,
     left_out_facts,
     public_facts,
     scheduled_count,
+    waiting_facts,
 )
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import StorageError
@@ -202,7 +206,7 @@ def tournament_facts(t: Tournament, complete: bool) -> TournamentFacts:
         "active": list(t.entrants),
         "remote": [label for label, b in t.entrants.items() if b.mode == "remote"],
         "master_seed": t.master_seed.hex() if complete else None,
-        **left_out_of(t),
+        **listed_of(t),
         **({"league_closed": True} if _closed(t) else {}),
     }
 
@@ -213,11 +217,14 @@ def _closed(t: Tournament) -> bool:
     return t.store.get_meta(CLOSED_KEY) is not None
 
 
-def left_out_of(t: Tournament) -> TournamentFacts:
-    """``{"left_out": [{"bot", "why"}]}``: the bots ``arena serve`` leaves out (:data:`LEFT_OUT_KEY`); ``{}``
-    when none is."""
+def listed_of(t: Tournament) -> TournamentFacts:
+    """What the store lists of ``t``'s bots, each key only when its list is not empty: ``left_out``
+    (``[{"bot", "why"}]``: the bots ``arena serve`` leaves out, :data:`LEFT_OUT_KEY`) and ``waiting`` (the
+    remote bots whose games wait for their first worker, sorted labels, :data:`WAITING_KEY`: as of this
+    publication; the web's pages read the store's list anew)."""
     rows = left_out_facts(t.store.get_meta(LEFT_OUT_KEY))
-    return {"left_out": rows} if rows else {}
+    waiting = waiting_facts(t.store.get_meta(WAITING_KEY))
+    return {**({"left_out": rows} if rows else {}), **({"waiting": waiting} if waiting else {})}
 
 
 def publish_tournament(

@@ -7,7 +7,8 @@ after each game the result is stored, every callback in :attr:`League.after_game
 ratings and leaderboard are republished when a publication is due (:data:`PUBLISH_SPACING`: a
 publication rates and writes every stored game, so its cost grows with the league; it may take at most
 a tenth of the loop's time); when every game is played (or the service stops) the games not yet
-published are published, and the service waits. Signals:
+published are published, and the service waits (publishing again when the remote bots whose games wait for
+their first worker change without a game: ratings.json's ``tournament.waiting``). Signals:
 
 - ``SIGHUP``: the games in flight finish, then the config is read again — new bots (or versions,
   or a raised ``games_per_pairing``) add games; a changed rule or time control is refused with the
@@ -60,11 +61,13 @@ from arena.tournament.runner import (
     LADDER_KEY,
     LEAGUE_KEY,
     LEFT_OUT_KEY,
+    WAITING_KEY,
     Tournament,
     open_tournament,
     pending_games,
     run_games,
     unpaired_twins,
+    waiting_facts,
 )
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import StoreMismatch
@@ -158,6 +161,9 @@ class League:
     _passed: dict[str, BotSpec] = field(default_factory=dict, init=False)  # label -> the bot that passed its check
     game_logs: GameLogs | None = field(default=None, init=False)  # per-game logs kept (bot_logs_kept_games)
     unpublished: bool = field(default=False, init=False)  # a game was stored since the last publication
+    #: The remote bots whose games waited for their first worker at the last publication (WAITING_KEY; none when
+    #: a tournament opens): when the list moves without a game, the league at rest publishes again.
+    _waiting_published: list[str] = field(default_factory=list, init=False)
     _last_publication: tuple[float, float] = field(default=(0.0, 0.0), init=False)  # (monotonic s it ended, s it took)
     _said: set[str] = field(default_factory=set, init=False)  # the run loop's notes said (_note_once)
 
@@ -344,6 +350,7 @@ class League:
         """Publish ``t`` now (every stored game) and note when and how long it took (:data:`PUBLISH_SPACING`)."""
         start = time.monotonic()
         self.unpublished = False
+        self._waiting_published = waiting_facts(t.store.get_meta(WAITING_KEY))
         self.publish(t)
         end = time.monotonic()
         self._last_publication = (end, end - start)
@@ -370,7 +377,10 @@ class League:
         metrics.GAMES_PENDING.set(len(pending))
         played = bool(pending) and not self.halt.is_set() and self._play(t, pending, self.halt) > 0
         if not played:  # nothing to play, or only games that wait for a remote bot's first worker
-            if self.unpublished and not self.halt.is_set():  # at rest: the games stored since the last publication
+            # at rest: the games stored since the last publication, or the bots whose games wait for their first
+            # worker changed (one came, or the games left wait for one): published with the ratings
+            moved = waiting_facts(t.store.get_meta(WAITING_KEY)) != self._waiting_published
+            if (self.unpublished or moved) and not self.halt.is_set():
                 self._publish(t)
             self.halt.wait(IDLE_S)
             if self.republish.is_set() and not self.halt.is_set():
