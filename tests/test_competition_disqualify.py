@@ -7,7 +7,8 @@ plays its league; the host disqualifies the competitor while its games are being
 of its games starts (but the one in flight), the league plays the others' games to the end, the published
 ratings are those of the games no disqualified entrant sat in, the board lists the entry as "disqualified:
 REASON" (escaped), the competitor's token is refused with that line (submit, submissions, /me), and the
-final leaves them out in one line.
+final leaves them out in one line. In-process, a ladder: a served one chooses no pair of a disqualified entrant
+before its reload, and no board (the publication's, the web's) ranks it, even one written before.
 """
 
 from __future__ import annotations
@@ -266,3 +267,98 @@ def _the_final_leaves_them_out(cfg: Path, out: Path, entry: str) -> None:
     assert [b["name"] for b in final["bots"]] == ["annbot@1", "cidbot@1"]
     left = [ln for ln in err.getvalue().splitlines() if ln.startswith("not in the final")]
     assert left == [f"not in the final: mal ({entry}), disqualified: {REASON}"], err.getvalue()
+
+
+LADDER = ('[tournament]\nname = "dql"\nplayers = 2\nformat = "ladder"\nconcurrency = 2\noutput = "out"\n'
+          'master_seed = "' + "00" * 32 + '"\n[tournament.ladder]\ntotal = 40\n')
+ENTRANT = "malbot@1"  # a competitor's entry, as the league names it
+
+
+def _ladder_config(folder: Path) -> Path:
+    cfg = folder / "ladder.toml"
+    cfg.write_text(LADDER + "".join(f'\n[[bots]]\nname = "{b}"\ncommand = ["true"]\n' for b in (*HOUSE, ENTRANT)))
+    return cfg
+
+
+def _disqualify_malbot(output: Path) -> None:
+    from arena.competition.book import CompetitionBook
+
+    with CompetitionBook(output) as book:
+        book.add_competitor("mal")
+        book.add_submission("mal", "malbot", "1", "python", "bot:Bot")
+        book.disqualify("mal", REASON, "host")
+
+
+def test_a_served_ladder_chooses_no_pair_of_a_disqualified_entrant_and_does_not_rank_it(tmp_path: Path) -> None:
+    """A competition's league bars a disqualified competitor's entrants at once (``League.barred``, read before
+    each round) until its reload drops them. A round robin's games were filtered so; a ladder chose their pairs
+    all the same (a new entrant's first) and its board ranked them. Now the ladder leaves them out of its
+    choices and its standings, as it does a broken bot."""
+    from rich.console import Console
+
+    from arena.tournament.league import League
+    from arena.tournament.result import GameResult
+    from arena.tournament.runner import LADDER_KEY, SimulatedRunner, Tournament
+    from tests.league_helpers import serve_until_stopped
+
+    cfg = _ladder_config(tmp_path)
+    stored: list[GameResult] = []
+    boards: list[dict[str, object]] = []
+    league = League(str(cfg), tmp_path / "out", Console(file=io.StringIO()), lambda t: None,
+                    lambda _: SimulatedRunner(), publish_spacing=0)
+    league.barred = lambda: {ENTRANT: REASON}
+
+    def after(result: GameResult, t: Tournament) -> None:
+        stored.append(result)
+        boards.append(json.loads(t.store.get_meta(LADDER_KEY) or "{}"))
+        if len(stored) == 8:
+            league.request_stop()
+
+    serve_until_stopped(league, cfg, after)
+    assert len(stored) == 8 and [r.sides for r in stored if ENTRANT in r.sides] == []
+    for board in boards:
+        assert [s["name"] for s in board["standings"]] and ENTRANT not in {s["name"] for s in board["standings"]}
+        assert all(ENTRANT not in (c["a"], c["b"]) for c in board["plan"]), board["plan"]
+
+
+def test_a_ladders_board_written_before_a_disqualification_shows_the_entrant_unranked(tmp_path: Path) -> None:
+    """A ladder's board (standings, the pairs chosen last) is kept in the store as the league last wrote it. A
+    competitor disqualified while the league was stopped (or before it reloaded) kept their rank in its standings
+    and their pairs in its plan: on the web's board and /api, in ratings.json and leaderboard.html, and in what
+    ``arena competition close`` published. Now every publication and page shows the board without them (listed
+    under "Disqualified" instead); the ratings leave their games out as before."""
+    from arena.config import load_config
+    from arena.formats.ladder_run import LadderRun
+    from arena.report.publish import publish_tournament
+    from arena.tournament.runner import LADDER_KEY, SimulatedRunner, open_tournament, run_games
+    from arena.web.data import WebData
+
+    out = tmp_path / "out"
+    t = open_tournament(load_config(_ladder_config(tmp_path)), out)
+    try:
+        run, now = LadderRun(t), time.time()
+        for _ in range(3):
+            run_games(run.next_games(2, now), SimulatedRunner(), t.store, on_result=lambda r, ok: ok and run.add(r))
+        run.next_games(2, now)  # the pairs chosen next, not played: the league stopped
+        board = run.board(now)
+        t.store.set_meta(LADDER_KEY, json.dumps(board))  # as the league writes it
+        assert ENTRANT in [s["name"] for s in board["standings"]]
+        assert any(ENTRANT in (c["a"], c["b"]) for c in board["plan"]), board["plan"]  # the new entrant's first
+        _disqualify_malbot(out)
+        publish_tournament(t, out, 0, None, reveal=False)
+    finally:
+        t.store.close()
+    web = WebData(out, bootstrap=0)
+    shown = {"ratings.json": json.loads((out / "ratings.json").read_text())["tournament"],
+             "the web": web.facts(), "/api/ratings": web.ratings()["tournament"]}
+    kept = [c for c in board["plan"] if ENTRANT not in (c["a"], c["b"])]
+    for where, facts in shown.items():
+        ladder = facts["ladder"]
+        assert [s["name"] for s in ladder["standings"]] == [s["name"] for s in board["standings"]
+                                                             if s["name"] != ENTRANT], where
+        assert ladder["plan"] == kept and ladder["reasons"] == list(dict.fromkeys(c["reason"] for c in kept)), where
+        assert facts["disqualified"] == [{"bot": ENTRANT, "why": f"disqualified: {REASON}"}], where
+    page = (out / "leaderboard.html").read_text()
+    standings = page.split('<table id="ladder">')[1].split("</table>")[0]
+    assert ENTRANT not in standings and all(f'<td class="l bot">{b}</td>' in standings for b in HOUSE)
+    assert f'<td class="l bot">{ENTRANT}</td><td class="l reason">' in page  # listed under "Disqualified"

@@ -5,17 +5,19 @@ The host's ``arena competitor disqualify`` records a competitor's disqualificati
 ``arena competition close``'s, ``arena web``'s own) reads it there (:func:`read_barred`) and rates the other
 entrants without any game a disqualified entrant sat in (:func:`rated`): those games stay in the store,
 ``games.jsonl`` and the replays, for audit. The board lists the disqualified entrants apart
-(:func:`disqualified_facts`, ``tournament.disqualified``), each with the host's reason.
+(:func:`disqualified_facts`, ``tournament.disqualified``), each with the host's reason; a ladder's board lists
+them neither in its standings nor in the pairs it chose last (:func:`ladder_without`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from arena.competition.book import REASON_CHARS, read_disqualified
 from arena.report.cache import StoredGame
-from arena.tournament.runner import LeftOut
+from arena.tournament.runner import LeftOut, TournamentFacts
 
 
 def read_barred(output: Path) -> dict[str, str]:
@@ -35,3 +37,26 @@ def disqualified_facts(barred: Mapping[str, str]) -> list[LeftOut]:
     """``[{"bot", "why"}]``: each entrant of ``barred`` (every version of a disqualified competitor, in the order
     they were submitted), ``why`` being ``disqualified: REASON``."""
     return [LeftOut(bot=bot, why=f"disqualified: {why}") for bot, why in barred.items()]
+
+
+def mark_barred(facts: TournamentFacts, barred: Mapping[str, str]) -> None:
+    """List ``barred`` (the disqualified entrants, :func:`read_barred`) in ``facts`` as every publication and page
+    shows them: ``disqualified`` (:func:`disqualified_facts`), and a ladder's board without them
+    (:func:`ladder_without`). Nothing when ``barred`` is empty."""
+    if not barred:
+        return
+    facts["disqualified"] = disqualified_facts(barred)
+    if "ladder" in facts:
+        facts["ladder"] = ladder_without(facts["ladder"], barred)
+
+
+def ladder_without(board: Mapping[str, Any], barred: Mapping[str, str]) -> dict[str, Any]:
+    """A ladder's ``board`` (:meth:`arena.formats.ladder_run.LadderRun.board`, as the store keeps it) without the
+    entrants of ``barred``: no standing (a rank on the board), no pair of the ``plan`` that seats one (never to be
+    played: a blind plan's pairs name nobody and stay), ``reasons`` those of the pairs left. A board written before
+    the disqualification (an ``arena serve`` stopped then, or still to reload) listed them."""
+    if not barred:
+        return dict(board)
+    plan = [c for c in board.get("plan") or [] if c.get("a") not in barred and c.get("b") not in barred]
+    return {**board, "standings": [s for s in board.get("standings") or [] if s.get("name") not in barred],
+            "plan": plan, "reasons": list(dict.fromkeys(c["reason"] for c in plan))}

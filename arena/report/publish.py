@@ -48,7 +48,7 @@ from arena.formats.sprt_run import SprtRun
 from arena.ratings.fit import RatingTable
 from arena.ratings.publication import LivePublisher, final_ratings
 from arena.report.cache import PublishCache, StoredGame
-from arena.report.disqualified import disqualified_facts, rated, read_barred
+from arena.report.disqualified import mark_barred, rated, read_barred
 from arena.report.figures import los_next, ranks
 from arena.report.held import Holding
 from arena.report.terminal import failures_table, left_out_table, ratings_table
@@ -291,10 +291,10 @@ def publish_tournament(
 
 def _barred(output: Path, facts: TournamentFacts) -> dict[str, str]:
     """The disqualified entrants of the competition in ``output`` (:func:`read_barred`: their games are not
-    rated), listed in ``facts`` (``disqualified``) and left out of its ``failures``."""
+    rated), listed in ``facts`` (``disqualified``) and left out of its ``failures`` and a ladder's board."""
     barred = read_barred(output)
+    mark_barred(facts, barred)
     if barred:
-        facts["disqualified"] = disqualified_facts(barred)
         facts["failures"] = {bot: f for bot, f in facts["failures"].items() if bot not in barred}
     return barred
 

@@ -154,7 +154,8 @@ class League:
     reopened: list[Callable[[TournamentConfig], None]] = field(default_factory=list)  # a SIGHUP's config, taken
     publish_spacing: float = PUBLISH_SPACING  # see PUBLISH_SPACING
     #: The entrants none of whose games may start (a competition's disqualified ones), asked before each round
-    #: and before a reload's twins: they stay out until a reload drops them from the config.
+    #: and before a reload's twins (a ladder leaves them out of its choices and its board): they stay out until a
+    #: reload drops them from the config.
     barred: Callable[[], Collection[str]] = lambda: ()
     left_out: dict[str, str] = field(default_factory=dict, init=False)  # label -> why it is left out (public_why)
     _in_a_row: dict[str, int] = field(default_factory=dict, init=False)  # label -> games failed in a row (BROKEN_ENDS)
@@ -428,6 +429,7 @@ class League:
         now = time.time()
         if self.asked is not None and self.asked[0] == int(now // DAY_S):
             return []
+        ladder.leave_out(self.barred())  # disqualified: no pair of theirs, no standing, until the reload drops them
         games = ladder.next_games(pairs_a_round(t.config), now)
         t.store.set_meta(LADDER_KEY, json.dumps(ladder.board(now)))
         self._note(ladder.plan_line())

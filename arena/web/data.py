@@ -35,7 +35,7 @@ from typing import Any, NotRequired, TypeAlias, TypedDict
 from arena.ratings.fit import DEFAULT_BOOTSTRAP, RatingTable
 from arena.ratings.publication import LivePublisher, final_ratings
 from arena.report.cache import PublishCache, StoredGame
-from arena.report.disqualified import disqualified_facts, rated, read_barred
+from arena.report.disqualified import mark_barred, rated, read_barred
 from arena.report.held import Holding
 from arena.tournament.result import GameFacts, GameResult
 from arena.tournament.runner import (
@@ -381,9 +381,7 @@ class WebData:
         waiting = self.waiting()  # a remote bot's first worker came: changes without a game
         if waiting:
             facts["waiting"] = waiting
-        barred = read_barred(self.output)  # the host's disqualifications: at once, without a game
-        if barred:
-            facts["disqualified"] = disqualified_facts(barred)
+        mark_barred(facts, read_barred(self.output))  # the host's disqualifications: at once, without a game
         return facts
 
     def blind(self) -> bool:
