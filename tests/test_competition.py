@@ -1231,6 +1231,75 @@ def test_a_remote_entry_registered_through_the_api_plays(league: tuple[Path, int
             w.wait(30)
 
 
+#: A house bot that plays at once its first two times (the league's check: one process a seat of a practice match)
+#: and later holds its game until the file ``gate`` beside it exists: the league's games in flight go on, so a
+#: reload asked for meanwhile waits.
+GATED_BOT = """
+import os, pathlib, sys, time
+here = pathlib.Path(__file__).parent
+n = 0
+while True:
+    try:
+        os.close(os.open(here / f"run-{n}", os.O_CREAT | os.O_EXCL))
+        break
+    except FileExistsError:
+        n += 1
+while n > 1 and not (here / "gate").exists():
+    time.sleep(0.1)
+os.execv(sys.executable, [sys.executable, "-m", "arena.testing.instant_bot"])
+"""
+
+
+def test_a_remote_worker_started_as_registered_is_accepted_before_the_league_reloads(tmp_path: Path) -> None:
+    """Seen on a busy machine: a competitor's worker, started as soon as RegisterRemote gave its token, was
+    refused "unknown or revoked bot token" (a permanent refusal: it exited), since the lobby learnt the token
+    only at the league's reload, after the games in flight. Here the house's games are held in flight (their
+    bot ``two`` waits for a gate file), so the league cannot reload: the worker is accepted all the same, waits,
+    and once the gate opens and the league reloads, plays every game of its entry to a real score."""
+    docker_client()  # or skip (no dockerd)
+    gated = tmp_path / "gated"
+    gated.mkdir()
+    (gated / "bot.py").write_text(GATED_BOT)
+    port = free_port()
+    cfg = tmp_path / "c.toml"
+    house_two = 'name = "two"\nsandbox = "none"\ncommand = ["{python}", "-m", "arena.testing.instant_bot"]'
+    text = CONFIG.format(name=f"held{os.getpid()}", port=port, per_day=1, base=base_image("python"),
+                         base_node=base_image("node"), prefix=PREFIX, root=ROOT)
+    assert house_two in text
+    cfg.write_text(text.replace("join_ms = 30000", "join_ms = 600000")
+                   .replace(house_two, house_two.replace('"-m", "arena.testing.instant_bot"', f'"{gated / "bot.py"}"')))
+    serve = Serve(cfg, tmp_path / "serve.log")
+    worker = None
+    try:
+        serve.wait_for("serving:")
+        deadline = time.monotonic() + 120
+        while not (gated / "run-2").exists():  # checked (runs 0 and 1), then a house game held in flight
+            assert time.monotonic() < deadline, serve.log.read_text()[-3000:]
+            time.sleep(0.2)
+        erin = SubmissionClient(f"127.0.0.1:{port}", arena("competitor", "add", str(cfg), "erin").stdout.strip())
+        sub, bot_token = erin.register_remote("erin-remote")
+        log = tmp_path / "worker.log"
+        worker = _worker(port, bot_token, sub.entrant, log)
+        while "registered at" not in log.read_text():
+            assert worker.poll() is None, f"the worker exited: {log.read_text()[-2000:]}"
+            assert time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.2)
+        assert not _stored_sides(cfg)  # the league has not reloaded: its games are still held
+        (gated / "gate").touch()
+        last = erin.follow(sub.id, lambda s: None, 300)
+        assert last.status == "rated", (last.status, serve.log.read_text()[-2000:], log.read_text()[-2000:])
+        games = erin.games()
+        assert games and all(g.score_a + g.score_b > 0 for g in games)  # played by the worker, none forfeited
+        assert worker.poll() is None, log.read_text()[-2000:]
+    finally:
+        (gated / "gate").touch()
+        if worker is not None:
+            worker.terminate()
+            worker.wait(30)
+        assert serve.stop() == 0, serve.log.read_text()[-3000:]
+        _remove_images(cfg)
+
+
 def _stored_sides(cfg: Path) -> list[tuple[str, str]]:
     """The sides of every game the league of ``cfg`` (output ``out`` beside it) has stored, read while it runs."""
     db = cfg.parent / "out" / "arena.sqlite"

@@ -101,6 +101,10 @@ class Desk:
     #: Whether a worker of a bot (its entrant's name) has connected to the league's lobby since it started
     #: (:meth:`arena.lobby.service.Lobby.came`); None: not known (no note, :meth:`note`).
     workers_came: Callable[[str], bool] | None = None
+    #: Tells the league's running lobby a new remote entry's bot token (its entrant's name, the token's SHA-256
+    #: hex) as :meth:`register_remote` answers: a worker started at once is accepted, not refused until the
+    #: league reloads. None: no lobby in this process.
+    token_made: Callable[[str, str], None] | None = None
 
     def note(self, sub: Submission) -> str:
         """What the competitor is told of ``sub`` beside its status (the wire's ``reason``): :func:`note_of`,
@@ -244,6 +248,8 @@ class Desk:
         token = new_token()
         with Store(self.output / DB_NAME) as store:
             store.add_token(sub.entrant, token_digest(token))
+        if self.token_made is not None:  # kept first: a reload that reads the store meanwhile keeps it too
+            self.token_made(sub.entrant, token_digest(token))
         self.book.set_status(sub.id, "accepted")
         if self.book.retire_over(competitor, self.settings.in_play):
             # a retired folder bot's unpacked files: nothing needs them now. The registration stands if they

@@ -53,7 +53,7 @@ def open_competition(config: TournamentConfig, output: Path, league: League,
     desk = Desk(settings, output, book, queue.wake, league.request_reload, config.players, house=house,
                 intake=queue.intake)
     league.grow = desk.grow
-    desk.workers_came = lambda name: league.setup is not None and league.setup.lobby.came(name)
+    _ask_the_lobby(desk, league)
     league.lobby_services.append(add_to_server(desk))
     league.after_game.append(desk.after_game)
 
@@ -96,6 +96,19 @@ def open_competition(config: TournamentConfig, output: Path, league: League,
         book.close()
 
     return close
+
+
+def _ask_the_lobby(desk: Desk, league: League) -> None:
+    """Hook ``desk`` to the league's running lobby: whether an entrant's workers came, and a new remote entry's
+    bot token, accepted by the lobby as ``RegisterRemote`` answers (not at the league's reload, after the games
+    in flight: a worker started at once was refused "unknown or revoked bot token", for good)."""
+    desk.workers_came = lambda name: league.setup is not None and league.setup.lobby.came(name)
+
+    def token_made(entrant: str, digest: str) -> None:
+        if league.setup is not None:  # else the lobby opens later, reading the store's tokens
+            league.setup.lobby.tokens.add(entrant, digest)
+
+    desk.token_made = token_made
 
 
 def _watch_disqualifications(book: CompetitionBook, league: League, note: Callable[[str], None]) -> threading.Event:

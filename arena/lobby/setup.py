@@ -51,11 +51,15 @@ class LobbySetup:
 
     def reload_tokens(self, config: TournamentConfig, store: Store) -> None:
         """Accept exactly the valid stored tokens of the config's remote bots (after ``arena token``
-        made or revoked one); workers of a bot whose tokens all went are disconnected."""
+        made or revoked one), and of the bots the lobby holds remote tokens of (a competition's entrant
+        registered since the last reload, :meth:`TokenBook.add`, perhaps disqualified since); workers of a
+        bot whose tokens all went are disconnected."""
+        # the lobby's bots before the store: a token added after this look is not cleared (its bot is not in
+        # ``remote`` unless the config has it, read after the token was stored), one added before is stored
+        remote = {b.name for b in config.bots if b.mode == "remote"} | self.lobby.tokens.remote_bots()
         stored = store.token_digests()
-        for b in config.bots:
-            if b.mode == "remote":
-                self.lobby.tokens.set_bot(b.name, stored.get(b.name, []))
+        for name in sorted(remote):
+            self.lobby.tokens.set_bot(name, stored.get(name, []))
         self.lobby.drop_revoked()
 
     def stop(self) -> None:

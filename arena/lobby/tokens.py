@@ -38,7 +38,8 @@ class TokenBook:
 
     Holds digests only (:func:`token_digest`). ``issue`` makes a token for a bot and returns it (the
     caller hands it over and forgets it); ``set_bot`` replaces one bot's digests (e.g. the remote
-    tokens read from the store); ``bot_for`` looks a presented token up.
+    tokens read from the store); ``add`` adds one (a token the Submission API just made, accepted before
+    the league reloads); ``bot_for`` looks a presented token up.
     """
 
     def __init__(self) -> None:
@@ -66,6 +67,16 @@ class TokenBook:
         with self._lock:
             self._by_digest = {d: b for d, b in self._by_digest.items() if b != bot}
             self._by_digest.update(dict.fromkeys(digests, bot))
+
+    def add(self, bot: str, digest: str) -> None:
+        """Accept one more token of ``bot`` (by its SHA-256 hex digest), beside the ones it has."""
+        with self._lock:
+            self._by_digest[digest] = bot
+
+    def remote_bots(self) -> set[str]:
+        """The bots holding a token :meth:`issue` did not make (remote bots', read from the store or added)."""
+        with self._lock:
+            return {b for d, b in self._by_digest.items() if d not in self._issued}
 
     def revoke(self, digest: str) -> None:
         """Forget one token (by its digest); a worker already connected with it stays until it leaves."""
