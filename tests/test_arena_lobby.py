@@ -157,6 +157,31 @@ def test_lobby_refuses_bad_registrations_with_one_line(lobby: Lobby) -> None:
     assert lobby.counts() == {}
 
 
+def test_a_token_added_as_registered_and_revoked_before_the_reload_is_refused_after_it(
+        lobby: Lobby, tmp_path: Path) -> None:
+    """A competitor's remote entry's token reaches the lobby as RegisterRemote answers (``TokenBook.add``), before
+    the league re-opens with the entry. If the competitor is disqualified before that re-opening (its tokens revoked
+    in the store, its entry never in the config), the reload still drops the token, though the config does not name
+    its bot: read only for the config's remote bots, it stayed accepted for as long as the arena ran."""
+    from arena.config import load_config
+    from arena.lobby.setup import LobbySetup
+    from arena.tournament.store import Store
+
+    entrant, token = "erin-remote@1", tokens_module.new_token()
+    house = lobby.tokens.issue("alpha")
+    config = load_config(write_config(tmp_path, worker_bot("alpha") + worker_bot("beta"), players=2))
+    with Store(tmp_path / "arena.sqlite") as store:
+        store.add_token(entrant, token_digest(token))
+        lobby.tokens.add(entrant, token_digest(token))
+        assert connect(lobby, register(token, entrant))[0].WhichOneof("msg") == "registered"
+        LobbySetup(lobby, {}).reload_tokens(config, store)  # a reload meanwhile keeps it (still valid)
+        assert connect(lobby, register(token, entrant))[0].WhichOneof("msg") == "registered"
+        assert store.revoke_tokens(entrant) == 1  # arena competitor disqualify, in another process
+        LobbySetup(lobby, {}).reload_tokens(config, store)
+    assert refusal(lobby, register(token, entrant)) == (grpc.StatusCode.UNAUTHENTICATED, "unknown or revoked bot token")
+    assert connect(lobby, register(house, "alpha"))[0].WhichOneof("msg") == "registered"  # the house's stays
+
+
 #: Bytes that are not a ConnectRequest: a truncated length-delimited field, and a Register whose token is not UTF-8.
 GARBAGE = [b"\x0a\xff\x01", b"\x0a\x04\x0a\x02\xff\xfe"]
 
