@@ -30,6 +30,8 @@ from tests.docker_helpers import (
     play_against_random_in_container,
 )
 
+pytestmark = pytest.mark.docker  # drives dockerd: scripts/test.sh runs it beside the other tests
+
 
 def test_plan_finds_the_kind_and_entry(tmp_path: Path) -> None:
     js = ROOT / "sample_bots" / "js"

@@ -40,6 +40,8 @@ from arena.hosting.shepherd import descendants
 from tests.conftest import running
 from tests.docker_helpers import base_image, docker0_address, docker_client
 
+pytestmark = pytest.mark.docker  # drives dockerd: scripts/test.sh runs it beside the other tests
+
 if TYPE_CHECKING:
     from arena.competition.book import CompetitionBook, Submission
 

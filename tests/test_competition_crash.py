@@ -24,6 +24,8 @@ import pytest
 from arena.competition.book import CompetitionBook, Submission
 from arena.config import parse_config
 
+pytestmark = pytest.mark.docker  # drives dockerd: scripts/test.sh runs it beside the other tests
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

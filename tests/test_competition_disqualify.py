@@ -30,6 +30,8 @@ import pytest
 
 from tests.docker_helpers import base_image, docker_client
 
+pytestmark = pytest.mark.docker  # drives dockerd: scripts/test.sh runs it beside the other tests
+
 ROOT = Path(__file__).resolve().parent.parent
 
 GAMES_PER_PAIRING = 16

@@ -27,6 +27,8 @@ from arena.competition.pipeline import submission_tag
 from arena.config import CompetitionSettings
 from tests.docker_helpers import add_tar_file
 
+pytestmark = pytest.mark.docker  # drives dockerd: scripts/test.sh runs it beside the other tests
+
 
 def _archive() -> bytes:
     """A tar.gz of a Python bot ``bot:Bot`` (enough for the desk's plan; it is never built here)."""

@@ -13,7 +13,7 @@ import pytest
 from arena.competition.book import LOG_TAIL_CHARS, CompetitionBook
 from arena.competition.validate import verdict_of
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.docker]
 
 #: A bot that says a lot, then leaves at its first decision.
 CHATTY = '''

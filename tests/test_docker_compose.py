@@ -24,7 +24,7 @@ import pytest
 from tests.conftest import default_signals, require
 from tests.docker_helpers import DOCKER, ROOT, base_image, docker_client, removing_replaced, scratch_image
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.docker]
 STACK = f"aftest{os.getpid()}"
 #: Games of examples/compose/demo.toml: 3 pairings x 4.
 DEMO_GAMES = 12

@@ -20,7 +20,7 @@ import pytest
 from arena.hosting.sandbox import Limits, Sandbox, run_key
 from tests.docker_helpers import base_image, docker_client, leftovers
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.docker]
 
 #: What the hostile container tries: lookups through Docker's resolver, then raw queries (UDP) to it
 #: and to the gateway; prints one line per attempt ("resolved"/"failed"/"answered"/"no answer").

@@ -24,7 +24,7 @@ import pytest
 from arena.hosting.sandbox import run_key
 from tests.docker_helpers import ROOT, base_image, build_bot, docker_client, host_service, leftovers, output_in_image
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.docker]
 HOSTILE = ROOT / "tests" / "bots" / "hostile"
 #: In the environment of every hostile bot this test module starts (:func:`hostile_bot`): another
 #: checkout running these tests on the same machine starts the same image with the same command line.

@@ -16,7 +16,7 @@ import pytest
 from arena.hosting.sandbox import run_key
 from tests.docker_helpers import ROOT, base_image, build_bot, docker0_address, docker_client, leftovers
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.docker]
 
 
 def test_container_workers_play_through_the_lobby_and_oom_is_its_own_reason(tmp_path: Path) -> None:

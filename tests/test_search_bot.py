@@ -84,6 +84,8 @@ from tests.docker_helpers import (
 from tests.scenario_check import mismatches
 from tests.test_conformance import LOBBY, PER_GAME, run_suite, statuses
 
+pytestmark = pytest.mark.docker  # drives dockerd: scripts/test.sh runs it beside the other tests
+
 
 def random_state(seed: int, players: int, undertrump_ban: bool, void_may_discard: bool, cards: int) -> State:
     """A PLAY state with at most ``cards`` cards in the hands, reached at random; target 1000 so
