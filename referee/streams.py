@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import urllib.parse
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -141,8 +142,9 @@ UNIX_PEER = "unix"
 
 def peer_host(peer: str) -> str | None:
     """The host of a gRPC peer (``ipv4:1.2.3.4:5`` -> ``1.2.3.4``, ``ipv6:[::1]:5`` -> ``::1``), or None for a
-    unix socket's."""
-    kind, _, rest = peer.partition(":")
+    unix socket's. gRPC writes an IPv6 peer's brackets percent-encoded (``ipv6:%5B::1%5D:5``, grpcio 1.85): the
+    peer is decoded first, else every IPv6 address counted apart and never by its /64."""
+    kind, _, rest = urllib.parse.unquote(peer).partition(":")
     if kind == "unix" or not rest:
         return None
     return rest.rsplit(":", 1)[0].removeprefix("[").removesuffix("]")

@@ -53,6 +53,8 @@ async def _hold(streams: PeerStreams, held: contextlib.AsyncExitStack, peer: str
     ("ipv6:[2001:db8:0:1::1]:5000", "2001:db8:0:1::/64"),
     ("ipv6:[::1]:5000", "::/64"),
     ("ipv6:[::ffff:1.2.3.4]:5000", "1.2.3.4"),
+    ("ipv6:%5B2001:db8::1%5D:5000", "2001:db8::/64"),  # as grpcio writes it: the brackets percent-encoded
+    ("ipv6:%5B::ffff:1.2.3.4%5D:5000", "1.2.3.4"),
     ("ipv4:1.2.3.4:5000", "1.2.3.4"),
     ("unix:/tmp/referee.sock", UNIX_PEER),
 ])
@@ -137,3 +139,27 @@ def test_the_per_address_cap_holds_over_ipv6_loopback() -> None:
 
     assert asyncio.run(run()) == (grpc.StatusCode.RESOURCE_EXHAUSTED,
                                   "2 calls of your address are waiting to send their request: dial again later")
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback (::1) on this machine")
+def test_a_real_ipv6_peer_is_counted_by_its_64() -> None:
+    """What a real gRPC server says of a call from ::1 (``ipv6:%5B::1%5D:PORT``: grpcio percent-encodes the
+    brackets) counts as ::1's /64. The old parse kept ``%5B::1%5D``, one key an address: the /64 never applied
+    on a real socket (found by a review; the table above had only hand-written bracketed peers)."""
+    async def run() -> bytes:
+        async def key(_request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+            return peer_key(context.peer()).encode()
+
+        server = grpc.aio.server()
+        server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(
+            "t.Peer", {"Key": grpc.unary_unary_rpc_method_handler(key)})])
+        port = server.add_insecure_port("[::1]:0")
+        await server.start()
+        try:
+            async with grpc.aio.insecure_channel(f"ipv6:[::1]:{port}") as ch:
+                answer: bytes = await ch.unary_unary("/t.Peer/Key")(b"", timeout=30)
+                return answer
+        finally:
+            await server.stop(None)
+
+    assert asyncio.run(run()) == b"::/64"
