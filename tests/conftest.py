@@ -45,15 +45,16 @@ def running(pid: int) -> bool:
 
 
 def default_signals(argv: list[str]) -> list[str]:
-    """``argv`` started with SIGINT and SIGHUP at their defaults, for a command a test interrupts as a
-    terminal's Ctrl-C (or its closing) would, as a terminal's shell starts commands. A test run started in
-    the background of a non-interactive shell (``… &``: CI harnesses) has SIGINT ignored, one under
+    """``argv`` started with SIGINT, SIGTERM and SIGHUP at their defaults, for a command a test interrupts as a
+    terminal's Ctrl-C (or its closing, or a supervisor) would, as a terminal's shell starts commands. A test run
+    started in the background of a non-interactive shell (``… &``: CI harnesses) has SIGINT ignored, one under
     ``nohup`` SIGHUP; children inherit that, bash cannot trap a signal ignored on entry, and ``arena run``
     leaves one ignored (arena/cli/interrupt.py): the command under test would never see the signal. A
     Python that resets them and execs ``argv`` (same process), not ``preexec_fn``: Python code between
     fork and exec in a process that has used gRPC can abort the child (arena/hosting/tether.py)."""
     reset = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-             "signal.signal(signal.SIGHUP, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])")
+             "signal.signal(signal.SIGTERM, signal.SIG_DFL); signal.signal(signal.SIGHUP, signal.SIG_DFL); "
+             "os.execvp(sys.argv[1], sys.argv[1:])")
     return [sys.executable, "-c", reset, *argv]
 
 

@@ -6,12 +6,17 @@ would run in the other half, beside the docker tests it was meant to follow)."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import default_signals
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,52 +73,98 @@ def test_a_file_of_one_half_passes_though_the_other_half_has_no_test(tmp_path: P
     assert none.returncode == 5, none.stdout + none.stderr
 
 
-def test_an_interrupt_ends_both_halves(tmp_path: Path) -> None:
-    """Ctrl-C (SIGINT to the script): a script's background jobs ignore SIGINT, so both pytest processes ran on
-    after the script was interrupted. Now each half is handed the interrupt and ends; the script fails."""
-    import signal
-    import time
+SLOW_HALVES = """
+import pathlib
+import time
 
+import pytest
+
+
+@pytest.mark.docker
+def test_d():
+    pathlib.Path({started!r}, "docker").touch()
+    time.sleep(600)
+
+
+def test_h():
+    pathlib.Path({started!r}, "host").touch()
+    time.sleep(600)
+"""
+
+# a Python that ignores SIGINT and execs its arguments: the landing CI's shell, a `… &` job of a
+# non-interactive shell, starts scripts/test.sh so
+IGNORE_INTERRUPTS = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+                     "os.execvp(sys.argv[1], sys.argv[1:])")
+
+
+@pytest.mark.parametrize(("sent", "interrupts"), [
+    pytest.param(signal.SIGINT, "default", id="SIGINT"),
+    pytest.param(signal.SIGTERM, "default", id="SIGTERM"),
+])
+def test_a_signal_to_the_script_ends_both_halves(tmp_path: Path, sent: signal.Signals, interrupts: str) -> None:
+    """Ctrl-C (SIGINT) or a cancelled CI step (SIGTERM) to the script ends both pytest halves and fails the
+    script: a script's background jobs ignore SIGINT, so both halves ran on after the script was interrupted.
+    With SIGINT at its default each half is handed SIGINT and ends as pytest does on Ctrl-C (its fixtures'
+    cleanup run). The script is started with its signals set as the case says, not as
+    this test's runner inherited them (under the landing CI this test's SIGINT did nothing and timed out)."""
+    started = tmp_path / "started"
+    started.mkdir()
     module = tmp_path / "test_slow_halves.py"
-    module.write_text("import time\nimport pytest\n\n\n@pytest.mark.docker\ndef test_d():\n    time.sleep(600)\n"
-                      "\n\ndef test_h():\n    time.sleep(600)\n")
+    module.write_text(SLOW_HALVES.format(started=str(started)))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    script = subprocess.Popen(["bash", str(ROOT / "scripts/test.sh"), str(module), "-s"], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, env=env)
+    argv = ["bash", str(ROOT / "scripts/test.sh"), str(module), "-s"]
+    if interrupts == "ignored":
+        argv = [sys.executable, "-c", IGNORE_INTERRUPTS, *argv]
+    # a session of its own: every process the script starts is in it, so the cleanup finds them all
+    script = subprocess.Popen(default_signals(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
-        while len(_running(module)) < 2:  # both halves have started their test
+        while sorted(p.name for p in started.iterdir()) != ["docker", "host"]:  # both halves are in their test
             assert time.monotonic() < deadline and script.poll() is None, "the halves did not start"
             time.sleep(0.2)
-        time.sleep(2)  # let each reach its test's sleep (collection done)
-        script.send_signal(signal.SIGINT)
+        script.send_signal(sent)
         out, _ = script.communicate(timeout=120)
-    finally:
-        if script.poll() is None:
-            script.kill()
-    try:
         assert script.returncode != 0, out
         deadline = time.monotonic() + 30
-        while _running(module):
-            assert time.monotonic() < deadline, f"pytest halves still running: {_running(module)}"
+        while _session(script.pid):
+            assert time.monotonic() < deadline, f"still running: {_commands(_session(script.pid))}\n{out}"
             time.sleep(0.2)
-        assert "KeyboardInterrupt" in out, out  # each half ended as pytest does on Ctrl-C, and said so
+        if interrupts == "default":
+            assert out.count("KeyboardInterrupt") >= 2, out  # each half ended as pytest does on Ctrl-C, said so
     finally:
-        for pid in _running(module):  # the old script's halves slept on: leave nothing behind
-            os.kill(pid, signal.SIGKILL)
+        for pid in _session(script.pid):  # a timed-out or failed case leaves nothing behind either
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if script.poll() is None:
+            script.kill()
+        script.wait(30)
 
 
-def _running(module: Path) -> list[int]:
-    """Pids of live pytest processes given ``module`` on their command line."""
+def _session(sid: int) -> list[int]:
+    """Pids of the live processes (not zombies) in session ``sid``: for a script started with
+    ``start_new_session``, the script and everything it started (its halves' shells, pytest and prefixers)."""
     pids = []
     for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
         try:
-            cmd = (d / "cmdline").read_bytes()
+            stat = (d / "stat").read_text()
         except OSError:
             continue
-        if d.name.isdigit() and b"pytest" in cmd and str(module).encode() in cmd:
+        state, _ppid, _pgrp, session = stat[stat.rindex(")") + 2:].split()[:4]
+        if int(session) == sid and state != "Z":
             pids.append(int(d.name))
     return pids
+
+
+def _commands(pids: list[int]) -> list[str]:
+    """The command lines of ``pids`` (for a failure message; a process gone by then is left out)."""
+    found = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            found.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+    return found
 
 
 def _uses_docker(tree: ast.Module) -> bool:
