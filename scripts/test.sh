@@ -14,20 +14,25 @@ cd "$(dirname "$0")/.."
 half() {  # half NAME MARK-EXPRESSION [ARGS...]
     local name=$1 marks=$2
     shift 2
-    # the prefixer ignores the interrupt: it stays to pass on what pytest writes as it ends
-    python -m pytest -p no:cacheprovider -m "$marks" "$@" 2>&1 | (trap '' INT; exec sed -u "s/^/[$name] /")
+    # the prefixer ignores the signal handed on: it stays to pass on what pytest writes as it ends
+    python -m pytest -p no:cacheprovider -m "$marks" "$@" 2>&1 | (trap '' INT TERM; exec sed -u "s/^/[$name] /")
     return "${PIPESTATUS[0]}"
 }
 
-# each half in a process group of its own (job control), so an interrupt can be handed on: a script's
-# background jobs otherwise ignore SIGINT, and Python then never raises KeyboardInterrupt, so Ctrl-C left
-# both halves running; now each gets SIGINT and ends as pytest does on Ctrl-C (its fixtures' cleanup run)
+# what an interrupt or a termination is handed on as: SIGINT, so each half ends as pytest does on Ctrl-C (its
+# fixtures' cleanup run), unless this script started with SIGINT ignored (a `… &` job of a non-interactive
+# shell, as CI harnesses start it: bash can neither trap it nor un-ignore it for the halves, so Ctrl-C cannot
+# be passed on); then SIGTERM, which ends each half at once (Python's default, no cleanup) but ends it
+if [ -z "$(trap -p INT)" ]; then stop=INT; else stop=TERM; fi
+# each half in a process group of its own (job control), so a signal can be handed on: a script's background
+# jobs otherwise ignore SIGINT, and Python then never raises KeyboardInterrupt, so Ctrl-C left both halves
+# running
 set -m
 half docker "docker" "$@" &
 docker_pid=$!
 half host "not docker" "$@" &
 host_pid=$!
-trap 'kill -INT -- "-$docker_pid" "-$host_pid" 2>/dev/null' INT TERM
+trap 'kill -"$stop" -- "-$docker_pid" "-$host_pid" 2>/dev/null' INT TERM
 
 outcome() {  # outcome PID: its exit status, waiting on through interrupts until it has ended
     local rc

@@ -100,12 +100,15 @@ IGNORE_INTERRUPTS = ("import os, signal, sys; signal.signal(signal.SIGINT, signa
 @pytest.mark.parametrize(("sent", "interrupts"), [
     pytest.param(signal.SIGINT, "default", id="SIGINT"),
     pytest.param(signal.SIGTERM, "default", id="SIGTERM"),
+    pytest.param(signal.SIGTERM, "ignored", id="SIGTERM-interrupts-ignored"),
 ])
 def test_a_signal_to_the_script_ends_both_halves(tmp_path: Path, sent: signal.Signals, interrupts: str) -> None:
     """Ctrl-C (SIGINT) or a cancelled CI step (SIGTERM) to the script ends both pytest halves and fails the
     script: a script's background jobs ignore SIGINT, so both halves ran on after the script was interrupted.
     With SIGINT at its default each half is handed SIGINT and ends as pytest does on Ctrl-C (its fixtures'
-    cleanup run). The script is started with its signals set as the case says, not as
+    cleanup run). A script started with SIGINT ignored (the landing CI: its halves ignore it too, and bash can
+    change neither) hands SIGTERM on as SIGTERM; before, it handed on SIGINT, which they ignored, and the
+    script waited on them for ever. The script is started with its signals set as the case says, not as
     this test's runner inherited them (under the landing CI this test's SIGINT did nothing and timed out)."""
     started = tmp_path / "started"
     started.mkdir()
