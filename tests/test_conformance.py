@@ -36,6 +36,9 @@ from sdk.conformance.referee import with_unknown_field
 from sdk.conformance.scenarios import build_scenarios
 from tests.conftest import require
 
+# the suite's slowest host module (202 s of 1,655): in scripts/test.sh's docker half, which ran 400 s shorter
+pytestmark = pytest.mark.docker_half
+
 ROOT = Path(__file__).resolve().parent.parent
 #: What a correct bot gets in each mode: every check of that mode passes (and nothing else is listed).
 PER_GAME = {c.name: "pass" for c in checks_of(Mode.PER_GAME)}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -71,6 +72,34 @@ def test_a_file_of_one_half_passes_though_the_other_half_has_no_test(tmp_path: P
     none = subprocess.run(["bash", str(ROOT / "scripts/test.sh"), str(empty)], capture_output=True, text=True,
                           env=env, timeout=300)
     assert none.returncode == 5, none.stdout + none.stderr
+
+
+def test_a_test_marked_docker_half_runs_in_the_docker_half(tmp_path: Path) -> None:
+    """A slow test that does not drive dockerd but is marked ``docker_half`` runs in the docker half (that evens
+    out the two halves' time), once: not in the host half too, and the others stay in the host half."""
+    module = tmp_path / "test_docker_half.py"
+    module.write_text("import pytest\n\n\n@pytest.mark.docker_half\ndef test_moved():\n    pass\n\n\n"
+                      "def test_stays():\n    pass\n")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    done = subprocess.run(["bash", str(ROOT / "scripts/test.sh"), str(module), "-v"], capture_output=True,
+                          text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("[docker] ") and "::test_moved PASSED" in line for line in lines), done.stdout
+    assert any(line.startswith("[host] ") and "::test_stays PASSED" in line for line in lines), done.stdout
+    assert not any("::test_moved" in line for line in lines if line.startswith("[host] ")), done.stdout
+    assert not any("::test_stays" in line for line in lines if line.startswith("[docker] ")), done.stdout
+
+
+def test_the_docker_half_mark_is_registered_and_used() -> None:
+    """``docker_half`` is a registered mark (pyproject.toml) that the script's docker half selects, and the
+    modules carrying it do not drive dockerd (those are marked ``docker``)."""
+    assert "docker_half:" in (ROOT / "pyproject.toml").read_text()
+    assert 'first="docker or docker_half"' in (ROOT / "scripts/test.sh").read_text()
+    moved = [p.name for p in sorted((ROOT / "tests").glob("test_*.py"))
+             if _marked(ast.parse(p.read_text()), "docker_half")]
+    assert moved, "no module is marked docker_half: drop the mark, or mark the slow host modules it was for"
+    assert not [m for m in moved if _uses_docker(ast.parse((ROOT / "tests" / m).read_text()))], moved
 
 
 SLOW_HALVES = """
@@ -180,11 +209,11 @@ def _uses_docker(tree: ast.Module) -> bool:
     return False
 
 
-def _marked_docker(tree: ast.Module) -> bool:
-    """Whether the module's ``pytestmark`` names ``pytest.mark.docker``."""
+def _marked(tree: ast.Module, mark: str) -> bool:
+    """Whether the module's ``pytestmark`` names ``pytest.mark.<mark>`` (``docker`` is not ``docker_half``)."""
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
-            return "pytest.mark.docker" in ast.unparse(node.value)
+            return re.search(rf"\bpytest\.mark\.{mark}\b", ast.unparse(node.value)) is not None
     return False
 
 
@@ -192,7 +221,7 @@ def test_every_module_that_drives_dockerd_is_marked_docker() -> None:
     unmarked = []
     for path in sorted((ROOT / "tests").glob("test_*.py")):
         tree = ast.parse(path.read_text())
-        if _uses_docker(tree) and not _marked_docker(tree):
+        if _uses_docker(tree) and not _marked(tree, "docker"):
             unmarked.append(path.name)
     assert unmarked == [], f"add `pytestmark = pytest.mark.docker` to {unmarked}"
-    assert _marked_docker(ast.parse((ROOT / "tests/test_docker_sandbox.py").read_text()))  # the check sees a mark
+    assert _marked(ast.parse((ROOT / "tests/test_docker_sandbox.py").read_text()), "docker")  # the check sees a mark
