@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -421,6 +422,149 @@ cwd = "{ROOT}"
     for game_id, seen in sockets.items():
         assert len(seen) == 2 and len(set(seen.values())) == 2, (game_id, seen)  # partners: a folder each
     assert len({f for seen in sockets.values() for f in seen.values()}) == 8, sockets  # every game its own
+
+
+PARTNER = '''"""A worker that, at the first move its process makes, probes its referee socket (a Hello with an unknown
+ticket: answered, or refused because the socket's silent streams are all held), then holds every silent
+stream that socket allows (128) until it is refused, the count its partner would read, and says so."""
+import asyncio, threading
+
+import grpc
+from allfours.v1 import referee_pb2 as pb, referee_pb2_grpc as pb_grpc
+from referee import wire
+from sdk.bot import Bot, Context
+
+ADDRESS = "unix:/run/allfours/referee.sock"
+FOLDER = next(line.split()[3] for line in open("/proc/self/mountinfo") if line.split()[4] == "/run/allfours")
+LOOP = asyncio.new_event_loop()
+threading.Thread(target=LOOP.run_forever, daemon=True).start()
+HELD = []
+
+
+async def silent():
+    await asyncio.Event().wait()
+    yield pb.PlayRequest()
+
+
+async def probe():
+    hello = pb.PlayRequest(hello=pb.Hello(ticket="t-no-such", protocol_version=wire.PROTOCOL_VERSION))
+    async with grpc.aio.insecure_channel(ADDRESS) as ch:
+        try:
+            async for _ in pb_grpc.RefereeServiceStub(ch).Play(iter([hello]), timeout=30):
+                pass
+            return "OK"
+        except grpc.aio.AioRpcError as e:
+            return e.code().name
+
+
+async def signal():
+    first = await probe()
+    own = [("grpc.use_local_subchannel_pool", 1)]  # a connection each: 64 streams at most on one
+    channels = [grpc.aio.insecure_channel(ADDRESS, options=own) for _ in range(4)]
+    HELD.extend(pb_grpc.RefereeServiceStub(channels[k % 4]).Play(silent(), timeout=60) for k in range(128))
+    for _ in range(200):  # until its socket's server holds them all (its next stream refused), at most 10 s
+        if await probe() == "RESOURCE_EXHAUSTED":
+            return first, "held"
+        await asyncio.sleep(0.05)
+    return first, "not-held"
+
+
+class Partner(Bot):
+    name = "partner"
+
+    def act(self, ctx: Context):
+        if not HELD:
+            first, held = asyncio.run_coroutine_threadsafe(signal(), LOOP).result(60)
+            print(f"SIGNAL {ctx.match_id} {ctx.seat} {first} {held} {FOLDER}", flush=True)
+        return ctx.legal[0]
+'''
+
+
+def test_two_workers_of_one_bot_seated_as_partners_share_no_socket(tmp_path: Path) -> None:
+    """A bot's lobby workers (``mode = "worker"``) shared their bot's one socket pair (``Jail.for_bot``),
+    so two of them seated as partners at four players could pass each other bits through the counts its
+    servers keep: one holding the 128 silent streams the referee socket allows made its partner's next
+    stream refused (7 bits a round, their hands in a few). Each worker process now has a socket folder of
+    its own (``Jail.for_process``, given up when it ends): the second partner's probe is answered
+    (``unknown ticket``) while the first holds its whole allowance, and their folders differ."""
+    folder = tmp_path / "partner"
+    folder.mkdir()
+    (folder / "partner.py").write_text(PARTNER)
+    config = tmp_path / "cup.toml"
+    config.write_text(f'''
+[tournament]
+name = "cup"
+players = 4
+games_per_pairing = 2
+output = "{tmp_path / 'out'}"
+[tournament.rules]
+target = 3
+[tournament.time_control]
+decision_ms = 60000
+[[bots]]
+name = "partner"
+command = ["{{python}}", "-m", "sdk.run", "partner:Partner"]
+cwd = "{folder}"
+mode = "worker"
+workers = 2
+[[bots]]
+name = "random"
+command = ["{{python}}", "-m", "sdk.run", "sample_bots.random_bot:RandomBot"]
+cwd = "{ROOT}"
+''')
+    done = arena_run(config)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = tmp_path / "out"
+    games = [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
+    assert len(games) == 2 and all(g["terminations"] == ["normal"] * 4 for g in games), games
+    signals = [line.split()[1:] for log in (out / "logs" / "workers" / "partner").glob("worker*.log")
+               for line in log.read_text().splitlines() if line.startswith("SIGNAL ")]
+    assert len(signals) == 2, signals  # each worker's first move, in the first game both play
+    assert signals[0][0] == signals[1][0] and signals[0][1] != signals[1][1], signals  # partners in one game
+    # neither's probe is refused, though its partner held all 128 silent streams of its socket before it
+    assert [(first, held) for _, _, first, held, _ in signals] == [("UNAUTHENTICATED", "held")] * 2, signals
+    assert signals[0][4] != signals[1][4], signals  # a socket folder each
+
+
+def test_a_workers_socket_folder_is_its_own_and_goes_with_it(tmp_path: Path) -> None:
+    """Each lobby worker process of a sandboxed bot has a socket folder of its own (``Jail.for_process``),
+    served while it runs: a worker that exits gives its folder up (unlistened, removed) and its restart
+    gets a new one, so a pool holds at most one folder a worker, and none once it is stopped. Before,
+    a bot's workers shared one folder, the bot's, kept for the whole run."""
+    from arena.config import BotSpec
+    from arena.hosting.jail import Jail
+    from arena.hosting.workers.kind import WorkerContext
+    from arena.hosting.workers.local import MAX_DEATHS, LocalWorkers
+    from arena.lobby.service import Lobby
+    from arena.lobby.tokens import TokenBook
+
+    def worker(name: str, code: str, size: int) -> LocalWorkers:
+        return LocalWorkers(BotSpec(name, "1", (sys.executable, "-c", code), cwd=str(tmp_path), mode="worker"), size)
+
+    jail = Jail.open()
+    listened: list[Path] = []
+    unlistened: list[Path] = []
+    jail.on_bot_folder(listened.append, "t", unlistened.append)
+    ctx = WorkerContext(Lobby("t", TokenBook()), tmp_path / "logs", str(tmp_path), (), (), lambda: None, jail=jail)
+    dying, living = worker("dying", "raise SystemExit(3)", 1), worker("living", "import time; time.sleep(600)", 2)
+    try:
+        living.start(ctx)
+        dying.start(ctx)
+        for _ in range(1200):  # its three starts, 0.5 s and 1 s apart; at most 120 s on a busy machine
+            if dying.broken:
+                break
+            time.sleep(0.1)
+        assert dying.broken, "the dying worker was not restarted until broken"
+        running = sorted(p for p in jail.sockets.iterdir())
+        assert len(listened) == 2 + MAX_DEATHS and len(set(listened)) == len(listened), listened
+        assert sorted(unlistened) == sorted(set(listened) - set(running)) and len(running) == 2, (unlistened, running)
+        assert len(living.pids()) == 2
+        living.stop()
+        assert sorted(unlistened) == sorted(listened) and list(jail.sockets.iterdir()) == []
+    finally:
+        living.stop()
+        dying.stop()
+        jail.close()
 
 
 def test_a_sandboxed_bot_sees_a_fixed_view_of_the_hosts_counters(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from arena.config import BotSpec
 from arena.hosting.procs import BotProcess, stop_all
@@ -39,6 +39,9 @@ from arena.hosting.workers.kind import WorkerContext
 from arena.lobby.tokens import token_digest
 from arena.play.environment import expand_command, log_tail, worker_environment
 from sdk.worker import PARENT_ENV, REFEREE_TLS_CA_ENV, TLS_CA_ENV
+
+if TYPE_CHECKING:
+    from arena.hosting.jail import Jail
 
 #: Deaths in a row without a finished game after which a bot is broken.
 MAX_DEATHS = 3
@@ -90,6 +93,8 @@ class Slot:
     digest: str = ""
     restart_at: float = 0.0
     starts: int = 0
+    #: the current process's sandbox, with a socket folder of its own (``Jail.for_process``), or None
+    jail: Jail | None = None
 
     @property
     def log_name(self) -> str:
@@ -189,7 +194,10 @@ class LocalWorkers:
         slot.digest = token_digest(token)
         self._remember(slot.digest)
         argv = expand_command(self.bot, {"python": sys.executable, "config_dir": ctx.config_dir})
-        jail = ctx.jail.for_bot(self.bot.name, self.bot.limits.tmpfs_mb) if self.bot.jailed and ctx.jail else None
+        # sockets of its own, not its bot's: two workers of one bot seated as partners could pass each other
+        # bits through the counts a shared socket's server keeps (Jail.for_process); given up when it ends
+        jail = ctx.jail.for_process(self.bot.name, self.bot.limits.tmpfs_mb) if self.bot.jailed and ctx.jail else None
+        slot.jail = jail
         if jail is not None:  # the lobby's unix socket (plaintext, on this machine); no arena pid in its pid namespace
             env = worker_environment(self.bot, jail.lobby_inside(), token, ctx.secret_names, ctx.secret_values)
             env.pop(PARENT_ENV)
@@ -206,8 +214,17 @@ class LocalWorkers:
                                          log_limit=ctx.log_limit, jail=jail, limits=self.bot.limits)
         except OSError as e:
             slot.proc = None
+            self._release(slot)
             ctx.lobby.tokens.revoke(slot.digest)
             self._died(slot, f"could not start {argv[0]!r}: {e.strerror or e}")
+
+    def _release(self, slot: Slot) -> None:
+        """Give up the socket folder of ``slot``'s process, gone now (``Jail.release``: its referee and
+        lobby servers stop, the folder is removed); nothing for an unsandboxed one."""
+        ctx = self._ctx
+        if slot.jail is not None and ctx is not None and ctx.jail is not None:
+            ctx.jail.release(slot.jail)
+        slot.jail = None
 
     def _died(self, slot: Slot, what: str) -> None:
         """Count a death; restart later, or declare the bot broken."""
@@ -247,6 +264,7 @@ class LocalWorkers:
             ctx.lobby.tokens.revoke(slot.digest)
             slot.proc.pump.join(timeout=1.0)  # its last words are in the log
             slot.proc = None
+            self._release(slot)
             tail = log_tail(self.log_dir / slot.log_name)
             self._died(slot, f"exited with status {code}" + (f" (last output: {tail})" if tail else ""))
         elif self._broken is None and time.monotonic() >= slot.restart_at:
@@ -263,3 +281,6 @@ class LocalWorkers:
             for s in self._slots:
                 s.proc = None
         stop_all(procs, exit_wait_s=0.0)
+        with self._lock:
+            for s in self._slots:
+                self._release(s)
