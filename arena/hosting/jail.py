@@ -22,17 +22,19 @@ default) is started as ``bwrap [options] -- ARGV`` (:meth:`Jail.wrap`), inside t
   not the home folder, not the rest of the repository (``arena.config.check_bot_cwds`` refuses a
   sandboxed bot whose folder holds the output folder).
 - **network**: a network namespace of its own (only a loopback nobody else is on), so nothing on the
-  machine or beyond; the referee and the lobby listen on unix sockets too, **one pair a bot** (a
-  worker's), and one pair a per-game seat's process (:meth:`Jail.for_process`, given up with
-  :meth:`Jail.release` when its game ends: two processes of a bot at once, partners or a pair's twins,
-  could pass each other bits through the counts a shared socket's server keeps), in a
-  folder of the run (:meth:`Jail.for_bot`: ``<sockets>/<hash of the bot's name>/``) bound at
+  machine or beyond; the referee and the lobby listen on unix sockets too, **one pair a process**:
+  every per-game seat's process and every lobby worker process of a bot has a pair of its own
+  (:meth:`Jail.for_process`, given up with :meth:`Jail.release` when its game ends or the worker
+  exits or is stopped: two processes of a bot at once, partners or a pair's twins, whether per-game
+  seats or workers, could pass each other bits through the counts a shared socket's server keeps), in
+  a folder of the run (``<sockets>/<hash of the bot's name and the process's number>/``) bound at
   :data:`SOCKET_DIR` inside, so the bot is told ``ALLFOURS_REFEREE=unix:/run/allfours/referee.sock``
-  and ``ALLFOURS_LOBBY=unix:/run/allfours/lobby.sock``. Each bot's sockets are served by servers of
-  their own (``RefereeServer.listen_unix``, ``Lobby.listen_unix``): a unix peer has no address, so
+  and ``ALLFOURS_LOBBY=unix:/run/allfours/lobby.sock``. Each process's sockets are served by servers
+  of their own (``RefereeServer.listen_unix``, ``Lobby.listen_unix``): a unix peer has no address, so
   on one shared socket a bot holding thousands of streams that never say Hello took every RPC slot
   of the referee and the lobby and stopped every other bot's games; on its own sockets it can only
-  fail its own.
+  fail its own. A run holds one pair a running sandboxed process (each worker of a pool, each seat of
+  a game in play), no more.
 - **processes**: its own pid namespace (when its first process ends, the kernel kills every other one
   in it), ``--die-with-parent``, a new session (no terminal to inject input into), every capability
   dropped and a user namespace whose only user is ``nobody`` (65534, which is the arena's user outside);
@@ -233,11 +235,12 @@ class Jail:
                 listen(folder)
 
     def for_process(self, name: str, tmpfs_mb: int = TMPFS_MB) -> Jail:
-        """:meth:`for_bot` for one process of bot ``name`` (a per-game seat) with a socket folder of its
-        own, given up by :meth:`release` once the process is gone. Two processes of one bot at once (a
-        side's two seats at four players, a duplicate pair's two games under concurrency) shared its
-        sockets, and every count a server keeps of them is seen by both: one holding N silent streams
-        left the other 128 - N before refusals, 7 bits passed a round (a hand in a few).
+        """:meth:`for_bot` for one process of bot ``name`` (a per-game seat, or a lobby worker) with a socket
+        folder of its own, given up by :meth:`release` once the process is gone. Two processes of one bot
+        at once (a side's two seats at four players, whether per-game processes or two of its workers; a
+        duplicate pair's two games under concurrency) shared its sockets, and every count a server keeps
+        of them is seen by both: one holding N silent streams left the other 128 - N before refusals, 7
+        bits passed a round (a hand in a few).
 
         :raises RuntimeError: from a listener that cannot bind the socket.
         """

@@ -13,7 +13,10 @@ newest :data:`KEPT_RESTART_LOGS` logs are kept (a worker that dies after each ga
 long as the league runs: its logs would fill the disk). A sandboxed worker
 (:mod:`arena.hosting.jail`) is told the lobby's unix socket inside its sandbox instead
 (``unix:/run/allfours/lobby.sock``, plaintext, no ``ALLFOURS_TLS_CA``) and no ``ALLFOURS_WORKER_PARENT``
-(its pid namespace hides the arena; ``--die-with-parent`` ends it with the arena instead).
+(its pid namespace hides the arena; ``--die-with-parent`` ends it with the arena instead). Each worker
+process has a socket pair of its own, the referee's and the lobby's (``Jail.for_process``), given up
+when it exits or the pool stops (a restart gets a new one): two workers of one bot seated as partners
+shared the bot's pair and passed each other bits through the counts its servers keep.
 
 A process that exits is restarted after a back-off (:data:`BACKOFF_S`: 0.5 s, doubling, at most
 30 s; back to 0.5 s once a worker finishes a game). Its game in progress, if any, is forfeited by
