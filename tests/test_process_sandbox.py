@@ -21,6 +21,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -361,6 +362,34 @@ def test_a_sandboxed_bot_writes_nowhere_but_its_small_tmpfs(tmp_path: Path) -> N
     assert out.stdout.rstrip().endswith("lock"), out.stderr  # POSIX semaphores still work in /dev/shm
 
 
+def play_at_four(tmp: Path, bot: str, tournament: str) -> tuple[Path, list[dict[str, Any]]]:
+    """``arena run`` of the bot whose ``[[bots]]`` table is ``bot`` against the random bot at a table of four,
+    with the ``[tournament]`` lines ``tournament`` (``games_per_pairing`` among them); the output folder and
+    its games, every one asserted played to its end."""
+    config = tmp / "cup.toml"
+    config.write_text(f'''
+[tournament]
+name = "cup"
+players = 4
+output = "{tmp / 'out'}"
+{tournament}
+[tournament.rules]
+target = 3
+[[bots]]
+{bot}
+[[bots]]
+name = "random"
+command = ["{{python}}", "-m", "sdk.run", "sample_bots.random_bot:RandomBot"]
+cwd = "{ROOT}"
+''')
+    done = arena_run(config)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = tmp / "out"
+    games = [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
+    assert games and all(g["terminations"] == ["normal"] * 4 for g in games), games
+    return out, games
+
+
 SOCKETS = '''"""Says which socket folder of the host it was given (its mount's source) for which seat of which match."""
 from sdk.bot import Bot, Context, MatchInfo
 
@@ -387,30 +416,9 @@ def test_two_processes_of_one_bot_at_once_share_no_socket(tmp_path: Path) -> Non
     folder = tmp_path / "sockets"
     folder.mkdir()
     (folder / "sockets.py").write_text(SOCKETS)
-    config = tmp_path / "cup.toml"
-    config.write_text(f'''
-[tournament]
-name = "cup"
-players = 4
-games_per_pairing = 4
-concurrency = 2
-output = "{tmp_path / 'out'}"
-[tournament.rules]
-target = 3
-[[bots]]
-name = "sockets"
+    out, games = play_at_four(tmp_path, f'''name = "sockets"
 command = ["{{python}}", "-m", "sdk.run", "sockets:Sockets"]
-cwd = "{folder}"
-[[bots]]
-name = "random"
-command = ["{{python}}", "-m", "sdk.run", "sample_bots.random_bot:RandomBot"]
-cwd = "{ROOT}"
-''')
-    done = arena_run(config)
-    assert done.returncode == 0, done.stdout + done.stderr
-    out = tmp_path / "out"
-    games = [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
-    assert len(games) == 4 and all(g["terminations"] == ["normal"] * 4 for g in games), games
+cwd = "{folder}"''', "games_per_pairing = 4\nconcurrency = 2")
     sockets: dict[str, dict[str, str]] = {}
     for game in games:
         for log in (out / "logs" / game["game_id"]).glob("seat*.log"):
@@ -490,33 +498,11 @@ def test_two_workers_of_one_bot_seated_as_partners_share_no_socket(tmp_path: Pat
     folder = tmp_path / "partner"
     folder.mkdir()
     (folder / "partner.py").write_text(PARTNER)
-    config = tmp_path / "cup.toml"
-    config.write_text(f'''
-[tournament]
-name = "cup"
-players = 4
-games_per_pairing = 2
-output = "{tmp_path / 'out'}"
-[tournament.rules]
-target = 3
-[tournament.time_control]
-decision_ms = 60000
-[[bots]]
-name = "partner"
+    out, _ = play_at_four(tmp_path, f'''name = "partner"
 command = ["{{python}}", "-m", "sdk.run", "partner:Partner"]
 cwd = "{folder}"
 mode = "worker"
-workers = 2
-[[bots]]
-name = "random"
-command = ["{{python}}", "-m", "sdk.run", "sample_bots.random_bot:RandomBot"]
-cwd = "{ROOT}"
-''')
-    done = arena_run(config)
-    assert done.returncode == 0, done.stdout + done.stderr
-    out = tmp_path / "out"
-    games = [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
-    assert len(games) == 2 and all(g["terminations"] == ["normal"] * 4 for g in games), games
+workers = 2''', "games_per_pairing = 2\n[tournament.time_control]\ndecision_ms = 60000")
     signals = [line.split()[1:] for log in (out / "logs" / "workers" / "partner").glob("worker*.log")
                for line in log.read_text().splitlines() if line.startswith("SIGNAL ")]
     assert len(signals) == 2, signals  # each worker's first move, in the first game both play
