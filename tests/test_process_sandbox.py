@@ -10,6 +10,7 @@ A missing ``bwrap`` is a one-line error naming the package.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -469,12 +470,13 @@ async def probe():
 async def signal():
     first = await probe()
     own = [("grpc.use_local_subchannel_pool", 1)]  # a connection each: 64 streams at most on one
-    channels = [grpc.aio.insecure_channel(ADDRESS, options=own) for _ in range(4)]
-    HELD.extend(pb_grpc.RefereeServiceStub(channels[k % 4]).Play(silent(), timeout=60) for k in range(128))
-    for _ in range(200):  # until its socket's server holds them all (its next stream refused), at most 10 s
+    stubs = [pb_grpc.RefereeServiceStub(grpc.aio.insecure_channel(ADDRESS, options=own)) for _ in range(4)]
+    for _ in range(600):  # until its socket's server holds 128 at once (its next stream refused), at most ~60 s:
+        HELD[:] = [call for call in HELD if not call.done()]  # on a busy machine, the first may time out first
+        HELD.extend(stubs[k % 4].Play(silent(), timeout=60) for k in range(128 - len(HELD)))
         if await probe() == "RESOURCE_EXHAUSTED":
             return first, "held"
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.1)
     return first, "not-held"
 
 
@@ -536,7 +538,9 @@ def test_a_workers_socket_folder_is_its_own_and_goes_with_it(tmp_path: Path) -> 
     listened: list[Path] = []
     unlistened: list[Path] = []
     jail.on_bot_folder(listened.append, "t", unlistened.append)
-    ctx = WorkerContext(Lobby("t", TokenBook()), tmp_path / "logs", str(tmp_path), (), (), lambda: None, jail=jail)
+    loop = asyncio.new_event_loop()  # the lobby's, never run: its workers here never dial it
+    ctx = WorkerContext(Lobby("t", TokenBook(), loop=loop), tmp_path / "logs", str(tmp_path), (), (), lambda: None,
+                        jail=jail)
     dying, living = worker("dying", "raise SystemExit(3)", 1), worker("living", "import time; time.sleep(600)", 2)
     try:
         living.start(ctx)
@@ -556,6 +560,7 @@ def test_a_workers_socket_folder_is_its_own_and_goes_with_it(tmp_path: Path) -> 
         living.stop()
         dying.stop()
         jail.close()
+        loop.close()
 
 
 def test_a_sandboxed_bot_sees_a_fixed_view_of_the_hosts_counters(tmp_path: Path) -> None:
