@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import logging
 import os
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -159,7 +161,7 @@ def test_lobby_refuses_bad_registrations_with_one_line(lobby: Lobby) -> None:
 
 def test_a_token_added_as_registered_and_revoked_before_the_reload_is_refused_after_it(
         lobby: Lobby, tmp_path: Path) -> None:
-    """A competitor's remote entry's token reaches the lobby as RegisterRemote answers (``TokenBook.add``), before
+    """A competitor's remote entry's token reaches the lobby as RegisterRemote answers (``TokenBook.tell``), before
     the league re-opens with the entry. If the competitor is disqualified before that re-opening (its tokens revoked
     in the store, its entry never in the config), the reload still drops the token, though the config does not name
     its bot: read only for the config's remote bots, it stayed accepted for as long as the arena ran."""
@@ -171,8 +173,7 @@ def test_a_token_added_as_registered_and_revoked_before_the_reload_is_refused_af
     house = lobby.tokens.issue("alpha")
     config = load_config(write_config(tmp_path, worker_bot("alpha") + worker_bot("beta"), players=2))
     with Store(tmp_path / "arena.sqlite") as store:
-        store.add_token(entrant, token_digest(token))
-        lobby.tokens.add(entrant, token_digest(token))
+        lobby.tokens.tell(entrant, token_digest(token), lambda: store.add_token(entrant, token_digest(token)))
         assert connect(lobby, register(token, entrant))[0].WhichOneof("msg") == "registered"
         LobbySetup(lobby, {}).reload_tokens(config, store)  # a reload meanwhile keeps it (still valid)
         assert connect(lobby, register(token, entrant))[0].WhichOneof("msg") == "registered"
@@ -180,6 +181,192 @@ def test_a_token_added_as_registered_and_revoked_before_the_reload_is_refused_af
         LobbySetup(lobby, {}).reload_tokens(config, store)
     assert refusal(lobby, register(token, entrant)) == (grpc.StatusCode.UNAUTHENTICATED, "unknown or revoked bot token")
     assert connect(lobby, register(house, "alpha"))[0].WhichOneof("msg") == "registered"  # the house's stays
+
+
+class _StubRunner:
+    """What :meth:`arena.tournament.league.League.open` asks of a runner to open its lobby (no games are played)."""
+
+    secret_names: tuple[str, ...] = ()
+    secret_values: tuple[str, ...] = ()
+    jail = None
+
+    pool = types.SimpleNamespace(embedded_loop=lambda: None)  # its referees' pool: the lobby gets a loop of its own
+
+    def attach_lobby(self, lobby: Lobby, kinds: object) -> None:
+        pass
+
+
+def _league(tmp_path: Path) -> tuple[Any, Any, Path]:
+    """An unopened League of two remote house bots (lobby on a free port) and a competition desk hooked to it as
+    ``arena serve`` hooks them (``_ask_the_lobby``), competitor ``erin`` added; and the config's path."""
+    from rich.console import Console
+
+    from arena.competition.book import CompetitionBook
+    from arena.competition.desk import Desk
+    from arena.competition.setup import _ask_the_lobby
+    from arena.config import CompetitionSettings
+    from arena.tournament.league import League
+
+    cfg = write_config(tmp_path, '\n[[bots]]\nname = "far"\nremote = true\n[[bots]]\nname = "near"\nremote = true\n',
+                       players=2, extra=f'lobby = "127.0.0.1:{free_port()}"')
+    league = League(str(cfg), tmp_path / "out", Console(file=io.StringIO()), lambda t: None, lambda _: _StubRunner())
+    book = CompetitionBook(tmp_path / "out")
+    book.add_competitor("erin")
+    desk = Desk(CompetitionSettings(), tmp_path / "out", book, lambda: None, players=2)
+    _ask_the_lobby(desk, league)
+    return league, desk, cfg
+
+
+def test_a_remote_entry_registered_while_the_lobby_opens_is_accepted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Submission service answers on the lobby's port from the moment it listens, before ``arena serve``'s
+    league holds the opened lobby. A remote entry registered then (its token stored after the opening read the
+    store's tokens) was told to no lobby (``league.setup`` was None), so its worker was refused "unknown or
+    revoked bot token", for good, until a reload the games in flight hold back. The league's token book is made
+    before the lobby opens, and a told token is stored and accepted in one step. The registration is made at the
+    exact point: the opening has read the store's tokens and not yet handed the lobby to the league."""
+    from arena.config import load_config
+    from arena.lobby.setup import LobbySetup
+
+    league, desk, cfg = _league(tmp_path)
+    read, go = threading.Event(), threading.Event()
+    reload_tokens = LobbySetup.reload_tokens
+
+    def held(self: LobbySetup, config: Any, store: Any) -> None:
+        reload_tokens(self, config, store)
+        if not read.is_set():  # the opening's read: hold it there
+            read.set()
+            assert go.wait(60)
+
+    monkeypatch.setattr(LobbySetup, "reload_tokens", held)
+    opened, done = threading.Event(), threading.Event()
+
+    def serve() -> None:  # as arena serve does, in one thread (the store's)
+        try:
+            league.open(load_config(cfg))
+            opened.set()
+            done.wait(60)
+        finally:
+            league.close()
+
+    serving = threading.Thread(target=serve, daemon=True)
+    serving.start()
+    try:
+        assert read.wait(60)
+        assert league.setup is None  # the lobby listens; the league does not hold it yet
+        sub, token = desk.register_remote("erin", "erinbot", "next")
+        go.set()
+        assert opened.wait(60) and league.setup is not None
+        assert connect(league.setup.lobby, register(token, sub.entrant))[0].WhichOneof("msg") == "registered"
+    finally:
+        go.set()
+        done.set()
+        serving.join(60)
+        desk.book.close()
+
+
+class _NotedLock:
+    """A lock that notes the name of each thread that asks for it (to see a tell waiting), then takes it."""
+
+    def __init__(self, asked: Any) -> None:
+        self._lock, self._asked = threading.Lock(), asked
+
+    def __enter__(self) -> None:
+        self._asked(threading.current_thread().name)
+        self._lock.acquire()
+
+    def __exit__(self, *_: object) -> None:
+        self._lock.release()
+
+
+def test_a_token_told_while_a_reload_is_between_its_store_read_and_its_set_is_accepted(tmp_path: Path) -> None:
+    """A reload reads the store's tokens, then sets the lobby's; a registration stores its token, then tells the
+    lobby. Interleaved (the reload read before the store write, set after the tell), the fresh token was lost
+    until another reload, and its worker refused for good. One lock holds both steps of each: here the
+    registration asks for it while the reload is held between its read and its set, waits, and its token is
+    accepted after both."""
+    from arena.config import load_config
+    from arena.lobby.setup import LobbySetup
+    from arena.tournament.store import Store
+
+    league, desk, cfg = _league(tmp_path)
+    asked: list[str] = []
+    telling, read, go = threading.Event(), threading.Event(), threading.Event()
+
+    def note(name: str) -> None:
+        asked.append(name)
+        if name == "registration":
+            telling.set()
+
+    league.tokens._store_lock = _NotedLock(note)  # the book's lock between the store and itself
+    lobby = Lobby("t", league.tokens)
+    lobby.start()
+    league.setup = setup = LobbySetup(lobby, {})
+    got: list[tuple[Any, str]] = []
+    registration = threading.Thread(target=lambda: got.append(desk.register_remote("erin", "erinbot", "next")),
+                                    name="registration", daemon=True)
+
+    class HeldStore:
+        """The league's store, whose token read (in the reload's thread, the store's) holds the reload after it
+        until ``go``."""
+
+        @staticmethod
+        def token_digests() -> dict[str, list[str]]:
+            with Store(tmp_path / "out" / "arena.sqlite") as store:
+                digests = store.token_digests()
+            read.set()
+            assert go.wait(60)
+            return digests
+
+    try:
+        reload = threading.Thread(target=setup.reload_tokens, args=(load_config(cfg), HeldStore()), name="reload",
+                                  daemon=True)
+        reload.start()
+        assert read.wait(60)
+        registration.start()
+        assert telling.wait(60)  # the registration asks for the lock the reload holds
+        go.set()
+        reload.join(60)
+        registration.join(60)
+        assert asked == ["reload", "registration"] and len(got) == 1
+        sub, token = got[0]
+        assert connect(lobby, register(token, sub.entrant))[0].WhichOneof("msg") == "registered"
+    finally:
+        go.set()
+        lobby.stop()
+        desk.book.close()
+
+
+def test_a_remote_entrys_token_is_refused_once_a_reload_drops_the_retired_entry(tmp_path: Path) -> None:
+    """A competitor's remote entry retires when a newer version of theirs takes its place (``in_play``). Its
+    token, told to the lobby as it registered, was still read again at every reload (the lobby held it) and
+    accepted for as long as it was valid in the store: the retired entry's worker went on registering, though
+    none of its games is scheduled. Now the reload that drops the entry drops its token; the new entry's plays."""
+    from arena.config import load_config
+    from arena.lobby.setup import LobbySetup
+    from arena.tournament.store import Store
+
+    league, desk, cfg = _league(tmp_path)
+    lobby = Lobby("t", TokenBook())
+    lobby.start()
+    league.setup = setup = LobbySetup(lobby, {})
+    league.tokens = lobby.tokens  # as League.open opens the lobby with the league's book
+    try:
+        with Store(tmp_path / "out" / "arena.sqlite") as store:
+            old, old_token = desk.register_remote("erin", "erinbot", "next")
+            setup.reload_tokens(desk.grow(load_config(cfg)), store)  # the league re-opens with the entry
+            assert connect(lobby, register(old_token, old.entrant))[0].WhichOneof("msg") == "registered"
+            new, new_token = desk.register_remote("erin", "erinbot", "next")  # in_play = 1: the old one retires
+            assert [s.entrant for s in desk.book.submissions("erin") if s.retired] == [old.entrant]
+            grown = desk.grow(load_config(cfg))
+            assert old.entrant not in {b.name for b in grown.bots} and store.token_digests(old.entrant)
+            setup.reload_tokens(grown, store)
+        assert refusal(lobby, register(old_token, old.entrant)) == (grpc.StatusCode.UNAUTHENTICATED,
+                                                                    "unknown or revoked bot token")
+        assert connect(lobby, register(new_token, new.entrant))[0].WhichOneof("msg") == "registered"
+    finally:
+        lobby.stop()
+        desk.book.close()
 
 
 #: Bytes that are not a ConnectRequest: a truncated length-delimited field, and a Register whose token is not UTF-8.

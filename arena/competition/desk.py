@@ -101,10 +101,11 @@ class Desk:
     #: Whether a worker of a bot (its entrant's name) has connected to the league's lobby since it started
     #: (:meth:`arena.lobby.service.Lobby.came`); None: not known (no note, :meth:`note`).
     workers_came: Callable[[str], bool] | None = None
-    #: Tells the league's running lobby a new remote entry's bot token (its entrant's name, the token's SHA-256
-    #: hex) as :meth:`register_remote` answers: a worker started at once is accepted, not refused until the
-    #: league reloads. None: no lobby in this process.
-    token_made: Callable[[str, str], None] | None = None
+    #: Keeps a new remote entry's bot token (its entrant's name, the token's SHA-256 hex, and ``keep``, which
+    #: stores it in the league's store) as :meth:`register_remote` answers: the league's lobby stores it and
+    #: accepts it in one step (:meth:`arena.lobby.tokens.TokenBook.tell`), so a worker started at once is not
+    #: refused until the league reloads. By default only stored (no lobby in this process).
+    keep_token: Callable[[str, str, Callable[[], None]], None] = lambda entrant, digest, keep: keep()
 
     def note(self, sub: Submission) -> str:
         """What the competitor is told of ``sub`` beside its status (the wire's ``reason``): :func:`note_of`,
@@ -246,10 +247,12 @@ class Desk:
         except BookError as e:
             raise Refused("exists", str(e)) from None
         token = new_token()
-        with Store(self.output / DB_NAME) as store:
-            store.add_token(sub.entrant, token_digest(token))
-        if self.token_made is not None:  # kept first: a reload that reads the store meanwhile keeps it too
-            self.token_made(sub.entrant, token_digest(token))
+
+        def keep() -> None:
+            with Store(self.output / DB_NAME) as store:
+                store.add_token(sub.entrant, token_digest(token))
+
+        self.keep_token(sub.entrant, token_digest(token), keep)
         self.book.set_status(sub.id, "accepted")
         if self.book.retire_over(competitor, self.settings.in_play):
             # a retired folder bot's unpacked files: nothing needs them now. The registration stands if they

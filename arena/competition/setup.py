@@ -99,16 +99,12 @@ def open_competition(config: TournamentConfig, output: Path, league: League,
 
 
 def _ask_the_lobby(desk: Desk, league: League) -> None:
-    """Hook ``desk`` to the league's running lobby: whether an entrant's workers came, and a new remote entry's
-    bot token, accepted by the lobby as ``RegisterRemote`` answers (not at the league's reload, after the games
-    in flight: a worker started at once was refused "unknown or revoked bot token", for good)."""
+    """Hook ``desk`` to the league's lobby: whether an entrant's workers came, and a new remote entry's bot
+    token, stored and accepted by the lobby in one step as ``RegisterRemote`` answers (not at the league's
+    reload, after the games in flight: a worker started at once was refused "unknown or revoked bot token", for
+    good), even while the lobby opens (:attr:`League.tokens`, :meth:`arena.lobby.tokens.TokenBook.tell`)."""
     desk.workers_came = lambda name: league.setup is not None and league.setup.lobby.came(name)
-
-    def token_made(entrant: str, digest: str) -> None:
-        if league.setup is not None:  # else the lobby opens later, reading the store's tokens
-            league.setup.lobby.tokens.add(entrant, digest)
-
-    desk.token_made = token_made
+    desk.keep_token = league.tokens.tell
 
 
 def _watch_disqualifications(book: CompetitionBook, league: League, note: Callable[[str], None]) -> threading.Event:

@@ -50,16 +50,11 @@ class LobbySetup:
         self.reload_tokens(config, store)
 
     def reload_tokens(self, config: TournamentConfig, store: Store) -> None:
-        """Accept exactly the valid stored tokens of the config's remote bots (after ``arena token``
-        made or revoked one), and of the bots the lobby holds remote tokens of (a competition's entrant
-        registered since the last reload, :meth:`TokenBook.add`, perhaps disqualified since); workers of a
-        bot whose tokens all went are disconnected."""
-        # the lobby's bots before the store: a token added after this look is not cleared (its bot is not in
-        # ``remote`` unless the config has it, read after the token was stored), one added before is stored
-        remote = {b.name for b in config.bots if b.mode == "remote"} | self.lobby.tokens.remote_bots()
-        stored = store.token_digests()
-        for name in sorted(remote):
-            self.lobby.tokens.set_bot(name, stored.get(name, []))
+        """Accept exactly the valid stored tokens of the config's remote bots (after ``arena token`` made or
+        revoked one), and of the bots told a token since the last reload (a competition's entry registered
+        since, :meth:`TokenBook.tell`, perhaps not yet in this config); every other remote bot's tokens go
+        (an entry retired or withdrawn); workers of a token gone are disconnected (:meth:`TokenBook.sync`)."""
+        self.lobby.tokens.sync(store.token_digests, [b.name for b in config.bots if b.mode == "remote"])
         self.lobby.drop_revoked()
 
     def stop(self) -> None:
@@ -71,7 +66,7 @@ class LobbySetup:
 
 def _start_lobby(
     config: TournamentConfig, sandbox: Sandbox | None, loop: asyncio.AbstractEventLoop | None, jail: Jail | None,
-    services: Sequence[Callable[[Any], None]] = (),
+    services: Sequence[Callable[[Any], None]] = (), tokens: TokenBook | None = None,
 ) -> Lobby:
     """The started lobby of :func:`open_lobby`. :raises ConfigError: as :func:`open_lobby`."""
     tls = None
@@ -82,8 +77,8 @@ def _start_lobby(
     also = None
     if sandbox is not None and sandbox.gateway:  # its containers reach the gateway alone; other machines do not
         host, also = sandbox.gateway, host  # and this machine's workers and competitors tournament.lobby's host
-    lobby = Lobby(config.name, TokenBook(), host.strip("[]"), int(port), tls, loop=loop, services=services,
-                  also_host=also)
+    book = tokens if tokens is not None else TokenBook()
+    lobby = Lobby(config.name, book, host.strip("[]"), int(port), tls, loop=loop, services=services, also_host=also)
     try:
         lobby.start()
     except RuntimeError as e:
@@ -108,6 +103,7 @@ def open_lobby(
     loop: asyncio.AbstractEventLoop | None = None,
     jail: Jail | None = None,
     services: Sequence[Callable[[Any], None]] = (),
+    tokens: TokenBook | None = None,
 ) -> LobbySetup:
     """Start the lobby and every lobby bot's workers (see the module docstring).
 
@@ -124,6 +120,9 @@ def open_lobby(
 
     ``services``: more gRPC services on the lobby's server (:class:`arena.lobby.service.Lobby`).
 
+    ``tokens``: the lobby's token book (a new one if None), made before it opens by an owner that tells it
+    tokens (:meth:`TokenBook.tell`) from the moment the ``services`` answer, before this returns.
+
     ``loop``: serve the lobby on this running event loop (the embedded referee's:
     :meth:`arena.play.referees.RefereePool.embedded_loop`) rather than a loop of its own; stop the
     lobby (:meth:`LobbySetup.stop`) before that loop stops.
@@ -131,7 +130,7 @@ def open_lobby(
     :raises ConfigError: naming ``tournament.lobby`` when it cannot listen there, or a TLS file that
         cannot be read.
     """
-    lobby = _start_lobby(config, sandbox, loop, jail, services)
+    lobby = _start_lobby(config, sandbox, loop, jail, services, tokens)
     kinds = {
         b.name: make_worker_kind(b, config.players, config.concurrency, sandbox, lobby.address)
         for b in config.bots

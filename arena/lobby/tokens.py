@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 #: Longest text field of a Register the lobby accepts (token, name, version).
 MAX_FIELD = 256
@@ -37,9 +37,16 @@ class TokenBook:
     """Which token digest belongs to which bot. Thread-safe.
 
     Holds digests only (:func:`token_digest`). ``issue`` makes a token for a bot and returns it (the
-    caller hands it over and forgets it); ``set_bot`` replaces one bot's digests (e.g. the remote
-    tokens read from the store); ``add`` adds one (a token the Submission API just made, accepted before
-    the league reloads); ``bot_for`` looks a presented token up.
+    caller hands it over and forgets it); ``set_bot`` replaces one bot's digests; ``bot_for`` looks a
+    presented token up.
+
+    The remote bots' tokens follow the store (``arena.sqlite``'s, where only their digests are kept):
+    :meth:`sync` reads it and sets the tokens of the remote bots the book accepts (the config's, named at a
+    reload, and the ones :meth:`tell` added since); :meth:`tell` stores a new one (a token the Submission API
+    just made) and accepts it at once, before the league reloads with its entry. Both hold one lock around
+    "the store, then the book": a sync that read the store before a told token was stored cannot set its
+    bot's tokens after the tell added it (the fresh token lost), nor set back a token another sync found
+    revoked meanwhile.
     """
 
     def __init__(self) -> None:
@@ -47,6 +54,14 @@ class TokenBook:
         self._by_digest: dict[str, str] = {}
         #: The digests :meth:`issue` made: tokens of the arena's own worker processes and containers.
         self._issued: set[str] = set()
+        #: Held around "write or read the store, then set this book" (:meth:`tell`, :meth:`sync`).
+        self._store_lock = threading.Lock()
+        #: The remote bots the config named at the last reload (a :meth:`sync` given ``named``).
+        self._named: frozenset[str] = frozenset()
+        #: The bots :meth:`tell` gave a token since the last reload (their entries not yet in a config).
+        self._told: set[str] = set()
+        #: The bots told before the last reload and not named by it: accepted until the next reload.
+        self._carried: frozenset[str] = frozenset()
 
     def issue(self, bot: str) -> str:
         """A new token for ``bot`` (kept as its digest); returns the token."""
@@ -68,15 +83,39 @@ class TokenBook:
             self._by_digest = {d: b for d, b in self._by_digest.items() if b != bot}
             self._by_digest.update(dict.fromkeys(digests, bot))
 
-    def add(self, bot: str, digest: str) -> None:
-        """Accept one more token of ``bot`` (by its SHA-256 hex digest), beside the ones it has."""
-        with self._lock:
-            self._by_digest[digest] = bot
+    def tell(self, bot: str, digest: str, keep: Callable[[], None]) -> None:
+        """A new remote token of ``bot`` (its SHA-256 hex ``digest``): ``keep()`` stores it, then it is accepted
+        beside the ones ``bot`` has, and stays so at the next :meth:`sync` that names the config's bots though
+        that config does not name ``bot`` (a competition's entry registered after the league read its book).
+        One step against :meth:`sync` (the class docstring). :raises: what ``keep`` raises (nothing accepted)."""
+        with self._store_lock:
+            keep()
+            with self._lock:
+                self._by_digest[digest] = bot
+                self._told.add(bot)
 
-    def remote_bots(self) -> set[str]:
-        """The bots holding a token :meth:`issue` did not make (remote bots', read from the store or added)."""
-        with self._lock:
-            return {b for d, b in self._by_digest.items() if d not in self._issued}
+    def sync(self, read: Callable[[], Mapping[str, Sequence[str]]], named: Collection[str] | None = None) -> bool:
+        """Accept exactly the valid stored tokens (``read()``: the store's digests per bot) of the remote bots
+        this book accepts, every other remote token dropped; returns whether a remote token was accepted or
+        dropped. One step against :meth:`tell` (the class docstring).
+
+        With ``named`` (a reload: its config's remote bots) the bots accepted are those and the ones told
+        since the last reload (their entries may have come too late for this config), until the next reload:
+        so an entry that retired or was withdrawn, or a bot the host took out of the config, has its tokens
+        dropped at the first reload whose config was read after it left. Without (the store looked at
+        between reloads: a token revoked or made meanwhile), the same bots as at the last reload, and the
+        ones told since."""
+        with self._store_lock:
+            stored = read()
+            with self._lock:
+                if named is not None:
+                    self._named, self._carried, self._told = frozenset(named), frozenset(self._told), set()
+                bots = self._named | self._carried | self._told
+                own = {d: b for d, b in self._by_digest.items() if d in self._issued}
+                remote = {d: bot for bot in bots for d in stored.get(bot, ())}
+                changed = remote != {d: b for d, b in self._by_digest.items() if d not in self._issued}
+                self._by_digest = {**own, **remote}
+                return changed
 
     def revoke(self, digest: str) -> None:
         """Forget one token (by its digest); a worker already connected with it stays until it leaves."""

@@ -12,7 +12,8 @@ their first worker change without a game: ratings.json's ``tournament.waiting``)
 
 - ``SIGHUP``: the games in flight finish, then the config is read again — new bots (or versions,
   or a raised ``games_per_pairing``) add games; a changed rule or time control is refused with the
-  field named and the old config kept; remote bots' tokens are read again (revoked ones are dropped);
+  field named and the old config kept; remote bots' tokens are read again (revoked ones are dropped, and those
+  of bots no longer in the config: a competition's retired or withdrawn entries);
   each bot not yet checked (new, changed, or left out) is checked before it plays, as ``arena run``
   checks every bot, and one that fails is left out of scheduling (:meth:`League._check`), as is one that
   passed and then failed :data:`BROKEN_IN_A_ROW` games in a row for its own fault (:meth:`League._count_breakdowns`);
@@ -55,6 +56,7 @@ from rich.markup import escape
 
 from arena import metrics
 from arena.config import BotSpec, ConfigError, TournamentConfig, check_bot_cwds, load_config
+from arena.lobby.tokens import TokenBook
 from arena.tournament.game_logs import GameLogs
 from arena.tournament.result import GameResult
 from arena.tournament.runner import (
@@ -150,6 +152,9 @@ class League:
     ladder: LadderRun | None = None  # for format = "ladder" (arena/formats/ladder_run.py)
     asked: tuple[int, str] | None = None  # a stopped ladder: (UTC day, stop) it was last asked on
     grow: Callable[[TournamentConfig], TournamentConfig] | None = None  # adds entrants (a competition's)
+    #: The lobby's bot tokens, made before the lobby opens: a competition tells it a new remote entry's token
+    #: (:meth:`arena.lobby.tokens.TokenBook.tell`) from the moment its service answers, the lobby's opening too.
+    tokens: TokenBook = field(default_factory=TokenBook)
     lobby_services: list[Callable[[Any], None]] = field(default_factory=list)  # more services on the lobby
     reopened: list[Callable[[TournamentConfig], None]] = field(default_factory=list)  # a SIGHUP's config, taken
     publish_spacing: float = PUBLISH_SPACING  # see PUBLISH_SPACING
@@ -210,7 +215,7 @@ class League:
                                         self.runner.secret_values, lambda m: self._note(m, "workers"),
                                         getattr(self.runner, "sandbox", None),
                                         loop=self.runner.pool.embedded_loop(), jail=self.runner.jail,
-                                        services=self.lobby_services)
+                                        services=self.lobby_services, tokens=self.tokens)
                 remote = self.setup.lobby.remote_address  # the gateway's port is not tournament.lobby's
                 self._note(f"lobby: {self.setup.lobby.address}" + (f", competitors and remote workers at {remote}"
                                                                     if remote else ""))
