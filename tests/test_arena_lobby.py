@@ -662,6 +662,34 @@ def test_remote_workers_with_tokens(tmp_path: Path) -> None:
     assert len(seeds) == 3 and all(len(s) == 2 for s in seeds.values()), seeds
 
 
+def test_arena_token_revoke_is_refused_by_a_running_serve_without_a_sighup(tmp_path: Path) -> None:
+    """A host revoking a leaked token expects it refused at once; a running `arena serve` read the store's tokens
+    only at its next SIGHUP, so the holder's worker went on playing, and dialled in again, until the host also sent
+    the signal. Now the serve sees the store change: the connected worker is dropped, its dial again refused, and
+    so is any other with that token; no signal sent."""
+    port = free_port()
+    bots = worker_bot("near") + '\n[[bots]]\nname = "far"\nremote = true\n'
+    cfg = write_config(tmp_path, bots, players=2, gpp=2, extra=f'lobby = "127.0.0.1:{port}"')
+    token = arena("token", str(cfg), "far").stdout.strip()
+    proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", str(cfg), "--bootstrap", "0"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    worker = remote_worker(port, token, "far")
+    try:
+        _served(cfg, proc, lambda games: sum("far" in (g["a"], g["b"]) for g in games) >= 2)  # it played
+        assert worker.poll() is None
+        revoked = arena("token", str(cfg), "far", "--revoke")
+        assert revoked.returncode == 0, revoked.stderr
+        _, err = worker.communicate(timeout=120)  # dropped, it dials again and is refused: it exits
+        assert worker.returncode == 1 and "UNAUTHENTICATED: unknown or revoked bot token" in err, err
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as ch, pytest.raises(grpc.RpcError) as e:
+            list(lpb_grpc.LobbyServiceStub(ch).Connect(iter([register(token, "far")]), timeout=30))
+        assert (e.value.code(), e.value.details()) == (grpc.StatusCode.UNAUTHENTICATED, "unknown or revoked bot token")
+    finally:
+        out = _stopped(proc, worker)
+    assert proc.returncode == 0 and "Traceback" not in out, out
+    assert "remote bots' tokens changed in the store: taken; 1 worker(s) of a revoked token dropped" in out, out
+
+
 def test_a_remote_worker_on_another_machine_is_told_a_referee_it_reaches(tmp_path: Path) -> None:
     """A lobby on a non-loopback address with the embedded referee: a remote worker in a network
     namespace of its own (its 127.0.0.1 is not the arena's) plays every game normally, so it was told

@@ -154,6 +154,7 @@ def token_command(args: argparse.Namespace, console: Console, err: Console) -> i
     it is made; a second request for a bot that has one is refused (revoke, then ask again). The
     token alone goes to stdout (for scripts); notes go to stderr. Exit status 0, or 2 with one line.
     """
+    from arena.lobby.setup import TOKEN_POLL_S
     from arena.lobby.tokens import new_token, token_digest
     from arena.tournament.store import Store
 
@@ -175,7 +176,8 @@ def token_command(args: argparse.Namespace, console: Console, err: Console) -> i
     with Store(output / DB_NAME) as store:
         if args.revoke:
             n = store.revoke_tokens(args.name)
-            err.print(f"revoked {n} token(s) of {args.name}; a running `arena serve` drops its workers on SIGHUP",
+            err.print(f"revoked {n} token(s) of {args.name}; a running `arena serve` refuses them within "
+                      f"{TOKEN_POLL_S:g} s or so and drops their workers (no SIGHUP needed)",
                       highlight=False, soft_wrap=True)
             return 0
         if args.from_env:

@@ -350,6 +350,7 @@ def _ask(args: argparse.Namespace, ask: Callable[[Any], T]) -> T:
 def _revoke_remote_bots(output: Path, book: Any, competitor: str, err: Console) -> None:
     """Revoke the lobby tokens of ``competitor``'s remote bots (``RegisterRemote``): their workers run on
     the competitor's own machine, so a revoked competitor kept playing the league through them."""
+    from arena.lobby.setup import TOKEN_POLL_S
     from arena.tournament.runner import DB_NAME
     from arena.tournament.store import Store
 
@@ -359,7 +360,7 @@ def _revoke_remote_bots(output: Path, book: Any, competitor: str, err: Console) 
     with Store(output / DB_NAME) as store:
         n = sum(store.revoke_tokens(entrant) for entrant in remote)
     err.print(f"{competitor}'s remote bots ({', '.join(remote)}): {n} token(s) revoked; a running `arena serve` "
-              "drops their workers on SIGHUP", highlight=False, soft_wrap=True)
+              f"refuses them within {TOKEN_POLL_S:g} s or so and drops their workers", highlight=False, soft_wrap=True)
 
 
 def _line(sub: Any) -> str:

@@ -4,11 +4,18 @@
 ``tournament.lobby_tls_cert``/``lobby_tls_key`` are set) that accepts the valid tokens the store
 holds for the config's remote bots, then one worker kind per lobby bot (:mod:`arena.hosting.workers`). The
 returned :class:`LobbySetup` is stopped at the end of the run (workers first, then the lobby).
+
+The remote bots' tokens follow the store: read at each reload (:meth:`LobbySetup.reload_tokens`), and between
+reloads every :data:`TOKEN_POLL_S` seconds (:meth:`LobbySetup.watch_tokens`), so a token ``arena token
+--revoke`` (or a competitor's revocation or disqualification) revoked in another process is refused within
+seconds and its workers dropped, and one ``arena token`` made is accepted, without a SIGHUP.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import threading
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +30,9 @@ from arena.lobby.service import Lobby
 from arena.lobby.tokens import TokenBook
 from arena.tournament.store import Store
 
+#: Seconds between two looks of a running lobby at the store's remote tokens (:meth:`LobbySetup.watch_tokens`).
+TOKEN_POLL_S = 1.0
+
 
 @dataclass
 class LobbySetup:
@@ -32,6 +42,8 @@ class LobbySetup:
     kinds: dict[str, WorkerKind]
     ctx: WorkerContext | None = None
     sandbox: Sandbox | None = None
+    _watching: threading.Event | None = None  # set: the token watcher stops (watch_tokens)
+    _watcher: threading.Thread | None = None
 
     def update(self, config: TournamentConfig, store: Store) -> None:
         """After a config reload: stop the workers of bots that left or changed, start those of new or
@@ -57,8 +69,44 @@ class LobbySetup:
         self.lobby.tokens.sync(store.token_digests, [b.name for b in config.bots if b.mode == "remote"])
         self.lobby.drop_revoked()
 
+    def watch_tokens(self, path: Path, note: Callable[[str], None]) -> None:
+        """Look at the remote bots' tokens of the store at ``path`` (its own connection) every
+        :data:`TOKEN_POLL_S` seconds in a thread of its own until :meth:`stop`: when one was revoked or made
+        (``arena token``, ``arena competitor``, in another process) the lobby takes it at once, drops the
+        workers of a revoked one and says so in one line to ``note``. A store that cannot be read is looked at
+        again next time (one line)."""
+        stopped = self._watching = threading.Event()
+
+        def run() -> None:
+            store: Store | None = None
+            failing = False  # said so: not again until a look succeeds
+            try:
+                while not stopped.wait(TOKEN_POLL_S):
+                    try:
+                        if store is None:
+                            store = Store(path)
+                        if self.lobby.tokens.sync(store.token_digests):
+                            dropped = self.lobby.drop_revoked()
+                            note("remote bots' tokens changed in the store: taken" + (
+                                f"; {dropped} worker(s) of a revoked token dropped" if dropped else ""))
+                        failing = False
+                    except sqlite3.Error as e:
+                        if not failing:
+                            note(f"the store's remote tokens could not be read ({e}); looking again every "
+                                 f"{TOKEN_POLL_S:g} s")
+                        failing = True
+            finally:
+                if store is not None:
+                    store.close()
+
+        self._watcher = threading.Thread(target=run, name="lobby-tokens", daemon=True)
+        self._watcher.start()
+
     def stop(self) -> None:
-        """Stop every bot's workers, then the lobby."""
+        """Stop the token watcher, every bot's workers, then the lobby."""
+        if self._watching is not None and self._watcher is not None:
+            self._watching.set()
+            self._watcher.join(30)
         for kind in self.kinds.values():
             kind.stop()
         self.lobby.stop()
@@ -144,6 +192,7 @@ def open_lobby(
         config.lobby_tls[0] if config.lobby_tls else None, config.referee_tls_ca, jail,
     )
     try:
+        setup.watch_tokens(store.path, on_event)
         for kind in kinds.values():
             kind.start(ctx)
     except BaseException:
