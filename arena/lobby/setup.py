@@ -90,7 +90,7 @@ class LobbySetup:
                             note("remote bots' tokens changed in the store: taken" + (
                                 f"; {dropped} worker(s) of a revoked token dropped" if dropped else ""))
                         failing = False
-                    except sqlite3.Error as e:
+                    except (sqlite3.Error, OSError) as e:  # busy, or the folder moved: look again
                         if not failing:
                             note(f"the store's remote tokens could not be read ({e}); looking again every "
                                  f"{TOKEN_POLL_S:g} s")
