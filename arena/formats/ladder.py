@@ -60,6 +60,13 @@ the field's median (a new version in a settled field, where nobody else plays an
 0, is placed on its first day rather than at one pair a day). Days are UTC days of :attr:`Played.at`
 and of ``now``.
 
+Void games
+----------
+:meth:`Ladder.void` voids every game of the entrants it names (a competition's disqualified ones, as chess
+and esports ladders void a cheater's games): nobody's strength, variance, pairs, per-entrant or per-day
+games count them, as though they were never played, so the next choice is made from the refit; only the
+total budget still counts them (they were played). Voiding nobody again counts them all again.
+
 The settled rule
 ----------------
 A **neighbour gap** (two entrants next to each other in the ranking) is resolved when its difference
@@ -280,8 +287,10 @@ class Ladder:
         self._score: list[float] = []  # i's score
         self._pairs: list[int] = []  # duplicate pairs (units) per pairing
         self._units: set[tuple[int, str]] = set()
-        self._days: dict[int, dict[int, int]] = {}  # day -> entrant -> games
+        self._days: dict[int, dict[int, int]] = {}  # day -> pairing row -> games
         self._played = 0  # games
+        self._void: frozenset[str] = frozenset()  # entrants whose games count for the total budget alone (void)
+        self._kept: np.ndarray = np.zeros(0, dtype=bool)  # per pairing row: neither entrant void (at the fit)
         self._theta: np.ndarray = np.zeros(0)
         self._var: np.ndarray = np.zeros(0)
         self._diag: np.ndarray = np.zeros(0)  # per entrant: its information (with the prior's)
@@ -325,7 +334,7 @@ class Ladder:
             self._units.add(unit)
             self._pairs[row] += 1
         day = self._days.setdefault(int(game.at // DAY_S), {})
-        day[a], day[b] = day.get(a, 0) + 1, day.get(b, 0) + 1
+        day[row] = day.get(row, 0) + 1
         self._played += 1
         self._fitted = False
 
@@ -334,9 +343,19 @@ class Ladder:
         for g in games:
             self.add(g)
 
+    def void(self, names: Iterable[str]) -> None:
+        """Void every game an entrant of ``names`` sat in (a disqualified one's), in place of those voided
+        before (none: every game counts again): as though never played for the fit (nobody's strength or
+        variance moves by them) and for every count of an entrant (its pairs, so whether it is new, its
+        per-entrant and per-day budgets, its fair share); they still count for the total budget (the games
+        were played). The next choice refits; the same stored games and ``names`` give the same numbers."""
+        void = frozenset(names)
+        if void != self._void:
+            self._void, self._fitted = void, False
+
     @property
     def games(self) -> int:
-        """Games counted."""
+        """Games counted (the void ones too: the total budget's)."""
         return self._played
 
     # ------------------------------------------------------------------ the fit
@@ -352,7 +371,9 @@ class Ladder:
         rank = np.empty(n, dtype=np.int64)
         rank[np.argsort(np.array(self.names, dtype=str), kind="stable")] = np.arange(n)
         ri, rj = rank[np.array(self._pi, dtype=np.int64)], rank[np.array(self._pj, dtype=np.int64)]
-        g, s = np.array(self._games), np.array(self._score)
+        void = np.array([name in self._void for name in self.names], dtype=bool)
+        self._kept = ~(void[np.array(self._pi, dtype=np.int64)] | void[np.array(self._pj, dtype=np.int64)])
+        g, s = np.array(self._games) * self._kept, np.array(self._score) * self._kept
         a, b, s = np.minimum(ri, rj), np.maximum(ri, rj), np.where(ri < rj, s, g - s)
         order = np.lexsort((b, a))
         a, b, g, s = a[order], b[order], g[order], s[order]
@@ -475,7 +496,8 @@ class _Arrays:
     """What every choice reads, built once per fit: per entrant its seeded ``hash``, duplicate ``pairs``
     and ``games`` (every game, for the budgets); per pairing, sorted by ``key = i * n + j``: ``keys``,
     ``row_pairs``, ``row_w`` (the information of its games at the fit) and ``row_void`` (it has games and
-    none of them had a winner: both sides forfeited every one)."""
+    none of them had a winner: both sides forfeited every one). A pairing with a void entrant
+    (:meth:`Ladder.void`) counts no pair and no game here."""
 
     hash: np.ndarray
     pairs: np.ndarray
@@ -489,7 +511,8 @@ class _Arrays:
     def of(cls, ladder: Ladder, row_w: np.ndarray) -> _Arrays:
         n = len(ladder.names)
         i, j = np.array(ladder._pi, dtype=np.int64), np.array(ladder._pj, dtype=np.int64)
-        units, games = np.array(ladder._pairs, dtype=np.int64), np.array(ladder._counted)
+        kept = ladder._kept
+        units, games = np.array(ladder._pairs, dtype=np.int64) * kept, np.array(ladder._counted) * kept
         void = (games > 0) & (np.array(ladder._games) == 0)
         by_key = np.argsort(i * n + j)
         return cls(
@@ -514,9 +537,11 @@ class _View:
         self.field = field
         self.theta, self.var, self.diag, self.hash = ladder._theta, ladder._var.copy(), ladder._diag, fit.hash
         self.pairs, self.games = fit.pairs.copy(), fit.games.copy()
-        today = ladder._days.get(day, {})
-        self.today = np.zeros(n)
-        self.today[list(today)] = list(today.values())
+        rows = ladder._days.get(day, {})
+        row = np.fromiter(rows, dtype=np.int64, count=len(rows))
+        count = np.fromiter(rows.values(), dtype=np.float64, count=len(rows)) * ladder._kept[row]
+        pi, pj = np.array(ladder._pi, dtype=np.int64)[row], np.array(ladder._pj, dtype=np.int64)[row]
+        self.today = np.bincount(pi, count, n) + np.bincount(pj, count, n)
         self.played = ladder._played
         self.keys, self.row_pairs, self.row_w, self.row_void = fit.keys, fit.row_pairs, fit.row_w, fit.row_void
         self.taken: dict[int, int] = {}  # pairing key -> pairs chosen or pending in this call

@@ -11,18 +11,23 @@ A chosen pair of entrants ``a``, ``b`` with stable numbers ``i < j`` is pair ``k
 (:func:`arena.tournament.schedule.pair_seed`) are the round robin's, so the master seed still names
 every deck. :meth:`LadderRun.board` is what the leaderboard shows (standings, why the last pairs were
 chosen, why the ladder stopped); it is kept in the store's meta (:data:`arena.tournament.runner.LADDER_KEY`).
+A competition's disqualified entrants are barred (:meth:`LadderRun.bar`): no pair of theirs, and their games
+void in the ladder's fit (:meth:`arena.formats.ladder.Ladder.void`); a board written with other entrants void
+than those barred now (before a disqualification, or its undoing) is refitted by its readers
+(:func:`refitted_standings`).
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import asdict, fields
 from typing import Any
 
 from arena.config import TournamentConfig
-from arena.formats.ladder import Ladder, Plan, Played, Stop
+from arena.formats.ladder import Ladder, Plan, Played, Rules, Stop
 from arena.tournament.result import GameResult
 from arena.tournament.runner import Tournament
 from arena.tournament.schedule import ScheduledGame, pair_games
@@ -55,8 +60,9 @@ class LadderRun:
         if settings is None:
             raise ValueError("not a ladder tournament")
         self.name, self.players, self.master_seed = t.config.name, t.config.players, t.master_seed
-        self.budget = settings.budget
+        self.budget, self.rules = settings.budget, settings.rules
         self.ladder = Ladder(t.master_seed, settings.rules)
+        self.voided: list[str] = []  # the entrants barred (:meth:`bar`), sorted: their games are void
         self.numbers = {e.label: e.number for e in t.store.entrants()}
         self.labels = {n: label for label, n in self.numbers.items()}
         self.active = [label for label in t.labels if label in t.entrants]
@@ -87,8 +93,7 @@ class LadderRun:
             return
         first = self._lone.pop(result.pair_id, None)
         for game in (first, result) if first is not None else (result,):
-            at = game.stored_at if game.stored_at is not None else time.time()
-            self.ladder.add(Played(game.sides[0], game.sides[1], game.score_a, game.pair_id, at))
+            self.ladder.add(_played(game))
 
     def _pair(self, i: int, j: int, k: int) -> list[ScheduledGame]:
         a, b = self.labels[i], self.labels[j]
@@ -102,6 +107,15 @@ class LadderRun:
         out = set(labels) & set(self.active)
         self.active = [label for label in self.active if label not in out]
         return bool(out)
+
+    def bar(self, barred: Collection[str]) -> None:
+        """Bar the entrants ``barred`` (a competition's disqualified ones; the set as it is now: an entrant no
+        longer in it, the disqualification undone, has its games count again): :meth:`leave_out` them, and void
+        every game they sat in from the ladder's fit and every entrant's counts (:meth:`Ladder.void`), so no
+        standing and no choice rests on those games. The board lists them as ``voided``."""
+        self.leave_out(barred)
+        self.voided = sorted(barred)
+        self.ladder.void(barred)
 
     def unfinished(self) -> list[ScheduledGame]:
         """The missing game of every half-played pair whose entrants are both active, by pair id."""
@@ -154,7 +168,9 @@ class LadderRun:
         """JSON-ready: ``standings`` (per entrant, best first: name, elo, sd, pairs, games_today, new,
         settled), ``plan`` (the last pairs chosen: a, b, reason, gap, gap_sd, undecided), ``reasons``
         (the distinct reasons of the plan), ``stop`` (why it chose fewer than asked, or null), ``budget``
-        and ``games`` (counted by the ladder).
+        and ``games`` (counted by the ladder, the void games too), ``voided`` (the barred entrants whose games
+        the fit leaves out: :meth:`bar`) and ``rules`` (the ladder's :class:`Rules`, to refit the board:
+        :func:`refitted_standings`).
 
         With blind seats (:attr:`blind`) each pair of ``plan`` is its ``reason`` alone: the chosen pairs
         are the games about to be played, so their names (or their gap, which the standings' ratings
@@ -171,6 +187,8 @@ class LadderRun:
             "stop": plan.stop.value if plan is not None and plan.stop is not None else None,
             "budget": {k: getattr(self.budget, k) for k in ("per_entrant_per_day", "per_entrant", "total")},
             "games": self.ladder.games,
+            "voided": self.voided,
+            "rules": asdict(self.rules),
         }
 
     def finished(self) -> bool:
@@ -178,3 +196,27 @@ class LadderRun:
         plan = self.last
         return plan is not None and not plan.choices and plan.stop in FINAL_STOPS
 
+
+
+def _played(result: GameResult) -> Played:
+    """The ladder's view of a stored game (stored at its ``stored_at``; now if unset)."""
+    at = result.stored_at if result.stored_at is not None else time.time()
+    return Played(result.sides[0], result.sides[1], result.score_a, result.pair_id, at)
+
+
+def refitted_standings(board: Mapping[str, Any], results: Iterable[GameResult], master_seed: bytes,
+                       barred: Collection[str], now: float, *, blind: bool = False) -> list[dict[str, Any]]:
+    """The ``standings`` of a stored ladder ``board`` (:meth:`LadderRun.board`) refitted from the stored games
+    ``results`` with the games of ``barred`` void (:meth:`LadderRun.bar`), for the entrants the board ranked
+    but ``barred``: what the ladder shows once it bars them, for a board written before (its ``voided`` not
+    ``barred``). With ``blind`` seats a pair's first game counts only with its twin (:meth:`LadderRun.add`).
+    The board's ``rules`` (the defaults for a board that has none); ``now``: Unix seconds, the day of
+    ``games_today``."""
+    known = {f.name for f in fields(Rules)}
+    ladder = Ladder(master_seed, Rules(**{k: v for k, v in (board.get("rules") or {}).items() if k in known}))
+    results = list(results)
+    halves = Counter(r.pair_id for r in results)
+    ladder.extend(_played(r) for r in results if not blind or halves[r.pair_id] > 1)
+    ladder.void(barred)
+    field = [s["name"] for s in board.get("standings") or [] if s.get("name") not in barred]
+    return [asdict(s) for s in ladder.standings(field, now)] if field else []

@@ -6,12 +6,13 @@ The host's ``arena competitor disqualify`` records a competitor's disqualificati
 entrants without any game a disqualified entrant sat in (:func:`rated`): those games stay in the store,
 ``games.jsonl`` and the replays, for audit. The board lists the disqualified entrants apart
 (:func:`disqualified_facts`, ``tournament.disqualified``), each with the host's reason; a ladder's board lists
-them neither in its standings nor in the pairs it chose last (:func:`ladder_without`).
+them neither in its standings nor in the pairs it chose last (:func:`ladder_without`), and its standings are
+fitted with their games void (:func:`mark_barred`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,15 +40,25 @@ def disqualified_facts(barred: Mapping[str, str]) -> list[LeftOut]:
     return [LeftOut(bot=bot, why=f"disqualified: {why}") for bot, why in barred.items()]
 
 
-def mark_barred(facts: TournamentFacts, barred: Mapping[str, str]) -> None:
+#: A ladder board's refit: its standings with the games of the barred entrants void
+#: (:func:`arena.formats.ladder_run.refitted_standings` over the games published).
+Refit = Callable[[Mapping[str, Any]], list[dict[str, Any]]]
+
+
+def mark_barred(facts: TournamentFacts, barred: Mapping[str, str], refit: Refit) -> None:
     """List ``barred`` (the disqualified entrants, :func:`read_barred`) in ``facts`` as every publication and page
     shows them: ``disqualified`` (:func:`disqualified_facts`), and a ladder's board without them
-    (:func:`ladder_without`). Nothing when ``barred`` is empty."""
-    if not barred:
+    (:func:`ladder_without`), its standings fitted with their games void: a board the ladder wrote with other
+    entrants void (its ``voided``: before the disqualification, or its undoing) has them ``refit``."""
+    if barred:
+        facts["disqualified"] = disqualified_facts(barred)
+    board = facts.get("ladder")
+    if board is None:
         return
-    facts["disqualified"] = disqualified_facts(barred)
-    if "ladder" in facts:
-        facts["ladder"] = ladder_without(facts["ladder"], barred)
+    voided = board.get("voided")
+    if sorted(voided if isinstance(voided, list) else []) != sorted(barred):
+        board = {**board, "standings": refit(board), "voided": sorted(barred)}
+    facts["ladder"] = ladder_without(board, barred)
 
 
 def ladder_without(board: Mapping[str, Any], barred: Mapping[str, str]) -> dict[str, Any]:

@@ -43,7 +43,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from arena.formats.duplicate import precision_facts
-from arena.formats.ladder_run import FINAL_STOPS
+from arena.formats.ladder_run import FINAL_STOPS, refitted_standings
 from arena.formats.sprt_run import SprtRun
 from arena.ratings.fit import RatingTable
 from arena.ratings.publication import LivePublisher, final_ratings
@@ -52,6 +52,7 @@ from arena.report.disqualified import mark_barred, rated, read_barred
 from arena.report.figures import los_next, ranks
 from arena.report.held import Holding
 from arena.report.terminal import failures_table, left_out_table, ratings_table
+from arena.tournament.result import GameResult
 from arena.tournament.runner import (
     CLOSED_KEY,
     LADDER_KEY,
@@ -274,7 +275,7 @@ def publish_tournament(
     facts["failures"] = cache.failures([b.name for b in t.config.bots])
     if complete and t.store.get_meta("finished_at") is None:
         t.store.set_meta("finished_at", f"{time.time():.3f}")
-    barred = _barred(output, facts)
+    barred = _barred(output, facts, t, [g.result for g in stored])
     counted = rated(stored, barred)
     games = [g.game for g in counted if g.game is not None]
     names = [name for name in t.labels if name not in barred]
@@ -289,11 +290,13 @@ def publish_tournament(
     return ratings
 
 
-def _barred(output: Path, facts: TournamentFacts) -> dict[str, str]:
+def _barred(output: Path, facts: TournamentFacts, t: Tournament, shown: list[GameResult]) -> dict[str, str]:
     """The disqualified entrants of the competition in ``output`` (:func:`read_barred`: their games are not
-    rated), listed in ``facts`` (``disqualified``) and left out of its ``failures`` and a ladder's board."""
+    rated), listed in ``facts`` (``disqualified``) and left out of its ``failures`` and a ladder's board (its
+    standings refitted from the games ``shown`` when written with others void: :func:`mark_barred`)."""
     barred = read_barred(output)
-    mark_barred(facts, barred)
+    mark_barred(facts, barred, lambda board: refitted_standings(board, shown, t.master_seed, barred, time.time(),
+                                                                blind=t.config.blind_seats))
     if barred:
         facts["failures"] = {bot: f for bot, f in facts["failures"].items() if bot not in barred}
     return barred

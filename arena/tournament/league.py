@@ -159,8 +159,9 @@ class League:
     reopened: list[Callable[[TournamentConfig], None]] = field(default_factory=list)  # a SIGHUP's config, taken
     publish_spacing: float = PUBLISH_SPACING  # see PUBLISH_SPACING
     #: The entrants none of whose games may start (a competition's disqualified ones), asked before each round
-    #: and before a reload's twins (a ladder leaves them out of its choices and its board): they stay out until a
-    #: reload drops them from the config.
+    #: and before a reload's twins (a ladder leaves them out of its choices and its board, and voids their games
+    #: in its fit, for good: :meth:`arena.formats.ladder_run.LadderRun.bar`): they stay out until a reload drops
+    #: them from the config.
     barred: Callable[[], Collection[str]] = lambda: ()
     left_out: dict[str, str] = field(default_factory=dict, init=False)  # label -> why it is left out (public_why)
     _in_a_row: dict[str, int] = field(default_factory=dict, init=False)  # label -> games failed in a row (BROKEN_ENDS)
@@ -226,6 +227,7 @@ class League:
             from arena.formats.ladder_run import LadderRun
 
             self.ladder, self.asked = LadderRun(t), None
+            self.ladder.bar(self.barred())  # disqualified: their games void in its fit (kept in the store)
             self._check(t, self.ladder.active)
             self.ladder.leave_out(self.left_out)
             self._list_left_out(t)
@@ -342,6 +344,7 @@ class League:
         self._count_breakdowns(t, result)
         if self.ladder is not None:
             self.ladder.add(result)
+            self.ladder.bar(self.barred())  # a disqualification since the round began: its board refitted now
             t.store.set_meta(LADDER_KEY, json.dumps(self.ladder.board(time.time())))
         self.game_logs = GameLogs.following(self.game_logs, t.config.bot_logs_kept_games)
         self.game_logs.after_store(t.store)
@@ -434,7 +437,7 @@ class League:
         now = time.time()
         if self.asked is not None and self.asked[0] == int(now // DAY_S):
             return []
-        ladder.leave_out(self.barred())  # disqualified: no pair of theirs, no standing, until the reload drops them
+        ladder.bar(self.barred())  # disqualified: no pair of theirs, no standing, their games void in the fit
         games = ladder.next_games(pairs_a_round(t.config), now)
         t.store.set_meta(LADDER_KEY, json.dumps(ladder.board(now)))
         self._note(ladder.plan_line())

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -219,6 +220,7 @@ class WebData:
         self.cache = PublishCache()
         self._reading = threading.Lock()
         self._stored: _Read | None = None  # the last read of the store
+        self._refit: tuple[tuple[object, ...], list[Any]] | None = None  # a ladder board's last refit, by its key
 
     # ------------------------------------------------------------------ database
     def _connect(self) -> sqlite3.Connection | None:
@@ -381,8 +383,29 @@ class WebData:
         waiting = self.waiting()  # a remote bot's first worker came: changes without a game
         if waiting:
             facts["waiting"] = waiting
-        mark_barred(facts, read_barred(self.output))  # the host's disqualifications: at once, without a game
+        barred = read_barred(self.output)  # the host's disqualifications: at once, without a game
+        mark_barred(facts, barred, lambda board: self._refitted(board, barred, facts))
         return facts
+
+    def _refitted(self, board: Mapping[str, Any], barred: Mapping[str, str], facts: TournamentFacts) -> list[Any]:
+        """A ladder ``board``'s standings with the games of ``barred`` void, fitted from the games shown
+        (:func:`arena.formats.ladder_run.refitted_standings`): again only once a game was stored, the board or
+        ``barred`` changed, or a UTC day began (its ``games_today``)."""
+        from arena.formats.ladder import DAY_S
+        from arena.formats.ladder_run import refitted_standings  # numpy and scipy: only for a ladder's board
+
+        now, holding = time.time(), Holding.of(facts)
+        key = (self.version(), holding, json.dumps(board, sort_keys=True), tuple(sorted(barred)), int(now // DAY_S))
+        with self._lock:
+            if self._refit is not None and self._refit[0] == key:
+                return self._refit[1]
+        with self._reading:
+            shown = [g.result for g in self._read(key[0], holding).games]
+        seed = bytes.fromhex(self._meta("master_seed") or "")
+        standings = refitted_standings(board, shown, seed, barred, now, blind=facts.get("blind_seats") is True)
+        with self._lock:
+            self._refit = (key, standings)
+        return standings
 
     def blind(self) -> bool:
         """Whether the tournament's games are blind (``tournament.blind_seats``, in the facts the arena
