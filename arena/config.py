@@ -824,12 +824,13 @@ class CompetitionSettings:
     the IPv4 networks (``10.1.2.3/32``) of the private network that a build may reach all the same, a
     package registry's mirror or a proxy of the host's (its build network drops every other private,
     link-local or carrier-grade NAT address: :data:`arena.hosting.sandbox.PRIVATE_NETS`).
-    ``refused_per_day``: a competitor's uploads refused once unpacked (not a bot, an entry that is no
-    file, a name and version taken; an upload whose client cancelled it while it was being taken in) a UTC day,
-    past which they are not taken in until the next day: each
-    costs the server an unpacking, and a refused one counts in no other limit. ``reads_per_minute``: a
-    competitor's reads (their submissions, games, seat logs and ``/me`` pages) a minute, a quarter of it at
-    once, on each door (:mod:`arena.competition.reads`).
+    ``refused_per_day``: a competitor's uploads refused (not a bot, an entry that is no file, a name and version
+    taken, over the upload limit) or whose call ended before the arena answered (cancelled while sent or taken
+    in: each is counted from its header on until kept, :meth:`arena.competition.desk.Desk.begin_upload`) a UTC
+    day, past which they are not taken in until the next day: each costs the server disk writes and maybe
+    an unpacking, and a refused one counts in no other limit. ``reads_per_minute``: a competitor's reads (their
+    submissions, games, seat logs and ``/me`` pages) a minute, a quarter of it at once, on each door
+    (:mod:`arena.competition.reads`).
     """
 
     submissions_per_day: int = 5

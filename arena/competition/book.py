@@ -533,12 +533,20 @@ class CompetitionBook:
                                    "AND status != 'failed'", (competitor, since)).fetchone()
         return int(row[0])
 
-    def add_refusal(self, competitor: str, at: float) -> None:
-        """Note that an upload of ``competitor`` was refused at UNIX time ``at`` after it was unpacked and
-        looked at (:meth:`refusals_since` counts them); refusals two days older are forgotten."""
+    def add_refusal(self, competitor: str, at: float) -> int:
+        """Note that an upload of ``competitor`` was refused at UNIX time ``at`` (:meth:`refusals_since` counts
+        them), or is counted so while it is under way (:meth:`arena.competition.desk.Desk.begin_upload`);
+        refusals two days older are forgotten. Returns the refusal's id (:meth:`forgive_refusal`)."""
         with self._transaction() as db:
             db.execute("DELETE FROM refusals WHERE at < ?", (at - 2 * 86400,))
-            db.execute("INSERT INTO refusals (competitor, at) VALUES (?, ?)", (competitor, at))
+            return int(db.execute("INSERT INTO refusals (competitor, at) VALUES (?, ?)", (competitor, at)).lastrowid
+                       or 0)
+
+    def forgive_refusal(self, refusal: int) -> None:
+        """Take back the refusal ``refusal`` (:meth:`add_refusal`'s id): the upload it counted was kept, or
+        failed by the arena's fault. Nothing if it is gone."""
+        with self._transaction() as db:
+            db.execute("DELETE FROM refusals WHERE rowid = ?", (refusal,))
 
     def refusals_since(self, competitor: str, since: float) -> int:
         """How many uploads of ``competitor`` were refused since UNIX time ``since`` (:meth:`add_refusal`)."""

@@ -119,10 +119,11 @@ class Desk:
         upload = s.image_upload_bytes if kind == "image" else s.upload_bytes
         return IntakeLimits(upload, s.unpacked_bytes, s.files)
 
-    def check_open(self, competitor: str, now: float) -> None:
+    def check_open(self, competitor: str, now: float, under_way: int = 0) -> None:
         """:raises Refused: submissions frozen (naming the final's seed commitment: every competitor who tries
         learns it before the final is played, so the host cannot draw another unseen), or ``competitor`` at
-        the per-day limit (with when to retry)."""
+        the per-day limit (with when to retry), or at ``refused_per_day`` (not counting ``under_way`` refusals:
+        their uploads' own, :meth:`begin_upload`)."""
         frozen = self.book.get_meta(FROZEN_KEY)
         if frozen is not None:
             seed = self.book.get_meta(SEED_KEY)
@@ -135,11 +136,22 @@ class Desk:
         if made >= self.settings.submissions_per_day:
             raise Refused("exhausted", f"{made} submissions today, the limit of a day: try again after "
                                        f"{_utc(retry)} (in {int(retry - now)} s)")
-        refused = self.book.refusals_since(competitor, day)
+        refused = self.book.refusals_since(competitor, day) - under_way
         if refused >= self.settings.refused_per_day:
             raise Refused("exhausted", f"{refused} uploads of yours refused today, the limit of a day (check a bot "
                                        f"with arena bots build and python -m sdk.conformance first): try again "
                                        f"after {_utc(retry)} (in {int(retry - now)} s)")
+
+    def begin_upload(self, competitor: str, now: float) -> int:
+        """An upload of ``competitor`` begins (its header came): :meth:`check_open`, then count it as refused
+        (``refused_per_day``) until :meth:`receive` keeps it. So an upload whose call ends before it is taken in
+        (its client cancelled it while sending, its connection broke, the arena stopped), or that is refused
+        while it is sent (over the upload limit, a message that is no chunk, too slow), stays counted: each cost
+        the server up to ``upload_bytes`` of disk writes, and no later step (a second cancel, a book closed
+        at shutdown, a kill) can lose the count. Returns the refusal's id, for :meth:`receive`.
+        :raises Refused: as :meth:`check_open` (nothing counted)."""
+        self.check_open(competitor, now)
+        return self.book.add_refusal(competitor, now)
 
     def check_read(self, competitor: str) -> None:
         """Count one read of ``competitor`` (a listing, a submission, a seat log) against ``reads_per_minute``.
@@ -158,14 +170,16 @@ class Desk:
             raise Refused("not_found", f"no submission {sid} of yours")
         return sub
 
-    def receive(self, competitor: str, header: Header, archive: IO[bytes]) -> Submission:
+    def receive(self, competitor: str, header: Header, archive: IO[bytes], counted: int | None = None) -> Submission:
         """Unpack ``archive``, check the bot (kind, entry), keep it as a ``received`` submission with its
         receipt (the archive's SHA-256 and size: :data:`arena.competition.pipeline.RECEIPT`) and wake
         the queue. The freeze and the per-day limit are checked again as the submission is kept (uploads
         that passed :meth:`check_open` together cannot all be kept past the limit). A refusal once the
         archive is taken in (``invalid``, ``exists``) is noted in the book (``refused_per_day``), and so is an
         upload whose call ended meanwhile (``invalid``: the Submission service's ``archive``, made by
-        :func:`arena.competition.intake.withdrawable`, raises at its next read).
+        :func:`arena.competition.intake.withdrawable`, raises at its next read). ``counted``: the refusal that
+        counts the upload already (:meth:`begin_upload`): kept if it is refused, forgiven if it is kept or fails
+        by the arena's fault.
         :raises Refused: ``invalid`` (one line from the intake or the plan), ``exists``, ``exhausted``,
         ``frozen``."""
         from arena.hosting.bots_build import BuildError
@@ -180,22 +194,29 @@ class Desk:
             kind, entry = self._take(archive, incoming, header, version)
             write_receipt(incoming / RECEIPT, digest, size)
             with self.intake:  # the files are in place before the queue may look (it waits on this lock)
-                self.check_open(competitor, time.time())
+                self.check_open(competitor, time.time(), under_way=int(counted is not None))
                 sub = self.book.add_submission(competitor, header.name, version, kind, entry)
                 final = submission_folder(self.output, sub.id).parent
                 shutil.rmtree(final, ignore_errors=True)
                 os.replace(incoming, final)  # failing (or a kill before it), the queue marks it failed
         except (IntakeError, BuildError) as e:
             shutil.rmtree(incoming, ignore_errors=True)  # the plan names its folder: the server's path, not theirs
-            self.book.add_refusal(competitor, time.time())
+            if counted is None:
+                self.book.add_refusal(competitor, time.time())
             raise Refused("invalid", str(e).replace(str(incoming / "bot"), "the archive")) from None
         except BookError as e:
             shutil.rmtree(incoming, ignore_errors=True)
-            self.book.add_refusal(competitor, time.time())
+            if counted is None:
+                self.book.add_refusal(competitor, time.time())
             raise Refused("exists", str(e)) from None
-        except Exception:  # Refused, or a failure of the arena's: the upload's files go whatever happened
+        except Exception:  # Refused (frozen, a limit reached meanwhile), or a failure of the arena's: the upload's
+            # files go whatever happened, and so does its count (as before an upload was counted as it began)
             shutil.rmtree(incoming, ignore_errors=True)
+            if counted is not None:
+                self.book.forgive_refusal(counted)
             raise
+        if counted is not None:
+            self.book.forgive_refusal(counted)  # kept: not refused
         self.wake()
         return sub
 

@@ -8,7 +8,9 @@ RESOURCE_EXHAUSTED, saying when to try again).
 What is decided lives in :class:`arena.competition.desk.Desk`; this module moves bytes and maps its
 refusals to status codes. An upload is spooled to a temporary file (the upload limit is counted as the
 chunks arrive) and unpacked in a worker thread, off the event loop the embedded referee shares (an upload
-whose client cancels the call meanwhile stops there and counts as refused: :meth:`SubmissionServicer._receive`);
+counts as refused from its header on until it is kept, so one whose call ends first, however, stays counted:
+:meth:`arena.competition.desk.Desk.begin_upload`; its client cancelling during the unpacking stops it there:
+:meth:`SubmissionServicer._receive`);
 every look at
 the competition's book (the token, the submissions, a choice) runs in a worker thread too: the book waits on
 its lock while the build queue writes and on another process's write (``arena competitor``, ``arena web``),
@@ -128,11 +130,12 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
         assert first is not None
         h = first.header
         header = Header(h.name, h.version, _KINDS.get(h.kind, ""), h.entry)
-        try:
-            await asyncio.to_thread(self.desk.check_open, competitor, time.time())
+        try:  # counted as refused from here until kept, however the call ends (Desk.begin_upload)
+            counted = await asyncio.to_thread(self.desk.begin_upload, competitor, time.time())
         except Refused as e:
             await self._refuse(context, e)
-        with tempfile.TemporaryFile(prefix="allfours-upload-") as spool:
+        with contextlib.ExitStack() as stack:
+            spool = stack.enter_context(tempfile.TemporaryFile(prefix="allfours-upload-"))
             try:
                 async with asyncio.timeout(UPLOAD_TIMEOUT_S):
                     await self._spool(request_iterator, context, header, spool)
@@ -140,20 +143,29 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
                 await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
                                     f"the upload took over {UPLOAD_TIMEOUT_S:g} s: send the archive at once")
             spool.seek(0)
-            sub = await self._receive(competitor, header, spool, context)
+            stack.pop_all()  # from here the intake's worker thread closes it (_receive)
+        sub = await self._receive(competitor, header, spool, counted, context)
         return spb.SubmitResponse(submission=await asyncio.to_thread(self._pb, sub))
 
-    async def _receive(self, competitor: str, header: Header, spool: IO[bytes],
+    async def _receive(self, competitor: str, header: Header, spool: IO[bytes], counted: int,
                        context: grpc.aio.ServicerContext) -> Submission:
-        """:meth:`Desk.receive` of the spooled archive, in a worker thread. A call cancelled meanwhile (its
-        client gone) stops the intake at its next read of the archive (:func:`withdrawable`), which the desk
-        counts as a refused upload (``refused_per_day``): else a client that cancelled each upload once it was
-        sent had the server unpack it, again and again, in no limit (the spool was closed under the intake,
-        whose read then failed as the arena's fault). The call ends once the intake has: the spool stays open
-        for it, the competitor's one upload stays under way, and its outcome is in the book."""
+        """:meth:`Desk.receive` of the spooled archive (``counted``: its refusal, :meth:`Desk.begin_upload`), in
+        a worker thread, which closes ``spool`` when it is done. A call cancelled meanwhile (its client gone)
+        stops the intake at its next read of the archive (:func:`withdrawable`): the upload stays counted as
+        refused (``refused_per_day``), else a client that cancelled each upload once it was sent had the server
+        unpack it, again and again, in no limit. The call ends once the intake has (the competitor's one upload
+        stays under way, its outcome in the book), unless cancelled again (the server stopping): the intake
+        then ends on its own, the spool still open under it, the upload counted since it began."""
         ended = threading.Event()
-        work = asyncio.ensure_future(asyncio.to_thread(self.desk.receive, competitor, header,
-                                                       withdrawable(spool, ended.is_set)))
+
+        def take() -> Submission:
+            try:
+                return self.desk.receive(competitor, header, withdrawable(spool, ended.is_set), counted)
+            finally:
+                spool.close()
+
+        work = asyncio.ensure_future(asyncio.to_thread(take))
+        work.add_done_callback(lambda done: done.cancelled() or done.exception())  # its outcome is the book's
         try:
             return await asyncio.shield(work)
         except asyncio.CancelledError:
