@@ -1,17 +1,15 @@
 """arena web under load: a finished game's replay is made once and kept (arena/web/replays.py), never
-served stale, within its bounds, never to a spectator of a running game nor to another view; and the
-live files (the games running) are read off the event loop, so one that stalls its reader stalls no
-other request."""
+served stale, within its bounds, never to a spectator of a running game nor to another view (the one
+record of ``arena web --record FILE`` too); and the live files (the games running) and that record are
+read off the event loop, so one that stalls its reader stalls no other request."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import shutil
-import signal
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,11 +17,14 @@ from typing import Any
 import httpx
 import pytest
 from starlette.testclient import TestClient
-from web_helpers import cards_in, live_from_record, record_lines, run_tournament, seat_knowledge
+from web_helpers import cards_in, live_from_record, record_lines, run_tournament, seat_knowledge, stalling
 
+import arena.web.data as data_module
+import arena.web.replays as replays_module
 from arena.report.live import LIVE_DIR
-from arena.web import WebServer
+from arena.web import WebServer, start_in_thread
 from arena.web.app import create_app
+from arena.web.data import parse_record_text
 from arena.web.frames import ALL, FrameBuilder, replay_frames
 from arena.web.replays import ReplayCache
 
@@ -158,22 +159,6 @@ def test_a_spectator_is_never_served_a_kept_replay(tmp_path: Path, out: Path, re
     assert replays == [ALL] * 4 and len(app.state.web.replays) == 1
 
 
-@contextlib.contextmanager
-def stalling(path: Path) -> Iterator[None]:
-    """``path`` under a write lease of this process (``F_SETLEASE``): any other open of it, to read too, waits
-    until the lease is let go on exit (or the kernel breaks it, after /proc/sys/fs/lease-break-time seconds),
-    as a read of a slow disk would. The kernel tells the lease's holder with SIGURG, which is ignored. (Not a
-    named pipe: the web takes only regular files for live files, so it would never open one.)"""
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        fcntl.fcntl(fd, fcntl.F_SETSIG, signal.SIGURG)
-        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
-        yield
-    finally:
-        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)  # the stalled readers go on
-        os.close(fd)
-
-
 def test_a_live_file_that_stalls_its_reader_stalls_no_other_request(web: WebServer) -> None:
     """``/live`` and ``/api/live`` read the live files on the server's threads: while one stalls its reader
     (a slow disk), the games list still answers; the old code read them on the event loop, and every
@@ -195,3 +180,60 @@ def test_a_live_file_that_stalls_its_reader_stalls_no_other_request(web: WebServ
             assert games.status_code == 200 and games.json()["games"] == []
         running = client.get("/api/live").json()["running"]
         assert [g["game_id"] for g in running] == ["g"]
+
+
+@pytest.fixture
+def served_record(tmp_path: Path, out: Path) -> Iterator[tuple[WebServer, Path]]:
+    """``arena web --record FILE`` (a copy of a finished game's record, alone in its folder) in a thread of this
+    process, on 127.0.0.1, and that file."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    record = folder / "match.jsonl"
+    shutil.copyfile(out / games_of(out)[0]["record"], record)
+    server = start_in_thread(folder, "127.0.0.1", 0, bootstrap=0, record=record)
+    try:
+        yield server, record
+    finally:
+        server.stop()
+
+
+def test_a_served_record_is_replayed_once_per_view(served_record: tuple[WebServer, Path],
+                                                   replays: list[str | int]) -> None:
+    """``arena web --record FILE`` replayed its one record through the engine at every visit; now once per
+    view, kept (:class:`ReplayCache`) while the file does not change."""
+    server, record = served_record
+    with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=20) as client:
+        page = client.get("/")
+        assert page.status_code == 200 and 'id="replay-data"' in page.text and replays == [ALL]
+        assert client.get("/").text == page.text and replays == [ALL], "the same record was replayed again"
+        assert client.get("/", params={"seat": 1}).status_code == 200 and replays == [ALL, 1]
+        record.write_text(record.read_text() + "\n")  # another version of the file: replayed again
+        assert client.get("/").status_code == 200 and replays == [ALL, 1, ALL]
+
+
+def test_a_served_record_that_stalls_its_reader_stalls_no_other_request(served_record: tuple[WebServer, Path],
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``arena web --record FILE`` read its record on the event loop: while the read was held (a slow disk, a big
+    file), every request of the server waited. Now on the server's threads: the games list still answers. (The
+    read is held by an event, at its parse: the record is opened without blocking, so a lease would not hold it.)"""
+    server, _ = served_record
+    go = threading.Event()
+
+    def held(text: str) -> list[dict[str, Any]]:
+        go.wait(30)
+        return parse_record_text(text)
+
+    monkeypatch.setattr(data_module, "parse_record_text", held)  # where the old viewer_of_file took it
+    monkeypatch.setattr(replays_module, "parse_record_text", held)
+    with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=20) as client:
+        try:
+            with pytest.raises(httpx.TimeoutException):  # the event holds the reader: else no test
+                client.get("/", timeout=1)
+            try:
+                games = client.get("/api/games")
+            except httpx.TimeoutException:
+                pytest.fail("a served record whose read is held stalled every other request")
+            assert games.status_code == 200
+        finally:
+            go.set()
+        assert client.get("/").status_code == 200

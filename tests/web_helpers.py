@@ -1,11 +1,13 @@
 """Shared by the arena web tests: a real tournament's output folder, live files made from real
-records, and what a seat may see at each step of a record (worked out here from the engine state,
-independently of the viewer's frames)."""
+records, what a seat may see at each step of a record (worked out here from the engine state,
+independently of the viewer's frames), and a file whose reads stall (:func:`stalling`)."""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
+import os
 import random
 import re
 import signal
@@ -245,3 +247,19 @@ def random_record(seed: int, players: int, target: int) -> list[dict[str, Any]]:
     assert state.phase is Phase.OVER
     lines.append({"type": "game_end", "game": 1, "scores": list(state.scores), "winner": state.winner})
     return lines
+
+
+@contextlib.contextmanager
+def stalling(path: Path) -> Iterator[None]:
+    """``path`` under a write lease of this process (``F_SETLEASE``): any other open of it, to read too, waits
+    until the lease is let go on exit (or the kernel breaks it, after /proc/sys/fs/lease-break-time seconds),
+    as a read of a slow disk would. The kernel tells the lease's holder with SIGURG, which is ignored. (Not a
+    named pipe: the web takes only regular files for live files, so it would never open one.)"""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETSIG, signal.SIGURG)
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+        yield
+    finally:
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)  # the stalled readers go on
+        os.close(fd)

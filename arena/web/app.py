@@ -7,7 +7,7 @@ Routes (docs/arena.md, The web):
   Server-Sent Events stream that tells the page a game finished (it then reloads its parts from
   ``/_board`` and ``/_games``);
 - ``/games/{id}`` the replay viewer (``?seat=K`` for one seat's view); ``/live`` running games and
-  ``/live/{id}`` a running game for spectators, delayed (:mod:`arena.web.live`);
+  ``/live/{id}`` a running game for spectators, delayed (:mod:`arena.web.spectate`);
 - ``/me`` a competitor's own page, ``/me/logs/{id}/{seat}`` their seat logs (:mod:`arena.web.competitor`);
 - ``/api/ratings``, ``/api/games``, ``/api/games/{id}``, ``/api/games/{id}/record[?seat=K]``,
   ``/api/live``, ``/api/live/{id}``.
@@ -53,7 +53,7 @@ from arena.web.data import (
     PublicGameRow,
     WebData,
 )
-from arena.web.frames import ALL, RecordReplayError, Replay, replay_frames
+from arena.web.frames import ALL, RecordReplayError, Replay
 from arena.web.render import HERE, board_context, templates
 from arena.web.replays import ReplayCache
 from arena.web.spectate import spectator_replay
@@ -153,7 +153,7 @@ class SlotStream(StreamingResponse):
 class WebApp:
     """State of one app: the data source, the templates, the change counter for live updates.
 
-    :param spectator_delay: deals a spectator stays behind a running game (:mod:`arena.web.live`).
+    :param spectator_delay: deals a spectator stays behind a running game (:mod:`arena.web.spectate`).
     :param record: with a record file, the app serves only that record's viewer (``arena web --record``).
     """
 
@@ -355,14 +355,12 @@ async def viewer(request: Request) -> Response:
 
 
 async def viewer_of_file(request: Request) -> Response:
-    """``arena web --record FILE``: the viewer of that one record (a bot author's own match)."""
+    """``arena web --record FILE``: the viewer of that one record (a bot author's own match), read and
+    replayed on the server's threads and kept while the file does not change (:attr:`WebApp.replays`)."""
     app: WebApp = request.app.state.web
     assert app.record is not None
-    from arena.web.data import parse_record_text
-
-    lines = parse_record_text(app.record.read_text(encoding="utf-8", errors="replace"))
     view = seat_param(request)
-    replay = await run_in_threadpool(replay_frames, lines, view)
+    replay = await run_in_threadpool(app.replays.replay, app.record.parent, app.record, view)  # resolved there
     game = {"game_id": app.record.name, "a": "", "b": "", "reasons": []}
     return app.page("viewer.html", replay=replay, game=game, view=view, base="/", static_copy=False)
 
