@@ -21,11 +21,12 @@ from pathlib import Path
 import httpx
 import pytest
 from starlette.testclient import TestClient
-from web_helpers import arena_web, live_from_record, record_lines, run_tournament, set_blind
+from web_helpers import arena_web, live_from_record, record_lines, run_tournament, set_blind, stalling
 
 from arena.competition.book import BOOK_NAME, CompetitionBook
 from arena.competition.games import hidden_versions
 from arena.report import live
+from arena.web import start_in_thread
 from arena.web.app import create_app
 from arena.web.competitor import COOKIE, FORM_BYTES, FORM_WAIT_S, IDLE_S, LIFETIME_S, SESSIONS_EACH, TOUCH_S, Sessions
 
@@ -626,3 +627,37 @@ def test_my_pages_count_against_reads_per_minute(tmp_path: Path, out: Path) -> N
         assert refused.headers["retry-after"] == "8" and refused.headers["cache-control"] == "no-store"
     assert "jay" in _me(client, jay)
     assert SIGN_IN_FORM in client.get("/me").text  # signed out: the form, no read of anyone's
+
+
+def test_my_pages_read_a_stalled_live_file_off_the_event_loop(tmp_path: Path, out: Path) -> None:
+    """/me and /me/live/{id}/{seat} read the live files (and the book) on the event loop: while a live file
+    stalled its reader (a slow disk), every request of the server waited. Now on the server's threads: both
+    are held (they wait for the file), the games list still answers, and once the file reads both answer."""
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy, ignore=shutil.ignore_patterns("live"))
+    tokens = _book(copy)
+    game = json.loads((copy / "games.jsonl").read_text().splitlines()[0])
+    lines = record_lines(copy / game["record"])
+    lines[0] = {**lines[0], "seat_names": ["ivy-bot@1", "house", "ivy-bot@1", "house"]}
+    log = live_from_record(copy, lines, "running-1", "pair-9", upto=12)
+    text = log.path.read_text()
+    log.close()  # it removes its file, held open for writing (a write lease needs no other open of it)
+    path = copy / live.LIVE_DIR / "running-1.jsonl"
+    path.write_text(text)
+    server = start_in_thread(copy, "127.0.0.1", 0, bootstrap=0)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=20) as client:
+            assert client.post("/me/login", content=f"token={tokens['ivy']}", headers=FORM).status_code == 303
+            with stalling(path):
+                for url in ("/me", "/me/live/running-1/0"):
+                    with pytest.raises(httpx.TimeoutException):  # the lease holds the reader: else no test
+                        client.get(url, timeout=1)
+                try:
+                    games = client.get("/api/games")
+                except httpx.TimeoutException:
+                    pytest.fail("a live file that stalls its reader stalled every other request")
+                assert games.status_code == 200 and games.json()["total"] > 0
+            assert 'href="/me/live/running-1/0"' in client.get("/me").text
+            assert client.get("/me/live/running-1/0").status_code == 200
+    finally:
+        server.stop()

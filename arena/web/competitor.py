@@ -20,7 +20,8 @@ serve`` or ``arena web`` and any number of apps, threads and processes share the
 competitor is revoked, or when it is their oldest of :data:`SESSIONS_EACH` and they sign in once more.
 
 Every answer under ``/me`` says ``Cache-Control: no-store`` (:func:`private`). Only when the output
-folder holds a competition's book (``competition.sqlite``); otherwise 404.
+folder holds a competition's book (``competition.sqlite``); otherwise 404. Every read of the book and the
+files runs on the server's threads, never the event loop (a slow disk or a busy book stalls no other request).
 """
 
 from __future__ import annotations
@@ -35,16 +36,19 @@ from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from arena.competition.book import BOOK_NAME, DAY_S, CompetitionBook, WebSession
+from arena.competition.book import BOOK_NAME, DAY_S, CompetitionBook, Disqualification, WebSession
 from arena.competition.desk import note_of
 from arena.competition.games import MyGame, NotYours, hidden_versions, log_path, my_games, seat_log
 from arena.competition.reads import DEFAULT_READS_PER_MINUTE, READS_KEY, ReadAllowance, retry_after, wait_line
 from arena.lobby.tokens import token_digest
 from arena.report import live
+from arena.web.data import WebData
+from arena.web.frames import Replay, replay_frames
 from referee.rules.seats import side_of
 
 #: The session cookie's name.
@@ -136,8 +140,29 @@ def _page(request: Request, status: int, **ctx: Any) -> Response:
     return request.app.state.web.page("me.html", status, **ctx)  # type: ignore[no-any-return]
 
 
+@dataclasses.dataclass(frozen=True)
+class MyPage:
+    """My page but its running games: ``ctx``, ``me.html``'s context (who, submissions, games, failures,
+    logs, final entry); my ``entrants`` (accepted, playing or rated); whether the tournament is ``blind``."""
+
+    ctx: dict[str, Any]
+    entrants: set[str]
+    blind: bool
+
+
 async def me(request: Request) -> Response:
     """``GET /me``: the sign-in form or my page."""
+    found = await run_in_threadpool(my_page, request)
+    if isinstance(found, Response):
+        return found
+    web = request.app.state.web
+    running = await run_in_threadpool(my_running, web.data.output, found.entrants, found.blind)
+    return _page(request, 200, **found.ctx, running=running)
+
+
+def my_page(request: Request) -> MyPage | Response:
+    """What ``/me`` shows but the running games, or its answer: the sign-in form, 404 without a competition,
+    429 past ``reads_per_minute``. Reads the book and the published files: call it off the event loop."""
     book = _book(request)
     if book is None:
         return _page(request, 404, error="this arena runs no competition")
@@ -150,17 +175,17 @@ async def me(request: Request) -> Response:
             return refused
         subs = book.submissions(who)
         final = book.final_entry(who)
-    waiting = set(request.app.state.web.data.waiting())
+    data: WebData = request.app.state.web.data
+    waiting = set(data.waiting())
     subs = [dataclasses.replace(s, reason=note_of(s, s.entrant in waiting)) for s in subs]
     entrants = {s.entrant for s in subs if s.status in ("accepted", "playing", "rated")}
     remote = {s.entrant for s in subs if s.kind == "remote"}
-    output: Path = request.app.state.web.data.output
-    games = my_games(output, entrants, players_of(request))
+    games = my_games(data.output, entrants, players_of(request))
     failures = sum(1 for s in subs if s.status in ("rejected", "failed"))
-    running = my_running(output, entrants, request.app.state.web.data.blind())
-    logs = {g.game_id: served_logs(output, g, remote) for g in games}
-    return _page(request, 200, competitor=who, submissions=subs, games=games, failures=failures, running=running,
-                 logs=logs, final=final)
+    logs = {g.game_id: served_logs(data.output, g, remote) for g in games}
+    ctx = {"competitor": who, "submissions": subs, "games": games, "failures": failures, "logs": logs,
+           "final": final}
+    return MyPage(ctx, entrants, data.blind())
 
 
 def served_logs(output: Path, game: MyGame, remote: set[str]) -> list[tuple[int, str | None]]:
@@ -230,16 +255,13 @@ async def login(request: Request) -> Response:
     refused = _cross_site(request)
     if refused is not None:
         return refused
-    book = _book(request)
-    if book is None:
+    if not await run_in_threadpool(_runs_competition, request):
         return _page(request, 404, error="this arena runs no competition")
     body = await form_body(request)
     if isinstance(body, Response):
         return body
     token = (parse_qs(body.decode("utf-8", "replace")).get("token") or [""])[0].strip()
-    with book:
-        who, gone = book.standing(token)
-        sid = None if who is None or gone is not None else request.app.state.sessions.open(book, who)
+    gone, sid = await run_in_threadpool(_sign_in, request, token)
     if gone is not None:
         return _page(request, 403, competitor=None, error=gone.line())
     if sid is None:
@@ -255,13 +277,35 @@ async def logout(request: Request) -> Response:
     refused = _cross_site(request)
     if refused is not None:
         return refused
+    await run_in_threadpool(_sign_out, request)
+    response = RedirectResponse("/me", status_code=303)
+    response.delete_cookie(COOKIE, path="/")
+    return response
+
+
+def _runs_competition(request: Request) -> bool:
+    """Whether the output folder holds a competition's book."""
+    return bool((request.app.state.web.data.output / BOOK_NAME).is_file())
+
+
+def _sign_in(request: Request, token: str) -> tuple[Disqualification | None, str | None]:
+    """(why the competitor of ``token`` is barred, or None; a new session id, or None: an unknown, revoked or
+    barred token). Reads and writes the book: call it off the event loop."""
+    book = _book(request)
+    if book is None:
+        return None, None
+    with book:
+        who, gone = book.standing(token)
+        sid = None if who is None or gone is not None else request.app.state.sessions.open(book, who)
+    return gone, sid
+
+
+def _sign_out(request: Request) -> None:
+    """End the request's session (nothing without one, or without a competition): off the event loop."""
     book = _book(request)
     if book is not None:
         with book:
             request.app.state.sessions.close(book, request.cookies.get(COOKIE))
-    response = RedirectResponse("/me", status_code=303)
-    response.delete_cookie(COOKIE, path="/")
-    return response
 
 
 def _signed_in(request: Request, book: CompetitionBook) -> str | None:
@@ -292,7 +336,7 @@ def _too_many_reads(request: Request, book: CompetitionBook, who: str) -> Respon
 
 def _signed_in_entrants(request: Request) -> set[str] | Response:
     """The entrants of the signed-in competitor (retired ones too), one read counted; else the answer: 401
-    without a live session, 429 past ``reads_per_minute``."""
+    without a live session, 429 past ``reads_per_minute``. Reads the book: call it off the event loop."""
     book = _book(request) if request.cookies.get(COOKIE) else None
     if book is None:
         return Response("sign in first at /me\n", status_code=401, media_type="text/plain")
@@ -306,16 +350,21 @@ def _signed_in_entrants(request: Request) -> set[str] | Response:
 
 async def log_download(request: Request) -> Response:
     """``GET /me/logs/{game_id}/{seat}``: my seat's log, as an attachment."""
-    entrants = _signed_in_entrants(request)
+    entrants = await run_in_threadpool(_signed_in_entrants, request)
     if isinstance(entrants, Response):
         return entrants
     game_id, seat = request.path_params["game_id"], request.path_params["seat"]
     try:
-        text = seat_log(request.app.state.web.data.output, entrants, players_of(request), game_id, int(seat))
+        text = await run_in_threadpool(_my_log, request, entrants, game_id, int(seat))
     except NotYours as e:
         return Response(f"{e}\n", status_code=403, media_type="text/plain")
     return Response(text, media_type="text/plain; charset=utf-8",
                     headers={"Content-Disposition": attachment(f"{game_id}-seat{seat}.log")})
+
+
+def _my_log(request: Request, entrants: set[str], game_id: str, seat: int) -> bytes:
+    """:func:`arena.competition.games.seat_log` of the served folder (off the event loop). :raises NotYours:"""
+    return seat_log(request.app.state.web.data.output, entrants, players_of(request), game_id, seat)
 
 
 def attachment(name: str) -> str:
@@ -335,15 +384,25 @@ def my_running(output: Path, entrants: set[str], blind: bool) -> list[dict[str, 
 async def live_seat(request: Request) -> Response:
     """``GET /me/live/{game_id}/{seat}``: my seat's view of a running game (what my bot sees, up to the
     deal under way; reload for more); another's seat 403, no session 401, no such game 404."""
-    from arena.web.frames import replay_frames
-
-    entrants = _signed_in_entrants(request)
+    entrants = await run_in_threadpool(_signed_in_entrants, request)
     if isinstance(entrants, Response):
         return entrants
-    output: Path = request.app.state.web.data.output
+    web = request.app.state.web
     game_id, seat = request.path_params["game_id"], int(request.path_params["seat"])
-    blind = request.app.state.web.data.blind()  # blind: my seats' names only (no opponent's), the game's id hidden
-    found = live.find_running(output, game_id, blind)
+    seen = await run_in_threadpool(seat_view, web.data, game_id, seat, entrants)
+    if isinstance(seen, Response):
+        return seen
+    replay, mine = seen
+    game = {"game_id": game_id, "reasons": []}
+    return web.page("viewer.html", replay=replay, game=game, view=seat, my_seats=mine)  # type: ignore[no-any-return]
+
+
+def seat_view(data: WebData, game_id: str, seat: int, entrants: set[str]) -> tuple[Replay, list[int]] | Response:
+    """My ``seat``'s replay of the running game a page calls ``game_id`` and my seats in it (its "view:" links
+    go to my seats' pages only), or the answer: 404 no such game, 403 not my seat. Reads the live files: call
+    it off the event loop."""
+    blind = data.blind()  # blind: my seats' names only (no opponent's), the game's id hidden
+    found = live.find_running(data.output, game_id, blind)
     if found is None:
         return Response(f"no running game {game_id!r}\n", status_code=404, media_type="text/plain")
     lines = found[1]
@@ -351,10 +410,7 @@ async def live_seat(request: Request) -> Response:
     if not 0 <= seat < len(names) or names[seat] not in entrants:
         return Response(f"seat {seat} of game {game_id} is not yours\n", status_code=403, media_type="text/plain")
     replay = replay_frames(live.record_lines(lines, live.shown_names(lines[0], blind, entrants)), seat)
-    game = {"game_id": game_id, "reasons": []}
-    mine = [k for k, name in enumerate(names) if name in entrants]  # its "view:" links: my seats' pages only
-    return request.app.state.web.page(  # type: ignore[no-any-return]
-        "viewer.html", replay=replay, game=game, view=seat, my_seats=mine)
+    return replay, [k for k, name in enumerate(names) if name in entrants]
 
 
 def private(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
