@@ -1,15 +1,19 @@
 """arena web under load: a finished game's replay is made once and kept (arena/web/replays.py), never
 served stale, within its bounds, never to a spectator of a running game nor to another view (the one
 record of ``arena web --record FILE`` too); and the live files (the games running) and that record are
-read off the event loop, so one that stalls its reader stalls no other request."""
+read off the event loop, so one that stalls its reader stalls no other request; their reads are bounded
+(arena/web/livereads.py): past the bound a live page answers 503 and the other pages keep answering."""
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
+import socket
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +21,15 @@ from typing import Any
 import httpx
 import pytest
 from starlette.testclient import TestClient
-from web_helpers import cards_in, live_from_record, record_lines, run_tournament, seat_knowledge, stalling
+from web_helpers import (
+    cards_in,
+    held_yet_others_answer,
+    live_from_record,
+    record_lines,
+    run_tournament,
+    seat_knowledge,
+    stalling,
+)
 
 import arena.web.data as data_module
 import arena.web.replays as replays_module
@@ -26,6 +38,7 @@ from arena.web import WebServer, start_in_thread
 from arena.web.app import create_app
 from arena.web.data import parse_record_text
 from arena.web.frames import ALL, FrameBuilder, replay_frames
+from arena.web.livereads import BUSY, MAX_LIVE_READS
 from arena.web.replays import ReplayCache
 
 pytestmark = pytest.mark.slow
@@ -170,13 +183,7 @@ def test_a_live_file_that_stalls_its_reader_stalls_no_other_request(web: WebServ
     base = f"http://127.0.0.1:{web.port}"
     with httpx.Client(base_url=base, timeout=20) as client:
         with stalling(path):
-            for url in ("/live", "/api/live"):
-                with pytest.raises(httpx.TimeoutException):  # the lease holds the reader: else no test
-                    client.get(url, timeout=1)
-            try:
-                games = client.get("/api/games")
-            except httpx.TimeoutException:
-                pytest.fail("a live file that stalls its reader stalled every other request")
+            games = held_yet_others_answer(client, ["/live", "/api/live"])
             assert games.status_code == 200 and games.json()["games"] == []
         running = client.get("/api/live").json()["running"]
         assert [g["game_id"] for g in running] == ["g"]
@@ -227,13 +234,69 @@ def test_a_served_record_that_stalls_its_reader_stalls_no_other_request(served_r
     monkeypatch.setattr(replays_module, "parse_record_text", held)
     with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=20) as client:
         try:
-            with pytest.raises(httpx.TimeoutException):  # the event holds the reader: else no test
-                client.get("/", timeout=1)
-            try:
-                games = client.get("/api/games")
-            except httpx.TimeoutException:
-                pytest.fail("a served record whose read is held stalled every other request")
-            assert games.status_code == 200
+            assert held_yet_others_answer(client, ["/"]).status_code == 200
         finally:
             go.set()
         assert client.get("/").status_code == 200
+
+
+def held_request(port: int, source: str, path: str) -> socket.socket:
+    """A connection from the loopback address ``source`` to 127.0.0.1:``port`` that asked ``GET path`` (and
+    the server to close it once answered); its answer is not read."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=20, source_address=(source, 0))
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+    return sock
+
+
+def answers(socks: list[socket.socket], count: int, within: float) -> dict[socket.socket, bytes]:
+    """The whole answers (to the close) of the first ``count`` of ``socks`` to answer, waiting ``within``
+    seconds at most for them (fewer if they do not come)."""
+    got: dict[socket.socket, bytes] = {}
+    deadline = time.monotonic() + within
+    while len(got) < count and time.monotonic() < deadline:
+        ready, _, _ = select.select([s for s in socks if s not in got], [], [], deadline - time.monotonic())
+        for s in ready:
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+            got[s] = data
+    return got
+
+
+def test_live_reads_past_their_bound_are_refused_and_leave_the_other_pages_answering(web: WebServer) -> None:
+    """40 requests each held by a stalled live file took all 40 of anyio's threads, and every other read of the
+    server waited behind them. Live reads are bounded now (MAX_LIVE_READS): past the bound a live request
+    answers 503 with the documented line (BUSY), the leaderboard shows its running games as not read, and a
+    page that reads no live file (the games list) still answers."""
+    output = web.app.state.web.data.output
+    (output / LIVE_DIR).mkdir()
+    path = output / LIVE_DIR / "g.jsonl"
+    path.write_text(json.dumps({"type": "live", "game_id": "g", "pair_id": "p", "seat_names": ["a", "b"]}) + "\n")
+    base = f"http://127.0.0.1:{web.port}"
+    socks: list[socket.socket] = []
+    try:
+        with stalling(path), httpx.Client(base_url=base, timeout=20) as client:
+            # two source addresses: one address holds at most 32 connections (arena/web/connections.py)
+            socks = [held_request(web.port, f"127.0.0.{2 + k % 2}", "/api/live") for k in range(40)]
+            refused = answers(socks, 40 - MAX_LIVE_READS, within=20)
+            assert len(refused) == 40 - MAX_LIVE_READS, "no live read past the bound was refused"
+            for data in refused.values():
+                head, _, body = data.partition(b"\r\n\r\n")
+                assert head.startswith(b"HTTP/1.1 503 ") and json.loads(body) == {"error": BUSY}
+            try:
+                games = client.get("/api/games")
+            except httpx.TimeoutException:
+                pytest.fail("live reads held by a stalled file stalled every other read")
+            assert games.status_code == 200 and games.json()["games"] == []
+            over = client.get("/api/live")
+            assert over.status_code == 503 and over.json() == {"error": BUSY}
+            page = client.get("/live")
+            assert page.status_code == 503 and BUSY in page.text
+            board = client.get("/")
+            assert board.status_code == 200 and "running games</a> not read now (busy)" in board.text
+        held = answers([s for s in socks if s not in refused], MAX_LIVE_READS, within=20)  # the lease let go
+        assert len(held) == MAX_LIVE_READS and all(d.startswith(b"HTTP/1.1 200 ") for d in held.values())
+        assert web.app.state.web.live_reads.held == 0
+    finally:
+        for s in socks:
+            s.close()

@@ -17,11 +17,20 @@ import socket
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from starlette.testclient import TestClient
-from web_helpers import arena_web, live_from_record, record_lines, run_tournament, set_blind, stalling
+from web_helpers import (
+    arena_web,
+    held_yet_others_answer,
+    live_from_record,
+    record_lines,
+    run_tournament,
+    set_blind,
+    stalling,
+)
 
 from arena.competition.book import BOOK_NAME, CompetitionBook
 from arena.competition.games import hidden_versions
@@ -29,6 +38,7 @@ from arena.report import live
 from arena.web import start_in_thread
 from arena.web.app import create_app
 from arena.web.competitor import COOKIE, FORM_BYTES, FORM_WAIT_S, IDLE_S, LIFETIME_S, SESSIONS_EACH, TOUCH_S, Sessions
+from arena.web.livereads import BUSY, LiveReads
 
 pytestmark = pytest.mark.slow
 
@@ -629,17 +639,24 @@ def test_my_pages_count_against_reads_per_minute(tmp_path: Path, out: Path) -> N
     assert SIGN_IN_FORM in client.get("/me").text  # signed out: the form, no read of anyone's
 
 
-def test_my_pages_read_a_stalled_live_file_off_the_event_loop(tmp_path: Path, out: Path) -> None:
-    """/me and /me/live/{id}/{seat} read the live files (and the book) on the event loop: while a live file
-    stalled its reader (a slow disk), every request of the server waited. Now on the server's threads: both
-    are held (they wait for the file), the games list still answers, and once the file reads both answer."""
+def _ivy_running(tmp_path: Path, out: Path) -> tuple[Path, dict[str, str], dict[str, Any], live.LiveLog]:
+    """A copy of ``out`` (no live files) with competitors ivy and jay (:func:`_book`: their tokens), its first
+    stored game's games.jsonl row, and a running game "running-1" of ivy's (seats 0 and 2: the first 12 lines
+    of that game's record) as a live file, open (the caller closes it, which removes the file)."""
     copy = tmp_path / "out"
     shutil.copytree(out, copy, ignore=shutil.ignore_patterns("live"))
     tokens = _book(copy)
     game = json.loads((copy / "games.jsonl").read_text().splitlines()[0])
     lines = record_lines(copy / game["record"])
     lines[0] = {**lines[0], "seat_names": ["ivy-bot@1", "house", "ivy-bot@1", "house"]}
-    log = live_from_record(copy, lines, "running-1", "pair-9", upto=12)
+    return copy, tokens, game, live_from_record(copy, lines, "running-1", "pair-9", upto=12)
+
+
+def test_my_pages_read_a_stalled_live_file_off_the_event_loop(tmp_path: Path, out: Path) -> None:
+    """/me and /me/live/{id}/{seat} read the live files (and the book) on the event loop: while a live file
+    stalled its reader (a slow disk), every request of the server waited. Now on the server's threads: both
+    are held (they wait for the file), the games list still answers, and once the file reads both answer."""
+    copy, tokens, _, log = _ivy_running(tmp_path, out)
     text = log.path.read_text()
     log.close()  # it removes its file, held open for writing (a write lease needs no other open of it)
     path = copy / live.LIVE_DIR / "running-1.jsonl"
@@ -649,15 +666,42 @@ def test_my_pages_read_a_stalled_live_file_off_the_event_loop(tmp_path: Path, ou
         with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=20) as client:
             assert client.post("/me/login", content=f"token={tokens['ivy']}", headers=FORM).status_code == 303
             with stalling(path):
-                for url in ("/me", "/me/live/running-1/0"):
-                    with pytest.raises(httpx.TimeoutException):  # the lease holds the reader: else no test
-                        client.get(url, timeout=1)
-                try:
-                    games = client.get("/api/games")
-                except httpx.TimeoutException:
-                    pytest.fail("a live file that stalls its reader stalled every other request")
+                games = held_yet_others_answer(client, ["/me", "/me/live/running-1/0"])
                 assert games.status_code == 200 and games.json()["total"] > 0
             assert 'href="/me/live/running-1/0"' in client.get("/me").text
             assert client.get("/me/live/running-1/0").status_code == 200
     finally:
         server.stop()
+
+
+def test_every_page_past_the_live_reads_bound(tmp_path: Path, out: Path) -> None:
+    """With every live-read slot taken (a bound of 0, waiting 0 s), each page that reads the live files says so
+    in one documented line (BUSY): /live, /live/{id} and /me/live/... answer 503, the API 503 with
+    {"error": BUSY}; the leaderboard and /me answer 200 with their running games marked not read; the games
+    list and a replay, which read no live file, answer as ever. (The bound reached by held reads, over a real
+    socket, is tests/test_arena_web_load.py.)"""
+    copy, tokens, game, log = _ivy_running(tmp_path, out)
+    try:
+        app = create_app(copy, bootstrap=0)
+        app.state.web.live_reads = LiveReads(limit=0, wait_s=0)
+        c = TestClient(app)
+        assert c.post("/me/login", content=f"token={tokens['ivy']}", headers=FORM).status_code == 200  # -> /me
+        for url in ("/live", "/live/running-1"):
+            page = c.get(url)
+            assert page.status_code == 503 and BUSY in page.text
+        for url in ("/api/live", "/api/live/running-1"):
+            answer = c.get(url)
+            assert answer.status_code == 503 and answer.json() == {"error": BUSY}
+        mine = c.get("/me/live/running-1/0")
+        assert mine.status_code == 503 and mine.text == BUSY + "\n"
+        me = c.get("/me")
+        assert me.status_code == 200 and IVY_PAGE in me.text and "not read now (too many reads" in me.text
+        assert "/me/live/running-1" not in me.text
+        board = c.get("/")
+        assert board.status_code == 200 and "running games</a> not read now (busy)" in board.text
+        assert c.get("/_board").status_code == 200
+        assert c.get("/api/games").status_code == 200 and c.get(f"/games/{game['game_id']}").status_code == 200
+        app.state.web.live_reads = LiveReads()
+        assert 'href="/me/live/running-1/0"' in c.get("/me").text and c.get("/live/running-1").status_code == 200
+    finally:
+        log.close()

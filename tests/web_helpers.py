@@ -16,7 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -263,3 +263,18 @@ def stalling(path: Path) -> Iterator[None]:
     finally:
         fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)  # the stalled readers go on
         os.close(fd)
+
+
+def held_yet_others_answer(client: httpx.Client, held: Sequence[str], other: str = "/api/games") -> httpx.Response:
+    """GET each of ``held`` (which a stalled read holds: each must time out within 1 s, else the test proves
+    nothing), then GET ``other``, a page that reads none of it: its answer, or the test fails when it times out
+    too (the server waited on the stalled read on its event loop)."""
+    import pytest
+
+    for url in held:
+        with pytest.raises(httpx.TimeoutException):
+            client.get(url, timeout=1)
+    try:
+        return client.get(other)
+    except httpx.TimeoutException:
+        pytest.fail(f"a stalled read of {', '.join(held)} stalled every other request ({other})")

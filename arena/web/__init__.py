@@ -16,7 +16,7 @@ Interface (small on purpose, for ``arena serve`` and tests):
 
 Modules: :mod:`arena.web.app` (routes), :mod:`arena.web.data` (read-only database and records),
 :mod:`arena.web.frames` (record -> viewer frames, from ``observe``), :mod:`arena.web.replays` (finished
-games' replays kept, bounded), :mod:`arena.web.spectate`
+games' replays kept, bounded), :mod:`arena.web.livereads` (the live files' reads, bounded), :mod:`arena.web.spectate`
 (running games, delayed; the live files are :mod:`arena.report.live`), :mod:`arena.web.export` (the static
 viewer copies linked from leaderboard.html), :mod:`arena.web.connections` (the server's connections, bounded per
 client address and in all, a request's head timed). Pages and API: docs/arena.md, The web.

@@ -12,10 +12,13 @@ Routes (docs/arena.md, The web):
 - ``/api/ratings``, ``/api/games``, ``/api/games/{id}``, ``/api/games/{id}/record[?seat=K]``,
   ``/api/live``, ``/api/live/{id}``.
 
+Every read of files runs on the server's threads, never the event loop; the live files' reads are bounded
+(:mod:`arena.web.livereads`: past the bound a page of running games answers 503, the others keep answering).
+
 Every page is a Jinja2 template with autoescaping; JSON put into a page goes through
 :func:`arena.web.render.script_json` (no ``</script>`` can close the tag). Errors are one-line JSON
-``{"error": "..."}`` (API) or a short page, with 400 (bad query), 404 (unknown game) or 403 (a replay
-not open yet).
+``{"error": "..."}`` (API) or a short page, with 400 (bad query), 404 (unknown game), 403 (a replay
+not open yet) or 503 (too many reads of running games at once: :data:`arena.web.livereads.BUSY`).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from arena.web.data import (
     WebData,
 )
 from arena.web.frames import ALL, RecordReplayError, Replay
+from arena.web.livereads import LiveBusy, LiveReads
 from arena.web.render import HERE, board_context, templates
 from arena.web.replays import ReplayCache
 from arena.web.spectate import spectator_replay
@@ -164,6 +168,7 @@ class WebApp:
         self.env = templates()
         self.streams = StreamSlots(MAX_STREAMS, MAX_STREAMS_PER_CLIENT)
         self.replays = ReplayCache()
+        self.live_reads = LiveReads()
         self.changed = asyncio.Event()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.closing = False
@@ -192,22 +197,29 @@ class WebApp:
 
     def running(self) -> list[dict[str, Any]]:
         """The games running now (live files of games not stored yet); a blind tournament's name no entrant.
-        Reads the live files (a slow disk, a big file): call it off the event loop."""
+        Reads the live files (a slow disk, a big file): call it through :attr:`live_reads`."""
         stored = self.data.stored_ids(live.live_files(self.data.output))
         return live.running_games(self.data.output, stored, blind=self.data.blind())
+
+    async def running_if_free(self) -> list[dict[str, Any]] | None:
+        """:meth:`running`, or None when every live-read slot stays taken (the page shows it as not read)."""
+        try:
+            return await self.live_reads.run(self.running)
+        except LiveBusy:
+            return None
 
     def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         """Render template ``name``."""
         return HTMLResponse(self.env.get_template(name).render(**ctx), status_code=status)
 
     # ------------------------------------------------------------------ leaderboard
-    def board_context(self, all_versions: bool = False) -> dict[str, Any]:
+    def board_context(self, running: list[dict[str, Any]] | None, all_versions: bool = False) -> dict[str, Any]:
         """Everything the leaderboard's board shows (:func:`arena.web.render.board_context`), with the
-        games per second and the running games of a live league; in a competition each competitor's
-        best-rated version only, unless ``all_versions`` (``?versions=all``)."""
+        games per second and the ``running`` games of a live league (:meth:`running_if_free`; None: not read);
+        in a competition each competitor's best-rated version only, unless ``all_versions`` (``?versions=all``)."""
         ratings = self.data.ratings()
         hidden = set() if all_versions else competitor.older_versions(self.data.output, list(ratings["ratings"]))
-        return board_context(ratings, ratings["tournament"], self.data.forfeits(), running=self.running(),
+        return board_context(ratings, ratings["tournament"], self.data.forfeits(), running=running,
                              rate=self.data.rate(), hidden=hidden)
 
     def games_context(self, request: Request) -> dict[str, Any]:
@@ -254,7 +266,8 @@ def _error(request: Request, status: int, message: str) -> Response:
 
 
 def guarded(handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
-    """Turn the data layer's errors into 400/403/404 answers (one line)."""
+    """Turn the data layer's errors into 400/403/404 answers, and a live read's :class:`LiveBusy` into
+    503 (one line)."""
 
     async def run(request: Request) -> Response:
         try:
@@ -266,6 +279,8 @@ def guarded(handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
             return _error(request, 403, str(e))
         except (NotFound, RecordReplayError) as e:
             return _error(request, 404, str(e))
+        except LiveBusy as e:
+            return _error(request, 503, str(e))
 
     return run
 
@@ -277,16 +292,18 @@ async def index(request: Request) -> Response:
     app: WebApp = request.app.state.web
     if app.record is not None:
         return await viewer_of_file(request)
-    board = await run_in_threadpool(app.board_context, request.query_params.get("versions") == "all")
+    running = await app.running_if_free()
+    board = await run_in_threadpool(app.board_context, running, request.query_params.get("versions") == "all")
     games = await run_in_threadpool(app.games_context, request)
-    running = await run_in_threadpool(held, app.data.output)  # the badge before any script runs
-    return app.page("leaderboard.html", **board, **games, live=running)
+    busy = await run_in_threadpool(held, app.data.output)  # the badge before any script runs
+    return app.page("leaderboard.html", **board, **games, live=busy)
 
 
 async def board_part(request: Request) -> Response:
     app: WebApp = request.app.state.web
     all_versions = request.query_params.get("versions") == "all"
-    return app.page("_board.html", **await run_in_threadpool(app.board_context, all_versions))
+    running = await app.running_if_free()
+    return app.page("_board.html", **await run_in_threadpool(app.board_context, running, all_versions))
 
 
 async def games_part(request: Request) -> Response:
@@ -367,12 +384,12 @@ async def viewer_of_file(request: Request) -> Response:
 
 async def live_list(request: Request) -> Response:
     app: WebApp = request.app.state.web
-    return app.page("live.html", running=await run_in_threadpool(app.running), delay=app.spectator_delay)
+    return app.page("live.html", running=await app.live_reads.run(app.running), delay=app.spectator_delay)
 
 
 async def live_viewer(request: Request) -> Response:
     app: WebApp = request.app.state.web
-    replay = await run_in_threadpool(spectator_replay, app.data, request.path_params["game_id"], app.spectator_delay)
+    replay = await app.live_reads.run(spectator_replay, app.data, request.path_params["game_id"], app.spectator_delay)
     game = {"game_id": request.path_params["game_id"], "reasons": []}
     return app.page("viewer.html", replay=replay, game=game, view=ALL, spectator=True, delay=app.spectator_delay)
 
@@ -412,13 +429,13 @@ async def api_record(request: Request) -> Response:
 
 async def api_live(request: Request) -> Response:
     app: WebApp = request.app.state.web
-    return JSONResponse({"delay_deals": app.spectator_delay, "running": await run_in_threadpool(app.running)})
+    return JSONResponse({"delay_deals": app.spectator_delay, "running": await app.live_reads.run(app.running)})
 
 
 async def api_live_game(request: Request) -> Response:
     app: WebApp = request.app.state.web
     gid = request.path_params["game_id"]
-    return JSONResponse(await run_in_threadpool(spectator_replay, app.data, gid, app.spectator_delay))
+    return JSONResponse(await app.live_reads.run(spectator_replay, app.data, gid, app.spectator_delay))
 
 
 def create_app(

@@ -21,7 +21,9 @@ competitor is revoked, or when it is their oldest of :data:`SESSIONS_EACH` and t
 
 Every answer under ``/me`` says ``Cache-Control: no-store`` (:func:`private`). Only when the output
 folder holds a competition's book (``competition.sqlite``); otherwise 404. Every read of the book and the
-files runs on the server's threads, never the event loop (a slow disk or a busy book stalls no other request).
+files runs on the server's threads, never the event loop; the live files' reads are bounded
+(:mod:`arena.web.livereads`): past the bound ``/me`` shows its running games as not read now and
+``/me/live/...`` answers 503 (one line).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from arena.lobby.tokens import token_digest
 from arena.report import live
 from arena.web.data import WebData
 from arena.web.frames import Replay, replay_frames
+from arena.web.livereads import LiveBusy
 from referee.rules.seats import side_of
 
 #: The session cookie's name.
@@ -151,12 +154,16 @@ class MyPage:
 
 
 async def me(request: Request) -> Response:
-    """``GET /me``: the sign-in form or my page."""
+    """``GET /me``: the sign-in form or my page; its running games read through the live reads' bound
+    (None, shown as not read now, when it stays full)."""
     found = await run_in_threadpool(my_page, request)
     if isinstance(found, Response):
         return found
     web = request.app.state.web
-    running = await run_in_threadpool(my_running, web.data.output, found.entrants, found.blind)
+    try:
+        running = await web.live_reads.run(my_running, web.data.output, found.entrants, found.blind)
+    except LiveBusy:
+        running = None
     return _page(request, 200, **found.ctx, running=running)
 
 
@@ -383,13 +390,17 @@ def my_running(output: Path, entrants: set[str], blind: bool) -> list[dict[str, 
 
 async def live_seat(request: Request) -> Response:
     """``GET /me/live/{game_id}/{seat}``: my seat's view of a running game (what my bot sees, up to the
-    deal under way; reload for more); another's seat 403, no session 401, no such game 404."""
+    deal under way; reload for more); another's seat 403, no session 401, no such game 404, 503 when the
+    live reads' bound stays full (:data:`arena.web.livereads.BUSY`)."""
     entrants = await run_in_threadpool(_signed_in_entrants, request)
     if isinstance(entrants, Response):
         return entrants
     web = request.app.state.web
     game_id, seat = request.path_params["game_id"], int(request.path_params["seat"])
-    seen = await run_in_threadpool(seat_view, web.data, game_id, seat, entrants)
+    try:
+        seen = await web.live_reads.run(seat_view, web.data, game_id, seat, entrants)
+    except LiveBusy as e:
+        return Response(f"{e}\n", status_code=503, media_type="text/plain")
     if isinstance(seen, Response):
         return seen
     replay, mine = seen
@@ -399,8 +410,8 @@ async def live_seat(request: Request) -> Response:
 
 def seat_view(data: WebData, game_id: str, seat: int, entrants: set[str]) -> tuple[Replay, list[int]] | Response:
     """My ``seat``'s replay of the running game a page calls ``game_id`` and my seats in it (its "view:" links
-    go to my seats' pages only), or the answer: 404 no such game, 403 not my seat. Reads the live files: call
-    it off the event loop."""
+    go to my seats' pages only), or the answer: 404 no such game, 403 not my seat. Reads the live files:
+    call it through the live reads' bound."""
     blind = data.blind()  # blind: my seats' names only (no opponent's), the game's id hidden
     found = live.find_running(data.output, game_id, blind)
     if found is None:

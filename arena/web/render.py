@@ -94,7 +94,7 @@ def board_context(
     ratings: RatingTable,
     facts: TournamentFacts,
     forfeits: Mapping[str, Mapping[str, int]],
-    running: Sequence[Mapping[str, Any]] = (),
+    running: Sequence[Mapping[str, Any]] | None = (),
     rate: float | None = None,
     hidden: Collection[str] = (),
 ) -> dict[str, Any]:
@@ -103,7 +103,8 @@ def board_context(
     played, master seed; and when published: failures, sprt, precision; ``left_out``: the bots ``arena serve``
     leaves out, with why, its "Left out" table; ``waiting``: the remote bots whose games wait for their first
     worker, marked "waiting for its workers"), the ``forfeits`` (:func:`forfeits_by_bot`
-    of the games.jsonl rows), and for a live league the ``running`` games and ``rate`` (games a second).
+    of the games.jsonl rows), and for a live league the ``running`` games (None: not read now, too many reads
+    of running games at once: :mod:`arena.web.livereads`) and ``rate`` (games a second).
     ``hidden``: entrants left out of the tables, the charts, the failures and the forfeits (a
     competition's older versions, unless asked for)."""
     names = [n for n in ratings["ratings"] if n not in hidden]
@@ -131,7 +132,7 @@ def board_context(
         "failures": failures,
         "forfeits": {bot: kinds for bot, kinds in forfeits.items() if bot not in hidden},
         "rate": rate,
-        "running": list(running),
+        "running": None if running is None else list(running),
         "hidden": len(hidden),
         "waiting": [w for w in facts.get("waiting", []) if w not in hidden],
     }
