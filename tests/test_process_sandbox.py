@@ -563,6 +563,81 @@ def test_a_workers_socket_folder_is_its_own_and_goes_with_it(tmp_path: Path) -> 
         loop.close()
 
 
+def test_a_worker_whose_sockets_cannot_be_made_is_a_death_not_the_pools_end(tmp_path: Path) -> None:
+    """A worker's restart makes a socket folder and binds two servers (``Jail.for_process``); when that
+    fails (a bind refused, ``/tmp`` cleaned under a long run) the restart is one more death of the
+    bot, said and counted until it is broken, and the half-made folder's servers are stopped and the
+    folder removed. Before, the error ended the pool's watcher thread: nothing restarted, the bot was
+    never declared broken, and the folder stayed."""
+    from arena.config import BotSpec
+    from arena.hosting.jail import Jail
+    from arena.hosting.workers.kind import WorkerContext
+    from arena.hosting.workers.local import LocalWorkers
+    from arena.lobby.service import Lobby
+    from arena.lobby.tokens import TokenBook
+
+    jail = Jail.open()
+    bound: list[Path] = []
+    unlistened: list[Path] = []
+
+    def listen(folder: Path) -> None:
+        bound.append(folder)
+        if len(bound) > 1:
+            raise RuntimeError(f"could not bind unix:{folder}/lobby.sock")
+
+    jail.on_bot_folder(listen, "t", unlistened.append)
+    loop = asyncio.new_event_loop()  # the lobby's, never run: its worker never dials it
+    events: list[str] = []
+    ctx = WorkerContext(Lobby("t", TokenBook(), loop=loop), tmp_path / "logs", str(tmp_path), (), (),
+                        lambda: None, jail=jail, on_event=events.append)
+    pool = LocalWorkers(BotSpec("dying", "1", (sys.executable, "-c", "raise SystemExit(3)"), cwd=str(tmp_path),
+                                mode="worker"), 1)
+    try:
+        pool.start(ctx)
+        for _ in range(1200):  # three deaths, 0.5 s and 1 s apart; at most 120 s on a busy machine
+            if pool.broken:
+                break
+            time.sleep(0.1)
+        assert pool.broken and "could not get its sockets" in pool.broken, (pool.broken, events)
+        assert len(bound) >= 2 and sorted(unlistened) == sorted(bound), (bound, unlistened)
+        assert list(jail.sockets.iterdir()) == [], "a half-made socket folder was left"
+    finally:
+        pool.stop()
+        jail.close()
+        loop.close()
+
+
+def test_a_socket_folders_name_tells_a_bot_nothing_and_every_server_there_stops(tmp_path: Path) -> None:
+    """A bot reads its socket folder's host path in ``/proc/self/mountinfo``. Named from the bot's name
+    and a run-wide count of processes, it told a bot how many processes of every bot the run had
+    started (another bot's restarts, a signal); now the name is random. And giving a folder up stops
+    every server there though one fails to stop, and removes the folder: the first failure stopped
+    the rest, and left the folder."""
+    import hashlib
+
+    from arena.hosting.jail import Jail
+
+    jail = Jail.open()
+    stopped: list[str] = []
+
+    def failing(folder: Path) -> None:
+        stopped.append("first")
+        raise RuntimeError("the first server would not stop")
+
+    jail.on_bot_folder(lambda folder: None, "a", failing)
+    jail.on_bot_folder(lambda folder: None, "b", lambda folder: stopped.append("second"))
+    try:
+        sandboxes = [jail.for_process("bot") for _ in range(4)]
+        guesses = {hashlib.sha256(f"bot\0{n}".encode()).hexdigest()[:16] for n in range(1000)}
+        guesses.add(hashlib.sha256(b"bot").hexdigest()[:16])
+        assert not {s.sockets.name for s in sandboxes} & guesses, "a folder's name is made of the bot's name"
+        with pytest.raises(RuntimeError, match="would not stop"):
+            jail.release(sandboxes[0])
+        assert stopped == ["first", "second"] and not sandboxes[0].sockets.exists(), stopped
+    finally:
+        jail.close()
+
+
 def test_a_sandboxed_bot_sees_a_fixed_view_of_the_hosts_counters(tmp_path: Path) -> None:
     """``--proc /proc`` gave a bot its own processes but the whole host's counters: free memory, the
     load, every CPU's time, open files (``/proc/meminfo``, ``loadavg``, ``stat``, ``/proc/sys/fs/file-nr``…).

@@ -27,7 +27,8 @@ default) is started as ``bwrap [options] -- ARGV`` (:meth:`Jail.wrap`), inside t
   (:meth:`Jail.for_process`, given up with :meth:`Jail.release` when its game ends or the worker
   exits or is stopped: two processes of a bot at once, partners or a pair's twins, whether per-game
   seats or workers, could pass each other bits through the counts a shared socket's server keeps), in
-  a folder of the run (``<sockets>/<hash of the bot's name and the process's number>/``) bound at
+  a folder of the run (``<sockets>/<16 random hex digits>/``: a name made of the bot's name and a count
+  told a bot, through its ``/proc/self/mountinfo``, how many processes the run had started) bound at
   :data:`SOCKET_DIR` inside, so the bot is told ``ALLFOURS_REFEREE=unix:/run/allfours/referee.sock``
   and ``ALLFOURS_LOBBY=unix:/run/allfours/lobby.sock``. Each process's sockets are served by servers
   of their own (``RefereeServer.listen_unix``, ``Lobby.listen_unix``): a unix peer has no address, so
@@ -56,9 +57,9 @@ A missing ``bwrap`` is :class:`JailError` with one line naming the package (:fun
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -260,9 +261,22 @@ class Jail:
                 return
             del self._bots[key]
             unlisteners = list(self._unlisteners)
+        self._unlisten(jail.sockets, unlisteners)
+
+    @staticmethod
+    def _unlisten(folder: Path, unlisteners: Sequence[Callable[[Path], None]]) -> None:
+        """Every ``unlisten(folder)``, even after one fails, then ``folder`` removed.
+
+        :raises Exception: the first failure, once all were tried."""
+        failed: Exception | None = None
         for unlisten in unlisteners:
-            unlisten(jail.sockets)
-        shutil.rmtree(jail.sockets, ignore_errors=True)
+            try:
+                unlisten(folder)
+            except Exception as e:  # the others still stop, the folder still goes
+                failed = failed or e
+        shutil.rmtree(folder, ignore_errors=True)
+        if failed is not None:
+            raise failed
 
     def for_bot(self, name: str, tmpfs_mb: int = TMPFS_MB) -> Jail:
         """The sandbox of bot ``name``'s processes: this one with the bot's own socket folder (made, and
@@ -274,10 +288,17 @@ class Jail:
         with self._lock:
             folder = self._bots.get(name)
             if folder is None:
-                folder = self.sockets / hashlib.sha256(name.encode()).hexdigest()[:16]
+                # a random name, not one made of the bot's name (and a process's number): a bot reads its
+                # folder's host path in /proc/self/mountinfo, and a run-wide count told it how many processes
+                # of every bot the run had started (one bot's restarts a signal to another)
+                folder = self.sockets / secrets.token_hex(8)
                 folder.mkdir(mode=0o700)
-                for listen in self._listeners:
-                    listen(folder)
+                try:
+                    for listen in self._listeners:
+                        listen(folder)
+                except BaseException:  # the servers already bound there stop, the folder goes
+                    self._unlisten(folder, list(self._unlisteners))
+                    raise
                 self._bots[name] = folder
         return Jail(self.bwrap, folder, self.runtime, tmpfs_mb)
 

@@ -199,7 +199,13 @@ class LocalWorkers:
         argv = expand_command(self.bot, {"python": sys.executable, "config_dir": ctx.config_dir})
         # sockets of its own, not its bot's: two workers of one bot seated as partners could pass each other
         # bits through the counts a shared socket's server keeps (Jail.for_process); given up when it ends
-        jail = ctx.jail.for_process(self.bot.name, self.bot.limits.tmpfs_mb) if self.bot.jailed and ctx.jail else None
+        try:
+            jail = (ctx.jail.for_process(self.bot.name, self.bot.limits.tmpfs_mb)
+                    if self.bot.jailed and ctx.jail else None)
+        except (OSError, RuntimeError) as e:  # its sockets (a folder, two servers) could not be made: a death
+            ctx.lobby.tokens.revoke(slot.digest)
+            self._died(slot, f"could not get its sockets: {e}")
+            return
         slot.jail = jail
         if jail is not None:  # the lobby's unix socket (plaintext, on this machine); no arena pid in its pid namespace
             env = worker_environment(self.bot, jail.lobby_inside(), token, ctx.secret_names, ctx.secret_values)
@@ -225,9 +231,12 @@ class LocalWorkers:
         """Give up the socket folder of ``slot``'s process, gone now (``Jail.release``: its referee and
         lobby servers stop, the folder is removed); nothing for an unsandboxed one."""
         ctx = self._ctx
-        if slot.jail is not None and ctx is not None and ctx.jail is not None:
-            ctx.jail.release(slot.jail)
-        slot.jail = None
+        jail, slot.jail = slot.jail, None
+        if jail is not None and ctx is not None and ctx.jail is not None:
+            try:
+                ctx.jail.release(jail)
+            except (OSError, RuntimeError) as e:  # said, not raised: the watcher thread and stop() go on
+                ctx.on_event(f"bot {self.bot.name} worker{slot.index}: its sockets were not all stopped: {e}")
 
     def _died(self, slot: Slot, what: str) -> None:
         """Count a death; restart later, or declare the bot broken."""
