@@ -126,19 +126,25 @@ IGNORE_INTERRUPTS = ("import os, signal, sys; signal.signal(signal.SIGINT, signa
                      "os.execvp(sys.argv[1], sys.argv[1:])")
 
 
-@pytest.mark.parametrize(("sent", "interrupts"), [
-    pytest.param(signal.SIGINT, "default", id="SIGINT"),
-    pytest.param(signal.SIGTERM, "default", id="SIGTERM"),
-    pytest.param(signal.SIGTERM, "ignored", id="SIGTERM-interrupts-ignored"),
+@pytest.mark.parametrize(("sent", "interrupts", "to_group"), [
+    pytest.param(signal.SIGINT, "default", False, id="SIGINT"),
+    pytest.param(signal.SIGTERM, "default", False, id="SIGTERM"),
+    pytest.param(signal.SIGHUP, "default", False, id="SIGHUP"),
+    pytest.param(signal.SIGTERM, "ignored", False, id="SIGTERM-interrupts-ignored"),
+    pytest.param(signal.SIGKILL, "default", True, id="SIGKILL-to-its-group"),
 ])
-def test_a_signal_to_the_script_ends_both_halves(tmp_path: Path, sent: signal.Signals, interrupts: str) -> None:
-    """Ctrl-C (SIGINT) or a cancelled CI step (SIGTERM) to the script ends both pytest halves and fails the
-    script: a script's background jobs ignore SIGINT, so both halves ran on after the script was interrupted.
-    With SIGINT at its default each half is handed SIGINT and ends as pytest does on Ctrl-C (its fixtures'
-    cleanup run). A script started with SIGINT ignored (the landing CI: its halves ignore it too, and bash can
-    change neither) hands SIGTERM on as SIGTERM; before, it handed on SIGINT, which they ignored, and the
-    script waited on them for ever. The script is started with its signals set as the case says, not as
-    this test's runner inherited them (under the landing CI this test's SIGINT did nothing and timed out)."""
+def test_a_signal_to_the_script_ends_both_halves(tmp_path: Path, sent: signal.Signals, interrupts: str,
+                                                 to_group: bool) -> None:
+    """Ctrl-C (SIGINT), a cancelled CI step (SIGTERM), a closed terminal (SIGHUP) or a runner's kill of the
+    script's process group (SIGKILL) ends both pytest halves as pytest ends on Ctrl-C (its fixtures' cleanup run,
+    "KeyboardInterrupt" said by each) and fails the script: a script's background jobs ignore SIGINT, so both
+    halves ran on after the script was interrupted. A script started with SIGINT ignored (the landing CI: its
+    halves ignore it too, and bash can change neither) hands SIGTERM on, which each half takes as Ctrl-C; before,
+    it handed on SIGINT, which they ignored, and the script waited on them for ever, and then SIGTERM, which ended
+    them without their cleanup. The halves are in process groups of their own, so SIGHUP (not handed on) and
+    SIGKILL of the script's group (which cannot be) left both running; each half now ends itself once the script
+    is gone. The script is started with its signals set as the case says, not as this test's runner inherited
+    them (under the landing CI this test's SIGINT did nothing and timed out)."""
     started = tmp_path / "started"
     started.mkdir()
     module = tmp_path / "test_slow_halves.py"
@@ -155,15 +161,17 @@ def test_a_signal_to_the_script_ends_both_halves(tmp_path: Path, sent: signal.Si
         while sorted(p.name for p in started.iterdir()) != ["docker", "host"]:  # both halves are in their test
             assert time.monotonic() < deadline and script.poll() is None, "the halves did not start"
             time.sleep(0.2)
-        script.send_signal(sent)
+        if to_group:
+            os.killpg(script.pid, sent)
+        else:
+            script.send_signal(sent)
         out, _ = script.communicate(timeout=120)
         assert script.returncode != 0, out
         deadline = time.monotonic() + 30
         while _session(script.pid):
             assert time.monotonic() < deadline, f"still running: {_commands(_session(script.pid))}\n{out}"
             time.sleep(0.2)
-        if interrupts == "default":
-            assert out.count("KeyboardInterrupt") >= 2, out  # each half ended as pytest does on Ctrl-C, said so
+        assert out.count("KeyboardInterrupt") >= 2, out  # each half ended as pytest does on Ctrl-C, said so
     finally:
         for pid in _session(script.pid):  # a timed-out or failed case leaves nothing behind either
             with contextlib.suppress(ProcessLookupError):
@@ -171,6 +179,48 @@ def test_a_signal_to_the_script_ends_both_halves(tmp_path: Path, sent: signal.Si
         if script.poll() is None:
             script.kill()
         script.wait(30)
+
+
+@pytest.mark.parametrize("delay_s", [0.0, 0.02, 0.05, 0.1, 0.2, 0.4])
+def test_a_signal_as_the_script_starts_leaves_nothing_running(tmp_path: Path, delay_s: float) -> None:
+    """SIGTERM whenever it comes as the script starts its halves: nothing is left running. The trap was set once
+    both halves had started, so a signal between the two starts ended the script (its default action) and left
+    the first half, in a process group of its own, running. Each case sends it after another short wait."""
+    started = tmp_path / "started"
+    started.mkdir()
+    module = tmp_path / "test_slow_halves.py"
+    module.write_text(SLOW_HALVES.format(started=str(started)))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    script = subprocess.Popen(default_signals(["bash", str(ROOT / "scripts/test.sh"), str(module), "-s"]),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                              start_new_session=True)
+    try:
+        time.sleep(delay_s)
+        script.send_signal(signal.SIGTERM)
+        out, _ = script.communicate(timeout=120)
+        assert script.returncode != 0, out
+        deadline = time.monotonic() + 30
+        while _session(script.pid):
+            assert time.monotonic() < deadline, f"still running: {_commands(_session(script.pid))}\n{out}"
+            time.sleep(0.2)
+    finally:
+        for pid in _session(script.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if script.poll() is None:
+            script.kill()
+        script.wait(30)
+
+
+def test_a_mark_expression_among_the_arguments_is_refused(tmp_path: Path) -> None:
+    """``-m`` is the halves' own: given to the script, it replaced each half's expression, and every test it
+    selected ran in both halves at once. Now it is one line of error and exit status 2, before any test runs."""
+    for given in (["-m", "docker"], ["-mdocker"]):
+        done = subprocess.run(["bash", str(ROOT / "scripts/test.sh"), str(tmp_path), *given], capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 2 and done.stdout == "", (given, done.stdout, done.stderr)
+        assert done.stderr.strip().splitlines() == [
+            "scripts/test.sh: -m is the halves' own (docker / not docker): select tests with -k or files"], done.stderr
 
 
 def _session(sid: int) -> list[int]:
