@@ -462,6 +462,8 @@ class Lobby:
             raise _Refusal(grpc.StatusCode.UNAUTHENTICATED, REMOTE_TOKEN_ON_GATEWAY)
         digest = token_digest(reg.token)
         with self._lock:
+            if not self.tokens.valid(digest):  # revoked since bot_for: drop_revoked (under this lock) may have run
+                raise _Refusal(grpc.StatusCode.UNAUTHENTICATED, "unknown or revoked bot token")
             if self.tokens.issued(reg.token) and any(w.digest == digest for w in self._workers.values()):
                 raise _Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, ONE_WORKER_A_PROCESS)
             if sum(w.bot == bot for w in self._workers.values()) >= MAX_WORKERS_PER_BOT:

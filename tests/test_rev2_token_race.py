@@ -1,0 +1,77 @@
+"""Review repro: a worker whose token is revoked between its Register's token look-up and its being listed
+survives the token watcher for good (the watcher drops workers only when a sync changed something)."""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import grpc
+
+from allfours.v1 import lobby_pb2_grpc as lpb_grpc
+from arena.lobby.service import Lobby
+from arena.lobby.setup import TOKEN_POLL_S, LobbySetup
+from arena.lobby.tokens import TokenBook, new_token, token_digest
+from arena.tournament.store import Store
+from tests.test_arena_lobby import register
+
+
+def test_a_worker_registering_as_its_token_is_revoked_is_dropped(tmp_path: Path) -> None:
+    book = TokenBook()
+    lob = Lobby("t", book)
+    lob.start()
+    setup = LobbySetup(lob, {})
+    notes: list[str] = []
+    synced = threading.Event()
+    token, bot = new_token(), "far@1"
+    store = Store(tmp_path / "arena.sqlite")
+    book.tell(bot, token_digest(token), lambda: store.add_token(bot, token_digest(token)))
+    bot_for = book.bot_for
+    raced = threading.Event()
+
+    def late_bot_for(tok: str) -> str | None:
+        found = bot_for(tok)
+        if tok == token and not raced.is_set():  # looked up valid; revoked now, before the worker is listed
+            raced.set()
+            with Store(tmp_path / "arena.sqlite") as other:  # as `arena token --revoke`
+                other.revoke_tokens(bot)
+            assert synced.wait(30)  # the watcher took the revocation (and dropped nobody: not listed yet)
+        return found
+
+    book.bot_for = late_bot_for  # type: ignore[method-assign]
+
+    def note(line: str) -> None:
+        notes.append(line)
+        synced.set()
+
+    setup.watch_tokens(store.path, note)
+    stop = threading.Event()
+    ended = threading.Event()
+
+    def requests():
+        yield register(token, bot)
+        stop.wait(60)
+
+    def stream() -> None:
+        with grpc.insecure_channel(lob.address) as ch:
+            try:
+                for _ in lpb_grpc.LobbyServiceStub(ch).Connect(requests(), timeout=60):
+                    pass
+            except grpc.RpcError:
+                pass
+        ended.set()
+
+    t = threading.Thread(target=stream, daemon=True)
+    t.start()
+    try:
+        assert raced.wait(30)
+        time.sleep(5 * TOKEN_POLL_S)  # five more looks of the watcher
+        with lob._lock:
+            left = [w for w in lob._workers.values() if w.bot == bot]
+        assert not book.valid(token_digest(token))
+        assert not left and ended.is_set(), f"revoked token's worker still connected: {left}, notes {notes}"
+    finally:
+        stop.set()
+        setup.stop()
+        store.close()
+        t.join(30)
