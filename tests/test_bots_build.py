@@ -64,6 +64,19 @@ def test_a_node_entry_must_be_a_file_inside_the_folder(tmp_path: Path) -> None:
     assert plan_build(tmp_path, "a", "1", "./bot.js").entry == "./bot.js"
 
 
+def test_a_node_entry_over_path_max_in_short_parts_is_refused_in_one_line(tmp_path: Path) -> None:
+    """A package.json "main" of many one-byte parts, over PATH_MAX in all (each part under the 255-byte name limit,
+    inside the folder), raised OSError (File name too long) out of plan_build, naming the server's path: the
+    competition took it as the arena's fault, forgave the upload's count (refused_per_day) and told the
+    competitor the path; an upload unpacked in full again and again, in no limit."""
+    import json
+
+    (tmp_path / "package.json").write_text(json.dumps({"main": "a/" * 2100 + "x.js"}))
+    with pytest.raises(BuildError, match="a file inside the folder") as e:
+        plan_build(tmp_path, "a", "1")
+    assert str(tmp_path) not in str(e.value)
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

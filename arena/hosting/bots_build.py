@@ -100,6 +100,8 @@ def _inside(folder: Path, entry: str) -> bool:
         return False
     if any(len(part.encode("utf-8", "surrogateescape")) > 255 for part in entry.split("/")):
         return False  # no file has such a name (the file system's own refusal would name the server's path)
+    if len(str(folder.resolve() / entry).encode("utf-8", "surrogateescape")) >= 4096:
+        return False  # nor a path over PATH_MAX in short parts (a stat of it raises ENAMETOOLONG, naming it)
     root = folder.resolve()
     try:
         return root in (folder / entry).resolve().parents
