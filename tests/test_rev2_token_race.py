@@ -75,3 +75,30 @@ def test_a_worker_registering_as_its_token_is_revoked_is_dropped(tmp_path: Path)
         setup.stop()
         store.close()
         t.join(30)
+
+
+
+def test_an_entry_retired_before_the_reload_that_drops_it_has_its_token_refused(tmp_path: Path) -> None:
+    """erin registers a remote entry and, before the league reloads, a newer one that retires it (in_play 1). The
+    reload's config (read after the retirement) has only the new one. The old one's token was told since the
+    last reload, so it was carried as "too late for this config" and stayed accepted until the next reload
+    (which a quiet competition may not see for days): its worker registered, held lobby slots. Now a bot told
+    before the reload read its config, and not in it, has left: its token goes."""
+    from arena.config import load_config
+    from tests.test_arena_lobby import _league, connect, refusal
+
+    league, desk, cfg = _league(tmp_path)
+    league.grow = desk.grow  # as open_competition hooks them
+    try:
+        league.open(load_config(cfg))  # as arena serve opens: the lobby on the league's token book
+        assert league.setup is not None
+        old, old_token = desk.register_remote("erin", "erinbot", "next")
+        new, new_token = desk.register_remote("erin", "erinbot", "next")  # in_play 1: the old one retires
+        league.open(load_config(cfg))  # the reload (a new entry's, or SIGHUP): its config drops the retired one
+        lob = league.setup.lobby
+        assert connect(lob, register(new_token, new.entrant))[0].WhichOneof("msg") == "registered"
+        assert refusal(lob, register(old_token, old.entrant)) == (grpc.StatusCode.UNAUTHENTICATED,
+                                                                 "unknown or revoked bot token")
+    finally:
+        league.close()
+        desk.book.close()

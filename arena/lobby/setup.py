@@ -45,7 +45,7 @@ class LobbySetup:
     _watching: threading.Event | None = None  # set: the token watcher stops (watch_tokens)
     _watcher: threading.Thread | None = None
 
-    def update(self, config: TournamentConfig, store: Store) -> None:
+    def update(self, config: TournamentConfig, store: Store, since: int | None = None) -> None:
         """After a config reload: stop the workers of bots that left or changed, start those of new or
         changed bots, and read the remote bots' tokens again."""
         assert self.ctx is not None
@@ -59,14 +59,16 @@ class LobbySetup:
                 self.kinds[name] = make_worker_kind(bot, config.players, config.concurrency, self.sandbox,
                                                     self.lobby.address)
                 self.kinds[name].start(self.ctx)
-        self.reload_tokens(config, store)
+        self.reload_tokens(config, store, since)
 
-    def reload_tokens(self, config: TournamentConfig, store: Store) -> None:
+    def reload_tokens(self, config: TournamentConfig, store: Store, since: int | None = None) -> None:
         """Accept exactly the valid stored tokens of the config's remote bots (after ``arena token`` made or
         revoked one), and of the bots told a token since the last reload (a competition's entry registered
         since, :meth:`TokenBook.tell`, perhaps not yet in this config); every other remote bot's tokens go
-        (an entry retired or withdrawn); workers of a token gone are disconnected (:meth:`TokenBook.sync`)."""
-        self.lobby.tokens.sync(store.token_digests, [b.name for b in config.bots if b.mode == "remote"])
+        (an entry retired or withdrawn); workers of a token gone are disconnected (:meth:`TokenBook.sync`).
+        ``since``: :meth:`TokenBook.mark` taken before ``config`` was read (a bot told before it and not in
+        ``config`` left; None: every bot told since the last reload is kept until the next)."""
+        self.lobby.tokens.sync(store.token_digests, [b.name for b in config.bots if b.mode == "remote"], since)
         self.lobby.drop_revoked()
 
     def watch_tokens(self, path: Path, note: Callable[[str], None]) -> None:

@@ -58,8 +58,10 @@ class TokenBook:
         self._store_lock = threading.Lock()
         #: The remote bots the config named at the last reload (a :meth:`sync` given ``named``).
         self._named: frozenset[str] = frozenset()
-        #: The bots :meth:`tell` gave a token since the last reload (their entries not yet in a config).
-        self._told: set[str] = set()
+        #: The bots :meth:`tell` gave a token since the last reload (their entries not yet in a config) -> the
+        #: tell's number (:meth:`mark`).
+        self._told: dict[str, int] = {}
+        self._tells = 0  # tells so far (:meth:`mark`)
         #: The bots told before the last reload and not named by it: accepted until the next reload.
         self._carried: frozenset[str] = frozenset()
 
@@ -92,9 +94,17 @@ class TokenBook:
             keep()
             with self._lock:
                 self._by_digest[digest] = bot
-                self._told.add(bot)
+                self._tells += 1
+                self._told[bot] = self._tells
 
-    def sync(self, read: Callable[[], Mapping[str, Sequence[str]]], named: Collection[str] | None = None) -> bool:
+    def mark(self) -> int:
+        """The tells so far: given to :meth:`sync` as ``since`` by a reload that read its config after this call,
+        so a bot told before it and not named by that config has left (a retired or withdrawn entry)."""
+        with self._lock:
+            return self._tells
+
+    def sync(self, read: Callable[[], Mapping[str, Sequence[str]]], named: Collection[str] | None = None,
+             since: int | None = None) -> bool:
         """Accept exactly the valid stored tokens (``read()``: the store's digests per bot) of the remote bots
         this book accepts, every other remote token dropped; returns whether a remote token was accepted or
         dropped. One step against :meth:`tell` (the class docstring).
@@ -102,15 +112,18 @@ class TokenBook:
         With ``named`` (a reload: its config's remote bots) the bots accepted are those and the ones told
         since the last reload (their entries may have come too late for this config), until the next reload:
         so an entry that retired or was withdrawn, or a bot the host took out of the config, has its tokens
-        dropped at the first reload whose config was read after it left. Without (the store looked at
+        dropped at the first reload whose config was read after it left: with ``since`` (:meth:`mark`, taken
+        before that config was read) a bot told before it and not ``named`` left then (an entry retired before
+        the reload, its token told since the last one), and only those told after it are carried. Without (the store looked at
         between reloads: a token revoked or made meanwhile), the same bots as at the last reload, and the
         ones told since."""
         with self._store_lock:
             stored = read()
             with self._lock:
-                if named is not None:
-                    self._named, self._carried, self._told = frozenset(named), frozenset(self._told), set()
-                bots = self._named | self._carried | self._told
+                if named is not None:  # carried: told after the config was read (``since``, :meth:`mark`)
+                    carried = {b for b, n in self._told.items() if since is None or n > since}
+                    self._named, self._carried, self._told = frozenset(named), frozenset(carried), {}
+                bots = self._named | self._carried | set(self._told)
                 own = {d: b for d, b in self._by_digest.items() if d in self._issued}
                 remote = {d: bot for bot in bots for d in stored.get(bot, ())}
                 changed = remote != {d: b for d, b in self._by_digest.items() if d not in self._issued}

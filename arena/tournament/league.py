@@ -200,6 +200,7 @@ class League:
         """
         from arena.lobby.setup import open_lobby
 
+        told = self.tokens.mark()  # before the book is read: an entry told before and not in ``config`` left
         if self.grow is not None:
             config = self.grow(config)
         t = open_tournament(config, self.output)
@@ -221,7 +222,7 @@ class League:
                 self._note(f"lobby: {self.setup.lobby.address}" + (f", competitors and remote workers at {remote}"
                                                                     if remote else ""))
             else:
-                self.setup.update(config, t.store)
+                self.setup.update(config, t.store, told)
             self.runner.attach_lobby(self.setup.lobby, self.setup.kinds)
         if config.ladder is not None:
             from arena.formats.ladder_run import LadderRun
