@@ -269,12 +269,12 @@ class Desk:
             raise Refused("exists", str(e)) from None
         token = new_token()
 
-        def keep() -> None:
+        def keep() -> None:  # accepted in the same step: a reload that read the book after the tell names it
             with Store(self.output / DB_NAME) as store:
                 store.add_token(sub.entrant, token_digest(token))
+            self.book.set_status(sub.id, "accepted")
 
         self.keep_token(sub.entrant, token_digest(token), keep)
-        self.book.set_status(sub.id, "accepted")
         if self.book.retire_over(competitor, self.settings.in_play):
             # a retired folder bot's unpacked files: nothing needs them now. The registration stands if they
             # cannot be removed (its token is only told here; the build queue's next prune tries again, and says so)
