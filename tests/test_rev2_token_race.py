@@ -102,3 +102,35 @@ def test_an_entry_retired_before_the_reload_that_drops_it_has_its_token_refused(
     finally:
         league.close()
         desk.book.close()
+
+
+def test_the_token_watcher_outlives_a_store_of_another_schema(tmp_path: Path) -> None:
+    """The store's file replaced by one of another storage schema (SchemaMismatch, no sqlite3.Error nor OSError)
+    ended the watcher's thread with a traceback and no line: the tokens were never looked at again. It says so
+    in one line and looks again; once the file is a store again, a token revoked there is refused."""
+    import sqlite3
+
+    path = tmp_path / "arena.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+    db.execute("INSERT INTO meta VALUES ('schema', '999')")
+    db.commit()
+    db.close()
+    book = TokenBook()
+    lob = Lobby("t", book)
+    lob.start()
+    setup = LobbySetup(lob, {})
+    notes: list[str] = []
+    said = threading.Event()
+
+    def note(line: str) -> None:
+        notes.append(line)
+        said.set()
+
+    setup.watch_tokens(path, note)
+    try:
+        assert said.wait(30) and "could not be read" in notes[0], notes
+        assert setup._watcher is not None and setup._watcher.is_alive()
+    finally:
+        setup.stop()
+        lob.stop()

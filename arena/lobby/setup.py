@@ -28,7 +28,7 @@ from arena.hosting.workers import make_worker_kind
 from arena.hosting.workers.kind import WorkerContext, WorkerKind
 from arena.lobby.service import Lobby
 from arena.lobby.tokens import TokenBook
-from arena.tournament.store import Store
+from arena.tournament.store import StorageError, Store
 
 #: Seconds between two looks of a running lobby at the store's remote tokens (:meth:`LobbySetup.watch_tokens`).
 TOKEN_POLL_S = 1.0
@@ -92,7 +92,7 @@ class LobbySetup:
                             note("remote bots' tokens changed in the store: taken" + (
                                 f"; {dropped} worker(s) of a revoked token dropped" if dropped else ""))
                         failing = False
-                    except (sqlite3.Error, OSError) as e:  # busy, or the folder moved: look again
+                    except (sqlite3.Error, OSError, StorageError) as e:  # busy, moved, replaced: look again
                         if not failing:
                             note(f"the store's remote tokens could not be read ({e}); looking again every "
                                  f"{TOKEN_POLL_S:g} s")
