@@ -49,3 +49,28 @@ def test_an_upload_whose_entry_path_is_too_long_counts_as_refused(tmp_path: Path
     print(codes)
     assert codes[-1][0] == grpc.StatusCode.RESOURCE_EXHAUSTED, codes  # the limit reached: refused at the header
     assert _refusals(tmp_path)[0] == 2, codes
+
+
+def test_an_upload_the_arena_fails_to_take_in_names_no_server_path(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure of the arena's own as it takes an upload in (a full disk: OSError naming the submission's folder)
+    reached the competitor as gRPC's UNKNOWN "Unexpected <class 'OSError'>: ... '/srv/.../incoming-…'": the
+    server's paths. Now INTERNAL with one line that names none (the cause logged), and the upload not counted."""
+    from arena.competition.desk import Desk
+
+    def full(self: Desk, archive: object, incoming: Path, *_: object) -> tuple[str, str]:
+        raise OSError(28, "No space left on device", str(incoming / "bot" / "pad.bin"))
+
+    monkeypatch.setattr(Desk, "_take", full)
+    served = _Served(tmp_path, refused_per_day=2)
+    data = _node_archive()
+    header = spb.SubmitRequest(header=spb.SubmitHeader(name="evebot", version="next", kind=spb.SUBMISSION_KIND_NODE))
+    try:
+        with grpc.insecure_channel(served.address) as channel, pytest.raises(grpc.RpcError) as e:
+            spb_grpc.SubmissionServiceStub(channel).Submit(iter([header, spb.SubmitRequest(chunk=data[:1000])]),
+                                                           metadata=served.meta, timeout=WAIT_S)
+    finally:
+        served.stop()
+    assert e.value.code() == grpc.StatusCode.INTERNAL, (e.value.code(), e.value.details())
+    assert str(tmp_path) not in (e.value.details() or "") and service.ARENA_FAULT == e.value.details()
+    assert _refusals(tmp_path) == (0, 0)

@@ -30,6 +30,7 @@ import time
 from typing import IO, Any, NoReturn
 
 import grpc
+import structlog
 
 from allfours.v1 import submission_pb2 as spb
 from allfours.v1 import submission_pb2_grpc as spb_grpc
@@ -38,6 +39,12 @@ from arena.competition.desk import Desk, Header, Refused
 from arena.competition.games import NotYours, my_games, seat_log
 from arena.competition.intake import IntakeError, check_upload, withdrawable
 from referee.streams import Undecodable, add_service, decoded
+
+log = structlog.get_logger("arena.competition.service")
+
+#: What a competitor is told of an upload the arena failed to take in by its own fault (the cause is logged, not
+#: sent: it names the server's paths).
+ARENA_FAULT = "the arena could not take your upload in (its fault, not counted against you): try again later"
 
 #: The metadata key of the competitor's token (``Bearer TOKEN``).
 AUTH_KEY = "authorization"
@@ -175,6 +182,10 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
             raise
         except Refused as e:
             await self._refuse(context, e)
+        except Exception as e:  # the arena's fault (forgiven by the desk): its cause stays on the server
+            log.error("upload_failed", competitor=competitor, error=f"{type(e).__name__}: {e}")
+            await context.abort(grpc.StatusCode.INTERNAL, ARENA_FAULT)
+            raise AssertionError("abort returned") from None  # pragma: no cover
 
     async def _spool(self, request_iterator: Any, context: grpc.aio.ServicerContext, header: Header,
                      spool: IO[bytes]) -> None:
