@@ -72,5 +72,5 @@ def test_an_upload_the_arena_fails_to_take_in_names_no_server_path(tmp_path: Pat
     finally:
         served.stop()
     assert e.value.code() == grpc.StatusCode.INTERNAL, (e.value.code(), e.value.details())
-    assert str(tmp_path) not in (e.value.details() or "") and service.ARENA_FAULT == e.value.details()
+    assert str(tmp_path) not in (e.value.details() or "") and e.value.details() == service.ARENA_FAULT
     assert _refusals(tmp_path) == (0, 0)

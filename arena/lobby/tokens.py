@@ -114,9 +114,9 @@ class TokenBook:
         so an entry that retired or was withdrawn, or a bot the host took out of the config, has its tokens
         dropped at the first reload whose config was read after it left: with ``since`` (:meth:`mark`, taken
         before that config was read) a bot told before it and not ``named`` left then (an entry retired before
-        the reload, its token told since the last one), and only those told after it are carried. Without (the store looked at
-        between reloads: a token revoked or made meanwhile), the same bots as at the last reload, and the
-        ones told since."""
+        the reload, its token told since the last one), and only those told after it are carried. Without
+        (the store looked at between reloads: a token revoked or made meanwhile), the same bots as at the last
+        reload, and the ones told since."""
         with self._store_lock:
             stored = read()
             with self._lock:
