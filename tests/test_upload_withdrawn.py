@@ -192,3 +192,17 @@ def test_an_upload_cancelled_while_unpacked_keeps_its_count_through_a_shutdown(t
             served.stop()
     assert _refusals(tmp_path) == (1, 0)
     assert not list((tmp_path / "submissions").glob("incoming-*")), "the cancelled upload's files are gone"
+
+
+def test_a_refusal_is_forgiven_only_for_its_competitor(tmp_path: Path) -> None:
+    """``forgive_refusal`` takes back a refusal of the competitor named, never another's: SQLite gives a deleted
+    top rowid out again, so an id forgiven twice (eve's upload, kept) named mallory's refusal made since."""
+    with CompetitionBook(tmp_path) as book:
+        book.add_competitor("eve")
+        book.add_competitor("mallory")
+        eves = book.add_refusal("eve", 1.0)
+        book.forgive_refusal("eve", eves)
+        mallorys = book.add_refusal("mallory", 2.0)
+        assert mallorys == eves  # the rowid given out again, as the docstring says
+        book.forgive_refusal("eve", eves)  # a second forgiving of eve's: mallory's refusal stays
+        assert (book.refusals_since("eve", 0.0), book.refusals_since("mallory", 0.0)) == (0, 1)

@@ -542,11 +542,12 @@ class CompetitionBook:
             return int(db.execute("INSERT INTO refusals (competitor, at) VALUES (?, ?)", (competitor, at)).lastrowid
                        or 0)
 
-    def forgive_refusal(self, refusal: int) -> None:
-        """Take back the refusal ``refusal`` (:meth:`add_refusal`'s id): the upload it counted was kept, or
-        failed by the arena's fault. Nothing if it is gone."""
+    def forgive_refusal(self, competitor: str, refusal: int) -> None:
+        """Take back ``competitor``'s refusal ``refusal`` (:meth:`add_refusal`'s id): the upload it counted was
+        kept, or failed by the arena's fault. Nothing if it is gone, or another's: SQLite gives a deleted
+        top rowid out again, so an id forgiven twice could name another competitor's later refusal."""
         with self._transaction() as db:
-            db.execute("DELETE FROM refusals WHERE rowid = ?", (refusal,))
+            db.execute("DELETE FROM refusals WHERE rowid = ? AND competitor = ?", (refusal, competitor))
 
     def refusals_since(self, competitor: str, since: float) -> int:
         """How many uploads of ``competitor`` were refused since UNIX time ``since`` (:meth:`add_refusal`)."""

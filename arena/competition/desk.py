@@ -213,10 +213,10 @@ class Desk:
             # files go whatever happened, and so does its count (as before an upload was counted as it began)
             shutil.rmtree(incoming, ignore_errors=True)
             if counted is not None:
-                self.book.forgive_refusal(counted)
+                self.book.forgive_refusal(competitor, counted)
             raise
         if counted is not None:
-            self.book.forgive_refusal(counted)  # kept: not refused
+            self.book.forgive_refusal(competitor, counted)  # kept: not refused
         self.wake()
         return sub
 

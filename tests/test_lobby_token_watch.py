@@ -1,4 +1,5 @@
-"""Review repro: a worker whose token is revoked between its Register's token look-up and its being listed
+"""The lobby's token watcher (LobbySetup.watch_tokens) and a reload against the tokens they look at: a worker
+whose token is revoked between its Register's token look-up and its being listed
 survives the token watcher for good (the watcher drops workers only when a sync changed something)."""
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Review repro: an honest upload under way when the arena stops (a restart) counts as refused for the day."""
+"""An honest upload under way when the arena stops (a restart) counts as refused for the day: a known defect,
+recorded as a strict xfail until the servicer tells the arena's own stop from a client's cancel."""
 from __future__ import annotations
 
 import threading
@@ -14,7 +15,7 @@ from arena.competition import service
 from tests.test_upload_withdrawn import HEADER, WAIT_S, _archive, _refusals, _Served
 
 
-@pytest.mark.xfail(strict=True, reason="review repro (rev2): Desk.begin_upload counts an upload from its header on, "
+@pytest.mark.xfail(strict=True, reason="known defect: Desk.begin_upload counts an upload from its header on, "
                    "and the arena's own stop cancels it like a client's cancel: an honest competitor is charged")
 def test_an_upload_under_way_at_the_arenas_stop_is_not_charged(tmp_path: Path) -> None:
     served = _Served(tmp_path, refused_per_day=3)
