@@ -1,4 +1,5 @@
-"""Uploads that fail in the arena's hands: an upload whose package.json names an entry path the file system refuses (a name over PATH_MAX in
+"""Uploads that fail in the arena's hands: an upload whose package.json names an entry path the file system
+refuses (a name over PATH_MAX in
 short parts) is unpacked in full, then fails as "the arena's fault" (OSError out of plan_build): its count
 (refused_per_day) is forgiven, so a competitor has the arena unpack such uploads again and again, in no limit."""
 from __future__ import annotations
