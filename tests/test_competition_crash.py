@@ -45,8 +45,10 @@ def start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[
     def go() -> list[str]:
         from arena.competition.setup import open_competition
 
+        from arena.lobby.tokens import TokenBook
+
         league = SimpleNamespace(request_reload=lambda: None, grow=None, lobby_services=[], after_game=[],
-                                 reopened=[])
+                                 reopened=[], tokens=TokenBook(), setup=None)
         closers.append(open_competition(config, tmp_path / "out", league, notes.append))  # type: ignore[arg-type]
         return notes
 

@@ -104,7 +104,9 @@ class _Served:
         self.meta = (("authorization", f"Bearer {self.token}"),)
 
     def stop(self) -> None:
-        """Stop as ``arena serve`` does: the lobby's server (its calls cancelled), then the book."""
+        """Stop as ``arena serve`` does: the uploads under way forgiven (``Desk.stop_uploads``), the lobby's
+        server (its calls cancelled), then the book."""
+        self.desk.stop_uploads()
         self.lobby.stop(grace_s=0)
         self.desk.book.close()
 

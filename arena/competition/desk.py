@@ -60,8 +60,8 @@ def note_of(sub: Submission, waiting: bool) -> str:
 
 
 class Refused(Exception):
-    """A request the desk refuses: ``kind`` is ``invalid``, ``exhausted``, ``frozen``, ``exists`` or
-    ``not_found``; ``str(e)`` is one line."""
+    """A request the desk refuses: ``kind`` is ``invalid``, ``exhausted``, ``frozen``, ``exists``,
+    ``not_found`` or ``stopping``; ``str(e)`` is one line."""
 
     def __init__(self, kind: str, message: str):
         super().__init__(message)
@@ -106,6 +106,11 @@ class Desk:
     #: accepts it in one step (:meth:`arena.lobby.tokens.TokenBook.tell`), so a worker started at once is not
     #: refused until the league reloads. By default only stored (no lobby in this process).
     keep_token: Callable[[str, str, Callable[[], None]], None] = lambda entrant, digest, keep: keep()
+    #: The uploads under way (their refusal's id: the competitor), from :meth:`begin_upload` until
+    #: :meth:`settle`; those left when the arena stops are forgiven (:meth:`stop_uploads`).
+    _under_way: dict[int, str] = dataclasses.field(default_factory=dict)
+    _uploads_stopped: bool = False
+    _uploads_lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
     def note(self, sub: Submission) -> str:
         """What the competitor is told of ``sub`` beside its status (the wire's ``reason``): :func:`note_of`,
@@ -148,10 +153,33 @@ class Desk:
         (its client cancelled it while sending, its connection broke, the arena stopped), or that is refused
         while it is sent (over the upload limit, a message that is no chunk, too slow), stays counted: each cost
         the server up to ``upload_bytes`` of disk writes, and no later step (a second cancel, a book closed
-        at shutdown, a kill) can lose the count. Returns the refusal's id, for :meth:`receive`.
-        :raises Refused: as :meth:`check_open` (nothing counted)."""
-        self.check_open(competitor, now)
-        return self.book.add_refusal(competitor, now)
+        at shutdown, a kill) can lose the count; only the arena's own stop forgives it (:meth:`stop_uploads`).
+        Returns the refusal's id, for :meth:`receive` and :meth:`settle`.
+        :raises Refused: as :meth:`check_open`, or ``stopping`` (nothing counted)."""
+        with self._uploads_lock:
+            if self._uploads_stopped:
+                raise Refused("stopping", "the arena is stopping: upload again once it is back (not counted)")
+            self.check_open(competitor, now)
+            counted = self.book.add_refusal(competitor, now)
+            self._under_way[counted] = competitor
+            return counted
+
+    def settle(self, counted: int) -> None:
+        """The upload counted by ``counted`` (:meth:`begin_upload`) is under way no more: kept, refused, or
+        withdrawn by its client (counted). Called as its call ends, or as its client cancels it."""
+        with self._uploads_lock:
+            self._under_way.pop(counted, None)
+
+    def stop_uploads(self) -> int:
+        """The arena stops: refuse every later upload (``stopping``) and forgive those under way, which the
+        stop cuts short through no fault of their competitors (an honest upload was charged to its competitor
+        as refused at every restart). Call before the book closes. Returns how many were forgiven."""
+        with self._uploads_lock:
+            self._uploads_stopped = True
+            cut, self._under_way = self._under_way, {}
+        for counted, competitor in cut.items():
+            self.book.forgive_refusal(competitor, counted)
+        return len(cut)
 
     def check_read(self, competitor: str) -> None:
         """Count one read of ``competitor`` (a listing, a submission, a seat log) against ``reads_per_minute``.

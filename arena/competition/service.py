@@ -56,7 +56,7 @@ _KINDS = {spb.SUBMISSION_KIND_UNSPECIFIED: "", spb.SUBMISSION_KIND_PYTHON: "pyth
           spb.SUBMISSION_KIND_NODE: "node", spb.SUBMISSION_KIND_IMAGE: "image"}
 _CODES = {"invalid": grpc.StatusCode.INVALID_ARGUMENT, "exhausted": grpc.StatusCode.RESOURCE_EXHAUSTED,
           "frozen": grpc.StatusCode.FAILED_PRECONDITION, "exists": grpc.StatusCode.ALREADY_EXISTS,
-          "not_found": grpc.StatusCode.NOT_FOUND}
+          "not_found": grpc.StatusCode.NOT_FOUND, "stopping": grpc.StatusCode.UNAVAILABLE}
 
 
 def token_of(metadata: Any) -> str:
@@ -141,6 +141,15 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
             counted = await asyncio.to_thread(self.desk.begin_upload, competitor, time.time())
         except Refused as e:
             await self._refuse(context, e)
+        try:
+            sub = await self._take_in(competitor, request_iterator, context, header, counted)
+        finally:  # however the call ends; a handler the arena's stop leaves unfinished is forgiven there
+            self.desk.settle(counted)
+        return spb.SubmitResponse(submission=await asyncio.to_thread(self._pb, sub))
+
+    async def _take_in(self, competitor: str, request_iterator: Any, context: grpc.aio.ServicerContext,
+                       header: Header, counted: int) -> Submission:
+        """The chunks spooled (the whole stream within :data:`UPLOAD_TIMEOUT_S`), then :meth:`_receive`."""
         with contextlib.ExitStack() as stack:
             spool = stack.enter_context(tempfile.TemporaryFile(prefix="allfours-upload-"))
             try:
@@ -149,10 +158,12 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
             except TimeoutError:
                 await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
                                     f"the upload took over {UPLOAD_TIMEOUT_S:g} s: send the archive at once")
+            except asyncio.CancelledError:  # its client withdrew it: counted, whatever the stop does next
+                self.desk.settle(counted)
+                raise
             spool.seek(0)
             stack.pop_all()  # from here the intake's worker thread closes it (_receive)
-        sub = await self._receive(competitor, header, spool, counted, context)
-        return spb.SubmitResponse(submission=await asyncio.to_thread(self._pb, sub))
+        return await self._receive(competitor, header, spool, counted, context)
 
     async def _receive(self, competitor: str, header: Header, spool: IO[bytes], counted: int,
                        context: grpc.aio.ServicerContext) -> Submission:
@@ -176,6 +187,7 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
         try:
             return await asyncio.shield(work)
         except asyncio.CancelledError:
+            self.desk.settle(counted)  # its client withdrew it: counted, whatever the stop does next
             ended.set()
             with contextlib.suppress(Exception):
                 await work  # its outcome (a refusal, or a submission kept before the read stopped) is in the book

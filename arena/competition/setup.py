@@ -89,13 +89,20 @@ def open_competition(config: TournamentConfig, output: Path, league: League,
     metrics.watch_submissions(book.count_by_status)
     stop_watching = _watch_disqualifications(book, league, note).set
 
-    def close() -> None:
-        metrics.watch_submissions(None)  # a scrape no longer reads the book
-        stop_watching()
-        queue.stop()
-        book.close()
+    return lambda: _close(desk, queue, note, stop_watching)
 
-    return close
+
+def _close(desk: Desk, queue: BuildQueue, note: Callable[[str], None], stop_watching: Callable[[], None]) -> None:
+    """The competition's closer: no scrape reads the book any more, no watching of disqualifications, the
+    uploads the stop cuts short not counted (:meth:`Desk.stop_uploads`, one line to ``note``), the build
+    queue stopped, then the book closed."""
+    metrics.watch_submissions(None)
+    stop_watching()
+    cut = desk.stop_uploads()
+    if cut:
+        note(f"{cut} upload(s) under way when the arena stopped: not counted against their competitors")
+    queue.stop()
+    desk.book.close()
 
 
 def _ask_the_lobby(desk: Desk, league: League) -> None:
