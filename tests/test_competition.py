@@ -220,7 +220,10 @@ def test_a_misspelt_validation_check_is_a_config_error_not_every_submissions_rej
         return parse_config({"tournament": {"name": "t"}, "bots": bots, "competition": {"checks": checks}},
                             "c.toml", base=tmp_path)
 
-    league = SimpleNamespace(request_reload=lambda: None, grow=None, lobby_services=[], after_game=[], reopened=[])
+    from arena.lobby.tokens import TokenBook
+
+    league = SimpleNamespace(request_reload=lambda: None, grow=None, lobby_services=[], after_game=[], reopened=[],
+                             tokens=TokenBook(), setup=None)
     for bad in ("players2", "lobby-ready"):
         with pytest.raises(ConfigError) as e:
             open_competition(config(["join", bad]), tmp_path / "out", league, lambda m: None)  # type: ignore[arg-type]
