@@ -165,20 +165,10 @@ def test_a_signal_to_the_script_ends_both_halves(tmp_path: Path, sent: signal.Si
             os.killpg(script.pid, sent)
         else:
             script.send_signal(sent)
-        out, _ = script.communicate(timeout=120)
-        assert script.returncode != 0, out
-        deadline = time.monotonic() + 30
-        while _session(script.pid):
-            assert time.monotonic() < deadline, f"still running: {_commands(_session(script.pid))}\n{out}"
-            time.sleep(0.2)
+        out = _ended(script)
         assert out.count("KeyboardInterrupt") >= 2, out  # each half ended as pytest does on Ctrl-C, said so
     finally:
-        for pid in _session(script.pid):  # a timed-out or failed case leaves nothing behind either
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        if script.poll() is None:
-            script.kill()
-        script.wait(30)
+        _leave_nothing(script)
 
 
 @pytest.mark.parametrize("delay_s", [0.0, 0.02, 0.05, 0.1, 0.2, 0.4])
@@ -197,19 +187,9 @@ def test_a_signal_as_the_script_starts_leaves_nothing_running(tmp_path: Path, de
     try:
         time.sleep(delay_s)
         script.send_signal(signal.SIGTERM)
-        out, _ = script.communicate(timeout=120)
-        assert script.returncode != 0, out
-        deadline = time.monotonic() + 30
-        while _session(script.pid):
-            assert time.monotonic() < deadline, f"still running: {_commands(_session(script.pid))}\n{out}"
-            time.sleep(0.2)
+        _ended(script)
     finally:
-        for pid in _session(script.pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        if script.poll() is None:
-            script.kill()
-        script.wait(30)
+        _leave_nothing(script)
 
 
 def test_a_mark_expression_among_the_arguments_is_refused(tmp_path: Path) -> None:
@@ -221,6 +201,28 @@ def test_a_mark_expression_among_the_arguments_is_refused(tmp_path: Path) -> Non
         assert done.returncode == 2 and done.stdout == "", (given, done.stdout, done.stderr)
         assert done.stderr.strip().splitlines() == [
             "scripts/test.sh: -m is the halves' own (docker / not docker): select tests with -k or files"], done.stderr
+
+
+def _ended(script: subprocess.Popen[str]) -> str:
+    """The output of ``script`` (started in a session of its own) once it has failed, as it must once signalled,
+    and nothing it started is left running (within 30 s)."""
+    out, _ = script.communicate(timeout=120)
+    assert script.returncode != 0, out
+    deadline = time.monotonic() + 30
+    while _session(script.pid):
+        assert time.monotonic() < deadline, f"still running: {_commands(_session(script.pid))}\n{out}"
+        time.sleep(0.2)
+    return out
+
+
+def _leave_nothing(script: subprocess.Popen[str]) -> None:
+    """Kill whatever of ``script``'s session still runs: a timed-out or failed case leaves nothing behind either."""
+    for pid in _session(script.pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    if script.poll() is None:
+        script.kill()
+    script.wait(30)
 
 
 def _session(sid: int) -> list[int]:
