@@ -44,7 +44,6 @@ def start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[
 
     def go() -> list[str]:
         from arena.competition.setup import open_competition
-
         from arena.lobby.tokens import TokenBook
 
         league = SimpleNamespace(request_reload=lambda: None, grow=None, lobby_services=[], after_game=[],
