@@ -678,7 +678,9 @@ def test_every_page_past_the_live_reads_bound(tmp_path: Path, out: Path) -> None
     """With every live-read slot taken (a bound of 0, waiting 0 s), each page that reads the live files says so
     in one documented line (BUSY): /live, /live/{id} and /me/live/... answer 503, the API 503 with
     {"error": BUSY}; the leaderboard and /me answer 200 with their running games marked not read; the games
-    list and a replay, which read no live file, answer as ever. (The bound reached by held reads, over a real
+    list and a replay, which read no live file, answer as ever. The public pages' bound full, a signed-in
+    competitor's own pages still read their games (a bound of their own: sharing one, anonymous spectators
+    holding every slot turned a competitor's own game away). (The bound reached by held reads, over a real
     socket, is tests/test_arena_web_load.py.)"""
     copy, tokens, game, log = _ivy_running(tmp_path, out)
     try:
@@ -686,6 +688,10 @@ def test_every_page_past_the_live_reads_bound(tmp_path: Path, out: Path) -> None
         app.state.web.live_reads = LiveReads(limit=0, wait_s=0)
         c = TestClient(app)
         assert c.post("/me/login", content=f"token={tokens['ivy']}", headers=FORM).status_code == 200  # -> /me
+        # the public bound full (anonymous spectators): a competitor's own pages have a bound of their own
+        assert c.get("/me/live/running-1/0").status_code == 200
+        assert 'href="/me/live/running-1/0"' in c.get("/me").text
+        app.state.web.competitor_reads = LiveReads(limit=0, wait_s=0)
         for url in ("/live", "/live/running-1"):
             page = c.get(url)
             assert page.status_code == 503 and BUSY in page.text
@@ -701,7 +707,7 @@ def test_every_page_past_the_live_reads_bound(tmp_path: Path, out: Path) -> None
         assert board.status_code == 200 and "running games</a> not read now (busy)" in board.text
         assert c.get("/_board").status_code == 200
         assert c.get("/api/games").status_code == 200 and c.get(f"/games/{game['game_id']}").status_code == 200
-        app.state.web.live_reads = LiveReads()
+        app.state.web.live_reads = app.state.web.competitor_reads = LiveReads()
         assert 'href="/me/live/running-1/0"' in c.get("/me").text and c.get("/live/running-1").status_code == 200
     finally:
         log.close()

@@ -57,7 +57,7 @@ from arena.web.data import (
     WebData,
 )
 from arena.web.frames import ALL, RecordReplayError, Replay
-from arena.web.livereads import LiveBusy, LiveReads
+from arena.web.livereads import MAX_COMPETITOR_LIVE_READS, LiveBusy, LiveReads
 from arena.web.render import HERE, board_context, templates
 from arena.web.replays import ReplayCache
 from arena.web.spectate import spectator_replay
@@ -168,7 +168,8 @@ class WebApp:
         self.env = templates()
         self.streams = StreamSlots(MAX_STREAMS, MAX_STREAMS_PER_CLIENT)
         self.replays = ReplayCache()
-        self.live_reads = LiveReads()
+        self.live_reads = LiveReads()  # the public pages'
+        self.competitor_reads = LiveReads(MAX_COMPETITOR_LIVE_READS)  # the signed-in competitors' own pages'
         self.changed = asyncio.Event()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.closing = False

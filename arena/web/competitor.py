@@ -161,7 +161,7 @@ async def me(request: Request) -> Response:
         return found
     web = request.app.state.web
     try:
-        running = await web.live_reads.run(my_running, web.data.output, found.entrants, found.blind)
+        running = await web.competitor_reads.run(my_running, web.data.output, found.entrants, found.blind)
     except LiveBusy:
         running = None
     return _page(request, 200, **found.ctx, running=running)
@@ -398,7 +398,7 @@ async def live_seat(request: Request) -> Response:
     web = request.app.state.web
     game_id, seat = request.path_params["game_id"], int(request.path_params["seat"])
     try:
-        seen = await web.live_reads.run(seat_view, web.data, game_id, seat, entrants)
+        seen = await web.competitor_reads.run(seat_view, web.data, game_id, seat, entrants)
     except LiveBusy as e:
         return Response(f"{e}\n", status_code=503, media_type="text/plain")
     if isinstance(seen, Response):

@@ -19,8 +19,12 @@ from typing import TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
-#: Most reads of live files at once (fewer than anyio's 40 threads: the rest stay for the other reads).
+#: Most reads of live files at once for the public pages (fewer than anyio's 40 threads: the rest stay for
+#: the other reads).
 MAX_LIVE_READS = 16
+#: Most at once for the signed-in competitors' own pages (``/me``, ``/me/live/…``), a bound of their own: when
+#: they shared the public one, anonymous spectators holding every slot turned a competitor's own game away.
+MAX_COMPETITOR_LIVE_READS = 8
 #: Seconds a live read waits for a free slot before :class:`LiveBusy`.
 LIVE_WAIT_S = 2.0
 #: The answer's text when every slot stays taken (with status 503).
