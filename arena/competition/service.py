@@ -158,9 +158,6 @@ class SubmissionServicer(spb_grpc.SubmissionServiceServicer):
             except TimeoutError:
                 await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
                                     f"the upload took over {UPLOAD_TIMEOUT_S:g} s: send the archive at once")
-            except asyncio.CancelledError:  # its client withdrew it: counted, whatever the stop does next
-                self.desk.settle(counted)
-                raise
             spool.seek(0)
             stack.pop_all()  # from here the intake's worker thread closes it (_receive)
         return await self._receive(competitor, header, spool, counted, context)

@@ -197,7 +197,6 @@ class LadderRun:
         return plan is not None and not plan.choices and plan.stop in FINAL_STOPS
 
 
-
 def _played(result: GameResult) -> Played:
     """The ladder's view of a stored game (stored at its ``stored_at``; now if unset)."""
     at = result.stored_at if result.stored_at is not None else time.time()
