@@ -20,7 +20,7 @@ from arena.tournament.runner import DB_NAME, SimulatedRunner, open_tournament, r
 from arena.tournament.schedule import make_schedule
 from arena.tournament.store import Store, StoreMismatch
 from tests.configs import bots_toml
-from tests.conftest import stored_games
+from tests.conftest import default_signals, stored_games
 
 SEED = "5e" * 32
 CONFIG = """
@@ -166,37 +166,40 @@ def test_kill_at_random_points_then_resume(tmp_path: Path) -> None:
 
 def test_a_second_run_on_one_output_folder_refuses_at_once(tmp_path: Path) -> None:
     """Two real `arena run` processes on one folder: the second exits 1 at once with one line naming
-    the folder and the first one's pid and host; the first plays every game once; a later run (the
-    first has ended, its lock is gone) goes ahead."""
+    the folder and the first one's pid and host; stopped (SIGTERM), the first lets go of the folder, and a
+    later run goes ahead and plays every game once. The first run's games take 5 s each (36 of them, two
+    at a time), so it is still playing when the second asks, however slowly the second starts on a
+    loaded machine (a first run of 0.3 s games had ended before a second started on a busy CI machine)."""
     import socket
 
     cfg = config_file(tmp_path)
     out = tmp_path / "shared"
     first = subprocess.Popen(
-        [("0.3" if a == "0.03" else a) for a in _arena(cfg, out)],
+        default_signals([("5" if a == "0.03" else a) for a in _arena(cfg, out)]),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while stored_games(out / DB_NAME) < 1 and first.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
+            time.sleep(0.05)
         assert first.poll() is None, "the first run ended before the second started"
-        second = subprocess.run(_arena(cfg, out), capture_output=True, text=True, timeout=60)
-        assert first.poll() is None, "the second run did not refuse at once: the first has ended"
+        second = subprocess.run(_arena(cfg, out), capture_output=True, text=True, timeout=120)
+        assert first.poll() is None, "the second run did not refuse while the first played: the first has ended"
     finally:
+        first.send_signal(signal.SIGTERM)
         first_err = first.communicate(timeout=120)[1]
-    assert first.returncode == 0, first_err
+    assert first.returncode == 128 + signal.SIGTERM, first_err
     assert second.returncode == 1, second.stderr + second.stdout
     lines = second.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in second.stderr, second.stderr
     holder = f"(pid {first.pid} on host {socket.gethostname()} since "
     assert f"error: output folder {out} is in use by another arena {holder}" in lines[0], lines[0]
+    again = subprocess.run(_arena(cfg, out), capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
     rows = [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
     assert len(rows) == len({r["game_id"] for r in rows}) == 36
-    again = subprocess.run(_arena(cfg, out), capture_output=True, text=True, timeout=60)
-    assert again.returncode == 0, again.stderr
 
 
 def test_a_changed_config_names_the_fields_that_changed(tmp_path: Path) -> None:
