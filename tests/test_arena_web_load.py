@@ -6,6 +6,7 @@ read off the event loop, so one that stalls its reader stalls no other request; 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import select
@@ -38,7 +39,7 @@ from arena.web import WebServer, start_in_thread
 from arena.web.app import create_app
 from arena.web.data import parse_record_text
 from arena.web.frames import ALL, FrameBuilder, replay_frames
-from arena.web.livereads import BUSY, MAX_LIVE_READS
+from arena.web.livereads import BUSY, MAX_LIVE_READS, LiveReads
 from arena.web.replays import ReplayCache
 
 pytestmark = pytest.mark.slow
@@ -300,3 +301,25 @@ def test_live_reads_past_their_bound_are_refused_and_leave_the_other_pages_answe
     finally:
         for s in socks:
             s.close()
+
+
+def test_run_if_free_reads_when_a_slot_is_free_and_is_none_when_the_bound_stays_full() -> None:
+    """The one place both the leaderboard's and ``/me``'s running games (and the live-update stream's look) turn a
+    full bound into "not read": the read's value while a slot is free, None (the read not run) once it stays full
+    ``wait_s``, and the slot given back either way."""
+    reads = LiveReads(limit=1, wait_s=0.1)
+    ran: list[int] = []
+
+    async def both() -> tuple[int | None, int | None]:
+        gate = threading.Event()
+        holder = asyncio.ensure_future(reads.run(gate.wait, 30))
+        while reads.held < 1:
+            await asyncio.sleep(0.01)
+        busy = await reads.run_if_free(ran.append, 1)
+        gate.set()
+        await holder
+        free = await reads.run_if_free(lambda: 7)
+        return busy, free
+
+    assert asyncio.run(both()) == (None, 7)
+    assert ran == [] and reads.held == 0

@@ -12,18 +12,21 @@ import asyncio
 import gc
 import json
 import socket
+import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from starlette.requests import ClientDisconnect
 
+from arena.report import live
 from arena.report.live import LiveLog
 from arena.web import WebServer, start_in_thread, trusted_proxies
-from arena.web.app import MAX_STREAMS, MAX_STREAMS_PER_CLIENT, SlotStream, StreamSlots
+from arena.web.app import BUSY_LOOK, MAX_STREAMS, MAX_STREAMS_PER_CLIENT, SlotStream, StreamSlots
 
 #: Seconds a test waits for the server to notice clients that went (it looks every second).
 GONE_S = 30
@@ -209,6 +212,56 @@ def test_the_stream_tells_nothing_of_a_blind_running_games_entrants(tmp_path: Pa
             finally:
                 server.stop()
     assert seen[0] == seen[1]
+
+
+def blocks(lines: Iterator[str]) -> Iterator[str]:
+    """A stream's blocks (its lines up to each blank line, joined by newlines) from its ``lines``."""
+    block: list[str] = []
+    for line in lines:
+        if line:
+            block.append(line)
+        elif block:
+            yield "\n".join(block)
+            block = []
+
+
+def test_a_streams_look_at_the_live_files_waits_for_the_live_reads_bound(
+    web: WebServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream's look at the live files' sizes ran on the shared thread pool outside the live reads' bound, so a
+    flood of streams could hold the pool the bound keeps for the other pages. Now it takes a public live-read slot:
+    with every slot held, a stream reads no live file and says ``: busy``; once they are let go it looks again."""
+    looks: list[Path] = []
+    progress_mark = live.progress_mark
+
+    def counted(output: Path) -> int:
+        looks.append(output)
+        return progress_mark(output)
+
+    monkeypatch.setattr(live, "progress_mark", counted)
+    state = web.app.state.web
+    gate = threading.Event()
+    assert state.loop is not None
+    holders = [asyncio.run_coroutine_threadsafe(state.live_reads.run(gate.wait, 60), state.loop)
+               for _ in range(state.live_reads.limit)]
+    try:
+        deadline = time.monotonic() + GONE_S
+        while state.live_reads.held < state.live_reads.limit:
+            assert time.monotonic() < deadline, "the reads holding the bound did not start"
+            time.sleep(0.05)
+        with httpx.stream("GET", f"http://127.0.0.1:{web.port}/events", timeout=GONE_S) as stream:
+            assert stream.status_code == 200
+            told = blocks(stream.iter_lines())
+            assert next(told) == "retry: 2000"
+            busy = next(told)
+            assert busy == f": {BUSY_LOOK}" and looks == [], (busy, looks)
+            gate.set()
+            for h in holders:
+                assert h.result(GONE_S) is True
+            block = next(b for b in told if b != busy)
+            assert block.startswith("event: games\ndata: ") and looks, (block, looks)
+    finally:
+        gate.set()
 
 
 def test_a_client_that_goes_before_its_answer_gives_its_slot_back(web: WebServer) -> None:

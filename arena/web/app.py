@@ -69,6 +69,8 @@ MAX_STREAMS = 64
 MAX_STREAMS_PER_CLIENT = 8
 #: Seconds between two looks at the database for a live-update stream.
 POLL_S = 1.0
+#: The comment a live-update stream sends when its look at the live files found every live-read slot taken.
+BUSY_LOOK = "busy"
 
 
 #: Headers on every answer: scripts and styles only from this site (an escaping slip would still not
@@ -202,13 +204,6 @@ class WebApp:
         stored = self.data.stored_ids(live.live_files(self.data.output))
         return live.running_games(self.data.output, stored, blind=self.data.blind())
 
-    async def running_if_free(self) -> list[dict[str, Any]] | None:
-        """:meth:`running`, or None when every live-read slot stays taken (the page shows it as not read)."""
-        try:
-            return await self.live_reads.run(self.running)
-        except LiveBusy:
-            return None
-
     def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         """Render template ``name``."""
         return HTMLResponse(self.env.get_template(name).render(**ctx), status_code=status)
@@ -216,7 +211,8 @@ class WebApp:
     # ------------------------------------------------------------------ leaderboard
     def board_context(self, running: list[dict[str, Any]] | None, all_versions: bool = False) -> dict[str, Any]:
         """Everything the leaderboard's board shows (:func:`arena.web.render.board_context`), with the
-        games per second and the ``running`` games of a live league (:meth:`running_if_free`; None: not read);
+        games per second and the ``running`` games of a live league (:meth:`running` through
+        :meth:`LiveReads.run_if_free`; None: not read);
         in a competition each competitor's best-rated version only, unless ``all_versions`` (``?versions=all``)."""
         ratings = self.data.ratings()
         hidden = set() if all_versions else competitor.older_versions(self.data.output, list(ratings["ratings"]))
@@ -293,7 +289,7 @@ async def index(request: Request) -> Response:
     app: WebApp = request.app.state.web
     if app.record is not None:
         return await viewer_of_file(request)
-    running = await app.running_if_free()
+    running = await app.live_reads.run_if_free(app.running)
     board = await run_in_threadpool(app.board_context, running, request.query_params.get("versions") == "all")
     games = await run_in_threadpool(app.games_context, request)
     busy = await run_in_threadpool(held, app.data.output)  # the badge before any script runs
@@ -303,7 +299,7 @@ async def index(request: Request) -> Response:
 async def board_part(request: Request) -> Response:
     app: WebApp = request.app.state.web
     all_versions = request.query_params.get("versions") == "all"
-    running = await app.running_if_free()
+    running = await app.live_reads.run_if_free(app.running)
     return app.page("_board.html", **await run_in_threadpool(app.board_context, running, all_versions))
 
 
@@ -332,13 +328,19 @@ async def events(request: Request) -> Response:
 
 
 async def live_updates(request: Request, app: WebApp) -> AsyncIterator[str]:
-    """The events of one live-update stream, until the client goes or the server stops."""
+    """The events of one live-update stream, until the client goes or the server stops. Each look
+    (:func:`live_version`: it reads the live files' sizes) takes a public live-read slot
+    (:attr:`WebApp.live_reads`); when none comes free the stream says ``: busy`` (a comment) and looks again
+    at the next poll."""
     last = None
     idle = 0.0
     yield "retry: 2000\n\n"
     while not app.closing and not await request.is_disconnected():
-        now = await run_in_threadpool(live_version, app)
-        if now != last:
+        now = await app.live_reads.run_if_free(live_version, app)  # the live files' sizes: a live read
+        if now is None:  # every public live-read slot stayed taken: no look this time, said as a comment
+            idle = 0.0
+            yield f": {BUSY_LOOK}\n\n"
+        elif now != last:
             last = now
             idle = 0.0
             # not the live files' summed size (now[2]): a blind game's header, its entrants' names and

@@ -160,10 +160,7 @@ async def me(request: Request) -> Response:
     if isinstance(found, Response):
         return found
     web = request.app.state.web
-    try:
-        running = await web.competitor_reads.run(my_running, web.data.output, found.entrants, found.blind)
-    except LiveBusy:
-        running = None
+    running = await web.competitor_reads.run_if_free(my_running, web.data.output, found.entrants, found.blind)
     return _page(request, 200, **found.ctx, running=running)
 
 

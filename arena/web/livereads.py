@@ -5,8 +5,10 @@ of the web); one that stalls (a slow disk, a file held by another process) holds
 ends. Unbounded, 40 such requests took every thread, and every other read of the server (the games, the
 ratings, a replay) waited behind them. Bounded, a live read waits at most :data:`LIVE_WAIT_S` seconds
 for a free slot (a burst of visitors of a running game passes), else :class:`LiveBusy`: the page answers
-503 with :data:`BUSY` (one line), or shows its running games as not read (the leaderboard, ``/me``), and
-the other pages keep the rest of the pool.
+503 with :data:`BUSY` (one line), or shows its running games as not read (the leaderboard, ``/me``:
+:meth:`LiveReads.run_if_free`, None when busy), and the other pages keep the rest of the pool. The
+live-update stream's look at the live files' sizes takes a public slot too (a flood of streams cannot hold the
+pool): when none comes free the stream skips that look and says ``: busy`` (an SSE comment).
 """
 
 from __future__ import annotations
@@ -85,3 +87,11 @@ class LiveReads:
             return await run_in_threadpool(read, *args)
         finally:
             self._give()
+
+    async def run_if_free(self, read: Callable[..., T], *args: object) -> T | None:
+        """:meth:`run`, or None when no slot came free within ``wait_s`` seconds (a page then shows what it read
+        as not read now: the leaderboard's and ``/me``'s running games, the live-update stream's look)."""
+        try:
+            return await self.run(read, *args)
+        except LiveBusy:
+            return None
