@@ -181,3 +181,50 @@ def test_a_board_written_before_a_disqualification_is_refitted_wherever_it_is_sh
                          "the web": WebData(out, bootstrap=0).facts()}.items():
         assert facts["ladder"]["standings"] == stale["standings"], where  # every game counts again
         assert facts["ladder"]["voided"] == [], where
+
+
+def test_a_refitted_boards_last_pairs_show_the_refits_figures(tmp_path: Path) -> None:
+    """The last pairs of a board written before the disqualification kept the gap, sd and undecided they were chosen
+    with, from a fit that counted the entrant's games, beside standings refitted without them: the public board
+    contradicted itself. Every publication and page now shows each pair's figures by
+    the refit (the pair's gap is the refitted ratings' difference), and keeps why it was chosen."""
+    from arena.competition.book import CompetitionBook
+    from arena.formats.ladder_run import LadderRun
+    from arena.report.publish import publish_tournament
+    from arena.tournament.runner import LADDER_KEY, open_tournament
+    from arena.web.data import WebData
+
+    out = tmp_path / "out"
+    config = load_config(str(_config(tmp_path)))
+    assert config.ladder is not None
+    t = open_tournament(config, out)
+    try:
+        _play(t, [("one", ENTRANT, CHEATER_PAIRS), ("one", "two", 3), ("two", "three", 3), ("one", "three", 3)])
+        run, now = LadderRun(t), time.time()
+        run.next_games(4, now)
+        stale = run.board(now)
+        t.store.set_meta(LADDER_KEY, json.dumps(stale))
+        house = [c for c in stale["plan"] if ENTRANT not in (c["a"], c["b"])]
+        assert house, stale["plan"]
+        clean = _fit_without_entrant(t.store.results(), config.ladder.rules)
+        with CompetitionBook(out) as book:
+            book.add_competitor("mal")
+            book.add_submission("mal", "malbot", "1", "python", "bot:Bot")
+            book.disqualify("mal", REASON, "host")
+        publish_tournament(t, out, 0, None, reveal=False)
+    finally:
+        t.store.close()
+    web = WebData(out, bootstrap=0)
+    shown = {"ratings.json": json.loads((out / "ratings.json").read_text())["tournament"], "the web": web.facts(),
+             "/api/ratings": web.ratings()["tournament"]}
+    for where, facts in shown.items():
+        plan = facts["ladder"]["plan"]
+        assert [(c["a"], c["b"], c["reason"]) for c in plan] == [(c["a"], c["b"], c["reason"]) for c in house], where
+        for c in plan:
+            assert abs(c["gap"] - (clean.elo(c["a"]) - clean.elo(c["b"]))) < 0.02, (where, c)
+    for c, stale_c in zip(shown["the web"]["ladder"]["plan"], house, strict=True):
+        fresh = asdict(clean.gap(c["a"], c["b"]))
+        assert {k: c[k] for k in fresh} == fresh and fresh != {k: stale_c[k] for k in fresh}, (c, stale_c)
+    page = (out / "leaderboard.html").read_text().split('<table id="ladder-plan">')[1].split("</table>")[0]
+    c = shown["ratings.json"]["ladder"]["plan"][0]
+    assert f'<td>{c["gap"]:.0f}</td><td>{c["gap_sd"]:.0f}</td>' in page, page

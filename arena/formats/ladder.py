@@ -231,6 +231,16 @@ class Choice:
 
 
 @dataclass(frozen=True, slots=True)
+class Gap:
+    """The ladder's view of a pairing ``a``-``b`` by its fit: ``gap`` (Elo, ``a`` minus ``b``), ``gap_sd`` (Elo)
+    and ``undecided`` (``2 Phi(-|gap| / gap_sd)``), as a :class:`Choice` gives them."""
+
+    gap: float
+    gap_sd: float
+    undecided: float
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     """The pairs chosen (best first) and, when fewer than asked, why (``stop``; ``None``: as many as asked)."""
 
@@ -421,6 +431,12 @@ class Ladder:
                 return Plan(choices, choice)
             choices.append(choice)
         return Plan(choices, None)
+
+    def gap(self, a: str, b: str) -> Gap:
+        """The pairing ``a``-``b`` by the fit now (a name without games is entered), with no pair counted as chosen:
+        the figures of a past :class:`Choice` of that pair refitted (after :meth:`void`, for the board)."""
+        ia, ib = self.entrant(a), self.entrant(b)
+        return _View(self, np.array([ia, ib], dtype=np.int64), Budget(), 0).gap(ia, ib)
 
     def _indices(self, field: Sequence[str]) -> np.ndarray:
         """The entrant indices of ``field`` (entering new names), kept for the next call with the same field."""
@@ -635,16 +651,15 @@ class _View:
             self.take(self.ladder._index[choice.a], self.ladder._index[choice.b])
         return choice
 
-    def _choice(self, a: int, b: int, reason: Reason) -> Choice:
+    def gap(self, a: int, b: int) -> Gap:
+        """Entrants ``a`` and ``b``'s :class:`Gap` by this view (its pairs taken counted in the variances)."""
         d, v = float(self.theta[a] - self.theta[b]), float(self.pairing(np.array([a]), np.array([b]))[1][0])
-        return Choice(
-            self.ladder.names[a],
-            self.ladder.names[b],
-            reason,
-            round(d * ELO_PER_NAT, 2),
-            round(math.sqrt(v) * ELO_PER_NAT, 2),
-            round(float(erfc(abs(d) / math.sqrt(2 * v))), 4),
-        )
+        return Gap(round(d * ELO_PER_NAT, 2), round(math.sqrt(v) * ELO_PER_NAT, 2),
+                   round(float(erfc(abs(d) / math.sqrt(2 * v))), 4))
+
+    def _choice(self, a: int, b: int, reason: Reason) -> Choice:
+        g = self.gap(a, b)
+        return Choice(self.ladder.names[a], self.ladder.names[b], reason, g.gap, g.gap_sd, g.undecided)
 
     def _new_entrant(self, ok: np.ndarray) -> Choice | None:
         """The new entrant with the fewest pairs (ties by hash) against the opponent nearest its next

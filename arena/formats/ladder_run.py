@@ -14,7 +14,7 @@ chosen, why the ladder stopped); it is kept in the store's meta (:data:`arena.to
 A competition's disqualified entrants are barred (:meth:`LadderRun.bar`): no pair of theirs, and their games
 void in the ladder's fit (:meth:`arena.formats.ladder.Ladder.void`); a board written with other entrants void
 than those barred now (before a disqualification, or its undoing) is refitted by its readers
-(:func:`refitted_standings`).
+(:func:`refitted_board`: its standings and its last pairs' figures).
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ class LadderRun:
         (the distinct reasons of the plan), ``stop`` (why it chose fewer than asked, or null), ``budget``
         and ``games`` (counted by the ladder, the void games too), ``voided`` (the barred entrants whose games
         the fit leaves out: :meth:`bar`) and ``rules`` (the ladder's :class:`Rules`, to refit the board:
-        :func:`refitted_standings`).
+        :func:`refitted_board`).
 
         With blind seats (:attr:`blind`) each pair of ``plan`` is its ``reason`` alone: the chosen pairs
         are the games about to be played, so their names (or their gap, which the standings' ratings
@@ -203,14 +203,16 @@ def _played(result: GameResult) -> Played:
     return Played(result.sides[0], result.sides[1], result.score_a, result.pair_id, at)
 
 
-def refitted_standings(board: Mapping[str, Any], results: Iterable[GameResult], master_seed: bytes,
-                       barred: Collection[str], now: float, *, blind: bool = False) -> list[dict[str, Any]]:
-    """The ``standings`` of a stored ladder ``board`` (:meth:`LadderRun.board`) refitted from the stored games
-    ``results`` with the games of ``barred`` void (:meth:`LadderRun.bar`), for the entrants the board ranked
-    but ``barred``: what the ladder shows once it bars them, for a board written before (its ``voided`` not
-    ``barred``). With ``blind`` seats a pair's first game counts only with its twin (:meth:`LadderRun.add`).
-    The board's ``rules`` (the defaults for a board that has none); ``now``: Unix seconds, the day of
-    ``games_today``."""
+def refitted_board(board: Mapping[str, Any], results: Iterable[GameResult], master_seed: bytes,
+                   barred: Collection[str], now: float, *, blind: bool = False) -> dict[str, Any]:
+    """A stored ladder ``board`` (:meth:`LadderRun.board`) refitted from the stored games ``results`` with the games
+    of ``barred`` void (:meth:`LadderRun.bar`): what the ladder shows once it bars them, for a board written before
+    (its ``voided`` not ``barred``). Its ``standings``: the entrants the board ranked but ``barred``; each named pair
+    of its ``plan`` keeps its ``reason`` (why it was chosen, on the fit of its time) with its ``gap``, ``gap_sd`` and
+    ``undecided`` by the refit (:meth:`Ladder.gap`), so the public board's figures agree with its standings and rest
+    on no void game; ``voided``: ``barred``. With ``blind`` seats a pair's first game counts only with its twin
+    (:meth:`LadderRun.add`). The board's ``rules`` (the defaults for a board that has none); ``now``: Unix seconds,
+    the day of ``games_today``."""
     known = {f.name for f in fields(Rules)}
     ladder = Ladder(master_seed, Rules(**{k: v for k, v in (board.get("rules") or {}).items() if k in known}))
     results = list(results)
@@ -218,4 +220,7 @@ def refitted_standings(board: Mapping[str, Any], results: Iterable[GameResult], 
     ladder.extend(_played(r) for r in results if not blind or halves[r.pair_id] > 1)
     ladder.void(barred)
     field = [s["name"] for s in board.get("standings") or [] if s.get("name") not in barred]
-    return [asdict(s) for s in ladder.standings(field, now)] if field else []
+    standings = [asdict(s) for s in ladder.standings(field, now)] if field else []
+    plan = [c if "a" not in c or "b" not in c else {**c, **asdict(ladder.gap(str(c["a"]), str(c["b"])))}
+            for c in board.get("plan") or []]
+    return {**board, "standings": standings, "plan": plan, "voided": sorted(barred)}

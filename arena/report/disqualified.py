@@ -6,8 +6,8 @@ The host's ``arena competitor disqualify`` records a competitor's disqualificati
 entrants without any game a disqualified entrant sat in (:func:`rated`): those games stay in the store,
 ``games.jsonl`` and the replays, for audit. The board lists the disqualified entrants apart
 (:func:`disqualified_facts`, ``tournament.disqualified``), each with the host's reason; a ladder's board lists
-them neither in its standings nor in the pairs it chose last (:func:`ladder_without`), and its standings are
-fitted with their games void (:func:`mark_barred`).
+them neither in its standings nor in the pairs it chose last (:func:`ladder_without`), and its standings and the
+figures of those pairs are fitted with their games void (:func:`mark_barred`).
 """
 
 from __future__ import annotations
@@ -40,16 +40,18 @@ def disqualified_facts(barred: Mapping[str, str]) -> list[LeftOut]:
     return [LeftOut(bot=bot, why=f"disqualified: {why}") for bot, why in barred.items()]
 
 
-#: A ladder board's refit: its standings with the games of the barred entrants void
-#: (:func:`arena.formats.ladder_run.refitted_standings` over the games published).
-Refit = Callable[[Mapping[str, Any]], list[dict[str, Any]]]
+#: A ladder board's refit: the board with the games of the barred entrants void, its standings and its last pairs'
+#: figures refitted, ``voided`` the barred ones (:func:`arena.formats.ladder_run.refitted_board` over the games
+#: published).
+Refit = Callable[[Mapping[str, Any]], dict[str, Any]]
 
 
 def mark_barred(facts: TournamentFacts, barred: Mapping[str, str], refit: Refit) -> None:
     """List ``barred`` (the disqualified entrants, :func:`read_barred`) in ``facts`` as every publication and page
     shows them: ``disqualified`` (:func:`disqualified_facts`), and a ladder's board without them
-    (:func:`ladder_without`), its standings fitted with their games void: a board the ladder wrote with other
-    entrants void (its ``voided``: before the disqualification, or its undoing) has them ``refit``."""
+    (:func:`ladder_without`), its standings and its last pairs' figures (gap, sd, undecided) fitted with their games
+    void: a board the ladder wrote with other entrants void (its ``voided``: before the disqualification, or its
+    undoing) is ``refit``."""
     if barred:
         facts["disqualified"] = disqualified_facts(barred)
     board = facts.get("ladder")
@@ -57,7 +59,7 @@ def mark_barred(facts: TournamentFacts, barred: Mapping[str, str], refit: Refit)
         return
     voided = board.get("voided")
     if sorted(voided if isinstance(voided, list) else []) != sorted(barred):
-        board = {**board, "standings": refit(board), "voided": sorted(barred)}
+        board = refit(board)
     facts["ladder"] = ladder_without(board, barred)
 
 

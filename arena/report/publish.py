@@ -43,7 +43,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from arena.formats.duplicate import precision_facts
-from arena.formats.ladder_run import FINAL_STOPS, refitted_standings
+from arena.formats.ladder_run import FINAL_STOPS, refitted_board
 from arena.formats.sprt_run import SprtRun
 from arena.ratings.fit import RatingTable
 from arena.ratings.publication import LivePublisher, final_ratings
@@ -293,10 +293,11 @@ def publish_tournament(
 def _barred(output: Path, facts: TournamentFacts, t: Tournament, shown: list[GameResult]) -> dict[str, str]:
     """The disqualified entrants of the competition in ``output`` (:func:`read_barred`: their games are not
     rated), listed in ``facts`` (``disqualified``) and left out of its ``failures`` and a ladder's board (its
-    standings refitted from the games ``shown`` when written with others void: :func:`mark_barred`)."""
+    standings and last pairs' figures refitted from the games ``shown`` when written with others void:
+    :func:`mark_barred`)."""
     barred = read_barred(output)
-    mark_barred(facts, barred, lambda board: refitted_standings(board, shown, t.master_seed, barred, time.time(),
-                                                                blind=t.config.blind_seats))
+    mark_barred(facts, barred, lambda board: refitted_board(board, shown, t.master_seed, barred, time.time(),
+                                                            blind=t.config.blind_seats))
     if barred:
         facts["failures"] = {bot: f for bot, f in facts["failures"].items() if bot not in barred}
     return barred

@@ -220,7 +220,7 @@ class WebData:
         self.cache = PublishCache()
         self._reading = threading.Lock()
         self._stored: _Read | None = None  # the last read of the store
-        self._refit: tuple[tuple[object, ...], list[Any]] | None = None  # a ladder board's last refit, by its key
+        self._refit: tuple[tuple[object, ...], dict[str, Any]] | None = None  # a ladder board's last refit, by its key
 
     # ------------------------------------------------------------------ database
     def _connect(self) -> sqlite3.Connection | None:
@@ -387,12 +387,12 @@ class WebData:
         mark_barred(facts, barred, lambda board: self._refitted(board, barred, facts))
         return facts
 
-    def _refitted(self, board: Mapping[str, Any], barred: Mapping[str, str], facts: TournamentFacts) -> list[Any]:
-        """A ladder ``board``'s standings with the games of ``barred`` void, fitted from the games shown
-        (:func:`arena.formats.ladder_run.refitted_standings`): again only once a game was stored, the board or
+    def _refitted(self, board: Mapping[str, Any], barred: Mapping[str, str], facts: TournamentFacts) -> dict[str, Any]:
+        """A ladder ``board`` with the games of ``barred`` void, its standings and last pairs' figures fitted from the
+        games shown (:func:`arena.formats.ladder_run.refitted_board`): again only once a game was stored, the board or
         ``barred`` changed, or a UTC day began (its ``games_today``)."""
         from arena.formats.ladder import DAY_S
-        from arena.formats.ladder_run import refitted_standings  # numpy and scipy: only for a ladder's board
+        from arena.formats.ladder_run import refitted_board  # numpy and scipy: only for a ladder's board
 
         now, holding = time.time(), Holding.of(facts)
         key = (self.version(), holding, json.dumps(board, sort_keys=True), tuple(sorted(barred)), int(now // DAY_S))
@@ -402,10 +402,10 @@ class WebData:
         with self._reading:
             shown = [g.result for g in self._read(key[0], holding).games]
         seed = bytes.fromhex(self._meta("master_seed") or "")
-        standings = refitted_standings(board, shown, seed, barred, now, blind=facts.get("blind_seats") is True)
+        refit = refitted_board(board, shown, seed, barred, now, blind=facts.get("blind_seats") is True)
         with self._lock:
-            self._refit = (key, standings)
-        return standings
+            self._refit = (key, refit)
+        return refit
 
     def blind(self) -> bool:
         """Whether the tournament's games are blind (``tournament.blind_seats``, in the facts the arena
