@@ -135,3 +135,65 @@ def test_the_token_watcher_outlives_a_store_of_another_schema(tmp_path: Path) ->
     finally:
         setup.stop()
         lob.stop()
+
+
+def _stored_with(path: Path, bot: str) -> int:
+    """The games stored in the store at ``path`` that seat ``bot`` (0 while the store cannot be read yet)."""
+    import sqlite3
+
+    from arena.tournament.store import StorageError
+
+    try:
+        with Store(path) as store:
+            return sum(bot in r.sides for r in store.results())
+    except (OSError, sqlite3.Error, StorageError):
+        return 0
+
+
+def test_arena_token_revoke_is_refused_by_a_running_arena_run(tmp_path: Path) -> None:
+    """`arena serve` had its test of the token watcher, `arena run` none: a host revoking a leaked token while a run
+    plays expects it refused there too. A real `arena run`, a real remote bot over a socket: once it has played, its
+    token revoked with `arena token --revoke` (another process) drops its worker, whose dial again is refused and
+    which exits; a fresh dial with that token is refused; the run says so in one line, no signal sent."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.test_arena_lobby import ROOT, arena, free_port, remote_worker, worker_bot, write_config
+
+    port = free_port()
+    bots = worker_bot("near") + '\n[[bots]]\nname = "far"\nremote = true\n'
+    cfg = write_config(tmp_path, bots, players=2, gpp=400, extra=f'lobby = "127.0.0.1:{port}"')
+    token = arena("token", str(cfg), "far").stdout.strip()
+    proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress", "--bootstrap", "0"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    worker = remote_worker(port, token, "far")
+    try:
+        deadline = time.monotonic() + 180
+        while _stored_with(tmp_path / "out" / "arena.sqlite", "far") < 1:  # it played
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the remote bot played no game within 180 s"
+            time.sleep(0.2)
+        assert worker.poll() is None and proc.poll() is None
+        revoked = arena("token", str(cfg), "far", "--revoke")
+        assert revoked.returncode == 0, revoked.stderr
+        _, err = worker.communicate(timeout=120)  # dropped, it dials again and is refused: it exits
+        assert worker.returncode == 1 and "UNAUTHENTICATED: unknown or revoked bot token" in err, err
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+            try:
+                list(lpb_grpc.LobbyServiceStub(ch).Connect(iter([register(token, "far")]), timeout=30))
+                refused: tuple[object, object] = (None, None)
+            except grpc.RpcError as e:
+                refused = (e.code(), e.details())
+        assert refused == (grpc.StatusCode.UNAUTHENTICATED, "unknown or revoked bot token")
+        assert proc.poll() is None, proc.communicate()  # still running: refused while it played
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            out = proc.communicate(timeout=120)[0]
+        finally:
+            proc.kill()
+            worker.kill()
+            worker.wait(10)
+    assert proc.returncode == 128 + signal.SIGTERM and "Traceback" not in out, out
+    assert "remote bots' tokens changed in the store: taken; 1 worker(s) of a revoked token dropped" in out, out
