@@ -228,3 +228,25 @@ def test_a_refitted_boards_last_pairs_show_the_refits_figures(tmp_path: Path) ->
     page = (out / "leaderboard.html").read_text().split('<table id="ladder-plan">')[1].split("</table>")[0]
     c = shown["ratings.json"]["ladder"]["plan"][0]
     assert f'<td>{c["gap"]:.0f}</td><td>{c["gap_sd"]:.0f}</td>' in page, page
+
+
+def test_a_boards_refit_with_nothing_changed_gives_its_pairs_figures_back(tmp_path: Path) -> None:
+    """A plan's pairs are chosen one after another, each counting those before it as played (their sd and undecided
+    are smaller for it); a refit that gave each pair its figures as though no pair were chosen showed a refitted
+    board's pairs in another measure than an unrefitted one's (and one pair twice in a plan with one sd). Refitting a
+    board from the games and the void entrants it was written with changes none of its figures."""
+    from arena.formats.ladder_run import LadderRun, refitted_board
+    from arena.tournament.runner import open_tournament
+
+    config = load_config(str(_config(tmp_path)))
+    t = open_tournament(config, tmp_path / "out")
+    try:
+        _play(t, [("one", ENTRANT, CHEATER_PAIRS), ("one", "two", 3), ("two", "three", 3), ("one", "three", 3)])
+        run, now = LadderRun(t), time.time()
+        run.next_games(4, now)  # nothing in flight: the plan counts no pending pair
+        board = run.board(now)
+        again = refitted_board(board, t.store.results(), t.master_seed, board["voided"], now)
+    finally:
+        t.store.close()
+    assert len(board["plan"]) > 1, board["plan"]
+    assert again["plan"] == board["plan"] and again["standings"] == board["standings"]

@@ -433,10 +433,22 @@ class Ladder:
         return Plan(choices, None)
 
     def gap(self, a: str, b: str) -> Gap:
-        """The pairing ``a``-``b`` by the fit now (a name without games is entered), with no pair counted as chosen:
-        the figures of a past :class:`Choice` of that pair refitted (after :meth:`void`, for the board)."""
-        ia, ib = self.entrant(a), self.entrant(b)
-        return _View(self, np.array([ia, ib], dtype=np.int64), Budget(), 0).gap(ia, ib)
+        """The pairing ``a``-``b`` by the fit now (a name without games is entered), with no pair counted as chosen."""
+        return self.gaps([(a, b)])[0]
+
+    def gaps(self, pairs: Sequence[tuple[str, str]]) -> list[Gap]:
+        """Each pairing of ``pairs`` (a plan's, in its order) by the fit now (a name without games is entered), the
+        pairs before it counted as chosen, as :meth:`next_pairs` gave them: a past plan's figures refitted (after
+        :meth:`void`, for the board; the pairs pending then are not known now, so not counted)."""
+        if not pairs:
+            return []
+        index = [(self.entrant(a), self.entrant(b)) for a, b in pairs]
+        view = _View(self, np.array(sorted({k for pair in index for k in pair}), dtype=np.int64), Budget(), 0)
+        out: list[Gap] = []
+        for ia, ib in index:
+            out.append(view.gap(ia, ib))
+            view.take(ia, ib)
+        return out
 
     def _indices(self, field: Sequence[str]) -> np.ndarray:
         """The entrant indices of ``field`` (entering new names), kept for the next call with the same field."""

@@ -208,8 +208,9 @@ def refitted_board(board: Mapping[str, Any], results: Iterable[GameResult], mast
     """A stored ladder ``board`` (:meth:`LadderRun.board`) refitted from the stored games ``results`` with the games
     of ``barred`` void (:meth:`LadderRun.bar`): what the ladder shows once it bars them, for a board written before
     (its ``voided`` not ``barred``). Its ``standings``: the entrants the board ranked but ``barred``; each named pair
-    of its ``plan`` keeps its ``reason`` (why it was chosen, on the fit of its time) with its ``gap``, ``gap_sd`` and
-    ``undecided`` by the refit (:meth:`Ladder.gap`), so the public board's figures agree with its standings and rest
+    of its ``plan`` but those seating one of ``barred`` keeps its ``reason`` (why it was chosen, on the fit of its time)
+    with its ``gap``, ``gap_sd`` and ``undecided`` by the refit, the pairs before it counted as chosen as when the plan
+    was made (:meth:`Ladder.gaps`), so the public board's figures agree with its standings and rest
     on no void game; ``voided``: ``barred``. With ``blind`` seats a pair's first game counts only with its twin
     (:meth:`LadderRun.add`). The board's ``rules`` (the defaults for a board that has none); ``now``: Unix seconds,
     the day of ``games_today``."""
@@ -221,6 +222,9 @@ def refitted_board(board: Mapping[str, Any], results: Iterable[GameResult], mast
     ladder.void(barred)
     field = [s["name"] for s in board.get("standings") or [] if s.get("name") not in barred]
     standings = [asdict(s) for s in ladder.standings(field, now)] if field else []
-    plan = [c if "a" not in c or "b" not in c else {**c, **asdict(ladder.gap(str(c["a"]), str(c["b"])))}
-            for c in board.get("plan") or []]
-    return {**board, "standings": standings, "plan": plan, "voided": sorted(barred)}
+    plan = [c for c in board.get("plan") or [] if c.get("a") not in barred and c.get("b") not in barred]
+    named = [(str(c["a"]), str(c["b"])) for c in plan if "a" in c and "b" in c]  # a blind plan's name nobody
+    figures = iter(ladder.gaps(named))
+    plan = [{**c, **asdict(next(figures))} if "a" in c and "b" in c else c for c in plan]
+    return {**board, "standings": standings, "plan": plan, "reasons": list(dict.fromkeys(c["reason"] for c in plan)),
+            "voided": sorted(barred)}
