@@ -264,6 +264,34 @@ def test_a_streams_look_at_the_live_files_waits_for_the_live_reads_bound(
         gate.set()
 
 
+def test_a_stream_waiting_for_a_live_read_slot_ends_at_once_when_the_server_stops(
+    web: WebServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream whose look waited for a slot kept waiting (up to the bound's wait) when the server was told to stop,
+    then said ``: busy`` and only then ended, holding the graceful stop back. Now it gives up the wait and ends,
+    saying nothing more. (The wait is made long, so the stream is surely still waiting when the stop comes.)"""
+    state = web.app.state.web
+    monkeypatch.setattr(state.live_reads, "wait_s", float(GONE_S))
+    gate = threading.Event()
+    assert state.loop is not None
+    holders = [asyncio.run_coroutine_threadsafe(state.live_reads.run(gate.wait, 2 * GONE_S), state.loop)
+               for _ in range(state.live_reads.limit)]
+    try:
+        deadline = time.monotonic() + GONE_S
+        while state.live_reads.held < state.live_reads.limit:
+            assert time.monotonic() < deadline, "the reads holding the bound did not start"
+            time.sleep(0.05)
+        with httpx.stream("GET", f"http://127.0.0.1:{web.port}/events", timeout=2 * GONE_S) as stream:
+            told = blocks(stream.iter_lines())
+            assert next(told) == "retry: 2000"
+            state.close_streams()
+            assert list(told) == []
+    finally:
+        gate.set()
+        for h in holders:
+            h.result(GONE_S)
+
+
 def test_a_client_that_goes_before_its_answer_gives_its_slot_back(web: WebServer) -> None:
     """Connections that send the request and close at once (before the stream's first byte could be
     sent) leave no slot taken: the client soon gets its whole cap again. (When the server takes and

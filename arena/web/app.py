@@ -331,12 +331,15 @@ async def live_updates(request: Request, app: WebApp) -> AsyncIterator[str]:
     """The events of one live-update stream, until the client goes or the server stops. Each look
     (:func:`live_version`: it reads the live files' sizes) takes a public live-read slot
     (:attr:`WebApp.live_reads`); when none comes free the stream says ``: busy`` (a comment) and looks again
-    at the next poll."""
+    at the next poll; a server stopping ends a stream waiting for a slot at once (not after ``: busy``)."""
     last = None
     idle = 0.0
     yield "retry: 2000\n\n"
     while not app.closing and not await request.is_disconnected():
-        now = await app.live_reads.run_if_free(live_version, app)  # the live files' sizes: a live read
+        # the live files' sizes: a live read; a server stopping meanwhile ends the stream at once
+        now = await app.live_reads.run_if_free(live_version, app, give_up=lambda: app.closing)
+        if app.closing:
+            break
         if now is None:  # every public live-read slot stayed taken: no look this time, said as a comment
             idle = 0.0
             yield f": {BUSY_LOOK}\n\n"

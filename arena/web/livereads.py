@@ -72,15 +72,16 @@ class LiveReads:
         with self._lock:
             self._held -= 1
 
-    async def run(self, read: Callable[..., T], *args: object) -> T:
+    async def run(self, read: Callable[..., T], *args: object, give_up: Callable[[], bool] = lambda: False) -> T:
         """``read(*args)`` on one of the server's threads once a slot is free, the slot held until it
         returns (a request cancelled meanwhile still waits for its thread, so a stalled read keeps its slot).
 
-        :raises LiveBusy: no slot came free within ``wait_s`` seconds.
+        :param give_up: asked while no slot is free: True stops waiting (the server is stopping).
+        :raises LiveBusy: no slot came free within ``wait_s`` seconds, or ``give_up`` said so.
         """
         deadline = time.monotonic() + self.wait_s
         while not self._take():
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= deadline or give_up():
                 raise LiveBusy(BUSY)
             await asyncio.sleep(_LOOK_S)
         try:
@@ -88,10 +89,12 @@ class LiveReads:
         finally:
             self._give()
 
-    async def run_if_free(self, read: Callable[..., T], *args: object) -> T | None:
-        """:meth:`run`, or None when no slot came free within ``wait_s`` seconds (a page then shows what it read
-        as not read now: the leaderboard's and ``/me``'s running games, the live-update stream's look)."""
+    async def run_if_free(self, read: Callable[..., T], *args: object,
+                          give_up: Callable[[], bool] = lambda: False) -> T | None:
+        """:meth:`run`, or None when no slot came free within ``wait_s`` seconds or ``give_up`` said so (a page then
+        shows what it read as not read now: the leaderboard's and ``/me``'s running games, the live-update stream's
+        look)."""
         try:
-            return await self.run(read, *args)
+            return await self.run(read, *args, give_up=give_up)
         except LiveBusy:
             return None
