@@ -16,6 +16,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -225,6 +226,22 @@ def blocks(lines: Iterator[str]) -> Iterator[str]:
             block = []
 
 
+def hold_every_live_read(web: WebServer, gate: threading.Event, wait_s: float) -> list[Future[bool]]:
+    """Take every public live-read slot of ``web`` with a read that waits for ``gate`` (at most ``wait_s`` seconds);
+    returns once all are held (the futures of those reads, each True once ``gate`` is set)."""
+    state = web.app.state.web
+    assert state.loop is not None
+    holders = [asyncio.run_coroutine_threadsafe(state.live_reads.run(gate.wait, wait_s), state.loop)
+               for _ in range(state.live_reads.limit)]
+    deadline = time.monotonic() + GONE_S
+    while state.live_reads.held < state.live_reads.limit:
+        if time.monotonic() > deadline:
+            gate.set()
+            raise AssertionError("the reads holding the bound did not start")
+        time.sleep(0.05)
+    return holders
+
+
 def test_a_streams_look_at_the_live_files_waits_for_the_live_reads_bound(
     web: WebServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -239,16 +256,9 @@ def test_a_streams_look_at_the_live_files_waits_for_the_live_reads_bound(
         return progress_mark(output)
 
     monkeypatch.setattr(live, "progress_mark", counted)
-    state = web.app.state.web
     gate = threading.Event()
-    assert state.loop is not None
-    holders = [asyncio.run_coroutine_threadsafe(state.live_reads.run(gate.wait, 60), state.loop)
-               for _ in range(state.live_reads.limit)]
+    holders = hold_every_live_read(web, gate, 60)
     try:
-        deadline = time.monotonic() + GONE_S
-        while state.live_reads.held < state.live_reads.limit:
-            assert time.monotonic() < deadline, "the reads holding the bound did not start"
-            time.sleep(0.05)
         with httpx.stream("GET", f"http://127.0.0.1:{web.port}/events", timeout=GONE_S) as stream:
             assert stream.status_code == 200
             told = blocks(stream.iter_lines())
@@ -273,14 +283,8 @@ def test_a_stream_waiting_for_a_live_read_slot_ends_at_once_when_the_server_stop
     state = web.app.state.web
     monkeypatch.setattr(state.live_reads, "wait_s", float(GONE_S))
     gate = threading.Event()
-    assert state.loop is not None
-    holders = [asyncio.run_coroutine_threadsafe(state.live_reads.run(gate.wait, 2 * GONE_S), state.loop)
-               for _ in range(state.live_reads.limit)]
+    holders = hold_every_live_read(web, gate, 2 * GONE_S)
     try:
-        deadline = time.monotonic() + GONE_S
-        while state.live_reads.held < state.live_reads.limit:
-            assert time.monotonic() < deadline, "the reads holding the bound did not start"
-            time.sleep(0.05)
         with httpx.stream("GET", f"http://127.0.0.1:{web.port}/events", timeout=2 * GONE_S) as stream:
             told = blocks(stream.iter_lines())
             assert next(told) == "retry: 2000"
