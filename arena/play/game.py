@@ -60,6 +60,7 @@ from arena.hosting.procs import CPU_PERIOD_US, EXIT_WAIT_S, BotProcess, stop_all
 from arena.hosting.sandbox import BotContainer, Sandbox, SandboxError
 from arena.lobby.seats import LobbyBot, SeatWait
 from arena.play.environment import admin_secret_names, bot_environment, expand_command, log_tail
+from arena.play.fingerprint import container_fingerprint
 from arena.play.referees import RefereeConnection, RefereeError, RefereeFailure, RefereePool, rpc_status
 from arena.report.live import LIVE_KINDS_PB, LiveLog
 from arena.tournament.result import Failures, GameResult, Unplayed, forfeit_result
@@ -391,6 +392,32 @@ class GrpcGameRunner:
         problems = {name: why for name, why in found.items() if why}
         self.broken.update(problems)
         return problems
+
+    def check_fingerprints(self, names: Sequence[str]) -> dict[str, str]:
+        """The fingerprint of each named per-game container bot's check as it would be made now
+        (:func:`arena.play.fingerprint.container_fingerprint`: its image's content ID, its spec, the match's
+        players and time control, the docker engine's version, the arena's code). A bot without one is left
+        out (checked every time): a process bot, a bot whose image docker does not have (its check says so),
+        every bot when docker does not answer."""
+        bots = {n: self.bots[n] for n in names if self.bots[n].mode == "per_game" and self.bots[n].image}
+        if self.sandbox is None or not bots:
+            return {}
+        import docker.errors
+
+        client = self.sandbox.client
+        try:
+            engine = str(client.version().get("Version", ""))
+        except docker.errors.DockerException:
+            return {}
+        context = {"players": self.config.players, "time_control": dataclasses.asdict(self.tc), "docker": engine}
+        out: dict[str, str] = {}
+        for name, bot in bots.items():
+            try:
+                image_id = str(client.api.inspect_image(bot.image)["Id"])
+            except docker.errors.DockerException:
+                continue
+            out[name] = container_fingerprint(bot, image_id, context)
+        return out
 
     def _check_bot(self, bot: BotSpec) -> str | None:
         """One bot's check (see :meth:`check_bots`): None when it joined, else why not."""

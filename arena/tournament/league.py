@@ -28,7 +28,8 @@ The bots left out are listed, each with its one public line (:func:`public_why`)
 the terminal's show them (docs/arena.md, "Bot failures").
 
 A restart (even after SIGKILL) resumes: stored games stay, games in flight are played again from their
-seeds, remote workers dial the lobby again by themselves. The master seed is never revealed by
+seeds, remote workers dial the lobby again by themselves, and a container bot whose passed check the store keeps
+under an unchanged fingerprint is not checked again (:meth:`League._check`). The master seed is never revealed by
 ``serve`` (a league has no last game); ``arena run`` reveals it once every scheduled game is played, and
 ``arena competition close`` once a competition's league is over for good (then ``serve`` refuses the folder:
 :class:`arena.tournament.runner.LeagueClosed`).
@@ -57,6 +58,7 @@ from rich.markup import escape
 from arena import metrics
 from arena.config import BotSpec, ConfigError, TournamentConfig, check_bot_cwds, load_config
 from arena.lobby.tokens import TokenBook
+from arena.play.fingerprint import PASSED_CHECKS_KEY, PassedChecks
 from arena.tournament.game_logs import GameLogs
 from arena.tournament.result import GameResult
 from arena.tournament.runner import (
@@ -251,6 +253,11 @@ class League:
         again at every reload (it was mended); one that passed is not (a bot that breaks later loses its
         games, as in ``arena run``, until :meth:`_count_breakdowns` leaves it out).
 
+        A container bot's passed check is kept in the store under its fingerprint (:meth:`_unchanged`,
+        :mod:`arena.play.fingerprint`): a restart does not check it again while the fingerprint is the same
+        (its image's content, its spec, the arena's code), and a reload checks it again when it changed (the
+        tag now names another image). A process bot is checked at every start (no sound cheap fingerprint).
+
         :raises RefereeError: if no referee is left to check on.
         """
         for gone in [label for label in self.left_out if label not in t.entrants]:  # dropped by the reload
@@ -258,15 +265,21 @@ class League:
             metrics.BOTS_LEFT_OUT.remove(gone)
             self.unpublished = True
         check = getattr(self.runner, "check_bots", None)
-        todo = [label for label in labels if self._passed.get(label) != t.entrants[label]]
-        if check is None or not todo:  # the simulated runner starts no bots
+        if check is None:  # the simulated runner starts no bots
+            return
+        before = self._fingerprints(labels := list(dict.fromkeys(labels)))
+        todo = [label for label in labels if not self._unchanged(t, label, before.get(label))]
+        if not todo:
             return
         problems: dict[str, str] = check(todo)
+        after = self._fingerprints([label for label in todo if label in before and label not in problems])
         for label in todo:
             why = problems.get(label)
             self._in_a_row.pop(label, None)
             if why is None:
                 self._passed[label] = t.entrants[label]
+                if before.get(label) is not None and after.get(label) == before[label]:  # not moved meanwhile
+                    self._keep_check(t, label, before[label])
                 if self.left_out.pop(label, None) is not None:
                     metrics.BOTS_LEFT_OUT.remove(label)
                     self.unpublished = True
@@ -274,12 +287,46 @@ class League:
                 continue
             self._leave_out(label, f"failed its check: {why}")
 
+    def _fingerprints(self, labels: Sequence[str]) -> dict[str, str]:
+        """The runner's fingerprints of the checks of ``labels`` (:meth:`arena.play.game.GrpcGameRunner.
+        check_fingerprints`; none for a runner without them): label -> hex, for the bots that have one."""
+        prints = getattr(self.runner, "check_fingerprints", None)
+        return dict(prints(labels)) if prints is not None and labels else {}
+
+    def _unchanged(self, t: Tournament, label: str, fingerprint: str | None) -> bool:
+        """Whether ``label`` need not be checked now: with a ``fingerprint``, a check of it passed (this run or
+        an earlier one: the store's :data:`PASSED_CHECKS_KEY`) and is kept under it (said once: not checked
+        again); without one, the same spec passed in this run."""
+        if fingerprint is None:
+            return self._passed.get(label) == t.entrants[label]
+        passed = PassedChecks.parse(t.store.get_meta(PASSED_CHECKS_KEY))
+        if passed.by_label.get(label) != fingerprint:
+            return False
+        if self._passed.get(label) != t.entrants[label]:
+            self._passed[label] = t.entrants[label]
+            self._note(f"bot {label!r} passed its check before, on the same image and spec "
+                       f"(fingerprint {fingerprint[:12]}): not checked again")
+        return True
+
+    def _keep_check(self, t: Tournament, label: str, fingerprint: str | None) -> None:
+        """Keep ``label``'s passed check under ``fingerprint`` in the store, or forget it (None: it failed,
+        or was left out, so the next start checks it again)."""
+        passed = PassedChecks.parse(t.store.get_meta(PASSED_CHECKS_KEY))
+        if fingerprint is None:
+            if passed.by_label.pop(label, None) is None:
+                return
+        else:
+            passed.by_label[label] = fingerprint
+        t.store.set_meta(PASSED_CHECKS_KEY, passed.dumps())
+
     def _leave_out(self, label: str, why: str) -> None:
         """Leave ``label`` out (:attr:`left_out`: none of its games is played until a reload's check passes):
         ``why`` (one line) is said once on the host's terminal as it is (the bot's last output included)
         and published as :func:`public_why` makes it, and ``allfours_arena_bots_left_out{bot}`` is 1."""
         self.left_out[label] = public_why(why, self.output)
         self._passed.pop(label, None)  # checked again at the next reload
+        if self.tournament is not None:  # and at the next start
+            self._keep_check(self.tournament, label, None)
         self.unpublished = True
         metrics.BOTS_LEFT_OUT.labels(label).set(1)
         said = "" if why.startswith("left out") else "it is left out: "

@@ -13,7 +13,8 @@ Tournament meta (key/value): ``fingerprint`` (of the config, see
 ``entrants`` (every bot ever entered, see :meth:`Store.entrants`), ``master_seed`` (hex; kept here
 so a rerun without a seed in the config resumes the same schedule; published only after the last
 game), ``identity`` (JSON: the config fields the fingerprint covers, so a changed config can be told
-which fields changed), ``created_at``, ``finished_at``.
+which fields changed), ``created_at``, ``finished_at``, ``passed_checks`` (JSON: entrant label -> the
+fingerprint of its passed check, :mod:`arena.play.fingerprint`; ``arena serve`` does not check such a bot again).
 
 Remote bots' tokens (``bot_tokens``): only each token's SHA-256, the bot's name, when it was made and
 when it was revoked (:meth:`Store.add_token`, :meth:`Store.revoke_tokens`, :meth:`Store.token_digests`).
