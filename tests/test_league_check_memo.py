@@ -18,7 +18,7 @@ from rich.console import Console
 
 from arena.config import BotSpec, load_config
 from arena.hosting.sandbox import Limits
-from arena.play.fingerprint import PassedChecks, container_fingerprint
+from arena.play.fingerprint import PassedChecks, container_fingerprint, engine_facts
 from arena.tournament.league import League
 from arena.tournament.result import GameResult, Unplayed, forfeit_result
 from arena.tournament.runner import SimulatedRunner, Tournament
@@ -119,3 +119,21 @@ def test_damaged_passed_checks_read_as_none_passed() -> None:
     for stored in (None, "", "not json", "[1, 2]", '"x"'):
         assert PassedChecks.parse(stored).by_label == {}
     assert PassedChecks.parse('{"a": "f00", "b": 3}').by_label == {"a": "f00"}
+
+
+def test_the_hosts_docker_components_kernel_and_libraries_change_a_fingerprint() -> None:
+    """A check proves the bot ran on this host's docker and this arena's libraries: an upgrade of runc or
+    containerd, the kernel or the API changes the fingerprint (engine_facts), so the bot is checked again."""
+    bot = BotSpec("boxed", "1", (), None, {}, "allfours-bots/boxed:1", Limits())
+    version = {"Version": "26.1.5", "ApiVersion": "1.45", "KernelVersion": "6.1.0",
+               "Components": [{"Name": "runc", "Version": "1.1.12"}, {"Name": "containerd", "Version": "1.6.20"}]}
+
+    def print_of(v: dict[str, Any]) -> str:
+        return container_fingerprint(bot, "sha256:" + "a" * 64, {"players": 2, "docker": engine_facts(v)})
+
+    first = print_of(version)
+    assert first == print_of(dict(version))
+    changed = [{**version, "KernelVersion": "6.12.0"}, {**version, "ApiVersion": "1.47"},
+               {**version, "Components": [{"Name": "runc", "Version": "1.2.0"}, version["Components"][1]]}]
+    assert first not in {print_of(v) for v in changed}
+    assert engine_facts(version)["libraries"]["grpcio"]  # installed here: its version is in the facts

@@ -60,7 +60,7 @@ from arena.hosting.procs import CPU_PERIOD_US, EXIT_WAIT_S, BotProcess, stop_all
 from arena.hosting.sandbox import BotContainer, Sandbox, SandboxError
 from arena.lobby.seats import LobbyBot, SeatWait
 from arena.play.environment import admin_secret_names, bot_environment, expand_command, log_tail
-from arena.play.fingerprint import container_fingerprint
+from arena.play.fingerprint import container_fingerprint, engine_facts
 from arena.play.referees import RefereeConnection, RefereeError, RefereeFailure, RefereePool, rpc_status
 from arena.report.live import LIVE_KINDS_PB, LiveLog
 from arena.tournament.result import Failures, GameResult, Unplayed, forfeit_result
@@ -396,7 +396,7 @@ class GrpcGameRunner:
     def check_fingerprints(self, names: Sequence[str]) -> dict[str, str]:
         """The fingerprint of each named per-game container bot's check as it would be made now
         (:func:`arena.play.fingerprint.container_fingerprint`: its image's content ID, its spec, the match's
-        players and time control, the docker engine's version, the arena's code). A bot without one is left
+        players and time control, the host's docker engine and libraries, the arena's code). A bot without one is left
         out (checked every time): a process bot, a bot whose image docker does not have (its check says so),
         every bot when docker does not answer."""
         bots = {n: self.bots[n] for n in names if self.bots[n].mode == "per_game" and self.bots[n].image}
@@ -405,17 +405,20 @@ class GrpcGameRunner:
         import docker.errors
 
         client = self.sandbox.client
-        try:
-            engine = str(client.version().get("Version", ""))
-        except docker.errors.DockerException:
+        try:  # OSError: requests' ConnectionError and ReadTimeout (dockerd gone or hung) are not DockerExceptions
+            engine = client.version()
+        except (docker.errors.DockerException, OSError):
             return {}
-        context = {"players": self.config.players, "time_control": dataclasses.asdict(self.tc), "docker": engine}
+        context = {"players": self.config.players, "time_control": dataclasses.asdict(self.tc),
+                   "docker": engine_facts(engine)}
         out: dict[str, str] = {}
         for name, bot in bots.items():
             try:
                 image_id = str(client.api.inspect_image(bot.image)["Id"])
-            except docker.errors.DockerException:
+            except docker.errors.DockerException:  # no such image: its check says so
                 continue
+            except OSError:  # docker stopped answering: no more waits of DOCKER_TIMEOUT_S, one a bot
+                break
             out[name] = container_fingerprint(bot, image_id, context)
         return out
 

@@ -264,6 +264,7 @@ class League:
             del self.left_out[gone]
             metrics.BOTS_LEFT_OUT.remove(gone)
             self.unpublished = True
+        self._forget_gone_checks(t)
         check = getattr(self.runner, "check_bots", None)
         if check is None:  # the simulated runner starts no bots
             return
@@ -307,6 +308,17 @@ class League:
             self._note(f"bot {label!r} passed its check before, on the same image and spec "
                        f"(fingerprint {fingerprint[:12]}): not checked again")
         return True
+
+    def _forget_gone_checks(self, t: Tournament) -> None:
+        """Drop the kept checks of the labels no longer entered (a reload dropped them, a competitor's version
+        was retired by a newer one): :data:`PASSED_CHECKS_KEY` holds only entrants, so it stays as small as the
+        field (one that comes back is checked again)."""
+        passed = PassedChecks.parse(t.store.get_meta(PASSED_CHECKS_KEY))
+        gone = [label for label in passed.by_label if label not in t.entrants]
+        for label in gone:
+            del passed.by_label[label]
+        if gone:
+            t.store.set_meta(PASSED_CHECKS_KEY, passed.dumps())
 
     def _keep_check(self, t: Tournament, label: str, fingerprint: str | None) -> None:
         """Keep ``label``'s passed check under ``fingerprint`` in the store, or forget it (None: it failed,
