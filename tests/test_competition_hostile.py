@@ -13,7 +13,7 @@ import tarfile
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import grpc
 import pytest
@@ -21,7 +21,7 @@ import pytest
 from allfours.v1 import submission_pb2 as spb
 from allfours.v1 import submission_pb2_grpc as spb_grpc
 from arena.competition import service
-from arena.competition.book import CompetitionBook
+from arena.competition.book import CompetitionBook, Submission
 from arena.competition.desk import Desk, Header, Refused
 from arena.competition.pipeline import submission_tag
 from arena.config import CompetitionSettings
@@ -38,6 +38,16 @@ def _archive() -> bytes:
     return buf.getvalue()
 
 
+def _upload(desk: Desk, competitor: str, header: Header, archive: IO[bytes]) -> Submission:
+    """``archive`` sent as the Submission service sends it on: counted as its upload begins (:meth:`Desk.begin_upload`,
+    the one way an upload is counted), then received and settled."""
+    counted = desk.begin_upload(competitor, desk.clock())
+    try:
+        return desk.receive(competitor, header, archive, counted)
+    finally:
+        desk.settle(counted)
+
+
 def _desk(tmp_path: Path, per_day: int = 1) -> Desk:
     return Desk(CompetitionSettings(submissions_per_day=per_day), tmp_path, CompetitionBook(tmp_path), lambda: None)
 
@@ -46,15 +56,70 @@ def test_uploads_that_passed_the_check_together_do_not_pass_the_daily_limit(tmp_
     """Two uploads both pass Submit's early check (none kept yet); the second to be kept is refused."""
     desk = _desk(tmp_path, per_day=1)
     desk.book.add_competitor("eve")
-    desk.check_open("eve", 0.0)
-    desk.check_open("eve", 0.0)
-    desk.receive("eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(_archive()))
+    first, second = desk.begin_upload("eve", desk.clock()), desk.begin_upload("eve", desk.clock())
+    desk.receive("eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(_archive()), first)
     with pytest.raises(Refused, match="1 submissions today, the limit of a day") as e:
-        desk.receive("eve", Header("evebot", "2", "python", "bot:Bot"), io.BytesIO(_archive()))
+        desk.receive("eve", Header("evebot", "2", "python", "bot:Bot"), io.BytesIO(_archive()), second)
     assert e.value.kind == "exhausted"
     assert len(desk.book.submissions("eve")) == 1
     assert not list((tmp_path / "submissions").glob("incoming-*"))  # nothing left of the refused one
 
+
+
+def test_an_upload_that_spans_midnight_is_charged_to_the_day_it_began(tmp_path: Path) -> None:
+    """An upload began before a UTC midnight and kept after it was checked, as it was kept, against the new
+    day's counts (less its own refusal, which is in the old day): an upload begun beside another while the old
+    day's limit allowed one was kept past that limit, and its submission counted in the new day, which it never
+    was checked against as it began. Now the day is the one it began on, for every check and count (clock
+    injected)."""
+    midnight = 20_000 * 86_400.0  # 2024-10-04T00:00:00Z
+    now = [midnight - 10]
+    desk = Desk(CompetitionSettings(submissions_per_day=1), tmp_path, CompetitionBook(tmp_path), lambda: None,
+                clock=lambda: now[0])
+    desk.book.add_competitor("eve")
+    late, early = desk.begin_upload("eve", midnight - 10), desk.begin_upload("eve", midnight - 5)
+    now[0] = midnight - 4
+    desk.receive("eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(_archive()), early)
+    desk.settle(early)
+    now[0] = midnight + 5
+    with pytest.raises(Refused, match=r"^1 submissions today, the limit of a day: try again after "
+                                      r"2024-10-04T00:00:00Z \(in 0 s\)$") as e:
+        desk.receive("eve", Header("evebot", "2", "python", "bot:Bot"), io.BytesIO(_archive()), late)
+    desk.settle(late)
+    assert e.value.kind == "exhausted"
+    now[0] = midnight + 6  # the new day is whole: one upload begun in it is kept, and counted in it
+    kept = _upload(desk, "eve", Header("evebot", "3", "python", "bot:Bot"), io.BytesIO(_archive()))
+    assert kept.created_at == midnight + 6
+    assert [desk.book.count_since("eve", day, day + 86_400) for day in (midnight - 86_400, midnight)] == [1, 1]
+    assert [desk.book.refusals_since("eve", day, day + 86_400) for day in (midnight - 86_400, midnight)] == [0, 0]
+
+
+def test_a_kept_upload_that_spans_midnight_counts_in_the_day_it_began(tmp_path: Path) -> None:
+    """The other side of the midnight: an upload begun before it and kept after counted in the new day, so
+    the competitor's first upload of that day was refused though none of it had begun in it."""
+    midnight = 20_000 * 86_400.0
+    now = [midnight - 10]
+    desk = Desk(CompetitionSettings(submissions_per_day=1), tmp_path, CompetitionBook(tmp_path), lambda: None,
+                clock=lambda: now[0])
+    desk.book.add_competitor("eve")
+    spanning = desk.begin_upload("eve", midnight - 10)
+    now[0] = midnight + 5
+    sub = desk.receive("eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(_archive()), spanning)
+    desk.settle(spanning)
+    assert sub.created_at == midnight - 10
+    now[0] = midnight + 6
+    assert _upload(desk, "eve", Header("evebot", "2", "python", "bot:Bot"), io.BytesIO(_archive())).version == "2"
+
+
+def test_an_upload_is_counted_one_way_only(tmp_path: Path) -> None:
+    """``Desk.receive`` without the refusal its upload began with (:meth:`Desk.begin_upload`) counted a refusal
+    itself, a second way to count an upload that only tests took. It needs that refusal now: nothing is taken in,
+    counted or kept without it."""
+    desk = _desk(tmp_path)
+    desk.book.add_competitor("eve")
+    with pytest.raises(TypeError, match="counted"):
+        desk.receive("eve", Header("evebot", "1", "", ""), io.BytesIO(_archive()))  # type: ignore[call-arg]
+    assert desk.book.refusals_since("eve", 0.0) == 0 and desk.book.submissions("eve") == []
 
 
 def test_uploads_refused_once_unpacked_are_limited_a_day(tmp_path: Path) -> None:
@@ -74,12 +139,12 @@ def test_uploads_refused_once_unpacked_are_limited_a_day(tmp_path: Path) -> None
         desk = Desk(settings, tmp_path, book, lambda: None)
         for who in ("eve", "bob"):
             book.add_competitor(who)
-        desk.receive("eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(_archive()))
+        _upload(desk, "eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(_archive()))
         with pytest.raises(Refused) as e:
-            desk.receive("eve", Header("evebot", "2", "python", "bot:Bot"), io.BytesIO(no_bot))
+            _upload(desk, "eve", Header("evebot", "2", "python", "bot:Bot"), io.BytesIO(no_bot))
         assert e.value.kind == "invalid"
         with pytest.raises(Refused) as e:  # evebot@1 again: a version taken
-            desk.receive("eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(_archive()))
+            _upload(desk, "eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(_archive()))
         assert e.value.kind == "exists"
         desk.check_open("bob", time.time())
     with CompetitionBook(tmp_path) as book:  # arena serve started again
@@ -87,9 +152,9 @@ def test_uploads_refused_once_unpacked_are_limited_a_day(tmp_path: Path) -> None
         with pytest.raises(Refused, match=r"^2 uploads of yours refused today, the limit of a day \(check a bot "
                                           r"with arena bots build and python -m sdk.conformance first\): try "
                                           r"again after \d{4}-\d\d-\d\dT00:00:00Z \(in \d+ s\)$") as e:
-            desk.receive("eve", Header("evebot", "3", "python", "bot:Bot"), io.BytesIO(_archive()))
+            _upload(desk, "eve", Header("evebot", "3", "python", "bot:Bot"), io.BytesIO(_archive()))
         assert e.value.kind == "exhausted"
-        desk.receive("bob", Header("bobbot", "1", "python", "bot:Bot"), io.BytesIO(_archive()))
+        _upload(desk, "bob", Header("bobbot", "1", "python", "bot:Bot"), io.BytesIO(_archive()))
         desk.check_open("eve", time.time() + 86400)  # the next day
         assert [s.version for s in book.submissions("eve")] == ["1"]
     assert not list((tmp_path / "submissions").glob("incoming-*"))
@@ -102,7 +167,7 @@ def test_a_kind_that_is_not_the_files_is_invalid_and_counted(tmp_path: Path) -> 
         desk = Desk(CompetitionSettings(refused_per_day=5), tmp_path, book, lambda: None)
         book.add_competitor("eve")
         with pytest.raises(Refused, match=r"^kind node was given, but the files make a python bot$") as e:
-            desk.receive("eve", Header("evebot", "1", "node", "bot:Bot"), io.BytesIO(_archive()))
+            _upload(desk, "eve", Header("evebot", "1", "node", "bot:Bot"), io.BytesIO(_archive()))
         assert e.value.kind == "invalid"
         assert book.refusals_since("eve", 0.0) == 1 and book.submissions("eve") == []
     assert not list((tmp_path / "submissions").glob("incoming-*"))
@@ -120,7 +185,7 @@ def test_an_archive_withdrawn_during_its_intake_is_invalid_and_counted(tmp_path:
         book.add_competitor("eve")
         archive = withdrawable(io.BytesIO(_archive()), lambda: next(reads) >= 3)
         with pytest.raises(Refused, match=f"^{WITHDRAWN}$") as e:
-            desk.receive("eve", Header("evebot", "1", "python", "bot:Bot"), archive)
+            _upload(desk, "eve", Header("evebot", "1", "python", "bot:Bot"), archive)
         assert e.value.kind == "invalid"
         assert book.refusals_since("eve", 0.0) == 1 and book.submissions("eve") == []
     assert not list((tmp_path / "submissions").glob("incoming-*"))
@@ -136,7 +201,7 @@ def test_a_folder_bot_retired_by_a_remote_registration_leaves_only_its_receipt(t
     desk = _desk(tmp_path, per_day=10)
     desk.book.add_competitor("eve")
     archive = _archive()
-    sub = desk.receive("eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(archive))
+    sub = _upload(desk, "eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(archive))
     folder = tmp_path / "submissions" / str(sub.id)
     receipt = folder / "upload.json"
     assert json.loads(receipt.read_text()) == {"sha256": hashlib.sha256(archive).hexdigest(), "bytes": len(archive)}
@@ -161,7 +226,7 @@ def test_a_remote_registration_stands_when_the_retired_bots_files_cannot_be_remo
     desk = _desk(tmp_path, per_day=10)
     desk.enroll = lambda: enrolled.append(1)
     desk.book.add_competitor("eve")
-    sub = desk.receive("eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(_archive()))
+    sub = _upload(desk, "eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(_archive()))
     desk.book.set_status(sub.id, "accepted", image="evebot-image")
     monkeypatch.setattr(desk_module, "prune_submission_files", refuse)
     entry, token = desk.register_remote("eve", "evebot", "2")
@@ -364,7 +429,7 @@ def test_a_house_bots_name_is_refused(tmp_path: Path) -> None:
                 house=frozenset({"heuristic"}))
     desk.book.add_competitor("eve")
     with pytest.raises(Refused, match="the bot name 'heuristic' belongs to the host's bots") as e:
-        desk.receive("eve", Header("heuristic", "1", "python", "bot:Bot"), io.BytesIO(_archive()))
+        _upload(desk, "eve", Header("heuristic", "1", "python", "bot:Bot"), io.BytesIO(_archive()))
     assert e.value.kind == "exists"
     with pytest.raises(Refused, match="belongs to the host's bots"):
         desk.register_remote("eve", "heuristic", "1")
@@ -389,7 +454,7 @@ def test_a_name_like_a_house_bots_is_refused(tmp_path: Path, name: str) -> None:
         desk.register_remote("eve", name, "1")
     assert (e.value.kind, str(e.value)) == ("exists", line)
     with pytest.raises(Refused) as e:
-        desk.receive("eve", Header(name, "1", "python", "bot:Bot"), io.BytesIO(_archive()))
+        _upload(desk, "eve", Header(name, "1", "python", "bot:Bot"), io.BytesIO(_archive()))
     assert (e.value.kind, str(e.value)) == ("exists", line)
     assert desk.book.submissions("eve") == []
 
@@ -406,7 +471,7 @@ def test_a_name_like_another_competitors_is_refused(tmp_path: Path, name: str) -
     assert (e.value.kind, str(e.value)) == (
         "exists", f"the bot name {name!r} is too like 'mybot', another competitor's: choose another --name")
     with pytest.raises(Refused, match=f"the bot name {name!r} is too like 'mybot', another competitor's"):
-        desk.receive("eve", Header(name, "1", "python", "bot:Bot"), io.BytesIO(_archive()))
+        _upload(desk, "eve", Header(name, "1", "python", "bot:Bot"), io.BytesIO(_archive()))
     assert desk.book.submissions("eve") == []
 
 
@@ -419,7 +484,7 @@ def test_names_unlike_any_taken_one_still_work(tmp_path: Path) -> None:
         desk.book.add_competitor(who)
     desk.register_remote("mal", "mybot", "1")
     made = [desk.register_remote("eve", name, "1")[0] for name in ("house3", "mybot2", "my-bots", "house")]
-    made.append(desk.receive("eve", Header("ahouse2", "1", "python", "bot:Bot"), io.BytesIO(_archive())))
+    made.append(_upload(desk, "eve", Header("ahouse2", "1", "python", "bot:Bot"), io.BytesIO(_archive())))
     made += [desk.register_remote("mal", name, "next")[0] for name in ("mybot", "my-bot")]
     assert [s.entrant for s in made] == ["house3@1", "mybot2@1", "my-bots@1", "house@1", "ahouse2@1",
                                          "mybot@2", "my-bot@1"]
@@ -511,7 +576,7 @@ def test_a_refusal_names_no_path_of_the_server(tmp_path: Path) -> None:
     desk = _desk(tmp_path)
     desk.book.add_competitor("eve")
     with pytest.raises(Refused, match="the archive: a Python bot needs --entry module:Class") as e:
-        desk.receive("eve", Header("evebot", "1", "", ""), io.BytesIO(_archive()))
+        _upload(desk, "eve", Header("evebot", "1", "", ""), io.BytesIO(_archive()))
     assert str(tmp_path) not in str(e.value)
 
 
@@ -523,7 +588,7 @@ def test_an_entry_that_names_no_file_is_one_line_naming_no_path_of_the_server(tm
     desk = _desk(tmp_path)
     desk.book.add_competitor("eve")
     with pytest.raises(Refused, match="the entry must be a file inside the folder") as e:
-        desk.receive("eve", Header("evejs", "1", "", entry), io.BytesIO(_node_archive(b'{"main": "bot.js"}')))
+        _upload(desk, "eve", Header("evejs", "1", "", entry), io.BytesIO(_node_archive(b'{"main": "bot.js"}')))
     assert e.value.kind == "invalid" and str(tmp_path) not in str(e.value) and len(str(e.value)) < 300, str(e.value)
 
 
@@ -1721,7 +1786,7 @@ def test_a_call_waiting_on_the_book_does_not_hold_the_lobbys_event_loop(tmp_path
 
     desk = _desk(tmp_path, per_day=10)
     token = desk.book.add_competitor("eve")
-    sub = desk.receive("eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(_archive()))
+    sub = _upload(desk, "eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(_archive()))
     desk.book.set_status(sub.id, "accepted")
     entered, release = threading.Event(), threading.Event()
     original = getattr(desk.book, held)
@@ -1761,7 +1826,7 @@ _SERVES_ONE_REFUSAL_A_DAY = """
 import sys
 from pathlib import Path
 from arena.competition import service
-from arena.competition.book import CompetitionBook
+from arena.competition.book import CompetitionBook, Submission
 from arena.competition.desk import Desk
 from arena.config import CompetitionSettings
 from arena.lobby.service import Lobby

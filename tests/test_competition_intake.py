@@ -378,9 +378,11 @@ def test_the_desk_refuses_an_entry_class_the_module_lacks(tmp_path: Path) -> Non
     with CompetitionBook(tmp_path / "out") as book:
         desk = Desk(CompetitionSettings(), tmp_path / "out", book, lambda: woken.append(1))
         with pytest.raises(Refused) as e:
-            desk.receive("alice", Header("alicebot", "1", "", "alicebot:NoSuch"), io.BytesIO(pack(bot)))
+            desk.receive("alice", Header("alicebot", "1", "", "alicebot:NoSuch"), io.BytesIO(pack(bot)),
+                         desk.begin_upload("alice", desk.clock()))
         assert e.value.kind == "invalid" and str(e.value) == "--entry alicebot:NoSuch: alicebot.py defines or " \
             "imports no NoSuch", str(e.value)
         assert book.submissions() == [] and woken == []
-        kept = desk.receive("alice", Header("alicebot", "1", "", "alicebot:AliceBot"), io.BytesIO(pack(bot)))
+        kept = desk.receive("alice", Header("alicebot", "1", "", "alicebot:AliceBot"), io.BytesIO(pack(bot)),
+                            desk.begin_upload("alice", desk.clock()))
         assert kept.status == "received" and woken == [1]

@@ -388,16 +388,20 @@ class CompetitionBook:
         return cur.rowcount
 
     # ---------------------------------------------------------------- submissions
-    def add_submission(self, competitor: str, name: str, version: str, kind: str, entry: str) -> Submission:
-        """A new ``received`` submission. :raises BookError: ``name@version`` was submitted before, or
-        ``name`` (or a name too like it: :func:`name_key`) belongs to another competitor."""
+    def add_submission(self, competitor: str, name: str, version: str, kind: str, entry: str,
+                       at: float | None = None) -> Submission:
+        """A new ``received`` submission, made at ``at`` (UNIX seconds, now by default: an upload's is when it
+        began, the day it is charged to, :meth:`arena.competition.desk.Desk.receive`). :raises BookError:
+        ``name@version`` was submitted before, or ``name`` (or a name too like it: :func:`name_key`) belongs to
+        another competitor."""
         now = time.time()
+        made = now if at is None else at
         with self._lock:
             self._check_name_free(competitor, name)
             try:
                 cur = self._db.execute(
                     "INSERT INTO submissions (competitor, name, version, kind, entry, status, created_at, updated_at)"
-                    " VALUES (?, ?, ?, ?, ?, 'received', ?, ?)", (competitor, name, version, kind, entry, now, now))
+                    " VALUES (?, ?, ?, ?, ?, 'received', ?, ?)", (competitor, name, version, kind, entry, made, now))
             except sqlite3.IntegrityError:
                 raise BookError(f"{name}@{version} was submitted before: give a new --version") from None
         return self._one(int(cur.lastrowid or 0))
@@ -525,12 +529,13 @@ class CompetitionBook:
             rows = self._db.execute("SELECT status, COUNT(*) FROM submissions GROUP BY status").fetchall()
         return {str(status): int(n) for status, n in rows}
 
-    def count_since(self, competitor: str, since: float) -> int:
-        """How many submissions ``competitor`` made since UNIX time ``since``, but for ``failed`` ones
-        (the arena's fault, such as a base image the host has not made: not the competitor's to pay)."""
+    def count_since(self, competitor: str, since: float, until: float = float("inf")) -> int:
+        """How many submissions ``competitor`` made since UNIX time ``since`` (and before ``until``), but for
+        ``failed`` ones (the arena's fault, such as a base image the host has not made: not the competitor's to
+        pay)."""
         with self._lock:
             row = self._db.execute("SELECT COUNT(*) FROM submissions WHERE competitor = ? AND created_at >= ? "
-                                   "AND status != 'failed'", (competitor, since)).fetchone()
+                                   "AND created_at < ? AND status != 'failed'", (competitor, since, until)).fetchone()
         return int(row[0])
 
     def add_refusal(self, competitor: str, at: float) -> int:
@@ -549,11 +554,12 @@ class CompetitionBook:
         with self._transaction() as db:
             db.execute("DELETE FROM refusals WHERE rowid = ? AND competitor = ?", (refusal, competitor))
 
-    def refusals_since(self, competitor: str, since: float) -> int:
-        """How many uploads of ``competitor`` were refused since UNIX time ``since`` (:meth:`add_refusal`)."""
+    def refusals_since(self, competitor: str, since: float, until: float = float("inf")) -> int:
+        """How many uploads of ``competitor`` were refused since UNIX time ``since`` (and before ``until``)
+        (:meth:`add_refusal`)."""
         with self._lock:
-            row = self._db.execute("SELECT COUNT(*) FROM refusals WHERE competitor = ? AND at >= ?",
-                                   (competitor, since)).fetchone()
+            row = self._db.execute("SELECT COUNT(*) FROM refusals WHERE competitor = ? AND at >= ? AND at < ?",
+                                   (competitor, since, until)).fetchone()
         return int(row[0])
 
     def retry_failed(self, ids: Sequence[int] = ()) -> list[Submission]:

@@ -109,6 +109,11 @@ class Desk:
     #: The uploads under way (their refusal's id: the competitor), from :meth:`begin_upload` until
     #: :meth:`settle`; those left when the arena stops are forgiven (:meth:`stop_uploads`).
     _under_way: dict[int, str] = dataclasses.field(default_factory=dict)
+    #: When each upload began (its refusal's id -> UNIX seconds, :meth:`begin_upload`'s ``now``): the UTC day it is
+    #: charged to, whenever it ends (:meth:`receive`); dropped by :meth:`settle`.
+    _began: dict[int, float] = dataclasses.field(default_factory=dict)
+    #: The time now (UNIX seconds): injected by tests that cross a midnight.
+    clock: Callable[[], float] = time.time
     _uploads_stopped: bool = False
     _uploads_lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
@@ -124,28 +129,30 @@ class Desk:
         upload = s.image_upload_bytes if kind == "image" else s.upload_bytes
         return IntakeLimits(upload, s.unpacked_bytes, s.files)
 
-    def check_open(self, competitor: str, now: float, under_way: int = 0) -> None:
+    def check_open(self, competitor: str, now: float, under_way: int = 0, charged: float | None = None) -> None:
         """:raises Refused: submissions frozen (naming the final's seed commitment: every competitor who tries
         learns it before the final is played, so the host cannot draw another unseen), or ``competitor`` at
         the per-day limit (with when to retry), or at ``refused_per_day`` (not counting ``under_way`` refusals:
-        their uploads' own, :meth:`begin_upload`)."""
+        their uploads' own, :meth:`begin_upload`). The limits are those of the UTC day of ``charged`` (UNIX
+        seconds; ``now`` by default): an upload is charged to the day it began, whenever it ends."""
         frozen = self.book.get_meta(FROZEN_KEY)
         if frozen is not None:
             seed = self.book.get_meta(SEED_KEY)
             committed = f" (its master seed's SHA-256: {commitment(bytes.fromhex(seed))})" if seed else ""
             raise Refused("frozen", f"submissions are frozen since {_utc(float(frozen))}: the final evaluation is "
                                     f"on{committed}")
-        day = now - now % DAY_S
+        at = now if charged is None else charged
+        day = at - at % DAY_S
         retry = day + DAY_S
-        made = self.book.count_since(competitor, day)
+        made = self.book.count_since(competitor, day, until=retry)
         if made >= self.settings.submissions_per_day:
             raise Refused("exhausted", f"{made} submissions today, the limit of a day: try again after "
-                                       f"{_utc(retry)} (in {int(retry - now)} s)")
-        refused = self.book.refusals_since(competitor, day) - under_way
+                                       f"{_utc(retry)} (in {max(0, int(retry - now))} s)")
+        refused = self.book.refusals_since(competitor, day, until=retry) - under_way
         if refused >= self.settings.refused_per_day:
             raise Refused("exhausted", f"{refused} uploads of yours refused today, the limit of a day (check a bot "
                                        f"with arena bots build and python -m sdk.conformance first): try again "
-                                       f"after {_utc(retry)} (in {int(retry - now)} s)")
+                                       f"after {_utc(retry)} (in {max(0, int(retry - now))} s)")
 
     def begin_upload(self, competitor: str, now: float) -> int:
         """An upload of ``competitor`` begins (its header came): :meth:`check_open`, then count it as refused
@@ -154,6 +161,7 @@ class Desk:
         while it is sent (over the upload limit, a message that is no chunk, too slow), stays counted: each cost
         the server up to ``upload_bytes`` of disk writes, and no later step (a second cancel, a book closed
         at shutdown, a kill) can lose the count; only the arena's own stop forgives it (:meth:`stop_uploads`).
+        The upload is charged to the UTC day of ``now`` (UNIX seconds), whenever it ends (:meth:`receive`).
         Returns the refusal's id, for :meth:`receive` and :meth:`settle`.
         :raises Refused: as :meth:`check_open`, or ``stopping`` (nothing counted)."""
         with self._uploads_lock:
@@ -162,6 +170,7 @@ class Desk:
             self.check_open(competitor, now)
             counted = self.book.add_refusal(competitor, now)
             self._under_way[counted] = competitor
+            self._began[counted] = now
             return counted
 
     def settle(self, counted: int) -> None:
@@ -169,6 +178,7 @@ class Desk:
         withdrawn by its client (counted). Called as its call ends, or as its client cancels it."""
         with self._uploads_lock:
             self._under_way.pop(counted, None)
+            self._began.pop(counted, None)
 
     def stop_uploads(self) -> int:
         """The arena stops: refuse every later upload (``stopping``) and forgive those under way, which the
@@ -198,7 +208,7 @@ class Desk:
             raise Refused("not_found", f"no submission {sid} of yours")
         return sub
 
-    def receive(self, competitor: str, header: Header, archive: IO[bytes], counted: int | None = None) -> Submission:
+    def receive(self, competitor: str, header: Header, archive: IO[bytes], counted: int) -> Submission:
         """Unpack ``archive``, check the bot (kind, entry), keep it as a ``received`` submission with its
         receipt (the archive's SHA-256 and size: :data:`arena.competition.pipeline.RECEIPT`) and wake
         the queue. The freeze and the per-day limit are checked again as the submission is kept (uploads
@@ -206,8 +216,10 @@ class Desk:
         archive is taken in (``invalid``, ``exists``) is noted in the book (``refused_per_day``), and so is an
         upload whose call ended meanwhile (``invalid``: the Submission service's ``archive``, made by
         :func:`arena.competition.intake.withdrawable`, raises at its next read). ``counted``: the refusal that
-        counts the upload already (:meth:`begin_upload`): kept if it is refused, forgiven if it is kept or fails
-        by the arena's fault.
+        counts the upload already (:meth:`begin_upload`, the one way an upload is counted): kept if it is refused,
+        forgiven if it is kept or fails by the arena's fault. The upload is charged to the UTC day it began
+        (:meth:`begin_upload`'s ``now``): the limits checked as it is kept are that day's, and so is the
+        submission's ``created_at``, so an upload that spans a midnight counts in one day only.
         :raises Refused: ``invalid`` (one line from the intake or the plan), ``exists``, ``exhausted``,
         ``frozen``."""
         from arena.hosting.bots_build import BuildError
@@ -222,29 +234,25 @@ class Desk:
             kind, entry = self._take(archive, incoming, header, version)
             write_receipt(incoming / RECEIPT, digest, size)
             with self.intake:  # the files are in place before the queue may look (it waits on this lock)
-                self.check_open(competitor, time.time(), under_way=int(counted is not None))
-                sub = self.book.add_submission(competitor, header.name, version, kind, entry)
+                now = self.clock()
+                began = self._began.get(counted, now)
+                self.check_open(competitor, now, under_way=1, charged=began)
+                sub = self.book.add_submission(competitor, header.name, version, kind, entry, at=began)
                 final = submission_folder(self.output, sub.id).parent
                 shutil.rmtree(final, ignore_errors=True)
                 os.replace(incoming, final)  # failing (or a kill before it), the queue marks it failed
         except (IntakeError, BuildError) as e:
             shutil.rmtree(incoming, ignore_errors=True)  # the plan names its folder: the server's path, not theirs
-            if counted is None:
-                self.book.add_refusal(competitor, time.time())
             raise Refused("invalid", str(e).replace(str(incoming / "bot"), "the archive")) from None
         except BookError as e:
             shutil.rmtree(incoming, ignore_errors=True)
-            if counted is None:
-                self.book.add_refusal(competitor, time.time())
             raise Refused("exists", str(e)) from None
         except Exception:  # Refused (frozen, a limit reached meanwhile), or a failure of the arena's: the upload's
             # files go whatever happened, and so does its count (as before an upload was counted as it began)
             shutil.rmtree(incoming, ignore_errors=True)
-            if counted is not None:
-                self.book.forgive_refusal(competitor, counted)
+            self.book.forgive_refusal(competitor, counted)
             raise
-        if counted is not None:
-            self.book.forgive_refusal(competitor, counted)  # kept: not refused
+        self.book.forgive_refusal(competitor, counted)  # kept: not refused
         self.wake()
         return sub
 
