@@ -197,3 +197,21 @@ def test_arena_token_revoke_is_refused_by_a_running_arena_run(tmp_path: Path) ->
             worker.wait(10)
     assert proc.returncode == 128 + signal.SIGTERM and "Traceback" not in out, out
     assert "remote bots' tokens changed in the store: taken; 1 worker(s) of a revoked token dropped" in out, out
+
+
+def test_a_worker_token_gone_leaves_no_digest_behind() -> None:
+    """``TokenBook._issued`` kept the digest of every token :meth:`TokenBook.issue` ever made (one per worker
+    start, each worker revoking its own as it ends): a league that ran long grew it without bound. A token's
+    digest now goes with the token (revoked, or its bot's tokens set anew), and a live one outlives a sync."""
+    book = TokenBook()
+    for _ in range(50):
+        token = book.issue("heuristic")
+        assert book.issued(token)
+        book.revoke(token_digest(token))
+        assert not book.issued(token) and book.bot_for(token) is None
+    assert book._issued == set()
+    live, dropped = book.issue("heuristic"), book.issue("random")
+    book.set_bot("random", [])
+    book.sync(dict, named=())
+    assert book.issued(live) and book.bot_for(live) == "heuristic" and not book.issued(dropped)
+    assert book._issued == {token_digest(live)}

@@ -52,7 +52,9 @@ class TokenBook:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_digest: dict[str, str] = {}
-        #: The digests :meth:`issue` made: tokens of the arena's own worker processes and containers.
+        #: The digests :meth:`issue` made that are still live (a key of ``_by_digest``): tokens of the arena's own
+        #: worker processes and containers. Dropped with their token (:meth:`revoke`, :meth:`set_bot`), so it
+        #: holds only the live workers' ones, not one per worker ever started.
         self._issued: set[str] = set()
         #: Held around "write or read the store, then set this book" (:meth:`tell`, :meth:`sync`).
         self._store_lock = threading.Lock()
@@ -84,6 +86,7 @@ class TokenBook:
         with self._lock:
             self._by_digest = {d: b for d, b in self._by_digest.items() if b != bot}
             self._by_digest.update(dict.fromkeys(digests, bot))
+            self._issued &= self._by_digest.keys()
 
     def tell(self, bot: str, digest: str, keep: Callable[[], None]) -> None:
         """A new remote token of ``bot`` (its SHA-256 hex ``digest``): ``keep()`` stores it, then it is accepted
@@ -128,12 +131,14 @@ class TokenBook:
                 remote = {d: bot for bot in bots for d in stored.get(bot, ())}
                 changed = remote != {d: b for d, b in self._by_digest.items() if d not in self._issued}
                 self._by_digest = {**own, **remote}
+                self._issued = set(own)
                 return changed
 
     def revoke(self, digest: str) -> None:
         """Forget one token (by its digest); a worker already connected with it stays until it leaves."""
         with self._lock:
             self._by_digest.pop(digest, None)
+            self._issued.discard(digest)
 
     def bot_for(self, token: str) -> str | None:
         """The bot a token was issued for, or None (unknown or revoked)."""
