@@ -23,6 +23,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -364,3 +365,129 @@ def test_a_ladders_board_written_before_a_disqualification_shows_the_entrant_unr
     standings = page.split('<table id="ladder">')[1].split("</table>")[0]
     assert ENTRANT not in standings and all(f'<td class="l bot">{b}</td>' in standings for b in HOUSE)
     assert f'<td class="l bot">{ENTRANT}</td><td class="l reason">' in page  # listed under "Disqualified"
+
+
+def _valid_tokens(out: Path) -> dict[str, list[str]]:
+    """The league store's valid remote bot token digests, per entrant."""
+    from arena.tournament.store import Store
+
+    with Store(out / "arena.sqlite") as store:
+        return store.token_digests()
+
+
+def _register(out: Path, competitor: str, name: str) -> str:
+    """A remote entry ``name@1`` of ``competitor``, as RegisterRemote makes it (in-process); returns its bot token."""
+    from arena.competition.book import CompetitionBook
+    from arena.competition.desk import Desk
+    from arena.config import CompetitionSettings
+
+    with CompetitionBook(out) as book:
+        return Desk(CompetitionSettings(), out, book, lambda: None).register_remote(competitor, name, "1")[1]
+
+
+def test_undo_gives_back_the_remote_tokens_the_disqualification_revoked_and_only_those(tmp_path: Path) -> None:
+    """The disqualification revoked the competitor's remote entries' bot tokens and its undo left them revoked: an
+    undone competitor could not play remotely until the host made new tokens by hand. The undo now gives back
+    the ones the disqualification revoked (held in the book: each command here is a process of its own), not
+    one the host revoked by hand before it, nor those the host revoked by hand while they were disqualified."""
+    from arena.lobby.tokens import token_digest
+
+    cfg = write_config(tmp_path)
+    out = tmp_path / "out"
+    assert arena("competitor", "add", str(cfg), "mal").returncode == 0
+    _register(out, "mal", "oldbot")
+    assert arena("competitor", "add", str(cfg), "mal", "--revoke").returncode == 0  # by hand, before
+    assert arena("competitor", "add", str(cfg), "mal").returncode == 0
+    token = _register(out, "mal", "newbot")
+    gone = arena("competitor", "disqualify", str(cfg), "mal", "--reason", REASON)
+    assert gone.returncode == 0 and "mal's remote bots (newbot@1): 1 token(s) revoked; " in gone.stderr, gone.stderr
+    assert "`--undo` gives these back" in gone.stderr and _valid_tokens(out) == {}
+    undo = arena("competitor", "disqualify", str(cfg), "mal", "--undo")
+    assert undo.returncode == 0, undo.stderr
+    assert "mal's remote bots (newbot@1): 1 token(s) the disqualification revoked are valid again" in undo.stderr
+    assert _valid_tokens(out) == {"newbot@1": [token_digest(token)]}  # oldbot's stays revoked: the host's doing
+    assert token not in undo.stdout + undo.stderr
+
+    assert arena("competitor", "disqualify", str(cfg), "mal", "--reason", REASON).returncode == 0
+    assert arena("competitor", "add", str(cfg), "mal", "--revoke").returncode == 0  # by hand, while disqualified
+    again = arena("competitor", "disqualify", str(cfg), "mal", "--undo")
+    assert again.returncode == 0 and "valid again" not in again.stderr, again.stderr
+    assert _valid_tokens(out) == {}
+
+
+def test_a_remote_registration_racing_the_disqualification_keeps_no_token(tmp_path: Path) -> None:
+    """RegisterRemote checked the competitor's standing as the call began, then kept the entry, then stored its
+    bot token: an `arena competitor disqualify` between the last two revoked the remote tokens it found (not the
+    new entry's, not stored yet), and the new entry's token was stored afterwards, live. The registration now
+    checks, keeps the entry and stores its token in one book transaction, one step against the disqualify's.
+    The disqualify runs here (a real CLI process) at the registration's last step before its token is kept
+    (the lobby's ``tell``, injected): the registration is refused with the disqualification's line, and
+    neither the entry nor a token is kept."""
+    from arena.competition.book import CompetitionBook
+    from arena.competition.desk import Desk, Refused
+    from arena.config import CompetitionSettings
+
+    cfg = write_config(tmp_path)
+    out = tmp_path / "out"
+    assert arena("competitor", "add", str(cfg), "mal").returncode == 0
+    raced: list[subprocess.CompletedProcess[str]] = []
+
+    def disqualified_meanwhile(entrant: str, digest: str, keep: Callable[[], None]) -> None:
+        raced.append(arena("competitor", "disqualify", str(cfg), "mal", "--reason", REASON))
+        keep()
+
+    with CompetitionBook(out) as book:
+        desk = Desk(CompetitionSettings(), out, book, lambda: None, keep_token=disqualified_meanwhile)
+        with pytest.raises(Refused) as e:
+            desk.register_remote("mal", "malbot", "1")
+        assert e.value.kind == "disqualified", e.value
+        assert str(e.value).startswith("competitor mal was disqualified by the host at ") and REASON in str(e.value)
+        assert book.submissions("mal") == []
+    assert raced[0].returncode == 0, raced[0].stderr
+    assert not (out / "arena.sqlite").exists() or _valid_tokens(out) == {}
+
+
+def test_a_remote_entry_plays_with_its_token_once_its_disqualification_is_undone(tmp_path: Path) -> None:
+    """End to end, one real `arena serve` (house bots and a competitor's remote entry, no container): the entry
+    registered through `arena submit --remote`, its competitor disqualified and the disqualification undone
+    with the CLI while the arena runs; a worker started then with the token the registration gave plays a
+    league game (before, its token stayed revoked: the worker was refused "unknown or revoked bot token")."""
+    import os
+
+    port = free_port()
+    cfg = write_config(tmp_path, port)
+    out = tmp_path / "out"
+    token = arena("competitor", "add", str(cfg), "mal").stdout.strip()
+    log = tmp_path / "serve.log"
+    proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", str(cfg), "--web", "0"], cwd=ROOT,
+                            stdout=log.open("w"), stderr=subprocess.STDOUT, text=True)
+    worker: subprocess.Popen[str] | None = None
+    try:
+        wait("serving", lambda: "serving:" in log.read_text(), proc, log)
+        env = {**os.environ, "ALLFOURS_COMPETITOR_TOKEN": token}
+        made = arena("submit", "--remote", "--name", "malbot", "--arena", f"127.0.0.1:{port}", env=env)
+        assert made.returncode == 0, made.stderr
+        assert arena("competitor", "disqualify", str(cfg), "mal", "--reason", REASON).returncode == 0
+        wait("the serve sees it", lambda: "disqualified: malbot@1" in log.read_text(), proc, log)
+        undo = arena("competitor", "disqualify", str(cfg), "mal", "--undo")
+        assert "1 token(s) the disqualification revoked are valid again" in undo.stderr, undo.stderr
+        back = "reinstated: malbot@1"
+        wait("the league reloaded with it", lambda: "dq: 4 bots" in log.read_text().partition(back)[2], proc, log)
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "sdk.run", "sample_bots.random_bot:RandomBot", "--arena", f"127.0.0.1:{port}",
+             "--name", "malbot@1", "--log-level", "warning", "--reconnect", "60"],
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "ALLFOURS_BOT_TOKEN": made.stdout.strip()})
+        playing = worker
+
+        def played() -> bool:
+            assert playing.poll() is None, f"the worker left: {playing.communicate()[1][-2000:]}"
+            return any("malbot@1" in s for s in sides(out))
+
+        wait("malbot@1's first game", played, proc, log)
+    finally:
+        if worker is not None:
+            worker.terminate()
+            worker.communicate(timeout=60)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0, log.read_text()[-3000:]

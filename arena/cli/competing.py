@@ -151,21 +151,29 @@ def _known(book: Any, name: str) -> None:
 
 def _disqualify(args: argparse.Namespace, output: Path, book: Any, err: Console) -> int:
     """``arena competitor disqualify CONFIG NAME --reason TEXT [--undo]``: record it in the book (who, when, why,
-    by whom), revoking the token and the remote bots' tokens as ``--revoke`` does; a running ``arena serve``
-    sees it within :data:`arena.competition.pipeline.POLL_S` seconds (docs/competition.md)."""
+    by whom), revoking the token and the remote bots' tokens as ``--revoke`` does (``--undo`` gives those bots'
+    tokens back, the ones it revoked); a running ``arena serve`` sees it within
+    :data:`arena.competition.pipeline.POLL_S` seconds (docs/competition.md)."""
     import getpass
 
+    from arena.competition.book import restore_league_tokens, take_league_tokens
     from arena.competition.pipeline import POLL_S
+    from arena.lobby.setup import TOKEN_POLL_S
 
     _known(book, args.name)
     if args.undo:
         if args.reason is not None:
             raise _Usage("--undo takes no --reason (the disqualification's record keeps its own)")
-        done = book.undo_disqualification(args.name)
+        undone = book.undo_disqualification(args.name, restore_league_tokens(output))
         err.print(f"{args.name}: disqualification undone: their entries are scheduled and rated again (a running "
                   f"`arena serve` within {POLL_S:g} s); their token stays revoked: `arena competitor add "
-                  f"{args.config} {args.name}` makes a new one" if done else f"{args.name}: not disqualified",
+                  f"{args.config} {args.name}` makes a new one" if undone else f"{args.name}: not disqualified",
                   highlight=False, soft_wrap=True, markup=False)
+        if undone and undone.restored:
+            err.print(f"{args.name}'s remote bots ({', '.join(undone.restored)}): {sum(undone.restored.values())} "
+                      "token(s) the disqualification revoked are valid again: their workers register with them "
+                      f"once a running `arena serve` has the entries back (within {POLL_S:g} s)",
+                      highlight=False, soft_wrap=True, markup=False)
         return 0
     if args.reason is None:
         raise _Usage('give --reason "TEXT": why, shown on the board beside their entries')
@@ -173,13 +181,16 @@ def _disqualify(args: argparse.Namespace, output: Path, book: Any, err: Console)
         by = getpass.getuser()
     except (KeyError, OSError):
         by = ""
-    book.disqualify(args.name, args.reason, by)  # BookError (a ValueError): exit 2 with its line
+    taken = book.disqualify(args.name, args.reason, by, take_league_tokens(output))  # BookError: exit 2 with its line
     entrants = [s.entrant for s in book.submissions(args.name)]
     err.print(f"{args.name}: disqualified ({book.disqualified()[args.name].reason}); token revoked; entries "
               f"{', '.join(entrants) or '(none yet)'} are no longer scheduled and their games are left out of the "
               f"ratings (a running `arena serve` within {POLL_S:g} s; games in flight finish); not in the final",
               highlight=False, soft_wrap=True, markup=False)
-    _revoke_remote_bots(output, book, args.name, err)
+    if taken:
+        err.print(f"{args.name}'s remote bots ({', '.join(taken)}): {sum(map(len, taken.values()))} token(s) revoked; "
+                  f"a running `arena serve` refuses them within {TOKEN_POLL_S:g} s or so and drops their workers "
+                  "(`--undo` gives these back)", highlight=False, soft_wrap=True, markup=False)
     return 0
 
 

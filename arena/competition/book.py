@@ -16,7 +16,8 @@ made before sessions were kept here gets their table when it is opened (``CREATE
 as does one made before refused uploads were counted (``refusals``: a competitor's uploads refused after
 they were unpacked, :meth:`CompetitionBook.add_refusal`), and one made before a host could disqualify
 (``disqualifications``: :meth:`CompetitionBook.disqualify`, who, when, why and by whom; an undone one keeps
-its row with ``undone_at``).
+its row with ``undone_at``), and one made before an undone disqualification gave back the remote bots' tokens it
+revoked (``held_tokens``: :meth:`CompetitionBook.disqualify`, :meth:`CompetitionBook.undo_disqualification`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import contextlib
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,6 +77,7 @@ CREATE TABLE IF NOT EXISTS disqualifications (
     competitor TEXT PRIMARY KEY, at REAL NOT NULL, reason TEXT NOT NULL, by TEXT NOT NULL DEFAULT '',
     digest TEXT, undone_at REAL);
 CREATE INDEX IF NOT EXISTS disqualifications_by_digest ON disqualifications (digest);
+CREATE TABLE IF NOT EXISTS held_tokens (digest TEXT PRIMARY KEY, competitor TEXT NOT NULL, bot TEXT NOT NULL);
 """
 
 
@@ -86,8 +88,29 @@ def name_key(name: str) -> str:
     return "".join(c for c in name.casefold() if c.isalnum())
 
 
+#: Revokes the valid lobby tokens of remote entrants (``name@version``) in the league's store; returns the SHA-256
+#: digests it revoked, per entrant (:meth:`arena.tournament.store.Store.take_tokens`).
+RevokeTokens = Callable[[Sequence[str]], Mapping[str, Sequence[str]]]
+#: Makes revoked lobby tokens (digests per entrant) valid again in the league's store; returns how many, per
+#: entrant (:meth:`arena.tournament.store.Store.restore_tokens`).
+RestoreTokens = Callable[[Mapping[str, Sequence[str]]], Mapping[str, int]]
+
+
 class BookError(ValueError):
     """A request the book refuses; ``str(e)`` is one line."""
+
+
+class Disqualified(BookError):
+    """A request of a disqualified competitor (:meth:`CompetitionBook.add_remote`); ``str(e)`` is the
+    disqualification's line (:meth:`Disqualification.line`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Undone:
+    """An undone disqualification (:meth:`CompetitionBook.undo_disqualification`): ``restored``, the remote bots'
+    tokens it gave back, how many per entrant (``name@version``)."""
+
+    restored: dict[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +209,20 @@ def _revoke(db: sqlite3.Connection, name: str) -> bool:
     return cur.rowcount > 0
 
 
+def _hold(db: sqlite3.Connection, name: str, revoke: RevokeTokens | None) -> dict[str, list[str]]:
+    """Revoke the tokens of competitor ``name``'s remote entries (``revoke``) and note their digests in
+    ``held_tokens`` (what an undo gives back), on ``db`` within the caller's transaction; returns them per entrant.
+    Tokens already revoked (by the host by hand, or a disqualification before) are not ``revoke``'s to return."""
+    if revoke is None:
+        return {}
+    remote = [str(e) for (e,) in db.execute("SELECT name || '@' || version FROM submissions WHERE competitor = ? "
+                                            "AND kind = 'remote' ORDER BY id", (name,))]
+    taken = {bot: list(digests) for bot, digests in (revoke(remote) if remote else {}).items() if digests}
+    db.executemany("INSERT OR REPLACE INTO held_tokens VALUES (?, ?, ?)",
+                   [(d, name, bot) for bot, digests in taken.items() for d in digests])
+    return taken
+
+
 def _submission(r: tuple[object, ...]) -> Submission:
     """A row of :data:`_COLUMNS` as a :class:`Submission`."""
     t = [str(x) for x in r]
@@ -262,14 +299,19 @@ class CompetitionBook:
 
     def revoke_competitor(self, name: str) -> bool:
         """Revoke ``name``'s token and end their web sessions (their submissions and entrants stay);
-        False if the token was revoked already (the sessions end all the same)."""
-        with self._lock:
-            return _revoke(self._db, name)
+        False if the token was revoked already (the sessions end all the same). The remote bots' tokens a
+        disqualification of theirs holds are the host's to keep revoked from then on: an undo gives none back."""
+        with self._transaction() as db:
+            db.execute("DELETE FROM held_tokens WHERE competitor = ?", (name,))
+            return _revoke(db, name)
 
-    def disqualify(self, name: str, reason: str, by: str) -> None:
+    def disqualify(self, name: str, reason: str, by: str, revoke: RevokeTokens | None = None) -> dict[str, list[str]]:
         """Disqualify ``name`` (a registered competitor) for ``reason`` (:func:`plain_reason`), noted as done by
         ``by``: their token revoked and web sessions ended as :meth:`revoke_competitor` does, in one transaction,
         keeping the token's digest in the record (a request with it is told why, :meth:`disqualified_for`).
+        In the same transaction ``revoke`` revokes their remote entries' lobby tokens, noted as held (an undo
+        gives back those, and only those): one step against :meth:`add_remote`, so a remote entry registered
+        meanwhile is either refused or has its token revoked here. Returns those tokens' digests per entrant.
         Disqualifying again replaces the reason and time. Their entrants are left out of the league from then on
         (:meth:`disqualified_entrants`). :raises BookError: no such competitor, or a bad reason."""
         reason = plain_reason(reason)
@@ -282,24 +324,37 @@ class CompetitionBook:
             db.execute("INSERT OR REPLACE INTO disqualifications VALUES (?, ?, ?, ?, ?, NULL)",
                        (name, time.time(), reason, by, digest))
             _revoke(db, name)
+            return _hold(db, name, revoke)
 
-    def keep_disqualification(self, gone: Disqualification) -> None:
+    def keep_disqualification(self, gone: Disqualification, revoke: RevokeTokens | None = None) -> None:
         """Record ``gone`` as it was (``arena restore`` carrying it into a book older than it): the competitor's
-        token revoked and sessions ended as :meth:`disqualify` does, whether or not this book knows them yet."""
+        token revoked and sessions ended, and their remote entries' tokens revoked and held (``revoke``), as
+        :meth:`disqualify` does, whether or not this book knows them yet."""
         with self._transaction() as db:
             row = db.execute("SELECT digest FROM competitors WHERE name = ?", (gone.competitor,)).fetchone()
             db.execute("INSERT OR REPLACE INTO disqualifications VALUES (?, ?, ?, ?, ?, NULL)",
                        (gone.competitor, gone.at, gone.reason, gone.by, row[0] if row else None))
             _revoke(db, gone.competitor)
+            _hold(db, gone.competitor, revoke)
 
-    def undo_disqualification(self, name: str) -> bool:
+    def undo_disqualification(self, name: str, restore: RestoreTokens | None = None) -> Undone | None:
         """Take ``name``'s disqualification back (its row stays, with ``undone_at``, for the record): their
-        entrants are scheduled and rated again; their token stays revoked (``arena competitor add`` makes a
-        new one). False if they were not disqualified."""
-        with self._lock:
-            cur = self._db.execute("UPDATE disqualifications SET undone_at = ?, digest = NULL WHERE competitor = ? "
-                                   "AND undone_at IS NULL", (time.time(), name))
-        return cur.rowcount > 0
+        entrants are scheduled and rated again; the remote bots' tokens the disqualification revoked and holds
+        (:meth:`disqualify`; none the host revoked by hand, before or since, :meth:`revoke_competitor`) are made
+        valid again by ``restore``, in the same transaction (without it they stay revoked); their competitor
+        token stays revoked (``arena competitor add`` makes a new one). None if they were not disqualified."""
+        with self._transaction() as db:
+            cur = db.execute("UPDATE disqualifications SET undone_at = ?, digest = NULL WHERE competitor = ? "
+                             "AND undone_at IS NULL", (time.time(), name))
+            if cur.rowcount == 0:
+                return None
+            held: dict[str, list[str]] = {}
+            for digest, bot in db.execute("SELECT digest, bot FROM held_tokens WHERE competitor = ? ORDER BY rowid",
+                                          (name,)).fetchall():
+                held.setdefault(str(bot), []).append(str(digest))
+            restored = dict(restore(held)) if restore is not None and held else {}
+            db.execute("DELETE FROM held_tokens WHERE competitor = ?", (name,))
+            return Undone(restored)
 
     def disqualified(self) -> dict[str, Disqualification]:
         """Every competitor disqualified now (not undone), by name."""
@@ -405,6 +460,30 @@ class CompetitionBook:
             except sqlite3.IntegrityError:
                 raise BookError(f"{name}@{version} was submitted before: give a new --version") from None
         return self._one(int(cur.lastrowid or 0))
+
+    def add_remote(self, competitor: str, name: str, version: str, keep: Callable[[str], None]) -> Submission:
+        """A new remote entry ``name@version`` of ``competitor``, ``accepted`` at once, and ``keep(entrant)`` (its
+        lobby token stored in the league's store), in one transaction with the check that ``competitor`` is not
+        disqualified: one step against :meth:`disqualify`'s (which revokes their remote entries' tokens in its
+        own), so an entry registered as they are disqualified is refused, or is there for the disqualification
+        to revoke its token. :raises Disqualified: they are (its line). :raises BookError: as
+        :meth:`add_submission`. Raises what ``keep`` raises (nothing kept)."""
+        now = time.time()
+        with self._transaction() as db:
+            row = db.execute(f"{_DISQUALIFICATION} WHERE competitor = ? AND undone_at IS NULL",
+                             (competitor,)).fetchone()
+            if row is not None:
+                raise Disqualified(_disqualification(row).line())
+            self._check_name_free(competitor, name)
+            try:
+                cur = db.execute(
+                    "INSERT INTO submissions (competitor, name, version, kind, entry, status, created_at, updated_at)"
+                    " VALUES (?, ?, ?, 'remote', '', 'accepted', ?, ?)", (competitor, name, version, now, now))
+            except sqlite3.IntegrityError:
+                raise BookError(f"{name}@{version} was submitted before: give a new --version") from None
+            keep(f"{name}@{version}")
+            return _submission(db.execute(f"SELECT {_COLUMNS} FROM submissions WHERE id = ?",
+                                          (cur.lastrowid,)).fetchone())
 
     def _check_name_free(self, competitor: str, name: str) -> None:
         """:raises BookError: ``name`` belongs to another competitor, or, new, it is too like (the same
@@ -588,6 +667,34 @@ class CompetitionBook:
                              "'the arena restarted during this step; it runs again' "
                              "WHERE status IN ('building', 'validating')", (time.time(),))
         return self.submissions(statuses=IN_QUEUE)
+
+
+def take_league_tokens(output: Path) -> RevokeTokens:
+    """What revokes remote entrants' valid lobby tokens in the league's store of the output folder ``output``
+    (none without one) and returns their digests per entrant (:meth:`CompetitionBook.disqualify`)."""
+    from arena.tournament.runner import DB_NAME
+    from arena.tournament.store import Store
+
+    def take(entrants: Sequence[str]) -> dict[str, list[str]]:
+        if not (output / DB_NAME).is_file():
+            return {}
+        with Store(output / DB_NAME) as store:
+            return {entrant: store.take_tokens(entrant) for entrant in entrants}
+    return take
+
+
+def restore_league_tokens(output: Path) -> RestoreTokens:
+    """What makes held lobby tokens (digests per entrant) valid again in the league's store of the output folder
+    ``output``; returns how many per entrant (:meth:`CompetitionBook.undo_disqualification`)."""
+    from arena.tournament.runner import DB_NAME
+    from arena.tournament.store import Store
+
+    def restore(held: Mapping[str, Sequence[str]]) -> dict[str, int]:
+        if not (output / DB_NAME).is_file():
+            return {}
+        with Store(output / DB_NAME) as store:
+            return {entrant: store.restore_tokens(digests) for entrant, digests in held.items()}
+    return restore
 
 
 def read_disqualified(folder: Path) -> dict[str, str]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from arena.competition.book import DAY_S, IN_PLAY, BookError, CompetitionBook, Submission, name_key
+from arena.competition.book import DAY_S, IN_PLAY, BookError, CompetitionBook, Disqualified, Submission, name_key
 from arena.competition.intake import IntakeError, IntakeLimits, copy_image_archive, unpack
 from arena.competition.pipeline import IMAGE_ARCHIVE, RECEIPT, prune_submission_files, submission_folder, tree_bytes
 from arena.competition.reads import ReadAllowance, wait_line
@@ -61,7 +61,7 @@ def note_of(sub: Submission, waiting: bool) -> str:
 
 class Refused(Exception):
     """A request the desk refuses: ``kind`` is ``invalid``, ``exhausted``, ``frozen``, ``exists``,
-    ``not_found`` or ``stopping``; ``str(e)`` is one line."""
+    ``not_found``, ``stopping`` or ``disqualified``; ``str(e)`` is one line."""
 
     def __init__(self, kind: str, message: str):
         super().__init__(message)
@@ -287,37 +287,48 @@ class Desk:
     def register_remote(self, competitor: str, name: str, version: str) -> tuple[Submission, str]:
         """Enroll a remote bot of ``competitor`` at once; returns its entry and its bot token (only the
         token's SHA-256 is kept, in the league's store); the freeze and the per-day limit are checked as it
-        is kept. :raises Refused: as :meth:`receive`."""
+        is kept, and whether they are disqualified in one step with the entry and its token kept
+        (:meth:`arena.competition.book.CompetitionBook.add_remote`: a disqualification at that moment refuses
+        it, or revokes its token). :raises Refused: as :meth:`receive`, or ``disqualified`` (its line)."""
         from arena.hosting.bots_build import BuildError, check_name_version
-        from arena.tournament.runner import DB_NAME
-        from arena.tournament.store import Store
 
         self._check_not_house(name)
         version = self.book.next_version(name) if version in NEXT else version
         try:
             check_name_version(name, version)
-            with self.intake:
-                self.check_open(competitor, time.time())
-                sub = self.book.add_submission(competitor, name, version, "remote", "")
         except BuildError as e:
             raise Refused("invalid", str(e)) from None
-        except BookError as e:
-            raise Refused("exists", str(e)) from None
         token = new_token()
+        made: list[Submission] = []
 
         def keep() -> None:  # accepted in the same step: a reload that read the book after the tell names it
-            with Store(self.output / DB_NAME) as store:
-                store.add_token(sub.entrant, token_digest(token))
-            self.book.set_status(sub.id, "accepted")
+            made.append(self.book.add_remote(competitor, name, version, self._store_token(token_digest(token))))
 
-        self.keep_token(sub.entrant, token_digest(token), keep)
+        try:
+            with self.intake:
+                self.check_open(competitor, time.time())
+                self.keep_token(f"{name}@{version}", token_digest(token), keep)
+        except Disqualified as e:
+            raise Refused("disqualified", str(e)) from None
+        except BookError as e:
+            raise Refused("exists", str(e)) from None
         if self.book.retire_over(competitor, self.settings.in_play):
             # a retired folder bot's unpacked files: nothing needs them now. The registration stands if they
             # cannot be removed (its token is only told here; the build queue's next prune tries again, and says so)
             with self.intake, contextlib.suppress(OSError):
                 prune_submission_files(self.book, self.output)
         self.enroll()
-        return self.owned(competitor, sub.id), token
+        return self.owned(competitor, made[0].id), token
+
+    def _store_token(self, digest: str) -> Callable[[str], None]:
+        """What stores the token ``digest`` (SHA-256 hex) of an entrant in the league's store (``arena.sqlite``)."""
+        from arena.tournament.runner import DB_NAME
+        from arena.tournament.store import Store
+
+        def store_token(entrant: str) -> None:
+            with Store(self.output / DB_NAME) as store:
+                store.add_token(entrant, digest)
+        return store_token
 
     def select(self, competitor: str, sid: int) -> Submission:
         """Choose ``competitor``'s final entry. :raises Refused: not theirs, or never accepted."""

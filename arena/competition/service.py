@@ -56,7 +56,8 @@ _KINDS = {spb.SUBMISSION_KIND_UNSPECIFIED: "", spb.SUBMISSION_KIND_PYTHON: "pyth
           spb.SUBMISSION_KIND_NODE: "node", spb.SUBMISSION_KIND_IMAGE: "image"}
 _CODES = {"invalid": grpc.StatusCode.INVALID_ARGUMENT, "exhausted": grpc.StatusCode.RESOURCE_EXHAUSTED,
           "frozen": grpc.StatusCode.FAILED_PRECONDITION, "exists": grpc.StatusCode.ALREADY_EXISTS,
-          "not_found": grpc.StatusCode.NOT_FOUND, "stopping": grpc.StatusCode.UNAVAILABLE}
+          "not_found": grpc.StatusCode.NOT_FOUND, "stopping": grpc.StatusCode.UNAVAILABLE,
+          "disqualified": grpc.StatusCode.PERMISSION_DENIED}
 
 
 def token_of(metadata: Any) -> str:

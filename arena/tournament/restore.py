@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from arena.competition.book import BOOK_NAME, CompetitionBook, Disqualification
+from arena.competition.book import BOOK_NAME, CompetitionBook, Disqualification, take_league_tokens
 from arena.competition.desk import FROZEN_KEY, SEED_KEY
 from arena.competition.final import FINAL_DIR
 from arena.tournament.backup import DATABASES, Backup, backup
@@ -166,15 +166,9 @@ def _carry(seals: Seals, old: Path, copy: Path) -> tuple[str, ...]:
         kept.append(f"the final ({FINAL_DIR}/ as it was)")
     lost = [d for d in seals.disqualified if d.competitor not in {x.competitor for x in had.disqualified}]
     if lost:
-        with CompetitionBook(copy) as book:
+        with CompetitionBook(copy) as book:  # their remote entries' tokens revoked and held, as the disqualify did
             for gone in lost:
-                book.keep_disqualification(gone)
-            remote = [s.entrant for s in book.submissions() if s.kind == "remote" and s.competitor in
-                      {d.competitor for d in lost}]
-        if remote and (copy / DB_NAME).is_file():
-            with Store(copy / DB_NAME) as store:
-                for entrant in remote:
-                    store.revoke_tokens(entrant)
+                book.keep_disqualification(gone, take_league_tokens(copy))
         kept.append(f"the disqualification of {', '.join(d.competitor for d in lost)}")
     if seals.closed and not had.closed:
         with Store(copy / DB_NAME) as store:
