@@ -252,3 +252,28 @@ def test_a_backup_from_before_a_disqualification_is_refused_and_keep_close_keeps
     finally:
         con.close()
     assert rows == [("ann", "colluding entries", None)]
+
+
+def test_keep_close_holds_the_remote_tokens_and_the_undo_gives_them_back(base: Path) -> None:
+    from arena.competition.book import CompetitionBook
+    from arena.lobby.tokens import new_token, token_digest
+    from arena.tournament.store import Store
+
+    out, token = base / "out", new_token()
+
+    def keep(entrant: str) -> None:
+        with Store(out / "arena.sqlite") as store:
+            store.add_token(entrant, token_digest(token))
+
+    with CompetitionBook(out) as book:
+        book.add_remote("ann", "annbot", "1", keep)
+    assert arena("backup", str(out), str(base / "mid")).returncode == 0
+    assert arena("competitor", "disqualify", str(base / "comp.toml"), "ann", "--reason", "colluding").returncode == 0
+    kept = arena("restore", str(base / "mid"), str(out), "--keep-close")
+    assert kept.returncode == 0 and "the disqualification of ann" in kept.stdout, kept.stdout + kept.stderr
+    with Store(out / "arena.sqlite") as store:
+        assert store.token_digests() == {}  # live in the backup: revoked again as it is carried in
+    undo = arena("competitor", "disqualify", str(base / "comp.toml"), "ann", "--undo")
+    assert "annbot@1): 1 token(s) the disqualification revoked are valid again" in undo.stderr, undo.stderr
+    with Store(out / "arena.sqlite") as store:
+        assert store.token_digests() == {"annbot@1": [token_digest(token)]}

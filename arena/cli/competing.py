@@ -156,7 +156,7 @@ def _disqualify(args: argparse.Namespace, output: Path, book: Any, err: Console)
     :data:`arena.competition.pipeline.POLL_S` seconds (docs/competition.md)."""
     import getpass
 
-    from arena.competition.book import restore_league_tokens, take_league_tokens
+    from arena.competition.book import LeagueTokens
     from arena.competition.pipeline import POLL_S
     from arena.lobby.setup import TOKEN_POLL_S
 
@@ -164,10 +164,11 @@ def _disqualify(args: argparse.Namespace, output: Path, book: Any, err: Console)
     if args.undo:
         if args.reason is not None:
             raise _Usage("--undo takes no --reason (the disqualification's record keeps its own)")
-        undone = book.undo_disqualification(args.name, restore_league_tokens(output))
+        undone = book.undo_disqualification(args.name, LeagueTokens(output))
+        done = undone is not None and not undone.again  # again: an undo killed before it gave the tokens back
         err.print(f"{args.name}: disqualification undone: their entries are scheduled and rated again (a running "
                   f"`arena serve` within {POLL_S:g} s); their token stays revoked: `arena competitor add "
-                  f"{args.config} {args.name}` makes a new one" if undone else f"{args.name}: not disqualified",
+                  f"{args.config} {args.name}` makes a new one" if done else f"{args.name}: not disqualified",
                   highlight=False, soft_wrap=True, markup=False)
         if undone and undone.restored:
             err.print(f"{args.name}'s remote bots ({', '.join(undone.restored)}): {sum(undone.restored.values())} "
@@ -181,7 +182,7 @@ def _disqualify(args: argparse.Namespace, output: Path, book: Any, err: Console)
         by = getpass.getuser()
     except (KeyError, OSError):
         by = ""
-    taken = book.disqualify(args.name, args.reason, by, take_league_tokens(output))  # BookError: exit 2 with its line
+    taken = book.disqualify(args.name, args.reason, by, LeagueTokens(output))  # BookError: exit 2 with its line
     entrants = [s.entrant for s in book.submissions(args.name)]
     err.print(f"{args.name}: disqualified ({book.disqualified()[args.name].reason}); token revoked; entries "
               f"{', '.join(entrants) or '(none yet)'} are no longer scheduled and their games are left out of the "

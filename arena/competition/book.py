@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arena.lobby.tokens import MAX_FIELD, new_token, token_digest
-from arena.tournament.store import open_private_database
+from arena.tournament.store import Store, open_private_database
 
 #: Characters of a rejection's ``log_tail`` kept (its end, if longer).
 LOG_TAIL_CHARS = 4096
@@ -88,12 +88,44 @@ def name_key(name: str) -> str:
     return "".join(c for c in name.casefold() if c.isalnum())
 
 
-#: Revokes the valid lobby tokens of remote entrants (``name@version``) in the league's store; returns the SHA-256
-#: digests it revoked, per entrant (:meth:`arena.tournament.store.Store.take_tokens`).
-RevokeTokens = Callable[[Sequence[str]], Mapping[str, Sequence[str]]]
-#: Makes revoked lobby tokens (digests per entrant) valid again in the league's store; returns how many, per
-#: entrant (:meth:`arena.tournament.store.Store.restore_tokens`).
-RestoreTokens = Callable[[Mapping[str, Sequence[str]]], Mapping[str, int]]
+class LeagueTokens:
+    """The remote bots' lobby tokens in the league's store of the output folder ``output`` (``arena.sqlite``; none
+    without one): what a disqualification revokes and holds, and its undo gives back. The store is another
+    database than the book, so no transaction spans both: the book's record is committed first and the store
+    changed after it, so a process killed between leaves what the command run again finishes (the tokens held
+    and still valid: the league bars the entries meanwhile; or undone, held and still revoked)."""
+
+    def __init__(self, output: Path):
+        self.output = output
+
+    def _store(self) -> Store | None:
+        from arena.tournament.runner import DB_NAME
+
+        return Store(self.output / DB_NAME) if (self.output / DB_NAME).is_file() else None
+
+    def valid(self, entrants: Sequence[str]) -> dict[str, list[str]]:
+        """The valid token digests (SHA-256 hex) of ``entrants`` (``name@version``), per entrant."""
+        store = self._store()
+        if store is None:
+            return {}
+        with store as s:
+            return {e: d for e in entrants if (d := s.token_digests(e).get(e, []))}
+
+    def revoke(self, digests: Sequence[str]) -> int:
+        """Revoke the valid ones of ``digests``; returns how many."""
+        store = self._store()
+        if store is None or not digests:
+            return 0
+        with store as s:
+            return s.revoke_digests(digests)
+
+    def restore(self, held: Mapping[str, Sequence[str]]) -> dict[str, int]:
+        """Make the revoked ones of ``held`` (digests per entrant) valid again; returns how many, per entrant."""
+        store = self._store()
+        if store is None:
+            return {}
+        with store as s:
+            return {e: s.restore_tokens(d) for e, d in held.items()}
 
 
 class BookError(ValueError):
@@ -111,6 +143,8 @@ class Undone:
     tokens it gave back, how many per entrant (``name@version``)."""
 
     restored: dict[str, int]
+    #: Not disqualified: an undo killed before it gave the tokens back was finished.
+    again: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,15 +243,16 @@ def _revoke(db: sqlite3.Connection, name: str) -> bool:
     return cur.rowcount > 0
 
 
-def _hold(db: sqlite3.Connection, name: str, revoke: RevokeTokens | None) -> dict[str, list[str]]:
-    """Revoke the tokens of competitor ``name``'s remote entries (``revoke``) and note their digests in
-    ``held_tokens`` (what an undo gives back), on ``db`` within the caller's transaction; returns them per entrant.
-    Tokens already revoked (by the host by hand, or a disqualification before) are not ``revoke``'s to return."""
-    if revoke is None:
+def _hold(db: sqlite3.Connection, name: str, tokens: LeagueTokens | None) -> dict[str, list[str]]:
+    """Note the valid tokens of competitor ``name``'s remote entries in ``held_tokens`` (what an undo gives back),
+    on ``db`` within the caller's transaction; returns them per entrant. The caller revokes them once it has
+    committed (:func:`_revoke_held`). Tokens already revoked (by the host by hand, or a disqualification before)
+    are not the disqualification's to hold."""
+    if tokens is None:
         return {}
     remote = [str(e) for (e,) in db.execute("SELECT name || '@' || version FROM submissions WHERE competitor = ? "
                                             "AND kind = 'remote' ORDER BY id", (name,))]
-    taken = {bot: list(digests) for bot, digests in (revoke(remote) if remote else {}).items() if digests}
+    taken = tokens.valid(remote) if remote else {}
     db.executemany("INSERT OR REPLACE INTO held_tokens VALUES (?, ?, ?)",
                    [(d, name, bot) for bot, digests in taken.items() for d in digests])
     return taken
@@ -305,13 +340,14 @@ class CompetitionBook:
             db.execute("DELETE FROM held_tokens WHERE competitor = ?", (name,))
             return _revoke(db, name)
 
-    def disqualify(self, name: str, reason: str, by: str, revoke: RevokeTokens | None = None) -> dict[str, list[str]]:
+    def disqualify(self, name: str, reason: str, by: str, tokens: LeagueTokens | None = None) -> dict[str, list[str]]:
         """Disqualify ``name`` (a registered competitor) for ``reason`` (:func:`plain_reason`), noted as done by
         ``by``: their token revoked and web sessions ended as :meth:`revoke_competitor` does, in one transaction,
         keeping the token's digest in the record (a request with it is told why, :meth:`disqualified_for`).
-        In the same transaction ``revoke`` revokes their remote entries' lobby tokens, noted as held (an undo
+        In the same transaction their remote entries' valid lobby tokens (``tokens``) are noted as held (an undo
         gives back those, and only those): one step against :meth:`add_remote`, so a remote entry registered
-        meanwhile is either refused or has its token revoked here. Returns those tokens' digests per entrant.
+        meanwhile is either refused or held here; they are revoked in the league's store once it committed (run
+        again, it revokes any a kill left valid). Returns those tokens' digests per entrant.
         Disqualifying again replaces the reason and time. Their entrants are left out of the league from then on
         (:meth:`disqualified_entrants`). :raises BookError: no such competitor, or a bad reason."""
         reason = plain_reason(reason)
@@ -324,9 +360,20 @@ class CompetitionBook:
             db.execute("INSERT OR REPLACE INTO disqualifications VALUES (?, ?, ?, ?, ?, NULL)",
                        (name, time.time(), reason, by, digest))
             _revoke(db, name)
-            return _hold(db, name, revoke)
+            taken = _hold(db, name, tokens)
+        self._revoke_held(name, tokens)
+        return taken
 
-    def keep_disqualification(self, gone: Disqualification, revoke: RevokeTokens | None = None) -> None:
+    def _revoke_held(self, name: str, tokens: LeagueTokens | None) -> None:
+        """Revoke in the league's store the tokens held for ``name`` (every one: a disqualify killed before this
+        step, run again, revokes those it held then), after the book's transaction committed."""
+        if tokens is None:
+            return
+        with self._lock:
+            held = [str(d) for (d,) in self._db.execute("SELECT digest FROM held_tokens WHERE competitor = ?", (name,))]
+        tokens.revoke(held)
+
+    def keep_disqualification(self, gone: Disqualification, tokens: LeagueTokens | None = None) -> None:
         """Record ``gone`` as it was (``arena restore`` carrying it into a book older than it): the competitor's
         token revoked and sessions ended, and their remote entries' tokens revoked and held (``revoke``), as
         :meth:`disqualify` does, whether or not this book knows them yet."""
@@ -335,26 +382,32 @@ class CompetitionBook:
             db.execute("INSERT OR REPLACE INTO disqualifications VALUES (?, ?, ?, ?, ?, NULL)",
                        (gone.competitor, gone.at, gone.reason, gone.by, row[0] if row else None))
             _revoke(db, gone.competitor)
-            _hold(db, gone.competitor, revoke)
+            _hold(db, gone.competitor, tokens)
+        self._revoke_held(gone.competitor, tokens)
 
-    def undo_disqualification(self, name: str, restore: RestoreTokens | None = None) -> Undone | None:
+    def undo_disqualification(self, name: str, tokens: LeagueTokens | None = None) -> Undone | None:
         """Take ``name``'s disqualification back (its row stays, with ``undone_at``, for the record): their
         entrants are scheduled and rated again; the remote bots' tokens the disqualification revoked and holds
         (:meth:`disqualify`; none the host revoked by hand, before or since, :meth:`revoke_competitor`) are made
-        valid again by ``restore``, in the same transaction (without it they stay revoked); their competitor
-        token stays revoked (``arena competitor add`` makes a new one). None if they were not disqualified."""
+        valid again (``tokens``; without it they stay revoked and held) once the undo committed, and only then
+        dropped from the held ones (run again, an undo killed between gives them back: ``Undone.again``); their
+        competitor token stays revoked (``arena competitor add`` makes a new one). None if they were not
+        disqualified and hold no tokens."""
         with self._transaction() as db:
             cur = db.execute("UPDATE disqualifications SET undone_at = ?, digest = NULL WHERE competitor = ? "
                              "AND undone_at IS NULL", (time.time(), name))
-            if cur.rowcount == 0:
-                return None
             held: dict[str, list[str]] = {}
             for digest, bot in db.execute("SELECT digest, bot FROM held_tokens WHERE competitor = ? ORDER BY rowid",
                                           (name,)).fetchall():
                 held.setdefault(str(bot), []).append(str(digest))
-            restored = dict(restore(held)) if restore is not None and held else {}
-            db.execute("DELETE FROM held_tokens WHERE competitor = ?", (name,))
-            return Undone(restored)
+        if cur.rowcount == 0 and not held:
+            return None
+        # committed first: killed here, the tokens stay revoked and held, and --undo run again gives them back
+        restored = tokens.restore(held) if tokens is not None and held else {}
+        with self._transaction() as db:  # dropped once given back, unless disqualified again meanwhile
+            db.executemany("DELETE FROM held_tokens WHERE digest = ? AND competitor NOT IN (SELECT competitor FROM "
+                           "disqualifications WHERE undone_at IS NULL)", [(d,) for ds in held.values() for d in ds])
+        return Undone(restored, again=cur.rowcount == 0)
 
     def disqualified(self) -> dict[str, Disqualification]:
         """Every competitor disqualified now (not undone), by name."""
@@ -461,14 +514,15 @@ class CompetitionBook:
                 raise BookError(f"{name}@{version} was submitted before: give a new --version") from None
         return self._one(int(cur.lastrowid or 0))
 
-    def add_remote(self, competitor: str, name: str, version: str, keep: Callable[[str], None]) -> Submission:
+    def add_remote(self, competitor: str, name: str, version: str, keep: Callable[[str], None],
+                   at: float | None = None) -> Submission:
         """A new remote entry ``name@version`` of ``competitor``, ``accepted`` at once, and ``keep(entrant)`` (its
         lobby token stored in the league's store), in one transaction with the check that ``competitor`` is not
         disqualified: one step against :meth:`disqualify`'s (which revokes their remote entries' tokens in its
         own), so an entry registered as they are disqualified is refused, or is there for the disqualification
         to revoke its token. :raises Disqualified: they are (its line). :raises BookError: as
         :meth:`add_submission`. Raises what ``keep`` raises (nothing kept)."""
-        now = time.time()
+        now = time.time() if at is None else at
         with self._transaction() as db:
             row = db.execute(f"{_DISQUALIFICATION} WHERE competitor = ? AND undone_at IS NULL",
                              (competitor,)).fetchone()
@@ -626,6 +680,14 @@ class CompetitionBook:
             return int(db.execute("INSERT INTO refusals (competitor, at) VALUES (?, ?)", (competitor, at)).lastrowid
                        or 0)
 
+    def refusal_at(self, competitor: str, refusal: int) -> float | None:
+        """When ``competitor``'s refusal ``refusal`` (:meth:`add_refusal`'s id) was counted (UNIX seconds), or
+        None if it is gone (forgiven) or another's."""
+        with self._lock:
+            row = self._db.execute("SELECT at FROM refusals WHERE rowid = ? AND competitor = ?",
+                                   (refusal, competitor)).fetchone()
+        return None if row is None else float(row[0])
+
     def forgive_refusal(self, competitor: str, refusal: int) -> None:
         """Take back ``competitor``'s refusal ``refusal`` (:meth:`add_refusal`'s id): the upload it counted was
         kept, or failed by the arena's fault. Nothing if it is gone, or another's: SQLite gives a deleted
@@ -667,34 +729,6 @@ class CompetitionBook:
                              "'the arena restarted during this step; it runs again' "
                              "WHERE status IN ('building', 'validating')", (time.time(),))
         return self.submissions(statuses=IN_QUEUE)
-
-
-def take_league_tokens(output: Path) -> RevokeTokens:
-    """What revokes remote entrants' valid lobby tokens in the league's store of the output folder ``output``
-    (none without one) and returns their digests per entrant (:meth:`CompetitionBook.disqualify`)."""
-    from arena.tournament.runner import DB_NAME
-    from arena.tournament.store import Store
-
-    def take(entrants: Sequence[str]) -> dict[str, list[str]]:
-        if not (output / DB_NAME).is_file():
-            return {}
-        with Store(output / DB_NAME) as store:
-            return {entrant: store.take_tokens(entrant) for entrant in entrants}
-    return take
-
-
-def restore_league_tokens(output: Path) -> RestoreTokens:
-    """What makes held lobby tokens (digests per entrant) valid again in the league's store of the output folder
-    ``output``; returns how many per entrant (:meth:`CompetitionBook.undo_disqualification`)."""
-    from arena.tournament.runner import DB_NAME
-    from arena.tournament.store import Store
-
-    def restore(held: Mapping[str, Sequence[str]]) -> dict[str, int]:
-        if not (output / DB_NAME).is_file():
-            return {}
-        with Store(output / DB_NAME) as store:
-            return {entrant: store.restore_tokens(digests) for entrant, digests in held.items()}
-    return restore
 
 
 def read_disqualified(folder: Path) -> dict[str, str]:

@@ -109,9 +109,6 @@ class Desk:
     #: The uploads under way (their refusal's id: the competitor), from :meth:`begin_upload` until
     #: :meth:`settle`; those left when the arena stops are forgiven (:meth:`stop_uploads`).
     _under_way: dict[int, str] = dataclasses.field(default_factory=dict)
-    #: When each upload began (its refusal's id -> UNIX seconds, :meth:`begin_upload`'s ``now``): the UTC day it is
-    #: charged to, whenever it ends (:meth:`receive`); dropped by :meth:`settle`.
-    _began: dict[int, float] = dataclasses.field(default_factory=dict)
     #: The time now (UNIX seconds): injected by tests that cross a midnight.
     clock: Callable[[], float] = time.time
     _uploads_stopped: bool = False
@@ -170,7 +167,6 @@ class Desk:
             self.check_open(competitor, now)
             counted = self.book.add_refusal(competitor, now)
             self._under_way[counted] = competitor
-            self._began[counted] = now
             return counted
 
     def settle(self, counted: int) -> None:
@@ -178,7 +174,6 @@ class Desk:
         withdrawn by its client (counted). Called as its call ends, or as its client cancels it."""
         with self._uploads_lock:
             self._under_way.pop(counted, None)
-            self._began.pop(counted, None)
 
     def stop_uploads(self) -> int:
         """The arena stops: refuse every later upload (``stopping``) and forgive those under way, which the
@@ -235,7 +230,10 @@ class Desk:
             write_receipt(incoming / RECEIPT, digest, size)
             with self.intake:  # the files are in place before the queue may look (it waits on this lock)
                 now = self.clock()
-                began = self._began.get(counted, now)
+                # its refusal's time, kept in the book until it is forgiven: a settle that came first (its client
+                # withdrew it once the archive was read) does not move it to the day it ends
+                began = self.book.refusal_at(competitor, counted)
+                began = now if began is None else began
                 self.check_open(competitor, now, under_way=1, charged=began)
                 sub = self.book.add_submission(competitor, header.name, version, kind, entry, at=began)
                 final = submission_folder(self.output, sub.id).parent
@@ -300,13 +298,15 @@ class Desk:
             raise Refused("invalid", str(e)) from None
         token = new_token()
         made: list[Submission] = []
+        now = self.clock()  # the day it is checked against is the day it is charged to (created_at)
 
         def keep() -> None:  # accepted in the same step: a reload that read the book after the tell names it
-            made.append(self.book.add_remote(competitor, name, version, self._store_token(token_digest(token))))
+            kept = self.book.add_remote(competitor, name, version, self._store_token(token_digest(token)), at=now)
+            made.append(kept)
 
         try:
             with self.intake:
-                self.check_open(competitor, time.time())
+                self.check_open(competitor, now)
                 self.keep_token(f"{name}@{version}", token_digest(token), keep)
         except Disqualified as e:
             raise Refused("disqualified", str(e)) from None

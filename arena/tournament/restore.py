@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from arena.competition.book import BOOK_NAME, CompetitionBook, Disqualification, take_league_tokens
+from arena.competition.book import BOOK_NAME, CompetitionBook, Disqualification, LeagueTokens
 from arena.competition.desk import FROZEN_KEY, SEED_KEY
 from arena.competition.final import FINAL_DIR
 from arena.tournament.backup import DATABASES, Backup, backup
@@ -168,7 +168,7 @@ def _carry(seals: Seals, old: Path, copy: Path) -> tuple[str, ...]:
     if lost:
         with CompetitionBook(copy) as book:  # their remote entries' tokens revoked and held, as the disqualify did
             for gone in lost:
-                book.keep_disqualification(gone, take_league_tokens(copy))
+                book.keep_disqualification(gone, LeagueTokens(copy))
         kept.append(f"the disqualification of {', '.join(d.competitor for d in lost)}")
     if seals.closed and not had.closed:
         with Store(copy / DB_NAME) as store:

@@ -18,7 +18,7 @@ fingerprint of its passed check, :mod:`arena.play.fingerprint`; ``arena serve`` 
 
 Remote bots' tokens (``bot_tokens``): only each token's SHA-256, the bot's name, when it was made and
 when it was revoked (:meth:`Store.add_token`, :meth:`Store.revoke_tokens`, :meth:`Store.token_digests`; an undone
-disqualification makes the ones it revoked valid again, :meth:`Store.take_tokens`, :meth:`Store.restore_tokens`).
+disqualification makes the ones it revoked valid again, :meth:`Store.revoke_digests`, :meth:`Store.restore_tokens`).
 """
 
 from __future__ import annotations
@@ -357,19 +357,16 @@ class Store(GamesReader):
         )
         return cur.rowcount
 
-    def take_tokens(self, bot: str) -> list[str]:
-        """Revoke every valid token of ``bot`` as :meth:`revoke_tokens` does; returns their digests (those a
-        disqualification holds, to give back: :meth:`restore_tokens`)."""
-        digests = self.token_digests(bot).get(bot, [])
+    def revoke_digests(self, digests: Sequence[str]) -> int:
+        """Revoke the valid tokens of ``digests`` (SHA-256 hex; a disqualification's, which it holds to give back:
+        :meth:`restore_tokens`); returns how many were valid and are revoked now."""
         now = time.time()
-        for digest in digests:
-            self._db.execute("UPDATE bot_tokens SET revoked_at = ? WHERE digest = ? AND revoked_at IS NULL",
-                             (now, digest))
-        return digests
+        return sum(self._db.execute("UPDATE bot_tokens SET revoked_at = ? WHERE digest = ? AND revoked_at IS NULL",
+                                    (now, digest)).rowcount for digest in digests)
 
     def restore_tokens(self, digests: Sequence[str]) -> int:
         """Make the revoked tokens of ``digests`` (SHA-256 hex) valid again (an undone disqualification's, which
-        :meth:`take_tokens` revoked); returns how many were revoked and are valid now."""
+        :meth:`revoke_digests` revoked); returns how many were revoked and are valid now."""
         return sum(self._db.execute("UPDATE bot_tokens SET revoked_at = NULL WHERE digest = ? AND revoked_at IS NOT "
                                     "NULL", (digest,)).rowcount for digest in digests)
 

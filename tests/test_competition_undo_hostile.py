@@ -1,0 +1,97 @@
+"""A disqualification and its undo killed half-way, and an upload cancelled across midnight: what a review of the
+held tokens and the upload day found (each test failed on their first version; the `before` cases guard the fix)."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arena.competition.book import CompetitionBook
+from arena.competition.desk import Desk, Header, Refused
+from arena.config import CompetitionSettings
+from tests.test_competition_disqualify import REASON, ROOT, _register, _valid_tokens, arena, write_config
+from tests.test_competition_hostile import _archive
+
+#: Runs the CLI in a real process that is killed (SIGKILL: a power cut, an OOM kill) right after ``Store.METHOD``
+#: has written the league's store (autocommitted), before the competition book's transaction commits.
+_KILLED = """
+import os, runpy, signal, sys
+from arena.tournament.store import Store
+when, names = sys.argv[1], sys.argv[2].split(",")
+def killing(original):
+    def then_killed(self, *a):
+        if when == "before":
+            os.kill(os.getpid(), signal.SIGKILL)
+        out = original(self, *a)
+        os.kill(os.getpid(), signal.SIGKILL)
+        return out
+    return then_killed
+for name in names:  # desk27's name of the step, or the patch's
+    if hasattr(Store, name):
+        setattr(Store, name, killing(getattr(Store, name)))
+sys.argv = ["arena", *sys.argv[3:]]
+runpy.run_module("arena.cli", run_name="__main__")
+"""
+REVOKE = "take_tokens,revoke_digests"
+
+
+def _killed(when: str, methods: str, *args: str) -> int:
+    return subprocess.run([sys.executable, "-c", _KILLED, when, methods, *args], cwd=ROOT, capture_output=True,
+                          timeout=120).returncode
+
+
+@pytest.mark.parametrize("when", ["after", "before"])
+def test_a_disqualify_killed_between_the_two_stores_loses_the_tokens_its_undo_gives_back(tmp_path: Path,
+                                                                                        when: str) -> None:
+    from arena.lobby.tokens import token_digest
+
+    cfg = write_config(tmp_path)
+    out = tmp_path / "out"
+    assert arena("competitor", "add", str(cfg), "mal").returncode == 0
+    token = _register(out, "mal", "malbot")
+    assert _killed(when, REVOKE, "competitor", "disqualify", str(cfg), "mal", "--reason", REASON) == -9
+    assert arena("competitor", "disqualify", str(cfg), "mal", "--reason", REASON).returncode == 0  # the host again
+    assert arena("competitor", "disqualify", str(cfg), "mal", "--undo").returncode == 0
+    assert _valid_tokens(out) == {"malbot@1": [token_digest(token)]}  # desk27: {} (never given back)
+
+
+@pytest.mark.parametrize("when", ["after", "before"])
+def test_an_undo_killed_between_the_two_stores_leaves_a_disqualified_entry_a_valid_token(tmp_path: Path,
+                                                                                        when: str) -> None:
+    from arena.lobby.tokens import token_digest
+
+    cfg = write_config(tmp_path)
+    out = tmp_path / "out"
+    assert arena("competitor", "add", str(cfg), "mal").returncode == 0
+    token = _register(out, "mal", "malbot")
+    assert arena("competitor", "disqualify", str(cfg), "mal", "--reason", REASON).returncode == 0
+    assert _killed(when, "restore_tokens", "competitor", "disqualify", str(cfg), "mal", "--undo") == -9
+    with CompetitionBook(out) as book:
+        standing = book.disqualified()
+    assert "mal" not in standing or _valid_tokens(out) == {}  # desk27 (after): still disqualified, the token valid
+    assert arena("competitor", "disqualify", str(cfg), "mal", "--undo").returncode == 0  # the host again
+    assert _valid_tokens(out) == {"malbot@1": [token_digest(token)]}
+    with CompetitionBook(out) as book:
+        assert book.disqualified() == {}
+
+
+def test_an_upload_its_client_withdrew_as_it_was_kept_is_charged_to_the_day_it_began(tmp_path: Path) -> None:
+    """The service's order on a client's cancel once the archive was read: settle (Submission._receive's
+    CancelledError), then the intake, still running, keeps it (Desk.receive)."""
+    midnight = 20_000 * 86_400.0
+    now = [midnight - 10]
+    desk = Desk(CompetitionSettings(submissions_per_day=1), tmp_path, CompetitionBook(tmp_path), lambda: None,
+                clock=lambda: now[0])
+    desk.book.add_competitor("eve")
+    late, early = desk.begin_upload("eve", midnight - 10), desk.begin_upload("eve", midnight - 5)
+    now[0] = midnight - 4
+    desk.receive("eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(_archive()), early)
+    desk.settle(early)
+    desk.settle(late)  # its client cancelled: Submission._receive settles it at once
+    now[0] = midnight + 5
+    with pytest.raises(Refused, match="1 submissions today"):  # desk27: kept, charged to the new day
+        desk.receive("eve", Header("evebot", "2", "python", "bot:Bot"), io.BytesIO(_archive()), late)
