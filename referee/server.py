@@ -60,6 +60,7 @@ from allfours.v1 import referee_pb2_grpc as pb_grpc
 from referee import wire
 from referee.dealing import check_seed, fresh_seed
 from referee.match import CLOSE, Connection, Match, SeatUnavailable, now
+from referee.peers import BotNetwork
 from referee.rules.errors import quote
 from referee.streams import (
     CappedHealth,
@@ -84,6 +85,11 @@ HELLO_TIMEOUT_S = 10.0
 #: :class:`referee.streams.Pending`): a bot's container holding 4000 silent streams (over 80
 #: connections) made the referee refuse every other seat's stream ("Concurrent RPC limit exceeded!").
 PENDING_HELLOS_PER_PEER = 128
+#: Most Play streams waiting for their Hello of all peers together but the bot containers, on a referee
+#: that serves the container sandbox's network (``RefereeServer(bots=...)``): its server then counts no RPC
+#: slots over every address (each container's streams count against its own caps alone, and the arena
+#: bounds the containers), so the other peers' silent streams are bounded here instead.
+PENDING_HELLOS_ALL = 1024
 #: Seconds a stream may stay blocked writing to a peer that does not read before it is dropped.
 WRITE_TIMEOUT_S = 10.0
 
@@ -530,6 +536,12 @@ class RefereeServer:
     :param unix_socket: also listen (plaintext) on this ``unix:PATH`` socket, or ``None`` (its peers count
         as one host: :class:`referee.streams.Pending`; the arena gives each sandboxed bot a socket and a
         server of its own instead, :meth:`listen_unix`).
+    :param bots: the container sandbox's network when ``host`` is its gateway (the arena's embedded
+        referee with container bots), else ``None``. Each container's streams then count against the caps
+        of its own address alone, never a count every address shares (:class:`referee.peers.BotNetwork`):
+        the health ``Watch`` streams', the reflection streams', the unary calls' ``in_all``, and the
+        server's RPC slots (``maximum_concurrent_rpcs``: none on the main server then; the other peers'
+        silent Play streams are capped in all instead, :data:`PENDING_HELLOS_ALL`).
     :raises RuntimeError: from :meth:`start` if the port (or the socket) cannot be bound.
     :raises ValueError: from :meth:`start` if ``record_dir`` is not a directory that can be created and
         written (see :func:`prepare_record_dir`).
@@ -538,8 +550,9 @@ class RefereeServer:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, admin_token: str | None = None,
                  record_dir: Path | str | None = None, tls: tuple[bytes, bytes] | None = None,
                  keep_finished: int = KEEP_FINISHED, keep_finished_s: float = KEEP_FINISHED_S,
-                 unix_socket: str | None = None) -> None:
+                 unix_socket: str | None = None, bots: BotNetwork | None = None) -> None:
         self.host = host
+        self.bots = bots
         self.unix_socket = unix_socket
         self.port = port
         self.admin_token = admin_token or secrets.token_urlsafe(24)
@@ -551,7 +564,7 @@ class RefereeServer:
         self._bot_servers: dict[str, grpc.aio.Server] = {}
         #: The servers remote workers dial (:meth:`listen_remote`).
         self._remote_servers: list[grpc.aio.Server] = []
-        self._health = CappedHealth()  # Watch streams capped per peer address (referee.streams)
+        self._health = CappedHealth(apart=bots)  # Watch streams capped per peer address (referee.streams)
         self._accepting = threading.Event()
 
     @property
@@ -567,15 +580,19 @@ class RefereeServer:
         """
         if self.record_dir is not None:
             prepare_record_dir(self.record_dir)
-        server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS,
-                                 interceptors=[UnaryRequests()])
-        add_referee_service(RefereeServicer(self.registry), server)
+        bots = self.bots
+        # with bots, every call is capped per address (the containers' alone) and the rest in all
+        server = grpc.aio.server(options=SERVER_OPTIONS,
+                                 maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS if bots is None else None,
+                                 interceptors=[UnaryRequests(apart=bots)])
+        pending = Pending(PENDING_HELLOS_PER_PEER, None if bots is None else PENDING_HELLOS_ALL, bots)
+        add_referee_service(RefereeServicer(self.registry, pending), server)
         add_service(server, pb.DESCRIPTOR.services_by_name["AdminService"],
                     AdminServicer(self.registry, self.admin_token, self.record_dir, self._accepting), pb)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         reflection_pb2_grpc.add_ServerReflectionServicer_to_server(CappedReflection(
             (*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-             reflection.SERVICE_NAME)), server)
+             reflection.SERVICE_NAME), apart=bots), server)
         addr = f"{self.host}:{self.port}"
         check_bindable(self.host, self.port)
         if self.tls is not None:
@@ -723,9 +740,9 @@ class CappedReflection(reflection.aio.ReflectionServicer):  # type: ignore[misc]
     that sends nothing holds one of the server's slots for as long as its client likes, and 2600 of them
     over 80 connections made the referee refuse the arena's admin calls and every seat."""
 
-    def __init__(self, service_names: tuple[str, ...]) -> None:
+    def __init__(self, service_names: tuple[str, ...], apart: BotNetwork | None = None) -> None:
         super().__init__(service_names)
-        self.streams = PeerStreams(REFLECTIONS_PER_PEER, REFLECTIONS_ALL)
+        self.streams = PeerStreams(REFLECTIONS_PER_PEER, REFLECTIONS_ALL, apart)
 
     async def ServerReflectionInfo(self, request_iterator: Any,
                                    context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:

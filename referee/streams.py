@@ -36,7 +36,7 @@ from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.message import DecodeError, Message
 from grpc_health.v1 import health, health_pb2
 
-from referee.peers import client_key
+from referee.peers import BotNetwork, client_key
 
 M = TypeVar("M", bound=Message)
 
@@ -167,25 +167,35 @@ class PeerStreams:
     ``per_peer`` of one address and ``in_all`` (None: no bound) in all; more are refused at once with
     RESOURCE_EXHAUSTED and the one line the caller of :meth:`held` gives. The counter of :class:`Pending`
     (silent streams), :class:`CappedHealth` (health ``Watch``) and the referee's reflection service. Used on
-    one event loop only (one instance may count the streams of several servers of it)."""
+    one event loop only (one instance may count the streams of several servers of it).
 
-    def __init__(self, per_peer: int, in_all: int | None = None) -> None:
-        self.per_peer, self.in_all = per_peer, in_all
+    ``apart``: the container sandbox's network, whose containers' streams count against ``per_peer`` alone,
+    never ``in_all`` (:class:`referee.peers.BotNetwork`: two containers of one entrant could signal each other
+    by holding ``in_all`` near full)."""
+
+    def __init__(self, per_peer: int, in_all: int | None = None, apart: BotNetwork | None = None) -> None:
+        self.per_peer, self.in_all, self.apart = per_peer, in_all, apart
         self._by_host: dict[str, int] = {}
+        #: The open streams counted by ``in_all`` (those of every peer but ``apart``'s containers).
+        self._shared = 0
 
     @contextlib.asynccontextmanager
     async def held(self, context: grpc.aio.ServicerContext, over_peer: str, over_all: str) -> AsyncIterator[None]:
         """Count the stream of ``context`` while the block runs; abort it with ``over_peer`` when its address
-        has ``per_peer`` open already, with ``over_all`` when all peers have ``in_all``."""
+        has ``per_peer`` open already, with ``over_all`` when the peers ``in_all`` counts (all but a container
+        of ``apart``) have ``in_all``."""
         host = peer_key(context.peer() or "")
+        shared = self.apart is None or not self.apart.holds(host)
         if self._by_host.get(host, 0) >= self.per_peer:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, over_peer)
-        if self.in_all is not None and sum(self._by_host.values()) >= self.in_all:
+        if shared and self.in_all is not None and self._shared >= self.in_all:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, over_all)
         self._by_host[host] = self._by_host.get(host, 0) + 1
+        self._shared += shared
         try:
             yield
         finally:
+            self._shared -= shared
             self._by_host[host] -= 1
             if not self._by_host[host]:
                 del self._by_host[host]
@@ -207,8 +217,8 @@ class Pending:
     they are all counted as one host, :data:`UNIX_PEER` (a server with a unix socket listens for one
     sandboxed bot only: ``RefereeServer.listen_unix``, ``Lobby.listen_unix``). Used on one event loop only."""
 
-    def __init__(self, per_peer: int, in_all: int | None = None) -> None:
-        self.streams = PeerStreams(per_peer, in_all)
+    def __init__(self, per_peer: int, in_all: int | None = None, apart: BotNetwork | None = None) -> None:
+        self.streams = PeerStreams(per_peer, in_all, apart)
 
     async def first_message(self, context: grpc.aio.ServicerContext, timeout_s: float, expected: str) -> Any:
         """:func:`first_message`, or the stream refused as the class docstring says."""
@@ -232,9 +242,10 @@ class CappedHealth(health.aio.HealthServicer):  # type: ignore[misc]  # grpc_hea
     1024 Watch streams made the lobby's port refuse every worker's Connect and every Submission call, and
     2048 (over 80 connections) the referee's refuse the arena's admin calls and every seat."""
 
-    def __init__(self, per_peer: int = WATCHES_PER_PEER, in_all: int = WATCHES_ALL) -> None:
+    def __init__(self, per_peer: int = WATCHES_PER_PEER, in_all: int = WATCHES_ALL,
+                 apart: BotNetwork | None = None) -> None:
         super().__init__()
-        self.streams = PeerStreams(per_peer, in_all)
+        self.streams = PeerStreams(per_peer, in_all, apart)
 
     async def Watch(self, request: health_pb2.HealthCheckRequest, context: grpc.aio.ServicerContext) -> None:
         async with self.streams.held_open(context, "health Watch"):
@@ -263,8 +274,8 @@ class UnaryRequests(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     before. Used on one event loop only (its server's)."""
 
     def __init__(self, per_peer: int = REQUESTS_PER_PEER, in_all: int = REQUESTS_ALL,
-                 timeout_s: float | None = None) -> None:
-        self.streams = PeerStreams(per_peer, in_all)
+                 timeout_s: float | None = None, apart: BotNetwork | None = None) -> None:
+        self.streams = PeerStreams(per_peer, in_all, apart)
         self.timeout_s = REQUEST_TIMEOUT_S if timeout_s is None else timeout_s
 
     async def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:

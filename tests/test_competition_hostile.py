@@ -1375,10 +1375,12 @@ def _gateway_probe(folder: str, lobby_at: str) -> dict[str, str]:
     from arena.config import ConfigError
     from arena.lobby.setup import _start_lobby
     from arena.lobby.tokens import token_digest
+    from referee.peers import BotNetwork
 
     tmp = Path(folder)
     allowed: list[int] = []
-    sandbox = SimpleNamespace(gateway="127.0.0.2", allow=allowed.append)
+    sandbox = SimpleNamespace(gateway="127.0.0.2", allow=allowed.append,  # a network of the gateway alone
+                              bot_network=lambda: BotNetwork.parse("127.0.0.2/32", "127.0.0.2"))
     config = SimpleNamespace(lobby_tls=None, lobby=lobby_at, name="t", source=str(tmp / "t.toml"))
     desk = _desk(tmp, per_day=10)
     token = desk.book.add_competitor("eve")

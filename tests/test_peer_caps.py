@@ -90,6 +90,37 @@ def test_one_ipv6_64_cannot_fill_the_cap_all_peers_share() -> None:
     assert set(flood[per_peer:]) == {"over peer"}
 
 
+def test_the_bot_networks_containers_count_against_their_own_address_alone() -> None:
+    """The container sandbox's containers (every address of its network but the gateway) are each capped per
+    address and never counted by the cap every peer shares: two containers of one entrant held ``in_all``
+    near full and the other's next stream was refused, a signal. The other peers (the gateway: the host's own
+    processes; any address outside) still share ``in_all``."""
+    from referee.peers import BotNetwork
+
+    async def run() -> list[str]:
+        streams = PeerStreams(per_peer=2, in_all=3, apart=BotNetwork.parse("172.18.0.0/16", "172.18.0.1"))
+        async with contextlib.AsyncExitStack() as held:
+            return [await _hold(streams, held, p) for p in (
+                "ipv4:172.18.0.2:1", "ipv4:172.18.0.2:2", "ipv4:172.18.0.2:3",  # one container: its own cap
+                "ipv4:172.18.0.3:1", "ipv4:172.18.0.3:2",  # its partner: in_all untouched by the first
+                "ipv4:172.18.0.1:1", "ipv4:192.0.2.7:1", "ipv4:192.0.2.8:1",  # the host and others share in_all
+                "ipv4:192.0.2.9:1",
+                "ipv4:172.18.0.4:1")]  # a container still gets in with in_all full
+
+    assert asyncio.run(run()) == ["held", "held", "over peer", "held", "held", "held", "held", "held",
+                                  "over all", "held"]
+
+
+@pytest.mark.parametrize(("subnet", "gateway"), [("172.18.0.0/16", "10.0.0.1"), ("nonsense", "172.18.0.1"),
+                                                 ("2001:db8::/64", "2001:db8::1")])
+def test_a_bot_network_that_is_not_an_ipv4_network_with_its_gateway_is_one_line(subnet: str, gateway: str) -> None:
+    from referee.peers import BotNetwork
+
+    with pytest.raises(ValueError) as e:
+        BotNetwork.parse(subnet, gateway)
+    assert "\n" not in str(e.value) and subnet in str(e.value), e.value
+
+
 def _ipv6_loopback() -> bool:
     with socket.socket(socket.AF_INET6) as s:
         try:

@@ -331,15 +331,15 @@ def _connect(config: TournamentConfig, args: argparse.Namespace, sandbox: Sandbo
     """
     from arena.play.referees import connect_referees
 
-    port, remote = getattr(args, "referee_port", 0), None
+    port, remote, bots = getattr(args, "referee_port", 0), None, None
     if sandbox is not None and sandbox.gateway:  # open() set it
-        host, advertise = sandbox.gateway, None
+        host, advertise, bots = sandbox.gateway, None, sandbox.bot_network()  # each container counted apart
         remote = None if found else remote_listener(config, args, port)
     else:
         host, advertise = embedded_referee_host(config, args, found)
     return connect_referees(found, token, timeout, host, advertise, tls_ca=tls_ca,
                             serve_tls=_embedded_tls(config, sandbox is not None and bool(sandbox.gateway)),
-                            port=0 if remote is not None else port, remote=remote)
+                            port=0 if remote is not None else port, remote=remote, bots=bots)
 
 
 def _quiet_embedded_referee() -> None:

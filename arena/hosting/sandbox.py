@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.hosting.procview import ProcView, view
+from referee.peers import BotNetwork
 
 #: Label holding the run key (see :func:`run_key`) on every container and network of a tournament.
 LABEL_RUN = "org.allfours.run"
@@ -474,6 +475,17 @@ class Sandbox:
                 start_new_session=True,
             )
         return self.gateway
+
+    def bot_network(self) -> BotNetwork:
+        """The network's addresses as the referee and the lobby count their peers
+        (:class:`referee.peers.BotNetwork`: each container's address is its own; the gateway is the host's).
+
+        :raises SandboxError: before :meth:`open`, or a network docker gave no IPv4 subnet.
+        """
+        try:
+            return BotNetwork.parse(str(self.subnet), str(self.gateway))
+        except ValueError as e:
+            raise SandboxError(f"the network {self.network_name}: {e}") from None
 
     def allow(self, port: int) -> None:
         """Let the containers reach TCP ``port`` of the host's gateway address (the referee, the lobby)."""

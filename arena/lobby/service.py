@@ -51,6 +51,7 @@ from allfours.v1 import lobby_pb2 as lpb
 from allfours.v1 import lobby_pb2_grpc as lpb_grpc
 from arena.lobby.tokens import MAX_FIELD, TokenBook, token_digest
 from referee import wire
+from referee.peers import BotNetwork
 from referee.streams import CappedHealth, Pending, UnaryRequests, Undecodable, add_stream_method
 
 log = structlog.get_logger("arena.lobby.service")
@@ -146,6 +147,11 @@ class Lobby:
         competitors' address when ``host`` is the container sandbox's gateway, which only this machine
         reaches. ``host`` then serves ``Connect`` alone, with a server and a port of its own (any free
         one: :attr:`address`); ``also_host`` serves everything (health, ``services``).
+    :param bots: the container sandbox's network when ``host`` is its gateway (with ``also_host``): on
+        ``host``'s server each container's streams count against its own address's caps alone
+        (:data:`PENDING_PER_PEER`), never a count every address shares (its silent streams' ``in_all``, the
+        server's RPC slots: none there), so two containers of one entrant cannot signal each other through
+        one (:class:`referee.peers.BotNetwork`).
     :param on_change: called (from the lobby's thread) after every change, besides setting :attr:`wake`.
     :param services: functions that add more services to the lobby's ``grpc.aio.Server`` before it
         starts (the competition's Submission service: same port, same TLS; not on ``host`` when
@@ -163,9 +169,11 @@ class Lobby:
         loop: asyncio.AbstractEventLoop | None = None,
         services: Sequence[Callable[[grpc.aio.Server], None]] = (),
         also_host: str | None = None,
+        bots: BotNetwork | None = None,
     ):
         self.tournament = tournament
         self.also_host = also_host
+        self.bots = bots
         self.services = tuple(services)
         self.tokens = tokens
         self.host, self.port, self.tls = host, port, tls
@@ -237,9 +245,14 @@ class Lobby:
             # ``host`` is the bots' network (the container sandbox's gateway): a server with Connect
             # alone there, so no bot in a container reaches the other services (the Submission service:
             # a bot with its author's token read its own logs of stored games, the twin's decks).
-            bots = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS,
-                                   interceptors=[UnaryRequests()])
-            add_stream_method(bots, LOBBY_SERVICE, "Connect", _Servicer(self, own_only=True).Connect,
+            # With the sandbox's network (self.bots) a container's streams count per address alone: no RPC
+            # slots over every address there (a stream is a silent one, capped per address, or one
+            # worker's, one a token); the host's own peers' silent streams still count in all.
+            bots = grpc.aio.server(
+                options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS if self.bots is None else None,
+                interceptors=[UnaryRequests(apart=self.bots)])
+            pending = Pending(PENDING_PER_PEER, PENDING_ALL, self.bots) if self.bots is not None else None
+            add_stream_method(bots, LOBBY_SERVICE, "Connect", _Servicer(self, pending, own_only=True).Connect,
                               lpb.ConnectRequest, lpb.ConnectResponse)
             self._bot_servers[self.host] = bots  # stopped with the rest (stop), bound or not
             self.remote_port = self._bind(server, host_port(self.also_host, self.port))

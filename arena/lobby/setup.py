@@ -124,11 +124,13 @@ def _start_lobby(
         cert, key = config.lobby_tls
         tls = (read_config_file(config, "lobby_tls_cert", cert), read_config_file(config, "lobby_tls_key", key))
     host, _, port = config.lobby.rpartition(":")
-    also = None
+    also, bots = None, None
     if sandbox is not None and sandbox.gateway:  # its containers reach the gateway alone; other machines do not
         host, also = sandbox.gateway, host  # and this machine's workers and competitors tournament.lobby's host
+        bots = sandbox.bot_network()  # each container's streams counted apart (referee.peers.BotNetwork)
     book = tokens if tokens is not None else TokenBook()
-    lobby = Lobby(config.name, book, host.strip("[]"), int(port), tls, loop=loop, services=services, also_host=also)
+    lobby = Lobby(config.name, book, host.strip("[]"), int(port), tls, loop=loop, services=services, also_host=also,
+                  bots=bots)
     try:
         lobby.start()
     except RuntimeError as e:

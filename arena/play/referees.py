@@ -29,6 +29,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
+from referee.peers import BotNetwork
 
 #: Seconds to keep trying to reach a referee at start-up before giving up.
 CONNECT_TIMEOUT_S = 3.0
@@ -188,6 +189,7 @@ def connect_referee(
     tls_ca: bytes | None = None,
     serve_tls: tuple[bytes, bytes] | None = None,
     port: int = 0,
+    bots: BotNetwork | None = None,
 ) -> RefereeConnection:
     """Connect to the referee at ``address`` with admin ``token``, or start an embedded one; with
     ``tls_ca`` (PEM: the certificate an external referee serves, or its CA) over TLS. An embedded referee
@@ -201,6 +203,8 @@ def connect_referee(
     fresh random admin token (sandboxed bots reach it on sockets of their own: ``GrpcGameRunner`` has it
     listen there, arena/hosting/jail.py). Either way one authenticated admin call
     is made before returning, so a wrong token or an unreachable referee fails here, at once.
+    ``bots``: the container sandbox's network when ``host`` is its gateway (:class:`referee.peers.BotNetwork`:
+    each container's streams count against its own address's caps alone).
 
     :raises ValueError: if ``address`` is given without ``token``.
     :raises RefereeError: if the embedded referee cannot start, the referee is not reachable within
@@ -209,7 +213,7 @@ def connect_referee(
     embedded, local = None, None
     if address is None:
         token = secrets.token_urlsafe(24)
-        embedded, local = _start_embedded(host, port, token, serve_tls)
+        embedded, local = _start_embedded(host, port, token, serve_tls, bots)
         address = embedded.address
     elif not token:
         raise ValueError("an external referee needs its admin token")
@@ -226,8 +230,10 @@ def connect_referee(
     return conn
 
 
-def _start_embedded(host: str, port: int, token: str, serve_tls: tuple[bytes, bytes] | None) -> tuple[Any, str | None]:
-    """A started :class:`referee.server.ThreadedReferee` on ``host``:``port`` with admin ``token``; with
+def _start_embedded(host: str, port: int, token: str, serve_tls: tuple[bytes, bytes] | None,
+                    bots: BotNetwork | None = None) -> tuple[Any, str | None]:
+    """A started :class:`referee.server.ThreadedReferee` on ``host``:``port`` with admin ``token`` (``bots``:
+    the container sandbox's network, :class:`referee.server.RefereeServer`'s); with
     ``serve_tls`` (chain, key) it serves TLS there and plaintext on a unix socket in a fresh private folder
     (the second value, ``unix:PATH``; None without TLS).
 
@@ -237,7 +243,7 @@ def _start_embedded(host: str, port: int, token: str, serve_tls: tuple[bytes, by
 
     local = f"unix:{tempfile.mkdtemp(prefix='allfours-referee-')}/referee.sock" if serve_tls else None
     embedded = ThreadedReferee(grace_s=1.0, host=host, port=port, admin_token=token, tls=serve_tls,
-                               unix_socket=local)
+                               unix_socket=local, bots=bots)
     try:
         embedded.start()
     except Exception as e:
@@ -367,12 +373,14 @@ def connect_referees(
     serve_tls: tuple[bytes, bytes] | None = None,
     port: int = 0,
     remote: RemoteListener | None = None,
+    bots: BotNetwork | None = None,
 ) -> RefereePool:
     """A :class:`RefereePool` of the referees at ``addresses`` (all checked at once, see
     :func:`connect_referee`; over TLS with ``tls_ca``), or of one embedded referee on ``host`` when
     ``addresses`` is empty, on ``port`` and serving TLS with ``serve_tls`` (see :func:`connect_referee`); lobby workers
     are told to dial that one at ``advertise`` (a host name or IP; None: ``host``), remote-mode workers at
-    ``remote`` when given (it is opened on the embedded referee; ignored with ``addresses``).
+    ``remote`` when given (it is opened on the embedded referee; ignored with ``addresses``). ``bots``: the
+    container sandbox's network when ``host`` is its gateway (see :func:`connect_referee`).
 
     :raises RefereeError: naming the first referee that is unreachable or refuses the token, or when
         ``remote`` cannot be bound.
@@ -382,7 +390,7 @@ def connect_referees(
         targets: list[str | None] = [*addresses] or [None]
         for address in targets:
             conns.append(connect_referee(address, token, timeout, host, tls_ca=tls_ca, serve_tls=serve_tls,
-                                         port=port))
+                                         port=port, bots=bots))
             if address is None and advertise:
                 conns[-1].advertise = f"{advertise}:{conns[-1].address.rsplit(':', 1)[1]}"
             if address is None and remote is not None:
