@@ -176,3 +176,78 @@ def test_two_containers_of_one_bot_share_no_count_of_the_referee_or_the_lobby(
     assert answer == dict.fromkeys(("connect", "play", "watch", "reflection", "check"), "served"), (answer, held)
     # and the first container's own caps still hold: one more of each kind is refused
     assert held == dict.fromkeys(("connect", "play", "watch", "reflection", "check"), "refused"), held
+
+
+#: Opens up to ``$MANY`` TCP connections to ``$TARGET`` (``host:port``), says how many opened, keeps them.
+CONNECT_MANY = r"""
+import os, socket, time
+host, port = os.environ["TARGET"].rsplit(":", 1)
+held = []
+for _ in range(int(os.environ["MANY"])):
+    s = socket.socket()
+    s.settimeout(10)
+    try:
+        s.connect((host, int(port)))
+    except OSError:
+        s.close()
+        continue
+    held.append(s)
+print(len(held), flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_containers_connections_are_bounded_by_its_own_address(tmp_path: Path) -> None:
+    """Every TCP connection a container opens to the referee or the lobby takes one of the arena process's
+    open files, a count over every address: containers of one entrant opening thousands of idle connections
+    could hold it near its limit (a partner's next connection failing: a bit; and the arena accepting none).
+    The sandbox's firewall chain resets a container's connections past its own bound
+    (``CONNECTIONS_PER_CONTAINER``, counted by its address), and another container still connects."""
+    import socket
+    import threading
+
+    from arena.hosting.sandbox import CONNECTIONS_PER_CONTAINER, Limits, Sandbox
+
+    client = docker_client()
+    sandbox = Sandbox(client, run_key(tmp_path), f"conns-{tmp_path.name[-8:]}")
+    gateway = sandbox.open(reaper=False)
+    server = socket.socket()
+    stop = threading.Event()
+    try:
+        server.bind((gateway, 0))
+        server.listen(256)
+        server.settimeout(0.2)
+        accepted: list[socket.socket] = []
+
+        def accept() -> None:  # the referee's side: every connection taken and kept
+            while not stop.is_set():
+                try:
+                    accepted.append(server.accept()[0])
+                except OSError:
+                    continue
+
+        taker = threading.Thread(target=accept, daemon=True)
+        taker.start()
+        target = f"{gateway}:{server.getsockname()[1]}"
+        sandbox.allow(server.getsockname()[1])
+        many = CONNECTIONS_PER_CONTAINER + 8
+        env = {"TARGET": target, "MANY": str(many)}
+        image = base_image("python")
+        opened = []
+        for k in (0, 1):  # the second starts once the first holds its connections
+            bot = sandbox.start(image, "partners", f"worker{k}-1", env, Limits(),
+                                command=["python3", "-c", CONNECT_MANY])
+            deadline = time.monotonic() + 120
+            while not bot.container.logs().strip():
+                assert time.monotonic() < deadline and bot.poll() is None, bot.container.logs()
+                time.sleep(0.5)
+            opened.append(int(bot.container.logs().decode().split()[0]))
+        stop.set()
+        taker.join(10)
+        for c in accepted:
+            c.close()
+    finally:
+        stop.set()
+        server.close()
+        sandbox.close()
+    assert opened == [CONNECTIONS_PER_CONTAINER, CONNECTIONS_PER_CONTAINER], opened

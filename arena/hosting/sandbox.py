@@ -19,8 +19,10 @@ Python SDK (docs/deploy.md, "Container bots"). Every container is:
   container, nor the partner seat of its own side), whose gateway is the host. An internal bridge
   still reaches every service of the host through that gateway, so :class:`Sandbox` adds an iptables
   chain on INPUT for the bridge that accepts only the allowed ports (the referee's, the lobby's) and
-  drops the rest. The containers' resolver (Docker's, at 127.0.0.11) forwards names it does not
-  know only to the gateway (``dns``), which that chain drops: no name lookup leaves the machine.
+  drops the rest, and resets a container's connections past :data:`CONNECTIONS_PER_CONTAINER` open
+  at once (each takes one of the arena's open files, a count over every address). The containers'
+  resolver (Docker's, at 127.0.0.11) forwards names it does not know only to the gateway (``dns``),
+  which that chain drops: no name lookup leaves the machine.
 
 Everything carries the labels :data:`LABEL_RUN` (a key derived from the tournament's output folder)
 and :data:`LABEL_TOURNAMENT` (its name). :meth:`Sandbox.open` first removes what an earlier run of
@@ -339,6 +341,13 @@ def forward_chain(chain: str) -> str:
     return f"{chain}-out"
 
 
+#: Most TCP connections one bot container holds open to the host at once (more are reset at once, by the
+#: sandbox's firewall chain: :meth:`Sandbox.open`). Each takes one of the arena process's open files, a count
+#: over every address: the containers of one entrant, each opening thousands of idle connections, could hold
+#: it near its limit and a partner read a bit from whether its next connection failed (and the arena would
+#: stop accepting any). A bot uses one or two (the lobby's, the referee's); a worker's new one for each game.
+CONNECTIONS_PER_CONTAINER = 32
+
 #: The network option that keeps IPv6 off whatever dockerd's ``default-network-opts`` say (docker 24 and
 #: later can turn it on for every new bridge network; docker-py never sends ``EnableIPv6: false``).
 NO_IPV6 = {"com.docker.network.enable_ipv6": "false"}
@@ -464,6 +473,11 @@ class Sandbox:
         self.cleanup()
         self.gateway, self.subnet = walled_network(self.client, self.network_name, self.bridge, self.chain,
                                                    self.labels, internal=True)
+        # first in the chain, before the ports allow() lets through: a container's connections past its own
+        # bound are reset (counted by source address: each container's own, conntrack's open ones)
+        _iptables("-I", self.chain, "1", "-p", "tcp", "--syn", "-m", "connlimit", "--connlimit-above",
+                  str(CONNECTIONS_PER_CONTAINER), "--connlimit-mask", "32",
+                  "-j", "REJECT", "--reject-with", "tcp-reset")
         for port in allow_ports:
             self.allow(port)
         if reaper:
@@ -488,9 +502,10 @@ class Sandbox:
             raise SandboxError(f"the network {self.network_name}: {e}") from None
 
     def allow(self, port: int) -> None:
-        """Let the containers reach TCP ``port`` of the host's gateway address (the referee, the lobby)."""
+        """Let the containers reach TCP ``port`` of the host's gateway address (the referee, the lobby), each
+        with at most :data:`CONNECTIONS_PER_CONTAINER` connections open (the chain's first rule)."""
         rule = ("-p", "tcp", "-d", str(self.gateway), "--dport", str(int(port)), "-j", "ACCEPT")
-        _iptables("-I", self.chain, "1", *rule)
+        _iptables("-I", self.chain, "2", *rule)
 
     def _host_config(self, limits: Limits, proc: ProcView) -> dict[str, Any]:
         """A bot container's host configuration (the module docstring's walls) with ``limits``, its
