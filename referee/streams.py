@@ -158,6 +158,15 @@ def peer_key(peer: str) -> str:
     return UNIX_PEER if host is None else client_key(host)
 
 
+#: Most open streams of each capped kind (silent Play or Connect streams, health ``Watch``, reflection, calls
+#: waiting for their request) of one bot container on the servers that listen on the container sandbox's
+#: gateway (:class:`PeerStreams`'s ``apart``), where no count over every address bounds them. A container plays
+#: one seat (a worker one game at a time) and needs one or two; at an address's caps (128 silent Play streams,
+#: 16 calls, ...) the arena's up to 1024 containers at once (256 games, four seats) held 150 000 streams on the
+#: referee, gigabytes of its memory (about 26 KiB a silent stream, more with a message half sent).
+CONTAINER_STREAMS = 8
+
+
 class PeerStreams:
     """Open streams of one kind counted by the peer's address (:func:`peer_key`: an IPv6 peer by its /64,
     which one machine holds whole, so it cannot spread its calls over many addresses and fill ``in_all``,
@@ -171,10 +180,13 @@ class PeerStreams:
 
     ``apart``: the container sandbox's network, whose containers' streams count against ``per_peer`` alone,
     never ``in_all`` (:class:`referee.peers.BotNetwork`: two containers of one entrant could signal each other
-    by holding ``in_all`` near full)."""
+    by holding ``in_all`` near full), and at most :data:`CONTAINER_STREAMS` of them (fewer than ``per_peer``:
+    nothing bounds the containers' streams together). ``over_peer``'s ``{n}`` is the address's cap."""
 
     def __init__(self, per_peer: int, in_all: int | None = None, apart: BotNetwork | None = None) -> None:
         self.per_peer, self.in_all, self.apart = per_peer, in_all, apart
+        #: The cap of one container's address (``apart``'s).
+        self.per_container = min(per_peer, CONTAINER_STREAMS)
         self._by_host: dict[str, int] = {}
         #: The open streams counted by ``in_all`` (those of every peer but ``apart``'s containers).
         self._shared = 0
@@ -186,8 +198,9 @@ class PeerStreams:
         of ``apart``) have ``in_all``."""
         host = peer_key(context.peer() or "")
         shared = self.apart is None or not self.apart.holds(host)
-        if self._by_host.get(host, 0) >= self.per_peer:
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, over_peer)
+        cap = self.per_peer if shared else self.per_container
+        if self._by_host.get(host, 0) >= cap:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, over_peer.replace("{n}", str(cap)))
         if shared and self.in_all is not None and self._shared >= self.in_all:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, over_all)
         self._by_host[host] = self._by_host.get(host, 0) + 1
@@ -204,7 +217,7 @@ class PeerStreams:
         """:meth:`held` for a stream that stays open as long as its client likes (``what``: its kind, as
         ``"health Watch"``), refused with ``N <what> streams of your address are open: close one`` or
         ``N <what> streams are open: try again later``."""
-        return self.held(context, f"{self.per_peer} {what} streams of your address are open: close one",
+        return self.held(context, f"{{n}} {what} streams of your address are open: close one",
                          f"{self.in_all} {what} streams are open: try again later")
 
 
@@ -224,7 +237,7 @@ class Pending:
         """:func:`first_message`, or the stream refused as the class docstring says."""
         kind = expected.capitalize()
         async with self.streams.held(
-            context, f"{self.streams.per_peer} streams of your address are waiting to send a {kind}: dial again later",
+            context, f"{{n}} streams of your address are waiting to send a {kind}: dial again later",
             f"{self.streams.in_all} streams are waiting to send a {kind}: dial again later",
         ):
             return await first_message(context, timeout_s, expected)
@@ -306,7 +319,7 @@ class UnaryRequests(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         if peer_host(context.peer() or "") is None:
             return await self._read(context)
         async with self.streams.held(
-            context, f"{self.streams.per_peer} calls of your address are waiting to send their request: dial "
+            context, "{n} calls of your address are waiting to send their request: dial "
                      "again later",
             f"{self.streams.in_all} calls are waiting to send their request: dial again later",
         ):

@@ -52,18 +52,26 @@ async def outcome(call, wait_s):
     return "refused" if code == grpc.StatusCode.RESOURCE_EXHAUSTED else "served"
 
 async def asked(channel, method):
+    # "served": the server answered (a message, or an end of its own such as INVALID_ARGUMENT for an empty
+    # Hello); "refused": RESOURCE_EXHAUSTED; else what went wrong (no answer, UNAVAILABLE, ...), never "served"
     call = channel.stream_stream(method)()
     try:
         await call.write(b"")
         await call.done_writing()
-        await asyncio.wait_for(call.read(), 60)
+        reply = await asyncio.wait_for(call.read(), 60)
     except (asyncio.TimeoutError, grpc.aio.AioRpcError):
-        pass
+        reply = None
+    if reply is not None and reply is not grpc.aio.EOF:
+        return "served"
     try:
         code = await asyncio.wait_for(call.code(), 1) if call.done() else None
     except asyncio.TimeoutError:
         code = None
-    return "refused" if code == grpc.StatusCode.RESOURCE_EXHAUSTED else "served"
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return "refused"
+    if code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.OK):
+        return "served"
+    return "no answer" if code is None else code.name
 
 async def main():
     out, calls = {}, []

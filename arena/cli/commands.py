@@ -489,8 +489,10 @@ def open_sandbox(config: TournamentConfig, output: Path, addresses: Sequence[str
             "container bots play on the embedded referee (their network reaches only it): drop --referee "
             "and tournament.referees, or run the bots as lobby workers (docs/deploy.md)"
         )
-    from arena.hosting.sandbox import Sandbox, docker_client, run_key
+    from arena.hosting.sandbox import Sandbox, docker_client, raise_open_files, run_key
 
+    # every seat of every game at once in a container of its own, and the container bots' worker pools
+    raise_open_files(config.concurrency * config.players + sum(b.workers for b in config.bots if b.in_container))
     sandbox = Sandbox(docker_client(), run_key(output), config.name)
     sandbox.open()
     return sandbox

@@ -348,6 +348,34 @@ def forward_chain(chain: str) -> str:
 #: stop accepting any). A bot uses one or two (the lobby's, the referee's); a worker's new one for each game.
 CONNECTIONS_PER_CONTAINER = 32
 
+#: Open files the arena keeps besides its containers' connections (its listeners, the lobby's and web's
+#: clients, logs, records, process bots' pipes).
+OWN_OPEN_FILES = 1024
+
+
+def raise_open_files(containers: int) -> int:
+    """Raise this process's open-file limit (``RLIMIT_NOFILE``'s soft one, up to the hard one) to what
+    ``containers`` bot containers at once may hold open (:data:`CONNECTIONS_PER_CONTAINER` each) and
+    :data:`OWN_OPEN_FILES`: below it the containers of one entrant, each within its own bound, held every
+    open file of the arena (its accept failing for every bot: a partner read a bit). Returns the limit.
+
+    :raises SandboxError: ``the arena may open N files (ulimit -n, hard), M needed for C containers at
+        once: ...`` (one line) when the hard limit is lower.
+    """
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = CONNECTIONS_PER_CONTAINER * containers + OWN_OPEN_FILES
+    if hard != resource.RLIM_INFINITY and hard < needed:
+        raise SandboxError(f"the arena may open {hard} files (ulimit -n, hard), {needed} needed for {containers} "
+                           f"containers at once ({CONNECTIONS_PER_CONTAINER} connections each): raise it, or lower "
+                           "tournament.concurrency")
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+        soft = needed
+    return int(soft)
+
+
 #: The network option that keeps IPv6 off whatever dockerd's ``default-network-opts`` say (docker 24 and
 #: later can turn it on for every new bridge network; docker-py never sends ``EnableIPv6: false``).
 NO_IPV6 = {"com.docker.network.enable_ipv6": "false"}
@@ -471,15 +499,21 @@ class Sandbox:
         :raises SandboxError: if the network or the firewall rules cannot be made.
         """
         self.cleanup()
-        self.gateway, self.subnet = walled_network(self.client, self.network_name, self.bridge, self.chain,
-                                                   self.labels, internal=True)
-        # first in the chain, before the ports allow() lets through: a container's connections past its own
-        # bound are reset (counted by source address: each container's own, conntrack's open ones)
-        _iptables("-I", self.chain, "1", "-p", "tcp", "--syn", "-m", "connlimit", "--connlimit-above",
-                  str(CONNECTIONS_PER_CONTAINER), "--connlimit-mask", "32",
-                  "-j", "REJECT", "--reject-with", "tcp-reset")
-        for port in allow_ports:
-            self.allow(port)
+        try:
+            self.gateway, self.subnet = walled_network(self.client, self.network_name, self.bridge, self.chain,
+                                                       self.labels, internal=True)
+            # first in the chain, before the ports allow() lets through: a container's connections past its
+            # own bound are reset (counted by source address: each container's own, conntrack's open ones)
+            _iptables("-I", self.chain, "1", "-p", "tcp", "--syn", "-m", "connlimit", "--connlimit-above",
+                      str(CONNECTIONS_PER_CONTAINER), "--connlimit-mask", "32",
+                      "-j", "REJECT", "--reject-with", "tcp-reset")
+            for port in allow_ports:
+                self.allow(port)
+        except SandboxError:
+            # the caller gets no sandbox to close: the network and the chain made so far go now (a kernel
+            # without iptables' connlimit left both behind until the next run of the same output folder)
+            self.cleanup()
+            raise
         if reaper:
             self._reaper = subprocess.Popen(
                 [sys.executable, "-m", "arena.hosting.sandbox", "reap", "--key", self.key, "--pid", str(os.getpid())],

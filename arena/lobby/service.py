@@ -52,7 +52,7 @@ from allfours.v1 import lobby_pb2_grpc as lpb_grpc
 from arena.lobby.tokens import MAX_FIELD, TokenBook, token_digest
 from referee import wire
 from referee.peers import BotNetwork
-from referee.streams import CappedHealth, Pending, UnaryRequests, Undecodable, add_stream_method
+from referee.streams import CappedHealth, Pending, UnaryRequests, Undecodable, add_stream_method, peer_key
 
 log = structlog.get_logger("arena.lobby.service")
 
@@ -127,6 +127,9 @@ class WorkerRef:
     games: int = 0
     left: str | None = None
     claimed: bool = False
+    #: Registered from a container of the sandbox's network (:attr:`Lobby.bots`): not counted by
+    #: :data:`MAX_WORKERS_PER_BOT` (the arena's pool, one worker a token it issued, bounds them).
+    contained: bool = False
     _outbox: asyncio.Queue[lpb.ConnectResponse | None] = field(default_factory=asyncio.Queue, repr=False)
 
 
@@ -479,10 +482,14 @@ class Lobby:
                 raise _Refusal(grpc.StatusCode.UNAUTHENTICATED, "unknown or revoked bot token")
             if self.tokens.issued(reg.token) and any(w.digest == digest for w in self._workers.values()):
                 raise _Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, ONE_WORKER_A_PROCESS)
-            if sum(w.bot == bot for w in self._workers.values()) >= MAX_WORKERS_PER_BOT:
+            # a container's worker is counted by no count its bot's other containers share (its partner's
+            # Register refused or not was a bit): the arena's pool of it (up to 512 at concurrency 256) bounds them
+            contained = own_only and self.bots is not None and self.bots.holds(peer_key(peer))
+            if not contained and sum(w.bot == bot and not w.contained
+                                     for w in self._workers.values()) >= MAX_WORKERS_PER_BOT:
                 raise _Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                f"bot {bot!r} already has {MAX_WORKERS_PER_BOT} workers connected: dial again later")
-            w = WorkerRef(f"w{next(self._ids)}", bot, reg.bot_version[:64], peer[:100], digest)
+            w = WorkerRef(f"w{next(self._ids)}", bot, reg.bot_version[:64], peer[:100], digest, contained=contained)
             self._workers[w.worker_id] = w
             self._came.add(bot)
         log.info("lobby_worker_registered", worker=w.worker_id, bot=bot, peer=w.peer)
