@@ -66,32 +66,43 @@ def test_uploads_that_passed_the_check_together_do_not_pass_the_daily_limit(tmp_
 
 
 
+#: A UTC midnight: 2024-10-04T00:00:00Z.
+MIDNIGHT = 20_000 * 86_400.0
+
+
+def uploads_across_midnight(tmp_path: Path) -> tuple[Desk, list[float], int]:
+    """A desk allowing one submission a day (its clock ``now[0]``) and competitor eve's two uploads begun before
+    MIDNIGHT while that allowed one: the one begun second kept and settled before midnight. Returns the desk,
+    the clock and the first upload's count (:meth:`Desk.begin_upload`), still under way."""
+    now = [MIDNIGHT - 10]
+    desk = Desk(CompetitionSettings(submissions_per_day=1), tmp_path, CompetitionBook(tmp_path), lambda: None,
+                clock=lambda: now[0])
+    desk.book.add_competitor("eve")
+    late, early = desk.begin_upload("eve", MIDNIGHT - 10), desk.begin_upload("eve", MIDNIGHT - 5)
+    now[0] = MIDNIGHT - 4
+    desk.receive("eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(_archive()), early)
+    desk.settle(early)
+    return desk, now, late
+
+
 def test_an_upload_that_spans_midnight_is_charged_to_the_day_it_began(tmp_path: Path) -> None:
     """An upload began before a UTC midnight and kept after it was checked, as it was kept, against the new
     day's counts (less its own refusal, which is in the old day): an upload begun beside another while the old
     day's limit allowed one was kept past that limit, and its submission counted in the new day, which it never
     was checked against as it began. Now the day is the one it began on, for every check and count (clock
     injected)."""
-    midnight = 20_000 * 86_400.0  # 2024-10-04T00:00:00Z
-    now = [midnight - 10]
-    desk = Desk(CompetitionSettings(submissions_per_day=1), tmp_path, CompetitionBook(tmp_path), lambda: None,
-                clock=lambda: now[0])
-    desk.book.add_competitor("eve")
-    late, early = desk.begin_upload("eve", midnight - 10), desk.begin_upload("eve", midnight - 5)
-    now[0] = midnight - 4
-    desk.receive("eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(_archive()), early)
-    desk.settle(early)
-    now[0] = midnight + 5
+    desk, now, late = uploads_across_midnight(tmp_path)
+    now[0] = MIDNIGHT + 5
     with pytest.raises(Refused, match=r"^1 submissions today, the limit of a day: try again after "
                                       r"2024-10-04T00:00:00Z \(in 0 s\)$") as e:
         desk.receive("eve", Header("evebot", "2", "python", "bot:Bot"), io.BytesIO(_archive()), late)
     desk.settle(late)
     assert e.value.kind == "exhausted"
-    now[0] = midnight + 6  # the new day is whole: one upload begun in it is kept, and counted in it
+    now[0] = MIDNIGHT + 6  # the new day is whole: one upload begun in it is kept, and counted in it
     kept = _upload(desk, "eve", Header("evebot", "3", "python", "bot:Bot"), io.BytesIO(_archive()))
-    assert kept.created_at == midnight + 6
-    assert [desk.book.count_since("eve", day, day + 86_400) for day in (midnight - 86_400, midnight)] == [1, 1]
-    assert [desk.book.refusals_since("eve", day, day + 86_400) for day in (midnight - 86_400, midnight)] == [0, 0]
+    assert kept.created_at == MIDNIGHT + 6
+    assert [desk.book.count_since("eve", day, day + 86_400) for day in (MIDNIGHT - 86_400, MIDNIGHT)] == [1, 1]
+    assert [desk.book.refusals_since("eve", day, day + 86_400) for day in (MIDNIGHT - 86_400, MIDNIGHT)] == [0, 0]
 
 
 def test_a_kept_upload_that_spans_midnight_counts_in_the_day_it_began(tmp_path: Path) -> None:

@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 
 from arena.competition.book import CompetitionBook
-from arena.competition.desk import Desk, Header, Refused
-from arena.config import CompetitionSettings
+from arena.competition.desk import Header, Refused
 from tests.test_competition_disqualify import REASON, ROOT, _register, _valid_tokens, arena, write_config
-from tests.test_competition_hostile import _archive
+from tests.test_competition_hostile import MIDNIGHT, _archive, uploads_across_midnight
 
 #: Runs the CLI in a real process that is killed (SIGKILL: a power cut, an OOM kill) right after ``Store.METHOD``
 #: has written the league's store (autocommitted), before the competition book's transaction commits.
@@ -30,7 +29,7 @@ def killing(original):
         os.kill(os.getpid(), signal.SIGKILL)
         return out
     return then_killed
-for name in names:  # desk27's name of the step, or the patch's
+for name in names:  # the first version's name of the step (take_tokens), or the one now (revoke_digests)
     if hasattr(Store, name):
         setattr(Store, name, killing(getattr(Store, name)))
 sys.argv = ["arena", *sys.argv[3:]]
@@ -56,7 +55,7 @@ def test_a_disqualify_killed_between_the_two_stores_loses_the_tokens_its_undo_gi
     assert _killed(when, REVOKE, "competitor", "disqualify", str(cfg), "mal", "--reason", REASON) == -9
     assert arena("competitor", "disqualify", str(cfg), "mal", "--reason", REASON).returncode == 0  # the host again
     assert arena("competitor", "disqualify", str(cfg), "mal", "--undo").returncode == 0
-    assert _valid_tokens(out) == {"malbot@1": [token_digest(token)]}  # desk27: {} (never given back)
+    assert _valid_tokens(out) == {"malbot@1": [token_digest(token)]}  # the first version: {} (never given back)
 
 
 @pytest.mark.parametrize("when", ["after", "before"])
@@ -72,7 +71,7 @@ def test_an_undo_killed_between_the_two_stores_leaves_a_disqualified_entry_a_val
     assert _killed(when, "restore_tokens", "competitor", "disqualify", str(cfg), "mal", "--undo") == -9
     with CompetitionBook(out) as book:
         standing = book.disqualified()
-    assert "mal" not in standing or _valid_tokens(out) == {}  # desk27 (after): still disqualified, the token valid
+    assert "mal" not in standing or _valid_tokens(out) == {}  # the first version (after): disqualified, the token valid
     assert arena("competitor", "disqualify", str(cfg), "mal", "--undo").returncode == 0  # the host again
     assert _valid_tokens(out) == {"malbot@1": [token_digest(token)]}
     with CompetitionBook(out) as book:
@@ -82,16 +81,8 @@ def test_an_undo_killed_between_the_two_stores_leaves_a_disqualified_entry_a_val
 def test_an_upload_its_client_withdrew_as_it_was_kept_is_charged_to_the_day_it_began(tmp_path: Path) -> None:
     """The service's order on a client's cancel once the archive was read: settle (Submission._receive's
     CancelledError), then the intake, still running, keeps it (Desk.receive)."""
-    midnight = 20_000 * 86_400.0
-    now = [midnight - 10]
-    desk = Desk(CompetitionSettings(submissions_per_day=1), tmp_path, CompetitionBook(tmp_path), lambda: None,
-                clock=lambda: now[0])
-    desk.book.add_competitor("eve")
-    late, early = desk.begin_upload("eve", midnight - 10), desk.begin_upload("eve", midnight - 5)
-    now[0] = midnight - 4
-    desk.receive("eve", Header("evebot", "1", "python", "bot:Bot"), io.BytesIO(_archive()), early)
-    desk.settle(early)
+    desk, now, late = uploads_across_midnight(tmp_path)
     desk.settle(late)  # its client cancelled: Submission._receive settles it at once
-    now[0] = midnight + 5
-    with pytest.raises(Refused, match="1 submissions today"):  # desk27: kept, charged to the new day
+    now[0] = MIDNIGHT + 5
+    with pytest.raises(Refused, match="1 submissions today"):  # the first version: kept, charged to the new day
         desk.receive("eve", Header("evebot", "2", "python", "bot:Bot"), io.BytesIO(_archive()), late)
