@@ -30,6 +30,9 @@ from arena.play.fingerprint import PASSED_CHECKS_KEY, PassedChecks
 from arena.tournament.league import League
 from tests.test_league_check_memo import PrintedRunner
 
+#: It drives the docker SDK (against a socket of its own, no dockerd): in the docker half, as every such module.
+pytestmark = pytest.mark.docker
+
 ROOT = Path(__file__).resolve().parents[1]
 
 CONFIG = ('[tournament]\nname = "r27"\nplayers = 2\ngames_per_pairing = 4\nconcurrency = 1\noutput = "out"\n'
