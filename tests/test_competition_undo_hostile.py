@@ -43,37 +43,38 @@ def _killed(when: str, methods: str, *args: str) -> int:
                           timeout=120).returncode
 
 
-@pytest.mark.parametrize("when", ["after", "before"])
-def test_a_disqualify_killed_between_the_two_stores_loses_the_tokens_its_undo_gives_back(tmp_path: Path,
-                                                                                        when: str) -> None:
+def mal_registered(tmp_path: Path) -> tuple[Path, Path, str]:
+    """A competition config in ``tmp_path`` with competitor mal, whose remote entry malbot is registered: the
+    config, the output folder and the digest of malbot's bot token."""
     from arena.lobby.tokens import token_digest
 
     cfg = write_config(tmp_path)
     out = tmp_path / "out"
     assert arena("competitor", "add", str(cfg), "mal").returncode == 0
-    token = _register(out, "mal", "malbot")
+    return cfg, out, token_digest(_register(out, "mal", "malbot"))
+
+
+@pytest.mark.parametrize("when", ["after", "before"])
+def test_a_disqualify_killed_between_the_two_stores_loses_the_tokens_its_undo_gives_back(tmp_path: Path,
+                                                                                        when: str) -> None:
+    cfg, out, digest = mal_registered(tmp_path)
     assert _killed(when, REVOKE, "competitor", "disqualify", str(cfg), "mal", "--reason", REASON) == -9
     assert arena("competitor", "disqualify", str(cfg), "mal", "--reason", REASON).returncode == 0  # the host again
     assert arena("competitor", "disqualify", str(cfg), "mal", "--undo").returncode == 0
-    assert _valid_tokens(out) == {"malbot@1": [token_digest(token)]}  # the first version: {} (never given back)
+    assert _valid_tokens(out) == {"malbot@1": [digest]}  # the first version: {} (never given back)
 
 
 @pytest.mark.parametrize("when", ["after", "before"])
 def test_an_undo_killed_between_the_two_stores_leaves_a_disqualified_entry_a_valid_token(tmp_path: Path,
                                                                                         when: str) -> None:
-    from arena.lobby.tokens import token_digest
-
-    cfg = write_config(tmp_path)
-    out = tmp_path / "out"
-    assert arena("competitor", "add", str(cfg), "mal").returncode == 0
-    token = _register(out, "mal", "malbot")
+    cfg, out, digest = mal_registered(tmp_path)
     assert arena("competitor", "disqualify", str(cfg), "mal", "--reason", REASON).returncode == 0
     assert _killed(when, "restore_tokens", "competitor", "disqualify", str(cfg), "mal", "--undo") == -9
     with CompetitionBook(out) as book:
         standing = book.disqualified()
     assert "mal" not in standing or _valid_tokens(out) == {}  # the first version (after): disqualified, the token valid
     assert arena("competitor", "disqualify", str(cfg), "mal", "--undo").returncode == 0  # the host again
-    assert _valid_tokens(out) == {"malbot@1": [token_digest(token)]}
+    assert _valid_tokens(out) == {"malbot@1": [digest]}
     with CompetitionBook(out) as book:
         assert book.disqualified() == {}
 
