@@ -363,10 +363,11 @@ def test_a_sandboxed_bot_writes_nowhere_but_its_small_tmpfs(tmp_path: Path) -> N
     assert out.stdout.rstrip().endswith("lock"), out.stderr  # POSIX semaphores still work in /dev/shm
 
 
-def play_at_four(tmp: Path, bot: str, tournament: str) -> tuple[Path, list[dict[str, Any]]]:
+def play_at_four(tmp: Path, bot: str, tournament: str, target: int = 3) -> tuple[Path, list[dict[str, Any]]]:
     """``arena run`` of the bot whose ``[[bots]]`` table is ``bot`` against the random bot at a table of four,
-    with the ``[tournament]`` lines ``tournament`` (``games_per_pairing`` among them); the output folder and
-    its games, every one asserted played to its end."""
+    with the ``[tournament]`` lines ``tournament`` (``games_per_pairing`` among them) and games to ``target``
+    points; the output folder and its games, every one asserted played to its end. At a target of 3 a game
+    may end at its first kick (a jack scores 3, docs/rules.md, Deal) before any seat acts."""
     config = tmp / "cup.toml"
     config.write_text(f'''
 [tournament]
@@ -375,7 +376,7 @@ players = 4
 output = "{tmp / 'out'}"
 {tournament}
 [tournament.rules]
-target = 3
+target = {target}
 [[bots]]
 {bot}
 [[bots]]
@@ -495,13 +496,19 @@ class Partner(Bot):
 '''
 
 
+JACK_KICKED = "0c" * 32  # its first pair's first deal kicks the jack of spades: 3 points to the dealer's side
+
+
 def test_two_workers_of_one_bot_seated_as_partners_share_no_socket(tmp_path: Path) -> None:
     """A bot's lobby workers (``mode = "worker"``) shared their bot's one socket pair (``Jail.for_bot``),
     so two of them seated as partners at four players could pass each other bits through the counts its
     servers keep: one holding the 128 silent streams the referee socket allows made its partner's next
     stream refused (7 bits a round, their hands in a few). Each worker process now has a socket folder of
     its own (``Jail.for_process``, given up when it ends): the second partner's probe is answered
-    (``unknown ticket``) while the first holds its whole allowance, and their folders differ."""
+    (``unknown ticket``) while the first holds its whole allowance, and their folders differ. The games go
+    to 4 points, which no kick reaches alone, so both partners act in the first game on any deal: at 3, a
+    duplicate pair whose deal kicked a jack (1 master seed in 13, ``JACK_KICKED`` one) ended both its games
+    at the kick, before either partner acted, and no worker said anything."""
     folder = tmp_path / "partner"
     folder.mkdir()
     (folder / "partner.py").write_text(PARTNER)
@@ -509,7 +516,8 @@ def test_two_workers_of_one_bot_seated_as_partners_share_no_socket(tmp_path: Pat
 command = ["{{python}}", "-m", "sdk.run", "partner:Partner"]
 cwd = "{folder}"
 mode = "worker"
-workers = 2''', "games_per_pairing = 2\n[tournament.time_control]\ndecision_ms = 60000")
+workers = 2''', f"games_per_pairing = 2\nmaster_seed = \"{JACK_KICKED}\"\n"
+                          "[tournament.time_control]\ndecision_ms = 60000", target=4)
     signals = [line.split()[1:] for log in (out / "logs" / "workers" / "partner").glob("worker*.log")
                for line in log.read_text().splitlines() if line.startswith("SIGNAL ")]
     assert len(signals) == 2, signals  # each worker's first move, in the first game both play
