@@ -605,11 +605,11 @@ def test_a_node_stack_trace_shows_its_error_line_in_the_last_output(tmp_path: Pa
 
 
 def test_a_bots_last_output_cannot_reorder_or_colour_the_pages_text(tmp_path: Path) -> None:
-    """A bot's last output goes into its games' public reasons (games.jsonl, the leaderboards, the
-    terminal). Its control and format characters went too: a right-to-left override (U+202E) made the
-    browser draw the rest of the reason backwards (``…(last output: ‮boom: tuptuo tsal)`` showed as
-    ``(last output :moob``, a spoofed text), and an escape sequence reached the terminal. They are
-    dropped, as from any other text of a bot's (``referee.wire.plain_text``)."""
+    """A bot's last output goes into its games' stored reasons (games.jsonl, the terminal; the public pages
+    leave it out: arena.tournament.result.public_reason). Its control and format characters went too: a
+    right-to-left override (U+202E) made the browser draw the rest of the reason backwards (``…(last output:
+    ‮boom: tuptuo tsal)`` showed as ``(last output :moob``, a spoofed text), and an escape sequence reached the
+    terminal. They are dropped, as from any other text of a bot's (``referee.wire.plain_text``)."""
     reasons, done = _reasons_of_a_broken_bot(
         tmp_path, r"""["sh", "-c", "printf '\\342\\200\\256boom: tuptuo tsal\\n\\033[31mred\\033[0m\\a\\n'; exit 1"]""")
     assert "(last output: boom: tuptuo tsal | [31mred[0m)" in reasons, reasons

@@ -111,8 +111,10 @@ def log_tail(path: Path) -> str:
     """The last :data:`TAIL_LINES` non-empty lines of a log file, joined with `` | `` ('' if none),
     after the last error line before them when they do not hold it (a stack trace's cause, e.g. Node's
     ``Error: Cannot find module 'x'``, ends far above its last lines): ``err | … | tail``. The bot's
-    text goes into public reasons: its control and format characters are dropped
-    (:func:`referee.wire.printable`: a right-to-left override would reverse the page's text after it)."""
+    text goes into the stored reasons: its control and format characters are dropped
+    (:func:`referee.wire.printable`: a right-to-left override would reverse the page's text after it), and
+    its parentheses become brackets, so that the public pages can cut the quote exactly
+    (:func:`arena.tournament.result.public_reason`: a bot's ``)`` would end it early)."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
@@ -120,7 +122,7 @@ def log_tail(path: Path) -> str:
             text = f.read().decode("utf-8", "replace")
     except OSError:
         return ""
-    lines = [x for x in (printable(" ".join(line.split())) for line in text.splitlines()) if x]
+    lines = [x for x in (printable(" ".join(line.split())).translate(_NO_PARENS) for line in text.splitlines()) if x]
     tail = " | ".join(lines[-TAIL_LINES:])
     named = any(_ERROR_LINE.match(x) for x in lines[-TAIL_LINES:])
     cause = None if named else next((x for x in reversed(lines[:-TAIL_LINES]) if _ERROR_LINE.match(x)), None)
@@ -130,6 +132,9 @@ def log_tail(path: Path) -> str:
         return f"{cause} | … | {tail}"
     return tail if len(tail) <= TAIL_CHARS else "…" + tail[-TAIL_CHARS:]
 
+
+#: The bot's parentheses in a quote of its output (:func:`log_tail`).
+_NO_PARENS = str.maketrans("()", "[]")
 
 #: A line that names an error: ``Error: …``, ``TypeError: …``, ``ModuleNotFoundError: …``, ``java.io.IOException: …``.
 _ERROR_LINE = re.compile(r"[\w.$]*(Error|Exception)(\s*\[\w+\])?: \S")

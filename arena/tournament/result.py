@@ -11,6 +11,7 @@ the same way (their statuses ``MATCH_STATUS_COMPLETED``, ``FORFEITED_BEFORE_STAR
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import TypedDict
@@ -51,6 +52,24 @@ class StoredDetails(SeatDetails, total=False):
     think_ms: int
     phases_ms: dict[str, float]
     attempt: int
+
+
+#: A bot's last output as a reason quotes it (:func:`arena.play.environment.log_tail`, which keeps no
+#: parenthesis of the bot's text, so the quote ends at the first ``)``).
+_LAST_OUTPUT = re.compile(r" \(last output: [^()]*\)")
+#: Where a reason stored before log_tail kept no parenthesis quotes the bot (cut from there to the end).
+_LAST_OUTPUT_START = " (last output: "
+
+
+def public_reason(reason: str) -> str:
+    """``reason`` as the public pages show it: without the bot's last output it may quote. That output is
+    its author's log, private to them as every bot log is (another competitor's log is refused), and during
+    a game a bot may print its cards, whose deal stays secret until its duplicate twin is played (the
+    host's games.jsonl and terminal keep it). E.g. ``seat 1 (x) crash: process exited with status 1 before
+    the match ended (last output: 4H TH) (the referee saw disconnect: …)`` -> ``… before the match ended
+    (the referee saw disconnect: …)``."""
+    line = _LAST_OUTPUT.sub("", reason)
+    return line.split(_LAST_OUTPUT_START)[0]
 
 
 class GameFacts(SeatDetails):

@@ -38,7 +38,7 @@ from arena.ratings.publication import LivePublisher, final_ratings
 from arena.report.cache import PublishCache, StoredGame
 from arena.report.disqualified import mark_barred, rated, read_barred
 from arena.report.held import Holding
-from arena.tournament.result import GameFacts, GameResult
+from arena.tournament.result import GameFacts, GameResult, public_reason
 from arena.tournament.runner import (
     CLOSED_KEY,
     DB_NAME,
@@ -507,9 +507,11 @@ class WebData:
 
     def game_row(self, result: GameResult, pair_done: bool, revealed: bool) -> PublicGameRow:
         """The public row of one game (see the module docstring): no ``referee`` (the internal
-        ``host:port`` of a referee, which takes the admin token: games.jsonl keeps it for the host)."""
+        ``host:port`` of a referee, which takes the admin token: games.jsonl keeps it for the host), and
+        reasons without a bot's last output (:func:`arena.tournament.result.public_reason`)."""
         row: PublicGameRow = {**result.rating_row(), "replay_open": pair_done or revealed}
         row.pop("referee", None)
+        row["reasons"] = [public_reason(r) for r in row["reasons"]]
         if not revealed:
             del row["seed"]
         return row

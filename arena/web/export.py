@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arena.report.live import PAIR_SIZE
+from arena.tournament.result import public_reason
 from arena.web.data import NotFound, read_record_file
 from arena.web.frames import ALL, RecordReplayError, replay_frames
 from arena.web.render import HERE, templates
@@ -99,7 +100,8 @@ def _record_size(output: Path, game: GameRow) -> int:
 
 
 def _render(output: Path, game: GameRow, page: Template) -> dict[str | int, str]:
-    """The pages of ``game``'s record: view (:data:`ALL` or a seat) -> HTML.
+    """The pages of ``game``'s record: view (:data:`ALL` or a seat) -> HTML, its reasons without a bot's last
+    output (:func:`arena.tournament.result.public_reason`: the pages are public, the output its author's).
 
     :raises _Unreadable: the record cannot be read, is cut short (no seed line last) or does not replay.
     """
@@ -108,6 +110,7 @@ def _render(output: Path, game: GameRow, page: Template) -> dict[str | int, str]
         if not lines or lines[-1].get("type") != "seed":  # docs/record.md: always the last line
             raise _Unreadable("it ends before its seed line: cut short")
         views: list[str | int] = [ALL, *range(replay_frames(lines, ALL)["players"])]
+        game = {**game, "reasons": [public_reason(r) for r in game["reasons"]]}
         return {v: page.render(replay=replay_frames(lines, v), game=game, view=v, static_copy=True, asset_base="")
                 for v in views}
     except (NotFound, RecordReplayError) as e:

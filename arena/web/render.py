@@ -31,6 +31,7 @@ from arena.report.figures import (
     rating_chart,
 )
 from arena.report.terminal import failure_rows
+from arena.tournament.result import public_reason
 from arena.web.frames import compact_frames
 from referee.outcome import NOT_A_FORFEIT
 from referee.rules.seats import side_of
@@ -160,6 +161,7 @@ class GameRowsHtml:
         kept, out = self._rows, []
         self._rows = {}
         for g in games:
+            g = {**g, "reasons": [public_reason(str(r)) for r in g["reasons"]]}  # the bot's output is private
             gid = str(g["game_id"])
             link = {"record": _href(str(g["record"])) if g.get("record") else "",
                     "replay": _href(replays[gid]) if gid in replays else ""}
