@@ -156,13 +156,14 @@ def output_in_image(client: Any, image: str, argv: list[str], **options: Any) ->
 
 def leftovers(client: Any, key: str) -> list[str]:
     """Everything run ``key`` left behind: containers, networks, volumes, the iptables chains (the
-    tournament's and the build network's)."""
+    tournament's and the build network's) and the chain's ``hashlimit`` table (the containers' connection rate)."""
     flt = {"label": f"org.allfours.run={key}"}
     found = [f"container {c['Names']}" for c in client.api.containers(all=True, filters=flt)]
     found += [f"network {n.name}" for n in client.networks.list(filters=flt)]
     found += [f"volume {v.name}" for v in client.volumes.list(filters=flt)]
     rules = subprocess.run(["iptables", "-S"], capture_output=True, text=True, timeout=30).stdout
     found += [f"iptables {line}" for line in rules.splitlines() if f"AF-{key}" in line or f"AFB-{key}" in line]
+    found += [f"hashlimit table {p}" for p in Path("/proc/net/ipt_hashlimit").glob(f"AF-{key}")]
     found += [f"cgroup {d}" for d in Path("/sys/fs/cgroup").glob(f"*/allfours-build-{key}")]
     found += [f"cgroup {d}" for d in Path("/sys/fs/cgroup").glob(f"allfours-build-{key}")]
     return found

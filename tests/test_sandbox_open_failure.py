@@ -1,7 +1,8 @@
 """A container sandbox that cannot be made leaves nothing behind (a real dockerd and iptables): ``arena run``
 gets no sandbox to close when :meth:`Sandbox.open` fails, so what open made before the failing step (the
 network, its firewall chain) must go there. A kernel without iptables' ``connlimit`` match (the chain's first
-rule, the bound on a container's connections) left the network and the chain until the next run."""
+rule, the bound on a container's connections) left the network and the chain until the next run; so would one
+without ``hashlimit`` (its second, the bound on their rate)."""
 
 from __future__ import annotations
 
@@ -14,24 +15,27 @@ from tests.docker_helpers import docker_client, leftovers
 pytestmark = [pytest.mark.docker]
 
 
+@pytest.mark.parametrize("match", ["connlimit", "hashlimit"])
 def test_a_sandbox_whose_firewall_rule_fails_leaves_no_network_or_chain(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, match: str) -> None:
+    """``match``: the rule that fails (the bound on connections open at once, first; the bound on their rate,
+    second, after the first made its rule: both go)."""
     import arena.hosting.sandbox as sandbox_module
     from arena.hosting.sandbox import Sandbox, SandboxError, run_key
 
     real = sandbox_module._iptables
 
-    def no_connlimit(*args: str, check: bool = True) -> bool:  # as a kernel without the match answers
-        if "connlimit" in args:
-            raise SandboxError("iptables -m connlimit failed: Couldn't load match `connlimit'")
+    def no_match(*args: str, check: bool = True) -> bool:  # as a kernel without the match answers
+        if match in args:
+            raise SandboxError(f"iptables -m {match} failed: Couldn't load match `{match}'")
         return real(*args, check=check)
 
-    monkeypatch.setattr(sandbox_module, "_iptables", no_connlimit)
+    monkeypatch.setattr(sandbox_module, "_iptables", no_match)
     client = docker_client()
     key = run_key(tmp_path)
     sandbox = Sandbox(client, key, f"openfail-{tmp_path.name[-8:]}")
     try:
-        with pytest.raises(SandboxError, match="connlimit"):
+        with pytest.raises(SandboxError, match=match):
             sandbox.open(reaper=False)
         left = leftovers(client, key)
     finally:

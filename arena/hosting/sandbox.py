@@ -20,7 +20,8 @@ Python SDK (docs/deploy.md, "Container bots"). Every container is:
   still reaches every service of the host through that gateway, so :class:`Sandbox` adds an iptables
   chain on INPUT for the bridge that accepts only the allowed ports (the referee's, the lobby's) and
   drops the rest, and resets a container's connections past :data:`CONNECTIONS_PER_CONTAINER` open
-  at once (each takes one of the arena's open files, a count over every address). The containers'
+  at once (each takes one of the arena's open files, a count over every address) and its new ones past
+  :data:`NEW_CONNECTIONS_PER_S` a second (a connect/close loop burns the arena's and the referee's CPU). The containers'
   resolver (Docker's, at 127.0.0.11) forwards names it does not know only to the gateway (``dns``),
   which that chain drops: no name lookup leaves the machine.
 
@@ -348,9 +349,32 @@ def forward_chain(chain: str) -> str:
 #: stop accepting any). A bot uses one or two (the lobby's, the referee's); a worker's new one for each game.
 CONNECTIONS_PER_CONTAINER = 32
 
+#: New TCP connections one bot container opens to the host per second, past its burst (more are reset at once,
+#: by the sandbox's firewall chain: :meth:`Sandbox.open`; iptables' ``hashlimit``, by source address). The
+#: open-at-once bound above does not bound how fast a container opens and closes them: one looping
+#: connect/close (thousands a second) burned the arena's and the referee's CPU, which every other game shares.
+#: A bot opens one to the referee for each game it plays and, as a worker, one to the lobby for each session
+#: (a new one after each back-off): a worker of the Python sample bots playing back to back opened one a game,
+#: at most 2 in any second (docs/deploy.md); a per-game container opens one. 50 a second with a burst of 200
+#: is far past those (a hostile loop is held to the same).
+NEW_CONNECTIONS_PER_S = 50
+#: New connections a container may open at once before :data:`NEW_CONNECTIONS_PER_S` applies (the token
+#: bucket's size: it refills at that rate).
+NEW_CONNECTIONS_BURST = 200
+
 #: Open files the arena keeps besides its containers' connections (its listeners, the lobby's and web's
 #: clients, logs, records, process bots' pipes).
 OWN_OPEN_FILES = 1024
+
+
+def new_connections_rule(chain: str) -> tuple[str, ...]:
+    """The iptables rule (``-I`` arguments after the chain and position) that resets a container's new TCP
+    connections past :data:`NEW_CONNECTIONS_PER_S` a second and a burst of :data:`NEW_CONNECTIONS_BURST`, one
+    token bucket per source address (``hashlimit`` named ``chain``: its table, /proc/net/ipt_hashlimit/<chain>,
+    goes with the chain's last rule)."""
+    return ("-p", "tcp", "--syn", "-m", "hashlimit", "--hashlimit-above", f"{NEW_CONNECTIONS_PER_S}/sec",
+            "--hashlimit-burst", str(NEW_CONNECTIONS_BURST), "--hashlimit-mode", "srcip",
+            "--hashlimit-name", chain, "-j", "REJECT", "--reject-with", "tcp-reset")
 
 
 def raise_open_files(containers: int) -> int:
@@ -507,6 +531,8 @@ class Sandbox:
             _iptables("-I", self.chain, "1", "-p", "tcp", "--syn", "-m", "connlimit", "--connlimit-above",
                       str(CONNECTIONS_PER_CONTAINER), "--connlimit-mask", "32",
                       "-j", "REJECT", "--reject-with", "tcp-reset")
+            # second: a container's new connections past its rate are reset (each address its own bucket)
+            _iptables("-I", self.chain, "2", *new_connections_rule(self.chain))
             for port in allow_ports:
                 self.allow(port)
         except SandboxError:
@@ -537,9 +563,10 @@ class Sandbox:
 
     def allow(self, port: int) -> None:
         """Let the containers reach TCP ``port`` of the host's gateway address (the referee, the lobby), each
-        with at most :data:`CONNECTIONS_PER_CONTAINER` connections open (the chain's first rule)."""
+        with at most :data:`CONNECTIONS_PER_CONTAINER` connections open (the chain's first rule) and
+        :data:`NEW_CONNECTIONS_PER_S` new ones a second past :data:`NEW_CONNECTIONS_BURST` (its second)."""
         rule = ("-p", "tcp", "-d", str(self.gateway), "--dport", str(int(port)), "-j", "ACCEPT")
-        _iptables("-I", self.chain, "2", *rule)
+        _iptables("-I", self.chain, "3", *rule)
 
     def _host_config(self, limits: Limits, proc: ProcView) -> dict[str, Any]:
         """A bot container's host configuration (the module docstring's walls) with ``limits``, its
