@@ -101,6 +101,10 @@ class SandboxError(RuntimeError):
     """The sandbox cannot run bot containers; ``str(e)`` is one line saying why (and what to do)."""
 
 
+class NoImage(SandboxError):
+    """Docker has no image of that name or ID (:meth:`Sandbox.start`); ``str(e)`` is one line."""
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """A bot container's limits: ``cpus`` (CPU quota in cores), ``memory_mb`` (memory and memory+swap,
@@ -615,7 +619,8 @@ class Sandbox:
     ) -> BotContainer:
         """Start one bot container (``role``: e.g. ``g00003-s1``) with only ``env`` in its environment.
 
-        :raises SandboxError: if the image is missing or docker refuses the container.
+        :raises NoImage: if docker has no image ``image`` (a name or an ID).
+        :raises SandboxError: if docker refuses the container.
         """
         import docker.errors
 
@@ -646,7 +651,7 @@ class Sandbox:
         except Exception as e:
             proc.remove_copy()
             if isinstance(e, docker.errors.ImageNotFound):
-                raise SandboxError(f"bot {bot}: no image {image!r} (build it with `arena bots build`)") from None
+                raise NoImage(f"bot {bot}: no image {image!r} (build it with `arena bots build`)") from None
             raise SandboxError(f"bot {bot}: docker refused the container: {e}") from None
         try:
             api.start(created["Id"])

@@ -57,7 +57,7 @@ from arena import metrics
 from arena.config import ENV_REFEREE, ENV_TICKET, BotSpec, TournamentConfig
 from arena.hosting.jail import REFEREE_SOCKET, Jail
 from arena.hosting.procs import CPU_PERIOD_US, EXIT_WAIT_S, BotProcess, stop_all
-from arena.hosting.sandbox import BotContainer, Sandbox, SandboxError
+from arena.hosting.sandbox import BotContainer, NoImage, Sandbox, SandboxError
 from arena.lobby.seats import LobbyBot, SeatWait
 from arena.play.environment import admin_secret_names, bot_environment, expand_command, log_tail
 from arena.play.fingerprint import container_fingerprint, engine_facts
@@ -158,6 +158,11 @@ def _serve_each_bots_socket(jail: Jail, pool: RefereePool) -> None:
                            unlisten=lambda folder: embedded.stop_unix(f"unix:{folder / REFEREE_SOCKET}"))
 
 
+def _pin_key(bot: BotSpec) -> tuple[str, str, str]:
+    """The key of a container bot's pinned image (:attr:`GrpcGameRunner.pinned`): its name, version and tag."""
+    return (bot.name, bot.version, str(bot.image))
+
+
 class GrpcGameRunner:
     """Plays scheduled games on one or more referees (see the module docstring). Thread-safe.
 
@@ -234,6 +239,12 @@ class GrpcGameRunner:
         self.secret_values = tuple({c.token for c in self.pool.conns if c.token})
         #: bots that failed :meth:`check_bots` (name -> why): their games are forfeited without playing
         self.broken: dict[str, str] = {}
+        #: per-game container bots' images as checked ((name, version, tag) -> docker's image ID, ``sha256:…``):
+        #: a tag is resolved once, by :meth:`check_fingerprints` or the check (:meth:`_pinned_image`), and the
+        #: check's and every game's containers start by that ID, so a tag moved to another image afterwards
+        #: plays nothing unchecked (it takes effect through a reload or a restart, whose new runner resolves
+        #: and checks it again)
+        self.pinned: dict[tuple[str, str, str], str] = {}
 
     def use_entrants(self, entrants: Mapping[str, BotSpec]) -> None:
         """Play seats by entrant label (``name`` or ``name@version``, see :class:`arena.tournament.store.Entrant`)
@@ -387,6 +398,9 @@ class GrpcGameRunner:
         names = [n for n in names if self.bots[n].mode == "per_game"]
         if not names:
             return {}
+        for name in names:  # before any of its containers starts: the check's image is the games'
+            if self.bots[name].image is not None:
+                self._pinned_image(self.bots[name])
         with ThreadPoolExecutor(max_workers=max(1, self.config.concurrency), thread_name_prefix="check") as pool:
             found = dict(zip(names, pool.map(lambda n: self._check_bot(self.bots[n]), names), strict=True))
         problems = {name: why for name, why in found.items() if why}
@@ -398,7 +412,8 @@ class GrpcGameRunner:
         (:func:`arena.play.fingerprint.container_fingerprint`: its image's content ID, its spec, the match's
         players and time control, the host's docker engine and libraries, the arena's code). A bot without one is left
         out (checked every time): a process bot, a bot whose image docker does not have (its check says so),
-        every bot when docker does not answer."""
+        every bot when docker does not answer. Each tag is resolved here (:attr:`pinned`): the ID fingerprinted is
+        the one its check and its games start, whatever the tag names later."""
         bots = {n: self.bots[n] for n in names if self.bots[n].mode == "per_game" and self.bots[n].image}
         if self.sandbox is None or not bots:
             return {}
@@ -419,8 +434,25 @@ class GrpcGameRunner:
                 continue
             except OSError:  # docker stopped answering: no more waits of DOCKER_TIMEOUT_S, one a bot
                 break
+            self.pinned[_pin_key(bot)] = image_id
             out[name] = container_fingerprint(bot, image_id, context)
         return out
+
+    def _pinned_image(self, bot: BotSpec) -> str:
+        """The image ``bot``'s containers start by: docker's ID of the image its tag named when it was first
+        resolved (:attr:`pinned`; resolved now if not yet), or the tag itself when docker has no such image or
+        does not answer (the container's start then says so in one line)."""
+        assert bot.image is not None
+        key = _pin_key(bot)
+        if key not in self.pinned and self.sandbox is not None:
+            import docker.errors
+
+            try:
+                image_id = str(self.sandbox.client.api.inspect_image(bot.image)["Id"])
+            except (docker.errors.DockerException, OSError):
+                return bot.image
+            return self.pinned.setdefault(key, image_id)  # two seats resolving at once: the first one's
+        return self.pinned.get(key, bot.image)
 
     def _check_bot(self, bot: BotSpec) -> str | None:
         """One bot's check (see :meth:`check_bots`): None when it joined, else why not."""
@@ -818,12 +850,18 @@ class GrpcGameRunner:
             return None
         env = {**bot.env, ENV_TICKET: ticket, ENV_REFEREE: conn.address}
         role = f"{log_dir.relative_to(self.output / 'logs').as_posix()}-s{seat}"
+        image = self._pinned_image(bot)
         try:
-            return self.sandbox.start(bot.image, bot.name, role, env, bot.limits, log_dir / f"seat{seat}.log",
+            return self.sandbox.start(image, bot.name, role, env, bot.limits, log_dir / f"seat{seat}.log",
                                       log_limit=self.config.bot_log_bytes)
+        except NoImage as e:  # the checked image was removed (a rebuild of the tag, a replaced submission)
+            why = str(e) if image == bot.image else (
+                f"bot {bot.name}: its checked image {image.removeprefix('sha256:')[:12]} (tag {bot.image}) is gone "
+                "from docker; a reload checks what the tag names now")
+            notes.append(f"seat {seat} ({bot.name}) could not start: {why}")
         except SandboxError as e:
             notes.append(f"seat {seat} ({bot.name}) could not start: {e}")
-            return None
+        return None
 
     def _save_record(self, conn: RefereeConnection, game: ScheduledGame, match_id: str) -> str:
         """Fetch the finished match's record into ``records/<game id>.jsonl``; returns that relative path.

@@ -256,7 +256,9 @@ class League:
         A container bot's passed check is kept in the store under its fingerprint (:meth:`_unchanged`,
         :mod:`arena.play.fingerprint`): a restart does not check it again while the fingerprint is the same
         (its image's content, its spec, the arena's code), and a reload checks it again when it changed (the
-        tag now names another image). A process bot is checked at every start (no sound cheap fingerprint).
+        tag now names another image). The image ID the fingerprint was made on is the one the check and every
+        game of this run start (the runner's pins): a tag moved meanwhile plays only after a reload or restart.
+        A process bot is checked at every start (no sound cheap fingerprint).
 
         :raises RefereeError: if no referee is left to check on.
         """
@@ -272,14 +274,15 @@ class League:
         todo = [label for label in labels if not self._unchanged(t, label, before.get(label))]
         if not todo:
             return
+        # the runner starts the check's and the games' containers by the image ID ``before`` resolved (its
+        # pins), so a tag moved during the check neither changes what passed nor what plays: no second look
         problems: dict[str, str] = check(todo)
-        after = self._fingerprints([label for label in todo if label in before and label not in problems])
         for label in todo:
             why = problems.get(label)
             self._in_a_row.pop(label, None)
             if why is None:
                 self._passed[label] = t.entrants[label]
-                if before.get(label) is not None and after.get(label) == before[label]:  # not moved meanwhile
+                if before.get(label) is not None:
                     self._keep_check(t, label, before[label])
                 if self.left_out.pop(label, None) is not None:
                     metrics.BOTS_LEFT_OUT.remove(label)
