@@ -51,7 +51,7 @@ class LobbySetup:
         assert self.ctx is not None
         wanted = {b.name: b for b in config.bots if b.mode != "per_game"}
         for name, kind in list(self.kinds.items()):
-            if wanted.get(name) != kind.bot:
+            if wanted.get(name) != kind.bot or kind.tag_moved():  # a container pool's tag moved: a new pool
                 kind.stop()
                 del self.kinds[name]
         for name, bot in wanted.items():

@@ -852,8 +852,11 @@ class GrpcGameRunner:
         role = f"{log_dir.relative_to(self.output / 'logs').as_posix()}-s{seat}"
         image = self._pinned_image(bot)
         try:
-            return self.sandbox.start(image, bot.name, role, env, bot.limits, log_dir / f"seat{seat}.log",
-                                      log_limit=self.config.bot_log_bytes)
+            started = self.sandbox.start(image, bot.name, role, env, bot.limits, log_dir / f"seat{seat}.log",
+                                         log_limit=self.config.bot_log_bytes)
+            if image == bot.image:  # started by the tag (docker did not answer its look-up): pin what it ran
+                self.pinned.setdefault(_pin_key(bot), str(started.container.attrs["Image"]))
+            return started
         except NoImage as e:  # the checked image was removed (a rebuild of the tag, a replaced submission)
             why = str(e) if image == bot.image else (
                 f"bot {bot.name}: its checked image {image.removeprefix('sha256:')[:12]} (tag {bot.image}) is gone "

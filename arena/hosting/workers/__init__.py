@@ -46,6 +46,10 @@ class RemoteWorkers:
         """Never broken here (a remote bot that never shows up forfeits by ``no_show``)."""
         return None
 
+    def tag_moved(self) -> bool:
+        """Never: a remote bot has no image here."""
+        return False
+
     def stop(self) -> None:
         """Nothing to stop (remote workers see the lobby close and may dial again later)."""
 

@@ -17,7 +17,7 @@ forfeited seat reads ``oom`` (:meth:`arena.play.game.GrpcGameRunner._worker_caus
 from __future__ import annotations
 
 from arena.config import BotSpec
-from arena.hosting.sandbox import BotContainer, Sandbox, SandboxError, kernel_killed_for_memory
+from arena.hosting.sandbox import BotContainer, NoImage, Sandbox, SandboxError, kernel_killed_for_memory
 from arena.hosting.workers.kind import WorkerContext
 from arena.hosting.workers.local import LocalWorkers, Slot, WorkerProcess
 from arena.lobby.tokens import token_digest
@@ -34,6 +34,25 @@ class ContainerWorkers(LocalWorkers):
         #: token digest -> the id of the container that registered with it (the workers remembered:
         #: :data:`arena.hosting.workers.local.REMEMBERED_PER_SLOT` per place in the pool)
         self._container_of: dict[str, str] = {}
+        #: docker's ID of the image the bot's tag named at the pool's first start (``sha256:…``): every worker
+        #: and every restart starts by it, so a tag moved meanwhile never mixes two images under one bot
+        #: (a reload that finds the tag moved starts a new pool: :meth:`tag_moved`)
+        self.image_id: str | None = None
+
+    def _resolve(self) -> str | None:
+        """Docker's ID of the image the bot's tag names now, or None (no such image, docker not answering)."""
+        import docker.errors
+
+        assert self.bot.image is not None
+        try:
+            return str(self.sandbox.client.api.inspect_image(self.bot.image)["Id"])
+        except (docker.errors.DockerException, OSError):
+            return None
+
+    def tag_moved(self) -> bool:
+        """Whether the bot's tag now names another image than the pool's (:attr:`image_id`)."""
+        now = self._resolve()
+        return self.image_id is not None and now is not None and now != self.image_id
 
     def _exited_for_memory(self, proc: WorkerProcess | None, digest: str, wait_s: float) -> bool:
         """Whether the container exits within ``wait_s`` seconds as docker reports, killed at its memory
@@ -63,9 +82,12 @@ class ContainerWorkers(LocalWorkers):
         self._remember(slot.digest)
         env = {**self.bot.env, LOBBY_ENV: self.lobby_address, TOKEN_ENV: token, NAME_ENV: self.bot.name}
         slot.starts += 1
+        if self.image_id is None:
+            self.image_id = self._resolve()
+        image = self.image_id or self.bot.image
         try:
             slot.proc = self.sandbox.start(
-                self.bot.image, self.bot.name, f"worker{slot.index}-{slot.starts}", env, self.bot.limits,
+                image, self.bot.name, f"worker{slot.index}-{slot.starts}", env, self.bot.limits,
                 self.log_dir / slot.log_name, log_limit=ctx.log_limit,
             )
             self._container_of[slot.digest] = str(slot.proc.container.id)
@@ -74,4 +96,7 @@ class ContainerWorkers(LocalWorkers):
         except SandboxError as e:
             slot.proc = None
             ctx.lobby.tokens.revoke(slot.digest)
+            if isinstance(e, NoImage) and image != self.bot.image:
+                e = NoImage(f"bot {self.bot.name}: its image {image.removeprefix('sha256:')[:12]} (tag "
+                            f"{self.bot.image}) is gone from docker; a reload starts what the tag names now")
             self._died(slot, f"could not start: {e}")

@@ -54,6 +54,11 @@ class WorkerKind(Protocol):
         """Why this bot cannot play any more (one line), or None."""
         ...
 
+    def tag_moved(self) -> bool:
+        """Whether the image the workers start is no longer what the bot's tag names (a container pool's tag
+        moved to another image since its first start: a reload starts a new pool); False for other kinds."""
+        ...
+
     def stop(self) -> None:
         """Stop every worker and anything it started (idempotent)."""
         ...

@@ -169,6 +169,11 @@ class LocalWorkers:
         """Why the bot is broken (one line), or None."""
         return self._broken
 
+    def tag_moved(self) -> bool:
+        """Never for a process pool: it has no image (:class:`~arena.hosting.workers.container.ContainerWorkers`
+        has)."""
+        return False
+
     @property
     def log_dir(self) -> Path:
         """Where the workers' logs go."""
