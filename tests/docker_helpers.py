@@ -18,6 +18,7 @@ import sys
 import tarfile
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -91,16 +92,38 @@ def add_tar_file(tar: tarfile.TarFile, name: str, body: bytes) -> None:
     tar.addfile(info, io.BytesIO(body))
 
 
-def scratch_image(client: Any, tag: str, dockerfile_tail: str = "") -> Any:
-    """An image ``tag`` built from scratch holding one file ``/f`` (``FROM scratch``, ``COPY f /f``, then
-    ``dockerfile_tail``, e.g. ``"VOLUME /data\n"``): the smallest image a test can hand the arena."""
+def image_from_dockerfile(client: Any, tag: str, dockerfile: str, files: dict[str, bytes] | None = None) -> Any:
+    """The image (docker SDK ``Image``) built from ``dockerfile`` and ``files`` (name: content, the build
+    context beside it), tagged ``tag``."""
     context = io.BytesIO()
     with tarfile.open(fileobj=context, mode="w") as tar:
-        add_tar_file(tar, "Dockerfile", f"FROM scratch\nCOPY f /f\n{dockerfile_tail}".encode())
-        add_tar_file(tar, "f", b"x")
+        add_tar_file(tar, "Dockerfile", dockerfile.encode())
+        for name, body in (files or {}).items():
+            add_tar_file(tar, name, body)
     context.seek(0)
     image, _ = client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True)
     return image
+
+
+def scratch_image(client: Any, tag: str, dockerfile_tail: str = "") -> Any:
+    """An image ``tag`` built from scratch holding one file ``/f`` (``FROM scratch``, ``COPY f /f``, then
+    ``dockerfile_tail``, e.g. ``"VOLUME /data\n"``): the smallest image a test can hand the arena."""
+    return image_from_dockerfile(client, tag, f"FROM scratch\nCOPY f /f\n{dockerfile_tail}", {"f": b"x"})
+
+
+def tag_variant(client: Any, base: str, tag: str, variant: str) -> str:
+    """Tag ``tag`` as an image of ``base`` plus the label ``variant`` (the same bot, another image ID: what a
+    tag moved by ``arena bots build`` again or ``docker tag`` names); returns its ID (``sha256:…``)."""
+    dockerfile = f'FROM {base}\nLABEL org.allfours.test.variant="{variant}"\n'
+    return str(image_from_dockerfile(client, tag, dockerfile).id)
+
+
+def remove_images(client: Any, ids: list[str]) -> None:
+    """Remove the images ``ids``, last first (a child before the image it was built from), forced (every tag
+    of each); one already gone, or any error of docker's, is passed over (clean-up after a test)."""
+    for image_id in reversed(ids):
+        with contextlib.suppress(Exception):
+            client.images.remove(image_id, force=True)
 
 
 def _text_of(container: Any, path: str) -> str:
@@ -152,6 +175,45 @@ def output_in_image(client: Any, image: str, argv: list[str], **options: Any) ->
         return out
     finally:
         container.remove(force=True)
+
+
+def open_sandbox(client: Any, out: Path, name: str) -> Any:
+    """The container sandbox (:class:`arena.hosting.sandbox.Sandbox`) of the run whose output folder is
+    ``out``, for the tournament ``name``, opened without its reaper; the caller closes it."""
+    from arena.hosting.sandbox import Sandbox, run_key
+
+    sandbox = Sandbox(client, run_key(out), name)
+    sandbox.open(reaper=False)
+    return sandbox
+
+
+@dataclass
+class SeatStarter:
+    """A game runner's container start alone (:meth:`arena.play.game.GrpcGameRunner._launch_container`, no
+    referee: the caller stops each container it starts at once) of the container bot ``boxed`` version 1 by
+    ``tag``, in ``sandbox``, with the output folder ``out``; ``notes`` gets each seat's one-line failure."""
+
+    sandbox: Any
+    out: Path
+    tag: str
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        from arena.config import BotSpec
+        from arena.play.game import GrpcGameRunner
+
+        self.runner = object.__new__(GrpcGameRunner)
+        self.runner.sandbox, self.runner.output, self.runner.pinned = self.sandbox, self.out, {}
+        self.runner.config = type("Config", (), {"bot_log_bytes": 4096})()
+        self.bot = BotSpec("boxed", "1", (), image=self.tag)
+        self.log_dir = self.out / "logs" / "g1"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+
+    def launch(self, seat: int) -> Any:
+        """Seat ``seat``'s started container (a :class:`arena.hosting.sandbox.BotContainer`), or ``None`` with
+        a line in :attr:`notes`. Each start pins the runner's image as a game's start does."""
+        conn = type("Conn", (), {"address": "127.0.0.1:1"})()
+        return self.runner._launch_container(conn, self.bot, seat, "ticket", self.log_dir, self.notes)
 
 
 def leftovers(client: Any, key: str) -> list[str]:

@@ -8,29 +8,15 @@ later game play an image no check passed on."""
 
 from __future__ import annotations
 
-import contextlib
-import io
-import tarfile
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from arena.hosting.sandbox import run_key
-from tests.docker_helpers import add_tar_file, base_image, docker_client
+from tests.docker_helpers import SeatStarter, base_image, docker_client, open_sandbox, remove_images, tag_variant
 
 pytestmark = [pytest.mark.slow, pytest.mark.docker]
-
-
-def variant(client: Any, base: str, tag: str, name: str) -> str:
-    """Tag ``tag`` as an image of ``base`` plus the label ``name`` (another image ID); returns its ID."""
-    context = io.BytesIO()
-    with tarfile.open(fileobj=context, mode="w") as tar:
-        add_tar_file(tar, "Dockerfile", f'FROM {base}\nLABEL org.allfours.test.variant="{name}"\n'.encode())
-    context.seek(0)
-    image, _ = client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True)
-    return str(image.id)
 
 
 def test_a_seat_started_by_the_tag_pins_the_image_it_ran(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -38,15 +24,10 @@ def test_a_seat_started_by_the_tag_pins_the_image_it_ran(tmp_path: Path, monkeyp
     tag moves to B; the next seat starts A, the image the first one ran, not B."""
     import docker.errors
 
-    from arena.config import BotSpec
-    from arena.hosting.sandbox import Sandbox
-    from arena.play.game import GrpcGameRunner
-
     client = docker_client()
     tag = f"allfours-test-pinfb-{uuid.uuid4().hex[:8]}:1"
-    ids = [variant(client, base_image("python"), tag, "a")]
-    sandbox = Sandbox(client, run_key(tmp_path / "out"), f"pinfb-{tmp_path.name[-8:]}")
-    sandbox.open(reaper=False)
+    ids = [tag_variant(client, base_image("python"), tag, "a")]
+    sandbox = open_sandbox(client, tmp_path / "out", f"pinfb-{tmp_path.name[-8:]}")
     real = sandbox.client.api.inspect_image
     failures = [docker.errors.APIError("docker busy: read timed out")]
 
@@ -56,26 +37,17 @@ def test_a_seat_started_by_the_tag_pins_the_image_it_ran(tmp_path: Path, monkeyp
         return real(image)
 
     monkeypatch.setattr(sandbox.client.api, "inspect_image", busy_once)
-    runner = object.__new__(GrpcGameRunner)
-    runner.sandbox, runner.output, runner.pinned = sandbox, tmp_path / "out", {}
-    runner.config = type("Config", (), {"bot_log_bytes": 4096})()
-    bot = BotSpec("boxed", "1", (), image=tag)
-    conn = type("Conn", (), {"address": "127.0.0.1:1"})()
-    log_dir = tmp_path / "out" / "logs" / "g1"
-    log_dir.mkdir(parents=True)
-    notes: list[str] = []
+    seats = SeatStarter(sandbox, tmp_path / "out", tag)  # no referee: the containers are stopped at once
     started: list[str] = []
     try:
         for seat in (0, 1):
             if seat == 1:
-                ids.append(variant(client, base_image("python"), tag, "b"))  # the tag moves to B
-            launched = runner._launch_container(conn, bot, seat, "ticket", log_dir, notes)
-            assert launched is not None, notes
+                ids.append(tag_variant(client, base_image("python"), tag, "b"))  # the tag moves to B
+            launched = seats.launch(seat)
+            assert launched is not None, seats.notes
             started.append(launched.container.attrs["Image"])
             launched.stop(exit_wait_s=0)
     finally:
         sandbox.close()
-        for image_id in reversed(ids):
-            with contextlib.suppress(Exception):
-                client.images.remove(image_id, force=True)
+        remove_images(client, ids)
     assert started == [ids[0], ids[0]], (started, ids)

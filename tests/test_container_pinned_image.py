@@ -13,17 +13,10 @@ submission is removed) forfeits its seat with one line, not a crash of the arena
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 import shutil
 import signal
-import subprocess
-import sys
-import tarfile
-import threading
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -31,31 +24,25 @@ from typing import Any
 import pytest
 
 from arena.hosting.sandbox import run_key
-from tests.docker_helpers import ROOT, add_tar_file, base_image, build_bot, docker_client, leftovers
+from tests.docker_helpers import (
+    ROOT,
+    SeatStarter,
+    base_image,
+    build_bot,
+    docker_client,
+    image_from_dockerfile,
+    leftovers,
+    open_sandbox,
+    remove_images,
+    tag_variant,
+)
+from tests.league_helpers import Served, container_league
 
 pytestmark = [pytest.mark.slow, pytest.mark.docker]
 
 MARKER = "MOVED-TAG-IMAGE-RAN"
 
-CONFIG = """[tournament]
-name = "pinned"
-players = 2
-games_per_pairing = 400
-concurrency = 2
-output = "out"
-master_seed = "{seed}"
-[tournament.time_control]
-join_ms = 20000
-
-[[bots]]
-name = "boxed"
-image = "{tag}"
-
-[[bots]]
-name = "local"
-command = ["{{python}}", "-m", "arena.testing.instant_bot"]
-cwd = "{root}"
-"""
+#: The line `arena serve` prints once its bots are checked (League.open).
 OPENED = re.compile(r"pinned: 2 bots, \d+ games scheduled, (\d+) to play")
 #: What `arena serve` says when the bot's games crash in a row (image B playing: the old code's failure).
 BROKE = re.compile(r"bot 'boxed' left out after")
@@ -65,13 +52,8 @@ LEFT_OUT = re.compile(rf"bot 'boxed' failed its check: .*{MARKER}")
 
 def crasher(client: Any, base: str, tag: str) -> str:
     """Tag ``tag`` as an image of ``base`` whose entry point prints :data:`MARKER` and exits 3; returns its ID."""
-    context = io.BytesIO()
-    with tarfile.open(fileobj=context, mode="w") as tar:
-        dockerfile = f'FROM {base}\nENTRYPOINT ["/bin/sh", "-c", "echo {MARKER}; exit 3"]\n'
-        add_tar_file(tar, "Dockerfile", dockerfile.encode())
-    context.seek(0)
-    image, _ = client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True)
-    return str(image.id)
+    dockerfile = f'FROM {base}\nENTRYPOINT ["/bin/sh", "-c", "echo {MARKER}; exit 3"]\n'
+    return str(image_from_dockerfile(client, tag, dockerfile).id)
 
 
 def stored(out: Path) -> list[dict[str, Any]]:
@@ -80,52 +62,6 @@ def stored(out: Path) -> list[dict[str, Any]]:
         return [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
     except (OSError, json.JSONDecodeError):
         return []
-
-
-class Served:
-    """One `arena serve` of ``cfg``: its output read in a thread (:attr:`lines`)."""
-
-    def __init__(self, cfg: Path) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "arena.cli", "serve", str(cfg), "--bootstrap", "0"],
-                                     cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line)
-
-    def wait_until(self, done: Any, what: str, timeout: float = 300) -> Any:
-        """``done()``'s first true value, polled; fails when serve exits first or after ``timeout`` s."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = done()
-            if found:
-                return found
-            assert self.proc.poll() is None, "".join(self.lines)[-3000:]
-            time.sleep(0.2)
-        raise AssertionError(f"no {what} in {timeout} s: {''.join(self.lines)[-3000:]}")
-
-    def said(self, pattern: re.Pattern[str]) -> re.Match[str] | None:
-        """The first line it printed that matches ``pattern``."""
-        return next((m for line in list(self.lines) if (m := pattern.search(line))), None)
-
-    def stop(self) -> str:
-        """SIGTERM it and wait for its exit (status 0); returns everything it printed."""
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(120)
-        self._reader.join(10)
-        out = "".join(self.lines)
-        assert self.proc.returncode == 0, out[-3000:]
-        assert "Traceback" not in out, out[-3000:]
-        return out
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(30)
 
 
 def test_a_tag_moved_after_the_check_plays_only_after_a_reload_checks_it(tmp_path: Path) -> None:
@@ -140,8 +76,7 @@ def test_a_tag_moved_after_the_check_plays_only_after_a_reload_checks_it(tmp_pat
     built = build_bot(folder, "pinnedbot", "1", base_image("python"), entry="random_bot:RandomBot")
     tag = f"allfours-test-pinned-{uuid.uuid4().hex[:8]}:1"
     client.images.get(built).tag(tag)
-    cfg = tmp_path / "league.toml"
-    cfg.write_text(CONFIG.format(seed="5d" * 32, tag=tag, root=ROOT))
+    cfg = container_league(tmp_path / "league.toml", "pinned", 400, "5d" * 32, tag)
     out, moved = tmp_path / "out", ""
     served = Served(cfg)
     try:
@@ -166,56 +101,32 @@ def test_a_tag_moved_after_the_check_plays_only_after_a_reload_checks_it(tmp_pat
     assert leftovers(client, run_key(out)) == []
 
 
-def variant(client: Any, base: str, tag: str, name: str) -> str:
-    """Tag ``tag`` as an image of ``base`` plus the label ``name`` (another image ID); returns its ID."""
-    context = io.BytesIO()
-    with tarfile.open(fileobj=context, mode="w") as tar:
-        add_tar_file(tar, "Dockerfile", f'FROM {base}\nLABEL org.allfours.test.variant="{name}"\n'.encode())
-    context.seek(0)
-    image, _ = client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True)
-    return str(image.id)
-
-
 def test_a_checked_image_removed_under_its_tag_forfeits_its_seat_in_one_line(tmp_path: Path) -> None:
     """A game's container starts by the image its tag named first: once the tag is moved to another image and
     the first one removed (``arena bots build`` of the same tag removes the image it replaced; a competition,
     a replaced submission's), the seat does not start the moved tag's image but says, in one line, that the
     checked image is gone. On the old code the seat started the moved tag's image."""
-    from arena.config import BotSpec
-    from arena.hosting.sandbox import Sandbox
-    from arena.play.game import GrpcGameRunner
-
     client = docker_client()
     tag = f"allfours-test-gone-{uuid.uuid4().hex[:8]}:1"
-    ids = [variant(client, base_image("python"), tag, "a")]
-    sandbox = Sandbox(client, run_key(tmp_path / "out"), f"gone-{tmp_path.name[-8:]}")
-    sandbox.open(reaper=False)
-    # the runner's container start alone (no referee: the containers are stopped at once)
-    runner = object.__new__(GrpcGameRunner)
-    runner.sandbox, runner.output, runner.pinned = sandbox, tmp_path / "out", {}
-    runner.config = type("Config", (), {"bot_log_bytes": 4096})()
-    bot = BotSpec("boxed", "1", (), image=tag)
-    conn = type("Conn", (), {"address": "127.0.0.1:1"})()
-    log_dir = tmp_path / "out" / "logs" / "g1"
-    log_dir.mkdir(parents=True)
-    notes: list[str] = []
+    ids = [tag_variant(client, base_image("python"), tag, "a")]
+    sandbox = open_sandbox(client, tmp_path / "out", f"gone-{tmp_path.name[-8:]}")
+    seats = SeatStarter(sandbox, tmp_path / "out", tag)  # no referee: the containers are stopped at once
+    notes = seats.notes
     try:
-        first = runner._launch_container(conn, bot, 0, "ticket", log_dir, notes)
+        first = seats.launch(0)
         assert first is not None, notes
         started_from = first.container.attrs["Image"]
         first.stop(exit_wait_s=0)
-        ids.append(variant(client, base_image("python"), tag, "b"))  # the tag moves to B
+        ids.append(tag_variant(client, base_image("python"), tag, "b"))  # the tag moves to B
         client.images.remove(ids[0], force=True)  # and A is removed
-        second = runner._launch_container(conn, bot, 1, "ticket", log_dir, notes)
+        second = seats.launch(1)
         if second is not None:
             moved_to = second.container.attrs["Image"]
             second.stop(exit_wait_s=0)
             pytest.fail(f"the seat started {moved_to}, not the checked {started_from}")
     finally:
         sandbox.close()
-        for image_id in reversed(ids):
-            with contextlib.suppress(Exception):
-                client.images.remove(image_id, force=True)
+        remove_images(client, ids)
     assert started_from == ids[0]
     assert len(notes) == 1 and "\n" not in notes[0], notes
     assert notes[0] == (f"seat 1 (boxed) could not start: bot boxed: its checked image "

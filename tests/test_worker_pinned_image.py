@@ -8,30 +8,15 @@ keeps a pool whose spec is unchanged)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
-import tarfile
 import types
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from arena.hosting.sandbox import run_key
-from tests.docker_helpers import add_tar_file, base_image, docker_client
+from tests.docker_helpers import base_image, docker_client, open_sandbox, remove_images, tag_variant
 
 pytestmark = [pytest.mark.slow, pytest.mark.docker]
-
-
-def variant(client: Any, base: str, tag: str, name: str) -> str:
-    """Tag ``tag`` as an image of ``base`` plus the label ``name`` (another image ID); returns its ID."""
-    context = io.BytesIO()
-    with tarfile.open(fileobj=context, mode="w") as tar:
-        add_tar_file(tar, "Dockerfile", f'FROM {base}\nLABEL org.allfours.test.variant="{name}"\n'.encode())
-    context.seek(0)
-    image, _ = client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True)
-    return str(image.id)
 
 
 class Tokens:
@@ -48,15 +33,13 @@ def test_a_restarted_worker_runs_the_image_its_pool_started_with(tmp_path: Path)
     """A worker restarted after its bot's tag moved to image B starts image A, the pool's; once A is gone, the
     restart fails in one line naming it (not B)."""
     from arena.config import BotSpec
-    from arena.hosting.sandbox import Sandbox
     from arena.hosting.workers.container import ContainerWorkers
     from arena.hosting.workers.local import Slot
 
     client = docker_client()
     tag = f"allfours-test-wpin-{uuid.uuid4().hex[:8]}:1"
-    ids = [variant(client, base_image("python"), tag, "a")]
-    sandbox = Sandbox(client, run_key(tmp_path / "out"), f"wpin-{tmp_path.name[-8:]}")
-    sandbox.open(reaper=False)
+    ids = [tag_variant(client, base_image("python"), tag, "a")]
+    sandbox = open_sandbox(client, tmp_path / "out", f"wpin-{tmp_path.name[-8:]}")
     pool = ContainerWorkers(BotSpec("boxed", "1", (), image=tag, mode="worker"), 1, sandbox, "127.0.0.1:1")
     died: list[str] = []
     pool._ctx = types.SimpleNamespace(lobby=types.SimpleNamespace(tokens=Tokens()), log_dir=tmp_path / "logs",
@@ -70,7 +53,7 @@ def test_a_restarted_worker_runs_the_image_its_pool_started_with(tmp_path: Path)
         for step in ("start", "restart", "restart after A is gone"):
             if step == "restart":
                 unmoved = getattr(pool, "tag_moved", lambda: None)()  # (asserted last: the images first)
-                ids.append(variant(client, base_image("python"), tag, "b"))  # the tag moves to B
+                ids.append(tag_variant(client, base_image("python"), tag, "b"))  # the tag moves to B
                 moved = getattr(pool, "tag_moved", lambda: None)()  # a reload starts a new pool (below)
             if step == "restart after A is gone":
                 client.images.remove(ids[0], force=True)
@@ -81,9 +64,7 @@ def test_a_restarted_worker_runs_the_image_its_pool_started_with(tmp_path: Path)
                 slot.proc = None
     finally:
         sandbox.close()
-        for image_id in reversed(ids):
-            with contextlib.suppress(Exception):
-                client.images.remove(image_id, force=True)
+        remove_images(client, ids)
     assert images == [ids[0], ids[0]], (images, ids)
     assert (unmoved, moved) == (False, True)
     assert len(died) == 1 and "\n" not in died[0] and ids[0].removeprefix("sha256:")[:12] in died[0], died
