@@ -231,14 +231,20 @@ def leftovers(client: Any, key: str) -> list[str]:
     return found
 
 
-def play_against_random_in_container(tmp_path: Path, name: str, tag: str, memory_mib: int) -> list[dict[str, Any]]:
-    """A 2-game 2-player tournament (``arena run``) of the container bot ``tag`` against the Python
-    random bot: the games played (games.jsonl), after checking the run ended with status 0."""
+def play_against_random_in_container(tmp_path: Path, name: str, tag: str, memory_mib: int | None = None,
+                                     games: int = 2, timeout: float = 600, **spec: str | int) -> list[dict[str, Any]]:
+    """A ``games``-game 2-player tournament (``arena run``) of the container bot ``tag`` (named ``name``, with
+    ``memory_mib`` MiB when given, and each of ``spec`` as a line of its ``[[bots]]`` table: ``mode="worker"``)
+    against the Python random bot: the games played (games.jsonl), after checking the run ended with status 0
+    within ``timeout`` s."""
+    if memory_mib is not None:
+        spec = {"memory": memory_mib, **spec}
+    lines = "".join(f"{key} = {json.dumps(value)}\n" for key, value in spec.items())
     cfg = tmp_path / "t.toml"
     cfg.write_text(f"""[tournament]
 name = "{name}-container"
 players = 2
-games_per_pairing = 2
+games_per_pairing = {games}
 concurrency = 2
 output = "out"
 [tournament.time_control]
@@ -251,10 +257,9 @@ command = ["{{python}}", "-m", "sdk.run", "sample_bots.random_bot:RandomBot"]
 [[bots]]
 name = "{name}"
 image = "{tag}"
-memory = {memory_mib}
-""")
+{lines}""")
     r = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=timeout)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     return [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
 

@@ -9,10 +9,7 @@ open one connection a game, plays every game normally.
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,7 +17,15 @@ from typing import Any
 import pytest
 
 from arena.hosting.sandbox import run_key
-from tests.docker_helpers import ROOT, TcpCanary, base_image, build_bot, docker_client, leftovers
+from tests.docker_helpers import (
+    ROOT,
+    TcpCanary,
+    base_image,
+    build_bot,
+    docker_client,
+    leftovers,
+    play_against_random_in_container,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.docker]
 
@@ -96,32 +101,10 @@ def test_a_sample_bots_workers_play_every_game_normally(tmp_path: Path) -> None:
     folder.mkdir()
     shutil.copyfile(ROOT / "sample_bots" / "heuristic.py", folder / "heuristic.py")
     tag = build_bot(folder, "ratebot", "1", base_image("python"), entry="heuristic:HeuristicBot")
-    cfg = tmp_path / "t.toml"
-    cfg.write_text(f"""[tournament]
-name = "rate-{tmp_path.name[-8:]}"
-players = 2
-games_per_pairing = 24
-concurrency = 2
-output = "out"
-[tournament.time_control]
-join_ms = 20000
-
-[[bots]]
-name = "random"
-command = ["{{python}}", "-m", "sdk.run", "sample_bots.random_bot:RandomBot"]
-
-[[bots]]
-name = "ratebot"
-image = "{tag}"
-mode = "worker"
-workers = 2
-""")
     try:
-        r = subprocess.run([sys.executable, "-m", "arena.cli", "run", str(cfg), "--no-progress"], cwd=ROOT,
-                           capture_output=True, text=True, timeout=900)
+        games = play_against_random_in_container(tmp_path, "ratebot", tag, games=24, timeout=900, mode="worker",
+                                                 workers=2)
     finally:
         docker_client().images.remove(tag, force=True)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    games = [json.loads(x) for x in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
     assert len(games) == 24
     assert [g for g in games if g["terminations"] != ["normal", "normal"]] == [], games[:2]
