@@ -152,7 +152,8 @@ def _pool_with_one_worker(tmp_path: Path, container_id: str) -> tuple[ContainerW
     issuer = SimpleNamespace(issue=lambda name: next(tokens), revoke=lambda digest: None)
     ctx = SimpleNamespace(lobby=SimpleNamespace(tokens=issuer), log_limit=1 << 16, log_dir=tmp_path)
     sandbox_ = SimpleNamespace(start=lambda *a, **k: BotContainer(container=Replayed({"Status": "running"},
-                                                                                   id=container_id), name="w"))
+                                                                                   id=container_id), name="w"),
+                               image_id=lambda tag: None)  # docker not answering: the pool starts by the tag
     pool = ContainerWorkers(BotSpec("hog", "1", (), image="hog:1"), 1, sandbox_, "lobby:1")  # type: ignore[arg-type]
     pool._ctx = ctx  # type: ignore[assignment]
     slot = pool._slots[0]

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arena.hosting.sandbox import image_id
 from arena.hosting.tempdirs import pid_temp_dir
 
 #: The project's folder of Dockerfiles and the base image script.
@@ -270,7 +271,7 @@ def build_image(build: BotBuild, base: str | None = None, ca_bundle: Path = HOST
     args, memory = {"BOT_ENTRY": build.entry, **({"BASE": base} if base else {})}, memory_mb * 1024 * 1024
     over = f"the build of {build.tag} went over the build time limit of {timeout_s} s"
     trace = _Trace(time.time())  # what its steps made, removed if the build fails (:func:`_sweep`)
-    replaced = _image_id(client, build.tag)  # the image the tag names now, if any (:func:`_remove_replaced`)
+    replaced = image_id(client, build.tag)  # the image the tag names now, if any (:func:`_remove_replaced`)
     with pid_temp_dir(BUILD_DIR_PREFIX) as tmp:  # a killed arena's is removed at the next start
         make_context(build, Path(tmp), ca_bundle)
         hang_up = threading.Timer(timeout_s, trace.time_up)  # a silent build too: its reader sees the end
@@ -458,16 +459,6 @@ class _DiskWatch:
         return count_entries(folders[:1], self.files or 0) if folders else 0
 
 
-def _image_id(client: Any, tag: str) -> str | None:
-    """The id of the image ``tag`` names, or None (no such image, or docker's error)."""
-    import docker.errors
-
-    try:
-        return str(client.api.inspect_image(tag)["Id"])
-    except (docker.errors.DockerException, OSError, KeyError):
-        return None
-
-
 def _remove_replaced(client: Any, replaced: str | None, built: str) -> str:
     """Remove ``replaced``, the image a build's tag named before it (the same name and version built
     again), when the build ``built`` another and nothing else names or uses it: it would stay on the host's
@@ -523,7 +514,7 @@ def _descendants(client: Any, trace: _Trace) -> list[str]:
     for image in client.api.images(all=True):
         if int(image.get("Created") or 0) >= since and image.get("ParentId"):
             children.setdefault(image["ParentId"], []).append(image["Id"])
-    tip = _image_id(client, trace.tip) or trace.tip
+    tip = image_id(client, trace.tip) or trace.tip
     found, todo = [], [tip]
     while todo:
         for child in children.get(todo.pop(0), []):
@@ -536,7 +527,7 @@ def _descendants(client: Any, trace: _Trace) -> list[str]:
 def _steps_under_way(client: Any, trace: _Trace, later: list[str]) -> bool:
     """Whether a container made since ``trace.since`` runs from ``trace.tip`` or one of ``later`` (a build
     step docker has not committed or removed yet)."""
-    tip = _image_id(client, trace.tip) or trace.tip
+    tip = image_id(client, trace.tip) or trace.tip
     since = int(trace.since) - 1
     return any(c.get("ImageID") in (tip, *later) and int(c.get("Created") or 0) >= since
                for c in client.api.containers(all=True))

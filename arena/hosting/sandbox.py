@@ -275,6 +275,17 @@ def _pids_limit_reached(container_id: str) -> bool:
     return False
 
 
+def image_id(client: Any, tag: str) -> str | None:
+    """Docker's content ID (``sha256:…``) of the image ``tag`` names now, or None: no such image, or docker
+    refusing or not answering (``OSError``: requests' connection errors and timeouts are no DockerException)."""
+    import docker.errors
+
+    try:
+        return str(client.api.inspect_image(tag)["Id"])
+    except (docker.errors.DockerException, OSError, KeyError):
+        return None
+
+
 def kernel_killed_for_memory(container_id: str) -> bool:
     """Whether the kernel's log (:data:`KERNEL_LOG`) holds an OOM kill of a task in the cgroup of
     container ``container_id`` (64 hex digits): a line ``oom-kill:…,task_memcg=…<id>…``. False when
@@ -652,6 +663,10 @@ class Sandbox:
         # has no argument for it: the API's HostConfig field)
         host_config["MaskedPaths"] = proc.docker_masked()
         return dict(host_config)
+
+    def image_id(self, tag: str) -> str | None:
+        """Docker's content ID of the image ``tag`` names now, or None (:func:`image_id`)."""
+        return image_id(self.client, tag)
 
     def start(
         self,

@@ -445,11 +445,8 @@ class GrpcGameRunner:
         assert bot.image is not None
         key = _pin_key(bot)
         if key not in self.pinned and self.sandbox is not None:
-            import docker.errors
-
-            try:
-                image_id = str(self.sandbox.client.api.inspect_image(bot.image)["Id"])
-            except (docker.errors.DockerException, OSError):
+            image_id = self.sandbox.image_id(bot.image)
+            if image_id is None:
                 return bot.image
             return self.pinned.setdefault(key, image_id)  # two seats resolving at once: the first one's
         return self.pinned.get(key, bot.image)

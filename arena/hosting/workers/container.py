@@ -41,13 +41,8 @@ class ContainerWorkers(LocalWorkers):
 
     def _resolve(self) -> str | None:
         """Docker's ID of the image the bot's tag names now, or None (no such image, docker not answering)."""
-        import docker.errors
-
         assert self.bot.image is not None
-        try:
-            return str(self.sandbox.client.api.inspect_image(self.bot.image)["Id"])
-        except (docker.errors.DockerException, OSError):
-            return None
+        return self.sandbox.image_id(self.bot.image)
 
     def tag_moved(self) -> bool:
         """Whether the bot's tag now names another image than the pool's (:attr:`image_id`)."""
