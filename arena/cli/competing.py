@@ -361,16 +361,16 @@ def _ask(args: argparse.Namespace, ask: Callable[[Any], T]) -> T:
 
 def _revoke_remote_bots(output: Path, book: Any, competitor: str, err: Console) -> None:
     """Revoke the lobby tokens of ``competitor``'s remote bots (``RegisterRemote``): their workers run on
-    the competitor's own machine, so a revoked competitor kept playing the league through them."""
+    the competitor's own machine, so a revoked competitor kept playing the league through them. The league's
+    store is read and written through :class:`arena.competition.book.LeagueTokens`, as a disqualification's are."""
+    from arena.competition.book import LeagueTokens
     from arena.lobby.setup import TOKEN_POLL_S
-    from arena.tournament.runner import DB_NAME
-    from arena.tournament.store import Store
 
     remote = [s.entrant for s in book.submissions(competitor) if s.kind == "remote"]
-    if not remote or not (output / DB_NAME).is_file():
+    if not remote:
         return
-    with Store(output / DB_NAME) as store:
-        n = sum(store.revoke_tokens(entrant) for entrant in remote)
+    tokens = LeagueTokens(output)
+    n = tokens.revoke([digest for digests in tokens.valid(remote).values() for digest in digests])
     err.print(f"{competitor}'s remote bots ({', '.join(remote)}): {n} token(s) revoked; a running `arena serve` "
               f"refuses them within {TOKEN_POLL_S:g} s or so and drops their workers", highlight=False, soft_wrap=True)
 

@@ -350,18 +350,28 @@ class CompetitionBook:
         again, it revokes any a kill left valid). Returns those tokens' digests per entrant.
         Disqualifying again replaces the reason and time. Their entrants are left out of the league from then on
         (:meth:`disqualified_entrants`). :raises BookError: no such competitor, or a bad reason."""
-        reason = plain_reason(reason)
-        with self._transaction() as db:
+        def digest(db: sqlite3.Connection) -> str | None:
             row = db.execute("SELECT digest FROM competitors WHERE name = ?", (name,)).fetchone()
             if row is None:
                 raise BookError(f"no competitor {name!r}")
             old = db.execute("SELECT digest FROM disqualifications WHERE competitor = ?", (name,)).fetchone()
-            digest = row[0] if row[0] is not None else (old[0] if old else None)
+            return row[0] if row[0] is not None else (old[0] if old else None)
+
+        return self._record(Disqualification(name, time.time(), plain_reason(reason), by), digest, tokens)
+
+    def _record(self, gone: Disqualification, digest: Callable[[sqlite3.Connection], str | None],
+                tokens: LeagueTokens | None) -> dict[str, list[str]]:
+        """Record ``gone`` (:meth:`disqualify`, :meth:`keep_disqualification`) in one transaction, keeping the token
+        digest ``digest(db)`` gives (read in it), with their competitor token revoked and web sessions ended
+        (:func:`_revoke`) and their remote entries' valid tokens held (:func:`_hold`); once it committed, those
+        revoked in the league's store (:meth:`_revoke_held`). Returns the held tokens' digests per entrant.
+        Raises what ``digest`` raises (nothing written)."""
+        with self._transaction() as db:
             db.execute("INSERT OR REPLACE INTO disqualifications VALUES (?, ?, ?, ?, ?, NULL)",
-                       (name, time.time(), reason, by, digest))
-            _revoke(db, name)
-            taken = _hold(db, name, tokens)
-        self._revoke_held(name, tokens)
+                       (gone.competitor, gone.at, gone.reason, gone.by, digest(db)))
+            _revoke(db, gone.competitor)
+            taken = _hold(db, gone.competitor, tokens)
+        self._revoke_held(gone.competitor, tokens)
         return taken
 
     def _revoke_held(self, name: str, tokens: LeagueTokens | None) -> None:
@@ -377,13 +387,11 @@ class CompetitionBook:
         """Record ``gone`` as it was (``arena restore`` carrying it into a book older than it): the competitor's
         token revoked and sessions ended, and their remote entries' tokens revoked and held (``revoke``), as
         :meth:`disqualify` does, whether or not this book knows them yet."""
-        with self._transaction() as db:
+        def digest(db: sqlite3.Connection) -> str | None:
             row = db.execute("SELECT digest FROM competitors WHERE name = ?", (gone.competitor,)).fetchone()
-            db.execute("INSERT OR REPLACE INTO disqualifications VALUES (?, ?, ?, ?, ?, NULL)",
-                       (gone.competitor, gone.at, gone.reason, gone.by, row[0] if row else None))
-            _revoke(db, gone.competitor)
-            _hold(db, gone.competitor, tokens)
-        self._revoke_held(gone.competitor, tokens)
+            return None if row is None else row[0]
+
+        self._record(gone, digest, tokens)
 
     def undo_disqualification(self, name: str, tokens: LeagueTokens | None = None) -> Undone | None:
         """Take ``name``'s disqualification back (its row stays, with ``undone_at``, for the record): their
