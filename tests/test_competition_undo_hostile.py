@@ -1,5 +1,6 @@
 """A disqualification and its undo killed half-way, and an upload cancelled across midnight: what a review of the
-held tokens and the upload day found (each test failed on their first version; the `before` cases guard the fix)."""
+held tokens and the upload day found (each test failed on their first version; the `before` cases guard the fix);
+and the host's disqualifies, undos and revokes run at once (real processes on one folder), which take turns."""
 
 from __future__ import annotations
 
@@ -87,3 +88,85 @@ def test_an_upload_its_client_withdrew_as_it_was_kept_is_charged_to_the_day_it_b
     now[0] = MIDNIGHT + 5
     with pytest.raises(Refused, match="1 submissions today"):  # the first version: kept, charged to the new day
         desk.receive("eve", Header("evebot", "2", "python", "bot:Bot"), io.BytesIO(_archive()), late)
+
+
+#: Runs the CLI in a real process whose methods named in ``argv[1]`` (JSON: ``{"Class.method": seconds}``, a
+#: ``Store`` or ``CompetitionBook`` method) first sleep that long: widens a command's window between its book's and
+#: its league store's writes, where another host command can step in (test-only; the product has no such hook).
+_PAUSED = """
+import json, runpy, sys, time
+from arena.competition.book import CompetitionBook
+from arena.tournament.store import Store
+for where, seconds in json.loads(sys.argv[1]).items():
+    owner, name = where.split(".")
+    cls = {"Store": Store, "CompetitionBook": CompetitionBook}[owner]
+    def paused(*a, _original=getattr(cls, name), _seconds=seconds, **k):
+        time.sleep(_seconds)
+        return _original(*a, **k)
+    setattr(cls, name, paused)
+sys.argv = ["arena", *sys.argv[2:]]
+runpy.run_module("arena.cli", run_name="__main__")
+"""
+#: An undo that gives the held tokens back late: a change started with it writes its book in between (its own pause
+#: before it, longer than the processes' start-up differs, shorter than this).
+UNDO_LATE = ({"Store.restore_tokens": 4.0}, "--undo")
+#: A change's pause before it writes its book.
+BETWEEN_S = 1.5
+
+
+def _at_once(*commands: tuple[dict[str, float], tuple[str, ...]]) -> list[subprocess.CompletedProcess[str]]:
+    """Start every ``(pauses, arena arguments)`` at once (:data:`_PAUSED`), each a process; their ends."""
+    import json
+
+    procs = [subprocess.Popen([sys.executable, "-c", _PAUSED, json.dumps(pauses), *args], cwd=ROOT, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for pauses, args in commands]
+    ends = []
+    for proc in procs:
+        try:
+            out, err = proc.communicate(timeout=180)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        ends.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+    return ends
+
+
+def test_disqualifies_and_undos_at_once_leave_the_tokens_as_the_last_one_says(tmp_path: Path) -> None:
+    """Each command writes the book, then the league's store: an undo that had marked the disqualification undone
+    and read the held tokens gave them back after a disqualify that came between had recorded the competitor
+    disqualified again and revoked (the same, still revoked) tokens: disqualified, with a valid remote token. The
+    host's changes of one competition now take turns on the folder's lock (arena/tournament/lock.py,
+    lock_changes), each holding it across both writes. Three disqualifies and three undos at once: disqualified, no
+    token valid; undone, exactly the held one; and the undo run after still gives it back (none was lost)."""
+    cfg, out, digest = mal_registered(tmp_path)
+    assert arena("competitor", "disqualify", str(cfg), "mal", "--reason", REASON).returncode == 0
+    undo = (UNDO_LATE[0], ("competitor", "disqualify", str(cfg), "mal", UNDO_LATE[1]))
+    again = ({"CompetitionBook.disqualify": BETWEEN_S}, ("competitor", "disqualify", str(cfg), "mal", "--reason",
+                                                          REASON))
+    ends = _at_once(*[undo, again] * 3)
+    assert [e.returncode for e in ends] == [0] * 6, [e.stderr for e in ends]
+    with CompetitionBook(out) as book:
+        disqualified = "mal" in book.disqualified()
+    # the first version: disqualified, {"malbot@1": [digest]}
+    assert _valid_tokens(out) == ({} if disqualified else {"malbot@1": [digest]}), disqualified
+    assert arena("competitor", "disqualify", str(cfg), "mal", "--undo").returncode == 0
+    assert _valid_tokens(out) == {"malbot@1": [digest]}
+    assert arena("competitor", "disqualify", str(cfg), "mal", "--reason", REASON).returncode == 0
+    assert _valid_tokens(out) == {}
+
+
+def test_a_revoke_during_an_undo_leaves_the_revoked_competitors_remote_bot_no_token(tmp_path: Path) -> None:
+    """`arena competitor add --revoke` drops the tokens a disqualification holds (the host's to keep revoked) and
+    revokes the remote bots' valid ones: between an undo's reading of the held tokens and its giving them back, it
+    revoked nothing (they were still revoked), and the undo then made the revoked competitor's remote bot's token
+    valid. It takes its turn on the folder's lock too, across its writes (through LeagueTokens, as the
+    disqualification's)."""
+    cfg, out, _ = mal_registered(tmp_path)
+    assert arena("competitor", "disqualify", str(cfg), "mal", "--reason", REASON).returncode == 0
+    ends = _at_once((UNDO_LATE[0], ("competitor", "disqualify", str(cfg), "mal", UNDO_LATE[1])),
+                    ({"CompetitionBook.revoke_competitor": BETWEEN_S}, ("competitor", "add", str(cfg), "mal", "--revoke")))
+    assert [e.returncode for e in ends] == [0, 0], [e.stderr for e in ends]
+    assert _valid_tokens(out) == {}, [e.stderr for e in ends]  # the first version: {"malbot@1": [its digest]}
+    with CompetitionBook(out) as book:
+        assert ("mal", False) in book.competitors()

@@ -34,6 +34,8 @@ def competing_command(args: argparse.Namespace, console: Console, err: Console) 
     """Run ``arena competitor``, ``competition``, ``submit`` or ``submissions`` (see the module docstring)."""
     import grpc
 
+    from arena.tournament.lock import OutputLocked
+
     def error(message: str, status: int) -> int:
         err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
         return status
@@ -54,6 +56,8 @@ def competing_command(args: argparse.Namespace, console: Console, err: Console) 
         return _config_errors(e, err)
     except (_Usage, ValueError) as e:
         return error(str(e), 2)
+    except OutputLocked as e:  # a host command's turn on the folder never came (:func:`_competitor`)
+        return error(str(e), 1)
     except grpc.RpcError as e:
         return error(f"{e.code().name}: {e.details()}{_unavailable_hint(e, args)}", 1)
 
@@ -107,7 +111,11 @@ def _config_errors(e: ConfigError, err: Console) -> int:
 
 
 def _competitor(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """``arena competitor add|disqualify|list``; a command that changes disqualifications or remote bots' tokens
+    takes its turn on the folder's :func:`arena.tournament.lock.lock_changes` (two commands at once would
+    interleave their book's and league store's writes). :raises OutputLocked: that turn never came."""
     from arena.competition.book import BOOK_NAME, CompetitionBook
+    from arena.tournament.lock import lock_changes
 
     output = _output(args)
     if args.competitor_command == "list" and not (output / BOOK_NAME).is_file():
@@ -127,13 +135,15 @@ def _competitor(args: argparse.Namespace, console: Console, err: Console) -> int
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", args.name):
             raise _Usage(f"competitor name {args.name!r}: use 1 to 64 letters, digits, '_', '.', '-'")
         if args.competitor_command == "disqualify":
-            return _disqualify(args, output, book, err)
+            with lock_changes(output):  # one turn for both databases' writes (arena/tournament/lock.py)
+                return _disqualify(args, output, book, err)
         if args.revoke:
             _known(book, args.name)
-            done = book.revoke_competitor(args.name)
-            err.print(f"{args.name}: token revoked" if done else f"{args.name}: token already revoked",
-                      highlight=False)
-            _revoke_remote_bots(output, book, args.name, err)
+            with lock_changes(output):
+                done = book.revoke_competitor(args.name)
+                err.print(f"{args.name}: token revoked" if done else f"{args.name}: token already revoked",
+                          highlight=False)
+                _revoke_remote_bots(output, book, args.name, err)
             return 0
         token = book.add_competitor(args.name)
     console.print(token, highlight=False, soft_wrap=True)

@@ -16,6 +16,13 @@ Usage::
 
     with lock_output(output):      # raises OutputLocked
         ...                        # play, store, publish
+
+The host's commands that change a competition's disqualifications and its remote bots' tokens (``arena competitor
+disqualify`` and its ``--undo``, ``arena competitor add --revoke``) each write two databases (the book, then the
+league's store), which no one transaction spans, and run while ``arena serve`` holds the folder's lock: they
+take their turns instead on :data:`CHANGES_LOCK` in the folder with :func:`lock_changes`, an exclusive ``flock``
+on that file (0600), waited for (at most ``wait_s``) and held across both writes. The file stays: removing it
+while held would let a later command lock a new file beside the holder's.
 """
 
 from __future__ import annotations
@@ -29,6 +36,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 LOCK_NAME = "arena.tournament.lock"
+#: The file whose ``flock`` the host's changes of a competition's disqualifications and tokens take turns on.
+CHANGES_LOCK = "competition.lock"
+#: What a change that waited too long for its turn (:func:`lock_changes`) advises.
+CHANGES_ADVICE = ("another host command is changing its disqualifications or tokens (or hangs): run this one "
+                  "again once it ended")
 #: What a refusal advises by default (``arena run``, ``arena serve``).
 ADVICE = "wait for it to finish or use another --output"
 #: The description file's second line: what the file is not.
@@ -149,3 +161,49 @@ def held(folder: Path, locks: Path = Path("/proc/locks")) -> bool:
     except OSError:
         return False
     return bool(_flock_pids(st.st_dev, st.st_ino, locks))
+
+
+@contextlib.contextmanager
+def lock_changes(folder: Path, wait_s: float = 60.0) -> Iterator[None]:
+    """Hold the exclusive ``flock`` of ``folder``'s :data:`CHANGES_LOCK` (the file made 0600, the folder 0700 if
+    missing) for the ``with`` block, waiting for another holder to let go: a host command's changes of the
+    competition's disqualifications and tokens in one turn (see the module docstring).
+
+    :param wait_s: how long to wait for the turn (seconds).
+    :raises OutputLocked: still held by another process after ``wait_s`` (naming its pid).
+    """
+    folder = Path(folder)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = folder / CHANGES_LOCK
+    deadline = time.monotonic() + wait_s
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            _wait_flock(fd, deadline, folder)
+            if os.path.samestat(os.fstat(fd), os.stat(path, follow_symlinks=False)):
+                break  # not removed or replaced meanwhile: the file every command locks
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
+def _wait_flock(fd: int, deadline: float, folder: Path) -> None:
+    """Take the exclusive ``flock`` on ``fd``, polling until ``deadline`` (``time.monotonic``).
+
+    :raises OutputLocked: still held then (its holder's pid from the kernel's lock table).
+    """
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                st = os.fstat(fd)
+                pids = _flock_pids(st.st_dev, st.st_ino)
+                raise OutputLocked(folder, f"pid {pids[0]}" if pids else "", CHANGES_ADVICE) from None
+            time.sleep(0.05)
