@@ -207,3 +207,32 @@ def test_the_closers_run_before_the_lock_is_let_go(tmp_path: Path, monkeypatch: 
               else commands.run_command(args, quiet, quiet))
     assert status == 0
     assert seen == ["held"]
+
+
+def test_a_change_waits_its_turn_and_one_that_never_gets_it_names_the_holder(tmp_path: Path) -> None:
+    """The host's changes of a competition (lock_changes: docs/competition.md, "Disqualifying a competitor") take
+    turns on OUTPUT/competition.lock: one held by another process refuses the next after its wait, in one line
+    naming the holder's pid; once let go the next has it at once. The file stays (0600) for the next turn."""
+    from arena.tournament.lock import CHANGES_LOCK, lock_changes
+
+    folder = tmp_path / "out"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys\nfrom pathlib import Path\n"
+                               "from arena.tournament.lock import lock_changes\n"
+                               "with lock_changes(Path(sys.argv[1])):\n    print('held', flush=True)\n"
+                               "    sys.stdin.readline()\n", str(folder)], cwd=ROOT, text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdin is not None
+        assert holder.stdout.readline() == "held\n"
+        with pytest.raises(OutputLocked) as e, lock_changes(folder, wait_s=0.3):
+            pass
+        assert f"(pid {holder.pid})" in str(e.value) and "\n" not in str(e.value), e.value
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        assert holder.wait(timeout=60) == 0
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+    with lock_changes(folder, wait_s=30):
+        assert (folder / CHANGES_LOCK).stat().st_mode & 0o777 == 0o600
