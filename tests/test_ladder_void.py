@@ -230,23 +230,51 @@ def test_a_refitted_boards_last_pairs_show_the_refits_figures(tmp_path: Path) ->
     assert f'<td>{c["gap"]:.0f}</td><td>{c["gap_sd"]:.0f}</td>' in page, page
 
 
+def _refit_as_written(folder: Path, in_flight: int) -> tuple[dict[str, Any], dict[str, Any], list[Any]]:
+    """A ladder's board whose plan (four pairs) was made with the pairs of an earlier plan of ``in_flight`` pairs
+    in flight (started, not stored; none for 0), and its refit from the games and the void entrants it was written
+    with; and the games in flight."""
+    from arena.formats.ladder_run import LadderRun, refitted_board
+    from arena.tournament.runner import open_tournament
+
+    t = open_tournament(load_config(str(_config(folder))), folder / "out")
+    try:
+        _play(t, [("one", ENTRANT, CHEATER_PAIRS), ("one", "two", 3), ("two", "three", 3), ("one", "three", 3)])
+        run, now = LadderRun(t), time.time()
+        flying = run.next_games(in_flight, now) if in_flight else []
+        run.next_games(4, now, in_flight=flying)
+        board = run.board(now)
+        return board, refitted_board(board, t.store.results(), t.master_seed, board["voided"], now), flying
+    finally:
+        t.store.close()
+
+
 def test_a_boards_refit_with_nothing_changed_gives_its_pairs_figures_back(tmp_path: Path) -> None:
     """A plan's pairs are chosen one after another, each counting those before it as played (their sd and undecided
     are smaller for it); a refit that gave each pair its figures as though no pair were chosen showed a refitted
     board's pairs in another measure than an unrefitted one's (and one pair twice in a plan with one sd). Refitting a
     board from the games and the void entrants it was written with changes none of its figures."""
-    from arena.formats.ladder_run import LadderRun, refitted_board
-    from arena.tournament.runner import open_tournament
-
-    config = load_config(str(_config(tmp_path)))
-    t = open_tournament(config, tmp_path / "out")
-    try:
-        _play(t, [("one", ENTRANT, CHEATER_PAIRS), ("one", "two", 3), ("two", "three", 3), ("one", "three", 3)])
-        run, now = LadderRun(t), time.time()
-        run.next_games(4, now)  # nothing in flight: the plan counts no pending pair
-        board = run.board(now)
-        again = refitted_board(board, t.store.results(), t.master_seed, board["voided"], now)
-    finally:
-        t.store.close()
+    board, again, _ = _refit_as_written(tmp_path, 0)  # nothing in flight: the plan counts no pending pair
     assert len(board["plan"]) > 1, board["plan"]
     assert again["plan"] == board["plan"] and again["standings"] == board["standings"]
+
+
+def test_a_refit_counts_the_pairs_in_flight_when_the_plan_was_made(tmp_path: Path) -> None:
+    """The scheduler chooses with the pairs in flight (started, not stored) counted as played, which makes their
+    entrants' sd and the undecided of a pair seating them smaller; the refit counted only the plan's own pairs, so
+    a refitted board showed a pair as less decided than the scheduler acted on (and than the same board before the
+    refit). The board keeps the pairs in flight (``pending``) and the refit counts them as the plan did: refitting
+    a board from the games and void entrants it was written with changes none of its figures."""
+    board, again, flying = _refit_as_written(tmp_path, 2)
+    assert board["plan"] and again["plan"] == board["plan"], (again["plan"], board["plan"])  # first version: larger
+    in_flight = {tuple(sorted(p)) for p in board["pending"]}
+    assert len(board["pending"]) == 2 and in_flight == {tuple(sorted(g.sides)) for g in flying}, board["pending"]
+
+
+def test_a_board_without_the_barred_names_none_of_their_pairs_in_flight() -> None:
+    """The board's ``pending`` (pairs in flight when its plan was made) is public like its plan: a disqualified
+    entrant's pair leaves it as it leaves the plan (arena/report/disqualified.py, ``ladder_without``)."""
+    from arena.report.disqualified import ladder_without
+
+    board = {"standings": [], "plan": [], "reasons": [], "pending": [["one", ENTRANT], ["two", "three"]]}
+    assert ladder_without(board, {ENTRANT: REASON})["pending"] == [["two", "three"]]

@@ -436,14 +436,17 @@ class Ladder:
         """The pairing ``a``-``b`` by the fit now (a name without games is entered), with no pair counted as chosen."""
         return self.gaps([(a, b)])[0]
 
-    def gaps(self, pairs: Sequence[tuple[str, str]]) -> list[Gap]:
+    def gaps(self, pairs: Sequence[tuple[str, str]], pending: Iterable[tuple[str, str]] = ()) -> list[Gap]:
         """Each pairing of ``pairs`` (a plan's, in its order) by the fit now (a name without games is entered), the
-        pairs before it counted as chosen, as :meth:`next_pairs` gave them: a past plan's figures refitted (after
-        :meth:`void`, for the board; the pairs pending then are not known now, so not counted)."""
+        ``pending`` pairs (in flight when the plan was made) counted as played and the pairs before it as chosen, as
+        :meth:`next_pairs` gave them: a past plan's figures refitted (after :meth:`void`, for the board)."""
         if not pairs:
             return []
         index = [(self.entrant(a), self.entrant(b)) for a, b in pairs]
+        flying = [(self.entrant(a), self.entrant(b)) for a, b in pending]
         view = _View(self, np.array(sorted({k for pair in index for k in pair}), dtype=np.int64), Budget(), 0)
+        for ia, ib in flying:
+            view.take(ia, ib)
         out: list[Gap] = []
         for ia, ib in index:
             out.append(view.gap(ia, ib))

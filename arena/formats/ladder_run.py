@@ -75,6 +75,8 @@ class LadderRun:
         self.halves: dict[str, set[str]] = {}  # pair id -> game ids stored
         self._lone: dict[str, GameResult] = {}  # blind: pair id -> its one stored game, counted with its twin
         self.last: Plan | None = None
+        #: The pairs in flight when :attr:`last` was made (each ``(a, b)``): it counted them as played.
+        self.last_pending: list[tuple[str, str]] = []
         for result in t.store.results():
             self.add(result)
 
@@ -142,6 +144,7 @@ class LadderRun:
             return finish
         pending = list({g.pair_id: g.sides for g in in_flight}.values())
         self.last = plan = self.ladder.next_pairs(self.active, self.budget, now, count, pending)
+        self.last_pending = [(str(a), str(b)) for a, b in pending]
         top = dict(self.top)
         for g in in_flight:
             m = PAIR_ID.search(g.pair_id)
@@ -166,7 +169,8 @@ class LadderRun:
 
     def board(self, now: float) -> dict[str, Any]:
         """JSON-ready: ``standings`` (per entrant, best first: name, elo, sd, pairs, games_today, new,
-        settled), ``plan`` (the last pairs chosen: a, b, reason, gap, gap_sd, undecided), ``reasons``
+        settled), ``plan`` (the last pairs chosen: a, b, reason, gap, gap_sd, undecided), ``pending`` (the pairs in
+        flight when it was made, ``[a, b]`` each, which its figures count as played: :attr:`last_pending`), ``reasons``
         (the distinct reasons of the plan), ``stop`` (why it chose fewer than asked, or null), ``budget``
         and ``games`` (counted by the ladder, the void games too), ``voided`` (the barred entrants whose games
         the fit leaves out: :meth:`bar`) and ``rules`` (the ladder's :class:`Rules`, to refit the board:
@@ -175,7 +179,8 @@ class LadderRun:
         With blind seats (:attr:`blind`) each pair of ``plan`` is its ``reason`` alone: the chosen pairs
         are the games about to be played, so their names (or their gap, which the standings' ratings
         tell apart) would tell a remote entry's author, who reads this board while their bot plays, whom
-        it seats (docs/tournament-config.md, "Blind seats"); ``plan_line``, the host's terminal, names them."""
+        it seats (docs/tournament-config.md, "Blind seats"); ``plan_line``, the host's terminal, names them; nor is
+        ``pending`` (the games being played) named: it is empty."""
         plan = self.last
         choices = [] if plan is None else [{**asdict(c), "reason": c.reason.value} for c in plan.choices]
         if self.blind:
@@ -183,6 +188,7 @@ class LadderRun:
         return {
             "standings": [asdict(s) for s in self.ladder.standings(self.active, now)] if len(self.active) else [],
             "plan": choices,
+            "pending": [] if self.blind else [[a, b] for a, b in self.last_pending],
             "reasons": list(dict.fromkeys(c["reason"] for c in choices)),
             "stop": plan.stop.value if plan is not None and plan.stop is not None else None,
             "budget": {k: getattr(self.budget, k) for k in ("per_entrant_per_day", "per_entrant", "total")},
@@ -209,9 +215,10 @@ def refitted_board(board: Mapping[str, Any], results: Iterable[GameResult], mast
     of ``barred`` void (:meth:`LadderRun.bar`): what the ladder shows once it bars them, for a board written before
     (its ``voided`` not ``barred``). Its ``standings``: the entrants the board ranked but ``barred``; each named pair
     of its ``plan`` but those seating one of ``barred`` keeps its ``reason`` (why it was chosen, on the fit of its time)
-    with its ``gap``, ``gap_sd`` and ``undecided`` by the refit, the pairs before it counted as chosen as when the plan
-    was made (:meth:`Ladder.gaps`), so the public board's figures agree with its standings and rest
-    on no void game; ``voided``: ``barred``. With ``blind`` seats a pair's first game counts only with its twin
+    with its ``gap``, ``gap_sd`` and ``undecided`` by the refit, the pairs before it counted as chosen and the board's
+    ``pending`` ones (in flight then) as played, as when the plan was made (:meth:`Ladder.gaps`; every one of them:
+    the scheduler counted them so, whoever sits in them), so the public board's figures agree with its standings,
+    rest on no void game and measure what the scheduler acted on; ``voided``: ``barred``. With ``blind`` seats a pair's first game counts only with its twin
     (:meth:`LadderRun.add`). The board's ``rules`` (the defaults for a board that has none); ``now``: Unix seconds,
     the day of ``games_today``."""
     known = {f.name for f in fields(Rules)}
@@ -224,7 +231,8 @@ def refitted_board(board: Mapping[str, Any], results: Iterable[GameResult], mast
     standings = [asdict(s) for s in ladder.standings(field, now)] if field else []
     plan = [c for c in board.get("plan") or [] if c.get("a") not in barred and c.get("b") not in barred]
     named = [(str(c["a"]), str(c["b"])) for c in plan if "a" in c and "b" in c]  # a blind plan's name nobody
-    figures = iter(ladder.gaps(named))
+    pending = [(str(p[0]), str(p[1])) for p in board.get("pending") or [] if len(p) == 2]  # none on an older board
+    figures = iter(ladder.gaps(named, pending))
     plan = [{**c, **asdict(next(figures))} if "a" in c and "b" in c else c for c in plan]
     return {**board, "standings": standings, "plan": plan, "reasons": list(dict.fromkeys(c["reason"] for c in plan)),
             "voided": sorted(barred)}

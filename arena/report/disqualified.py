@@ -66,10 +66,12 @@ def mark_barred(facts: TournamentFacts, barred: Mapping[str, str], refit: Refit)
 def ladder_without(board: Mapping[str, Any], barred: Mapping[str, str]) -> dict[str, Any]:
     """A ladder's ``board`` (:meth:`arena.formats.ladder_run.LadderRun.board`, as the store keeps it) without the
     entrants of ``barred``: no standing (a rank on the board), no pair of the ``plan`` that seats one (never to be
-    played: a blind plan's pairs name nobody and stay), ``reasons`` those of the pairs left. A board written before
-    the disqualification (an ``arena serve`` stopped then, or still to reload) listed them."""
+    played: a blind plan's pairs name nobody and stay), no pair of ``pending`` that seats one (the refit counted
+    them already), ``reasons`` those of the pairs left. A board written before the disqualification (an ``arena
+    serve`` stopped then, or still to reload) listed them."""
     if not barred:
         return dict(board)
     plan = [c for c in board.get("plan") or [] if c.get("a") not in barred and c.get("b") not in barred]
+    pending = [p for p in board.get("pending") or [] if not any(x in barred for x in p)]
     return {**board, "standings": [s for s in board.get("standings") or [] if s.get("name") not in barred],
-            "plan": plan, "reasons": list(dict.fromkeys(c["reason"] for c in plan))}
+            "plan": plan, "pending": pending, "reasons": list(dict.fromkeys(c["reason"] for c in plan))}
