@@ -164,8 +164,8 @@ def test_a_revoke_during_an_undo_leaves_the_revoked_competitors_remote_bot_no_to
     disqualification's)."""
     cfg, out, _ = mal_registered(tmp_path)
     assert arena("competitor", "disqualify", str(cfg), "mal", "--reason", REASON).returncode == 0
-    ends = _at_once((UNDO_LATE[0], ("competitor", "disqualify", str(cfg), "mal", UNDO_LATE[1])),
-                    ({"CompetitionBook.revoke_competitor": BETWEEN_S}, ("competitor", "add", str(cfg), "mal", "--revoke")))
+    revoke = ({"CompetitionBook.revoke_competitor": BETWEEN_S}, ("competitor", "add", str(cfg), "mal", "--revoke"))
+    ends = _at_once((UNDO_LATE[0], ("competitor", "disqualify", str(cfg), "mal", UNDO_LATE[1])), revoke)
     assert [e.returncode for e in ends] == [0, 0], [e.stderr for e in ends]
     assert _valid_tokens(out) == {}, [e.stderr for e in ends]  # the first version: {"malbot@1": [its digest]}
     with CompetitionBook(out) as book:

@@ -218,9 +218,9 @@ def refitted_board(board: Mapping[str, Any], results: Iterable[GameResult], mast
     with its ``gap``, ``gap_sd`` and ``undecided`` by the refit, the pairs before it counted as chosen and the board's
     ``pending`` ones (in flight then) as played, as when the plan was made (:meth:`Ladder.gaps`; every one of them:
     the scheduler counted them so, whoever sits in them), so the public board's figures agree with its standings,
-    rest on no void game and measure what the scheduler acted on; ``voided``: ``barred``. With ``blind`` seats a pair's first game counts only with its twin
-    (:meth:`LadderRun.add`). The board's ``rules`` (the defaults for a board that has none); ``now``: Unix seconds,
-    the day of ``games_today``."""
+    rest on no void game and measure what the scheduler acted on; ``voided``: ``barred``. With ``blind`` seats a
+    pair's first game counts only with its twin (:meth:`LadderRun.add`). The board's ``rules`` (the defaults for a
+    board that has none); ``now``: Unix seconds, the day of ``games_today``."""
     known = {f.name for f in fields(Rules)}
     ladder = Ladder(master_seed, Rules(**{k: v for k, v in (board.get("rules") or {}).items() if k in known}))
     results = list(results)
