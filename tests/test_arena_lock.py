@@ -226,7 +226,8 @@ def test_a_change_waits_its_turn_and_one_that_never_gets_it_names_the_holder(tmp
         assert holder.stdout.readline() == "held\n"
         with pytest.raises(OutputLocked) as e, lock_changes(folder, wait_s=0.3):
             pass
-        assert f"(pid {holder.pid})" in str(e.value) and "\n" not in str(e.value), e.value
+        said = str(e.value)
+        assert f"in use by another host command (pid {holder.pid})" in said and "\n" not in said, said
         holder.stdin.write("\n")
         holder.stdin.flush()
         assert holder.wait(timeout=60) == 0
@@ -236,3 +237,59 @@ def test_a_change_waits_its_turn_and_one_that_never_gets_it_names_the_holder(tmp
             holder.wait()
     with lock_changes(folder, wait_s=30):
         assert (folder / CHANGES_LOCK).stat().st_mode & 0o777 == 0o600
+
+
+def test_a_change_waiting_on_a_lock_file_removed_meanwhile_takes_its_turn_on_the_new_one(tmp_path: Path) -> None:
+    """A change waits on the file it opened; the file is removed (a host tidying up) while another process holds
+    it. Given the turn on the removed file, lock_changes looked the path up to check it still locked the file every
+    command locks, and the missing path raised FileNotFoundError (the command ended `error: FileNotFoundError: …`,
+    nothing done) instead of opening the file again, as it does for a file replaced meanwhile."""
+    import threading
+
+    from arena.tournament.lock import CHANGES_LOCK, lock_changes
+
+    folder = tmp_path / "out"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys\nfrom pathlib import Path\n"
+                               "from arena.tournament.lock import lock_changes\n"
+                               "with lock_changes(Path(sys.argv[1])):\n    print('held', flush=True)\n"
+                               "    sys.stdin.readline()\n", str(folder)], cwd=ROOT, text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    ends: list[object] = []
+
+    def change() -> None:
+        try:
+            with lock_changes(folder, wait_s=120):
+                ends.append((folder / CHANGES_LOCK).is_file())
+        except BaseException as e:  # what the test reports
+            ends.append(e)
+
+    waiter = threading.Thread(target=change)
+    try:
+        assert holder.stdout is not None and holder.stdin is not None
+        assert holder.stdout.readline() == "held\n"
+        waiter.start()
+        lock = str(folder / CHANGES_LOCK)
+        while lock not in _open_files():  # the waiter opened the file
+            assert waiter.is_alive(), ends
+            time.sleep(0.01)
+        os.unlink(lock)
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        assert holder.wait(timeout=60) == 0
+        waiter.join(timeout=120)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+    assert ends == [True], ends  # the first version: [FileNotFoundError(...)]
+
+
+def _open_files() -> list[str]:
+    """What this process's open descriptors name (those closed meanwhile left out)."""
+    out = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            out.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            continue
+    return out

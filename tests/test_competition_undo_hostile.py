@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,57 @@ def test_a_revoke_during_an_undo_leaves_the_revoked_competitors_remote_bot_no_to
     assert _valid_tokens(out) == {}, [e.stderr for e in ends]  # the first version: {"malbot@1": [its digest]}
     with CompetitionBook(out) as book:
         assert ("mal", False) in book.competitors()
+
+
+def test_a_remote_entry_registered_as_its_competitor_is_revoked_gets_no_valid_token(tmp_path: Path) -> None:
+    """RegisterRemote checks the competitor's token (the service's ``_who``), then the desk keeps the entry and its
+    bot token (``add_remote``). `arena competitor add --revoke` between the two (it revokes the competitor and, in
+    its turn, their remote bots' valid tokens) listed no such entry yet: the entry was kept after it, with a valid
+    token, so the revoked competitor's new remote bot played the league. ``add_remote`` now refuses a revoked
+    competitor in its transaction, as it refuses a disqualified one."""
+    from arena.competition.desk import Desk
+    from arena.config import CompetitionSettings
+
+    cfg, out, _ = mal_registered(tmp_path)
+    with CompetitionBook(out) as book:
+        desk = Desk(CompetitionSettings(), out, book, lambda: None)
+        assert book.competitors() == [("mal", True)]  # what the service's check of their token saw
+        revoke = arena("competitor", "add", str(cfg), "mal", "--revoke")  # the host, in between
+        assert revoke.returncode == 0, revoke.stderr
+        with pytest.raises(Refused, match="revoked"):  # the first version: kept, its bot token valid
+            desk.register_remote("mal", "malbot2", "1")
+    assert _valid_tokens(out) == {}
+
+
+def test_a_disqualify_during_a_restore_is_not_lost_with_the_replaced_folder(tmp_path: Path) -> None:
+    """`arena restore` replaces the output folder (its book and store) under the folder's lock, which a host
+    command changing disqualifications does not take: a disqualify that had opened the book before the restore
+    moved the folder aside recorded the disqualification in the folder moved aside, said `disqualified` (exit 0),
+    and the restored folder, which `arena serve` then plays, has none. The restore now takes its turn on the
+    changes' lock too, and a change opens the book once it has its turn: the disqualification is in the folder
+    served (the restore then refuses a backup made before it, as for any disqualification)."""
+    import json
+
+    from arena.tournament.lock import CHANGES_LOCK, _flock_pids
+
+    cfg, out, _ = mal_registered(tmp_path)
+    assert arena("backup", str(out), str(tmp_path / "mid")).returncode == 0
+    again = subprocess.Popen([sys.executable, "-c", _PAUSED, json.dumps({"CompetitionBook.disqualify": BETWEEN_S * 2}),
+                              "competitor", "disqualify", str(cfg), "mal", "--reason", REASON], cwd=ROOT, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        while not ((out / CHANGES_LOCK).exists()
+                   and _flock_pids((st := (out / CHANGES_LOCK).stat()).st_dev, st.st_ino)):  # its turn, book open
+            assert again.poll() is None, again.communicate()
+            time.sleep(0.01)
+        restored = arena("restore", str(tmp_path / "mid"), str(out))
+        _, said = again.communicate(timeout=120)
+    finally:
+        if again.poll() is None:
+            again.kill()
+            again.wait()
+    with CompetitionBook(out) as book:
+        gone = "mal" in book.disqualified()
+    # the first version: restored (exit 0), the disqualify said "disqualified" (exit 0), and mal not disqualified
+    assert gone or again.returncode != 0, (again.returncode, said, restored.returncode, restored.stderr)
+    assert _valid_tokens(out) == {}, restored.stderr  # held and revoked in the folder served

@@ -9,6 +9,7 @@ ends rejected or failed; 2 on bad arguments or config (one line).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import time
 from collections.abc import Callable
@@ -124,7 +125,9 @@ def _competitor(args: argparse.Namespace, console: Console, err: Console) -> int
     if args.competitor_command == "disqualify" and not (output / BOOK_NAME).is_file():
         raise _Usage(f"no competitor {args.name!r}: none was added in {output} (is {args.config} the competition's "
                      "config?)")
-    with CompetitionBook(output) as book:
+    # a change takes its turn before it opens the book: `arena restore` (which takes its turn too) may replace it
+    changes = args.competitor_command == "disqualify" or bool(getattr(args, "revoke", False))
+    with lock_changes(output) if changes else contextlib.nullcontext(), CompetitionBook(output) as book:
         if args.competitor_command == "list":
             competitors = book.competitors()
             for name, live in competitors:
@@ -134,16 +137,14 @@ def _competitor(args: argparse.Namespace, console: Console, err: Console) -> int
             return 0
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", args.name):
             raise _Usage(f"competitor name {args.name!r}: use 1 to 64 letters, digits, '_', '.', '-'")
-        if args.competitor_command == "disqualify":
-            with lock_changes(output):  # one turn for both databases' writes (arena/tournament/lock.py)
-                return _disqualify(args, output, book, err)
+        if args.competitor_command == "disqualify":  # one turn for both databases' writes (arena/tournament/lock.py)
+            return _disqualify(args, output, book, err)
         if args.revoke:
             _known(book, args.name)
-            with lock_changes(output):
-                done = book.revoke_competitor(args.name)
-                err.print(f"{args.name}: token revoked" if done else f"{args.name}: token already revoked",
-                          highlight=False)
-                _revoke_remote_bots(output, book, args.name, err)
+            done = book.revoke_competitor(args.name)
+            err.print(f"{args.name}: token revoked" if done else f"{args.name}: token already revoked",
+                      highlight=False)
+            _revoke_remote_bots(output, book, args.name, err)
             return 0
         token = book.add_competitor(args.name)
     console.print(token, highlight=False, soft_wrap=True)

@@ -132,6 +132,11 @@ class BookError(ValueError):
     """A request the book refuses; ``str(e)`` is one line."""
 
 
+class Revoked(BookError):
+    """A request of a competitor whose token was revoked since it was checked (:meth:`CompetitionBook.add_remote`);
+    ``str(e)`` is one line."""
+
+
 class Disqualified(BookError):
     """A request of a disqualified competitor (:meth:`CompetitionBook.add_remote`); ``str(e)`` is the
     disqualification's line (:meth:`Disqualification.line`)."""
@@ -528,14 +533,18 @@ class CompetitionBook:
         lobby token stored in the league's store), in one transaction with the check that ``competitor`` is not
         disqualified: one step against :meth:`disqualify`'s (which revokes their remote entries' tokens in its
         own), so an entry registered as they are disqualified is refused, or is there for the disqualification
-        to revoke its token. :raises Disqualified: they are (its line). :raises BookError: as
-        :meth:`add_submission`. Raises what ``keep`` raises (nothing kept)."""
+        to revoke its token; likewise against :meth:`revoke_competitor` (``add --revoke`` then revokes the tokens
+        of the entries it finds). :raises Disqualified: they are (its line). :raises Revoked: their token is
+        revoked. :raises BookError: as :meth:`add_submission`. Raises what ``keep`` raises (nothing kept)."""
         now = time.time() if at is None else at
         with self._transaction() as db:
             row = db.execute(f"{_DISQUALIFICATION} WHERE competitor = ? AND undone_at IS NULL",
                              (competitor,)).fetchone()
             if row is not None:
                 raise Disqualified(_disqualification(row).line())
+            live = db.execute("SELECT revoked_at FROM competitors WHERE name = ?", (competitor,)).fetchone()
+            if live is not None and live[0] is not None:  # revoked since their token was checked: `add --revoke`
+                raise Revoked(f"competitor {competitor}'s token was revoked: no remote entry is registered")
             self._check_name_free(competitor, name)
             try:
                 cur = db.execute(

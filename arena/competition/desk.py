@@ -24,7 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from arena.competition.book import DAY_S, IN_PLAY, BookError, CompetitionBook, Disqualified, Submission, name_key
+from arena.competition.book import (
+    DAY_S,
+    IN_PLAY,
+    BookError,
+    CompetitionBook,
+    Disqualified,
+    Revoked,
+    Submission,
+    name_key,
+)
 from arena.competition.intake import IntakeError, IntakeLimits, copy_image_archive, unpack
 from arena.competition.pipeline import IMAGE_ARCHIVE, RECEIPT, prune_submission_files, submission_folder, tree_bytes
 from arena.competition.reads import ReadAllowance, wait_line
@@ -61,7 +70,7 @@ def note_of(sub: Submission, waiting: bool) -> str:
 
 class Refused(Exception):
     """A request the desk refuses: ``kind`` is ``invalid``, ``exhausted``, ``frozen``, ``exists``,
-    ``not_found``, ``stopping`` or ``disqualified``; ``str(e)`` is one line."""
+    ``not_found``, ``stopping``, ``disqualified`` or ``revoked``; ``str(e)`` is one line."""
 
     def __init__(self, kind: str, message: str):
         super().__init__(message)
@@ -310,6 +319,8 @@ class Desk:
                 self.keep_token(f"{name}@{version}", token_digest(token), keep)
         except Disqualified as e:
             raise Refused("disqualified", str(e)) from None
+        except Revoked as e:
+            raise Refused("revoked", str(e)) from None
         except BookError as e:
             raise Refused("exists", str(e)) from None
         if self.book.retire_over(competitor, self.settings.in_play):

@@ -57,7 +57,7 @@ _KINDS = {spb.SUBMISSION_KIND_UNSPECIFIED: "", spb.SUBMISSION_KIND_PYTHON: "pyth
 _CODES = {"invalid": grpc.StatusCode.INVALID_ARGUMENT, "exhausted": grpc.StatusCode.RESOURCE_EXHAUSTED,
           "frozen": grpc.StatusCode.FAILED_PRECONDITION, "exists": grpc.StatusCode.ALREADY_EXISTS,
           "not_found": grpc.StatusCode.NOT_FOUND, "stopping": grpc.StatusCode.UNAVAILABLE,
-          "disqualified": grpc.StatusCode.PERMISSION_DENIED}
+          "disqualified": grpc.StatusCode.PERMISSION_DENIED, "revoked": grpc.StatusCode.UNAUTHENTICATED}
 
 
 def token_of(metadata: Any) -> str:

@@ -53,9 +53,9 @@ class OutputLocked(RuntimeError):
     and the holder, e.g. ``output folder /x/out is in use by another arena (pid 4242 on host h since
     2026-12-01 10:30:00 UTC); wait for it to finish or use another --output``."""
 
-    def __init__(self, folder: Path, holder: str, advice: str = ADVICE):
+    def __init__(self, folder: Path, holder: str, advice: str = ADVICE, by: str = "another arena"):
         super().__init__(
-            f"output folder {folder} is in use by another arena ({holder or 'holder unknown'}); {advice}"
+            f"output folder {folder} is in use by {by} ({holder or 'holder unknown'}); {advice}"
         )
         self.folder = folder
         self.holder = holder
@@ -180,7 +180,7 @@ def lock_changes(folder: Path, wait_s: float = 60.0) -> Iterator[None]:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             _wait_flock(fd, deadline, folder)
-            if os.path.samestat(os.fstat(fd), os.stat(path, follow_symlinks=False)):
+            if _still_there(fd, path):
                 break  # not removed or replaced meanwhile: the file every command locks
         except BaseException:
             os.close(fd)
@@ -190,6 +190,14 @@ def lock_changes(folder: Path, wait_s: float = 60.0) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def _still_there(fd: int, path: Path) -> bool:
+    """Whether ``path`` (not followed) is still the file open on ``fd``: False once it was removed or replaced."""
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path, follow_symlinks=False))
+    except FileNotFoundError:
+        return False
 
 
 def _wait_flock(fd: int, deadline: float, folder: Path) -> None:
@@ -205,5 +213,6 @@ def _wait_flock(fd: int, deadline: float, folder: Path) -> None:
             if time.monotonic() >= deadline:
                 st = os.fstat(fd)
                 pids = _flock_pids(st.st_dev, st.st_ino)
-                raise OutputLocked(folder, f"pid {pids[0]}" if pids else "", CHANGES_ADVICE) from None
+                raise OutputLocked(folder, f"pid {pids[0]}" if pids else "", CHANGES_ADVICE,
+                                   by="another host command") from None
             time.sleep(0.05)

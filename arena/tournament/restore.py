@@ -35,7 +35,7 @@ from arena.competition.book import BOOK_NAME, CompetitionBook, Disqualification,
 from arena.competition.desk import FROZEN_KEY, SEED_KEY
 from arena.competition.final import FINAL_DIR
 from arena.tournament.backup import DATABASES, Backup, backup
-from arena.tournament.lock import lock_output
+from arena.tournament.lock import lock_changes, lock_output
 from arena.tournament.runner import CLOSED_KEY, DB_NAME
 from arena.tournament.store import Store
 
@@ -192,7 +192,8 @@ def restore(source: Path, output: Path, keep_close: bool = False) -> Restored:
 
     :raises RestoreError: ``source`` holds no arena database, one folder is inside the other, or ``source``
         lacks a seal of ``output`` and not ``keep_close`` (the line names each and what it would undo).
-    :raises arena.tournament.lock.OutputLocked: an arena uses ``output``.
+    :raises arena.tournament.lock.OutputLocked: an arena uses ``output``, or a host command changing its
+        disqualifications or tokens did not end within a minute (:func:`arena.tournament.lock.lock_changes`).
     :raises arena.tournament.backup.BackupError: a database of ``source`` cannot be copied.
     """
     source, output = source.resolve(), output.resolve()
@@ -202,7 +203,9 @@ def restore(source: Path, output: Path, keep_close: bool = False) -> Restored:
         raise RestoreError(f"{source}: the backup and the folder it restores ({output}) must not hold each other")
     if not output.exists():
         return Restored(backup(source, output, still=True), None, ())
-    with lock_output(output, advice=LOCK_ADVICE):
+    # and the host's changes of its disqualifications and tokens (lock_changes): one under way writes the folder
+    # read here, or, waiting, the one that replaces it
+    with lock_output(output, advice=LOCK_ADVICE), lock_changes(output):
         seals = read_seals(output)
         lost = seals.lost_in(read_seals(source, still=True))
         if lost and not keep_close:
