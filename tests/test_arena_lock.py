@@ -209,6 +209,16 @@ def test_the_closers_run_before_the_lock_is_let_go(tmp_path: Path, monkeypatch: 
     assert seen == ["held"]
 
 
+def changes_holder(folder: Path) -> subprocess.Popen[str]:
+    """A process holding ``folder``'s competition.lock (:func:`arena.tournament.lock.lock_changes`): it prints
+    ``held`` once it has it and lets go at a line on its stdin."""
+    return subprocess.Popen([sys.executable, "-c", "import sys\nfrom pathlib import Path\n"
+                             "from arena.tournament.lock import lock_changes\n"
+                             "with lock_changes(Path(sys.argv[1])):\n    print('held', flush=True)\n"
+                             "    sys.stdin.readline()\n", str(folder)], cwd=ROOT, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+
 def test_a_change_waits_its_turn_and_one_that_never_gets_it_names_the_holder(tmp_path: Path) -> None:
     """The host's changes of a competition (lock_changes: docs/competition.md, "Disqualifying a competitor") take
     turns on OUTPUT/competition.lock: one held by another process refuses the next after its wait, in one line
@@ -216,11 +226,7 @@ def test_a_change_waits_its_turn_and_one_that_never_gets_it_names_the_holder(tmp
     from arena.tournament.lock import CHANGES_LOCK, lock_changes
 
     folder = tmp_path / "out"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys\nfrom pathlib import Path\n"
-                               "from arena.tournament.lock import lock_changes\n"
-                               "with lock_changes(Path(sys.argv[1])):\n    print('held', flush=True)\n"
-                               "    sys.stdin.readline()\n", str(folder)], cwd=ROOT, text=True,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    holder = changes_holder(folder)
     try:
         assert holder.stdout is not None and holder.stdin is not None
         assert holder.stdout.readline() == "held\n"
@@ -249,11 +255,7 @@ def test_a_change_waiting_on_a_lock_file_removed_meanwhile_takes_its_turn_on_the
     from arena.tournament.lock import CHANGES_LOCK, lock_changes
 
     folder = tmp_path / "out"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys\nfrom pathlib import Path\n"
-                               "from arena.tournament.lock import lock_changes\n"
-                               "with lock_changes(Path(sys.argv[1])):\n    print('held', flush=True)\n"
-                               "    sys.stdin.readline()\n", str(folder)], cwd=ROOT, text=True,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    holder = changes_holder(folder)
     ends: list[object] = []
 
     def change() -> None:
