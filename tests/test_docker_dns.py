@@ -165,10 +165,10 @@ def test_a_bot_container_learns_no_game_from_its_networks_names(tmp_path: Path) 
     and a bot container's name held its game's id and seat (``allfours-<key>-cup-p0-3-g1-s0-<n>``): a
     container learned its own game's pairing (the entrant numbers, which the stored games tie to names,
     so whom it plays in a blind tournament) and every running game's. A container's name is now the run's
-    key and a random part; its game and seat are in its labels, which no container reads. And since every
-    container refuses Docker's resolver from its own namespace (tests/test_docker_resolver.py), a reverse
-    lookup gets no answer at all once it has started; the names docker would tell in its first moments,
-    before that rule, are still checked here from docker's own list."""
+    key and a random part; its game and seat are in its labels, which no container reads. Every container
+    refuses Docker's resolver from its own namespace once docker has started it (tests/test_docker_resolver.py),
+    but a lookup in its first moments, before that rule, may still be answered (on a busy machine this probe's
+    were, once in two runs): so the names docker would tell are checked both as told and from docker's list."""
     client = docker_client()
     key = run_key(tmp_path / "out")
     sandbox = Sandbox(client, key, "dns-names")
@@ -188,7 +188,9 @@ def test_a_bot_container_learns_no_game_from_its_networks_names(tmp_path: Path) 
         sandbox.close()
     lines = log.read_text().splitlines()
     assert code == 0, lines
-    assert [x for x in lines if x.startswith("PTR ")] == [], lines  # the resolver answers no container
+    # what a reverse lookup told in the container's first moments, before its rule (docs/deploy.md: the window
+    # the host's load sets; once the rule is in, nothing: tests/test_docker_resolver.py), holds no game either
+    assert not [x for x in lines if "p0-3" in x or "g1" in x or "hostile" in x or "friend" in x], lines
     assert len(names) == 2, names
     assert not [x for x in names if "p0-3" in x or "g1" in x or "hostile" in x or "friend" in x], names
     assert leftovers(client, key) == []

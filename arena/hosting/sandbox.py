@@ -526,31 +526,53 @@ def close_resolver(container: Any) -> None:
     container's query flood took 9.8 s of dockerd's CPU in 10 s. The rule dies with the namespace; the
     bot (no capabilities) cannot remove it. Docker 20.10 has no option that turns the resolver off and
     runs no hook of ours between making the namespace and starting the bot, so this runs once ``start``
-    has returned: packets sent before it (the bot's first milliseconds) reach the resolver, which
+    has returned: packets sent before it reach the resolver (the window is docker's start returning, one
+    inspect, then nsenter and iptables, which waits up to 10 s for the host's xtables lock: a bot still
+    reached it 1.07 s after its first instruction on a busy 2-core host), which
     forwards unknown names only to the gateway (``dns``), whose port 53 the firewall chain drops
     (measured: a container flooding from its first instruction had 503 queries answered in its first
     0.08 s in one start of three, none in the other two).
-    A container that exited before the rule is left alone (it sends nothing more).
+    A container that exited before the rule is left alone (it sends nothing more): its namespace is held open
+    and its pid checked to be the container's still, so a pid freed and taken meanwhile (by nsenter itself, say)
+    never gets the rule in another namespace, the arena's own included.
 
     :raises SandboxError: if the rule cannot be put in while the container still runs (one line).
     """
     pid = int(container.attrs.get("State", {}).get("Pid") or 0)  # as just fetched: no call more in the window
     if pid <= 0:
         return  # exited already: its namespace is gone
-    with contextlib.suppress(OSError):  # gone meanwhile and its pid taken by a process of the host: not there
-        if os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat("/proc/self/ns/net").st_ino:
-            return
-    cmd = ["nsenter", f"--net=/proc/{pid}/ns/net", "iptables", "-w", "10", "-I", "OUTPUT", "1", *RESOLVER_RULE]
+    try:  # held open: the namespace entered is this one, whoever has the pid by then (nsenter itself, say)
+        net = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return  # exited already: its namespace is gone
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise SandboxError(f"cannot close Docker's resolver in the container: {e}") from None
+        if not _still_the_containers(pid, net, str(container.id)):
+            return  # exited since docker's answer, its pid taken by another process: its namespace is gone
+        cmd = ["nsenter", f"--net=/proc/self/fd/{net}", "iptables", "-w", "10", "-I", "OUTPUT", "1", *RESOLVER_RULE]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=20, pass_fds=(net,))
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise SandboxError(f"cannot close Docker's resolver in the container: {e}") from None
+    finally:
+        os.close(net)
     if r.returncode != 0:
         container.reload()
         if container.attrs.get("State", {}).get("Running"):
             msg = (r.stderr.strip().splitlines() or [f"exit status {r.returncode}"])[-1]
             raise SandboxError(f"cannot close Docker's resolver in the container: {msg} (the sandbox needs root, "
                                "nsenter and iptables)")
+
+
+def _still_the_containers(pid: int, net: int, container_id: str) -> bool:
+    """Whether ``net`` (an open ``/proc/PID/ns/net``) is container ``container_id``'s network namespace: the
+    process ``pid`` is in the container's cgroup now, read after ``net`` was opened (a container's pid is taken
+    by no other process while it runs, and no process joins a container that has exited), and the namespace is
+    not the arena's own. False when ``pid`` is gone or another's."""
+    try:
+        cgroup = Path(f"/proc/{pid}/cgroup").read_text()
+    except OSError:
+        return False
+    return container_id in cgroup and os.fstat(net).st_ino != os.stat("/proc/self/ns/net").st_ino
 
 
 class Sandbox:
