@@ -126,7 +126,7 @@ def _competitor(args: argparse.Namespace, console: Console, err: Console) -> int
         raise _Usage(f"no competitor {args.name!r}: none was added in {output} (is {args.config} the competition's "
                      "config?)")
     # a change takes its turn before it opens the book: `arena restore` (which takes its turn too) may replace it
-    changes = args.competitor_command == "disqualify" or bool(getattr(args, "revoke", False))
+    changes = args.competitor_command == "disqualify" or (args.competitor_command == "add" and args.revoke)
     with lock_changes(output) if changes else contextlib.nullcontext(), CompetitionBook(output) as book:
         if args.competitor_command == "list":
             competitors = book.competitors()

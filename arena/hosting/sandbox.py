@@ -107,6 +107,15 @@ class SandboxError(RuntimeError):
 class NoImage(SandboxError):
     """Docker has no image of that name or ID (:meth:`Sandbox.start`); ``str(e)`` is one line."""
 
+    @classmethod
+    def pinned(cls, bot: str, image: str, tag: str, checked: bool) -> NoImage:
+        """The one line of bot ``bot`` whose pinned ``image`` (docker's ID, resolved from ``tag``) docker no longer
+        has (a rebuild of the tag, a replaced submission removed it): a reload resolves the tag again and, for a
+        ``checked`` bot (a per-game container's pin), checks that image; a worker pool's starts it."""
+        what, then = ("its checked image", "checks") if checked else ("its image", "starts")
+        return cls(f"bot {bot}: {what} {image.removeprefix('sha256:')[:12]} (tag {tag}) is gone from docker; a reload "
+                   f"{then} what the tag names now")
+
 
 @dataclass(frozen=True, slots=True)
 class Limits:

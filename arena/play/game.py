@@ -855,10 +855,8 @@ class GrpcGameRunner:
                 self.pinned.setdefault(_pin_key(bot), str(started.container.attrs["Image"]))
             return started
         except NoImage as e:  # the checked image was removed (a rebuild of the tag, a replaced submission)
-            why = str(e) if image == bot.image else (
-                f"bot {bot.name}: its checked image {image.removeprefix('sha256:')[:12]} (tag {bot.image}) is gone "
-                "from docker; a reload checks what the tag names now")
-            notes.append(f"seat {seat} ({bot.name}) could not start: {why}")
+            gone = e if image == bot.image else NoImage.pinned(bot.name, image, bot.image, checked=True)
+            notes.append(f"seat {seat} ({bot.name}) could not start: {gone}")
         except SandboxError as e:
             notes.append(f"seat {seat} ({bot.name}) could not start: {e}")
         return None

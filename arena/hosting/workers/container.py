@@ -92,6 +92,5 @@ class ContainerWorkers(LocalWorkers):
             slot.proc = None
             ctx.lobby.tokens.revoke(slot.digest)
             if isinstance(e, NoImage) and image != self.bot.image:
-                e = NoImage(f"bot {self.bot.name}: its image {image.removeprefix('sha256:')[:12]} (tag "
-                            f"{self.bot.image}) is gone from docker; a reload starts what the tag names now")
+                e = NoImage.pinned(self.bot.name, image, self.bot.image, checked=False)
             self._died(slot, f"could not start: {e}")
