@@ -40,6 +40,10 @@ from main; none of them is part of the bot (none measured stronger). ``--trial``
   best mean played (:func:`seen_choice`). The rest of the deal from the end of that trick is valued as
   the bot does (exact when small, else a playout). Every inner node and sample is counted in the
   decision's budget. Head to head the trial is the bot itself.
+- ``exact:N``: at a table of four the exact search starts when at most ``N`` cards are left in the hands
+  (:class:`ExactBot`; the bot's ``EXACT_CARDS_FOUR`` is 20), playouts before: the twenty-ninth session's
+  trial of searching exactly later, not earlier (every trial that searched more of the deal exactly, A, F,
+  K and ``trick``, measured a little weaker). Head to head the trial is the bot itself.
 
 Prints one JSON object: per row ``players``, ``trial``, ``ms``, ``first_pair``, ``elo``, ``ci_low``,
 ``ci_high``, ``pairs``, ``score`` and ``pair_scores`` (against the heuristic bot, duplicate pairs);
@@ -212,6 +216,26 @@ class TieBot(SearchBot):
         if theirs in moves and means[best] - means[moves.index(theirs)] <= self.eps:
             return theirs
         return moves[best]
+
+
+class ExactBot(SearchBot):
+    """``SearchBot`` whose exact search at a table of four starts at ``cards`` cards left in the hands
+    instead of ``EXACT_CARDS_FOUR`` (the module docstring's ``exact``). The bot reads that threshold from
+    its module, so it is set for the span of each decision and put back (one bot decides at a time)."""
+
+    name = "search-exact"
+
+    def __init__(self, ms: int, cards: int) -> None:
+        super().__init__(ms=ms)
+        self.cards = cards
+
+    def act(self, ctx: Context) -> Action:
+        saved = search.EXACT_CARDS_FOUR
+        search.EXACT_CARDS_FOUR = self.cards
+        try:
+            return super().act(ctx)
+        finally:
+            search.EXACT_CARDS_FOUR = saved
 
 
 def trick_search(pos: Position, value: search.DealValue, budget: search.Budget, alpha: float = -1.0,
@@ -505,11 +529,16 @@ def make(trial: str, ms: int) -> Callable[[], SearchBot]:
         if deals < 1:
             raise ValueError(f"view:K needs K of at least 1, not {deals}")
         return lambda: ViewBot(ms, deals)
+    if name == "exact" and arg:
+        cards = int(arg)
+        if not 0 <= cards <= 24:
+            raise ValueError(f"exact:N needs N from 0 to 24 cards, not {cards}")
+        return lambda: ExactBot(ms, cards)
     if name == "ties" and arg:
         eps = float(arg)
         return lambda: TieBot(ms, eps)
     raise ValueError(f"unknown trial {trial!r}: none, ismcts, beg-margin:M, give-margin:M, ties:EPS, trick,"
-                     " signal[:EPS] or view[:K]")
+                     " signal[:EPS], view[:K] or exact:N")
 
 
 def main(argv: list[str] | None = None) -> int:
