@@ -1196,13 +1196,15 @@ class Match:
         return bool(self._game) and (not self._games_ended or self._games_ended[-1].game != self._game)
 
     def _match_result(self, games_won: list[int], winner: int, forfeited_side: int) -> pb.MatchResult:
-        """The MatchResult: status, games won, winner (-1: none), every seat's and every game's result."""
+        """The MatchResult: status, games won, winner (-1: none), every seat's and every game's result;
+        ``connected_at_end``: the seat has the stream :meth:`_announce` sends MatchEnd on (built before it)."""
         result = pb.MatchResult(
             match_id=self.id, status=self.status, games_won=games_won,
             winner=winner, forfeited_side=-1 if forfeited_side < 0 else forfeited_side,
             seats=[pb.SeatResult(seat=o.seat, name=o.name, termination=o.termination, detail=o.detail,
                                  strikes=o.clock.strikes, illegal=o.illegal, protocol_errors=o.protocol_errors,
-                                 bank_left_ms=o.clock.bank_left_ms, bot_counts=o.bot_counts)
+                                 bank_left_ms=o.clock.bank_left_ms, bot_counts=o.bot_counts,
+                                 connected_at_end=o.conn is not None)
                    for o in self.seats])
         for ended in self._games_ended:
             state = ended.state

@@ -170,6 +170,8 @@ def test_crashing_bot_forfeits_on_disconnect_after_grace(referee: RefereeProc, t
     _assert_forfeit(result, 2, "TERMINATION_DISCONNECT")
     assert any(e.kind == pb.EVENT_KIND_SEAT_DISCONNECTED and e.seat == 2 for e in events)
     assert codes == [0, 0, 1, 0]  # arena.testing.instant_bot: 1, a crash on purpose
+    # sent MatchEnd on an open stream: not the crashed seat (the arena tells an exit after the end by it)
+    assert [s.connected_at_end for s in result.seats] == [True, True, False, True]
 
 
 def test_garbage_bot_forfeits_on_protocol_error(referee: RefereeProc, tmp_path: Path) -> None:
@@ -179,6 +181,7 @@ def test_garbage_bot_forfeits_on_protocol_error(referee: RefereeProc, tmp_path: 
     rejections = [m["actionRejected"] for m in messages(tmp_path, 1) if "actionRejected" in m]
     assert len(rejections) == 3 and all(r["reason"] == "REASON_PROTOCOL_ERROR" for r in rejections)
     assert codes == [0, 0]
+    assert [s.connected_at_end for s in result.seats] == [True, True]  # the forfeited seat too: still connected
 
 
 def test_illegal_action_is_rejected_with_the_engine_reason_and_may_be_retried(referee: RefereeProc,
@@ -268,6 +271,7 @@ def test_seat_that_never_joins_forfeits_as_no_show(referee: RefereeProc, tmp_pat
     result, _ = referee.result(created.match_id)
     assert finish(procs) == [0, 0, 0]
     _assert_forfeit(result, 3, "TERMINATION_NO_SHOW")
+    assert [s.connected_at_end for s in result.seats] == [True, True, True, False]
 
 
 def test_tickets_and_admin_token_are_checked(referee: RefereeProc, tmp_path: Path) -> None:

@@ -293,7 +293,7 @@ class GameResult(_message.Message):
     def __init__(self, game: _Optional[int] = ..., scores: _Optional[_Iterable[int]] = ..., winner: _Optional[int] = ..., points: _Optional[_Iterable[_Union[PointEvent, _Mapping]]] = ..., forfeited: _Optional[bool] = ..., deals: _Optional[int] = ...) -> None: ...
 
 class SeatResult(_message.Message):
-    __slots__ = ("seat", "name", "termination", "detail", "strikes", "illegal", "protocol_errors", "bank_left_ms", "bot_counts")
+    __slots__ = ("seat", "name", "termination", "detail", "strikes", "illegal", "protocol_errors", "bank_left_ms", "bot_counts", "connected_at_end")
     SEAT_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     TERMINATION_FIELD_NUMBER: _ClassVar[int]
@@ -303,6 +303,7 @@ class SeatResult(_message.Message):
     PROTOCOL_ERRORS_FIELD_NUMBER: _ClassVar[int]
     BANK_LEFT_MS_FIELD_NUMBER: _ClassVar[int]
     BOT_COUNTS_FIELD_NUMBER: _ClassVar[int]
+    CONNECTED_AT_END_FIELD_NUMBER: _ClassVar[int]
     seat: int
     name: str
     termination: Termination
@@ -312,7 +313,8 @@ class SeatResult(_message.Message):
     protocol_errors: int
     bank_left_ms: int
     bot_counts: BotCounts
-    def __init__(self, seat: _Optional[int] = ..., name: _Optional[str] = ..., termination: _Optional[_Union[Termination, str]] = ..., detail: _Optional[str] = ..., strikes: _Optional[int] = ..., illegal: _Optional[int] = ..., protocol_errors: _Optional[int] = ..., bank_left_ms: _Optional[int] = ..., bot_counts: _Optional[_Union[BotCounts, _Mapping]] = ...) -> None: ...
+    connected_at_end: bool
+    def __init__(self, seat: _Optional[int] = ..., name: _Optional[str] = ..., termination: _Optional[_Union[Termination, str]] = ..., detail: _Optional[str] = ..., strikes: _Optional[int] = ..., illegal: _Optional[int] = ..., protocol_errors: _Optional[int] = ..., bank_left_ms: _Optional[int] = ..., bot_counts: _Optional[_Union[BotCounts, _Mapping]] = ..., connected_at_end: _Optional[bool] = ...) -> None: ...
 
 class MatchResult(_message.Message):
     __slots__ = ("match_id", "status", "games", "seats", "games_won", "winner", "forfeited_side")

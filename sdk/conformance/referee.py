@@ -310,8 +310,8 @@ class ScriptedReferee(pb_grpc.RefereeServiceServicer):
         won = [sum(1 for g in self.games_done if g.winner == side) for side in (0, 1)]
         winner = -1 if won[0] == won[1] else (0 if won[0] > won[1] else 1)
         seats = [pb.SeatResult(seat=s, name=("bot" if s == self.sc.bot_seat else f"house-{s}"),
-                               termination=pb.TERMINATION_NORMAL, bank_left_ms=BANK_MS)
-                 for s in range(self.sc.players)]
+                               termination=pb.TERMINATION_NORMAL, bank_left_ms=BANK_MS, connected_at_end=True)
+                 for s in range(self.sc.players)]  # as the referee's: every seat is sent MatchEnd on its stream
         return pb.MatchResult(match_id=self.match_id, status=pb.MATCH_STATUS_COMPLETED,
                               games=self.games_done, seats=seats, games_won=won, winner=winner, forfeited_side=-1)
 
