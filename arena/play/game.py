@@ -25,7 +25,9 @@ Bot failures are results: a bot that cannot start, crashes, hangs or breaks the 
 through the referee (no-show, disconnect, timeout, protocol error) and loses the game; the reasons
 (the referee's termination per seat, plus the arena's note on a process that could not start, exited
 before joining or before the match ended — with the last lines of its output — or exited with a
-non-zero status) are stored with the result.
+non-zero status) are stored with the result. Before or after the end is the referee's word: a seat it sent
+MatchEnd on an open stream (``SeatResult.connected_at_end``) played to the end, so its bot's exit, even
+one the arena sees before it looks, came after (a note for a failure status, never a crash).
 
 Referee failures are not results: a referee that cannot be reached, goes away mid-game, aborts the
 match (shutting down) or cannot hand over the record raises :class:`RefereeFailure` inside
@@ -113,17 +115,44 @@ class _Phases:
         }
 
 
+#: The exit statuses of a process the arena stopped itself (:meth:`arena.hosting.procs.BotProcess.stop`).
+STOP_SIGNALS = (-signal.SIGTERM, -signal.SIGKILL)
+
+
 @dataclass(frozen=True)
 class _SeatEnds:
     """How each seat's bot ended, per seat: its process or container (None: a lobby worker, or none
-    started), its exit status before the match ended (``early``) and when stopped (``codes``), its
-    lobby worker, and the seats the referee forfeited (seat -> ``Termination`` value)."""
+    started), its exit status once the result came (``early``: it ended on its own) and when stopped
+    (``codes``), its lobby worker, the seats the referee forfeited (seat -> ``Termination`` value), and
+    whether the referee sent the seat MatchEnd on an open stream (``connected``, per seat: whatever its bot
+    did afterwards came after the match ended; empty or False: no, or a referee that does not say)."""
 
     procs: list[Seat]
     early: list[int | None]
     codes: list[int | None]
     workers: list[WorkerRef | None]
     forfeited: dict[int, Termination]
+    connected: Sequence[bool] = ()
+
+    def at_end(self, seat: int) -> bool:
+        """Whether ``seat`` was connected when the match ended (it was sent MatchEnd on an open stream)."""
+        return seat < len(self.connected) and self.connected[seat]
+
+    def after_end(self, seat: int) -> int | None:
+        """The failure status of ``seat``'s bot that exited after its MatchEnd (on its own, or when stopped but
+        for the arena's own signals); None: it ended well, still runs, or was not connected at the end."""
+        early, code = self.early[seat], self.codes[seat]
+        status = early if early is not None else (None if code in STOP_SIGNALS else code)
+        return status if self.at_end(seat) and status not in (None, 0) else None
+
+
+def _connected(result: pb.MatchResult, players: int) -> list[bool]:
+    """Per seat, whether the referee sent it MatchEnd on an open stream (``SeatResult.connected_at_end``)."""
+    connected = [False] * players
+    for s in result.seats:
+        if 0 <= s.seat < players:
+            connected[s.seat] = s.connected_at_end
+    return connected
 
 
 def _forfeited(result: pb.MatchResult) -> dict[int, Termination]:
@@ -585,7 +614,7 @@ class GrpcGameRunner:
             for name, proc in zip(game.seats, procs, strict=False):
                 if proc is not None:
                     metrics.WORKERS.labels(name).dec()
-        ends = _SeatEnds(procs, early, codes, list(workers), _forfeited(result))
+        ends = _SeatEnds(procs, early, codes, list(workers), _forfeited(result), _connected(result, len(procs)))
         crashed = self._crashed(ends)
         causes = {**self._process_causes(game, ends, log_dir, notes), **self._worker_causes(game, ends, notes)}
         res = self._result(game, mid, result, record, notes, causes)
@@ -688,13 +717,15 @@ class GrpcGameRunner:
         return result, early
 
     def _crashed(self, ends: _SeatEnds) -> list[bool]:
-        """Per seat: a per-game seat whose process did not start or failed, or a worker that left mid-game."""
+        """Per seat: a per-game seat whose process did not start or failed, or a worker that left mid-game; a
+        seat connected at the match's end (:meth:`_SeatEnds.at_end`) did neither, whatever its bot did after."""
         workers = [ends.workers[seat] if seat < len(ends.workers) else None for seat in range(len(ends.procs))]
         return [
             (p is None and workers[seat] is None)
-            or (self._left(workers[seat]) is not None)
-            or ends.early[seat] not in (None, 0)
-            or ends.codes[seat] not in (None, 0, -signal.SIGTERM, -signal.SIGKILL)
+            or (not ends.at_end(seat) and (
+                self._left(workers[seat]) is not None
+                or ends.early[seat] not in (None, 0)
+                or ends.codes[seat] not in (None, 0, *STOP_SIGNALS)))
             for seat, p in enumerate(ends.procs)
         ]
 
@@ -708,7 +739,8 @@ class GrpcGameRunner:
         """Per seat whose process or container failed, what killed it: at its memory limit (``oom``),
         at its pids limit (``pids``), an exit with a failure status before the match ended (``crash``,
         with its last words); a note for the rest (an exit status 0 before the match ended, a failure
-        status when stopped), and for a process forfeited by timeout that its CPU quota held back."""
+        status when stopped or after the match ended: a seat connected at its end, sent MatchEnd, did not
+        exit before it), and for a process forfeited by timeout that its CPU quota held back."""
         causes: dict[int, SeatCause] = {}
         for seat, code in enumerate(ends.codes):
             proc = ends.procs[seat]
@@ -724,11 +756,15 @@ class GrpcGameRunner:
             elif proc is not None and proc.pids_limited:
                 causes[seat] = SeatCause(Termination.PIDS, f"{kind} reached its pids limit ({limits.pids}); "
                                                            f"exit status {code}")
-            elif early not in (None, 0, -signal.SIGTERM, -signal.SIGKILL) and seat in ends.forfeited:
+            elif ends.at_end(seat):
+                if (status := ends.after_end(seat)) is not None:
+                    notes.append(f"seat {seat} ({game.seats[seat]}) {kind} exited with status {status} "
+                                 "after the match ended")
+            elif early not in (None, 0, *STOP_SIGNALS) and seat in ends.forfeited:
                 causes[seat] = SeatCause(Termination.CRASH, f"{kind} exited with status {early} {when}{last}")
             elif early is not None and seat in ends.forfeited:  # ended on its own: say so, with its last words
                 notes.append(f"seat {seat} ({game.seats[seat]}) {kind} exited with status {early} {when}{last}")
-            elif code not in (None, 0, -signal.SIGTERM, -signal.SIGKILL):
+            elif code not in (None, 0, *STOP_SIGNALS):
                 notes.append(f"seat {seat} ({game.seats[seat]}) {kind} exited with status {code}")
             throttled = proc.cpu_throttled if isinstance(proc, BotProcess) else 0
             if throttled and ends.forfeited.get(seat) == Termination.TIMEOUT:
@@ -737,8 +773,9 @@ class GrpcGameRunner:
         return causes
 
     def _worker_causes(self, game: ScheduledGame, ends: _SeatEnds, notes: list[str]) -> dict[int, SeatCause]:
-        """Add a note per lobby worker that left during the game; returns the seats whose worker
-        (process or container) was killed at its memory limit (``oom``).
+        """Add a note per lobby worker that left during the game (or, its seat connected at the match's end,
+        that left the lobby); returns the seats whose worker (process or container) was killed at its memory
+        limit (``oom``).
 
         A worker killed for memory closes its Play stream (the referee forfeits it: ``disconnect``) and
         its Connect stream (the lobby notes it left); on a busy machine the match can end before the
@@ -749,7 +786,9 @@ class GrpcGameRunner:
             if worker is None or (left is None and ends.forfeited.get(seat) != Termination.DISCONNECT):
                 continue
             if left is not None:
-                notes.append(f"seat {seat} ({game.seats[seat]}) worker {worker.worker_id} left during the game: {left}")
+                when = "left the lobby, its seat connected at the match's end" if ends.at_end(seat) else \
+                    "left during the game"
+                notes.append(f"seat {seat} ({game.seats[seat]}) worker {worker.worker_id} {when}: {left}")
             killed = getattr(self.kinds.get(game.seats[seat]), "killed_for_memory", None)
             if killed is not None and killed(worker.digest):
                 bot = self.bots[game.seats[seat]]
