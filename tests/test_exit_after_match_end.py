@@ -30,7 +30,7 @@ from arena.tournament.result import GameResult
 from arena.tournament.schedule import ScheduledGame, make_schedule
 from tests.configs import INSTANT, bots_toml
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.docker]
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The bot that exits after its MatchEnd, in every game of this module.
@@ -206,7 +206,6 @@ def quits_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         remove_images(client, [image_id])
 
 
-@pytest.mark.docker
 @pytest.mark.usefixtures("exit_seen_after_result")
 @pytest.mark.parametrize("status", [0, 3])
 def test_a_container_that_exits_after_its_match_end_is_no_crash(tmp_path: Path, quits_image: str,

@@ -521,7 +521,9 @@ class BotProcess:
     was set (``cpu``, ``memory``, ``pids``) the cgroup holding it. Once it has ended (its own exit, or
     :meth:`stop`), ``oom_killed`` says whether the kernel killed one of its processes at its memory
     limit, ``pids_limited`` whether its pids limit refused a fork or a thread, and ``cpu_throttled`` in
-    how many periods of :data:`CPU_PERIOD_US` its CPU quota held it back (0 without one).
+    how many periods of :data:`CPU_PERIOD_US` its CPU quota held it back (0 without one), and ``outlived``
+    whether its own process had exited while others it started still ran (cgroup mode: one of them may have
+    held its stream to the referee, so the stream's end says nothing of when the bot's own process exited).
     """
 
     def __init__(
@@ -535,6 +537,7 @@ class BotProcess:
         self.oom_killed = False
         self.pids_limited = False
         self.cpu_throttled = 0
+        self.outlived = False
         self.pump = pump
         self.grace_s = GRACE_S
         #: The sandbox it runs in (:meth:`start`'s ``jail``), for its owner to release once it is gone.
@@ -636,6 +639,7 @@ class BotProcess:
         did (``oom_killed``, ``pids_limited``, ``cpu_throttled``) and remove its cgroups."""
         with self._end_lock:
             if not self._ended.is_set() and self._cgroups is not None:
+                self.outlived = self.popen.poll() is not None and bool(self._members())
                 self._end_members(self._cgroups.main)
                 self.oom_killed = self._cgroups.oom_kills() > 0
                 self.pids_limited = self._cgroups.forks_refused() > 0

@@ -135,8 +135,12 @@ class _SeatEnds:
     connected: Sequence[bool] = ()
 
     def at_end(self, seat: int) -> bool:
-        """Whether ``seat`` was connected when the match ended (it was sent MatchEnd on an open stream)."""
-        return seat < len(self.connected) and self.connected[seat]
+        """Whether ``seat`` was connected when the match ended (it was sent MatchEnd on an open stream) and
+        that says its bot's process was alive then: not when its own process had exited leaving others it
+        started running (:attr:`BotProcess.outlived`: one of them may have held the stream after it died)."""
+        proc = self.procs[seat] if seat < len(self.procs) else None
+        outlived = isinstance(proc, BotProcess) and proc.outlived
+        return seat < len(self.connected) and self.connected[seat] and not outlived
 
     def after_end(self, seat: int) -> int | None:
         """The failure status of ``seat``'s bot that exited after its MatchEnd (on its own, or when stopped but
