@@ -119,13 +119,14 @@ def exit_seen_after_result(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(GrpcGameRunner, "_watch", then_its_exit)
 
 
-def play_one(tmp_path: Path, quits: dict[str, Any]) -> tuple[GameResult, int]:
+def play_one(tmp_path: Path, quits: dict[str, Any], decision_ms: int = 5000) -> tuple[GameResult, int]:
     """One 2-player game of the bot ``quits`` (its ``[[bots]]`` table, named :data:`QUITS`) against the instant
-    bot, on the runner ``arena run`` makes; returns its result and the seat of ``quits``."""
+    bot, on the runner ``arena run`` makes; returns its result and the seat of ``quits`` (its log:
+    ``tmp_path/out/logs/<game>/seat<seat>.log``)."""
     data = {
         "tournament": {"name": f"after-{tmp_path.name[-8:]}", "players": 2, "games_per_pairing": 2,
                        "output": str(tmp_path / "out"), "rules": {"target": 7},
-                       "time_control": {"decision_ms": 5000, "join_ms": 20000, "grace_ms": 500}},
+                       "time_control": {"decision_ms": decision_ms, "join_ms": 20000, "grace_ms": 500}},
         "bots": [
             {"name": QUITS, **quits},
             {"name": "first", "command": ["{python}", "-m", "arena.testing.instant_bot"], "cwd": str(ROOT),

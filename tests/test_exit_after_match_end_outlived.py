@@ -11,22 +11,15 @@ cannot kill the child first; the child exits on its own once it has read MatchEn
 
 from __future__ import annotations
 
-import argparse
-import io
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
-from arena.cli.commands import make_runner
-from arena.config import parse_config
 from arena.hosting import procs as procs_module
-from arena.tournament.schedule import make_schedule
+from tests.test_exit_after_match_end import ROOT, play_one
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
-DIES = "dies"
 
 #: The launcher: starts CHILD, waits until the child is at its third request, then exits 3 (mid-game).
 LAUNCHER = """
@@ -72,27 +65,9 @@ def test_a_launcher_that_died_mid_game_did_not_exit_after_the_match_ended(
     bot.mkdir()
     (bot / "launcher.py").write_text(LAUNCHER)
     (bot / "child.py").write_text(CHILD)
-    data = {
-        "tournament": {"name": "launcher", "players": 2, "games_per_pairing": 2, "output": str(tmp_path / "out"),
-                       "rules": {"target": 7},
-                       "time_control": {"decision_ms": 1000, "join_ms": 20000, "grace_ms": 500}},
-        "bots": [
-            {"name": DIES, "command": ["{python}", str(bot / "launcher.py")], "cwd": str(ROOT), "sandbox": "none",
-             "env": {"PYTHONPATH": str(ROOT)}},
-            {"name": "first", "command": ["{python}", "-m", "arena.testing.instant_bot"], "cwd": str(ROOT),
-             "sandbox": "none"},
-        ],
-    }
-    config = parse_config(data, str(tmp_path / "launcher.toml"), tmp_path)
-    args = argparse.Namespace(simulate=None, referee=[], admin_token=None, verbose=True, live=False)
-    runner, close = make_runner(config, args, tmp_path / "out", Console(file=io.StringIO()))
-    try:
-        game = make_schedule(config.name, [DIES, "first"], 2, 2, bytes(32))[0]
-        res = runner.play(game)
-    finally:
-        close()
-    seat = game.seats.index(DIES)
-    log = (tmp_path / "out" / "logs" / game.game_id / f"seat{seat}.log").read_text()
+    res, seat = play_one(tmp_path, {"command": ["{python}", str(bot / "launcher.py")], "cwd": str(ROOT),
+                                    "sandbox": "none", "env": {"PYTHONPATH": str(ROOT)}}, decision_ms=1000)
+    log = next((tmp_path / "out" / "logs").glob(f"*/seat{seat}.log")).read_text()
     # the order is the test's own: the launcher exited, then the child broke the protocol and the match ended
     assert "launcher exiting with status 3 mid-game" in log and "child: launcher gone, now garbage" in log, log
     assert res.terminations[seat] == "protocol_error", res.reasons
