@@ -302,7 +302,7 @@ def test_strength_ceiling_prints_a_row_per_phase_seen(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_search_trials_print_a_row_per_trial_and_a_zero_margin_changes_nothing(tmp_path: Path) -> None:
-    trials = ["none", "ismcts", "beg-margin:0", "give-margin:0", "ties:0", "trick", "signal", "view"]
+    trials = ["none", "ismcts", "beg-margin:0", "give-margin:0", "ties:0", "trick", "signal", "view", "exact:12"]
     out = run("search_trials.py", "--trial", *trials, "--pairs", "2", "--ms", "3", "--players", "2", cwd=tmp_path)
     rows = {r["trial"]: r for r in json.loads(out)["rows"]}
     assert list(rows) == trials, out
@@ -320,9 +320,9 @@ def test_search_trials_print_a_row_per_trial_and_a_zero_margin_changes_nothing(t
     # A margin of 0 is the bot's own rule: the same choices, so the same games.
     assert rows["beg-margin:0"]["pair_scores"] == rows["give-margin:0"]["pair_scores"] == rows["none"]["pair_scores"]
     # Head to head every deal is searched exactly: the trick trial is the bot itself there; nor is there
-    # a partner to signal to, and the view trial models only a table of four.
+    # a partner to signal to, and the view and exact trials change only a table of four.
     assert rows["trick"]["pair_scores"] == rows["signal"]["pair_scores"] == rows["none"]["pair_scores"]
-    assert rows["view"]["pair_scores"] == rows["none"]["pair_scores"]
+    assert rows["view"]["pair_scores"] == rows["exact:12"]["pair_scores"] == rows["none"]["pair_scores"]
     assert all(0 <= r["decision_cpu_ms_p50"] <= r["decision_cpu_ms_p99"] for r in rows.values()), out
 
 
@@ -389,6 +389,40 @@ def test_the_ties_trial_plays_the_heuristic_card_within_its_margin(monkeypatch: 
 
     play_local([Check(2, 1.0), HeuristicBot(), Check(2, 1.0), HeuristicBot()], seed="ties")
     assert compared > 10
+
+
+def test_the_exact_trial_moves_the_exact_search_for_its_own_decisions_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``exact:N``: while the trial's bot decides, the exact search at four starts at ``N`` cards (``exact:0``
+    never searches exactly), the bot's own threshold is back afterwards, and ``exact:20`` is the bot itself."""
+    from sample_bots.heuristic import HeuristicBot
+    from sample_bots.search import SearchBot
+    from sample_bots.search import bot as search
+    from sdk.local_table import play_local
+
+    trials = _load_benchmark("search_trials", monkeypatch)
+    thresholds: list[int] = []
+    solved: list[int] = []
+    real_small, real_solve = search._small, search.solve
+
+    def small(pos):  # type: ignore[no-untyped-def]
+        thresholds.append(search.EXACT_CARDS_FOUR)
+        return real_small(pos)
+
+    def solve(*args, **kwargs):  # type: ignore[no-untyped-def]
+        solved.append(1)
+        return real_solve(*args, **kwargs)
+
+    monkeypatch.setattr(search, "_small", small)
+    monkeypatch.setattr(search, "solve", solve)
+    play_local([trials.ExactBot(2, 12), HeuristicBot(), trials.ExactBot(2, 12), HeuristicBot()], seed="exact")
+    assert thresholds and set(thresholds) == {12} and solved
+    assert search.EXACT_CARDS_FOUR == 20
+    solved.clear()
+    play_local([trials.ExactBot(2, 0), HeuristicBot(), trials.ExactBot(2, 0), HeuristicBot()], seed="exact")
+    assert not solved
+    same = play_local([trials.ExactBot(2, 20), HeuristicBot(), trials.ExactBot(2, 20), HeuristicBot()], seed="exact")
+    bot = play_local([SearchBot(ms=2), HeuristicBot(), SearchBot(ms=2), HeuristicBot()], seed="exact")
+    assert (same.match, same.decisions) == (bot.match, bot.decisions)
 
 
 def test_the_signal_trial_says_its_fact_and_reads_its_partners(monkeypatch: pytest.MonkeyPatch) -> None:
