@@ -168,6 +168,7 @@ def _disqualify(args: argparse.Namespace, output: Path, book: Any, err: Console)
     import getpass
 
     from arena.competition.book import LeagueTokens
+    from arena.competition.final import listed
     from arena.competition.pipeline import POLL_S
     from arena.lobby.setup import TOKEN_POLL_S
 
@@ -195,9 +196,12 @@ def _disqualify(args: argparse.Namespace, output: Path, book: Any, err: Console)
         by = ""
     taken = book.disqualify(args.name, args.reason, by, LeagueTokens(output))  # BookError: exit 2 with its line
     entrants = [s.entrant for s in book.submissions(args.name)]
+    written = listed(output, entrants)
     err.print(f"{args.name}: disqualified ({book.disqualified()[args.name].reason}); token revoked; entries "
               f"{', '.join(entrants) or '(none yet)'} are no longer scheduled and their games are left out of the "
-              f"ratings (a running `arena serve` within {POLL_S:g} s; games in flight finish); not in the final",
+              f"ratings (a running `arena serve` within {POLL_S:g} s; games in flight finish); "
+              + (f"the final already written lists {', '.join(written)}: a remote bot's tokens there are revoked "
+                 "too (it forfeits its games), a container entry still plays it" if written else "not in the final"),
               highlight=False, soft_wrap=True, markup=False)
     if taken:
         err.print(f"{args.name}'s remote bots ({', '.join(taken)}): {sum(map(len, taken.values()))} token(s) revoked; "
@@ -320,9 +324,14 @@ def final_run_args(args: argparse.Namespace, err: Console) -> argparse.Namespace
     """``arena competition final``: write the final's config (:func:`arena.competition.final.write_final_config`)
     and return the ``arena run`` arguments that play it (:mod:`arena.cli.commands` runs them), or exit
     status 2 after one line (not frozen, fewer than two finalists, a bad ``--games-per-pairing``). A
-    competitor left out (revoked: :func:`arena.competition.final.choose_finalists`) is named, a line each."""
+    competitor left out (revoked: :func:`arena.competition.final.choose_finalists`) is named, a line each. It takes
+    its turn on the folder's :func:`arena.tournament.lock.lock_changes` before it reads the book, and holds it until
+    the remote finalists' tokens are copied: a disqualify or revoke either comes before (left out) or after (it
+    revokes the copies too, :class:`arena.competition.book.LeagueTokens`). :raises OutputLocked: that turn never
+    came."""
     from arena.competition.book import CompetitionBook
     from arena.competition.final import write_final_config
+    from arena.tournament.lock import lock_changes
 
     try:
         config = load_config(args.config)
@@ -330,7 +339,7 @@ def final_run_args(args: argparse.Namespace, err: Console) -> argparse.Namespace
         gpp = args.games_per_pairing or 2 * config.games_per_pairing
         if gpp < 2 or gpp % 2:
             raise _Usage(f"--games-per-pairing {gpp}: an even number, at least 2 (duplicate pairs)")
-        with CompetitionBook(output) as book:
+        with lock_changes(output), CompetitionBook(output) as book:
             final = write_final_config(config, book, output, gpp)
     except ConfigError as e:
         return _config_errors(e, err)

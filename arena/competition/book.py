@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from arena.lobby.tokens import MAX_FIELD, new_token, token_digest
 from arena.tournament.store import Store, open_private_database
@@ -38,6 +39,9 @@ LOG_TAIL_CHARS = 4096
 
 #: The book's file name in the output folder.
 BOOK_NAME = "competition.sqlite"
+#: The final's folder in the output folder (arena/competition/final.py writes it; :class:`LeagueTokens` changes
+#: its store's copies of the remote finalists' tokens).
+FINAL_DIR = "final"
 #: The book's storage schema (its ``meta`` row ``schema``), as the store's (``arena.tournament.store.check_schema``).
 BOOK_SCHEMA_VERSION = "1"
 #: Every status, in the order a good submission passes them (docs/competition.md).
@@ -55,6 +59,8 @@ REMOVED_REASON = ("retired, its image removed (past [competition] versions_kept)
 REASON_CHARS = 200
 #: Seconds in a (UTC) day: the per-day submission limit counts submissions since the day began.
 DAY_S = 86_400
+
+T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -89,43 +95,54 @@ def name_key(name: str) -> str:
 
 
 class LeagueTokens:
-    """The remote bots' lobby tokens in the league's store of the output folder ``output`` (``arena.sqlite``; none
-    without one): what a disqualification revokes and holds, and its undo gives back. The store is another
-    database than the book, so no transaction spans both: the book's record is committed first and the store
-    changed after it, so a process killed between leaves what the command run again finishes (the tokens held
-    and still valid: the league bars the entries meanwhile; or undone, held and still revoked)."""
+    """The remote bots' lobby tokens of the competition in the output folder ``output``: the league's store
+    (``arena.sqlite``; none without one) and the final's (``final/arena.sqlite``, once a final with a remote finalist
+    was written: :func:`arena.competition.final.write_final_config` copies their digests there, for the final's own
+    lobby). What a disqualification revokes and holds, and its undo gives back, and what ``arena competitor add
+    --revoke`` revokes: in both stores, so a disqualification or a revoke made after the final was written (or while
+    it is played) holds in the final too (``arena token`` of the final's config changes the final's alone). The
+    stores are other databases than the book, so no transaction spans them: the book's record is committed first
+    and the stores changed after it, the league's then the final's, so a process killed between leaves what the
+    command run again finishes (the tokens held and still valid: the league bars the entries meanwhile; or undone,
+    held and still revoked)."""
 
     def __init__(self, output: Path):
         self.output = output
 
-    def _store(self) -> Store | None:
+    def _each(self, change: Callable[[Store], T], none: T) -> T:
+        """``change`` made in the league's store, then in the final's (each that exists); returns what it returned in
+        the league's (``none`` without one: the final's are copies of its tokens)."""
         from arena.tournament.runner import DB_NAME
 
-        return Store(self.output / DB_NAME) if (self.output / DB_NAME).is_file() else None
+        league = self.output / DB_NAME
+        said = none
+        for path in (league, self.output / FINAL_DIR / DB_NAME):
+            if path.is_file():
+                with Store(path) as s:
+                    done = change(s)
+                said = done if path == league else said
+        return said
 
     def valid(self, entrants: Sequence[str]) -> dict[str, list[str]]:
-        """The valid token digests (SHA-256 hex) of ``entrants`` (``name@version``), per entrant."""
-        store = self._store()
-        if store is None:
+        """The valid token digests (SHA-256 hex) of ``entrants`` (``name@version``) in the league's store, per
+        entrant (the final's are copies of those)."""
+        from arena.tournament.runner import DB_NAME
+
+        if not (self.output / DB_NAME).is_file():
             return {}
-        with store as s:
+        with Store(self.output / DB_NAME) as s:
             return {e: d for e in entrants if (d := s.token_digests(e).get(e, []))}
 
     def revoke(self, digests: Sequence[str]) -> int:
-        """Revoke the valid ones of ``digests``; returns how many."""
-        store = self._store()
-        if store is None or not digests:
-            return 0
-        with store as s:
-            return s.revoke_digests(digests)
+        """Revoke the valid ones of ``digests`` in the league's store and the final's; returns how many were valid
+        in the league's."""
+        return self._each(lambda s: s.revoke_digests(digests), 0) if digests else 0
 
     def restore(self, held: Mapping[str, Sequence[str]]) -> dict[str, int]:
-        """Make the revoked ones of ``held`` (digests per entrant) valid again; returns how many, per entrant."""
-        store = self._store()
-        if store is None:
-            return {}
-        with store as s:
-            return {e: s.restore_tokens(d) for e, d in held.items()}
+        """Make the revoked ones of ``held`` (digests per entrant) valid again in the league's store and the final's
+        (there, only the copies it holds: an entrant left out of the final has none); returns how many in the
+        league's, per entrant."""
+        return self._each(lambda s: {e: s.restore_tokens(d) for e, d in held.items()}, {})
 
 
 class BookError(ValueError):

@@ -5,7 +5,11 @@ a round robin of each competitor's chosen entry (:meth:`CompetitionBook.finalist
 pairing, played from that seed by ``arena run`` in ``OUTPUT/final`` (its own store, ratings and
 leaderboard, named ``NAME final``), written as an ordinary config file there (:func:`write_final_config`,
 0600: it holds the seed until the final's board reveals it; then anyone may read what was played).
-Remote finalists keep their bot tokens (the digests are copied).
+Remote finalists keep their bot tokens (the digests are copied into the final's store, for its own lobby): a
+disqualification or a revoke made afterwards revokes those copies too, and an undo gives them back, as in the
+league's store (:class:`arena.competition.book.LeagueTokens`); the config is written and the copies made in one
+turn on the folder's ``competition.lock`` (``arena competition final``, :func:`arena.cli.competing.final_run_args`),
+so a disqualify run meanwhile comes either before (left out) or after (the copies revoked).
 
 A competitor whose token is revoked when the final's config is written is not in it, nor is a remote
 entry without a live bot token (revoking a competitor revokes those too): either would only forfeit
@@ -21,13 +25,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from arena.competition.book import CompetitionBook, Submission
+from arena.competition.book import FINAL_DIR, CompetitionBook, Submission
 from arena.competition.desk import FROZEN_KEY, SEED_KEY
 from arena.config import TournamentConfig
 from referee.dealing import commitment
-
-#: The final's folder in the league's output folder.
-FINAL_DIR = "final"
 
 
 class FinalError(ValueError):
@@ -165,6 +166,19 @@ def _check_not_over(path: Path, text: str) -> None:
     again = f"`--games-per-pairing {was}` publishes it again" if was != now else "run it unchanged to publish it again"
     raise FinalError(f"the final is over and its master seed is revealed: {change} would deal games anyone can "
                      f"compute from the public seed; its board stands as published ({again})")
+
+
+def listed(output: Path, entrants: list[str]) -> list[str]:
+    """Those of ``entrants`` (``name@version``) the final already written in the output folder ``output`` lists
+    (``<output>/final/final.toml``; ``[]`` without one, or one that cannot be read), in its order."""
+    import tomllib
+
+    try:
+        bots = tomllib.loads((output / FINAL_DIR / "final.toml").read_text(encoding="utf-8")).get("bots", [])
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return []
+    names = [b.get("name") for b in bots if isinstance(b, dict)]
+    return [n for n in names if n in entrants]
 
 
 def _copy_remote_tokens(finalists: list[Submission], league: Path, final: Path) -> None:

@@ -21,8 +21,10 @@ The host's commands that change a competition's disqualifications and its remote
 disqualify`` and its ``--undo``, ``arena competitor add --revoke``) each write two databases (the book, then the
 league's store), which no one transaction spans, and run while ``arena serve`` holds the folder's lock: they
 take their turns instead on :data:`CHANGES_LOCK` in the folder with :func:`lock_changes`, an exclusive ``flock``
-on that file (0600), waited for (at most ``wait_s``) and held across both writes. The file stays: removing it
-while held would let a later command lock a new file beside the holder's.
+on that file (0600), waited for (at most ``wait_s``) and held across both writes. ``arena competition final``
+takes its turn too while it chooses the finalists and copies their remote tokens into the final's store (which
+those commands change as well). The file stays: removing it while held would let a later command lock a new file
+beside the holder's.
 """
 
 from __future__ import annotations

@@ -31,9 +31,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from arena.competition.book import BOOK_NAME, CompetitionBook, Disqualification, LeagueTokens
+from arena.competition.book import BOOK_NAME, FINAL_DIR, CompetitionBook, Disqualification, LeagueTokens
 from arena.competition.desk import FROZEN_KEY, SEED_KEY
-from arena.competition.final import FINAL_DIR
 from arena.tournament.backup import DATABASES, Backup, backup
 from arena.tournament.lock import lock_changes, lock_output
 from arena.tournament.runner import CLOSED_KEY, DB_NAME

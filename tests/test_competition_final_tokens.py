@@ -1,0 +1,153 @@
+"""A final already written, then a disqualification, its undo or a revoke (docs/competition.md, "Disqualifying a
+competitor"): `arena competition final` copies the remote finalists' bot token digests into the final's own store
+(``OUTPUT/final/arena.sqlite``), whose lobby accepts them; the host's commands revoked (and gave back) the
+league's only, so a competitor disqualified after the final was written still played it with their remote bot.
+Each test writes a real final (``final_run_args``, as `arena competition final` does before it plays it) from a
+real book and league store, runs the host's commands as real CLI processes, and asks the final's store as the
+final's lobby does (:class:`arena.lobby.tokens.TokenBook`, synced with the final's remote bots)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.test_competition_disqualify import REASON, ROOT, _register, arena, write_config
+
+
+def _final(cfg: Path) -> Path:
+    """Write the final of ``cfg``'s competition as `arena competition final` does before it plays it; its config."""
+    from rich.console import Console
+
+    from arena.cli.competing import final_run_args
+
+    err = io.StringIO()
+    run = final_run_args(argparse.Namespace(config=str(cfg), output=None, games_per_pairing=None, bootstrap=20),
+                         Console(file=err, width=400))
+    assert isinstance(run, argparse.Namespace), err.getvalue()
+    return Path(run.config)
+
+
+def _lobby_takes(final: Path, token: str) -> str | None:
+    """The bot the lobby of the final (``final``: its config) takes a worker presenting ``token`` for, None if it
+    refuses it: the final's store's valid tokens of its remote bots, as ``LobbySetup.reload_tokens`` syncs them."""
+    from arena.lobby.tokens import TokenBook
+    from arena.tournament.store import Store
+
+    remote = [b["name"] for b in tomllib.loads(final.read_text())["bots"] if b.get("remote")]
+    book = TokenBook()
+    with Store(final.parent / "arena.sqlite") as store:
+        book.sync(store.token_digests, remote)
+    return book.bot_for(token)
+
+
+@pytest.fixture
+def two_remote_finalists(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A frozen competition with ann's and mal's remote entries (annbot@1, malbot@1): its config and each
+    competitor's bot token."""
+    from arena.competition.book import CompetitionBook
+    from arena.competition.final import freeze
+
+    cfg = write_config(tmp_path)
+    out = tmp_path / "out"
+    tokens = {}
+    for name in ("ann", "mal"):
+        assert arena("competitor", "add", str(cfg), name).returncode == 0
+        tokens[name] = _register(out, name, f"{name}bot")
+    with CompetitionBook(out) as book:
+        freeze(book)
+    yield cfg, tokens
+
+
+def test_a_disqualification_after_the_final_was_written_reaches_the_finals_tokens(
+        two_remote_finalists: tuple[Path, dict[str, str]]) -> None:
+    """Disqualified after the final was written, mal's remote bot was still taken by the final's lobby (its copy
+    of the token stayed valid): it played the final. The disqualification now revokes it in the final's store too,
+    and its undo gives it back there as in the league's (the same held tokens, no other)."""
+    cfg, tokens = two_remote_finalists
+    final = _final(cfg)
+    assert _lobby_takes(final, tokens["mal"]) == "malbot@1" and _lobby_takes(final, tokens["ann"]) == "annbot@1"
+    gone = arena("competitor", "disqualify", str(cfg), "mal", "--reason", REASON)
+    assert gone.returncode == 0, gone.stderr
+    assert "the final already written lists malbot@1: a remote bot's tokens there are revoked too" in gone.stderr
+    assert _lobby_takes(final, tokens["mal"]) is None  # before: "malbot@1", it played the final
+    assert _lobby_takes(final, tokens["ann"]) == "annbot@1"
+    undo = arena("competitor", "disqualify", str(cfg), "mal", "--undo")
+    assert undo.returncode == 0, undo.stderr
+    assert _lobby_takes(final, tokens["mal"]) == "malbot@1"
+
+
+def test_a_revoke_after_the_final_was_written_reaches_the_finals_tokens(
+        two_remote_finalists: tuple[Path, dict[str, str]]) -> None:
+    """`arena competitor add --revoke` revokes the competitor's remote bots' tokens in the final's store too; and
+    a disqualification's undo then gives none back there (the host's revoke keeps them revoked, as in the
+    league's)."""
+    cfg, tokens = two_remote_finalists
+    final = _final(cfg)
+    revoke = arena("competitor", "add", str(cfg), "mal", "--revoke")
+    assert revoke.returncode == 0, revoke.stderr
+    assert _lobby_takes(final, tokens["mal"]) is None  # before: "malbot@1"
+    for args in (("--reason", REASON), ("--undo",)):
+        assert arena("competitor", "disqualify", str(cfg), "mal", *args).returncode == 0
+    assert _lobby_takes(final, tokens["mal"]) is None and _lobby_takes(final, tokens["ann"]) == "annbot@1"
+
+
+def _has_open(pid: int, path: Path) -> bool:
+    """Whether process ``pid`` has ``path`` open (its ``/proc/PID/fd``)."""
+    fds = Path(f"/proc/{pid}/fd")
+    try:
+        return any(os.readlink(fds / fd) == str(path.resolve()) for fd in os.listdir(fds))
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def test_a_disqualification_during_the_finals_writing_reaches_its_tokens(
+        two_remote_finalists: tuple[Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The final reads the book (mal live: a finalist), writes its config, reads the league's valid tokens, then
+    copies them into its store. A disqualify run as it copies (a real process, started as the final stores mal's
+    token) found none of mal's tokens in the final's store yet and revoked the league's; the final then stored
+    the copy, valid. The final's writing now takes its turn on the folder's competition.lock as the host's changes
+    do: the disqualify runs as far as it can (to its end, or to its wait for that turn while the final holds it),
+    and mal's bot is refused by the final's lobby either way."""
+    from arena.lobby.tokens import token_digest
+    from arena.tournament.lock import CHANGES_LOCK, _flock_pids
+    from arena.tournament.store import Store
+
+    cfg, tokens = two_remote_finalists
+    lock = cfg.parent / "out" / CHANGES_LOCK
+    started: list[subprocess.Popen[str]] = []
+    add_token = Store.add_token
+
+    def disqualified_meanwhile(self: Store, bot: str, digest: str) -> None:
+        if digest == token_digest(tokens["mal"]) and not started:
+            started.append(subprocess.Popen([sys.executable, "-m", "arena.cli", "competitor", "disqualify", str(cfg),
+                                             "mal", "--reason", REASON], cwd=ROOT, text=True,
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+            ours = lock.exists() and os.getpid() in _flock_pids(lock.stat().st_dev, lock.stat().st_ino)
+            deadline = time.monotonic() + 120  # a hang's bound, not a duration asserted
+            while started[0].poll() is None and not (ours and _has_open(started[0].pid, lock)):
+                assert time.monotonic() < deadline, "the disqualify neither ended nor waited for its turn"
+                time.sleep(0.02)
+        add_token(self, bot, digest)
+
+    monkeypatch.setattr(Store, "add_token", disqualified_meanwhile)
+    try:
+        final = _final(cfg)
+        _, said = started[0].communicate(timeout=120)
+    finally:
+        for proc in started:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert started[0].returncode == 0, said
+    assert [b["name"] for b in tomllib.loads(final.read_text())["bots"]] == ["annbot@1", "malbot@1"]
+    assert _lobby_takes(final, tokens["mal"]) is None  # before: "malbot@1"
+    assert _lobby_takes(final, tokens["ann"]) == "annbot@1"
