@@ -44,7 +44,8 @@ class Termination(StrEnum):
     #: the match ended early because another seat forfeited; this seat did nothing wrong
     OTHER_SEAT_FORFEITED = "other_seat_forfeited"
     # ---- the arena's own (never on the wire)
-    #: the bot failed its check before the first game (``--skip-broken``): its games are forfeited unplayed
+    #: the bot failed its check before the first game (``--skip-broken``), or a competition's host disqualified it
+    #: after its final was written (docs/competition.md): its games are forfeited unplayed
     NOT_STARTED = "not_started"
     #: the bot's worker pool is broken (its workers died again and again): its games are forfeited unplayed
     BROKEN = "broken"

@@ -77,7 +77,8 @@ def test_a_disqualification_after_the_final_was_written_reaches_the_finals_token
     assert _lobby_takes(final, tokens["mal"]) == "malbot@1" and _lobby_takes(final, tokens["ann"]) == "annbot@1"
     gone = arena("competitor", "disqualify", str(cfg), "mal", "--reason", REASON)
     assert gone.returncode == 0, gone.stderr
-    assert "the final already written lists malbot@1: a remote bot's tokens there are revoked too" in gone.stderr
+    assert "the final already written lists malbot@1: its games not yet started are forfeited" in gone.stderr
+    assert "a remote bot's tokens there are revoked too" in gone.stderr
     assert _lobby_takes(final, tokens["mal"]) is None  # before: "malbot@1", it played the final
     assert _lobby_takes(final, tokens["ann"]) == "annbot@1"
     undo = arena("competitor", "disqualify", str(cfg), "mal", "--undo")
@@ -151,3 +152,4 @@ def test_a_disqualification_during_the_finals_writing_reaches_its_tokens(
     assert [b["name"] for b in tomllib.loads(final.read_text())["bots"]] == ["annbot@1", "malbot@1"]
     assert _lobby_takes(final, tokens["mal"]) is None  # before: "malbot@1"
     assert _lobby_takes(final, tokens["ann"]) == "annbot@1"
+

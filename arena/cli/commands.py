@@ -24,7 +24,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol
 
@@ -804,7 +804,7 @@ def _open_and_play(
                 runner.use_entrants(t.entrants)
             setup = _open_lobby(config, t, runner, output, console)
             try:
-                code = _play(args, console, error, config, t, pending, runner, test)
+                code = _play(args, console, error, config, t, pending, runner, test, barred=_book_bar(output, error))
             finally:
                 if setup is not None:
                     setup.stop()
@@ -912,18 +912,18 @@ def _play(
     pending: Sequence[ScheduledGame],
     runner: GameRunner,
     test: SprtRun | None = None,
-    *, ladder: LadderRun | None = None, check: bool = True,
+    *, ladder: LadderRun | None = None, check: bool = True, barred: Callable[[], Mapping[str, str]] = dict,
 ) -> int:
     """Play the ``pending`` games with a progress bar; returns 0, or the exit status of a failure.
 
-    :param test: an sprt tournament's test: once it decides, no new game starts.
+    :param test: an sprt tournament's test: once it decides, no new game starts. ``barred``: the entrants barred
+        (:func:`_book_bar`): not checked, their games forfeited (:func:`arena.tournament.runner.run_games`).
     :param ladder: a ladder's :class:`arena.formats.ladder_run.LadderRun`, fed each stored game (no bar);
         ``check``: check the bots first (:func:`_check_bots`; a ladder checks all its entrants itself).
     """
     from arena.play.referees import RefereeError
 
-    code = _check_bots(args, console, error, runner, pending) if check else 0
-    if code:
+    if code := _check_bots(args, console, error, runner, pending, barred=barred()) if check else 0:
         return code
     stop = threading.Event()
     try:
@@ -952,7 +952,7 @@ def _play(
 
             with interrupt.stopping(stop):  # a stop signal: no new game; those in flight are stored
                 run_games(pending, runner, t.store, config.concurrency, on_result, stop,
-                          twins_together=config.twins_together, on_note=_workers_note(console))
+                          twins_together=config.twins_together, on_note=_workers_note(console), barred=barred)
     except RefereeError as e:
         error(str(e))
         if e.exit_status == 1:
@@ -965,6 +965,32 @@ def _play(
     return 0
 
 
+def _book_bar(output: Path, error: ErrorLine) -> Callable[[], Mapping[str, str]]:
+    """The entrants of the run in ``output`` its competition's host disqualified, as the run asks at each look for
+    games to start (:func:`arena.report.disqualified.read_barred`, read again each time: a final's folder reads
+    the competition's book beside it, so a disqualification, or its undoing, holds in a final already written;
+    ``{}`` for a folder of no competition). A book that cannot be read (busy past its wait) keeps the last answer,
+    said once in a ``note`` line."""
+    import sqlite3
+
+    from arena.report.disqualified import read_barred
+
+    last: dict[str, str] = {}
+    said: list[str] = []
+
+    def now() -> Mapping[str, str]:
+        nonlocal last
+        try:
+            last = read_barred(output)
+        except sqlite3.Error as e:
+            if not said:
+                said.append(str(e))
+                error(f"the competition's disqualifications could not be read ({e}): the last read holds", "note")
+        return last
+
+    return now
+
+
 def _check_bots(
     args: argparse.Namespace,
     console: Console,
@@ -972,9 +998,11 @@ def _check_bots(
     runner: GameRunner,
     pending: Sequence[ScheduledGame],
     entrants: Sequence[str] | None = None,
+    barred: Collection[str] = (),
 ) -> int:
     """Check every bot of the ``pending`` games once (it starts and joins a practice match) before the
-    first game; ``entrants``: check these instead (a ladder, whose games are chosen as it goes). A failure
+    first game, but those of ``barred`` (disqualified: their games are forfeited, their bots never started);
+    ``entrants``: check these instead (a ladder, whose games are chosen as it goes). A failure
     stops the run (exit status 2, one line per broken bot), or with ``--skip-broken`` its games are
     forfeited at once, or in a ladder it gets none (the caller leaves it out: :meth:`LadderRun.leave_out`),
     one warning line per broken bot; returns 0 to go on."""
@@ -982,6 +1010,7 @@ def _check_bots(
     if check is None:  # the simulated runner starts no bots
         return 0
     names = list(entrants) if entrants is not None else list(dict.fromkeys(n for g in pending for n in g.sides))
+    names = [n for n in names if n not in barred]
     problems: dict[str, str] = check(names)
     for name, why in problems.items():
         games = ("it gets no games in this run" if entrants is not None

@@ -168,7 +168,7 @@ def _disqualify(args: argparse.Namespace, output: Path, book: Any, err: Console)
     import getpass
 
     from arena.competition.book import LeagueTokens
-    from arena.competition.final import listed
+    from arena.competition.final import in_final
     from arena.competition.pipeline import POLL_S
     from arena.lobby.setup import TOKEN_POLL_S
 
@@ -178,8 +178,9 @@ def _disqualify(args: argparse.Namespace, output: Path, book: Any, err: Console)
             raise _Usage("--undo takes no --reason (the disqualification's record keeps its own)")
         undone = book.undo_disqualification(args.name, LeagueTokens(output))
         done = undone is not None and not undone.again  # again: an undo killed before it gave the tokens back
+        final = in_final(output, [s.entrant for s in book.submissions(args.name)], undone=True)
         err.print(f"{args.name}: disqualification undone: their entries are scheduled and rated again (a running "
-                  f"`arena serve` within {POLL_S:g} s); their token stays revoked: `arena competitor add "
+                  f"`arena serve` within {POLL_S:g} s); {final}; their token stays revoked: `arena competitor add "
                   f"{args.config} {args.name}` makes a new one" if done else f"{args.name}: not disqualified",
                   highlight=False, soft_wrap=True, markup=False)
         if undone and undone.restored:
@@ -196,12 +197,10 @@ def _disqualify(args: argparse.Namespace, output: Path, book: Any, err: Console)
         by = ""
     taken = book.disqualify(args.name, args.reason, by, LeagueTokens(output))  # BookError: exit 2 with its line
     entrants = [s.entrant for s in book.submissions(args.name)]
-    written = listed(output, entrants)
     err.print(f"{args.name}: disqualified ({book.disqualified()[args.name].reason}); token revoked; entries "
               f"{', '.join(entrants) or '(none yet)'} are no longer scheduled and their games are left out of the "
               f"ratings (a running `arena serve` within {POLL_S:g} s; games in flight finish); "
-              + (f"the final already written lists {', '.join(written)}: a remote bot's tokens there are revoked "
-                 "too (it forfeits its games), a container entry still plays it" if written else "not in the final"),
+              f"{in_final(output, entrants)}",
               highlight=False, soft_wrap=True, markup=False)
     if taken:
         err.print(f"{args.name}'s remote bots ({', '.join(taken)}): {sum(map(len, taken.values()))} token(s) revoked; "

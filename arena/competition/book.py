@@ -42,6 +42,8 @@ BOOK_NAME = "competition.sqlite"
 #: The final's folder in the output folder (arena/competition/final.py writes it; :class:`LeagueTokens` changes
 #: its store's copies of the remote finalists' tokens).
 FINAL_DIR = "final"
+#: The final's config file in its folder (``<output>/final/final.toml``).
+FINAL_CONFIG = "final.toml"
 #: The book's storage schema (its ``meta`` row ``schema``), as the store's (``arena.tournament.store.check_schema``).
 BOOK_SCHEMA_VERSION = "1"
 #: Every status, in the order a good submission passes them (docs/competition.md).
@@ -765,11 +767,25 @@ class CompetitionBook:
         return self.submissions(statuses=IN_QUEUE)
 
 
+def competition_folder(folder: Path) -> Path:
+    """The output folder of the competition whose book governs the output folder ``folder``: the final's folder
+    (``<output>/final`` holding its config, beside the book) belongs to the competition in ``<output>``; any other
+    folder is its own (with a book or without). So the final's run and its board read the competition's
+    disqualifications where the league's do (:func:`read_disqualified`)."""
+    folder = Path(folder)
+    parent = folder.parent
+    if folder.name == FINAL_DIR and (folder / FINAL_CONFIG).is_file() and (parent / BOOK_NAME).is_file():
+        return parent
+    return folder
+
+
 def read_disqualified(folder: Path) -> dict[str, str]:
-    """:meth:`CompetitionBook.disqualified_entrants` of the book in the output folder ``folder``, read-only
-    (``{}`` when it has no book, or a book made before disqualifications): what a publication of the league
-    (``arena serve``, ``arena competition close``, ``arena web``) leaves out of the ratings. Makes no file."""
-    path = Path(folder) / BOOK_NAME
+    """:meth:`CompetitionBook.disqualified_entrants` of the book of the competition the output folder ``folder``
+    belongs to (:func:`competition_folder`: the league's, or its final's), read-only (``{}`` when it has no book,
+    or a book made before disqualifications): what a publication of the league or the final (``arena serve``,
+    ``arena competition close``, ``arena run``, ``arena web``) leaves out of the ratings, and what the final's run
+    forfeits (:func:`arena.tournament.runner.run_games`' ``barred``). Makes no file."""
+    path = competition_folder(folder) / BOOK_NAME
     if not path.is_file():
         return {}
     try:

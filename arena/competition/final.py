@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from arena.competition.book import FINAL_DIR, CompetitionBook, Submission
+from arena.competition.book import FINAL_CONFIG, FINAL_DIR, CompetitionBook, Submission
 from arena.competition.desk import FROZEN_KEY, SEED_KEY
 from arena.config import TournamentConfig
 from referee.dealing import commitment
@@ -118,7 +118,7 @@ def write_final_config(config: TournamentConfig, book: CompetitionBook, output: 
             f"blind_seats = {str(config.blind_seats).lower()}\n"
             f"[tournament.rules]\n{rules}\n[tournament.time_control]\n{clock}\n")
     notes = "".join(f"# {line}\n" for line in left_out)
-    path = folder / "final.toml"
+    path = folder / FINAL_CONFIG
     text = notes + head + "\n" + "\n".join(_bot_table(s, config) for s in finalists)
     _check_not_over(path, text)
     _write_private(path, text)
@@ -174,11 +174,39 @@ def listed(output: Path, entrants: list[str]) -> list[str]:
     import tomllib
 
     try:
-        bots = tomllib.loads((output / FINAL_DIR / "final.toml").read_text(encoding="utf-8")).get("bots", [])
+        bots = tomllib.loads((output / FINAL_DIR / FINAL_CONFIG).read_text(encoding="utf-8")).get("bots", [])
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return []
     names = [b.get("name") for b in bots if isinstance(b, dict)]
     return [n for n in names if n in entrants]
+
+
+def in_final(output: Path, entrants: list[str], undone: bool = False) -> str:
+    """One clause: what the disqualification of a competitor whose entries are ``entrants`` (or its undoing,
+    ``undone``) does to the final in the output folder ``output``: none written that lists them; one written
+    (being played, or to be) whose games of theirs not started yet are forfeited as its run comes to each (or
+    played again), read from the book at each look (:func:`arena.report.disqualified.read_barred`); or one played
+    to its end, whose games stand as played and whose board, published again, lists them (or no longer does)."""
+    from arena.tournament.runner import DB_NAME
+    from arena.tournament.store import Store
+
+    written = listed(output, entrants)
+    if not written:
+        return "not in the final"
+    names = ", ".join(written)
+    db = output / FINAL_DIR / DB_NAME
+    over = False
+    if db.is_file():
+        with Store(db) as store:
+            over = store.get_meta("finished_at") is not None
+    if over:
+        return (f"the final, played to its end, lists {names}: its games stand as played; its board lists them "
+                + ("disqualified no more" if undone else "disqualified, the others rated without their games")
+                + " once published again (`arena run` of its config)")
+    if undone:
+        return f"the final written lists {names}: its games of theirs not yet started are played"
+    return (f"the final already written lists {names}: its games not yet started are forfeited (disqualified) as "
+            "its run comes to each, and a remote bot's tokens there are revoked too")
 
 
 def _copy_remote_tokens(finalists: list[Submission], league: Path, final: Path) -> None:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol, TypedDict, runtime_checkable
 
 from arena.config import BotSpec, TournamentConfig, identity_changes
 from arena.ratings.elo import expected_score
-from arena.tournament.result import GameResult
+from arena.tournament.result import GameResult, Unplayed, forfeit_result
 from arena.tournament.schedule import ScheduledGame, blind_order, make_schedule
 from arena.tournament.store import Store, StoreMismatch, recovery_advice
 from referee.dealing import commitment, fresh_seed
@@ -461,6 +461,7 @@ def run_games(
     twins_together: bool = False,
     continuous: bool = False,
     on_note: Callable[[str], None] | None = None,
+    barred: Callable[[], Mapping[str, str]] | None = None,
 ) -> int:
     """Play ``games`` with up to ``concurrency`` at once, storing each result as it arrives.
 
@@ -480,6 +481,10 @@ def run_games(
 
     :param on_result: called in this thread after each store attempt with ``(result, written)``.
     :param stop: when set, no new game starts; games in flight finish and are stored.
+    :param barred: asked at each look for games to start: the entrants (labels) barred now -> the host's reason
+        (a competition's disqualified ones, :func:`arena.report.disqualified.read_barred`); a game of theirs not
+        started yet is forfeited by their side(s) at once (:func:`barred_forfeit`), none of their processes
+        started; an entrant no longer barred (the disqualification undone) plays its games left.
     :returns: the number of results newly written.
     :raises Exception: the first exception a runner raised (after the games in flight finish and are
         stored); games not yet started stay pending for the next run.
@@ -490,7 +495,7 @@ def run_games(
         raise ValueError(f"concurrency must be >= 1, not {concurrency}")
     starter = runner if isinstance(runner, Starter) else _InOrder(runner)
     loop = _RunLoop(starter, _Stored(store, on_result), list(games), concurrency, stop, continuous, on_note,
-                    twins_together)
+                    twins_together, barred or _nobody)
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="arena-game") as pool:
         try:
             while loop.turn(pool):
@@ -520,6 +525,7 @@ class _RunLoop:
     continuous: bool
     on_note: Callable[[str], None] | None
     twins_together: bool = False
+    barred: Callable[[], Mapping[str, str]] = field(default=lambda: {})
     running: dict[Future[GameResult], ScheduledGame] = field(default_factory=dict)
     said: set[str] = field(default_factory=set)
     given_up: set[str] = field(default_factory=set)
@@ -541,7 +547,7 @@ class _RunLoop:
         wake = self.starter.wake
         wake.clear()
         look = None if self.halted() else _start_games(self.todo, self.starter, pool, self.running, self.concurrency,
-                                                       wake, self.twins_together)
+                                                       wake, self.twins_together, self.barred() if self.todo else {})
         for result in look.decided if look is not None else ():
             self.stored.add(result)
         self._warn_forfeits(look.decided if look is not None else [])
@@ -652,14 +658,24 @@ def _start_games(
     concurrency: int,
     wake: threading.Event,
     twins_together: bool = False,
+    barred: Mapping[str, str] | None = None,
 ) -> _Look:
     """Start what can start now (removing it from ``todo``); see :class:`_Look`. A game whose twin is in
-    ``running`` waits unless ``twins_together`` (:func:`run_games`)."""
+    ``running`` waits unless ``twins_together`` (:func:`run_games`); one of an entrant of ``barred`` is
+    decided at once (:func:`barred_forfeit`), whatever is running."""
     decided: list[GameResult] = []
     waiting: dict[tuple[str, ...], Absent | None] = {}  # seatings that could not start in this look
     k = 0
-    while k < len(todo) and len(running) < concurrency:
+    while k < len(todo) and (barred or len(running) < concurrency):
         game = todo[k]
+        lost = barred_forfeit(game, barred or {})
+        if lost is not None:
+            todo.pop(k)
+            decided.append(lost)
+            continue
+        if len(running) >= concurrency:
+            k += 1
+            continue
         if game.seats in waiting or (not twins_together and _twin_in_flight(game, running.values())):
             k += 1
             continue
@@ -678,6 +694,20 @@ def _start_games(
     absent = {b for got in waiting.values() if got is not None for b in got.bots}
     only = bool(todo) and not running and all(waiting.get(g.seats) is not None for g in todo)
     return _Look(decided, absent, only)
+
+
+def _nobody() -> Mapping[str, str]:
+    """No entrant barred (:func:`run_games` without ``barred``)."""
+    return {}
+
+
+def barred_forfeit(game: ScheduledGame, barred: Mapping[str, str]) -> GameResult | None:
+    """``game`` forfeited, unplayed, by the side(s) of the entrants of ``barred`` (label -> the host's reason) it
+    seats (``not_started``, ``disqualified by the host: REASON``; no winner when both are), or None: it seats
+    none."""
+    out = {side: Unplayed(Termination.NOT_STARTED, f"disqualified by the host: {barred[side]}")
+           for side in game.sides if side in barred}
+    return forfeit_result(game, out) if out else None
 
 
 def _twin_in_flight(game: ScheduledGame, in_flight: Iterable[ScheduledGame]) -> bool:
