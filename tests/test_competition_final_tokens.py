@@ -153,3 +153,19 @@ def test_a_disqualification_during_the_finals_writing_reaches_its_tokens(
     assert _lobby_takes(final, tokens["mal"]) is None  # before: "malbot@1"
     assert _lobby_takes(final, tokens["ann"]) == "annbot@1"
 
+
+def test_arena_token_names_the_command_that_revokes_a_competitors_remote_entry(
+        two_remote_finalists: tuple[Path, dict[str, str]]) -> None:
+    """`arena token CONFIG NAME --revoke` changes the store of CONFIG's output alone, but it names only CONFIG's
+    own [[bots]] (the house bots, which play no final): a competitor's remote entry, whose tokens the final copies,
+    is none of them, so it cannot leave a copy valid. A host revoking a leaked entry's token that way was told only
+    "no bot named 'malbot@1'"; the line now names the command that revokes it everywhere (the final's copies too),
+    and that command does."""
+    cfg, tokens = two_remote_finalists
+    final = _final(cfg)
+    refused = arena("token", str(cfg), "malbot@1", "--revoke")
+    assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, refused.stderr
+    assert f"`arena competitor add {cfg} COMPETITOR --revoke`" in refused.stderr, refused.stderr
+    assert _lobby_takes(final, tokens["mal"]) == "malbot@1"  # nothing was revoked by the refused command
+    assert arena("competitor", "add", str(cfg), "mal", "--revoke").returncode == 0
+    assert _lobby_takes(final, tokens["mal"]) is None

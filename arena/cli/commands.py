@@ -168,7 +168,11 @@ def token_command(args: argparse.Namespace, console: Console, err: Console) -> i
         return error(str(e))
     bot = next((b for b in config.bots if b.name == args.name), None)
     if bot is None:
-        return error(f"{config.source}: no bot named {args.name!r} (bots: {', '.join(b.name for b in config.bots)})")
+        entry = (f"; a competitor's remote entry is not one: `arena competitor add {args.config} COMPETITOR --revoke` "
+                 "(or `arena competitor disqualify`) revokes its tokens, the final's copies too"
+                 if config.competition is not None else "")
+        return error(f"{config.source}: no bot named {args.name!r} (bots: {', '.join(b.name for b in config.bots)})"
+                     + entry)
     if bot.mode != "remote":
         return error(f"{config.source}: bot {args.name!r} is not remote (set remote = true in its [[bots]] table)")
     output = Path(args.output).resolve() if args.output else config.output
