@@ -10,6 +10,10 @@ disqualification or a revoke made afterwards revokes those copies too, and an un
 league's store (:class:`arena.competition.book.LeagueTokens`); the config is written and the copies made in one
 turn on the folder's ``competition.lock`` (``arena competition final``, :func:`arena.cli.competing.final_run_args`),
 so a disqualify run meanwhile comes either before (left out) or after (the copies revoked).
+A disqualification made once the final is written holds in its run as well (container entries too): the run
+reads the competition's book at each look for games to start and forfeits theirs (``run_games``' ``barred``;
+:func:`arena.competition.book.competition_folder` ties the final's folder to the book), and its board lists them
+as the league's does; :func:`in_final` says which of these the disqualify did.
 
 A competitor whose token is revoked when the final's config is written is not in it, nor is a remote
 entry without a live bot token (revoking a competitor revokes those too): either would only forfeit
