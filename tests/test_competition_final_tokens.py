@@ -169,3 +169,18 @@ def test_arena_token_names_the_command_that_revokes_a_competitors_remote_entry(
     assert _lobby_takes(final, tokens["mal"]) == "malbot@1"  # nothing was revoked by the refused command
     assert arena("competitor", "add", str(cfg), "mal", "--revoke").returncode == 0
     assert _lobby_takes(final, tokens["mal"]) is None
+
+
+def test_an_undo_keeps_a_finals_copy_the_host_revoked_in_the_final(
+        two_remote_finalists: tuple[Path, dict[str, str]]) -> None:
+    """An undo gives back in the final's store only what the disqualification took there: a copy the host had
+    revoked in the final before (`arena token FINAL.toml NAME --revoke`, the final's own command) stays revoked."""
+    cfg, tokens = two_remote_finalists
+    final = _final(cfg)
+    revoked = arena("token", str(final), "malbot@1", "--revoke")
+    assert revoked.returncode == 0, revoked.stderr
+    assert _lobby_takes(final, tokens["mal"]) is None  # revoked in the final, by hand
+    assert arena("competitor", "disqualify", str(cfg), "mal", "--reason", REASON).returncode == 0
+    undo = arena("competitor", "disqualify", str(cfg), "mal", "--undo")
+    assert undo.returncode == 0, undo.stderr
+    assert _lobby_takes(final, tokens["mal"]) is None  # the undo gives back only what the disqualification took

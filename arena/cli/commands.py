@@ -969,6 +969,10 @@ def _play(
     return 0
 
 
+#: Seconds the run waits, at each look for games to start, for a busy competition book (:func:`_book_bar`).
+BAR_WAIT_S = 0.5
+
+
 def _book_bar(output: Path, error: ErrorLine) -> Callable[[], Mapping[str, str]]:
     """The entrants of the run in ``output`` its competition's host disqualified, as the run asks at each look for
     games to start (:func:`arena.report.disqualified.read_barred`, read again each time: a final's folder reads
@@ -985,7 +989,7 @@ def _book_bar(output: Path, error: ErrorLine) -> Callable[[], Mapping[str, str]]
     def now() -> Mapping[str, str]:
         nonlocal last
         try:
-            last = read_barred(output)
+            last = read_barred(output, BAR_WAIT_S)  # the run loop waits on it: a busy book costs a look no more
         except sqlite3.Error as e:
             if not said:
                 said.append(str(e))

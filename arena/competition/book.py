@@ -111,9 +111,10 @@ class LeagueTokens:
     def __init__(self, output: Path):
         self.output = output
 
-    def _each(self, change: Callable[[Store], T], none: T) -> T:
-        """``change`` made in the league's store, then in the final's (each that exists); returns what it returned in
-        the league's (``none`` without one: the final's are copies of its tokens)."""
+    def _each(self, change: Callable[[Store, bool], T], none: T) -> T:
+        """``change(store, league)`` made in the league's store (``league`` True), then in the final's (each that
+        exists); returns what it returned in the league's (``none`` without one: the final's are copies of its
+        tokens)."""
         from arena.tournament.runner import DB_NAME
 
         league = self.output / DB_NAME
@@ -121,7 +122,7 @@ class LeagueTokens:
         for path in (league, self.output / FINAL_DIR / DB_NAME):
             if path.is_file():
                 with Store(path) as s:
-                    done = change(s)
+                    done = change(s, path == league)
                 said = done if path == league else said
         return said
 
@@ -138,13 +139,15 @@ class LeagueTokens:
     def revoke(self, digests: Sequence[str]) -> int:
         """Revoke the valid ones of ``digests`` in the league's store and the final's; returns how many were valid
         in the league's."""
-        return self._each(lambda s: s.revoke_digests(digests), 0) if digests else 0
+        return self._each(lambda s, _: s.revoke_digests(digests), 0) if digests else 0
 
-    def restore(self, held: Mapping[str, Sequence[str]]) -> dict[str, int]:
+    def restore(self, held: Mapping[str, Sequence[str]], since: float | None = None) -> dict[str, int]:
         """Make the revoked ones of ``held`` (digests per entrant) valid again in the league's store and the final's
-        (there, only the copies it holds: an entrant left out of the final has none); returns how many in the
-        league's, per entrant."""
-        return self._each(lambda s: {e: s.restore_tokens(d) for e, d in held.items()}, {})
+        (there, only the copies it holds: an entrant left out of the final has none, and only those revoked at or
+        after ``since``, the disqualification's time: a copy the host revoked in the final before, with ``arena
+        token`` of the final's config, stays revoked); returns how many in the league's, per entrant."""
+        return self._each(lambda s, league: {e: s.restore_tokens(d, None if league else since)
+                                             for e, d in held.items()}, {})
 
 
 class BookError(ValueError):
@@ -426,6 +429,7 @@ class CompetitionBook:
         competitor token stays revoked (``arena competitor add`` makes a new one). None if they were not
         disqualified and hold no tokens."""
         with self._transaction() as db:
+            at = db.execute("SELECT at FROM disqualifications WHERE competitor = ?", (name,)).fetchone()
             cur = db.execute("UPDATE disqualifications SET undone_at = ?, digest = NULL WHERE competitor = ? "
                              "AND undone_at IS NULL", (time.time(), name))
             held: dict[str, list[str]] = {}
@@ -435,7 +439,7 @@ class CompetitionBook:
         if cur.rowcount == 0 and not held:
             return None
         # committed first: killed here, the tokens stay revoked and held, and --undo run again gives them back
-        restored = tokens.restore(held) if tokens is not None and held else {}
+        restored = tokens.restore(held, None if at is None else float(at[0])) if tokens is not None and held else {}
         with self._transaction() as db:  # dropped once given back, unless disqualified again meanwhile
             db.executemany("DELETE FROM held_tokens WHERE digest = ? AND competitor NOT IN (SELECT competitor FROM "
                            "disqualifications WHERE undone_at IS NULL)", [(d,) for ds in held.values() for d in ds])
@@ -769,27 +773,30 @@ class CompetitionBook:
 
 def competition_folder(folder: Path) -> Path:
     """The output folder of the competition whose book governs the output folder ``folder``: the final's folder
-    (``<output>/final`` holding its config, beside the book) belongs to the competition in ``<output>``; any other
-    folder is its own (with a book or without). So the final's run and its board read the competition's
-    disqualifications where the league's do (:func:`read_disqualified`)."""
+    (``<output>/final`` holding its config, beside the book, with no book of its own) belongs to the competition in
+    ``<output>``; any other folder is its own (with a book or without: a folder with its own book is always its
+    own). So the final's run and its board read the competition's disqualifications where the league's do
+    (:func:`read_disqualified`)."""
     folder = Path(folder)
     parent = folder.parent
-    if folder.name == FINAL_DIR and (folder / FINAL_CONFIG).is_file() and (parent / BOOK_NAME).is_file():
+    if (folder.name == FINAL_DIR and (folder / FINAL_CONFIG).is_file() and (parent / BOOK_NAME).is_file()
+            and not (folder / BOOK_NAME).is_file()):  # a competition's own folder, named final, reads its own book
         return parent
     return folder
 
 
-def read_disqualified(folder: Path) -> dict[str, str]:
+def read_disqualified(folder: Path, wait_s: float = 30.0) -> dict[str, str]:
     """:meth:`CompetitionBook.disqualified_entrants` of the book of the competition the output folder ``folder``
     belongs to (:func:`competition_folder`: the league's, or its final's), read-only (``{}`` when it has no book,
     or a book made before disqualifications): what a publication of the league or the final (``arena serve``,
     ``arena competition close``, ``arena run``, ``arena web``) leaves out of the ratings, and what the final's run
-    forfeits (:func:`arena.tournament.runner.run_games`' ``barred``). Makes no file."""
+    forfeits (:func:`arena.tournament.runner.run_games`' ``barred``); a book busy past ``wait_s`` seconds raises
+    :class:`sqlite3.OperationalError`. Makes no file."""
     path = competition_folder(folder) / BOOK_NAME
     if not path.is_file():
         return {}
     try:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=wait_s)
     except sqlite3.Error:
         return {}
     try:

@@ -18,20 +18,28 @@ from typing import Any
 
 from arena.competition.book import REASON_CHARS, read_disqualified
 from arena.report.cache import StoredGame
-from arena.tournament.runner import LeftOut, TournamentFacts
+from arena.tournament.runner import BARRED_WHY, LeftOut, TournamentFacts
 
 
-def read_barred(output: Path) -> dict[str, str]:
+def read_barred(output: Path, wait_s: float = 30.0) -> dict[str, str]:
     """The disqualified entrants of the competition in the output folder ``output`` -> the host's reason, each
-    cut to :data:`REASON_CHARS` (``{}``: no competition there, or nobody disqualified)."""
-    return {bot: why[:REASON_CHARS] for bot, why in read_disqualified(output).items()}
+    cut to :data:`REASON_CHARS` (``{}``: no competition there, or nobody disqualified); ``wait_s``: for a busy book
+    (:func:`read_disqualified`)."""
+    return {bot: why[:REASON_CHARS] for bot, why in read_disqualified(output, wait_s).items()}
 
 
 def rated(stored: Sequence[StoredGame], barred: Mapping[str, str]) -> list[StoredGame]:
-    """``stored`` but the games in which an entrant of ``barred`` sat (in their order)."""
-    if not barred:
-        return list(stored)
-    return [g for g in stored if not any(side in barred for side in g.result.sides)]
+    """``stored`` but the games in which an entrant of ``barred`` sat, and those a final's run forfeited by its bar
+    (:func:`barred_forfeit`: never played; void once the disqualification is undone too), in their order."""
+    return [g for g in stored if not any(side in barred for side in g.result.sides) and not barred_forfeit_of(g)]
+
+
+def barred_forfeit_of(game: StoredGame) -> bool:
+    """Whether ``game`` was forfeited, unplayed, by the run's bar on a disqualified entrant
+    (:func:`arena.tournament.runner.barred_forfeit`)."""
+    sides = game.result.sides
+    return any(r.startswith(f"side {i} ({sides[i]}) forfeited: {BARRED_WHY}")
+               for r in game.result.reasons for i in (0, 1))
 
 
 def disqualified_facts(barred: Mapping[str, str]) -> list[LeftOut]:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -294,8 +295,17 @@ def _barred(output: Path, facts: TournamentFacts, t: Tournament, shown: list[Gam
     """The disqualified entrants of the competition in ``output`` (:func:`read_barred`: their games are not
     rated), listed in ``facts`` (``disqualified``) and left out of its ``failures`` and a ladder's board (its
     standings and last pairs' figures refitted from the games ``shown`` when written with others void:
-    :func:`mark_barred`)."""
-    barred = read_barred(output)
+    :func:`mark_barred`).
+
+    :raises PublishError: the competition's book stayed busy (another process holding it) past sqlite's wait:
+        one line naming it; nothing is written, the games stay stored (publish again: ``arena run`` of the config).
+    """
+    try:
+        barred = read_barred(output)
+    except sqlite3.Error as e:  # a board without the host's disqualifications would rate the disqualified
+        raise PublishError(f"the board in {output} is not published: the competition's book could not be read "
+                           f"({e}); the games stay stored: publish again once it is free (`arena run` of the "
+                           "config)") from e
     mark_barred(facts, barred, lambda board: refitted_board(board, shown, t.master_seed, barred, time.time(),
                                                             blind=t.config.blind_seats))
     if barred:

@@ -701,11 +701,15 @@ def _nobody() -> Mapping[str, str]:
     return {}
 
 
+#: The start of why a game was forfeited by the run's bar (:func:`barred_forfeit`), after the side's label.
+BARRED_WHY = "disqualified by the host: "
+
+
 def barred_forfeit(game: ScheduledGame, barred: Mapping[str, str]) -> GameResult | None:
     """``game`` forfeited, unplayed, by the side(s) of the entrants of ``barred`` (label -> the host's reason) it
     seats (``not_started``, ``disqualified by the host: REASON``; no winner when both are), or None: it seats
     none."""
-    out = {side: Unplayed(Termination.NOT_STARTED, f"disqualified by the host: {barred[side]}")
+    out = {side: Unplayed(Termination.NOT_STARTED, f"{BARRED_WHY}{barred[side]}")
            for side in game.sides if side in barred}
     return forfeit_result(game, out) if out else None
 

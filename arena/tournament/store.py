@@ -364,11 +364,13 @@ class Store(GamesReader):
         return sum(self._db.execute("UPDATE bot_tokens SET revoked_at = ? WHERE digest = ? AND revoked_at IS NULL",
                                     (now, digest)).rowcount for digest in digests)
 
-    def restore_tokens(self, digests: Sequence[str]) -> int:
+    def restore_tokens(self, digests: Sequence[str], since: float | None = None) -> int:
         """Make the revoked tokens of ``digests`` (SHA-256 hex) valid again (an undone disqualification's, which
-        :meth:`revoke_digests` revoked); returns how many were revoked and are valid now."""
+        :meth:`revoke_digests` revoked), those revoked at or after ``since`` only when given; returns how many were
+        revoked and are valid now."""
         return sum(self._db.execute("UPDATE bot_tokens SET revoked_at = NULL WHERE digest = ? AND revoked_at IS NOT "
-                                    "NULL", (digest,)).rowcount for digest in digests)
+                                    "NULL AND (? IS NULL OR revoked_at >= ?)", (digest, since, since)).rowcount
+                   for digest in digests)
 
     def token_digests(self, bot: str | None = None) -> dict[str, list[str]]:
         """The valid token digests, per bot (of one ``bot`` when given)."""
