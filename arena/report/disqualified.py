@@ -18,7 +18,7 @@ from typing import Any
 
 from arena.competition.book import REASON_CHARS, read_disqualified
 from arena.report.cache import StoredGame
-from arena.tournament.runner import BARRED_WHY, LeftOut, TournamentFacts
+from arena.tournament.runner import LeftOut, TournamentFacts, is_barred_forfeit
 
 
 def read_barred(output: Path, wait_s: float = 30.0) -> dict[str, str]:
@@ -30,16 +30,9 @@ def read_barred(output: Path, wait_s: float = 30.0) -> dict[str, str]:
 
 def rated(stored: Sequence[StoredGame], barred: Mapping[str, str]) -> list[StoredGame]:
     """``stored`` but the games in which an entrant of ``barred`` sat, and those a final's run forfeited by its bar
-    (:func:`barred_forfeit`: never played; void once the disqualification is undone too), in their order."""
-    return [g for g in stored if not any(side in barred for side in g.result.sides) and not barred_forfeit_of(g)]
-
-
-def barred_forfeit_of(game: StoredGame) -> bool:
-    """Whether ``game`` was forfeited, unplayed, by the run's bar on a disqualified entrant
-    (:func:`arena.tournament.runner.barred_forfeit`)."""
-    sides = game.result.sides
-    return any(r.startswith(f"side {i} ({sides[i]}) forfeited: {BARRED_WHY}")
-               for r in game.result.reasons for i in (0, 1))
+    (:func:`arena.tournament.runner.is_barred_forfeit`: never played; void once the disqualification is undone
+    too), in their order."""
+    return [g for g in stored if not any(side in barred for side in g.result.sides) and not is_barred_forfeit(g.result)]
 
 
 def disqualified_facts(barred: Mapping[str, str]) -> list[LeftOut]:

@@ -273,6 +273,12 @@ class GameResult:
         )
 
 
+def forfeit_reason(side: int, label: str, why: str) -> str:
+    """The reason line of side ``side`` (0 or 1, its entrant ``label``) forfeiting a game decided without a match
+    (:func:`forfeit_result`), e.g. ``side 1 (x@1) forfeited: its bot could not start``."""
+    return f"side {side} ({label}) forfeited: {why}"
+
+
 def forfeit_result(game: ScheduledGame, failed: Mapping[str, Unplayed]) -> GameResult:
     """The result of a game decided without a match: the sides of the bots in ``failed`` (bot name ->
     its :class:`Unplayed`: ``not_started``, ``broken`` or ``no_show``, and why) forfeit; no winner
@@ -284,7 +290,7 @@ def forfeit_result(game: ScheduledGame, failed: Mapping[str, Unplayed]) -> GameR
     """
     lost = [side for side in (0, 1) if game.sides[side] in failed]
     winner = None if len(lost) != 1 else 1 - lost[0]
-    reasons = tuple(f"side {side} ({game.sides[side]}) forfeited: {failed[game.sides[side]].why}" for side in lost)
+    reasons = tuple(forfeit_reason(side, game.sides[side], failed[game.sides[side]].why) for side in lost)
     terminations = tuple(failed[b].termination if b in failed else Termination.OTHER_SEAT_FORFEITED for b in game.seats)
     return GameResult(
         game_id=game.game_id,

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol, TypedDict, runtime_checkable
 
 from arena.config import BotSpec, TournamentConfig, identity_changes
 from arena.ratings.elo import expected_score
-from arena.tournament.result import GameResult, Unplayed, forfeit_result
+from arena.tournament.result import GameResult, Unplayed, forfeit_reason, forfeit_result
 from arena.tournament.schedule import ScheduledGame, blind_order, make_schedule
 from arena.tournament.store import Store, StoreMismatch, recovery_advice
 from referee.dealing import commitment, fresh_seed
@@ -512,6 +512,11 @@ def run_games(
     return loop.stored.written
 
 
+def _nobody() -> Mapping[str, str]:
+    """No entrant barred (:func:`run_games` without ``barred``)."""
+    return {}
+
+
 @dataclass
 class _RunLoop:
     """:func:`run_games`'s state: the games to start (``todo``), those in flight, the results stored, and the
@@ -525,7 +530,7 @@ class _RunLoop:
     continuous: bool
     on_note: Callable[[str], None] | None
     twins_together: bool = False
-    barred: Callable[[], Mapping[str, str]] = field(default=lambda: {})
+    barred: Callable[[], Mapping[str, str]] = _nobody
     running: dict[Future[GameResult], ScheduledGame] = field(default_factory=dict)
     said: set[str] = field(default_factory=set)
     given_up: set[str] = field(default_factory=set)
@@ -696,11 +701,6 @@ def _start_games(
     return _Look(decided, absent, only)
 
 
-def _nobody() -> Mapping[str, str]:
-    """No entrant barred (:func:`run_games` without ``barred``)."""
-    return {}
-
-
 #: The start of why a game was forfeited by the run's bar (:func:`barred_forfeit`), after the side's label.
 BARRED_WHY = "disqualified by the host: "
 
@@ -712,6 +712,12 @@ def barred_forfeit(game: ScheduledGame, barred: Mapping[str, str]) -> GameResult
     out = {side: Unplayed(Termination.NOT_STARTED, f"{BARRED_WHY}{barred[side]}")
            for side in game.sides if side in barred}
     return forfeit_result(game, out) if out else None
+
+
+def is_barred_forfeit(result: GameResult) -> bool:
+    """Whether ``result`` is a game :func:`barred_forfeit` decided: forfeited, unplayed, by the run's bar on a
+    disqualified entrant (its reason line says so, :data:`BARRED_WHY`)."""
+    return any(r.startswith(forfeit_reason(i, result.sides[i], BARRED_WHY)) for r in result.reasons for i in (0, 1))
 
 
 def _twin_in_flight(game: ScheduledGame, in_flight: Iterable[ScheduledGame]) -> bool:
