@@ -93,6 +93,14 @@ PENDING_HELLOS_ALL = 1024
 #: Seconds a stream may stay blocked writing to a peer that does not read before it is dropped.
 WRITE_TIMEOUT_S = 10.0
 
+#: Most TCP connections the remote listener (:meth:`RefereeServer.listen_remote`: remote workers' port, reached
+#: by anyone who reaches it, with no ticket) holds open at once, and the seconds one with no call under way is
+#: kept: gRPC kept every one with no bound and no timer, so one client opening connections took every file
+#: descriptor of the arena's process (its accepts, its files, its other servers). Past the bound a new connection
+#: is closed at once; an idle one goes after REMOTE_CONNECTION_IDLE_S (a seat's Play stream is a call under way).
+REMOTE_MAX_CONNECTIONS = 512
+REMOTE_CONNECTION_IDLE_S = 60
+
 SERVER_OPTIONS: list[tuple[str, int]] = [
     ("grpc.keepalive_time_ms", 20_000),
     ("grpc.keepalive_timeout_ms", 10_000),
@@ -657,7 +665,9 @@ class RefereeServer:
         if self._server is None:
             raise RuntimeError("the referee is not running")
         check_bindable(host, port)
-        server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS,
+        options = [*SERVER_OPTIONS, ("grpc.max_allowed_incoming_connections", REMOTE_MAX_CONNECTIONS),
+                   ("grpc.max_connection_idle_ms", REMOTE_CONNECTION_IDLE_S * 1000)]
+        server = grpc.aio.server(options=options, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS,
                                  interceptors=[UnaryRequests()])
         add_referee_service(RefereeServicer(self.registry, Pending(PENDING_HELLOS_PER_PEER)), server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)

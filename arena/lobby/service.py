@@ -75,6 +75,16 @@ MAX_WORKERS_PER_BOT = 64
 PENDING_PER_PEER = 16
 PENDING_ALL = 256
 
+#: Most TCP connections the lobby's own port (tournament.lobby: competitors, remote workers, anyone who reaches
+#: it) holds open at once, and the seconds one with no call under way is kept. gRPC kept every connection with
+#: no bound and no timer (a client answers the keepalive pings by itself), so one client with no token opened
+#: connections until the arena's process had no file descriptor left: every accept failed ("File descriptor
+#: limit reached"), and so did the arena's own files (the book, records, logs) and the bots' connections to
+#: the referee in the same process. Past the bound a new connection is closed at once; an idle one goes after
+#: CONNECTION_IDLE_S, so what a flood holds frees itself (a worker's Connect is a call under way, never idle).
+MAX_CONNECTIONS = 512
+CONNECTION_IDLE_S = 60
+
 SERVER_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.keepalive_time_ms", KEEPALIVE_S * 1000),
     ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_S * 1000),
@@ -232,8 +242,9 @@ class Lobby:
         return asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(30)
 
     async def _start(self) -> str:
-        server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS,
-                                 interceptors=[UnaryRequests()])
+        server = grpc.aio.server(options=[*SERVER_OPTIONS, ("grpc.max_allowed_incoming_connections", MAX_CONNECTIONS),
+                                          ("grpc.max_connection_idle_ms", CONNECTION_IDLE_S * 1000)],
+                                 maximum_concurrent_rpcs=MAXIMUM_CONCURRENT_RPCS, interceptors=[UnaryRequests()])
         add_stream_method(server, LOBBY_SERVICE, "Connect", _Servicer(self).Connect,
                           lpb.ConnectRequest, lpb.ConnectResponse)
         self._health = CappedHealth()
