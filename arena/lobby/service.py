@@ -510,9 +510,10 @@ class Lobby:
     def _ready(self, w: WorkerRef, match_id: str) -> None:
         with self._lock:
             if w.state != "busy" or match_id != w.match_id:
+                # nothing of the worker's text: this line is also why it left, in its game's public reasons
                 raise _Refusal(grpc.StatusCode.INVALID_ARGUMENT,
-                               f"Ready names match {match_id[:80]!r}, but this worker was given "
-                               f"{w.match_id or 'no match'!r}")
+                               f"Ready names another match ({len(match_id)} characters) than this worker was given "
+                               f"({w.match_id or 'no match'})")
             w.state, w.match_id = ("reserved" if w.claimed else "idle"), ""  # claimed: its game's still
             w.games += 1
             self._games[w.digest] = self._games.get(w.digest, 0) + 1
