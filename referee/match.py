@@ -1149,7 +1149,7 @@ class Match:
         else:
             winner = 0 if games_won[0] > games_won[1] else 1
         self.result = self._match_result(games_won, winner, forfeited_side)
-        self._record_result(games_won, winner, forfeited_side)
+        self._record_result(self.result)
         self._announce(self.result)
         self.log.info("match_end", status=pb.MatchStatus.Name(self.status), winner=winner, games_won=games_won)
         self._drop_play_state()
@@ -1213,19 +1213,23 @@ class Match:
                              deals=state.deal_number)
         return result
 
-    def _record_result(self, games_won: list[int], winner: int, forfeited_side: int) -> None:
-        """The record's ``result`` and ``seed`` lines (then it is closed), and the match's metrics."""
+    def _record_result(self, result: pb.MatchResult) -> None:
+        """The record's ``result`` and ``seed`` lines (then it is closed), and the match's metrics: from
+        ``result`` (:meth:`_match_result`, what the seats and watchers are sent), so each seat's
+        ``connected_at_end`` is the very value its SeatResult carries; the seat's own fields beside it."""
         status = MatchStatus.from_pb(self.status).value
         self.record.write(
             "result", status=status,
-            winner=None if winner < 0 else winner, forfeited_side=None if forfeited_side < 0 else forfeited_side,
-            games_won=games_won,
+            winner=None if result.winner < 0 else result.winner,
+            forfeited_side=None if result.forfeited_side < 0 else result.forfeited_side,
+            games_won=list(result.games_won),
             seats=[{"seat": o.seat, "name": o.name, "bot_name": o.bot_name, "bot_version": o.bot_version,
                     "termination": Termination.from_pb(o.termination).value,
                     "detail": o.full_detail, "strikes": o.clock.strikes, "illegal": o.illegal,
                     "protocol_errors": o.protocol_errors, "bank_left_ms": o.clock.bank_left_ms,
-                    "bot_counts": {"exceptions": o.bot_counts.exceptions, "fallbacks": o.bot_counts.fallbacks}}
-                   for o in self.seats])
+                    "bot_counts": {"exceptions": o.bot_counts.exceptions, "fallbacks": o.bot_counts.fallbacks},
+                    "connected_at_end": told.connected_at_end}
+                   for o, told in zip(self.seats, result.seats, strict=True)])
         self.record.write("seed", seed=self.seed.hex())
         metrics.match_finished(
             status,

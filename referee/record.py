@@ -11,8 +11,9 @@ Line types, in the order they are written::
     rejected   game, deal, seat, seq, action, reason (engine code or "protocol_error"), message, ms
     game_end   game, scores [side 0, side 1], winner (side), points [{deal, side, kind, value}],
                forfeited, deals
-    result     status, winner, forfeited_side, games_won, seats [{seat, name, termination, detail,
-               strikes, illegal, protocol_errors, bank_left_ms}]
+    result     status, winner, forfeited_side, games_won, seats [{seat, name, bot_name, bot_version,
+               termination, detail, strikes, illegal, protocol_errors, bank_left_ms, bot_counts,
+               connected_at_end (bool; absent in a record written before it: unknown)}]
     seed       seed (64 hex digits: the revealed match seed)
 
 ``python -m referee.verify RECORD`` replays a record (:mod:`referee.verify`).

@@ -20,7 +20,8 @@ Replays the record (docs/record.md) through the engine and checks:
   (``completed``: every game of the header played, every seat ``normal``; ``forfeited``: the seat(s)
   that forfeited are on ``forfeited_side``, the others ``other_seat_forfeited``; ``aborted``: every
   seat ``aborted``, no winner); each seat's strikes, illegal and protocol error counts against the
-  timeout actions and rejected lines.
+  timeout actions and rejected lines; its ``connected_at_end`` a boolean when present (a record
+  written before it has none: unknown, which passes).
 
 Exit status 0 with ``OK ...`` on stdout, 1 with ``FAIL line N: ...`` on stderr (one line; also for a
 file that is not UTF-8 or not JSON lines, or cannot be read), 2 for usage errors.
@@ -420,6 +421,9 @@ class _Verifier:
             if s.get("protocol_errors") != self.protocol[i]:
                 _fail(f"seat {i}: protocol_errors {s.get('protocol_errors')!r}, but the record has "
                       f"{self.protocol[i]} protocol error(s)")
+            if "connected_at_end" in s and not isinstance(s["connected_at_end"], bool):
+                _fail(f"seat {i}: connected_at_end must be true or false (or absent, in a record written "
+                      f"before it), not {s.get('connected_at_end')!r}")
         if status == "completed":
             self._completed(terms, winner, loser)
         elif status == "aborted":

@@ -6,6 +6,7 @@ while the other seats see a clean MatchEnd; no seat is ever sent a card it may n
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ import pytest
 
 from allfours.v1 import referee_pb2 as pb
 from allfours.v1 import referee_pb2_grpc as pb_grpc
+from arena.web.frames import ALL, replay_frames
 from referee.record import read_record
 from tests.server_helpers import (
     MD,
@@ -50,6 +52,13 @@ def terminations(result: pb.MatchResult) -> list[str]:
     return [pb.Termination.Name(s.termination) for s in result.seats]
 
 
+def recorded_connected(lines: list[str]) -> list[object]:
+    """Each seat's ``connected_at_end`` in the record's result line (``"absent"`` where it has none)."""
+    seats = next(o for _, o in read_record(lines) if o["type"] == "result")["seats"]
+    assert isinstance(seats, list)
+    return [s.get("connected_at_end", "absent") for s in seats]
+
+
 @pytest.mark.parametrize(("players", "games"), [(4, 2), (2, 2)])
 def test_full_match_to_the_end_verifies_and_leaks_nothing(referee: RefereeProc, tmp_path: Path, players: int,
                                                           games: int) -> None:
@@ -67,6 +76,7 @@ def test_full_match_to_the_end_verifies_and_leaks_nothing(referee: RefereeProc, 
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith(f"OK match {created.match_id}: {games} game(s)")
     assert check_no_leak(tmp_path, players, lines) > 500
+    assert recorded_connected(lines) == [True] * players  # every seat played to the end
     # Every seat saw the same public events as the watcher, in the same order.
     kinds = [pb.EventKind.Name(e.kind) for e in events]
     assert kinds.count("EVENT_KIND_GAME_ENDED") == games
@@ -104,7 +114,6 @@ def test_a_tampered_record_fails_verification(referee: RefereeProc, tmp_path: Pa
     referee.result(created.match_id)
     finish(procs)
     lines = referee.record(created.match_id)
-    import json
 
     objs = [json.loads(x) for x in lines]
     end = next(o for o in objs if o["type"] == "game_end")
@@ -132,6 +141,8 @@ def _fault(referee: RefereeProc, tmp_path: Path, kinds: list[str], extra: list[l
     # No message to any seat (rejections and MatchEnd included) or watcher names a card it may not see.
     check_no_leak(tmp_path, len(kinds), lines)
     check_no_card_in_result(result, "the watcher")
+    # The record's result says per seat what the referee sent: which streams MatchEnd went out on.
+    assert recorded_connected(lines) == [s.connected_at_end for s in result.seats]
     return result, events, codes
 
 
@@ -172,6 +183,27 @@ def test_crashing_bot_forfeits_on_disconnect_after_grace(referee: RefereeProc, t
     assert codes == [0, 0, 1, 0]  # arena.testing.instant_bot: 1, a crash on purpose
     # sent MatchEnd on an open stream: not the crashed seat (the arena tells an exit after the end by it)
     assert [s.connected_at_end for s in result.seats] == [True, True, False, True]
+    lines = referee.record(result.match_id)
+    assert recorded_connected(lines) == [True, True, False, True]  # the auditable record says so too
+    assert [s["connected_at_end"] for s in replay_frames([json.loads(x) for x in lines], ALL)["frames"][-1]
+            ["result_seats"]] == [True, True, False, True]
+    _an_older_record_still_verifies_and_replays(tmp_path, lines)
+
+
+def _an_older_record_still_verifies_and_replays(tmp_path: Path, lines: list[str]) -> None:
+    """``lines`` without ``connected_at_end`` (a record written before the referee recorded it) passes
+    ``referee.verify`` and replays in the viewer with the value unknown (None), not False."""
+    objs = [json.loads(x) for x in lines]
+    for seat in next(o for o in objs if o["type"] == "result")["seats"]:
+        del seat["connected_at_end"]
+    older = [json.dumps(o) for o in objs]
+    assert recorded_connected(older) == ["absent"] * len(recorded_connected(lines))
+    out = verify(tmp_path, older)
+    assert out.returncode == 0 and out.stdout.startswith("OK match "), out.stderr
+    seats = replay_frames(objs, ALL)["frames"][-1]["result_seats"]
+    assert [s["connected_at_end"] for s in seats] == [None] * len(seats)
+    assert [s["termination"] for s in seats] == [s["termination"] for s in
+                                                next(json.loads(x) for x in lines if '"type":"result"' in x)["seats"]]
 
 
 def test_garbage_bot_forfeits_on_protocol_error(referee: RefereeProc, tmp_path: Path) -> None:
@@ -212,8 +244,6 @@ def test_forfeit_for_cards_not_held_shows_no_hand_to_any_seat(referee: RefereePr
     for seat in range(4):
         end = next(m["matchEnd"]["result"] for m in messages(tmp_path, seat) if "matchEnd" in m)
         assert [s.get("detail") for s in end["seats"]] == [s.detail for s in result.seats]
-    import json
-
     seats = next(json.loads(x) for x in referee.record(result.match_id) if '"type":"result"' in x)["seats"]
     assert "seat 1 holds" in seats[1]["detail"] and "not in hand" in seats[1]["detail"]
 
@@ -361,8 +391,6 @@ def test_fixed_seed_and_first_dealer_are_honoured(referee: RefereeProc, tmp_path
     procs = launch_bots(referee.address, created.tickets, ["first", "first"], tmp_path)
     referee.result(created.match_id)
     finish(procs)
-    import json
-
     lines = [json.loads(x) for x in referee.record(created.match_id)]
     games = [x for x in lines if x["type"] == "game"]
     assert games[0]["dealer"] == 1 and games[0]["how"] == "given"

@@ -189,6 +189,10 @@ def no_show_became_normal(objs: list[Obj]) -> None:
     _result(objs)["seats"][1]["termination"] = "normal"
 
 
+def connected_not_a_boolean(objs: list[Obj]) -> None:
+    _result(objs)["seats"][1]["connected_at_end"] = "yes"
+
+
 def flip_last_game_winner(objs: list[Obj]) -> None:
     end = [o for o in objs if o["type"] == "game_end"][-1]
     end["winner"] = 1 - end["winner"]
@@ -230,6 +234,7 @@ CASES: list[tuple[str, str, Callable[[list[Obj]], None], str]] = [
     ("completed", "deck-swapped", swap_deck, "differs from deck_for(seed) at position 0"),
     ("completed", "strikes-edited", more_strikes, "strikes"),
     ("completed", "termination-edited", seat_timed_out, "termination"),
+    ("completed", "connected-at-end-not-a-boolean", connected_not_a_boolean, "connected_at_end"),
     ("completed", "action-in-wrong-game", action_wrong_game, "game"),
     ("no_show", "winner-flipped", flip_winner, "winner"),
     ("no_show", "forfeited-side-flipped", flip_forfeited_side, "forfeit"),

@@ -106,7 +106,9 @@ class WonTrick(TypedDict):
 
 class ResultSeat(TypedDict):
     """One seat of the record's result line, as a frame shows it (``detail`` blank for another seat's
-    view of a seat); each value as the record has it, None when absent."""
+    view of a seat); each value as the record has it, None when absent. ``connected_at_end``: the seat's
+    stream was open when the match ended (True), or it had gone before (False); None for a record
+    written before the referee recorded it (unknown, not False) or a value that is not a boolean."""
 
     seat: int | None
     name: str | None
@@ -114,6 +116,7 @@ class ResultSeat(TypedDict):
     detail: str | None
     strikes: int | None
     illegal: int | None
+    connected_at_end: bool | None
 
 
 class FrameStep(TypedDict, total=False):
@@ -325,6 +328,7 @@ class FrameBuilder:
                 "detail": s.get("detail"),
                 "strikes": s.get("strikes"),
                 "illegal": s.get("illegal"),
+                "connected_at_end": connected if isinstance(connected := s.get("connected_at_end"), bool) else None,
             }
             for s in o.get("seats", [])
         ]

@@ -106,7 +106,8 @@
     ev.replaceChildren(el("li", "what", f.text));  // what happened, then the step's public events
     (f.events || []).forEach(function (t) { ev.appendChild(el("li", "", t)); });
     if (f.result_seats) f.result_seats.forEach(function (s) {
-      ev.appendChild(el("li", "", "seat " + s.seat + " (" + s.name + "): " + s.termination + (s.detail ? " — " + s.detail : "")));
+      ev.appendChild(el("li", "", "seat " + s.seat + " (" + s.name + "): " + s.termination + (s.detail ? " — " + s.detail : "")
+        + (s.connected_at_end === true ? " · connected at the end" : s.connected_at_end === false ? " · gone before the end" : "")));
     });
     const sc = f.final_scores || f.scores || [0, 0];
     $("score").textContent = "side 0: " + sc[0] + " · side 1: " + sc[1] + "  (games won " + f.games_won.join("–") + ")";
