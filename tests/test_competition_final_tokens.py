@@ -9,10 +9,14 @@ final's lobby does (:class:`arena.lobby.tokens.TokenBook`, synced with the final
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
+import json
 import os
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import tomllib
 from collections.abc import Iterator
@@ -184,3 +188,108 @@ def test_an_undo_keeps_a_finals_copy_the_host_revoked_in_the_final(
     undo = arena("competitor", "disqualify", str(cfg), "mal", "--undo")
     assert undo.returncode == 0, undo.stderr
     assert _lobby_takes(final, tokens["mal"]) is None  # the undo gives back only what the disqualification took
+
+
+def _stored_in_order(final: Path, bot: str) -> list[tuple[tuple[str, str], str | None, list[str]]]:
+    """The final's stored games of ``bot`` in the order they were stored: each one's sides, the side that won (its
+    label, None for none) and its reasons."""
+    with contextlib.closing(sqlite3.connect(f"file:{final.parent / 'arena.sqlite'}?mode=ro", uri=True)) as con:
+        rows = con.execute("SELECT side0, side1, winner, reasons FROM games WHERE ? IN (side0, side1) "
+                           "ORDER BY stored_at, rowid", (bot,)).fetchall()
+    return [((a, b), None if w is None else (a, b)[int(w)], json.loads(r)) for a, b, w, r in rows]
+
+
+def _played(reasons: list[str]) -> bool:
+    """Whether a stored game's ``reasons`` are those of a game played (no side forfeited it)."""
+    return not any("forfeited" in r for r in reasons)
+
+
+def _log_has(log: Path, text: str) -> bool:
+    """Whether ``log`` (a process's output, written as it runs) says ``text``."""
+    return text in log.read_text(errors="replace")
+
+
+def test_a_connected_remote_finalist_disqualified_during_the_final_is_dropped_and_its_games_forfeited(
+        tmp_path: Path) -> None:
+    """End to end, real processes over real sockets: the final's `arena run` (its own lobby), mal's and ann's
+    remote workers (``sdk.run`` with their bot tokens, as docs/bot-authors.md says), cal's never started (so
+    cal's games wait, keeping the run going). Once malbot@1 has played, the host disqualifies mal (the CLI):
+    its connected worker is dropped and, dialling again, refused in one line (UNAUTHENTICATED: unknown or
+    revoked bot token), and exits 1; it plays no further game (at most the one in flight when the bar came);
+    every other game of it is forfeited with the disqualification's line. After ``--undo`` its token is taken
+    by the final's lobby again: a worker started with it registers (the games forfeited meanwhile stay so)."""
+    from arena.competition.book import CompetitionBook
+    from arena.competition.final import freeze
+    from tests.test_arena_lobby import remote_worker
+    from tests.test_competition_disqualify import free_port, wait
+    from tests.test_competition_final_bar import _games
+
+    port = free_port()
+    cfg = write_config(tmp_path, port)
+    out = tmp_path / "out"
+    tokens = {}
+    for name in ("ann", "cal", "mal"):
+        assert arena("competitor", "add", str(cfg), name).returncode == 0
+        tokens[name] = _register(out, name, f"{name}bot")
+    with CompetitionBook(out) as book:
+        freeze(book)
+    final = _final(cfg)
+    gpp = tomllib.loads(final.read_text())["tournament"]["games_per_pairing"]
+    log = tmp_path / "final.log"
+    with log.open("w") as sink:
+        run = subprocess.Popen([sys.executable, "-m", "arena.cli", "run", str(final), "--no-progress", "--bootstrap",
+                                "0"], cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, text=True)
+    workers = [remote_worker(port, tokens[n], f"{n}bot@1") for n in ("ann", "mal")]
+    mal = workers[1]
+
+    def mal_played() -> bool:
+        assert mal.poll() is None, mal.communicate()[1][-2000:]
+        return any("malbot@1" in sides and _played(reasons) for sides, _, reasons in _games(final))
+
+    try:
+        wait("malbot@1's first game of the final", mal_played, run, log)
+        gone = arena("competitor", "disqualify", str(cfg), "mal", "--reason", REASON)
+        assert gone.returncode == 0, gone.stderr
+        _, err = mal.communicate(timeout=120)  # dropped; dialling again it is refused, and it exits
+        assert mal.returncode == 1, err
+        said = [line for line in err.splitlines() if "UNAUTHENTICATED" in line]
+        assert len(said) == 1 and said[0].endswith("UNAUTHENTICATED: unknown or revoked bot token"), err
+        wait("every game of malbot@1 decided", lambda: len(_stored_in_order(final, "malbot@1")) == 2 * gpp, run, log)
+
+        def barred(sides: tuple[str, str]) -> list[str]:
+            return [f"side {sides.index('malbot@1')} (malbot@1) forfeited: disqualified by the host: {REASON}"]
+
+        mine = _stored_in_order(final, "malbot@1")
+        first = next(i for i, (sides, _, reasons) in enumerate(mine) if reasons == barred(sides))
+        # from the first look that saw the bar on, every game of it is forfeited with the disqualification's
+        # line, but the one in flight then (concurrency 1: at most one), which finishes
+        assert len([g for g in mine[first:] if g[2] != barred(g[0])]) <= 1, mine[first:]
+        forfeited = [g for g in mine if g[2] == barred(g[0])]
+        assert len(forfeited) >= gpp  # cal-mal's games at least: none had started (cal never came)
+        assert all(won == s[1 - s.index("malbot@1")] for s, won, _ in forfeited)
+        assert _log_has(log, "1 worker(s) of a revoked token dropped"), log.read_text()[-3000:]
+
+        undo = arena("competitor", "disqualify", str(cfg), "mal", "--undo")
+        assert undo.returncode == 0, undo.stderr
+        wait("the final's lobby takes the token back", lambda: "remote bots' tokens changed in the store: taken" in
+             log.read_text().partition("worker(s) of a revoked token dropped")[2], run, log)
+        back = remote_worker(port, tokens["mal"], "malbot@1", "--log-level", "info")
+        workers.append(back)
+        lines: list[str] = []
+        reader = threading.Thread(target=lambda: lines.extend(back.stderr or ()), daemon=True)
+        reader.start()
+
+        def registered() -> bool:
+            assert back.poll() is None, "".join(lines)[-2000:]
+            return any("registered at" in line for line in lines)
+
+        wait("mal's worker registered again", registered, run, log)
+    finally:
+        for w in workers:
+            w.kill()
+            w.wait(60)
+            for pipe in (w.stdout, w.stderr):
+                if pipe is not None:
+                    pipe.close()
+        run.terminate()
+        run.wait(120)
