@@ -711,3 +711,32 @@ def test_every_page_past_the_live_reads_bound(tmp_path: Path, out: Path) -> None
         assert 'href="/me/live/running-1/0"' in c.get("/me").text and c.get("/live/running-1").status_code == 200
     finally:
         log.close()
+
+
+def test_a_page_while_another_process_holds_the_book_answers_503_busy_in_one_line(tmp_path: Path, out: Path) -> None:
+    """`arena web` read the competition's book (the host's disqualifications, for every board) with sqlite's 30 s
+    wait, and the results database with 10 s: a book another process held (a stuck host command) kept each page
+    30 s and then answered 500. A real `arena web` over a real socket, the book (then the results database)
+    locked by a real second process: the pages that read it answer 503 with ``Retry-After`` and one line saying
+    which is busy and to try again; once it is free they answer again."""
+    from arena.web.data import BUSY_RETRY_S
+    from tests.test_competition_final_bar import _book_held
+
+    copy, _ = _competition(tmp_path, out)
+    with arena_web(copy) as base:
+        assert httpx.get(f"{base}/api/ratings", timeout=60).status_code == 200
+        with _book_held(copy / BOOK_NAME):
+            api = httpx.get(f"{base}/api/ratings", timeout=60)
+            page = httpx.get(f"{base}/", timeout=60)
+        with _book_held(copy / "arena.sqlite"):  # the results database (WAL) locked whole, as a final's may be
+            results = httpx.get(f"{base}/api/games", timeout=60)
+        again = httpx.get(f"{base}/api/ratings", timeout=60)
+    assert results.status_code == 503 and results.headers["retry-after"] == str(BUSY_RETRY_S), results.text
+    assert results.json()["error"].startswith("the results database is busy (another process holds it: "), results.text
+    assert api.status_code == 503 and api.headers["retry-after"] == str(BUSY_RETRY_S), api.text
+    said = api.json()["error"]
+    assert said.startswith("the competition's book is busy (another process holds it: database is locked)"), said
+    assert said.endswith(f"try again in {BUSY_RETRY_S} s") and "\n" not in said, said
+    assert page.status_code == 503 and page.headers["retry-after"] == str(BUSY_RETRY_S)
+    assert "the competition&#39;s book is busy" in page.text or "the competition's book is busy" in page.text
+    assert again.status_code == 200 and "ratings" in again.json(), again.text

@@ -18,7 +18,9 @@ Every read of files runs on the server's threads, never the event loop; the live
 Every page is a Jinja2 template with autoescaping; JSON put into a page goes through
 :func:`arena.web.render.script_json` (no ``</script>`` can close the tag). Errors are one-line JSON
 ``{"error": "..."}`` (API) or a short page, with 400 (bad query), 404 (unknown game), 403 (a replay
-not open yet) or 503 (too many reads of running games at once: :data:`arena.web.livereads.BUSY`).
+not open yet) or 503 (too many reads of running games at once: :data:`arena.web.livereads.BUSY`; or the
+results database or the competition's book held locked by another process past :data:`arena.web.data.BUSY_WAIT_S`:
+one line, "… is busy …; try again in 5 s", with ``Retry-After``).
 """
 
 from __future__ import annotations
@@ -46,9 +48,11 @@ from arena.report import live
 from arena.tournament.lock import held
 from arena.web import competitor
 from arena.web.data import (
+    BUSY_RETRY_S,
     DEFAULT_PER_PAGE,
     TERMINATIONS,
     BadQuery,
+    Busy,
     GamesQuery,
     LinkedGameRow,
     NotFound,
@@ -263,8 +267,8 @@ def _error(request: Request, status: int, message: str) -> Response:
 
 
 def guarded(handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
-    """Turn the data layer's errors into 400/403/404 answers, and a live read's :class:`LiveBusy` into
-    503 (one line)."""
+    """Turn the data layer's errors into 400/403/404 answers, a live read's :class:`LiveBusy` into 503 (one
+    line), and a database another process holds locked (:class:`Busy`) into 503 with ``Retry-After``."""
 
     async def run(request: Request) -> Response:
         try:
@@ -278,6 +282,10 @@ def guarded(handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
             return _error(request, 404, str(e))
         except LiveBusy as e:
             return _error(request, 503, str(e))
+        except Busy as e:  # a database another process holds: after a short wait, not sqlite's
+            busy = _error(request, 503, str(e))
+            busy.headers["Retry-After"] = str(BUSY_RETRY_S)
+            return busy
 
     return run
 

@@ -156,6 +156,29 @@ class BadQuery(ValueError):
     """A games-list filter that makes no sense (one line, e.g. ``result=win needs bot=NAME``)."""
 
 
+#: Seconds a page waits for a database another process holds locked (the results database, the competition's
+#: book) before it answers 503 (:class:`Busy`), not sqlite's 30 s (the book's read) or 10 s (the results'):
+#: the way ``arena run`` waits ``BAR_WAIT_S`` at each look. The results database is WAL (a writing arena does
+#: not hold its readers), so only a process that locks it whole, or a host command holding the book, costs this.
+BUSY_WAIT_S = 1.0
+#: Seconds a 503 for a busy database asks the visitor to wait before trying again (``Retry-After``).
+BUSY_RETRY_S = 5
+
+
+class Busy(sqlite3.OperationalError):
+    """A database another process held locked for :data:`BUSY_WAIT_S`: one line naming it (``busy, try again``).
+    An :class:`sqlite3.OperationalError`, so what caught sqlite's own error still catches it."""
+
+    @classmethod
+    def of(cls, what: str, error: sqlite3.OperationalError) -> sqlite3.OperationalError:
+        """``error`` as a :class:`Busy` naming ``what`` (e.g. "the competition's book") when it says the database
+        was locked or busy, else ``error`` itself (to be raised by the caller)."""
+        said = str(error)
+        if "locked" not in said and "busy" not in said:
+            return error
+        return cls(f"{what} is busy (another process holds it: {said}); try again in {BUSY_RETRY_S} s")
+
+
 @dataclass(frozen=True, slots=True)
 class GamesQuery:
     """A filter and a page of the games list: ``bot`` (either side), ``result`` (``win``, ``loss`` —
@@ -227,7 +250,7 @@ class WebData:
         path = self.output / DB_NAME
         if not path.is_file():
             return None
-        db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=10.0, check_same_thread=False)
+        db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=BUSY_WAIT_S, check_same_thread=False)
         db.execute("PRAGMA query_only = ON")
         return db
 
@@ -240,7 +263,7 @@ class WebData:
         except sqlite3.OperationalError as e:
             if "no such table" in str(e):
                 return []  # a database the arena has just created
-            raise
+            raise Busy.of("the results database", e) from None
         finally:
             db.close()
 
@@ -327,7 +350,7 @@ class WebData:
         except sqlite3.OperationalError as e:
             if "no such table" in str(e):
                 return None
-            raise
+            raise Busy.of("the results database", e) from None
         finally:
             db.close()
 
@@ -383,7 +406,10 @@ class WebData:
         waiting = self.waiting()  # a remote bot's first worker came: changes without a game
         if waiting:
             facts["waiting"] = waiting
-        barred = read_barred(self.output)  # the host's disqualifications: at once, without a game
+        try:  # the host's disqualifications: at once, without a game
+            barred = read_barred(self.output, BUSY_WAIT_S)
+        except sqlite3.OperationalError as e:  # a page without them could rate the disqualified: none, a 503
+            raise Busy.of("the competition's book", e) from None
         mark_barred(facts, barred, lambda board: self._refitted(board, barred, facts))
         return facts
 
