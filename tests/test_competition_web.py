@@ -717,17 +717,21 @@ def test_a_page_while_another_process_holds_the_book_answers_503_busy_in_one_lin
     """`arena web` read the competition's book (the host's disqualifications, for every board) with sqlite's 30 s
     wait, and the results database with 10 s: a book another process held (a stuck host command) kept each page
     30 s and then answered 500. A real `arena web` over a real socket, the book (then the results database)
-    locked by a real second process: the pages that read it answer 503 with ``Retry-After`` and one line saying
-    which is busy and to try again; once it is free they answer again."""
+    locked by a real second process: the pages that read it (the board, the API, a competitor's /me and its
+    sign-in) answer 503 with ``Retry-After`` and one line saying which is busy and to try again, naming no file;
+    once it is free they answer again."""
     from arena.web.data import BUSY_RETRY_S
     from tests.test_competition_final_bar import _book_held
 
-    copy, _ = _competition(tmp_path, out)
+    copy, tokens = _competition(tmp_path, out)
     with arena_web(copy) as base:
         assert httpx.get(f"{base}/api/ratings", timeout=60).status_code == 200
+        sid = httpx.post(f"{base}/me/login", content=f"token={tokens['ivy']}", headers=FORM).cookies[COOKIE]
         with _book_held(copy / BOOK_NAME):
             api = httpx.get(f"{base}/api/ratings", timeout=60)
             page = httpx.get(f"{base}/", timeout=60)
+            mine = httpx.get(f"{base}/me", headers=_cookie(sid), timeout=60)
+            sign_in = httpx.post(f"{base}/me/login", content=f"token={tokens['jay']}", headers=FORM, timeout=60)
         with _book_held(copy / "arena.sqlite"):  # the results database (WAL) locked whole, as a final's may be
             results = httpx.get(f"{base}/api/games", timeout=60)
         again = httpx.get(f"{base}/api/ratings", timeout=60)
@@ -740,3 +744,6 @@ def test_a_page_while_another_process_holds_the_book_answers_503_busy_in_one_lin
     assert page.status_code == 503 and page.headers["retry-after"] == str(BUSY_RETRY_S)
     assert "the competition&#39;s book is busy" in page.text or "the competition's book is busy" in page.text
     assert again.status_code == 200 and "ratings" in again.json(), again.text
+    for answer in (mine, sign_in):  # a competitor's own pages: text, the same line
+        assert answer.status_code == 503 and answer.headers["retry-after"] == str(BUSY_RETRY_S), answer.text
+        assert answer.text == f"{said}\n" and str(copy) not in answer.text, answer.text

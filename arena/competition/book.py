@@ -298,13 +298,15 @@ class CompetitionBook:
 
     :raises arena.tournament.store.DatabaseUnreadable: if the file cannot be opened (naming it).
     :raises arena.tournament.store.SchemaMismatch: a book of another storage schema (:data:`BOOK_SCHEMA_VERSION`).
+    ``wait_s``: the seconds each statement waits for another process's lock on the book (``arena web``: a short
+    wait, then a 503).
     """
 
-    def __init__(self, output: str | Path):
+    def __init__(self, output: str | Path, wait_s: float = 30.0):
         self.path = Path(output) / BOOK_NAME
         self._lock = threading.Lock()
         self._db = open_private_database(self.path, _SCHEMA, check_same_thread=False,
-                                         schema_version=BOOK_SCHEMA_VERSION)
+                                         schema_version=BOOK_SCHEMA_VERSION, wait_s=wait_s)
         self._db.create_function("name_key", 1, name_key, deterministic=True)
 
     def close(self) -> None:

@@ -154,18 +154,20 @@ def check_store_file(path: Path, version: str = SCHEMA_VERSION) -> None:
 
 def open_private_database(
     path: Path, schema: str, check_same_thread: bool = True, schema_version: str | None = None,
+    wait_s: float = 30.0,
 ) -> sqlite3.Connection:
     """A connection to the private database ``path`` (:func:`prepare_private_database`; WAL,
     ``synchronous=FULL``, autocommit) with ``schema`` (SQL, ``CREATE … IF NOT EXISTS``) applied; with
     ``schema_version``, a database of another version is refused before anything is written
     (:func:`check_schema`) and a new one (or one from before versions were kept) is marked with it
-    (``meta`` row ``schema``; the schema must make a ``meta (key, value)`` table).
+    (``meta`` row ``schema``; the schema must make a ``meta (key, value)`` table). ``wait_s``: the seconds any
+    statement waits for another process's lock (sqlite's busy timeout).
 
     :raises DatabaseUnreadable: naming the file (a damaged one: how to recover).
     :raises SchemaMismatch: a database of another ``schema_version``.
     """
     prepare_private_database(path)
-    db = sqlite3.connect(str(path), isolation_level=None, timeout=30.0, check_same_thread=check_same_thread)
+    db = sqlite3.connect(str(path), isolation_level=None, timeout=wait_s, check_same_thread=check_same_thread)
     try:
         if schema_version is not None:
             check_schema(db, path, schema_version)

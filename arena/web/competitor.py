@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import secrets
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -50,7 +51,7 @@ from arena.competition.games import MyGame, NotYours, hidden_versions, log_path,
 from arena.competition.reads import DEFAULT_READS_PER_MINUTE, READS_KEY, ReadAllowance, retry_after, wait_line
 from arena.lobby.tokens import token_digest
 from arena.report import live
-from arena.web.data import WebData
+from arena.web.data import BUSY_RETRY_S, BUSY_WAIT_S, Busy, WebData
 from arena.web.frames import Replay, replay_frames
 from arena.web.livereads import LiveBusy
 from referee.rules.seats import side_of
@@ -128,8 +129,11 @@ def older_versions(output: Path, ranked: list[str]) -> set[str]:
     :func:`arena.competition.games.hidden_versions` over the book's owners."""
     if not (output / BOOK_NAME).is_file():
         return set()
-    with CompetitionBook(output) as book:
-        owners = {s.entrant: s.competitor for s in book.submissions(statuses=("accepted", "playing", "rated"))}
+    try:
+        with CompetitionBook(output, BUSY_WAIT_S) as book:
+            owners = {s.entrant: s.competitor for s in book.submissions(statuses=("accepted", "playing", "rated"))}
+    except sqlite3.DatabaseError as e:  # held by another process: the page answers 503 (arena.web.app.guarded)
+        raise Busy.of("the competition's book", e) from None
     return hidden_versions(ranked, owners)
 
 
@@ -137,7 +141,7 @@ def _book(request: Request) -> CompetitionBook | None:
     output: Path = request.app.state.web.data.output
     if not (output / BOOK_NAME).is_file():
         return None
-    return CompetitionBook(output)
+    return CompetitionBook(output, BUSY_WAIT_S)  # held by another process past it: a 503 (:func:`private`)
 
 
 def _page(request: Request, status: int, **ctx: Any) -> Response:
@@ -424,10 +428,18 @@ def seat_view(data: WebData, game_id: str, seat: int, entrants: set[str]) -> tup
 
 def private(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
     """``handler`` whose every answer says ``Cache-Control: no-store``: a competitor's pages, logs and
-    sign-in answers stay out of shared caches and the browser's history once signed out."""
+    sign-in answers stay out of shared caches and the browser's history once signed out. The book held locked
+    by another process past :data:`arena.web.data.BUSY_WAIT_S` is a 503 with one line and ``Retry-After``."""
 
     async def run(request: Request) -> Response:
-        response = await handler(request)
+        try:
+            response = await handler(request)
+        except sqlite3.DatabaseError as e:
+            busy = Busy.of("the competition's book", e)
+            if busy is e:
+                raise
+            response = Response(f"{busy}\n", status_code=503, media_type="text/plain",
+                                headers={"Retry-After": str(BUSY_RETRY_S)})
         response.headers["Cache-Control"] = "no-store"
         return response
 

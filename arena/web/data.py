@@ -170,13 +170,15 @@ class Busy(sqlite3.OperationalError):
     An :class:`sqlite3.OperationalError`, so what caught sqlite's own error still catches it."""
 
     @classmethod
-    def of(cls, what: str, error: sqlite3.OperationalError) -> sqlite3.OperationalError:
+    def of(cls, what: str, error: sqlite3.DatabaseError) -> sqlite3.DatabaseError:
         """``error`` as a :class:`Busy` naming ``what`` (e.g. "the competition's book") when it says the database
-        was locked or busy, else ``error`` itself (to be raised by the caller)."""
+        was locked or busy, else ``error`` itself (to be raised by the caller). The line names no file (a
+        visitor sees it)."""
         said = str(error)
         if "locked" not in said and "busy" not in said:
             return error
-        return cls(f"{what} is busy (another process holds it: {said}); try again in {BUSY_RETRY_S} s")
+        how = "locked" if "locked" in said else "busy"
+        return cls(f"{what} is busy (another process holds it: database is {how}); try again in {BUSY_RETRY_S} s")
 
 
 @dataclass(frozen=True, slots=True)
