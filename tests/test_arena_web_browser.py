@@ -153,6 +153,8 @@ def test_viewer_steps_through_a_whole_game_to_the_count(page: Any, server: WebSe
     assert shown_scores[-1] == f"{end['scores'][0]}-{end['scores'][1]}" == "-".join(map(str, g["scores"]))
     assert page.locator("#step-text").text_content().startswith("match completed")
     texts = [page.locator("#events").inner_text()]
+    # the result's seats, each with the record's connected_at_end: every seat played to the end
+    assert texts[0].count("connected at the end") == 4 and "gone before the end" not in texts[0], texts[0]
     # back to the start, then by deal and by trick
     page.keyboard.press("Home")
     page.keyboard.press("Shift+ArrowRight")
