@@ -44,6 +44,9 @@ from main; none of them is part of the bot (none measured stronger). ``--trial``
   (:class:`ExactBot`; the bot's ``EXACT_CARDS_FOUR`` is 20), playouts before: the twenty-ninth session's
   trial of searching exactly later, not earlier (every trial that searched more of the deal exactly, A, F,
   K and ``trick``, measured a little weaker). Head to head the trial is the bot itself.
+- ``stack`` or ``stack:EPS``: ``exact:16``, ``ties:EPS`` (0.01 by default; a negative ``EPS``: never the
+  heuristic bot's card) and ``beg-margin:0.06`` together (:class:`StackBot`), the thirtieth session's trial:
+  each measured a little above the bot on some decks, none beyond its noise.
 
 Prints one JSON object: per row ``players``, ``trial``, ``ms``, ``first_pair``, ``elo``, ``ci_low``,
 ``ci_high``, ``pairs``, ``score`` and ``pair_scores`` (against the heuristic bot, duplicate pairs);
@@ -236,6 +239,32 @@ class ExactBot(SearchBot):
             return super().act(ctx)
         finally:
             search.EXACT_CARDS_FOUR = saved
+
+
+class StackBot(TieBot):
+    """``SearchBot`` with the three changes that measured best, none beyond its noise alone, together (the
+    module docstring's ``stack``): the exact search at a table of four from ``cards`` cards (``exact:N``),
+    the heuristic bot's card within ``eps`` of the search's best (``ties:EPS``), and beg only when the
+    worse of give one and run the pack beats stand by more than ``beg_margin`` (``beg-margin:M``)."""
+
+    name = "search-stack"
+
+    def __init__(self, ms: int, cards: int = 16, eps: float = 0.01, beg_margin: float = 0.06) -> None:
+        super().__init__(ms, eps)
+        self.cards = cards
+        self.beg_margin = beg_margin
+
+    def act(self, ctx: Context) -> Action:
+        saved = search.EXACT_CARDS_FOUR
+        search.EXACT_CARDS_FOUR = self.cards
+        try:
+            return super().act(ctx)
+        finally:
+            search.EXACT_CARDS_FOUR = saved
+
+    def _beg(self, s: search._Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
+        stand, give, run = self._before_play_means(s, rng)
+        return BEG if min(give, run) > stand + self.beg_margin else STAND
 
 
 def trick_search(pos: Position, value: search.DealValue, budget: search.Budget, alpha: float = -1.0,
@@ -534,11 +563,14 @@ def make(trial: str, ms: int) -> Callable[[], SearchBot]:
         if not 0 <= cards <= 24:
             raise ValueError(f"exact:N needs N from 0 to 24 cards, not {cards}")
         return lambda: ExactBot(ms, cards)
+    if name == "stack":
+        eps = float(arg) if arg else 0.01
+        return lambda: StackBot(ms, eps=eps)
     if name == "ties" and arg:
         eps = float(arg)
         return lambda: TieBot(ms, eps)
     raise ValueError(f"unknown trial {trial!r}: none, ismcts, beg-margin:M, give-margin:M, ties:EPS, trick,"
-                     " signal[:EPS], view[:K] or exact:N")
+                     " signal[:EPS], view[:K], exact:N or stack")
 
 
 def main(argv: list[str] | None = None) -> int:

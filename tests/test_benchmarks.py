@@ -625,3 +625,48 @@ def run_failing(cwd: Path, *args: str) -> str:
                        cwd=cwd, capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     return r.stderr.strip().splitlines()[-1]
+
+
+def test_the_stack_trial_puts_three_trials_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``stack``: while it decides, the exact search at four starts at 16 cards (the bot's own threshold is back
+    afterwards); with a margin wider than any value difference (``stack:1``) every card with a choice is the
+    heuristic bot's, and ``stack:-1`` never plays it for that reason; a beg 0.02 better than standing on both
+    answers (under the trial's 0.06) stands."""
+    from referee.rules import STAND, Phase, Play
+    from sample_bots.heuristic import HeuristicBot
+    from sample_bots.search import bot as search
+    from sdk.local_table import play_local
+
+    trials = _load_benchmark("search_trials", monkeypatch)
+    thresholds: set[int] = set()
+    heuristic: list[bool] = []
+    begs: list[object] = []
+
+    class Check(trials.StackBot):  # type: ignore[misc, name-defined]
+        def _before_play_means(self, s, rng):  # type: ignore[no-untyped-def]
+            thresholds.add(search.EXACT_CARDS_FOUR)
+            return [0.5, 0.52, 0.52]
+
+        def act(self, ctx):  # type: ignore[no-untyped-def]
+            action = super().act(ctx)
+            if ctx.phase is Phase.PLAY and isinstance(action, Play) and len(ctx.legal) > 1:
+                heuristic.append(action == HeuristicBot().act(ctx))
+            if ctx.phase is Phase.BEG:
+                begs.append(action)
+            return action
+
+    assert trials.make("stack", 2)().eps == 0.01
+    play_local([Check(2, eps=1.0), HeuristicBot(), Check(2, eps=1.0), HeuristicBot()], seed="stack")
+    assert thresholds == {16} and search.EXACT_CARDS_FOUR == 20
+    assert heuristic and all(heuristic) and begs and set(begs) == {STAND}
+    heuristic.clear()
+
+    class Means(Check):
+        def _card_means(self, s, legal, rng):  # type: ignore[no-untyped-def]
+            moves = [a for a in legal if isinstance(a, Play)]
+            theirs = HeuristicBot().act(self.ctx)  # the decision's context, as TieBot keeps it
+            best = next((i for i, m in enumerate(moves) if m != theirs), 0)  # the best mean: never theirs
+            return moves, [1.0 if i == best else 0.999 for i in range(len(moves))]
+
+    play_local([Means(2, eps=-1.0), HeuristicBot(), Means(2, eps=-1.0), HeuristicBot()], seed="stack")
+    assert heuristic and not any(heuristic)
