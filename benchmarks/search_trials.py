@@ -61,12 +61,13 @@ trial's bot was asked (``sdk.spar``'s, as ``strength.py`` reports them).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import random
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -233,12 +234,19 @@ class ExactBot(SearchBot):
         self.cards = cards
 
     def act(self, ctx: Context) -> Action:
-        saved = search.EXACT_CARDS_FOUR
-        search.EXACT_CARDS_FOUR = self.cards
-        try:
+        with exact_from(self.cards):
             return super().act(ctx)
-        finally:
-            search.EXACT_CARDS_FOUR = saved
+
+
+@contextlib.contextmanager
+def exact_from(cards: int) -> Iterator[None]:
+    """The bot's ``EXACT_CARDS_FOUR`` set to ``cards`` for the span of the block, then put back."""
+    saved = search.EXACT_CARDS_FOUR
+    search.EXACT_CARDS_FOUR = cards
+    try:
+        yield
+    finally:
+        search.EXACT_CARDS_FOUR = saved
 
 
 class StackBot(TieBot):
@@ -255,12 +263,8 @@ class StackBot(TieBot):
         self.beg_margin = beg_margin
 
     def act(self, ctx: Context) -> Action:
-        saved = search.EXACT_CARDS_FOUR
-        search.EXACT_CARDS_FOUR = self.cards
-        try:
+        with exact_from(self.cards):
             return super().act(ctx)
-        finally:
-            search.EXACT_CARDS_FOUR = saved
 
     def _beg(self, s: search._Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
         stand, give, run = self._before_play_means(s, rng)
