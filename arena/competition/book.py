@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from arena.lobby.tokens import MAX_FIELD, new_token, token_digest
-from arena.tournament.store import Store, open_private_database
+from arena.tournament.store import LOCK_WAIT_S, Store, open_private_database
 
 #: Characters of a rejection's ``log_tail`` kept (its end, if longer).
 LOG_TAIL_CHARS = 4096
@@ -302,7 +302,7 @@ class CompetitionBook:
     wait, then a 503).
     """
 
-    def __init__(self, output: str | Path, wait_s: float = 30.0):
+    def __init__(self, output: str | Path, wait_s: float = LOCK_WAIT_S):
         self.path = Path(output) / BOOK_NAME
         self._lock = threading.Lock()
         self._db = open_private_database(self.path, _SCHEMA, check_same_thread=False,
@@ -787,7 +787,7 @@ def competition_folder(folder: Path) -> Path:
     return folder
 
 
-def read_disqualified(folder: Path, wait_s: float = 30.0) -> dict[str, str]:
+def read_disqualified(folder: Path, wait_s: float = LOCK_WAIT_S) -> dict[str, str]:
     """:meth:`CompetitionBook.disqualified_entrants` of the book of the competition the output folder ``folder``
     belongs to (:func:`competition_folder`: the league's, or its final's), read-only (``{}`` when it has no book,
     or a book made before disqualifications): what a publication of the league or the final (``arena serve``,

@@ -19,9 +19,10 @@ from typing import Any
 from arena.competition.book import REASON_CHARS, read_disqualified
 from arena.report.cache import StoredGame
 from arena.tournament.runner import LeftOut, TournamentFacts, is_barred_forfeit
+from arena.tournament.store import LOCK_WAIT_S
 
 
-def read_barred(output: Path, wait_s: float = 30.0) -> dict[str, str]:
+def read_barred(output: Path, wait_s: float = LOCK_WAIT_S) -> dict[str, str]:
     """The disqualified entrants of the competition in the output folder ``output`` -> the host's reason, each
     cut to :data:`REASON_CHARS` (``{}``: no competition there, or nobody disqualified); ``wait_s``: for a busy book
     (:func:`read_disqualified`)."""

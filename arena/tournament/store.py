@@ -152,9 +152,14 @@ def check_store_file(path: Path, version: str = SCHEMA_VERSION) -> None:
         db.close()
 
 
+#: Seconds a statement waits for another process's lock on one of the arena's databases (sqlite's busy timeout)
+#: unless its caller asks for less (``arena web``'s pages, ``arena run``'s look at the book).
+LOCK_WAIT_S = 30.0
+
+
 def open_private_database(
     path: Path, schema: str, check_same_thread: bool = True, schema_version: str | None = None,
-    wait_s: float = 30.0,
+    wait_s: float = LOCK_WAIT_S,
 ) -> sqlite3.Connection:
     """A connection to the private database ``path`` (:func:`prepare_private_database`; WAL,
     ``synchronous=FULL``, autocommit) with ``schema`` (SQL, ``CREATE … IF NOT EXISTS``) applied; with
