@@ -3,8 +3,9 @@ before the answer starts (concurrent requests cannot all pass the check), one cl
 most ``MAX_STREAMS_PER_CLIENT`` of them (it cannot lock every other visitor out), and a slot comes back
 when its client goes. Other client addresses are other loopback addresses (127.0.0.K). Behind a
 trusted reverse proxy (``proxies``) the client is the one its ``X-Forwarded-For`` names; from any other
-peer that header changes nothing. Then the slot's own life in process: given back when a response is
-dropped unsent, cancelled, or cannot send."""
+peer that header changes nothing. A look that finds no live-read slot, or the database held by another
+process, says ``: busy`` and the stream goes on. Then the slot's own life in process: given back when a
+response is dropped unsent, cancelled, or cannot send."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ from starlette.requests import ClientDisconnect
 
 from arena.report import live
 from arena.report.live import LiveLog
+from arena.tournament.runner import DB_NAME
+from arena.tournament.store import Store
 from arena.web import WebServer, start_in_thread, trusted_proxies
 from arena.web.app import BUSY_LOOK, MAX_STREAMS, MAX_STREAMS_PER_CLIENT, SlotStream, StreamSlots
 
@@ -294,6 +297,46 @@ def test_a_stream_waiting_for_a_live_read_slot_ends_at_once_when_the_server_stop
         gate.set()
         for h in holders:
             h.result(GONE_S)
+
+
+def next_said(told: Iterator[str], skip: tuple[str, ...] = (": keep-alive",)) -> str:
+    """The stream's next block but those in ``skip``; fails (not StopIteration) when the stream ends first."""
+    block = next((b for b in told if b not in skip), None)
+    assert block is not None, "the stream ended"
+    return block
+
+
+def test_a_stream_goes_on_through_a_database_another_process_holds(tmp_path: Path) -> None:
+    """A stream's look at the results database that another process held locked (a final's run or a host command
+    locking it whole) raised the data layer's ``Busy`` out of the stream, and the stream ended: a browser's live
+    board lost its updates while the lock was held. Now such a look is no look this time: the stream says ``: busy``
+    and stays open, and once the holder lets go the next game stored comes as ``event: games`` on the same stream.
+    (A real server over loopback, the lock held by a real second process.)"""
+    from tests.test_competition_final_bar import _book_held
+    from tests.test_publish_cache import league, result_of
+
+    t = league(tmp_path, ["b0", "b1"])
+    first, second = list(t.schedule)[:2]
+    with t.store as store:  # closed: the holder locks the database whole
+        store.record(result_of(first, 0))
+    server = start_in_thread(tmp_path / "store", "127.0.0.1", 0, bootstrap=0)
+    try:
+        with httpx.stream("GET", f"http://127.0.0.1:{server.port}/events", timeout=GONE_S) as stream:
+            assert stream.status_code == 200
+            told = blocks(stream.iter_lines())
+            assert next_said(told) == "retry: 2000"
+            games = next_said(told)
+            assert games.startswith("event: games\ndata: ") and json.loads(games.split("data: ", 1)[1])["played"] == 1
+            with _book_held(tmp_path / "store" / DB_NAME):
+                busy = next_said(told)
+                assert busy == f": {BUSY_LOOK}", busy
+                assert next_said(told) == busy  # still open: it looks again at the next poll
+            with Store(tmp_path / "store" / DB_NAME) as store:
+                store.record(result_of(second, 1))
+            games = next_said(told, (": keep-alive", busy))
+            assert games.startswith("event: games\ndata: ") and json.loads(games.split("data: ", 1)[1])["played"] == 2
+    finally:
+        server.stop()
 
 
 def test_a_client_that_goes_before_its_answer_gives_its_slot_back(web: WebServer) -> None:

@@ -73,7 +73,8 @@ MAX_STREAMS = 64
 MAX_STREAMS_PER_CLIENT = 8
 #: Seconds between two looks at the database for a live-update stream.
 POLL_S = 1.0
-#: The comment a live-update stream sends when its look at the live files found every live-read slot taken.
+#: The comment a live-update stream sends when its look found every live-read slot taken, or the results database
+#: held locked by another process (:class:`arena.web.data.Busy`): no look this time, the next at the next poll.
 BUSY_LOOK = "busy"
 
 
@@ -338,17 +339,22 @@ async def events(request: Request) -> Response:
 async def live_updates(request: Request, app: WebApp) -> AsyncIterator[str]:
     """The events of one live-update stream, until the client goes or the server stops. Each look
     (:func:`live_version`: it reads the live files' sizes) takes a public live-read slot
-    (:attr:`WebApp.live_reads`); when none comes free the stream says ``: busy`` (a comment) and looks again
-    at the next poll; a server stopping ends a stream waiting for a slot at once (not after ``: busy``)."""
+    (:attr:`WebApp.live_reads`); when none comes free, or the results database is held locked by another
+    process past :data:`arena.web.data.BUSY_WAIT_S` (:class:`Busy`), the stream says ``: busy`` (a comment)
+    and looks again at the next poll (it stays open); a server stopping ends a stream waiting for a slot at
+    once (not after ``: busy``)."""
     last = None
     idle = 0.0
     yield "retry: 2000\n\n"
     while not app.closing and not await request.is_disconnected():
         # the live files' sizes: a live read; a server stopping meanwhile ends the stream at once
-        now = await app.live_reads.run_if_free(live_version, app, give_up=lambda: app.closing)
+        try:
+            now = await app.live_reads.run_if_free(live_version, app, give_up=lambda: app.closing)
+        except Busy:  # the database held by another process (a page would answer 503): no look this time
+            now = None
         if app.closing:
             break
-        if now is None:  # every public live-read slot stayed taken: no look this time, said as a comment
+        if now is None:  # no live-read slot came free, or the database was busy: no look this time, said as a comment
             idle = 0.0
             yield f": {BUSY_LOOK}\n\n"
         elif now != last:
@@ -370,7 +376,10 @@ async def live_updates(request: Request, app: WebApp) -> AsyncIterator[str]:
 def live_version(app: WebApp) -> tuple[int, float, int, int | None, bool]:
     """(games stored, last stored time, live files' summed progress, games the newest background
     bootstrap covers, whether an arena is running on the folder: :func:`arena.tournament.lock.held`):
-    what the stream watches."""
+    what the stream watches.
+
+    :raises Busy: the results database held locked by another process past :data:`arena.web.data.BUSY_WAIT_S`.
+    """
     count, last = app.data.version()
     running = held(app.data.output)
     return count, last, live.progress_mark(app.data.output), app.data.bootstrap_mark(), running
