@@ -581,6 +581,11 @@ class CompetitionBook:
             return _submission(db.execute(f"SELECT {_COLUMNS} FROM submissions WHERE id = ?",
                                           (cur.lastrowid,)).fetchone())
 
+    def check_name_free(self, competitor: str, name: str) -> None:
+        """:raises BookError: as :meth:`add_submission` would for ``name`` (see :meth:`_check_name_free`)."""
+        with self._lock:
+            self._check_name_free(competitor, name)
+
     def _check_name_free(self, competitor: str, name: str) -> None:
         """:raises BookError: ``name`` belongs to another competitor, or, new, it is too like (the same
         :func:`name_key` as) another competitor's name. A competitor's own names stay theirs. Call with

@@ -226,9 +226,17 @@ class Desk:
         submission's ``created_at``, so an upload that spans a midnight counts in one day only.
         :raises Refused: ``invalid`` (one line from the intake or the plan), ``exists``, ``exhausted``,
         ``frozen``."""
-        from arena.hosting.bots_build import BuildError
+        from arena.hosting.bots_build import BuildError, check_image_name
 
         self._check_not_house(header.name)
+        try:  # a name docker cannot tag was taken, the image loaded or built, then `failed` (the arena's fault,
+            # not counted): an uploaded image's archive and its loaded image stayed on the host for each one
+            self.book.check_name_free(competitor, header.name)  # its line first, as add_submission's
+            check_image_name(header.name)
+        except BookError as e:
+            raise Refused("exists", str(e)) from None
+        except BuildError as e:
+            raise Refused("invalid", str(e)) from None
         version = self.book.next_version(header.name) if header.version in NEXT else header.version
         incoming = self.output / "submissions" / f"{INCOMING_PREFIX}{secrets.token_hex(8)}"
         try:

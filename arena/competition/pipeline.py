@@ -286,7 +286,9 @@ class BuildQueue:
             if self._stop.is_set():  # stopping: the build lost its network; it runs again at the next start
                 return
             step = "image" if "image limit" in str(e) else "build"
-            self.book.set_status(sub.id, "rejected", step, str(e), log_tail=str(e))
+            # its author's own build output (what pip or npm said), then the reason: the book keeps the end
+            tail = f"{e.output.rstrip()}\n{e}" if e.output.strip() else str(e)
+            self.book.set_status(sub.id, "rejected", step, str(e), log_tail=tail)
             self._prune()
             self.note(f"submission {sub.id} ({sub.entrant}) rejected at its {step}: {e}")
             return

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arena.competition.book import LOG_TAIL_CHARS
-from arena.hosting.sandbox import LABEL_RUN, Limits
+from arena.hosting.sandbox import LABEL_RUN, OPEN_FILES, Limits
 from arena.hosting.tempdirs import pid_temp_dir
 from arena.hosting.tether import tether_command
 
@@ -66,7 +66,9 @@ def container_command(image: str, key: str, socket_dir: str, cpus: float, memory
     return [DOCKER, "run", "--rm", "--init", "--network", "none", "--read-only",
             "--tmpfs", "/tmp:rw,noexec,nosuid,nodev,size=16m", "--cap-drop", "ALL",
             "--security-opt", "no-new-privileges", "--memory", f"{memory_mb}m", "--memory-swap", f"{memory_mb}m",
-            "--pids-limit", "64", "--cpus", f"{cpus:g}", "--user", "10001:10001", "--ipc", "private",
+            "--pids-limit", "64", "--ulimit", f"nofile={OPEN_FILES}:{OPEN_FILES}", "--cpus", f"{cpus:g}",
+            "--user", "10001:10001", "--ipc", "private",
+            "--no-healthcheck",  # never the image's own (arena.hosting.sandbox.NO_HEALTHCHECK)
             "--log-driver", "json-file", "--log-opt", f"max-size={LOGS.log_max_size}",
             "--log-opt", f"max-file={LOGS.log_files}", *labels, "-v", f"{socket_dir}:{socket_dir}:ro",
             "-e", "ALLFOURS_TICKET", "-e", "ALLFOURS_REFEREE", image]

@@ -21,6 +21,7 @@ own error line).
 from __future__ import annotations
 
 import ast
+import collections
 import contextlib
 import importlib.metadata
 import inspect
@@ -70,7 +71,17 @@ BUILD_MEMORY_MB = 2048
 
 
 class BuildError(RuntimeError):
-    """A bot image could not be built; ``str(e)`` is one line saying why."""
+    """A bot image could not be built; ``str(e)`` is one line saying why, ``output`` the end of the build's
+    own output (at most :data:`OUTPUT_TAIL_CHARS` characters; ``""`` when it never ran): what ``pip`` or
+    ``npm`` said of a failing step, which its author needs to mend it."""
+
+    def __init__(self, message: str, output: str = "") -> None:
+        super().__init__(message)
+        self.output = output
+
+
+#: Most characters of a failed build's output kept for its author (:attr:`BuildError.output`).
+OUTPUT_TAIL_CHARS = 3500
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +95,20 @@ class BotBuild:
     tag: str
     name: str
     version: str
+
+
+#: A path component of a docker image reference (docker's own grammar): letters and digits, separated by one
+#: ``.``, one or two ``_``, or any run of ``-``; never a separator at either end.
+_IMAGE_COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
+
+
+def check_image_name(name: str) -> None:
+    """:raises BuildError: a bot name that passes :func:`check_name_version` but cannot name a docker image
+    (``a-``, ``a.``, ``a..b``, ``a___b``: docker refuses the tag), one line. A remote entry, which has no image,
+    may take such a name."""
+    if not _IMAGE_COMPONENT.fullmatch(name):
+        raise BuildError(f"--name {name!r}: letters and digits, each '.', '_', '__' or run of '-' between two of "
+                         "them (an image name: not at either end, no '..')")
 
 
 def check_name_version(name: str, version: str) -> None:
@@ -544,14 +569,22 @@ def _follow(stream: Any, tag: str, deadline: float, over: str, watch: _DiskWatch
 
     trace = trace or _Trace(time.time())
     image_id, last = "", ""
+    said: collections.deque[str] = collections.deque()  # the end of the output, for its author
+    size = 0
     try:
         for chunk in stream:
             if time.monotonic() > deadline:
-                raise BuildError(over)
+                raise BuildError(over, _tail(said))
             if "error" in chunk:
                 if watch is not None and watch.over:
-                    raise BuildError(f"the build of {tag} failed: {watch.over}")
-                raise BuildError(f"the build of {tag} failed: {' '.join(str(chunk['error']).split())[:400]}")
+                    raise BuildError(f"the build of {tag} failed: {watch.over}", _tail(said))
+                raise BuildError(f"the build of {tag} failed: {' '.join(str(chunk['error']).split())[:400]}",
+                                 _tail(said))
+            text = str(chunk.get("stream") or "")[-OUTPUT_TAIL_CHARS:]
+            said.append(text)
+            size += len(text)
+            while size > OUTPUT_TAIL_CHARS and len(said) > 1:
+                size -= len(said.popleft())
             line = str(chunk.get("stream") or "").strip()
             _note_step(trace, line)
             running = re.search(r"---> Running in ([0-9a-f]{12,64})\b", str(chunk.get("stream") or ""))
@@ -564,16 +597,21 @@ def _follow(stream: Any, tag: str, deadline: float, over: str, watch: _DiskWatch
     except (urllib3.exceptions.HTTPError, OSError, ValueError):  # a read timeout, or its connection closed
         if not trace.timed_out and time.monotonic() < deadline and not _read_timeout(sys.exc_info()[1]):
             raise
-        raise BuildError(over) from None
+        raise BuildError(over, _tail(said)) from None
     finally:
         stream.close()
     if not image_id:
         if trace.timed_out:
-            raise BuildError(over)
-        raise BuildError(f"the build of {tag} failed: {' '.join(last.split())[:400] or 'no image'}")
+            raise BuildError(over, _tail(said))
+        raise BuildError(f"the build of {tag} failed: {' '.join(last.split())[:400] or 'no image'}", _tail(said))
     trace.made.clear()  # the built image's own: not for :func:`_sweep`
     trace.tip = ""
     return image_id
+
+
+def _tail(said: collections.deque[str]) -> str:
+    """The last :data:`OUTPUT_TAIL_CHARS` characters of a build's output pieces ``said``."""
+    return "".join(said)[-OUTPUT_TAIL_CHARS:]
 
 
 def _read_timeout(e: BaseException | None) -> bool:

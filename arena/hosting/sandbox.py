@@ -5,12 +5,13 @@ Python SDK (docs/deploy.md, "Container bots"). Every container is:
 
 - a non-root user (``10001:10001``), read-only root file system, a small ``/tmp`` tmpfs
   (``noexec,nosuid``), every capability dropped, ``no-new-privileges``, an init process (so a bot
-  that ignores SIGTERM is still reaped), a short stop grace;
+  that ignores SIGTERM is still reaped), a short stop grace, no health check (:data:`NO_HEALTHCHECK`);
 - shown a fixed view of the host-wide counters of ``/proc`` (free memory, the load, CPU time, open
   files: :mod:`arena.hosting.procview`), read-only files bound over ``meminfo``, ``stat``, ``loadavg``…
   and the others masked, and ``/sys`` (the host's sysfs, whose node, disk and CPU counters move just as
   much) masked whole, so that two containers of one bot cannot signal each other through them;
-- limited: memory = memory+swap (:attr:`Limits.memory_mb`), a pids limit, a CPU quota, a capped log
+- limited: memory = memory+swap (:attr:`Limits.memory_mb`), a pids limit, :data:`OPEN_FILES` open files a
+  process, a CPU quota, a capped log
   (json-file, :attr:`Limits.log_max_size` x :attr:`Limits.log_files`);
 - given only its ticket and referee address (``ALLFOURS_TICKET``, ``ALLFOURS_REFEREE``) and the bot's
   own ``env`` table: never the arena's environment, files or tokens;
@@ -71,8 +72,18 @@ LABEL_TOURNAMENT = "org.allfours.tournament"
 LABEL_BOT = "org.allfours.bot"
 #: Label holding the seat or worker a container plays (containers only).
 LABEL_ROLE = "org.allfours.role"
+#: A container's health check: none, whatever its image declares (``HEALTHCHECK NONE``). A prebuilt image's
+#: config is its submitter's, and one declaring ``HEALTHCHECK --interval=1ms`` had dockerd exec its command in
+#: every container of it, back to back (some 20 a second), each a ``runc exec`` run on the host by containerd's
+#: shim, outside the container's CPU quota: 4.9 s of the host's CPU in 10 s for one container.
+NO_HEALTHCHECK = {"test": ["NONE"]}
 #: The uid:gid bot containers run as (the bot images create this user; any non-root id works).
 BOT_USER = "10001:10001"
+#: Most open files of each process of a bot container (its ``nofile`` limit, soft and hard). Docker gave
+#: dockerd's own (20,000 here), so with 64 processes one container held 1.28 million ``struct file``s of the
+#: host's one table (``fs.file-max``, 2,466,239 on a 2-core host) for about 420 bytes of its memory each: two or
+#: three bots at once could fill it, and every process of the host fail to open a file. A bot needs a few dozen.
+OPEN_FILES = 1024
 #: Seconds of every docker API call (the SDK's HTTP timeout).
 DOCKER_TIMEOUT_S = 30
 #: Seconds a bot container gets between SIGTERM and SIGKILL when stopped.
@@ -665,7 +676,7 @@ class Sandbox:
         """A bot container's host configuration (the module docstring's walls) with ``limits``, its
         ``/proc`` showing the host-wide counters as ``proc``'s fixed view: two containers of one bot could
         signal each other through them (arena.hosting.procview)."""
-        from docker.types import LogConfig
+        from docker.types import LogConfig, Ulimit
 
         api = self.client.api
         host_config = api.create_host_config(
@@ -677,6 +688,7 @@ class Sandbox:
             mem_limit=f"{limits.memory_mb}m",
             memswap_limit=f"{limits.memory_mb}m",
             pids_limit=limits.pids,
+            ulimits=[Ulimit(name="nofile", soft=OPEN_FILES, hard=OPEN_FILES)],
             nano_cpus=int(limits.cpus * 1e9),
             log_config=LogConfig(
                 type="json-file", config={"max-size": limits.log_max_size, "max-file": str(limits.log_files)}
@@ -739,6 +751,7 @@ class Sandbox:
                 user=BOT_USER,
                 stop_signal="SIGTERM",
                 hostname="bot",
+                healthcheck=NO_HEALTHCHECK,  # never the image's own (a prebuilt image's config is its author's)
                 host_config=host_config,
             )
         except Exception as e:
@@ -778,6 +791,12 @@ class Sandbox:
 #: bot's own code there, as root): docker's build API has no pids limit, so a fork bomb in a build took
 #: every pid of the host (``kernel.pid_max``) before its 2 GiB of memory.
 BUILD_PIDS = 512
+#: Cores a competition build's steps may use together (their parent cgroup's CPU quota): docker's build API
+#: has no CPU limit of its own, and four busy loops in a bot's ``preinstall`` took every core of a 2-core host
+#: for the whole ``build_s``, while the league's games (timed moves) and the arena shared what was left.
+BUILD_CPUS = 1.0
+#: Microseconds of a CPU quota's period (the kernel's default).
+CPU_PERIOD_US = 100_000
 #: The cgroup file systems (cgroup v1's pids hierarchy, or v2's unified one).
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
@@ -795,9 +814,10 @@ def _build_cgroup_dirs(key: str) -> list[Path]:
         if CGROUP_ROOT.is_dir() else []
 
 
-def open_build_cgroup(client: Any, key: str, pids: int = BUILD_PIDS) -> str | None:
+def open_build_cgroup(client: Any, key: str, pids: int = BUILD_PIDS, cpus: float = BUILD_CPUS) -> str | None:
     """Make the parent cgroup of run ``key``'s build steps with a pids limit of ``pids`` (processes and
-    threads of all its steps together); returns its ``cgroupparent`` (``/NAME``), or None when docker
+    threads of all its steps together) and a CPU quota of ``cpus`` cores (all its steps together); returns
+    its ``cgroupparent`` (``/NAME``), or None when docker
     uses the systemd cgroup driver (its parents are systemd slices, which this does not make: the builds
     then have no pids limit, as docker's build API gives none).
 
@@ -809,15 +829,21 @@ def open_build_cgroup(client: Any, key: str, pids: int = BUILD_PIDS) -> str | No
     if str(info.get("CgroupDriver", "cgroupfs")) != "cgroupfs":
         return None
     name = build_cgroup_name(key)
+    quota = max(1000, int(cpus * CPU_PERIOD_US))
     if str(info.get("CgroupVersion", "1")) == "2":
-        folder = CGROUP_ROOT / name
-        with contextlib.suppress(OSError):  # the pids controller for the root's children (usually on)
-            (CGROUP_ROOT / "cgroup.subtree_control").write_text("+pids\n")
+        folder = cpu = CGROUP_ROOT / name
+        with contextlib.suppress(OSError):  # the pids and cpu controllers for the root's children (usually on)
+            (CGROUP_ROOT / "cgroup.subtree_control").write_text("+pids +cpu\n")
+        cpu_files = {"cpu.max": f"{quota} {CPU_PERIOD_US}"}
     else:
-        folder = CGROUP_ROOT / "pids" / name
+        folder, cpu = CGROUP_ROOT / "pids" / name, CGROUP_ROOT / "cpu" / name
+        cpu_files = {"cpu.cfs_period_us": str(CPU_PERIOD_US), "cpu.cfs_quota_us": str(quota)}
     try:
         folder.mkdir(exist_ok=True)
         (folder / "pids.max").write_text(f"{pids}\n")
+        cpu.mkdir(exist_ok=True)
+        for file, value in cpu_files.items():
+            (cpu / file).write_text(f"{value}\n")
     except OSError as e:
         raise SandboxError(f"cannot limit the processes of the builds (cgroup {name}): {e.strerror} "
                            "(arena serve takes submissions as root, on the docker host)") from None
@@ -861,9 +887,11 @@ class BuildNetwork:
     :param key: the run key (:func:`run_key`).
     :param tournament: the tournament's name (a label).
     :param reaches: the private networks a build may reach all the same (:func:`wall_private`).
+    :param cpus: the cores its builds' steps may use together (:func:`open_build_cgroup`).
     """
 
-    def __init__(self, client: Any, key: str, tournament: str = "", reaches: Sequence[str] = ()):
+    def __init__(self, client: Any, key: str, tournament: str = "", reaches: Sequence[str] = (),
+                 cpus: float = BUILD_CPUS):
         if not re.fullmatch(r"[0-9a-f]{12}", key):
             raise ValueError(f"a run key is 12 hex characters, got {key!r}")
         self.client = client
@@ -871,6 +899,7 @@ class BuildNetwork:
         self.labels = {LABEL_RUN: key, LABEL_TOURNAMENT: tournament, LABEL_ROLE: "build"}
         self.key = key
         self.reaches = tuple(reaches)
+        self.cpus = cpus
         self.gateway: str | None = None
         #: The builds' ``cgroupparent`` (:func:`open_build_cgroup`: their pids limit), set by :meth:`open`.
         self.cgroup_parent: str | None = None
@@ -887,7 +916,7 @@ class BuildNetwork:
         self.gateway, _ = walled_network(self.client, self.name, self.bridge, self.chain, self.labels, internal=False)
         try:
             wall_private(self.bridge, forward_chain(self.chain), self.reaches)
-            self.cgroup_parent = open_build_cgroup(self.client, self.key)
+            self.cgroup_parent = open_build_cgroup(self.client, self.key, cpus=self.cpus)
         except SandboxError:
             self.close()
             raise
