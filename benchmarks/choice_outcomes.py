@@ -137,11 +137,11 @@ class _Recording(SearchBot):
         self.last_means = [stand, min(give, run)] if s.obs.phase is Phase.BEG else [give, run]
         return [stand, give, run]
 
-    def _card_means(self, s: search._Setting, legal: tuple[Action, ...],
-                    rng: random.Random) -> tuple[list[Play], list[float]]:
-        moves, means = super()._card_means(s, legal, rng)
-        self.last_means = list(means)
-        return moves, means
+    def _with_prior(self, s: search._Setting, moves: list[Play], rows: list[list[float]],
+                    more: Callable[[], list[float]]) -> int:
+        choice = super()._with_prior(s, moves, rows, more)
+        self.last_means = search._column_means(rows)  # every deal the card was chosen on, the prior's included
+        return choice
 
 
 @dataclass(slots=True)
@@ -243,12 +243,17 @@ def play_game(game: int, ms: int, play_share: float, seed: str, continue_ms: int
 
 
 def bot_choice(p: Point) -> int:
-    """The index the bot plays on ``p``'s means (its rule: ties go to the first action)."""
+    """The index the bot plays on ``p``'s means (its rules: beg only when ``search.BEG_MARGIN`` better; ties
+    go to the first action; a card is the best mean, or the heuristic bot's card when within
+    ``search.PRIOR_MARGIN`` of it, which the search plays unless its sampled deals showed it dominated: a
+    point does not keep them, so that card counts as the bot's when the bot played it)."""
     if p.phase == "beg":
-        return 1 if p.means[1] > p.means[0] else 0
+        return 1 if p.means[1] > p.means[0] + search.BEG_MARGIN else 0
     if p.phase == "dealer":
         return 0 if p.means[0] >= p.means[1] else 1
-    return search._best(p.means)
+    best = search._best(p.means)
+    near = p.means[best] - p.means[p.heuristic] <= search.PRIOR_MARGIN
+    return p.heuristic if near and p.chosen == p.heuristic else best
 
 
 def policy(name: str) -> Callable[[Point], int]:

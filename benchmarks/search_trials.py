@@ -295,17 +295,61 @@ def trick_search(pos: Position, value: search.DealValue, budget: search.Budget, 
     return best
 
 
+class PlainBot(SearchBot):
+    """``SearchBot`` as it was until the thirty-first session (the module docstring's ``plain``): the exact
+    search at a table of four from 20 cards, a beg whenever the dealer's worse answer beats standing, and
+    the card with the best mean (the first on a tie), without the heuristic bot's card as a prior."""
+
+    name = "search-plain"
+
+    def act(self, ctx: Context) -> Action:
+        with exact_from(20):
+            return super().act(ctx)
+
+    def _beg(self, s: search._Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
+        stand, give, run = self._before_play_means(s, rng)
+        return BEG if min(give, run) > stand else STAND
+
+    def _play(self, s: search._Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
+        moves, means = self._card_means(s, legal, rng)
+        return moves[search._best(means)]
+
+
+class GuardBot(SearchBot):
+    """``SearchBot`` whose prior samples on only when the heuristic bot's card is not the best and every deal
+    so far valued the two alike (the module docstring's ``guard``, the form of the prior screened and
+    measured first): where the heuristic bot's card is the first of two cards no deal told apart, the order
+    of the legal cards decides."""
+
+    name = "search-guard"
+
+    def _with_prior(self, s: search._Setting, moves: list[Play], rows: list[list[float]],
+                    more: Callable[[], list[float]]) -> int:
+        theirs = self.prior.act(s.ctx)
+        h = moves.index(theirs) if theirs in moves else -1
+        means = search._column_means(rows)
+        best = search._best(means)
+        if h < 0 or h == best or means[best] - means[h] > search.PRIOR_MARGIN:
+            return best
+        while (all(r[h] == r[best] for r in rows) and len(rows) < search.PRIOR_EXTRA * self.samples
+               and s.budget.left > 0):
+            rows.append(more())
+        means = search._column_means(rows)
+        best = search._best(means)
+        if h == best or means[best] - means[h] > search.PRIOR_MARGIN:
+            return best
+        dominated = any(r[h] < r[best] for r in rows) and not any(r[h] > r[best] for r in rows)
+        return best if dominated else h
+
+
 class TrickBot(SearchBot):
     """``SearchBot`` whose cards, at a table of four in a deal too large to search exactly, are valued by
     :func:`trick_search` (the module docstring's ``trick``)."""
 
     name = "search-trick"
 
-    def _card_means(self, s: search._Setting, legal: tuple[Action, ...],
-                    rng: random.Random) -> tuple[list[Play], list[float]]:
-        moves = [a for a in legal if isinstance(a, Play)]
-        ids = [search.card_id(a.card) for a in moves]
-
+    def _card_values(self, s: search._Setting, ids: list[int],
+                     rng: random.Random) -> Callable[[Deal], list[float]]:
         def values(deal: search.Deal) -> list[float]:
             pos, value = search._position(s, deal)
             if pos.players != 4 or search._small(pos):
@@ -317,7 +361,7 @@ class TrickBot(SearchBot):
                 out.append(trick_search(p, value, s.budget))
             return out
 
-        return moves, self._means(s, rng, len(moves), values)
+        return values
 
 
 #: The signal's fact: a trump of these ranks (rank - 2 within the suit: jack, queen, king, ace).
@@ -515,12 +559,10 @@ class ViewBot(SearchBot):
         super().__init__(ms=ms)
         self.deals = deals
 
-    def _card_means(self, s: search._Setting, legal: tuple[Action, ...],
-                    rng: random.Random) -> tuple[list[Play], list[float]]:
+    def _card_values(self, s: search._Setting, ids: list[int],
+                     rng: random.Random) -> Callable[[Deal], list[float]]:
         if s.know.players != 4:
-            return super()._card_means(s, legal, rng)
-        moves = [a for a in legal if isinstance(a, Play)]
-        ids = [card_id(a.card) for a in moves]
+            return super()._card_values(s, ids, rng)
         choices: Choices = {}
         values: dict[tuple[int, int, int, int], DealValue] = {}
 
@@ -535,7 +577,7 @@ class ViewBot(SearchBot):
                 items.append((p, value))
             return search._evaluate_all(items, s.budget)
 
-        return moves, self._means(s, rng, len(moves), after_each)
+        return after_each
 
 
 def make(trial: str, ms: int) -> Callable[[], SearchBot]:
@@ -567,6 +609,10 @@ def make(trial: str, ms: int) -> Callable[[], SearchBot]:
         if not 0 <= cards <= 24:
             raise ValueError(f"exact:N needs N from 0 to 24 cards, not {cards}")
         return lambda: ExactBot(ms, cards)
+    if name == "guard" and not arg:
+        return lambda: GuardBot(ms=ms)
+    if name == "plain" and not arg:
+        return lambda: PlainBot(ms=ms)
     if name == "stack":
         eps = float(arg) if arg else 0.01
         return lambda: StackBot(ms, eps=eps)

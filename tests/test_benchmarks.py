@@ -365,7 +365,7 @@ def test_the_trick_trial_searches_the_trick_in_progress_then_plays_out(monkeypat
         assert trials.trick_search(pos.copy(), value, Budget(10**9)) == plain(pos.copy(), value)
         checked += 1
     assert checked >= 15
-    assert search.EXACT_CARDS_FOUR == 20  # what the trial's "too large to search exactly" means
+    assert search.EXACT_CARDS_FOUR == 16  # what the trial's "too large to search exactly" means
 
 
 def test_the_ties_trial_plays_the_heuristic_card_within_its_margin(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -393,7 +393,7 @@ def test_the_ties_trial_plays_the_heuristic_card_within_its_margin(monkeypatch: 
 
 def test_the_exact_trial_moves_the_exact_search_for_its_own_decisions_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """``exact:N``: while the trial's bot decides, the exact search at four starts at ``N`` cards (``exact:0``
-    never searches exactly), the bot's own threshold is back afterwards, and ``exact:20`` is the bot itself."""
+    never searches exactly), the bot's own threshold is back afterwards, and ``exact:16`` is the bot itself."""
     from sample_bots.heuristic import HeuristicBot
     from sample_bots.search import SearchBot
     from sample_bots.search import bot as search
@@ -416,11 +416,11 @@ def test_the_exact_trial_moves_the_exact_search_for_its_own_decisions_only(monke
     monkeypatch.setattr(search, "solve", solve)
     play_local([trials.ExactBot(2, 12), HeuristicBot(), trials.ExactBot(2, 12), HeuristicBot()], seed="exact")
     assert thresholds and set(thresholds) == {12} and solved
-    assert search.EXACT_CARDS_FOUR == 20
+    assert search.EXACT_CARDS_FOUR == 16
     solved.clear()
     play_local([trials.ExactBot(2, 0), HeuristicBot(), trials.ExactBot(2, 0), HeuristicBot()], seed="exact")
     assert not solved
-    same = play_local([trials.ExactBot(2, 20), HeuristicBot(), trials.ExactBot(2, 20), HeuristicBot()], seed="exact")
+    same = play_local([trials.ExactBot(2, 16), HeuristicBot(), trials.ExactBot(2, 16), HeuristicBot()], seed="exact")
     bot = play_local([SearchBot(ms=2), HeuristicBot(), SearchBot(ms=2), HeuristicBot()], seed="exact")
     assert (same.match, same.decisions) == (bot.match, bot.decisions)
 
@@ -544,21 +544,21 @@ def test_choice_outcomes_compare_ways_of_choosing_on_the_same_points(monkeypatch
         return outcomes.Point(0, 1, 1, phase, (0, 0), actions, means, outs, chosen, heuristic)
 
     points = [
-        point("beg", [0.5, 0.53], [0.6, 0.5], chosen=1, heuristic=1),  # beg by 0.03: a margin of 0.04 stands
+        point("beg", [0.5, 0.58], [0.6, 0.5], chosen=1, heuristic=1),  # beg by 0.08: a margin of 0.1 stands
         point("beg", [0.5, 0.45], [0.2, 0.3], chosen=0, heuristic=1),
-        point("dealer", [0.4, 0.45], [0.3, 0.3], chosen=1, heuristic=0),  # run by 0.05
+        point("dealer", [0.4, 0.52], [0.3, 0.3], chosen=1, heuristic=0),  # run by 0.12
         point("play", [0.2, 0.2, 0.1], [0.5, 0.4, 0.9], chosen=0, heuristic=1),  # the heuristic card ties
     ]
     assert [outcomes.bot_choice(p) for p in points] == [p.chosen for p in points]
-    report = outcomes.analyse(points, ["bot", "heuristic", "margin:0.04", "ties:0", "ties:0.01"])
+    report = outcomes.analyse(points, ["bot", "heuristic", "margin:0.1", "ties:0", "ties:0.01"])
     beg, dealer, play = (report[k]["policies"] for k in ("beg", "dealer", "play"))
     assert beg["bot"] == {"gain": 0.0, "se": 0.0, "changed": 0}
-    assert beg["margin:0.04"] == {"gain": 0.05, "se": 0.05, "changed": 1}  # gains 0.1 and 0
+    assert beg["margin:0.1"] == {"gain": 0.05, "se": 0.05, "changed": 1}  # gains 0.1 and 0
     assert beg["heuristic"] == {"gain": 0.05, "se": 0.05, "changed": 1}
-    assert dealer["margin:0.04"]["changed"] == 0 and dealer["heuristic"] == {"gain": 0.0, "se": 0.0, "changed": 1}
-    assert dealer["ties:0.01"]["changed"] == 0  # the heuristic bot's answer is 0.05 worse to the search
+    assert dealer["margin:0.1"]["changed"] == 0 and dealer["heuristic"] == {"gain": 0.0, "se": 0.0, "changed": 1}
+    assert dealer["ties:0.01"]["changed"] == 0  # the heuristic bot's answer is 0.12 worse to the search
     assert play["ties:0"] == play["ties:0.01"] == play["heuristic"] == {"gain": -0.1, "se": 0.0, "changed": 1}
-    assert play["margin:0.04"]["changed"] == 0 and "calibration" not in report["play"]
+    assert play["margin:0.1"]["changed"] == 0 and "calibration" not in report["play"]
     # Hindsight: the beg points' best outcomes beat the chosen by 0.1 each; no other dealer answer scored
     # more; the card 0.9 beat the chosen 0.5.
     assert report["beg"]["room"] == {"gain": 0.1, "share": 1.0}
@@ -628,8 +628,9 @@ def run_failing(cwd: Path, *args: str) -> str:
 
 
 def test_the_stack_trial_puts_three_trials_together(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``stack``: while it decides, the exact search at four starts at 16 cards (the bot's own threshold is back
-    afterwards); with a margin wider than any value difference (``stack:1``) every card with a choice is the
+    """``stack``: while it decides, the exact search at four starts at its ``cards`` (16 by default, the bot's
+    own since the thirty-first session; here 12, and the bot's own threshold is back afterwards); with a
+    margin wider than any value difference (``stack:1``) every card with a choice is the
     heuristic bot's, and ``stack:-1`` never plays it for that reason; a beg 0.02 better than standing on both
     answers (under the trial's 0.06) stands."""
     from referee.rules import STAND, Phase, Play
@@ -656,8 +657,9 @@ def test_the_stack_trial_puts_three_trials_together(monkeypatch: pytest.MonkeyPa
             return action
 
     assert trials.make("stack", 2)().eps == 0.01
-    play_local([Check(2, eps=1.0), HeuristicBot(), Check(2, eps=1.0), HeuristicBot()], seed="stack")
-    assert thresholds == {16} and search.EXACT_CARDS_FOUR == 20
+    assert trials.make("stack", 2)().cards == 16
+    play_local([Check(2, cards=12, eps=1.0), HeuristicBot(), Check(2, cards=12, eps=1.0), HeuristicBot()], seed="stack")
+    assert thresholds == {12} and search.EXACT_CARDS_FOUR == 16
     assert heuristic and all(heuristic) and begs and set(begs) == {STAND}
     heuristic.clear()
 
@@ -670,3 +672,45 @@ def test_the_stack_trial_puts_three_trials_together(monkeypatch: pytest.MonkeyPa
 
     play_local([Means(2, eps=-1.0), HeuristicBot(), Means(2, eps=-1.0), HeuristicBot()], seed="stack")
     assert heuristic and not any(heuristic)
+
+
+def test_the_plain_trial_is_the_bot_before_the_prior(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``plain``, the bot until the thirty-first session: while it decides, the exact search at four starts at
+    20 cards (the bot's own 16 is back afterwards); a beg 0.02 better than standing on both answers begs (the
+    bot's ``BEG_MARGIN`` of 0.06 stands); the card is the best mean, the heuristic bot's card only when it is
+    that; and head to head, where neither the threshold at four nor a beg the search values this way decides,
+    it plays the bot's game only when no card came near enough to the best for the prior."""
+    from referee.rules import BEG, Phase, Play
+    from sample_bots.heuristic import HeuristicBot
+    from sample_bots.search import bot as search
+    from sdk.local_table import play_local
+
+    trials = _load_benchmark("search_trials", monkeypatch)
+    assert isinstance(trials.make("plain", 2)(), trials.PlainBot)
+    thresholds: set[int] = set()
+    heuristic: list[bool] = []
+    begs: list[object] = []
+
+    class Check(trials.PlainBot):  # type: ignore[misc, name-defined]
+        def _before_play_means(self, s, rng):  # type: ignore[no-untyped-def]
+            thresholds.add(search.EXACT_CARDS_FOUR)
+            return [0.5, 0.52, 0.52]
+
+        def _card_means(self, s, legal, rng, rows=None):  # type: ignore[no-untyped-def]
+            moves = [a for a in legal if isinstance(a, Play)]
+            theirs = HeuristicBot().act(s.ctx)
+            best = next((i for i, m in enumerate(moves) if m != theirs), 0)  # the best mean: never theirs
+            return moves, [1.0 if i == best else 0.999 for i in range(len(moves))]
+
+        def act(self, ctx):  # type: ignore[no-untyped-def]
+            action = super().act(ctx)
+            if ctx.phase is Phase.PLAY and isinstance(action, Play) and len(ctx.legal) > 1:
+                heuristic.append(action == HeuristicBot().act(ctx))
+            if ctx.phase is Phase.BEG:
+                begs.append(action)
+            return action
+
+    play_local([Check(2), HeuristicBot(), Check(2), HeuristicBot()], seed="plain")
+    assert thresholds == {20} and search.EXACT_CARDS_FOUR == 16
+    assert heuristic and not any(heuristic) and begs and set(begs) == {BEG}
+

@@ -54,6 +54,7 @@ from referee.rules import (
 from sample_bots.heuristic import HeuristicBot
 from sample_bots.random_bot import RandomBot
 from sample_bots.search import NODES_PER_MS, DemoSearchBot, SearchBot
+from sample_bots.search import bot as searching
 from sample_bots.search.bot import INDIFFERENT_SAMPLES
 from sample_bots.search.fast import (
     SUIT_INDEX,
@@ -361,7 +362,9 @@ def check_forced_before_play(state: State, choice: Action, data: dict[str, Any])
 @pytest.mark.parametrize("path", POSITIONS, ids=[p.stem for p in POSITIONS])
 def test_known_position(path: Path) -> None:
     """Each known position replays as its ``expect`` says, its choice is forced (shown by exhaustive
-    solving over the engine), and the bot finds it for every seed tried."""
+    solving over the engine), and the bot finds it for every seed tried, with the legal actions in the
+    engine's order and reversed: the order breaks ties of the search's means, so a bot that found a weakly
+    forced card only by its tie rule would fail one of them."""
     state, choice, data = load_position(path)
     assert not mismatches(data["expect"], replay(data))
     if state.phase in (Phase.PLAY, Phase.CALL):
@@ -370,6 +373,92 @@ def test_known_position(path: Path) -> None:
         check_forced_before_play(state, choice, data)
     for seed in range(5):
         assert SearchBot(ms=20, samples=24, seed=seed).act(context(state, seed)) == choice, f"seed {seed}"
+        backwards = dataclasses.replace(context(state, seed), legal=tuple(reversed(legal_actions(state))))
+        assert SearchBot(ms=20, samples=24, seed=seed).act(backwards) == choice, f"seed {seed}, legal reversed"
+
+
+# --------------------------------------------------------------------------- the prior and the beg margin
+
+
+class _Prior:
+    """A stand-in for the heuristic bot: always the card it was given."""
+
+    def __init__(self, card: str) -> None:
+        self.card = Play(Card.parse(card))
+
+    def act(self, ctx: object) -> Action:
+        return self.card
+
+
+def prior_choice(rows: list[list[float]], theirs: str, more: list[list[float]] | None = None,
+                 budget: int = 10**6) -> tuple[str, int]:
+    """The card ``SearchBot._with_prior`` plays among ``AS 2S KH`` on sampled deals ``rows`` when the heuristic
+    bot's card is ``theirs``, with ``more`` the values of the deals sampled on (each used once, then repeated:
+    the last one); and how many deals it drew."""
+    bot = SearchBot(samples=4)
+    bot.prior = _Prior(theirs)  # type: ignore[assignment]
+    moves = [Play(Card.parse(c)) for c in ("AS", "2S", "KH")]
+    queue = list(more or [])
+    drawn = 0
+
+    def draw() -> list[float]:
+        nonlocal drawn
+        drawn += 1
+        return queue.pop(0) if len(queue) > 1 else queue[0]
+
+    setting = searching._Setting(None, None, None, 0, Budget(budget))  # type: ignore[arg-type]
+    index = bot._with_prior(setting, moves, [list(r) for r in rows], draw)
+    return str(moves[index].card), drawn
+
+
+@pytest.mark.parametrize(("rows", "theirs", "played"), [
+    ([[0.5, 0.4, 0.2], [0.6, 0.6, 0.1]], "AS", "AS"),  # the heuristic bot's card is the best
+    ([[0.5, 0.1, 0.52], [0.6, 0.1, 0.57]], "KH", "KH"),  # 0.005 below the best, above it on one deal
+    ([[0.5, 0.48, 0.2], [0.6, 0.61, 0.1]], "2S", "2S"),  # below on one deal, above on another: a judgement call
+    ([[0.5, 0.49, 0.2], [0.6, 0.6, 0.1]], "2S", "AS"),  # below on one deal and never above: dominated
+    ([[0.5, 0.47, 0.2], [0.6, 0.61, 0.1]], "2S", "AS"),  # 0.011 below on the mean: beyond the margin
+    ([[0.5, 0.5, 0.2], [0.6, 0.6, 0.1]], "KH", "AS"),  # far below
+])
+def test_the_prior_plays_the_heuristic_card_only_where_the_search_cannot_tell_it_from_the_best(
+        rows: list[list[float]], theirs: str, played: str) -> None:
+    """Cards ``AS 2S KH``, each row a sampled deal's values: the heuristic bot's card is played when its mean
+    is within ``PRIOR_MARGIN`` (0.01) of the best and no deal valued it below the best card unless another
+    valued it above; otherwise the best mean, the first on a tie."""
+    assert searching.PRIOR_MARGIN == 0.01
+    assert prior_choice(rows, theirs, more=[[0.0, 1.0, 0.0]])[0] == played
+
+
+def test_the_prior_samples_on_until_a_deal_tells_the_heuristic_card_from_its_twin() -> None:
+    """Where every deal so far valued the heuristic bot's card exactly as another near the best (its twin),
+    the bot samples on: the first deal that tells them apart decides (the twin better there: the twin, whether
+    it is first or second in the legal order; the heuristic card better: it), and with no such deal it stops
+    at ``PRIOR_EXTRA`` times its ``samples`` deals (4 here: 16 in all) and plays the heuristic bot's card, or
+    at once when the budget is spent."""
+    alike = [[0.5, 0.5, 0.2], [0.6, 0.6, 0.1]]
+    assert prior_choice(alike, "AS", more=[[0.5, 0.5, 0.3], [0.2, 0.3, 0.0]]) == ("2S", 2)
+    assert prior_choice(alike, "2S", more=[[0.5, 0.5, 0.3], [0.3, 0.2, 0.0]]) == ("AS", 2)
+    assert prior_choice(alike, "2S", more=[[0.2, 0.3, 0.0]]) == ("2S", 1)
+    assert searching.PRIOR_EXTRA == 4
+    assert prior_choice(alike, "2S", more=[[0.5, 0.5, 0.0]]) == ("2S", 14)
+    assert prior_choice(alike, "2S", more=[[0.2, 0.3, 0.0]], budget=0) == ("2S", 0)
+    assert prior_choice([[0.5, 0.2, 0.5]], "AS", more=[[0.5, 0.2, 0.5]])[1] == 15  # a twin may be any near card
+    assert prior_choice([[0.5, 0.48, 0.2]], "AS", more=[[0.0, 1.0, 0.0]]) == ("AS", 0)  # no twin: no more deals
+
+
+@pytest.mark.parametrize(("means", "action"), [([0.5, 0.56, 0.58], STAND), ([0.5, 0.561, 0.58], BEG),
+                                              ([0.5, 0.7, 0.55], STAND)])
+def test_the_bot_begs_only_when_both_answers_beat_standing_by_the_margin(means: list[float], action: Action) -> None:
+    """``[stand, give one, run the pack]`` means: the seat to the dealer's right begs only when the dealer's
+    worse answer beats standing by more than ``BEG_MARGIN`` (0.06)."""
+    assert searching.BEG_MARGIN == 0.06
+
+    class Means(SearchBot):
+        def _before_play_means(self, s, rng):  # type: ignore[no-untyped-def]
+            return means
+
+    state = shuffled_deal(scores=(0, 0))
+    assert state.phase is Phase.BEG
+    assert Means().act(context(state)) == action
 
 
 def test_solver_values_a_tied_game() -> None:

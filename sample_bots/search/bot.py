@@ -48,6 +48,11 @@ from referee.rules import (
 )
 from sdk.bot import Bot, Context
 
+try:
+    from sample_bots.heuristic import HeuristicBot
+except ImportError:  # a container image (`arena bots build sample_bots`) holds the sample bots at its top level
+    from heuristic import HeuristicBot  # type: ignore[no-redef,import-not-found]
+
 from .fast import (
     JACK_OFFSET,
     POINTS,
@@ -77,18 +82,29 @@ SAMPLE_COST = 35
 DEFAULT_SAMPLES = 48
 #: The demo level stops sampling when this many deals in a row gave every action the same value.
 INDIFFERENT_SAMPLES = 8
-#: Deals with at most this many cards left in the hands are searched exactly (five each at a table of
+#: Deals with at most this many cards left in the hands are searched exactly (four each at a table of
 #: four, nine each head to head) ...
-EXACT_CARDS_FOUR = 20
+EXACT_CARDS_FOUR = 16
 EXACT_CARDS = 18
 #: ... within this many nodes per sampled deal; past it, that sample is valued by playouts.
 SOLVE_CAP = 4000
+#: Beg only when the dealer's worse answer (give one or run the pack) beats standing by more than this
+#: chance of winning the game: a beg hands the dealer the choice (measured: docs/search-bot.md).
+BEG_MARGIN = 0.06
+#: The heuristic bot's card is played when the search values it within this chance of the game of its
+#: best card (a prior among cards the open-handed search cannot tell apart) ...
+PRIOR_MARGIN = 0.01
+#: ... unless some sampled deal valued it below the best card and none above it. While every deal so far
+#: valued the two alike, sampling goes on, up to this many times ``samples`` deals within the budget.
+PRIOR_EXTRA = 4
 
 
 @dataclass(frozen=True, slots=True)
 class _Setting:
-    """What every evaluation of one decision shares: the seat's knowledge, side, rules and budget."""
+    """What every evaluation of one decision shares: the decision's context, the seat's knowledge, side,
+    rules and budget."""
 
+    ctx: Context
     obs: Observation
     know: Knowledge
     side: int
@@ -130,6 +146,7 @@ class SearchBot(Bot):
         #: Search nodes and sampled deals of the last decision searched (for benchmarks and tests).
         self.last_nodes = 0
         self.last_samples = 0
+        self.prior = HeuristicBot()
 
     def act(self, ctx: Context) -> Action:
         """The action with the best mean value over sampled deals; always one of ``ctx.legal``."""
@@ -141,7 +158,7 @@ class SearchBot(Bot):
             ms = max(1, ctx.time_left_ms // 8)
         rng = random.Random(f"{self.seed}/{ctx.rng.getrandbits(64)}")
         obs = ctx.observation
-        setting = _Setting(obs, knowledge(obs), ctx.side, Budget(ms * NODES_PER_MS))
+        setting = _Setting(ctx, obs, knowledge(obs), ctx.side, Budget(ms * NODES_PER_MS))
         choose = {Phase.PLAY: self._play, Phase.CALL: self._call, Phase.BEG: self._beg,
                   Phase.DEALER: self._dealer}[obs.phase]
         action = choose(setting, legal, rng)
@@ -151,26 +168,34 @@ class SearchBot(Bot):
     # ------------------------------------------------------------------------- sampling loop
 
     def _means(self, s: _Setting, rng: random.Random, count: int,
-               values: Callable[[Deal], list[float]]) -> list[float]:
+               values: Callable[[Deal], list[float]], rows: list[list[float]] | None = None) -> list[float]:
         """The mean over sampled deals of ``values(deal)`` (``count`` numbers a deal), sampling until
         the budget is spent or ``self.samples`` deals are done (at least one), or, with
         ``self.indifferent``, when that many first deals gave every action the same value (the
-        choice seems not to matter: the deal's points decided whatever is played)."""
+        choice seems not to matter: the deal's points decided whatever is played). Each deal's values
+        are appended to ``rows`` when it is given."""
         totals = [0.0] * count
         done = 0
         indifferent = True
         while done < self.samples and (done == 0 or s.budget.left > 0):
-            deal_values = values(self._sample(s.know, rng))
+            deal_values = self._value_one(s, rng, values)
+            if rows is not None:
+                rows.append(deal_values)
             for i, v in enumerate(deal_values):
                 totals[i] += v
             done += 1
-            s.budget.left -= SAMPLE_COST
-            s.budget.used += SAMPLE_COST
             indifferent = indifferent and max(deal_values) == min(deal_values)
             if indifferent and done == self.indifferent:
                 break
         self.last_samples = done
         return [t / done for t in totals]
+
+    def _value_one(self, s: _Setting, rng: random.Random, values: Callable[[Deal], list[float]]) -> list[float]:
+        """``values`` of one more sampled deal, its sampling charged to the budget (``SAMPLE_COST``)."""
+        deal_values = values(self._sample(s.know, rng))
+        s.budget.left -= SAMPLE_COST
+        s.budget.used += SAMPLE_COST
+        return deal_values
 
     def _sample(self, know: Knowledge, rng: random.Random) -> Deal:
         """The next deal to value: one consistent with ``know`` (``infer.sample_deal``). The one place a
@@ -181,16 +206,51 @@ class SearchBot(Bot):
     # ------------------------------------------------------------------------- play and call
 
     def _play(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
-        moves, means = self._card_means(s, legal, rng)
-        return moves[_best(means)]
+        rows: list[list[float]] = []
+        moves, _ = self._card_means(s, legal, rng, rows)
+        values = self._card_values(s, [card_id(a.card) for a in moves], rng)
+        return moves[self._with_prior(s, moves, rows, lambda: self._value_one(s, rng, values))]
 
-    def _card_means(self, s: _Setting, legal: tuple[Action, ...],
-                    rng: random.Random) -> tuple[list[Play], list[float]]:
+    def _card_means(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random,
+                    rows: list[list[float]] | None = None) -> tuple[list[Play], list[float]]:
         """The cards the seat may play (``legal``'s plays, in order) and each one's mean value over
-        sampled deals: what ``_play`` chooses from (a benchmark may choose otherwise from the same)."""
+        sampled deals (each deal's values appended to ``rows`` when given): what ``_play`` chooses from
+        (a benchmark may choose otherwise from the same)."""
         moves = [a for a in legal if isinstance(a, Play)]
-        ids = [card_id(a.card) for a in moves]
-        return moves, self._means(s, rng, len(moves), lambda deal: _after_each(s, _position(s, deal), ids))
+        values = self._card_values(s, [card_id(a.card) for a in moves], rng)
+        return moves, self._means(s, rng, len(moves), values, rows)
+
+    def _card_values(self, s: _Setting, ids: list[int], rng: random.Random) -> Callable[[Deal], list[float]]:
+        """How one sampled deal values each card of ``ids`` (card ids: the seat's legal cards): the deal
+        after it, searched (``_after_each``; ``rng`` is for a benchmark's evaluator that draws)."""
+        return lambda deal: _after_each(s, _position(s, deal), ids)
+
+    def _with_prior(self, s: _Setting, moves: list[Play], rows: list[list[float]],
+                    more: Callable[[], list[float]]) -> int:
+        """The index in ``moves`` of the card to play, from ``rows`` (each sampled deal's value of every
+        card): the best mean (the first on a tie), or the heuristic bot's card when its mean is within
+        ``PRIOR_MARGIN`` of the best and no deal valued it below the best card without another valuing it
+        above (the search cannot tell them apart, and a card that is sometimes worse and never better is
+        weakly dominated). While the heuristic bot's card has a twin, another card within the margin that
+        every deal so far valued exactly alike, ``more()`` values another deal (appended to ``rows``), up
+        to ``PRIOR_EXTRA * samples`` deals within the budget: a weakly forced card shows only on the deals
+        where the card that matters lies in an opponent's hand rather than the stock, and without such a
+        deal the order of the legal cards would decide."""
+        theirs = self.prior.act(s.ctx)
+        h = moves.index(theirs) if theirs in moves else -1
+        means = _column_means(rows)
+        best = _best(means)
+        if h < 0 or means[best] - means[h] > PRIOR_MARGIN:
+            return best
+        while _has_twin(h, rows) and len(rows) < PRIOR_EXTRA * self.samples and s.budget.left > 0:
+            rows.append(more())
+        self.last_samples = len(rows)
+        means = _column_means(rows)
+        best = _best(means)
+        if h == best or means[best] - means[h] > PRIOR_MARGIN:
+            return best
+        dominated = any(r[h] < r[best] for r in rows) and not any(r[h] > r[best] for r in rows)
+        return best if dominated else h
 
     def _call(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
         calls = [a for a in legal if isinstance(a, Call)]
@@ -213,7 +273,7 @@ class SearchBot(Bot):
 
     def _beg(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
         stand, give, run = self._before_play_means(s, rng)
-        return BEG if min(give, run) > stand else STAND
+        return BEG if min(give, run) > stand + BEG_MARGIN else STAND
 
     def _dealer(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
         _, give, run = self._before_play_means(s, rng)
@@ -243,6 +303,20 @@ class DemoSearchBot(SearchBot):
     def __init__(self, ms: int = 13, samples: int = DEFAULT_SAMPLES, seed: int = 0,
                  indifferent: int = INDIFFERENT_SAMPLES) -> None:
         super().__init__(ms=ms, samples=samples, seed=seed, indifferent=indifferent)
+
+
+def _column_means(rows: list[list[float]]) -> list[float]:
+    """The mean of each column of ``rows`` (one row a sampled deal, one column an action)."""
+    return [sum(r[i] for r in rows) / len(rows) for i in range(len(rows[0]))]
+
+
+def _has_twin(card: int, rows: list[list[float]]) -> bool:
+    """Whether another card is within ``PRIOR_MARGIN`` of the best mean of ``rows`` (one row a sampled deal,
+    one column a card) and valued exactly as ``card`` (a column) on every deal."""
+    means = _column_means(rows)
+    top = max(means)
+    return any(j != card and top - means[j] <= PRIOR_MARGIN and all(r[j] == r[card] for r in rows)
+               for j in range(len(means)))
 
 
 def _best(means: list[float]) -> int:
