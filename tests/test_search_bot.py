@@ -226,7 +226,9 @@ def shuffled_deal(scores: tuple[int, int]) -> State:
 def test_bot_stops_sampling_when_the_choice_does_not_matter() -> None:
     """At 13-13 High (counted first) ends the game whatever is played: every card has the same value
     on every sampled deal, so the demo level stops after ``INDIFFERENT_SAMPLES`` deals, not at
-    ``samples``; the other levels sample on (a later deal may split the actions)."""
+    ``samples`` (nor samples on for the prior); the other levels sample on (a later deal may split the
+    actions), to ``samples`` and then, every card being the heuristic bot's card's twin, to ``PRIOR_EXTRA``
+    times ``samples``."""
     state = apply(shuffled_deal(scores=(13, 13)), STAND)
     assert state.phase is Phase.PLAY and len(legal_actions(state)) > 1
     demo = DemoSearchBot(ms=1000, samples=40)
@@ -234,7 +236,7 @@ def test_bot_stops_sampling_when_the_choice_does_not_matter() -> None:
     assert demo.last_samples == INDIFFERENT_SAMPLES
     bot = SearchBot(ms=1000, samples=40)
     bot.act(context(state))
-    assert bot.last_samples == 40
+    assert bot.last_samples == searching.PRIOR_EXTRA * 40
 
 
 def test_bot_spends_at_most_an_eighth_of_the_time_left() -> None:

@@ -235,14 +235,16 @@ class SearchBot(Bot):
         every deal so far valued exactly alike, ``more()`` values another deal (appended to ``rows``), up
         to ``PRIOR_EXTRA * samples`` deals within the budget: a weakly forced card shows only on the deals
         where the card that matters lies in an opponent's hand rather than the stock, and without such a
-        deal the order of the legal cards would decide."""
+        deal the order of the legal cards would decide. Not after the sampling stop (``indifferent``): its
+        deals valued every card alike, and the level is for CPU it does not have."""
         theirs = self.prior.act(s.ctx)
         h = moves.index(theirs) if theirs in moves else -1
         means = _column_means(rows)
         best = _best(means)
         if h < 0 or means[best] - means[h] > PRIOR_MARGIN:
             return best
-        while _has_twin(h, rows) and len(rows) < PRIOR_EXTRA * self.samples and s.budget.left > 0:
+        stopped = self.indifferent and all(max(r) == min(r) for r in rows)  # the sampling stop: it does not matter
+        while not stopped and _has_twin(h, rows) and len(rows) < PRIOR_EXTRA * self.samples and s.budget.left > 0:
             rows.append(more())
         self.last_samples = len(rows)
         means = _column_means(rows)
