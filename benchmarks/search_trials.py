@@ -2,10 +2,17 @@
 
     python benchmarks/search_trials.py --trial ismcts [--pairs 60] [--ms 200] [--players 4] [--first-pair 0]
 
-Kept so that the fourth and fifth sessions' trials in docs/search-bot.md ("Measured strength") can be re-run
-from main; none of them is part of the bot (none measured stronger). ``--trial``:
+Kept so that the trials in docs/search-bot.md ("Measured strength") can be re-run from main. Until the
+thirty-first session none of them was part of the bot; since then the bot has the prior, the beg margin and the
+exact search from 16 cards (``stack`` and ``guard`` below), so every trial is a variation of that bot, and a row
+measured before it is re-run on the bot of its day by adding ``plain``'s changes. ``--trial``:
 
 - ``none``: ``SearchBot`` as it is (the baseline; pair for pair the same as ``strength.py``);
+- ``plain``: the bot until the thirty-first session (:class:`PlainBot`): exact search at four from 20 cards, a beg
+  whenever the dealer's worse answer beats standing, the card with the best mean (the first on a tie);
+- ``guard``: the bot with the prior's first form (:class:`GuardBot`), as screened and measured in the thirtieth
+  and thirty-first sessions: it samples on only when the heuristic bot's card is not the best and no deal so far
+  told the two apart;
 - ``ismcts``: every card chosen by single-observer Information Set MCTS (:class:`IsmctsBot`);
 - ``beg-margin:M``: beg only when the worse of give one and run the pack beats stand by more than
   ``M`` (a negative ``M`` begs more readily);
@@ -46,7 +53,7 @@ from main; none of them is part of the bot (none measured stronger). ``--trial``
   K and ``trick``, measured a little weaker). Head to head the trial is the bot itself.
 - ``stack`` or ``stack:EPS``: ``exact:16``, ``ties:EPS`` (0.01 by default; a negative ``EPS``: never the
   heuristic bot's card) and ``beg-margin:0.06`` together (:class:`StackBot`), the thirtieth session's trial:
-  each measured a little above the bot on some decks, none beyond its noise.
+  each measured a little above the bot on some decks, none beyond its noise (the bot's prior without its guard).
 
 Prints one JSON object: per row ``players``, ``trial``, ``ms``, ``first_pair``, ``elo``, ``ci_low``,
 ``ci_high``, ``pairs``, ``score`` and ``pair_scores`` (against the heuristic bot, duplicate pairs);
