@@ -626,8 +626,8 @@ def make(trial: str, ms: int) -> Callable[[], SearchBot]:
     if name == "ties" and arg:
         eps = float(arg)
         return lambda: TieBot(ms, eps)
-    raise ValueError(f"unknown trial {trial!r}: none, ismcts, beg-margin:M, give-margin:M, ties:EPS, trick,"
-                     " signal[:EPS], view[:K], exact:N or stack")
+    raise ValueError(f"unknown trial {trial!r}: none, plain, guard, ismcts, beg-margin:M, give-margin:M, ties:EPS,"
+                     " trick, signal[:EPS], view[:K], exact:N or stack[:EPS]")
 
 
 def main(argv: list[str] | None = None) -> int:
