@@ -88,11 +88,12 @@ EXACT_CARDS_FOUR = 16
 EXACT_CARDS = 18
 #: ... within this many nodes per sampled deal; past it, that sample is valued by playouts.
 SOLVE_CAP = 4000
-#: Beg only when the dealer's worse answer (give one or run the pack) beats standing by more than this
-#: chance of winning the game: a beg hands the dealer the choice (measured: docs/search-bot.md).
+#: At a table of four, beg only when the dealer's worse answer (give one or run the pack) beats standing
+#: by more than this chance of winning the game: a beg hands the dealer the choice (measured:
+#: docs/search-bot.md; head to head the margin and the prior below measured weaker, so neither applies).
 BEG_MARGIN = 0.06
-#: The heuristic bot's card is played when the search values it within this chance of the game of its
-#: best card (a prior among cards the open-handed search cannot tell apart) ...
+#: At a table of four, the heuristic bot's card is played when the search values it within this chance of
+#: the game of its best card (a prior among cards the open-handed search cannot tell apart) ...
 PRIOR_MARGIN = 0.01
 #: ... unless some sampled deal valued it below the best card and none above it. While every deal so far
 #: valued the two alike, sampling goes on, up to this many times ``samples`` deals within the budget.
@@ -207,7 +208,9 @@ class SearchBot(Bot):
 
     def _play(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
         rows: list[list[float]] = []
-        moves, _ = self._card_means(s, legal, rng, rows)
+        moves, means = self._card_means(s, legal, rng, rows)
+        if s.know.players != 4:  # head to head the best mean (the prior measured weaker there with the margin)
+            return moves[_best(means)]
         values = self._card_values(s, [card_id(a.card) for a in moves], rng)
         return moves[self._with_prior(s, moves, rows, lambda: self._value_one(s, rng, values))]
 
@@ -275,7 +278,8 @@ class SearchBot(Bot):
 
     def _beg(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
         stand, give, run = self._before_play_means(s, rng)
-        return BEG if min(give, run) > stand + BEG_MARGIN else STAND
+        margin = BEG_MARGIN if s.know.players == 4 else 0.0
+        return BEG if min(give, run) > stand + margin else STAND
 
     def _dealer(self, s: _Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
         _, give, run = self._before_play_means(s, rng)
