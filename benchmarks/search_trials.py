@@ -3,16 +3,17 @@
     python benchmarks/search_trials.py --trial ismcts [--pairs 60] [--ms 200] [--players 4] [--first-pair 0]
 
 Kept so that the trials in docs/search-bot.md ("Measured strength") can be re-run from main. Until the
-thirty-first session none of them was part of the bot; since then the bot has the prior, the beg margin and the
-exact search from 16 cards (``stack`` and ``guard`` below), so every trial is a variation of that bot, and a row
+thirty-first session none of them was part of the bot; since then the bot has, at a table of four, the guarded
+prior, the beg margin and the exact search from 16 cards (``stack`` with a guard), so every trial is a variation
+of that bot, and a row
 measured before it is re-run on the bot of its day by adding ``plain``'s changes. ``--trial``:
 
 - ``none``: ``SearchBot`` as it is (the baseline; pair for pair the same as ``strength.py``);
 - ``plain``: the bot until the thirty-first session (:class:`PlainBot`): exact search at four from 20 cards, a beg
   whenever the dealer's worse answer beats standing, the card with the best mean (the first on a tie);
-- ``guard``: the bot with the prior's first form (:class:`GuardBot`), as screened and measured in the thirtieth
-  and thirty-first sessions: it samples on only when the heuristic bot's card is not the best and no deal so far
-  told the two apart;
+- ``twins``: the prior with a twin rule (:class:`TwinBot`), in both table sizes: it samples on whenever the
+  heuristic bot's card has a twin (another card near the best that every deal so far valued alike), so the order
+  of the legal cards never decides between them (the thirty-first session's trial);
 - ``ismcts``: every card chosen by single-observer Information Set MCTS (:class:`IsmctsBot`);
 - ``beg-margin:M``: beg only when the worse of give one and run the pack beats stand by more than
   ``M`` (a negative ``M`` begs more readily);
@@ -322,13 +323,20 @@ class PlainBot(SearchBot):
         return moves[search._best(means)]
 
 
-class GuardBot(SearchBot):
-    """``SearchBot`` whose prior samples on only when the heuristic bot's card is not the best and every deal
-    so far valued the two alike (the module docstring's ``guard``, the form of the prior screened and
-    measured first): where the heuristic bot's card is the first of two cards no deal told apart, the order
-    of the legal cards decides."""
+class TwinBot(SearchBot):
+    """``SearchBot`` whose prior samples on whenever the heuristic bot's card has a twin (the module docstring's
+    ``twins``): another card within ``PRIOR_MARGIN`` of the best that every deal so far valued exactly as it,
+    so the order of the legal cards never decides between them (the bot samples on only while its best card
+    is such a twin and not the heuristic bot's card itself). Head to head the bot has no prior; this trial
+    has it there too."""
 
-    name = "search-guard"
+    name = "search-twins"
+
+    def _play(self, s: search._Setting, legal: tuple[Action, ...], rng: random.Random) -> Action:
+        rows: list[list[float]] = []
+        moves, _ = self._card_means(s, legal, rng, rows)
+        values = self._card_values(s, [card_id(a.card) for a in moves], rng)
+        return moves[self._with_prior(s, moves, rows, lambda: self._value_one(s, rng, values))]
 
     def _with_prior(self, s: search._Setting, moves: list[Play], rows: list[list[float]],
                     more: Callable[[], list[float]]) -> int:
@@ -336,10 +344,9 @@ class GuardBot(SearchBot):
         h = moves.index(theirs) if theirs in moves else -1
         means = search._column_means(rows)
         best = search._best(means)
-        if h < 0 or h == best or means[best] - means[h] > search.PRIOR_MARGIN:
+        if h < 0 or means[best] - means[h] > search.PRIOR_MARGIN:
             return best
-        while (all(r[h] == r[best] for r in rows) and len(rows) < search.PRIOR_EXTRA * self.samples
-               and s.budget.left > 0):
+        while has_twin(h, rows) and len(rows) < search.PRIOR_EXTRA * self.samples and s.budget.left > 0:
             rows.append(more())
         means = search._column_means(rows)
         best = search._best(means)
@@ -347,6 +354,15 @@ class GuardBot(SearchBot):
             return best
         dominated = any(r[h] < r[best] for r in rows) and not any(r[h] > r[best] for r in rows)
         return best if dominated else h
+
+
+def has_twin(card: int, rows: list[list[float]]) -> bool:
+    """Whether another card is within ``PRIOR_MARGIN`` of the best mean of ``rows`` (one row a sampled deal,
+    one column a card) and valued exactly as ``card`` (a column) on every deal."""
+    means = search._column_means(rows)
+    top = max(means)
+    return any(j != card and top - means[j] <= search.PRIOR_MARGIN and all(r[j] == r[card] for r in rows)
+               for j in range(len(means)))
 
 
 class TrickBot(SearchBot):
@@ -616,8 +632,8 @@ def make(trial: str, ms: int) -> Callable[[], SearchBot]:
         if not 0 <= cards <= 24:
             raise ValueError(f"exact:N needs N from 0 to 24 cards, not {cards}")
         return lambda: ExactBot(ms, cards)
-    if name == "guard" and not arg:
-        return lambda: GuardBot(ms=ms)
+    if name == "twins" and not arg:
+        return lambda: TwinBot(ms=ms)
     if name == "plain" and not arg:
         return lambda: PlainBot(ms=ms)
     if name == "stack":
@@ -626,7 +642,7 @@ def make(trial: str, ms: int) -> Callable[[], SearchBot]:
     if name == "ties" and arg:
         eps = float(arg)
         return lambda: TieBot(ms, eps)
-    raise ValueError(f"unknown trial {trial!r}: none, plain, guard, ismcts, beg-margin:M, give-margin:M, ties:EPS,"
+    raise ValueError(f"unknown trial {trial!r}: none, plain, twins, ismcts, beg-margin:M, give-margin:M, ties:EPS,"
                      " trick, signal[:EPS], view[:K], exact:N or stack[:EPS]")
 
 

@@ -677,9 +677,8 @@ def test_the_stack_trial_puts_three_trials_together(monkeypatch: pytest.MonkeyPa
 def test_the_plain_trial_is_the_bot_before_the_prior(monkeypatch: pytest.MonkeyPatch) -> None:
     """``plain``, the bot until the thirty-first session: while it decides, the exact search at four starts at
     20 cards (the bot's own 16 is back afterwards); a beg 0.02 better than standing on both answers begs (the
-    bot's ``BEG_MARGIN`` of 0.06 stands); the card is the best mean, the heuristic bot's card only when it is
-    that; and head to head, where neither the threshold at four nor a beg the search values this way decides,
-    it plays the bot's game only when no card came near enough to the best for the prior."""
+    bot's ``BEG_MARGIN`` of 0.06 at four stands); the card is the best mean, the heuristic bot's card only when
+    it is that."""
     from referee.rules import BEG, Phase, Play
     from sample_bots.heuristic import HeuristicBot
     from sample_bots.search import bot as search
@@ -714,3 +713,21 @@ def test_the_plain_trial_is_the_bot_before_the_prior(monkeypatch: pytest.MonkeyP
     assert thresholds == {20} and search.EXACT_CARDS_FOUR == 16
     assert heuristic and not any(heuristic) and begs and set(begs) == {BEG}
 
+
+
+def test_the_twins_trial_samples_on_while_the_heuristic_card_has_a_twin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``twins``: a card's twin is another card near the best that every deal valued exactly alike (rows: deals,
+    columns ``AS 2S KH``); the trial's bot plays whole games at both table sizes."""
+    from referee.rules import RuleSet
+    from sample_bots.heuristic import HeuristicBot
+    from sdk.local_table import play_local
+
+    trials = _load_benchmark("search_trials", monkeypatch)
+    assert isinstance(trials.make("twins", 2)(), trials.TwinBot)
+    assert trials.has_twin(0, [[0.5, 0.5, 0.2], [0.6, 0.6, 0.1]])  # AS and 2S alike, both the best
+    assert trials.has_twin(2, [[0.5, 0.2, 0.5]])  # KH alike AS
+    assert not trials.has_twin(0, [[0.5, 0.49, 0.2], [0.6, 0.6, 0.1]])  # one deal told them apart
+    assert not trials.has_twin(2, [[0.5, 0.2, 0.2], [0.6, 0.3, 0.3]])  # KH alike 2S, but neither near the best
+    for players in (2, 4):
+        bots = [b for _ in range(players // 2) for b in (trials.TwinBot(2), HeuristicBot())]
+        assert play_local(bots, rules=RuleSet(players=players), seed="twins").match.games[0].winner is not None

@@ -215,11 +215,11 @@ def test_bot_is_deterministic_for_a_seed() -> None:
     assert match(7) == match(7)
 
 
-def shuffled_deal(scores: tuple[int, int]) -> State:
-    """A 4-player deal of a shuffled deck (seed 3: nothing scored by the kick), dealer seat 0, at
-    ``scores``: seat 1, the next after the dealer, is to beg or stand."""
+def shuffled_deal(scores: tuple[int, int], seed: int = 3) -> State:
+    """A 4-player deal of a deck shuffled by ``seed`` (3 and 6: nothing scored by the kick), dealer seat 0,
+    at ``scores``: seat 1, the next after the dealer, is to beg or stand."""
     deck = list(CANONICAL_DECK)
-    random.Random(3).shuffle(deck)
+    random.Random(seed).shuffle(deck)
     return deal(new_game(RuleSet(players=4), dealer=0, scores=scores), deck)
 
 
@@ -227,10 +227,11 @@ def test_bot_stops_sampling_when_the_choice_does_not_matter() -> None:
     """At 13-13 High (counted first) ends the game whatever is played: every card has the same value
     on every sampled deal, so the demo level stops after ``INDIFFERENT_SAMPLES`` deals, not at
     ``samples`` (nor samples on for the prior); the other levels sample on (a later deal may split the
-    actions), to ``samples`` and then, every card being the heuristic bot's card's twin, to ``PRIOR_EXTRA``
-    times ``samples``."""
-    state = apply(shuffled_deal(scores=(13, 13)), STAND)
+    actions), to ``samples``, and then, the heuristic bot's card (seed 6: not the first legal one) valued
+    alike the best on every deal, to ``PRIOR_EXTRA`` times ``samples`` for the prior."""
+    state = apply(shuffled_deal(scores=(13, 13), seed=6), STAND)
     assert state.phase is Phase.PLAY and len(legal_actions(state)) > 1
+    assert HeuristicBot().act(context(state)) != legal_actions(state)[0]
     demo = DemoSearchBot(ms=1000, samples=40)
     demo.act(context(state))
     assert demo.last_samples == INDIFFERENT_SAMPLES
@@ -426,21 +427,22 @@ def test_the_prior_plays_the_heuristic_card_only_where_the_search_cannot_tell_it
     assert prior_choice(rows, theirs, more=[[0.0, 1.0, 0.0]])[0] == played
 
 
-def test_the_prior_samples_on_until_a_deal_tells_the_heuristic_card_from_its_twin() -> None:
-    """Where every deal so far valued the heuristic bot's card exactly as another near the best (its twin),
-    the bot samples on: the first deal that tells them apart decides (the twin better there: the twin, whether
-    it is first or second in the legal order; the heuristic card better: it), and with no such deal it stops
-    at ``PRIOR_EXTRA`` times its ``samples`` deals (4 here: 16 in all) and plays the heuristic bot's card, or
-    at once when the budget is spent."""
+def test_the_prior_samples_on_until_a_deal_tells_the_heuristic_card_from_the_best() -> None:
+    """Where every deal so far valued the heuristic bot's card exactly as the best card (the first of the two
+    in the legal order), the bot samples on: the first deal that tells them apart decides (the best card
+    better there: it; the heuristic card better: it), and with no such deal it stops at ``PRIOR_EXTRA``
+    times its ``samples`` deals (4 here: 16 in all) and plays the heuristic bot's card, or at once when the
+    budget is spent. Where the heuristic bot's card is itself the best, or no deal valued it alike, it does
+    not."""
     alike = [[0.5, 0.5, 0.2], [0.6, 0.6, 0.1]]
-    assert prior_choice(alike, "AS", more=[[0.5, 0.5, 0.3], [0.2, 0.3, 0.0]]) == ("2S", 2)
     assert prior_choice(alike, "2S", more=[[0.5, 0.5, 0.3], [0.3, 0.2, 0.0]]) == ("AS", 2)
     assert prior_choice(alike, "2S", more=[[0.2, 0.3, 0.0]]) == ("2S", 1)
     assert searching.PRIOR_EXTRA == 4
     assert prior_choice(alike, "2S", more=[[0.5, 0.5, 0.0]]) == ("2S", 14)
     assert prior_choice(alike, "2S", more=[[0.2, 0.3, 0.0]], budget=0) == ("2S", 0)
-    assert prior_choice([[0.5, 0.2, 0.5]], "AS", more=[[0.5, 0.2, 0.5]])[1] == 15  # a twin may be any near card
-    assert prior_choice([[0.5, 0.48, 0.2]], "AS", more=[[0.0, 1.0, 0.0]]) == ("AS", 0)  # no twin: no more deals
+    assert prior_choice([[0.5, 0.2, 0.5]], "KH", more=[[0.5, 0.2, 0.5]]) == ("KH", 15)  # any card alike the best
+    assert prior_choice(alike, "AS", more=[[0.0, 1.0, 0.0]]) == ("AS", 0)  # the heuristic bot's card is the best
+    assert prior_choice([[0.5, 0.48, 0.2]], "2S", more=[[0.0, 1.0, 0.0]]) == ("AS", 0)  # told apart: dominated
 
 
 @pytest.mark.parametrize(("players", "means", "action"), [

@@ -234,20 +234,20 @@ class SearchBot(Bot):
         card): the best mean (the first on a tie), or the heuristic bot's card when its mean is within
         ``PRIOR_MARGIN`` of the best and no deal valued it below the best card without another valuing it
         above (the search cannot tell them apart, and a card that is sometimes worse and never better is
-        weakly dominated). While the heuristic bot's card has a twin, another card within the margin that
-        every deal so far valued exactly alike, ``more()`` values another deal (appended to ``rows``), up
-        to ``PRIOR_EXTRA * samples`` deals within the budget: a weakly forced card shows only on the deals
-        where the card that matters lies in an opponent's hand rather than the stock, and without such a
-        deal the order of the legal cards would decide. Not after the sampling stop (``indifferent``): its
-        deals valued every card alike, and the level is for CPU it does not have."""
+        weakly dominated). While every deal so far valued the heuristic bot's card exactly as the best,
+        ``more()`` values another deal (appended to ``rows``), up to ``PRIOR_EXTRA * samples`` deals within
+        the budget: a weakly forced card shows only on the deals where the card that matters lies in an
+        opponent's hand rather than the stock. Not after the sampling stop (``indifferent``): its deals
+        valued every card alike, and the level is for CPU it does not have."""
         theirs = self.prior.act(s.ctx)
         h = moves.index(theirs) if theirs in moves else -1
         means = _column_means(rows)
         best = _best(means)
-        if h < 0 or means[best] - means[h] > PRIOR_MARGIN:
+        if h < 0 or h == best or means[best] - means[h] > PRIOR_MARGIN:
             return best
         stopped = self.indifferent and all(max(r) == min(r) for r in rows)  # the sampling stop: it does not matter
-        while not stopped and _has_twin(h, rows) and len(rows) < PRIOR_EXTRA * self.samples and s.budget.left > 0:
+        while (not stopped and all(r[h] == r[best] for r in rows) and len(rows) < PRIOR_EXTRA * self.samples
+               and s.budget.left > 0):
             rows.append(more())
         self.last_samples = len(rows)
         means = _column_means(rows)
@@ -314,15 +314,6 @@ class DemoSearchBot(SearchBot):
 def _column_means(rows: list[list[float]]) -> list[float]:
     """The mean of each column of ``rows`` (one row a sampled deal, one column an action)."""
     return [sum(r[i] for r in rows) / len(rows) for i in range(len(rows[0]))]
-
-
-def _has_twin(card: int, rows: list[list[float]]) -> bool:
-    """Whether another card is within ``PRIOR_MARGIN`` of the best mean of ``rows`` (one row a sampled deal,
-    one column a card) and valued exactly as ``card`` (a column) on every deal."""
-    means = _column_means(rows)
-    top = max(means)
-    return any(j != card and top - means[j] <= PRIOR_MARGIN and all(r[j] == r[card] for r in rows)
-               for j in range(len(means)))
 
 
 def _best(means: list[float]) -> int:
