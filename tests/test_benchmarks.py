@@ -8,7 +8,7 @@ import json
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -627,34 +627,54 @@ def run_failing(cwd: Path, *args: str) -> str:
     return r.stderr.strip().splitlines()[-1]
 
 
+@dataclass
+class Seen:
+    """What a :func:`recorded` bot saw: the exact search's threshold at four when it valued the choices before
+    play, whether each card it played with a choice was the heuristic bot's, and each beg or stand."""
+
+    thresholds: set[int] = field(default_factory=set)
+    heuristic: list[bool] = field(default_factory=list)
+    begs: list[object] = field(default_factory=list)
+
+
+def recorded(base: type, seen: Seen) -> type:
+    """``base`` (a search bot class) told that the choices before play are worth ``[0.5, 0.52, 0.52]`` (a beg
+    0.02 better than standing on both answers), recording into ``seen``."""
+    from referee.rules import Phase, Play
+    from sample_bots.heuristic import HeuristicBot
+    from sample_bots.search import bot as search
+
+    class Recorded(base):  # type: ignore[valid-type, misc]
+        def _before_play_means(self, s, rng):  # type: ignore[no-untyped-def]
+            seen.thresholds.add(search.EXACT_CARDS_FOUR)
+            return [0.5, 0.52, 0.52]
+
+        def act(self, ctx):  # type: ignore[no-untyped-def]
+            action = super().act(ctx)
+            if ctx.phase is Phase.PLAY and isinstance(action, Play) and len(ctx.legal) > 1:
+                seen.heuristic.append(action == HeuristicBot().act(ctx))
+            if ctx.phase is Phase.BEG:
+                seen.begs.append(action)
+            return action
+
+    return Recorded
+
+
 def test_the_stack_trial_puts_three_trials_together(monkeypatch: pytest.MonkeyPatch) -> None:
     """``stack``: while it decides, the exact search at four starts at its ``cards`` (16 by default, the bot's
     own since the thirty-first session; here 12, and the bot's own threshold is back afterwards); with a
     margin wider than any value difference (``stack:1``) every card with a choice is the
     heuristic bot's, and ``stack:-1`` never plays it for that reason; a beg 0.02 better than standing on both
     answers (under the trial's 0.06) stands."""
-    from referee.rules import STAND, Phase, Play
+    from referee.rules import STAND, Play
     from sample_bots.heuristic import HeuristicBot
     from sample_bots.search import bot as search
     from sdk.local_table import play_local
 
     trials = _load_benchmark("search_trials", monkeypatch)
-    thresholds: set[int] = set()
-    heuristic: list[bool] = []
-    begs: list[object] = []
-
-    class Check(trials.StackBot):  # type: ignore[misc, name-defined]
-        def _before_play_means(self, s, rng):  # type: ignore[no-untyped-def]
-            thresholds.add(search.EXACT_CARDS_FOUR)
-            return [0.5, 0.52, 0.52]
-
-        def act(self, ctx):  # type: ignore[no-untyped-def]
-            action = super().act(ctx)
-            if ctx.phase is Phase.PLAY and isinstance(action, Play) and len(ctx.legal) > 1:
-                heuristic.append(action == HeuristicBot().act(ctx))
-            if ctx.phase is Phase.BEG:
-                begs.append(action)
-            return action
+    seen = Seen()
+    thresholds, heuristic, begs = seen.thresholds, seen.heuristic, seen.begs
+    Check = recorded(trials.StackBot, seen)
 
     assert trials.make("stack", 2)().eps == 0.01
     assert trials.make("stack", 2)().cards == 16
@@ -679,39 +699,25 @@ def test_the_plain_trial_is_the_bot_before_the_prior(monkeypatch: pytest.MonkeyP
     20 cards (the bot's own 16 is back afterwards); a beg 0.02 better than standing on both answers begs (the
     bot's ``BEG_MARGIN`` of 0.06 at four stands); the card is the best mean, the heuristic bot's card only when
     it is that."""
-    from referee.rules import BEG, Phase, Play
+    from referee.rules import BEG, Play
     from sample_bots.heuristic import HeuristicBot
     from sample_bots.search import bot as search
     from sdk.local_table import play_local
 
     trials = _load_benchmark("search_trials", monkeypatch)
     assert isinstance(trials.make("plain", 2)(), trials.PlainBot)
-    thresholds: set[int] = set()
-    heuristic: list[bool] = []
-    begs: list[object] = []
+    seen = Seen()
 
-    class Check(trials.PlainBot):  # type: ignore[misc, name-defined]
-        def _before_play_means(self, s, rng):  # type: ignore[no-untyped-def]
-            thresholds.add(search.EXACT_CARDS_FOUR)
-            return [0.5, 0.52, 0.52]
-
+    class Check(recorded(trials.PlainBot, seen)):  # type: ignore[misc]
         def _card_means(self, s, legal, rng, rows=None):  # type: ignore[no-untyped-def]
             moves = [a for a in legal if isinstance(a, Play)]
             theirs = HeuristicBot().act(s.ctx)
             best = next((i for i, m in enumerate(moves) if m != theirs), 0)  # the best mean: never theirs
             return moves, [1.0 if i == best else 0.999 for i in range(len(moves))]
 
-        def act(self, ctx):  # type: ignore[no-untyped-def]
-            action = super().act(ctx)
-            if ctx.phase is Phase.PLAY and isinstance(action, Play) and len(ctx.legal) > 1:
-                heuristic.append(action == HeuristicBot().act(ctx))
-            if ctx.phase is Phase.BEG:
-                begs.append(action)
-            return action
-
     play_local([Check(2), HeuristicBot(), Check(2), HeuristicBot()], seed="plain")
-    assert thresholds == {20} and search.EXACT_CARDS_FOUR == 16
-    assert heuristic and not any(heuristic) and begs and set(begs) == {BEG}
+    assert seen.thresholds == {20} and search.EXACT_CARDS_FOUR == 16
+    assert seen.heuristic and not any(seen.heuristic) and seen.begs and set(seen.begs) == {BEG}
 
 
 
