@@ -10,6 +10,7 @@ response is dropped unsent, cancelled, or cannot send."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import socket
@@ -229,6 +230,17 @@ def blocks(lines: Iterator[str]) -> Iterator[str]:
             block = []
 
 
+@contextlib.contextmanager
+def events_of(port: int, timeout: float) -> Iterator[Iterator[str]]:
+    """The blocks of a ``/events`` stream of the server on loopback ``port``, its answer 200 and its first block,
+    ``retry: 2000``, read."""
+    with httpx.stream("GET", f"http://127.0.0.1:{port}/events", timeout=timeout) as stream:
+        assert stream.status_code == 200
+        told = blocks(stream.iter_lines())
+        assert next(told) == "retry: 2000"
+        yield told
+
+
 def hold_every_live_read(web: WebServer, gate: threading.Event, wait_s: float) -> list[Future[bool]]:
     """Take every public live-read slot of ``web`` with a read that waits for ``gate`` (at most ``wait_s`` seconds);
     returns once all are held (the futures of those reads, each True once ``gate`` is set)."""
@@ -262,10 +274,7 @@ def test_a_streams_look_at_the_live_files_waits_for_the_live_reads_bound(
     gate = threading.Event()
     holders = hold_every_live_read(web, gate, 60)
     try:
-        with httpx.stream("GET", f"http://127.0.0.1:{web.port}/events", timeout=GONE_S) as stream:
-            assert stream.status_code == 200
-            told = blocks(stream.iter_lines())
-            assert next(told) == "retry: 2000"
+        with events_of(web.port, GONE_S) as told:
             busy = next(told)
             assert busy == f": {BUSY_LOOK}" and looks == [], (busy, looks)
             gate.set()
@@ -321,10 +330,7 @@ def test_a_stream_goes_on_through_a_database_another_process_holds(tmp_path: Pat
         store.record(result_of(first, 0))
     server = start_in_thread(tmp_path / "store", "127.0.0.1", 0, bootstrap=0)
     try:
-        with httpx.stream("GET", f"http://127.0.0.1:{server.port}/events", timeout=GONE_S) as stream:
-            assert stream.status_code == 200
-            told = blocks(stream.iter_lines())
-            assert next_said(told) == "retry: 2000"
+        with events_of(server.port, GONE_S) as told:
             games = next_said(told)
             assert games.startswith("event: games\ndata: ") and json.loads(games.split("data: ", 1)[1])["played"] == 1
             with _book_held(tmp_path / "store" / DB_NAME):
