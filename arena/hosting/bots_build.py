@@ -21,7 +21,6 @@ own error line).
 from __future__ import annotations
 
 import ast
-import collections
 import contextlib
 import importlib.metadata
 import inspect
@@ -569,25 +568,21 @@ def _follow(stream: Any, tag: str, deadline: float, over: str, watch: _DiskWatch
 
     trace = trace or _Trace(time.time())
     image_id, last = "", ""
-    said: collections.deque[str] = collections.deque()  # the end of the output, for its author
-    size = 0
+    said = ""  # the end of the output (at most OUTPUT_TAIL_CHARS), for its author
     try:
         for chunk in stream:
             if time.monotonic() > deadline:
-                raise BuildError(over, _tail(said))
+                raise BuildError(over, said)
             if "error" in chunk:
                 if watch is not None and watch.over:
-                    raise BuildError(f"the build of {tag} failed: {watch.over}", _tail(said))
+                    raise BuildError(f"the build of {tag} failed: {watch.over}", said)
                 raise BuildError(f"the build of {tag} failed: {' '.join(str(chunk['error']).split())[:400]}",
-                                 _tail(said))
-            text = str(chunk.get("stream") or "")[-OUTPUT_TAIL_CHARS:]
-            said.append(text)
-            size += len(text)
-            while size > OUTPUT_TAIL_CHARS and len(said) > 1:
-                size -= len(said.popleft())
-            line = str(chunk.get("stream") or "").strip()
+                                 said)
+            text = str(chunk.get("stream") or "")
+            said = (said + text)[-OUTPUT_TAIL_CHARS:]
+            line = text.strip()
             _note_step(trace, line)
-            running = re.search(r"---> Running in ([0-9a-f]{12,64})\b", str(chunk.get("stream") or ""))
+            running = re.search(r"---> Running in ([0-9a-f]{12,64})\b", text)
             if running and watch is not None:
                 watch.step(running.group(1))
             last = line or last
@@ -597,21 +592,16 @@ def _follow(stream: Any, tag: str, deadline: float, over: str, watch: _DiskWatch
     except (urllib3.exceptions.HTTPError, OSError, ValueError):  # a read timeout, or its connection closed
         if not trace.timed_out and time.monotonic() < deadline and not _read_timeout(sys.exc_info()[1]):
             raise
-        raise BuildError(over, _tail(said)) from None
+        raise BuildError(over, said) from None
     finally:
         stream.close()
     if not image_id:
         if trace.timed_out:
-            raise BuildError(over, _tail(said))
-        raise BuildError(f"the build of {tag} failed: {' '.join(last.split())[:400] or 'no image'}", _tail(said))
+            raise BuildError(over, said)
+        raise BuildError(f"the build of {tag} failed: {' '.join(last.split())[:400] or 'no image'}", said)
     trace.made.clear()  # the built image's own: not for :func:`_sweep`
     trace.tip = ""
     return image_id
-
-
-def _tail(said: collections.deque[str]) -> str:
-    """The last :data:`OUTPUT_TAIL_CHARS` characters of a build's output pieces ``said``."""
-    return "".join(said)[-OUTPUT_TAIL_CHARS:]
 
 
 def _read_timeout(e: BaseException | None) -> bool:
