@@ -405,7 +405,7 @@ def prior_choice(rows: list[list[float]], theirs: str, more: list[list[float]] |
         drawn += 1
         return queue.pop(0) if len(queue) > 1 else queue[0]
 
-    setting = searching._Setting(None, None, None, 0, Budget(budget))  # type: ignore[arg-type]
+    setting = searching._Setting(None, None, Budget(budget))  # type: ignore[arg-type]
     index = bot._with_prior(setting, moves, [list(r) for r in rows], draw)
     return str(moves[index].card), drawn
 

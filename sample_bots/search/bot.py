@@ -102,14 +102,22 @@ PRIOR_EXTRA = 4
 
 @dataclass(frozen=True, slots=True)
 class _Setting:
-    """What every evaluation of one decision shares: the decision's context, the seat's knowledge, side,
-    rules and budget."""
+    """What every evaluation of one decision shares: the decision's context (its observation and side), the
+    seat's knowledge and the budget."""
 
     ctx: Context
-    obs: Observation
     know: Knowledge
-    side: int
     budget: Budget
+
+    @property
+    def obs(self) -> Observation:
+        """What the seat sees (``ctx.observation``)."""
+        return self.ctx.observation
+
+    @property
+    def side(self) -> int:
+        """The seat's side (``ctx.side``: 0 or 1)."""
+        return self.ctx.side
 
 
 def _check_level(ms: object, samples: object, seed: object, indifferent: object) -> None:
@@ -159,7 +167,7 @@ class SearchBot(Bot):
             ms = max(1, ctx.time_left_ms // 8)
         rng = random.Random(f"{self.seed}/{ctx.rng.getrandbits(64)}")
         obs = ctx.observation
-        setting = _Setting(ctx, obs, knowledge(obs), ctx.side, Budget(ms * NODES_PER_MS))
+        setting = _Setting(ctx, knowledge(obs), Budget(ms * NODES_PER_MS))
         choose = {Phase.PLAY: self._play, Phase.CALL: self._call, Phase.BEG: self._beg,
                   Phase.DEALER: self._dealer}[obs.phase]
         action = choose(setting, legal, rng)
