@@ -1,7 +1,8 @@
 """The validation episode: the conformance suite (:mod:`sdk.conformance`) against a built image.
 
 Each scenario starts the image in a container with no network at all (``--network none``), read-only,
-no capabilities, the submission's memory, CPU and process limits, as the bot user, its output kept by
+no capabilities, the submission's memory, CPU and process limits, as a uid of its own and group 10001
+(one uid a validation, :data:`VALIDATION_USERS`: its containers are all the one submission's), its output kept by
 docker up to the game containers' cap (:data:`LOGS`); the scripted
 referee listens on a unix socket in a fresh folder mounted read-only at the same path
 (``--socket-dir``; connecting to a socket needs no write access to its file system), the only thing
@@ -28,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arena.competition.book import LOG_TAIL_CHARS
-from arena.hosting.sandbox import LABEL_RUN, OPEN_FILES, Limits
+from arena.hosting.sandbox import LABEL_RUN, OPEN_FILES, BotUsers, Limits
 from arena.hosting.tempdirs import pid_temp_dir
 from arena.hosting.tether import tether_command
 
@@ -43,6 +44,9 @@ STARTUP_S = 30.0
 #: The cap of what docker keeps of a container's output (a game's containers' own): docker's default
 #: json-file log has none, and ``docker run`` streaming the output to the suite does not keep it off disk.
 LOGS = Limits()
+#: The uids of validations' containers (:class:`arena.hosting.sandbox.BotUsers`: one a validation, shared by
+#: no other bot container, so no per-uid count of the kernel joins a submission to another bot).
+VALIDATION_USERS = BotUsers()
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,11 +71,11 @@ def container_command(image: str, key: str, socket_dir: str, cpus: float, memory
             "--tmpfs", "/tmp:rw,noexec,nosuid,nodev,size=16m", "--cap-drop", "ALL",
             "--security-opt", "no-new-privileges", "--memory", f"{memory_mb}m", "--memory-swap", f"{memory_mb}m",
             "--pids-limit", "64", "--ulimit", f"nofile={OPEN_FILES}:{OPEN_FILES}", "--cpus", f"{cpus:g}",
-            "--user", "10001:10001", "--ipc", "private",
+            "--user", VALIDATION_USERS.next(), "--ipc", "private",
             "--no-healthcheck",  # never the image's own (arena.hosting.sandbox.NO_HEALTHCHECK)
             "--log-driver", "json-file", "--log-opt", f"max-size={LOGS.log_max_size}",
             "--log-opt", f"max-file={LOGS.log_files}", *labels, "-v", f"{socket_dir}:{socket_dir}:ro",
-            "-e", "ALLFOURS_TICKET", "-e", "ALLFOURS_REFEREE", image]
+            "-e", "HOME=/tmp", "-e", "ALLFOURS_TICKET", "-e", "ALLFOURS_REFEREE", image]
 
 
 def remove_containers(key: str) -> None:

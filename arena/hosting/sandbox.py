@@ -3,9 +3,11 @@
 A bot given as ``[[bots]] image = "name:tag"`` runs in containers started here through the ``docker``
 Python SDK (docs/deploy.md, "Container bots"). Every container is:
 
-- a non-root user (``10001:10001``), read-only root file system, a small ``/tmp`` tmpfs
-  (``noexec,nosuid``), every capability dropped, ``no-new-privileges``, an init process (so a bot
-  that ignores SIGTERM is still reaped), a short stop grace, no health check (:data:`NO_HEALTHCHECK`);
+- a non-root user of its own (a uid no other bot container has, group 10001, ``HOME=/tmp``: :class:`BotUsers`),
+  read-only root file system, a small ``/tmp`` tmpfs (``noexec,nosuid``; docker's ``/dev/shm``, 64 MiB, is
+  one too: what a bot writes to either counts against its memory), every capability dropped,
+  ``no-new-privileges``, an init process (so a bot that ignores SIGTERM is still reaped), a short stop
+  grace, no health check (:data:`NO_HEALTHCHECK`);
 - shown a fixed view of the host-wide counters of ``/proc`` (free memory, the load, CPU time, open
   files: :mod:`arena.hosting.procview`), read-only files bound over ``meminfo``, ``stat``, ``loadavg``…
   and the others masked, and ``/sys`` (the host's sysfs, whose node, disk and CPU counters move just as
@@ -48,6 +50,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import itertools
 import os
 import re
 import secrets
@@ -77,8 +80,15 @@ LABEL_ROLE = "org.allfours.role"
 #: every container of it, back to back (some 20 a second), each a ``runc exec`` run on the host by containerd's
 #: shim, outside the container's CPU quota: 4.9 s of the host's CPU in 10 s for one container.
 NO_HEALTHCHECK = {"test": ["NONE"]}
-#: The uid:gid bot containers run as (the bot images create this user; any non-root id works).
-BOT_USER = "10001:10001"
+#: The group every bot container runs as: the bot images' group ``bot``, through which a container reads the
+#: files an image gave its user 10001 (each container's uid is its own: :class:`BotUsers`).
+BOT_GROUP = 10001
+#: The uids bot containers run as, one each (:class:`BotUsers`): above the ranges of host users and of their
+#: subordinate ids (``/etc/subuid`` starts at 100,000, 65,536 a user), below 2**31.
+BOT_UIDS = range(1 << 24, 1 << 31)
+#: The step of :class:`BotUsers`' walk through :data:`BOT_UIDS`: a prime that does not divide its length
+#: (2**24 x 127), so the walk visits every uid of the range once before it repeats.
+_UID_STRIDE = 1_000_003
 #: Most open files of each process of a bot container (its ``nofile`` limit, soft and hard). Docker gave
 #: dockerd's own (20,000 here), so with 64 processes one container held 1.28 million ``struct file``s of the
 #: host's one table (``fs.file-max``, 2,466,239 on a 2-core host) for about 420 bytes of its memory each: two or
@@ -113,6 +123,30 @@ KERNEL_LOG = Path("/dev/kmsg")
 
 class SandboxError(RuntimeError):
     """The sandbox cannot run bot containers; ``str(e)`` is one line saying why (and what to do)."""
+
+
+class BotUsers:
+    """The ``uid:gid`` of each bot container: a uid of its own, and the group :data:`BOT_GROUP`.
+
+    With no user namespace, the kernel keeps some counts per uid of the host, over every process of that uid:
+    inotify instances (``fs.inotify.max_user_instances``, 128 here) and watches, POSIX message queue bytes
+    (``RLIMIT_MSGQUEUE``), epoll watches. When every bot container ran as 10001, a bot that held all 128
+    inotify instances made every other bot's ``inotify_init1`` fail (``EMFILE``): a denial of service, and a
+    channel between containers the sandbox keeps apart (a seat and its partner at a table of four: one holds
+    the instances or lets them go, the other reads a bit from whether its next call fails). Each call of
+    :meth:`next` gives the next uid of a walk through :data:`BOT_UIDS` from a random start, so one
+    ``BotUsers`` (one sandbox) never gives a uid twice in its first ``len(BOT_UIDS)`` containers, and another
+    (another arena on the host, the validations) starts elsewhere at random. Thread-safe (``itertools.count``).
+    """
+
+    def __init__(self) -> None:
+        self._start = secrets.randbelow(len(BOT_UIDS))
+        self._count = itertools.count()
+
+    def next(self) -> str:
+        """The next container's ``"uid:gid"``, for docker's ``user``."""
+        step = next(self._count)
+        return f"{BOT_UIDS[(self._start + step * _UID_STRIDE) % len(BOT_UIDS)]}:{BOT_GROUP}"
 
 
 class NoImage(SandboxError):
@@ -613,6 +647,7 @@ class Sandbox:
         self.gateway: str | None = None
         self.subnet: str | None = None
         self._reaper: subprocess.Popen[bytes] | None = None
+        self._users = BotUsers()
 
     @property
     def labels(self) -> dict[str, str]:
@@ -747,8 +782,8 @@ class Sandbox:
                 name=name,
                 detach=True,
                 labels={**self.labels, LABEL_BOT: bot, LABEL_ROLE: role},
-                environment=dict(env),
-                user=BOT_USER,
+                environment={"HOME": "/tmp", **env},  # its uid has no entry in /etc/passwd: docker would say "/"
+                user=self._users.next(),  # a uid of its own: BotUsers
                 stop_signal="SIGTERM",
                 hostname="bot",
                 healthcheck=NO_HEALTHCHECK,  # never the image's own (a prebuilt image's config is its author's)
