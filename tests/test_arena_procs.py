@@ -105,16 +105,35 @@ def test_exit_status_and_missing_commands(tmp_path: Path, kind: Containment) -> 
         start(tmp_path, kind, "no-such-bot-command-anywhere")
 
 
-def test_a_bot_writing_hundreds_of_megabytes_gets_a_capped_log(tmp_path: Path, kind: Containment) -> None:
-    """300 MB of output: the log keeps the first 1 MiB, then says it was truncated and how much was
-    discarded; the bot was never blocked (it finished writing and exited 0)."""
+def test_a_bot_writing_tens_of_megabytes_gets_a_capped_log(tmp_path: Path, kind: Containment) -> None:
+    """40 MB of output: the log keeps the first 1 MiB, then says it was truncated and how much was
+    discarded; the bot finished writing (the rest drained at the arena's pace) and exited 0."""
     limit = 1 << 20
-    spam = "import sys\nblock = b'x' * (1 << 20)\nfor _ in range(300): sys.stdout.buffer.write(block)\n"
+    spam = "import sys\nblock = b'x' * (1 << 20)\nfor _ in range(40): sys.stdout.buffer.write(block)\n"
     p = start(tmp_path, kind, sys.executable, "-c", spam, limit=limit)
     assert p.wait(timeout=120) == 0
     assert p.stop() == 0
     data = (tmp_path / "seat.log").read_bytes()
     marker = f"\n{TRUNCATED.format(limit=limit)}\n".encode()
-    discarded = 300 * (1 << 20) - limit
+    discarded = 40 * (1 << 20) - limit
     assert data == b"x" * limit + marker + f"[arena: {discarded} bytes discarded]\n".encode()
     assert (tmp_path / "seat.log").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_bot_flooding_its_output_is_drained_at_most_at_the_arenas_rate(tmp_path: Path, kind: Containment) -> None:
+    """Past the log's cap the output is dropped at most ``DRAIN_BYTES_PER_S`` a second: a bot writing without end
+    waits in its writes. Before, the arena read all it wrote, about 2 GB a second here, for two fifths of a core of
+    the arena's CPU (``benchmarks/log_flood.py``); this test then saw gigabytes discarded in two seconds."""
+    flood = "import sys\nblock = b'x' * (1 << 16)\nwhile True: sys.stdout.buffer.write(block)\n"
+    p = start(tmp_path, kind, sys.executable, "-c", flood)
+    begun = time.monotonic()
+    try:
+        assert wait_for(lambda: p.pump.discarded > 0), "the flood never passed the log's cap"
+        time.sleep(2.0)
+        discarded, elapsed = p.pump.discarded, time.monotonic() - begun
+        assert p.poll() is None, "the flooding bot ended on its own"
+    finally:
+        p.stop()
+    # the drain began after `begun`; before its first pause it may take one splice and the chunk that passed the cap
+    assert discarded <= procs.DRAIN_BYTES_PER_S * elapsed + procs.DRAIN_CHUNK + procs.CHUNK, (discarded, elapsed)
+    assert (tmp_path / "seat.log").read_bytes().startswith(b"x" * (1 << 20))

@@ -737,3 +737,11 @@ def test_the_twins_trial_samples_on_while_the_heuristic_card_has_a_twin(monkeypa
     for players in (2, 4):
         bots = [b for _ in range(players // 2) for b in (trials.TwinBot(2), HeuristicBot())]
         assert play_local(bots, rules=RuleSet(players=players), seed="twins").match.games[0].winner is not None
+
+
+@pytest.mark.slow
+def test_log_flood_benchmark_prints_the_drain_and_its_unthrottled_baseline(tmp_path: Path) -> None:
+    rows = [json.loads(line) for line in run("log_flood.py", "--seconds", "0.5", cwd=tmp_path).splitlines()]
+    assert [r["setting"].split(",")[0] for r in rows] == ["process", "process"], rows
+    throttled, free = rows
+    assert throttled["ratio"] == 1.0 and free["ratio"] > 0 and free["discarded_mb"] > throttled["discarded_mb"] > 0
