@@ -43,6 +43,19 @@ default) is started as ``bwrap [options] -- ARGV`` (:meth:`Jail.wrap`), inside t
   keys count per user of the host, so a bot's keys showed in its partner's ``/proc/key-users``; a
   watch on a shared file saw the partner read it). bwrap reads the filter from descriptor
   :data:`SECCOMP_FD`, which ``/bin/sh`` opens before it becomes bwrap.
+- **counts per user of the host**: every sandbox's user namespace is owned by the arena's user, so the
+  kernel's per-user counts of it are shared by every sandboxed bot, and a bot that filled one made the next
+  call of another fail: a bit a probe between partners (measured: 96,366 queued real-time signals made a
+  partner's ``sigqueue`` fail with EAGAIN; nine message queues its ``mq_open`` with EMFILE; 59 pipes of 1 MiB
+  shrank its next pipe from 64 KiB to 8 KiB). A lower limit a sandbox does not close the first two: the
+  kernel checks the user's count over every sandbox against the limit each sandbox's namespace was made
+  with (at 128 signals a sandbox, 122 queued by one made its partner's first ``sigqueue`` fail). So
+  ``prlimit`` (util-linux) starts bwrap with :data:`RLIMITS`, no queued signal and no message queue byte
+  at all, the same for every sandbox whatever the others do: a real-time signal a bot sends is dropped and
+  ``sigqueue`` fails (EAGAIN), ``mq_open`` fails (EMFILE); signals below ``SIGRTMIN`` (a bot's SIGTERM, its
+  children's SIGCHLD) are delivered as ever. And :meth:`Jail.open` turns off the host's soft limit on
+  pipe buffers per user (:func:`lift_pipe_limit`: ``fs.pipe-user-pages-soft`` 0; a pipe's pages still
+  count against its bot's memory limit), or says once that it could not (not root).
 
 Why these options (checked as root in this project's environment, kernel 6.18, bubblewrap 0.8):
 run as root, bwrap without ``--unshare-user`` keeps every capability of the host's root in the
@@ -69,10 +82,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import structlog
+
 from arena.hosting import procview
 from arena.hosting.procview import view
 from arena.hosting.sandbox import Limits
 from arena.hosting.seccomp import filter_file
+
+log = structlog.get_logger("arena.hosting.jail")
 
 #: Seconds the start-up probe (:meth:`Jail.probe`) may take: a Python that starts and exits at once.
 PROBE_TIMEOUT_S = 60.0
@@ -85,6 +102,12 @@ REFEREE_SOCKET = "referee.sock"
 LOBBY_SOCKET = "lobby.sock"
 #: The user and group a sandboxed bot runs as (nobody).
 NOBODY = "65534"
+#: The limits ``prlimit`` sets on bwrap and so on the bot: no queued signal (``RLIMIT_SIGPENDING``) and no POSIX
+#: message queue byte (``RLIMIT_MSGQUEUE``): both counts are the arena user's over every sandbox (the module
+#: docstring), so any other limit left a bit between two bots.
+RLIMITS = ("--sigpending=0:0", "--msgqueue=0:0")
+#: The host's soft limit of pipe buffer pages per user (0: none), which :func:`lift_pipe_limit` sets to 0.
+PIPE_PAGES_SOFT = Path("/proc/sys/fs/pipe-user-pages-soft")
 #: The descriptor bwrap reads its seccomp filter from (:mod:`arena.hosting.seccomp`).
 SECCOMP_FD = 9
 #: The size of a sandboxed bot's ``/tmp`` (MiB): a container's (``arena.hosting.sandbox.Limits.tmpfs_mb``).
@@ -107,6 +130,38 @@ def find_bwrap(path: str | None = None) -> str:
             f"(apt-get install {PACKAGE}; scripts/setup.sh does), or set sandbox = \"none\" for a trusted bot"
         )
     return found
+
+
+def find_prlimit() -> str:
+    """The ``prlimit`` executable (Debian's util-linux, always installed there).
+
+    :raises JailError: naming the package when it is not there."""
+    found = shutil.which("prlimit", path=os.environ.get("PATH", os.defpath))
+    if found is None:
+        raise JailError("process bots start sandboxed with prlimit, which is not installed: install Debian's package "
+                        "util-linux, or set sandbox = \"none\" for a trusted bot")
+    return found
+
+
+def lift_pipe_limit(path: Path = PIPE_PAGES_SOFT) -> str | None:
+    """Turn off the host's soft limit of pipe buffer pages per user (``fs.pipe-user-pages-soft``): past it the
+    kernel gives every new pipe of the user's unprivileged processes 2 pages instead of 16, so one sandboxed bot
+    holding pipes of 1 MiB shrank its partner's next pipe, a bit it read with ``F_GETPIPE_SZ``. Returns one line
+    for the log: what was changed, or why it could not be (not root: the channel stays open, and the line says
+    the command); None when there is no limit already.
+    """
+    try:
+        value = int(path.read_text())
+    except (OSError, ValueError):
+        return None  # not Linux's /proc: nothing to lift
+    if value == 0:
+        return None
+    try:
+        path.write_text("0\n")
+    except OSError as e:
+        return (f"cannot turn off the host's soft limit of pipe pages per user ({path}: {value}; {e.strerror}): "
+                "sandboxed bots can pass each other bits through it; as root: sysctl fs.pipe-user-pages-soft=0")
+    return f"turned off the host's soft limit of pipe pages per user ({path}: was {value}, now 0)"
 
 
 def _runtime_paths() -> list[Path]:
@@ -182,7 +237,10 @@ class Jail:
         :raises JailError: when ``bwrap`` is missing, or cannot make a sandbox here (:meth:`probe`).
         """
         bwrap = find_bwrap(path)
+        find_prlimit()
         _sweep_stale(Path(tempfile.gettempdir()))
+        if (said := lift_pipe_limit()) is not None:
+            log.warning("pipe_limit", said=said)
         jail = cls(bwrap, Path(tempfile.mkdtemp(prefix=f"allfours-{os.getpid()}-")))
         try:
             jail.probe()
@@ -308,7 +366,8 @@ class Jail:
         the host-wide counters as a fixed view of a machine of ``limits`` (default: :class:`Limits`'s)."""
         folder = str(Path(cwd or os.getcwd()).resolve())
         size = ["--size", str(self.tmpfs_mb * 1024 * 1024)]
-        args = [self.bwrap, "--unshare-all", "--unshare-user", "--uid", NOBODY, "--gid", NOBODY,
+        args = [find_prlimit(), *RLIMITS, "--", self.bwrap, "--unshare-all", "--unshare-user", "--uid", NOBODY,
+                "--gid", NOBODY,
                 "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--hostname", "bot",
                 *size, "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr",
                 *_root_links()]
