@@ -81,9 +81,9 @@ def test_a_sandbox_filling_a_per_user_count_tells_another_nothing(tmp_path: Path
     jail = Jail.open()
     try:
         def run(script: str, *args: str) -> subprocess.Popen[str]:
-            argv = jail.for_process(f"bot-{len(args)}").wrap([sys.executable, "-c", code + script, *args], str(tmp_path))
-            return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True)
+            argv = [sys.executable, "-c", code + script, *args]
+            return subprocess.Popen(jail.for_process(f"bot-{len(args)}").wrap(argv, str(tmp_path)),
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
         alone, err = run(PROBE).communicate(timeout=60)
         filler = run(FILLER, str(many))
@@ -109,7 +109,8 @@ def test_lifting_the_pipe_limit_says_what_it_did_and_why_it_could_not(tmp_path: 
     soft.write_text("0\n")
     assert lift_pipe_limit(soft) is None
     soft.write_text("16384\n")
-    assert lift_pipe_limit(soft) == f"turned off the host's soft limit of pipe pages per user ({soft}: was 16384, now 0)"
+    said = lift_pipe_limit(soft)
+    assert said == f"turned off the host's soft limit of pipe pages per user ({soft}: was 16384, now 0)", said
     assert soft.read_text() == "0\n"
     soft.write_text("16384\n")
 
