@@ -56,6 +56,11 @@ default) is started as ``bwrap [options] -- ARGV`` (:meth:`Jail.wrap`), inside t
   children's SIGCHLD) are delivered as ever. And :meth:`Jail.open` turns off the host's soft limit on
   pipe buffers per user (:func:`lift_pipe_limit`: ``fs.pipe-user-pages-soft`` 0; a pipe's pages still
   count against its bot's memory limit), or says once that it could not (not root).
+  bwrap's ``--disable-userns``: a bot makes no namespace of its own (a user namespace, and under it a
+  network, mount… one, counted per user of the host against ``user.max_*_namespaces``: a bot holding
+  them made every new sandbox fail to start, ENOSPC). What is still shared (docs/arena.md): descriptors
+  in flight over unix sockets and epoll watches, counted per user of the host with no limit a sandbox
+  can lower, and host-wide counters read through a bot's own objects (pipe inode numbers, socket cookies).
 
 Why these options (checked as root in this project's environment, kernel 6.18, bubblewrap 0.8):
 run as root, bwrap without ``--unshare-user`` keeps every capability of the host's root in the
@@ -86,7 +91,7 @@ import structlog
 
 from arena.hosting import procview
 from arena.hosting.procview import view
-from arena.hosting.sandbox import Limits
+from arena.hosting.sandbox import OPEN_FILES, Limits
 from arena.hosting.seccomp import filter_file
 
 log = structlog.get_logger("arena.hosting.jail")
@@ -104,8 +109,10 @@ LOBBY_SOCKET = "lobby.sock"
 NOBODY = "65534"
 #: The limits ``prlimit`` sets on bwrap and so on the bot: no queued signal (``RLIMIT_SIGPENDING``) and no POSIX
 #: message queue byte (``RLIMIT_MSGQUEUE``): both counts are the arena user's over every sandbox (the module
-#: docstring), so any other limit left a bit between two bots.
-RLIMITS = ("--sigpending=0:0", "--msgqueue=0:0")
+#: docstring), so any other limit left a bit between two bots; and a container's open files a process
+#: (``RLIMIT_NOFILE``, :data:`arena.hosting.sandbox.OPEN_FILES`): with the arena's own (20,000 here) one sandbox
+#: of 64 processes could hold 1.28 million of the host's 2.47 million (``fs.file-max``), two all of it.
+RLIMITS = ("--sigpending=0:0", "--msgqueue=0:0", f"--nofile={OPEN_FILES}:{OPEN_FILES}")
 #: The host's soft limit of pipe buffer pages per user (0: none), which :func:`lift_pipe_limit` sets to 0.
 PIPE_PAGES_SOFT = Path("/proc/sys/fs/pipe-user-pages-soft")
 #: The descriptor bwrap reads its seccomp filter from (:mod:`arena.hosting.seccomp`).
@@ -367,7 +374,7 @@ class Jail:
         folder = str(Path(cwd or os.getcwd()).resolve())
         size = ["--size", str(self.tmpfs_mb * 1024 * 1024)]
         args = [find_prlimit(), *RLIMITS, "--", self.bwrap, "--unshare-all", "--unshare-user", "--uid", NOBODY,
-                "--gid", NOBODY,
+                "--gid", NOBODY, "--disable-userns",
                 "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--hostname", "bot",
                 *size, "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr",
                 *_root_links()]
