@@ -7,8 +7,9 @@
 #
 # The python base is made with debootstrap and `docker import`; the node base is built from it with
 # apt-get. Each tag is a hash of this file, so a changed package list makes a new image and an
-# unchanged one is reused (cached by content). Both have the user 10001 (`bot`), whom bot containers
-# run as. Needs root, debootstrap, and Debian's /usr/bin/docker. Set DEBIAN_MIRROR to use another mirror.
+# unchanged one is reused (cached by content). Both have the user 10001 (`bot`) and its group, in which the
+# arena's sandbox runs each bot container (as a uid of its own). Needs root, debootstrap, and Debian's
+# /usr/bin/docker. Set DEBIAN_MIRROR to use another mirror.
 set -euo pipefail
 kind="${1:-python}"
 DOCKER="${DOCKER:-/usr/bin/docker}"

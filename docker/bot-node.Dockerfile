@@ -5,8 +5,8 @@
 #                  TLS-intercepting proxy, harmless elsewhere)
 # BASE: any Debian-like image with node >= 18 and npm (default: the official one; the tests pass a base
 # made from Debian packages, docker/base-image.sh node). BOT_ENTRY: the entry file (package.json "main").
-# The container runs `node BOT_ENTRY [ARGS]` as user 10001; the arena passes the ticket and the
-# referee in ALLFOURS_TICKET and ALLFOURS_REFEREE.
+# The container runs `node BOT_ENTRY [ARGS]` as user 10001 (the arena's sandbox: a uid of its own in group
+# 10001); the arena passes the ticket and the referee in ALLFOURS_TICKET and ALLFOURS_REFEREE.
 ARG BASE=node:20-slim
 FROM ${BASE}
 ARG BOT_ENTRY=index.js

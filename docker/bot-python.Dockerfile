@@ -8,8 +8,8 @@
 #                          TLS-intercepting proxy, harmless elsewhere)
 # BASE: any Debian-like image with python3 >= 3.11 and its venv module (default: the official one; the
 # tests pass a base made with debootstrap, docker/base-image.sh). BOT_ENTRY: module:Class.
-# The container runs `python -m sdk.run BOT_ENTRY [ARGS]` as user 10001; the arena passes the ticket
-# and the referee in ALLFOURS_TICKET and ALLFOURS_REFEREE.
+# The container runs `python -m sdk.run BOT_ENTRY [ARGS]` as user 10001 (the arena's sandbox: a uid of its own
+# in group 10001); the arena passes the ticket and the referee in ALLFOURS_TICKET and ALLFOURS_REFEREE.
 ARG BASE=python:3.11-slim
 FROM ${BASE}
 ARG BOT_ENTRY
