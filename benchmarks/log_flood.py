@@ -81,11 +81,13 @@ def measure(client: Any, image: str, kind: str, config: dict[str, str], command:
     """Run ``command`` in a container with log driver ``kind`` for ``seconds``; what it cost (see the docstring)."""
     from docker.types import LogConfig
 
-    api = client.api
-    host_config = api.create_host_config(nano_cpus=1_000_000_000, mem_limit="256m", memswap_limit="256m",
-                                         read_only=True, cap_drop=["ALL"], network_mode="none",
-                                         log_config=LogConfig(type=kind, config=config))
-    created = api.create_container(image, command=command, user="16777217:10001", host_config=host_config)
+    from arena.hosting.sandbox import BotUsers, Limits
+
+    api, limits = client.api, Limits()
+    host_config = api.create_host_config(nano_cpus=int(limits.cpus * 1e9), mem_limit=f"{limits.memory_mb}m",
+                                         memswap_limit=f"{limits.memory_mb}m", read_only=True, cap_drop=["ALL"],
+                                         network_mode="none", log_config=LogConfig(type=kind, config=config))
+    created = api.create_container(image, command=command, user=BotUsers().next(), host_config=host_config)
     cid = created["Id"]
     try:
         before = host_cpu_s()

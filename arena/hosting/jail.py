@@ -227,6 +227,8 @@ class Jail:
     runtime: list[Path] = field(default_factory=_runtime_paths)
     #: The size of the bot's ``/tmp`` in MiB.
     tmpfs_mb: int = TMPFS_MB
+    #: The ``prlimit`` executable that starts ``bwrap`` (:func:`find_prlimit`, found once per run).
+    prlimit: str = field(default_factory=find_prlimit)
     _listeners: list[Callable[[Path], None]] = field(default_factory=list, repr=False)
     _unlisteners: list[Callable[[Path], None]] = field(default_factory=list, repr=False)
     _bots: dict[str, Path] = field(default_factory=dict, repr=False)
@@ -243,12 +245,11 @@ class Jail:
 
         :raises JailError: when ``bwrap`` is missing, or cannot make a sandbox here (:meth:`probe`).
         """
-        bwrap = find_bwrap(path)
-        find_prlimit()
+        bwrap, prlimit = find_bwrap(path), find_prlimit()
         _sweep_stale(Path(tempfile.gettempdir()))
         if (said := lift_pipe_limit()) is not None:
             log.warning("pipe_limit", said=said)
-        jail = cls(bwrap, Path(tempfile.mkdtemp(prefix=f"allfours-{os.getpid()}-")))
+        jail = cls(bwrap, Path(tempfile.mkdtemp(prefix=f"allfours-{os.getpid()}-")), prlimit=prlimit)
         try:
             jail.probe()
         except BaseException:
@@ -365,7 +366,7 @@ class Jail:
                     self._unlisten(folder, list(self._unlisteners))
                     raise
                 self._bots[name] = folder
-        return Jail(self.bwrap, folder, self.runtime, tmpfs_mb)
+        return Jail(self.bwrap, folder, self.runtime, tmpfs_mb, self.prlimit)
 
     def wrap(self, argv: Sequence[str], cwd: str | None, limits: Limits | None = None) -> list[str]:
         """``argv`` run by ``bwrap`` in the sandbox (see the module docstring), in ``cwd`` (default: the
@@ -373,7 +374,7 @@ class Jail:
         the host-wide counters as a fixed view of a machine of ``limits`` (default: :class:`Limits`'s)."""
         folder = str(Path(cwd or os.getcwd()).resolve())
         size = ["--size", str(self.tmpfs_mb * 1024 * 1024)]
-        args = [find_prlimit(), *RLIMITS, "--", self.bwrap, "--unshare-all", "--unshare-user", "--uid", NOBODY,
+        args = [self.prlimit, *RLIMITS, "--", self.bwrap, "--unshare-all", "--unshare-user", "--uid", NOBODY,
                 "--gid", NOBODY, "--disable-userns",
                 "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--hostname", "bot",
                 *size, "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr",
